@@ -1,0 +1,177 @@
+"""A site server for tests and the demo: serves a directory tree on 127.0.0.1.
+
+As an origin, ``GET /path`` answers ``DIR/path``; as an HTTP proxy, an
+absolute-URI request ``GET http://host/path`` answers ``DIR/host/path``
+(so a mirror of a real site can be crawled under its real URLs without
+leaving this machine).  A directory answers its ``index.html``; a directory
+asked for without its slash answers 301 to the slashed URL.  Per-path rules
+inject statuses, redirects and delays; every request is recorded with the
+time it arrived.
+
+    python -m tests.support.siteserver DIR [--port N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import mimetypes
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+
+@dataclass
+class Rule:
+    """What to do instead of serving the file, for one path."""
+
+    status: int | None = None          # answer this status (with a short body)
+    location: str | None = None        # redirect here (status defaults to 302)
+    delay: float = 0.0                 # wait this long before answering
+    times: int | None = None           # apply this many times, then serve normally
+    body: bytes | None = None          # serve these bytes instead of the file
+    headers: dict = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    time: float
+    method: str
+    target: str      # the request target as sent (path, or absolute URI via proxy)
+    key: str         # "host/path" for proxy requests, "/path" for origin requests
+    headers: dict
+
+
+class SiteServer:
+    def __init__(self, root, host: str = "127.0.0.1", port: int = 0):
+        self.root = Path(root)
+        self.rules: dict[str, Rule] = {}
+        self.hits: list[Hit] = []
+        self._lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self.httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "SiteServer":
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def record(self, hit: Hit) -> None:
+        with self._lock:
+            self.hits.append(hit)
+
+    def take_rule(self, key: str) -> Rule | None:
+        with self._lock:
+            rule = self.rules.get(key)
+            if rule is None:
+                return None
+            if rule.times is not None:
+                if rule.times <= 0:
+                    return None
+                rule.times -= 1
+            return rule
+
+
+def _handler_for(server: SiteServer):
+    class Handler(BaseHTTPRequestHandler):
+        # Without this, a kept-alive connection stalls ~40 ms per response.
+        disable_nagle_algorithm = True
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format, *args):
+            pass
+
+        def do_GET(self):
+            self._answer(send_body=True)
+
+        def do_HEAD(self):
+            self._answer(send_body=False)
+
+        def _answer(self, send_body):
+            target = self.path
+            parts = urlsplit(target)
+            if parts.scheme and parts.netloc:
+                key = parts.netloc + (parts.path or "/")
+            else:
+                key = parts.path or "/"
+            server.record(Hit(time.time(), self.command, target, key, dict(self.headers)))
+            rule = server.take_rule(key)
+            if rule is not None:
+                if rule.delay:
+                    time.sleep(rule.delay)
+                if rule.location is not None:
+                    self._send(rule.status or 302, b"", send_body, {"Location": rule.location})
+                    return
+                if rule.status is not None or rule.body is not None:
+                    self._send(rule.status or 200, rule.body if rule.body is not None else b"injected\n",
+                               send_body, {"Content-Type": "text/html", **rule.headers})
+                    return
+            self._serve_file(key, target, send_body)
+
+        def _serve_file(self, key, target, send_body):
+            relative = unquote(key).lstrip("/")
+            path = (server.root / relative).resolve()
+            if server.root.resolve() not in (path, *path.parents):
+                self._send(403, b"forbidden\n", send_body)
+                return
+            if path.is_dir():
+                if not key.endswith("/"):
+                    location = urlsplit(target)._replace(path=urlsplit(target).path + "/").geturl()
+                    self._send(301, b"", send_body, {"Location": location})
+                    return
+                path = path / "index.html"
+            if not path.is_file():
+                self._send(404, b"<html><body>404 Not Found</body></html>\n", send_body,
+                           {"Content-Type": "text/html"})
+                return
+            content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
+
+        def _send(self, status, body, send_body, headers=None):
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if send_body:
+                self.wfile.write(body)
+
+    return Handler
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("root")
+    parser.add_argument("--port", type=int, default=0)
+    options = parser.parse_args(argv)
+    server = SiteServer(options.root, port=options.port)
+    print(f"serving {options.root} on {server.url}", flush=True)
+    try:
+        server.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+"""tse-scrapy: the Tiny Search Engine on Scrapy."""
+
+__version__ = "0.1.0"

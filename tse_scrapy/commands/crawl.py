@@ -1,0 +1,35 @@
+"""``scrapy crawl``, with the tse spider's arguments checked before Scrapy starts
+and a failed crawl turned into a non-zero exit status."""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from ..crawlargs import ArgumentError, check_crawl_args
+from ..runner import report
+from ..spiders.tse import TseSpider
+
+
+class Command(ScrapyCrawlCommand):
+    def process_options(self, args, opts):
+        super().process_options(args, opts)
+        if args[:1] == [TseSpider.name]:
+            try:
+                check_crawl_args(**opts.spargs)
+            except ArgumentError as error:
+                sys.stderr.write(f"scrapy crawl tse: {error}\n")
+                sys.exit(2)
+
+    def run(self, args, opts):
+        if len(args) != 1:
+            super().run(args, opts)
+            return
+        crawler = self._create_crawler(args[0])
+        self.crawler_process.crawl(crawler, **opts.spargs)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+        elif crawler.stats.get_value("finish_reason") is not None:
+            self.exitcode = report(f"scrapy crawl {args[0]}", crawler)

@@ -1,0 +1,88 @@
+"""Checking the crawler's arguments (SPEC 2.1, 2.4) before anything is written or fetched."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .pagedir import MARKER
+from .urls import DEFAULT_PREFIX, is_internal, normalize_url
+
+ORDERS = ("tse", "bfs")
+LINK_EXTRACTORS = ("html", "tse")
+MAX_DEPTH = 10
+
+
+class ArgumentError(ValueError):
+    """A bad argument; its message is the one line shown to the user."""
+
+
+@dataclass(frozen=True)
+class CrawlArgs:
+    seed: str
+    pagedir: str
+    depth: int
+    order: str = "tse"
+    links: str = "html"
+    prefixes: tuple[str, ...] = (DEFAULT_PREFIX,)
+
+
+def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="html",
+                     prefix=None, **_ignored) -> CrawlArgs:
+    """Return the checked arguments, or raise ArgumentError.
+
+    Other keyword arguments (scrapyd's ``_job``, ...) are ignored.
+    """
+    for name, value in (("seed", seed), ("pagedir", pagedir), ("depth", depth)):
+        if value is None or value == "":
+            raise ArgumentError(f"missing argument: {name}")
+    prefixes = _check_prefixes(prefix)
+    normalized = normalize_url(str(seed))
+    if normalized is None:
+        raise ArgumentError(f"seed URL cannot be normalized: {seed}")
+    if not is_internal(normalized, prefixes):
+        raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {seed}")
+    max_depth = _check_depth(depth)
+    if order not in ORDERS:
+        raise ArgumentError(f"order must be one of {', '.join(ORDERS)}: {order}")
+    if links not in LINK_EXTRACTORS:
+        raise ArgumentError(f"links must be one of {', '.join(LINK_EXTRACTORS)}: {links}")
+    _check_pagedir(str(pagedir))
+    return CrawlArgs(normalized, str(pagedir), max_depth, order, links, prefixes)
+
+
+def _check_prefixes(prefix) -> tuple[str, ...]:
+    if prefix is None:
+        return (DEFAULT_PREFIX,)
+    raw = [p for p in str(prefix).split(",") if p] if isinstance(prefix, str) else list(prefix)
+    if not raw:
+        raise ArgumentError("prefix is empty")
+    prefixes = []
+    for p in raw:
+        normalized = normalize_url(p)
+        if normalized is None or not normalized.lower().startswith(("http://", "https://")):
+            raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {p}")
+        prefixes.append(normalized)
+    return tuple(prefixes)
+
+
+def _check_depth(depth) -> int:
+    text = str(depth).strip()
+    if not text.lstrip("+-").isdigit():
+        raise ArgumentError(f"maxDepth must be an integer: {depth}")
+    value = int(text)
+    if not 0 <= value <= MAX_DEPTH:
+        raise ArgumentError(f"maxDepth must be in [0, {MAX_DEPTH}]: {depth}")
+    return value
+
+
+def _check_pagedir(pagedir: str) -> None:
+    if not os.path.exists(pagedir):
+        raise ArgumentError(f"pageDirectory does not exist: {pagedir}")
+    if not os.path.isdir(pagedir):
+        raise ArgumentError(f"pageDirectory is not a directory: {pagedir}")
+    if not os.access(pagedir, os.W_OK | os.X_OK):
+        raise ArgumentError(f"pageDirectory is not writable: {pagedir}")
+    marker = os.path.join(pagedir, MARKER)
+    if os.path.lexists(marker) and not os.path.isfile(marker):
+        raise ArgumentError(f"cannot create {marker}: not a regular file")

@@ -1,0 +1,42 @@
+"""A dupefilter keyed on the normalized URL (SPEC 1.1): a URL is seen once."""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy.dupefilters import BaseDupeFilter
+
+from .progress import is_found_link, log_link
+from .urls import normalize_url
+
+logger = logging.getLogger(__name__)
+
+
+class NormalizedUrlDupeFilter(BaseDupeFilter):
+    def __init__(self, stats=None, debug: bool = False):
+        self.seen: set[str] = set()
+        self.stats = stats
+        self.debug = debug
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"))
+
+    @staticmethod
+    def request_key(request) -> str:
+        return normalize_url(request.url) or request.url
+
+    def request_seen(self, request) -> bool:
+        key = self.request_key(request)
+        if key in self.seen:
+            return True
+        self.seen.add(key)
+        return False
+
+    def log(self, request, spider) -> None:
+        if is_found_link(request):
+            log_link(request, "IgnDupl")
+        if self.debug:
+            logger.debug("Filtered duplicate request: %(request)s", {"request": request})
+        if self.stats is not None:
+            self.stats.inc_value("dupefilter/filtered")

@@ -1,0 +1,33 @@
+"""Running a crawl and turning its outcome into an exit status.
+
+``scrapy crawl`` exits 0 even when a callback raised or a page could not be
+written; both ``tse crawl`` and the project's ``scrapy crawl`` use this.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def crawl_failure(crawler) -> str | None:
+    """A one-line reason why the finished crawl failed, or None if it succeeded."""
+    stats = crawler.stats
+    error = stats.get_value("tse/error")
+    if error:
+        return error
+    reason = stats.get_value("finish_reason")
+    if reason != "finished":
+        return f"crawl stopped: {reason}"
+    exceptions = stats.get_value("spider_exceptions/count")
+    if exceptions:
+        return f"the spider raised {exceptions} exception(s); see the log above"
+    return None
+
+
+def report(program: str, crawler) -> int:
+    """Print the failure (if any) as one line on stderr; return the exit status."""
+    failure = crawl_failure(crawler)
+    if failure is None:
+        return 0
+    sys.stderr.write(f"{program}: {failure}\n")
+    return 1

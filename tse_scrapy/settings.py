@@ -1,0 +1,47 @@
+"""Scrapy settings of tse-scrapy: every default lives here; override with -s."""
+
+from . import __version__
+
+BOT_NAME = "tse"
+SPIDER_MODULES = ["tse_scrapy.spiders"]
+NEWSPIDER_MODULE = "tse_scrapy.spiders"
+COMMANDS_MODULE = "tse_scrapy.commands"
+
+USER_AGENT = f"tse-scrapy/{__version__} (Tiny Search Engine crawler; +https://pypi.org/project/scrapy/)"
+ROBOTSTXT_OBEY = True
+
+# Politeness (SPEC 2.2.6): at least one second between the starts of any two
+# requests to a server, robots.txt included, never randomized below it.
+DOWNLOAD_DELAY = 1.0
+RANDOMIZE_DOWNLOAD_DELAY = False
+CONCURRENT_REQUESTS = 1
+CONCURRENT_REQUESTS_PER_DOMAIN = 1
+DOWNLOAD_TIMEOUT = 30
+# A page's outputs are processed one at a time, in the order the spider
+# yields them: the progress log keeps link order and the page item, yielded
+# last, is saved after all its links are queued.
+CONCURRENT_ITEMS = 1
+
+SCHEDULER = "tse_scrapy.scheduler.TseScheduler"
+DUPEFILTER_CLASS = "tse_scrapy.dupefilter.NormalizedUrlDupeFilter"
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
+    "tse_scrapy.offsite.PrefixOffsiteMiddleware": 50,
+}
+ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
+EXTENSIONS = {
+    "scrapy.extensions.telnet.TelnetConsole": None,
+    "tse_scrapy.crawldelay.RobotsCrawlDelay": 500,
+}
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+
+# The spider sets these from its arguments (seed, pagedir, depth, order, prefix).
+TSE_ORDER = "tse"
+TSE_PREFIXES = ["http://cs50tse.cs.dartmouth.edu/tse/"]
+TSE_PAGEDIR = None
+TSE_FSYNC = False
+
+LOG_LEVEL = "INFO"
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"

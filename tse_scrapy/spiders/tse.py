@@ -1,0 +1,77 @@
+"""The TSE crawler as a Scrapy spider (SPEC 2)."""
+
+from __future__ import annotations
+
+import scrapy
+
+from ..crawlargs import check_crawl_args
+from ..items import PageItem
+from ..links import extract_links_html, extract_links_tse
+from ..progress import log_progress
+from ..signals import page_done
+from ..urls import normalize_url
+
+EXTRACTORS = {"html": extract_links_html, "tse": extract_links_tse}
+
+
+class TseSpider(scrapy.Spider):
+    """Fetch, save and scan pages from ``seed`` down to ``depth``."""
+
+    name = "tse"
+
+    def __init__(self, seed=None, pagedir=None, depth=None, order="tse", links="html",
+                 prefix=None, **kwargs):
+        # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
+        super().__init__(**kwargs)
+        self.crawl_args = check_crawl_args(seed, pagedir, depth, order, links, prefix)
+        self.extract_links = EXTRACTORS[self.crawl_args.links]
+
+    @classmethod
+    def from_crawler(cls, crawler, *args, **kwargs):
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        args = spider.crawl_args
+        crawler.settings.set("TSE_ORDER", args.order, priority="spider")
+        crawler.settings.set("TSE_PREFIXES", list(args.prefixes), priority="spider")
+        crawler.settings.set("TSE_PAGEDIR", args.pagedir, priority="spider")
+        # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
+        # never scanning a page at maxDepth.
+        crawler.settings.set("DEPTH_LIMIT", args.depth, priority="spider")
+        return spider
+
+    async def start(self):
+        yield scrapy.Request(self.crawl_args.seed, callback=self.parse,
+                             errback=self.fetch_failed, meta={"depth": 0})
+
+    def parse(self, response):
+        """Save the page; below maxDepth, follow its links first.
+
+        The page item comes last: the scheduler hands out the next page once
+        it has been saved, and by then every link has been queued.
+        """
+        depth = response.meta.get("depth", 0)
+        url = normalize_url(response.url) or response.url
+        if response.status != 200:
+            self._failed(response.request, depth)
+            return
+        log_progress(depth, "Fetched", url)
+        if depth < self.crawl_args.depth:
+            log_progress(depth, "Scanning", url)
+            for link in self.extract_links(response.body, url):
+                yield self._link_request(link, depth)
+        yield PageItem(url=url, depth=depth, body=response.body)
+
+    def fetch_failed(self, failure):
+        request = failure.request
+        self._failed(request, request.meta.get("depth", 0))
+
+    def _failed(self, request, depth):
+        first_url = request.meta.get("redirect_urls", [request.url])[0]
+        log_progress(depth, "Failed", normalize_url(first_url) or first_url)
+        self.crawler.signals.send_catch_log(page_done, request=request)
+
+    def _link_request(self, link, depth):
+        # External and non-normalizable links are requested too, so that the
+        # offsite middleware logs them in link order; it drops them unfetched.
+        url = normalize_url(link) or link
+        return scrapy.Request(url, callback=self.parse, errback=self.fetch_failed,
+                              meta={"depth": depth + 1, "tse_found_at": depth, "tse_link": url})
