@@ -6,7 +6,7 @@ import logging
 
 from scrapy.dupefilters import BaseDupeFilter
 
-from .progress import is_found_link, log_link
+from .progress import is_found_link, log_link, log_progress
 from .urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,9 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
     def log(self, request, spider) -> None:
         if is_found_link(request):
             log_link(request, "IgnDupl")
+        elif "redirect_urls" in request.meta:
+            # A redirect to a page already seen: the page is not fetched again.
+            log_progress(request.meta.get("depth", 0), "IgnDupl", self.request_key(request))
         if self.debug:
             logger.debug("Filtered duplicate request: %(request)s", {"request": request})
         if self.stats is not None:

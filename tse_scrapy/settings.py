@@ -13,7 +13,9 @@ ROBOTSTXT_OBEY = True
 # Politeness (SPEC 2.2.6): at least one second between the starts of any two
 # requests to a server, robots.txt included, never randomized below it.
 DOWNLOAD_DELAY = 1.0
-RANDOMIZE_DOWNLOAD_DELAY = False
+# Scrapy 2.19 spells RANDOMIZE_DOWNLOAD_DELAY=False this way (the old name
+# still works but warns); the default jitter of +-50% would break the 1 s rule.
+DOWNLOAD_DELAY_JITTER = 0.0
 CONCURRENT_REQUESTS = 1
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_TIMEOUT = 30
@@ -31,7 +33,7 @@ DOWNLOADER_MIDDLEWARES = {
 ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
-    "tse_scrapy.crawldelay.RobotsCrawlDelay": 500,
+    "tse_scrapy.politeness.Politeness": 500,
 }
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False

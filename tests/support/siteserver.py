@@ -5,8 +5,9 @@ absolute-URI request ``GET http://host/path`` answers ``DIR/host/path``
 (so a mirror of a real site can be crawled under its real URLs without
 leaving this machine).  A directory answers its ``index.html``; a directory
 asked for without its slash answers 301 to the slashed URL.  Per-path rules
-inject statuses, redirects and delays; every request is recorded with the
-time it arrived.
+inject statuses, redirects and delays (a ``.redirects`` file in DIR, lines of
+``PATH STATUS LOCATION``, adds redirect rules); every request is recorded with
+the time it arrived.
 
     python -m tests.support.siteserver DIR [--port N]
 """
@@ -47,7 +48,7 @@ class Hit:
 class SiteServer:
     def __init__(self, root, host: str = "127.0.0.1", port: int = 0):
         self.root = Path(root)
-        self.rules: dict[str, Rule] = {}
+        self.rules: dict[str, Rule] = _read_redirects(self.root / ".redirects")
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
@@ -91,6 +92,16 @@ class SiteServer:
                     return None
                 rule.times -= 1
             return rule
+
+
+def _read_redirects(path: Path) -> dict[str, Rule]:
+    rules = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            fields = line.split()
+            if len(fields) == 3 and not line.startswith("#"):
+                rules[fields[0]] = Rule(status=int(fields[1]), location=fields[2])
+    return rules
 
 
 def _handler_for(server: SiteServer):

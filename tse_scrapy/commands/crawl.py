@@ -15,12 +15,15 @@ from ..spiders.tse import TseSpider
 class Command(ScrapyCrawlCommand):
     def process_options(self, args, opts):
         super().process_options(args, opts)
-        if args[:1] == [TseSpider.name]:
-            try:
-                check_crawl_args(**opts.spargs)
-            except ArgumentError as error:
-                sys.stderr.write(f"scrapy crawl tse: {error}\n")
-                sys.exit(2)
+        if args[:1] != [TseSpider.name]:
+            return
+        try:
+            if len(args) > 1:
+                raise ArgumentError(f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)")
+            check_crawl_args(**opts.spargs)
+        except ArgumentError as error:
+            sys.stderr.write(f"scrapy crawl tse: {error}\n")
+            sys.exit(2)
 
     def run(self, args, opts):
         if len(args) != 1:

@@ -1,0 +1,86 @@
+"""Shared fixtures: real site servers on 127.0.0.1, the reference mirror, and
+helpers that run the real ``tse`` and ``scrapy`` commands."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.siteserver import SiteServer
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_SITES = ROOT.parent / "shared" / "tse-sites"
+BIN = Path(sys.executable).parent
+REFERENCE_HOST = "http://cs50tse.cs.dartmouth.edu"
+
+
+def clean_env(**extra) -> dict:
+    """The environment for a crawl subprocess: no inherited proxy settings."""
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
+    env.update(extra)
+    return env
+
+
+def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "tse"), *map(str, args)], capture_output=True,
+                          env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
+
+
+def run_scrapy(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "scrapy"), *map(str, args)], capture_output=True,
+                          env=env or clean_env(), timeout=timeout, cwd=ROOT)
+
+
+def saved_pages(pagedir: Path) -> list[tuple[str, int]]:
+    """(URL, depth) of each page file, in docID order."""
+    from tse_scrapy import pagedir as pd
+
+    return [(page.url, page.depth) for page in
+            (pd.read_page(pagedir, i) for i in range(1, pd.page_count(pagedir) + 1))]
+
+
+@pytest.fixture
+def serve():
+    """Start a SiteServer on a directory; stopped at the end of the test."""
+    servers = []
+
+    def start(root) -> SiteServer:
+        server = SiteServer(root).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def mirror(tmp_path_factory) -> Path:
+    """The reference sites unpacked once per session (skips without shared/)."""
+    archive = SHARED_SITES / "mirror.tar.xz"
+    if not archive.is_file():
+        pytest.skip(f"reference test sites not found at {SHARED_SITES} (they live outside the repository)")
+    destination = tmp_path_factory.mktemp("mirror")
+    with tarfile.open(archive) as tar:
+        tar.extractall(destination, filter="data")
+    return destination
+
+
+@pytest.fixture(scope="session")
+def mirror_proxy(mirror):
+    """The mirror served as an HTTP proxy: http_proxy makes the real URLs work offline."""
+    server = SiteServer(mirror).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    if not SHARED_SITES.is_dir():
+        pytest.skip(f"reference outputs not found at {SHARED_SITES}")
+    return SHARED_SITES / "reference"

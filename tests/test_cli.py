@@ -1,0 +1,95 @@
+"""Bad invocations of both crawl commands: one line on stderr, nothing else happens."""
+
+import os
+
+import pytest
+
+from tests.conftest import run_scrapy, run_tse
+
+
+@pytest.fixture
+def site(tmp_path, serve):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text('<a href="a.html">a</a>')
+    server = serve(tmp_path / "site")
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    (tmp_path / "afile").write_text("not a directory")
+    (tmp_path / "marked" / ".crawler").mkdir(parents=True)
+    return server, pagedir
+
+
+# (seed, pagedir, depth) relative to the site fixture; None leaves an argument out.
+BAD = {
+    "missing depth": ("{u}/index.html", "{p}", None),
+    "missing everything": (None, None, None),
+    "seed relative": ("index.html", "{p}", "1"),
+    "seed not normalizable": ("{u}/index.php", "{p}", "1"),
+    "seed external": ("http://127.0.0.2:9/index.html", "{p}", "1"),
+    "depth not an integer": ("{u}/index.html", "{p}", "one"),
+    "depth negative": ("{u}/index.html", "{p}", "-1"),
+    "depth above 10": ("{u}/index.html", "{p}", "11"),
+    "pagedir missing": ("{u}/index.html", "{t}/nowhere", "1"),
+    "pagedir is a file": ("{u}/index.html", "{t}/afile", "1"),
+    ".crawler cannot be created": ("{u}/index.html", "{t}/marked", "1"),
+}
+
+
+def fill(value, server, pagedir):
+    if value is None:
+        return None
+    return value.format(u=server.url, p=pagedir, t=pagedir.parent)
+
+
+def assert_refused(result, server, pagedir):
+    assert result.returncode != 0
+    assert result.stdout == b""
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert server.hits == []
+    assert os.listdir(pagedir) == []
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_tse_crawl_refuses(site, case):
+    server, pagedir = site
+    args = [a for a in (fill(v, server, pagedir) for v in BAD[case]) if a is not None]
+    assert_refused(run_tse("crawl", *args, "--prefix", f"{server.url}/"), server, pagedir)
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_scrapy_crawl_refuses(site, case):
+    server, pagedir = site
+    seed, directory, depth = (fill(v, server, pagedir) for v in BAD[case])
+    spider_args = [f"{name}={value}" for name, value in
+                   (("seed", seed), ("pagedir", directory), ("depth", depth)) if value is not None]
+    options = [x for arg in spider_args + [f"prefix={server.url}/"] for x in ("-a", arg)]
+    assert_refused(run_scrapy("crawl", "tse", *options), server, pagedir)
+
+
+def test_extra_arguments_are_refused(site):
+    server, pagedir = site
+    seed = f"{server.url}/index.html"
+    assert_refused(run_tse("crawl", seed, pagedir, "1", "extra", "--prefix", f"{server.url}/"),
+                   server, pagedir)
+    assert_refused(run_scrapy("crawl", "tse", "extra", "-a", f"seed={seed}", "-a", f"pagedir={pagedir}",
+                              "-a", "depth=1", "-a", f"prefix={server.url}/"), server, pagedir)
+    assert_refused(run_tse("crawl", seed, pagedir, "1", "--order", "random", "--prefix", f"{server.url}/"),
+                   server, pagedir)
+
+
+def test_unknown_spider_arguments_are_ignored(site):
+    server, pagedir = site
+    result = run_scrapy("crawl", "tse", "-a", f"seed={server.url}/index.html", "-a", f"pagedir={pagedir}",
+                        "-a", "depth=0", "-a", f"prefix={server.url}/", "-a", "_job=abc123",
+                        "-s", "DOWNLOAD_DELAY=0")
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(os.listdir(pagedir)) == [".crawler", "1"]
+    assert result.stdout.decode() == f" 0   Fetched: {server.url}/index.html\n"
+
+
+def test_help():
+    result = run_tse("--help")
+    assert result.returncode == 0 and b"crawl" in result.stdout
+    result = run_tse("crawl", "--help")
+    assert result.returncode == 0 and b"MAXDEPTH" in result.stdout and b"--order" in result.stdout

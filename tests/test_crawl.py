@@ -1,0 +1,124 @@
+"""End-to-end crawls of generated sites served on 127.0.0.1 by a real server."""
+
+import re
+
+import pytest
+
+from tse_scrapy.progress import progress_line
+from tests.conftest import run_tse, saved_pages
+from tests.support.siteserver import Rule
+from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
+
+FAST = ("-s", "DOWNLOAD_DELAY=0")
+PROGRESS = re.compile(r"^[ 0-9]\d  *(Fetched|Scanning|Found|IgnExtrn|IgnDupl|Added|Failed): \S+$")
+
+
+def crawl(server, pagedir, depth, *options, seed="index.html"):
+    pagedir.mkdir(exist_ok=True)
+    result = run_tse("crawl", f"{server.url}/{seed}", pagedir, depth, "--prefix", f"{server.url}/",
+                     *FAST, *options)
+    return result
+
+
+def paths(server, pages):
+    return [(url.removeprefix(server.url + "/"), depth) for url, depth in pages]
+
+
+@pytest.mark.parametrize("order", ["tse", "bfs"])
+@pytest.mark.parametrize("depth", [0, 1, 3, 10])
+def test_generated_site_matches_model(tmp_path, serve, order, depth):
+    site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=7, external=3, dead=2)
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", depth, "--order", order)
+    assert result.returncode == 0, result.stderr.decode()
+    expected = model_crawl(site, depth, order)
+    assert paths(server, saved_pages(tmp_path / "out")) == expected
+    for doc_id, (name, _) in enumerate(expected, start=1):
+        body = (tmp_path / "out" / str(doc_id)).read_bytes().split(b"\n", 2)[2]
+        assert body == (site.root / name).read_bytes() + b"\n"
+    lines = result.stdout.decode().splitlines()
+    assert all(PROGRESS.match(line) for line in lines), lines
+    fetched = [line.split(": ", 1)[1] for line in lines if "Fetched:" in line]
+    assert fetched == [f"{server.url}/{name}" for name, _ in expected]
+    failed = {line.split(": ", 1)[1] for line in lines if "Failed:" in line}
+    assert failed <= {f"{server.url}/{name}" for name in site.dead}
+    assert not any("external" in hit.key for hit in server.hits)
+
+
+def test_bfs_gives_shortest_depths_where_tse_order_does_not(tmp_path, serve):
+    # c is 2 links away through d, but the stack pops a first (the last link
+    # pushed) and reaches c through a and b, at depth 3: e is then not crawled.
+    links = {"index.html": ["d.html", "a.html"], "a.html": ["b.html"], "b.html": ["c.html"],
+             "c.html": ["e.html"], "d.html": ["c.html"], "e.html": []}
+    site = write_site(tmp_path / "site", links)
+    server = serve(site.root)
+    tse = crawl(server, tmp_path / "tse", 3)
+    assert dict(paths(server, saved_pages(tmp_path / "tse")))["c.html"] == 3
+    assert "e.html" not in dict(paths(server, saved_pages(tmp_path / "tse")))
+    for concurrency in (1, 8):
+        out = tmp_path / f"bfs{concurrency}"
+        result = crawl(server, out, 3, "--order", "bfs", "-s", f"CONCURRENT_REQUESTS={concurrency}")
+        assert result.returncode == 0 and tse.returncode == 0
+        assert dict(paths(server, saved_pages(out))) == shortest_depths(site)
+
+
+def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=120, fanout=4, seed=3)
+    server = serve(site.root)
+    for name in list(site.links)[::7]:
+        server.rules["/" + name] = Rule(delay=0.05)    # uneven answer times
+    result = crawl(server, tmp_path / "out", 4, "--order", "bfs", "-s", "CONCURRENT_REQUESTS=8")
+    assert result.returncode == 0
+    pages = paths(server, saved_pages(tmp_path / "out"))
+    expected = {name: d for name, d in shortest_depths(site).items() if d <= 4 and name not in site.dead}
+    assert dict(pages) == expected
+    assert [d for _, d in pages] == sorted(d for _, d in pages)   # saved level by level
+
+
+def test_redirects_failures_robots_and_non_html(tmp_path, serve):
+    links = {"index.html": ["moved.html", "away.html", "dup.html", "gone.html", "broken.html",
+                            "secret/x.html", "doc.pdf", "ok.html", "mailto:a@b.c",
+                            "https://elsewhere.example/x.html"],
+             "target.html": ["index.html"], "ok.html": [], "secret/x.html": [], "dup.html": []}
+    site = write_site(tmp_path / "site", links)
+    (site.root / "doc.pdf").write_bytes(b"%PDF-1.4")
+    (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /secret/\n")
+    server = serve(site.root)
+    server.rules["/moved.html"] = Rule(status=301, location="/target.html")
+    server.rules["/away.html"] = Rule(status=302, location="https://elsewhere.example/y.html")
+    server.rules["/broken.html"] = Rule(status=500)
+    result = crawl(server, tmp_path / "out", 1)
+    assert result.returncode == 0, result.stderr.decode()
+    u = server.url + "/"
+    assert saved_pages(tmp_path / "out") == [
+        (u + "index.html", 0), (u + "ok.html", 1), (u + "dup.html", 1), (u + "target.html", 1)]
+    out = result.stdout.decode()
+    for failed in ("broken.html", "gone.html", "away.html", "secret/x.html"):
+        assert progress_line(1, "Failed", u + failed) in out
+    assert progress_line(0, "IgnExtrn", u + "doc.pdf") in out
+    assert progress_line(0, "IgnExtrn", "https://elsewhere.example/x.html") in out
+    assert "mailto" not in out
+    requested = [hit.key for hit in server.hits]
+    assert "/secret/x.html" not in requested and "/doc.pdf" not in requested
+    assert requested.count("/robots.txt") == 1
+    assert requested.count("/broken.html") == 3       # Scrapy's two retries, then Failed
+
+
+def test_redirect_to_a_page_already_seen_is_not_saved_twice(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "old.html"], "a.html": []})
+    server = serve(site.root)
+    server.rules["/old.html"] = Rule(status=301, location="/a.html")
+    result = crawl(server, tmp_path / "out", 1)
+    assert result.returncode == 0
+    u = server.url + "/"
+    assert saved_pages(tmp_path / "out") == [(u + "index.html", 0), (u + "a.html", 1)]
+    assert progress_line(1, "IgnDupl", u + "a.html") in result.stdout.decode()
+
+
+def test_directory_without_slash_is_redirected(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["sub"]})
+    write_site(site.root / "sub", {"index.html": []})
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", 1)
+    assert result.returncode == 0
+    assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), ("sub/", 1)]

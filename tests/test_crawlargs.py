@@ -1,0 +1,52 @@
+import pytest
+
+from tse_scrapy.crawlargs import ArgumentError, check_crawl_args
+
+SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
+
+
+def test_good_arguments_are_normalized(tmp_path):
+    args = check_crawl_args("HTTP://CS50TSE.cs.dartmouth.edu/tse/letters//index.html", tmp_path, "3",
+                            _job="ignored")
+    assert (args.seed, args.depth, args.order, args.links) == (SEED, 3, "tse", "html")
+    assert args.prefixes == ("http://cs50tse.cs.dartmouth.edu/tse/",)
+
+
+def test_own_prefixes(tmp_path):
+    args = check_crawl_args("http://127.0.0.1:9/b/x.html", tmp_path, 0,
+                            prefix="http://127.0.0.1:9/a/,HTTP://127.0.0.1:9/b/")
+    assert args.prefixes == ("http://127.0.0.1:9/a/", "http://127.0.0.1:9/b/")
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(seed=None), "missing argument: seed"),
+    (dict(pagedir=""), "missing argument: pagedir"),
+    (dict(depth=None), "missing argument: depth"),
+    (dict(seed="letters/index.html"), "cannot be normalized"),
+    (dict(seed="http://cs50tse.cs.dartmouth.edu/tse/x.pdf"), "cannot be normalized"),
+    (dict(seed="https://en.wikipedia.org/wiki/Algorithm"), "not internal"),
+    (dict(seed="http://cs50tse.cs.dartmouth.edu/index.html"), "not internal"),
+    (dict(depth="two"), "must be an integer"),
+    (dict(depth="1.5"), "must be an integer"),
+    (dict(depth="-1"), "in [0, 10]"),
+    (dict(depth="11"), "in [0, 10]"),
+    (dict(order="dfs"), "order must be one of"),
+    (dict(links="regex"), "links must be one of"),
+    (dict(prefix="not a url"), "prefix must be"),
+    (dict(prefix=","), "prefix is empty"),
+])
+def test_bad_arguments(tmp_path, changes, message):
+    args = dict(seed=SEED, pagedir=str(tmp_path), depth="2") | changes
+    with pytest.raises(ArgumentError, match=message.replace("[", r"\[").replace(".", r"\.")):
+        check_crawl_args(**args)
+
+
+def test_bad_page_directories(tmp_path):
+    with pytest.raises(ArgumentError, match="does not exist"):
+        check_crawl_args(SEED, tmp_path / "nope", 1)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ArgumentError, match="not a directory"):
+        check_crawl_args(SEED, tmp_path / "file", 1)
+    (tmp_path / "d" / ".crawler").mkdir(parents=True)
+    with pytest.raises(ArgumentError, match="cannot create"):
+        check_crawl_args(SEED, tmp_path / "d", 1)

@@ -1,0 +1,112 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from tse_scrapy.links import extract_links_html, extract_links_tse
+
+PAGE = "http://h/dir/page.html"
+
+HTML_CASES = [
+    ('<a href="a.html">x</a>', ["http://h/dir/a.html"]),
+    ("<a href='a.html'>x</a>", ["http://h/dir/a.html"]),
+    ("<a href=a.html id=g>x</a>", ["http://h/dir/a.html"]),
+    ('<a href = " a.html ">x</a>', ["http://h/dir/a.html"]),
+    ('<A HREF="/root.html">x</A>', ["http://h/root.html"]),
+    ('<a href="../up.html">x</a>', ["http://h/up.html"]),
+    ('<a href="b.html#frag">x</a>', ["http://h/dir/b.html"]),
+    ('<a href="#top">x</a><a href="">self</a>', ["http://h/dir/page.html"]),
+    ('<a href="mailto:a@b.c">m</a><a href="javascript:void(0)">j</a><a href="ftp://h/x">f</a>', []),
+    ('<a href="HTTPS://Other.example/x">x</a>', ["HTTPS://Other.example/x"]),  # normalized later
+    ('<a name="anchor">no href</a>', []),
+    ('<map><area href="area.html"></map>', ["http://h/dir/area.html"]),
+    ('<base href="http://o/base/"><a href="x.html">x</a>', ["http://o/base/x.html"]),
+    ('<head><base href="/b2/"></head><a href="x.html">x</a>', ["http://h/b2/x.html"]),
+    ('<a href="one.html">1</a><p><a href="two.html">2</a></p><area href="three.html">',
+     ["http://h/dir/one.html", "http://h/dir/two.html", "http://h/dir/three.html"]),
+    ('<a href="a\nb.html">split by a newline</a>', ["http://h/dir/ab.html"]),
+    ("<a href=x.html>foo: bar</a>", ["http://h/dir/x.html"]),
+    ('<abbr href="no.html">not a link</abbr>', []),
+    ("", []),
+]
+
+
+@pytest.mark.parametrize("html, expected", HTML_CASES)
+def test_extract_links_html(html, expected):
+    assert extract_links_html(html.encode(), PAGE) == expected
+
+
+def test_extract_links_html_honours_declared_encoding():
+    body = '<meta charset="iso-8859-1"><a href="caf\xe9.html">x</a>'.encode("latin-1")
+    assert extract_links_html(body, PAGE) == ["http://h/dir/caf\xe9.html"]
+
+
+def test_extract_links_html_survives_xml_declaration_and_nul():
+    body = b'<?xml version="1.0" encoding="utf-8"?><html><a href="a.html">\0x</a></html>'
+    assert extract_links_html(body, PAGE) == ["http://h/dir/a.html"]
+
+
+TSE_CASES = [
+    ('<a href="a.html">x</a>', ["http://h/dir/a.html"]),
+    ("<a href='a.html'>x</a>", ["http://h/dir/a.html"]),
+    # whitespace is deleted before scanning
+    ('<a href = "a.html">x</a>', ["http://h/dir/a.html"]),
+    ("<a href=G.html id=g>x</a>", ["http://h/dir/G.htmlid=g"]),
+    ('<A HREF="/root.html">x</A>', ["http://h/root.html"]),
+    ('<a href="../up.html">x</a>', ["http://h/dir/../up.html"]),   # normalized later
+    ('<a href="b.html#frag">x</a>', ["http://h/dir/b.html"]),
+    ('<a href="#top">x</a><a href="c.html">c</a>', ["http://h/dir/c.html"]),
+    ('<a href="mailto:a@b.c">m</a>', []),
+    ('<a href="HTTPS://Other/x">x</a>', ["HTTPS://Other/x"]),
+    # any tag beginning with <a, including <area> and <abbr>
+    ('<area href="area.html">', ["http://h/dir/area.html"]),
+    ('<abbr href="abbr.html">x</abbr>', ["http://h/dir/abbr.html"]),
+    # the next href= after the tag, unless the tag's > comes first
+    ('<a name="n">x</a><p href="p.html">', []),
+    ('<a name="n"><b href="b.html">', []),
+    # no <base>: relative links join the page's directory
+    ('<base href="http://o/"><a href="x.html">x</a>', ["http://h/dir/x.html"]),
+    # the colon quirk: the first of : / ? # in the rest of the page decides
+    ("<a href=x.html>foo: bar</a>", []),
+    ("<a href=x.html>foo/bar: baz</a>", ["http://h/dir/x.html"]),
+    ('<a href="x.html">Note: here</a>', []),
+    # unterminated quote: skipped
+    ('<a href="never-closed.html>x', []),
+    # the scan stops at a NUL byte, like a C string
+    ('<a href="a.html">a</a>\0<a href="b.html">b</a>', ["http://h/dir/a.html"]),
+]
+
+
+@pytest.mark.parametrize("html, expected", TSE_CASES)
+def test_extract_links_tse(html, expected):
+    assert extract_links_tse(html.encode(), PAGE) == expected
+
+
+def test_extract_links_tse_joins_to_directory_of_page_url():
+    assert extract_links_tse(b'<a href="x.html">', "http://h/page.html") == ["http://h/x.html"]
+    assert extract_links_tse(b'<a href="x.html">', "http://h/a/b/?q=/z") == ["http://h/a/b/x.html"]
+
+
+@given(st.binary(max_size=2000))
+def test_extractors_never_raise_on_bytes(body):
+    for extract in (extract_links_html, extract_links_tse):
+        assert all(isinstance(url, str) for url in extract(body, PAGE))
+
+
+html_soup = st.lists(st.sampled_from([
+    "<a ", "<A ", "<area ", "href=", 'href="', "href='", '"', "'", ">", "</a>", "#", ":", "/",
+    "?", " ", "\n", "x.html", "http://o/p.html", "mailto:m", "<base href=", "\0", "\xe9",
+])).map("".join)
+
+
+@given(html_soup)
+def test_html_extractor_yields_absolute_http_urls_without_fragment(text):
+    for url in extract_links_html(text.encode("utf-8"), PAGE):
+        assert url.split(":", 1)[0].lower() in ("http", "https")
+        assert "#" not in url
+
+
+@given(html_soup)
+def test_tse_extractor_yields_http_urls_without_fragment(text):
+    for url in extract_links_tse(text.encode("utf-8"), PAGE):
+        assert url[:4].lower() == "http"
+        assert "#" not in url
+        assert not any(c in url for c in " \t\n\r")

@@ -1,0 +1,33 @@
+"""Politeness at default settings, measured on a real server's request log."""
+
+from tests.conftest import run_tse, saved_pages
+from tests.support.sitegen import write_site
+
+LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
+
+
+def gaps(server):
+    times = [hit.time for hit in server.hits]
+    return [later - earlier for earlier, later in zip(times, times[1:])]
+
+
+def test_one_second_between_requests_robots_txt_included(tmp_path, serve):
+    server = serve(write_site(tmp_path / "site", LINKS).root)
+    (tmp_path / "out").mkdir()
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(saved_pages(tmp_path / "out")) == 4
+    assert [hit.key for hit in server.hits][0] == "/robots.txt"
+    assert len(server.hits) == 5
+    assert min(gaps(server)) >= 1.0, gaps(server)
+
+
+def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 2\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(server.hits) == 3
+    assert min(gaps(server)) >= 2.0, gaps(server)

@@ -1,0 +1,127 @@
+"""The scheduler, frontiers and dupefilter, driven with real Scrapy objects."""
+
+import pytest
+from scrapy import Request
+from scrapy.utils.test import get_crawler
+
+from tse_scrapy.dupefilter import NormalizedUrlDupeFilter
+from tse_scrapy.frontier import LevelFrontier, StackFrontier
+from tse_scrapy.scheduler import TseScheduler
+from tse_scrapy.signals import page_done
+
+
+def link(url, depth, found_at=None):
+    meta = {"depth": depth, "tse_found_at": depth - 1 if found_at is None else found_at, "tse_link": url}
+    return Request(url, meta=meta)
+
+
+@pytest.fixture
+def make_scheduler():
+    def make(order="tse"):
+        crawler = get_crawler(settings_dict={"TSE_ORDER": order,
+                                             "DUPEFILTER_CLASS": "tse_scrapy.dupefilter.NormalizedUrlDupeFilter"})
+        crawler.stats.open_spider()
+        scheduler = TseScheduler.from_crawler(crawler)
+        scheduler.open(None)
+        return crawler, scheduler
+    return make
+
+
+def release(crawler, request):
+    crawler.signals.send_catch_log(page_done, request=request)
+
+
+def test_stack_frontier_is_lifo_and_level_frontier_is_bfs():
+    stack, levels = StackFrontier(), LevelFrontier()
+    for url, depth in [("a", 1), ("b", 2), ("c", 1), ("d", 0)]:
+        request = Request(f"http://h/{url}", meta={"depth": depth})
+        stack.push(request)
+        levels.push(request)
+    assert [stack.pop().url[-1] for _ in range(4)] == ["d", "c", "b", "a"]
+    assert [levels.pop().url[-1] for _ in range(4)] == ["d", "a", "c", "b"]
+    assert len(stack) == len(levels) == 0
+
+
+def test_tse_order_waits_for_the_page_in_flight(make_scheduler, capsys):
+    crawler, scheduler = make_scheduler("tse")
+    seed = Request("http://h/index.html", meta={"depth": 0})
+    assert scheduler.enqueue_request(seed)
+    assert scheduler.next_request() is seed
+    for name in ("a", "b", "c"):
+        assert scheduler.enqueue_request(link(f"http://h/{name}.html", 1))
+    assert scheduler.next_request() is None          # the seed is still in flight
+    assert scheduler.has_pending_requests()
+    release(crawler, seed)
+    assert scheduler.next_request().url == "http://h/c.html"
+    assert scheduler.next_request() is None
+    assert capsys.readouterr().out == "".join(
+        f" 0     Found: http://h/{n}.html\n 0     Added: http://h/{n}.html\n" for n in "abc")
+
+
+def test_duplicates_by_normalized_url(make_scheduler, capsys):
+    crawler, scheduler = make_scheduler("tse")
+    assert scheduler.enqueue_request(link("http://h/a.html", 1))
+    assert not scheduler.enqueue_request(link("HTTP://H//a.html#frag", 1))
+    assert not scheduler.enqueue_request(link("http://h/x/../a.html", 1))
+    out = capsys.readouterr().out.splitlines()
+    assert out[2:] == [" 0     Found: HTTP://H//a.html#frag", " 0   IgnDupl: HTTP://H//a.html#frag",
+                       " 0     Found: http://h/x/../a.html", " 0   IgnDupl: http://h/x/../a.html"]
+    assert crawler.stats.get_value("dupefilter/filtered") == 2
+
+
+def test_replacement_is_served_first_and_releases_when_dropped(make_scheduler, capsys):
+    crawler, scheduler = make_scheduler("tse")
+    scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
+    seed = scheduler.next_request()
+    scheduler.enqueue_request(link("http://h/a.html", 1))
+    redirected = seed.replace(url="http://h/moved.html")
+    redirected.meta["redirect_urls"] = [seed.url]
+    assert scheduler.enqueue_request(redirected)
+    assert scheduler.next_request() is redirected     # served although the seed is in flight
+    again = redirected.replace(url="http://h/a.html")  # a redirect to a page already seen
+    again.meta["redirect_urls"] = [seed.url, redirected.url]
+    assert not scheduler.enqueue_request(again)
+    assert scheduler.next_request().url == "http://h/a.html"   # the page is over
+    assert capsys.readouterr().out.splitlines()[-1] == " 0   IgnDupl: http://h/a.html"
+
+
+def test_bfs_hands_out_a_level_only_when_shallower_pages_are_done(make_scheduler):
+    crawler, scheduler = make_scheduler("bfs")
+    first = [link(f"http://h/d1-{i}.html", 1) for i in range(2)]
+    for request in first:
+        scheduler.enqueue_request(request)
+    a, b = scheduler.next_request(), scheduler.next_request()
+    assert (a.url, b.url) == ("http://h/d1-0.html", "http://h/d1-1.html")
+    scheduler.enqueue_request(link("http://h/d2.html", 2))
+    release(crawler, a)
+    assert scheduler.next_request() is None            # b, of depth 1, is in flight
+    scheduler.enqueue_request(link("http://h/d1-2.html", 1, found_at=0))
+    c = scheduler.next_request()
+    assert c.url == "http://h/d1-2.html"                # same depth: no wait
+    release(crawler, b)
+    assert scheduler.next_request() is None
+    release(crawler, c)
+    assert scheduler.next_request().url == "http://h/d2.html"
+
+
+def test_item_signals_release_the_page(make_scheduler):
+    from scrapy import signals
+    from scrapy.http import HtmlResponse
+
+    crawler, scheduler = make_scheduler("tse")
+    scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
+    seed = scheduler.next_request()
+    scheduler.enqueue_request(link("http://h/a.html", 1))
+    response = HtmlResponse(seed.url, body=b"", request=seed)
+    crawler.signals.send_catch_log(signals.item_scraped, item={}, response=response, spider=None)
+    assert scheduler.next_request().url == "http://h/a.html"
+
+
+def test_dupefilter_from_crawler():
+    crawler = get_crawler(settings_dict={"DUPEFILTER_DEBUG": True})
+    dupefilter = NormalizedUrlDupeFilter.from_crawler(crawler)
+    assert dupefilter.debug
+    assert not dupefilter.request_seen(Request("http://h/a.html"))
+    assert dupefilter.request_seen(Request("http://H/./a.html#x"))
+    assert not dupefilter.request_seen(Request("http://h/a.pdf"))   # non-normalizable: exact URL
+    assert dupefilter.request_seen(Request("http://h/a.pdf"))

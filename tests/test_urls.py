@@ -1,0 +1,132 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from tse_scrapy.urls import DEFAULT_PREFIX, is_internal, normalize_url, remove_dot_segments
+
+T = "http://cs50tse.cs.dartmouth.edu/tse/"
+
+NORMALIZE = [
+    # the requirements spec's own example
+    ("Http://CS50TSE.CS.Dartmouth.edu//index.html", "http://cs50tse.cs.dartmouth.edu/index.html"),
+    # 1. absolute only
+    ("index.html", None),
+    ("/tse/index.html", None),
+    ("//cs50tse.cs.dartmouth.edu/tse/", None),
+    # 2. scheme and host lowercased; user info, path, query keep case; port kept
+    ("HTTP://Example.COM/A/B.html?Q=X", "http://example.com/A/B.html?Q=X"),
+    ("http://User:PW@Example.com/x.html", "http://User:PW@example.com/x.html"),
+    ("http://cs50tse.cs.dartmouth.edu:80/tse/", "http://cs50tse.cs.dartmouth.edu:80/tse/"),
+    # 3. empty path
+    ("http://example.com", None),
+    ("http://example.com?q=1", None),
+    ("http://example.com/", "http://example.com/"),
+    # 4. extension filter on the last path segment only
+    ("http://h/x.html", "http://h/x.html"),
+    ("http://h/x.HTM", "http://h/x.HTM"),
+    ("http://h/x.html5", "http://h/x.html5"),
+    ("http://h/x.pdf", None),
+    ("http://h/x.jpg", None),
+    ("http://h/x.php", None),
+    ("http://h/.hidden", None),
+    ("http://h/x.", "http://h/x."),
+    ("http://h/dir.d/page", "http://h/dir.d/page"),
+    ("http://h/page?file=a.pdf", "http://h/page?file=a.pdf"),
+    ("http://h/page.html#sec.pdf", "http://h/page.html"),
+    # 5. dot segments (RFC 3986 5.2.4), .. above the root dropped
+    ("http://h/a/../b/./c.html", "http://h/b/c.html"),
+    ("http://h/../../x.html", "http://h/x.html"),
+    ("http://h/a/b/..", "http://h/a/"),
+    ("http://h/a/./", "http://h/a/"),
+    # 6. repeated slashes collapse
+    ("http://h//a///b.html", "http://h/a/b.html"),
+    # 7. query verbatim, fragment dropped
+    ("http://h/p.html?a=1&b=%2F#frag", "http://h/p.html?a=1&b=%2F"),
+    ("http://h/p.html#", "http://h/p.html"),
+    # 8. no decoding or re-encoding
+    ("http://h/R%2b_tree.html", "http://h/R%2b_tree.html"),
+    ("http://h/a&amp;b.html", "http://h/a&amp;b.html"),
+    ("http://h/C_(programming_language).html", "http://h/C_(programming_language).html"),
+    # other schemes are normalized too (the prefix test rejects them)
+    ("https://h/x.html", "https://h/x.html"),
+    ("mailto:someone@example.org", None),
+]
+
+
+@pytest.mark.parametrize("url, expected", NORMALIZE)
+def test_normalize_url(url, expected):
+    assert normalize_url(url) == expected
+
+
+INTERNAL = [
+    (T + "letters/index.html", True),
+    (T, True),
+    ("http://cs50tse.cs.dartmouth.edu/tse", False),
+    ("https://cs50tse.cs.dartmouth.edu/tse/x.html", False),
+    ("http://cs50tse.cs.dartmouth.edu:80/tse/x.html", False),
+    ("http://cs50tse.cs.dartmouth.edu/TSE/x.html", False),
+    ("http://cs50tse.cs.dartmouth.edu/index.html", False),
+    (None, False),
+]
+
+
+@pytest.mark.parametrize("url, expected", INTERNAL)
+def test_is_internal(url, expected):
+    assert is_internal(url) is expected
+
+
+def test_is_internal_with_own_prefixes():
+    prefixes = ("http://127.0.0.1:8000/docs/", "http://127.0.0.1:8000/blog/")
+    assert is_internal("http://127.0.0.1:8000/blog/a.html", prefixes)
+    assert not is_internal("http://127.0.0.1:8000/other/a.html", prefixes)
+    assert not is_internal(T + "x.html", prefixes)
+    assert is_internal(T + "x.html", (DEFAULT_PREFIX,))
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("/a/b/c/./../../g", "/a/g"),          # RFC 3986 5.2.4's own example
+    ("mid/content=5/../6", "mid/6"),       # and its second one
+    ("/..", "/"),
+    ("/.", "/"),
+    ("", ""),
+])
+def test_remove_dot_segments(path, expected):
+    assert remove_dot_segments(path) == expected
+
+
+url_text = st.one_of(
+    st.text(),
+    st.builds(lambda scheme, host, path, query, frag: f"{scheme}://{host}{path}{query}{frag}",
+              st.sampled_from(["http", "HTTP", "https", "ftp", "Http"]),
+              st.from_regex(r"[A-Za-z0-9.:@-]{0,20}", fullmatch=True),
+              st.lists(st.sampled_from(["/", "//", ".", "..", "a", "b.html", "c.pdf", "x.HTM", "%2e"]))
+              .map("".join),
+              st.sampled_from(["", "?", "?q=a/../b", "?x.pdf"]),
+              st.sampled_from(["", "#", "#frag", "#a/../b"])),
+)
+
+
+@given(url_text)
+def test_normalization_is_idempotent(url):
+    normalized = normalize_url(url)
+    if normalized is not None:
+        assert normalize_url(normalized) == normalized
+
+
+@given(url_text)
+def test_normalized_url_has_no_fragment_dot_segments_or_double_slashes(url):
+    normalized = normalize_url(url)
+    if normalized is None:
+        return
+    assert "#" not in normalized
+    scheme_end = normalized.index(":") + 1
+    rest = normalized[scheme_end + 2:] if normalized[scheme_end:].startswith("//") else normalized[scheme_end:]
+    path = rest.split("?", 1)[0]
+    path = path[path.find("/"):] if "/" in path else ""
+    segments = path.split("/")
+    assert "." not in segments and ".." not in segments
+    assert "//" not in path
+
+
+@given(st.text())
+def test_is_internal_never_raises(text):
+    assert is_internal(normalize_url(text)) in (True, False)

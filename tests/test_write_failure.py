@@ -1,0 +1,48 @@
+"""A page that cannot be written stops the crawl: non-zero exit, a valid directory."""
+
+import os
+import resource
+import signal
+
+import pytest
+
+from tests.conftest import run_scrapy, run_tse, saved_pages
+from tests.support.sitegen import write_site
+
+LIMIT = 4096
+
+
+def small_file_limit():
+    # Like a full disk: writing past LIMIT bytes fails with EFBIG.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
+
+
+@pytest.mark.parametrize("command", ["tse", "scrapy"])
+def test_write_failure_stops_the_crawl(tmp_path, serve, command):
+    site = write_site(tmp_path / "site", {"index.html": ["big.html", "a.html", "b.html"],
+                                          "a.html": [], "b.html": []})
+    (site.root / "big.html").write_bytes(b"<html>" + b"x" * 2 * LIMIT + b"</html>")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    if command == "tse":
+        result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0",
+                         preexec_fn=small_file_limit)
+    else:
+        import subprocess
+
+        from tests.conftest import BIN, ROOT, clean_env
+        result = subprocess.run([str(BIN / "scrapy"), "crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}",
+                                 "-a", "depth=1", "-a", f"prefix={prefix}", "-s", "DOWNLOAD_DELAY=0"],
+                                capture_output=True, env=clean_env(), cwd=ROOT, timeout=120,
+                                preexec_fn=small_file_limit)
+    assert result.returncode != 0
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1].endswith(f"cannot write page file {out}/4: File too large")
+    # Stack order: index, b, a saved; big (pushed first) fails; nothing after it.
+    assert saved_pages(out) == [(seed, 0), (prefix + "b.html", 1), (prefix + "a.html", 1)]
+    assert sorted(os.listdir(out)) == [".crawler", "1", "2", "3"]
+    assert all(hit.key != "/never" for hit in server.hits)

@@ -1,0 +1,50 @@
+"""Politeness: the download delay counts from the end of the previous request,
+and a robots.txt ``Crawl-delay`` longer than the delay is honoured.
+
+Scrapy counts the delay from the moment it starts a request; when that
+request first has to open a connection, the next one (on the kept-alive
+connection) reaches the server sooner than the delay after it.  Scrapy also
+parses robots.txt with protego but ignores its Crawl-delay.
+"""
+
+from __future__ import annotations
+
+import logging
+from time import monotonic
+
+from scrapy import signals
+
+logger = logging.getLogger(__name__)
+
+
+class Politeness:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.user_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get("USER_AGENT")
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        extension = cls(crawler)
+        crawler.signals.connect(extension.request_left_downloader, signal=signals.request_left_downloader)
+        crawler.signals.connect(extension.robots_parsed, signal=signals.robots_parsed)
+        return extension
+
+    def _slot(self, request):
+        downloader = self.crawler.engine.downloader
+        return downloader.slots.get(downloader.get_slot_key(request))
+
+    def request_left_downloader(self, request, spider=None):
+        slot = self._slot(request)
+        if slot is not None and slot.delay:
+            # Scrapy's downloader keeps lastseen on the monotonic clock.
+            slot.lastseen = max(slot.lastseen, monotonic())
+
+    def robots_parsed(self, robotparser, request):
+        protego = getattr(robotparser, "rp", None)
+        crawl_delay = getattr(protego, "crawl_delay", None)
+        delay = crawl_delay(self.user_agent) if crawl_delay else None
+        slot = self._slot(request)
+        if delay and slot is not None and delay > slot.delay:
+            logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, request.url)
+            slot.delay = float(delay)
+            self.crawler.stats.set_value("tse/crawl_delay", float(delay))
