@@ -76,7 +76,7 @@ def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
 
 
 def test_redirects_failures_robots_and_non_html(tmp_path, serve):
-    links = {"index.html": ["moved.html", "away.html", "dup.html", "gone.html", "broken.html",
+    links = {"index.html": ["moved.html", "away.html", "dup.html", "gone.html", "broken.html", "partial.html",
                             "secret/x.html", "doc.pdf", "ok.html", "mailto:a@b.c",
                             "https://elsewhere.example/x.html"],
              "target.html": ["index.html"], "ok.html": [], "secret/x.html": [], "dup.html": []}
@@ -87,13 +87,14 @@ def test_redirects_failures_robots_and_non_html(tmp_path, serve):
     server.rules["/moved.html"] = Rule(status=301, location="/target.html")
     server.rules["/away.html"] = Rule(status=302, location="https://elsewhere.example/y.html")
     server.rules["/broken.html"] = Rule(status=500)
+    server.rules["/partial.html"] = Rule(status=206, body=b"<html>part</html>")
     result = crawl(server, tmp_path / "out", 1)
     assert result.returncode == 0, result.stderr.decode()
     u = server.url + "/"
     assert saved_pages(tmp_path / "out") == [
         (u + "index.html", 0), (u + "ok.html", 1), (u + "dup.html", 1), (u + "target.html", 1)]
     out = result.stdout.decode()
-    for failed in ("broken.html", "gone.html", "away.html", "secret/x.html"):
+    for failed in ("broken.html", "partial.html", "gone.html", "away.html", "secret/x.html"):
         assert progress_line(1, "Failed", u + failed) in out
     assert progress_line(0, "IgnExtrn", u + "doc.pdf") in out
     assert progress_line(0, "IgnExtrn", "https://elsewhere.example/x.html") in out

@@ -27,7 +27,7 @@ def page_path(pagedir: str | os.PathLike, doc_id: int) -> Path:
 
 def mark(pagedir: str | os.PathLike) -> None:
     """Create the empty ``.crawler`` marker (raises OSError on failure)."""
-    with open(Path(pagedir) / MARKER, "ab"):
+    with open(Path(pagedir) / MARKER, "wb"):
         pass
 
 

@@ -7,7 +7,7 @@ SPIDER_MODULES = ["tse_scrapy.spiders"]
 NEWSPIDER_MODULE = "tse_scrapy.spiders"
 COMMANDS_MODULE = "tse_scrapy.commands"
 
-USER_AGENT = f"tse-scrapy/{__version__} (Tiny Search Engine crawler; +https://pypi.org/project/scrapy/)"
+USER_AGENT = f"tse-scrapy/{__version__} (Tiny Search Engine crawler; 1 request/s, obeys robots.txt)"
 ROBOTSTXT_OBEY = True
 
 # Politeness (SPEC 2.2.6): at least one second between the starts of any two

@@ -1,0 +1,39 @@
+"""PageDirPipeline and the exit-status rules, with real Scrapy crawler objects."""
+
+from scrapy.utils.test import get_crawler
+
+from tse_scrapy import pagedir
+from tse_scrapy.items import PageItem
+from tse_scrapy.pipelines import PageDirPipeline
+from tse_scrapy.runner import crawl_failure
+
+
+def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path):
+    (tmp_path / ".crawler").write_text("left over")
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path)})
+    crawler.stats.open_spider()
+    pipeline = PageDirPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    assert (tmp_path / ".crawler").read_bytes() == b""
+    other = {"not": "a page"}
+    assert pipeline.process_item(other) is other
+    for depth, name in enumerate(["b.html", "a.html"]):
+        pipeline.process_item(PageItem(f"http://h/{name}", depth, b"<html>" + name.encode()))
+    assert pagedir.read_page(tmp_path, 1) == pagedir.Page("http://h/b.html", 0, b"<html>b.html")
+    assert (tmp_path / "2").read_bytes() == b"http://h/a.html\n1\n<html>a.html\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".crawler", "1", "2"]
+    assert crawler.stats.get_value("tse/pages_saved") == 2
+
+
+def test_crawl_failure_reasons():
+    crawler = get_crawler()
+    stats = crawler.stats
+    stats.open_spider()
+    stats.set_value("finish_reason", "finished")
+    assert crawl_failure(crawler) is None
+    stats.set_value("spider_exceptions/count", 2)
+    assert "raised 2 exception" in crawl_failure(crawler)
+    stats.set_value("finish_reason", "shutdown")
+    assert crawl_failure(crawler) == "crawl stopped: shutdown"
+    stats.set_value("tse/error", "cannot write page file d/3: No space left on device")
+    assert crawl_failure(crawler) == "cannot write page file d/3: No space left on device"
