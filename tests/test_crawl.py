@@ -73,13 +73,16 @@ def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
     expected = {name: d for name, d in shortest_depths(site).items() if d <= 4 and name not in site.dead}
     assert dict(pages) == expected
     assert [d for _, d in pages] == sorted(d for _, d in pages)   # saved level by level
+    assert server.max_active > 1                                  # really concurrent
 
 
 def test_redirects_failures_robots_and_non_html(tmp_path, serve):
     links = {"index.html": ["moved.html", "away.html", "dup.html", "gone.html", "broken.html", "partial.html",
+                            "bad.html",
                             "secret/x.html", "doc.pdf", "ok.html", "mailto:a@b.c",
                             "https://elsewhere.example/x.html"],
-             "target.html": ["index.html"], "ok.html": [], "secret/x.html": [], "dup.html": []}
+             "target.html": ["index.html"], "ok.html": [], "secret/x.html": [], "dup.html": [],
+             "bad.html": ["http://h:99999/x.html", "http://a:b:c/x.html", "ok.html"]}
     site = write_site(tmp_path / "site", links)
     (site.root / "doc.pdf").write_bytes(b"%PDF-1.4")
     (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /secret/\n")
@@ -88,17 +91,21 @@ def test_redirects_failures_robots_and_non_html(tmp_path, serve):
     server.rules["/away.html"] = Rule(status=302, location="https://elsewhere.example/y.html")
     server.rules["/broken.html"] = Rule(status=500)
     server.rules["/partial.html"] = Rule(status=206, body=b"<html>part</html>")
-    result = crawl(server, tmp_path / "out", 1)
+    result = crawl(server, tmp_path / "out", 2)
     assert result.returncode == 0, result.stderr.decode()
     u = server.url + "/"
     assert saved_pages(tmp_path / "out") == [
-        (u + "index.html", 0), (u + "ok.html", 1), (u + "dup.html", 1), (u + "target.html", 1)]
+        (u + "index.html", 0), (u + "ok.html", 1), (u + "bad.html", 1), (u + "dup.html", 1),
+        (u + "target.html", 1)]
     out = result.stdout.decode()
     for failed in ("broken.html", "partial.html", "gone.html", "away.html", "secret/x.html"):
         assert progress_line(1, "Failed", u + failed) in out
     assert progress_line(0, "IgnExtrn", u + "doc.pdf") in out
     assert progress_line(0, "IgnExtrn", "https://elsewhere.example/x.html") in out
     assert "mailto" not in out
+    # links Scrapy cannot represent are logged in their place all the same
+    assert progress_line(1, "Found", "http://h:99999/x.html") + progress_line(1, "IgnExtrn", "http://h:99999/x.html") \
+        + progress_line(1, "Found", "http://a:b:c/x.html") + progress_line(1, "IgnExtrn", "http://a:b:c/x.html") in out
     requested = [hit.key for hit in server.hits]
     assert "/secret/x.html" not in requested and "/doc.pdf" not in requested
     assert requested.count("/robots.txt") == 1

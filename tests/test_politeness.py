@@ -20,6 +20,7 @@ def test_one_second_between_requests_robots_txt_included(tmp_path, serve):
     assert [hit.key for hit in server.hits][0] == "/robots.txt"
     assert len(server.hits) == 5
     assert min(gaps(server)) >= 1.0, gaps(server)
+    assert server.max_active == 1
 
 
 def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):

@@ -17,7 +17,6 @@ DOWNLOAD_DELAY = 1.0
 # still works but warns); the default jitter of +-50% would break the 1 s rule.
 DOWNLOAD_DELAY_JITTER = 0.0
 CONCURRENT_REQUESTS = 1
-CONCURRENT_REQUESTS_PER_DOMAIN = 1
 DOWNLOAD_TIMEOUT = 30
 # A page's outputs are processed one at a time, in the order the spider
 # yields them: the progress log keeps link order and the page item, yielded

@@ -50,6 +50,8 @@ class SiteServer:
         self.root = Path(root)
         self.rules: dict[str, Rule] = _read_redirects(self.root / ".redirects")
         self.hits: list[Hit] = []
+        self.active = 0
+        self.max_active = 0   # the most requests being answered at once
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self.httpd.daemon_threads = True
@@ -81,6 +83,11 @@ class SiteServer:
     def record(self, hit: Hit) -> None:
         with self._lock:
             self.hits.append(hit)
+
+    def count_active(self, change: int) -> None:
+        with self._lock:
+            self.active += change
+            self.max_active = max(self.max_active, self.active)
 
     def take_rule(self, key: str) -> Rule | None:
         with self._lock:
@@ -114,10 +121,17 @@ def _handler_for(server: SiteServer):
             pass
 
         def do_GET(self):
-            self._answer(send_body=True)
+            self._counted(send_body=True)
 
         def do_HEAD(self):
-            self._answer(send_body=False)
+            self._counted(send_body=False)
+
+        def _counted(self, send_body):
+            server.count_active(+1)
+            try:
+                self._answer(send_body)
+            finally:
+                server.count_active(-1)
 
         def _answer(self, send_body):
             target = self.path

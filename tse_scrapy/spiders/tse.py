@@ -12,6 +12,7 @@ from ..signals import page_done
 from ..urls import normalize_url
 
 EXTRACTORS = {"html": extract_links_html, "tse": extract_links_tse}
+UNFETCHABLE_URL = "data:,"
 
 
 class TseSpider(scrapy.Spider):
@@ -73,5 +74,10 @@ class TseSpider(scrapy.Spider):
         # External and non-normalizable links are requested too, so that the
         # offsite middleware logs them in link order; it drops them unfetched.
         url = normalize_url(link) or link
-        return scrapy.Request(url, callback=self.parse, errback=self.fetch_failed,
-                              meta={"depth": depth + 1, "tse_found_at": depth, "tse_link": url})
+        meta = {"depth": depth + 1, "tse_found_at": depth, "tse_link": url}
+        try:
+            return scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=meta)
+        except (ValueError, UnicodeError):
+            # A link Scrapy cannot even represent (a bad port, host or scheme):
+            # an external placeholder keeps it in order in the log.
+            return scrapy.Request(UNFETCHABLE_URL, meta=meta)
