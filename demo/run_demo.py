@@ -1,4 +1,5 @@
-"""`make run`: serve the demo site on 127.0.0.1 and crawl it, one page a second.
+"""`make run`: serve the demo site on 127.0.0.1, crawl it one page a second,
+index the pages and answer two example queries.
 
     python demo/run_demo.py PAGEDIR
 """
@@ -17,6 +18,7 @@ from tests.support.siteserver import SiteServer  # noqa: E402
 
 SITE = ROOT / "demo" / "site"
 DEPTH = "3"
+QUERIES = "crawler and polite\nindexer or querier\n"
 
 
 def main(argv: list[str]) -> int:
@@ -36,7 +38,14 @@ def main(argv: list[str]) -> int:
     for page in pages:
         url, depth = page.read_bytes().split(b"\n", 2)[:2]
         print(f"  {pagedir}/{page.name:<3} depth {depth.decode()}  {url.decode()}")
-    return status
+    if status != 0:
+        return status
+    index = pagedir.with_name(pagedir.name + ".index")
+    tse = str(Path(sys.executable).parent / "tse")
+    print(f"\n$ tse index {pagedir} {index}", flush=True)
+    status = subprocess.call([tse, "index", str(pagedir), str(index)])
+    print(f"$ printf {QUERIES!r} | tse query {pagedir} {index}", flush=True)
+    return status or subprocess.run([tse, "query", str(pagedir), str(index)], input=QUERIES.encode()).returncode
 
 
 if __name__ == "__main__":

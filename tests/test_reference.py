@@ -4,26 +4,13 @@ directories byte for byte (skipped without ../shared/tse-sites)."""
 import filecmp
 import os
 from pathlib import Path
-from urllib.parse import unquote
-
 import pytest
 
 from tests.conftest import REFERENCE_HOST, clean_env, run_scrapy, run_tse
+from tests.support.reference import build_page_directory
 
 CRAWLS = [("letters", d) for d in range(7)] + [("toscrape", d) for d in range(3)] + \
          [("wikipedia", d) for d in range(2)]
-
-
-def build_expected(reference_dir: Path, mirror: Path, name: str, destination: Path) -> Path:
-    """The reference page directory: rows of the .tsv + the mirror's bytes."""
-    destination.mkdir(parents=True)
-    (destination / ".crawler").touch()
-    rows = (reference_dir / "crawls" / f"{name}.tsv").read_text().splitlines()[1:]
-    for row in rows:
-        doc_id, depth, url = row.split("\t")
-        body = (mirror / unquote(url.split("://", 1)[1])).read_bytes()
-        (destination / doc_id).write_bytes(f"{url}\n{depth}\n".encode() + body + b"\n")
-    return destination
 
 
 def assert_same_tree(expected: Path, actual: Path):
@@ -35,7 +22,7 @@ def assert_same_tree(expected: Path, actual: Path):
 @pytest.fixture(scope="module")
 def expected_dirs(reference_dir, mirror, tmp_path_factory):
     root = tmp_path_factory.mktemp("expected")
-    return {f"{site}-{depth}": build_expected(reference_dir, mirror, f"{site}-{depth}", root / f"{site}-{depth}")
+    return {f"{site}-{depth}": build_page_directory(reference_dir, mirror, f"{site}-{depth}", root / f"{site}-{depth}")
             for site, depth in CRAWLS}
 
 

@@ -40,6 +40,23 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(default http://cs50tse.cs.dartmouth.edu/tse/)")
     crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
                        metavar="NAME=VALUE", help="set a Scrapy setting (may be repeated)")
+    index = commands.add_parser(
+        "index", help="index the pages of PAGEDIR into INDEXFILE",
+        description="Write the inverted index of PAGEDIR to INDEXFILE (sorted text, "
+                    "plus INDEXFILE.bin for a fast querier start).")
+    index.add_argument("pagedir", metavar="PAGEDIR")
+    index.add_argument("indexfile", metavar="INDEXFILE")
+    indextest = commands.add_parser(
+        "indextest", help="load OLDINDEX and write it back to NEWINDEX",
+        description="Load OLDINDEX and write the same (word, docID, count) triples to NEWINDEX.")
+    indextest.add_argument("old", metavar="OLDINDEX")
+    indextest.add_argument("new", metavar="NEWINDEX")
+    query = commands.add_parser(
+        "query", help="answer queries from stdin with PAGEDIR and INDEXFILE",
+        description="Read queries from stdin, one a line, until end of input: words, "
+                    "'and' (also implied between words) and 'or'; 'and' binds tighter.")
+    query.add_argument("pagedir", metavar="PAGEDIR")
+    query.add_argument("indexfile", metavar="INDEXFILE")
     return parser
 
 
@@ -49,7 +66,82 @@ def main(argv=None) -> int:
     if options.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return crawl(options)
+    handler = {"crawl": crawl, "index": index, "indextest": indextest, "query": query}[options.command]
+    return handler(options)
+
+
+def _fail(command: str, message: str) -> int:
+    sys.stderr.write(f"tse {command}: {message}\n")
+    return 1
+
+
+def _check_writable(path: str) -> str | None:
+    """Why *path* cannot be written as a new file, or None."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"{path} is a directory"
+    if not os.path.isdir(directory):
+        return f"cannot write {path}: no directory {directory}"
+    if not os.access(directory, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        return f"cannot write {path}: permission denied"
+    return None
+
+
+def index(options) -> int:
+    from .indexer import PageDirError, build_index, check_page_directory
+    from .indexfile import write_index
+
+    try:
+        check_page_directory(options.pagedir)
+        problem = _check_writable(options.indexfile)
+        if problem:
+            return _fail("index", problem)
+        write_index(options.indexfile, build_index(options.pagedir))
+    except PageDirError as error:
+        return _fail("index", str(error))
+    except OSError as error:
+        return _fail("index", f"{error.filename or options.indexfile}: {error.strerror}")
+    return 0
+
+
+def indextest(options) -> int:
+    from .indexfile import IndexFileError, read_index, write_index
+
+    try:
+        loaded = read_index(options.old)
+        problem = _check_writable(options.new)
+        if problem:
+            return _fail("indextest", problem)
+        write_index(options.new, loaded, sidecar=False)
+    except IndexFileError as error:
+        return _fail("indextest", str(error))
+    except OSError as error:
+        return _fail("indextest", f"{error.filename or options.old}: {error.strerror}")
+    return 0
+
+
+def query(options) -> int:
+    from .indexer import PageDirError, check_page_directory
+    from .indexfile import IndexFileError, IndexReader
+    from .querier import Querier, run
+
+    try:
+        check_page_directory(options.pagedir)
+        reader = IndexReader(options.indexfile)
+    except (PageDirError, IndexFileError) as error:
+        return _fail("query", str(error))
+    except OSError as error:
+        return _fail("query", f"{error.filename or options.indexfile}: {error.strerror}")
+    try:
+        run(Querier(options.pagedir, reader))
+    except KeyboardInterrupt:
+        sys.stdout.write("\n")
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`tse query ... | head`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    return 0
 
 
 def crawl(options) -> int:

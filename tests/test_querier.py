@@ -1,0 +1,182 @@
+"""tse index / indextest / query end to end on hand-made page directories."""
+
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+
+PAGES = {  # docID: (URL, body); the worked example of the tests below
+    1: ("http://h/one.html", b"<html>cat cat dog</html>"),
+    2: ("http://h/two.html", b"dog dog dog emu"),
+    3: ("http://h/three.html", b"cat <b class='dog'>emu</b> emu"),
+    4: ("http://h/four.html", b"<p>Cat</p> DOG <unclosed emu emu emu"),
+}
+D = "-" * 47 + "\n"
+
+
+@pytest.fixture
+def engine(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / ".crawler").touch()
+    for doc_id, (url, body) in PAGES.items():
+        (pages / str(doc_id)).write_bytes(f"{url}\n1\n".encode() + body + b"\n")
+    result = run_tse("index", pages, tmp_path / "index")
+    assert result.returncode == 0 and result.stdout == result.stderr == b""
+    return pages, tmp_path / "index"
+
+
+def query(engine, text):
+    pages, index = engine
+    result = run_tse("query", pages, index, input=text.encode())
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    return result.stdout.decode()
+
+
+def test_index_file(engine):
+    assert engine[1].read_text() == "cat 1 2 3 1 4 1\ndog 1 1 2 3 4 1\nemu 2 1 3 2\n"
+
+
+@pytest.mark.parametrize("line, output", [
+    ("cat", "Query: cat \nMatches 3 documents (ranked):\n"
+            "score   2 doc   1: http://h/one.html\n"
+            "score   1 doc   3: http://h/three.html\n"
+            "score   1 doc   4: http://h/four.html\n" + D),
+    ("cat dog", "Query: cat dog \nMatches 2 documents (ranked):\n"
+                "score   1 doc   1: http://h/one.html\n"
+                "score   1 doc   4: http://h/four.html\n" + D),
+    ("Cat OR Dog", "Query: cat or dog \nMatches 4 documents (ranked):\n"
+                   "score   3 doc   1: http://h/one.html\n"
+                   "score   3 doc   2: http://h/two.html\n"
+                   "score   2 doc   4: http://h/four.html\n"
+                   "score   1 doc   3: http://h/three.html\n" + D),
+    ("dog or dog", "Query: dog or dog \nMatches 3 documents (ranked):\n"
+                   "score   6 doc   2: http://h/two.html\n"
+                   "score   2 doc   1: http://h/one.html\n"
+                   "score   2 doc   4: http://h/four.html\n" + D),
+    ("emu and cat or dog", "Query: emu and cat or dog \nMatches 4 documents (ranked):\n"
+                           "score   3 doc   2: http://h/two.html\n"
+                           "score   1 doc   1: http://h/one.html\n"
+                           "score   1 doc   3: http://h/three.html\n"
+                           "score   1 doc   4: http://h/four.html\n" + D),
+    ("emu and dog", "Query: emu and dog \nMatches 1 documents (ranked):\n"
+                    "score   1 doc   2: http://h/two.html\n" + D),
+    ("\t emu\t\tcat  ", "Query: emu cat \nMatches 1 documents (ranked):\n"
+                        "score   1 doc   3: http://h/three.html\n" + D),
+    ("yak", "Query: yak \nNo documents match.\n" + D),
+    ("", ""),
+    (" \t ", ""),
+    ("cat!", "Error: bad character '!' in query.\n"),
+    ("and cat", "Query: and cat \nError: 'and' cannot be first\n"),
+    ("or cat", "Query: or cat \nError: 'or' cannot be first\n"),
+    ("cat AND", "Query: cat and \nError: 'and' cannot be last\n"),
+    ("cat or", "Query: cat or \nError: 'or' cannot be last\n"),
+    ("cat and or dog", "Query: cat and or dog \nError: 'and' and 'or' cannot be adjacent\n"),
+    ("cat or and dog", "Query: cat or and dog \nError: 'or' and 'and' cannot be adjacent\n"),
+])
+def test_query_output(engine, line, output):
+    assert query(engine, line + "\n") == output
+
+
+def test_many_queries_and_no_final_newline(engine):
+    assert query(engine, "yak\n\nemu and dog") == (
+        "Query: yak \nNo documents match.\n" + D +
+        "Query: emu and dog \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two.html\n" + D)
+
+
+def test_same_answers_without_the_sidecar(engine):
+    everything = "cat\ncat or dog\nemu and cat or dog\nyak\n"
+    with_sidecar = query(engine, everything)
+    os.remove(str(engine[1]) + ".bin")
+    assert query(engine, everything) == with_sidecar
+
+
+def read_until(fd, marker, timeout=10.0):
+    data, deadline = b"", time.monotonic() + timeout
+    while marker not in data and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                data += os.read(fd, 4096)
+            except OSError:
+                break
+    return data
+
+
+def test_prompt_on_a_terminal_only(engine):
+    pages, index = engine
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([str(BIN / "tse"), "query", str(pages), str(index)], stdin=terminal,
+                               stdout=terminal, stderr=terminal, env=clean_env(TERM="dumb"), cwd=ROOT)
+    os.close(terminal)
+    try:
+        assert b"Query? " in read_until(controller, b"Query? ")
+        os.write(controller, b"emu and dog\n")
+        answer = read_until(controller, b"-" * 47)
+        assert b"Query: emu and dog \r\nMatches 1 documents (ranked):\r\n" in answer
+        assert b"Query? " in read_until(controller, b"Query? ")
+        os.write(controller, b"\x04")                  # end of input
+        assert process.wait(timeout=10) == 0
+    finally:
+        process.kill()
+        os.close(controller)
+    assert "Query?" not in query(engine, "emu and dog\n")
+
+
+def test_indextest_round_trip(engine, tmp_path):
+    result = run_tse("indextest", engine[1], tmp_path / "copy")
+    assert result.returncode == 0 and result.stdout == result.stderr == b""
+    assert (tmp_path / "copy").read_bytes() == engine[1].read_bytes()
+
+
+def one_line_failure(result):
+    assert result.returncode != 0 and result.stdout == b""
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+def test_bad_invocations(engine, tmp_path):
+    pages, index = engine
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    no_first = tmp_path / "nofirst"
+    no_first.mkdir()
+    (no_first / ".crawler").touch()
+    (no_first / "2").write_text("u\n0\nx\n")
+    assert "arguments" in one_line_failure(run_tse("index", pages))
+    assert "unrecognized" in one_line_failure(run_tse("query", pages, index, "extra"))
+    assert "arguments" in one_line_failure(run_tse("indextest", index))
+    for command in ("index", "query"):
+        assert "not a crawler directory" in one_line_failure(run_tse(command, bare, index))
+        assert "no readable page 1" in one_line_failure(run_tse(command, no_first, index))
+    assert "No such file" in one_line_failure(run_tse("query", pages, tmp_path / "missing"))
+    assert "No such file" in one_line_failure(run_tse("indextest", tmp_path / "missing", tmp_path / "new"))
+    assert "no directory" in one_line_failure(run_tse("index", pages, tmp_path / "nodir" / "index"))
+    assert "is a directory" in one_line_failure(run_tse("index", pages, tmp_path))
+    assert "is a directory" in one_line_failure(run_tse("indextest", index, tmp_path))
+
+
+def test_malformed_index_is_named_with_its_line(engine, tmp_path):
+    pages, _ = engine
+    bad = tmp_path / "bad.index"
+    bad.write_text("cat 1 2\ndog 1 x\n")
+    assert one_line_failure(run_tse("query", pages, bad)) == f"tse query: {bad}:2: not a positive integer: 'x'"
+    assert one_line_failure(run_tse("indextest", bad, tmp_path / "new")).endswith(f"{bad}:2: not a positive integer: 'x'")
+    assert not (tmp_path / "new").exists()
+
+
+def test_failed_run_keeps_existing_index(engine, tmp_path):
+    pages, index = engine
+    before = index.read_bytes()
+    (pages / "3").write_bytes(b"no depth line")      # a broken page file
+    assert "not a page file" in one_line_failure(run_tse("index", pages, index))
+    assert index.read_bytes() == before
+    bad = tmp_path / "bad.index"
+    bad.write_text("cat one\n")
+    one_line_failure(run_tse("indextest", bad, index))
+    assert index.read_bytes() == before

@@ -1,0 +1,109 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from tse_scrapy.query import Query, QueryError, is_blank, parse_query, rank, score, structure_error
+
+ERRORS = [
+    ("cat-dog", "Error: bad character '-' in query."),
+    ("cat 2", "Error: bad character '2' in query."),
+    ("caf\xe9", "Error: bad character '\xe9' in query."),
+    ("and cat", "Error: 'and' cannot be first"),
+    ("OR cat", "Error: 'or' cannot be first"),
+    ("cat and", "Error: 'and' cannot be last"),
+    ("cat or", "Error: 'or' cannot be last"),
+    ("and", "Error: 'and' cannot be first"),
+    ("and cat or", "Error: 'and' cannot be first"),           # first before last
+    ("cat or and dog", "Error: 'or' and 'and' cannot be adjacent"),
+    ("cat and or dog or or emu", "Error: 'and' and 'or' cannot be adjacent"),   # left to right
+    ("cat and and dog", "Error: 'and' and 'and' cannot be adjacent"),
+]
+
+
+def error_of(line):
+    try:
+        query = parse_query(line)
+    except QueryError as error:
+        return str(error)
+    return structure_error(query)
+
+
+@pytest.mark.parametrize("line, message", ERRORS)
+def test_errors(line, message):
+    assert error_of(line) == message
+
+
+@pytest.mark.parametrize("line, tokens, clauses", [
+    ("cat", ("cat",), (("cat",),)),
+    ("Cat DOG", ("cat", "dog"), (("cat", "dog"),)),
+    ("cat and dog", ("cat", "and", "dog"), (("cat", "dog"),)),
+    ("\tcat\t OR  dog ", ("cat", "or", "dog"), (("cat",), ("dog",))),
+    ("a b or c and d or e", ("a", "b", "or", "c", "and", "d", "or", "e"), (("a", "b"), ("c", "d"), ("e",))),
+])
+def test_parse(line, tokens, clauses):
+    assert parse_query(line) == Query(tokens, clauses)
+    assert structure_error(parse_query(line)) is None
+
+
+INDEX = {"cat": {1: 2, 3: 1, 4: 1}, "dog": {1: 1, 2: 3, 4: 1}, "emu": {2: 1, 3: 2}}
+
+
+def lookup(word):
+    return INDEX.get(word, {})
+
+
+@pytest.mark.parametrize("line, ranked", [
+    ("cat", [(1, 2), (3, 1), (4, 1)]),
+    ("cat dog", [(1, 1), (4, 1)]),
+    ("cat or dog", [(1, 3), (2, 3), (4, 2), (3, 1)]),
+    ("dog or dog", [(2, 6), (1, 2), (4, 2)]),
+    ("emu and cat or dog", [(2, 3), (1, 1), (3, 1), (4, 1)]),
+    ("yak", []),
+    ("yak or emu", [(3, 2), (2, 1)]),
+    ("cat yak", []),
+])
+def test_scores(line, ranked):
+    assert rank(score(parse_query(line), lookup)) == ranked
+
+
+def test_blank():
+    assert is_blank("") and is_blank(" \t ") and not is_blank(" x ")
+
+
+words = st.sampled_from(["cat", "dog", "emu", "yak", "and", "or", "AND", "Or"])
+lines = st.one_of(st.text(max_size=40),
+                  st.lists(st.one_of(words, st.sampled_from([" ", "\t"])), max_size=12).map(" ".join))
+
+
+@given(lines)
+def test_any_line_gives_an_answer_or_a_listed_error(line):
+    if is_blank(line):
+        return
+    message = error_of(line)
+    if message is not None:
+        assert message.startswith(("Error: bad character '", "Error: '"))
+        assert message.endswith(("' in query.", "cannot be first", "cannot be last", "cannot be adjacent"))
+        return
+    ranked = rank(score(parse_query(line), lookup))
+    assert all(value > 0 for _, value in ranked)
+    assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))
+
+
+index_strategy = st.dictionaries(st.sampled_from(["cat", "dog", "emu"]),
+                                 st.dictionaries(st.integers(1, 20), st.integers(1, 50), min_size=1))
+
+
+@given(index_strategy, st.sampled_from(["cat", "dog", "emu"]))
+def test_or_with_itself_doubles(index, word):
+    single = score(parse_query(word), lambda w: index.get(w, {}))
+    double = score(parse_query(f"{word} or {word}"), lambda w: index.get(w, {}))
+    assert double == {doc_id: 2 * value for doc_id, value in single.items()}
+
+
+@given(index_strategy)
+def test_and_is_at_most_the_minimum(index):
+    lookup_ = lambda w: index.get(w, {})  # noqa: E731
+    both = score(parse_query("cat and dog"), lookup_)
+    cats, dogs = score(parse_query("cat"), lookup_), score(parse_query("dog"), lookup_)
+    for doc_id, value in both.items():
+        assert value <= min(cats[doc_id], dogs[doc_id])
+    assert set(both) == set(cats) & set(dogs)

@@ -1,0 +1,62 @@
+import pytest
+from hypothesis import given, strategies as st
+
+from tse_scrapy.words import page_words, word_counts
+
+
+@pytest.mark.parametrize("body, words", [
+    (b"The cat sat on the mat", ["the", "cat", "sat", "the", "mat"]),
+    (b"<html><title>Home</title>Hello</html>", ["home", "hello"]),
+    (b"abc<b>def</b>ghi", ["abc", "def", "ghi"]),                 # a tag splits words
+    (b"<a href=\"http://x.org/long\">link</a>", ["link"]),          # nothing inside tags
+    (b"don't co-op 42nd under_score caf\xc3\xa9s", ["don", "under", "score", "caf"]),
+    (b"ab abc ABCD a1bcd", ["abc", "abcd", "bcd"]),
+    (b"fish <unclosed tag with words", ["fish"]),                 # an unclosed < ends the words
+    (b"one > two", ["one", "two"]),                               # a lone > is just punctuation
+    (b"<script>var answer = 42;</script><style>body{}</style>", ["var", "answer", "body"]),
+    (b"fish&amp;chips&nbsp;x", ["fish", "amp", "chips", "nbsp"]),
+    (b"tab\tnew\nline\r\nend", ["tab", "new", "line", "end"]),
+    (b"", []),
+])
+def test_page_words(body, words):
+    assert page_words(body) == words
+
+
+def test_word_counts():
+    assert word_counts(b"Dog dog <dog> DOG cat") == {b"dog": 3, b"cat": 1}
+
+
+def c_model(body: bytes) -> list[str]:
+    """The reference indexer's loop (webpage_getNextWord), transliterated."""
+    def is_letter(byte):
+        return 65 <= byte <= 90 or 97 <= byte <= 122
+
+    words, pos, n = [], 0, len(body)
+    while True:
+        while pos < n and not is_letter(body[pos]):
+            if body[pos] == ord("<"):
+                end = body.find(b">", pos)
+                if end == -1 or end + 1 >= n:
+                    return words
+                pos = end + 1
+            else:
+                pos += 1
+        if pos >= n:
+            return words
+        start = pos
+        while pos < n and is_letter(body[pos]):
+            pos += 1
+        if pos - start >= 3:
+            words.append(body[start:pos].decode().lower())
+
+
+@given(st.lists(st.sampled_from([b"<", b">", b"a", b"Bc", b"def", b" ", b"\xe9", b"1", b"<p>", b"xyzw"]))
+       .map(b"".join))
+def test_page_words_matches_the_reference_loop(body):
+    assert page_words(body) == c_model(body)
+
+
+@given(st.binary())
+def test_words_are_lowercase_letter_runs(body):
+    for word in page_words(body):
+        assert len(word) >= 3 and word.isascii() and word.isalpha() and word.islower()
