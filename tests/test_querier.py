@@ -96,15 +96,22 @@ def test_same_answers_without_the_sidecar(engine):
     assert query(engine, everything) == with_sidecar
 
 
-def read_until(fd, marker, timeout=10.0):
-    data, deadline = b"", time.monotonic() + timeout
-    while marker not in data and time.monotonic() < deadline:
-        if select.select([fd], [], [], 0.1)[0]:
-            try:
-                data += os.read(fd, 4096)
-            except OSError:
-                break
-    return data
+class Terminal:
+    """The controlling side of a pty: reads what the program writes, up to a marker."""
+
+    def __init__(self, fd):
+        self.fd, self.pending = fd, b""
+
+    def expect(self, marker: bytes, timeout=10.0) -> bytes:
+        deadline = time.monotonic() + timeout
+        while marker not in self.pending and time.monotonic() < deadline:
+            if select.select([self.fd], [], [], 0.1)[0]:
+                try:
+                    self.pending += os.read(self.fd, 4096)
+                except OSError:
+                    break
+        head, found, self.pending = self.pending.partition(marker)
+        return head + found
 
 
 def test_prompt_on_a_terminal_only(engine):
@@ -113,12 +120,13 @@ def test_prompt_on_a_terminal_only(engine):
     process = subprocess.Popen([str(BIN / "tse"), "query", str(pages), str(index)], stdin=terminal,
                                stdout=terminal, stderr=terminal, env=clean_env(TERM="dumb"), cwd=ROOT)
     os.close(terminal)
+    screen = Terminal(controller)
     try:
-        assert b"Query? " in read_until(controller, b"Query? ")
+        assert screen.expect(b"Query? ").endswith(b"Query? ")
         os.write(controller, b"emu and dog\n")
-        answer = read_until(controller, b"-" * 47)
+        answer = screen.expect(b"-" * 47)
         assert b"Query: emu and dog \r\nMatches 1 documents (ranked):\r\n" in answer
-        assert b"Query? " in read_until(controller, b"Query? ")
+        assert screen.expect(b"Query? ").endswith(b"Query? ")
         os.write(controller, b"\x04")                  # end of input
         assert process.wait(timeout=10) == 0
     finally:
