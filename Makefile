@@ -23,7 +23,7 @@ test: install
 
 # Benchmarks (not part of `make test`): results go to bench/RESULTS.md.
 bench: install
-	$(PY) bench/crawl_bench.py
+	$(PY) bench/run.py
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

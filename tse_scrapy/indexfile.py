@@ -101,7 +101,7 @@ class IndexReader:
         if position is None:
             return {}
         start, end = self._offsets[position] * 2, self._offsets[position + 1] * 2
-        pairs = self._pairs[start:end]
+        pairs = self._pairs[start:end].tolist()
         return dict(zip(pairs[0::2], pairs[1::2]))
 
     def _open_sidecar(self, text: bytes) -> bool:

@@ -1,0 +1,59 @@
+"""What the benchmarks share: the mirror, child-process measurement, the machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "tse-sites"
+WORK = ROOT / "bench" / "work"
+BIN = Path(sys.executable).parent
+REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+
+
+def unpack_mirror() -> Path:
+    mirror = WORK / "mirror"
+    if not (mirror / "cs50tse.cs.dartmouth.edu").is_dir():
+        mirror.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(SHARED / "mirror.tar.xz") as tar:
+            tar.extractall(mirror, filter="data")
+    return mirror
+
+
+def env_with_proxy(proxy: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "no_proxy")}
+    env["http_proxy"] = proxy
+    return env
+
+
+def measure(command: list[str], env: dict | None = None, stdin: bytes | None = None,
+            ok=(0,)) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run of *command*.
+
+    Linux counts the parent's resident size at fork in the child's peak, so
+    measure from a small parent (before loading anything big in-process)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE if stdin is not None else None,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if stdin is not None:
+        process.stdin.write(stdin)
+        process.stdin.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in ok:
+        raise SystemExit(f"bench: failed: {' '.join(command)}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import scrapy
+    return (f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+            f"Python {platform.python_version()}, Scrapy {scrapy.__version__}")

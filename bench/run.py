@@ -1,0 +1,38 @@
+"""`make bench`: every benchmark, side by side with its baseline; writes bench/RESULTS.md.
+
+Needs ../shared/tse-sites (the mirror of the reference sites); nothing here is
+part of `make test`.  BENCH_REPEAT (default 3) sets the number of rounds.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import crawl_bench, index_bench  # noqa: E402
+from bench.common import ROOT, SHARED, machine, unpack_mirror  # noqa: E402
+
+
+def main() -> int:
+    if not (SHARED / "mirror.tar.xz").is_file():
+        print(f"bench: {SHARED}/mirror.tar.xz not found; the benchmarks need the reference mirror",
+              file=sys.stderr)
+        return 1
+    mirror = unpack_mirror()
+    # Crawls first: a child's peak RSS includes its parent's at fork time, so
+    # the in-process query timing (which loads an index here) comes last.
+    sections = crawl_bench.run(mirror) + index_bench.run(mirror)
+    report = "\n".join([
+        "# Benchmark results", "",
+        f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Machine: {machine()}.", "", *sections])
+    (ROOT / "bench" / "RESULTS.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
