@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from .crawlargs import ArgumentError, check_crawl_args
+from .crawlargs import ArgumentError, check_crawl_args, check_resume
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="html (standards-based, default) or tse (the reference scanner)")
     crawl.add_argument("--prefix", help="internal URL prefix(es), comma-separated "
                                         "(default http://cs50tse.cs.dartmouth.edu/tse/)")
+    crawl.add_argument("--resume", action="store_true",
+                       help="continue the interrupted crawl whose pages are in PAGEDIR")
     crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
                        metavar="NAME=VALUE", help="set a Scrapy setting (may be repeated)")
     index = commands.add_parser(
@@ -67,7 +69,12 @@ def main(argv=None) -> int:
         parser.print_help(sys.stderr)
         return 2
     handler = {"crawl": crawl, "index": index, "indextest": indextest, "query": query}[options.command]
-    return handler(options)
+    try:
+        return handler(options)
+    except KeyboardInterrupt:
+        # Before Scrapy has installed its own Ctrl-C handling.
+        sys.stderr.write(f"tse {options.command}: interrupted\n")
+        return 130
 
 
 def _fail(command: str, message: str) -> int:
@@ -148,10 +155,12 @@ def crawl(options) -> int:
     spider_args = dict(seed=options.seed, pagedir=options.pagedir, depth=options.depth,
                        order=options.order, links=options.links, prefix=options.prefix)
     try:
-        check_crawl_args(**spider_args)
+        checked = check_crawl_args(**spider_args)
+        check_resume(checked, options.resume, dict(options.settings).get("JOBDIR"))
     except ArgumentError as error:
         sys.stderr.write(f"tse crawl: {error}\n")
         return 2
+    spider_args["resume"] = "yes" if options.resume else None
     # Scrapy is imported only once the arguments are known to be good.
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 from .pagedir import MARKER
+from .state import state_path, stored_arguments
 from .urls import DEFAULT_PREFIX, is_internal, normalize_url
 
 ORDERS = ("tse", "bfs")
@@ -26,9 +27,14 @@ class CrawlArgs:
     links: str = "html"
     prefixes: tuple[str, ...] = (DEFAULT_PREFIX,)
 
+    def identity(self) -> dict:
+        """What a resumed crawl must share with the crawl it continues."""
+        return {"seed": self.seed, "depth": self.depth, "order": self.order, "links": self.links,
+                "prefix": ",".join(self.prefixes)}
+
 
 def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="html",
-                     prefix=None, **_ignored) -> CrawlArgs:
+                     prefix=None, resume=None, **_ignored) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
 
     Other keyword arguments (scrapyd's ``_job``, ...) are ignored.
@@ -49,6 +55,28 @@ def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="ht
         raise ArgumentError(f"links must be one of {', '.join(LINK_EXTRACTORS)}: {links}")
     _check_pagedir(str(pagedir))
     return CrawlArgs(normalized, str(pagedir), max_depth, order, links, prefixes)
+
+
+def check_resume(args: CrawlArgs, resume=False, jobdir=None) -> bool:
+    """Whether the crawl resumes an interrupted one; raise ArgumentError when
+    it must not start (it would mix with or overwrite another crawl's pages)."""
+    stored = stored_arguments(state_path(args.pagedir, jobdir))
+    if stored is None:
+        if any(name.isdigit() for name in os.listdir(args.pagedir)):
+            raise ArgumentError(f"{args.pagedir} already holds the pages of another crawl; "
+                                f"crawl into an empty directory")
+        return False
+    if not (is_yes(resume) or jobdir):
+        raise ArgumentError(f"{args.pagedir} holds an interrupted crawl of {stored['seed']}: "
+                            f"continue it with --resume (-a resume=yes), or use an empty directory")
+    for name, value in args.identity().items():
+        if stored.get(name) != value:
+            raise ArgumentError(f"cannot resume: {name} was {stored.get(name)} and is now {value}")
+    return True
+
+
+def is_yes(value) -> bool:
+    return value is True or str(value).lower() in ("1", "yes", "true", "on")
 
 
 def _check_prefixes(prefix) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ import logging
 
 from scrapy.dupefilters import BaseDupeFilter
 
+from .crawlstate import crawl_state
 from .progress import is_found_link, log_link, log_progress
 from .urls import normalize_url
 
@@ -13,14 +14,19 @@ logger = logging.getLogger(__name__)
 
 
 class NormalizedUrlDupeFilter(BaseDupeFilter):
-    def __init__(self, stats=None, debug: bool = False):
+    def __init__(self, stats=None, debug: bool = False, state=None):
         self.seen: set[str] = set()
         self.stats = stats
         self.debug = debug
+        self.state = state      # the durable crawl state, when there is one
+        if state is not None:
+            self.seen.update(state.seen_keys())
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"))
+        extension = crawl_state(crawler)
+        return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                   extension.state if extension else None)
 
     @staticmethod
     def request_key(request) -> str:
@@ -31,6 +37,8 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
         if key in self.seen:
             return True
         self.seen.add(key)
+        if self.state is not None:
+            self.state.add_seen(key)
         return False
 
     def log(self, request, spider) -> None:

@@ -48,10 +48,20 @@ def decode_page(data: bytes) -> Page:
     return Page(url.decode("utf-8", "surrogateescape"), int(depth), body[:-1])
 
 
+def partial_path(pagedir: str | os.PathLike, doc_id: int) -> Path:
+    return Path(pagedir) / f".{doc_id}.partial"
+
+
+def remove_partial_files(pagedir: str | os.PathLike) -> None:
+    """Remove what an interrupted ``write_page`` left behind."""
+    for path in Path(pagedir).glob(".*.partial"):
+        path.unlink(missing_ok=True)
+
+
 def write_page(pagedir: str | os.PathLike, doc_id: int, page: Page, *, fsync: bool = False) -> Path:
     """Write page file ``doc_id`` whole or not at all (temporary file + rename)."""
     final = page_path(pagedir, doc_id)
-    temporary = final.with_name(f".{doc_id}.partial")
+    temporary = partial_path(pagedir, doc_id)
     try:
         with open(temporary, "wb") as out:
             out.write(encode_page(page))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from . import pagedir
+from .crawlstate import crawl_state
 from .items import PageItem
 
 logger = logging.getLogger(__name__)
@@ -20,8 +22,16 @@ class PageDirPipeline:
         self.crawler = crawler
         self.directory = crawler.settings.get("TSE_PAGEDIR")
         self.fsync = crawler.settings.getbool("TSE_FSYNC")
-        self.next_id = 1
+        extension = crawl_state(crawler)
+        self.state = extension.state if extension else None
+        self.next_id = self._first_free_id()
         self.failed = False
+
+    def _first_free_id(self) -> int:
+        if self.state is None:
+            return 1
+        reserved = [doc for _, _, doc in self.state.frontier() if doc is not None]
+        return max([self.state.next_doc_id(), *(doc + 1 for doc in reserved)])
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -38,14 +48,27 @@ class PageDirPipeline:
             return item
         if self.failed:
             raise DropItem("the page directory is not writable any more")
-        page = pagedir.Page(item.url, item.depth, item.body)
-        try:
-            pagedir.write_page(self.directory, self.next_id, page, fsync=self.fsync)
-        except OSError as error:
-            self._fail(f"cannot write page file {self.directory}/{self.next_id}: {error.strerror}")
-            raise DropItem(str(error)) from None
+        doc_id = item.doc_id if item.doc_id is not None else self.next_id
+        if not item.replayed:
+            page = pagedir.Page(item.url, item.depth, item.body)
+            try:
+                if self.state is not None:
+                    self.state.writing(item.state_row, doc_id)
+                pagedir.write_page(self.directory, doc_id, page, fsync=self.fsync)
+            except OSError as error:
+                self._fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
+                raise DropItem(str(error)) from None
+            except sqlite3.Error as error:
+                self._fail(f"cannot write the crawl state: {error}")
+                raise DropItem(str(error)) from None
+        if self.state is not None:
+            try:
+                self.state.saved(item.state_row, doc_id)
+            except sqlite3.Error as error:
+                self._fail(f"cannot write the crawl state: {error}")
+                raise DropItem(str(error)) from None
         self.crawler.stats.inc_value("tse/pages_saved")
-        self.next_id += 1
+        self.next_id = max(self.next_id, doc_id + 1)
         return item
 
     def _fail(self, message: str) -> None:

@@ -7,6 +7,10 @@ has been pushed (SPEC 2.2.3); ``order=bfs`` hands out a page of depth d only
 when no shallower page is in flight, so every page gets its shortest depth
 at any concurrency.  A request that replaces one in flight (a redirect or a
 retry, which keep the ``tse_token`` meta key) is served first.
+
+With a durable crawl state (``crawlstate``), every request pushed is also
+written to it, and a resumed crawl starts from what it holds: the pages that
+were being saved first, then the frontier in its order.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from collections import deque
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.request import request_from_dict
 
+from . import pagedir
+from .crawlstate import crawl_state
 from .frontier import FRONTIERS, request_depth
 from .progress import is_found_link, log_link
 from .signals import page_done
@@ -27,34 +34,64 @@ logger = logging.getLogger(__name__)
 
 
 class TseScheduler(BaseScheduler):
-    def __init__(self, dupefilter, stats, order: str = "tse"):
+    def __init__(self, dupefilter, stats, order: str = "tse", state_extension=None, directory=None):
         self.df = dupefilter
         self.stats = stats
         self.order = order
         self.frontier = FRONTIERS[order]()
         self.replacements: deque = deque()
+        self.resumed: deque = deque()       # pages interrupted mid-save, refetched first
+        self.state = state_extension.state if state_extension else None
+        self.resuming = bool(state_extension and state_extension.resuming)
+        self.directory = directory
         self.in_flight: dict[int, int] = {}  # token -> depth
         self._tokens = itertools.count(1)
 
     @classmethod
     def from_crawler(cls, crawler):
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
-        scheduler = cls(dupefilter, crawler.stats, crawler.settings.get("TSE_ORDER", "tse"))
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            crawler.signals.connect(scheduler._item_done, signal=signal)
+        scheduler = cls(dupefilter, crawler.stats, crawler.settings.get("TSE_ORDER", "tse"),
+                        crawl_state(crawler), crawler.settings.get("TSE_PAGEDIR"))
+        crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
+        for signal in (signals.item_dropped, signals.item_error):
+            crawler.signals.connect(scheduler._item_not_saved, signal=signal)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)
         return scheduler
 
     def open(self, spider):
         self.spider = spider
+        if self.resuming:
+            self._restore(spider)
         return self.df.open()
+
+    def _restore(self, spider) -> None:
+        """Rebuild the frontier from the durable state and reconcile it with the page files."""
+        pagedir.remove_partial_files(self.directory)
+        for row, request_dict, writing_doc in self.state.frontier():
+            request = request_from_dict(request_dict, spider=spider)
+            request.meta["tse_row"] = row
+            if writing_doc is None:
+                self.frontier.push(request)
+                continue
+            request.meta["tse_doc_id"] = writing_doc
+            if pagedir.page_path(self.directory, writing_doc).is_file():
+                request.meta["tse_replay_doc"] = writing_doc    # written, not yet recorded
+            self.resumed.append(request)
+        for doc_id, request_dict in self.state.pages():
+            if not pagedir.page_path(self.directory, doc_id).is_file():
+                request = request_from_dict(request_dict, spider=spider)   # recorded, but lost
+                request.meta["tse_doc_id"] = doc_id
+                request.meta.pop("tse_row", None)
+                self.resumed.append(request)
+        logger.info("Resuming: %d pages saved, %d to finish, %d in the frontier",
+                    self.state.next_doc_id() - 1, len(self.resumed), len(self.frontier))
 
     def close(self, reason):
         return self.df.close(reason)
 
     def has_pending_requests(self) -> bool:
-        return bool(self.frontier) or bool(self.replacements)
+        return bool(self.frontier) or bool(self.replacements) or bool(self.resumed)
 
     def enqueue_request(self, request) -> bool:
         replaces = request.meta.get("tse_token") in self.in_flight
@@ -66,6 +103,8 @@ class TseScheduler(BaseScheduler):
         if replaces:
             self.replacements.append(request)
         else:
+            if self.state is not None:
+                request.meta["tse_row"] = self.state.push(request.to_dict(spider=self.spider))
             self.frontier.push(request)
             if is_found_link(request):
                 log_link(request, "Added")
@@ -75,10 +114,13 @@ class TseScheduler(BaseScheduler):
     def next_request(self):
         if self.replacements:
             return self._dequeued(self.replacements.popleft())
-        depth = self.frontier.next_depth()
+        if self.resumed:
+            depth, pop = request_depth(self.resumed[0]), self.resumed.popleft
+        else:
+            depth, pop = self.frontier.next_depth(), self.frontier.pop
         if depth is None or not self._may_hand_out(depth):
             return None
-        request = self.frontier.pop()
+        request = pop()
         token = next(self._tokens)
         request.meta["tse_token"] = token
         self.in_flight[token] = request_depth(request)
@@ -93,12 +135,18 @@ class TseScheduler(BaseScheduler):
         self.stats.inc_value("scheduler/dequeued")
         return request
 
-    def _release(self, request) -> None:
-        if request is not None:
-            self.in_flight.pop(request.meta.get("tse_token"), None)
+    def _release(self, request, *, over: bool = True) -> None:
+        """The page of *request* is no longer in flight; *over* unless it must be
+        fetched again when the crawl resumes (its page file could not be written)."""
+        if request is not None and self.in_flight.pop(request.meta.get("tse_token"), None) is not None:
+            if over and self.state is not None:
+                self.state.finished(request.meta.get("tse_row"))
 
-    def _item_done(self, item, response, **kwargs):
+    def _item_saved(self, item, response, **kwargs):
         self._release(getattr(response, "request", None))
+
+    def _item_not_saved(self, item, response, **kwargs):
+        self._release(getattr(response, "request", None), over=False)
 
     def _spider_error(self, failure, response, **kwargs):
         self._release(getattr(response, "request", None) or getattr(failure, "request", None))

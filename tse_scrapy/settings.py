@@ -26,12 +26,14 @@ CONCURRENT_ITEMS = 1
 SCHEDULER = "tse_scrapy.scheduler.TseScheduler"
 DUPEFILTER_CLASS = "tse_scrapy.dupefilter.NormalizedUrlDupeFilter"
 DOWNLOADER_MIDDLEWARES = {
+    "tse_scrapy.replay.ReplayMiddleware": 10,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "tse_scrapy.offsite.PrefixOffsiteMiddleware": 50,
 }
 ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
+    "tse_scrapy.crawlstate.CrawlStateExtension": 0,
     "tse_scrapy.politeness.Politeness": 500,
 }
 TELNETCONSOLE_ENABLED = False
@@ -41,6 +43,12 @@ REMOTE_CONTROL_ENABLED = False
 TSE_ORDER = "tse"
 TSE_PREFIXES = ["http://cs50tse.cs.dartmouth.edu/tse/"]
 TSE_PAGEDIR = None
+TSE_ARGUMENTS = {}
+
+# Durable crawl state (tse_scrapy/state.py): in PAGEDIR/.tse-state.sqlite,
+# removed when the crawl finishes, or in JOBDIR when one is set.  NORMAL
+# survives a killed process; FULL, with TSE_FSYNC, survives a power cut too.
+TSE_STATE_SYNCHRONOUS = "NORMAL"
 TSE_FSYNC = False
 
 LOG_LEVEL = "INFO"

@@ -7,7 +7,7 @@ import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from ..crawlargs import ArgumentError, check_crawl_args
+from ..crawlargs import ArgumentError, check_crawl_args, check_resume
 from ..runner import report
 from ..spiders.tse import TseSpider
 
@@ -20,7 +20,8 @@ class Command(ScrapyCrawlCommand):
         try:
             if len(args) > 1:
                 raise ArgumentError(f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)")
-            check_crawl_args(**opts.spargs)
+            args = check_crawl_args(**opts.spargs)
+            check_resume(args, opts.spargs.get("resume"), self.settings.get("JOBDIR"))
         except ArgumentError as error:
             sys.stderr.write(f"scrapy crawl tse: {error}\n")
             sys.exit(2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import scrapy
 
-from ..crawlargs import check_crawl_args
+from ..crawlargs import check_crawl_args, check_resume
 from ..items import PageItem
 from ..links import extract_links_html, extract_links_tse
 from ..progress import log_progress
@@ -21,19 +21,22 @@ class TseSpider(scrapy.Spider):
     name = "tse"
 
     def __init__(self, seed=None, pagedir=None, depth=None, order="tse", links="html",
-                 prefix=None, **kwargs):
+                 prefix=None, resume=None, **kwargs):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
         super().__init__(**kwargs)
         self.crawl_args = check_crawl_args(seed, pagedir, depth, order, links, prefix)
+        self.resume = resume
         self.extract_links = EXTRACTORS[self.crawl_args.links]
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
         args = spider.crawl_args
+        check_resume(args, spider.resume, crawler.settings.get("JOBDIR"))
         crawler.settings.set("TSE_ORDER", args.order, priority="spider")
         crawler.settings.set("TSE_PREFIXES", list(args.prefixes), priority="spider")
         crawler.settings.set("TSE_PAGEDIR", args.pagedir, priority="spider")
+        crawler.settings.set("TSE_ARGUMENTS", args.identity(), priority="spider")
         # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
         # never scanning a page at maxDepth.
         crawler.settings.set("DEPTH_LIMIT", args.depth, priority="spider")
@@ -59,7 +62,9 @@ class TseSpider(scrapy.Spider):
             log_progress(depth, "Scanning", url)
             for link in self.extract_links(response.body, url):
                 yield self._link_request(link, depth)
-        yield PageItem(url=url, depth=depth, body=response.body)
+        meta = response.meta
+        yield PageItem(url=url, depth=depth, body=response.body, state_row=meta.get("tse_row"),
+                       doc_id=meta.get("tse_doc_id"), replayed="tse_replay_doc" in meta)
 
     def fetch_failed(self, failure):
         request = failure.request

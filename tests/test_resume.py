@@ -1,0 +1,136 @@
+"""Crash-safe crawls: killed at random points and resumed, a crawl ends with
+the same page directory as an uninterrupted one."""
+
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse, saved_pages
+from tests.support.siteserver import Rule
+from tests.support.sitegen import generate_site, write_site
+
+
+def tree(directory):
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+def page_files(directory):
+    return sum(1 for name in os.listdir(directory) if name.isdigit())
+
+
+@pytest.fixture
+def slow_site(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=250, fanout=3, seed=11, external=5, dead=5)
+    server = serve(site.root)
+    for name in site.links:
+        server.rules["/" + name] = Rule(delay=0.004)     # ~250 pages in a few seconds
+    return site, server
+
+
+def crawl_command(server, out, order, *extra):
+    return [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10", "--prefix", f"{server.url}/",
+            "--order", order, "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING", *extra]
+
+
+def interrupt_at(command, out, target, signals, rng):
+    """Run *command* until *target* page files exist, then send *signals*."""
+    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while process.poll() is None and page_files(out) < target:
+        time.sleep(0.002)
+    time.sleep(rng.uniform(0, 0.01))                      # land anywhere in a page's life
+    for sig in signals:
+        if process.poll() is None:
+            process.send_signal(sig)
+        time.sleep(0.05)
+    process.wait(timeout=60)
+    return process
+
+
+@pytest.mark.parametrize("order, signals", [
+    ("tse", [signal.SIGKILL]),
+    ("bfs", [signal.SIGKILL]),
+    ("tse", [signal.SIGINT]),
+    ("tse", [signal.SIGINT, signal.SIGINT]),
+])
+def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, order, signals):
+    site, server = slow_site
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    assert subprocess.run(crawl_command(server, whole, order), env=clean_env(), cwd=ROOT,
+                          stdout=subprocess.DEVNULL).returncode == 0
+    total = page_files(whole)
+    assert total > 200
+
+    rng = random.Random(f"{order}{signals}")
+    # Also at 0 pages (during start-up) for SIGKILL; a Ctrl-C that early stops
+    # Python itself while it imports its site module, with its own traceback.
+    targets = [0] * (signals == [signal.SIGKILL]) + sorted(rng.sample(range(1, total - 5), 10))
+    out = tmp_path / "interrupted"
+    out.mkdir()
+    interrupted = 0
+    for run, target in enumerate(targets):
+        extra = ["--resume"] if run else []
+        if signals != [signal.SIGKILL]:                # Ctrl-C once the crawl has started
+            target = max(target, page_files(out) + 1)
+        process = interrupt_at(crawl_command(server, out, order, *extra), out, target, signals, rng)
+        assert b"Traceback" not in process.stderr.read()
+        if process.returncode == 0:
+            break
+        interrupted += 1
+        if page_files(out):
+            assert (out / ".tse-state.sqlite").is_file()
+    assert interrupted >= 10
+    final = subprocess.run(crawl_command(server, out, order, "--resume"), env=clean_env(), cwd=ROOT,
+                           capture_output=True)
+    assert final.returncode == 0, final.stderr.decode()[-2000:]
+    assert tree(out) == tree(whole)                        # no state, no partial file left
+
+
+def test_refuses_to_mix_crawls(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    assert run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0").returncode == 0
+    before = tree(out)
+    result = run_tse("crawl", seed, out, 1, "--prefix", prefix)
+    assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr
+    (out / ".tse-state.sqlite").write_bytes(b"")       # not a crawl state: still refused
+    result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
+    assert result.returncode == 2
+    (out / ".tse-state.sqlite").unlink()
+    assert tree(out) == before
+    assert len(server.hits) == 3                       # robots.txt and two pages, once
+
+
+def test_resume_requires_the_same_arguments(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    server.rules["/a.html"] = Rule(delay=30)
+    out = tmp_path / "out"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    process = subprocess.Popen([str(BIN / "tse"), "crawl", seed, str(out), "1", "--prefix", prefix,
+                                "-s", "DOWNLOAD_DELAY=0"], env=clean_env(), cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while page_files(out) < 1:
+        time.sleep(0.01)
+    process.kill()
+    process.wait()
+    server.rules.clear()
+    cases = [((seed, out, 2, "--prefix", prefix, "--resume"), "depth was 1 and is now 2"),
+             ((seed, out, 1, "--prefix", prefix, "--resume", "--order", "bfs"), "order was tse"),
+             ((f"{server.url}/a.html", out, 1, "--prefix", prefix, "--resume"), "seed was"),
+             ((seed, out, 1, "--prefix", prefix), "holds an interrupted crawl")]
+    for args, message in cases:
+        result = run_tse("crawl", *args)
+        assert result.returncode == 2 and message in result.stderr.decode(), result.stderr
+    result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume", "-s", "DOWNLOAD_DELAY=0")
+    assert result.returncode == 0
+    assert [url for url, _ in saved_pages(out)] == [seed, prefix + "a.html"]
