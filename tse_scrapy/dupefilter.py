@@ -45,8 +45,14 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
         if is_found_link(request):
             log_link(request, "IgnDupl")
         elif "redirect_urls" in request.meta:
-            # A redirect to a page already seen: the page is not fetched again.
-            log_progress(request.meta.get("depth", 0), "IgnDupl", self.request_key(request))
+            depth, key = request.meta.get("depth", 0), self.request_key(request)
+            chain = request.meta["redirect_urls"]
+            if key in {normalize_url(url) or url for url in chain}:
+                # A redirect loop: the page cannot be fetched.
+                log_progress(depth, "Failed", normalize_url(chain[0]) or chain[0])
+            else:
+                # A redirect to a page already seen: it is not fetched twice.
+                log_progress(depth, "IgnDupl", key)
         if self.debug:
             logger.debug("Filtered duplicate request: %(request)s", {"request": request})
         if self.stats is not None:

@@ -17,7 +17,11 @@ DOWNLOAD_DELAY = 1.0
 # still works but warns); the default jitter of +-50% would break the 1 s rule.
 DOWNLOAD_DELAY_JITTER = 0.0
 CONCURRENT_REQUESTS = 1
+# A page that takes longer, or is larger, fails (logged Failed, no docID).
+# 32 MB is 30 times the largest page of the reference sites.
 DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 32 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 # A page's outputs are processed one at a time, in the order the spider
 # yields them: the progress log keeps link order and the page item, yielded
 # last, is saved after all its links are queued.
@@ -29,6 +33,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.replay.ReplayMiddleware": 10,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
     "tse_scrapy.offsite.PrefixOffsiteMiddleware": 50,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "tse_scrapy.robots.TseRobotsTxtMiddleware": 100,
 }
 ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
 EXTENSIONS = {

@@ -5,7 +5,8 @@ absolute-URI request ``GET http://host/path`` answers ``DIR/host/path``
 (so a mirror of a real site can be crawled under its real URLs without
 leaving this machine).  A directory answers its ``index.html``; a directory
 asked for without its slash answers 301 to the slashed URL.  Per-path rules
-inject statuses, redirects and delays (a ``.redirects`` file in DIR, lines of
+inject statuses, redirects, delays, connection resets, slow drips and chunked
+bodies (a ``.redirects`` file in DIR, lines of
 ``PATH STATUS LOCATION``, adds redirect rules); every request is recorded with
 the time it arrived.
 
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import mimetypes
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -34,6 +37,9 @@ class Rule:
     times: int | None = None           # apply this many times, then serve normally
     body: bytes | None = None          # serve these bytes instead of the file
     headers: dict = field(default_factory=dict)
+    reset_after: int | None = None     # send this many body bytes, then reset the connection
+    drip: float | None = None          # send the body a byte at a time, this many seconds apart
+    chunked: bool = False              # send the body with Transfer-Encoding: chunked
 
 
 @dataclass
@@ -101,6 +107,10 @@ class SiteServer:
             return rule
 
 
+def _shapes_body(rule: Rule) -> bool:
+    return rule.reset_after is not None or rule.drip is not None or rule.chunked
+
+
 def _read_redirects(path: Path) -> dict[str, Rule]:
     rules = {}
     if path.is_file():
@@ -148,11 +158,16 @@ def _handler_for(server: SiteServer):
                 if rule.location is not None:
                     self._send(rule.status or 302, b"", send_body, {"Location": rule.location})
                     return
-                if rule.status is not None or rule.body is not None:
-                    self._send(rule.status or 200, rule.body if rule.body is not None else b"injected\n",
-                               send_body, {"Content-Type": "text/html", **rule.headers})
+                if rule.status is not None or rule.body is not None or _shapes_body(rule):
+                    body = rule.body if rule.body is not None else self._file_body(key) or b"injected\n"
+                    self._send(rule.status or 200, body, send_body, {"Content-Type": "text/html", **rule.headers},
+                               rule)
                     return
             self._serve_file(key, target, send_body)
+
+        def _file_body(self, key):
+            path = server.root / unquote(key).lstrip("/")
+            return path.read_bytes() if path.is_file() else None
 
         def _serve_file(self, key, target, send_body):
             relative = unquote(key).lstrip("/")
@@ -173,14 +188,36 @@ def _handler_for(server: SiteServer):
             content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
 
-        def _send(self, status, body, send_body, headers=None):
+        def _send(self, status, body, send_body, headers=None, rule=None):
             self.send_response(status)
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
-            self.send_header("Content-Length", str(len(body)))
+            if rule is not None and rule.chunked:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if send_body:
+            if not send_body:
+                return
+            if rule is None or not _shapes_body(rule):
                 self.wfile.write(body)
+            elif rule.reset_after is not None:
+                self.wfile.write(body[:rule.reset_after])
+                self.wfile.flush()
+                # SO_LINGER 0: close with a TCP reset rather than a clean end.
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+            elif rule.drip is not None:
+                for i in range(len(body)):
+                    self.wfile.write(body[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(rule.drip)
+            else:
+                for start in range(0, len(body), 1000):
+                    piece = body[start:start + 1000]
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.write(b"0\r\n\r\n")
 
     return Handler
 
