@@ -134,3 +134,25 @@ def test_resume_requires_the_same_arguments(tmp_path, serve):
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume", "-s", "DOWNLOAD_DELAY=0")
     assert result.returncode == 0
     assert [url for url, _ in saved_pages(out)] == [seed, prefix + "a.html"]
+
+
+def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
+    site, server = slow_site
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+
+    def command(out, jobdir=None):
+        return [str(BIN / "scrapy"), "crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=10",
+                "-a", f"prefix={prefix}", "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING",
+                *(["-s", f"JOBDIR={jobdir}"] if jobdir else [])]
+
+    whole, out, jobdir = tmp_path / "whole", tmp_path / "out", tmp_path / "job"
+    whole.mkdir()
+    out.mkdir()
+    assert subprocess.run(command(whole), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
+    rng = random.Random(5)
+    for target in (40, 120):
+        interrupt_at(command(out, jobdir), out, target, [signal.SIGKILL], rng)
+    assert (jobdir / "tse-state.sqlite").is_file() and not (out / ".tse-state.sqlite").exists()
+    assert subprocess.run(command(out, jobdir), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
+    assert tree(out) == tree(whole)
+    assert (jobdir / "tse-state.sqlite").is_file()          # a JOBDIR keeps its state, as in Scrapy
