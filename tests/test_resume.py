@@ -156,3 +156,53 @@ def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
     assert subprocess.run(command(out, jobdir), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
     assert tree(out) == tree(whole)
     assert (jobdir / "tse-state.sqlite").is_file()          # a JOBDIR keeps its state, as in Scrapy
+
+
+def jobdir_crawl(server, out, jobdir):
+    return run_tse("crawl", f"{server.url}/index.html", out, 2, "--prefix", f"{server.url}/",
+                   "-s", "DOWNLOAD_DELAY=0", "-s", f"JOBDIR={jobdir}")
+
+
+@pytest.fixture
+def finished_job(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [],
+                                          "b.html": ["d.html"], "c.html": [], "d.html": []})
+    server = serve(site.root)
+    out, jobdir = tmp_path / "out", tmp_path / "job"
+    out.mkdir()
+    assert jobdir_crawl(server, out, jobdir).returncode == 0
+    return server, out, jobdir
+
+
+def test_recorded_page_whose_file_is_lost_is_fetched_again(finished_job):
+    server, out, jobdir = finished_job
+    before = tree(out)
+    (out / "3").unlink()
+    server.hits.clear()
+    assert jobdir_crawl(server, out, jobdir).returncode == 0
+    assert tree(out) == before
+    assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == [before["3"].split(b"\n")[0]
+                                                                            .decode().removeprefix(server.url)]
+
+
+def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_job):
+    import sqlite3
+
+    server, out, jobdir = finished_job
+    before = tree(out)
+    last = max(int(name) for name in before if name.isdigit())
+    # The state as a kill between the page file's rename and its commit leaves it.
+    db = sqlite3.connect(jobdir / "tse-state.sqlite")
+    with db:
+        db.execute("INSERT INTO frontier (request, writing_doc) SELECT request, doc_id FROM pages WHERE doc_id = ?",
+                   (last,))
+        db.execute("DELETE FROM pages WHERE doc_id = ?", (last,))
+        db.execute("UPDATE meta SET value = ? WHERE key = 'next_doc_id'", (str(last),))
+    db.close()
+    (out / str(last)).touch()
+    mtime = (out / str(last)).stat().st_mtime_ns
+    server.hits.clear()
+    assert jobdir_crawl(server, out, jobdir).returncode == 0
+    assert tree(out) == before
+    assert (out / str(last)).stat().st_mtime_ns == mtime               # not written again
+    assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == []
