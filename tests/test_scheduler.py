@@ -4,6 +4,7 @@ import pytest
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
+from tse_scrapy import settings as project_settings
 from tse_scrapy.dupefilter import NormalizedUrlDupeFilter
 from tse_scrapy.frontier import LevelFrontier, StackFrontier
 from tse_scrapy.scheduler import TseScheduler
@@ -15,11 +16,14 @@ def link(url, depth, found_at=None):
     return Request(url, meta=meta)
 
 
+PROJECT_SETTINGS = {name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()}
+
+
 @pytest.fixture
 def make_scheduler():
-    def make(order="tse"):
-        crawler = get_crawler(settings_dict={"TSE_ORDER": order,
-                                             "DUPEFILTER_CLASS": "tse_scrapy.dupefilter.NormalizedUrlDupeFilter"})
+    def make(order="tse", **settings):
+        # The project's settings, without the extensions (no crawl state here).
+        crawler = get_crawler(settings_dict={**PROJECT_SETTINGS, "EXTENSIONS": {}, "TSE_ORDER": order, **settings})
         crawler.stats.open_spider()
         scheduler = TseScheduler.from_crawler(crawler)
         scheduler.open(None)

@@ -33,11 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("seed", metavar="SEED")
     crawl.add_argument("pagedir", metavar="PAGEDIR")
     crawl.add_argument("depth", metavar="MAXDEPTH")
-    crawl.add_argument("--order", default="tse", help="tse (reference stack order, default) or bfs")
+    crawl.add_argument("--order", default="tse",
+                       help="tse (reference stack order, default), bfs, or priority (most linked-to first)")
     crawl.add_argument("--links", default="html",
                        help="html (standards-based, default) or tse (the reference scanner)")
     crawl.add_argument("--prefix", help="internal URL prefix(es), comma-separated "
                                         "(default http://cs50tse.cs.dartmouth.edu/tse/)")
+    crawl.add_argument("--allow", help="only URLs matching one of these regular expressions (comma-separated)")
+    crawl.add_argument("--deny", help="no URL matching any of these regular expressions (comma-separated)")
+    crawl.add_argument("--deny-ext", dest="deny_ext",
+                       help="instead of the TSE rule (.htm* pages only), refuse these extensions "
+                            "(comma-separated; 'scrapy' for Scrapy's list)")
+    crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N",
+                       help="stop after exactly N saved pages")
     crawl.add_argument("--resume", action="store_true",
                        help="continue the interrupted crawl whose pages are in PAGEDIR")
     crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
@@ -153,7 +161,8 @@ def query(options) -> int:
 
 def crawl(options) -> int:
     spider_args = dict(seed=options.seed, pagedir=options.pagedir, depth=options.depth,
-                       order=options.order, links=options.links, prefix=options.prefix)
+                       order=options.order, links=options.links, prefix=options.prefix,
+                       allow=options.allow, deny=options.deny, deny_ext=options.deny_ext)
     try:
         checked = check_crawl_args(**spider_args)
         check_resume(checked, options.resume, dict(options.settings).get("JOBDIR"))
@@ -171,6 +180,8 @@ def crawl(options) -> int:
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
     settings = get_project_settings()
     settings.setdict(dict(options.settings), priority="cmdline")
+    if options.max_pages:
+        settings.set("CLOSESPIDER_PAGECOUNT", options.max_pages, priority="cmdline")
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(TseSpider)
     process.crawl(crawler, **{k: v for k, v in spider_args.items() if v is not None})

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from .pagedir import MARKER
 from .state import state_path, stored_arguments
 from .urls import DEFAULT_PREFIX, is_internal, normalize_url
 
-ORDERS = ("tse", "bfs")
+ORDERS = ("tse", "bfs", "priority")
 LINK_EXTRACTORS = ("html", "tse")
 MAX_DEPTH = 10
 
@@ -26,15 +27,19 @@ class CrawlArgs:
     order: str = "tse"
     links: str = "html"
     prefixes: tuple[str, ...] = (DEFAULT_PREFIX,)
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    deny_ext: str | None = None
 
     def identity(self) -> dict:
         """What a resumed crawl must share with the crawl it continues."""
         return {"seed": self.seed, "depth": self.depth, "order": self.order, "links": self.links,
-                "prefix": ",".join(self.prefixes)}
+                "prefix": ",".join(self.prefixes), "allow": ",".join(self.allow),
+                "deny": ",".join(self.deny), "deny_ext": self.deny_ext}
 
 
 def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="html",
-                     prefix=None, resume=None, **_ignored) -> CrawlArgs:
+                     prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **_ignored) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
 
     Other keyword arguments (scrapyd's ``_job``, ...) are ignored.
@@ -43,7 +48,12 @@ def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="ht
         if value is None or value == "":
             raise ArgumentError(f"missing argument: {name}")
     prefixes = _check_prefixes(prefix)
-    normalized = normalize_url(str(seed))
+    for value, name in ((allow, "allow"), (deny, "deny")):
+        try:
+            check_patterns(value, name)
+        except ValueError as error:
+            raise ArgumentError(str(error)) from None
+    normalized = normalize_url(str(seed), tse_extensions=deny_ext is None)
     if normalized is None:
         raise ArgumentError(f"seed URL cannot be normalized: {seed}")
     if not is_internal(normalized, prefixes):
@@ -54,7 +64,9 @@ def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="ht
     if links not in LINK_EXTRACTORS:
         raise ArgumentError(f"links must be one of {', '.join(LINK_EXTRACTORS)}: {links}")
     _check_pagedir(str(pagedir))
-    return CrawlArgs(normalized, str(pagedir), max_depth, order, links, prefixes)
+    return CrawlArgs(normalized, str(pagedir), max_depth, order, links, prefixes,
+                     tuple(split_list(allow)), tuple(split_list(deny)),
+                     None if deny_ext is None else ",".join(split_list(deny_ext)))
 
 
 def check_resume(args: CrawlArgs, resume=False, jobdir=None) -> bool:
@@ -73,6 +85,24 @@ def check_resume(args: CrawlArgs, resume=False, jobdir=None) -> bool:
         if stored.get(name) != value:
             raise ArgumentError(f"cannot resume: {name} was {stored.get(name)} and is now {value}")
     return True
+
+
+def split_list(value) -> list[str]:
+    """``a,b`` (or a list) as a list of non-empty strings."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if str(v)]
+    return [part for part in str(value).split(",") if part]
+
+
+def check_patterns(value, name: str) -> None:
+    """Raise ValueError naming the first bad regular expression."""
+    for pattern in split_list(value):
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{name}: bad regular expression {pattern!r}: {error}") from None
 
 
 def is_yes(value) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from scrapy import signals
 
+from .runner import SUCCESS
 from .state import CrawlState, state_path
 
 
@@ -27,7 +28,7 @@ class CrawlStateExtension:
         return extension
 
     def spider_closed(self, spider, reason):
-        finished = reason == "finished" and not self.crawler.stats.get_value("tse/error")
+        finished = reason in SUCCESS and not self.crawler.stats.get_value("tse/error")
         self.state.close(remove=finished and not self.keep)
 
 

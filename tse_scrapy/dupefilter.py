@@ -14,8 +14,9 @@ logger = logging.getLogger(__name__)
 
 
 class NormalizedUrlDupeFilter(BaseDupeFilter):
-    def __init__(self, stats=None, debug: bool = False, state=None):
+    def __init__(self, stats=None, debug: bool = False, state=None, tse_extensions: bool = True):
         self.seen: set[str] = set()
+        self.tse_extensions = tse_extensions
         self.stats = stats
         self.debug = debug
         self.state = state      # the durable crawl state, when there is one
@@ -26,11 +27,13 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
     def from_crawler(cls, crawler):
         extension = crawl_state(crawler)
         return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"),
-                   extension.state if extension else None)
+                   extension.state if extension else None, crawler.settings.get("TSE_DENY_EXT") is None)
 
-    @staticmethod
-    def request_key(request) -> str:
-        return normalize_url(request.url) or request.url
+    def request_key(self, request) -> str:
+        return self.normalize(request.url) or request.url
+
+    def normalize(self, url):
+        return normalize_url(url, self.tse_extensions)
 
     def request_seen(self, request) -> bool:
         key = self.request_key(request)
@@ -47,9 +50,9 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
         elif "redirect_urls" in request.meta:
             depth, key = request.meta.get("depth", 0), self.request_key(request)
             chain = request.meta["redirect_urls"]
-            if key in {normalize_url(url) or url for url in chain}:
+            if key in {self.normalize(url) or url for url in chain}:
                 # A redirect loop: the page cannot be fetched.
-                log_progress(depth, "Failed", normalize_url(chain[0]) or chain[0])
+                log_progress(depth, "Failed", self.normalize(chain[0]) or chain[0])
             else:
                 # A redirect to a page already seen: it is not fetched twice.
                 log_progress(depth, "IgnDupl", key)

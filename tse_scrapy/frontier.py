@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import deque
 
 
@@ -9,7 +11,12 @@ def request_depth(request) -> int:
     return request.meta.get("depth", 0)
 
 
-class StackFrontier:
+class Frontier:
+    def found(self, request) -> None:
+        """A link to ``request.url`` was found on ``meta['tse_found_on']``."""
+
+
+class StackFrontier(Frontier):
     """The reference's "bag": the last request pushed is the next one fetched."""
 
     def __init__(self):
@@ -28,7 +35,7 @@ class StackFrontier:
         return self._stack.pop()
 
 
-class LevelFrontier:
+class LevelFrontier(Frontier):
     """Breadth-first: shallowest depth first, first in first out within a depth."""
 
     def __init__(self):
@@ -55,4 +62,62 @@ class LevelFrontier:
         return request
 
 
-FRONTIERS = {"tse": StackFrontier, "bfs": LevelFrontier}
+class InlinkPrioritizer:
+    """Importance = how many crawled pages link to the URL (a cheap stand-in for PageRank)."""
+
+    def score(self, request, inlinks: int) -> float:
+        return inlinks
+
+
+class PriorityFrontier(Frontier):
+    """Highest score first (see TSE_PRIORITIZER), ties by depth, then discovery order.
+
+    A queued URL's score is recomputed each time another page links to it.
+    """
+
+    def __init__(self, prioritizer=None):
+        self.prioritizer = prioritizer or InlinkPrioritizer()
+        self._heap: list = []
+        self._queued: dict[str, tuple] = {}       # URL -> its live heap entry
+        self._inlinks: dict[str, set] = {}        # URL -> pages linking to it
+        self._discovery = itertools.count()
+
+    def __len__(self):
+        return len(self._queued)
+
+    def found(self, request) -> None:
+        sources = self._inlinks.setdefault(request.url, set())
+        source = request.meta.get("tse_found_on")
+        if source in sources:
+            return
+        sources.add(source)
+        entry = self._queued.get(request.url)
+        if entry is not None:
+            self._add(entry[4], entry[2])
+
+    def push(self, request) -> None:
+        self._add(request, next(self._discovery))
+
+    def next_depth(self) -> int | None:
+        self._drop_stale()
+        return self._heap[0][1] if self._heap else None
+
+    def pop(self):
+        self._drop_stale()
+        entry = heapq.heappop(self._heap)
+        del self._queued[entry[3]]
+        return entry[4]
+
+    def _add(self, request, discovery: int) -> None:
+        inlinks = len(self._inlinks.get(request.url, ()))
+        entry = (-self.prioritizer.score(request, inlinks), request_depth(request), discovery,
+                 request.url, request)
+        self._queued[request.url] = entry
+        heapq.heappush(self._heap, entry)
+
+    def _drop_stale(self) -> None:
+        while self._heap and self._queued.get(self._heap[0][3]) is not self._heap[0]:
+            heapq.heappop(self._heap)
+
+
+FRONTIERS = {"tse": StackFrontier, "bfs": LevelFrontier, "priority": PriorityFrontier}

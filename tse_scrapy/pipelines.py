@@ -15,6 +15,7 @@ from .items import PageItem
 logger = logging.getLogger(__name__)
 
 WRITE_ERROR = "tse_write_error"
+PAGE_LIMIT = "closespider_pagecount"   # Scrapy's own reason for the same stop
 
 
 class PageDirPipeline:
@@ -25,6 +26,7 @@ class PageDirPipeline:
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
         self.next_id = self._first_free_id()
+        self.max_pages = crawler.settings.getint("TSE_MAX_PAGES")
         self.failed = False
 
     def _first_free_id(self) -> int:
@@ -69,6 +71,8 @@ class PageDirPipeline:
                 raise DropItem(str(error)) from None
         self.crawler.stats.inc_value("tse/pages_saved")
         self.next_id = max(self.next_id, doc_id + 1)
+        if self.max_pages and self.next_id - 1 >= self.max_pages:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=PAGE_LIMIT))
         return item
 
     def _fail(self, message: str) -> None:

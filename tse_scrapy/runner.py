@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+SUCCESS = ("finished", "closespider_pagecount")
+
 
 def crawl_failure(crawler) -> str | None:
     """A one-line reason why the finished crawl failed, or None if it succeeded."""
@@ -16,7 +18,7 @@ def crawl_failure(crawler) -> str | None:
     if error:
         return error
     reason = stats.get_value("finish_reason")
-    if reason != "finished":
+    if reason not in SUCCESS:
         return f"crawl stopped: {reason}"
     exceptions = stats.get_value("spider_exceptions/count")
     if exceptions:

@@ -34,11 +34,15 @@ logger = logging.getLogger(__name__)
 
 
 class TseScheduler(BaseScheduler):
-    def __init__(self, dupefilter, stats, order: str = "tse", state_extension=None, directory=None):
+    def __init__(self, dupefilter, stats, order: str = "tse", state_extension=None, directory=None,
+                 prioritizer=None, max_pages: int = 0, concurrency: int = 1):
         self.df = dupefilter
         self.stats = stats
         self.order = order
-        self.frontier = FRONTIERS[order]()
+        self.frontier = FRONTIERS[order](prioritizer) if order == "priority" else FRONTIERS[order]()
+        self.max_pages = max_pages
+        self.concurrency = concurrency
+        self.saved = 0
         self.replacements: deque = deque()
         self.resumed: deque = deque()       # pages interrupted mid-save, refetched first
         self.state = state_extension.state if state_extension else None
@@ -50,8 +54,11 @@ class TseScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler):
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
-        scheduler = cls(dupefilter, crawler.stats, crawler.settings.get("TSE_ORDER", "tse"),
-                        crawl_state(crawler), crawler.settings.get("TSE_PAGEDIR"))
+        settings = crawler.settings
+        scheduler = cls(dupefilter, crawler.stats, settings.get("TSE_ORDER", "tse"),
+                        crawl_state(crawler), settings.get("TSE_PAGEDIR"),
+                        build_from_crawler(load_object(settings["TSE_PRIORITIZER"]), crawler),
+                        settings.getint("TSE_MAX_PAGES"), settings.getint("CONCURRENT_REQUESTS"))
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         for signal in (signals.item_dropped, signals.item_error):
             crawler.signals.connect(scheduler._item_not_saved, signal=signal)
@@ -68,6 +75,7 @@ class TseScheduler(BaseScheduler):
     def _restore(self, spider) -> None:
         """Rebuild the frontier from the durable state and reconcile it with the page files."""
         pagedir.remove_partial_files(self.directory)
+        self.saved = self.state.next_doc_id() - 1
         for row, request_dict, writing_doc in self.state.frontier():
             request = request_from_dict(request_dict, spider=spider)
             request.meta["tse_row"] = row
@@ -95,6 +103,8 @@ class TseScheduler(BaseScheduler):
 
     def enqueue_request(self, request) -> bool:
         replaces = request.meta.get("tse_token") in self.in_flight
+        if is_found_link(request):
+            self.frontier.found(request)
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             if replaces:
@@ -127,8 +137,12 @@ class TseScheduler(BaseScheduler):
         return self._dequeued(request)
 
     def _may_hand_out(self, depth: int) -> bool:
+        if self.max_pages and self.saved + len(self.in_flight) >= self.max_pages:
+            return False       # enough pages are saved or on their way
         if self.order == "tse":
             return not self.in_flight
+        if self.order == "priority":
+            return len(self.in_flight) < self.concurrency
         return all(in_flight >= depth for in_flight in self.in_flight.values())
 
     def _dequeued(self, request):
@@ -143,6 +157,7 @@ class TseScheduler(BaseScheduler):
                 self.state.finished(request.meta.get("tse_row"))
 
     def _item_saved(self, item, response, **kwargs):
+        self.saved += 1
         self._release(getattr(response, "request", None))
 
     def _item_not_saved(self, item, response, **kwargs):

@@ -50,6 +50,15 @@ TSE_ORDER = "tse"
 TSE_PREFIXES = ["http://cs50tse.cs.dartmouth.edu/tse/"]
 TSE_PAGEDIR = None
 TSE_ARGUMENTS = {}
+TSE_ALLOW = []          # regular expressions a URL must match one of (urlfilter.py)
+TSE_DENY = []           # regular expressions a URL must match none of
+TSE_DENY_EXT = None     # None: the TSE rule (.htm* only); else extensions to refuse
+
+# order=priority: the class that scores a queued URL (frontier.py).
+TSE_PRIORITIZER = "tse_scrapy.frontier.InlinkPrioritizer"
+# Stop after exactly this many saved pages (0: no limit); CLOSESPIDER_PAGECOUNT
+# is taken as this, since Scrapy's own count overshoots under concurrency.
+TSE_MAX_PAGES = 0
 
 # Durable crawl state (tse_scrapy/state.py): in PAGEDIR/.tse-state.sqlite,
 # removed when the crawl finishes, or in JOBDIR when one is set.  NORMAL

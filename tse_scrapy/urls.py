@@ -10,11 +10,12 @@ _REPEATED_SLASHES = re.compile(r"/{2,}")
 _SCHEME_END = re.compile(r"[:/?#]")
 
 
-def normalize_url(url: str) -> str | None:
+def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
     """Return the normalized form of the absolute *url*, or None.
 
-    None means "non-normalizable": relative, empty path, or a last path
-    segment whose extension does not begin with ``htm``.
+    None means "non-normalizable": relative, empty path, or (unless
+    *tse_extensions* is false) a last path segment whose extension does not
+    begin with ``htm``.
     """
     found = _SCHEME_END.search(url)
     if found is None or found.group() != ":" or found.start() == 0:
@@ -33,7 +34,7 @@ def normalize_url(url: str) -> str | None:
     else:
         user += "@"
     path, question, query = tail.partition("?")
-    if not path or not _extension_ok(path):
+    if not path or (tse_extensions and not _extension_ok(path)):
         return None
     path = remove_dot_segments(_REPEATED_SLASHES.sub("/", path))
     return scheme + user + host.lower() + path + question + query

@@ -21,11 +21,13 @@ class TseSpider(scrapy.Spider):
     name = "tse"
 
     def __init__(self, seed=None, pagedir=None, depth=None, order="tse", links="html",
-                 prefix=None, resume=None, **kwargs):
+                 prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **kwargs):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
         super().__init__(**kwargs)
-        self.crawl_args = check_crawl_args(seed, pagedir, depth, order, links, prefix)
+        self.crawl_args = check_crawl_args(seed, pagedir, depth, order, links, prefix,
+                                           allow=allow, deny=deny, deny_ext=deny_ext)
         self.resume = resume
+        self.tse_extensions = self.crawl_args.deny_ext is None
         self.extract_links = EXTRACTORS[self.crawl_args.links]
 
     @classmethod
@@ -37,6 +39,15 @@ class TseSpider(scrapy.Spider):
         crawler.settings.set("TSE_PREFIXES", list(args.prefixes), priority="spider")
         crawler.settings.set("TSE_PAGEDIR", args.pagedir, priority="spider")
         crawler.settings.set("TSE_ARGUMENTS", args.identity(), priority="spider")
+        crawler.settings.set("TSE_ALLOW", list(args.allow), priority="spider")
+        crawler.settings.set("TSE_DENY", list(args.deny), priority="spider")
+        crawler.settings.set("TSE_DENY_EXT", args.deny_ext, priority="spider")
+        # Scrapy's CLOSESPIDER_PAGECOUNT counts responses and overshoots under
+        # concurrency: the scheduler and the pipeline stop at exactly N pages.
+        limit = crawler.settings.getint("CLOSESPIDER_PAGECOUNT")
+        if limit:
+            crawler.settings.set("TSE_MAX_PAGES", limit, priority="cmdline")
+            crawler.settings.set("CLOSESPIDER_PAGECOUNT", 0, priority="cmdline")
         # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
         # never scanning a page at maxDepth.
         crawler.settings.set("DEPTH_LIMIT", args.depth, priority="spider")
@@ -53,7 +64,7 @@ class TseSpider(scrapy.Spider):
         it has been saved, and by then every link has been queued.
         """
         depth = response.meta.get("depth", 0)
-        url = normalize_url(response.url) or response.url
+        url = self.normalize(response.url) or response.url
         if response.status != 200:
             self._failed(response.request, depth)
             return
@@ -61,7 +72,7 @@ class TseSpider(scrapy.Spider):
         if depth < self.crawl_args.depth:
             log_progress(depth, "Scanning", url)
             for link in self.extract_links(response.body, url):
-                yield self._link_request(link, depth)
+                yield self._link_request(link, depth, url)
         meta = response.meta
         yield PageItem(url=url, depth=depth, body=response.body, state_row=meta.get("tse_row"),
                        doc_id=meta.get("tse_doc_id"), replayed="tse_replay_doc" in meta)
@@ -72,14 +83,17 @@ class TseSpider(scrapy.Spider):
 
     def _failed(self, request, depth):
         first_url = request.meta.get("redirect_urls", [request.url])[0]
-        log_progress(depth, "Failed", normalize_url(first_url) or first_url)
+        log_progress(depth, "Failed", self.normalize(first_url) or first_url)
         self.crawler.signals.send_catch_log(page_done, request=request)
 
-    def _link_request(self, link, depth):
+    def normalize(self, url):
+        return normalize_url(url, self.tse_extensions)
+
+    def _link_request(self, link, depth, page_url):
         # External and non-normalizable links are requested too, so that the
         # offsite middleware logs them in link order; it drops them unfetched.
-        url = normalize_url(link) or link
-        meta = {"depth": depth + 1, "tse_found_at": depth, "tse_link": url}
+        url = self.normalize(link) or link
+        meta = {"depth": depth + 1, "tse_found_at": depth, "tse_link": url, "tse_found_on": page_url}
         try:
             return scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=meta)
         except (ValueError, UnicodeError):
