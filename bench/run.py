@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import crawl_bench, index_bench  # noqa: E402
+from bench import crawl_bench, frontier_bench, index_bench  # noqa: E402
 from bench.common import ROOT, SHARED, machine, unpack_mirror  # noqa: E402
 
 
@@ -24,7 +24,7 @@ def main() -> int:
     mirror = unpack_mirror()
     # Crawls first: a child's peak RSS includes its parent's at fork time, so
     # the in-process query timing (which loads an index here) comes last.
-    sections = crawl_bench.run(mirror) + index_bench.run(mirror)
+    sections = crawl_bench.run(mirror) + frontier_bench.run(mirror) + index_bench.run(mirror)
     report = "\n".join([
         "# Benchmark results", "",
         f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
