@@ -6,6 +6,7 @@ written; both ``tse crawl`` and the project's ``scrapy crawl`` use this.
 
 from __future__ import annotations
 
+import logging
 import sys
 
 SUCCESS = ("finished", "closespider_pagecount")
@@ -31,5 +32,8 @@ def report(program: str, crawler) -> int:
     failure = crawl_failure(crawler)
     if failure is None:
         return 0
+    # Last in the log (scrapyd shows a failed job as "finished": its log says why)...
+    logging.getLogger("tse").critical("The crawl failed: %s", failure)
+    # ...and one plain line on stderr.
     sys.stderr.write(f"{program}: {failure}\n")
     return 1

@@ -4,12 +4,24 @@ and a failed crawl turned into a non-zero exit status."""
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from ..crawlargs import ArgumentError, check_crawl_args, check_resume
 from ..runner import report
 from ..spiders.tse import TseSpider
+
+
+def _append_to_log(log_file, message: str) -> None:
+    """Under scrapyd the job's log file is all a user sees: the refusal goes there too."""
+    if not log_file:
+        return
+    try:
+        with open(log_file, "a", encoding="utf-8") as log:
+            log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} [tse] CRITICAL: {message}\n")
+    except OSError:
+        pass
 
 
 class Command(ScrapyCrawlCommand):
@@ -23,7 +35,9 @@ class Command(ScrapyCrawlCommand):
             args = check_crawl_args(**opts.spargs)
             check_resume(args, opts.spargs.get("resume"), self.settings.get("JOBDIR"))
         except ArgumentError as error:
-            sys.stderr.write(f"scrapy crawl tse: {error}\n")
+            message = f"scrapy crawl tse: {error}"
+            sys.stderr.write(message + "\n")
+            _append_to_log(self.settings.get("LOG_FILE"), message)
             sys.exit(2)
 
     def run(self, args, opts):
