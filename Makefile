@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench deploy clean
 
 install: $(STAMP)
 
@@ -24,6 +24,10 @@ test: install
 # Benchmarks (not part of `make test`): results go to bench/RESULTS.md.
 bench: install
 	$(PY) bench/run.py
+
+# Deploy to the scrapyd at [deploy:local] in scrapy.cfg (start one with `.venv/bin/scrapyd`).
+deploy: install
+	.venv/bin/scrapyd-deploy local
 
 clean:
 	rm -rf $(VENV) data build *.egg-info

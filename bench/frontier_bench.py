@@ -12,7 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, WORK, env_with_proxy  # noqa: E402
-from tests.support.siteserver import SiteServer  # noqa: E402
+from tse_scrapy.siteserver import SiteServer  # noqa: E402
 from tse_scrapy import pagedir  # noqa: E402
 from tse_scrapy.links import extract_links_html  # noqa: E402
 from tse_scrapy.urls import is_internal, normalize_url  # noqa: E402

@@ -14,9 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.siteserver import SiteServer  # noqa: E402
+from tse_scrapy.siteserver import SiteServer  # noqa: E402
 
-SITE = ROOT / "demo" / "site"
+SITE = ROOT / "tse_scrapy" / "demo_site"
 DEPTH = "3"
 QUERIES = "crawler and polite\nindexer or querier\n"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.siteserver import SiteServer
+from tse_scrapy.siteserver import SiteServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_SITES = ROOT.parent / "shared" / "tse-sites"

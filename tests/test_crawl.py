@@ -6,7 +6,7 @@ import pytest
 
 from tse_scrapy.progress import progress_line
 from tests.conftest import run_tse, saved_pages
-from tests.support.siteserver import Rule
+from tse_scrapy.siteserver import Rule
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 
 FAST = ("-s", "DOWNLOAD_DELAY=0")

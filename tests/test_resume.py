@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse, saved_pages
-from tests.support.siteserver import Rule
+from tse_scrapy.siteserver import Rule
 from tests.support.sitegen import generate_site, write_site
 
 

@@ -5,6 +5,7 @@ finished (unless it lives in a JOBDIR, as Scrapy's job state does)."""
 from __future__ import annotations
 
 from scrapy import signals
+from scrapy.exceptions import NotConfigured
 
 from .runner import SUCCESS
 from .state import CrawlState, state_path
@@ -13,6 +14,8 @@ from .state import CrawlState, state_path
 class CrawlStateExtension:
     def __init__(self, crawler):
         settings = crawler.settings
+        if not settings.getbool("TSE_STATE_ENABLED"):
+            raise NotConfigured
         self.crawler = crawler
         self.keep = bool(settings.get("JOBDIR"))
         self.state = CrawlState(state_path(settings.get("TSE_PAGEDIR"), settings.get("JOBDIR")),

@@ -1,5 +1,7 @@
 """Scrapy settings of tse-scrapy: every default lives here; override with -s."""
 
+from pathlib import Path
+
 from . import __version__
 
 BOT_NAME = "tse"
@@ -63,8 +65,19 @@ TSE_MAX_PAGES = 0
 # Durable crawl state (tse_scrapy/state.py): in PAGEDIR/.tse-state.sqlite,
 # removed when the crawl finishes, or in JOBDIR when one is set.  NORMAL
 # survives a killed process; FULL, with TSE_FSYNC, survives a power cut too.
+TSE_STATE_ENABLED = True
 TSE_STATE_SYNCHRONOUS = "NORMAL"
 TSE_FSYNC = False
+
+# `scrapy check tse`: the contracts of spiders/tse.py, run on this site served
+# on 127.0.0.1 (no network), crawled at this depth.
+SPIDER_CONTRACTS = {
+    "tse_scrapy.contracts.LocalSiteContract": 10,
+    "tse_scrapy.contracts.PageDepthContract": 20,
+    "tse_scrapy.contracts.InternalFetchesContract": 30,
+}
+TSE_CHECK_SITE = str(Path(__file__).resolve().parent / "demo_site")
+TSE_CHECK_DEPTH = 1
 
 LOG_LEVEL = "INFO"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

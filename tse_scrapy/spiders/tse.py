@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import scrapy
 
 from ..crawlargs import check_crawl_args, check_resume
 from ..items import PageItem
 from ..links import extract_links_html, extract_links_tse
 from ..progress import log_progress
+from ..siteserver import SiteServer
 from ..signals import page_done
 from ..urls import normalize_url
 
@@ -24,17 +29,47 @@ class TseSpider(scrapy.Spider):
                  prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **kwargs):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
         super().__init__(**kwargs)
-        self.crawl_args = check_crawl_args(seed, pagedir, depth, order, links, prefix,
-                                           allow=allow, deny=deny, deny_ext=deny_ext)
+        self.arguments = dict(seed=seed, pagedir=pagedir, depth=depth, order=order, links=links,
+                              prefix=prefix, allow=allow, deny=deny, deny_ext=deny_ext)
         self.resume = resume
-        self.tse_extensions = self.crawl_args.deny_ext is None
+        self.check_site_url = None
+        if not self.checking:
+            self._check_arguments()
+
+    @property
+    def checking(self) -> bool:
+        """Run by `scrapy check` without arguments: crawl the local check site."""
+        return bool(os.environ.get("SCRAPY_CHECK")) and self.arguments["seed"] is None
+
+    def _check_arguments(self):
+        self.crawl_args = check_crawl_args(**self.arguments)
         self.extract_links = EXTRACTORS[self.crawl_args.links]
+        self.tse_extensions = self.crawl_args.deny_ext is None
+
+    def _serve_check_site(self, settings):
+        """For `scrapy check tse`: the check site on 127.0.0.1, a scratch page directory."""
+        self._check_server = SiteServer(settings["TSE_CHECK_SITE"]).start()
+        self.check_site_url = self._check_server.url + "/"
+        self.arguments.update(seed=self.check_site_url + "index.html", pagedir=tempfile.mkdtemp(prefix="tse-check-"),
+                              depth=settings["TSE_CHECK_DEPTH"], prefix=self.check_site_url)
+        self._check_arguments()
+
+    def closed(self, reason):
+        if self.check_site_url:
+            self._check_server.stop()
+            shutil.rmtree(self.crawl_args.pagedir, ignore_errors=True)
 
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.checking:
+            spider._serve_check_site(crawler.settings)
         args = spider.crawl_args
         check_resume(args, spider.resume, crawler.settings.get("JOBDIR"))
+        if spider.check_site_url:
+            # Contract requests wrap their callbacks: they cannot be stored.
+            crawler.settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
+            crawler.settings.set("DOWNLOAD_DELAY", 0, priority="cmdline")   # a local site
         crawler.settings.set("TSE_ORDER", args.order, priority="spider")
         crawler.settings.set("TSE_PREFIXES", list(args.prefixes), priority="spider")
         crawler.settings.set("TSE_PAGEDIR", args.pagedir, priority="spider")
@@ -62,6 +97,13 @@ class TseSpider(scrapy.Spider):
 
         The page item comes last: the scheduler hands out the next page once
         it has been saved, and by then every link has been queued.
+
+        @local_site /index.html
+        @page_depth 0
+        @returns items 1 1
+        @returns requests 7 7
+        @scrapes url depth body
+        @fetches_only_internal
         """
         depth = response.meta.get("depth", 0)
         url = self.normalize(response.url) or response.url
@@ -76,6 +118,16 @@ class TseSpider(scrapy.Spider):
         meta = response.meta
         yield PageItem(url=url, depth=depth, body=response.body, state_row=meta.get("tse_row"),
                        doc_id=meta.get("tse_doc_id"), replayed="tse_replay_doc" in meta)
+
+    def parse_at_max_depth(self, response):
+        """`parse`, checked on a page at maxDepth: saved, not scanned.
+
+        @local_site /about.html
+        @page_depth 1
+        @returns items 1 1
+        @returns requests 0 0
+        """
+        return self.parse(response)
 
     def fetch_failed(self, failure):
         request = failure.request

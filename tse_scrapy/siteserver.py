@@ -10,7 +10,7 @@ bodies (a ``.redirects`` file in DIR, lines of
 ``PATH STATUS LOCATION``, adds redirect rules); every request is recorded with
 the time it arrived.
 
-    python -m tests.support.siteserver DIR [--port N]
+    python -m tse_scrapy.siteserver DIR [--port N]
 """
 
 from __future__ import annotations
