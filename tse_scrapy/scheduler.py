@@ -1,12 +1,15 @@
-"""TseScheduler: hands out requests in TSE stack order or breadth-first.
+"""TseScheduler: hands out requests in TSE stack order, breadth-first, or by priority.
 
 A page is *in flight* from the moment it is handed out until its item has
 been through the pipelines (or its fetch failed).  ``order=tse`` hands out
 the next page only when none is in flight, so every link of the previous page
 has been pushed (SPEC 2.2.3); ``order=bfs`` hands out a page of depth d only
 when no shallower page is in flight, so every page gets its shortest depth
-at any concurrency.  A request that replaces one in flight (a redirect or a
-retry, which keep the ``tse_token`` meta key) is served first.
+at any concurrency; ``order=priority`` keeps at most CONCURRENT_REQUESTS
+pages in flight, so that scores include every link found so far.  With a
+page limit, no more pages are in flight than are still needed.  A request
+that replaces one in flight (a redirect or a retry, which keep the
+``tse_token`` meta key) is served first.
 
 With a durable crawl state (``crawlstate``), every request pushed is also
 written to it, and a resumed crawl starts from what it holds: the pages that
