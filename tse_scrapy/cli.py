@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 
 from .crawlargs import ArgumentError, check_crawl_args, check_resume
 
@@ -20,6 +21,22 @@ def _setting(text: str) -> tuple[str, str]:
     if not equals or not name:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE: {text}")
     return name, value
+
+
+# The indexer's and querier's commands: (help, description, positional arguments).
+_FILE_COMMANDS = {
+    "index": ("index the pages of PAGEDIR into INDEXFILE",
+              "Write the inverted index of PAGEDIR to INDEXFILE (sorted text, "
+              "plus INDEXFILE.bin for a fast querier start).",
+              [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")]),
+    "indextest": ("load OLDINDEX and write it back to NEWINDEX",
+                  "Load OLDINDEX and write the same (word, docID, count) triples to NEWINDEX.",
+                  [("old", "OLDINDEX"), ("new", "NEWINDEX")]),
+    "query": ("answer queries from stdin with PAGEDIR and INDEXFILE",
+              "Read queries from stdin, one a line, until end of input: words, "
+              "'and' (also implied between words) and 'or'; 'and' binds tighter.",
+              [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")]),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,23 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="continue the interrupted crawl whose pages are in PAGEDIR")
     crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
                        metavar="NAME=VALUE", help="set a Scrapy setting (may be repeated)")
-    index = commands.add_parser(
-        "index", help="index the pages of PAGEDIR into INDEXFILE",
-        description="Write the inverted index of PAGEDIR to INDEXFILE (sorted text, "
-                    "plus INDEXFILE.bin for a fast querier start).")
-    index.add_argument("pagedir", metavar="PAGEDIR")
-    index.add_argument("indexfile", metavar="INDEXFILE")
-    indextest = commands.add_parser(
-        "indextest", help="load OLDINDEX and write it back to NEWINDEX",
-        description="Load OLDINDEX and write the same (word, docID, count) triples to NEWINDEX.")
-    indextest.add_argument("old", metavar="OLDINDEX")
-    indextest.add_argument("new", metavar="NEWINDEX")
-    query = commands.add_parser(
-        "query", help="answer queries from stdin with PAGEDIR and INDEXFILE",
-        description="Read queries from stdin, one a line, until end of input: words, "
-                    "'and' (also implied between words) and 'or'; 'and' binds tighter.")
-    query.add_argument("pagedir", metavar="PAGEDIR")
-    query.add_argument("indexfile", metavar="INDEXFILE")
+    for name, (summary, description, positionals) in _FILE_COMMANDS.items():
+        command = commands.add_parser(name, help=summary, description=description)
+        for dest, metavar in positionals:
+            command.add_argument(dest, metavar=metavar)
     return parser
 
 
@@ -79,6 +83,8 @@ def main(argv=None) -> int:
     handler = {"crawl": crawl, "index": index, "indextest": indextest, "query": query}[options.command]
     try:
         return handler(options)
+    except _Failed as failed:
+        return failed.status
     except KeyboardInterrupt:
         # Before Scrapy has installed its own Ctrl-C handling.
         sys.stderr.write(f"tse {options.command}: interrupted\n")
@@ -90,63 +96,68 @@ def _fail(command: str, message: str) -> int:
     return 1
 
 
-def _check_writable(path: str) -> str | None:
-    """Why *path* cannot be written as a new file, or None."""
+class Refused(ValueError):
+    """A file argument that cannot be used; the message is for the user."""
+
+
+def _require_writable(path: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        return f"{path} is a directory"
+        raise Refused(f"{path} is a directory")
     if not os.path.isdir(directory):
-        return f"cannot write {path}: no directory {directory}"
+        raise Refused(f"cannot write {path}: no directory {directory}")
     if not os.access(directory, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        return f"cannot write {path}: permission denied"
-    return None
+        raise Refused(f"cannot write {path}: permission denied")
+
+
+class _Failed(Exception):
+    def __init__(self, status: int):
+        self.status = status
+
+
+@contextmanager
+def _one_line_errors(command: str, path: str):
+    """What a user's files can make a command fail with: one line on stderr, exit 1."""
+    from .indexer import PageDirError
+    from .indexfile import IndexFileError
+
+    try:
+        yield
+    except (Refused, PageDirError, IndexFileError) as error:
+        raise _Failed(_fail(command, str(error))) from None
+    except OSError as error:
+        raise _Failed(_fail(command, f"{error.filename or path}: {error.strerror}")) from None
 
 
 def index(options) -> int:
-    from .indexer import PageDirError, build_index, check_page_directory
+    from .indexer import build_index, check_page_directory
     from .indexfile import write_index
 
-    try:
+    with _one_line_errors("index", options.indexfile):
         check_page_directory(options.pagedir)
-        problem = _check_writable(options.indexfile)
-        if problem:
-            return _fail("index", problem)
+        _require_writable(options.indexfile)
         write_index(options.indexfile, build_index(options.pagedir))
-    except PageDirError as error:
-        return _fail("index", str(error))
-    except OSError as error:
-        return _fail("index", f"{error.filename or options.indexfile}: {error.strerror}")
     return 0
 
 
 def indextest(options) -> int:
-    from .indexfile import IndexFileError, read_index, write_index
+    from .indexfile import read_index, write_index
 
-    try:
+    with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
-        problem = _check_writable(options.new)
-        if problem:
-            return _fail("indextest", problem)
+        _require_writable(options.new)
         write_index(options.new, loaded, sidecar=False)
-    except IndexFileError as error:
-        return _fail("indextest", str(error))
-    except OSError as error:
-        return _fail("indextest", f"{error.filename or options.old}: {error.strerror}")
     return 0
 
 
 def query(options) -> int:
-    from .indexer import PageDirError, check_page_directory
-    from .indexfile import IndexFileError, IndexReader
+    from .indexer import check_page_directory
+    from .indexfile import IndexReader
     from .querier import Querier, run
 
-    try:
+    with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir)
         reader = IndexReader(options.indexfile)
-    except (PageDirError, IndexFileError) as error:
-        return _fail("query", str(error))
-    except OSError as error:
-        return _fail("query", f"{error.filename or options.indexfile}: {error.strerror}")
     try:
         run(Querier(options.pagedir, reader))
     except KeyboardInterrupt:
