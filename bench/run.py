@@ -22,9 +22,11 @@ def main() -> int:
               file=sys.stderr)
         return 1
     mirror = unpack_mirror()
-    # Crawls first: a child's peak RSS includes its parent's at fork time, so
-    # the in-process query timing (which loads an index here) comes last.
-    sections = crawl_bench.run(mirror) + frontier_bench.run(mirror) + index_bench.run(mirror)
+    # A child's peak RSS includes its parent's at fork time: the benchmarks
+    # that load pages or an index in this process (in-link counts, query
+    # timing) come after every measured child process.
+    crawls, indexing = crawl_bench.run(mirror), index_bench.run(mirror)
+    sections = crawls + indexing + frontier_bench.run(mirror)
     report = "\n".join([
         "# Benchmark results", "",
         f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
