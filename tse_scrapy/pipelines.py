@@ -51,24 +51,20 @@ class PageDirPipeline:
         if self.failed:
             raise DropItem("the page directory is not writable any more")
         doc_id = item.doc_id if item.doc_id is not None else self.next_id
-        if not item.replayed:
-            page = pagedir.Page(item.url, item.depth, item.body)
-            try:
+        try:
+            if not item.replayed:
                 if self.state is not None:
                     self.state.writing(item.state_row, doc_id)
+                page = pagedir.Page(item.url, item.depth, item.body)
                 pagedir.write_page(self.directory, doc_id, page, fsync=self.fsync)
-            except OSError as error:
-                self._fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
-                raise DropItem(str(error)) from None
-            except sqlite3.Error as error:
-                self._fail(f"cannot write the crawl state: {error}")
-                raise DropItem(str(error)) from None
-        if self.state is not None:
-            try:
+            if self.state is not None:
                 self.state.saved(item.state_row, doc_id)
-            except sqlite3.Error as error:
-                self._fail(f"cannot write the crawl state: {error}")
-                raise DropItem(str(error)) from None
+        except OSError as error:
+            self._fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
+            raise DropItem(str(error)) from None
+        except sqlite3.Error as error:
+            self._fail(f"cannot write the crawl state: {error}")
+            raise DropItem(str(error)) from None
         self.crawler.stats.inc_value("tse/pages_saved")
         self.next_id = max(self.next_id, doc_id + 1)
         if self.max_pages and self.next_id - 1 >= self.max_pages:
