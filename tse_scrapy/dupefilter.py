@@ -8,6 +8,7 @@ from scrapy.dupefilters import BaseDupeFilter
 
 from .crawlstate import crawl_state
 from .progress import is_found_link, log_link, log_progress
+from .urlfilter import UrlFilter
 from .urls import normalize_url
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,8 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
     def from_crawler(cls, crawler):
         extension = crawl_state(crawler)
         return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"),
-                   extension.state if extension else None, crawler.settings.get("TSE_DENY_EXT") is None)
+                   extension.state if extension else None,
+                   UrlFilter.from_settings(crawler.settings).tse_extensions)
 
     def request_key(self, request) -> str:
         return self.normalize(request.url) or request.url

@@ -32,8 +32,7 @@ class PageDirPipeline:
     def _first_free_id(self) -> int:
         if self.state is None:
             return 1
-        reserved = [doc for _, _, doc in self.state.frontier() if doc is not None]
-        return max([self.state.next_doc_id(), *(doc + 1 for doc in reserved)])
+        return max([self.state.next_doc_id(), *(doc + 1 for doc in self.state.writing_docs())])
 
     @classmethod
     def from_crawler(cls, crawler):

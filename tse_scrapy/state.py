@@ -82,6 +82,11 @@ class CrawlState:
         for row, blob, writing in self.db.execute("SELECT row, request, writing_doc FROM frontier ORDER BY row"):
             yield row, pickle.loads(blob), writing
 
+    def writing_docs(self) -> list[int]:
+        """DocIDs of the pages that were being saved when the crawl stopped."""
+        return [doc for (doc,) in self.db.execute(
+            "SELECT writing_doc FROM frontier WHERE writing_doc IS NOT NULL")]
+
     def pages(self):
         for doc_id, blob in self.db.execute("SELECT doc_id, request FROM pages ORDER BY doc_id"):
             yield doc_id, pickle.loads(blob)
