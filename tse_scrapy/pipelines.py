@@ -5,12 +5,16 @@ from __future__ import annotations
 import logging
 import sqlite3
 
+import redis
+
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from . import pagedir
 from .crawlstate import crawl_state
+from .distributed import distributed_crawl
 from .items import PageItem
+from .redisstore import url_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +29,8 @@ class PageDirPipeline:
         self.fsync = crawler.settings.getbool("TSE_FSYNC")
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
+        distributed = distributed_crawl(crawler)
+        self.shared = distributed.crawl if distributed else None   # docIDs from Redis
         self.next_id = self._first_free_id()
         self.max_pages = crawler.settings.getint("TSE_MAX_PAGES")
         self.failed = False
@@ -49,6 +55,8 @@ class PageDirPipeline:
             return item
         if self.failed:
             raise DropItem("the page directory is not writable any more")
+        if self.shared is not None:
+            return self._save_shared(item)
         doc_id = item.doc_id if item.doc_id is not None else self.next_id
         try:
             if not item.replayed:
@@ -68,6 +76,27 @@ class PageDirPipeline:
         self.next_id = max(self.next_id, doc_id + 1)
         if self.max_pages and self.next_id - 1 >= self.max_pages:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=PAGE_LIMIT))
+        return item
+
+    def _save_shared(self, item):
+        """Distributed: the docID reserved for this URL in Redis, recorded once written."""
+        fingerprint = url_fingerprint(item.url)
+        try:
+            doc_id, saved = self.shared.reserve_doc_id(fingerprint)
+            if saved:
+                # A worker whose lease had expired saved it meanwhile.
+                self.crawler.stats.inc_value("tse/saved_by_another_worker")
+                return item
+            pagedir.write_page(self.directory, doc_id, pagedir.Page(item.url, item.depth, item.body),
+                               fsync=self.fsync)
+            self.shared.record_page(fingerprint)
+        except OSError as error:
+            self._fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
+            raise DropItem(str(error)) from None
+        except redis.RedisError as error:
+            self._fail(f"cannot reach Redis: {error}")
+            raise DropItem(str(error)) from None
+        self.crawler.stats.inc_value("tse/pages_saved")
         return item
 
     def _fail(self, message: str) -> None:

@@ -13,12 +13,15 @@ import logging
 from time import monotonic
 
 from scrapy import signals
+from scrapy.exceptions import NotConfigured
 
 logger = logging.getLogger(__name__)
 
 
 class Politeness:
     def __init__(self, crawler):
+        if crawler.settings.get("TSE_REDIS_URL"):
+            raise NotConfigured    # redispoliteness.py keeps the clock in Redis
         self.crawler = crawler
         self.user_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get("USER_AGENT")
 

@@ -37,10 +37,13 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.offsite.PrefixOffsiteMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "tse_scrapy.robots.TseRobotsTxtMiddleware": 100,
+    # Distributed crawls only; last before the download handler.
+    "tse_scrapy.redispoliteness.RedisPolitenessMiddleware": 950,
 }
 ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
+    "tse_scrapy.distributed.DistributedCrawlExtension": 0,
     "tse_scrapy.crawlstate.CrawlStateExtension": 0,
     "tse_scrapy.politeness.Politeness": 500,
 }
@@ -68,6 +71,19 @@ TSE_MAX_PAGES = 0
 TSE_STATE_ENABLED = True
 TSE_STATE_SYNCHRONOUS = "NORMAL"
 TSE_FSYNC = False
+
+# Distributed crawls (README "Scaling out"): set TSE_REDIS_URL and every
+# worker started with the same crawl name shares one breadth-first crawl.
+TSE_REDIS_URL = None
+TSE_CRAWL_NAME = None       # default: derived from the seeds
+TSE_REDIS_KEEP = False      # keep a finished crawl's keys in Redis
+# A worker renews the leases of the pages it holds every third of this; a
+# dead worker's pages go back to the frontier when theirs run out.
+TSE_LEASE_SECONDS = 30.0
+# How often an idle worker asks Redis for work (other workers' pages may
+# still add some).
+TSE_REDIS_POLL_INTERVAL = 0.1
+TSE_HOST_DELAY = 0.0        # set from DOWNLOAD_DELAY in a distributed crawl
 
 # `scrapy check tse`: the contracts of spiders/tse.py, run on this site served
 # on 127.0.0.1 (no network), crawled at this depth.

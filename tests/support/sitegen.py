@@ -90,3 +90,42 @@ def shortest_depths(site: Site) -> dict[str, int]:
                 depths[href] = depths[name] + 1
                 queue.append(href)
     return depths
+
+
+def generate_multisite(root: Path, hosts: list[str], pages: int = 20, fanout: int = 3,
+                       cross: int = 2, seed: int = 0) -> dict[str, list[str]]:
+    """One generated site per virtual host under ``root/HOST/`` (for the proxy),
+    with *cross* links from each site to pages of the others.
+
+    Returns the link graph: absolute page URL -> absolute URLs it links to."""
+    rng = random.Random(seed)
+    graph: dict[str, list[str]] = {}
+    for number, host in enumerate(hosts):
+        site = generate_site(root / host, pages, fanout, seed=seed + number, external=0, dead=1)
+        for name, hrefs in site.links.items():
+            graph[f"http://{host}/{name}"] = [f"http://{host}/{href}" for href in hrefs]
+    pages_of = {host: [url for url in graph if url.startswith(f"http://{host}/")] for host in hosts}
+    for host in hosts:
+        for _ in range(cross):
+            source = rng.choice(pages_of[host])
+            target = rng.choice(pages_of[rng.choice([h for h in hosts if h != host])])
+            graph[source].append(target)
+            name = source.split("/", 3)[3]
+            write_site(root / host, {name: [href.replace(f"http://{host}/", "")
+                                            for href in graph[source]]})
+    return graph
+
+
+def bfs_depths(graph: dict[str, list[str]], seeds: list[str], max_depth: int) -> dict[str, int]:
+    """The shortest depth of every page a breadth-first crawl saves (pages that exist)."""
+    depths = {seed: 0 for seed in seeds}
+    queue = deque(seeds)
+    while queue:
+        url = queue.popleft()
+        if url not in graph or depths[url] >= max_depth:
+            continue
+        for target in graph[url]:
+            if target not in depths:
+                depths[target] = depths[url] + 1
+                queue.append(target)
+    return {url: depth for url, depth in depths.items() if url in graph}

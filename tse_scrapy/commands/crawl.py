@@ -8,7 +8,7 @@ from datetime import datetime
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from ..crawlargs import ArgumentError, check_crawl_args, check_resume
+from ..crawlargs import ArgumentError, check_crawl_start
 from ..runner import report
 from ..spiders.tse import TseSpider
 
@@ -32,8 +32,7 @@ class Command(ScrapyCrawlCommand):
         try:
             if len(args) > 1:
                 raise ArgumentError(f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)")
-            args = check_crawl_args(**opts.spargs)
-            check_resume(args, opts.spargs.get("resume"), self.settings.get("JOBDIR"))
+            check_crawl_start(opts.spargs, self.settings.get)
         except ArgumentError as error:
             message = f"scrapy crawl tse: {error}"
             sys.stderr.write(message + "\n")

@@ -8,7 +8,7 @@ import tempfile
 
 import scrapy
 
-from ..crawlargs import check_crawl_args, check_resume
+from ..crawlargs import ArgumentError, check_crawl_args, check_resume
 from ..items import PageItem
 from ..links import extract_links_html, extract_links_tse
 from ..progress import log_progress
@@ -25,7 +25,7 @@ class TseSpider(scrapy.Spider):
 
     name = "tse"
 
-    def __init__(self, seed=None, pagedir=None, depth=None, order="tse", links="html",
+    def __init__(self, seed=None, pagedir=None, depth=None, order=None, links="html",
                  prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **kwargs):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
         super().__init__(**kwargs)
@@ -33,16 +33,23 @@ class TseSpider(scrapy.Spider):
                               prefix=prefix, allow=allow, deny=deny, deny_ext=deny_ext)
         self.resume = resume
         self.check_site_url = None
+        self.crawl_args = None
+        self.seeds = None       # a worker joining a distributed crawl brings none
         if not self.checking:
-            self._check_arguments()
+            try:
+                self._check_arguments()
+            except ArgumentError:
+                # A worker joining a distributed crawl takes what it lacks
+                # from Redis (from_crawler); elsewhere this is raised there.
+                pass
 
     @property
     def checking(self) -> bool:
         """Run by `scrapy check` without arguments: crawl the local check site."""
         return bool(os.environ.get("SCRAPY_CHECK")) and self.arguments["seed"] is None
 
-    def _check_arguments(self):
-        self.crawl_args = check_crawl_args(**self.arguments)
+    def _check_arguments(self, crawl_args=None):
+        self.crawl_args = crawl_args or check_crawl_args(**self.arguments)
         self.extract_links = EXTRACTORS[self.crawl_args.links]
         self.tse_extensions = self.crawl_args.deny_ext is None
 
@@ -64,8 +71,12 @@ class TseSpider(scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.checking:
             spider._serve_check_site(crawler.settings)
+        if crawler.settings.get("TSE_REDIS_URL") and not spider.checking:
+            spider._join_distributed_crawl(crawler.settings)
+        else:
+            spider._check_arguments(spider.crawl_args)
+            check_resume(spider.crawl_args, spider.resume, crawler.settings.get("JOBDIR"))
         args = spider.crawl_args
-        check_resume(args, spider.resume, crawler.settings.get("JOBDIR"))
         if spider.check_site_url:
             # Contract requests wrap their callbacks: they cannot be stored.
             crawler.settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
@@ -88,9 +99,36 @@ class TseSpider(scrapy.Spider):
         crawler.settings.set("DEPTH_LIMIT", args.depth, priority="spider")
         return spider
 
+    def _join_distributed_crawl(self, settings):
+        """Create or join the crawl in Redis; its components replace the embedded ones."""
+        from ..redisstore import join_crawl
+
+        if settings.getint("CLOSESPIDER_PAGECOUNT") or settings.getint("TSE_MAX_PAGES"):
+            raise ArgumentError("a page limit is not available in a distributed crawl")
+        crawl, args, created = join_crawl(settings["TSE_REDIS_URL"], settings.get("TSE_CRAWL_NAME"),
+                                          self.arguments)
+        self._check_arguments(args)
+        if not self.arguments["seed"]:
+            self.seeds = ()
+        for name, value in (("TSE_CRAWL_NAME", crawl.name),
+                            ("SCHEDULER", "tse_scrapy.redisscheduler.RedisTseScheduler"),
+                            ("DUPEFILTER_CLASS", "tse_scrapy.redisdupefilter.RedisUrlDupeFilter"),
+                            ("TSE_STATE_ENABLED", False),
+                            # One politeness clock per host, in Redis (redispoliteness.py).
+                            ("TSE_HOST_DELAY", settings.getfloat("DOWNLOAD_DELAY")),
+                            ("DOWNLOAD_DELAY", 0)):
+            settings.set(name, value, priority="cmdline")
+        self.logger.info("%s distributed crawl %s", "Created" if created else "Joined", crawl.name)
+
     async def start(self):
-        yield scrapy.Request(self.crawl_args.seed, callback=self.parse,
-                             errback=self.fetch_failed, meta={"depth": 0})
+        seeds = self.crawl_args.seeds if self.seeds is None else self.seeds
+        for seed in seeds:
+            yield scrapy.Request(seed, callback=self.parse, errback=self.fetch_failed, meta={"depth": 0})
+        if self.crawler.settings.get("TSE_REDIS_URL") and seeds:
+            # Every seed is queued now: workers may tell an empty frontier from a crawl not begun.
+            from ..distributed import distributed_crawl
+
+            distributed_crawl(self.crawler).crawl.mark_seeded()
 
     def parse(self, response):
         """Save the page; below maxDepth, follow its links first.

@@ -1,0 +1,160 @@
+"""Distributed crawls end to end: real workers (``tse crawl --redis`` and
+``scrapy crawl``), a real Redis, three virtual hosts served through the
+test proxy.  Each result is compared with a single-process ``order=bfs``
+crawl of the same site and with a model of it."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+from collections import defaultdict
+
+import pytest
+import redis
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse, saved_pages
+from tests.support.sitegen import bfs_depths, generate_multisite
+from tse_scrapy.siteserver import Rule, SiteServer
+
+HOSTS = ["a.test", "b.test", "c.test"]
+SEEDS = ["http://a.test/index.html", "http://b.test/index.html"]
+PREFIX = ",".join(f"http://{host}/" for host in HOSTS)
+DEPTH = 3
+DELAY = 0.2
+
+
+@pytest.fixture
+def site(tmp_path):
+    graph = generate_multisite(tmp_path / "site", HOSTS, pages=25, cross=3, seed=3)
+    assert {url.split("/")[2] for url in bfs_depths(graph, SEEDS, DEPTH)} == set(HOSTS)
+    with SiteServer(tmp_path / "site") as proxy:
+        yield graph, proxy
+
+
+def crawl_args(pagedir):
+    return [",".join(SEEDS), str(pagedir), str(DEPTH), "--prefix", PREFIX]
+
+
+def start_worker(command, proxy, agent="tse-test"):
+    env = clean_env(http_proxy=proxy.url)
+    return subprocess.Popen([*command, "-s", f"USER_AGENT={agent}"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def tse_worker(redis_url, pagedir, proxy, *extra, agent="tse-test"):
+    return start_worker([str(BIN / "tse"), "crawl", *crawl_args(pagedir), "--redis", redis_url,
+                         "-s", f"DOWNLOAD_DELAY={DELAY}", *extra], proxy, agent)
+
+
+def finish(workers, timeout=120):
+    results = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=timeout)
+        results.append((worker.returncode, out.decode(), err.decode()))
+    return results
+
+
+def single_process_bfs(tmp_path, proxy):
+    pagedir = tmp_path / "single"
+    pagedir.mkdir()
+    done = run_tse("crawl", *crawl_args(pagedir), "--order", "bfs", "-s", "DOWNLOAD_DELAY=0",
+                   env=clean_env(http_proxy=proxy.url))
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return set(saved_pages(pagedir))
+
+
+def check_shared_directory(pagedir, graph, tmp_path, proxy):
+    pages = saved_pages(pagedir)
+    files = {name for name in os.listdir(pagedir) if not name.startswith(".")}
+    assert files == {str(i) for i in range(1, len(pages) + 1)}          # 1..N, no gap
+    assert len({url for url, _ in pages}) == len(pages)                 # each URL once
+    assert set(pages) == set(bfs_depths(graph, SEEDS, DEPTH).items())   # the model
+    assert set(pages) == single_process_bfs(tmp_path, proxy)            # the single crawl
+    assert not [name for name in os.listdir(pagedir) if name.endswith(".partial")]
+
+
+def host_gaps(proxy) -> dict[str, float]:
+    times = defaultdict(list)
+    for hit in proxy.hits:
+        times[hit.key.split("/", 1)[0]].append(hit.time)
+    return {host: min(b - a for a, b in zip(sorted(t), sorted(t)[1:])) for host, t in times.items()}
+
+
+def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    workers = [tse_worker(redis_url, pagedir, proxy)]
+    time.sleep(0.5)
+    workers += [tse_worker(redis_url, pagedir, proxy) for _ in range(2)]
+    results = finish(workers)
+    assert [status for status, _, _ in results] == [0, 0, 0], results[0][2][-3000:]
+    gaps = host_gaps(proxy)
+    assert set(gaps) == set(HOSTS) and min(gaps.values()) >= DELAY, gaps
+    saved = [int(m) for _, _, err in results for m in re.findall(r"'tse/pages_saved': (\d+)", err)]
+    assert len([n for n in saved if n > 0]) >= 2, saved        # the work was shared
+    check_shared_directory(pagedir, graph, tmp_path, proxy)
+    assert redis.Redis.from_url(redis_url).keys("tse:*:*") == []   # a finished crawl leaves no keys
+
+
+def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
+    graph, proxy = site
+    # A page that takes 2 s: whoever fetches it holds its lease when killed.
+    slow = next(url for url, depth in bfs_depths(graph, SEEDS, DEPTH).items() if depth == 2)
+    slow_key = slow.split("//", 1)[1]
+    proxy.rules[slow_key] = Rule(delay=2.0, times=1)
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    workers = [tse_worker(redis_url, pagedir, proxy, "-s", "TSE_LEASE_SECONDS=1.5", agent=f"worker-{i}")
+               for i in range(3)]
+    deadline = time.monotonic() + 60
+    while not (hits := [hit for hit in proxy.hits if hit.key == slow_key]):
+        assert time.monotonic() < deadline, "the slow page was never fetched"
+        time.sleep(0.02)
+    victim = int(hits[0].headers["User-Agent"].split("-")[1])
+    workers[victim].send_signal(signal.SIGKILL)
+    results = finish(workers)
+    assert results[victim][0] == -signal.SIGKILL
+    survivors = [result for i, result in enumerate(results) if i != victim]
+    assert [status for status, _, _ in survivors] == [0, 0]
+    assert any("back in the frontier" in err for _, _, err in survivors)
+    assert len([hit for hit in proxy.hits if hit.key == slow_key]) == 2      # fetched again
+    check_shared_directory(pagedir, graph, tmp_path, proxy)
+
+
+def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_path):
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    first = tse_worker(redis_url, pagedir, proxy, "--name", "joined", "--keep")
+    client = redis.Redis.from_url(redis_url)
+    while not client.exists("tse:joined:params"):
+        time.sleep(0.05)
+    second = start_worker([str(BIN / "scrapy"), "crawl", "tse", "-s", f"TSE_REDIS_URL={redis_url}",
+                           "-s", "TSE_CRAWL_NAME=joined", "-s", f"DOWNLOAD_DELAY={DELAY}"], proxy)
+    results = finish([first, second])
+    assert [status for status, _, _ in results] == [0, 0], results[1][2][-3000:]
+    assert "Joined distributed crawl joined" in results[1][2]
+    assert int(re.search(r"'tse/pages_saved': (\d+)", results[1][2]).group(1)) > 0
+    check_shared_directory(pagedir, graph, tmp_path, proxy)
+    assert client.exists("tse:joined:params")              # --keep
+    status = run_tse("status", "--redis", redis_url, "joined")
+    assert status.returncode == 0
+    assert f"saved {len(saved_pages(pagedir))}" in status.stdout.decode()
+
+
+def test_bad_distributed_arguments_are_one_line(redis_url, tmp_path):
+    for args, message in [(["--redis", redis_url, "--name", "nope"], "no crawl named nope"),
+                          ([*crawl_args(tmp_path), "--redis", redis_url, "--order", "tse"], "breadth-first"),
+                          ([*crawl_args(tmp_path), "--redis", redis_url, "--max-pages", "5"], "page limit"),
+                          ([*crawl_args(tmp_path), "--redis", "redis://127.0.0.1:1/0"], "cannot use Redis")]:
+        done = run_tse("crawl", *args)
+        assert done.returncode == 2
+        assert message in done.stderr.decode() and len(done.stderr.decode().splitlines()) == 1
+    assert os.listdir(tmp_path) == []
+
+
+def test_several_seeds_in_one_process(site, tmp_path):
+    graph, proxy = site
+    assert single_process_bfs(tmp_path, proxy) == set(bfs_depths(graph, SEEDS, DEPTH).items())

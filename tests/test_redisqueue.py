@@ -1,0 +1,138 @@
+"""The distributed crawl's Redis parts on a real Redis: frontier leases, the
+breadth-first gate, docID reservations, joining a crawl."""
+
+import time
+
+import pytest
+import redis
+import scrapy
+
+from tse_scrapy.crawlargs import ArgumentError
+from tse_scrapy.redisqueue import LeasedLevelQueue
+from tse_scrapy.redisstore import RedisCrawl, join_crawl, url_fingerprint
+
+SPIDER = scrapy.Spider(name="t")
+SEED = "http://a.test/index.html"
+
+
+def queue(url, lease_seconds=30.0) -> LeasedLevelQueue:
+    return LeasedLevelQueue(redis.Redis.from_url(url), SPIDER, "tse:t:frontier", lease_seconds=lease_seconds)
+
+
+def push(q, path, depth) -> bool:
+    url = f"http://a.test/{path}"
+    return q.push_unseen(scrapy.Request(url, meta={"depth": depth}), url_fingerprint(url))
+
+
+def test_shallowest_first_then_first_pushed(redis_url):
+    q = queue(redis_url)
+    for path, depth in [("b", 2), ("a", 1), ("c", 1), ("d", 2)]:
+        assert push(q, path, depth)
+    popped = []
+    while (request := q.pop()) is not None:
+        popped.append(request.url.rsplit("/", 1)[1])
+        q.ack(request.meta["tse_lease"])
+    assert popped == ["a", "c", "b", "d"]
+
+
+def test_a_url_is_queued_once(redis_url):
+    q = queue(redis_url)
+    assert push(q, "a", 1)
+    assert not push(q, "a", 2)
+    assert len(q) == 1
+
+
+def test_deeper_pages_wait_while_a_shallower_one_is_leased(redis_url):
+    q = queue(redis_url)
+    push(q, "a", 0)
+    push(q, "b", 1)
+    first = q.pop()
+    assert q.pop() is None                      # b (depth 1) waits for a (depth 0)
+    q.ack(first.meta["tse_lease"])
+    assert q.pop().url.endswith("/b")
+
+
+def test_an_expired_lease_returns_its_request_to_its_place(redis_url):
+    dead, alive = queue(redis_url, lease_seconds=0.2), queue(redis_url)
+    push(dead, "a", 1)
+    push(dead, "b", 1)
+    taken = dead.pop()
+    assert taken.url.endswith("/a")
+    assert alive.pop().url.endswith("/b")
+    time.sleep(0.3)
+    again = alive.pop()
+    assert again.url.endswith("/a") and again.meta["tse_lease"] != taken.meta["tse_lease"]
+    assert not dead.ack(taken.meta["tse_lease"])   # too late: it is someone else's now
+    assert alive.ack(again.meta["tse_lease"])
+
+
+def test_renewed_leases_do_not_expire(redis_url):
+    q = queue(redis_url, lease_seconds=0.3)
+    push(q, "a", 0)
+    lease = q.pop().meta["tse_lease"]
+    for _ in range(4):
+        time.sleep(0.15)
+        assert q.renew([lease]) == 1
+    assert q.pop() is None and q.leased_count() == 1
+
+
+def test_given_back_leases_are_taken_at_once(redis_url):
+    q = queue(redis_url)
+    push(q, "a", 0)
+    q.give_back([q.pop().meta["tse_lease"]])
+    assert q.pop().url.endswith("/a")
+
+
+def test_seen_keys_owned_by_an_expired_lease_are_forgotten(redis_url):
+    q = queue(redis_url, lease_seconds=0.2)
+    push(q, "a", 0)
+    lease = q.pop().meta["tse_lease"]
+    target = url_fingerprint("http://a.test/redirected")
+    assert q.own_seen(lease, target)
+    assert not q.own_seen(lease, target)
+    time.sleep(0.3)
+    assert q.pop().url.endswith("/a")
+    assert q.server.sismember(q.seen_key, target) == 0   # the second fetch may follow it again
+
+
+def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    a, b, c = (url_fingerprint(f"http://a.test/{x}") for x in "abc")
+    assert crawl.reserve_doc_id(a) == (1, False)
+    assert crawl.reserve_doc_id(b) == (2, False)
+    assert crawl.reserve_doc_id(a) == (1, False)      # a worker died mid-save: same docID
+    assert crawl.record_page(a)
+    assert crawl.reserve_doc_id(a) == (1, True)       # saved: not again
+    assert crawl.unreserve(b)                         # b failed after all
+    assert crawl.free_doc_ids() == [2]
+    assert crawl.reserve_doc_id(c) == (2, False)      # the next page takes the hole
+    assert crawl.free_doc_ids() == []
+
+
+def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_path):
+    crawl, args, created = join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
+                                                            prefix="http://a.test/"))
+    assert created and args.order == "bfs"
+    joined, joined_args, created = join_crawl(redis_url, crawl.name, {})
+    assert not created and joined_args == args
+    again, _, created = join_crawl(redis_url, None, dict(seed=SEED, depth=2))
+    assert again.name == crawl.name and not created
+
+
+@pytest.mark.parametrize("name, arguments, message", [
+    ("nope", {}, "no crawl named nope"),
+    (None, {}, "needs its seed(s) or its name"),
+    (None, dict(seed=SEED, depth="3"), "has depth=2, not 3"),
+    (None, dict(seed=SEED, order="tse"), "breadth-first"),
+    ("bad name", {}, "crawl name must be"),
+])
+def test_joining_is_refused_with_one_line(redis_url, tmp_path, name, arguments, message):
+    join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/"))
+    with pytest.raises(ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        join_crawl(redis_url, name, arguments)
+
+
+def test_an_unreachable_redis_is_one_line(tmp_path):
+    with pytest.raises(ArgumentError, match="cannot use Redis at redis://127.0.0.1:1/0"):
+        join_crawl("redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
+                                                       prefix="http://a.test/"))

@@ -1,0 +1,69 @@
+"""DistributedCrawlExtension: the Redis side of a distributed crawl (TSE_REDIS_URL).
+
+It connects to the crawl the spider created or joined (``redisstore``) for
+the scheduler, dupefilter, pipeline and politeness middleware, registers this
+worker, and at the end lets exactly one worker clean up: fill docID holes
+left by pages that failed after a dead worker had reserved their docID, and
+remove the crawl's keys (unless a worker was started with TSE_REDIS_KEEP).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from . import pagedir
+from .redisstore import RedisCrawl, connect, worker_name
+from .runner import SUCCESS
+
+logger = logging.getLogger(__name__)
+
+
+class DistributedCrawlExtension:
+    def __init__(self, crawler):
+        settings = crawler.settings
+        if not settings.get("TSE_REDIS_URL"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.crawl = RedisCrawl(connect(settings["TSE_REDIS_URL"]), settings["TSE_CRAWL_NAME"])
+        if settings.getbool("TSE_REDIS_KEEP"):
+            self.crawl.keep_when_finished()     # whichever worker finishes keeps them
+        self.directory = settings.get("TSE_PAGEDIR")
+        self.worker = worker_name()
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        extension = cls(crawler)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self, spider):
+        self.crawl.register_worker(self.worker)
+        logger.info("Worker %s in distributed crawl %s", self.worker, self.crawl.name)
+
+    def spider_closed(self, spider, reason):
+        self.crawl.unregister_worker(self.worker)
+        if reason not in SUCCESS or self.crawler.stats.get_value("tse/error"):
+            return
+        status = self.crawl.status()
+        if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
+            return      # not over, or another worker is cleaning up
+        self._fill_holes()
+        logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
+        if not self.crawl.kept():
+            self.crawl.remove()
+
+    def _fill_holes(self) -> None:
+        for hole in self.crawl.free_doc_ids():
+            last = self.crawl.move_last_doc(hole)
+            if last != hole:
+                pagedir.move_page(self.directory, last, hole)
+            else:
+                pagedir.remove_page(self.directory, hole)
+
+
+def distributed_crawl(crawler) -> DistributedCrawlExtension | None:
+    return crawler.get_extension(DistributedCrawlExtension)

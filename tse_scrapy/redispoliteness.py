@@ -1,0 +1,89 @@
+"""RedisPolitenessMiddleware: one politeness clock per host, shared by all workers.
+
+Scrapy's download delay is kept per process, so N workers would hit a host N
+times as often.  Here a request to a host first takes the host's lease, a
+Redis key set only if absent (``SET NX PX delay``), and it is set again for
+the delay when the request ends: two requests to one host, from any workers,
+start at least the delay apart, counted from the end of the previous one as
+in a single crawl.  Different hosts proceed in parallel.  The lease keys are
+shared by every crawl on the Redis server, so two crawls of one site are
+polite together too.  A robots.txt Crawl-delay longer than the delay is used.
+
+It sits last before the download handler, and the worker's own delay is
+zero, so the time the lease is taken is the time the request starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.httpobj import urlparse_cached
+
+from .distributed import distributed_crawl
+from .redisstore import worker_name
+
+logger = logging.getLogger(__name__)
+
+
+def lease_key(host: str) -> str:
+    return f"tse:polite:{host}"
+
+
+class RedisPolitenessMiddleware:
+    def __init__(self, server, delay: float, user_agent: str | None = None, stats=None):
+        self.server = server
+        self.delay = delay
+        self.user_agent = user_agent
+        self.stats = stats
+        self.crawl_delays: dict[str, float] = {}
+        self.worker = worker_name()
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        distributed = distributed_crawl(crawler)
+        if distributed is None:
+            raise NotConfigured
+        settings = crawler.settings
+        middleware = cls(distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"),
+                         settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"), crawler.stats)
+        crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
+        return middleware
+
+    def host_delay(self, request) -> tuple[str, float]:
+        host = urlparse_cached(request).netloc.lower()
+        return host, max(self.delay, self.crawl_delays.get(host, 0.0))
+
+    async def process_request(self, request, spider=None):
+        host, delay = self.host_delay(request)
+        if delay <= 0:
+            return None
+        key, milliseconds = lease_key(host), max(1, int(delay * 1000))
+        while not self.server.set(key, self.worker, px=milliseconds, nx=True):
+            remaining = self.server.pttl(key)
+            self.stats.inc_value("tse/politeness_waits")
+            await asyncio.sleep(max(remaining, 1) / 1000)
+        return None
+
+    def process_response(self, request, response, spider=None):
+        self._restart(request)
+        return response
+
+    def process_exception(self, request, exception, spider=None):
+        self._restart(request)
+
+    def _restart(self, request) -> None:
+        host, delay = self.host_delay(request)
+        if delay > 0:
+            self.server.set(lease_key(host), self.worker, px=max(1, int(delay * 1000)))
+
+    def robots_parsed(self, robotparser, request):
+        protego = getattr(robotparser, "rp", None)
+        crawl_delay = getattr(protego, "crawl_delay", None)
+        delay = crawl_delay(self.user_agent) if crawl_delay else None
+        host, current = self.host_delay(request)
+        if delay and delay > current:
+            logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)
+            self.crawl_delays[host] = float(delay)

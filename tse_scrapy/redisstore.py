@@ -1,0 +1,222 @@
+"""A distributed crawl's record in Redis: its parameters, docIDs and end.
+
+Every key of crawl NAME begins with ``tse:NAME:`` (see ``CrawlKeys``); the
+frontier and its leases are kept by ``redisqueue``, the seen set by
+``redisdupefilter``.  DocIDs are handed out per URL: a page being saved
+holds a *reservation* (its URL's fingerprint -> docID) until it is recorded
+in ``pages``, so a worker that dies mid-save leaves its docID to whichever
+worker fetches the page again, and a page is never saved under two docIDs.
+A reservation whose page then fails goes to ``free_ids`` and is given to
+the next page.  No Scrapy import: the ``tse`` command uses this before
+Scrapy starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+import redis
+
+from .crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_crawl_name, crawl_name, split_list
+from .urls import normalize_url
+
+# The arguments a joining worker may give that must match the crawl's.
+SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
+
+
+@dataclass(frozen=True)
+class CrawlKeys:
+    name: str
+
+    def __getattr__(self, key: str) -> str:
+        if key.startswith("_"):
+            raise AttributeError(key)
+        return f"tse:{self.name}:{key}"
+
+    @property
+    def pattern(self) -> str:
+        return f"tse:{self.name}:*"
+
+
+_RESERVE = """
+local done = redis.call('HGET', KEYS[1], ARGV[1])
+if done then return {tonumber(done), 1} end
+local id = redis.call('HGET', KEYS[2], ARGV[1])
+if not id then
+  local free = redis.call('ZPOPMIN', KEYS[3])
+  if #free > 0 then id = free[1] else id = redis.call('INCR', KEYS[4]) end
+  redis.call('HSET', KEYS[2], ARGV[1], id)
+end
+return {tonumber(id), 0}
+"""
+
+_RECORD = """
+local id = redis.call('HGET', KEYS[2], ARGV[1])
+if not id then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], id)
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
+_UNRESERVE = """
+local id = redis.call('HGET', KEYS[1], ARGV[1])
+if not id then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], id, id)
+return 1
+"""
+
+
+def connect(url: str):
+    """A Redis client for *url*; ArgumentError (one line) when it cannot be reached."""
+    try:
+        server = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10,
+                                      retry_on_timeout=True)
+        server.ping()
+    except (ValueError, redis.RedisError) as error:
+        raise ArgumentError(f"cannot use Redis at {url}: {error}") from None
+    return server
+
+
+class RedisCrawl:
+    def __init__(self, server, name: str):
+        self.server = server
+        self.name = name
+        self.keys = CrawlKeys(name)
+        self._reserve = server.register_script(_RESERVE)
+        self._record = server.register_script(_RECORD)
+        self._unreserve = server.register_script(_UNRESERVE)
+
+    # -- parameters --------------------------------------------------------
+    def parameters(self) -> dict | None:
+        raw = self.server.get(self.keys.params)
+        return json.loads(raw) if raw else None
+
+    def create(self, parameters: dict) -> dict:
+        """Store *parameters* unless the crawl exists; return the crawl's parameters."""
+        self.server.set(self.keys.params, json.dumps(parameters), nx=True)
+        return self.parameters()
+
+    def mark_seeded(self) -> None:
+        self.server.set(self.keys.seeded, 1)
+
+    def seeded(self) -> bool:
+        return bool(self.server.exists(self.keys.seeded))
+
+    # -- docIDs ------------------------------------------------------------
+    def reserve_doc_id(self, fingerprint: bytes) -> tuple[int, bool]:
+        """The docID to save the page of *fingerprint* as, and whether it is saved already."""
+        k = self.keys
+        doc_id, saved = self._reserve(keys=[k.pages, k.reserved, k.free_ids, k.doc_id], args=[fingerprint])
+        return int(doc_id), bool(saved)
+
+    def record_page(self, fingerprint: bytes) -> bool:
+        """The page file is written: the reservation becomes a saved page."""
+        return bool(self._record(keys=[self.keys.pages, self.keys.reserved], args=[fingerprint]))
+
+    def unreserve(self, fingerprint: bytes) -> bool:
+        """The page of *fingerprint* will not be saved: its docID goes to the next page."""
+        return bool(self._unreserve(keys=[self.keys.reserved, self.keys.free_ids], args=[fingerprint]))
+
+    def free_doc_ids(self) -> list[int]:
+        return [int(doc) for doc in self.server.zrange(self.keys.free_ids, 0, -1)]
+
+    def last_doc_id(self) -> int:
+        return int(self.server.get(self.keys.doc_id) or 0)
+
+    def move_last_doc(self, hole: int) -> int:
+        """Give the last docID's page the free docID *hole*; return the old last docID."""
+        last = self.last_doc_id()
+        pipe = self.server.pipeline()
+        pipe.zrem(self.keys.free_ids, hole)
+        pipe.decr(self.keys.doc_id)
+        pipe.execute()
+        if last != hole:
+            for fingerprint, doc in self.server.hscan_iter(self.keys.pages):
+                if int(doc) == last:
+                    self.server.hset(self.keys.pages, fingerprint, hole)
+                    break
+        return last
+
+    # -- workers and the end -----------------------------------------------
+    def register_worker(self, worker: str) -> None:
+        self.server.hset(self.keys.workers, worker, json.dumps({"started": time.time()}))
+
+    def unregister_worker(self, worker: str) -> None:
+        self.server.hdel(self.keys.workers, worker)
+
+    def keep_when_finished(self) -> None:
+        self.server.set(self.keys.keep, 1)
+
+    def kept(self) -> bool:
+        return bool(self.server.exists(self.keys.keep))
+
+    def claim_finish(self) -> bool:
+        """True for exactly one worker of a finished crawl: the one that cleans up."""
+        return bool(self.server.set(self.keys.finishing, 1, nx=True))
+
+    def remove(self) -> int:
+        keys = list(self.server.scan_iter(match=self.keys.pattern, count=1000))
+        return self.server.delete(*keys) if keys else 0
+
+    def status(self) -> dict:
+        k = self.keys
+        pipe = self.server.pipeline()
+        for command, key in (("exists", k.params), ("zcard", k.frontier), ("zcard", k.leases),
+                             ("scard", k.seen), ("hlen", k.pages), ("hlen", k.workers)):
+            getattr(pipe, command)(key)
+        exists, frontier, leases, seen, pages, workers = pipe.execute()
+        return {"crawl": self.name, "exists": bool(exists), "frontier": frontier, "leased": leases,
+                "seen": seen, "saved": pages, "workers": workers}
+
+
+def url_fingerprint(key: str) -> bytes:
+    """What the seen set and the docID records store for a normalized URL."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=16).digest()
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def join_crawl(redis_url: str, name: str | None, arguments: dict) -> tuple[RedisCrawl, CrawlArgs, bool]:
+    """Connect, then create the crawl (first worker) or join it (later workers).
+
+    *arguments* are the spider's (seed, pagedir, depth, ...; a joining worker
+    may give none).  Returns the crawl, its checked arguments (the stored ones,
+    with this worker's pagedir when given) and whether this worker created it.
+    Raises ArgumentError with a one-line message.
+    """
+    given = {key: value for key, value in arguments.items()
+             if value not in (None, "") and key not in ("order", "resume")}
+    if arguments.get("order") not in (None, "", "bfs"):
+        raise ArgumentError(f"a distributed crawl is breadth-first: order={arguments['order']} is not possible")
+    if name is None:
+        if "seed" not in given:
+            raise ArgumentError("a distributed crawl needs its seed(s) or its name (TSE_CRAWL_NAME)")
+        name = crawl_name([normalize_url(url) or url for url in split_list(given["seed"])])
+    crawl = RedisCrawl(connect(redis_url), check_crawl_name(name))
+    stored = crawl.parameters()
+    if stored is None:
+        if "seed" not in given:
+            raise ArgumentError(f"no crawl named {name} in Redis at {redis_url}: "
+                                f"start it with its seed, pagedir and depth")
+        checked = check_crawl_args(**given, order="bfs")
+        if any(entry.isdigit() for entry in os.listdir(checked.pagedir)):
+            raise ArgumentError(f"{checked.pagedir} already holds the pages of another crawl; "
+                                f"crawl into an empty directory")
+        wanted = {**checked.identity(), "pagedir": checked.pagedir}
+        stored = crawl.create(wanted)
+        if stored == wanted:
+            return crawl, checked, True
+    merged = {key: stored.get(key) for key in (*SHARED_ARGUMENTS, "pagedir")}
+    checked = check_crawl_args(**{**merged, **given}, order="bfs")
+    for key in SHARED_ARGUMENTS:
+        if key in given and checked.identity()[key] != stored.get(key):
+            raise ArgumentError(f"crawl {name} has {key}={stored.get(key)}, not {checked.identity()[key]}")
+    return crawl, checked, False
