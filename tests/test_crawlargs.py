@@ -1,6 +1,10 @@
-import pytest
+import hashlib
 
-from tse_scrapy.crawlargs import ArgumentError, check_crawl_args
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, crawl_name
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 
@@ -50,3 +54,34 @@ def test_bad_page_directories(tmp_path):
     (tmp_path / "d" / ".crawler").mkdir(parents=True)
     with pytest.raises(ArgumentError, match="cannot create"):
         check_crawl_args(SEED, tmp_path / "d", 1)
+
+
+def test_several_seeds_are_normalized_once_each(tmp_path):
+    args = check_crawl_args(f"{SEED},HTTP://cs50tse.cs.dartmouth.edu/tse/x.html,{SEED}", tmp_path, 1)
+    assert args.seeds == (SEED, "http://cs50tse.cs.dartmouth.edu/tse/x.html")
+    assert args.identity()["seed"] == ",".join(args.seeds)
+
+
+@pytest.mark.parametrize("seed, message", [
+    (f"{SEED},https://elsewhere.example/", "not internal"),
+    (",", "missing argument: seed"),
+])
+def test_every_seed_is_checked(tmp_path, seed, message):
+    with pytest.raises(ArgumentError, match=message):
+        check_crawl_args(seed, tmp_path, 1)
+
+
+@pytest.mark.parametrize("seeds, name", [
+    ([SEED], "cs50tse.cs.dartmouth.edu-" + hashlib.sha1(SEED.encode()).hexdigest()[:10]),
+    (["http://a.test/", "http://b.test/"], "a.test-" + hashlib.sha1(b"http://a.test/,http://b.test/").hexdigest()[:10]),
+    (["http://[::1]:8080/x.html"], "-1-" + hashlib.sha1(b"http://[::1]:8080/x.html").hexdigest()[:10]),
+])
+def test_crawl_name_examples(seeds, name):
+    assert crawl_name(seeds) == name
+
+
+@given(st.lists(st.text(min_size=1).filter(lambda s: "," not in s), min_size=1, max_size=4))
+def test_a_derived_crawl_name_is_always_a_valid_name(seeds):
+    name = crawl_name(seeds)
+    assert check_crawl_name(name) == name
+    assert crawl_name(list(seeds)) == name

@@ -136,3 +136,24 @@ def test_an_unreachable_redis_is_one_line(tmp_path):
     with pytest.raises(ArgumentError, match="cannot use Redis at redis://127.0.0.1:1/0"):
         join_crawl("redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
                                                        prefix="http://a.test/"))
+
+
+def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_url, tmp_path):
+    from tse_scrapy import pagedir
+    from tse_scrapy.distributed import fill_doc_id_holes
+
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    keys = [url_fingerprint(f"http://a.test/{n}") for n in range(5)]
+    assert [crawl.reserve_doc_id(key) for key in keys] == [(n, False) for n in range(1, 6)]
+    for n, key in enumerate(keys, start=1):
+        if n in (2, 5):
+            crawl.unreserve(key)         # fetched again after a worker died, and failed
+        else:
+            pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
+            crawl.record_page(key)
+    fill_doc_id_holes(crawl, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
+    assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [
+        "http://a.test/0", "http://a.test/3", "http://a.test/2"]
+    assert crawl.last_doc_id() == 3
+    assert crawl.reserve_doc_id(keys[3]) == (2, True)    # the record follows the file

@@ -41,8 +41,11 @@ class DistributedCrawlExtension:
         return extension
 
     def spider_opened(self, spider):
-        self.crawl.register_worker(self.worker)
+        self.heartbeat()
         logger.info("Worker %s in distributed crawl %s", self.worker, self.crawl.name)
+
+    def heartbeat(self) -> None:
+        self.crawl.register_worker(self.worker, self.crawler.settings.getfloat("TSE_LEASE_SECONDS"))
 
     def spider_closed(self, spider, reason):
         self.crawl.unregister_worker(self.worker)
@@ -51,18 +54,21 @@ class DistributedCrawlExtension:
         status = self.crawl.status()
         if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
             return      # not over, or another worker is cleaning up
-        self._fill_holes()
+        fill_doc_id_holes(self.crawl, self.directory)
         logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
         if not self.crawl.kept():
             self.crawl.remove()
 
-    def _fill_holes(self) -> None:
-        for hole in self.crawl.free_doc_ids():
-            last = self.crawl.move_last_doc(hole)
-            if last != hole:
-                pagedir.move_page(self.directory, last, hole)
-            else:
-                pagedir.remove_page(self.directory, hole)
+
+
+def fill_doc_id_holes(crawl, directory) -> None:
+    """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap."""
+    for hole in sorted(crawl.free_doc_ids(), reverse=True):
+        last = crawl.move_last_doc(hole)
+        if last != hole:
+            pagedir.move_page(directory, last, hole)
+        else:
+            pagedir.remove_page(directory, hole)
 
 
 def distributed_crawl(crawler) -> DistributedCrawlExtension | None:

@@ -7,7 +7,20 @@ import itertools
 from collections import deque
 
 
+class StoredRequest:
+    """A queued request that lives in the crawl state on disk: only its row and
+    depth stay in memory, so a large frontier costs little RAM."""
+
+    __slots__ = ("row", "depth")
+
+    def __init__(self, row: int, depth: int):
+        self.row = row
+        self.depth = depth
+
+
 def request_depth(request) -> int:
+    if isinstance(request, StoredRequest):
+        return request.depth
     return request.meta.get("depth", 0)
 
 

@@ -42,14 +42,17 @@ class RedisTseScheduler(Scheduler):
         self.leases: set[int] = set()           # held by this worker
         self.replacements: deque = deque()       # redirects and retries of held pages
         self._renewal = task.LoopingCall(self._renew)
+        self.heartbeat = lambda: None       # the worker's "alive" mark, renewed with the leases
 
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
         dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
-        scheduler = cls(distributed_crawl(crawler).crawl, dupefilter, crawler.stats,
+        distributed = distributed_crawl(crawler)
+        scheduler = cls(distributed.crawl, dupefilter, crawler.stats,
                         settings.getfloat("TSE_LEASE_SECONDS"), settings.getfloat("TSE_REDIS_POLL_INTERVAL"))
         scheduler.crawler = crawler
+        scheduler.heartbeat = distributed.heartbeat
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         crawler.signals.connect(scheduler._item_not_saved, signal=signals.item_dropped)
         crawler.signals.connect(scheduler._item_not_saved, signal=signals.item_error)
@@ -118,6 +121,7 @@ class RedisTseScheduler(Scheduler):
         return request
 
     def _renew(self) -> None:
+        self.heartbeat()
         held = self.queue.renew(self.leases) if self.leases else 0
         if held < len(self.leases):
             logger.warning("%d lease(s) expired before renewal: another worker may fetch those pages too",

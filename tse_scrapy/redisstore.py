@@ -144,8 +144,9 @@ class RedisCrawl:
         return last
 
     # -- workers and the end -----------------------------------------------
-    def register_worker(self, worker: str) -> None:
-        self.server.hset(self.keys.workers, worker, json.dumps({"started": time.time()}))
+    def register_worker(self, worker: str, lease_seconds: float) -> None:
+        """Say *worker* is alive (again within *lease_seconds*, or it counts as gone)."""
+        self.server.hset(self.keys.workers, worker, json.dumps({"seen": time.time(), "lease": lease_seconds}))
 
     def unregister_worker(self, worker: str) -> None:
         self.server.hdel(self.keys.workers, worker)
@@ -168,11 +169,14 @@ class RedisCrawl:
         k = self.keys
         pipe = self.server.pipeline()
         for command, key in (("exists", k.params), ("zcard", k.frontier), ("zcard", k.leases),
-                             ("scard", k.seen), ("hlen", k.pages), ("hlen", k.workers)):
+                             ("scard", k.seen), ("hlen", k.pages)):
             getattr(pipe, command)(key)
+        pipe.hvals(k.workers)
         exists, frontier, leases, seen, pages, workers = pipe.execute()
+        now = time.time()
+        alive = sum(1 for entry in map(json.loads, workers) if now - entry["seen"] < entry["lease"])
         return {"crawl": self.name, "exists": bool(exists), "frontier": frontier, "leased": leases,
-                "seen": seen, "saved": pages, "workers": workers}
+                "seen": seen, "saved": pages, "workers": alive}
 
 
 def url_fingerprint(key: str) -> bytes:

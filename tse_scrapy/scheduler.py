@@ -29,7 +29,7 @@ from scrapy.utils.request import request_from_dict
 
 from . import pagedir
 from .crawlstate import crawl_state
-from .frontier import FRONTIERS, request_depth
+from .frontier import FRONTIERS, StoredRequest, request_depth
 from .progress import is_found_link, log_link
 from .signals import page_done
 
@@ -52,6 +52,9 @@ class TseScheduler(BaseScheduler):
         self.resuming = bool(state_extension and state_extension.resuming)
         self.directory = directory
         self.in_flight: dict[int, int] = {}  # token -> depth
+        # With a crawl state, the stack and bfs frontiers keep requests on disk
+        # (the priority frontier needs them in memory to score them).
+        self.stored = self.state is not None and order != "priority"
         self._tokens = itertools.count(1)
 
     @classmethod
@@ -80,6 +83,9 @@ class TseScheduler(BaseScheduler):
         pagedir.remove_partial_files(self.directory)
         self.saved = self.state.next_doc_id() - 1
         for row, request_dict, writing_doc in self.state.frontier():
+            if writing_doc is None and self.stored:
+                self.frontier.push(StoredRequest(row, (request_dict.get("meta") or {}).get("depth", 0)))
+                continue
             request = request_from_dict(request_dict, spider=spider)
             request.meta["tse_row"] = row
             if writing_doc is None:
@@ -118,7 +124,8 @@ class TseScheduler(BaseScheduler):
         else:
             if self.state is not None:
                 request.meta["tse_row"] = self.state.push(request.to_dict(spider=self.spider))
-            self.frontier.push(request)
+            self.frontier.push(StoredRequest(request.meta["tse_row"], request_depth(request))
+                               if self.stored else request)
             if is_found_link(request):
                 log_link(request, "Added")
         self.stats.inc_value("scheduler/enqueued")
@@ -134,10 +141,17 @@ class TseScheduler(BaseScheduler):
         if depth is None or not self._may_hand_out(depth):
             return None
         request = pop()
+        if isinstance(request, StoredRequest):
+            request = self._load(request)
         token = next(self._tokens)
         request.meta["tse_token"] = token
         self.in_flight[token] = request_depth(request)
         return self._dequeued(request)
+
+    def _load(self, stored: StoredRequest):
+        request = request_from_dict(self.state.request(stored.row), spider=self.spider)
+        request.meta["tse_row"] = stored.row
+        return request
 
     def _may_hand_out(self, depth: int) -> bool:
         if self.max_pages and self.saved + len(self.in_flight) >= self.max_pages:

@@ -82,6 +82,10 @@ class CrawlState:
         for row, blob, writing in self.db.execute("SELECT row, request, writing_doc FROM frontier ORDER BY row"):
             yield row, pickle.loads(blob), writing
 
+    def request(self, row: int) -> dict:
+        (blob,) = self.db.execute("SELECT request FROM frontier WHERE row = ?", (row,)).fetchone()
+        return pickle.loads(blob)
+
     def writing_docs(self) -> list[int]:
         """DocIDs of the pages that were being saved when the crawl stopped."""
         return [doc for (doc,) in self.db.execute(
