@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import crawl_bench, frontier_bench, index_bench  # noqa: E402
+from bench import crawl_bench, frontier_bench, index_bench, scale_bench  # noqa: E402
 from bench.common import ROOT, SHARED, machine, unpack_mirror  # noqa: E402
 
 
@@ -26,7 +26,8 @@ def main() -> int:
     # that load pages or an index in this process (in-link counts, query
     # timing) come after every measured child process.
     crawls, indexing = crawl_bench.run(mirror), index_bench.run(mirror)
-    sections = crawls + indexing + frontier_bench.run(mirror)
+    scale = scale_bench.run()
+    sections = crawls + indexing + scale + frontier_bench.run(mirror)
     report = "\n".join([
         "# Benchmark results", "",
         f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",

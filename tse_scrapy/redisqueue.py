@@ -19,6 +19,8 @@ import logging
 
 from scrapy_redis.queue import PriorityQueue
 
+from .serialize import request_to_dict
+
 logger = logging.getLogger(__name__)
 
 # Scores are depth * LEVEL + push number.  Lua prints numbers with 14
@@ -104,6 +106,9 @@ class LeasedLevelQueue(PriorityQueue):
         self._renew = server.register_script(_RENEW)
         self._ack = server.register_script(_ACK)
         self._own_seen = server.register_script(_OWN_SEEN)
+
+    def _encode_request(self, request):
+        return self.serializer.dumps(request_to_dict(request, self.spider))
 
     def push(self, request) -> None:
         self.push_unseen(request, None)

@@ -31,6 +31,7 @@ from . import pagedir
 from .crawlstate import crawl_state
 from .frontier import FRONTIERS, StoredRequest, request_depth
 from .progress import is_found_link, log_link
+from .serialize import request_to_dict
 from .signals import page_done
 
 logger = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ class TseScheduler(BaseScheduler):
             self.replacements.append(request)
         else:
             if self.state is not None:
-                request.meta["tse_row"] = self.state.push(request.to_dict(spider=self.spider))
+                request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
             self.frontier.push(StoredRequest(request.meta["tse_row"], request_depth(request))
                                if self.stored else request)
             if is_found_link(request):
