@@ -123,6 +123,24 @@ def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
     check_shared_directory(pagedir, graph, tmp_path, proxy)
 
 
+def test_a_worker_stopped_with_ctrl_c_hands_its_pages_back_at_once(redis_url, site, tmp_path):
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    long_leases = ("--name", "ctrlc", "-s", "TSE_LEASE_SECONDS=60")
+    first = tse_worker(redis_url, pagedir, proxy, *long_leases)
+    while len(os.listdir(pagedir)) < 6:
+        assert first.poll() is None
+        time.sleep(0.02)
+    first.send_signal(signal.SIGINT)
+    assert finish([first])[0][0] == 1                  # interrupted
+    leases = redis.Redis.from_url(redis_url).zrangebyscore("tse:ctrlc:leases", 1, "+inf")
+    assert leases == []                                 # none left to run out
+    second = tse_worker(redis_url, pagedir, proxy, *long_leases)
+    assert finish([second], timeout=40)[0][0] == 0      # no 60 s wait for a lease
+    check_shared_directory(pagedir, graph, tmp_path, proxy)
+
+
 def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_path):
     graph, proxy = site
     pagedir = tmp_path / "pages"

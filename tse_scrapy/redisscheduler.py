@@ -54,8 +54,6 @@ class RedisTseScheduler(Scheduler):
         scheduler.crawler = crawler
         scheduler.heartbeat = distributed.heartbeat
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
-        crawler.signals.connect(scheduler._item_not_saved, signal=signals.item_dropped)
-        crawler.signals.connect(scheduler._item_not_saved, signal=signals.item_error)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)
         return scheduler
@@ -71,7 +69,8 @@ class RedisTseScheduler(Scheduler):
         if self._renewal.running:
             self._renewal.stop()
         if self.leases:
-            # Stopped early (Ctrl-C, an error): other workers take these now.
+            # Stopped early (Ctrl-C, a page that could not be written): other
+            # workers take these pages now.
             logger.info("Returning %d leased request(s) to the frontier", len(self.leases))
             self.queue.give_back(self.leases)
             self.leases.clear()
@@ -139,11 +138,6 @@ class RedisTseScheduler(Scheduler):
 
     def _item_saved(self, item, response, **kwargs):
         self._over(getattr(response, "request", None))
-
-    def _item_not_saved(self, item, response, **kwargs):
-        # The page could not be written: the crawl stops and close() returns
-        # the lease, so another worker saves it.
-        pass
 
     def _spider_error(self, failure, response, **kwargs):
         self._over(getattr(response, "request", None) or getattr(failure, "request", None), unreserve=True)

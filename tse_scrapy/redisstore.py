@@ -29,12 +29,19 @@ from .urls import normalize_url
 SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
 
 
+# The keys of one crawl (the frontier's lease keys are named by redisqueue).
+KEY_NAMES = ("params", "seeded", "keep", "finishing", "workers", "frontier", "seen",
+             "doc_id", "reserved", "pages", "free_ids")
+
+
 @dataclass(frozen=True)
 class CrawlKeys:
+    """``keys.frontier`` is ``tse:NAME:frontier``, and so on for KEY_NAMES."""
+
     name: str
 
     def __getattr__(self, key: str) -> str:
-        if key.startswith("_"):
+        if key not in KEY_NAMES:
             raise AttributeError(key)
         return f"tse:{self.name}:{key}"
 
@@ -104,9 +111,6 @@ class RedisCrawl:
 
     def mark_seeded(self) -> None:
         self.server.set(self.keys.seeded, 1)
-
-    def seeded(self) -> bool:
-        return bool(self.server.exists(self.keys.seeded))
 
     # -- docIDs ------------------------------------------------------------
     def reserve_doc_id(self, fingerprint: bytes) -> tuple[int, bool]:
