@@ -153,7 +153,7 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
                            "-s", "TSE_CRAWL_NAME=joined", "-s", f"DOWNLOAD_DELAY={DELAY}"], proxy)
     results = finish([first, second])
     assert [status for status, _, _ in results] == [0, 0], results[1][2][-3000:]
-    assert "Joined distributed crawl joined" in results[1][2]
+    assert f"Distributed crawl joined: seeds {', '.join(SEEDS)}, depth {DEPTH}" in results[1][2]
     assert int(re.search(r"'tse/pages_saved': (\d+)", results[1][2]).group(1)) > 0
     check_shared_directory(pagedir, graph, tmp_path, proxy)
     assert client.exists("tse:joined:params")              # --keep

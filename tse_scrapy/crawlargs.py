@@ -128,11 +128,16 @@ def check_crawl_start(spider_args: dict, setting) -> None:
         args = check_crawl_args(**spider_args)
         check_resume(args, spider_args.get("resume"), setting("JOBDIR"))
         return
-    if str(setting("CLOSESPIDER_PAGECOUNT") or 0) not in ("", "0"):
-        raise ArgumentError("a page limit is not available in a distributed crawl")
+    check_no_page_limit(setting)
     from .redisstore import join_crawl
 
     join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
+
+
+def check_no_page_limit(setting) -> None:
+    """A distributed crawl has no page limit (its workers save pages independently)."""
+    if int(setting("CLOSESPIDER_PAGECOUNT") or 0) or int(setting("TSE_MAX_PAGES") or 0):
+        raise ArgumentError("a page limit is not available in a distributed crawl")
 
 
 def split_list(value) -> list[str]:

@@ -31,7 +31,8 @@ logger = logging.getLogger(__name__)
 
 
 class RedisTseScheduler(Scheduler):
-    def __init__(self, crawl, dupefilter, stats, lease_seconds: float = 30.0, poll_interval: float = 0.1):
+    def __init__(self, crawl, dupefilter, stats, lease_seconds: float = 30.0, poll_interval: float = 0.1,
+                 heartbeat=None):
         queue = partial(LeasedLevelQueue, seen_key=crawl.keys.seen, lease_seconds=lease_seconds)
         super().__init__(crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue,
                          dupefilter=dupefilter)
@@ -42,17 +43,16 @@ class RedisTseScheduler(Scheduler):
         self.leases: set[int] = set()           # held by this worker
         self.replacements: deque = deque()       # redirects and retries of held pages
         self._renewal = task.LoopingCall(self._renew)
-        self.heartbeat = lambda: None       # the worker's "alive" mark, renewed with the leases
+        self.heartbeat = heartbeat or (lambda: None)    # the worker's "alive" mark, with the leases
 
     @classmethod
     def from_crawler(cls, crawler):
         settings = crawler.settings
         dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
         distributed = distributed_crawl(crawler)
-        scheduler = cls(distributed.crawl, dupefilter, crawler.stats,
-                        settings.getfloat("TSE_LEASE_SECONDS"), settings.getfloat("TSE_REDIS_POLL_INTERVAL"))
+        scheduler = cls(distributed.crawl, dupefilter, crawler.stats, settings.getfloat("TSE_LEASE_SECONDS"),
+                        settings.getfloat("TSE_REDIS_POLL_INTERVAL"), distributed.heartbeat)
         scheduler.crawler = crawler
-        scheduler.heartbeat = distributed.heartbeat
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)

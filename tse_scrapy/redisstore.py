@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import socket
-import time
 from dataclasses import dataclass
 
 import redis
@@ -29,8 +28,9 @@ from .urls import normalize_url
 SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
 
 
-# The keys of one crawl (the frontier's lease keys are named by redisqueue).
-KEY_NAMES = ("params", "seeded", "keep", "finishing", "workers", "frontier", "seen",
+# The keys of one crawl; ``leases`` and the frontier's other lease keys are
+# kept by redisqueue, beside ``frontier``.
+KEY_NAMES = ("params", "seeded", "keep", "finishing", "workers", "frontier", "leases", "seen",
              "doc_id", "reserved", "pages", "free_ids")
 
 
@@ -150,7 +150,12 @@ class RedisCrawl:
     # -- workers and the end -----------------------------------------------
     def register_worker(self, worker: str, lease_seconds: float) -> None:
         """Say *worker* is alive (again within *lease_seconds*, or it counts as gone)."""
-        self.server.hset(self.keys.workers, worker, json.dumps({"seen": time.time(), "lease": lease_seconds}))
+        self.server.hset(self.keys.workers, worker, json.dumps({"seen": self.now(), "lease": lease_seconds}))
+
+    def now(self) -> float:
+        """Redis's clock: the one all workers, on any machine, agree on."""
+        seconds, microseconds = self.server.time()
+        return seconds + microseconds / 1e6
 
     def unregister_worker(self, worker: str) -> None:
         self.server.hdel(self.keys.workers, worker)
@@ -177,7 +182,7 @@ class RedisCrawl:
             getattr(pipe, command)(key)
         pipe.hvals(k.workers)
         exists, frontier, leases, seen, pages, workers = pipe.execute()
-        now = time.time()
+        now = self.now()
         alive = sum(1 for entry in map(json.loads, workers) if now - entry["seen"] < entry["lease"])
         return {"crawl": self.name, "exists": bool(exists), "frontier": frontier, "leased": leases,
                 "seen": seen, "saved": pages, "workers": alive}

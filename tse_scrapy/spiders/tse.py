@@ -8,7 +8,7 @@ import tempfile
 
 import scrapy
 
-from ..crawlargs import ArgumentError, check_crawl_args, check_resume
+from ..crawlargs import ArgumentError, check_crawl_args, check_no_page_limit, check_resume
 from ..items import PageItem
 from ..links import extract_links_html, extract_links_tse
 from ..progress import log_progress
@@ -103,10 +103,8 @@ class TseSpider(scrapy.Spider):
         """Create or join the crawl in Redis; its components replace the embedded ones."""
         from ..redisstore import join_crawl
 
-        if settings.getint("CLOSESPIDER_PAGECOUNT") or settings.getint("TSE_MAX_PAGES"):
-            raise ArgumentError("a page limit is not available in a distributed crawl")
-        crawl, args, created = join_crawl(settings["TSE_REDIS_URL"], settings.get("TSE_CRAWL_NAME"),
-                                          self.arguments)
+        check_no_page_limit(settings.get)
+        crawl, args, _ = join_crawl(settings["TSE_REDIS_URL"], settings.get("TSE_CRAWL_NAME"), self.arguments)
         self._check_arguments(args)
         if not self.arguments["seed"]:
             self.seeds = ()
@@ -118,7 +116,8 @@ class TseSpider(scrapy.Spider):
                             ("TSE_HOST_DELAY", settings.getfloat("DOWNLOAD_DELAY")),
                             ("DOWNLOAD_DELAY", 0)):
             settings.set(name, value, priority="cmdline")
-        self.logger.info("%s distributed crawl %s", "Created" if created else "Joined", crawl.name)
+        self.logger.info("Distributed crawl %s: seeds %s, depth %d, prefixes %s, pages in %s", crawl.name,
+                         ", ".join(args.seeds), args.depth, ", ".join(args.prefixes), args.pagedir)
 
     async def start(self):
         seeds = self.crawl_args.seeds if self.seeds is None else self.seeds
