@@ -162,6 +162,28 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
     assert f"saved {len(saved_pages(pagedir))}" in status.stdout.decode()
 
 
+def test_redirects_and_crawl_delay_across_workers(redis_url, site, tmp_path):
+    graph, proxy = site
+    depths = bfs_depths(graph, SEEDS, DEPTH)
+    on_a = sorted((url for url, depth in depths.items() if url.startswith("http://a.test/") and depth in (1, 2)),
+                  key=lambda url: (depths[url], url))
+    moved, target, looping = on_a[0], on_a[-1], on_a[1]
+    proxy.rules[moved.split("//", 1)[1]] = Rule(status=301, location=target)
+    proxy.rules[looping.split("//", 1)[1]] = Rule(status=302, location=looping)
+    (tmp_path / "site" / "c.test" / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.4\n")
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    results = finish([tse_worker(redis_url, pagedir, proxy) for _ in range(2)])
+    assert [status for status, _, _ in results] == [0, 0]
+    c_hits = sorted(hit.time for hit in proxy.hits if hit.key.startswith("c.test/"))
+    assert len(c_hits) > 3 and min(b - a for a, b in zip(c_hits, c_hits[1:])) >= 0.4
+    pages = saved_pages(pagedir)
+    assert len({url for url, _ in pages}) == len(pages)
+    assert moved not in {url for url, _ in pages} and looping not in {url for url, _ in pages}
+    assert any(f"Failed: {looping}" in out for _, out, _ in results)
+    assert set(pages) == single_process_bfs(tmp_path, proxy)
+
+
 def test_bad_distributed_arguments_are_one_line(redis_url, tmp_path):
     for args, message in [(["--redis", redis_url, "--name", "nope"], "no crawl named nope"),
                           ([*crawl_args(tmp_path), "--redis", redis_url, "--order", "tse"], "breadth-first"),

@@ -18,3 +18,17 @@ L = "http://cs50tse.cs.dartmouth.edu/tse/letters/"
 ])
 def test_progress_line_matches_reference(depth, word, url, line):
     assert progress_line(depth, word, url) == line + "\n"
+
+
+@pytest.mark.parametrize("meta, found", [
+    ({"tse_found_at": 0}, True),                       # a link, not yet handed out
+    ({"tse_found_at": 0, "tse_token": 3}, False),      # its redirect or retry (one process)
+    ({"tse_found_at": 0, "tse_lease": 7}, False),      # its redirect or retry (a distributed worker)
+    ({"depth": 0}, False),                             # a seed
+])
+def test_is_found_link(meta, found):
+    import scrapy
+
+    from tse_scrapy.progress import is_found_link
+
+    assert is_found_link(scrapy.Request("http://a.test/", meta=meta)) is found

@@ -60,7 +60,6 @@ class DistributedCrawlExtension:
             self.crawl.remove()
 
 
-
 def fill_doc_id_holes(crawl, directory) -> None:
     """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap."""
     for hole in sorted(crawl.free_doc_ids(), reverse=True):

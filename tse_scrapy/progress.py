@@ -24,5 +24,7 @@ def log_link(request, verdict: str) -> None:
 
 def is_found_link(request) -> bool:
     """True for a request made from a link found while scanning a page, before
-    it is handed out (a redirect or retry of it carries the scheduler's token)."""
-    return "tse_found_at" in request.meta and "tse_token" not in request.meta
+    it is handed out (a redirect or retry of it carries the scheduler's token,
+    or the distributed scheduler's lease)."""
+    meta = request.meta
+    return "tse_found_at" in meta and "tse_token" not in meta and "tse_lease" not in meta

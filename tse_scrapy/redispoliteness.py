@@ -75,7 +75,10 @@ class RedisPolitenessMiddleware:
         self._restart(request)
 
     def _restart(self, request) -> None:
-        host, delay = self.host_delay(request)
+        self._hold(*self.host_delay(request))
+
+    def _hold(self, host: str, delay: float) -> None:
+        """No request to *host*, from any worker, for *delay* seconds from now."""
         if delay > 0:
             self.server.set(lease_key(host), self.worker, px=max(1, int(delay * 1000)))
 
@@ -87,3 +90,6 @@ class RedisPolitenessMiddleware:
         if delay and delay > current:
             logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)
             self.crawl_delays[host] = float(delay)
+            # robots.txt has just been fetched: the longer delay counts from now,
+            # for the other workers too (they learn it from their own robots.txt).
+            self._hold(host, float(delay))
