@@ -18,12 +18,23 @@ from scrapy.exceptions import NotConfigured
 logger = logging.getLogger(__name__)
 
 
+def robots_user_agent(settings) -> str:
+    return settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+
+
+def robots_crawl_delay(robotparser, user_agent: str) -> float | None:
+    """The Crawl-delay robots.txt sets for *user_agent* (Scrapy's parser is protego's)."""
+    crawl_delay = getattr(getattr(robotparser, "rp", None), "crawl_delay", None)
+    delay = crawl_delay(user_agent) if crawl_delay else None
+    return float(delay) if delay else None
+
+
 class Politeness:
     def __init__(self, crawler):
         if crawler.settings.get("TSE_REDIS_URL"):
             raise NotConfigured    # redispoliteness.py keeps the clock in Redis
         self.crawler = crawler
-        self.user_agent = crawler.settings.get("ROBOTSTXT_USER_AGENT") or crawler.settings.get("USER_AGENT")
+        self.user_agent = robots_user_agent(crawler.settings)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -43,11 +54,9 @@ class Politeness:
             slot.lastseen = max(slot.lastseen, monotonic())
 
     def robots_parsed(self, robotparser, request):
-        protego = getattr(robotparser, "rp", None)
-        crawl_delay = getattr(protego, "crawl_delay", None)
-        delay = crawl_delay(self.user_agent) if crawl_delay else None
+        delay = robots_crawl_delay(robotparser, self.user_agent)
         slot = self._slot(request)
         if delay and slot is not None and delay > slot.delay:
             logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, request.url)
-            slot.delay = float(delay)
-            self.crawler.stats.set_value("tse/crawl_delay", float(delay))
+            slot.delay = delay
+            self.crawler.stats.set_value("tse/crawl_delay", delay)

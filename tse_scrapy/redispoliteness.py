@@ -23,6 +23,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 
 from .distributed import distributed_crawl
+from .politeness import robots_crawl_delay, robots_user_agent
 from .redisstore import worker_name
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class RedisPolitenessMiddleware:
             raise NotConfigured
         settings = crawler.settings
         middleware = cls(distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"),
-                         settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"), crawler.stats)
+                         robots_user_agent(settings), crawler.stats)
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware
 
@@ -83,13 +84,11 @@ class RedisPolitenessMiddleware:
             self.server.set(lease_key(host), self.worker, px=max(1, int(delay * 1000)))
 
     def robots_parsed(self, robotparser, request):
-        protego = getattr(robotparser, "rp", None)
-        crawl_delay = getattr(protego, "crawl_delay", None)
-        delay = crawl_delay(self.user_agent) if crawl_delay else None
+        delay = robots_crawl_delay(robotparser, self.user_agent)
         host, current = self.host_delay(request)
         if delay and delay > current:
             logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)
-            self.crawl_delays[host] = float(delay)
+            self.crawl_delays[host] = delay
             # robots.txt has just been fetched: the longer delay counts from now,
             # for the other workers too (they learn it from their own robots.txt).
-            self._hold(host, float(delay))
+            self._hold(host, delay)
