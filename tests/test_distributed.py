@@ -48,10 +48,17 @@ def tse_worker(redis_url, pagedir, proxy, *extra, agent="tse-test"):
 
 
 def finish(workers, timeout=120):
+    """(exit status, stdout, stderr) of each worker; a worker still running at the timeout is killed."""
     results = []
-    for worker in workers:
-        out, err = worker.communicate(timeout=timeout)
-        results.append((worker.returncode, out.decode(), err.decode()))
+    try:
+        for worker in workers:
+            out, err = worker.communicate(timeout=timeout)
+            results.append((worker.returncode, out.decode(), err.decode()))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
     return results
 
 
