@@ -4,10 +4,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test bench deploy clean
+.PHONY: install run test lint bench deploy clean
 
 install: $(STAMP)
 
+# requirements.txt is the pinned lock of everything pyproject.toml declares, extras included.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
@@ -16,10 +17,14 @@ $(STAMP): requirements.txt pyproject.toml
 
 # Serve the demo site on 127.0.0.1 and crawl it into data/demo, one page a second.
 run: install
-	$(PY) demo/run_demo.py data/demo
+	$(PY) -m tse_scrapy.devtools.demo data/demo
 
 test: install
 	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # Benchmarks (not part of `make test`): results go to bench/RESULTS.md.
 bench: install
@@ -29,5 +34,6 @@ bench: install
 deploy: install
 	.venv/bin/scrapyd-deploy local
 
+# Removes what the build made; never data/, where crawls are kept.
 clean:
-	rm -rf $(VENV) data build *.egg-info
+	rm -rf $(VENV) build *.egg-info

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, REPEAT, ROOT, WORK, env_with_proxy, measure  # noqa: E402
-from tse_scrapy.siteserver import SiteServer  # noqa: E402
+from tse_scrapy.devtools.siteserver import SiteServer  # noqa: E402
 
 HOST = "http://cs50tse.cs.dartmouth.edu"
 WIKIPEDIA = f"{HOST}/tse/wikipedia/index.html"
@@ -39,7 +39,7 @@ def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
 
 
 def fast_crawls(mirror: Path) -> list[str]:
-    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.siteserver", str(mirror)],
+    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
     proxy = server.stdout.readline().split()[-1]
     results: dict[str, list[tuple[float, float, int]]] = {}
@@ -86,7 +86,7 @@ def polite_crawl(mirror: Path) -> list[str]:
 def run(mirror: Path) -> list[str]:
     return ["## Fast crawl: mirrored wikipedia, depth 2, through a proxy on 127.0.0.1", "",
             f"`-s DOWNLOAD_DELAY=0`; {REPEAT} rounds, the contenders side by side in each round; medians.",
-            "The proxy is `tse_scrapy/siteserver.py` (Python) in its own process, the same for all.",
+            "The proxy is `tse_scrapy/devtools/siteserver.py` (Python) in its own process, the same for all.",
             "", *fast_crawls(mirror), "",
             "## Polite crawl: toscrape, depth 1, default settings (1 s between requests)",
             "", *polite_crawl(mirror), "",

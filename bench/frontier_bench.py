@@ -12,10 +12,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, WORK, env_with_proxy  # noqa: E402
-from tse_scrapy.siteserver import SiteServer  # noqa: E402
-from tse_scrapy import pagedir  # noqa: E402
-from tse_scrapy.links import extract_links_html  # noqa: E402
-from tse_scrapy.urls import is_internal, normalize_url  # noqa: E402
+from tse_scrapy.devtools.siteserver import SiteServer  # noqa: E402
+from tests.support.pages import page_count  # noqa: E402
+from tse_scrapy.rules import pagedir  # noqa: E402
+from tse_scrapy.rules.links import extract_links_html  # noqa: E402
+from tse_scrapy.rules.urls import is_internal, normalize_url  # noqa: E402
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/wikipedia/index.html"
 LIMIT = 100
@@ -27,13 +28,13 @@ def crawl(server, out: Path, *options) -> list[str]:
     subprocess.run([str(BIN / "tse"), "crawl", SEED, str(out), "2", "-s", "DOWNLOAD_DELAY=0",
                     "-s", "LOG_LEVEL=WARNING", *options], env=env_with_proxy(server.url),
                    stdout=subprocess.DEVNULL, check=True)
-    return [pagedir.read_page(out, i).url for i in range(1, pagedir.page_count(out) + 1)]
+    return [pagedir.read_page(out, i).url for i in range(1, page_count(out) + 1)]
 
 
 def inlink_counts(directory: Path) -> dict[str, int]:
     """For each crawled page, how many other crawled pages link to it."""
     crawled = {}
-    for doc_id in range(1, pagedir.page_count(directory) + 1):
+    for doc_id in range(1, page_count(directory) + 1):
         page = pagedir.read_page(directory, doc_id)
         crawled[page.url] = {u for u in map(normalize_url, extract_links_html(page.body, page.url))
                              if is_internal(u) and u != page.url}

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, REPEAT, SHARED, WORK, env_with_proxy, measure  # noqa: E402
 from tests.support.reference import build_page_directory  # noqa: E402
-from tse_scrapy.siteserver import SiteServer  # noqa: E402
-from tse_scrapy.indexfile import IndexReader, read_index  # noqa: E402
-from tse_scrapy.querier import Querier  # noqa: E402
+from tse_scrapy.devtools.siteserver import SiteServer  # noqa: E402
+from tse_scrapy.index.storage import IndexReader, read_index  # noqa: E402
+from tse_scrapy.index.querier import Querier  # noqa: E402
 
 QUERIES = 1000
 

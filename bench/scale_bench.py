@@ -77,7 +77,7 @@ def pages_in(out: Path) -> int:
 def run(pages: int = PAGES) -> list[str]:
     site, out = WORK / "scale" / "site", WORK / "scale" / "out"
     generate(site, pages)
-    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.siteserver", str(site)],
+    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(site)],
                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
     proxy = server.stdout.readline().split()[-1]
     env = env_with_proxy(proxy)
@@ -110,7 +110,7 @@ def run(pages: int = PAGES) -> list[str]:
         server.wait()
     return ["## Scale: a generated site of " f"{pages:,} pages on {len(HOSTS)} virtual hosts, breadth-first", "",
             f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
-            "127.0.0.1 (`tse_scrapy/siteserver.py`, one Python process). One run each (a round takes "
+            "127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). One run each (a round takes "
             "minutes); the crawls run one after the other on the same 2 cores as the proxy and Redis.",
             "Redis bytes per URL: memory used above the empty server's, divided by the URLs seen, at the "
             "peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",

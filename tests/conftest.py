@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tse_scrapy.siteserver import SiteServer
+from tse_scrapy.devtools.siteserver import SiteServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_SITES = ROOT.parent / "shared" / "tse-sites"
@@ -34,14 +34,6 @@ def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProce
 def run_scrapy(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / "scrapy"), *map(str, args)], capture_output=True,
                           env=env or clean_env(), timeout=timeout, cwd=ROOT)
-
-
-def saved_pages(pagedir: Path) -> list[tuple[str, int]]:
-    """(URL, depth) of each page file, in docID order."""
-    from tse_scrapy import pagedir as pd
-
-    return [(page.url, page.depth) for page in
-            (pd.read_page(pagedir, i) for i in range(1, pd.page_count(pagedir) + 1))]
 
 
 @pytest.fixture

@@ -4,9 +4,10 @@ import re
 
 import pytest
 
-from tse_scrapy.progress import progress_line
-from tests.conftest import run_tse, saved_pages
-from tse_scrapy.siteserver import Rule
+from tse_scrapy.rules.progress import progress_line
+from tests.conftest import run_tse
+from tests.support.pages import saved_pages
+from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 
 FAST = ("-s", "DOWNLOAD_DELAY=0")

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, crawl_name
+from tse_scrapy.rules.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, crawl_name
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 

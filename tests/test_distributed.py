@@ -13,9 +13,10 @@ from collections import defaultdict
 import pytest
 import redis
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse, saved_pages
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
-from tse_scrapy.siteserver import Rule, SiteServer
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
 HOSTS = ["a.test", "b.test", "c.test"]
 SEEDS = ["http://a.test/index.html", "http://b.test/index.html"]

@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from tse_scrapy.progress import progress_line
-from tests.conftest import run_tse, saved_pages
+from tse_scrapy.rules.progress import progress_line
+from tests.conftest import run_tse
+from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
 
 

@@ -5,9 +5,10 @@ import gzip
 
 import pytest
 
-from tse_scrapy.progress import progress_line
-from tests.conftest import run_tse, saved_pages
-from tse_scrapy.siteserver import Rule
+from tse_scrapy.rules.progress import progress_line
+from tests.conftest import run_tse
+from tests.support.pages import saved_pages
+from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import write_site
 
 PAGE = b"<html><body><p>A page with \xff\xfe invalid UTF-8 and a \0 NUL byte.</p></body></html>\n"

@@ -3,8 +3,8 @@ import os
 import pytest
 from hypothesis import given, strategies as st
 
-from tse_scrapy.indexfile import (IndexFileError, IndexReader, format_index, parse_index, read_index,
-                                  sidecar_path, write_index)
+from tse_scrapy.index.storage import IndexReader, read_index, sidecar_path, write_index
+from tse_scrapy.rules.indexfile import IndexFileError, format_index, parse_index
 
 INDEX = {b"dog": {2: 3, 1: 1}, b"cat": {3: 1, 1: 2}}
 

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from tse_scrapy.links import extract_links_html, extract_links_tse
+from tse_scrapy.rules.links import extract_links_html, extract_links_tse
 
 PAGE = "http://h/dir/page.html"
 

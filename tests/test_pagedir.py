@@ -1,10 +1,11 @@
 import os
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tse_scrapy import pagedir
-from tse_scrapy.pagedir import Page
+from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.pagedir import Page, PageFileError
 
 
 def test_page_file_format(tmp_path):
@@ -12,31 +13,59 @@ def test_page_file_format(tmp_path):
     assert (tmp_path / "1").read_bytes() == b"http://h/x.html\n2\n<html>\r\nbody\n"
 
 
-@given(st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=["Cs"])),
-       st.integers(0, 10), st.binary())
+@given(
+    st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=["Cs"])),
+    st.integers(0, 10),
+    st.binary(),
+)
 def test_encode_decode_round_trip(url, depth, body):
     assert pagedir.decode_page(pagedir.encode_page(Page(url, depth, body))) == Page(url, depth, body)
 
 
-@pytest.mark.parametrize("data", [b"", b"http://h/\n", b"http://h/\nx\nbody\n", b"http://h/\n1\nno newline"])
-def test_decode_rejects_malformed(data):
-    with pytest.raises(ValueError):
+# The one tolerance of every reader: the final newline may be missing.
+@pytest.mark.parametrize(
+    "data, page",
+    [
+        (b"http://h/\n1\nbody\n", Page("http://h/", 1, b"body")),
+        (b"http://h/\n1\nbody\n\n", Page("http://h/", 1, b"body\n")),  # exactly one newline is stripped
+        (b"http://h/\n1\nno final newline", Page("http://h/", 1, b"no final newline")),
+        (b"http://h/\n10\n", Page("http://h/", 10, b"")),
+        (b"\n0\n\n", Page("", 0, b"")),
+    ],
+)
+def test_decode(data, page):
+    assert pagedir.decode_page(data) == page
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"http://h/\n", b"http://h/\n1", b"http://h/\nx\nbody\n", b"http://h/\n 1\nbody\n", b"http://h/\n-1\nb\n"],
+)
+def test_decode_rejects_what_is_not_a_page_file(data):
+    with pytest.raises(PageFileError):
         pagedir.decode_page(data)
 
 
-def test_marker_and_count(tmp_path):
-    assert not pagedir.is_page_directory(tmp_path)
+def test_read_page_names_a_malformed_file(tmp_path):
+    (tmp_path / "3").write_bytes(b"no depth line")
+    with pytest.raises(PageFileError, match=f"^{tmp_path}/3: not a page file"):
+        pagedir.read_page(tmp_path, 3)
+    with pytest.raises(OSError):
+        pagedir.read_page(tmp_path, 4)
+
+
+def test_marker_holds_pages_and_url(tmp_path):
     pagedir.mark(tmp_path)
-    assert pagedir.is_page_directory(tmp_path)
     assert (tmp_path / ".crawler").read_bytes() == b""
-    for i in (1, 2, 4):
-        pagedir.write_page(tmp_path, i, Page("u", 0, b""))
-    assert pagedir.page_count(tmp_path) == 2
-    assert pagedir.read_page(tmp_path, 2) == Page("u", 0, b"")
+    assert not pagedir.holds_pages(tmp_path)
+    pagedir.write_page(tmp_path, 2, Page("http://h/\u00e9.html", 0, b"x" * 100_000))
+    assert pagedir.holds_pages(tmp_path)
+    assert pagedir.read_page_url(tmp_path, 2) == "http://h/\u00e9.html"
+    assert pagedir.read_page(tmp_path, 2) == Page("http://h/\u00e9.html", 0, b"x" * 100_000)
 
 
 def test_failed_write_leaves_no_file(tmp_path):
-    (tmp_path / "3").mkdir()   # the final name cannot be replaced
+    (tmp_path / "3").mkdir()  # the final name cannot be replaced
     with pytest.raises(OSError):
         pagedir.write_page(tmp_path, 3, Page("u", 0, b"x" * 1000))
     assert sorted(os.listdir(tmp_path)) == ["3"]
@@ -48,3 +77,14 @@ def test_write_replaces_atomically(tmp_path):
     pagedir.write_page(tmp_path, 1, Page("new", 1, b"new"), fsync=True)
     assert pagedir.read_page(tmp_path, 1) == Page("new", 1, b"new")
     assert os.listdir(tmp_path) == ["1"]
+
+
+def test_move_and_remove(tmp_path):
+    pagedir.write_page(tmp_path, 5, Page("u5", 1, b"five"))
+    (tmp_path / ".2.partial").write_bytes(b"left by a killed write")
+    pagedir.move_page(tmp_path, 5, 2)
+    assert sorted(os.listdir(tmp_path)) == [".2.partial", "2"]
+    pagedir.remove_partial_files(tmp_path)
+    assert os.listdir(tmp_path) == ["2"]
+    pagedir.remove_page(tmp_path, 2)
+    assert os.listdir(tmp_path) == []

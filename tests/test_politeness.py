@@ -1,6 +1,7 @@
 """Politeness at default settings, measured on a real server's request log."""
 
-from tests.conftest import run_tse, saved_pages
+from tests.conftest import run_tse
+from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 
 LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}

@@ -1,6 +1,6 @@
 import pytest
 
-from tse_scrapy.progress import progress_line
+from tse_scrapy.rules.progress import progress_line
 
 L = "http://cs50tse.cs.dartmouth.edu/tse/letters/"
 
@@ -29,6 +29,6 @@ def test_progress_line_matches_reference(depth, word, url, line):
 def test_is_found_link(meta, found):
     import scrapy
 
-    from tse_scrapy.progress import is_found_link
+    from tse_scrapy.crawl.progresslog import is_found_link
 
     assert is_found_link(scrapy.Request("http://a.test/", meta=meta)) is found

@@ -1,8 +1,8 @@
 """Callback-level tests of `parse`, replayed from scrapy-mock cassettes.
 
 The cassettes (tests/fixtures/cassettes/) were recorded from the demo site
-served on the fixed loopback port below (`python -m tse_scrapy.siteserver
-tse_scrapy/demo_site --port 8765`, then `pytest tests/test_recorded.py` with
+served on the fixed loopback port below (`python -m tse_scrapy.devtools.siteserver
+tse_scrapy/devtools/demo_site --port 8765`, then `pytest tests/test_recorded.py` with
 CI unset); with CI=true scrapy-mock only replays them.  What scrapy-mock cannot
 show (statuses, headers, redirects: it fetches with `requests` and keeps the
 first URL) is tested end to end on the real local server instead.
@@ -10,7 +10,7 @@ first URL) is tested end to end on the real local server instead.
 
 import pytest
 
-from tse_scrapy.items import PageItem
+from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.spiders.tse import TseSpider
 
 SITE = "http://127.0.0.1:8765/"

@@ -7,16 +7,21 @@ import pytest
 import redis
 import scrapy
 
-from tse_scrapy.crawlargs import ArgumentError
-from tse_scrapy.redisqueue import LeasedLevelQueue
-from tse_scrapy.redisstore import RedisCrawl, join_crawl, url_fingerprint
+from tse_scrapy.rules.crawlargs import ArgumentError
+from tse_scrapy.distributed.queue import LeasedLevelQueue
+from tse_scrapy.distributed.join import create_or_join_crawl
+from tse_scrapy.distributed.keys import CrawlKeys
+from tse_scrapy.distributed.store import RedisCrawl, url_fingerprint
 
 SPIDER = scrapy.Spider(name="t")
 SEED = "http://a.test/index.html"
 
 
+KEYS = CrawlKeys("t")
+
+
 def queue(url, lease_seconds=30.0) -> LeasedLevelQueue:
-    return LeasedLevelQueue(redis.Redis.from_url(url), SPIDER, "tse:t:frontier", lease_seconds=lease_seconds)
+    return LeasedLevelQueue(redis.Redis.from_url(url), SPIDER, KEYS.frontier, keys=KEYS, lease_seconds=lease_seconds)
 
 
 def push(q, path, depth) -> bool:
@@ -73,7 +78,7 @@ def test_renewed_leases_do_not_expire(redis_url):
     for _ in range(4):
         time.sleep(0.15)
         assert q.renew([lease]) == 1
-    assert q.pop() is None and q.leased_count() == 1
+    assert q.pop() is None and q.server.zcard(KEYS.leases) == 1
 
 
 def test_given_back_leases_are_taken_at_once(redis_url):
@@ -92,7 +97,7 @@ def test_seen_keys_owned_by_an_expired_lease_are_forgotten(redis_url):
     assert not q.own_seen(lease, target)
     time.sleep(0.3)
     assert q.pop().url.endswith("/a")
-    assert q.server.sismember(q.seen_key, target) == 0   # the second fetch may follow it again
+    assert q.server.sismember(KEYS.seen, target) == 0   # the second fetch may follow it again
 
 
 def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
@@ -110,12 +115,12 @@ def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
 
 
 def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_path):
-    crawl, args, created = join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
+    crawl, args, created = create_or_join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
                                                             prefix="http://a.test/"))
     assert created and args.order == "bfs"
-    joined, joined_args, created = join_crawl(redis_url, crawl.name, {})
+    joined, joined_args, created = create_or_join_crawl(redis_url, crawl.name, {})
     assert not created and joined_args == args
-    again, _, created = join_crawl(redis_url, None, dict(seed=SEED, depth=2))
+    again, _, created = create_or_join_crawl(redis_url, None, dict(seed=SEED, depth=2))
     assert again.name == crawl.name and not created
 
 
@@ -127,20 +132,20 @@ def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_p
     ("bad name", {}, "crawl name must be"),
 ])
 def test_joining_is_refused_with_one_line(redis_url, tmp_path, name, arguments, message):
-    join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/"))
+    create_or_join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/"))
     with pytest.raises(ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        join_crawl(redis_url, name, arguments)
+        create_or_join_crawl(redis_url, name, arguments)
 
 
 def test_an_unreachable_redis_is_one_line(tmp_path):
     with pytest.raises(ArgumentError, match="cannot use Redis at redis://127.0.0.1:1/0"):
-        join_crawl("redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
+        create_or_join_crawl("redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
                                                        prefix="http://a.test/"))
 
 
 def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_url, tmp_path):
-    from tse_scrapy import pagedir
-    from tse_scrapy.distributed import fill_doc_id_holes
+    from tse_scrapy.rules import pagedir
+    from tse_scrapy.distributed.extension import fill_doc_id_holes
 
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     keys = [url_fingerprint(f"http://a.test/{n}") for n in range(5)]

@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse, saved_pages
-from tse_scrapy.siteserver import Rule
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import saved_pages
+from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import generate_site, write_site
 
 

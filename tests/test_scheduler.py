@@ -5,10 +5,10 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy import settings as project_settings
-from tse_scrapy.dupefilter import NormalizedUrlDupeFilter
-from tse_scrapy.frontier import LevelFrontier, StackFrontier
-from tse_scrapy.scheduler import TseScheduler
-from tse_scrapy.signals import page_done
+from tse_scrapy.crawl.dupefilter import NormalizedUrlDupeFilter
+from tse_scrapy.crawl.frontier import LevelFrontier, StackFrontier
+from tse_scrapy.crawl.scheduler import TseScheduler
+from tse_scrapy.crawl.signals import page_done
 
 
 def link(url, depth, found_at=None):

@@ -1,7 +1,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from tse_scrapy.urls import DEFAULT_PREFIX, is_internal, normalize_url, remove_dot_segments
+from tse_scrapy.rules.urls import DEFAULT_PREFIX, is_internal, normalize_url, remove_dot_segments
 
 T = "http://cs50tse.cs.dartmouth.edu/tse/"
 

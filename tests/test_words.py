@@ -1,7 +1,12 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from tse_scrapy.words import page_words, word_counts
+from tse_scrapy.rules.words import page_words as page_words_bytes
+from tse_scrapy.rules.words import word_counts
+
+
+def page_words(body):
+    return [word.decode("ascii") for word in page_words_bytes(body)]
 
 
 @pytest.mark.parametrize("body, words", [

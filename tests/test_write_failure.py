@@ -6,7 +6,8 @@ import signal
 
 import pytest
 
-from tests.conftest import run_scrapy, run_tse, saved_pages
+from tests.conftest import run_scrapy, run_tse
+from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 
 LIMIT = 256 * 1024      # room for the crawl state; not for the big page

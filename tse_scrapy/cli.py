@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
-from .crawlargs import ArgumentError, check_crawl_start
+from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
+
+# Each command imports what it needs when it runs: `tse query` starts without
+# loading Scrapy, and a crawl of one process without loading Redis.
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         # One line, no usage dump: the reference printed a single message.
-        self.exit(2, f"{self.prog}: {message}\n")
+        self.exit(USAGE, f"{self.prog}: {message}\n")
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -89,12 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     options = parser.parse_args(argv)
     if options.command is None:
         parser.print_help(sys.stderr)
-        return 2
+        return USAGE
     handler = {"crawl": crawl, "status": status, "index": index, "indextest": indextest,
                "query": query}[options.command]
     try:
@@ -104,12 +109,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         # Before Scrapy has installed its own Ctrl-C handling.
         sys.stderr.write(f"tse {options.command}: interrupted\n")
-        return 130
+        return INTERRUPTED
 
 
-def _fail(command: str, message: str) -> int:
+def _one_line(command: str, message: str, status: int = FAILED) -> int:
+    """Say *message* on stderr as `tse COMMAND: message`; return *status*."""
     sys.stderr.write(f"tse {command}: {message}\n")
-    return 1
+    return status
 
 
 class Refused(ValueError):
@@ -132,44 +138,45 @@ class _Failed(Exception):
 
 
 @contextmanager
-def _one_line_errors(command: str, path: str):
+def _one_line_errors(command: str, path: str) -> Iterator[None]:
     """What a user's files can make a command fail with: one line on stderr, exit 1."""
-    from .indexer import PageDirError
-    from .indexfile import IndexFileError
+    from .index.indexer import PageDirError
+    from .rules.indexfile import IndexFileError
+    from .rules.pagedir import PageFileError
 
     try:
         yield
-    except (Refused, PageDirError, IndexFileError) as error:
-        raise _Failed(_fail(command, str(error))) from None
+    except (Refused, PageDirError, PageFileError, IndexFileError) as error:
+        raise _Failed(_one_line(command, str(error))) from None
     except OSError as error:
-        raise _Failed(_fail(command, f"{error.filename or path}: {error.strerror}")) from None
+        raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}")) from None
 
 
-def index(options) -> int:
-    from .indexer import build_index, check_page_directory
-    from .indexfile import write_index
+def index(options: argparse.Namespace) -> int:
+    from .index.indexer import build_index, check_page_directory
+    from .index.storage import write_index
 
     with _one_line_errors("index", options.indexfile):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
         write_index(options.indexfile, build_index(options.pagedir))
-    return 0
+    return OK
 
 
-def indextest(options) -> int:
-    from .indexfile import read_index, write_index
+def indextest(options: argparse.Namespace) -> int:
+    from .index.storage import read_index, write_index
 
     with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
         _require_writable(options.new)
         write_index(options.new, loaded, sidecar=False)
-    return 0
+    return OK
 
 
-def query(options) -> int:
-    from .indexer import check_page_directory
-    from .indexfile import IndexReader
-    from .querier import Querier, run
+def query(options: argparse.Namespace) -> int:
+    from .index.indexer import check_page_directory
+    from .index.querier import Querier, run
+    from .index.storage import IndexReader
 
     with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir)
@@ -178,40 +185,46 @@ def query(options) -> int:
         run(Querier(options.pagedir, reader))
     except KeyboardInterrupt:
         sys.stdout.write("\n")
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`tse query ... | head`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    return 0
+        return BROKEN_PIPE
+    return OK
 
 
-def status(options) -> int:
+def status(options: argparse.Namespace) -> int:
     import time
 
-    import redis
+    from .rules.crawlargs import ArgumentError
 
-    from .redisstore import RedisCrawl, connect
+    try:
+        import redis
 
+        from .distributed.store import RedisCrawl, connect
+    except ImportError as error:
+        return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
     try:
         crawl = RedisCrawl(connect(options.redis), options.name)
         while True:
             shown = crawl.status()
             if not shown["exists"]:
-                sys.stderr.write(f"tse status: no crawl named {options.name} in Redis at {options.redis}\n")
-                return 1
+                return _one_line("status", f"no crawl named {options.name} in Redis at {options.redis}")
             print(f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
                   f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}", flush=True)
             if not options.every:
-                return 0
+                return OK
             time.sleep(options.every)
     except (ArgumentError, redis.RedisError) as error:
-        return _fail("status", str(error))
+        return _one_line("status", str(error))
     except KeyboardInterrupt:
-        return 0
+        return OK
 
 
-def crawl(options) -> int:
+def crawl(options: argparse.Namespace) -> int:
+    from .crawlstart import prepare_crawl
+    from .rules.crawlargs import ArgumentError
+
     spider_args = dict(seed=options.seed, pagedir=options.pagedir, depth=options.depth,
                        order=options.order, links=options.links, prefix=options.prefix,
                        allow=options.allow, deny=options.deny, deny_ext=options.deny_ext)
@@ -222,15 +235,16 @@ def crawl(options) -> int:
         if value is not None:
             given[name] = value
     try:
-        check_crawl_start(spider_args, given.get)
+        start = prepare_crawl(spider_args, given.get)
     except ArgumentError as error:
-        sys.stderr.write(f"tse crawl: {error}\n")
-        return 2
+        return _one_line("crawl", str(error), USAGE)
+    if start.nothing_to_do:
+        return _one_line("crawl", start.nothing_to_do, OK)
     # Scrapy is imported only once the arguments are known to be good.
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings
 
-    from .runner import report
+    from .crawl.outcome import report
     from .spiders.tse import TseSpider
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
@@ -241,7 +255,7 @@ def crawl(options) -> int:
     process.crawl(crawler, **{k: v for k, v in spider_args.items() if v is not None})
     process.start()
     if process.bootstrap_failed:
-        return 1
+        return FAILED
     return report("tse crawl", crawler)
 
 

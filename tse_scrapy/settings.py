@@ -29,23 +29,20 @@ DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 # last, is saved after all its links are queued.
 CONCURRENT_ITEMS = 1
 
-SCHEDULER = "tse_scrapy.scheduler.TseScheduler"
-DUPEFILTER_CLASS = "tse_scrapy.dupefilter.NormalizedUrlDupeFilter"
+SCHEDULER = "tse_scrapy.crawl.scheduler.TseScheduler"
+DUPEFILTER_CLASS = "tse_scrapy.crawl.dupefilter.NormalizedUrlDupeFilter"
 DOWNLOADER_MIDDLEWARES = {
-    "tse_scrapy.replay.ReplayMiddleware": 10,
+    "tse_scrapy.resume.replay.ReplayMiddleware": 10,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "tse_scrapy.offsite.PrefixOffsiteMiddleware": 50,
+    "tse_scrapy.crawl.offsite.PrefixOffsiteMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "tse_scrapy.robots.TseRobotsTxtMiddleware": 100,
-    # Distributed crawls only; last before the download handler.
-    "tse_scrapy.redispoliteness.RedisPolitenessMiddleware": 950,
+    "tse_scrapy.crawl.robots.TseRobotsTxtMiddleware": 100,
 }
-ITEM_PIPELINES = {"tse_scrapy.pipelines.PageDirPipeline": 300}
+ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
-    "tse_scrapy.distributed.DistributedCrawlExtension": 0,
-    "tse_scrapy.crawlstate.CrawlStateExtension": 0,
-    "tse_scrapy.politeness.Politeness": 500,
+    "tse_scrapy.resume.extension.CrawlStateExtension": 0,
+    "tse_scrapy.crawl.politeness.Politeness": 500,
 }
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
@@ -55,25 +52,27 @@ TSE_ORDER = "tse"
 TSE_PREFIXES = ["http://cs50tse.cs.dartmouth.edu/tse/"]
 TSE_PAGEDIR = None
 TSE_ARGUMENTS = {}
-TSE_ALLOW = []          # regular expressions a URL must match one of (urlfilter.py)
+TSE_ALLOW = []          # regular expressions a URL must match one of (crawl/urlfilter.py)
 TSE_DENY = []           # regular expressions a URL must match none of
 TSE_DENY_EXT = None     # None: the TSE rule (.htm* only); else extensions to refuse
 
-# order=priority: the class that scores a queued URL (frontier.py).
-TSE_PRIORITIZER = "tse_scrapy.frontier.InlinkPrioritizer"
+# order=priority: the class that scores a queued URL (crawl/frontier.py).
+TSE_PRIORITIZER = "tse_scrapy.crawl.frontier.InlinkPrioritizer"
 # Stop after exactly this many saved pages (0: no limit); CLOSESPIDER_PAGECOUNT
 # is taken as this, since Scrapy's own count overshoots under concurrency.
 TSE_MAX_PAGES = 0
 
-# Durable crawl state (tse_scrapy/state.py): in PAGEDIR/.tse-state.sqlite,
+# Durable crawl state (resume/statedb.py): in PAGEDIR/.tse-state.sqlite,
 # removed when the crawl finishes, or in JOBDIR when one is set.  NORMAL
 # survives a killed process; FULL, with TSE_FSYNC, survives a power cut too.
 TSE_STATE_ENABLED = True
 TSE_STATE_SYNCHRONOUS = "NORMAL"
 TSE_FSYNC = False
 
-# Distributed crawls (README "Scaling out"): set TSE_REDIS_URL and every
+# Distributed crawls (docs/distributed.md): set TSE_REDIS_URL and every
 # worker started with the same crawl name shares one breadth-first crawl.
+# Its components (distributed/wiring.py) replace the ones above only then,
+# so a crawl of one process never imports Redis.
 TSE_REDIS_URL = None
 TSE_CRAWL_NAME = None       # default: derived from the seeds
 TSE_REDIS_KEEP = False      # keep a finished crawl's keys in Redis
@@ -88,11 +87,11 @@ TSE_HOST_DELAY = 0.0        # set from DOWNLOAD_DELAY in a distributed crawl
 # `scrapy check tse`: the contracts of spiders/tse.py, run on this site served
 # on 127.0.0.1 (no network), crawled at this depth.
 SPIDER_CONTRACTS = {
-    "tse_scrapy.contracts.LocalSiteContract": 10,
-    "tse_scrapy.contracts.PageDepthContract": 20,
-    "tse_scrapy.contracts.InternalFetchesContract": 30,
+    "tse_scrapy.devtools.contracts.LocalSiteContract": 10,
+    "tse_scrapy.devtools.contracts.PageDepthContract": 20,
+    "tse_scrapy.devtools.contracts.InternalFetchesContract": 30,
 }
-TSE_CHECK_SITE = str(Path(__file__).resolve().parent / "demo_site")
+TSE_CHECK_SITE = str(Path(__file__).resolve().parent / "devtools" / "demo_site")
 TSE_CHECK_DEPTH = 1
 
 LOG_LEVEL = "INFO"

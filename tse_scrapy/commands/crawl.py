@@ -3,43 +3,55 @@ and a failed crawl turned into a non-zero exit status."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 from datetime import datetime
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from ..crawlargs import ArgumentError, check_crawl_start
-from ..runner import report
+from ..crawl.outcome import report
+from ..crawlstart import prepare_crawl
+from ..exitcodes import FAILED, OK, USAGE
+from ..rules.crawlargs import ArgumentError
 from ..spiders.tse import TseSpider
 
 
-def _append_to_log(log_file, message: str) -> None:
-    """Under scrapyd the job's log file is all a user sees: the refusal goes there too."""
+def _append_to_log(log_file: str | None, level: str, message: str) -> None:
+    """Under scrapyd the job's log file is all a user sees: the message goes there too."""
     if not log_file:
         return
     try:
         with open(log_file, "a", encoding="utf-8") as log:
-            log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} [tse] CRITICAL: {message}\n")
+            log.write(f"{datetime.now():%Y-%m-%d %H:%M:%S} [tse] {level}: {message}\n")
     except OSError:
         pass
 
 
 class Command(ScrapyCrawlCommand):
-    def process_options(self, args, opts):
+    """Scrapy's crawl command; for the tse spider, refusals and failures are one line and an exit status."""
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         if args[:1] != [TseSpider.name]:
             return
+        program = f"scrapy crawl {TseSpider.name}"
         try:
             if len(args) > 1:
-                raise ArgumentError(f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)")
-            check_crawl_start(opts.spargs, self.settings.get)
+                raise ArgumentError(
+                    f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)"
+                )
+            start = prepare_crawl(opts.spargs, self.settings.get)
         except ArgumentError as error:
-            message = f"scrapy crawl tse: {error}"
-            sys.stderr.write(message + "\n")
-            _append_to_log(self.settings.get("LOG_FILE"), message)
-            sys.exit(2)
+            self._leave(USAGE, "CRITICAL", f"{program}: {error}")
+        if start.nothing_to_do:
+            self._leave(OK, "INFO", f"{program}: {start.nothing_to_do}")
 
-    def run(self, args, opts):
+    def _leave(self, status: int, level: str, message: str) -> None:
+        sys.stderr.write(message + "\n")
+        _append_to_log(self.settings.get("LOG_FILE"), level, message)
+        sys.exit(status)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             super().run(args, opts)
             return
@@ -47,6 +59,6 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
-            self.exitcode = 1
+            self.exitcode = FAILED
         elif crawler.stats.get_value("finish_reason") is not None:
             self.exitcode = report(f"scrapy crawl {args[0]}", crawler)

@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import scrapy
+from scrapy.http import Response
+from scrapy.settings import Settings
+from twisted.python.failure import Failure
 
-from ..crawlargs import ArgumentError, check_crawl_args, check_no_page_limit, check_resume
-from ..items import PageItem
-from ..links import extract_links_html, extract_links_tse
-from ..progress import log_progress
-from ..siteserver import SiteServer
-from ..signals import page_done
-from ..urls import normalize_url
+from ..crawl.items import PageItem
+from ..crawl.progresslog import log_progress
+from ..crawl.signals import page_done
+from ..crawlstart import prepare_crawl
+from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
+from ..rules.links import EXTRACTORS
+from ..rules.urls import normalize_url
 
-EXTRACTORS = {"html": extract_links_html, "tse": extract_links_tse}
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
 UNFETCHABLE_URL = "data:,"
 
 
@@ -25,19 +32,40 @@ class TseSpider(scrapy.Spider):
 
     name = "tse"
 
-    def __init__(self, seed=None, pagedir=None, depth=None, order=None, links="html",
-                 prefix=None, resume=None, allow=None, deny=None, deny_ext=None, **kwargs):
+    def __init__(
+        self,
+        seed: str | None = None,
+        pagedir: str | None = None,
+        depth: str | int | None = None,
+        order: str | None = None,
+        links: str = "html",
+        prefix: str | None = None,
+        resume: str | None = None,
+        allow: str | None = None,
+        deny: str | None = None,
+        deny_ext: str | None = None,
+        **kwargs: Any,
+    ):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
         super().__init__(**kwargs)
-        self.arguments = dict(seed=seed, pagedir=pagedir, depth=depth, order=order, links=links,
-                              prefix=prefix, allow=allow, deny=deny, deny_ext=deny_ext)
+        self.arguments = dict(
+            seed=seed,
+            pagedir=pagedir,
+            depth=depth,
+            order=order,
+            links=links,
+            prefix=prefix,
+            allow=allow,
+            deny=deny,
+            deny_ext=deny_ext,
+        )
         self.resume = resume
-        self.check_site_url = None
-        self.crawl_args = None
-        self.seeds = None       # a worker joining a distributed crawl brings none
+        self.check_site_url: str | None = None
+        self.crawl_args: CrawlArgs | None = None
+        self.seeds: tuple[str, ...] = ()
         if not self.checking:
             try:
-                self._check_arguments()
+                self._use(check_crawl_args(**self.arguments))
             except ArgumentError:
                 # A worker joining a distributed crawl takes what it lacks
                 # from Redis (from_crawler); elsewhere this is raised there.
@@ -48,88 +76,102 @@ class TseSpider(scrapy.Spider):
         """Run by `scrapy check` without arguments: crawl the local check site."""
         return bool(os.environ.get("SCRAPY_CHECK")) and self.arguments["seed"] is None
 
-    def _check_arguments(self, crawl_args=None):
-        self.crawl_args = crawl_args or check_crawl_args(**self.arguments)
-        self.extract_links = EXTRACTORS[self.crawl_args.links]
-        self.tse_extensions = self.crawl_args.deny_ext is None
+    def _use(self, crawl_args: CrawlArgs) -> None:
+        self.crawl_args = crawl_args
+        self.seeds = crawl_args.seeds
+        self.extract_links = EXTRACTORS[crawl_args.links]
+        self.tse_extensions = crawl_args.deny_ext is None
 
-    def _serve_check_site(self, settings):
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TseSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        settings = crawler.settings
+        if spider.checking:
+            spider._serve_check_site(settings)
+        start = prepare_crawl({**spider.arguments, "resume": spider.resume}, settings.get)
+        spider._use(start.args)
+        if start.distributed_name:
+            spider._join_distributed_crawl(settings, start.distributed_name)
+        elif start.nothing_to_do:
+            spider.logger.info("%s", start.nothing_to_do)
+            spider.seeds = ()
+            settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
+        args = start.args
+        for name, value in (
+            ("TSE_ORDER", args.order),
+            ("TSE_PREFIXES", list(args.prefixes)),
+            ("TSE_PAGEDIR", args.pagedir),
+            ("TSE_ARGUMENTS", args.identity()),
+            ("TSE_ALLOW", list(args.allow)),
+            ("TSE_DENY", list(args.deny)),
+            ("TSE_DENY_EXT", args.deny_ext),
+            # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
+            # never scanning a page at maxDepth.
+            ("DEPTH_LIMIT", args.depth),
+        ):
+            settings.set(name, value, priority="spider")
+        # Scrapy's CLOSESPIDER_PAGECOUNT counts responses and overshoots under
+        # concurrency: the scheduler and the pipeline stop at exactly N pages.
+        limit = settings.getint("CLOSESPIDER_PAGECOUNT")
+        if limit:
+            settings.set("TSE_MAX_PAGES", limit, priority="cmdline")
+            settings.set("CLOSESPIDER_PAGECOUNT", 0, priority="cmdline")
+        return spider
+
+    def _serve_check_site(self, settings: Settings) -> None:
         """For `scrapy check tse`: the check site on 127.0.0.1, a scratch page directory."""
+        from ..devtools.siteserver import SiteServer
+
         self._check_server = SiteServer(settings["TSE_CHECK_SITE"]).start()
         self.check_site_url = self._check_server.url + "/"
-        self.arguments.update(seed=self.check_site_url + "index.html", pagedir=tempfile.mkdtemp(prefix="tse-check-"),
-                              depth=settings["TSE_CHECK_DEPTH"], prefix=self.check_site_url)
-        self._check_arguments()
+        self.arguments.update(
+            seed=self.check_site_url + "index.html",
+            pagedir=tempfile.mkdtemp(prefix="tse-check-"),
+            depth=settings["TSE_CHECK_DEPTH"],
+            prefix=self.check_site_url,
+        )
+        for name, value in (
+            # Contract requests wrap their callbacks: they cannot be stored.
+            ("TSE_STATE_ENABLED", False),
+            ("TSE_REDIS_URL", None),
+            # A site on this machine: no delay, and never through a proxy.
+            ("DOWNLOAD_DELAY", 0),
+            ("HTTPPROXY_ENABLED", False),
+        ):
+            settings.set(name, value, priority="cmdline")
 
-    def closed(self, reason):
+    def _join_distributed_crawl(self, settings: Settings, name: str) -> None:
+        """Use the shared components of distributed crawl *name* instead of the embedded ones."""
+        from ..distributed.wiring import use_distributed_components
+
+        use_distributed_components(settings, name)
+        if not self.arguments["seed"]:
+            self.seeds = ()  # a worker joining with only the crawl's name
+        args = self.crawl_args
+        self.logger.info(
+            "Distributed crawl %s: seeds %s, depth %d, prefixes %s, pages in %s",
+            name,
+            ", ".join(args.seeds),
+            args.depth,
+            ", ".join(args.prefixes),
+            args.pagedir,
+        )
+
+    def closed(self, reason: str) -> None:
         if self.check_site_url:
             self._check_server.stop()
             shutil.rmtree(self.crawl_args.pagedir, ignore_errors=True)
 
-    @classmethod
-    def from_crawler(cls, crawler, *args, **kwargs):
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        if spider.checking:
-            spider._serve_check_site(crawler.settings)
-        if crawler.settings.get("TSE_REDIS_URL") and not spider.checking:
-            spider._join_distributed_crawl(crawler.settings)
-        else:
-            spider._check_arguments(spider.crawl_args)
-            check_resume(spider.crawl_args, spider.resume, crawler.settings.get("JOBDIR"))
-        args = spider.crawl_args
-        if spider.check_site_url:
-            # Contract requests wrap their callbacks: they cannot be stored.
-            crawler.settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
-            crawler.settings.set("DOWNLOAD_DELAY", 0, priority="cmdline")   # a local site
-        crawler.settings.set("TSE_ORDER", args.order, priority="spider")
-        crawler.settings.set("TSE_PREFIXES", list(args.prefixes), priority="spider")
-        crawler.settings.set("TSE_PAGEDIR", args.pagedir, priority="spider")
-        crawler.settings.set("TSE_ARGUMENTS", args.identity(), priority="spider")
-        crawler.settings.set("TSE_ALLOW", list(args.allow), priority="spider")
-        crawler.settings.set("TSE_DENY", list(args.deny), priority="spider")
-        crawler.settings.set("TSE_DENY_EXT", args.deny_ext, priority="spider")
-        # Scrapy's CLOSESPIDER_PAGECOUNT counts responses and overshoots under
-        # concurrency: the scheduler and the pipeline stop at exactly N pages.
-        limit = crawler.settings.getint("CLOSESPIDER_PAGECOUNT")
-        if limit:
-            crawler.settings.set("TSE_MAX_PAGES", limit, priority="cmdline")
-            crawler.settings.set("CLOSESPIDER_PAGECOUNT", 0, priority="cmdline")
-        # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
-        # never scanning a page at maxDepth.
-        crawler.settings.set("DEPTH_LIMIT", args.depth, priority="spider")
-        return spider
-
-    def _join_distributed_crawl(self, settings):
-        """Create or join the crawl in Redis; its components replace the embedded ones."""
-        from ..redisstore import join_crawl
-
-        check_no_page_limit(settings.get)
-        crawl, args, _ = join_crawl(settings["TSE_REDIS_URL"], settings.get("TSE_CRAWL_NAME"), self.arguments)
-        self._check_arguments(args)
-        if not self.arguments["seed"]:
-            self.seeds = ()
-        for name, value in (("TSE_CRAWL_NAME", crawl.name),
-                            ("SCHEDULER", "tse_scrapy.redisscheduler.RedisTseScheduler"),
-                            ("DUPEFILTER_CLASS", "tse_scrapy.redisdupefilter.RedisUrlDupeFilter"),
-                            ("TSE_STATE_ENABLED", False),
-                            # One politeness clock per host, in Redis (redispoliteness.py).
-                            ("TSE_HOST_DELAY", settings.getfloat("DOWNLOAD_DELAY")),
-                            ("DOWNLOAD_DELAY", 0)):
-            settings.set(name, value, priority="cmdline")
-        self.logger.info("Distributed crawl %s: seeds %s, depth %d, prefixes %s, pages in %s", crawl.name,
-                         ", ".join(args.seeds), args.depth, ", ".join(args.prefixes), args.pagedir)
-
-    async def start(self):
-        seeds = self.crawl_args.seeds if self.seeds is None else self.seeds
-        for seed in seeds:
+    async def start(self) -> AsyncIterator[scrapy.Request]:
+        for seed in self.seeds:
             yield scrapy.Request(seed, callback=self.parse, errback=self.fetch_failed, meta={"depth": 0})
-        if self.crawler.settings.get("TSE_REDIS_URL") and seeds:
+        if self.crawler.settings.get("TSE_REDIS_URL") and self.seeds:
             # Every seed is queued now: workers may tell an empty frontier from a crawl not begun.
-            from ..distributed import distributed_crawl
+            from ..distributed.extension import distributed_crawl
 
             distributed_crawl(self.crawler).crawl.mark_seeded()
 
-    def parse(self, response):
+    def parse(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """Save the page; below maxDepth, follow its links first.
 
         The page item comes last: the scheduler hands out the next page once
@@ -153,10 +195,16 @@ class TseSpider(scrapy.Spider):
             for link in self.extract_links(response.body, url):
                 yield self._link_request(link, depth, url)
         meta = response.meta
-        yield PageItem(url=url, depth=depth, body=response.body, state_row=meta.get("tse_row"),
-                       doc_id=meta.get("tse_doc_id"), replayed="tse_replay_doc" in meta)
+        yield PageItem(
+            url=url,
+            depth=depth,
+            body=response.body,
+            state_row=meta.get("tse_row"),
+            doc_id=meta.get("tse_doc_id"),
+            replayed="tse_replay_doc" in meta,
+        )
 
-    def parse_at_max_depth(self, response):
+    def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """`parse`, checked on a page at maxDepth: saved, not scanned.
 
         @local_site /about.html
@@ -166,19 +214,19 @@ class TseSpider(scrapy.Spider):
         """
         return self.parse(response)
 
-    def fetch_failed(self, failure):
+    def fetch_failed(self, failure: Failure) -> None:
         request = failure.request
         self._failed(request, request.meta.get("depth", 0))
 
-    def _failed(self, request, depth):
+    def _failed(self, request: scrapy.Request, depth: int) -> None:
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         log_progress(depth, "Failed", self.normalize(first_url) or first_url)
         self.crawler.signals.send_catch_log(page_done, request=request)
 
-    def normalize(self, url):
+    def normalize(self, url: str) -> str | None:
         return normalize_url(url, self.tse_extensions)
 
-    def _link_request(self, link, depth, page_url):
+    def _link_request(self, link: str, depth: int, page_url: str) -> scrapy.Request:
         # External and non-normalizable links are requested too, so that the
         # offsite middleware logs them in link order; it drops them unfetched.
         url = self.normalize(link) or link

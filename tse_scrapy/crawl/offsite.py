@@ -1,0 +1,77 @@
+"""PrefixOffsiteMiddleware: only URLs under the internal prefixes, and allowed
+by the user's filters (``urlfilter``), are fetched (SPEC 1.2).
+
+A downloader middleware, as Scrapy's own OffsiteMiddleware is since 2.11.2,
+so start requests and redirect targets are checked too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from scrapy import Request, Spider, signals
+from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.statscollectors import StatsCollector
+
+from ..rules.urls import DEFAULT_PREFIX, is_internal, normalize_url
+from .progresslog import is_found_link, log_link
+from .urlfilter import UrlFilter
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class PrefixOffsiteMiddleware(OffsiteMiddleware):
+    """Drops requests outside the prefixes (``IgnExtrn``) or refused by the filters (``IgnDeny``)."""
+
+    def __init__(
+        self,
+        stats: StatsCollector,
+        prefixes: Iterable[str] = (DEFAULT_PREFIX,),
+        url_filter: UrlFilter | None = None,
+    ):
+        super().__init__(stats)
+        self.prefixes = tuple(prefixes)
+        self.filter = url_filter or UrlFilter()
+        # robots.txt lives outside any /path/ prefix but must be fetched.
+        self.robots_urls = {_robots_url(prefix) for prefix in self.prefixes}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PrefixOffsiteMiddleware:
+        middleware = cls(crawler.stats, crawler.settings.getlist("TSE_PREFIXES") or [DEFAULT_PREFIX],
+                         UrlFilter.from_settings(crawler.settings))
+        middleware.crawler = crawler
+        crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
+        return middleware
+
+    def request_scheduled(self, request: Request, spider: Spider) -> None:
+        # Found links are judged as they are scheduled, so the log keeps link
+        # order.  Anything else (the seed, a redirect, a retry) is judged at
+        # download time, where a refusal reaches the spider's errback.
+        verdict = self.verdict(request.url) if is_found_link(request) else None
+        if verdict is not None:
+            log_link(request, verdict)
+            self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied")
+            raise IgnoreRequest(f"{verdict}: {request.url}")
+
+    def should_follow(self, request: Request, spider: Spider) -> bool:
+        return self.verdict(request.url) is None
+
+    def verdict(self, url: str) -> str | None:
+        """None for a URL to fetch, else the progress word for ignoring it."""
+        if url in self.robots_urls:
+            return None
+        normalized = normalize_url(url, self.filter.tse_extensions)
+        if not is_internal(normalized, self.prefixes):
+            return "IgnExtrn"
+        if not self.filter.allows(normalized):
+            return "IgnDeny"
+        return None
+
+
+def _robots_url(prefix: str) -> str:
+    parts = urlsplit(prefix)
+    return f"{parts.scheme}://{parts.netloc}/robots.txt"

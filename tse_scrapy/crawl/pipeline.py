@@ -1,0 +1,94 @@
+"""PageDirPipeline: saves each page as the next docID of the page directory."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import DropItem
+from scrapy.utils.defer import deferred_from_coro
+
+from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
+from ..resume.extension import crawl_state
+from ..rules import pagedir
+from .items import PageItem
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class PageDirPipeline:
+    """Writes ``PAGEDIR/.crawler`` at the start, then each page as docID 1, 2, 3 ...
+
+    A page that cannot be written stops the crawl at once (``tse/error``);
+    the files already written stay valid."""
+
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+        self.directory = crawler.settings.get("TSE_PAGEDIR")
+        self.fsync = crawler.settings.getbool("TSE_FSYNC")
+        extension = crawl_state(crawler)
+        self.state = extension.state if extension else None
+        self.next_id = self._first_free_id()
+        self.max_pages = crawler.settings.getint("TSE_MAX_PAGES")
+        self.failed = False
+
+    def _first_free_id(self) -> int:
+        if self.state is None:
+            return 1
+        return max([self.state.next_doc_id(), *(doc + 1 for doc in self.state.writing_docs())])
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageDirPipeline:
+        return cls(crawler)
+
+    def open_spider(self) -> None:
+        try:
+            pagedir.mark(self.directory)
+        except OSError as error:
+            self.fail(f"cannot create {self.directory}/{pagedir.MARKER}: {error.strerror}")
+
+    def process_item(self, item: Any) -> Any:
+        if not isinstance(item, PageItem):
+            return item
+        if self.failed:
+            raise DropItem("the page directory is not writable any more")
+        if self.save(item):
+            self.crawler.stats.inc_value("tse/pages_saved")
+        return item
+
+    def save(self, item: PageItem) -> bool:
+        """Write the page under its docID (and record it in the crawl state); True when saved here."""
+        doc_id = item.doc_id if item.doc_id is not None else self.next_id
+        try:
+            if not item.replayed:
+                if self.state is not None:
+                    self.state.writing(item.state_row, doc_id)
+                self.write(doc_id, item)
+            if self.state is not None:
+                self.state.saved(item.state_row, doc_id)
+        except sqlite3.Error as error:
+            self.fail(f"cannot write the crawl state: {error}")
+            raise DropItem(str(error)) from None
+        self.next_id = max(self.next_id, doc_id + 1)
+        if self.max_pages and self.next_id - 1 >= self.max_pages:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=PAGE_LIMIT))
+        return True
+
+    def write(self, doc_id: int, item: PageItem) -> None:
+        """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
+        try:
+            pagedir.write_page(self.directory, doc_id, pagedir.Page(item.url, item.depth, item.body), fsync=self.fsync)
+        except OSError as error:
+            self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
+            raise DropItem(str(error)) from None
+
+    def fail(self, message: str) -> None:
+        """Stop the crawl at once; what was written stays valid."""
+        self.failed = True
+        logger.error(message)
+        self.crawler.stats.set_value("tse/error", message)
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))

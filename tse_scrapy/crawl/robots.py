@@ -1,0 +1,60 @@
+"""TseRobotsTxtMiddleware: robots.txt that cannot be read means "stay out".
+
+RFC 9309 (2.3.1.3-4): a 4xx robots.txt means no rules; a 5xx answer or a
+network error (a timeout, a reset) means the site is unreachable and the
+crawler must assume complete disallow.  Scrapy allows everything in both
+cases; a polite crawler does not.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.misc import build_from_crawler
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+
+
+class _NoTraceback(logging.Filter):
+    """An unreachable robots.txt is a fact about the site, not a bug: log it
+    on one line, without the traceback Scrapy attaches."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.exc_info = record.exc_text = None
+        return True
+
+
+class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
+    """Scrapy's robots.txt middleware, with a 5xx or unreachable robots.txt as "disallow all"."""
+
+    def __init__(self, crawler: Crawler):
+        super().__init__(crawler)
+        logger = logging.getLogger(RobotsTxtMiddleware.__module__)
+        if not any(isinstance(f, _NoTraceback) for f in logger.filters):
+            logger.addFilter(_NoTraceback())
+
+    # The two hooks below are Scrapy's own (private) ones, as of Scrapy 2.19.
+    async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        if response.status >= 500:
+            self._stats.inc_value("tse/robotstxt_unreachable")
+            response = response.replace(body=DISALLOW_ALL)
+        await super()._parse_robots(response, netloc, request)
+
+    def _robots_error(self, exc: Exception, netloc: str) -> None:
+        if isinstance(exc, IgnoreRequest):
+            super()._robots_error(exc, netloc)
+            return
+        self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
+        self._stats.inc_value("tse/robotstxt_unreachable")
+        waiting = self._parsers[netloc]
+        parser = build_from_crawler(self._parserimpl, self.crawler, DISALLOW_ALL)
+        self._parsers[netloc] = parser
+        waiting.callback(parser)

@@ -1,0 +1,207 @@
+"""TseScheduler: hands out requests in TSE stack order, breadth-first, or by priority.
+
+A page is *in flight* from the moment it is handed out until its item has
+been through the pipelines (or its fetch failed).  ``order=tse`` hands out
+the next page only when none is in flight, so every link of the previous page
+has been pushed (SPEC 2.2.3); ``order=bfs`` hands out a page of depth d only
+when no shallower page is in flight, so every page gets its shortest depth
+at any concurrency; ``order=priority`` keeps at most CONCURRENT_REQUESTS
+pages in flight, so that scores include every link found so far.  With a
+page limit, no more pages are in flight than are still needed.  A request
+that replaces one in flight (a redirect or a retry, which keep the
+``tse_token`` meta key) is served first.
+
+With a durable crawl state (``resume``), every request pushed is also
+written to it, and a resumed crawl starts from what it holds: the pages that
+were being saved first, then the frontier in its order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.misc import build_from_crawler, load_object
+from scrapy.utils.request import request_from_dict
+from twisted.python.failure import Failure
+
+from ..resume.extension import CrawlStateExtension, crawl_state
+from ..rules import pagedir
+from .dupefilter import NormalizedUrlDupeFilter
+from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
+from .progresslog import is_found_link, log_link
+from .serialize import request_to_dict
+from .signals import page_done
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class TseScheduler(BaseScheduler):
+    """Hands out one page at a time in stack order, level by level, or by priority (see above)."""
+
+    def __init__(
+        self,
+        dupefilter: NormalizedUrlDupeFilter,
+        stats: StatsCollector,
+        order: str = "tse",
+        state_extension: CrawlStateExtension | None = None,
+        directory: str | None = None,
+        prioritizer: Prioritizer | None = None,
+        max_pages: int = 0,
+        concurrency: int = 1,
+    ):
+        self.df = dupefilter
+        self.stats = stats
+        self.order = order
+        self.frontier = FRONTIERS[order](prioritizer) if order == "priority" else FRONTIERS[order]()
+        self.max_pages = max_pages
+        self.concurrency = concurrency
+        self.saved = 0
+        self.replacements: deque = deque()
+        self.resumed: deque = deque()       # pages interrupted mid-save, refetched first
+        self.state = state_extension.state if state_extension else None
+        self.resuming = bool(state_extension and state_extension.resuming)
+        self.directory = directory
+        self.in_flight: dict[int, int] = {}  # token -> depth
+        # With a crawl state, the stack and bfs frontiers keep requests on disk
+        # (the priority frontier needs them in memory to score them).
+        self.stored = self.state is not None and order != "priority"
+        self._tokens = itertools.count(1)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> TseScheduler:
+        dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
+        settings = crawler.settings
+        scheduler = cls(dupefilter, crawler.stats, settings.get("TSE_ORDER", "tse"),
+                        crawl_state(crawler), settings.get("TSE_PAGEDIR"),
+                        build_from_crawler(load_object(settings["TSE_PRIORITIZER"]), crawler),
+                        settings.getint("TSE_MAX_PAGES"), settings.getint("CONCURRENT_REQUESTS"))
+        crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
+        for signal in (signals.item_dropped, signals.item_error):
+            crawler.signals.connect(scheduler._item_not_saved, signal=signal)
+        crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
+        crawler.signals.connect(scheduler._page_done, signal=page_done)
+        return scheduler
+
+    def open(self, spider: Spider) -> Any:
+        self.spider = spider
+        if self.resuming:
+            self._restore(spider)
+        return self.df.open()
+
+    def _restore(self, spider: Spider) -> None:
+        """Rebuild the frontier from the durable state and reconcile it with the page files."""
+        pagedir.remove_partial_files(self.directory)
+        self.saved = self.state.next_doc_id() - 1
+        for row, request_dict, writing_doc in self.state.frontier():
+            if writing_doc is None and self.stored:
+                self.frontier.push(StoredRequest(row, (request_dict.get("meta") or {}).get("depth", 0)))
+                continue
+            request = request_from_dict(request_dict, spider=spider)
+            request.meta["tse_row"] = row
+            if writing_doc is None:
+                self.frontier.push(request)
+                continue
+            request.meta["tse_doc_id"] = writing_doc
+            if pagedir.page_path(self.directory, writing_doc).is_file():
+                request.meta["tse_replay_doc"] = writing_doc    # written, not yet recorded
+            self.resumed.append(request)
+        for doc_id, request_dict in self.state.pages():
+            if not pagedir.page_path(self.directory, doc_id).is_file():
+                request = request_from_dict(request_dict, spider=spider)   # recorded, but lost
+                request.meta["tse_doc_id"] = doc_id
+                request.meta.pop("tse_row", None)
+                self.resumed.append(request)
+        logger.info("Resuming: %d pages saved, %d to finish, %d in the frontier",
+                    self.state.next_doc_id() - 1, len(self.resumed), len(self.frontier))
+
+    def close(self, reason: str) -> Any:
+        return self.df.close(reason)
+
+    def has_pending_requests(self) -> bool:
+        return bool(self.frontier) or bool(self.replacements) or bool(self.resumed)
+
+    def enqueue_request(self, request: Request) -> bool:
+        replaces = request.meta.get("tse_token") in self.in_flight
+        if is_found_link(request):
+            self.frontier.found(request)
+        if not request.dont_filter and self.df.request_seen(request):
+            self.df.log(request, self.spider)
+            if replaces:
+                self._release(request)
+            return False
+        if replaces:
+            self.replacements.append(request)
+        else:
+            if self.state is not None:
+                request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
+            self.frontier.push(StoredRequest(request.meta["tse_row"], request_depth(request))
+                               if self.stored else request)
+            if is_found_link(request):
+                log_link(request, "Added")
+        self.stats.inc_value("scheduler/enqueued")
+        return True
+
+    def next_request(self) -> Request | None:
+        if self.replacements:
+            return self._dequeued(self.replacements.popleft())
+        if self.resumed:
+            depth, pop = request_depth(self.resumed[0]), self.resumed.popleft
+        else:
+            depth, pop = self.frontier.next_depth(), self.frontier.pop
+        if depth is None or not self._may_hand_out(depth):
+            return None
+        request = pop()
+        if isinstance(request, StoredRequest):
+            request = self._load(request)
+        token = next(self._tokens)
+        request.meta["tse_token"] = token
+        self.in_flight[token] = request_depth(request)
+        return self._dequeued(request)
+
+    def _load(self, stored: StoredRequest) -> Request:
+        request = request_from_dict(self.state.request(stored.row), spider=self.spider)
+        request.meta["tse_row"] = stored.row
+        return request
+
+    def _may_hand_out(self, depth: int) -> bool:
+        if self.max_pages and self.saved + len(self.in_flight) >= self.max_pages:
+            return False       # enough pages are saved or on their way
+        if self.order == "tse":
+            return not self.in_flight
+        if self.order == "priority":
+            return len(self.in_flight) < self.concurrency
+        return all(in_flight >= depth for in_flight in self.in_flight.values())
+
+    def _dequeued(self, request: Request) -> Request:
+        self.stats.inc_value("scheduler/dequeued")
+        return request
+
+    def _release(self, request: Request | None, *, over: bool = True) -> None:
+        """The page of *request* is no longer in flight; *over* unless it must be
+        fetched again when the crawl resumes (its page file could not be written)."""
+        if request is not None and self.in_flight.pop(request.meta.get("tse_token"), None) is not None:
+            if over and self.state is not None:
+                self.state.finished(request.meta.get("tse_row"))
+
+    def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
+        self.saved += 1
+        self._release(getattr(response, "request", None))
+
+    def _item_not_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
+        self._release(getattr(response, "request", None), over=False)
+
+    def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
+        self._release(getattr(response, "request", None) or getattr(failure, "request", None))
+
+    def _page_done(self, request: Request, **kwargs: Any) -> None:
+        self._release(request)

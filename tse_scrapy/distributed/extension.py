@@ -1,0 +1,84 @@
+"""DistributedCrawlExtension: the Redis side of a distributed crawl (TSE_REDIS_URL).
+
+It connects to the crawl the spider created or joined (``join``) for the
+scheduler, dupefilter, pipeline and politeness middleware, registers this
+worker, and at the end lets exactly one worker clean up: fill docID holes
+left by pages that failed after a dead worker had reserved their docID, and
+remove the crawl's keys (unless a worker was started with TSE_REDIS_KEEP).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import Spider, signals
+from scrapy.exceptions import NotConfigured
+
+from ..exitcodes import SUCCESS_REASONS
+from ..rules import pagedir
+from .store import RedisCrawl, connect, worker_name
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class DistributedCrawlExtension:
+    """This worker's connection to the crawl (``crawl``), its heartbeat and the clean-up at the end."""
+
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        if not settings.get("TSE_REDIS_URL"):
+            raise NotConfigured
+        self.crawler = crawler
+        self.crawl = RedisCrawl(connect(settings["TSE_REDIS_URL"]), settings["TSE_CRAWL_NAME"])
+        if settings.getbool("TSE_REDIS_KEEP"):
+            self.crawl.keep_when_finished()  # whichever worker finishes keeps them
+        self.directory = settings.get("TSE_PAGEDIR")
+        self.worker = worker_name()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DistributedCrawlExtension:
+        extension = cls(crawler)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    def spider_opened(self, spider: Spider) -> None:
+        self.heartbeat()
+        logger.info("Worker %s in distributed crawl %s", self.worker, self.crawl.name)
+
+    def heartbeat(self) -> None:
+        self.crawl.register_worker(self.worker, self.crawler.settings.getfloat("TSE_LEASE_SECONDS"))
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        self.crawl.unregister_worker(self.worker)
+        if reason not in SUCCESS_REASONS or self.crawler.stats.get_value("tse/error"):
+            return
+        status = self.crawl.status()
+        if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
+            return  # not over, or another worker is cleaning up
+        fill_doc_id_holes(self.crawl, self.directory)
+        logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
+        if not self.crawl.kept():
+            self.crawl.remove()
+
+
+def fill_doc_id_holes(crawl: RedisCrawl, directory: str) -> None:
+    """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap."""
+    for hole in sorted(crawl.free_doc_ids(), reverse=True):
+        last = crawl.move_last_doc(hole)
+        if last != hole:
+            pagedir.move_page(directory, last, hole)
+        else:
+            pagedir.remove_page(directory, hole)
+
+
+def distributed_crawl(crawler: Crawler) -> DistributedCrawlExtension:
+    """The worker's extension (a distributed component is built only in a distributed crawl)."""
+    extension = crawler.get_extension(DistributedCrawlExtension)
+    if extension is None:
+        raise NotConfigured("not a distributed crawl (no TSE_REDIS_URL)")
+    return extension

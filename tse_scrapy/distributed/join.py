@@ -1,0 +1,74 @@
+"""Creating a distributed crawl (the first worker) or joining it (every later one).
+
+No Scrapy import: the commands do this before Scrapy starts, so a refused
+worker exits with one line and nothing started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..rules.crawlargs import (
+    ArgumentError,
+    CrawlArgs,
+    check_crawl_args,
+    check_crawl_name,
+    check_no_pages,
+    crawl_name,
+    split_list,
+)
+from ..rules.urls import normalize_url
+from .keys import POLITENESS_NAME
+from .store import RedisCrawl, connect
+
+# The arguments a joining worker may give that must match the crawl's.
+SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
+
+
+def check_no_page_limit(setting: Callable[[str], Any]) -> None:
+    """A distributed crawl has no page limit (its workers save pages independently)."""
+    if int(setting("CLOSESPIDER_PAGECOUNT") or 0) or int(setting("TSE_MAX_PAGES") or 0):
+        raise ArgumentError("a page limit is not available in a distributed crawl")
+
+
+def create_or_join_crawl(
+    redis_url: str, name: str | None, arguments: dict[str, Any]
+) -> tuple[RedisCrawl, CrawlArgs, bool]:
+    """Connect, then create the crawl (first worker) or join it (later workers).
+
+    *arguments* are the spider's (seed, pagedir, depth, ...; a joining worker
+    may give none).  Returns the crawl, its checked arguments (the stored ones,
+    with this worker's pagedir when given) and whether this worker created it.
+    Raises ArgumentError with a one-line message.
+    """
+    given = {
+        key: value for key, value in arguments.items() if value not in (None, "") and key not in ("order", "resume")
+    }
+    if arguments.get("order") not in (None, "", "bfs"):
+        raise ArgumentError(f"a distributed crawl is breadth-first: order={arguments['order']} is not possible")
+    if name is None:
+        if "seed" not in given:
+            raise ArgumentError("a distributed crawl needs its seed(s) or its name (TSE_CRAWL_NAME)")
+        name = crawl_name([normalize_url(url) or url for url in split_list(given["seed"])])
+    if check_crawl_name(name) == POLITENESS_NAME:
+        raise ArgumentError(f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)")
+    crawl = RedisCrawl(connect(redis_url), name)
+    stored = crawl.parameters()
+    if stored is None:
+        if "seed" not in given:
+            raise ArgumentError(
+                f"no crawl named {name} in Redis at {redis_url}: start it with its seed, pagedir and depth"
+            )
+        checked = check_crawl_args(**given, order="bfs")
+        check_no_pages(checked.pagedir)
+        wanted = {**checked.identity(), "pagedir": checked.pagedir}
+        stored = crawl.create(wanted)
+        if stored == wanted:
+            return crawl, checked, True
+    merged = {key: stored.get(key) for key in (*SHARED_ARGUMENTS, "pagedir")}
+    checked = check_crawl_args(**{**merged, **given}, order="bfs")
+    for key in SHARED_ARGUMENTS:
+        if key in given and checked.identity()[key] != stored.get(key):
+            raise ArgumentError(f"crawl {name} has {key}={stored.get(key)}, not {checked.identity()[key]}")
+    return crawl, checked, False

@@ -1,0 +1,104 @@
+"""RedisPolitenessMiddleware: one politeness clock per host, shared by all workers.
+
+Scrapy's download delay is kept per process, so N workers would hit a host N
+times as often.  Here a request to a host first takes the host's lease, a
+Redis key set only if absent (``SET NX PX delay``), and it is set again for
+the delay when the request ends: two requests to one host, from any workers,
+start at least the delay apart, counted from the end of the previous one as
+in a single crawl.  Different hosts proceed in parallel.  The lease keys are
+shared by every crawl on the Redis server, so two crawls of one site are
+polite together too.  A robots.txt Crawl-delay longer than the delay is used.
+
+It sits last before the download handler, and the worker's own delay is
+zero, so the time the lease is taken is the time the request starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy import Request, Spider, signals
+from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.httpobj import urlparse_cached
+
+from ..crawl.politeness import robots_crawl_delay, robots_user_agent
+from .extension import distributed_crawl
+from .keys import politeness_key
+from .store import worker_name
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class RedisPolitenessMiddleware:
+    """A downloader middleware: a request waits for its host's lease, and holds it for the delay."""
+
+    def __init__(
+        self,
+        server: redis.Redis,
+        delay: float,
+        user_agent: str | None = None,
+        stats: StatsCollector | None = None,
+    ):
+        self.server = server
+        self.delay = delay
+        self.user_agent = user_agent
+        self.stats = stats
+        self.crawl_delays: dict[str, float] = {}
+        self.worker = worker_name()
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
+        distributed = distributed_crawl(crawler)
+        settings = crawler.settings
+        middleware = cls(distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"),
+                         robots_user_agent(settings), crawler.stats)
+        crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
+        return middleware
+
+    def host_delay(self, request: Request) -> tuple[str, float]:
+        host = urlparse_cached(request).netloc.lower()
+        return host, max(self.delay, self.crawl_delays.get(host, 0.0))
+
+    async def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        host, delay = self.host_delay(request)
+        if delay <= 0:
+            return None
+        key, milliseconds = politeness_key(host), max(1, int(delay * 1000))
+        while not self.server.set(key, self.worker, px=milliseconds, nx=True):
+            remaining = self.server.pttl(key)
+            if self.stats is not None:
+                self.stats.inc_value("tse/politeness_waits")
+            await asyncio.sleep(max(remaining, 1) / 1000)
+        return None
+
+    def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
+        self._restart(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> None:
+        self._restart(request)
+
+    def _restart(self, request: Request) -> None:
+        self._hold(*self.host_delay(request))
+
+    def _hold(self, host: str, delay: float) -> None:
+        """No request to *host*, from any worker, for *delay* seconds from now."""
+        if delay > 0:
+            self.server.set(politeness_key(host), self.worker, px=max(1, int(delay * 1000)))
+
+    def robots_parsed(self, robotparser: Any, request: Request) -> None:
+        delay = robots_crawl_delay(robotparser, self.user_agent)
+        host, current = self.host_delay(request)
+        if delay and delay > current:
+            logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)
+            self.crawl_delays[host] = delay
+            # robots.txt has just been fetched: the longer delay counts from now,
+            # for the other workers too (they learn it from their own robots.txt).
+            self._hold(host, delay)

@@ -1,0 +1,34 @@
+"""The components a distributed worker uses instead of the single-process ones.
+
+The spider calls ``use_distributed_components`` while the crawler's settings
+can still change, so that none of these is even imported by a crawl of one
+process.
+"""
+
+from __future__ import annotations
+
+from scrapy.settings import Settings
+
+from ..crawl.pipeline import PageDirPipeline
+from .extension import DistributedCrawlExtension
+from .pipeline import SharedPageDirPipeline
+from .politeness import RedisPolitenessMiddleware
+
+
+def use_distributed_components(settings: Settings, crawl_name: str) -> None:
+    """Switch *settings* to the shared frontier, seen set, docIDs and politeness of crawl *crawl_name*."""
+    for name, value in (
+        ("TSE_CRAWL_NAME", crawl_name),
+        ("SCHEDULER", "tse_scrapy.distributed.scheduler.RedisTseScheduler"),
+        ("DUPEFILTER_CLASS", "tse_scrapy.distributed.dupefilter.RedisUrlDupeFilter"),
+        ("TSE_STATE_ENABLED", False),  # Redis is the crawl's durable state
+        # One politeness clock per host, in Redis: the worker's own delay is 0.
+        ("TSE_HOST_DELAY", settings.getfloat("DOWNLOAD_DELAY")),
+        ("DOWNLOAD_DELAY", 0),
+    ):
+        settings.set(name, value, priority="cmdline")
+    # Built before the scheduler, dupefilter, pipeline and middleware that use it.
+    settings.set_in_component_priority_dict("EXTENSIONS", DistributedCrawlExtension, 0)
+    settings.replace_in_component_priority_dict("ITEM_PIPELINES", PageDirPipeline, SharedPageDirPipeline)
+    # Last before the download handler: taking the lease is sending the request.
+    settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedisPolitenessMiddleware, 950)

@@ -1,0 +1,13 @@
+"""Exit statuses and crawl finish reasons: one small module every layer may import."""
+
+OK = 0
+FAILED = 1  # the work failed: a crawl that stopped on an error, a file that cannot be used
+USAGE = 2  # bad arguments: nothing was written or fetched
+INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE)
+
+# Why a crawl ended (Scrapy's finish_reason).  Only the first two are a success.
+FINISHED = "finished"
+PAGE_LIMIT = "closespider_pagecount"  # Scrapy's own name for the same stop
+WRITE_ERROR = "tse_write_error"  # a page file or the crawl state could not be written
+SUCCESS_REASONS = (FINISHED, PAGE_LIMIT)

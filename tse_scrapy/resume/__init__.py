@@ -1,0 +1,1 @@
+"""Crash-safe crawls: the durable crawl state, and continuing a crawl from it (``--resume``)."""

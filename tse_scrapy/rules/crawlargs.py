@@ -1,0 +1,190 @@
+"""The crawler's arguments (SPEC 2.1, 2.4), checked before anything is written or fetched."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from .links import EXTRACTORS
+from .pagedir import MARKER, holds_pages
+from .urls import DEFAULT_PREFIX, is_internal, normalize_url
+
+ORDERS = ("tse", "bfs", "priority")
+MAX_DEPTH = 10
+_CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
+
+
+class ArgumentError(ValueError):
+    """A bad argument; its message is the one line shown to the user."""
+
+
+@dataclass(frozen=True)
+class CrawlArgs:
+    """A crawl's checked arguments: seeds normalized, depth an int, lists as tuples."""
+
+    seeds: tuple[str, ...]
+    pagedir: str
+    depth: int
+    order: str = "tse"
+    links: str = "html"
+    prefixes: tuple[str, ...] = (DEFAULT_PREFIX,)
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+    deny_ext: str | None = None
+
+    @property
+    def seed(self) -> str:
+        return self.seeds[0]
+
+    def identity(self) -> dict[str, Any]:
+        """What a resumed crawl (or a worker joining it) must share with the crawl it continues."""
+        return {
+            "seed": ",".join(self.seeds),
+            "depth": self.depth,
+            "order": self.order,
+            "links": self.links,
+            "prefix": ",".join(self.prefixes),
+            "allow": ",".join(self.allow),
+            "deny": ",".join(self.deny),
+            "deny_ext": self.deny_ext,
+        }
+
+
+def check_crawl_args(
+    seed: Any = None,
+    pagedir: Any = None,
+    depth: Any = None,
+    order: str | None = None,
+    links: str = "html",
+    prefix: Any = None,
+    allow: Any = None,
+    deny: Any = None,
+    deny_ext: Any = None,
+    **_ignored: Any,
+) -> CrawlArgs:
+    """Return the checked arguments, or raise ArgumentError.
+
+    ``seed`` may list several URLs, comma-separated.  Other keyword arguments
+    (``resume``, scrapyd's ``_job``, ...) are ignored.
+    """
+    for name, value in (("seed", seed), ("pagedir", pagedir), ("depth", depth)):
+        if value is None or value == "":
+            raise ArgumentError(f"missing argument: {name}")
+    prefixes = _check_prefixes(prefix)
+    for value, name in ((allow, "allow"), (deny, "deny")):
+        check_patterns(value, name)
+    seeds: list[str] = []
+    for url in split_list(seed):
+        normalized = normalize_url(url, tse_extensions=deny_ext is None)
+        if normalized is None:
+            raise ArgumentError(f"seed URL cannot be normalized: {url}")
+        if not is_internal(normalized, prefixes):
+            raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {url}")
+        if normalized not in seeds:
+            seeds.append(normalized)
+    if not seeds:
+        raise ArgumentError("missing argument: seed")
+    max_depth = _check_depth(depth)
+    order = order or "tse"
+    if order not in ORDERS:
+        raise ArgumentError(f"order must be one of {', '.join(ORDERS)}: {order}")
+    if links not in EXTRACTORS:
+        raise ArgumentError(f"links must be one of {', '.join(EXTRACTORS)}: {links}")
+    _check_pagedir(str(pagedir))
+    return CrawlArgs(
+        tuple(seeds),
+        str(pagedir),
+        max_depth,
+        order,
+        links,
+        prefixes,
+        tuple(split_list(allow)),
+        tuple(split_list(deny)),
+        None if deny_ext is None else ",".join(split_list(deny_ext)),
+    )
+
+
+def check_no_pages(pagedir: str) -> None:
+    """A new crawl starts in a directory without page files: it never mixes with another's."""
+    if holds_pages(pagedir):
+        raise ArgumentError(f"{pagedir} already holds the pages of another crawl; crawl into an empty directory")
+
+
+def crawl_name(seeds: Any) -> str:
+    """The default name of a distributed crawl: the first seed's host and a
+    digest of all the seeds, so workers given the same seeds find each other."""
+    seeds = split_list(seeds)
+    digest = hashlib.sha1(",".join(seeds).encode()).hexdigest()[:10]
+    host = re.sub(r"[^A-Za-z0-9.-]+", "-", urlsplit(seeds[0]).hostname or "crawl") if seeds else "crawl"
+    return f"{host}-{digest}"
+
+
+def check_crawl_name(name: str | None) -> str:
+    """*name* if it can name a distributed crawl (it becomes part of Redis keys)."""
+    if not _CRAWL_NAME.fullmatch(name or ""):
+        raise ArgumentError(f"crawl name must be 1-100 letters, digits, '.', '_' or '-': {name}")
+    return name
+
+
+def split_list(value: str | Iterable[Any] | None) -> list[str]:
+    """``a,b`` (or a list) as a list of non-empty strings."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if str(v)]
+    return [part for part in str(value).split(",") if part]
+
+
+def check_patterns(value: str | Iterable[str] | None, name: str) -> None:
+    """Raise ArgumentError naming the first bad regular expression."""
+    for pattern in split_list(value):
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ArgumentError(f"{name}: bad regular expression {pattern!r}: {error}") from None
+
+
+def is_yes(value: Any) -> bool:
+    """A yes/no argument given as text (``-a resume=yes``) or as a bool."""
+    return value is True or str(value).lower() in ("1", "yes", "true", "on")
+
+
+def _check_prefixes(prefix: Any) -> tuple[str, ...]:
+    if prefix is None:
+        return (DEFAULT_PREFIX,)
+    if not split_list(prefix):
+        raise ArgumentError("prefix is empty")
+    prefixes = []
+    for given in split_list(prefix):
+        normalized = normalize_url(given)
+        if normalized is None or not normalized.lower().startswith(("http://", "https://")):
+            raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {given}")
+        prefixes.append(normalized)
+    return tuple(prefixes)
+
+
+def _check_depth(depth: Any) -> int:
+    text = str(depth).strip()
+    if not text.lstrip("+-").isdigit():
+        raise ArgumentError(f"maxDepth must be an integer: {depth}")
+    value = int(text)
+    if not 0 <= value <= MAX_DEPTH:
+        raise ArgumentError(f"maxDepth must be in [0, {MAX_DEPTH}]: {depth}")
+    return value
+
+
+def _check_pagedir(pagedir: str) -> None:
+    if not os.path.exists(pagedir):
+        raise ArgumentError(f"pageDirectory does not exist: {pagedir}")
+    if not os.path.isdir(pagedir):
+        raise ArgumentError(f"pageDirectory is not a directory: {pagedir}")
+    if not os.access(pagedir, os.W_OK | os.X_OK):
+        raise ArgumentError(f"pageDirectory is not writable: {pagedir}")
+    marker = os.path.join(pagedir, MARKER)
+    if os.path.lexists(marker) and not os.path.isfile(marker):
+        raise ArgumentError(f"cannot create {marker}: not a regular file")

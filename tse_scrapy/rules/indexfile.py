@@ -1,0 +1,58 @@
+"""The index file's text format (SPEC 3): ``word docID count [docID count]...`` a line.
+
+It is written sorted (words, then docIDs ascending) so two runs diff clean;
+it is read back strictly, naming the file and line of the first fault.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TypeAlias
+
+Postings: TypeAlias = dict[int, int]  # docID -> count
+Index: TypeAlias = dict[bytes, Postings]  # word (lowercase ASCII bytes) -> its postings
+
+_WORD = re.compile(rb"[a-z]+")
+_INT = re.compile(rb"[1-9][0-9]*")
+
+
+class IndexFileError(ValueError):
+    """A malformed index file: the message names the file and the line."""
+
+
+def format_index(index: Index) -> bytes:
+    """The text form of *index*, sorted."""
+    lines = []
+    for word in sorted(index):
+        postings = index[word]
+        pairs = " ".join(f"{doc_id} {postings[doc_id]}" for doc_id in sorted(postings))
+        lines.append(f"{word.decode('ascii')} {pairs}\n")
+    return "".join(lines).encode("ascii")
+
+
+def parse_index(data: bytes, name: str = "index") -> Index:
+    """Parse the text form; raise IndexFileError naming *name* and the line."""
+    index: Index = {}
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        word, numbers = fields[0], fields[1:]
+        if not _WORD.fullmatch(word):
+            raise IndexFileError(f"{name}:{number}: not a lowercase word: {_show(word)}")
+        if not numbers or len(numbers) % 2:
+            raise IndexFileError(f"{name}:{number}: expected docID count pairs after the word")
+        bad = next((n for n in numbers if not _INT.fullmatch(n)), None)
+        if bad is not None:
+            raise IndexFileError(f"{name}:{number}: not a positive integer: {_show(bad)}")
+        postings = {int(numbers[i]): int(numbers[i + 1]) for i in range(0, len(numbers), 2)}
+        if len(postings) * 2 != len(numbers):
+            raise IndexFileError(f"{name}:{number}: a docID appears twice for {_show(word)}")
+        if word in index:
+            raise IndexFileError(f"{name}:{number}: the word {_show(word)} appears on two lines")
+        index[word] = postings
+    return index
+
+
+def _show(token: bytes) -> str:
+    return repr(token.decode("ascii", "replace"))

@@ -1,0 +1,103 @@
+"""The page directory (SPEC 2.2.7, 3), shared by the crawler, the indexer and the querier.
+
+A page directory holds an empty ``.crawler`` marker and page files named
+``1, 2, 3 ...`` with no gaps.  A page file is ``URL\\nDEPTH\\n`` + the body
+bytes unchanged + ``\\n`` (the reference appended it).
+
+Every reader parses a page file with ``decode_page``, whose one tolerance is
+the final newline: it is removed when present, and a file without one (made
+by hand, or by another tool) is read as it is.  Anything else that is not a
+URL line, a line of decimal digits and a body is not a page file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..atomicfile import partial_path, write_atomically
+
+MARKER = ".crawler"
+PathLike = str | os.PathLike
+
+
+class PageFileError(ValueError):
+    """A file that is not a page file; the message names it."""
+
+
+@dataclass(frozen=True)
+class Page:
+    """One saved page: its final URL, its depth and the body bytes as fetched."""
+
+    url: str
+    depth: int
+    body: bytes
+
+
+def page_path(pagedir: PathLike, doc_id: int | str) -> Path:
+    return Path(pagedir) / str(doc_id)
+
+
+def mark(pagedir: PathLike) -> None:
+    """Create the empty ``.crawler`` marker (raises OSError on failure)."""
+    with open(Path(pagedir) / MARKER, "wb"):
+        pass
+
+
+def holds_pages(pagedir: PathLike) -> bool:
+    """Whether *pagedir* holds any page file (a name made of digits)."""
+    return any(name.isdigit() for name in os.listdir(pagedir))
+
+
+def encode_page(page: Page) -> bytes:
+    return b"%s\n%d\n%s\n" % (page.url.encode("utf-8", "surrogateescape"), page.depth, page.body)
+
+
+def decode_page(data: bytes) -> Page:
+    """Inverse of ``encode_page``; raises PageFileError on a file that is not a page file."""
+    url, newline, rest = data.partition(b"\n")
+    depth, newline2, body = rest.partition(b"\n")
+    if not (newline and newline2 and depth.isdigit()):
+        raise PageFileError("not a page file (URL, depth, page)")
+    if body.endswith(b"\n"):
+        body = body[:-1]
+    return Page(url.decode("utf-8", "surrogateescape"), int(depth), body)
+
+
+def read_page(pagedir: PathLike, doc_id: int) -> Page:
+    """Page *doc_id* (OSError when it cannot be read, PageFileError naming it when malformed)."""
+    path = page_path(pagedir, doc_id)
+    try:
+        return decode_page(path.read_bytes())
+    except PageFileError as error:
+        raise PageFileError(f"{path}: {error}") from None
+
+
+def read_page_url(pagedir: PathLike, doc_id: int) -> str:
+    """Line 1 of page *doc_id*, without reading the rest (raises OSError)."""
+    with open(page_path(pagedir, doc_id), "rb") as page:
+        return page.readline().rstrip(b"\n").decode("utf-8", "replace")
+
+
+def write_page(pagedir: PathLike, doc_id: int, page: Page, *, fsync: bool = False) -> Path:
+    """Write page file *doc_id* whole or not at all."""
+    path = page_path(pagedir, doc_id)
+    write_atomically(path, encode_page(page), fsync=fsync)
+    return path
+
+
+def remove_partial_files(pagedir: PathLike) -> None:
+    """Remove what an interrupted ``write_page`` left behind."""
+    for path in Path(pagedir).glob(".*.partial"):
+        path.unlink(missing_ok=True)
+
+
+def move_page(pagedir: PathLike, old: int, new: int) -> None:
+    """Give page *old* the docID *new* (the file holds no docID, only its name)."""
+    os.replace(page_path(pagedir, old), page_path(pagedir, new))
+
+
+def remove_page(pagedir: PathLike, doc_id: int) -> None:
+    page_path(pagedir, doc_id).unlink(missing_ok=True)
+    partial_path(page_path(pagedir, doc_id)).unlink(missing_ok=True)

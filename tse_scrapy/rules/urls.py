@@ -1,0 +1,92 @@
+"""URL rules of the TSE (SPEC 1.1-1.2): pure functions, no Scrapy import."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+DEFAULT_PREFIX = "http://cs50tse.cs.dartmouth.edu/tse/"
+
+_REPEATED_SLASHES = re.compile(r"/{2,}")
+_SCHEME_END = re.compile(r"[:/?#]")
+
+
+def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
+    """Return the normalized form of the absolute *url*, or None.
+
+    None means "non-normalizable": relative, empty path, or (unless
+    *tse_extensions* is false) a last path segment whose extension does not
+    begin with ``htm``.
+    """
+    found = _SCHEME_END.search(url)
+    if found is None or found.group() != ":" or found.start() == 0:
+        return None
+    rest = url[found.end():]
+    scheme = url[: found.end()].lower()
+    if rest.startswith("//"):
+        scheme += "//"
+        rest = rest[2:]
+    rest = rest.split("#", 1)[0]
+    authority_end = _first_of(rest, "/?")
+    authority, tail = rest[:authority_end], rest[authority_end:]
+    user, at, host = authority.partition("@")
+    if not at:
+        user, host = "", authority
+    else:
+        user += "@"
+    path, question, query = tail.partition("?")
+    if not path or (tse_extensions and not _extension_ok(path)):
+        return None
+    path = remove_dot_segments(_REPEATED_SLASHES.sub("/", path))
+    return scheme + user + host.lower() + path + question + query
+
+
+def is_internal(normalized_url: str | None, prefixes: Iterable[str] = (DEFAULT_PREFIX,)) -> bool:
+    """True when the normalized URL begins with one of the internal prefixes."""
+    if normalized_url is None:
+        return False
+    return any(normalized_url.startswith(prefix) for prefix in prefixes)
+
+
+def remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4; ``..`` above the root is dropped."""
+    output: list[str] = []
+    while path:
+        if path.startswith("../"):
+            path = path[3:]
+        elif path.startswith("./"):
+            path = path[2:]
+        elif path.startswith("/./"):
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):
+            path = path[3:]
+            if output:
+                output.pop()
+        elif path == "/..":
+            path = "/"
+            if output:
+                output.pop()
+        elif path in (".", ".."):
+            path = ""
+        else:
+            end = path.find("/", 1)
+            if end == -1:
+                end = len(path)
+            output.append(path[:end])
+            path = path[end:]
+    return "".join(output)
+
+
+def _extension_ok(path: str) -> bool:
+    last_segment = path.rsplit("/", 1)[-1]
+    if "." not in last_segment:
+        return True
+    extension = last_segment.rsplit(".", 1)[1]
+    return extension == "" or extension[:3].lower() == "htm"
+
+
+def _first_of(text: str, chars: str) -> int:
+    positions = [i for i in (text.find(c) for c in chars) if i != -1]
+    return min(positions, default=len(text))
