@@ -32,15 +32,19 @@ def env_with_proxy(proxy: str) -> dict:
     return env
 
 
-def measure(command: list[str], env: dict | None = None, stdin: bytes | None = None,
-            ok=(0,)) -> tuple[float, float]:
+def measure(command: list[str], env: dict | None = None, stdin: bytes | None = None, ok=(0,)) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one run of *command*.
 
     Linux counts the parent's resident size at fork in the child's peak, so
     measure from a small parent (before loading anything big in-process)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE if stdin is not None else None,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdin=subprocess.PIPE if stdin is not None else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if stdin is not None:
         process.stdin.write(stdin)
         process.stdin.close()
@@ -52,8 +56,17 @@ def measure(command: list[str], env: dict | None = None, stdin: bytes | None = N
 
 
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     import scrapy
-    return (f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
-            f"Python {platform.python_version()}, Scrapy {scrapy.__version__}")
+
+    return (
+        f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
+        f"Python {platform.python_version()}, Scrapy {scrapy.__version__}"
+    )

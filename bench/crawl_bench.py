@@ -5,6 +5,7 @@ of toscrape depth 1 at the default 1-second politeness.  Run by bench/run.py.
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import statistics
 import subprocess
@@ -14,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, ROOT, WORK, env_with_proxy, measure  # noqa: E402
-from tse_scrapy.devtools.siteserver import SiteServer  # noqa: E402
+from bench.common import BIN, REPEAT, ROOT, WORK, env_with_proxy, measure
+from tse_scrapy.devtools.siteserver import SiteServer
 
 HOST = "http://cs50tse.cs.dartmouth.edu"
 WIKIPEDIA = f"{HOST}/tse/wikipedia/index.html"
@@ -30,17 +31,48 @@ def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
     return {
         "tse-scrapy `order=tse`": ([str(BIN / "tse"), "crawl", WIKIPEDIA, str(out / "tse"), "2", *fast], out / "tse"),
         "tse-scrapy `order=bfs`, `CONCURRENT_REQUESTS=8`": (
-            [str(BIN / "tse"), "crawl", WIKIPEDIA, str(out / "bfs"), "2", "--order", "bfs",
-             "-s", "CONCURRENT_REQUESTS=8", *fast], out / "bfs"),
+            [
+                str(BIN / "tse"),
+                "crawl",
+                WIKIPEDIA,
+                str(out / "bfs"),
+                "2",
+                "--order",
+                "bfs",
+                "-s",
+                "CONCURRENT_REQUESTS=8",
+                *fast,
+            ],
+            out / "bfs",
+        ),
         "`wget -r -l 2 --no-parent`": (
-            ["wget", "-r", "-l", "2", "--no-parent", "-q", "-P", str(out / "wget"),
-             "-e", "use_proxy=yes", "-e", f"http_proxy={proxy}", WIKIPEDIA], out / "wget"),
+            [
+                "wget",
+                "-r",
+                "-l",
+                "2",
+                "--no-parent",
+                "-q",
+                "-P",
+                str(out / "wget"),
+                "-e",
+                "use_proxy=yes",
+                "-e",
+                f"http_proxy={proxy}",
+                WIKIPEDIA,
+            ],
+            out / "wget",
+        ),
     }
 
 
 def fast_crawls(mirror: Path) -> list[str]:
-    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     proxy = server.stdout.readline().split()[-1]
     results: dict[str, list[tuple[float, float, int]]] = {}
     try:
@@ -55,8 +87,7 @@ def fast_crawls(mirror: Path) -> list[str]:
         server.terminate()
         server.wait()
     wget = statistics.median(w for w, _, _ in results["`wget -r -l 2 --no-parent`"])
-    rows = ["| crawler | pages | wall s (median) | pages/s | peak RSS MB | time vs wget |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| crawler | pages | wall s (median) | pages/s | peak RSS MB | time vs wget |", "|---|---|---|---|---|---|"]
     for name, runs in results.items():
         wall = statistics.median(w for w, _, _ in runs)
         rss = statistics.median(r for _, r, _ in runs)
@@ -71,23 +102,36 @@ def polite_crawl(mirror: Path) -> list[str]:
     out.mkdir(parents=True)
     with SiteServer(mirror) as server:
         start = time.perf_counter()
-        subprocess.run([str(BIN / "tse"), "crawl", f"{HOST}/tse/toscrape/index.html", str(out), "1",
-                        "-s", "LOG_LEVEL=WARNING"], env=env_with_proxy(server.url),
-                       stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            [str(BIN / "tse"), "crawl", f"{HOST}/tse/toscrape/index.html", str(out), "1", "-s", "LOG_LEVEL=WARNING"],
+            env=env_with_proxy(server.url),
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
         wall = time.perf_counter() - start
         times = [hit.time for hit in server.hits]
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     pages = sum(1 for p in out.iterdir() if p.name.isdigit())
-    return [f"| pages | requests (robots.txt included) | wall s | bound N x 1 s + 2 s | smallest gap s |",
-            "|---|---|---|---|---|",
-            f"| {pages} | {len(times)} | {wall:.1f} | {pages + 2} | {min(gaps):.3f} |"]
+    return [
+        "| pages | requests (robots.txt included) | wall s | bound N x 1 s + 2 s | smallest gap s |",
+        "|---|---|---|---|---|",
+        f"| {pages} | {len(times)} | {wall:.1f} | {pages + 2} | {min(gaps):.3f} |",
+    ]
 
 
 def run(mirror: Path) -> list[str]:
-    return ["## Fast crawl: mirrored wikipedia, depth 2, through a proxy on 127.0.0.1", "",
-            f"`-s DOWNLOAD_DELAY=0`; {REPEAT} rounds, the contenders side by side in each round; medians.",
-            "The proxy is `tse_scrapy/devtools/siteserver.py` (Python) in its own process, the same for all.",
-            "", *fast_crawls(mirror), "",
-            "## Polite crawl: toscrape, depth 1, default settings (1 s between requests)",
-            "", *polite_crawl(mirror), "",
-            "Gaps are measured on the server's request log, robots.txt included.", ""]
+    return [
+        "## Fast crawl: mirrored wikipedia, depth 2, through a proxy on 127.0.0.1",
+        "",
+        f"`-s DOWNLOAD_DELAY=0`; {REPEAT} rounds, the contenders side by side in each round; medians.",
+        "The proxy is `tse_scrapy/devtools/siteserver.py` (Python) in its own process, the same for all.",
+        "",
+        *fast_crawls(mirror),
+        "",
+        "## Polite crawl: toscrape, depth 1, default settings (1 s between requests)",
+        "",
+        *polite_crawl(mirror),
+        "",
+        "Gaps are measured on the server's request log, robots.txt included.",
+        "",
+    ]

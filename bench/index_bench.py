@@ -18,11 +18,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, SHARED, WORK, env_with_proxy, measure  # noqa: E402
-from tests.support.reference import build_page_directory  # noqa: E402
-from tse_scrapy.devtools.siteserver import SiteServer  # noqa: E402
-from tse_scrapy.index.storage import IndexReader, read_index  # noqa: E402
-from tse_scrapy.index.querier import Querier  # noqa: E402
+from bench.common import BIN, REPEAT, SHARED, WORK, env_with_proxy, measure
+from tests.support.reference import build_page_directory
+from tse_scrapy.devtools.siteserver import SiteServer
+from tse_scrapy.index.querier import Querier
+from tse_scrapy.index.storage import IndexReader, read_index
 
 QUERIES = 1000
 
@@ -38,10 +38,24 @@ def page_directories(mirror: Path) -> dict[str, Path]:
     if not (directories["wikipedia-2"] / "1").is_file():
         directories["wikipedia-2"].mkdir(parents=True, exist_ok=True)
         with SiteServer(mirror) as server:
-            subprocess.run([str(BIN / "tse"), "crawl", "http://cs50tse.cs.dartmouth.edu/tse/wikipedia/index.html",
-                            str(directories["wikipedia-2"]), "2", "--links", "tse", "-s", "DOWNLOAD_DELAY=0",
-                            "-s", "LOG_LEVEL=WARNING"], env=env_with_proxy(server.url),
-                           stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                [
+                    str(BIN / "tse"),
+                    "crawl",
+                    "http://cs50tse.cs.dartmouth.edu/tse/wikipedia/index.html",
+                    str(directories["wikipedia-2"]),
+                    "2",
+                    "--links",
+                    "tse",
+                    "-s",
+                    "DOWNLOAD_DELAY=0",
+                    "-s",
+                    "LOG_LEVEL=WARNING",
+                ],
+                env=env_with_proxy(server.url),
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
     return directories
 
 
@@ -50,8 +64,11 @@ def page_files(directory: Path) -> list[Path]:
 
 
 def indexing(directories: dict[str, Path]) -> list[str]:
-    rows = ["| pages | count | MB | `tse index` s (median) | pages/s | MB/s | peak RSS MB "
-            "| `cat` of the pages s | index / cat |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| pages | count | MB | `tse index` s (median) | pages/s | MB/s | peak RSS MB "
+        "| `cat` of the pages s | index / cat |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, directory in directories.items():
         files = page_files(directory)
         megabytes = sum(p.stat().st_size for p in files) / 1e6
@@ -62,8 +79,10 @@ def indexing(directories: dict[str, Path]) -> list[str]:
         wall = statistics.median(w for w, _ in runs)
         rss = statistics.median(r for _, r in runs)
         read = statistics.median(reads)
-        rows.append(f"| {name} | {len(files)} | {megabytes:.0f} | {wall:.2f} | {len(files) / wall:.0f} "
-                    f"| {megabytes / wall:.1f} | {rss:.0f} | {read:.2f} | {wall / read:.1f}x |")
+        rows.append(
+            f"| {name} | {len(files)} | {megabytes:.0f} | {wall:.2f} | {len(files) / wall:.0f} "
+            f"| {megabytes / wall:.1f} | {rss:.0f} | {read:.2f} | {wall / read:.1f}x |"
+        )
     return rows
 
 
@@ -79,8 +98,9 @@ def start_up(directory: Path, index: Path) -> list[str]:
     rows = ["| run (wikipedia-2 index, empty input) | wall s (median of 5) | peak RSS MB |", "|---|---|---|"]
     for label, command in commands.items():
         runs = [measure(command, stdin=b"") for _ in range(5)]
-        rows.append(f"| {label} | {statistics.median(w for w, _ in runs):.3f} "
-                    f"| {statistics.median(r for _, r in runs):.0f} |")
+        rows.append(
+            f"| {label} | {statistics.median(w for w, _ in runs):.3f} | {statistics.median(r for _, r in runs):.0f} |"
+        )
     return rows
 
 
@@ -104,13 +124,17 @@ def generate_queries(index: Path, count: int, seed: int = 1) -> list[str]:
 
 def latencies(directory: Path, index: Path) -> list[str]:
     queries = generate_queries(index, QUERIES)
-    rows = ["| index opened from | queries | median ms | p99 ms | max ms | documents listed |",
-            "|---|---|---|---|---|---|"]
-    for label, reader in (("the sidecar (as `tse query` does)", IndexReader(index)),
-                          ("the text index, parsed into memory", IndexReader(WORK / "text-only.index"))):
+    rows = [
+        "| index opened from | queries | median ms | p99 ms | max ms | documents listed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, reader in (
+        ("the sidecar (as `tse query` does)", IndexReader(index)),
+        ("the text index, parsed into memory", IndexReader(WORK / "text-only.index")),
+    ):
         querier = Querier(directory, reader)
         for line in queries[:50]:
-            querier.answer(line)          # warm the URL cache the same way for both
+            querier.answer(line)  # warm the URL cache the same way for both
         times, listed = [], 0
         for line in queries:
             start = time.perf_counter()
@@ -118,20 +142,33 @@ def latencies(directory: Path, index: Path) -> list[str]:
             times.append((time.perf_counter() - start) * 1000)
             listed += output.count("\nscore ")
         times.sort()
-        rows.append(f"| {label} | {len(queries)} | {statistics.median(times):.3f} "
-                    f"| {times[int(len(times) * 0.99)]:.3f} | {times[-1]:.2f} | {listed} |")
+        rows.append(
+            f"| {label} | {len(queries)} | {statistics.median(times):.3f} "
+            f"| {times[int(len(times) * 0.99)]:.3f} | {times[-1]:.2f} | {listed} |"
+        )
     return rows
 
 
 def run(mirror: Path) -> list[str]:
     directories = page_directories(mirror)
     wikipedia_index = WORK / "wikipedia-2.index"
-    rows = ["## Indexing", "", f"{REPEAT} rounds, `tse index` and the `cat` baseline side by side; medians.",
-            "wikipedia-2 is crawled in reference order (`--links tse`); toscrape-2 is the reference crawl.",
-            "", *indexing(directories), ""]
+    rows = [
+        "## Indexing",
+        "",
+        f"{REPEAT} rounds, `tse index` and the `cat` baseline side by side; medians.",
+        "wikipedia-2 is crawled in reference order (`--links tse`); toscrape-2 is the reference crawl.",
+        "",
+        *indexing(directories),
+        "",
+    ]
     rows += ["## Querier start-up", "", *start_up(directories["wikipedia-2"], wikipedia_index), ""]
-    rows += ["## Query latency (wikipedia-2)", "",
-             f"{QUERIES} generated queries (bench/index_bench.py, seed 1), timed one by one in-process:",
-             "parse, score, rank and format, URLs from the page files.", "",
-             *latencies(directories["wikipedia-2"], wikipedia_index), ""]
+    rows += [
+        "## Query latency (wikipedia-2)",
+        "",
+        f"{QUERIES} generated queries (bench/index_bench.py, seed 1), timed one by one in-process:",
+        "parse, score, rank and format, URLs from the page files.",
+        "",
+        *latencies(directories["wikipedia-2"], wikipedia_index),
+        "",
+    ]
     return rows

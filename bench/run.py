@@ -12,14 +12,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import crawl_bench, frontier_bench, index_bench, scale_bench  # noqa: E402
-from bench.common import ROOT, SHARED, machine, unpack_mirror  # noqa: E402
+from bench import crawl_bench, frontier_bench, index_bench, scale_bench
+from bench.common import ROOT, SHARED, machine, unpack_mirror
 
 
 def main() -> int:
     if not (SHARED / "mirror.tar.xz").is_file():
-        print(f"bench: {SHARED}/mirror.tar.xz not found; the benchmarks need the reference mirror",
-              file=sys.stderr)
+        print(f"bench: {SHARED}/mirror.tar.xz not found; the benchmarks need the reference mirror", file=sys.stderr)
         return 1
     mirror = unpack_mirror()
     # A child's peak RSS includes its parent's at fork time: the benchmarks
@@ -28,10 +27,16 @@ def main() -> int:
     crawls, indexing = crawl_bench.run(mirror), index_bench.run(mirror)
     scale = scale_bench.run()
     sections = crawls + indexing + scale + frontier_bench.run(mirror)
-    report = "\n".join([
-        "# Benchmark results", "",
-        f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
-        f"Machine: {machine()}.", "", *sections])
+    report = "\n".join(
+        [
+            "# Benchmark results",
+            "",
+            f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
+            f"Machine: {machine()}.",
+            "",
+            *sections,
+        ]
+    )
     (ROOT / "bench" / "RESULTS.md").write_text(report)
     print(report)
     return 0

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, ROOT, WORK, env_with_proxy  # noqa: E402
-from tests.support.redisserver import RedisServer  # noqa: E402
+from bench.common import BIN, ROOT, WORK, env_with_proxy
+from tests.support.redisserver import RedisServer
 
 PAGES = int(os.environ.get("BENCH_SCALE_PAGES", "100000"))
 HOSTS = [f"h{i}.test" for i in range(8)]
@@ -46,21 +46,38 @@ def generate(root: Path, pages: int) -> None:
         anchors = "".join(f'<li><a href="{page_url(t)}">page {t}</a></li>\n' for t in targets)
         (root / HOSTS[i % len(HOSTS)] / f"p{i}.html").write_text(
             f"<html><head><title>Page {i}</title></head><body><h1>Page {i}</h1>\n"
-            f"<p>Words for the index: page number {i} of the scale site.</p>\n<ul>\n{anchors}</ul></body></html>\n")
+            f"<p>Words for the index: page number {i} of the scale site.</p>\n<ul>\n{anchors}</ul></body></html>\n"
+        )
     stamp.touch()
 
 
 def crawl_command(out: Path, *extra: str) -> list[str]:
-    return [str(BIN / "tse"), "crawl", page_url(0), str(out), "10", "--order", "bfs",
-            "--prefix", ",".join(f"http://{host}/" for host in HOSTS), "-s", "DOWNLOAD_DELAY=0",
-            "-s", f"CONCURRENT_REQUESTS={CONCURRENCY}", "-s", "LOG_LEVEL=WARNING", *extra]
+    return [
+        str(BIN / "tse"),
+        "crawl",
+        page_url(0),
+        str(out),
+        "10",
+        "--order",
+        "bfs",
+        "--prefix",
+        ",".join(f"http://{host}/" for host in HOSTS),
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        "-s",
+        f"CONCURRENT_REQUESTS={CONCURRENCY}",
+        "-s",
+        "LOG_LEVEL=WARNING",
+        *extra,
+    ]
 
 
 def run_workers(commands: list[list[str]], env: dict) -> tuple[float, list[float]]:
     """Wall seconds until every command has exited, and each one's peak RSS in MB."""
     start = time.perf_counter()
-    processes = [subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                 for command in commands]
+    processes = [
+        subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for command in commands
+    ]
     rss = []
     for process in processes:
         _, status, usage = os.wait4(process.pid, 0)
@@ -77,19 +94,24 @@ def pages_in(out: Path) -> int:
 def run(pages: int = PAGES) -> list[str]:
     site, out = WORK / "scale" / "site", WORK / "scale" / "out"
     generate(site, pages)
-    server = subprocess.Popen([sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(site)],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(site)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     proxy = server.stdout.readline().split()[-1]
     env = env_with_proxy(proxy)
-    rows = ["| crawl | pages | wall s | pages/s | vs one process | peak RSS MB (each process) | "
-            "Redis peak B/URL | Redis after B/URL |", "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| crawl | pages | wall s | pages/s | vs one process | peak RSS MB (each process) | "
+        "Redis peak B/URL | Redis after B/URL |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     try:
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
         wall, rss = run_workers([crawl_command(out)], env)
         single = pages_in(out) / wall
-        rows.append(f"| one process, `order=bfs` | {pages_in(out)} | {wall:.0f} | {single:.0f} | 1.00x | "
-                    f"{rss[0]:.0f} | - | - |")
+        rows.append(
+            f"| one process, `order=bfs` | {pages_in(out)} | {wall:.0f} | {single:.0f} | 1.00x | {rss[0]:.0f} | - | - |"
+        )
         for workers in WORKERS:
             shutil.rmtree(out)
             out.mkdir()
@@ -101,20 +123,27 @@ def run(pages: int = PAGES) -> list[str]:
                 memory = client.info("memory")
                 seen = sum(client.scard(key) for key in client.scan_iter(match="tse:*:seen"))
             speed = pages_in(out) / wall
-            rows.append(f"| {workers} worker{'s' if workers > 1 else ''} + Redis | {pages_in(out)} | {wall:.0f} | "
-                        f"{speed:.0f} | {speed / single:.2f}x | {', '.join(f'{r:.0f}' for r in rss)} | "
-                        f"{(memory['used_memory_peak'] - baseline) / seen:.0f} | "
-                        f"{(memory['used_memory'] - baseline) / seen:.0f} |")
+            rows.append(
+                f"| {workers} worker{'s' if workers > 1 else ''} + Redis | {pages_in(out)} | {wall:.0f} | "
+                f"{speed:.0f} | {speed / single:.2f}x | {', '.join(f'{r:.0f}' for r in rss)} | "
+                f"{(memory['used_memory_peak'] - baseline) / seen:.0f} | "
+                f"{(memory['used_memory'] - baseline) / seen:.0f} |"
+            )
     finally:
         server.terminate()
         server.wait()
-    return ["## Scale: a generated site of " f"{pages:,} pages on {len(HOSTS)} virtual hosts, breadth-first", "",
-            f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
-            "127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). One run each (a round takes "
-            "minutes); the crawls run one after the other on the same 2 cores as the proxy and Redis.",
-            "Redis bytes per URL: memory used above the empty server's, divided by the URLs seen, at the "
-            "peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",
-            "", *rows, ""]
+    return [
+        f"## Scale: a generated site of {pages:,} pages on {len(HOSTS)} virtual hosts, breadth-first",
+        "",
+        f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
+        "127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). One run each (a round takes "
+        "minutes); the crawls run one after the other on the same 2 cores as the proxy and Redis.",
+        "Redis bytes per URL: memory used above the empty server's, divided by the URLs seen, at the "
+        "peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",
+        "",
+        *rows,
+        "",
+    ]
 
 
 if __name__ == "__main__":

@@ -21,19 +21,27 @@ REFERENCE_HOST = "http://cs50tse.cs.dartmouth.edu"
 
 def clean_env(**extra) -> dict:
     """The environment for a crawl subprocess: no inherited proxy settings."""
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "no_proxy", "all_proxy")}
+    proxies = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
+    env = {k: v for k, v in os.environ.items() if k.lower() not in proxies}
     env.update(extra)
     return env
 
 
 def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "tse"), *map(str, args)], capture_output=True,
-                          env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
+    return subprocess.run(
+        [str(BIN / "tse"), *map(str, args)],
+        capture_output=True,
+        env=env or clean_env(),
+        timeout=timeout,
+        cwd=ROOT,
+        **kwargs,
+    )
 
 
 def run_scrapy(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "scrapy"), *map(str, args)], capture_output=True,
-                          env=env or clean_env(), timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [str(BIN / "scrapy"), *map(str, args)], capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT
+    )
 
 
 @pytest.fixture

@@ -40,9 +40,7 @@ def subsystem(module: str) -> str:
     return part if part in LAYERS else "app"
 
 
-MODULES = {
-    module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "demo_site" not in path.parts
-}
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "demo_site" not in path.parts}
 
 
 def imports(module: str) -> list[tuple[str, int]]:
@@ -91,7 +89,7 @@ def test_no_import_cycle():
         path.append(module)
         for imported in sorted(graph[module]):
             if state.get(imported) == "open":
-                cycle = path[path.index(imported) :] + [imported]
+                cycle = [*path[path.index(imported) :], imported]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if imported not in state:
                 visit(imported)

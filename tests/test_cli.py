@@ -61,28 +61,59 @@ def test_tse_crawl_refuses(site, case):
 def test_scrapy_crawl_refuses(site, case):
     server, pagedir = site
     seed, directory, depth = (fill(v, server, pagedir) for v in BAD[case])
-    spider_args = [f"{name}={value}" for name, value in
-                   (("seed", seed), ("pagedir", directory), ("depth", depth)) if value is not None]
-    options = [x for arg in spider_args + [f"prefix={server.url}/"] for x in ("-a", arg)]
+    spider_args = [
+        f"{name}={value}"
+        for name, value in (("seed", seed), ("pagedir", directory), ("depth", depth))
+        if value is not None
+    ]
+    options = [x for arg in [*spider_args, f"prefix={server.url}/"] for x in ("-a", arg)]
     assert_refused(run_scrapy("crawl", "tse", *options), server, pagedir)
 
 
 def test_extra_arguments_are_refused(site):
     server, pagedir = site
     seed = f"{server.url}/index.html"
-    assert_refused(run_tse("crawl", seed, pagedir, "1", "extra", "--prefix", f"{server.url}/"),
-                   server, pagedir)
-    assert_refused(run_scrapy("crawl", "tse", "extra", "-a", f"seed={seed}", "-a", f"pagedir={pagedir}",
-                              "-a", "depth=1", "-a", f"prefix={server.url}/"), server, pagedir)
-    assert_refused(run_tse("crawl", seed, pagedir, "1", "--order", "random", "--prefix", f"{server.url}/"),
-                   server, pagedir)
+    assert_refused(run_tse("crawl", seed, pagedir, "1", "extra", "--prefix", f"{server.url}/"), server, pagedir)
+    assert_refused(
+        run_scrapy(
+            "crawl",
+            "tse",
+            "extra",
+            "-a",
+            f"seed={seed}",
+            "-a",
+            f"pagedir={pagedir}",
+            "-a",
+            "depth=1",
+            "-a",
+            f"prefix={server.url}/",
+        ),
+        server,
+        pagedir,
+    )
+    assert_refused(
+        run_tse("crawl", seed, pagedir, "1", "--order", "random", "--prefix", f"{server.url}/"), server, pagedir
+    )
 
 
 def test_unknown_spider_arguments_are_ignored(site):
     server, pagedir = site
-    result = run_scrapy("crawl", "tse", "-a", f"seed={server.url}/index.html", "-a", f"pagedir={pagedir}",
-                        "-a", "depth=0", "-a", f"prefix={server.url}/", "-a", "_job=abc123",
-                        "-s", "DOWNLOAD_DELAY=0")
+    result = run_scrapy(
+        "crawl",
+        "tse",
+        "-a",
+        f"seed={server.url}/index.html",
+        "-a",
+        f"pagedir={pagedir}",
+        "-a",
+        "depth=0",
+        "-a",
+        f"prefix={server.url}/",
+        "-a",
+        "_job=abc123",
+        "-s",
+        "DOWNLOAD_DELAY=0",
+    )
     assert result.returncode == 0, result.stderr.decode()
     assert sorted(os.listdir(pagedir)) == [".crawler", "1"]
     assert result.stdout.decode() == f" 0   Fetched: {server.url}/index.html\n"

@@ -4,11 +4,11 @@ import re
 
 import pytest
 
-from tse_scrapy.rules.progress import progress_line
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
-from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
+from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.progress import progress_line
 
 FAST = ("-s", "DOWNLOAD_DELAY=0")
 PROGRESS = re.compile(r"^[ 0-9]\d  *(Fetched|Scanning|Found|IgnExtrn|IgnDupl|Added|Failed): \S+$")
@@ -16,8 +16,7 @@ PROGRESS = re.compile(r"^[ 0-9]\d  *(Fetched|Scanning|Found|IgnExtrn|IgnDupl|Add
 
 def crawl(server, pagedir, depth, *options, seed="index.html"):
     pagedir.mkdir(exist_ok=True)
-    result = run_tse("crawl", f"{server.url}/{seed}", pagedir, depth, "--prefix", f"{server.url}/",
-                     *FAST, *options)
+    result = run_tse("crawl", f"{server.url}/{seed}", pagedir, depth, "--prefix", f"{server.url}/", *FAST, *options)
     return result
 
 
@@ -49,8 +48,14 @@ def test_generated_site_matches_model(tmp_path, serve, order, depth):
 def test_bfs_gives_shortest_depths_where_tse_order_does_not(tmp_path, serve):
     # c is 2 links away through d, but the stack pops a first (the last link
     # pushed) and reaches c through a and b, at depth 3: e is then not crawled.
-    links = {"index.html": ["d.html", "a.html"], "a.html": ["b.html"], "b.html": ["c.html"],
-             "c.html": ["e.html"], "d.html": ["c.html"], "e.html": []}
+    links = {
+        "index.html": ["d.html", "a.html"],
+        "a.html": ["b.html"],
+        "b.html": ["c.html"],
+        "c.html": ["e.html"],
+        "d.html": ["c.html"],
+        "e.html": [],
+    }
     site = write_site(tmp_path / "site", links)
     server = serve(site.root)
     tse = crawl(server, tmp_path / "tse", 3)
@@ -67,23 +72,38 @@ def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
     site = generate_site(tmp_path / "site", pages=120, fanout=4, seed=3)
     server = serve(site.root)
     for name in list(site.links)[::7]:
-        server.rules["/" + name] = Rule(delay=0.05)    # uneven answer times
+        server.rules["/" + name] = Rule(delay=0.05)  # uneven answer times
     result = crawl(server, tmp_path / "out", 4, "--order", "bfs", "-s", "CONCURRENT_REQUESTS=8")
     assert result.returncode == 0
     pages = paths(server, saved_pages(tmp_path / "out"))
     expected = {name: d for name, d in shortest_depths(site).items() if d <= 4 and name not in site.dead}
     assert dict(pages) == expected
-    assert [d for _, d in pages] == sorted(d for _, d in pages)   # saved level by level
-    assert server.max_active > 1                                  # really concurrent
+    assert [d for _, d in pages] == sorted(d for _, d in pages)  # saved level by level
+    assert server.max_active > 1  # really concurrent
 
 
 def test_redirects_failures_robots_and_non_html(tmp_path, serve):
-    links = {"index.html": ["moved.html", "away.html", "dup.html", "gone.html", "broken.html", "partial.html",
-                            "bad.html",
-                            "secret/x.html", "doc.pdf", "ok.html", "mailto:a@b.c",
-                            "https://elsewhere.example/x.html"],
-             "target.html": ["index.html"], "ok.html": [], "secret/x.html": [], "dup.html": [],
-             "bad.html": ["http://h:99999/x.html", "http://a:b:c/x.html", "ok.html"]}
+    links = {
+        "index.html": [
+            "moved.html",
+            "away.html",
+            "dup.html",
+            "gone.html",
+            "broken.html",
+            "partial.html",
+            "bad.html",
+            "secret/x.html",
+            "doc.pdf",
+            "ok.html",
+            "mailto:a@b.c",
+            "https://elsewhere.example/x.html",
+        ],
+        "target.html": ["index.html"],
+        "ok.html": [],
+        "secret/x.html": [],
+        "dup.html": [],
+        "bad.html": ["http://h:99999/x.html", "http://a:b:c/x.html", "ok.html"],
+    }
     site = write_site(tmp_path / "site", links)
     (site.root / "doc.pdf").write_bytes(b"%PDF-1.4")
     (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /secret/\n")
@@ -96,8 +116,12 @@ def test_redirects_failures_robots_and_non_html(tmp_path, serve):
     assert result.returncode == 0, result.stderr.decode()
     u = server.url + "/"
     assert saved_pages(tmp_path / "out") == [
-        (u + "index.html", 0), (u + "ok.html", 1), (u + "bad.html", 1), (u + "dup.html", 1),
-        (u + "target.html", 1)]
+        (u + "index.html", 0),
+        (u + "ok.html", 1),
+        (u + "bad.html", 1),
+        (u + "dup.html", 1),
+        (u + "target.html", 1),
+    ]
     out = result.stdout.decode()
     for failed in ("broken.html", "partial.html", "gone.html", "away.html", "secret/x.html"):
         assert progress_line(1, "Failed", u + failed) in out
@@ -105,12 +129,17 @@ def test_redirects_failures_robots_and_non_html(tmp_path, serve):
     assert progress_line(0, "IgnExtrn", "https://elsewhere.example/x.html") in out
     assert "mailto" not in out
     # links Scrapy cannot represent are logged in their place all the same
-    assert progress_line(1, "Found", "http://h:99999/x.html") + progress_line(1, "IgnExtrn", "http://h:99999/x.html") \
-        + progress_line(1, "Found", "http://a:b:c/x.html") + progress_line(1, "IgnExtrn", "http://a:b:c/x.html") in out
+    assert (
+        progress_line(1, "Found", "http://h:99999/x.html")
+        + progress_line(1, "IgnExtrn", "http://h:99999/x.html")
+        + progress_line(1, "Found", "http://a:b:c/x.html")
+        + progress_line(1, "IgnExtrn", "http://a:b:c/x.html")
+        in out
+    )
     requested = [hit.key for hit in server.hits]
     assert "/secret/x.html" not in requested and "/doc.pdf" not in requested
     assert requested.count("/robots.txt") == 1
-    assert requested.count("/broken.html") == 3       # Scrapy's two retries, then Failed
+    assert requested.count("/broken.html") == 3  # Scrapy's two retries, then Failed
 
 
 def test_redirect_to_a_page_already_seen_is_not_saved_twice(tmp_path, serve):

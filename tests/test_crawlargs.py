@@ -10,35 +10,38 @@ SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 
 
 def test_good_arguments_are_normalized(tmp_path):
-    args = check_crawl_args("HTTP://CS50TSE.cs.dartmouth.edu/tse/letters//index.html", tmp_path, "3",
-                            _job="ignored")
+    args = check_crawl_args("HTTP://CS50TSE.cs.dartmouth.edu/tse/letters//index.html", tmp_path, "3", _job="ignored")
     assert (args.seed, args.depth, args.order, args.links) == (SEED, 3, "tse", "html")
     assert args.prefixes == ("http://cs50tse.cs.dartmouth.edu/tse/",)
 
 
 def test_own_prefixes(tmp_path):
-    args = check_crawl_args("http://127.0.0.1:9/b/x.html", tmp_path, 0,
-                            prefix="http://127.0.0.1:9/a/,HTTP://127.0.0.1:9/b/")
+    args = check_crawl_args(
+        "http://127.0.0.1:9/b/x.html", tmp_path, 0, prefix="http://127.0.0.1:9/a/,HTTP://127.0.0.1:9/b/"
+    )
     assert args.prefixes == ("http://127.0.0.1:9/a/", "http://127.0.0.1:9/b/")
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(seed=None), "missing argument: seed"),
-    (dict(pagedir=""), "missing argument: pagedir"),
-    (dict(depth=None), "missing argument: depth"),
-    (dict(seed="letters/index.html"), "cannot be normalized"),
-    (dict(seed="http://cs50tse.cs.dartmouth.edu/tse/x.pdf"), "cannot be normalized"),
-    (dict(seed="https://en.wikipedia.org/wiki/Algorithm"), "not internal"),
-    (dict(seed="http://cs50tse.cs.dartmouth.edu/index.html"), "not internal"),
-    (dict(depth="two"), "must be an integer"),
-    (dict(depth="1.5"), "must be an integer"),
-    (dict(depth="-1"), "in [0, 10]"),
-    (dict(depth="11"), "in [0, 10]"),
-    (dict(order="dfs"), "order must be one of"),
-    (dict(links="regex"), "links must be one of"),
-    (dict(prefix="not a url"), "prefix must be"),
-    (dict(prefix=","), "prefix is empty"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(seed=None), "missing argument: seed"),
+        (dict(pagedir=""), "missing argument: pagedir"),
+        (dict(depth=None), "missing argument: depth"),
+        (dict(seed="letters/index.html"), "cannot be normalized"),
+        (dict(seed="http://cs50tse.cs.dartmouth.edu/tse/x.pdf"), "cannot be normalized"),
+        (dict(seed="https://en.wikipedia.org/wiki/Algorithm"), "not internal"),
+        (dict(seed="http://cs50tse.cs.dartmouth.edu/index.html"), "not internal"),
+        (dict(depth="two"), "must be an integer"),
+        (dict(depth="1.5"), "must be an integer"),
+        (dict(depth="-1"), "in [0, 10]"),
+        (dict(depth="11"), "in [0, 10]"),
+        (dict(order="dfs"), "order must be one of"),
+        (dict(links="regex"), "links must be one of"),
+        (dict(prefix="not a url"), "prefix must be"),
+        (dict(prefix=","), "prefix is empty"),
+    ],
+)
 def test_bad_arguments(tmp_path, changes, message):
     args = dict(seed=SEED, pagedir=str(tmp_path), depth="2") | changes
     with pytest.raises(ArgumentError, match=message.replace("[", r"\[").replace(".", r"\.")):
@@ -62,20 +65,29 @@ def test_several_seeds_are_normalized_once_each(tmp_path):
     assert args.identity()["seed"] == ",".join(args.seeds)
 
 
-@pytest.mark.parametrize("seed, message", [
-    (f"{SEED},https://elsewhere.example/", "not internal"),
-    (",", "missing argument: seed"),
-])
+@pytest.mark.parametrize(
+    "seed, message",
+    [
+        (f"{SEED},https://elsewhere.example/", "not internal"),
+        (",", "missing argument: seed"),
+    ],
+)
 def test_every_seed_is_checked(tmp_path, seed, message):
     with pytest.raises(ArgumentError, match=message):
         check_crawl_args(seed, tmp_path, 1)
 
 
-@pytest.mark.parametrize("seeds, name", [
-    ([SEED], "cs50tse.cs.dartmouth.edu-" + hashlib.sha1(SEED.encode()).hexdigest()[:10]),
-    (["http://a.test/", "http://b.test/"], "a.test-" + hashlib.sha1(b"http://a.test/,http://b.test/").hexdigest()[:10]),
-    (["http://[::1]:8080/x.html"], "-1-" + hashlib.sha1(b"http://[::1]:8080/x.html").hexdigest()[:10]),
-])
+@pytest.mark.parametrize(
+    "seeds, name",
+    [
+        ([SEED], "cs50tse.cs.dartmouth.edu-" + hashlib.sha1(SEED.encode()).hexdigest()[:10]),
+        (
+            ["http://a.test/", "http://b.test/"],
+            "a.test-" + hashlib.sha1(b"http://a.test/,http://b.test/").hexdigest()[:10],
+        ),
+        (["http://[::1]:8080/x.html"], "-1-" + hashlib.sha1(b"http://[::1]:8080/x.html").hexdigest()[:10]),
+    ],
+)
 def test_crawl_name_examples(seeds, name):
     assert crawl_name(seeds) == name
 

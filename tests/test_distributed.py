@@ -3,6 +3,7 @@
 test proxy.  Each result is compared with a single-process ``order=bfs``
 crawl of the same site and with a model of it."""
 
+import itertools
 import os
 import re
 import signal
@@ -39,13 +40,26 @@ def crawl_args(pagedir):
 
 def start_worker(command, proxy, agent="tse-test"):
     env = clean_env(http_proxy=proxy.url)
-    return subprocess.Popen([*command, "-s", f"USER_AGENT={agent}"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [*command, "-s", f"USER_AGENT={agent}"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def tse_worker(redis_url, pagedir, proxy, *extra, agent="tse-test"):
-    return start_worker([str(BIN / "tse"), "crawl", *crawl_args(pagedir), "--redis", redis_url,
-                         "-s", f"DOWNLOAD_DELAY={DELAY}", *extra], proxy, agent)
+    return start_worker(
+        [
+            str(BIN / "tse"),
+            "crawl",
+            *crawl_args(pagedir),
+            "--redis",
+            redis_url,
+            "-s",
+            f"DOWNLOAD_DELAY={DELAY}",
+            *extra,
+        ],
+        proxy,
+        agent,
+    )
 
 
 def finish(workers, timeout=120):
@@ -66,8 +80,9 @@ def finish(workers, timeout=120):
 def single_process_bfs(tmp_path, proxy):
     pagedir = tmp_path / "single"
     pagedir.mkdir()
-    done = run_tse("crawl", *crawl_args(pagedir), "--order", "bfs", "-s", "DOWNLOAD_DELAY=0",
-                   env=clean_env(http_proxy=proxy.url))
+    done = run_tse(
+        "crawl", *crawl_args(pagedir), "--order", "bfs", "-s", "DOWNLOAD_DELAY=0", env=clean_env(http_proxy=proxy.url)
+    )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     return set(saved_pages(pagedir))
 
@@ -75,10 +90,10 @@ def single_process_bfs(tmp_path, proxy):
 def check_shared_directory(pagedir, graph, tmp_path, proxy):
     pages = saved_pages(pagedir)
     files = {name for name in os.listdir(pagedir) if not name.startswith(".")}
-    assert files == {str(i) for i in range(1, len(pages) + 1)}          # 1..N, no gap
-    assert len({url for url, _ in pages}) == len(pages)                 # each URL once
-    assert set(pages) == set(bfs_depths(graph, SEEDS, DEPTH).items())   # the model
-    assert set(pages) == single_process_bfs(tmp_path, proxy)            # the single crawl
+    assert files == {str(i) for i in range(1, len(pages) + 1)}  # 1..N, no gap
+    assert len({url for url, _ in pages}) == len(pages)  # each URL once
+    assert set(pages) == set(bfs_depths(graph, SEEDS, DEPTH).items())  # the model
+    assert set(pages) == single_process_bfs(tmp_path, proxy)  # the single crawl
     assert not [name for name in os.listdir(pagedir) if name.endswith(".partial")]
 
 
@@ -86,7 +101,7 @@ def host_gaps(proxy) -> dict[str, float]:
     times = defaultdict(list)
     for hit in proxy.hits:
         times[hit.key.split("/", 1)[0]].append(hit.time)
-    return {host: min(b - a for a, b in zip(sorted(t), sorted(t)[1:])) for host, t in times.items()}
+    return {host: min(b - a for a, b in itertools.pairwise(sorted(t))) for host, t in times.items()}
 
 
 def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
@@ -101,9 +116,9 @@ def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
     gaps = host_gaps(proxy)
     assert set(gaps) == set(HOSTS) and min(gaps.values()) >= DELAY, gaps
     saved = [int(m) for _, _, err in results for m in re.findall(r"'tse/pages_saved': (\d+)", err)]
-    assert len([n for n in saved if n > 0]) >= 2, saved        # the work was shared
+    assert len([n for n in saved if n > 0]) >= 2, saved  # the work was shared
     check_shared_directory(pagedir, graph, tmp_path, proxy)
-    assert redis.Redis.from_url(redis_url).keys("tse:*:*") == []   # a finished crawl leaves no keys
+    assert redis.Redis.from_url(redis_url).keys("tse:*:*") == []  # a finished crawl leaves no keys
 
 
 def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
@@ -114,8 +129,9 @@ def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
     proxy.rules[slow_key] = Rule(delay=2.0, times=1)
     pagedir = tmp_path / "pages"
     pagedir.mkdir()
-    workers = [tse_worker(redis_url, pagedir, proxy, "-s", "TSE_LEASE_SECONDS=1.5", agent=f"worker-{i}")
-               for i in range(3)]
+    workers = [
+        tse_worker(redis_url, pagedir, proxy, "-s", "TSE_LEASE_SECONDS=1.5", agent=f"worker-{i}") for i in range(3)
+    ]
     deadline = time.monotonic() + 60
     while not (hits := [hit for hit in proxy.hits if hit.key == slow_key]):
         assert time.monotonic() < deadline, "the slow page was never fetched"
@@ -127,7 +143,7 @@ def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
     survivors = [result for i, result in enumerate(results) if i != victim]
     assert [status for status, _, _ in survivors] == [0, 0]
     assert any("back in the frontier" in err for _, _, err in survivors)
-    assert len([hit for hit in proxy.hits if hit.key == slow_key]) == 2      # fetched again
+    assert len([hit for hit in proxy.hits if hit.key == slow_key]) == 2  # fetched again
     check_shared_directory(pagedir, graph, tmp_path, proxy)
 
 
@@ -141,11 +157,11 @@ def test_a_worker_stopped_with_ctrl_c_hands_its_pages_back_at_once(redis_url, si
         assert first.poll() is None
         time.sleep(0.02)
     first.send_signal(signal.SIGINT)
-    assert finish([first])[0][0] == 1                  # interrupted
+    assert finish([first])[0][0] == 1  # interrupted
     leases = redis.Redis.from_url(redis_url).zrangebyscore("tse:ctrlc:leases", 1, "+inf")
-    assert leases == []                                 # none left to run out
+    assert leases == []  # none left to run out
     second = tse_worker(redis_url, pagedir, proxy, *long_leases)
-    assert finish([second], timeout=40)[0][0] == 0      # no 60 s wait for a lease
+    assert finish([second], timeout=40)[0][0] == 0  # no 60 s wait for a lease
     check_shared_directory(pagedir, graph, tmp_path, proxy)
 
 
@@ -157,14 +173,26 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
     client = redis.Redis.from_url(redis_url)
     while not client.exists("tse:joined:params"):
         time.sleep(0.05)
-    second = start_worker([str(BIN / "scrapy"), "crawl", "tse", "-s", f"TSE_REDIS_URL={redis_url}",
-                           "-s", "TSE_CRAWL_NAME=joined", "-s", f"DOWNLOAD_DELAY={DELAY}"], proxy)
+    second = start_worker(
+        [
+            str(BIN / "scrapy"),
+            "crawl",
+            "tse",
+            "-s",
+            f"TSE_REDIS_URL={redis_url}",
+            "-s",
+            "TSE_CRAWL_NAME=joined",
+            "-s",
+            f"DOWNLOAD_DELAY={DELAY}",
+        ],
+        proxy,
+    )
     results = finish([first, second])
     assert [status for status, _, _ in results] == [0, 0], results[1][2][-3000:]
     assert f"Distributed crawl joined: seeds {', '.join(SEEDS)}, depth {DEPTH}" in results[1][2]
     assert int(re.search(r"'tse/pages_saved': (\d+)", results[1][2]).group(1)) > 0
     check_shared_directory(pagedir, graph, tmp_path, proxy)
-    assert client.exists("tse:joined:params")              # --keep
+    assert client.exists("tse:joined:params")  # --keep
     status = run_tse("status", "--redis", redis_url, "joined")
     assert status.returncode == 0
     assert f"saved {len(saved_pages(pagedir))}" in status.stdout.decode()
@@ -173,15 +201,21 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
 def test_redirects_and_crawl_delay_across_workers(redis_url, site, tmp_path):
     graph, proxy = site
     depths = bfs_depths(graph, SEEDS, DEPTH)
-    on_a = sorted((url for url, depth in depths.items() if url.startswith("http://a.test/") and depth in (1, 2)),
-                  key=lambda url: (depths[url], url))
+    on_a = sorted(
+        (url for url, depth in depths.items() if url.startswith("http://a.test/") and depth in (1, 2)),
+        key=lambda url: (depths[url], url),
+    )
     moved, looping = on_a[0], on_a[1]
     # The target gets moved's depth through the redirect, and no page that
     # shallow links to it: otherwise its depth would depend on which of two
     # pages of one level is fetched first, in any concurrent crawl.
-    target = next(url for url in sorted(graph) if url.startswith("http://a.test/") and url not in (moved, looping)
-                  and all(depths.get(page, DEPTH + 1) > depths[moved] + 1
-                          for page, links in graph.items() if url in links))
+    target = next(
+        url
+        for url in sorted(graph)
+        if url.startswith("http://a.test/")
+        and url not in (moved, looping)
+        and all(depths.get(page, DEPTH + 1) > depths[moved] + 1 for page, links in graph.items() if url in links)
+    )
     proxy.rules[moved.split("//", 1)[1]] = Rule(status=301, location=target)
     proxy.rules[looping.split("//", 1)[1]] = Rule(status=302, location=looping)
     (tmp_path / "site" / "c.test" / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.4\n")
@@ -190,20 +224,22 @@ def test_redirects_and_crawl_delay_across_workers(redis_url, site, tmp_path):
     results = finish([tse_worker(redis_url, pagedir, proxy) for _ in range(2)])
     assert [status for status, _, _ in results] == [0, 0]
     c_hits = sorted(hit.time for hit in proxy.hits if hit.key.startswith("c.test/"))
-    assert len(c_hits) > 3 and min(b - a for a, b in zip(c_hits, c_hits[1:])) >= 0.4
+    assert len(c_hits) > 3 and min(b - a for a, b in itertools.pairwise(c_hits)) >= 0.4
     pages = saved_pages(pagedir)
     assert len({url for url, _ in pages}) == len(pages)
     assert moved not in {url for url, _ in pages} and looping not in {url for url, _ in pages}
-    assert (target, depths[moved]) in pages                # saved under its own URL, at moved's depth
+    assert (target, depths[moved]) in pages  # saved under its own URL, at moved's depth
     assert any(f"Failed: {looping}" in out for _, out, _ in results)
     assert set(pages) == single_process_bfs(tmp_path, proxy)
 
 
 def test_bad_distributed_arguments_are_one_line(redis_url, tmp_path):
-    for args, message in [(["--redis", redis_url, "--name", "nope"], "no crawl named nope"),
-                          ([*crawl_args(tmp_path), "--redis", redis_url, "--order", "tse"], "breadth-first"),
-                          ([*crawl_args(tmp_path), "--redis", redis_url, "--max-pages", "5"], "page limit"),
-                          ([*crawl_args(tmp_path), "--redis", "redis://127.0.0.1:1/0"], "cannot use Redis")]:
+    for args, message in [
+        (["--redis", redis_url, "--name", "nope"], "no crawl named nope"),
+        ([*crawl_args(tmp_path), "--redis", redis_url, "--order", "tse"], "breadth-first"),
+        ([*crawl_args(tmp_path), "--redis", redis_url, "--max-pages", "5"], "page limit"),
+        ([*crawl_args(tmp_path), "--redis", "redis://127.0.0.1:1/0"], "cannot use Redis"),
+    ]:
         done = run_tse("crawl", *args)
         assert done.returncode == 2
         assert message in done.stderr.decode() and len(done.stderr.decode().splitlines()) == 1

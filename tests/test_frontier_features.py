@@ -5,16 +5,25 @@ import re
 
 import pytest
 
-from tse_scrapy.rules.progress import progress_line
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
+from tse_scrapy.rules.progress import progress_line
 
 
 def crawl(server, out, depth, *options):
     out.mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", out, depth, "--prefix", f"{server.url}/",
-                     "-s", "DOWNLOAD_DELAY=0", *options)
+    result = run_tse(
+        "crawl",
+        f"{server.url}/index.html",
+        out,
+        depth,
+        "--prefix",
+        f"{server.url}/",
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        *options,
+    )
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     return [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)], result.stdout.decode()
 
@@ -53,9 +62,15 @@ def test_deny_ext_replaces_the_tse_extension_rule(tmp_path, serve):
 
 
 # In-link counts worked by hand: index -> a b c d; a -> c d; c -> d e; d -> b e; b -> f.
-LINKS = {"index.html": ["a.html", "b.html", "c.html", "d.html"], "a.html": ["c.html", "d.html"],
-         "b.html": ["f.html"], "c.html": ["d.html", "e.html"], "d.html": ["b.html", "e.html"],
-         "e.html": [], "f.html": []}
+LINKS = {
+    "index.html": ["a.html", "b.html", "c.html", "d.html"],
+    "a.html": ["c.html", "d.html"],
+    "b.html": ["f.html"],
+    "c.html": ["d.html", "e.html"],
+    "d.html": ["b.html", "e.html"],
+    "e.html": [],
+    "f.html": [],
+}
 
 
 def test_priority_order_follows_in_link_counts(tmp_path, serve):
@@ -64,8 +79,15 @@ def test_priority_order_follows_in_link_counts(tmp_path, serve):
     # c and d have 2: c; then d has 3; then b and e have 2, b is shallower; e; f.
     pages, _ = crawl(server, tmp_path / "priority", 10, "--order", "priority")
     assert pages == ["index.html", "a.html", "c.html", "d.html", "b.html", "e.html", "f.html"]
-    pages, _ = crawl(server, tmp_path / "fewest", 10, "--order", "priority",
-                     "-s", "TSE_PRIORITIZER=tests.support.prioritizers.FewestInlinks")
+    pages, _ = crawl(
+        server,
+        tmp_path / "fewest",
+        10,
+        "--order",
+        "priority",
+        "-s",
+        "TSE_PRIORITIZER=tests.support.prioritizers.FewestInlinks",
+    )
     assert pages == ["index.html", "a.html", "b.html", "f.html", "c.html", "e.html", "d.html"]
 
 
@@ -76,5 +98,6 @@ def test_max_pages_is_exact_under_concurrency(tmp_path, serve, order):
     out = tmp_path / "out"
     pages, _ = crawl(server, out, 10, "--order", order, "--max-pages", "50", "-s", "CONCURRENT_REQUESTS=8")
     assert len(pages) == 50
-    assert sorted(os.listdir(out), key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0)) == \
-        [str(i) for i in range(1, 51)] + [".crawler"]
+    assert sorted(os.listdir(out), key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0)) == [
+        str(i) for i in range(1, 51)
+    ] + [".crawler"]

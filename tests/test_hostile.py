@@ -5,11 +5,11 @@ import gzip
 
 import pytest
 
-from tse_scrapy.rules.progress import progress_line
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
-from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import write_site
+from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.progress import progress_line
 
 PAGE = b"<html><body><p>A page with \xff\xfe invalid UTF-8 and a \0 NUL byte.</p></body></html>\n"
 
@@ -17,8 +17,9 @@ PAGE = b"<html><body><p>A page with \xff\xfe invalid UTF-8 and a \0 NUL byte.</p
 @pytest.fixture
 def crawl(tmp_path, serve):
     """Crawl index -> after.html, target.html (fetched first) with rules on target."""
-    site = write_site(tmp_path / "site", {"index.html": ["after.html", "target.html"], "after.html": [],
-                                          "hop.html": []})
+    site = write_site(
+        tmp_path / "site", {"index.html": ["after.html", "target.html"], "after.html": [], "hop.html": []}
+    )
     (site.root / "target.html").write_bytes(PAGE)
     server = serve(site.root)
 
@@ -27,12 +28,23 @@ def crawl(tmp_path, serve):
         out = tmp_path / "out"
         out.mkdir()
         options = [x for setting in settings for x in ("-s", setting)]
-        result = run_tse("crawl", f"{server.url}/index.html", out, depth, "--prefix", f"{server.url}/",
-                         "-s", "DOWNLOAD_DELAY=0", *options, timeout=120)
+        result = run_tse(
+            "crawl",
+            f"{server.url}/index.html",
+            out,
+            depth,
+            "--prefix",
+            f"{server.url}/",
+            "-s",
+            "DOWNLOAD_DELAY=0",
+            *options,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr.decode()[-3000:]
         assert b"Traceback" not in result.stderr
         pages = [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)]
         return pages, result.stdout.decode(), server, out
+
     return run
 
 
@@ -68,14 +80,19 @@ def test_body_over_the_size_limit(crawl):
 
 
 def test_redirect_loop(crawl):
-    pages, out, server, _ = crawl({"/target.html": Rule(status=302, location="/hop.html"),
-                                   "/hop.html": Rule(status=302, location="/target.html")})
+    pages, out, server, _ = crawl(
+        {"/target.html": Rule(status=302, location="/hop.html"), "/hop.html": Rule(status=302, location="/target.html")}
+    )
     assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
 
 
 def test_redirect_chain_out_of_the_prefix(crawl):
-    pages, out, server, _ = crawl({"/target.html": Rule(status=301, location="/hop.html"),
-                                   "/hop.html": Rule(status=302, location="http://127.0.0.2:9/elsewhere.html")})
+    pages, out, server, _ = crawl(
+        {
+            "/target.html": Rule(status=301, location="/hop.html"),
+            "/hop.html": Rule(status=302, location="http://127.0.0.2:9/elsewhere.html"),
+        }
+    )
     assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
     assert not any("elsewhere" in hit.target for hit in server.hits)
 
@@ -121,13 +138,26 @@ def test_missing_robots_txt_means_no_rules(crawl):
 
 def test_thousands_of_links_on_one_page(tmp_path, serve):
     targets = [f"p{i}.html" for i in range(200)]
-    links = [targets[i % 200] for i in range(3000)] + [f"missing{i}.html" for i in range(50)] + \
-            [f"https://x{i}.example/" for i in range(1950)]
+    links = (
+        [targets[i % 200] for i in range(3000)]
+        + [f"missing{i}.html" for i in range(50)]
+        + [f"https://x{i}.example/" for i in range(1950)]
+    )
     site = write_site(tmp_path / "site", {"index.html": links, **{t: [] for t in targets}})
     server = serve(site.root)
     (tmp_path / "out").mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/",
-                     "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING")
+    result = run_tse(
+        "crawl",
+        f"{server.url}/index.html",
+        tmp_path / "out",
+        1,
+        "--prefix",
+        f"{server.url}/",
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        "-s",
+        "LOG_LEVEL=WARNING",
+    )
     assert result.returncode == 0
     assert len(saved_pages(tmp_path / "out")) == 201
     lines = result.stdout.decode().splitlines()

@@ -6,8 +6,9 @@ import pytest
 from tests.conftest import run_tse
 from tests.support.reference import build_page_directory, triples
 
-INDEXED = [("letters", d) for d in range(6)] + [("toscrape", d) for d in range(3)] + \
-          [("wikipedia", d) for d in range(2)]
+INDEXED = (
+    [("letters", d) for d in range(6)] + [("toscrape", d) for d in range(3)] + [("wikipedia", d) for d in range(2)]
+)
 
 
 @pytest.mark.parametrize("site, depth", INDEXED)

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tse_scrapy.rules.links import extract_links_html, extract_links_tse
 
@@ -20,8 +21,10 @@ HTML_CASES = [
     ('<map><area href="area.html"></map>', ["http://h/dir/area.html"]),
     ('<base href="http://o/base/"><a href="x.html">x</a>', ["http://o/base/x.html"]),
     ('<head><base href="/b2/"></head><a href="x.html">x</a>', ["http://h/b2/x.html"]),
-    ('<a href="one.html">1</a><p><a href="two.html">2</a></p><area href="three.html">',
-     ["http://h/dir/one.html", "http://h/dir/two.html", "http://h/dir/three.html"]),
+    (
+        '<a href="one.html">1</a><p><a href="two.html">2</a></p><area href="three.html">',
+        ["http://h/dir/one.html", "http://h/dir/two.html", "http://h/dir/three.html"],
+    ),
     ('<a href="a\nb.html">split by a newline</a>', ["http://h/dir/ab.html"]),
     ("<a href=x.html>foo: bar</a>", ["http://h/dir/x.html"]),
     ('<abbr href="no.html">not a link</abbr>', []),
@@ -51,7 +54,7 @@ TSE_CASES = [
     ('<a href = "a.html">x</a>', ["http://h/dir/a.html"]),
     ("<a href=G.html id=g>x</a>", ["http://h/dir/G.htmlid=g"]),
     ('<A HREF="/root.html">x</A>', ["http://h/root.html"]),
-    ('<a href="../up.html">x</a>', ["http://h/dir/../up.html"]),   # normalized later
+    ('<a href="../up.html">x</a>', ["http://h/dir/../up.html"]),  # normalized later
     ('<a href="b.html#frag">x</a>', ["http://h/dir/b.html"]),
     ('<a href="#top">x</a><a href="c.html">c</a>', ["http://h/dir/c.html"]),
     ('<a href="mailto:a@b.c">m</a>', []),
@@ -91,10 +94,34 @@ def test_extractors_never_raise_on_bytes(body):
         assert all(isinstance(url, str) for url in extract(body, PAGE))
 
 
-html_soup = st.lists(st.sampled_from([
-    "<a ", "<A ", "<area ", "href=", 'href="', "href='", '"', "'", ">", "</a>", "#", ":", "/",
-    "?", " ", "\n", "x.html", "http://o/p.html", "mailto:m", "<base href=", "\0", "\xe9",
-])).map("".join)
+html_soup = st.lists(
+    st.sampled_from(
+        [
+            "<a ",
+            "<A ",
+            "<area ",
+            "href=",
+            'href="',
+            "href='",
+            '"',
+            "'",
+            ">",
+            "</a>",
+            "#",
+            ":",
+            "/",
+            "?",
+            " ",
+            "\n",
+            "x.html",
+            "http://o/p.html",
+            "mailto:m",
+            "<base href=",
+            "\0",
+            "\xe9",
+        ]
+    )
+).map("".join)
 
 
 @given(html_soup)

@@ -2,10 +2,10 @@
 
 from scrapy.utils.test import get_crawler
 
-from tse_scrapy.rules import pagedir
 from tse_scrapy.crawl.items import PageItem
-from tse_scrapy.crawl.pipeline import PageDirPipeline
 from tse_scrapy.crawl.outcome import crawl_failure
+from tse_scrapy.crawl.pipeline import PageDirPipeline
+from tse_scrapy.rules import pagedir
 
 
 def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path):

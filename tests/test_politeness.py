@@ -1,5 +1,7 @@
 """Politeness at default settings, measured on a real server's request log."""
 
+import itertools
+
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
@@ -9,7 +11,7 @@ LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [
 
 def gaps(server):
     times = [hit.time for hit in server.hits]
-    return [later - earlier for earlier, later in zip(times, times[1:])]
+    return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
 def test_one_second_between_requests_robots_txt_included(tmp_path, serve):
@@ -18,7 +20,7 @@ def test_one_second_between_requests_robots_txt_included(tmp_path, serve):
     result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
     assert result.returncode == 0, result.stderr.decode()
     assert len(saved_pages(tmp_path / "out")) == 4
-    assert [hit.key for hit in server.hits][0] == "/robots.txt"
+    assert server.hits[0].key == "/robots.txt"
     assert len(server.hits) == 5
     assert min(gaps(server)) >= 1.0, gaps(server)
     assert server.max_active == 1

@@ -42,51 +42,76 @@ def test_index_file(engine):
     assert engine[1].read_text() == "cat 1 2 3 1 4 1\ndog 1 1 2 3 4 1\nemu 2 1 3 2\n"
 
 
-@pytest.mark.parametrize("line, output", [
-    ("cat", "Query: cat \nMatches 3 documents (ranked):\n"
+@pytest.mark.parametrize(
+    "line, output",
+    [
+        (
+            "cat",
+            "Query: cat \nMatches 3 documents (ranked):\n"
             "score   2 doc   1: http://h/one.html\n"
             "score   1 doc   3: http://h/three.html\n"
-            "score   1 doc   4: http://h/four.html\n" + D),
-    ("cat dog", "Query: cat dog \nMatches 2 documents (ranked):\n"
-                "score   1 doc   1: http://h/one.html\n"
-                "score   1 doc   4: http://h/four.html\n" + D),
-    ("Cat OR Dog", "Query: cat or dog \nMatches 4 documents (ranked):\n"
-                   "score   3 doc   1: http://h/one.html\n"
-                   "score   3 doc   2: http://h/two.html\n"
-                   "score   2 doc   4: http://h/four.html\n"
-                   "score   1 doc   3: http://h/three.html\n" + D),
-    ("dog or dog", "Query: dog or dog \nMatches 3 documents (ranked):\n"
-                   "score   6 doc   2: http://h/two.html\n"
-                   "score   2 doc   1: http://h/one.html\n"
-                   "score   2 doc   4: http://h/four.html\n" + D),
-    ("emu and cat or dog", "Query: emu and cat or dog \nMatches 4 documents (ranked):\n"
-                           "score   3 doc   2: http://h/two.html\n"
-                           "score   1 doc   1: http://h/one.html\n"
-                           "score   1 doc   3: http://h/three.html\n"
-                           "score   1 doc   4: http://h/four.html\n" + D),
-    ("emu and dog", "Query: emu and dog \nMatches 1 documents (ranked):\n"
-                    "score   1 doc   2: http://h/two.html\n" + D),
-    ("\t emu\t\tcat  ", "Query: emu cat \nMatches 1 documents (ranked):\n"
-                        "score   1 doc   3: http://h/three.html\n" + D),
-    ("yak", "Query: yak \nNo documents match.\n" + D),
-    ("", ""),
-    (" \t ", ""),
-    ("cat!", "Error: bad character '!' in query.\n"),
-    ("and cat", "Query: and cat \nError: 'and' cannot be first\n"),
-    ("or cat", "Query: or cat \nError: 'or' cannot be first\n"),
-    ("cat AND", "Query: cat and \nError: 'and' cannot be last\n"),
-    ("cat or", "Query: cat or \nError: 'or' cannot be last\n"),
-    ("cat and or dog", "Query: cat and or dog \nError: 'and' and 'or' cannot be adjacent\n"),
-    ("cat or and dog", "Query: cat or and dog \nError: 'or' and 'and' cannot be adjacent\n"),
-])
+            "score   1 doc   4: http://h/four.html\n" + D,
+        ),
+        (
+            "cat dog",
+            "Query: cat dog \nMatches 2 documents (ranked):\n"
+            "score   1 doc   1: http://h/one.html\n"
+            "score   1 doc   4: http://h/four.html\n" + D,
+        ),
+        (
+            "Cat OR Dog",
+            "Query: cat or dog \nMatches 4 documents (ranked):\n"
+            "score   3 doc   1: http://h/one.html\n"
+            "score   3 doc   2: http://h/two.html\n"
+            "score   2 doc   4: http://h/four.html\n"
+            "score   1 doc   3: http://h/three.html\n" + D,
+        ),
+        (
+            "dog or dog",
+            "Query: dog or dog \nMatches 3 documents (ranked):\n"
+            "score   6 doc   2: http://h/two.html\n"
+            "score   2 doc   1: http://h/one.html\n"
+            "score   2 doc   4: http://h/four.html\n" + D,
+        ),
+        (
+            "emu and cat or dog",
+            "Query: emu and cat or dog \nMatches 4 documents (ranked):\n"
+            "score   3 doc   2: http://h/two.html\n"
+            "score   1 doc   1: http://h/one.html\n"
+            "score   1 doc   3: http://h/three.html\n"
+            "score   1 doc   4: http://h/four.html\n" + D,
+        ),
+        (
+            "emu and dog",
+            "Query: emu and dog \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two.html\n" + D,
+        ),
+        (
+            "\t emu\t\tcat  ",
+            "Query: emu cat \nMatches 1 documents (ranked):\nscore   1 doc   3: http://h/three.html\n" + D,
+        ),
+        ("yak", "Query: yak \nNo documents match.\n" + D),
+        ("", ""),
+        (" \t ", ""),
+        ("cat!", "Error: bad character '!' in query.\n"),
+        ("and cat", "Query: and cat \nError: 'and' cannot be first\n"),
+        ("or cat", "Query: or cat \nError: 'or' cannot be first\n"),
+        ("cat AND", "Query: cat and \nError: 'and' cannot be last\n"),
+        ("cat or", "Query: cat or \nError: 'or' cannot be last\n"),
+        ("cat and or dog", "Query: cat and or dog \nError: 'and' and 'or' cannot be adjacent\n"),
+        ("cat or and dog", "Query: cat or and dog \nError: 'or' and 'and' cannot be adjacent\n"),
+    ],
+)
 def test_query_output(engine, line, output):
     assert query(engine, line + "\n") == output
 
 
 def test_many_queries_and_no_final_newline(engine):
     assert query(engine, "yak\n\nemu and dog") == (
-        "Query: yak \nNo documents match.\n" + D +
-        "Query: emu and dog \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two.html\n" + D)
+        "Query: yak \nNo documents match.\n"
+        + D
+        + "Query: emu and dog \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two.html\n"
+        + D
+    )
 
 
 def test_same_answers_without_the_sidecar(engine):
@@ -117,8 +142,14 @@ class Terminal:
 def test_prompt_on_a_terminal_only(engine):
     pages, index = engine
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([str(BIN / "tse"), "query", str(pages), str(index)], stdin=terminal,
-                               stdout=terminal, stderr=terminal, env=clean_env(TERM="dumb"), cwd=ROOT)
+    process = subprocess.Popen(
+        [str(BIN / "tse"), "query", str(pages), str(index)],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=clean_env(TERM="dumb"),
+        cwd=ROOT,
+    )
     os.close(terminal)
     screen = Terminal(controller)
     try:
@@ -127,7 +158,7 @@ def test_prompt_on_a_terminal_only(engine):
         answer = screen.expect(b"-" * 47)
         assert b"Query: emu and dog \r\nMatches 1 documents (ranked):\r\n" in answer
         assert screen.expect(b"Query? ").endswith(b"Query? ")
-        os.write(controller, b"\x04")                  # end of input
+        os.write(controller, b"\x04")  # end of input
         assert process.wait(timeout=10) == 0
     finally:
         process.kill()
@@ -174,14 +205,15 @@ def test_malformed_index_is_named_with_its_line(engine, tmp_path):
     bad = tmp_path / "bad.index"
     bad.write_text("cat 1 2\ndog 1 x\n")
     assert one_line_failure(run_tse("query", pages, bad)) == f"tse query: {bad}:2: not a positive integer: 'x'"
-    assert one_line_failure(run_tse("indextest", bad, tmp_path / "new")).endswith(f"{bad}:2: not a positive integer: 'x'")
+    refusal = one_line_failure(run_tse("indextest", bad, tmp_path / "new"))
+    assert refusal.endswith(f"{bad}:2: not a positive integer: 'x'")
     assert not (tmp_path / "new").exists()
 
 
 def test_failed_run_keeps_existing_index(engine, tmp_path):
     pages, index = engine
     before = index.read_bytes()
-    (pages / "3").write_bytes(b"no depth line")      # a broken page file
+    (pages / "3").write_bytes(b"no depth line")  # a broken page file
     assert "not a page file" in one_line_failure(run_tse("index", pages, index))
     assert index.read_bytes() == before
     bad = tmp_path / "bad.index"

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tse_scrapy.rules.query import Query, QueryError, is_blank, parse_query, rank, score, structure_error
 
@@ -12,9 +13,9 @@ ERRORS = [
     ("cat and", "Error: 'and' cannot be last"),
     ("cat or", "Error: 'or' cannot be last"),
     ("and", "Error: 'and' cannot be first"),
-    ("and cat or", "Error: 'and' cannot be first"),           # first before last
+    ("and cat or", "Error: 'and' cannot be first"),  # first before last
     ("cat or and dog", "Error: 'or' and 'and' cannot be adjacent"),
-    ("cat and or dog or or emu", "Error: 'and' and 'or' cannot be adjacent"),   # left to right
+    ("cat and or dog or or emu", "Error: 'and' and 'or' cannot be adjacent"),  # left to right
     ("cat and and dog", "Error: 'and' and 'and' cannot be adjacent"),
 ]
 
@@ -32,13 +33,16 @@ def test_errors(line, message):
     assert error_of(line) == message
 
 
-@pytest.mark.parametrize("line, tokens, clauses", [
-    ("cat", ("cat",), (("cat",),)),
-    ("Cat DOG", ("cat", "dog"), (("cat", "dog"),)),
-    ("cat and dog", ("cat", "and", "dog"), (("cat", "dog"),)),
-    ("\tcat\t OR  dog ", ("cat", "or", "dog"), (("cat",), ("dog",))),
-    ("a b or c and d or e", ("a", "b", "or", "c", "and", "d", "or", "e"), (("a", "b"), ("c", "d"), ("e",))),
-])
+@pytest.mark.parametrize(
+    "line, tokens, clauses",
+    [
+        ("cat", ("cat",), (("cat",),)),
+        ("Cat DOG", ("cat", "dog"), (("cat", "dog"),)),
+        ("cat and dog", ("cat", "and", "dog"), (("cat", "dog"),)),
+        ("\tcat\t OR  dog ", ("cat", "or", "dog"), (("cat",), ("dog",))),
+        ("a b or c and d or e", ("a", "b", "or", "c", "and", "d", "or", "e"), (("a", "b"), ("c", "d"), ("e",))),
+    ],
+)
 def test_parse(line, tokens, clauses):
     assert parse_query(line) == Query(tokens, clauses)
     assert structure_error(parse_query(line)) is None
@@ -51,16 +55,19 @@ def lookup(word):
     return INDEX.get(word, {})
 
 
-@pytest.mark.parametrize("line, ranked", [
-    ("cat", [(1, 2), (3, 1), (4, 1)]),
-    ("cat dog", [(1, 1), (4, 1)]),
-    ("cat or dog", [(1, 3), (2, 3), (4, 2), (3, 1)]),
-    ("dog or dog", [(2, 6), (1, 2), (4, 2)]),
-    ("emu and cat or dog", [(2, 3), (1, 1), (3, 1), (4, 1)]),
-    ("yak", []),
-    ("yak or emu", [(3, 2), (2, 1)]),
-    ("cat yak", []),
-])
+@pytest.mark.parametrize(
+    "line, ranked",
+    [
+        ("cat", [(1, 2), (3, 1), (4, 1)]),
+        ("cat dog", [(1, 1), (4, 1)]),
+        ("cat or dog", [(1, 3), (2, 3), (4, 2), (3, 1)]),
+        ("dog or dog", [(2, 6), (1, 2), (4, 2)]),
+        ("emu and cat or dog", [(2, 3), (1, 1), (3, 1), (4, 1)]),
+        ("yak", []),
+        ("yak or emu", [(3, 2), (2, 1)]),
+        ("cat yak", []),
+    ],
+)
 def test_scores(line, ranked):
     assert rank(score(parse_query(line), lookup)) == ranked
 
@@ -70,8 +77,9 @@ def test_blank():
 
 
 words = st.sampled_from(["cat", "dog", "emu", "yak", "and", "or", "AND", "Or"])
-lines = st.one_of(st.text(max_size=40),
-                  st.lists(st.one_of(words, st.sampled_from([" ", "\t"])), max_size=12).map(" ".join))
+lines = st.one_of(
+    st.text(max_size=40), st.lists(st.one_of(words, st.sampled_from([" ", "\t"])), max_size=12).map(" ".join)
+)
 
 
 @given(lines)
@@ -88,8 +96,9 @@ def test_any_line_gives_an_answer_or_a_listed_error(line):
     assert ranked == sorted(ranked, key=lambda item: (-item[1], item[0]))
 
 
-index_strategy = st.dictionaries(st.sampled_from(["cat", "dog", "emu"]),
-                                 st.dictionaries(st.integers(1, 20), st.integers(1, 50), min_size=1))
+index_strategy = st.dictionaries(
+    st.sampled_from(["cat", "dog", "emu"]), st.dictionaries(st.integers(1, 20), st.integers(1, 50), min_size=1)
+)
 
 
 @given(index_strategy, st.sampled_from(["cat", "dog", "emu"]))

@@ -14,8 +14,15 @@ from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.spiders.tse import TseSpider
 
 SITE = "http://127.0.0.1:8765/"
-INDEX_LINKS = ["about.html", "projects/", "docs/guide.html", "blog/index.html", "old-news.html",
-               "contact.html", "https://scrapy.org/"]
+INDEX_LINKS = [
+    "about.html",
+    "projects/",
+    "docs/guide.html",
+    "blog/index.html",
+    "old-news.html",
+    "contact.html",
+    "https://scrapy.org/",
+]
 
 
 def spider(tmp_path, depth, links="html"):

@@ -7,11 +7,11 @@ import pytest
 import redis
 import scrapy
 
-from tse_scrapy.rules.crawlargs import ArgumentError
-from tse_scrapy.distributed.queue import LeasedLevelQueue
 from tse_scrapy.distributed.join import create_or_join_crawl
 from tse_scrapy.distributed.keys import CrawlKeys
+from tse_scrapy.distributed.queue import LeasedLevelQueue
 from tse_scrapy.distributed.store import RedisCrawl, url_fingerprint
+from tse_scrapy.rules.crawlargs import ArgumentError
 
 SPIDER = scrapy.Spider(name="t")
 SEED = "http://a.test/index.html"
@@ -52,7 +52,7 @@ def test_deeper_pages_wait_while_a_shallower_one_is_leased(redis_url):
     push(q, "a", 0)
     push(q, "b", 1)
     first = q.pop()
-    assert q.pop() is None                      # b (depth 1) waits for a (depth 0)
+    assert q.pop() is None  # b (depth 1) waits for a (depth 0)
     q.ack(first.meta["tse_lease"])
     assert q.pop().url.endswith("/b")
 
@@ -67,7 +67,7 @@ def test_an_expired_lease_returns_its_request_to_its_place(redis_url):
     time.sleep(0.3)
     again = alive.pop()
     assert again.url.endswith("/a") and again.meta["tse_lease"] != taken.meta["tse_lease"]
-    assert not dead.ack(taken.meta["tse_lease"])   # too late: it is someone else's now
+    assert not dead.ack(taken.meta["tse_lease"])  # too late: it is someone else's now
     assert alive.ack(again.meta["tse_lease"])
 
 
@@ -97,7 +97,7 @@ def test_seen_keys_owned_by_an_expired_lease_are_forgotten(redis_url):
     assert not q.own_seen(lease, target)
     time.sleep(0.3)
     assert q.pop().url.endswith("/a")
-    assert q.server.sismember(KEYS.seen, target) == 0   # the second fetch may follow it again
+    assert q.server.sismember(KEYS.seen, target) == 0  # the second fetch may follow it again
 
 
 def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
@@ -105,32 +105,36 @@ def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
     a, b, c = (url_fingerprint(f"http://a.test/{x}") for x in "abc")
     assert crawl.reserve_doc_id(a) == (1, False)
     assert crawl.reserve_doc_id(b) == (2, False)
-    assert crawl.reserve_doc_id(a) == (1, False)      # a worker died mid-save: same docID
+    assert crawl.reserve_doc_id(a) == (1, False)  # a worker died mid-save: same docID
     assert crawl.record_page(a)
-    assert crawl.reserve_doc_id(a) == (1, True)       # saved: not again
-    assert crawl.unreserve(b)                         # b failed after all
+    assert crawl.reserve_doc_id(a) == (1, True)  # saved: not again
+    assert crawl.unreserve(b)  # b failed after all
     assert crawl.free_doc_ids() == [2]
-    assert crawl.reserve_doc_id(c) == (2, False)      # the next page takes the hole
+    assert crawl.reserve_doc_id(c) == (2, False)  # the next page takes the hole
     assert crawl.free_doc_ids() == []
 
 
 def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_path):
-    crawl, args, created = create_or_join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
-                                                            prefix="http://a.test/"))
+    crawl, args, created = create_or_join_crawl(
+        redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/")
+    )
     assert created and args.order == "bfs"
     joined, joined_args, created = create_or_join_crawl(redis_url, crawl.name, {})
-    assert not created and joined_args == args
+    assert joined.name == crawl.name and not created and joined_args == args
     again, _, created = create_or_join_crawl(redis_url, None, dict(seed=SEED, depth=2))
     assert again.name == crawl.name and not created
 
 
-@pytest.mark.parametrize("name, arguments, message", [
-    ("nope", {}, "no crawl named nope"),
-    (None, {}, "needs its seed(s) or its name"),
-    (None, dict(seed=SEED, depth="3"), "has depth=2, not 3"),
-    (None, dict(seed=SEED, order="tse"), "breadth-first"),
-    ("bad name", {}, "crawl name must be"),
-])
+@pytest.mark.parametrize(
+    "name, arguments, message",
+    [
+        ("nope", {}, "no crawl named nope"),
+        (None, {}, "needs its seed(s) or its name"),
+        (None, dict(seed=SEED, depth="3"), "has depth=2, not 3"),
+        (None, dict(seed=SEED, order="tse"), "breadth-first"),
+        ("bad name", {}, "crawl name must be"),
+    ],
+)
 def test_joining_is_refused_with_one_line(redis_url, tmp_path, name, arguments, message):
     create_or_join_crawl(redis_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/"))
     with pytest.raises(ArgumentError, match=message.replace("(", r"\(").replace(")", r"\)")):
@@ -138,27 +142,31 @@ def test_joining_is_refused_with_one_line(redis_url, tmp_path, name, arguments, 
 
 
 def test_an_unreachable_redis_is_one_line(tmp_path):
-    with pytest.raises(ArgumentError, match="cannot use Redis at redis://127.0.0.1:1/0"):
-        create_or_join_crawl("redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2",
-                                                       prefix="http://a.test/"))
+    with pytest.raises(ArgumentError, match=r"cannot use Redis at redis://127\.0\.0\.1:1/0"):
+        create_or_join_crawl(
+            "redis://127.0.0.1:1/0", None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/")
+        )
 
 
 def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_url, tmp_path):
-    from tse_scrapy.rules import pagedir
     from tse_scrapy.distributed.extension import fill_doc_id_holes
+    from tse_scrapy.rules import pagedir
 
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     keys = [url_fingerprint(f"http://a.test/{n}") for n in range(5)]
     assert [crawl.reserve_doc_id(key) for key in keys] == [(n, False) for n in range(1, 6)]
     for n, key in enumerate(keys, start=1):
         if n in (2, 5):
-            crawl.unreserve(key)         # fetched again after a worker died, and failed
+            crawl.unreserve(key)  # fetched again after a worker died, and failed
         else:
             pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
             crawl.record_page(key)
     fill_doc_id_holes(crawl, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
     assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [
-        "http://a.test/0", "http://a.test/3", "http://a.test/2"]
+        "http://a.test/0",
+        "http://a.test/3",
+        "http://a.test/2",
+    ]
     assert crawl.last_doc_id() == 3
-    assert crawl.reserve_doc_id(keys[3]) == (2, True)    # the record follows the file
+    assert crawl.reserve_doc_id(keys[3]) == (2, True)  # the record follows the file

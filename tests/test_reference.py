@@ -4,13 +4,13 @@ directories byte for byte (skipped without ../shared/tse-sites)."""
 import filecmp
 import os
 from pathlib import Path
+
 import pytest
 
 from tests.conftest import REFERENCE_HOST, clean_env, run_scrapy, run_tse
 from tests.support.reference import build_page_directory
 
-CRAWLS = [("letters", d) for d in range(7)] + [("toscrape", d) for d in range(3)] + \
-         [("wikipedia", d) for d in range(2)]
+CRAWLS = [("letters", d) for d in range(7)] + [("toscrape", d) for d in range(3)] + [("wikipedia", d) for d in range(2)]
 
 
 def assert_same_tree(expected: Path, actual: Path):
@@ -22,8 +22,10 @@ def assert_same_tree(expected: Path, actual: Path):
 @pytest.fixture(scope="module")
 def expected_dirs(reference_dir, mirror, tmp_path_factory):
     root = tmp_path_factory.mktemp("expected")
-    return {f"{site}-{depth}": build_page_directory(reference_dir, mirror, f"{site}-{depth}", root / f"{site}-{depth}")
-            for site, depth in CRAWLS}
+    return {
+        f"{site}-{depth}": build_page_directory(reference_dir, mirror, f"{site}-{depth}", root / f"{site}-{depth}")
+        for site, depth in CRAWLS
+    }
 
 
 @pytest.mark.parametrize("links", ["tse", "html"])
@@ -31,9 +33,19 @@ def expected_dirs(reference_dir, mirror, tmp_path_factory):
 def test_crawl_equals_reference(expected_dirs, mirror_proxy, tmp_path, site, depth, links):
     out = tmp_path / "out"
     out.mkdir()
-    result = run_tse("crawl", f"{REFERENCE_HOST}/tse/{site}/index.html", out, depth, "--links", links,
-                     "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING",
-                     env=clean_env(http_proxy=mirror_proxy.url))
+    result = run_tse(
+        "crawl",
+        f"{REFERENCE_HOST}/tse/{site}/index.html",
+        out,
+        depth,
+        "--links",
+        links,
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        "-s",
+        "LOG_LEVEL=WARNING",
+        env=clean_env(http_proxy=mirror_proxy.url),
+    )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert_same_tree(expected_dirs[f"{site}-{depth}"], out)
     assert all(hit.target.startswith(REFERENCE_HOST + "/") for hit in mirror_proxy.hits)
@@ -42,9 +54,21 @@ def test_crawl_equals_reference(expected_dirs, mirror_proxy, tmp_path, site, dep
 def test_scrapy_crawl_equals_reference(expected_dirs, mirror_proxy, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    result = run_scrapy("crawl", "tse", "-a", f"seed={REFERENCE_HOST}/tse/letters/index.html",
-                        "-a", f"pagedir={out}", "-a", "depth=3", "-a", "links=tse",
-                        "-s", "DOWNLOAD_DELAY=0", env=clean_env(http_proxy=mirror_proxy.url))
+    result = run_scrapy(
+        "crawl",
+        "tse",
+        "-a",
+        f"seed={REFERENCE_HOST}/tse/letters/index.html",
+        "-a",
+        f"pagedir={out}",
+        "-a",
+        "depth=3",
+        "-a",
+        "links=tse",
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        env=clean_env(http_proxy=mirror_proxy.url),
+    )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert_same_tree(expected_dirs["letters-3"], out)
     fetched = [line for line in result.stdout.decode().splitlines() if "Fetched" in line]

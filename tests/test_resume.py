@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import saved_pages
-from tse_scrapy.devtools.siteserver import Rule
 from tests.support.sitegen import generate_site, write_site
+from tse_scrapy.devtools.siteserver import Rule
 
 
 def tree(directory):
@@ -28,22 +28,35 @@ def slow_site(tmp_path, serve):
     site = generate_site(tmp_path / "site", pages=250, fanout=3, seed=11, external=5, dead=5)
     server = serve(site.root)
     for name in site.links:
-        server.rules["/" + name] = Rule(delay=0.004)     # ~250 pages in a few seconds
+        server.rules["/" + name] = Rule(delay=0.004)  # ~250 pages in a few seconds
     return site, server
 
 
 def crawl_command(server, out, order, *extra):
-    return [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10", "--prefix", f"{server.url}/",
-            "--order", order, "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING", *extra]
+    return [
+        str(BIN / "tse"),
+        "crawl",
+        f"{server.url}/index.html",
+        str(out),
+        "10",
+        "--prefix",
+        f"{server.url}/",
+        "--order",
+        order,
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        "-s",
+        "LOG_LEVEL=WARNING",
+        *extra,
+    ]
 
 
 def interrupt_at(command, out, target, signals, rng):
     """Run *command* until *target* page files exist, then send *signals*."""
-    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     while process.poll() is None and page_files(out) < target:
         time.sleep(0.002)
-    time.sleep(rng.uniform(0, 0.01))                      # land anywhere in a page's life
+    time.sleep(rng.uniform(0, 0.01))  # land anywhere in a page's life
     for sig in signals:
         if process.poll() is None:
             process.send_signal(sig)
@@ -52,18 +65,25 @@ def interrupt_at(command, out, target, signals, rng):
     return process
 
 
-@pytest.mark.parametrize("order, signals", [
-    ("tse", [signal.SIGKILL]),
-    ("bfs", [signal.SIGKILL]),
-    ("tse", [signal.SIGINT]),
-    ("tse", [signal.SIGINT, signal.SIGINT]),
-])
+@pytest.mark.parametrize(
+    "order, signals",
+    [
+        ("tse", [signal.SIGKILL]),
+        ("bfs", [signal.SIGKILL]),
+        ("tse", [signal.SIGINT]),
+        ("tse", [signal.SIGINT, signal.SIGINT]),
+    ],
+)
 def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, order, signals):
-    site, server = slow_site
+    _, server = slow_site
     whole = tmp_path / "whole"
     whole.mkdir()
-    assert subprocess.run(crawl_command(server, whole, order), env=clean_env(), cwd=ROOT,
-                          stdout=subprocess.DEVNULL).returncode == 0
+    assert (
+        subprocess.run(
+            crawl_command(server, whole, order), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL
+        ).returncode
+        == 0
+    )
     total = page_files(whole)
     assert total > 200
 
@@ -76,7 +96,7 @@ def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, or
     interrupted = 0
     for run, target in enumerate(targets):
         extra = ["--resume"] if run else []
-        if signals != [signal.SIGKILL]:                # Ctrl-C once the crawl has started
+        if signals != [signal.SIGKILL]:  # Ctrl-C once the crawl has started
             target = max(target, page_files(out) + 1)
         process = interrupt_at(crawl_command(server, out, order, *extra), out, target, signals, rng)
         assert b"Traceback" not in process.stderr.read()
@@ -86,10 +106,11 @@ def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, or
         if page_files(out):
             assert (out / ".tse-state.sqlite").is_file()
     assert interrupted >= 10
-    final = subprocess.run(crawl_command(server, out, order, "--resume"), env=clean_env(), cwd=ROOT,
-                           capture_output=True)
+    final = subprocess.run(
+        crawl_command(server, out, order, "--resume"), env=clean_env(), cwd=ROOT, capture_output=True
+    )
     assert final.returncode == 0, final.stderr.decode()[-2000:]
-    assert tree(out) == tree(whole)                        # no state, no partial file left
+    assert tree(out) == tree(whole)  # no state, no partial file left
 
 
 def test_refuses_to_mix_crawls(tmp_path, serve):
@@ -102,12 +123,12 @@ def test_refuses_to_mix_crawls(tmp_path, serve):
     before = tree(out)
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix)
     assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr
-    (out / ".tse-state.sqlite").write_bytes(b"")       # not a crawl state: still refused
+    (out / ".tse-state.sqlite").write_bytes(b"")  # not a crawl state: still refused
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
     assert result.returncode == 2
     (out / ".tse-state.sqlite").unlink()
     assert tree(out) == before
-    assert len(server.hits) == 3                       # robots.txt and two pages, once
+    assert len(server.hits) == 3  # robots.txt and two pages, once
 
 
 def test_resume_requires_the_same_arguments(tmp_path, serve):
@@ -117,18 +138,24 @@ def test_resume_requires_the_same_arguments(tmp_path, serve):
     out = tmp_path / "out"
     out.mkdir()
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    process = subprocess.Popen([str(BIN / "tse"), "crawl", seed, str(out), "1", "--prefix", prefix,
-                                "-s", "DOWNLOAD_DELAY=0"], env=clean_env(), cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(BIN / "tse"), "crawl", seed, str(out), "1", "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0"],
+        env=clean_env(),
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     while page_files(out) < 1:
         time.sleep(0.01)
     process.kill()
     process.wait()
     server.rules.clear()
-    cases = [((seed, out, 2, "--prefix", prefix, "--resume"), "depth was 1 and is now 2"),
-             ((seed, out, 1, "--prefix", prefix, "--resume", "--order", "bfs"), "order was tse"),
-             ((f"{server.url}/a.html", out, 1, "--prefix", prefix, "--resume"), "seed was"),
-             ((seed, out, 1, "--prefix", prefix), "holds an interrupted crawl")]
+    cases = [
+        ((seed, out, 2, "--prefix", prefix, "--resume"), "depth was 1 and is now 2"),
+        ((seed, out, 1, "--prefix", prefix, "--resume", "--order", "bfs"), "order was tse"),
+        ((f"{server.url}/a.html", out, 1, "--prefix", prefix, "--resume"), "seed was"),
+        ((seed, out, 1, "--prefix", prefix), "holds an interrupted crawl"),
+    ]
     for args, message in cases:
         result = run_tse("crawl", *args)
         assert result.returncode == 2 and message in result.stderr.decode(), result.stderr
@@ -138,13 +165,28 @@ def test_resume_requires_the_same_arguments(tmp_path, serve):
 
 
 def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
-    site, server = slow_site
+    _, server = slow_site
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
 
     def command(out, jobdir=None):
-        return [str(BIN / "scrapy"), "crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=10",
-                "-a", f"prefix={prefix}", "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING",
-                *(["-s", f"JOBDIR={jobdir}"] if jobdir else [])]
+        return [
+            str(BIN / "scrapy"),
+            "crawl",
+            "tse",
+            "-a",
+            f"seed={seed}",
+            "-a",
+            f"pagedir={out}",
+            "-a",
+            "depth=10",
+            "-a",
+            f"prefix={prefix}",
+            "-s",
+            "DOWNLOAD_DELAY=0",
+            "-s",
+            "LOG_LEVEL=WARNING",
+            *(["-s", f"JOBDIR={jobdir}"] if jobdir else []),
+        ]
 
     whole, out, jobdir = tmp_path / "whole", tmp_path / "out", tmp_path / "job"
     whole.mkdir()
@@ -156,18 +198,30 @@ def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
     assert (jobdir / "tse-state.sqlite").is_file() and not (out / ".tse-state.sqlite").exists()
     assert subprocess.run(command(out, jobdir), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
     assert tree(out) == tree(whole)
-    assert (jobdir / "tse-state.sqlite").is_file()          # a JOBDIR keeps its state, as in Scrapy
+    assert (jobdir / "tse-state.sqlite").is_file()  # a JOBDIR keeps its state, as in Scrapy
 
 
 def jobdir_crawl(server, out, jobdir):
-    return run_tse("crawl", f"{server.url}/index.html", out, 2, "--prefix", f"{server.url}/",
-                   "-s", "DOWNLOAD_DELAY=0", "-s", f"JOBDIR={jobdir}")
+    return run_tse(
+        "crawl",
+        f"{server.url}/index.html",
+        out,
+        2,
+        "--prefix",
+        f"{server.url}/",
+        "-s",
+        "DOWNLOAD_DELAY=0",
+        "-s",
+        f"JOBDIR={jobdir}",
+    )
 
 
 @pytest.fixture
 def finished_job(tmp_path, serve):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [],
-                                          "b.html": ["d.html"], "c.html": [], "d.html": []})
+    site = write_site(
+        tmp_path / "site",
+        {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": ["d.html"], "c.html": [], "d.html": []},
+    )
     server = serve(site.root)
     out, jobdir = tmp_path / "out", tmp_path / "job"
     out.mkdir()
@@ -182,8 +236,9 @@ def test_recorded_page_whose_file_is_lost_is_fetched_again(finished_job):
     server.hits.clear()
     assert jobdir_crawl(server, out, jobdir).returncode == 0
     assert tree(out) == before
-    assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == [before["3"].split(b"\n")[0]
-                                                                            .decode().removeprefix(server.url)]
+    assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == [
+        before["3"].split(b"\n")[0].decode().removeprefix(server.url)
+    ]
 
 
 def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_job):
@@ -195,8 +250,9 @@ def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_j
     # The state as a kill between the page file's rename and its commit leaves it.
     db = sqlite3.connect(jobdir / "tse-state.sqlite")
     with db:
-        db.execute("INSERT INTO frontier (request, writing_doc) SELECT request, doc_id FROM pages WHERE doc_id = ?",
-                   (last,))
+        db.execute(
+            "INSERT INTO frontier (request, writing_doc) SELECT request, doc_id FROM pages WHERE doc_id = ?", (last,)
+        )
         db.execute("DELETE FROM pages WHERE doc_id = ?", (last,))
         db.execute("UPDATE meta SET value = ? WHERE key = 'next_doc_id'", (str(last),))
     db.close()
@@ -205,5 +261,5 @@ def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_j
     server.hits.clear()
     assert jobdir_crawl(server, out, jobdir).returncode == 0
     assert tree(out) == before
-    assert (out / str(last)).stat().st_mtime_ns == mtime               # not written again
+    assert (out / str(last)).stat().st_mtime_ns == mtime  # not written again
     assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == []

@@ -28,6 +28,7 @@ def make_scheduler():
         scheduler = TseScheduler.from_crawler(crawler)
         scheduler.open(None)
         return crawler, scheduler
+
     return make
 
 
@@ -53,13 +54,14 @@ def test_tse_order_waits_for_the_page_in_flight(make_scheduler, capsys):
     assert scheduler.next_request() is seed
     for name in ("a", "b", "c"):
         assert scheduler.enqueue_request(link(f"http://h/{name}.html", 1))
-    assert scheduler.next_request() is None          # the seed is still in flight
+    assert scheduler.next_request() is None  # the seed is still in flight
     assert scheduler.has_pending_requests()
     release(crawler, seed)
     assert scheduler.next_request().url == "http://h/c.html"
     assert scheduler.next_request() is None
     assert capsys.readouterr().out == "".join(
-        f" 0     Found: http://h/{n}.html\n 0     Added: http://h/{n}.html\n" for n in "abc")
+        f" 0     Found: http://h/{n}.html\n 0     Added: http://h/{n}.html\n" for n in "abc"
+    )
 
 
 def test_duplicates_by_normalized_url(make_scheduler, capsys):
@@ -68,24 +70,28 @@ def test_duplicates_by_normalized_url(make_scheduler, capsys):
     assert not scheduler.enqueue_request(link("HTTP://H//a.html#frag", 1))
     assert not scheduler.enqueue_request(link("http://h/x/../a.html", 1))
     out = capsys.readouterr().out.splitlines()
-    assert out[2:] == [" 0     Found: HTTP://H//a.html#frag", " 0   IgnDupl: HTTP://H//a.html#frag",
-                       " 0     Found: http://h/x/../a.html", " 0   IgnDupl: http://h/x/../a.html"]
+    assert out[2:] == [
+        " 0     Found: HTTP://H//a.html#frag",
+        " 0   IgnDupl: HTTP://H//a.html#frag",
+        " 0     Found: http://h/x/../a.html",
+        " 0   IgnDupl: http://h/x/../a.html",
+    ]
     assert crawler.stats.get_value("dupefilter/filtered") == 2
 
 
 def test_replacement_is_served_first_and_releases_when_dropped(make_scheduler, capsys):
-    crawler, scheduler = make_scheduler("tse")
+    _, scheduler = make_scheduler("tse")
     scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
     seed = scheduler.next_request()
     scheduler.enqueue_request(link("http://h/a.html", 1))
     redirected = seed.replace(url="http://h/moved.html")
     redirected.meta["redirect_urls"] = [seed.url]
     assert scheduler.enqueue_request(redirected)
-    assert scheduler.next_request() is redirected     # served although the seed is in flight
+    assert scheduler.next_request() is redirected  # served although the seed is in flight
     again = redirected.replace(url="http://h/a.html")  # a redirect to a page already seen
     again.meta["redirect_urls"] = [seed.url, redirected.url]
     assert not scheduler.enqueue_request(again)
-    assert scheduler.next_request().url == "http://h/a.html"   # the page is over
+    assert scheduler.next_request().url == "http://h/a.html"  # the page is over
     assert capsys.readouterr().out.splitlines()[-1] == " 0   IgnDupl: http://h/a.html"
 
 
@@ -98,10 +104,10 @@ def test_bfs_hands_out_a_level_only_when_shallower_pages_are_done(make_scheduler
     assert (a.url, b.url) == ("http://h/d1-0.html", "http://h/d1-1.html")
     scheduler.enqueue_request(link("http://h/d2.html", 2))
     release(crawler, a)
-    assert scheduler.next_request() is None            # b, of depth 1, is in flight
+    assert scheduler.next_request() is None  # b, of depth 1, is in flight
     scheduler.enqueue_request(link("http://h/d1-2.html", 1, found_at=0))
     c = scheduler.next_request()
-    assert c.url == "http://h/d1-2.html"                # same depth: no wait
+    assert c.url == "http://h/d1-2.html"  # same depth: no wait
     release(crawler, b)
     assert scheduler.next_request() is None
     release(crawler, c)
@@ -127,5 +133,5 @@ def test_dupefilter_from_crawler():
     assert dupefilter.debug
     assert not dupefilter.request_seen(Request("http://h/a.html"))
     assert dupefilter.request_seen(Request("http://H/./a.html#x"))
-    assert not dupefilter.request_seen(Request("http://h/a.pdf"))   # non-normalizable: exact URL
+    assert not dupefilter.request_seen(Request("http://h/a.pdf"))  # non-normalizable: exact URL
     assert dupefilter.request_seen(Request("http://h/a.pdf"))

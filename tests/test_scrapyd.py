@@ -39,9 +39,13 @@ def scrapyd(tmp_path_factory):
         "[scrapyd]\n"
         f"bind_address = 127.0.0.1\nhttp_port = {port}\n"
         f"eggs_dir = {home}/eggs\nlogs_dir = {home}/logs\ndbs_dir = {home}/dbs\nitems_dir =\n"
-        "max_proc = 2\npoll_interval = 0.2\n")
-    server = subprocess.Popen([str(BIN / "scrapyd"), "--pidfile", str(home / "scrapyd.pid"), "-n",
-                               "-l", str(home / "scrapyd.out")], cwd=home, env=clean_env())
+        "max_proc = 2\npoll_interval = 0.2\n"
+    )
+    server = subprocess.Popen(
+        [str(BIN / "scrapyd"), "--pidfile", str(home / "scrapyd.pid"), "-n", "-l", str(home / "scrapyd.out")],
+        cwd=home,
+        env=clean_env(),
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -50,16 +54,25 @@ def scrapyd(tmp_path_factory):
             break
         except OSError:
             if time.monotonic() > deadline or server.poll() is not None:
-                raise RuntimeError(f"scrapyd did not start: {(home / 'scrapyd.out').read_text()}")
+                raise RuntimeError(f"scrapyd did not start: {(home / 'scrapyd.out').read_text()}") from None
             time.sleep(0.2)
     # Deploy with scrapyd-deploy from a copy of the project whose target is this scrapyd.
     project = home / "project"
-    shutil.copytree(ROOT, project, ignore=shutil.ignore_patterns(".venv", ".git", "data", "bench", "tests",
-                                                                 "build", "*.egg-info", "__pycache__"))
-    (project / "scrapy.cfg").write_text(f"[settings]\ndefault = tse_scrapy.settings\n\n"
-                                        f"[deploy:test]\nurl = {base}\nproject = {PROJECT}\n")
-    deploy = subprocess.run([str(BIN / "scrapyd-deploy"), "test", "--version", "r1"], cwd=project,
-                            env=clean_env(), capture_output=True, timeout=120)
+    shutil.copytree(
+        ROOT,
+        project,
+        ignore=shutil.ignore_patterns(".venv", ".git", "data", "bench", "tests", "build", "*.egg-info", "__pycache__"),
+    )
+    (project / "scrapy.cfg").write_text(
+        f"[settings]\ndefault = tse_scrapy.settings\n\n[deploy:test]\nurl = {base}\nproject = {PROJECT}\n"
+    )
+    deploy = subprocess.run(
+        [str(BIN / "scrapyd-deploy"), "test", "--version", "r1"],
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        timeout=120,
+    )
     assert deploy.returncode == 0, deploy.stderr.decode() + deploy.stdout.decode()
     yield base, home
     os.kill(int((home / "scrapyd.pid").read_text()), signal.SIGTERM)
@@ -86,8 +99,7 @@ def test_deployed_crawl_equals_a_direct_crawl(scrapyd, tmp_path, serve):
     via_scrapyd, direct = tmp_path / "scrapyd", tmp_path / "direct"
     via_scrapyd.mkdir()
     direct.mkdir()
-    job = run_job(base, seed=seed, pagedir=str(via_scrapyd), depth="3", prefix=prefix,
-                  setting="DOWNLOAD_DELAY=0")
+    job = run_job(base, seed=seed, pagedir=str(via_scrapyd), depth="3", prefix=prefix, setting="DOWNLOAD_DELAY=0")
     assert run_tse("crawl", seed, direct, 3, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0").returncode == 0
     assert sorted(os.listdir(via_scrapyd)) == sorted(os.listdir(direct))
     for name in os.listdir(direct):
@@ -110,9 +122,15 @@ def test_crawl_failure_shows_in_stats_and_last_log_line(scrapyd, tmp_path, serve
     server = serve(site.root)
     out = tmp_path / "out"
     out.mkdir()
-    (out / ".2.partial").mkdir()      # page 2 cannot be written
-    job = run_job(base, seed=f"{server.url}/index.html", pagedir=str(out), depth="1",
-                  prefix=f"{server.url}/", setting="DOWNLOAD_DELAY=0")
+    (out / ".2.partial").mkdir()  # page 2 cannot be written
+    job = run_job(
+        base,
+        seed=f"{server.url}/index.html",
+        pagedir=str(out),
+        depth="1",
+        prefix=f"{server.url}/",
+        setting="DOWNLOAD_DELAY=0",
+    )
     log = (home / "logs" / PROJECT / "tse" / f"{job}.log").read_text()
     assert "'finish_reason': 'tse_write_error'" in log and "'tse/error':" in log
     assert "The crawl failed: cannot write page file" in log.splitlines()[-1]

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tse_scrapy.rules.urls import DEFAULT_PREFIX, is_internal, normalize_url, remove_dot_segments
 
@@ -82,26 +83,30 @@ def test_is_internal_with_own_prefixes():
     assert is_internal(T + "x.html", (DEFAULT_PREFIX,))
 
 
-@pytest.mark.parametrize("path, expected", [
-    ("/a/b/c/./../../g", "/a/g"),          # RFC 3986 5.2.4's own example
-    ("mid/content=5/../6", "mid/6"),       # and its second one
-    ("/..", "/"),
-    ("/.", "/"),
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        ("/a/b/c/./../../g", "/a/g"),  # RFC 3986 5.2.4's own example
+        ("mid/content=5/../6", "mid/6"),  # and its second one
+        ("/..", "/"),
+        ("/.", "/"),
+        ("", ""),
+    ],
+)
 def test_remove_dot_segments(path, expected):
     assert remove_dot_segments(path) == expected
 
 
 url_text = st.one_of(
     st.text(),
-    st.builds(lambda scheme, host, path, query, frag: f"{scheme}://{host}{path}{query}{frag}",
-              st.sampled_from(["http", "HTTP", "https", "ftp", "Http"]),
-              st.from_regex(r"[A-Za-z0-9.:@-]{0,20}", fullmatch=True),
-              st.lists(st.sampled_from(["/", "//", ".", "..", "a", "b.html", "c.pdf", "x.HTM", "%2e"]))
-              .map("".join),
-              st.sampled_from(["", "?", "?q=a/../b", "?x.pdf"]),
-              st.sampled_from(["", "#", "#frag", "#a/../b"])),
+    st.builds(
+        lambda scheme, host, path, query, frag: f"{scheme}://{host}{path}{query}{frag}",
+        st.sampled_from(["http", "HTTP", "https", "ftp", "Http"]),
+        st.from_regex(r"[A-Za-z0-9.:@-]{0,20}", fullmatch=True),
+        st.lists(st.sampled_from(["/", "//", ".", "..", "a", "b.html", "c.pdf", "x.HTM", "%2e"])).map("".join),
+        st.sampled_from(["", "?", "?q=a/../b", "?x.pdf"]),
+        st.sampled_from(["", "#", "#frag", "#a/../b"]),
+    ),
 )
 
 
@@ -119,9 +124,9 @@ def test_normalized_url_has_no_fragment_dot_segments_or_double_slashes(url):
         return
     assert "#" not in normalized
     scheme_end = normalized.index(":") + 1
-    rest = normalized[scheme_end + 2:] if normalized[scheme_end:].startswith("//") else normalized[scheme_end:]
+    rest = normalized[scheme_end + 2 :] if normalized[scheme_end:].startswith("//") else normalized[scheme_end:]
     path = rest.split("?", 1)[0]
-    path = path[path.find("/"):] if "/" in path else ""
+    path = path[path.find("/") :] if "/" in path else ""
     segments = path.split("/")
     assert "." not in segments and ".." not in segments
     assert "//" not in path

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tse_scrapy.rules.words import page_words as page_words_bytes
 from tse_scrapy.rules.words import word_counts
@@ -9,20 +10,23 @@ def page_words(body):
     return [word.decode("ascii") for word in page_words_bytes(body)]
 
 
-@pytest.mark.parametrize("body, words", [
-    (b"The cat sat on the mat", ["the", "cat", "sat", "the", "mat"]),
-    (b"<html><title>Home</title>Hello</html>", ["home", "hello"]),
-    (b"abc<b>def</b>ghi", ["abc", "def", "ghi"]),                 # a tag splits words
-    (b"<a href=\"http://x.org/long\">link</a>", ["link"]),          # nothing inside tags
-    (b"don't co-op 42nd under_score caf\xc3\xa9s", ["don", "under", "score", "caf"]),
-    (b"ab abc ABCD a1bcd", ["abc", "abcd", "bcd"]),
-    (b"fish <unclosed tag with words", ["fish"]),                 # an unclosed < ends the words
-    (b"one > two", ["one", "two"]),                               # a lone > is just punctuation
-    (b"<script>var answer = 42;</script><style>body{}</style>", ["var", "answer", "body"]),
-    (b"fish&amp;chips&nbsp;x", ["fish", "amp", "chips", "nbsp"]),
-    (b"tab\tnew\nline\r\nend", ["tab", "new", "line", "end"]),
-    (b"", []),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        (b"The cat sat on the mat", ["the", "cat", "sat", "the", "mat"]),
+        (b"<html><title>Home</title>Hello</html>", ["home", "hello"]),
+        (b"abc<b>def</b>ghi", ["abc", "def", "ghi"]),  # a tag splits words
+        (b'<a href="http://x.org/long">link</a>', ["link"]),  # nothing inside tags
+        (b"don't co-op 42nd under_score caf\xc3\xa9s", ["don", "under", "score", "caf"]),
+        (b"ab abc ABCD a1bcd", ["abc", "abcd", "bcd"]),
+        (b"fish <unclosed tag with words", ["fish"]),  # an unclosed < ends the words
+        (b"one > two", ["one", "two"]),  # a lone > is just punctuation
+        (b"<script>var answer = 42;</script><style>body{}</style>", ["var", "answer", "body"]),
+        (b"fish&amp;chips&nbsp;x", ["fish", "amp", "chips", "nbsp"]),
+        (b"tab\tnew\nline\r\nend", ["tab", "new", "line", "end"]),
+        (b"", []),
+    ],
+)
 def test_page_words(body, words):
     assert page_words(body) == words
 
@@ -33,6 +37,7 @@ def test_word_counts():
 
 def c_model(body: bytes) -> list[str]:
     """The reference indexer's loop (webpage_getNextWord), transliterated."""
+
     def is_letter(byte):
         return 65 <= byte <= 90 or 97 <= byte <= 122
 
@@ -55,8 +60,7 @@ def c_model(body: bytes) -> list[str]:
             words.append(body[start:pos].decode().lower())
 
 
-@given(st.lists(st.sampled_from([b"<", b">", b"a", b"Bc", b"def", b" ", b"\xe9", b"1", b"<p>", b"xyzw"]))
-       .map(b"".join))
+@given(st.lists(st.sampled_from([b"<", b">", b"a", b"Bc", b"def", b" ", b"\xe9", b"1", b"<p>", b"xyzw"])).map(b"".join))
 def test_page_words_matches_the_reference_loop(body):
     assert page_words(body) == c_model(body)
 

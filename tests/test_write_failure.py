@@ -6,11 +6,11 @@ import signal
 
 import pytest
 
-from tests.conftest import run_scrapy, run_tse
+from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 
-LIMIT = 256 * 1024      # room for the crawl state; not for the big page
+LIMIT = 256 * 1024  # room for the crawl state; not for the big page
 
 
 def small_file_limit():
@@ -21,24 +21,43 @@ def small_file_limit():
 
 @pytest.mark.parametrize("command", ["tse", "scrapy"])
 def test_write_failure_stops_the_crawl(tmp_path, serve, command):
-    site = write_site(tmp_path / "site", {"index.html": ["big.html", "a.html", "b.html"],
-                                          "a.html": [], "b.html": []})
+    site = write_site(tmp_path / "site", {"index.html": ["big.html", "a.html", "b.html"], "a.html": [], "b.html": []})
     (site.root / "big.html").write_bytes(b"<html>" + b"x" * 2 * LIMIT + b"</html>")
     server = serve(site.root)
     out = tmp_path / "out"
     out.mkdir()
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
     if command == "tse":
-        result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0",
-                         preexec_fn=small_file_limit)
+        result = run_tse(
+            "crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", preexec_fn=small_file_limit
+        )
     else:
         import subprocess
 
         from tests.conftest import BIN, ROOT, clean_env
-        result = subprocess.run([str(BIN / "scrapy"), "crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}",
-                                 "-a", "depth=1", "-a", f"prefix={prefix}", "-s", "DOWNLOAD_DELAY=0"],
-                                capture_output=True, env=clean_env(), cwd=ROOT, timeout=120,
-                                preexec_fn=small_file_limit)
+
+        result = subprocess.run(
+            [
+                str(BIN / "scrapy"),
+                "crawl",
+                "tse",
+                "-a",
+                f"seed={seed}",
+                "-a",
+                f"pagedir={out}",
+                "-a",
+                "depth=1",
+                "-a",
+                f"prefix={prefix}",
+                "-s",
+                "DOWNLOAD_DELAY=0",
+            ],
+            capture_output=True,
+            env=clean_env(),
+            cwd=ROOT,
+            timeout=120,
+            preexec_fn=small_file_limit,
+        )
     assert result.returncode != 0
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr

@@ -30,17 +30,22 @@ def _setting(text: str) -> tuple[str, str]:
 
 # The indexer's and querier's commands: (help, description, positional arguments).
 _FILE_COMMANDS = {
-    "index": ("index the pages of PAGEDIR into INDEXFILE",
-              "Write the inverted index of PAGEDIR to INDEXFILE (sorted text, "
-              "plus INDEXFILE.bin for a fast querier start).",
-              [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")]),
-    "indextest": ("load OLDINDEX and write it back to NEWINDEX",
-                  "Load OLDINDEX and write the same (word, docID, count) triples to NEWINDEX.",
-                  [("old", "OLDINDEX"), ("new", "NEWINDEX")]),
-    "query": ("answer queries from stdin with PAGEDIR and INDEXFILE",
-              "Read queries from stdin, one a line, until end of input: words, "
-              "'and' (also implied between words) and 'or'; 'and' binds tighter.",
-              [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")]),
+    "index": (
+        "index the pages of PAGEDIR into INDEXFILE",
+        "Write the inverted index of PAGEDIR to INDEXFILE (sorted text, plus INDEXFILE.bin for a fast querier start).",
+        [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")],
+    ),
+    "indextest": (
+        "load OLDINDEX and write it back to NEWINDEX",
+        "Load OLDINDEX and write the same (word, docID, count) triples to NEWINDEX.",
+        [("old", "OLDINDEX"), ("new", "NEWINDEX")],
+    ),
+    "query": (
+        "answer queries from stdin with PAGEDIR and INDEXFILE",
+        "Read queries from stdin, one a line, until end of input: words, "
+        "'and' (also implied between words) and 'or'; 'and' binds tighter.",
+        [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")],
+    ),
 }
 
 
@@ -48,42 +53,59 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tse", description="The Tiny Search Engine on Scrapy.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     crawl = commands.add_parser(
-        "crawl", help="crawl from SEED into PAGEDIR down to MAXDEPTH",
+        "crawl",
+        help="crawl from SEED into PAGEDIR down to MAXDEPTH",
         description="Crawl internal pages from SEED into PAGEDIR (which must exist), "
-                    "at most MAXDEPTH (0-10) links away. Progress goes to stdout, "
-                    "Scrapy's log to stderr.")
-    crawl.add_argument("seed", metavar="SEED", nargs="?",
-                       help="the first URL, or several comma-separated")
+        "at most MAXDEPTH (0-10) links away. Progress goes to stdout, "
+        "Scrapy's log to stderr.",
+    )
+    crawl.add_argument("seed", metavar="SEED", nargs="?", help="the first URL, or several comma-separated")
     crawl.add_argument("pagedir", metavar="PAGEDIR", nargs="?")
     crawl.add_argument("depth", metavar="MAXDEPTH", nargs="?")
-    crawl.add_argument("--order",
-                       help="tse (reference stack order, default), bfs (the only order of a distributed crawl), "
-                            "or priority (most linked-to first)")
-    crawl.add_argument("--links", default="html",
-                       help="html (standards-based, default) or tse (the reference scanner)")
-    crawl.add_argument("--prefix", help="internal URL prefix(es), comma-separated "
-                                        "(default http://cs50tse.cs.dartmouth.edu/tse/)")
+    crawl.add_argument(
+        "--order",
+        help="tse (reference stack order, default), bfs (the only order of a distributed crawl), "
+        "or priority (most linked-to first)",
+    )
+    crawl.add_argument("--links", default="html", help="html (standards-based, default) or tse (the reference scanner)")
+    crawl.add_argument(
+        "--prefix", help="internal URL prefix(es), comma-separated (default http://cs50tse.cs.dartmouth.edu/tse/)"
+    )
     crawl.add_argument("--allow", help="only URLs matching one of these regular expressions (comma-separated)")
     crawl.add_argument("--deny", help="no URL matching any of these regular expressions (comma-separated)")
-    crawl.add_argument("--deny-ext", dest="deny_ext",
-                       help="instead of the TSE rule (.htm* pages only), refuse these extensions "
-                            "(comma-separated; 'scrapy' for Scrapy's list)")
-    crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N",
-                       help="stop after exactly N saved pages")
-    crawl.add_argument("--resume", action="store_true",
-                       help="continue the interrupted crawl whose pages are in PAGEDIR")
-    crawl.add_argument("--redis", metavar="URL",
-                       help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
-                            "a worker joining a running crawl needs only --redis and --name")
+    crawl.add_argument(
+        "--deny-ext",
+        dest="deny_ext",
+        help="instead of the TSE rule (.htm* pages only), refuse these extensions "
+        "(comma-separated; 'scrapy' for Scrapy's list)",
+    )
+    crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N", help="stop after exactly N saved pages")
+    crawl.add_argument(
+        "--resume", action="store_true", help="continue the interrupted crawl whose pages are in PAGEDIR"
+    )
+    crawl.add_argument(
+        "--redis",
+        metavar="URL",
+        help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
+        "a worker joining a running crawl needs only --redis and --name",
+    )
     crawl.add_argument("--name", help="the distributed crawl's name (default: derived from the seeds)")
-    crawl.add_argument("--keep", action="store_true",
-                       help="keep a finished distributed crawl's keys in Redis")
-    crawl.add_argument("-s", dest="settings", action="append", type=_setting, default=[],
-                       metavar="NAME=VALUE", help="set a Scrapy setting (may be repeated)")
+    crawl.add_argument("--keep", action="store_true", help="keep a finished distributed crawl's keys in Redis")
+    crawl.add_argument(
+        "-s",
+        dest="settings",
+        action="append",
+        type=_setting,
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a Scrapy setting (may be repeated)",
+    )
     status = commands.add_parser(
-        "status", help="show the progress of a distributed crawl",
+        "status",
+        help="show the progress of a distributed crawl",
         description="Print a distributed crawl's pages saved, frontier, leased pages, "
-                    "URLs seen and workers, once or every INTERVAL seconds.")
+        "URLs seen and workers, once or every INTERVAL seconds.",
+    )
     status.add_argument("name", metavar="NAME")
     status.add_argument("--redis", metavar="URL", required=True)
     status.add_argument("--every", type=float, metavar="INTERVAL", help="repeat until interrupted")
@@ -100,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     if options.command is None:
         parser.print_help(sys.stderr)
         return USAGE
-    handler = {"crawl": crawl, "status": status, "index": index, "indextest": indextest,
-               "query": query}[options.command]
+    handler = {"crawl": crawl, "status": status, "index": index, "indextest": indextest, "query": query}[
+        options.command
+    ]
     try:
         return handler(options)
     except _Failed as failed:
@@ -210,8 +233,11 @@ def status(options: argparse.Namespace) -> int:
             shown = crawl.status()
             if not shown["exists"]:
                 return _one_line("status", f"no crawl named {options.name} in Redis at {options.redis}")
-            print(f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
-                  f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}", flush=True)
+            print(
+                f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
+                f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}",
+                flush=True,
+            )
             if not options.every:
                 return OK
             time.sleep(options.every)
@@ -225,13 +251,25 @@ def crawl(options: argparse.Namespace) -> int:
     from .crawlstart import prepare_crawl
     from .rules.crawlargs import ArgumentError
 
-    spider_args = dict(seed=options.seed, pagedir=options.pagedir, depth=options.depth,
-                       order=options.order, links=options.links, prefix=options.prefix,
-                       allow=options.allow, deny=options.deny, deny_ext=options.deny_ext)
+    spider_args = dict(
+        seed=options.seed,
+        pagedir=options.pagedir,
+        depth=options.depth,
+        order=options.order,
+        links=options.links,
+        prefix=options.prefix,
+        allow=options.allow,
+        deny=options.deny,
+        deny_ext=options.deny_ext,
+    )
     spider_args["resume"] = "yes" if options.resume else None
     given = dict(options.settings)
-    for name, value in (("TSE_REDIS_URL", options.redis), ("TSE_CRAWL_NAME", options.name),
-                        ("TSE_REDIS_KEEP", options.keep or None), ("CLOSESPIDER_PAGECOUNT", options.max_pages)):
+    for name, value in (
+        ("TSE_REDIS_URL", options.redis),
+        ("TSE_CRAWL_NAME", options.name),
+        ("TSE_REDIS_KEEP", options.keep or None),
+        ("CLOSESPIDER_PAGECOUNT", options.max_pages),
+    ):
         if value is not None:
             given[name] = value
     try:

@@ -47,7 +47,9 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     try:
         from .distributed.join import check_no_page_limit, create_or_join_crawl
     except ImportError as error:
-        raise ArgumentError(f"a distributed crawl needs the redis extra (pip install tse-scrapy[redis]): {error}")
+        raise ArgumentError(
+            f"a distributed crawl needs the redis extra (pip install tse-scrapy[redis]): {error}"
+        ) from None
     check_no_page_limit(setting)
     crawl, args, _ = create_or_join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
     return CrawlStart(args, distributed_name=crawl.name)

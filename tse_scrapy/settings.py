@@ -52,9 +52,9 @@ TSE_ORDER = "tse"
 TSE_PREFIXES = ["http://cs50tse.cs.dartmouth.edu/tse/"]
 TSE_PAGEDIR = None
 TSE_ARGUMENTS = {}
-TSE_ALLOW = []          # regular expressions a URL must match one of (crawl/urlfilter.py)
-TSE_DENY = []           # regular expressions a URL must match none of
-TSE_DENY_EXT = None     # None: the TSE rule (.htm* only); else extensions to refuse
+TSE_ALLOW = []  # regular expressions a URL must match one of (crawl/urlfilter.py)
+TSE_DENY = []  # regular expressions a URL must match none of
+TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
 
 # order=priority: the class that scores a queued URL (crawl/frontier.py).
 TSE_PRIORITIZER = "tse_scrapy.crawl.frontier.InlinkPrioritizer"
@@ -74,15 +74,15 @@ TSE_FSYNC = False
 # Its components (distributed/wiring.py) replace the ones above only then,
 # so a crawl of one process never imports Redis.
 TSE_REDIS_URL = None
-TSE_CRAWL_NAME = None       # default: derived from the seeds
-TSE_REDIS_KEEP = False      # keep a finished crawl's keys in Redis
+TSE_CRAWL_NAME = None  # default: derived from the seeds
+TSE_REDIS_KEEP = False  # keep a finished crawl's keys in Redis
 # A worker renews the leases of the pages it holds every third of this; a
 # dead worker's pages go back to the frontier when theirs run out.
 TSE_LEASE_SECONDS = 30.0
 # How often an idle worker asks Redis for work (other workers' pages may
 # still add some).
 TSE_REDIS_POLL_INTERVAL = 0.1
-TSE_HOST_DELAY = 0.0        # set from DOWNLOAD_DELAY in a distributed crawl
+TSE_HOST_DELAY = 0.0  # set from DOWNLOAD_DELAY in a distributed crawl
 
 # `scrapy check tse`: the contracts of spiders/tse.py, run on this site served
 # on 127.0.0.1 (no network), crawled at this depth.

@@ -17,5 +17,7 @@ def page_count(directory: Path) -> int:
 
 def saved_pages(directory: Path) -> list[tuple[str, int]]:
     """(URL, depth) of each page file, in docID order."""
-    return [(page.url, page.depth) for page in
-            (pagedir.read_page(directory, i) for i in range(1, page_count(directory) + 1))]
+    return [
+        (page.url, page.depth)
+        for page in (pagedir.read_page(directory, i) for i in range(1, page_count(directory) + 1))
+    ]

@@ -38,12 +38,28 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(
-            [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.directory), "--protected-mode", "yes"],
-            stdout=open(self.directory / "redis.log", "wb"), stderr=subprocess.STDOUT)
+        with open(self.directory / "redis.log", "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    redis_server_binary(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.directory),
+                    "--protected-mode",
+                    "yes",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:

@@ -27,13 +27,14 @@ def write_site(root: Path, links: dict[str, list[str]], dead=()) -> Site:
         anchors = "\n".join(f'<p>Link {i}: <a href="{h}">{h}</a></p>' for i, h in enumerate(hrefs))
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(
-            f"<html><head><title>{name}</title></head><body>\n"
-            f"<h1>Page {name}</h1>\n{anchors}\n</body></html>\n")
+            f"<html><head><title>{name}</title></head><body>\n<h1>Page {name}</h1>\n{anchors}\n</body></html>\n"
+        )
     return Site(root, dict(links), set(dead))
 
 
-def generate_site(root: Path, pages: int = 20, fanout: int = 3, seed: int = 0,
-                  external: int = 2, dead: int = 1) -> Site:
+def generate_site(
+    root: Path, pages: int = 20, fanout: int = 3, seed: int = 0, external: int = 2, dead: int = 1
+) -> Site:
     """A random site of *pages* pages (``index.html``, ``p1.html`` ...), every
     page reachable from ``index.html``, with back links (cycles), external links
     and links to pages that do not exist."""
@@ -42,10 +43,10 @@ def generate_site(root: Path, pages: int = 20, fanout: int = 3, seed: int = 0,
     dead_names = [f"missing{i}.html" for i in range(dead)]
     links: dict[str, list[str]] = {name: [] for name in names}
     for i, name in enumerate(names[1:], start=1):
-        links[names[rng.randrange(i)]].append(name)          # a spanning tree
+        links[names[rng.randrange(i)]].append(name)  # a spanning tree
     for name in names:
         for _ in range(rng.randrange(fanout + 1)):
-            links[name].append(rng.choice(names))             # cycles, duplicates
+            links[name].append(rng.choice(names))  # cycles, duplicates
     for i in range(external):
         links[rng.choice(names)].append(f"https://external{i}.example/page.html")
     for missing in dead_names:
@@ -92,8 +93,9 @@ def shortest_depths(site: Site) -> dict[str, int]:
     return depths
 
 
-def generate_multisite(root: Path, hosts: list[str], pages: int = 20, fanout: int = 3,
-                       cross: int = 2, seed: int = 0) -> dict[str, list[str]]:
+def generate_multisite(
+    root: Path, hosts: list[str], pages: int = 20, fanout: int = 3, cross: int = 2, seed: int = 0
+) -> dict[str, list[str]]:
     """One generated site per virtual host under ``root/HOST/`` (for the proxy),
     with *cross* links from each site to pages of the others.
 
@@ -111,14 +113,13 @@ def generate_multisite(root: Path, hosts: list[str], pages: int = 20, fanout: in
             target = rng.choice(pages_of[rng.choice([h for h in hosts if h != host])])
             graph[source].append(target)
             name = source.split("/", 3)[3]
-            write_site(root / host, {name: [href.replace(f"http://{host}/", "")
-                                            for href in graph[source]]})
+            write_site(root / host, {name: [href.replace(f"http://{host}/", "") for href in graph[source]]})
     return graph
 
 
 def bfs_depths(graph: dict[str, list[str]], seeds: list[str], max_depth: int) -> dict[str, int]:
     """The shortest depth of every page a breadth-first crawl saves (pages that exist)."""
-    depths = {seed: 0 for seed in seeds}
+    depths = dict.fromkeys(seeds, 0)
     queue = deque(seeds)
     while queue:
         url = queue.popleft()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from typing import Protocol, Union
+from typing import Protocol, TypeAlias
 
 from scrapy import Request
 
@@ -14,14 +14,14 @@ class StoredRequest:
     """A queued request that lives in the crawl state on disk: only its row and
     depth stay in memory, so a large frontier costs little RAM."""
 
-    __slots__ = ("row", "depth")
+    __slots__ = ("depth", "row")
 
     def __init__(self, row: int, depth: int):
         self.row = row
         self.depth = depth
 
 
-Queued = Union[Request, StoredRequest]  # what a frontier holds
+Queued: TypeAlias = Request | StoredRequest  # what a frontier holds
 
 
 def request_depth(request: Queued) -> int:
@@ -150,8 +150,7 @@ class PriorityFrontier(Frontier):
 
     def _add(self, request: Request, discovery: int) -> None:
         inlinks = len(self._inlinks.get(request.url, ()))
-        entry = (-self.prioritizer.score(request, inlinks), request_depth(request), discovery,
-                 request.url, request)
+        entry = (-self.prioritizer.score(request, inlinks), request_depth(request), discovery, request.url, request)
         self._queued[request.url] = entry
         heapq.heappush(self._heap, entry)
 

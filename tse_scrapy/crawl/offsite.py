@@ -41,8 +41,11 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrefixOffsiteMiddleware:
-        middleware = cls(crawler.stats, crawler.settings.getlist("TSE_PREFIXES") or [DEFAULT_PREFIX],
-                         UrlFilter.from_settings(crawler.settings))
+        middleware = cls(
+            crawler.stats,
+            crawler.settings.getlist("TSE_PREFIXES") or [DEFAULT_PREFIX],
+            UrlFilter.from_settings(crawler.settings),
+        )
         middleware.crawler = crawler
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
         return middleware

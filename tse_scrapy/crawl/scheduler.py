@@ -67,7 +67,7 @@ class TseScheduler(BaseScheduler):
         self.concurrency = concurrency
         self.saved = 0
         self.replacements: deque = deque()
-        self.resumed: deque = deque()       # pages interrupted mid-save, refetched first
+        self.resumed: deque = deque()  # pages interrupted mid-save, refetched first
         self.state = state_extension.state if state_extension else None
         self.resuming = bool(state_extension and state_extension.resuming)
         self.directory = directory
@@ -81,10 +81,16 @@ class TseScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> TseScheduler:
         dupefilter = build_from_crawler(load_object(crawler.settings["DUPEFILTER_CLASS"]), crawler)
         settings = crawler.settings
-        scheduler = cls(dupefilter, crawler.stats, settings.get("TSE_ORDER", "tse"),
-                        crawl_state(crawler), settings.get("TSE_PAGEDIR"),
-                        build_from_crawler(load_object(settings["TSE_PRIORITIZER"]), crawler),
-                        settings.getint("TSE_MAX_PAGES"), settings.getint("CONCURRENT_REQUESTS"))
+        scheduler = cls(
+            dupefilter,
+            crawler.stats,
+            settings.get("TSE_ORDER", "tse"),
+            crawl_state(crawler),
+            settings.get("TSE_PAGEDIR"),
+            build_from_crawler(load_object(settings["TSE_PRIORITIZER"]), crawler),
+            settings.getint("TSE_MAX_PAGES"),
+            settings.getint("CONCURRENT_REQUESTS"),
+        )
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         for signal in (signals.item_dropped, signals.item_error):
             crawler.signals.connect(scheduler._item_not_saved, signal=signal)
@@ -113,16 +119,20 @@ class TseScheduler(BaseScheduler):
                 continue
             request.meta["tse_doc_id"] = writing_doc
             if pagedir.page_path(self.directory, writing_doc).is_file():
-                request.meta["tse_replay_doc"] = writing_doc    # written, not yet recorded
+                request.meta["tse_replay_doc"] = writing_doc  # written, not yet recorded
             self.resumed.append(request)
         for doc_id, request_dict in self.state.pages():
             if not pagedir.page_path(self.directory, doc_id).is_file():
-                request = request_from_dict(request_dict, spider=spider)   # recorded, but lost
+                request = request_from_dict(request_dict, spider=spider)  # recorded, but lost
                 request.meta["tse_doc_id"] = doc_id
                 request.meta.pop("tse_row", None)
                 self.resumed.append(request)
-        logger.info("Resuming: %d pages saved, %d to finish, %d in the frontier",
-                    self.state.next_doc_id() - 1, len(self.resumed), len(self.frontier))
+        logger.info(
+            "Resuming: %d pages saved, %d to finish, %d in the frontier",
+            self.state.next_doc_id() - 1,
+            len(self.resumed),
+            len(self.frontier),
+        )
 
     def close(self, reason: str) -> Any:
         return self.df.close(reason)
@@ -144,8 +154,9 @@ class TseScheduler(BaseScheduler):
         else:
             if self.state is not None:
                 request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
-            self.frontier.push(StoredRequest(request.meta["tse_row"], request_depth(request))
-                               if self.stored else request)
+            self.frontier.push(
+                StoredRequest(request.meta["tse_row"], request_depth(request)) if self.stored else request
+            )
             if is_found_link(request):
                 log_link(request, "Added")
         self.stats.inc_value("scheduler/enqueued")
@@ -175,7 +186,7 @@ class TseScheduler(BaseScheduler):
 
     def _may_hand_out(self, depth: int) -> bool:
         if self.max_pages and self.saved + len(self.in_flight) >= self.max_pages:
-            return False       # enough pages are saved or on their way
+            return False  # enough pages are saved or on their way
         if self.order == "tse":
             return not self.in_flight
         if self.order == "priority":
@@ -189,9 +200,10 @@ class TseScheduler(BaseScheduler):
     def _release(self, request: Request | None, *, over: bool = True) -> None:
         """The page of *request* is no longer in flight; *over* unless it must be
         fetched again when the crawl resumes (its page file could not be written)."""
-        if request is not None and self.in_flight.pop(request.meta.get("tse_token"), None) is not None:
-            if over and self.state is not None:
-                self.state.finished(request.meta.get("tse_row"))
+        if request is None or self.in_flight.pop(request.meta.get("tse_token"), None) is None:
+            return
+        if over and self.state is not None:
+            self.state.finished(request.meta.get("tse_row"))
 
     def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
         self.saved += 1

@@ -23,7 +23,7 @@ def request_to_dict(request: Request, spider: Spider) -> dict[str, Any]:
     return encoded
 
 
-def _own_name(method: Callable | str | None, spider: Spider) -> str | None | Literal[False]:
+def _own_name(method: Callable | str | None, spider: Spider) -> str | Literal[False] | None:
     """The spider method's name, None for no callback, False when it must be looked up."""
     if method is None or isinstance(method, str):
         return method

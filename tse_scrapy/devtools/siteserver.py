@@ -33,15 +33,15 @@ from urllib.parse import unquote, urlsplit
 class Rule:
     """What to do instead of serving the file, for one path."""
 
-    status: int | None = None          # answer this status (with a short body)
-    location: str | None = None        # redirect here (status defaults to 302)
-    delay: float = 0.0                 # wait this long before answering
-    times: int | None = None           # apply this many times, then serve normally
-    body: bytes | None = None          # serve these bytes instead of the file
+    status: int | None = None  # answer this status (with a short body)
+    location: str | None = None  # redirect here (status defaults to 302)
+    delay: float = 0.0  # wait this long before answering
+    times: int | None = None  # apply this many times, then serve normally
+    body: bytes | None = None  # serve these bytes instead of the file
     headers: dict[str, str] = field(default_factory=dict)
-    reset_after: int | None = None     # send this many body bytes, then reset the connection
-    drip: float | None = None          # send the body a byte at a time, this many seconds apart
-    chunked: bool = False              # send the body with Transfer-Encoding: chunked
+    reset_after: int | None = None  # send this many body bytes, then reset the connection
+    drip: float | None = None  # send the body a byte at a time, this many seconds apart
+    chunked: bool = False  # send the body with Transfer-Encoding: chunked
 
 
 @dataclass
@@ -64,7 +64,7 @@ class SiteServer:
         self.rules: dict[str, Rule] = _read_redirects(self.root / ".redirects")
         self.hits: list[Hit] = []
         self.active = 0
-        self.max_active = 0   # the most requests being answered at once
+        self.max_active = 0  # the most requests being answered at once
         self._lock = threading.Lock()
         self.httpd = ThreadingHTTPServer((host, port), _handler_for(self))
         self.httpd.daemon_threads = True
@@ -166,8 +166,7 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                     return
                 if rule.status is not None or rule.body is not None or _shapes_body(rule):
                     body = rule.body if rule.body is not None else self._file_body(key) or b"injected\n"
-                    self._send(rule.status or 200, body, send_body, {"Content-Type": "text/html", **rule.headers},
-                               rule)
+                    self._send(rule.status or 200, body, send_body, {"Content-Type": "text/html", **rule.headers}, rule)
                     return
             self._serve_file(key, target, send_body)
 
@@ -188,8 +187,7 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                     return
                 path = path / "index.html"
             if not path.is_file():
-                self._send(404, b"<html><body>404 Not Found</body></html>\n", send_body,
-                           {"Content-Type": "text/html"})
+                self._send(404, b"<html><body>404 Not Found</body></html>\n", send_body, {"Content-Type": "text/html"})
                 return
             content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
@@ -215,7 +213,7 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
             if rule is None or not _shapes_body(rule):
                 self.wfile.write(body)
             elif rule.reset_after is not None:
-                self.wfile.write(body[:rule.reset_after])
+                self.wfile.write(body[: rule.reset_after])
                 self.wfile.flush()
                 # SO_LINGER 0: close with a TCP reset rather than a clean end.
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -223,12 +221,12 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
             elif rule.drip is not None:
                 for i in range(len(body)):
-                    self.wfile.write(body[i:i + 1])
+                    self.wfile.write(body[i : i + 1])
                     self.wfile.flush()
                     time.sleep(rule.drip)
             else:
                 for start in range(0, len(body), 1000):
-                    piece = body[start:start + 1000]
+                    piece = body[start : start + 1000]
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.write(b"0\r\n\r\n")
 

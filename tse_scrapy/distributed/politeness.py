@@ -57,8 +57,9 @@ class RedisPolitenessMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
         distributed = distributed_crawl(crawler)
         settings = crawler.settings
-        middleware = cls(distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"),
-                         robots_user_agent(settings), crawler.stats)
+        middleware = cls(
+            distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"), robots_user_agent(settings), crawler.stats
+        )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware
 

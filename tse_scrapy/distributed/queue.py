@@ -142,8 +142,7 @@ class LeasedLevelQueue(PriorityQueue):
             args=[self.lease_ms, k.owned_prefix, LEVEL],
         )
         if reclaimed:
-            logger.warning("%d request(s) whose worker stopped renewing its lease are back in the frontier",
-                           reclaimed)
+            logger.warning("%d request(s) whose worker stopped renewing its lease are back in the frontier", reclaimed)
         if not leased:
             return None
         lease, data = leased
@@ -165,7 +164,7 @@ class LeasedLevelQueue(PriorityQueue):
         """Let *leases* expire now: their requests return to the frontier at the next pop."""
         leases = list(leases)
         if leases:
-            self.server.zadd(self.keys.leases, {lease: 0 for lease in leases}, xx=True)
+            self.server.zadd(self.keys.leases, dict.fromkeys(leases, 0), xx=True)
 
     def own_seen(self, lease: int, fingerprint: bytes) -> bool:
         """Mark *fingerprint* seen on behalf of *lease*; False if it was seen already."""

@@ -52,24 +52,31 @@ class RedisTseScheduler(Scheduler):
         heartbeat: Callable[[], None] | None = None,
     ):
         queue = partial(LeasedLevelQueue, keys=crawl.keys, lease_seconds=lease_seconds)
-        super().__init__(crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue,
-                         dupefilter=dupefilter)
+        super().__init__(
+            crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue, dupefilter=dupefilter
+        )
         self.crawl = crawl
         self.stats = stats
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
-        self.leases: set[int] = set()           # held by this worker
-        self.replacements: deque = deque()       # redirects and retries of held pages
+        self.leases: set[int] = set()  # held by this worker
+        self.replacements: deque = deque()  # redirects and retries of held pages
         self._renewal = task.LoopingCall(self._renew)
-        self.heartbeat = heartbeat or (lambda: None)    # the worker's "alive" mark, with the leases
+        self.heartbeat = heartbeat or (lambda: None)  # the worker's "alive" mark, with the leases
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisTseScheduler:
         settings = crawler.settings
         dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
         distributed = distributed_crawl(crawler)
-        scheduler = cls(distributed.crawl, dupefilter, crawler.stats, settings.getfloat("TSE_LEASE_SECONDS"),
-                        settings.getfloat("TSE_REDIS_POLL_INTERVAL"), distributed.heartbeat)
+        scheduler = cls(
+            distributed.crawl,
+            dupefilter,
+            crawler.stats,
+            settings.getfloat("TSE_LEASE_SECONDS"),
+            settings.getfloat("TSE_REDIS_POLL_INTERVAL"),
+            distributed.heartbeat,
+        )
         scheduler.crawler = crawler
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
@@ -141,8 +148,9 @@ class RedisTseScheduler(Scheduler):
         self.heartbeat()
         held = self.queue.renew(self.leases) if self.leases else 0
         if held < len(self.leases):
-            logger.warning("%d lease(s) expired before renewal: another worker may fetch those pages too",
-                           len(self.leases) - held)
+            logger.warning(
+                "%d lease(s) expired before renewal: another worker may fetch those pages too", len(self.leases) - held
+            )
 
     def _over(self, request: Request | None, *, unreserve: bool = False) -> None:
         """The page of *request* is over: its lease goes (and, if it failed, its docID)."""

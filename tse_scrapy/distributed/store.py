@@ -55,8 +55,7 @@ return 1
 def connect(url: str) -> redis.Redis:
     """A Redis client for *url*; ArgumentError (one line) when it cannot be reached."""
     try:
-        server = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10,
-                                      retry_on_timeout=True)
+        server = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10, retry_on_timeout=True)
         server.ping()
     except (ValueError, redis.RedisError) as error:
         raise ArgumentError(f"cannot use Redis at {url}: {error}") from None
@@ -152,15 +151,27 @@ class RedisCrawl:
     def status(self) -> dict[str, Any]:
         k = self.keys
         pipe = self.server.pipeline()
-        for command, key in (("exists", k.params), ("zcard", k.frontier), ("zcard", k.leases),
-                             ("scard", k.seen), ("hlen", k.pages)):
+        for command, key in (
+            ("exists", k.params),
+            ("zcard", k.frontier),
+            ("zcard", k.leases),
+            ("scard", k.seen),
+            ("hlen", k.pages),
+        ):
             getattr(pipe, command)(key)
         pipe.hvals(k.workers)
         exists, frontier, leases, seen, pages, workers = pipe.execute()
         now = self.now()
         alive = sum(1 for entry in map(json.loads, workers) if now - entry["seen"] < entry["lease"])
-        return {"crawl": self.name, "exists": bool(exists), "frontier": frontier, "leased": leases,
-                "seen": seen, "saved": pages, "workers": alive}
+        return {
+            "crawl": self.name,
+            "exists": bool(exists),
+            "frontier": frontier,
+            "leased": leases,
+            "seen": seen,
+            "saved": pages,
+            "workers": alive,
+        }
 
 
 def url_fingerprint(key: str) -> bytes:

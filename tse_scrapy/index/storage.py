@@ -63,7 +63,7 @@ class IndexReader:
             return {}
         start, end = self._offsets[position] * 2, self._offsets[position + 1] * 2
         pairs = self._pairs[start:end].tolist()
-        return dict(zip(pairs[0::2], pairs[1::2]))
+        return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
     def _open_sidecar(self, text: bytes) -> bool:
         if sys.byteorder != "little":
@@ -82,7 +82,7 @@ class IndexReader:
         self._offsets = view[position : position + 4 * (words + 1)].cast(_UINT32)
         position = _aligned(position + 4 * (words + 1))
         self._pairs = view[position : position + 2 * width * pairs].cast(_UINT16 if width == 2 else _UINT32)
-        self._positions = dict(zip(blob.split(b"\n"), range(words))) if words else {}
+        self._positions = {word: position for position, word in enumerate(blob.split(b"\n"))} if words else {}
         return True
 
 
@@ -99,9 +99,7 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
     # Two bytes a number when they all fit: the usual case, half the size.
     pairs = array(_UINT16 if max(numbers, default=0) < 1 << 16 else _UINT32, numbers)
     blob = b"\n".join(words)
-    header = _HEADER.pack(
-        _MAGIC, _digest(text), len(text), len(words), len(blob), len(numbers) // 2, pairs.itemsize
-    )
+    header = _HEADER.pack(_MAGIC, _digest(text), len(text), len(words), len(blob), len(numbers) // 2, pairs.itemsize)
     parts = [header, blob]
     for section in (offsets.tobytes(), pairs.tobytes()):
         parts.append(b"\0" * (_aligned(sum(map(len, parts))) - sum(map(len, parts))))

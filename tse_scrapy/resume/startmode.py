@@ -16,6 +16,8 @@ from .statedb import state_path, stored_arguments
 
 
 class StartMode(enum.Enum):
+    """How a crawl starts."""
+
     NEW = "new"
     RESUME = "resume"
     FINISHED = "finished"  # asked to resume a crawl that has finished: nothing to do

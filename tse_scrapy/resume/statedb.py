@@ -92,8 +92,7 @@ class CrawlStateDB:
 
     def writing_docs(self) -> list[int]:
         """DocIDs of the pages that were being saved when the crawl stopped."""
-        return [doc for (doc,) in self.db.execute(
-            "SELECT writing_doc FROM frontier WHERE writing_doc IS NOT NULL")]
+        return [doc for (doc,) in self.db.execute("SELECT writing_doc FROM frontier WHERE writing_doc IS NOT NULL")]
 
     def pages(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for doc_id, blob in self.db.execute("SELECT doc_id, request FROM pages ORDER BY doc_id"):
@@ -102,8 +101,7 @@ class CrawlStateDB:
     # -- writing, during the crawl -----------------------------------------
     def push(self, request_dict: dict[str, Any]) -> int:
         self._begin()
-        cursor = self.db.execute("INSERT INTO frontier (request) VALUES (?)",
-                                 (pickle.dumps(request_dict, protocol=4),))
+        cursor = self.db.execute("INSERT INTO frontier (request) VALUES (?)", (pickle.dumps(request_dict, protocol=4),))
         return cursor.lastrowid
 
     def add_seen(self, key: str) -> None:
@@ -120,11 +118,11 @@ class CrawlStateDB:
         """Page *doc_id* is on disk: its frontier row becomes its pages row."""
         self._begin()
         if row is not None:
-            self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?",
-                            (doc_id, row))
+            self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?", (doc_id, row))
             self.db.execute("DELETE FROM frontier WHERE row = ?", (row,))
-        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)",
-                        (str(max(doc_id + 1, self.next_doc_id())),))
+        self.db.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)", (str(max(doc_id + 1, self.next_doc_id())),)
+        )
         self.commit()
 
     def finished(self, row: int | None) -> None:

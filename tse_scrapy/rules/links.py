@@ -83,7 +83,7 @@ def extract_links_tse(body: bytes, page_url: str) -> list[str]:
         if tag_end != -1 and tag_end < href:
             continue
         start = href + 5
-        delimiter = html[start:start + 1]
+        delimiter = html[start : start + 1]
         if delimiter in (b'"', b"'"):
             start += 1
             end = html.find(delimiter, start)
@@ -94,7 +94,7 @@ def extract_links_tse(body: bytes, page_url: str) -> list[str]:
         fragment = html.find(b"#", start, end)
         if fragment != -1:
             end = fragment
-        if html[start:start + 1] == b"#":
+        if html[start : start + 1] == b"#":
             continue
         pos = end
         link = html[start:end].decode("latin-1")

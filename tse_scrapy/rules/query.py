@@ -1,11 +1,12 @@
 """Query parsing and scoring of the querier (SPEC 4): pure functions, no Scrapy import.
 
-    query  ::= andseq [or andseq]...
-    andseq ::= word [[and] word]...
+query  ::= andseq [or andseq]...
+andseq ::= word [[and] word]...
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -22,8 +23,8 @@ class QueryError(ValueError):
 class Query:
     """A parsed query line."""
 
-    tokens: tuple[str, ...]                   # lowercased, as echoed
-    clauses: tuple[tuple[str, ...], ...]      # or-ed and-sequences of words
+    tokens: tuple[str, ...]  # lowercased, as echoed
+    clauses: tuple[tuple[str, ...], ...]  # or-ed and-sequences of words
 
 
 def is_blank(line: str) -> bool:
@@ -52,7 +53,7 @@ def structure_error(query: Query) -> str | None:
         return f"Error: '{tokens[0]}' cannot be first"
     if tokens[-1] in OPERATORS:
         return f"Error: '{tokens[-1]}' cannot be last"
-    for left, right in zip(tokens, tokens[1:]):
+    for left, right in itertools.pairwise(tokens):
         if left in OPERATORS and right in OPERATORS:
             return f"Error: '{left}' and '{right}' cannot be adjacent"
     return None

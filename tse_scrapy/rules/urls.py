@@ -21,7 +21,7 @@ def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
     found = _SCHEME_END.search(url)
     if found is None or found.group() != ":" or found.start() == 0:
         return None
-    rest = url[found.end():]
+    rest = url[found.end() :]
     scheme = url[: found.end()].lower()
     if rest.startswith("//"):
         scheme += "//"
@@ -54,9 +54,7 @@ def remove_dot_segments(path: str) -> str:
     while path:
         if path.startswith("../"):
             path = path[3:]
-        elif path.startswith("./"):
-            path = path[2:]
-        elif path.startswith("/./"):
+        elif path.startswith("./") or path.startswith("/./"):
             path = path[2:]
         elif path == "/.":
             path = "/"
