@@ -28,20 +28,26 @@ def clean_env(**extra) -> dict:
 
 
 def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "tse"), *map(str, args)],
-        capture_output=True,
-        env=env or clean_env(),
-        timeout=timeout,
-        cwd=ROOT,
-        **kwargs,
-    )
+    command = [str(BIN / "tse"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
 
 
-def run_scrapy(*args, env=None, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "scrapy"), *map(str, args)], capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT
-    )
+def run_scrapy(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+    command = [str(BIN / "scrapy"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
+
+
+def crawl_site(server, out, depth, *options, seed="index.html", **kwargs) -> subprocess.CompletedProcess:
+    """``tse crawl`` of a local test site from its *seed*, without delay."""
+    fast = ("--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    return run_tse("crawl", f"{server.url}/{seed}", out, depth, *fast, *options, **kwargs)
+
+
+def scrapy_crawl_site(server, out, depth, *options, **kwargs) -> subprocess.CompletedProcess:
+    """The same crawl as ``crawl_site``, with ``scrapy crawl tse``."""
+    arguments = [f"seed={server.url}/index.html", f"pagedir={out}", f"depth={depth}", f"prefix={server.url}/"]
+    fast = [x for argument in arguments for x in ("-a", argument)] + ["-s", "DOWNLOAD_DELAY=0"]
+    return run_scrapy("crawl", "tse", *fast, *options, **kwargs)
 
 
 @pytest.fixture

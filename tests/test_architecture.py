@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, run_tse
+from tests.conftest import ROOT, clean_env, crawl_site, run_tse
 from tests.support.sitegen import write_site
 
 PACKAGE = ROOT / "tse_scrapy"
@@ -136,10 +136,7 @@ def imported_modules(stderr: bytes) -> set[str]:
 def test_a_single_process_crawl_imports_no_redis_and_no_devtools(tmp_path, serve):
     server = serve(write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []}).root)
     (tmp_path / "out").mkdir()
-    result = run_tse(
-        "crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/",
-        "-s", "DOWNLOAD_DELAY=0", env=clean_env(PYTHONPROFILEIMPORTTIME="1"),
-    )  # fmt: skip
+    result = crawl_site(server, tmp_path / "out", 1, env=clean_env(PYTHONPROFILEIMPORTTIME="1"))
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     loaded = imported_modules(result.stderr)
     assert {"scrapy", "tse_scrapy.crawl.frontier", "tse_scrapy.crawl.dupefilter", "tse_scrapy.spiders.tse"} <= loaded

@@ -4,20 +4,18 @@ import re
 
 import pytest
 
-from tests.conftest import run_tse
+from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.progress import progress_line
 
-FAST = ("-s", "DOWNLOAD_DELAY=0")
 PROGRESS = re.compile(r"^[ 0-9]\d  *(Fetched|Scanning|Found|IgnExtrn|IgnDupl|Added|Failed): \S+$")
 
 
 def crawl(server, pagedir, depth, *options, seed="index.html"):
     pagedir.mkdir(exist_ok=True)
-    result = run_tse("crawl", f"{server.url}/{seed}", pagedir, depth, "--prefix", f"{server.url}/", *FAST, *options)
-    return result
+    return crawl_site(server, pagedir, depth, *options, seed=seed)
 
 
 def paths(server, pages):

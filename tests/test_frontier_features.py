@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.conftest import run_tse
+from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
 from tse_scrapy.rules.progress import progress_line
@@ -13,17 +13,7 @@ from tse_scrapy.rules.progress import progress_line
 
 def crawl(server, out, depth, *options):
     out.mkdir()
-    result = run_tse(
-        "crawl",
-        f"{server.url}/index.html",
-        out,
-        depth,
-        "--prefix",
-        f"{server.url}/",
-        "-s",
-        "DOWNLOAD_DELAY=0",
-        *options,
-    )
+    result = crawl_site(server, out, depth, *options)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     return [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)], result.stdout.decode()
 

@@ -5,7 +5,7 @@ import gzip
 
 import pytest
 
-from tests.conftest import run_tse
+from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule
@@ -28,18 +28,7 @@ def crawl(tmp_path, serve):
         out = tmp_path / "out"
         out.mkdir()
         options = [x for setting in settings for x in ("-s", setting)]
-        result = run_tse(
-            "crawl",
-            f"{server.url}/index.html",
-            out,
-            depth,
-            "--prefix",
-            f"{server.url}/",
-            "-s",
-            "DOWNLOAD_DELAY=0",
-            *options,
-            timeout=120,
-        )
+        result = crawl_site(server, out, depth, *options, timeout=120)
         assert result.returncode == 0, result.stderr.decode()[-3000:]
         assert b"Traceback" not in result.stderr
         pages = [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)]
@@ -146,18 +135,7 @@ def test_thousands_of_links_on_one_page(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": links, **{t: [] for t in targets}})
     server = serve(site.root)
     (tmp_path / "out").mkdir()
-    result = run_tse(
-        "crawl",
-        f"{server.url}/index.html",
-        tmp_path / "out",
-        1,
-        "--prefix",
-        f"{server.url}/",
-        "-s",
-        "DOWNLOAD_DELAY=0",
-        "-s",
-        "LOG_LEVEL=WARNING",
-    )
+    result = crawl_site(server, tmp_path / "out", 1, "-s", "LOG_LEVEL=WARNING")
     assert result.returncode == 0
     assert len(saved_pages(tmp_path / "out")) == 201
     lines = result.stdout.decode().splitlines()

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from tests.conftest import run_tse
+from tests.conftest import crawl_site, scrapy_crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 
@@ -27,37 +27,8 @@ def test_write_failure_stops_the_crawl(tmp_path, serve, command):
     out = tmp_path / "out"
     out.mkdir()
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    if command == "tse":
-        result = run_tse(
-            "crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", preexec_fn=small_file_limit
-        )
-    else:
-        import subprocess
-
-        from tests.conftest import BIN, ROOT, clean_env
-
-        result = subprocess.run(
-            [
-                str(BIN / "scrapy"),
-                "crawl",
-                "tse",
-                "-a",
-                f"seed={seed}",
-                "-a",
-                f"pagedir={out}",
-                "-a",
-                "depth=1",
-                "-a",
-                f"prefix={prefix}",
-                "-s",
-                "DOWNLOAD_DELAY=0",
-            ],
-            capture_output=True,
-            env=clean_env(),
-            cwd=ROOT,
-            timeout=120,
-            preexec_fn=small_file_limit,
-        )
+    run = crawl_site if command == "tse" else scrapy_crawl_site
+    result = run(server, out, 1, preexec_fn=small_file_limit, timeout=120)
     assert result.returncode != 0
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr
@@ -66,7 +37,7 @@ def test_write_failure_stops_the_crawl(tmp_path, serve, command):
     assert saved_pages(out) == [(seed, 0), (prefix + "b.html", 1), (prefix + "a.html", 1)]
     assert sorted(os.listdir(out)) == [".crawler", ".tse-state.sqlite", "1", "2", "3"]
     # Once there is room again, --resume finishes the crawl; the state goes away.
-    again = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", "--resume")
+    again = crawl_site(server, out, 1, "--resume")
     assert again.returncode == 0, again.stderr.decode()
     assert saved_pages(out)[3:] == [(prefix + "big.html", 1)]
     assert sorted(os.listdir(out)) == [".crawler", "1", "2", "3", "4"]
