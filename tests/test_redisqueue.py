@@ -133,6 +133,7 @@ def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_p
         (None, dict(seed=SEED, depth="3"), "has depth=2, not 3"),
         (None, dict(seed=SEED, order="tse"), "breadth-first"),
         ("bad name", {}, "crawl name must be"),
+        ("polite", {}, "crawl name polite is reserved"),
     ],
 )
 def test_joining_is_refused_with_one_line(redis_url, tmp_path, name, arguments, message):
