@@ -1,5 +1,3 @@
-import hashlib
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,15 +75,13 @@ def test_every_seed_is_checked(tmp_path, seed, message):
         check_crawl_args(seed, tmp_path, 1)
 
 
+# Expected digests computed outside Python: printf %s 'SEEDS' | sha1sum (first 10 hex digits).
 @pytest.mark.parametrize(
     "seeds, name",
     [
-        ([SEED], "cs50tse.cs.dartmouth.edu-" + hashlib.sha1(SEED.encode()).hexdigest()[:10]),
-        (
-            ["http://a.test/", "http://b.test/"],
-            "a.test-" + hashlib.sha1(b"http://a.test/,http://b.test/").hexdigest()[:10],
-        ),
-        (["http://[::1]:8080/x.html"], "-1-" + hashlib.sha1(b"http://[::1]:8080/x.html").hexdigest()[:10]),
+        ([SEED], "cs50tse.cs.dartmouth.edu-a7a82be609"),
+        (["http://a.test/", "http://b.test/"], "a.test-7d2504268d"),
+        (["http://[::1]:8080/x.html"], "-1-a66e808082"),
     ],
 )
 def test_crawl_name_examples(seeds, name):

@@ -17,6 +17,7 @@ import redis
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
+from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
 HOSTS = ["a.test", "b.test", "c.test"]
@@ -38,11 +39,27 @@ def crawl_args(pagedir):
     return [",".join(SEEDS), str(pagedir), str(DEPTH), "--prefix", PREFIX]
 
 
+STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def no_worker_outlives_its_test():
+    """A test that fails while waiting leaves no worker running."""
+    yield
+    while STARTED:
+        worker = STARTED.pop()
+        if worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+
+
 def start_worker(command, proxy, agent="tse-test"):
     env = clean_env(http_proxy=proxy.url)
-    return subprocess.Popen(
+    worker = subprocess.Popen(
         [*command, "-s", f"USER_AGENT={agent}"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
+    STARTED.append(worker)
+    return worker
 
 
 def tse_worker(redis_url, pagedir, proxy, *extra, agent="tse-test"):
@@ -132,10 +149,9 @@ def test_a_killed_worker_loses_nothing(redis_url, site, tmp_path):
     workers = [
         tse_worker(redis_url, pagedir, proxy, "-s", "TSE_LEASE_SECONDS=1.5", agent=f"worker-{i}") for i in range(3)
     ]
-    deadline = time.monotonic() + 60
-    while not (hits := [hit for hit in proxy.hits if hit.key == slow_key]):
-        assert time.monotonic() < deadline, "the slow page was never fetched"
-        time.sleep(0.02)
+    hits = wait_until(
+        lambda: [hit for hit in proxy.hits if hit.key == slow_key], 60, "the slow page was never fetched", 0.02
+    )
     victim = int(hits[0].headers["User-Agent"].split("-")[1])
     workers[victim].send_signal(signal.SIGKILL)
     results = finish(workers)
@@ -153,9 +169,8 @@ def test_a_worker_stopped_with_ctrl_c_hands_its_pages_back_at_once(redis_url, si
     pagedir.mkdir()
     long_leases = ("--name", "ctrlc", "-s", "TSE_LEASE_SECONDS=60")
     first = tse_worker(redis_url, pagedir, proxy, *long_leases)
-    while len(os.listdir(pagedir)) < 6:
-        assert first.poll() is None
-        time.sleep(0.02)
+    six_files = while_running(first, lambda: len(os.listdir(pagedir)) >= 6, "writing 6 files")
+    wait_until(six_files, 60, "the first worker never wrote 6 files", 0.02)
     first.send_signal(signal.SIGINT)
     assert finish([first])[0][0] == 1  # interrupted
     leases = redis.Redis.from_url(redis_url).zrangebyscore("tse:ctrlc:leases", 1, "+inf")
@@ -171,8 +186,8 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
     pagedir.mkdir()
     first = tse_worker(redis_url, pagedir, proxy, "--name", "joined", "--keep")
     client = redis.Redis.from_url(redis_url)
-    while not client.exists("tse:joined:params"):
-        time.sleep(0.05)
+    registered = while_running(first, lambda: client.exists("tse:joined:params"), "registering its crawl")
+    wait_until(registered, 60, "the first worker never registered crawl 'joined' in Redis", 0.05)
     second = start_worker(
         [
             str(BIN / "scrapy"),

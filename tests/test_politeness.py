@@ -5,6 +5,7 @@ import itertools
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
+from tse_scrapy.devtools.siteserver import Rule
 
 LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
 
@@ -35,3 +36,21 @@ def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
     assert result.returncode == 0, result.stderr.decode()
     assert len(server.hits) == 3
     assert min(gaps(server)) >= 2.0, gaps(server)
+
+
+def test_the_delay_counts_from_the_end_of_the_previous_request(tmp_path, serve):
+    # Every answer takes 0.6 s: counted from the start of a request (Scrapy's own clock), the
+    # next one would arrive ~0.4 s after the previous answer was sent; counted from its end, 1 s.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    for path in ("/robots.txt", "/index.html", "/a.html", "/b.html"):
+        server.rules[path] = Rule(delay=0.6)
+    (tmp_path / "out").mkdir()
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(saved_pages(tmp_path / "out")) == 3
+    hits = sorted(server.hits, key=lambda hit: hit.time)
+    assert [hit.key for hit in hits[:2]] == ["/robots.txt", "/index.html"]
+    assert len(hits) == 4 and server.max_active == 1
+    pauses = [later.time - earlier.done for earlier, later in itertools.pairwise(hits)]
+    assert min(pauses) >= 1.0, pauses

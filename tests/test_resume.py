@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
+from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule
 
 
@@ -52,10 +53,19 @@ def crawl_command(server, out, order, *extra):
 
 
 def interrupt_at(command, out, target, signals, rng):
-    """Run *command* until *target* page files exist, then send *signals*."""
+    """Run *command* until *target* page files exist (or it ends), then send *signals*."""
     process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    while process.poll() is None and page_files(out) < target:
-        time.sleep(0.002)
+    try:
+        wait_until(
+            lambda: process.poll() is not None or page_files(out) >= target,
+            60,
+            f"the crawl neither saved {target} pages nor ended",
+            0.002,
+        )
+    except AssertionError:
+        process.kill()
+        process.communicate()
+        raise
     time.sleep(rng.uniform(0, 0.01))  # land anywhere in a page's life
     for sig in signals:
         if process.poll() is None:
@@ -131,6 +141,43 @@ def test_refuses_to_mix_crawls(tmp_path, serve):
     assert len(server.hits) == 3  # robots.txt and two pages, once
 
 
+def snapshot(directory):
+    """Everything under *directory*, hidden files included: each file's bytes and modification time,
+    and each directory's modification time (a file created then removed changes it)."""
+    entries = {".": directory.stat().st_mtime_ns}
+    for path in sorted(directory.rglob("*")):
+        name = path.relative_to(directory).as_posix()
+        entries[name] = (path.read_bytes(), path.stat().st_mtime_ns) if path.is_file() else path.stat().st_mtime_ns
+    return entries
+
+
+@pytest.mark.parametrize("command", ["tse crawl --resume", "scrapy crawl -a resume=yes"])
+def test_resuming_a_finished_crawl_does_nothing(tmp_path, serve, command):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    done = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0")
+    assert done.returncode == 0, done.stderr.decode()
+    assert {url for url, _ in saved_pages(out)} == {seed, prefix + "a.html", prefix + "b.html"}
+    assert not (out / ".tse-state.sqlite").exists()  # finished
+    before, fetched = snapshot(out), len(server.hits)
+    time.sleep(0.05)  # a file written again would get a later modification time
+    if command.startswith("tse"):
+        result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
+    else:
+        result = run_scrapy(
+            *("crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=1"),
+            *("-a", f"prefix={prefix}", "-a", "resume=yes"),
+        )
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and "holds a finished crawl: nothing to resume" in lines[0], lines
+    assert result.returncode == 0
+    assert len(server.hits) == fetched, [hit.key for hit in server.hits[fetched:]]  # not even robots.txt
+    assert snapshot(out) == before
+
+
 def test_resume_requires_the_same_arguments(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
     server = serve(site.root)
@@ -145,9 +192,10 @@ def test_resume_requires_the_same_arguments(tmp_path, serve):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    while page_files(out) < 1:
-        time.sleep(0.01)
-    process.kill()
+    try:
+        wait_until(while_running(process, lambda: page_files(out) >= 1, "saving a page"), 30, "no page saved")
+    finally:
+        process.kill()
     process.wait()
     server.rules.clear()
     cases = [

@@ -132,6 +132,91 @@ def test_normalized_url_has_no_fragment_dot_segments_or_double_slashes(url):
     assert "//" not in path
 
 
-@given(st.text())
-def test_is_internal_never_raises(text):
-    assert is_internal(normalize_url(text)) in (True, False)
+PREFIX_HOST = "cs50tse.cs.dartmouth.edu"
+
+
+def likely_first(first, *others):
+    return st.one_of(st.just(first), st.sampled_from(others))
+
+
+# Texts near the default prefix (case, port, user info, "@" tricks, dot segments, slashes,
+# "/tse/" only in the query or fragment), mixed with arbitrary text; the first choice of each
+# part is the likeliest, so that about one text in ten is internal.
+near_prefix = st.one_of(
+    st.text(),
+    st.builds(
+        lambda scheme, sep, host, start, path, tail: f"{scheme}{sep}{host}{start}{path}{tail}",
+        likely_first("http", "HTTP", "Http", "https", "ftp"),
+        likely_first("://", ":/", ":", ":///", "://@", "://user@"),
+        likely_first(
+            PREFIX_HOST,
+            PREFIX_HOST.upper(),
+            "CS50tse.CS.Dartmouth.EDU",
+            PREFIX_HOST + ":80",
+            PREFIX_HOST + ".evil.test",
+            PREFIX_HOST + "@evil.test",
+            "evil.test",
+            "",
+        ),
+        likely_first("/tse/", "//tse/", "/tse//", "/./tse/", "/a/../tse/", "/TSE/", "/tse", "/tse/../", "/", ""),
+        st.lists(st.sampled_from(["/", "//", "tse", "tse/", "..", "/..", ".", "a", "x.html", "y.pdf"]), max_size=4).map(
+            "".join
+        ),
+        st.sampled_from(["", "?q=1", "?/tse/x.html", "#frag", "#/tse/", "?x#y"]),
+    ),
+)
+
+
+@given(near_prefix)
+def test_an_internal_url_comes_from_a_text_on_the_prefix_host(text):
+    normalized = normalize_url(text)
+    if is_internal(normalized):
+        assert normalized.startswith(DEFAULT_PREFIX)
+        # only scheme and host are lowercased, and the authority ends at the first "/"
+        assert text.lower().startswith(f"http://{PREFIX_HOST}/")
+    else:
+        assert normalized is None or not normalized.startswith(DEFAULT_PREFIX)
+
+
+def passes_extension_filter(last_segment):
+    """SPEC 1.1 rule 4, restated: after the last "." there must be nothing, or text beginning with "htm"."""
+    if "." not in last_segment:
+        return True
+    extension = last_segment.rsplit(".", 1)[1]
+    return extension == "" or extension.lower().startswith("htm")
+
+
+safe_segment = st.sampled_from(
+    ["a", "docs", "Tse", "x.html", "y.HTM", "z.html5", "b.", ".", "w.pdf", "v.jpg", ".hidden"]
+)
+
+
+@given(
+    st.lists(st.tuples(safe_segment, st.sampled_from(["/", "//"])), max_size=6),
+    st.sampled_from(["", "/", "//"]),
+    st.sampled_from(["", "?f=a.pdf", "#x.pdf", "?q=/../../x"]),
+)
+def test_a_safe_path_under_the_prefix_is_internal_exactly_when_normalizable(pieces, lead, tail):
+    path = lead + "".join(segment + separator for segment, separator in pieces[:-1])
+    if pieces:
+        path += pieces[-1][0]
+    url = DEFAULT_PREFIX + path + tail
+    normalized = normalize_url(url)
+    expected = passes_extension_filter(path.rsplit("/", 1)[-1])
+    assert (normalized is not None) is expected, (url, normalized)
+    assert is_internal(normalized) is expected, (url, normalized)
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "x.html", "Tse"]), max_size=4),
+    st.integers(1, 3),
+    st.lists(st.sampled_from(["a", "TSE", "tsex", "x.html"]), max_size=3),
+)
+def test_climbing_above_the_prefix_with_dot_dot_is_not_internal(descent, extra, rest):
+    climb = [".."] * (len(descent) + extra)
+    url = DEFAULT_PREFIX + "/".join([*descent, *climb, *rest])
+    normalized = normalize_url(url)
+    assert normalized is not None, url
+    # ".." above the root is dropped (SPEC 1.1 rule 5), so the path is what follows the climb
+    assert normalized == f"http://{PREFIX_HOST}/" + "/".join(rest), url
+    assert not is_internal(normalized), (url, normalized)
