@@ -56,7 +56,8 @@ def test_bfs_gives_shortest_depths_where_tse_order_does_not(tmp_path, serve):
     }
     site = write_site(tmp_path / "site", links)
     server = serve(site.root)
-    tse = crawl(server, tmp_path / "tse", 3)
+    # The spider's arguments decide the order: a setting given with -s cannot contradict them.
+    tse = crawl(server, tmp_path / "tse", 3, "-s", "TSE_ORDER=bfs")
     assert dict(paths(server, saved_pages(tmp_path / "tse")))["c.html"] == 3
     assert "e.html" not in dict(paths(server, saved_pages(tmp_path / "tse")))
     for concurrency in (1, 8):

@@ -35,5 +35,7 @@ def test_crawl_failure_reasons():
     assert "raised 2 exception" in crawl_failure(crawler)
     stats.set_value("finish_reason", "shutdown")
     assert crawl_failure(crawler) == "crawl stopped: shutdown"
+    stats.set_value("finish_reason", None)  # stopped at once by a second Ctrl-C: the crawl never closed
+    assert crawl_failure(crawler).startswith("the crawl was stopped before it could finish")
     stats.set_value("tse/error", "cannot write page file d/3: No space left on device")
     assert crawl_failure(crawler) == "cannot write page file d/3: No space left on device"

@@ -171,3 +171,18 @@ def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_
     ]
     assert crawl.last_doc_id() == 3
     assert crawl.reserve_doc_id(keys[3]) == (2, True)  # the record follows the file
+
+
+def test_a_worker_joining_with_default_arguments_takes_the_crawls_own(redis_url, tmp_path):
+    from tse_scrapy.cli import build_parser
+    from tse_scrapy.crawlstart import prepare_crawl
+    from tse_scrapy.spiders.tse import TseSpider
+
+    arguments = dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/", links="tse")
+    crawl, _, _ = create_or_join_crawl(redis_url, "links", arguments)
+    settings = {"TSE_REDIS_URL": redis_url, "TSE_CRAWL_NAME": crawl.name}
+    # What `scrapy crawl tse -s TSE_REDIS_URL=... -s TSE_CRAWL_NAME=...` gives: the spider's defaults.
+    assert prepare_crawl(TseSpider().arguments, settings.get).args.links == "tse"
+    # What `tse crawl --redis URL --name NAME` gives.
+    options = build_parser().parse_args(["crawl", "--redis", redis_url, "--name", crawl.name])
+    assert options.links is None and options.order is None

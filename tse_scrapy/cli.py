@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="tse (reference stack order, default), bfs (the only order of a distributed crawl), "
         "or priority (most linked-to first)",
     )
-    crawl.add_argument("--links", default="html", help="html (standards-based, default) or tse (the reference scanner)")
+    crawl.add_argument("--links", help="html (standards-based, default) or tse (the reference scanner)")
     crawl.add_argument(
         "--prefix", help="internal URL prefix(es), comma-separated (default http://cs50tse.cs.dartmouth.edu/tse/)"
     )

@@ -24,6 +24,8 @@ def crawl_failure(crawler: Crawler) -> str | None:
     if error:
         return error
     reason = stats.get_value("finish_reason")
+    if reason is None:
+        return "the crawl was stopped before it could finish (a second Ctrl-C stops at once)"
     if reason not in SUCCESS_REASONS:
         return f"crawl stopped: {reason}"
     exceptions = stats.get_value("spider_exceptions/count")

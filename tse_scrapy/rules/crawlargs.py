@@ -60,7 +60,7 @@ def check_crawl_args(
     pagedir: Any = None,
     depth: Any = None,
     order: str | None = None,
-    links: str = "html",
+    links: str | None = None,
     prefix: Any = None,
     allow: Any = None,
     deny: Any = None,
@@ -91,6 +91,7 @@ def check_crawl_args(
         raise ArgumentError("missing argument: seed")
     max_depth = _check_depth(depth)
     order = order or "tse"
+    links = links or "html"
     if order not in ORDERS:
         raise ArgumentError(f"order must be one of {', '.join(ORDERS)}: {order}")
     if links not in EXTRACTORS:

@@ -38,7 +38,7 @@ class TseSpider(scrapy.Spider):
         pagedir: str | None = None,
         depth: str | int | None = None,
         order: str | None = None,
-        links: str = "html",
+        links: str | None = None,
         prefix: str | None = None,
         resume: str | None = None,
         allow: str | None = None,
@@ -97,6 +97,7 @@ class TseSpider(scrapy.Spider):
             spider.seeds = ()
             settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
         args = start.args
+        # Derived from the checked arguments: a -s NAME=VALUE cannot contradict them.
         for name, value in (
             ("TSE_ORDER", args.order),
             ("TSE_PREFIXES", list(args.prefixes)),
@@ -109,7 +110,7 @@ class TseSpider(scrapy.Spider):
             # never scanning a page at maxDepth.
             ("DEPTH_LIMIT", args.depth),
         ):
-            settings.set(name, value, priority="spider")
+            settings.set(name, value, priority="cmdline")
         # Scrapy's CLOSESPIDER_PAGECOUNT counts responses and overshoots under
         # concurrency: the scheduler and the pipeline stop at exactly N pages.
         limit = settings.getint("CLOSESPIDER_PAGECOUNT")
