@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..exitcodes import USAGE
 from ..resume.statedb import STATE_NAME
-from ..rules.pagedir import MARKER, read_page_url
+from ..rules.pagedir import MARKER, read_page, read_page_url
 from .siteserver import SiteServer
 
 SITE = Path(__file__).resolve().parent / "demo_site"
@@ -57,11 +57,11 @@ def main(argv: list[str]) -> int:
         print(f"Serving the demo site ({SITE}) on {server.url}/ (loopback only)")
         print("$ " + " ".join(command), flush=True)
         status = subprocess.call([tse, *command[1:]])
-    pages = sorted((p for p in pagedir.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-    print(f"\nThe crawl exited {status}; {len(pages)} pages went to {pagedir}/ (1 to {len(pages)}):")
-    for page in pages:
-        url, depth = page.read_bytes().split(b"\n", 2)[:2]
-        print(f"  {pagedir}/{page.name:<3} depth {depth.decode()}  {url.decode()}")
+    doc_ids = sorted(int(name) for name in os.listdir(pagedir) if name.isdigit())
+    print(f"\nThe crawl exited {status}; {len(doc_ids)} pages went to {pagedir}/ (1 to {len(doc_ids)}):")
+    for doc_id in doc_ids:
+        page = read_page(pagedir, doc_id)
+        print(f"  {pagedir}/{doc_id:<3} depth {page.depth}  {page.url}")
     if status != 0:
         return status
     index = pagedir.with_name(pagedir.name + ".index")
