@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from itertools import count
 
 from ..rules import pagedir
 from ..rules.indexfile import Index
 from ..rules.words import word_counts
+from .docstore import DocStoreWriter
 
 
 class PageDirError(ValueError):
@@ -27,21 +27,20 @@ def check_page_directory(directory: str | os.PathLike) -> None:
             raise PageDirError(f"{directory} {problem}") from None
 
 
-def build_index(directory: str | os.PathLike) -> Index:
-    """Index pages 1, 2, ... until the first one that cannot be opened.
+def build_index(directory: str | os.PathLike, docs: DocStoreWriter | None = None) -> Index:
+    """Index pages 1, 2, ... until the first one that cannot be opened; record each in *docs*.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it.
     """
     index: Index = {}
-    for doc_id in count(1):
-        try:
-            page = pagedir.read_page(directory, doc_id)
-        except OSError:
-            break
-        for word, occurrences in word_counts(page.body).items():
+    for doc_id, page in pagedir.read_pages(directory):
+        counts = word_counts(page.body)
+        for word, occurrences in counts.items():
             postings = index.get(word)
             if postings is None:
                 index[word] = {doc_id: occurrences}
             else:
                 postings[doc_id] = occurrences
+        if docs is not None:
+            docs.add(doc_id, page, sum(counts.values()))
     return index

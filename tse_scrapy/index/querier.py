@@ -7,38 +7,38 @@ import sys
 from typing import TextIO
 
 from ..rules import pagedir
-from ..rules.query import QueryError, is_blank, parse_query, rank, score, structure_error
+from .engine import QueryEngine
 from .storage import IndexReader
 
 PROMPT = "Query? "
 DIVIDER = "-" * 47
+SCORE_FORMATS = {"tse": "score {:3d} doc {:3d}: {}\n", "bm25": "score {:8.3f} doc {:3d}: {}\n"}
 
 
 class Querier:
-    """Answers query lines with the index and the page directory's URLs."""
+    """Answers query lines as the reference querier prints them (SPEC 4); BM25 scores with 3 decimals."""
 
-    def __init__(self, directory: str | os.PathLike, index: IndexReader):
+    def __init__(self, directory: str | os.PathLike, index: IndexReader, ranking: str = "tse"):
         self.directory = directory
-        self.index = index
+        self.engine = QueryEngine(directory, index)
+        self.score_format = SCORE_FORMATS[ranking]
+        self.ranking = ranking
         self._urls: dict[int, str] = {}
 
     def answer(self, line: str) -> str:
         """The output for one input line (without its newline), possibly empty."""
-        if is_blank(line):
+        answer = self.engine.answer(line, self.ranking)
+        if answer is None:
             return ""
-        try:
-            query = parse_query(line)
-        except QueryError as error:
-            return f"{error}\n"
-        echo = "Query: " + "".join(token + " " for token in query.tokens) + "\n"
-        problem = structure_error(query)
-        if problem:
-            return echo + problem + "\n"
-        ranked = rank(score(query, self.index.postings))
-        if not ranked:
+        if answer.query is None:
+            return f"{answer.error}\n"
+        echo = "Query: " + "".join(token + " " for token in answer.query.tokens) + "\n"
+        if answer.error:
+            return echo + answer.error + "\n"
+        if not answer.ranked:
             return echo + "No documents match.\n" + DIVIDER + "\n"
-        lines = [echo, f"Matches {len(ranked)} documents (ranked):\n"]
-        lines += [f"score {value:3d} doc {doc_id:3d}: {self.url(doc_id)}\n" for doc_id, value in ranked]
+        lines = [echo, f"Matches {len(answer.ranked)} documents (ranked):\n"]
+        lines += [self.score_format.format(value, doc_id, self.url(doc_id)) for doc_id, value in answer.ranked]
         return "".join(lines) + DIVIDER + "\n"
 
     def url(self, doc_id: int) -> str:

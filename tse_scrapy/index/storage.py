@@ -36,12 +36,13 @@ def read_index(path: str | os.PathLike) -> Index:
     return parse_index(Path(path).read_bytes(), str(path))
 
 
-def write_index(path: str | os.PathLike, index: Index, *, sidecar: bool = True) -> None:
-    """Write the text index (and its sidecar), each atomically."""
+def write_index(path: str | os.PathLike, index: Index, *, sidecar: bool = True) -> tuple[int, bytes]:
+    """Write the text index (and its sidecar), each atomically; return the text's size and digest."""
     text = format_index(index)
     write_atomically(path, text)
     if sidecar:
         write_atomically(sidecar_path(path), _encode_sidecar(index, text))
+    return len(text), text_digest(text)
 
 
 class IndexReader:
@@ -50,7 +51,8 @@ class IndexReader:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         text = self.path.read_bytes()
-        self.from_sidecar = self._open_sidecar(text)
+        self.size, self.digest = len(text), text_digest(text)  # what the sidecars are checked against
+        self.from_sidecar = self._open_sidecar()
         if not self.from_sidecar:
             self._index = parse_index(text, str(path))
 
@@ -65,7 +67,7 @@ class IndexReader:
         pairs = self._pairs[start:end].tolist()
         return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
-    def _open_sidecar(self, text: bytes) -> bool:
+    def _open_sidecar(self) -> bool:
         if sys.byteorder != "little":
             return False
         try:
@@ -73,7 +75,7 @@ class IndexReader:
             magic, digest, size, words, words_bytes, pairs, width = _HEADER.unpack_from(data)
         except (OSError, struct.error):
             return False
-        if magic != _MAGIC or size != len(text) or digest != _digest(text):
+        if magic != _MAGIC or size != self.size or digest != self.digest:
             return False
         position = _HEADER.size
         blob = data[position : position + words_bytes]
@@ -99,7 +101,9 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
     # Two bytes a number when they all fit: the usual case, half the size.
     pairs = array(_UINT16 if max(numbers, default=0) < 1 << 16 else _UINT32, numbers)
     blob = b"\n".join(words)
-    header = _HEADER.pack(_MAGIC, _digest(text), len(text), len(words), len(blob), len(numbers) // 2, pairs.itemsize)
+    header = _HEADER.pack(
+        _MAGIC, text_digest(text), len(text), len(words), len(blob), len(numbers) // 2, pairs.itemsize
+    )
     parts = [header, blob]
     for section in (offsets.tobytes(), pairs.tobytes()):
         parts.append(b"\0" * (_aligned(sum(map(len, parts))) - sum(map(len, parts))))
@@ -107,7 +111,8 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
     return b"".join(parts)
 
 
-def _digest(text: bytes) -> bytes:
+def text_digest(text: bytes) -> bytes:
+    """What a sidecar records of the text index it was written with."""
     return hashlib.blake2b(text, digest_size=16).digest()
 
 

@@ -13,6 +13,7 @@ URL line, a line of decimal digits and a body is not a page file.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +73,18 @@ def read_page(pagedir: PathLike, doc_id: int) -> Page:
         return decode_page(path.read_bytes())
     except PageFileError as error:
         raise PageFileError(f"{path}: {error}") from None
+
+
+def read_pages(pagedir: PathLike) -> Iterator[tuple[int, Page]]:
+    """Pages 1, 2, ... until the first one that cannot be opened (SPEC 3)."""
+    doc_id = 1
+    while True:
+        try:
+            page = read_page(pagedir, doc_id)
+        except OSError:
+            return
+        yield doc_id, page
+        doc_id += 1
 
 
 def read_page_url(pagedir: PathLike, doc_id: int) -> str:

@@ -2,17 +2,26 @@
 
 query  ::= andseq [or andseq]...
 andseq ::= word [[and] word]...
+
+Everything here is linear in the length of the query: a search box receives
+anything, a line of a million words included.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 # word -> its postings (docID -> count), empty when the word is not indexed
 PostingsLookup = Callable[[str], Mapping[int, int]]
 OPERATORS = ("and", "or")
+# What a search box accepts (the querier, like the reference, answers any line).
+MAX_QUERY_CHARACTERS = 1000
+MAX_QUERY_WORDS = 100
+_BAD_CHARACTER = re.compile(r"[^A-Za-z \t\n\r\f\v]")
 
 
 class QueryError(ValueError):
@@ -31,19 +40,31 @@ def is_blank(line: str) -> bool:
     return not line.strip(" \t\n\r\f\v")
 
 
+def size_error(line: str) -> str | None:
+    """Why a search box refuses *line* for its size, or None."""
+    if len(line) > MAX_QUERY_CHARACTERS or len(line.split()) > MAX_QUERY_WORDS:
+        return f"Error: the query is too long (at most {MAX_QUERY_CHARACTERS} characters and {MAX_QUERY_WORDS} words)."
+    return None
+
+
 def parse_query(line: str) -> Query:
     """Parse one input line (not blank); raise QueryError for a bad character."""
-    for char in line:
-        if not (_is_letter(char) or char in " \t\n\r\f\v"):
-            raise QueryError(f"Error: bad character '{char}' in query.")
+    bad = _BAD_CHARACTER.search(line)
+    if bad:
+        raise QueryError(f"Error: bad character '{bad.group()}' in query.")
     tokens = tuple(line.lower().split())
-    clauses: list[tuple[str, ...]] = [()]
+    clauses: list[list[str]] = [[]]
     for token in tokens:
         if token == "or":
-            clauses.append(())
+            clauses.append([])
         elif token != "and":
-            clauses[-1] += (token,)
-    return Query(tokens, tuple(clauses))
+            clauses[-1].append(token)
+    return Query(tokens, tuple(map(tuple, clauses)))
+
+
+def query_words(query: Query) -> list[str]:
+    """The distinct words of *query*, in the order they first appear."""
+    return list(dict.fromkeys(word for clause in query.clauses for word in clause))
 
 
 def structure_error(query: Query) -> str | None:
@@ -63,15 +84,17 @@ def score(query: Query, postings: PostingsLookup) -> dict[int, int]:
     """Score every matching document: min over an and-sequence, sum over or.
 
     *postings(word)* returns a mapping docID -> count (empty when unknown).
+    An and-sequence is a set of words (``a and a`` is ``a``), and equal
+    and-sequences are scored once and counted (``a or a`` is twice ``a``).
     """
     totals: dict[int, int] = {}
-    for clause in query.clauses:
-        for doc_id, value in _and_scores(clause, postings).items():
-            totals[doc_id] = totals.get(doc_id, 0) + value
+    for words, times in Counter(frozenset(clause) for clause in query.clauses).items():
+        for doc_id, value in _and_scores(words, postings).items():
+            totals[doc_id] = totals.get(doc_id, 0) + times * value
     return {doc_id: value for doc_id, value in totals.items() if value > 0}
 
 
-def rank(scores: dict[int, int]) -> list[tuple[int, int]]:
+def rank(scores: Mapping[int, float]) -> list[tuple[int, float]]:
     """(docID, score) by decreasing score, ties by increasing docID."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
@@ -84,7 +107,3 @@ def _and_scores(words: Iterable[str], postings: PostingsLookup) -> dict[int, int
         if not result:
             break
     return result
-
-
-def _is_letter(char: str) -> bool:
-    return "a" <= char <= "z" or "A" <= char <= "Z"

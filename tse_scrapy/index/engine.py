@@ -1,0 +1,83 @@
+"""The query engine shared by ``tse query`` and ``tse serve``: a line in, ranked docIDs out.
+
+``rank="tse"`` is SPEC 4 exactly (``and`` = min, ``or`` = sum); ``rank="bm25"``
+orders the same matching documents by Okapi BM25 (``rules.ranking``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from ..rules import query as rules
+from ..rules.query import Query, QueryError
+from ..rules.ranking import bm25_scores
+from .docstore import DocStore, Document
+from .storage import IndexReader
+
+RANKINGS = ("tse", "bm25")
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a query line gives: its parsed query (None when it could not be parsed),
+    the querier's error message, or the ranked (docID, score) pairs."""
+
+    query: Query | None
+    error: str | None = None
+    ranked: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def words(self) -> list[str]:
+        return rules.query_words(self.query) if self.query else []
+
+
+class QueryEngine:
+    """An index and its page directory, opened once, answering any number of queries."""
+
+    def __init__(self, directory: str | os.PathLike, index: IndexReader):
+        self.directory = directory
+        self.index = index
+        self._docs: DocStore | None = None
+
+    @property
+    def docs(self) -> DocStore:
+        """The document store written with the index, else one built from the pages (once)."""
+        if self._docs is None:
+            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest)
+            if self._docs is None:
+                logger.warning(
+                    "no document store matches %s: reading the pages for titles and snippets", self.index.path
+                )
+                self._docs = DocStore.build(self.directory, self.index.size, self.index.digest)
+        return self._docs
+
+    def answer(self, line: str, ranking: str = "tse", *, limit_size: bool = False) -> Answer | None:
+        """The answer to one query line; None for a blank line (SPEC 4: nothing to print).
+
+        *limit_size* refuses lines longer than a search box accepts.
+        """
+        if rules.is_blank(line):
+            return None
+        if limit_size and (problem := rules.size_error(line)):
+            return Answer(None, problem)
+        try:
+            query = rules.parse_query(line)
+        except QueryError as error:
+            return Answer(None, str(error))
+        problem = rules.structure_error(query)
+        if problem:
+            return Answer(query, problem)
+        scores = rules.score(query, self.index.postings)
+        if ranking == "bm25" and scores:
+            docs = self.docs
+            scores = bm25_scores(
+                scores, rules.query_words(query), self.index.postings, docs.lengths, docs.pages, docs.average_length
+            )
+        return Answer(query, None, rules.rank(scores))
+
+    def document(self, doc_id: int) -> Document | None:
+        return self.docs.document(doc_id)

@@ -1,0 +1,247 @@
+"""What a search result shows of a page: its title, its visible text, a snippet.
+
+Pure functions over page bytes (any bytes: broken markup, NUL bytes, invalid
+UTF-8), built on compiled regular expressions rather than an HTML parser, as
+they run over every page when the index is written.  None of them raises.
+
+A tag is ``<`` followed by a letter, ``/``, ``!`` or ``?``, up to the next
+``>``; it separates the text on either side, as it separates the indexer's
+words.  A ``<`` followed by anything else is text, as in a browser.  A tag left
+unclosed at the end of the page drops the rest of the page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Collection, Iterator
+
+from w3lib.encoding import html_to_unicode
+
+# A title longer than this is cut at a word boundary and ends with " …".
+MAX_TITLE_CHARACTERS = 300
+# A <title> whose </title> does not start within this many characters takes
+# this many: a page cannot make the title's search read the whole page.
+TITLE_SCAN_CHARACTERS = 1000
+ELLIPSIS = "\u2026"
+# A snippet longer than this (a page of huge unbroken "words") is cut around its first highlight.
+MAX_SNIPPET_CHARACTERS = 400
+
+_TAG_START = re.compile(r"<[A-Za-z/!?]")
+# The contents of these elements are not shown.  <noscript> is among them: a
+# reader's browser runs scripts and hides it, and what it holds is mostly
+# "please enable JavaScript" boilerplate, which would make poor snippets.
+_HIDDEN_ELEMENTS = "script|style|template|noscript"
+_ELEMENT_END = r"(?=[\s/>])[^>]*>"
+# A hidden element or a comment runs to its end, or to the end of the page when
+# unclosed (as in a browser): a match never fails after its start, which keeps
+# it linear.  Its contents are matched a run of characters at a time (not .*?),
+# which is several times faster over the large scripts of real pages.
+_COMMENT = r"!--(?:-?>|[^-]*(?:(?!--!?>)-[^-]*)*(?:--!?>|\Z))"
+_HIDDEN_ELEMENT = rf"({_HIDDEN_ELEMENTS}){_ELEMENT_END}[^<]*(?:<(?!/\1{_ELEMENT_END})[^<]*)*(?:</\1{_ELEMENT_END}|\Z)"
+_TITLE_ELEMENT = (
+    rf"title{_ELEMENT_END}(?:.{{0,{TITLE_SCAN_CHARACTERS}}}?</title{_ELEMENT_END}|.{{0,{TITLE_SCAN_CHARACTERS}}})"
+)
+# Everything of a page that is not visible text, each match replaced by a space.
+_NOT_VISIBLE = re.compile(
+    rf"<(?=[A-Za-z/!?])(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT}|[A-Za-z/!?][^>]*>)", re.I | re.S
+)
+# The first <title> open tag is the first one outside comments and hidden elements.
+_TITLE_OR_SKIPPED = re.compile(rf"<(?=[A-Za-z!])(?:{_COMMENT}|{_HIDDEN_ELEMENT}|(title){_ELEMENT_END})", re.I | re.S)
+_TITLE_END = re.compile(r"</title(?=[\s/>])", re.I)
+_TAG = re.compile(r"<[A-Za-z/!?][^>]*>")
+# Control characters (NUL included) are no more visible than whitespace
+# (str.split's, which takes in the non-breaking spaces of &nbsp;).
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]+")
+# Where a page's text can be cut and cleaned in two parts: an entity holds no
+# whitespace, control character or "&", and a whitespace run ends before "&".
+_CLEAN_CUT = re.compile(r"(?<=[\s\x00-\x1f\x7f-\x9f])|(?=&)")
+_LETTERS = re.compile(r"[A-Za-z]+")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def page_title(body: bytes) -> str:
+    """The text of the page's first ``<title>``, or "" when it has none.
+
+    Tags inside it removed, entities decoded, whitespace collapsed; at most
+    ``MAX_TITLE_CHARACTERS``, a longer title cut at a word and ending " …".
+    """
+    text = _without_unclosed_tag(_decode(body))
+    pos = 0
+    while True:
+        found = _TITLE_OR_SKIPPED.search(text, pos)
+        if found is None:
+            return ""
+        if found.group(2) is not None:
+            break
+        pos = found.end()
+    start = found.end()
+    end_tag = _TITLE_END.search(text, start, start + TITLE_SCAN_CHARACTERS + len("</title") + 1)
+    end = end_tag.start() if end_tag is not None else start + TITLE_SCAN_CHARACTERS
+    title = _clean(_TAG.sub(" ", _without_unclosed_tag(text[start:end])))
+    if len(title) <= MAX_TITLE_CHARACTERS:
+        return title
+    return _cut_at_word(title, MAX_TITLE_CHARACTERS - 2) + " " + ELLIPSIS
+
+
+def visible_text(body: bytes, limit: int = 20_000) -> str:
+    """The text a reader sees on the page, at most *limit* characters.
+
+    Everything outside tags except comments, the title and the contents of
+    ``<script>``, ``<style>``, ``<template>`` and ``<noscript>``; entities
+    decoded, whitespace collapsed to single spaces, cut at a word boundary.
+    A page without ``<body>`` is all body.
+    """
+    if limit <= 0:
+        return ""
+    text = _NOT_VISIBLE.sub(" ", _without_unclosed_tag(_decode(body)))
+    # Clean a prefix just long enough for the limit, not the whole page: one
+    # that ends where no entity or whitespace run continues, so that it cleans
+    # to a prefix of the whole page's text.  It must clean to more than *limit*
+    # characters so that the cut sees the character after them.
+    end = 2 * limit + 100
+    while True:
+        cut = _CLEAN_CUT.search(text, end) if end < len(text) else None
+        cleaned = _clean(text if cut is None else text[: cut.start()])
+        if cut is None or len(cleaned) > limit:
+            return _cut_at_word(cleaned, limit)
+        end *= 4
+
+
+def snippet(text: str, words: Collection[str], size: int = 30) -> tuple[str, list[tuple[int, int]]]:
+    """About *size* terms of *text* around the first occurrence of any of *words*.
+
+    Returns the snippet and the ``[start, end)`` ranges in it of every
+    occurrence of any of *words*.  A word occurs where a maximal run of ASCII
+    letters equals it, ignoring case (the indexer's words): ``Cat's`` holds
+    ``cat``, ``concatenate`` does not.  Terms are separated by whitespace.  The
+    snippet starts ``size // 3`` terms before the term of the first occurrence
+    (10 of 30), shifted to stay within the text, or is the first *size* terms
+    when no word occurs; a cut is marked by "… " at the start, " …" at the end.
+    """
+    if size < 1:
+        return "", []
+    occurrence = _occurrence_pattern(words)
+    start = _first_occurrence(text, occurrence.pattern_words) if occurrence is not None else 0
+    # Only the terms the window can use, whatever the length of the text.
+    before = text[:start].rsplit(maxsplit=size + 1)
+    more_before = len(before) > size + 1
+    if more_before:
+        del before[0]  # the rest of the text, not one term
+    after = text[start:].split(maxsplit=size)
+    more_after = len(after) > size
+    if more_after:
+        del after[-1]
+    if not after:
+        return "", []
+    if start > 0 and not text[start - 1].isspace():
+        after[0] = before.pop() + after[0]  # the occurrence is inside a term: "(cat" or "l'ami"
+    taken_before = min(len(before), max(size // 3, size - len(after)))
+    taken_after = min(len(after), size - taken_before)
+    prefix = ELLIPSIS + " " if more_before or taken_before < len(before) else ""
+    suffix = " " + ELLIPSIS if more_after or taken_after < len(after) else ""
+    shown = prefix + " ".join(before[len(before) - taken_before :] + after[:taken_after]) + suffix
+    if occurrence is None:
+        return _shortened(shown, [])
+    lowered = _ascii_lowered(shown)
+    return _shortened(
+        shown, [found.span() for found in occurrence.finditer(lowered, len(prefix), len(shown) - len(suffix))]
+    )
+
+
+def _shortened(shown: str, ranges: list[tuple[int, int]]) -> tuple[str, list[tuple[int, int]]]:
+    """*shown* cut to about MAX_SNIPPET_CHARACTERS around its first range, which it keeps, and the ranges kept."""
+    if len(shown) <= MAX_SNIPPET_CHARACTERS:
+        return shown, ranges
+    first_start, first_end = ranges[0] if ranges else (0, 0)
+    begin = max(0, first_start - MAX_SNIPPET_CHARACTERS // 4)
+    end = max(begin + MAX_SNIPPET_CHARACTERS, first_end)
+    prefix = ELLIPSIS + " " if begin > 0 else ""
+    suffix = " " + ELLIPSIS if end < len(shown) else ""
+    moved = len(prefix) - begin
+    kept = [(start + moved, stop + moved) for start, stop in ranges if begin <= start and stop <= end]
+    return prefix + shown[begin:end] + suffix, kept
+
+
+def _ascii_lowered(text: str) -> str:
+    """*text* with its ASCII letters lowercased, every other character as it was (same length)."""
+    # str.lower is fast, and only two characters besides A-Z lowercase to an ASCII letter or
+    # to more than one character: the Kelvin sign and the dotted capital I.
+    if "\u212a" in text or "\u0130" in text:
+        return text.translate(_ASCII_LOWER)
+    return text.lower()
+
+
+class _Occurrences:
+    """A maximal letter run equal to one of some words, in ASCII-lowercased text."""
+
+    def __init__(self, words: set[str]):
+        self.pattern_words = words
+        # Only ASCII letters match each other ignoring case (not "K" and the Kelvin sign).
+        self.pattern = re.compile(rf"(?<![a-zA-Z])(?:{'|'.join(sorted(words))})(?![a-zA-Z])")
+
+    def finditer(self, lowered: str, start: int, end: int) -> Iterator[re.Match[str]]:
+        return self.pattern.finditer(lowered, start, end)
+
+
+def _occurrence_pattern(words: Collection[str]) -> _Occurrences | None:
+    """What matches a maximal letter run equal to one of *words*, or None when nothing can."""
+    # A word that is not all letters never equals a letter run.
+    letter_words = {word.lower() for word in words if _LETTERS.fullmatch(word)}
+    return _Occurrences(letter_words) if letter_words else None
+
+
+def _first_occurrence(text: str, words: set[str]) -> int:
+    """Where the first of *words* occurs in *text* as a maximal letter run, ignoring case; else 0.
+
+    str.find is far faster than a case-insensitive pattern over a long text:
+    the usual spellings (``word``, ``Word``, ``WORD``) are looked for as they
+    are, and only when none occurs is the lowercased text searched (``wOrD``).
+    """
+    first = _first_run(text, {spelling for word in words for spelling in (word, word.capitalize(), word.upper())})
+    if first is None:
+        first = _first_run(_ascii_lowered(text), words)
+    return first or 0
+
+
+def _first_run(text: str, spellings: set[str]) -> int | None:
+    """The first position of one of *spellings* in *text* that is a maximal letter run, or None."""
+    first = None
+    for spelling in spellings:
+        position = text.find(spelling)
+        while position != -1 and (first is None or position < first):
+            end = position + len(spelling)
+            if (position and text[position - 1] in _ASCII_LETTERS) or (end < len(text) and text[end] in _ASCII_LETTERS):
+                position = text.find(spelling, position + 1)
+                continue
+            first = position
+    return first
+
+
+def _decode(body: bytes) -> str:
+    # As links.py reads a page: BOM, declared charset, else UTF-8 with U+FFFD.
+    return html_to_unicode(None, bytes(body))[1]
+
+
+def _without_unclosed_tag(text: str) -> str:
+    # After this every tag start has a ">" after it, which keeps the patterns
+    # that scan to a ">" linear.
+    unclosed = _TAG_START.search(text, text.rfind(">") + 1)
+    return text if unclosed is None else text[: unclosed.start()]
+
+
+def _clean(text: str) -> str:
+    """*text* with entities decoded and whitespace collapsed to single spaces, stripped."""
+    return " ".join(_CONTROLS.sub(" ", html.unescape(text)).split())
+
+
+def _cut_at_word(text: str, limit: int) -> str:
+    """At most *limit* characters of *text* (single-spaced), cut before a space when there is one."""
+    if len(text) <= limit:
+        return text
+    if text[limit] == " ":
+        return text[:limit]
+    space = text.rfind(" ", 0, limit)
+    # A single word longer than the limit: cut inside it.
+    return text[:space] if space > 0 else text[:limit]
