@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run test lint bench deploy clean
+.PHONY: install run serve test browser lint bench deploy clean
 
 install: $(STAMP)
 
@@ -19,8 +19,17 @@ $(STAMP): requirements.txt pyproject.toml
 run: install
 	$(PY) -m tse_scrapy.devtools.demo data/demo
 
-test: install
+# Search the demo crawl that `make run` made, in a browser at http://127.0.0.1:8000/.
+serve: install
+	@test -f data/demo.index || { echo "make serve: no data/demo.index: run make run first" >&2; exit 2; }
+	$(VENV)/bin/tse serve data/demo data/demo.index
+
+test: install browser
 	$(PY) -m pytest -q
+
+# Debian's chromium, for the browser test (installed when missing, as root).
+browser:
+	@tests/support/install-chromium.sh
 
 lint: install
 	$(VENV)/bin/ruff check .

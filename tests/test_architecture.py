@@ -20,6 +20,7 @@ LAYERS = {
     "resume": 2,
     "index": 2,
     "crawl": 3,
+    "search": 3,
     "distributed": 4,
     "devtools": 4,
     "app": 5,  # cli, crawlstart, settings, spiders/, commands/
@@ -156,3 +157,11 @@ def test_the_querier_starts_without_scrapy(tmp_path):
     loaded = imported_modules(result.stderr)
     assert "tse_scrapy.index.querier" in loaded
     assert sorted(name for name in loaded if name.split(".")[0] in ("scrapy", "twisted", "redis")) == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if subsystem(m) in ("index", "search")))
+def test_the_indexer_querier_and_search_never_import_scrapy(module):
+    for name, line in imports(module):
+        assert name.split(".")[0] not in ("scrapy", "twisted", "redis", "scrapy_redis"), (
+            f"{module}:{line} imports {name}"
+        )

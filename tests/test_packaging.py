@@ -67,3 +67,5 @@ def test_the_wheel_holds_every_subpackage_and_the_demo_site(tmp_path):
     assert len(files) > 10 and "tse_scrapy/devtools/demo_site/.redirects" in files
     assert files <= names
     assert not [name for name in names if name.startswith("tse_scrapy/devtools/demo_site/") and name.endswith(".py")]
+    templates = ROOT / "tse_scrapy" / "search" / "templates"
+    assert {f"tse_scrapy/search/templates/{path.name}" for path in templates.glob("*.html")} <= names

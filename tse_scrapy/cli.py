@@ -32,7 +32,8 @@ def _setting(text: str) -> tuple[str, str]:
 _FILE_COMMANDS = {
     "index": (
         "index the pages of PAGEDIR into INDEXFILE",
-        "Write the inverted index of PAGEDIR to INDEXFILE (sorted text, plus INDEXFILE.bin for a fast querier start).",
+        "Write the inverted index of PAGEDIR to INDEXFILE (sorted text), plus INDEXFILE.bin for a fast "
+        "querier start and INDEXFILE.docs (titles, snippets, lengths) for tse serve and BM25.",
         [("pagedir", "PAGEDIR"), ("indexfile", "INDEXFILE")],
     ),
     "indextest": (
@@ -113,6 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=summary, description=description)
         for dest, metavar in positionals:
             command.add_argument(dest, metavar=metavar)
+        if name == "query":
+            command.add_argument(
+                "--rank", choices=("tse", "bm25"), default="tse", help="tse (SPEC 4 scores, default) or bm25"
+            )
+    serve = commands.add_parser(
+        "serve",
+        help="search PAGEDIR and INDEXFILE in a browser",
+        description="Serve a search page, a JSON API (/api/search) and the saved pages over HTTP.",
+    )
+    serve.add_argument("pagedir", metavar="PAGEDIR")
+    serve.add_argument("indexfile", metavar="INDEXFILE")
+    serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="server processes, each answering on its own core (default: the cores, at most 4)",
+    )
     return parser
 
 
@@ -122,9 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     if options.command is None:
         parser.print_help(sys.stderr)
         return USAGE
-    handler = {"crawl": crawl, "status": status, "index": index, "indextest": indextest, "query": query}[
-        options.command
-    ]
+    handler = {
+        "crawl": crawl,
+        "status": status,
+        "index": index,
+        "indextest": indextest,
+        "query": query,
+        "serve": serve,
+    }[options.command]
     try:
         return handler(options)
     except _Failed as failed:
@@ -161,8 +186,8 @@ class _Failed(Exception):
 
 
 @contextmanager
-def _one_line_errors(command: str, path: str) -> Iterator[None]:
-    """What a user's files can make a command fail with: one line on stderr, exit 1."""
+def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[None]:
+    """What a user's files can make a command fail with: one line on stderr, exit *status*."""
     from .index.indexer import PageDirError
     from .rules.indexfile import IndexFileError
     from .rules.pagedir import PageFileError
@@ -170,19 +195,22 @@ def _one_line_errors(command: str, path: str) -> Iterator[None]:
     try:
         yield
     except (Refused, PageDirError, PageFileError, IndexFileError) as error:
-        raise _Failed(_one_line(command, str(error))) from None
+        raise _Failed(_one_line(command, str(error), status)) from None
     except OSError as error:
-        raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}")) from None
+        raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}", status)) from None
 
 
 def index(options: argparse.Namespace) -> int:
+    from .index.docstore import DocStoreWriter, docs_path
     from .index.indexer import build_index, check_page_directory
     from .index.storage import write_index
 
     with _one_line_errors("index", options.indexfile):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
-        write_index(options.indexfile, build_index(options.pagedir))
+        with DocStoreWriter(docs_path(options.indexfile)) as docs:
+            size, digest = write_index(options.indexfile, build_index(options.pagedir, docs))
+            docs.finish(size, digest)
     return OK
 
 
@@ -203,9 +231,11 @@ def query(options: argparse.Namespace) -> int:
 
     with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir)
-        reader = IndexReader(options.indexfile)
+        querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
+        if options.rank == "bm25":
+            querier.engine.docs  # noqa: B018 (opened now: a page it must read fails here, in one line)
     try:
-        run(Querier(options.pagedir, reader))
+        run(querier)
     except KeyboardInterrupt:
         sys.stdout.write("\n")
         return INTERRUPTED
@@ -213,6 +243,37 @@ def query(options: argparse.Namespace) -> int:
         # The reader went away (`tse query ... | head`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
+    return OK
+
+
+def serve(options: argparse.Namespace) -> int:
+    from .index.engine import QueryEngine
+    from .index.indexer import check_page_directory
+    from .index.storage import IndexReader
+
+    try:
+        from .search.server import listen, serve_forever
+    except ImportError as error:
+        return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
+    # Everything is checked and loaded before the server answers anything.
+    if options.workers is not None and not 1 <= options.workers <= 64:
+        return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
+    with _one_line_errors("serve", options.indexfile, USAGE):
+        check_page_directory(options.pagedir)
+        engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
+        engine.docs  # noqa: B018 (opened, or built from the pages, now)
+    try:
+        sock = listen(options.host, options.port)
+    except OSError as error:
+        return _one_line("serve", f"cannot listen on {options.host}:{options.port}: {error.strerror}", USAGE)
+    host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if ":" in host else host
+    # Each worker opens the index and its document store itself: without a store to open, one process.
+    workers = options.workers or min(os.cpu_count() or 1, 4)
+    if not engine.docs.from_file:
+        workers = 1
+    sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
+    serve_forever(engine, sock, workers)
     return OK
 
 

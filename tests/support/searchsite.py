@@ -1,0 +1,41 @@
+"""A small crawl for the search tests: titled and untitled pages, hostile ones, and 25 alike for paging."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_tse
+
+EVIL = '"><script>alert(1)</script>'
+PAGES = {  # docID: (URL, body)
+    1: (
+        "http://h/cats.html",
+        b"<html><head><title>Cats &amp;\n  Dogs</title></head>"
+        b"<body><p>A cat and a dog. The cat sleeps.</p></body></html>",
+    ),
+    2: ("http://h/dogs.html", b"<title>Dogs</title><body>dog dog dog, and one cat</body>"),
+    3: (
+        "http://h/evil.html?x=" + EVIL,
+        b"<title><script>alert('title')</script>Evil cat</title><body>"
+        b'<img src=x onerror=alert(1)><a href="javascript:alert(2)">cat</a> &lt;b&gt;escaped&lt;/b&gt;'
+        b"<script>document.title = 'ran'</script></body>",
+    ),
+    4: ("javascript:alert(3)", b"<body>a cat in a javascript URL</body>"),
+    5: ("http://h/untitled.html", b"<body>no title, one cat</body>"),
+}
+MANY = 25  # pages 6..30: "emu" twice each (title and body), for paging
+
+
+def write_search_site(root: Path) -> tuple[Path, Path]:
+    """The page directory and its index (made by `tse index`) under *root*."""
+    pages = root / "pages"
+    pages.mkdir()
+    (pages / ".crawler").touch()
+    for doc_id, (url, body) in PAGES.items():
+        (pages / str(doc_id)).write_bytes(f"{url}\n0\n".encode() + body + b"\n")
+    for doc_id in range(6, 6 + MANY):
+        body = f"<title>Emu {doc_id}</title><body>{'filler ' * doc_id} emu</body>".encode()
+        (pages / str(doc_id)).write_bytes(f"http://h/emu{doc_id}.html\n1\n".encode() + body + b"\n")
+    result = run_tse("index", pages, root / "index")
+    assert result.returncode == 0, result.stderr
+    return pages, root / "index"

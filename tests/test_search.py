@@ -1,0 +1,286 @@
+"""`tse serve`'s routes, with Starlette's test client over a real index of real page files."""
+
+import json
+import math
+import random
+import re
+from html import unescape
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import run_tse
+from tests.support.reference import build_page_directory
+from tests.support.searchsite import MANY, PAGES, write_search_site
+from tse_scrapy.index.engine import QueryEngine
+from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.search.app import create_app
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return write_search_site(tmp_path_factory.mktemp("search"))
+
+
+@pytest.fixture(scope="module")
+def client(site):
+    pages, index = site
+    return TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+
+
+def test_home_page_has_a_labelled_search_box_in_a_get_form(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert re.search(r'<form action="/search" method="get"', html)
+    assert re.search(r'<label class="label" for="q">[^<]+</label>\s*<input type="search" id="q" name="q"', html)
+    assert '<meta name="viewport"' in html
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no external assets
+    assert "<script" not in html
+
+
+@pytest.mark.parametrize("query", ["", " ", "%20%09"])
+def test_an_empty_query_redirects_home(client, query):
+    response = client.get(f"/search?q={query}", follow_redirects=False)
+    assert response.status_code in (302, 303) and response.headers["location"] == "/"
+
+
+def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
+    page = client.get("/search", params={"q": "cat"})
+    assert page.status_code == 200
+    html = page.text
+    assert "5 documents match" in html
+    items = re.findall(r"<li>(.*?)</li>", html, re.S)
+    assert len(items) == 5
+    # SPEC 4 scores: cats.html and evil.html have "cat" twice, the others once; ties by docID
+    assert [re.search(r'href="/doc/(\d+)"', item).group(1) for item in items] == ["1", "3", "2", "4", "5"]
+    assert "score 2 " in items[0] and "score 2 " in items[1] and "score 1 " in items[2]
+    assert '<a href="http://h/cats.html" rel="noreferrer nofollow">Cats &amp; Dogs</a>' in items[0]
+    assert "A <mark>cat</mark> and a dog. The <mark>cat</mark> sleeps." in items[0]
+    assert '<div class="title">http://h/untitled.html</div>' not in items[4]  # a live URL is a link
+    assert ">http://h/untitled.html</a>" in items[4]  # no title: the URL stands for it
+
+
+def test_hostile_pages_show_as_inert_text(client):
+    html = client.get("/search", params={"q": "cat"}).text
+    items = {re.search(r'href="/doc/(\d+)"', item).group(1): item for item in re.findall(r"<li>(.*?)</li>", html, re.S)}
+    evil, javascript = items["3"], items["4"]
+    for item in (evil, javascript):
+        assert "<script" not in item and "<img" not in item and "onerror" not in item
+    assert ">alert(&#39;title&#39;) Evil cat</a>" in evil  # the title's markup, as text
+    escaped_url = "http://h/evil.html?x=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert f'<a href="{escaped_url}" rel="noreferrer nofollow">' in evil  # the URL, escaped in the link
+    assert f'<div class="url">{escaped_url}</div>' in evil  # and in the text
+    assert 'href="javascript:' not in html
+    assert '<div class="title">javascript:alert(3)</div>' in javascript  # not a link
+    assert '<div class="snippet"><mark>cat</mark> &lt;b&gt;escaped&lt;/b&gt;</div>' in evil  # decoded, escaped again
+    assert "document.title" not in html  # script text is not visible text
+
+
+def test_query_errors_show_the_queriers_message(client):
+    for query, message in [
+        ("cat!", "Error: bad character &#39;!&#39; in query."),
+        ("and cat", "Error: &#39;and&#39; cannot be first"),
+        ("<b>", "Error: bad character &#39;&lt;&#39; in query."),
+    ]:
+        page = client.get("/search", params={"q": query})
+        assert page.status_code == 400 and message in page.text, page.text
+
+
+def test_saved_copy_is_the_saved_bytes_sandboxed(client, site):
+    response = client.get("/doc/3")
+    assert response.status_code == 200
+    assert response.content == PAGES[3][1]
+    policy = response.headers["content-security-policy"]
+    assert "sandbox" in policy and "default-src 'none'" in policy
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "charset" not in response.headers["content-type"]
+    for missing in ("/doc/0", f"/doc/{6 + MANY}", "/doc/99999999999999999999", "/doc/abc", "/doc/-1"):
+        assert client.get(missing).status_code == 404, missing
+
+
+def test_healthz(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200 and response.text == "ok"
+
+
+def api(client, **params):
+    response = client.get("/api/search", params=params)
+    return response.status_code, response.json()
+
+
+def test_api_shape_and_highlights(client):
+    status, body = api(client, q="cat or emu", per_page=3)
+    assert status == 200
+    assert set(body) == {"query", "rank", "total", "page", "per_page", "results"}
+    assert (body["query"], body["rank"], body["total"], body["page"], body["per_page"]) == (
+        "cat or emu",
+        "tse",
+        30,
+        1,
+        3,
+    )
+    first = body["results"][0]
+    assert set(first) == {"docid", "url", "score", "title", "snippet", "highlights"}
+    assert (first["docid"], first["url"], first["score"], first["title"]) == (1, "http://h/cats.html", 2, "Cats & Dogs")
+    for result in body["results"]:
+        assert result["highlights"]
+        for start, end in result["highlights"]:
+            assert result["snippet"][start:end].lower() in ("cat", "emu")
+
+
+def test_pagination(client):
+    html = client.get("/search", params={"q": "emu"}).text
+    assert "25 documents match" in html and "page 1 of 3" in html
+    assert len(re.findall(r"<li>", html)) == 10
+    assert 'rel="prev"' not in html
+    next_url = unescape(re.search(r'<a rel="next" href="([^"]+)"', html).group(1))
+    second = client.get(next_url).text
+    assert 'rel="prev"' in second and 'rel="next"' in second
+    assert re.search(r'<ol class="results" start="11">', second)
+    last = client.get("/search", params={"q": "emu", "page": 3}).text
+    assert len(re.findall(r"<li>", last)) == 5 and 'rel="next"' not in last
+    past = client.get("/search", params={"q": "emu", "page": 4})
+    assert past.status_code == 200 and "<li>" not in past.text
+    assert api(client, q="emu", page=3, per_page=10)[1]["results"][-1]["docid"] == 30
+    status, body = api(client, q="emu", page=2, per_page=100)
+    assert status == 200 and body["results"] == [] and body["total"] == 25
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"q": "cat", "page": "0"},
+        {"q": "cat", "page": "x"},
+        {"q": "cat", "page": "-1"},
+        {"q": "cat", "page": "1.5"},
+        {"q": "cat", "per_page": "0"},
+        {"q": "cat", "per_page": "101"},
+        {"q": "cat", "rank": "pagerank"},
+        {"q": "cat!"},
+        {"q": "or cat"},
+        {"q": ""},
+        {"q": "x" * 1001},
+        {"q": " ".join(["cat"] * 101)},
+    ],
+)
+def test_api_refuses_bad_input_with_400(client, params):
+    status, body = api(client, **params)
+    assert status == 400 and list(body) == ["error"] and body["error"], body
+
+
+def test_limits_are_exact(client):
+    longest = " ".join(["x" * 9] * 99 + ["x" * 10])  # 1,000 characters, 100 words
+    assert len(longest) == 1000 and api(client, q=longest) == (200, {**api(client, q=longest)[1], "total": 0})
+    assert api(client, q=longest + "x")[0] == 400  # 1,001 characters
+    assert api(client, q=" ".join(["cat"] * 100))[0] == 200
+    assert api(client, q=" ".join(["cat"] * 101))[0] == 400
+    assert "at most 1000 characters and 100 words" in api(client, q=" ".join(["cat"] * 101))[1]["error"]
+
+
+# BM25 worked by hand for "dog or cat" on PAGES + 25 emu pages: N = 30.
+def test_bm25_by_hand(client, site):
+    status, body = api(client, q="dog or cat", rank="bm25")
+    assert status == 200 and body["rank"] == "bm25"
+    scores = {result["docid"]: result["score"] for result in body["results"]}
+    # Every page's dl, counted by hand (SPEC 3: runs of 3+ letters outside tags, entity names included):
+    dl = {
+        1: 9,  # cats amp dogs cat and dog the cat sleeps
+        2: 7,  # dogs dog dog dog and one cat
+        3: 9,  # alert title evil cat cat escaped document title ran
+        4: 3,  # cat javascript url
+        5: 3,  # title one cat
+    }
+    emu_dl = {d: d + 2 for d in range(6, 31)}  # emu, "filler" d times, emu
+    average = (sum(dl.values()) + sum(emu_dl.values())) / 30
+    assert average == 531 / 30
+
+    def idf(n):
+        return math.log(1 + (30 - n + 0.5) / (n + 0.5))
+
+    def term(tf, length):
+        return tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+
+    expected = {
+        1: idf(2) * term(1, dl[1]) + idf(5) * term(2, dl[1]),  # dog once; cat twice
+        2: idf(2) * term(3, dl[2]) + idf(5) * term(1, dl[2]),
+        3: idf(5) * term(2, dl[3]),
+        4: idf(5) * term(1, dl[4]),
+        5: idf(5) * term(1, dl[5]),
+    }
+    assert scores == pytest.approx(expected, rel=1e-12)
+    assert [result["docid"] for result in body["results"]] == sorted(expected, key=lambda d: (-expected[d], d))
+
+
+def tse_query(pages, index, queries, *options):
+    """`tse query` on *queries*: each query's ranked (score text, docID) list, or None for an error."""
+    result = run_tse("query", pages, index, *options, input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr
+    answers = []
+    for line in result.stdout.decode().splitlines():
+        if line.startswith(("Query: ", "Error: bad character")):
+            answers.append([] if line.startswith("Query: ") else None)
+        elif line.startswith("Error: "):
+            answers[-1] = None
+        elif found := re.match(r"score +(\S+) doc +(\d+): ", line):
+            answers[-1].append(found.groups())
+    return answers
+
+
+def generated_queries(words, count, seed):
+    rng = random.Random(seed)
+    queries = []
+    for _ in range(count):
+        parts = [rng.choice(words)]
+        for _ in range(rng.randrange(3)):
+            parts += [rng.choice(["", "and", "or"]), rng.choice(words)]
+        queries.append(" ".join(part for part in parts if part))
+    return queries
+
+
+def api_ranking(client, query, rank):
+    """The API's ranked (docID, score) list for *query*, all pages of it, or None for a query error."""
+    ranked, page = [], 1
+    while True:
+        status, body = api(client, q=query, rank=rank, page=page, per_page=100)
+        if status == 400 and body["error"].startswith("Error: '"):
+            return None
+        assert status == 200, body
+        ranked += [(result["docid"], result["score"]) for result in body["results"]]
+        if page * 100 >= body["total"]:
+            return ranked
+        page += 1
+
+
+def assert_same_as_tse_query(client, pages, index, queries):
+    for rank, options, shown in [("tse", (), str), ("bm25", ("--rank", "bm25"), lambda s: f"{s:.3f}")]:
+        expected = tse_query(pages, index, queries, *options)
+        assert len(expected) == len(queries)
+        for query, answer in zip(queries, expected, strict=True):
+            ranked = api_ranking(client, query, rank)
+            if answer is None:
+                assert ranked is None, query
+            else:
+                assert [(shown(score), str(doc_id)) for doc_id, score in ranked] == answer, query
+
+
+def test_both_rankings_equal_tse_query(client, site):
+    pages, index = site
+    words = ["cat", "dog", "dogs", "emu", "filler", "title", "yak", "the", "and cat"]
+    assert_same_as_tse_query(client, pages, index, generated_queries(words, 120, seed=1))
+
+
+def test_both_rankings_equal_tse_query_on_a_reference_crawl(reference_dir, mirror, tmp_path):
+    pages = build_page_directory(reference_dir, mirror, "toscrape-2", tmp_path / "toscrape-2")
+    assert run_tse("index", pages, tmp_path / "index").returncode == 0
+    text = (tmp_path / "index").read_text().splitlines()
+    rng = random.Random(2)
+    words = [line.split()[0] for line in rng.sample(text, 60)] + ["book", "price", "stock", "the", "zzz"]
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
+    assert_same_as_tse_query(client, pages, tmp_path / "index", generated_queries(words, 300, seed=3))
+
+
+def test_api_body_is_json_with_the_query_as_typed(client):
+    response = client.get("/api/search", params={"q": "  Cat  AND dog "})
+    assert response.headers["content-type"] == "application/json"
+    assert json.loads(response.content)["query"] == "  Cat  AND dog "

@@ -1,0 +1,124 @@
+"""`tse serve` as a user runs it: a real server on 127.0.0.1, refusals at start, and a real browser."""
+
+import shutil
+import signal
+import socket
+import subprocess
+import urllib.request
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.searchsite import MANY, write_search_site
+from tests.support.wait import wait_until, while_running
+
+CHROMIUM = shutil.which("chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return write_search_site(tmp_path_factory.mktemp("serve"))
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """`tse serve` on a free port, until the module's tests are done."""
+    pages, index = site
+    port = free_port()
+    process = subprocess.Popen(
+        [str(BIN / "tse"), "serve", str(pages), str(index), "--port", str(port)],
+        env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
+                return response.read() == b"ok"
+        except OSError:
+            return False
+
+    try:
+        wait_until(while_running(process, answers, "answering /healthz"), 30, "tse serve never answered")
+        yield base
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err.decode()
+        assert err.decode().splitlines()[0] == f"tse serve: searching {pages} on {base}/ (Ctrl-C to stop)"
+
+
+def test_a_real_server_answers_searches(server):
+    with urllib.request.urlopen(f"{server}/search?q=emu&page=2", timeout=10) as response:
+        html = response.read().decode()
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert f"{MANY} documents match" in html and "page 2 of 3" in html
+
+
+def refusal(*args):
+    result = run_tse("serve", *args, timeout=60)
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2 and result.stdout == b"", result
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
+    pages, index = site
+    assert refusal(tmp_path, index).endswith("is not a crawler directory (no readable .crawler)")
+    (tmp_path / ".crawler").touch()
+    assert refusal(tmp_path, index) == f"tse serve: {tmp_path} has no readable page 1"
+    assert "No such file or directory" in refusal(pages, tmp_path / "missing.index")
+    (tmp_path / "corrupt.index").write_text("cat 1 2\nDog 1\n")
+    corrupt = refusal(pages, tmp_path / "corrupt.index")
+    assert corrupt == f"tse serve: {tmp_path}/corrupt.index:2: not a lowercase word: 'Dog'"
+    assert "unrecognized arguments" in refusal(pages, index, "extra")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        message = refusal(pages, index, "--port", port)
+    assert message == f"tse serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root)")
+def test_in_a_real_browser(server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    flags = ["--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*flags, "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 420, "height": 900})  # a phone's width
+            page.goto(f"{server}/")
+            page.get_by_label("Search the crawled pages").fill("emu or cat")
+            page.keyboard.press("Enter")
+            page.wait_for_url("**/search?*")
+            assert page.locator(".count").inner_text().startswith("30 documents match")
+            titles = page.locator("ol.results li .title").all_inner_texts()
+            assert titles[0] == "Cats & Dogs" and len(titles) == 10
+            snippets = page.locator("ol.results li .snippet").all_inner_texts()
+            assert snippets[0] == "A cat and a dog. The cat sleeps."
+            assert page.locator("ol.results li").first.locator("mark").all_inner_texts() == ["cat", "cat"]
+            page.screenshot(path=str(tmp_path / "results.png"), full_page=True)
+            page.locator('a[rel="next"]').click()
+            page.wait_for_url("**page=2*")
+            assert page.locator("ol.results").get_attribute("start") == "11"
+            assert page.locator("ol.results li").count() == 10
+            # The saved copy of a page with a script: the script does not run.
+            page.goto(f"{server}/search?q=evil")
+            page.get_by_text("saved copy").click()
+            page.wait_for_url("**/doc/3")
+            assert "escaped" in page.locator("body").inner_text()
+            assert page.title() != "ran"
+            assert page.evaluate("document.title") != "ran"
+            page.screenshot(path=str(tmp_path / "saved.png"))
+        finally:
+            browser.close()
+    assert (tmp_path / "results.png").stat().st_size > 1000

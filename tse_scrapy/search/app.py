@@ -1,0 +1,204 @@
+"""The search web app (Starlette): ``/``, ``/search``, ``/api/search``, ``/doc/DOCID``, ``/healthz``.
+
+Every route only reads.  Everything that comes from a page or from the query
+is escaped by the templates (Jinja2 autoescaping); a saved page is sent so
+that nothing in it can run or load.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from ..index.engine import RANKINGS, Answer, QueryEngine
+from ..index.storage import IndexReader
+from ..rules import pagedir
+from ..rules.pagetext import snippet
+
+PER_PAGE = 10
+MAX_PER_PAGE = 100
+MAX_PAGE = 1_000_000
+TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
+# The app's own pages: inline style only, forms to the app only.
+PAGE_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+# A saved page: a sandbox (no scripts, forms, plugins, same origin) that loads nothing.
+SAVED_PAGE_POLICY = "sandbox; default-src 'none'"
+SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+# What a worker process of `tse serve --workers N` serves (set by search/server.py).
+ENVIRONMENT_PAGEDIR = "TSE_SERVE_PAGEDIR"
+ENVIRONMENT_INDEX = "TSE_SERVE_INDEX"
+
+
+class BadParameter(ValueError):
+    """A query-string parameter out of its range; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class Result:
+    """One search result as the page and the API show it."""
+
+    doc_id: int
+    url: str
+    score: float
+    title: str
+    snippet: str
+    highlights: list[tuple[int, int]]
+    live: bool  # the URL may be linked to (http or https)
+
+    def segments(self) -> list[tuple[str, bool]]:
+        """The snippet as (text, highlighted) pieces, for the template to escape and mark."""
+        pieces, position = [], 0
+        for start, end in self.highlights:
+            pieces += [(self.snippet[position:start], False), (self.snippet[start:end], True)]
+            position = end
+        return [*pieces, (self.snippet[position:], False)]
+
+
+def create_app(engine: QueryEngine) -> Starlette:
+    """The app over one query engine (its index and page directory, opened once)."""
+
+    async def home(request: Request) -> Response:
+        return _page(request, "home.html", {"query": "", "rank": "tse"})
+
+    async def search(request: Request) -> Response:
+        line = request.query_params.get("q", "")
+        if not line.strip():
+            return RedirectResponse("/", status_code=303)
+        try:
+            ranking, page = _ranking(request), _number(request, "page", 1, MAX_PAGE)
+        except BadParameter as error:
+            return _page(request, "results.html", {"query": line, "rank": "tse", "error": str(error)}, 400)
+        answer = engine.answer(line, ranking, limit_size=True)
+        context: dict[str, Any] = {"query": line, "rank": ranking}
+        if answer is None or answer.error:
+            context["error"] = answer.error if answer else "Error: the query is empty."
+            return _page(request, "results.html", context, 400)
+        pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
+        context.update(
+            total=len(answer.ranked),
+            page=page,
+            pages=pages,
+            first=(page - 1) * PER_PAGE + 1,
+            results=_results(engine, answer, page, PER_PAGE),
+            prev_url=_search_url(line, ranking, page - 1) if page > 1 else None,
+            next_url=_search_url(line, ranking, page + 1) if page < pages else None,
+        )
+        return _page(request, "results.html", context)
+
+    async def api_search(request: Request) -> Response:
+        line = request.query_params.get("q", "")
+        try:
+            ranking = _ranking(request)
+            page = _number(request, "page", 1, MAX_PAGE)
+            per_page = _number(request, "per_page", PER_PAGE, MAX_PER_PAGE)
+        except BadParameter as error:
+            return _json({"error": str(error)}, 400)
+        answer = engine.answer(line, ranking, limit_size=True)
+        if answer is None or answer.error:
+            return _json({"error": answer.error if answer else "Error: the query is empty."}, 400)
+        results = _results(engine, answer, page, per_page)
+        return _json(
+            {
+                "query": line,
+                "rank": ranking,
+                "total": len(answer.ranked),
+                "page": page,
+                "per_page": per_page,
+                "results": [
+                    {
+                        "docid": result.doc_id,
+                        "url": result.url,
+                        "score": result.score,
+                        "title": result.title,
+                        "snippet": result.snippet,
+                        "highlights": result.highlights,
+                    }
+                    for result in results
+                ],
+            }
+        )
+
+    async def saved_copy(request: Request) -> Response:
+        doc_id = request.path_params["doc_id"]
+        if not 1 <= doc_id <= engine.docs.pages:
+            return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
+        try:
+            body = pagedir.read_page(engine.directory, doc_id).body
+        except (OSError, pagedir.PageFileError):
+            return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
+        # No charset: the page's own declaration (or the browser's sniffing of it) decides.
+        headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": "text/html"}
+        return Response(body, headers=headers)
+
+    async def healthz(request: Request) -> Response:
+        return PlainTextResponse("ok", headers=SAFE_HEADERS)
+
+    return Starlette(
+        routes=[
+            Route("/", home),
+            Route("/search", search),
+            Route("/api/search", api_search),
+            Route("/doc/{doc_id:int}", saved_copy),
+            Route("/healthz", healthz),
+        ]
+    )
+
+
+def create_app_from_environment() -> Starlette:
+    """The app of one worker process: the page directory and index its parent checked."""
+    engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], IndexReader(os.environ[ENVIRONMENT_INDEX]))
+    engine.docs  # noqa: B018 (opened now, before the first request)
+    return create_app(engine)
+
+
+def _results(engine: QueryEngine, answer: Answer, page: int, per_page: int) -> list[Result]:
+    words = answer.words
+    results = []
+    for doc_id, score in answer.ranked[(page - 1) * per_page : page * per_page]:
+        document = engine.document(doc_id)
+        url, title, text = (document.url, document.title, document.text) if document else ("", "", "")
+        shown, highlights = snippet(text, words)
+        live = url.lower().startswith(("http://", "https://"))
+        results.append(Result(doc_id, url, score, title or url, shown, highlights, live))
+    return results
+
+
+def _ranking(request: Request) -> str:
+    ranking = request.query_params.get("rank", "tse")
+    if ranking not in RANKINGS:
+        raise BadParameter(f"rank must be one of {', '.join(RANKINGS)}")
+    return ranking
+
+
+def _number(request: Request, name: str, default: int, highest: int) -> int:
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= highest):
+        raise BadParameter(f"{name} must be a whole number from 1 to {highest}")
+    return int(text)
+
+
+def _search_url(line: str, ranking: str, page: int) -> str:
+    return "/search?" + urlencode({"q": line, "rank": ranking, "page": page})
+
+
+def _page(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    headers = {**SAFE_HEADERS, "Content-Security-Policy": PAGE_POLICY}
+    return TEMPLATES.TemplateResponse(request, template, context, status_code=status, headers=headers)
+
+
+def _json(content: dict[str, Any], status: int = 200) -> Response:
+    return JSONResponse(content, status, headers=SAFE_HEADERS)

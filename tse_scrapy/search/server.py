@@ -1,0 +1,51 @@
+"""Running the search app on a real HTTP server (uvicorn), on a socket bound before it starts.
+
+With several workers, uvicorn's own supervisor runs one process each (each
+loads the index), all accepting on the same socket: a search uses one core,
+so this is how a server uses the machine's cores.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import uvicorn
+from uvicorn.supervisors import Multiprocess
+
+from ..index.engine import QueryEngine
+from .app import ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, create_app
+
+LOGGING = {"log_level": "warning", "access_log": False, "lifespan": "off"}
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket on *host*:*port* (raises OSError: the caller says it in one line)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP, said explicitly, makes asyncio set TCP_NODELAY on each connection: without it
+    # a kept-alive answer waits ~40 ms for the client's delayed ACK (uvicorn writes head and body apart).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) -> None:
+    """Answer on *sock* until Ctrl-C or SIGTERM, the usual ways to stop a server (uvicorn logs only warnings)."""
+    try:
+        if workers == 1:
+            uvicorn.Server(uvicorn.Config(create_app(engine), **LOGGING)).run(sockets=[sock])
+            return
+        # Each worker process opens the index anew (see create_app_from_environment).
+        os.environ[ENVIRONMENT_PAGEDIR] = str(engine.directory)
+        os.environ[ENVIRONMENT_INDEX] = str(engine.index.path)
+        app = "tse_scrapy.search.app:create_app_from_environment"
+        config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
+        Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass  # uvicorn has shut down cleanly, then raised the signal again
