@@ -57,6 +57,8 @@ def test_read_page_names_a_malformed_file(tmp_path):
 def test_marker_holds_pages_and_url(tmp_path):
     pagedir.mark(tmp_path)
     assert (tmp_path / ".crawler").read_bytes() == b""
+    (tmp_path / "\u00b2").write_text("a digit, but not a docID")
+    (tmp_path / ".1.partial").write_text("")
     assert not pagedir.holds_pages(tmp_path)
     pagedir.write_page(tmp_path, 2, Page("http://h/\u00e9.html", 0, b"x" * 100_000))
     assert pagedir.holds_pages(tmp_path)

@@ -186,3 +186,26 @@ def test_a_worker_joining_with_default_arguments_takes_the_crawls_own(redis_url,
     # What `tse crawl --redis URL --name NAME` gives.
     options = build_parser().parse_args(["crawl", "--redis", redis_url, "--name", crawl.name])
     assert options.links is None and options.order is None
+
+
+@pytest.mark.parametrize("key_type", ["string", "list"])
+def test_a_crawl_record_that_is_not_one_is_refused_in_one_line(redis_url, key_type):
+    client = redis.Redis.from_url(redis_url)
+    if key_type == "string":
+        client.set("tse:odd:params", "not json")
+    else:
+        client.lpush("tse:odd:params", "x")
+    with pytest.raises(ArgumentError, match=r"^cannot read crawl odd in Redis at redis://"):
+        create_or_join_crawl(redis_url, "odd", {})
+
+
+@pytest.mark.parametrize("value, refused", [("0", False), ("", False), ("5", True), ("x", True)])
+def test_any_page_limit_is_refused_in_a_distributed_crawl(value, refused):
+    from tse_scrapy.distributed.join import check_no_page_limit
+
+    setting = {"CLOSESPIDER_PAGECOUNT": value}.get
+    if refused:
+        with pytest.raises(ArgumentError, match="page limit"):
+            check_no_page_limit(setting)
+    else:
+        check_no_page_limit(setting)

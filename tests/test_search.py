@@ -4,6 +4,7 @@ import json
 import math
 import random
 import re
+import shutil
 from html import unescape
 
 import pytest
@@ -14,7 +15,7 @@ from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, write_search_site
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
-from tse_scrapy.search.app import create_app
+from tse_scrapy.search.app import allowed_hosts, create_app
 
 
 @pytest.fixture(scope="module")
@@ -284,3 +285,51 @@ def test_api_body_is_json_with_the_query_as_typed(client):
     response = client.get("/api/search", params={"q": "  Cat  AND dog "})
     assert response.headers["content-type"] == "application/json"
     assert json.loads(response.content)["query"] == "  Cat  AND dog "
+
+
+def test_the_document_store_follows_the_page_files(site, tmp_path):
+    pages, _ = site
+    copy = tmp_path / "pages"
+    shutil.copytree(pages, copy)
+    assert run_tse("index", copy, tmp_path / "index").returncode == 0
+    engine = QueryEngine(copy, IndexReader(tmp_path / "index"))
+    assert engine.docs.from_file and engine.document(1).url == "http://h/cats.html"
+    # The same page under another URL: the text index is the same, the store is stale.
+    (copy / "1").write_bytes((copy / "1").read_bytes().replace(b"http://h/cats.html", b"http://h/moved.html"))
+    engine = QueryEngine(copy, IndexReader(tmp_path / "index"))
+    assert not engine.docs.from_file and engine.document(1).url == "http://h/moved.html"
+    _, body = api(TestClient(create_app(engine)), q="sleeps")
+    assert [result["url"] for result in body["results"]] == ["http://h/moved.html"]
+
+
+def test_a_url_line_that_is_not_utf8_is_shown_as_the_querier_shows_it(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / ".crawler").touch()
+    (pages / "1").write_bytes(b"http://h/caf\xe9.html\n0\n<title>Caf\xe9</title>coffee\n")
+    assert run_tse("index", pages, tmp_path / "index").returncode == 0
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
+    (result,) = api(client, q="coffee")[1]["results"]
+    assert result["url"] == "http://h/caf\ufffd.html"
+    answer = run_tse("query", pages, tmp_path / "index", input=b"coffee\n").stdout.decode()
+    assert "doc   1: http://h/caf\ufffd.html" in answer
+
+
+def test_a_document_store_that_cannot_be_written_is_one_line(site, tmp_path):
+    pages, _ = site
+    (tmp_path / ".index.docs.partial").mkdir()  # where the store is written first
+    result = run_tse("index", pages, tmp_path / "index")
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 1 and lines == [f"tse index: {tmp_path}/.index.docs.partial: Is a directory"]
+    assert not (tmp_path / "index").exists()
+    assert not (tmp_path / "index.docs").exists()
+
+
+def test_a_server_on_loopback_answers_only_loopback_names(site):
+    pages, index = site
+    app = create_app(QueryEngine(pages, IndexReader(index)), allowed_hosts("127.0.0.1"))
+    for host in ("127.0.0.1:8000", "localhost:8000", "127.0.0.1"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 200, host
+    for host in ("evil.example:8000", "attacker.test"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
+    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None

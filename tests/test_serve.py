@@ -79,6 +79,9 @@ def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
     corrupt = refusal(pages, tmp_path / "corrupt.index")
     assert corrupt == f"tse serve: {tmp_path}/corrupt.index:2: not a lowercase word: 'Dog'"
     assert "unrecognized arguments" in refusal(pages, index, "extra")
+    for port in ("70000", "-5", "http"):
+        assert f"a port is a number from 0 to 65535: {port}" in refusal(pages, index, f"--port={port}")
+    assert refusal(pages, index, "--workers", "0") == "tse serve: --workers must be from 1 to 64: 0"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

@@ -21,6 +21,12 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE, f"{self.prog}: {message}\n")
 
 
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) <= 65535):
+        raise argparse.ArgumentTypeError(f"a port is a number from 0 to 65535: {text}")
+    return int(text)
+
+
 def _setting(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals or not name:
@@ -126,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("pagedir", metavar="PAGEDIR")
     serve.add_argument("indexfile", metavar="INDEXFILE")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    serve.add_argument("--port", type=_port, default=8000, help="the port to listen on (default 8000; 0: any)")
     serve.add_argument(
         "--workers",
         type=int,
@@ -188,6 +194,9 @@ class _Failed(Exception):
 @contextmanager
 def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[None]:
     """What a user's files can make a command fail with: one line on stderr, exit *status*."""
+    import sqlite3
+
+    from .index.docstore import DOCS_SUFFIX
     from .index.indexer import PageDirError
     from .rules.indexfile import IndexFileError
     from .rules.pagedir import PageFileError
@@ -196,6 +205,8 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
         yield
     except (Refused, PageDirError, PageFileError, IndexFileError) as error:
         raise _Failed(_one_line(command, str(error), status)) from None
+    except sqlite3.Error as error:  # the document store beside the index
+        raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
     except OSError as error:
         raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}", status)) from None
 
@@ -210,7 +221,7 @@ def index(options: argparse.Namespace) -> int:
         _require_writable(options.indexfile)
         with DocStoreWriter(docs_path(options.indexfile)) as docs:
             size, digest = write_index(options.indexfile, build_index(options.pagedir, docs))
-            docs.finish(size, digest)
+            docs.finish(size, digest, options.pagedir)
     return OK
 
 
@@ -269,11 +280,13 @@ def serve(options: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     host = f"[{host}]" if ":" in host else host
     # Each worker opens the index and its document store itself: without a store to open, one process.
-    workers = options.workers or min(os.cpu_count() or 1, 4)
-    if not engine.docs.from_file:
+    workers = options.workers or min(len(os.sched_getaffinity(0)), 4)
+    if workers > 1 and not engine.docs.from_file:
+        sys.stderr.write(f"tse serve: one process, not {workers}: run tse index to store titles and snippets\n")
         workers = 1
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
-    serve_forever(engine, sock, workers)
+    if not serve_forever(engine, sock, workers):
+        return _one_line("serve", "a worker process could not start (see above)")
     return OK
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..exitcodes import USAGE
 from ..resume.statedb import STATE_NAME
-from ..rules.pagedir import MARKER, read_page, read_page_url
+from ..rules.pagedir import MARKER, is_page_name, read_page, read_page_url
 from .siteserver import SiteServer
 
 SITE = Path(__file__).resolve().parent / "demo_site"
@@ -31,7 +31,7 @@ def is_demo_crawl(pagedir: Path) -> bool:
     """Whether *pagedir* holds only a crawl of the demo site (what this demo may remove)."""
     names = os.listdir(pagedir)
     for name in names:
-        if name.isdigit():
+        if is_page_name(name):
             try:
                 found = _DEMO_URL.fullmatch(read_page_url(pagedir, int(name)))
             except OSError:
@@ -49,6 +49,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"demo: {pagedir} is not an earlier demo crawl: give a new or empty directory\n")
         return USAGE
     shutil.rmtree(pagedir, ignore_errors=True)
+    index = pagedir.with_name(pagedir.name + ".index")
+    for stale in (index, *(index.with_name(index.name + suffix) for suffix in (".bin", ".docs"))):
+        stale.unlink(missing_ok=True)  # the earlier demo's: make serve must not show it over this crawl
     pagedir.mkdir(parents=True)
     tse = str(Path(sys.executable).parent / "tse")
     with SiteServer(SITE) as server:
@@ -57,14 +60,13 @@ def main(argv: list[str]) -> int:
         print(f"Serving the demo site ({SITE}) on {server.url}/ (loopback only)")
         print("$ " + " ".join(command), flush=True)
         status = subprocess.call([tse, *command[1:]])
-    doc_ids = sorted(int(name) for name in os.listdir(pagedir) if name.isdigit())
+    doc_ids = sorted(int(name) for name in os.listdir(pagedir) if is_page_name(name))
     print(f"\nThe crawl exited {status}; {len(doc_ids)} pages went to {pagedir}/ (1 to {len(doc_ids)}):")
     for doc_id in doc_ids:
         page = read_page(pagedir, doc_id)
         print(f"  {pagedir}/{doc_id:<3} depth {page.depth}  {page.url}")
     if status != 0:
         return status
-    index = pagedir.with_name(pagedir.name + ".index")
     print(f"\n$ tse index {pagedir} {index}", flush=True)
     status = subprocess.call([tse, "index", str(pagedir), str(index)])
     print(f"$ printf {QUERIES!r} | tse query {pagedir} {index}", flush=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import redis
+
 from ..rules.crawlargs import (
     ArgumentError,
     CrawlArgs,
@@ -28,7 +30,7 @@ SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_e
 
 def check_no_page_limit(setting: Callable[[str], Any]) -> None:
     """A distributed crawl has no page limit (its workers save pages independently)."""
-    if int(setting("CLOSESPIDER_PAGECOUNT") or 0) or int(setting("TSE_MAX_PAGES") or 0):
+    if any(str(setting(name) or 0).strip() not in ("", "0") for name in ("CLOSESPIDER_PAGECOUNT", "TSE_MAX_PAGES")):
         raise ArgumentError("a page limit is not available in a distributed crawl")
 
 
@@ -54,7 +56,10 @@ def create_or_join_crawl(
     if check_crawl_name(name) == POLITENESS_NAME:
         raise ArgumentError(f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)")
     crawl = RedisCrawl(connect(redis_url), name)
-    stored = crawl.parameters()
+    try:
+        stored = crawl.parameters()
+    except (redis.RedisError, ValueError) as error:  # not a crawl's record (another program's key?)
+        raise ArgumentError(f"cannot read crawl {name} in Redis at {redis_url}: {error}") from None
     if stored is None:
         if "seed" not in given:
             raise ArgumentError(

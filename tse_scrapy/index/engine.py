@@ -47,7 +47,7 @@ class QueryEngine:
     def docs(self) -> DocStore:
         """The document store written with the index, else one built from the pages (once)."""
         if self._docs is None:
-            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest)
+            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest, self.directory)
             if self._docs is None:
                 logger.warning(
                     "no document store matches %s: reading the pages for titles and snippets", self.index.path

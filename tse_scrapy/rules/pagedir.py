@@ -47,8 +47,13 @@ def mark(pagedir: PathLike) -> None:
 
 
 def holds_pages(pagedir: PathLike) -> bool:
-    """Whether *pagedir* holds any page file (a name made of digits)."""
-    return any(name.isdigit() for name in os.listdir(pagedir))
+    """Whether *pagedir* holds any page file (a name made of ASCII digits)."""
+    return any(is_page_name(name) for name in os.listdir(pagedir))
+
+
+def is_page_name(name: str) -> bool:
+    """A page file's name: a docID in ASCII digits (``str.isdigit`` takes "²" too)."""
+    return name.isascii() and name.isdigit()
 
 
 def encode_page(page: Page) -> bytes:

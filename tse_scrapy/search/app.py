@@ -15,6 +15,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -24,6 +26,7 @@ from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.storage import IndexReader
 from ..rules import pagedir
 from ..rules.pagetext import snippet
+from ..rules.query import is_blank
 
 PER_PAGE = 10
 MAX_PER_PAGE = 100
@@ -39,6 +42,10 @@ SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-refe
 # What a worker process of `tse serve --workers N` serves (set by search/server.py).
 ENVIRONMENT_PAGEDIR = "TSE_SERVE_PAGEDIR"
 ENVIRONMENT_INDEX = "TSE_SERVE_INDEX"
+ENVIRONMENT_HOSTS = "TSE_SERVE_HOSTS"
+# A server on loopback answers only requests addressed to loopback: another site's page in
+# the user's browser cannot read it through a name of its own that resolves to 127.0.0.1.
+LOOPBACK_NAMES = ["127.0.0.1", "localhost", "::1"]
 
 
 class BadParameter(ValueError):
@@ -66,20 +73,27 @@ class Result:
         return [*pieces, (self.snippet[position:], False)]
 
 
-def create_app(engine: QueryEngine) -> Starlette:
-    """The app over one query engine (its index and page directory, opened once)."""
+def allowed_hosts(host: str) -> list[str] | None:
+    """The Host header values a server listening on *host* accepts (None: any)."""
+    return [*LOOPBACK_NAMES, host] if host in LOOPBACK_NAMES or host.startswith("127.") else None
+
+
+def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette:
+    """The app over one query engine (its index and page directory, opened once);
+    with *hosts*, requests whose Host header names another are refused (400)."""
 
     async def home(request: Request) -> Response:
         return _page(request, "home.html", {"query": "", "rank": "tse"})
 
     async def search(request: Request) -> Response:
         line = request.query_params.get("q", "")
-        if not line.strip():
+        if is_blank(line):
             return RedirectResponse("/", status_code=303)
+        shown_rank = request.query_params.get("rank") if request.query_params.get("rank") in RANKINGS else "tse"
         try:
             ranking, page = _ranking(request), _number(request, "page", 1, MAX_PAGE)
         except BadParameter as error:
-            return _page(request, "results.html", {"query": line, "rank": "tse", "error": str(error)}, 400)
+            return _page(request, "results.html", {"query": line, "rank": shown_rank, "error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True)
         context: dict[str, Any] = {"query": line, "rank": ranking}
         if answer is None or answer.error:
@@ -87,6 +101,7 @@ def create_app(engine: QueryEngine) -> Starlette:
             return _page(request, "results.html", context, 400)
         pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
         context.update(
+            per_page=PER_PAGE,
             total=len(answer.ranked),
             page=page,
             pages=pages,
@@ -146,13 +161,14 @@ def create_app(engine: QueryEngine) -> Starlette:
         return PlainTextResponse("ok", headers=SAFE_HEADERS)
 
     return Starlette(
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
         routes=[
             Route("/", home),
             Route("/search", search),
             Route("/api/search", api_search),
             Route("/doc/{doc_id:int}", saved_copy),
             Route("/healthz", healthz),
-        ]
+        ],
     )
 
 
@@ -160,7 +176,8 @@ def create_app_from_environment() -> Starlette:
     """The app of one worker process: the page directory and index its parent checked."""
     engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], IndexReader(os.environ[ENVIRONMENT_INDEX]))
     engine.docs  # noqa: B018 (opened now, before the first request)
-    return create_app(engine)
+    hosts = os.environ.get(ENVIRONMENT_HOSTS)
+    return create_app(engine, hosts.split(",") if hosts else None)
 
 
 def _results(engine: QueryEngine, answer: Answer, page: int, per_page: int) -> list[Result]:

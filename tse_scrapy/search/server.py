@@ -11,10 +11,11 @@ import os
 import socket
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from ..index.engine import QueryEngine
-from .app import ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, create_app
+from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
 
 LOGGING = {"log_level": "warning", "access_log": False, "lifespan": "off"}
 
@@ -35,17 +36,24 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) -> None:
-    """Answer on *sock* until Ctrl-C or SIGTERM, the usual ways to stop a server (uvicorn logs only warnings)."""
+def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) -> bool:
+    """Answer on *sock* until Ctrl-C or SIGTERM, the usual ways to stop a server (uvicorn logs only
+    warnings); False when a worker process could not start (its page directory or index changed)."""
+    supervisor = None
+    hosts = allowed_hosts(sock.getsockname()[0])
     try:
         if workers == 1:
-            uvicorn.Server(uvicorn.Config(create_app(engine), **LOGGING)).run(sockets=[sock])
-            return
+            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **LOGGING)).run(sockets=[sock])
+            return True
         # Each worker process opens the index anew (see create_app_from_environment).
         os.environ[ENVIRONMENT_PAGEDIR] = str(engine.directory)
         os.environ[ENVIRONMENT_INDEX] = str(engine.index.path)
+        os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
         app = "tse_scrapy.search.app:create_app_from_environment"
         config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
-        Multiprocess(config, sockets=[sock]).run()
+        supervisor = Multiprocess(config, sockets=[sock])
+        supervisor.run()
     except KeyboardInterrupt:
         pass  # uvicorn has shut down cleanly, then raised the signal again
+    # uvicorn's supervisor stops every worker when one fails to start.
+    return supervisor is None or all(worker.exitcode != STARTUP_FAILURE for worker in supervisor.processes)
