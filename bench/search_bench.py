@@ -26,7 +26,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, REPEAT, ROOT, WORK, measure
 from bench.index_bench import QUERIES, page_directories
+from tests.support.net import free_port
 
 CLIENTS = 8
 # `tse serve` as by default (a worker process a core, at most 4), and as one process.
@@ -115,12 +115,6 @@ def expected_answers(directory: Path, index: Path) -> list[tuple[str, int | None
         check=True,
     ).stdout
     return [(line, total) for line, total in json.loads(output)]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 def process_tree(pid: int) -> list[int]:

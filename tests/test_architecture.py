@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, clean_env, crawl_site, run_tse
+from tests.support.pages import write_pages
 from tests.support.sitegen import write_site
 
 PACKAGE = ROOT / "tse_scrapy"
@@ -147,10 +148,7 @@ def test_a_single_process_crawl_imports_no_redis_and_no_devtools(tmp_path, serve
 
 
 def test_the_querier_starts_without_scrapy(tmp_path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    (pages / ".crawler").touch()
-    (pages / "1").write_bytes(b"http://h/\n0\nhello world\n")
+    pages = write_pages(tmp_path / "pages", {1: ("http://h/", 0, b"hello world")})
     assert run_tse("index", pages, tmp_path / "index").returncode == 0
     result = run_tse("query", pages, tmp_path / "index", input=b"hello\n", env=clean_env(PYTHONPROFILEIMPORTTIME="1"))
     assert result.returncode == 0 and b"Matches 1 documents" in result.stdout

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import write_pages
 
 PAGES = {  # docID: (URL, body); the worked example of the tests below
     1: ("http://h/one.html", b"<html>cat cat dog</html>"),
@@ -21,11 +22,7 @@ D = "-" * 47 + "\n"
 
 @pytest.fixture
 def engine(tmp_path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    (pages / ".crawler").touch()
-    for doc_id, (url, body) in PAGES.items():
-        (pages / str(doc_id)).write_bytes(f"{url}\n1\n".encode() + body + b"\n")
+    pages = write_pages(tmp_path / "pages", {doc_id: (url, 1, body) for doc_id, (url, body) in PAGES.items()})
     result = run_tse("index", pages, tmp_path / "index")
     assert result.returncode == 0 and result.stdout == result.stderr == b""
     return pages, tmp_path / "index"

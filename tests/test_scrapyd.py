@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -14,15 +13,10 @@ import urllib.request
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.net import free_port
 from tests.support.sitegen import generate_site
 
 PROJECT = "tse_scrapy"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def api(base, endpoint, data=None):

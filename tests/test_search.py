@@ -11,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
+from tests.support.pages import write_pages
 from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, write_search_site
 from tse_scrapy.index.engine import QueryEngine
@@ -303,10 +304,7 @@ def test_the_document_store_follows_the_page_files(site, tmp_path):
 
 
 def test_a_url_line_that_is_not_utf8_is_shown_as_the_querier_shows_it(tmp_path):
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    (pages / ".crawler").touch()
-    (pages / "1").write_bytes(b"http://h/caf\xe9.html\n0\n<title>Caf\xe9</title>coffee\n")
+    pages = write_pages(tmp_path / "pages", {1: (b"http://h/caf\xe9.html", 0, b"<title>Caf\xe9</title>coffee")})
     assert run_tse("index", pages, tmp_path / "index").returncode == 0
     client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
     (result,) = api(client, q="coffee")[1]["results"]

@@ -9,16 +9,11 @@ import urllib.request
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.net import free_port
 from tests.support.searchsite import MANY, write_search_site
 from tests.support.wait import wait_until, while_running
 
 CHROMIUM = shutil.which("chromium")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

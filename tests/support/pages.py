@@ -7,6 +7,17 @@ from pathlib import Path
 from tse_scrapy.rules import pagedir
 
 
+def write_pages(directory: Path, pages: dict[int, tuple[str | bytes, int, bytes]]) -> Path:
+    """A page directory written by hand, as the crawler writes one: ``.crawler`` and, for each
+    docID, ``URL\nDEPTH\n`` + the body + ``\n``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".crawler").touch()
+    for doc_id, (url, depth, body) in pages.items():
+        url = url if isinstance(url, bytes) else url.encode()
+        (directory / str(doc_id)).write_bytes(url + b"\n%d\n" % depth + body + b"\n")
+    return directory
+
+
 def page_count(directory: Path) -> int:
     """The number of contiguous page files ``1, 2, ...``."""
     doc_id = 0

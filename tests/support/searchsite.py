@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import run_tse
+from tests.support.pages import write_pages
 
 EVIL = '"><script>alert(1)</script>'
 PAGES = {  # docID: (URL, body)
@@ -28,14 +29,15 @@ MANY = 25  # pages 6..30: "emu" twice each (title and body), for paging
 
 def write_search_site(root: Path) -> tuple[Path, Path]:
     """The page directory and its index (made by `tse index`) under *root*."""
-    pages = root / "pages"
-    pages.mkdir()
-    (pages / ".crawler").touch()
-    for doc_id, (url, body) in PAGES.items():
-        (pages / str(doc_id)).write_bytes(f"{url}\n0\n".encode() + body + b"\n")
-    for doc_id in range(6, 6 + MANY):
-        body = f"<title>Emu {doc_id}</title><body>{'filler ' * doc_id} emu</body>".encode()
-        (pages / str(doc_id)).write_bytes(f"http://h/emu{doc_id}.html\n1\n".encode() + body + b"\n")
+    many = {
+        doc_id: (
+            f"http://h/emu{doc_id}.html",
+            1,
+            f"<title>Emu {doc_id}</title><body>{'filler ' * doc_id} emu</body>".encode(),
+        )
+        for doc_id in range(6, 6 + MANY)
+    }
+    pages = write_pages(root / "pages", {**{d: (url, 0, body) for d, (url, body) in PAGES.items()}, **many})
     result = run_tse("index", pages, root / "index")
     assert result.returncode == 0, result.stderr
     return pages, root / "index"
