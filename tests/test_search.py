@@ -330,4 +330,4 @@ def test_a_server_on_loopback_answers_only_loopback_names(site):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 200, host
     for host in ("evil.example:8000", "attacker.test"):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
-    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None
+    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None and allowed_hosts("::1") is None
