@@ -6,6 +6,7 @@ orders the same matching documents by Okapi BM25 (``rules.ranking``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -71,11 +72,13 @@ class QueryEngine:
         problem = rules.structure_error(query)
         if problem:
             return Answer(query, problem)
-        scores = rules.score(query, self.index.postings)
+        # A word's postings are decoded once a query, for every clause it is in and for BM25.
+        postings = functools.cache(self.index.postings)
+        scores = rules.score(query, postings)
         if ranking == "bm25" and scores:
             docs = self.docs
             scores = bm25_scores(
-                scores, rules.query_words(query), self.index.postings, docs.lengths, docs.pages, docs.average_length
+                scores, rules.query_words(query), postings, docs.lengths, docs.pages, docs.average_length
             )
         return Answer(query, None, rules.rank(scores))
 
