@@ -91,6 +91,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume", action="store_true", help="continue the interrupted crawl whose pages are in PAGEDIR"
     )
     crawl.add_argument(
+        "--update",
+        action="store_true",
+        help="re-crawl the finished crawl in PAGEDIR in place: unchanged pages keep their files, "
+        "changed ones are rewritten under their docID, new ones get new docIDs, gone ones are listed in .tse-gone",
+    )
+    crawl.add_argument(
+        "--validators",
+        action="store_true",
+        help="record each page's ETag, Last-Modified and history in PAGEDIR/.tse-pages.sqlite, "
+        "so that a later --update asks the server only for what changed",
+    )
+    crawl.add_argument(
+        "--changes", metavar="FILE", help="with --update: write one JSON line per page (new, changed, unchanged, gone)"
+    )
+    crawl.add_argument(
+        "--warc",
+        metavar="FILE",
+        help="archive every HTTP exchange in FILE (.warc.gz, WARC/1.1, with a .cdxj index beside it); "
+        "implies --validators",
+    )
+    crawl.add_argument(
         "--redis",
         metavar="URL",
         help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
@@ -120,6 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=summary, description=description)
         for dest, metavar in positionals:
             command.add_argument(dest, metavar=metavar)
+        if name == "index":
+            command.add_argument(
+                "--update",
+                action="store_true",
+                help="read only the pages new, changed or gone since INDEXFILE was written",
+            )
         if name == "query":
             command.add_argument(
                 "--rank", choices=("tse", "bm25"), default="tse", help="tse (SPEC 4 scores, default) or bm25"
@@ -337,12 +364,16 @@ def crawl(options: argparse.Namespace) -> int:
         deny_ext=options.deny_ext,
     )
     spider_args["resume"] = "yes" if options.resume else None
+    spider_args["update"] = "yes" if options.update else None
     given = dict(options.settings)
     for name, value in (
         ("TSE_REDIS_URL", options.redis),
         ("TSE_CRAWL_NAME", options.name),
         ("TSE_REDIS_KEEP", options.keep or None),
         ("CLOSESPIDER_PAGECOUNT", options.max_pages),
+        ("TSE_VALIDATORS", options.validators or None),
+        ("TSE_CHANGES", options.changes),
+        ("TSE_WARC", options.warc),
     ):
         if value is not None:
             given[name] = value

@@ -37,6 +37,11 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.crawl.offsite.PrefixOffsiteMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "tse_scrapy.crawl.robots.TseRobotsTxtMiddleware": 100,
+    # Asks for known pages with their validators; a 304 becomes the saved copy.
+    "tse_scrapy.crawl.conditional.ConditionalRequestMiddleware": 580,
+    # Next to the downloader: it sees every exchange as sent and as received
+    # (before decompression, redirects and 304 handling).
+    "tse_scrapy.crawl.warc.WarcMiddleware": 950,
 }
 ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 EXTENSIONS = {
@@ -68,6 +73,16 @@ TSE_MAX_PAGES = 0
 TSE_STATE_ENABLED = True
 TSE_STATE_SYNCHRONOUS = "NORMAL"
 TSE_FSYNC = False
+
+# Keeping a crawl fresh (docs/updating.md).  TSE_VALIDATORS records each
+# page's ETag, Last-Modified and change history in PAGEDIR/.tse-pages.sqlite
+# (a crawl without it writes exactly the SPEC 2 directory); an update (spider
+# argument update=yes) always keeps them.  TSE_CHANGES: with an update, a
+# JSON-lines file of what changed.  TSE_WARC: archive every HTTP exchange in
+# this .warc.gz file (implies TSE_VALIDATORS).
+TSE_VALIDATORS = False
+TSE_CHANGES = None
+TSE_WARC = None
 
 # Distributed crawls (docs/distributed.md): set TSE_REDIS_URL and every
 # worker started with the same crawl name shares one breadth-first crawl.

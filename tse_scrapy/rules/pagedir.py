@@ -4,6 +4,12 @@ A page directory holds an empty ``.crawler`` marker and page files named
 ``1, 2, 3 ...`` with no gaps.  A page file is ``URL\\nDEPTH\\n`` + the body
 bytes unchanged + ``\\n`` (the reference appended it).
 
+A directory kept fresh by ``tse crawl --update`` may also hold ``.tse-gone``:
+the docIDs of pages that are gone from the site, one a line, ascending.
+Their files stay (docIDs are never reused or renumbered, and the files keep
+the last copy seen); every reader here skips them.  A directory never
+updated has no ``.tse-gone`` and is exactly SPEC 2.
+
 Every reader parses a page file with ``decode_page``, whose one tolerance is
 the final newline: it is removed when present, and a file without one (made
 by hand, or by another tool) is read as it is.  Anything else that is not a
@@ -13,13 +19,14 @@ URL line, a line of decimal digits and a body is not a page file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
+GONE_NAME = ".tse-gone"
 PathLike = str | os.PathLike
 
 
@@ -81,15 +88,53 @@ def read_page(pagedir: PathLike, doc_id: int) -> Page:
 
 
 def read_pages(pagedir: PathLike) -> Iterator[tuple[int, Page]]:
-    """Pages 1, 2, ... until the first one that cannot be opened (SPEC 3)."""
+    """Pages 1, 2, ... until the first one that cannot be opened (SPEC 3), without the gone ones."""
+    gone = gone_docs(pagedir)
     doc_id = 1
     while True:
-        try:
-            page = read_page(pagedir, doc_id)
-        except OSError:
+        if doc_id not in gone:
+            try:
+                page = read_page(pagedir, doc_id)
+            except OSError:
+                return
+            yield doc_id, page
+        elif not page_path(pagedir, doc_id).exists():
             return
-        yield doc_id, page
         doc_id += 1
+
+
+def gone_docs(pagedir: PathLike) -> frozenset[int]:
+    """The docIDs listed in ``PAGEDIR/.tse-gone`` (none when there is no such file).
+
+    Raises PageFileError when the file is not a list of docIDs."""
+    try:
+        data = (Path(pagedir) / GONE_NAME).read_bytes()
+    except FileNotFoundError:
+        return frozenset()
+    return parse_gone(data, str(Path(pagedir) / GONE_NAME))
+
+
+def parse_gone(data: bytes, name: str = GONE_NAME) -> frozenset[int]:
+    """The docIDs of a ``.tse-gone`` file's text."""
+    lines = data.split()
+    if not all(line.isdigit() and line.isascii() and int(line) > 0 for line in lines):
+        raise PageFileError(f"{name}: not a list of docIDs, one a line")
+    return frozenset(int(line) for line in lines)
+
+
+def format_gone(doc_ids: Iterable[int]) -> bytes:
+    """The text of a ``.tse-gone`` file: one docID a line, ascending."""
+    return b"".join(b"%d\n" % doc_id for doc_id in sorted(set(doc_ids)))
+
+
+def write_gone(pagedir: PathLike, doc_ids: Iterable[int], *, fsync: bool = False) -> None:
+    """Write ``.tse-gone`` whole or not at all; with no docIDs, remove it."""
+    path = Path(pagedir) / GONE_NAME
+    text = format_gone(doc_ids)
+    if text:
+        write_atomically(path, text, fsync=fsync)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def read_page_url(pagedir: PathLike, doc_id: int) -> str:
