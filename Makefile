@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run serve test browser lint bench deploy clean
+.PHONY: install run serve test browser nginx lint bench deploy clean
 
 install: $(STAMP)
 
@@ -24,12 +24,16 @@ serve: install
 	@test -f data/demo.index || { echo "make serve: no data/demo.index: run make run first" >&2; exit 2; }
 	$(VENV)/bin/tse serve data/demo data/demo.index
 
-test: install browser
+test: install browser nginx
 	$(PY) -m pytest -q
 
 # Debian's chromium, for the browser test (installed when missing, as root).
 browser:
 	@tests/support/install-chromium.sh
+
+# Debian's nginx, for the nginx tests (installed when missing, as root).
+nginx:
+	@tests/support/install-nginx.sh
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -107,3 +107,27 @@ def redis_url(redis_server) -> str:
     """The test Redis, emptied for each test."""
     redis_server.client().flushall()
     return redis_server.url
+
+
+@pytest.fixture
+def nginx(tmp_path_factory):
+    """Start a real nginx (tests/support/nginxserver.py) serving ROOT/HOST/...; stopped at the end of the test.
+
+    Skips when nginx is not installed: ``make test`` installs it as root (tests/support/install-nginx.sh).
+    """
+    from tests.support.nginxserver import NginxServer, nginx_binary
+
+    if nginx_binary() is None:
+        if os.geteuid() == 0:
+            pytest.skip("nginx is not installed: run tests/support/install-nginx.sh (make test does)")
+        pytest.skip("nginx is not installed (as root: apt-get install -y nginx, or make test)")
+    servers = []
+
+    def start(root, **options) -> NginxServer:
+        server = NginxServer(root, tmp_path_factory.mktemp("nginx"), **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()

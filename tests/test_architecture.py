@@ -20,11 +20,12 @@ LAYERS = {
     "rules": 1,
     "resume": 2,
     "index": 2,
-    "crawl": 3,
+    "update": 3,
+    "crawl": 4,
     "search": 3,
-    "distributed": 4,
-    "devtools": 4,
-    "app": 5,  # cli, crawlstart, settings, spiders/, commands/
+    "distributed": 5,
+    "devtools": 5,
+    "app": 6,  # cli, crawlstart, settings, spiders/, commands/
 }
 BASE = {"tse_scrapy", "tse_scrapy.exitcodes", "tse_scrapy.atomicfile"}
 NOT_PURE = ("scrapy", "twisted", "redis", "scrapy_redis", "sqlite3", "socket")

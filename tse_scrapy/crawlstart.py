@@ -8,12 +8,14 @@ a distributed crawl, created or joined in Redis.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .resume.startmode import StartMode, start_mode
 from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, is_yes
+from .update.catalog import catalog_arguments
 
 Setting = Callable[[str], Any]  # reads one setting by name
 
@@ -25,6 +27,11 @@ class CrawlStart:
     args: CrawlArgs
     mode: StartMode = StartMode.NEW
     distributed_name: str | None = None  # set for a worker of a distributed crawl
+
+    @property
+    def update(self) -> bool:
+        """A new update (a resumed one knows it is one from its crawl state)."""
+        return self.mode is StartMode.UPDATE
 
     @property
     def nothing_to_do(self) -> str | None:
@@ -41,9 +48,19 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     worker) or joined (later ones).
     """
     redis_url = setting("TSE_REDIS_URL")
+    update = is_yes(spider_args.get("update"))
     if not redis_url:
         args = check_crawl_args(**spider_args)
-        return CrawlStart(args, start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR")))
+        mode = start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR"), update)
+        if mode is StartMode.UPDATE:
+            _check_same_crawl(args)
+        no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
+        if no_state and (update or is_yes(setting("TSE_VALIDATORS"))):
+            raise ArgumentError("an update, and validators, need the crawl state (TSE_STATE_ENABLED)")
+        _check_output_files(setting, append=mode is StartMode.RESUME)
+        return CrawlStart(args, mode)
+    if update or is_yes(setting("TSE_VALIDATORS")):
+        raise ArgumentError("an update, and validators, are for a crawl of one process: drop --redis")
     try:
         from .distributed.join import check_no_page_limit, create_or_join_crawl
     except ImportError as error:
@@ -52,4 +69,43 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         ) from None
     check_no_page_limit(setting)
     crawl, args, _ = create_or_join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
+    _check_output_files(setting, append=True)  # a worker may restart and go on with its WARC
     return CrawlStart(args, distributed_name=crawl.name)
+
+
+# What must match for an update: the same site, depth and filters (the order
+# and the link scanner may differ: an update may revisit in priority order).
+_SAME_CRAWL = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
+
+
+def _check_same_crawl(args: CrawlArgs) -> None:
+    """An update crawls the same seeds, depth, prefixes and filters as the crawl it updates.
+
+    Only a crawl that kept a catalog says what it was; a directory without
+    one is taken as the user says."""
+    stored = catalog_arguments(args.pagedir)
+    if stored is None:
+        return
+    identity = args.identity()
+    for name in _SAME_CRAWL:
+        if stored.get(name) != identity[name]:
+            raise ArgumentError(f"cannot update: {name} was {stored.get(name)} and is now {identity[name]}")
+
+
+def _check_output_files(setting: Setting, *, append: bool) -> None:
+    """The WARC and changes files can be written; a new crawl never overwrites a WARC."""
+    for name, path in (("--warc", setting("TSE_WARC")), ("--changes", setting("TSE_CHANGES"))):
+        if not path:
+            continue
+        path = str(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise ArgumentError(f"{name}: no directory {directory}")
+        if os.path.isdir(path):
+            raise ArgumentError(f"{name}: {path} is a directory")
+    warc = setting("TSE_WARC")
+    if warc:
+        if not str(warc).endswith(".warc.gz"):
+            raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")
+        if os.path.exists(warc) and not append:
+            raise ArgumentError(f"--warc: {warc} exists: a new crawl writes a new WARC file (--resume appends)")

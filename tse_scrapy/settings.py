@@ -47,6 +47,7 @@ ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 EXTENSIONS = {
     "scrapy.extensions.telnet.TelnetConsole": None,
     "tse_scrapy.resume.extension.CrawlStateExtension": 0,
+    "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state
     "tse_scrapy.crawl.politeness.Politeness": 500,
 }
 TELNETCONSOLE_ENABLED = False

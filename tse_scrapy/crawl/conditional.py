@@ -1,18 +1,80 @@
-"""ConditionalRequestMiddleware: asks for known pages with their validators."""
+"""ConditionalRequestMiddleware: asks for a known page with its validators,
+and turns a 304 Not Modified into the saved copy of the page.
+
+An update crawls the whole site again (the links of an unchanged page still
+lead somewhere), so a 304 must still give the spider the page's body: it is
+read back from the page file, whose body is the one the validators describe.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy import Request
 from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse, Response
+
+from ..rules import pagedir
+from ..rules.urls import normalize_url
+from ..update.catalog import KnownPage
+from ..update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+NOT_MODIFIED = 304
+
 
 class ConditionalRequestMiddleware:
-    """Placeholder until updates land: not configured."""
+    """A downloader middleware: ``If-None-Match``/``If-Modified-Since`` out, the saved copy back on a 304."""
+
+    def __init__(self, update: UpdateExtension, directory: str, tse_extensions: bool):
+        self.update = update
+        self.directory = directory
+        self.tse_extensions = tse_extensions
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:
-        raise NotConfigured
+        update = update_session(crawler)
+        if update is None or not update.is_update:
+            raise NotConfigured
+        settings = crawler.settings
+        return cls(update, settings.get("TSE_PAGEDIR"), settings.get("TSE_DENY_EXT") is None)
+
+    def process_request(self, request: Request) -> None:
+        if request.method != "GET" or "tse_replay_doc" in request.meta:
+            return
+        page = self._known(request)
+        if page is None or not (page.etag or page.last_modified):
+            return
+        if page.etag:
+            request.headers.setdefault(b"If-None-Match", page.etag)
+        if page.last_modified:
+            request.headers.setdefault(b"If-Modified-Since", page.last_modified)
+        request.meta["tse_conditional_doc"] = page.doc_id
+        if page.fetched:
+            request.meta["tse_revisit_of"] = {"uri": page.url, "date": page.fetched}
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        doc_id = request.meta.get("tse_conditional_doc")
+        if response.status != NOT_MODIFIED or doc_id is None:
+            return response
+        try:
+            body = pagedir.read_page(self.directory, doc_id).body
+        except (OSError, pagedir.PageFileError):
+            return response  # the saved copy is unreadable: a failure, as any other non-200
+        request.meta["tse_http_status"] = NOT_MODIFIED
+        return HtmlResponse(
+            url=response.url,
+            status=200,
+            headers=response.headers,
+            body=body,
+            request=request,
+            flags=[*response.flags, "not_modified"],
+            ip_address=response.ip_address,
+            protocol=response.protocol,
+        )
+
+    def _known(self, request: Request) -> KnownPage | None:
+        key = normalize_url(request.url, self.tse_extensions) or request.url
+        return self.update.known_page(key)

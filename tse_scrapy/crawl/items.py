@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -18,3 +18,8 @@ class PageItem:
     state_row: int | None = None
     doc_id: int | None = None
     replayed: bool = False
+    # For updates and validators: the HTTP status (304: the body is the saved
+    # copy), the page's validators, and whether it was queued as a revisit.
+    status: int = 200
+    validators: dict[str, str | None] = field(default_factory=dict)
+    revisit: bool = False

@@ -12,6 +12,7 @@ from scrapy.utils.defer import deferred_from_coro
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..rules import pagedir
+from ..update.extension import update_session
 from .items import PageItem
 
 if TYPE_CHECKING:
@@ -32,14 +33,18 @@ class PageDirPipeline:
         self.fsync = crawler.settings.getbool("TSE_FSYNC")
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
+        self.update = update_session(crawler)
         self.next_id = self._first_free_id()
         self.max_pages = crawler.settings.getint("TSE_MAX_PAGES")
+        # An update counts the pages it saves, not docIDs (known pages keep theirs).
+        self.saved_pages = self.state.saved_count() if self.update else 0
         self.failed = False
 
     def _first_free_id(self) -> int:
         if self.state is None:
             return 1
-        return max([self.state.next_doc_id(), *(doc + 1 for doc in self.state.writing_docs())])
+        first_new = self.update.first_new_id if self.update else 1
+        return max([first_new, self.state.next_doc_id(), *(doc + 1 for doc in self.state.writing_docs())])
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageDirPipeline:
@@ -62,9 +67,18 @@ class PageDirPipeline:
 
     def save(self, item: PageItem) -> bool:
         """Write the page under its docID (and record it in the crawl state); True when saved here."""
-        doc_id = item.doc_id if item.doc_id is not None else self.next_id
+        known = self.update.known_page(item.url) if self.update else None
+        doc_id = item.doc_id if item.doc_id is not None else known.doc_id if known else self.next_id
         try:
-            if not item.replayed:
+            # A page read back on resume is never written again; with a catalog,
+            # a known page is rewritten only when it changed.
+            write = not item.replayed
+            if self.update is not None:
+                changed = self.update.saved(
+                    doc_id, item.url, item.depth, item.body, item.status, item.validators, item.revisit
+                )
+                write = write and changed
+            if write:
                 if self.state is not None:
                     self.state.writing(item.state_row, doc_id)
                 self.write(doc_id, item)
@@ -74,7 +88,9 @@ class PageDirPipeline:
             self.fail(f"cannot write the crawl state: {error}")
             raise DropItem(str(error)) from None
         self.next_id = max(self.next_id, doc_id + 1)
-        if self.max_pages and self.next_id - 1 >= self.max_pages:
+        self.saved_pages += 1
+        saved = self.saved_pages if self.update else self.next_id - 1
+        if self.max_pages and saved >= self.max_pages:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=PAGE_LIMIT))
         return True
 

@@ -33,6 +33,7 @@ from twisted.python.failure import Failure
 
 from ..resume.extension import CrawlStateExtension, crawl_state
 from ..rules import pagedir
+from ..update.extension import UpdateExtension, update_session
 from .dupefilter import NormalizedUrlDupeFilter
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
 from .progresslog import is_found_link, log_link
@@ -58,6 +59,7 @@ class TseScheduler(BaseScheduler):
         prioritizer: Prioritizer | None = None,
         max_pages: int = 0,
         concurrency: int = 1,
+        update: UpdateExtension | None = None,
     ):
         self.df = dupefilter
         self.stats = stats
@@ -76,6 +78,11 @@ class TseScheduler(BaseScheduler):
         # (the priority frontier needs them in memory to score them).
         self.stored = self.state is not None and order != "priority"
         self._tokens = itertools.count(1)
+        # An update in priority order queues every live page at once, scored by
+        # the prioritizer (a revisit policy); the links found tell, at the
+        # end, which of them are still reachable.
+        self.update = update
+        self.revisiting = bool(update and update.is_update and order == "priority")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TseScheduler:
@@ -90,6 +97,7 @@ class TseScheduler(BaseScheduler):
             build_from_crawler(load_object(settings["TSE_PRIORITIZER"]), crawler),
             settings.getint("TSE_MAX_PAGES"),
             settings.getint("CONCURRENT_REQUESTS"),
+            update_session(crawler),
         )
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         for signal in (signals.item_dropped, signals.item_error):
@@ -102,12 +110,19 @@ class TseScheduler(BaseScheduler):
         self.spider = spider
         if self.resuming:
             self._restore(spider)
+        elif self.revisiting:
+            self._queue_revisits(spider)
         return self.df.open()
+
+    def _queue_revisits(self, spider: Spider) -> None:
+        for page in self.update.revisits():
+            meta = {"depth": page.depth, "tse_revisit": True}
+            self.enqueue_request(Request(page.url, callback=spider.parse, errback=spider.fetch_failed, meta=meta))
 
     def _restore(self, spider: Spider) -> None:
         """Rebuild the frontier from the durable state and reconcile it with the page files."""
         pagedir.remove_partial_files(self.directory)
-        self.saved = self.state.next_doc_id() - 1
+        self.saved = self.state.saved_count() if self.update else self.state.next_doc_id() - 1
         for row, request_dict, writing_doc in self.state.frontier():
             if writing_doc is None and self.stored:
                 self.frontier.push(StoredRequest(row, (request_dict.get("meta") or {}).get("depth", 0)))
@@ -118,8 +133,10 @@ class TseScheduler(BaseScheduler):
                 self.frontier.push(request)
                 continue
             request.meta["tse_doc_id"] = writing_doc
-            if pagedir.page_path(self.directory, writing_doc).is_file():
-                request.meta["tse_replay_doc"] = writing_doc  # written, not yet recorded
+            # Written, not yet recorded (a page known before an update has a file either way: fetched again).
+            known = self.update is not None and self.update.is_known_doc(writing_doc)
+            if pagedir.page_path(self.directory, writing_doc).is_file() and not known:
+                request.meta["tse_replay_doc"] = writing_doc
             self.resumed.append(request)
         for doc_id, request_dict in self.state.pages():
             if not pagedir.page_path(self.directory, doc_id).is_file():
@@ -144,6 +161,8 @@ class TseScheduler(BaseScheduler):
         replaces = request.meta.get("tse_token") in self.in_flight
         if is_found_link(request):
             self.frontier.found(request)
+            if self.revisiting:
+                self.update.reached(self.df.request_key(request))
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             if replaces:
@@ -215,5 +234,7 @@ class TseScheduler(BaseScheduler):
     def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         self._release(getattr(response, "request", None) or getattr(failure, "request", None))
 
-    def _page_done(self, request: Request, **kwargs: Any) -> None:
+    def _page_done(self, request: Request, status: int | None = None, **kwargs: Any) -> None:
+        if self.update is not None and request.meta.get("tse_token") in self.in_flight:
+            self.update.failed(request, status)  # committed by _release
         self._release(request)

@@ -8,21 +8,36 @@ asked for without its slash answers 301 to the slashed URL.  Per-path rules
 inject statuses, redirects, delays, connection resets, slow drips and chunked
 bodies (a ``.redirects`` file in DIR, lines of
 ``PATH STATUS LOCATION``, adds redirect rules); every request is recorded with
-the time it arrived.
+the time it arrived, its headers and the status answered.
 
-    python -m tse_scrapy.devtools.siteserver DIR [--port N]
+A file served (a 200 from DIR, not a rule's injected answer) carries
+validators: ``ETag``, a strong entity-tag derived from the file's bytes (so a
+change within the same second is still seen), and ``Last-Modified``, the
+file's mtime as an HTTP-date.  Conditional GET and HEAD follow RFC 9110:
+``If-None-Match`` (a list of entity-tags or ``*``, weak comparison) answers
+304 when one matches; only without it, ``If-Modified-Since`` answers 304 when
+the file's mtime, to the second, is not after the date given.  A 304 has no
+body and carries the same ``ETag`` and ``Last-Modified``.  ``validators=False``
+(``--no-validators``) sends neither and ignores conditional headers: a server
+without validators.
+
+    python -m tse_scrapy.devtools.siteserver DIR [--port N] [--no-validators]
 """
 
 from __future__ import annotations
 
 import argparse
+import email.utils
+import hashlib
 import mimetypes
 import os
+import re
 import socket
 import struct
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -52,15 +67,25 @@ class Hit:
     method: str
     target: str  # the request target as sent (path, or absolute URI via proxy)
     key: str  # "host/path" for proxy requests, "/path" for origin requests
-    headers: dict[str, str]
+    headers: dict[str, str]  # the request's headers, as sent
     done: float | None = None  # when its answer was sent
+    status: int | None = None  # the status answered (None until the status line is sent)
+
+    def header(self, name: str) -> str | None:
+        """The request header *name* (any case), or None."""
+        return next((value for key, value in self.headers.items() if key.lower() == name.lower()), None)
 
 
 class SiteServer:
-    """A threaded HTTP server on loopback, answering from a directory tree; ``hits`` records every request."""
+    """A threaded HTTP server on loopback, answering from a directory tree; ``hits`` records every request.
 
-    def __init__(self, root: str | os.PathLike, host: str = "127.0.0.1", port: int = 0):
+    With ``validators=False`` files are served without ``ETag`` and ``Last-Modified`` and conditional
+    requests are answered in full.
+    """
+
+    def __init__(self, root: str | os.PathLike, host: str = "127.0.0.1", port: int = 0, validators: bool = True):
         self.root = Path(root)
+        self.validators = validators
         self.rules: dict[str, Rule] = _read_redirects(self.root / ".redirects")
         self.hits: list[Hit] = []
         self.active = 0
@@ -128,14 +153,46 @@ def _read_redirects(path: Path) -> dict[str, Rule]:
     return rules
 
 
+def entity_tag(body: bytes) -> str:
+    """The strong ETag the server sends for a file of these bytes: a quoted short hash."""
+    return f'"{hashlib.blake2b(body, digest_size=8).hexdigest()}"'
+
+
+def _none_match(field: str, etag: str) -> bool:
+    """Whether an If-None-Match *field* (``*`` or entity-tags) matches *etag*, by weak comparison."""
+    if field.strip() == "*":
+        return True
+    opaque = etag.removeprefix("W/")
+    return any(tag == opaque for tag in re.findall(r'"[^"]*"', field))
+
+
+def _not_modified_since(field: str, mtime: float) -> bool:
+    """Whether a file of this mtime is not newer, to the second, than an If-Modified-Since *field*
+    (False when the field is not a date)."""
+    try:
+        since = email.utils.parsedate_to_datetime(field.strip())
+    except (TypeError, ValueError, IndexError):
+        return False
+    if since.tzinfo is None:  # asctime dates, and "-0000", are UTC
+        since = since.replace(tzinfo=timezone.utc)
+    return int(mtime) <= since.timestamp()
+
+
 def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # Without this, a kept-alive connection stalls ~40 ms per response.
         disable_nagle_algorithm = True
         protocol_version = "HTTP/1.1"
 
+        _hit: Hit | None = None  # the request being answered
+
         def log_message(self, format: str, *args: Any) -> None:
             pass
+
+        def send_response(self, code: int, message: str | None = None) -> None:
+            if self._hit is not None:
+                self._hit.status = code
+            super().send_response(code, message)
 
         def do_GET(self) -> None:
             self._counted(send_body=True)
@@ -150,9 +207,11 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
             key = parts.netloc + (parts.path or "/") if parts.scheme and parts.netloc else parts.path or "/"
             hit = Hit(time.time(), self.command, target, key, dict(self.headers))
             server.record(hit)
+            self._hit = hit
             try:
                 self._answer(key, target, send_body)
             finally:
+                self._hit = None
                 hit.done = time.time()
                 server.count_active(-1)
 
@@ -190,7 +249,30 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                 self._send(404, b"<html><body>404 Not Found</body></html>\n", send_body, {"Content-Type": "text/html"})
                 return
             content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-            self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
+            if not server.validators:
+                self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
+                return
+            mtime = path.stat().st_mtime  # before reading: Last-Modified is never later than the bytes sent
+            body = path.read_bytes()
+            validators = {
+                "ETag": entity_tag(body),
+                "Last-Modified": email.utils.formatdate(min(int(mtime), int(time.time())), usegmt=True),
+            }
+            if self._not_modified(validators["ETag"], mtime):
+                self.send_response(304)
+                for name, value in validators.items():
+                    self.send_header(name, value)
+                self.end_headers()  # no body, no Content-Length: a 304 has none
+                return
+            self._send(200, body, send_body, {"Content-Type": content_type, **validators})
+
+        def _not_modified(self, etag: str, mtime: float) -> bool:
+            """RFC 9110 13.2.2, steps 3 and 4, for GET and HEAD."""
+            none_match = self.headers.get_all("If-None-Match")
+            if none_match:
+                return _none_match(", ".join(none_match), etag)
+            since = self.headers.get_all("If-Modified-Since")
+            return since is not None and len(since) == 1 and _not_modified_since(since[0], mtime)
 
         def _send(
             self,
@@ -237,8 +319,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("root")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--no-validators", action="store_true", help="send no ETag or Last-Modified, answer no 304")
     options = parser.parse_args(argv)
-    server = SiteServer(options.root, port=options.port)
+    server = SiteServer(options.root, port=options.port, validators=not options.no_validators)
     print(f"serving {options.root} on {server.url}", flush=True)
     try:
         server.httpd.serve_forever()

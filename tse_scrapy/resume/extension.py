@@ -4,6 +4,7 @@ finished (unless it lives in a JOBDIR, as Scrapy's job state does)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from scrapy import Spider, signals
@@ -14,6 +15,7 @@ from .statedb import CrawlStateDB, state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.settings import Settings
 
 
 class CrawlStateExtension:
@@ -30,8 +32,11 @@ class CrawlStateExtension:
             synchronous=settings.get("TSE_STATE_SYNCHRONOUS", "NORMAL"),
         )
         self.resuming = self.state.arguments() is not None
+        # Run when the crawl has succeeded, before the state is removed
+        # (the update's results are made from it); they may set tse/error.
+        self.closing: list[Callable[[str], None]] = []
         if not self.resuming:
-            self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"))
+            self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"), {"catalog": catalog_mode(settings)})
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlStateExtension:
@@ -40,10 +45,25 @@ class CrawlStateExtension:
         return extension
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        finished = reason in SUCCESS_REASONS and not self.crawler.stats.get_value("tse/error")
+        stats = self.crawler.stats
+        if reason in SUCCESS_REASONS and not stats.get_value("tse/error"):
+            self.state.commit()
+            for hook in self.closing:
+                hook(reason)
+        finished = reason in SUCCESS_REASONS and not stats.get_value("tse/error")
         self.state.close(remove=finished and not self.keep)
 
 
 def crawl_state(crawler: Crawler) -> CrawlStateExtension | None:
     """The crawl's state extension, or None when the crawl keeps no state."""
     return crawler.get_extension(CrawlStateExtension)
+
+
+def catalog_mode(settings: Settings) -> str:
+    """What the crawl keeps beyond SPEC 2: ``update`` (an update), ``validators`` (a crawl asked
+    to keep a catalog, or a WARC) or ``none``; recorded in the state, so a resumed crawl does the same."""
+    if settings.getbool("TSE_UPDATE"):
+        return "update"
+    if settings.getbool("TSE_VALIDATORS") or settings.get("TSE_WARC"):
+        return "validators"
+    return "none"

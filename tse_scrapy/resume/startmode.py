@@ -1,7 +1,8 @@
 """How a crawl into a page directory starts: new, resumed, or already finished.
 
 The durable state (``statedb``) exists from a crawl's start until it has
-finished; a directory with page files and no state file holds a finished crawl.
+finished; a directory with page files and no state file holds a finished
+crawl, which ``--update`` may crawl again in place.
 No Scrapy import: the commands decide this before Scrapy starts.
 """
 
@@ -12,7 +13,7 @@ import os
 
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages
 from ..rules.pagedir import holds_pages
-from .statedb import state_path, stored_arguments
+from .statedb import state_path, stored_arguments, stored_meta
 
 
 class StartMode(enum.Enum):
@@ -21,9 +22,12 @@ class StartMode(enum.Enum):
     NEW = "new"
     RESUME = "resume"
     FINISHED = "finished"  # asked to resume a crawl that has finished: nothing to do
+    UPDATE = "update"  # crawl a finished crawl again, in place
 
 
-def start_mode(args: CrawlArgs, resume: bool = False, jobdir: str | os.PathLike | None = None) -> StartMode:
+def start_mode(
+    args: CrawlArgs, resume: bool = False, jobdir: str | os.PathLike | None = None, update: bool = False
+) -> StartMode:
     """How the crawl of *args* starts; ArgumentError when it must not (it would
     mix with or overwrite another crawl's pages)."""
     path = state_path(args.pagedir, jobdir)
@@ -31,13 +35,21 @@ def start_mode(args: CrawlArgs, resume: bool = False, jobdir: str | os.PathLike 
     if stored is None:
         if resume and not path.exists() and holds_pages(args.pagedir):
             return StartMode.FINISHED
+        if update:
+            if not holds_pages(args.pagedir):
+                raise ArgumentError(f"{args.pagedir} holds no crawl to update: crawl it first (without --update)")
+            return StartMode.UPDATE
         check_no_pages(args.pagedir)
         return StartMode.NEW
+    interrupted = "update" if stored_meta(path, "catalog") == "update" else "crawl"
     if not (resume or jobdir):
+        again = "--update --resume" if interrupted == "update" else "--resume (-a resume=yes)"
         raise ArgumentError(
-            f"{args.pagedir} holds an interrupted crawl of {stored['seed']}: "
-            f"continue it with --resume (-a resume=yes), or use an empty directory"
+            f"{args.pagedir} holds an interrupted {interrupted} of {stored['seed']}: "
+            f"continue it with {again}, or use an empty directory"
         )
+    if update and interrupted != "update":
+        raise ArgumentError(f"{args.pagedir} holds an interrupted crawl, not an update: continue it with --resume")
     for name, value in args.identity().items():
         if stored.get(name) != value:
             raise ArgumentError(f"cannot resume: {name} was {stored.get(name)} and is now {value}")

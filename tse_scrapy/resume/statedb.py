@@ -30,6 +30,11 @@ CREATE TABLE IF NOT EXISTS frontier (
     row INTEGER PRIMARY KEY AUTOINCREMENT, request BLOB NOT NULL, writing_doc INTEGER);
 CREATE TABLE IF NOT EXISTS seen (key TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS pages (doc_id INTEGER PRIMARY KEY, request BLOB NOT NULL);
+-- Updates and validators (update/): the page directory as it was when the
+-- crawl began, what this crawl learnt of each page, the URLs found as links.
+CREATE TABLE IF NOT EXISTS before (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS visits (doc_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reached (key TEXT PRIMARY KEY);
 """
 
 
@@ -40,16 +45,22 @@ def state_path(pagedir: str | os.PathLike, jobdir: str | os.PathLike | None = No
 
 def stored_arguments(path: str | os.PathLike) -> dict[str, Any] | None:
     """The arguments a crawl's state was created with, or None without state."""
+    value = stored_meta(path, "arguments")
+    return json.loads(value) if value is not None else None
+
+
+def stored_meta(path: str | os.PathLike, key: str) -> str | None:
+    """One meta value of the crawl state at *path*, or None (no state, no such value)."""
     if not Path(path).is_file():
         return None
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'arguments'").fetchone()
+        row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     except sqlite3.DatabaseError:
         return None
     finally:
         connection.close()
-    return json.loads(row[0]) if row else None
+    return row[0] if row else None
 
 
 class CrawlStateDB:
@@ -69,9 +80,11 @@ class CrawlStateDB:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'arguments'").fetchone()
         return json.loads(row[0]) if row else None
 
-    def set_arguments(self, arguments: dict[str, Any]) -> None:
+    def set_arguments(self, arguments: dict[str, Any], meta: dict[str, str] | None = None) -> None:
+        """Record the crawl's arguments (and other *meta* values): from now on, it can be resumed."""
         self._begin()
         self.db.execute("INSERT OR REPLACE INTO meta VALUES ('arguments', ?)", (json.dumps(arguments),))
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", (meta or {}).items())
         self.commit()
 
     def next_doc_id(self) -> int:
@@ -98,7 +111,48 @@ class CrawlStateDB:
         for doc_id, blob in self.db.execute("SELECT doc_id, request FROM pages ORDER BY doc_id"):
             yield doc_id, pickle.loads(blob)
 
+    def saved_count(self) -> int:
+        """Pages this crawl has saved (in an update, not the highest docID)."""
+        return self.db.execute("SELECT COUNT(*) FROM pages").fetchone()[0]
+
+    def meta(self, key: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def before(self) -> Iterator[dict[str, Any]]:
+        """The pages as they were when the crawl began (``set_before``)."""
+        for (record,) in self.db.execute("SELECT record FROM before ORDER BY doc_id"):
+            yield json.loads(record)
+
+    def visits(self) -> Iterator[dict[str, Any]]:
+        """What this crawl learnt of each page it fetched or failed (``visit``), by docID."""
+        for (record,) in self.db.execute("SELECT record FROM visits ORDER BY doc_id"):
+            yield json.loads(record)
+
+    def reached_keys(self) -> set[str]:
+        return {key for (key,) in self.db.execute("SELECT key FROM reached")}
+
     # -- writing, during the crawl -----------------------------------------
+    def set_before(self, records: list[dict[str, Any]], meta: dict[str, str]) -> None:
+        """Record the pages as they are before the crawl, and *meta*, in one commit."""
+        self._begin()
+        self.db.execute("DELETE FROM before")
+        self.db.executemany(
+            "INSERT INTO before VALUES (?, ?, ?)",
+            ((record["doc_id"], record["url"], json.dumps(record)) for record in records),
+        )
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+        self.commit()
+
+    def visit(self, record: dict[str, Any]) -> None:
+        """What the crawl learnt of page ``record['doc_id']``; committed with the next ``saved``/``finished``."""
+        self._begin()
+        self.db.execute("INSERT OR REPLACE INTO visits VALUES (?, ?)", (record["doc_id"], json.dumps(record)))
+
+    def add_reached(self, key: str) -> None:
+        self._begin()
+        self.db.execute("INSERT OR IGNORE INTO reached VALUES (?)", (key,))
+
     def push(self, request_dict: dict[str, Any]) -> int:
         self._begin()
         cursor = self.db.execute("INSERT INTO frontier (request) VALUES (?)", (pickle.dumps(request_dict, protocol=4),))

@@ -41,6 +41,7 @@ class TseSpider(scrapy.Spider):
         links: str | None = None,
         prefix: str | None = None,
         resume: str | None = None,
+        update: str | None = None,
         allow: str | None = None,
         deny: str | None = None,
         deny_ext: str | None = None,
@@ -60,6 +61,7 @@ class TseSpider(scrapy.Spider):
             deny_ext=deny_ext,
         )
         self.resume = resume
+        self.update = update
         self.check_site_url: str | None = None
         self.crawl_args: CrawlArgs | None = None
         self.seeds: tuple[str, ...] = ()
@@ -88,7 +90,7 @@ class TseSpider(scrapy.Spider):
         settings = crawler.settings
         if spider.checking:
             spider._serve_check_site(settings)
-        start = prepare_crawl({**spider.arguments, "resume": spider.resume}, settings.get)
+        start = prepare_crawl({**spider.arguments, "resume": spider.resume, "update": spider.update}, settings.get)
         spider._use(start.args)
         if start.distributed_name:
             spider._join_distributed_crawl(settings, start.distributed_name)
@@ -106,6 +108,7 @@ class TseSpider(scrapy.Spider):
             ("TSE_ALLOW", list(args.allow)),
             ("TSE_DENY", list(args.deny)),
             ("TSE_DENY_EXT", args.deny_ext),
+            ("TSE_UPDATE", start.update),
             # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
             # never scanning a page at maxDepth.
             ("DEPTH_LIMIT", args.depth),
@@ -188,7 +191,7 @@ class TseSpider(scrapy.Spider):
         depth = response.meta.get("depth", 0)
         url = self.normalize(response.url) or response.url
         if response.status != 200:
-            self._failed(response.request, depth)
+            self._failed(response.request, depth, response.status)
             return
         log_progress(depth, "Fetched", url)
         if depth < self.crawl_args.depth:
@@ -196,6 +199,7 @@ class TseSpider(scrapy.Spider):
             for link in self.extract_links(response.body, url):
                 yield self._link_request(link, depth, url)
         meta = response.meta
+        headers = response.headers
         yield PageItem(
             url=url,
             depth=depth,
@@ -203,6 +207,9 @@ class TseSpider(scrapy.Spider):
             state_row=meta.get("tse_row"),
             doc_id=meta.get("tse_doc_id"),
             replayed="tse_replay_doc" in meta,
+            status=meta.get("tse_http_status", response.status),
+            validators={"etag": _header(headers, b"ETag"), "last_modified": _header(headers, b"Last-Modified")},
+            revisit=bool(meta.get("tse_revisit")),
         )
 
     def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
@@ -217,12 +224,13 @@ class TseSpider(scrapy.Spider):
 
     def fetch_failed(self, failure: Failure) -> None:
         request = failure.request
-        self._failed(request, request.meta.get("depth", 0))
+        response = getattr(failure.value, "response", None)  # an HttpError's answer
+        self._failed(request, request.meta.get("depth", 0), getattr(response, "status", None))
 
-    def _failed(self, request: scrapy.Request, depth: int) -> None:
+    def _failed(self, request: scrapy.Request, depth: int, status: int | None = None) -> None:
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         log_progress(depth, "Failed", self.normalize(first_url) or first_url)
-        self.crawler.signals.send_catch_log(page_done, request=request)
+        self.crawler.signals.send_catch_log(page_done, request=request, status=status)
 
     def normalize(self, url: str) -> str | None:
         return normalize_url(url, self.tse_extensions)
@@ -238,3 +246,8 @@ class TseSpider(scrapy.Spider):
             # A link Scrapy cannot even represent (a bad port, host or scheme):
             # an external placeholder keeps it in order in the log.
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
+
+
+def _header(headers: Any, name: bytes) -> str | None:
+    value = headers.get(name)
+    return value.decode("latin-1") if value else None

@@ -1,0 +1,401 @@
+"""Keeping a crawl fresh: ``tse crawl --update`` against real sites that change
+between crawls.  The truth is a fresh crawl of the changed site (the live
+pages must be the same) and the changes the test itself made."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.reference import build_page_directory
+from tests.support.sitegen import generate_site, write_site
+from tests.support.wait import wait_until
+from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules import pagedir
+
+DEPTH = 3
+
+
+def live_pages(directory) -> dict[str, tuple[int, bytes]]:
+    """URL -> (depth, body) of the pages a reader sees (gone ones skipped)."""
+    return {page.url: (page.depth, page.body) for _, page in pagedir.read_pages(directory)}
+
+
+def page_files(directory) -> dict[int, tuple[str, int, int, bytes]]:
+    """docID -> (URL, inode, mtime_ns, bytes) of every page file, gone ones included."""
+    files = {}
+    for name in os.listdir(directory):
+        if name.isdigit():
+            path = directory / name
+            status = path.stat()
+            data = path.read_bytes()
+            files[int(name)] = (pagedir.decode_page(data).url, status.st_ino, status.st_mtime_ns, data)
+    return files
+
+
+def gone(directory) -> set[int]:
+    return set(pagedir.gone_docs(directory))
+
+
+def changes(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def edit(root, name, old, new):
+    path = root / name
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def mutate(site) -> dict[str, set[str]]:
+    """Change, delete and add pages; return the page names of each kind."""
+    root = site.root
+    reachable = [name for name in site.links if name != "index.html" and not name.startswith("missing")]
+    rng = random.Random(7)
+    changed = set(rng.sample(reachable, 4))
+    deleted = set(rng.sample(sorted(set(reachable) - changed), 2))
+    for name in changed:
+        edit(root, name, "</body>", f"<p>Changed {name} today</p></body>")
+    for name in deleted:
+        (root / name).unlink()
+    (root / "fresh.html").write_text("<html><body><p>A page added today</p></body></html>\n")
+    edit(root, "index.html", "</body>", '<p><a href="fresh.html">fresh</a></p></body>')
+    return {"changed": changed | {"index.html"}, "deleted": deleted, "added": {"fresh.html"}}
+
+
+@pytest.fixture
+def site_and_crawl(tmp_path, serve, request):
+    """A 40-page site crawled once (with the validators when the test asks for them)."""
+    order, validators = request.param
+    site = generate_site(tmp_path / "site", pages=40, fanout=3, seed=5, external=2, dead=2)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    options = ["--order", order, *(["--validators"] if validators else [])]
+    first = crawl_site(server, out, DEPTH, *options)
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    return site, server, out, order, validators
+
+
+@pytest.mark.parametrize("site_and_crawl", [("tse", True), ("bfs", True), ("tse", False)], indirect=True, ids=str)
+def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_crawl):
+    site, server, out, order, validators = site_and_crawl
+    before = page_files(out)
+    before_live = live_pages(out)
+    assert (out / ".tse-pages.sqlite").exists() == validators  # only when asked
+    assert not (out / ".tse-gone").exists()
+    made = mutate(site)
+    first_hits = len(server.hits)
+
+    changes_file = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, DEPTH, "--order", order, "--update", "--changes", changes_file)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    update_hits = [hit for hit in server.hits[first_hits:] if hit.key != "/robots.txt"]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert crawl_site(server, fresh, DEPTH, "--order", order).returncode == 0
+
+    # The live pages are exactly those of a fresh crawl of the site as it is now.
+    now_live = live_pages(out)
+    assert now_live == live_pages(fresh)
+    after = page_files(out)
+    doc_of = {url: doc for doc, (url, *_) in before.items()}
+    url = f"{server.url}/"
+    # Known URLs keep their docIDs; unchanged pages are not touched at all.
+    unchanged = {u for u in before_live if u in now_live and before_live[u] == now_live[u]}
+    for doc, (page_url, inode, mtime, data) in before.items():
+        assert after[doc][0] == page_url
+        if page_url in unchanged:
+            assert after[doc][1:] == (inode, mtime, data)
+    changed = {u for u in before_live if u in now_live and before_live[u] != now_live[u]}
+    assert {url + name for name in made["changed"]} & set(now_live) <= changed
+    for page_url in changed:
+        assert after[doc_of[page_url]][3] != before[doc_of[page_url]][3]
+    # New pages get the docIDs after the highest one.
+    new = set(now_live) - set(before_live)
+    assert url + "fresh.html" in new
+    assert sorted(doc for doc, (page_url, *_) in after.items() if page_url in new) == list(
+        range(max(before) + 1, max(before) + 1 + len(new))
+    )
+    # Gone: deleted (404) or no longer reachable; their files stay, listed in .tse-gone.
+    gone_urls = set(before_live) - set(now_live)
+    assert {url + name for name in made["deleted"]} <= gone_urls
+    assert gone(out) == {doc_of[u] for u in gone_urls}
+    assert all(doc in after for doc in gone(out))
+
+    listed = changes(changes_file)
+    assert [entry["docid"] for entry in listed] == sorted(entry["docid"] for entry in listed)
+    by_kind = {kind: {e["url"] for e in listed if e["change"] == kind} for kind in ("new", "changed", "unchanged")}
+    assert by_kind == {"new": new, "changed": changed, "unchanged": unchanged}
+    gone_entries = {e["url"]: e["status"] for e in listed if e["change"] == "gone"}
+    assert set(gone_entries) == gone_urls
+    for name in made["deleted"]:
+        assert gone_entries[url + name] in (404, None)  # 404 when still linked, None when unreachable
+    counts = f"{len(new)} new, {len(changed)} changed, {len(unchanged)} unchanged, {len(gone_urls)} gone"
+    assert f"updated {out}: {counts}".encode() in result.stderr
+
+    asked = [hit for hit in update_hits if "If-None-Match" in hit.headers]
+    if validators:
+        # Every known page was asked for with its validators; the unchanged ones answered 304.
+        assert {server.url + hit.key for hit in asked} == set(before_live) & {server.url + h.key for h in update_hits}
+        assert sum(1 for entry in listed if entry["status"] == 304) == len(unchanged)
+        assert {e["url"] for e in listed if e["status"] == 304} == unchanged
+    else:
+        assert asked == []  # nothing recorded: every page downloaded and compared
+        assert all(entry["status"] != 304 for entry in listed)
+    # The update keeps the catalog for the next one.
+    assert (out / ".tse-pages.sqlite").is_file()
+    assert not (out / ".tse-state.sqlite").exists()
+
+
+def test_a_second_update_with_nothing_changed_rewrites_nothing(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=25, seed=3)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    before = page_files(out)
+    first_hits = len(server.hits)
+    result = crawl_site(server, out, DEPTH, "--update")
+    assert result.returncode == 0
+    assert page_files(out) == before
+    assert not (out / ".tse-gone").exists()
+    answers = [hit for hit in server.hits[first_hits:] if hit.key != "/robots.txt"]
+    assert len(answers) >= len(before)
+    assert b"0 new, 0 changed, %d unchanged, 0 gone" % len(before) in result.stderr
+
+
+def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1).returncode == 0
+    doc_of = {url: doc for doc, (url, *_) in page_files(out).items()}
+    body = (site.root / "b.html").read_bytes()
+    (site.root / "b.html").unlink()
+    assert crawl_site(server, out, 1, "--update").returncode == 0
+    assert gone(out) == {doc_of[f"{server.url}/b.html"]}
+    (site.root / "b.html").write_bytes(body)
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, 1, "--update", "--changes", listed)
+    assert result.returncode == 0
+    assert not (out / ".tse-gone").exists()
+    assert {e["url"]: (e["docid"], e["change"]) for e in changes(listed)} == {
+        f"{server.url}/index.html": (doc_of[f"{server.url}/index.html"], "unchanged"),
+        f"{server.url}/a.html": (doc_of[f"{server.url}/a.html"], "unchanged"),
+        f"{server.url}/b.html": (doc_of[f"{server.url}/b.html"], "new"),
+    }
+    assert sorted(page_files(out)) == [1, 2, 3]
+
+
+def test_a_page_that_fails_for_a_while_is_kept(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1).returncode == 0
+    before = page_files(out)
+    server.rules["/a.html"] = Rule(status=503)
+    listed = tmp_path / "changes.jsonl"
+    assert crawl_site(server, out, 1, "--update", "--changes", listed).returncode == 0
+    assert page_files(out) == before and not gone(out)
+    assert {e["url"]: (e["change"], e["status"]) for e in changes(listed)}[f"{server.url}/a.html"] == (
+        "unchanged",
+        503,
+    )
+
+
+def test_scrapy_crawl_updates_with_the_update_argument(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert scrapy_crawl_site(server, out, 1).returncode == 0
+    edit(site.root, "a.html", "</body>", "<p>new words</p></body>")
+    result = scrapy_crawl_site(server, out, 1, "-a", "update=yes")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert b"0 new, 1 changed, 1 unchanged, 0 gone" in result.stderr
+    assert b"new words" in (out / "2").read_bytes()
+
+
+def tree(directory) -> dict[str, bytes]:
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+def catalog_rows(directory) -> list[tuple]:
+    """The catalog without its times (an interrupted update ran at other instants)."""
+    connection = sqlite3.connect(directory / ".tse-pages.sqlite")
+    try:
+        rows = [json.loads(record) for (record,) in connection.execute("SELECT record FROM pages ORDER BY doc_id")]
+    finally:
+        connection.close()
+    timeless = ("first_seen", "last_visit", "last_change", "fetched")
+    return [tuple((k, v) for k, v in row.items() if k not in timeless) for row in rows]
+
+
+def test_an_update_killed_anywhere_resumes_to_the_same_directory(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=120, fanout=3, seed=21, external=3, dead=3)
+    server = serve(site.root)
+    crawled = tmp_path / "crawled"
+    crawled.mkdir()
+    assert crawl_site(server, crawled, 10, "--validators").returncode == 0
+    mutate(site)
+    for name in site.links:
+        server.rules["/" + name] = Rule(delay=0.01)  # about two seconds an update
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    shutil.copytree(crawled, whole)
+    shutil.copytree(crawled, killed)
+    whole_changes, killed_changes = tmp_path / "whole.jsonl", tmp_path / "killed.jsonl"
+    assert crawl_site(server, whole, 10, "--update", "--changes", whole_changes).returncode == 0
+
+    rng = random.Random(4)
+    command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(killed), "10"]
+    command += ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING"]
+    command += ["--update", "--changes", str(killed_changes)]
+    kills = 0
+    start = len(server.hits)
+    for run, requests in enumerate(sorted(rng.sample(range(2, 110), 5))):
+        process = subprocess.Popen(
+            command + ["--resume"] * bool(run), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL
+        )
+        wait_until(
+            lambda process=process, requests=requests: (
+                process.poll() is not None or len(server.hits) - start >= requests
+            ),
+            60,
+            "no request",
+        )
+        time.sleep(rng.uniform(0, 0.01))
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        if process.returncode != -signal.SIGKILL:
+            break
+        kills += 1
+        assert (killed / ".tse-state.sqlite").is_file()
+    assert kills >= 4
+    final = run_tse(*command[1:], "--resume")
+    assert final.returncode == 0, final.stderr.decode()[-2000:]
+    assert changes(killed_changes) == changes(whole_changes)
+    without_catalog = {name: data for name, data in tree(killed).items() if name != ".tse-pages.sqlite"}
+    assert without_catalog == {name: data for name, data in tree(whole).items() if name != ".tse-pages.sqlite"}
+    assert catalog_rows(killed) == catalog_rows(whole)
+
+
+def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = crawl_site(server, empty, 1, "--update")
+    assert result.returncode == 2
+    assert result.stderr.decode() == f"tse crawl: {empty} holds no crawl to update: crawl it first (without --update)\n"
+    assert os.listdir(empty) == []
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    before = tree(out)
+    for options, message in (
+        (["--update", "-s", "TSE_STATE_ENABLED=False"], b"need the crawl state"),
+        (["--update", "--redis", "redis://127.0.0.1:1/0"], b"drop --redis"),
+        (["--update", "--warc", str(tmp_path / "x.warc")], b"must end in .warc.gz"),
+        (["--update", "--changes", str(tmp_path / "no" / "c.jsonl")], b"--changes: no directory"),
+    ):
+        result = crawl_site(server, out, 1, *options)
+        assert result.returncode == 2 and message in result.stderr and result.stderr.count(b"\n") == 1, options
+    result = crawl_site(server, out, 2, "--update")
+    assert result.returncode == 2
+    assert result.stderr == b"tse crawl: cannot update: depth was 1 and is now 2\n"
+    warc = tmp_path / "old.warc.gz"
+    warc.write_bytes(b"")
+    result = crawl_site(server, out, 1, "--update", "--warc", warc)
+    assert result.returncode == 2 and b"exists" in result.stderr
+    assert tree(out) == before
+    # A plain crawl into a directory that holds one is refused as before.
+    result = crawl_site(server, out, 1)
+    assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr
+
+
+def test_the_change_rate_order_revisits_what_changes(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=60, fanout=3, seed=8, external=0, dead=0)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 10, "--order", "bfs", "--validators").returncode == 0
+    names = sorted(name for name in site.links if name != "index.html")
+    volatile = set(random.Random(2).sample(names, 6))
+    for round_number in range(3):
+        for name in volatile:
+            edit(site.root, name, "</body>", f"<p>round {round_number}</p></body>")
+        assert crawl_site(server, out, 10, "--order", "bfs", "--update").returncode == 0
+    for name in volatile:
+        edit(site.root, name, "</body>", "<p>round 3</p></body>")
+    start = len(server.hits)
+    listed = tmp_path / "changes.jsonl"
+    options = ["--order", "priority", "-s", "TSE_PRIORITIZER=tse_scrapy.update.prioritizer.ChangeRatePrioritizer"]
+    result = crawl_site(server, out, 10, "--update", "--max-pages", len(volatile), "--changes", listed, *options)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    fetched = {hit.key.lstrip("/") for hit in server.hits[start:] if hit.key != "/robots.txt"}
+    assert fetched == volatile
+    assert {e["url"] for e in changes(listed) if e["change"] == "changed"} == {f"{server.url}/{n}" for n in volatile}
+    assert b"not revisited: page limit" in result.stderr
+    assert not gone(out)  # a partial update never takes pages for gone
+
+
+def test_an_update_through_nginx_asks_only_for_what_changed(tmp_path, nginx, mirror, reference_dir):
+    """nginx, standing in for the reference server behind http_proxy, answers the conditional requests."""
+    letters = "cs50tse.cs.dartmouth.edu/tse/letters"
+    root = tmp_path / "root"
+    shutil.copytree(mirror / letters, root / letters)
+    server = nginx(root)
+    env = clean_env(http_proxy=server.url)
+    seed = f"{REFERENCE_HOST}/tse/letters/index.html"
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def crawl(directory, *options):
+        result = run_tse("crawl", seed, directory, 6, "-s", "DOWNLOAD_DELAY=0", *options, env=env)
+        assert result.returncode == 0, result.stderr.decode()[-2000:]
+        return result
+
+    crawl(out, "--validators")
+    # With validators, the page files are still exactly the reference crawl's.
+    expected = build_page_directory(reference_dir, mirror, "letters-6", tmp_path / "expected")
+    assert {n: d for n, d in tree(out).items() if n != ".tse-pages.sqlite"} == tree(expected)
+    before = page_files(out)
+
+    seen = len(server.accesses())
+    result = crawl(out, "--update")
+    pages = [a for a in server.accesses()[seen:] if not a.target.endswith("/robots.txt")]
+    assert len(pages) == len(before)
+    assert all(a.status == 304 and a.if_none_match and a.if_modified_since for a in pages)
+    assert sum(a.body_bytes for a in pages) == 0
+    assert page_files(out) == before
+    assert b"0 new, 0 changed, 9 unchanged, 0 gone" in result.stderr
+
+    site = root / letters
+    (site / "B.html").write_bytes((site / "B.html").read_bytes() + b"<p>B again</p>\n")
+    later = time.time() + 120  # nginx's validators come from the mtime: a change must move it
+    os.utime(site / "B.html", (later, later))
+    (site / "E.html").unlink()
+    seen = len(server.accesses())
+    listed = tmp_path / "changes.jsonl"
+    crawl(out, "--update", "--changes", listed)
+    answered = {a.target.rsplit("/", 1)[1]: a.status for a in server.accesses()[seen:]}
+    assert answered["B.html"] == 200 and answered["E.html"] == 404 and answered["A.html"] == 304
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    crawl(fresh)
+    assert live_pages(out) == live_pages(fresh)
+    kinds = {e["url"].rsplit("/", 1)[1]: e["change"] for e in changes(listed)}
+    assert kinds["B.html"] == "changed" and kinds["E.html"] == "gone"

@@ -1,0 +1,60 @@
+"""What an update learns about each page, and how likely a page is to have changed.
+
+An update compares each page before and after: *live* means saved and not
+gone.  A page is ``new`` when it is live after and was not before (found for
+the first time, or back after being gone), ``changed`` when its body or
+depth differ, ``unchanged`` when neither does, ``gone`` when it was live and
+is not any more.
+
+The change rate is Cho and Garcia-Molina's estimator ("Estimating frequency
+of change", ACM TOIT 2003) for a page visited ``n`` times after its first
+visit, ``c`` of which found it changed:
+
+    r = -ln((n - c + 0.5) / (n + 0.5))    changes per mean visit interval
+
+and the probability that it has changed since its last visit, ``t`` seconds
+ago with a mean interval ``I`` between visits, is ``1 - exp(-r t / I)``.  A
+page with no history (``n = 0``) gets ``PRIOR``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+NEW, CHANGED, UNCHANGED, GONE = "new", "changed", "unchanged", "gone"
+CHANGES = (NEW, CHANGED, UNCHANGED, GONE)
+GONE_STATUSES = (404, 410)  # an answer that says the page is gone (other failures keep it)
+PRIOR = 0.5  # the change probability of a page never seen twice
+
+
+@dataclass(frozen=True)
+class Version:
+    """What the page directory holds of a page: its depth and a digest of its body."""
+
+    depth: int
+    digest: bytes
+
+
+def classify(before: Version | None, after: Version | None) -> str | None:
+    """The change from *before* to *after* (None: not live); None when the page is not live either time."""
+    if after is None:
+        return GONE if before is not None else None
+    if before is None:
+        return NEW
+    return UNCHANGED if before == after else CHANGED
+
+
+def change_probability(visits: int, changes: int, since_last: float = 1.0, interval: float = 1.0) -> float:
+    """How likely a page is to have changed since its last visit (see above), in [0, 1].
+
+    *visits* counts every fetch of the page, the first included; *changes*
+    those that found it changed (at most ``visits - 1``)."""
+    observed = max(visits - 1, 0)
+    if observed == 0:
+        return PRIOR
+    changes = min(max(changes, 0), observed)
+    rate = -math.log((observed - changes + 0.5) / (observed + 0.5))
+    # Intervals of zero (visits in the same instant, as in tests) count as one interval.
+    elapsed = since_last / interval if interval > 0 and since_last >= 0 else 1.0
+    return 1.0 - math.exp(-rate * elapsed)

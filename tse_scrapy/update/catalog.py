@@ -1,0 +1,162 @@
+"""The page catalog, ``PAGEDIR/.tse-pages.sqlite``: what a crawl knows of each
+page beyond the SPEC 2 files (validators, digest, history, live or gone).
+
+It is written only by a crawl asked to keep it (``--validators``, ``--warc``)
+and by every update, once, when the crawl has finished: during a crawl, what
+it learns lives in the crawl state (``resume/statedb.py``), so a crawl killed
+at any instant resumes to the same catalog.  No Scrapy import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..rules import pagedir
+from ..rules.changes import Version
+
+CATALOG_NAME = ".tse-pages.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, record TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class KnownPage:
+    """One page of the directory as the catalog knows it."""
+
+    doc_id: int
+    url: str
+    depth: int
+    digest: str  # of the body in the page file (hex)
+    live: bool = True  # False: listed in .tse-gone
+    etag: str | None = None
+    last_modified: str | None = None
+    fetched: str | None = None  # WARC-Date of the last download of its body
+    visits: int = 1  # fetches that gave the page (200 or 304), the first included
+    changes: int = 0  # of those, the ones that found it changed
+    first_seen: float = 0.0  # Unix times
+    last_visit: float = 0.0
+    last_change: float | None = None
+
+    @property
+    def version(self) -> Version:
+        return Version(self.depth, bytes.fromhex(self.digest))
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def body_digest(body: bytes) -> str:
+    """What the catalog records of a body (hex)."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def catalog_path(directory: str | os.PathLike) -> Path:
+    return Path(directory) / CATALOG_NAME
+
+
+def catalog_arguments(directory: str | os.PathLike) -> dict[str, Any] | None:
+    """The arguments of the crawl that wrote the catalog, or None without one."""
+    path = catalog_path(directory)
+    if not path.is_file():
+        return None
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = connection.execute("SELECT value FROM meta WHERE key = 'arguments'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        connection.close()
+    return json.loads(row[0]) if row else None
+
+
+def read_catalog(directory: str | os.PathLike) -> list[KnownPage] | None:
+    """The catalog's pages, or None when the directory has no catalog."""
+    path = catalog_path(directory)
+    if not path.is_file():
+        return None
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = connection.execute("SELECT record FROM pages ORDER BY doc_id").fetchall()
+    finally:
+        connection.close()
+    return [KnownPage(**json.loads(record)) for (record,) in rows]
+
+
+def pages_from_files(directory: str | os.PathLike) -> list[KnownPage]:
+    """The catalog of a directory that has none, read from its page files (no validators)."""
+    gone = pagedir.gone_docs(directory)
+    pages = []
+    doc_id = 1
+    while True:
+        path = pagedir.page_path(directory, doc_id)
+        try:
+            data = path.read_bytes()
+            seen = path.stat().st_mtime
+        except OSError:
+            return pages
+        try:
+            page = pagedir.decode_page(data)
+        except pagedir.PageFileError as error:
+            raise pagedir.PageFileError(f"{path}: {error}") from None
+        pages.append(
+            KnownPage(
+                doc_id,
+                page.url,
+                page.depth,
+                body_digest(page.body),
+                live=doc_id not in gone,
+                first_seen=seen,
+                last_visit=seen,
+            )
+        )
+        doc_id += 1
+
+
+def last_update(directory: str | os.PathLike) -> str | None:
+    """The id of the last crawl merged into the catalog."""
+    path = catalog_path(directory)
+    if not path.is_file():
+        return None
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        row = connection.execute("SELECT value FROM meta WHERE key = 'update'").fetchone()
+    finally:
+        connection.close()
+    return row[0] if row else None
+
+
+def write_catalog(
+    directory: str | os.PathLike,
+    pages: Iterable[KnownPage],
+    arguments: dict[str, Any],
+    update_id: str,
+    *,
+    synchronous: str = "NORMAL",
+) -> None:
+    """Replace the catalog's pages and arguments, and record *update_id*, in one transaction."""
+    connection = sqlite3.connect(catalog_path(directory), isolation_level=None)
+    try:
+        connection.execute(f"PRAGMA synchronous={synchronous}")
+        connection.executescript(_SCHEMA)
+        connection.execute("BEGIN")
+        connection.execute("DELETE FROM pages")
+        connection.executemany(
+            "INSERT INTO pages VALUES (?, ?, ?)", ((p.doc_id, p.url, json.dumps(p.record())) for p in pages)
+        )
+        connection.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            (("arguments", json.dumps(arguments)), ("update", update_id)),
+        )
+        connection.execute("COMMIT")
+    finally:
+        connection.close()

@@ -1,0 +1,206 @@
+"""UpdateExtension: what a crawl that keeps a catalog (an update, or a crawl
+with validators) knows of the pages before it, learns during it, and leaves
+behind (``.tse-pages.sqlite``, ``.tse-gone``, the changes file).
+
+At the start of a new crawl it copies the catalog (or, without one, what the
+page files say) into the crawl state; everything the crawl learns goes into
+the crawl state in the same commits as the pages; when the crawl has
+finished, ``finish`` writes ``.tse-gone``, the changes file and the catalog,
+each whole, before the crawl state is removed.  A crawl killed at any
+instant therefore resumes to the same result (docs/updating.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+
+from ..atomicfile import write_atomically
+from ..exitcodes import FINISHED, WRITE_ERROR
+from ..resume.extension import crawl_state
+from ..resume.statedb import state_path, stored_meta
+from ..rules import pagedir
+from ..rules.changes import CHANGES, UNCHANGED
+from ..rules.crawlargs import split_list
+from ..rules.urls import normalize_url
+from . import catalog
+from .catalog import KnownPage, body_digest
+from .merge import merge
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+UPDATE = "update"  # the crawl state's ``catalog`` meta value for an update
+VALIDATORS = "validators"  # ... for a first crawl that keeps a catalog
+
+
+def warc_date(moment: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+
+
+class UpdateExtension:
+    """The catalog of the crawl: the pages before it, by docID and by URL, and their visits."""
+
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        if not settings.getbool("TSE_STATE_ENABLED"):
+            raise NotConfigured
+        # Recorded by the crawl state when the crawl began (resume/extension.py).
+        self.mode = stored_meta(state_path(settings.get("TSE_PAGEDIR"), settings.get("JOBDIR")), "catalog")
+        if self.mode not in (UPDATE, VALIDATORS):
+            raise NotConfigured
+        self.crawler = crawler
+        self.directory = settings.get("TSE_PAGEDIR")
+        self.tse_extensions = settings.get("TSE_DENY_EXT") is None
+        self.changes_path = settings.get("TSE_CHANGES")
+        self.fsync = settings.getbool("TSE_FSYNC")
+        self.is_update = self.mode == UPDATE
+        self._ready = False
+
+    def setup(self) -> UpdateExtension:
+        """Load the pages before the crawl (once: the crawl state exists only once extensions are built)."""
+        if self._ready:
+            return self
+        self._ready = True
+        state_extension = crawl_state(self.crawler)
+        self.state = state_extension.state
+        if self.state.meta("update_id") is None:  # a new crawl (or one killed before this commit)
+            before = catalog.read_catalog(self.directory)
+            if before is None:
+                before = catalog.pages_from_files(self.directory) if self.is_update else []
+            self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
+        self.update_id = self.state.meta("update_id")
+        self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
+        self.by_url = {page.url: page for page in self.before.values()}
+        self.first_new_id = max(self.before, default=0) + 1
+        state_extension.closing.append(self.finish)
+        return self
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> UpdateExtension:
+        extension = cls(crawler)
+        crawler.signals.connect(extension.setup, signal=signals.spider_opened)
+        return extension
+
+    # -- during the crawl ----------------------------------------------------
+    def known_page(self, url: str) -> KnownPage | None:
+        """The page saved earlier under *url* (normalized), live or gone."""
+        return self.by_url.get(url)
+
+    def is_known_doc(self, doc_id: int) -> bool:
+        return doc_id in self.before
+
+    def saved(
+        self,
+        doc_id: int,
+        url: str,
+        depth: int,
+        body: bytes,
+        status: int,
+        validators: dict[str, str | None],
+        revisit: bool,
+    ) -> bool:
+        """Record page *doc_id* as saved now (committed with the page); True when its file must be (re)written."""
+        digest = body_digest(body)
+        self.state.visit(
+            {
+                "doc_id": doc_id,
+                "url": url,
+                "depth": depth,
+                "digest": digest,
+                "status": status,
+                "saved": True,
+                "revisit": revisit,
+                "etag": validators.get("etag"),
+                "last_modified": validators.get("last_modified"),
+                "fetched": warc_date(time.time()) if status == 200 else None,
+            }
+        )
+        old = self.before.get(doc_id)
+        return old is None or old.url != url or old.depth != depth or old.digest != digest
+
+    def failed(self, request: Request, status: int | None) -> None:
+        """A request that gave no page: recorded when it was for a known page."""
+        key = normalize_url(request.url, self.tse_extensions) or request.url
+        page = self.by_url.get(key)
+        if page is not None:
+            self.state.visit({"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False})
+
+    def reached(self, key: str) -> None:
+        """A link to *key* was found (revisits that no link reaches are gone at the end)."""
+        self.state.add_reached(key)
+
+    def revisits(self) -> list[KnownPage]:
+        """The live pages, to be queued at once by an update in priority order."""
+        return [page for page in self.before.values() if page.live]
+
+    # -- at the end ----------------------------------------------------------
+    def finish(self, reason: str) -> None:
+        """Write ``.tse-gone``, the changes file and the catalog (the crawl has succeeded)."""
+        visits = {record["doc_id"]: record for record in self.state.visits()}
+        complete = reason == FINISHED
+        pages, changes = merge(
+            self.before, visits, complete=complete, unreached=self._unreached(visits), now=time.time()
+        )
+        try:
+            if self.is_update or any(not page.live for page in pages):
+                pagedir.write_gone(self.directory, (page.doc_id for page in pages if not page.live), fsync=self.fsync)
+            if self.changes_path:
+                lines = "".join(json.dumps(change) + "\n" for change in changes)
+                write_atomically(self.changes_path, lines.encode(), fsync=self.fsync)
+            if catalog.last_update(self.directory) != self.update_id:
+                catalog.write_catalog(
+                    self.directory,
+                    pages,
+                    self.crawler.settings.getdict("TSE_ARGUMENTS"),
+                    self.update_id,
+                    synchronous="FULL" if self.fsync else "NORMAL",
+                )
+        except OSError as error:
+            self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")
+            return
+        except Exception as error:  # sqlite3.Error, from the catalog
+            self._fail(f"cannot write {catalog.catalog_path(self.directory)}: {error}")
+            return
+        counts = dict.fromkeys(CHANGES, 0)
+        for change in changes:
+            counts[change["change"]] += 1
+        stats = self.crawler.stats
+        for change, count in counts.items():
+            stats.set_value(f"tse/update/{change}", count)
+        if self.is_update:
+            kept = sum(1 for c in changes if c["change"] == UNCHANGED and c["status"] is None) if not complete else 0
+            line = ", ".join(f"{counts[change]} {change}" for change in CHANGES)
+            if kept:
+                line += f" ({kept} of the unchanged not revisited: page limit)"
+            sys.stderr.write(f"tse crawl: updated {self.directory}: {line}\n")
+
+    def _unreached(self, visits: dict[int, dict[str, Any]]) -> frozenset[int]:
+        """Pages saved by revisiting them directly that no link of this crawl reaches."""
+        revisited = {v["doc_id"] for v in visits.values() if v.get("saved") and v.get("revisit")}
+        if not revisited:
+            return frozenset()
+        reached = self.state.reached_keys() | set(
+            split_list(self.crawler.settings.getdict("TSE_ARGUMENTS").get("seed"))
+        )
+        return frozenset(doc for doc in revisited if visits[doc]["url"] not in reached)
+
+    def _fail(self, message: str) -> None:
+        logger.error(message)
+        self.crawler.stats.set_value("tse/error", message)
+        self.crawler.stats.set_value("finish_reason", WRITE_ERROR)
+
+
+def update_session(crawler: Crawler) -> UpdateExtension | None:
+    """The crawl's catalog extension, set up, or None when the crawl keeps no catalog."""
+    extension = crawler.get_extension(UpdateExtension)
+    return extension.setup() if extension is not None else None

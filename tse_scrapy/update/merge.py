@@ -1,0 +1,88 @@
+"""The end of an update: from the pages before and what the crawl learnt, the
+catalog after and the list of changes.  No Scrapy import.
+
+A *visit* is what the crawl recorded of one docID: saved (its depth, digest,
+HTTP status 200 or 304, validators), or failed (its HTTP status, or None
+without an answer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..rules.changes import CHANGED, GONE_STATUSES, Version, classify
+from .catalog import KnownPage
+
+
+def merge(
+    before: dict[int, KnownPage],
+    visits: dict[int, dict[str, Any]],
+    *,
+    complete: bool,
+    unreached: frozenset[int] = frozenset(),
+    now: float,
+) -> tuple[list[KnownPage], list[dict[str, Any]]]:
+    """The catalog after the crawl, and one change record per page live before or after, by docID.
+
+    *complete*: the crawl reached every page it could (no page limit), so a
+    page live before and not saved now is gone.  *unreached*: docIDs saved
+    by revisiting them directly that no page of the crawl links to (gone
+    when *complete*)."""
+    pages: list[KnownPage] = []
+    changes: list[dict[str, Any]] = []
+    for doc_id in sorted(before.keys() | visits.keys()):
+        old, visit = before.get(doc_id), visits.get(doc_id)
+        was = old.version if old is not None and old.live else None
+        if visit is not None and visit["saved"] and not (complete and doc_id in unreached):
+            now_is: Version | None = Version(visit["depth"], bytes.fromhex(visit["digest"]))
+        elif visit is not None and visit["saved"]:
+            now_is = None  # no longer linked from the crawl
+        elif visit is not None and visit["status"] in GONE_STATUSES:
+            now_is = None
+        elif visit is None and complete:
+            now_is = None  # no longer reachable within the depth
+        else:
+            now_is = was  # a failure that says nothing of the page, or not revisited: kept
+        change = classify(was, now_is)
+        if change is not None:
+            changes.append(
+                {
+                    "docid": doc_id,
+                    "url": visit["url"] if visit is not None else old.url,
+                    "change": change,
+                    "status": visit["status"] if visit is not None else None,
+                }
+            )
+        pages.append(_after(old, visit, now_is is not None, change, now))
+    return pages, changes
+
+
+def _after(
+    old: KnownPage | None, visit: dict[str, Any] | None, live: bool, change: str | None, now: float
+) -> KnownPage:
+    if visit is None or not visit["saved"]:
+        assert old is not None  # a failed visit is recorded only for a known page
+        return replace(old, live=live)
+    fields = {
+        "url": visit["url"],
+        "depth": visit["depth"],
+        "digest": visit["digest"],
+        "live": live,
+        "last_visit": now,
+    }
+    if visit["status"] == 304:
+        # A 304 may repeat the validators or not: those it gives replace the old ones.
+        fields.update({name: visit[name] for name in ("etag", "last_modified") if visit[name] is not None})
+    else:
+        fields.update(etag=visit["etag"], last_modified=visit["last_modified"], fetched=visit["fetched"])
+    if old is None:
+        return KnownPage(doc_id=visit["doc_id"], first_seen=now, **fields)
+    changed = change == CHANGED
+    return replace(
+        old,
+        visits=old.visits + 1,
+        changes=old.changes + changed,
+        last_change=now if changed else old.last_change,
+        **fields,
+    )
