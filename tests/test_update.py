@@ -300,6 +300,10 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     result = crawl_site(server, empty, 1, "--update")
     assert result.returncode == 2
     assert result.stderr.decode() == f"tse crawl: {empty} holds no crawl to update: crawl it first (without --update)\n"
+    result = crawl_site(server, empty, 1, "--changes", tmp_path / "c.jsonl")
+    assert result.returncode == 2 and b"--changes goes with --update" in result.stderr
+    result = crawl_site(server, empty, 1, "--validators", "-s", f"JOBDIR={tmp_path / 'job'}")
+    assert result.returncode == 2 and b"drop JOBDIR" in result.stderr
     assert os.listdir(empty) == []
     out = tmp_path / "out"
     out.mkdir()

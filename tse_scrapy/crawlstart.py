@@ -54,9 +54,14 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         mode = start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR"), update)
         if mode is StartMode.UPDATE:
             _check_same_crawl(args)
+        keeps_catalog = update or is_yes(setting("TSE_VALIDATORS"))
         no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
-        if no_state and (update or is_yes(setting("TSE_VALIDATORS"))):
+        if no_state and keeps_catalog:
             raise ArgumentError("an update, and validators, need the crawl state (TSE_STATE_ENABLED)")
+        if keeps_catalog and setting("JOBDIR"):
+            raise ArgumentError("an update, and validators, keep their state in PAGEDIR: drop JOBDIR")
+        if setting("TSE_CHANGES") and mode is StartMode.NEW:
+            raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
         _check_output_files(setting, append=mode is StartMode.RESUME)
         return CrawlStart(args, mode)
     if update or is_yes(setting("TSE_VALIDATORS")):
