@@ -41,7 +41,7 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.crawl.conditional.ConditionalRequestMiddleware": 580,
     # Next to the downloader: it sees every exchange as sent and as received
     # (before decompression, redirects and 304 handling).
-    "tse_scrapy.crawl.warc.WarcMiddleware": 950,
+    "tse_scrapy.crawl.warc.WarcMiddleware": 960,
 }
 ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 EXTENSIONS = {

@@ -61,6 +61,9 @@ class PageDirPipeline:
             return item
         if self.failed:
             raise DropItem("the page directory is not writable any more")
+        if self.crawler.stats.get_value("tse/error"):
+            # The crawl has failed elsewhere (its WARC, say): this page is fetched again on resume.
+            raise DropItem("the crawl is stopping on an error")
         if self.save(item):
             self.crawler.stats.inc_value("tse/pages_saved")
         return item

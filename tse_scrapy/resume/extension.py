@@ -4,6 +4,7 @@ finished (unless it lives in a JOBDIR, as Scrapy's job state does)."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -51,7 +52,11 @@ class CrawlStateExtension:
             for hook in self.closing:
                 hook(reason)
         finished = reason in SUCCESS_REASONS and not stats.get_value("tse/error")
-        self.state.close(remove=finished and not self.keep)
+        try:
+            self.state.close(remove=finished and not self.keep)
+        except sqlite3.Error as error:  # the state could not be written (a full disk): it stays for --resume
+            if not stats.get_value("tse/error"):
+                stats.set_value("tse/error", f"cannot write the crawl state: {error}")
 
 
 def crawl_state(crawler: Crawler) -> CrawlStateExtension | None:

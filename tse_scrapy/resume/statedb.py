@@ -192,8 +192,11 @@ class CrawlStateDB:
             self._open = False
 
     def close(self, *, remove: bool = False) -> None:
-        self.commit()
-        self.db.close()
+        """Commit and close; *remove* the files too (not when the commit failed)."""
+        try:
+            self.commit()
+        finally:
+            self.db.close()
         if remove:
             for suffix in ("", "-wal", "-shm"):
                 try:
