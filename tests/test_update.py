@@ -325,6 +325,15 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     result = crawl_site(server, out, 1, "--update", "--warc", warc)
     assert result.returncode == 2 and b"exists" in result.stderr
     assert tree(out) == before
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / ".tse-pages.sqlite").unlink()
+    (bad / "2").write_bytes(b"not a page file")
+    result = crawl_site(server, bad, 1, "--update")
+    assert (
+        result.returncode == 2
+        and result.stderr == f"tse crawl: cannot update: {bad}/2: not a page file (URL, depth, page)\n".encode()
+    )
     # A plain crawl into a directory that holds one is refused as before.
     result = crawl_site(server, out, 1)
     assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .resume.startmode import StartMode, start_mode
+from .rules import pagedir
 from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, is_yes
 from .update.catalog import catalog_arguments
 
@@ -54,6 +55,12 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         mode = start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR"), update)
         if mode is StartMode.UPDATE:
             _check_same_crawl(args)
+            try:
+                pagedir.check_page_files(args.pagedir)  # the update reads them all
+            except pagedir.PageFileError as error:
+                raise ArgumentError(f"cannot update: {error}") from None
+            except OSError as error:
+                raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
         keeps_catalog = update or is_yes(setting("TSE_VALIDATORS"))
         no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
         if no_state and keeps_catalog:

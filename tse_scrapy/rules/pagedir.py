@@ -143,6 +143,24 @@ def read_page_url(pagedir: PathLike, doc_id: int) -> str:
         return page.readline().rstrip(b"\n").decode("utf-8", "replace")
 
 
+def check_page_files(pagedir: PathLike) -> int:
+    """Check that the page files 1, 2, ... begin as page files (URL line, depth line),
+    reading only those lines; return how many there are.  Raises OSError, or
+    PageFileError naming the first bad file."""
+    doc_id = 0
+    while True:
+        path = page_path(pagedir, doc_id + 1)
+        try:
+            page = open(path, "rb")  # noqa: SIM115 (closed below; FileNotFoundError ends the scan)
+        except FileNotFoundError:
+            return doc_id
+        with page:
+            url, depth = page.readline(), page.readline()
+        if not (url.endswith(b"\n") and depth.endswith(b"\n") and depth[:-1].isdigit()):
+            raise PageFileError(f"{path}: not a page file (URL, depth, page)")
+        doc_id += 1
+
+
 def write_page(pagedir: PathLike, doc_id: int, page: Page, *, fsync: bool = False) -> Path:
     """Write page file *doc_id* whole or not at all."""
     path = page_path(pagedir, doc_id)
