@@ -66,30 +66,34 @@ def catalog_path(directory: str | os.PathLike) -> Path:
 
 def catalog_arguments(directory: str | os.PathLike) -> dict[str, Any] | None:
     """The arguments of the crawl that wrote the catalog, or None without one."""
-    path = catalog_path(directory)
-    if not path.is_file():
-        return None
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'arguments'").fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    finally:
-        connection.close()
-    return json.loads(row[0]) if row else None
+    rows = _query(directory, "SELECT value FROM meta WHERE key = 'arguments'")
+    return json.loads(rows[0][0]) if rows else None
 
 
 def read_catalog(directory: str | os.PathLike) -> list[KnownPage] | None:
     """The catalog's pages, or None when the directory has no catalog."""
+    rows = _query(directory, "SELECT record FROM pages ORDER BY doc_id")
+    return None if rows is None else [KnownPage(**json.loads(record)) for (record,) in rows]
+
+
+def last_update(directory: str | os.PathLike) -> str | None:
+    """The id of the last crawl merged into the catalog."""
+    rows = _query(directory, "SELECT value FROM meta WHERE key = 'update'")
+    return rows[0][0] if rows else None
+
+
+def _query(directory: str | os.PathLike, sql: str) -> list[tuple] | None:
+    """The rows of *sql* on the catalog, read-only; None when there is no catalog (or it is not one)."""
     path = catalog_path(directory)
     if not path.is_file():
         return None
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = connection.execute("SELECT record FROM pages ORDER BY doc_id").fetchall()
+        return connection.execute(sql).fetchall()
+    except sqlite3.DatabaseError:
+        return None
     finally:
         connection.close()
-    return [KnownPage(**json.loads(record)) for (record,) in rows]
 
 
 def pages_from_files(directory: str | os.PathLike) -> list[KnownPage]:
@@ -120,19 +124,6 @@ def pages_from_files(directory: str | os.PathLike) -> list[KnownPage]:
             )
         )
         doc_id += 1
-
-
-def last_update(directory: str | os.PathLike) -> str | None:
-    """The id of the last crawl merged into the catalog."""
-    path = catalog_path(directory)
-    if not path.is_file():
-        return None
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'update'").fetchone()
-    finally:
-        connection.close()
-    return row[0] if row else None
 
 
 def write_catalog(
