@@ -241,14 +241,22 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 def index(options: argparse.Namespace) -> int:
     from .index.docstore import DocStoreWriter, docs_path
     from .index.indexer import build_index, check_page_directory
+    from .index.pagefiles import PageScan
     from .index.storage import write_index
+    from .index.update import update_index
 
     with _one_line_errors("index", options.indexfile):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
+        if options.update:
+            problem = update_index(options.pagedir, options.indexfile)
+            if problem is None:
+                return OK
+            sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
+        scan = PageScan(options.pagedir)
         with DocStoreWriter(docs_path(options.indexfile)) as docs:
-            size, digest = write_index(options.indexfile, build_index(options.pagedir, docs))
-            docs.finish(size, digest, options.pagedir)
+            size, digest = write_index(options.indexfile, build_index(scan, docs))
+            docs.finish(size, digest, scan)
     return OK
 
 

@@ -3,17 +3,24 @@
 ``tse index`` writes it as ``INDEXFILE.docs``, an SQLite database, so that
 search results get their titles and snippets, and BM25 its document lengths,
 without reading pages.  It records the text index it was written with (size
-and digest) and the page files it read (their sizes and modification times:
-a page's URL is not in the index); a store that does not match both, or is
-missing (an index written by the reference indexer), is rebuilt in memory
-from the pages.
+and digest) and the page files it read (their sizes and modification times,
+and the gone pages: a page's URL is not in the index); a store that does not
+match both, or is missing (an index written by the reference indexer), is
+rebuilt in memory from the pages.
+
+For ``tse index --update`` it also records, per page indexed, its file's
+size, mtime and inode and its distinct words (compressed): enough to tell
+which pages changed and to remove a changed page's old postings without
+reading the page again.  Gone pages have no row.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
+import zlib
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -22,14 +29,18 @@ from ..atomicfile import partial_path
 from ..rules import pagedir
 from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
+from .pagefiles import FileKey, PageScan, live_fingerprint
 
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
+FORMAT = "2"  # 2: the files table (what --update needs); a store without it is format 1
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, title TEXT NOT NULL,
                    length INTEGER NOT NULL, text TEXT NOT NULL);
+CREATE TABLE files (doc_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+                    inode INTEGER NOT NULL, words BLOB NOT NULL);
 """
 
 
@@ -47,18 +58,26 @@ def docs_path(indexfile: str | os.PathLike) -> Path:
     return Path(str(indexfile) + DOCS_SUFFIX)
 
 
-def pages_fingerprint(directory: str | os.PathLike, pages: int) -> str:
-    """What the page files 1..*pages* are now (sizes, modification times), and that page pages+1 is not there."""
-    digest = hashlib.blake2b(digest_size=16)
-    for doc_id in range(1, pages + 1):
-        try:
-            status = pagedir.page_path(directory, doc_id).stat()
-        except OSError:
-            return "changed"
-        digest.update(b"%d %d %d\n" % (doc_id, status.st_size, status.st_mtime_ns))
-    if pagedir.page_path(directory, pages + 1).exists():
-        return "changed"
-    return digest.hexdigest()
+@dataclass(frozen=True)
+class Rows:
+    """What the store records of one page: its ``docs`` row and, for --update, its ``files`` row."""
+
+    doc: tuple[int, str, str, int, str]
+    file: tuple[int, int, int, int, bytes] | None
+
+
+def page_rows(doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None) -> Rows:
+    """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*."""
+    # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
+    url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    doc = (doc_id, url, page_title(page.body), sum(counts.values()), visible_text(page.body, TEXT_LIMIT))
+    if key is None:
+        return Rows(doc, None)
+    size, mtime_ns, inode = key
+    # The distinct words, in the order the page first has them (deterministic: a fresh index and
+    # an update write the same bytes); level 1 halves them at a fraction of the cost of level 6.
+    words = zlib.compress(b" ".join(counts), 1)
+    return Rows(doc, (doc_id, size, mtime_ns, _signed(inode), words))
 
 
 class DocStoreWriter:
@@ -82,24 +101,26 @@ class DocStoreWriter:
             self.db.close()
             raise
 
-    def add(self, doc_id: int, page: pagedir.Page, length: int) -> None:
-        """Record page *doc_id*, whose words the indexer counted *length* times."""
-        # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
-        url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        self.db.execute(
-            "INSERT INTO docs VALUES (?, ?, ?, ?, ?)",
-            (doc_id, url, page_title(page.body), length, visible_text(page.body, TEXT_LIMIT)),
-        )
+    def add(self, doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None = None) -> None:
+        """Record page *doc_id* with its word *counts*; with its file's *key*, for --update too."""
+        self.insert(page_rows(doc_id, page, counts, key))
 
-    def finish(self, index_size: int, index_digest: bytes, directory: str | os.PathLike) -> DocStore | None:
-        """Record the index and pages the store belongs to; in memory, return the store, else put the file in place."""
-        (pages,) = self.db.execute("SELECT count(*) FROM docs").fetchone()
+    def insert(self, rows: Rows) -> None:
+        self.db.execute("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows.doc)
+        if rows.file is not None:
+            self.db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?)", rows.file)
+
+    def finish(self, index_size: int, index_digest: bytes, scan: PageScan | None = None) -> DocStore | None:
+        """Record the index and the page files (*scan*, walked) the store belongs to;
+        in memory, return the store, else put the file in place."""
         meta = {
+            "format": FORMAT,
             "index_size": str(index_size),
             "index_digest": index_digest.hex(),
-            "pages": pages_fingerprint(directory, pages),
+            "pages": scan.fingerprint() if scan else "",
+            "last": str(scan.last if scan else 0),
         }
-        self.db.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
         self.db.commit()
         if self.path is None:
             return DocStore(self.db)
@@ -123,6 +144,7 @@ class DocStore:
     def __init__(self, db: sqlite3.Connection, *, from_file: bool = False):
         self.db = db
         self.from_file = from_file  # else built in memory from the pages
+        # Gone pages have no row: they are no document, and not counted in N nor avgdl.
         self.lengths: dict[int, int] = dict(db.execute("SELECT doc_id, length FROM docs"))
         self.pages = len(self.lengths)
         self.average_length = sum(self.lengths.values()) / self.pages if self.pages else 0.0
@@ -140,10 +162,12 @@ class DocStore:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
             meta = dict(db.execute("SELECT key, value FROM meta"))
             store = cls(db, from_file=True)
+            # A format 1 store has no gone pages: its docIDs are 1..N.
+            last = int(meta.get("last", store.pages))
             if (
                 meta.get("index_size") == str(index_size)
                 and meta.get("index_digest") == index_digest.hex()
-                and meta.get("pages") == pages_fingerprint(directory, store.pages)
+                and meta.get("pages") == live_fingerprint(directory, last)
             ):
                 return store
         except sqlite3.Error:
@@ -156,12 +180,76 @@ class DocStore:
     def build(cls, directory: str | os.PathLike, index_size: int = 0, index_digest: bytes = b"") -> DocStore:
         """The store of the pages of *directory*, built in memory."""
         writer = DocStoreWriter(None)
-        for doc_id, page in pagedir.read_pages(directory):
-            writer.add(doc_id, page, sum(word_counts(page.body).values()))
-        store = writer.finish(index_size, index_digest, directory)
+        scan = PageScan(directory)
+        for found in scan.files():
+            if found.page is not None:
+                writer.add(found.doc_id, found.page, word_counts(found.page.body))
+        store = writer.finish(index_size, index_digest, scan)
         assert store is not None
         return store
 
     def document(self, doc_id: int) -> Document | None:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None
+
+
+class StoredPages:
+    """What a format 2 store recorded of the pages it was written with, for ``tse index --update``."""
+
+    def __init__(self, db: sqlite3.Connection, meta: dict[str, str]):
+        self.db = db
+        self.fingerprint = meta["pages"]
+        self.last = int(meta["last"])
+        self.keys: dict[int, FileKey] = {
+            doc_id: (size, mtime_ns, _unsigned(inode))
+            for doc_id, size, mtime_ns, inode in db.execute("SELECT doc_id, size, mtime_ns, inode FROM files")
+        }
+
+    @classmethod
+    def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> StoredPages | str:
+        """The record of the store beside *indexfile* if it was written with this index, else why not."""
+        path = docs_path(indexfile)
+        if not path.is_file():
+            return f"no document store {path}"
+        db = None
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            meta = dict(db.execute("SELECT key, value FROM meta"))
+            if meta.get("format") != FORMAT:
+                problem = f"{path} was written by an older tse index"
+            elif meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
+                problem = f"{path} does not match {indexfile}"
+            else:
+                return cls(db, meta)
+        except (sqlite3.Error, KeyError, ValueError) as error:
+            problem = f"{path} cannot be read ({error})"
+        if db is not None:
+            db.close()
+        return problem
+
+    def words(self, doc_ids: Iterable[int]) -> dict[int, list[bytes]]:
+        """The distinct words each page of *doc_ids* had when indexed (zlib.error on a damaged row)."""
+        found = {}
+        for doc_id in doc_ids:
+            (blob,) = self.db.execute("SELECT words FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+            text = zlib.decompress(blob)
+            found[doc_id] = text.split(b" ") if text else []
+        return found
+
+    def rows(self, doc_id: int) -> Rows:
+        """The rows recorded for page *doc_id*, as they are."""
+        doc = self.db.execute("SELECT * FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
+        file = self.db.execute("SELECT * FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+        return Rows(doc, file)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# SQLite integers are signed 64-bit; an inode may use all 64 bits.
+def _signed(number: int) -> int:
+    return number - (1 << 64) if number >= 1 << 63 else number
+
+
+def _unsigned(number: int) -> int:
+    return number + (1 << 64) if number < 0 else number

@@ -2,6 +2,8 @@
 
 ``rank="tse"`` is SPEC 4 exactly (``and`` = min, ``or`` = sum); ``rank="bm25"``
 orders the same matching documents by Okapi BM25 (``rules.ranking``).
+Pages listed in ``PAGEDIR/.tse-gone`` are never an answer, even from an
+index written before they went.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from ..rules import pagedir
 from ..rules import query as rules
 from ..rules.query import Query, QueryError
 from ..rules.ranking import bm25_scores
@@ -42,6 +45,7 @@ class QueryEngine:
     def __init__(self, directory: str | os.PathLike, index: IndexReader):
         self.directory = directory
         self.index = index
+        self.gone = pagedir.gone_docs(directory)
         self._docs: DocStore | None = None
 
     @property
@@ -73,7 +77,7 @@ class QueryEngine:
         if problem:
             return Answer(query, problem)
         # A word's postings are decoded once a query, for every clause it is in and for BM25.
-        postings = functools.cache(self.index.postings)
+        postings = functools.cache(self._postings if self.gone else self.index.postings)
         scores = rules.score(query, postings)
         if ranking == "bm25" and scores:
             docs = self.docs
@@ -84,3 +88,7 @@ class QueryEngine:
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)
+
+    def _postings(self, word: str) -> dict[int, int]:
+        """A word's postings without the gone pages (which an index updated since has not)."""
+        return {doc_id: count for doc_id, count in self.index.postings(word).items() if doc_id not in self.gone}

@@ -8,6 +8,7 @@ from ..rules import pagedir
 from ..rules.indexfile import Index
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter
+from .pagefiles import PageScan
 
 
 class PageDirError(ValueError):
@@ -27,14 +28,19 @@ def check_page_directory(directory: str | os.PathLike) -> None:
             raise PageDirError(f"{directory} {problem}") from None
 
 
-def build_index(directory: str | os.PathLike, docs: DocStoreWriter | None = None) -> Index:
-    """Index pages 1, 2, ... until the first one that cannot be opened; record each in *docs*.
+def build_index(pages: str | os.PathLike | PageScan, docs: DocStoreWriter | None = None) -> Index:
+    """Index pages 1, 2, ... until the first one that cannot be opened, without the gone ones
+    (of a directory, or of a scan not yet walked); record each in *docs*.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it.
     """
+    scan = pages if isinstance(pages, PageScan) else PageScan(pages)
     index: Index = {}
-    for doc_id, page in pagedir.read_pages(directory):
-        counts = word_counts(page.body)
+    for found in scan.files():
+        if found.page is None:  # gone
+            continue
+        doc_id = found.doc_id
+        counts = word_counts(found.page.body)
         for word, occurrences in counts.items():
             postings = index.get(word)
             if postings is None:
@@ -42,5 +48,5 @@ def build_index(directory: str | os.PathLike, docs: DocStoreWriter | None = None
             else:
                 postings[doc_id] = occurrences
         if docs is not None:
-            docs.add(doc_id, page, sum(counts.values()))
+            docs.add(doc_id, found.page, counts, found.key)
     return index

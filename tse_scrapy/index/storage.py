@@ -14,6 +14,7 @@ import os
 import struct
 import sys
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomicfile import write_atomically
@@ -68,24 +69,44 @@ class IndexReader:
         return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
     def _open_sidecar(self) -> bool:
-        if sys.byteorder != "little":
+        sidecar = read_sidecar(self.path, self.size, self.digest)
+        if sidecar is None:
             return False
-        try:
-            data = sidecar_path(self.path).read_bytes()
-            magic, digest, size, words, words_bytes, pairs, width = _HEADER.unpack_from(data)
-        except (OSError, struct.error):
-            return False
-        if magic != _MAGIC or size != self.size or digest != self.digest:
-            return False
-        position = _HEADER.size
-        blob = data[position : position + words_bytes]
-        position = _aligned(position + words_bytes)
-        view = memoryview(data)
-        self._offsets = view[position : position + 4 * (words + 1)].cast(_UINT32)
-        position = _aligned(position + 4 * (words + 1))
-        self._pairs = view[position : position + 2 * width * pairs].cast(_UINT16 if width == 2 else _UINT32)
-        self._positions = {word: position for position, word in enumerate(blob.split(b"\n"))} if words else {}
+        self._offsets, self._pairs = sidecar.offsets, sidecar.pairs
+        self._positions = {word: position for position, word in enumerate(sidecar.words)}
         return True
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A sidecar's sections: the sorted words, the offsets (in pairs) of each word's postings and
+    the end, and the docID/count numbers, viewed in place (*width* bytes each)."""
+
+    words: list[bytes]
+    offsets: memoryview
+    pairs: memoryview
+    width: int
+
+
+def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar | None:
+    """The sidecar of the text index at *path*, when it matches the text's *size* and *digest*."""
+    if sys.byteorder != "little":
+        return None
+    try:
+        data = sidecar_path(path).read_bytes()
+        magic, found_digest, found_size, words, words_bytes, pairs, width = _HEADER.unpack_from(data)
+    except (OSError, struct.error):
+        return None
+    if magic != _MAGIC or found_size != size or found_digest != digest:
+        return None
+    position = _HEADER.size
+    blob = data[position : position + words_bytes]
+    position = _aligned(position + words_bytes)
+    view = memoryview(data)
+    offsets = view[position : position + 4 * (words + 1)].cast(_UINT32)
+    position = _aligned(position + 4 * (words + 1))
+    numbers = view[position : position + 2 * width * pairs].cast(_UINT16 if width == 2 else _UINT32)
+    return Sidecar(blob.split(b"\n") if words else [], offsets, numbers, width)
 
 
 def _encode_sidecar(index: Index, text: bytes) -> bytes:
@@ -99,11 +120,20 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
             numbers.append(postings[doc_id])
         offsets.append(len(numbers) // 2)
     # Two bytes a number when they all fit: the usual case, half the size.
-    pairs = array(_UINT16 if max(numbers, default=0) < 1 << 16 else _UINT32, numbers)
+    pairs = array(number_type(max(numbers, default=0)), numbers)
+    return encode_sidecar(words, offsets, pairs, text)
+
+
+def number_type(highest: int) -> str:
+    """The array type code of a sidecar's numbers, the highest being *highest*."""
+    return _UINT16 if highest < 1 << 16 else _UINT32
+
+
+def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes) -> bytes:
+    """The sidecar of *text*: its sorted *words*, their *offsets* (uint32, one more than the words),
+    and the docID/count *pairs* (typed by ``number_type``)."""
     blob = b"\n".join(words)
-    header = _HEADER.pack(
-        _MAGIC, text_digest(text), len(text), len(words), len(blob), len(numbers) // 2, pairs.itemsize
-    )
+    header = _HEADER.pack(_MAGIC, text_digest(text), len(text), len(words), len(blob), len(pairs) // 2, pairs.itemsize)
     parts = [header, blob]
     for section in (offsets.tobytes(), pairs.tobytes()):
         parts.append(b"\0" * (_aligned(sum(map(len, parts))) - sum(map(len, parts))))

@@ -149,7 +149,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
 
     async def saved_copy(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
-        if not 1 <= doc_id <= engine.docs.pages:
+        if doc_id not in engine.docs.lengths:  # a docID with no page, or a gone page
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
         try:
             body = pagedir.read_page(engine.directory, doc_id).body

@@ -1,0 +1,121 @@
+"""The page files as the indexer reads them, each with its file status, and their fingerprint.
+
+``PageScan`` walks a page directory as ``rules.pagedir.read_pages`` does
+(pages 1, 2, ... until the first that cannot be opened, gone pages skipped but
+not the end) and keeps each file's status: size, modification time and inode,
+taken from the open file, so that the status recorded is the one of the bytes
+read even while a crawl rewrites pages.  The document store records them, to
+tell later which pages changed (``index/update.py``) and whether the store
+still matches its pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import count
+
+from ..rules import pagedir
+
+# What a page file's status must keep to count as unchanged.  The inode is in
+# it because a page rewritten atomically (a new file renamed into place) may
+# keep its size, and its mtime within the clock's granularity.
+FileKey = tuple[int, int, int]  # size, mtime_ns, inode
+
+
+@dataclass(frozen=True)
+class PageFile:
+    """One page file: its docID, its status, and its page when it was read (never for a gone page)."""
+
+    doc_id: int
+    status: os.stat_result
+    page: pagedir.Page | None
+    gone: bool = False
+
+    @property
+    def key(self) -> FileKey:
+        return file_key(self.status)
+
+
+def file_key(status: os.stat_result) -> FileKey:
+    return status.st_size, status.st_mtime_ns, status.st_ino
+
+
+class PageScan:
+    """One walk over a page directory; after it, ``last`` and ``fingerprint()`` describe what it saw."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = directory
+        self.gone = pagedir.gone_docs(directory)  # read once: the walk and the fingerprint agree
+        self.last = 0  # the highest docID with a page file, gone or not
+        self._statuses: list[tuple[int, os.stat_result]] = []
+
+    def files(self, wanted: Callable[[PageFile], bool] | None = None) -> Iterator[PageFile]:
+        """Every page file, in docID order; a page not gone is read when *wanted* (default: always) says so.
+
+        A page that is not a page file raises ``pagedir.PageFileError``, naming it.
+        """
+        for doc_id in count(1):
+            path = pagedir.page_path(self.directory, doc_id)
+            if doc_id in self.gone:
+                try:
+                    found = PageFile(doc_id, os.stat(path), None, gone=True)
+                except OSError:
+                    return
+            else:
+                try:
+                    found = self._read(doc_id, path, wanted)
+                except OSError:  # as read_pages: the first page that cannot be read ends the directory
+                    return
+            self.last = doc_id
+            self._statuses.append((doc_id, found.status))
+            yield found
+
+    def fingerprint(self) -> str:
+        """The fingerprint of the files walked so far (see ``fingerprint``)."""
+        return fingerprint(self._statuses, self.gone)
+
+    @staticmethod
+    def _read(doc_id: int, path: os.PathLike, wanted: Callable[[PageFile], bool] | None) -> PageFile:
+        with open(path, "rb") as file:
+            status = os.fstat(file.fileno())
+            if stat.S_ISDIR(status.st_mode):
+                raise IsADirectoryError(path)
+            found = PageFile(doc_id, status, None)
+            if wanted is not None and not wanted(found):
+                return found
+            data = file.read()
+        try:
+            return PageFile(doc_id, status, pagedir.decode_page(data))
+        except pagedir.PageFileError as error:
+            raise pagedir.PageFileError(f"{path}: {error}") from None
+
+
+def fingerprint(statuses: Iterable[tuple[int, os.stat_result]], gone: Iterable[int]) -> str:
+    """What page files 1..N are (sizes, modification times) and which are gone.
+
+    Without gone pages it is what stores written before ``.tse-gone`` existed
+    recorded, so that those stay valid."""
+    digest = hashlib.blake2b(digest_size=16)
+    for doc_id, status in statuses:
+        digest.update(b"%d %d %d\n" % (doc_id, status.st_size, status.st_mtime_ns))
+    listed = pagedir.format_gone(gone)
+    if listed:
+        digest.update(b"gone\n" + listed)
+    return digest.hexdigest()
+
+
+def live_fingerprint(directory: str | os.PathLike, last: int) -> str:
+    """The fingerprint of page files 1..*last* as they are now ("changed" when one is missing or *last*+1 exists)."""
+    statuses = []
+    for doc_id in range(1, last + 1):
+        try:
+            statuses.append((doc_id, pagedir.page_path(directory, doc_id).stat()))
+        except OSError:
+            return "changed"
+    if pagedir.page_path(directory, last + 1).exists():
+        return "changed"
+    return fingerprint(statuses, pagedir.gone_docs(directory))

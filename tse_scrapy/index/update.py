@@ -1,0 +1,244 @@
+"""``tse index --update``: bring an index up to date with its page directory, reading only what changed.
+
+The document store beside the index (``INDEXFILE.docs``, format 2) records,
+per page indexed, its file's size, mtime and inode and its distinct words.
+A walk over the page directory (stat only) finds the pages that are new or
+whose file changed (read and tokenized again) and those that are gone or
+whose file went away (their rows and postings removed).  The new text index
+is the old one with only the lines of the words those pages had or have
+rebuilt, the others copied as they are; the sidecar likewise copies the
+postings of untouched words from the old sidecar, and the store is written
+anew with the unchanged pages' rows copied from the old one.  The result is
+what a full ``tse index`` of the directory writes, byte for byte.
+
+An index without a usable store (missing, of an older format, not written
+with this text index) or without a matching sidecar is not updated: the
+caller indexes every page instead.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from array import array
+from bisect import bisect_left
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from ..atomicfile import write_atomically
+from ..rules.words import word_counts
+from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
+from .pagefiles import PageFile, PageScan
+from .storage import Sidecar, encode_sidecar, number_type, read_sidecar, sidecar_path, text_digest
+
+_UINT32 = "I" if array("I").itemsize == 4 else "L"
+
+
+class _Mismatch(Exception):
+    """The store's words and the index's postings disagree: only a full index is safe."""
+
+
+def update_index(directory: str | os.PathLike, indexfile: str | os.PathLike) -> str | None:
+    """Update *indexfile*, its sidecar and its document store to the pages of *directory*.
+
+    Returns None when done (or when nothing changed: then nothing is written),
+    else why the index cannot be updated (nothing written: index every page).
+    A page that is not a page file raises ``pagedir.PageFileError``, and
+    nothing is written either.
+    """
+    try:
+        text = Path(indexfile).read_bytes()
+    except FileNotFoundError:
+        return f"no index {indexfile} to update"
+    digest = text_digest(text)
+    stored = StoredPages.open(indexfile, len(text), digest)
+    if isinstance(stored, str):
+        return stored
+    try:
+        sidecar = read_sidecar(indexfile, len(text), digest)
+        if sidecar is None:
+            return f"no sidecar {sidecar_path(indexfile)} matches {indexfile}"
+        return _update(directory, Path(indexfile), text, sidecar, stored)
+    finally:
+        stored.close()
+
+
+def _update(
+    directory: str | os.PathLike, indexfile: Path, text: bytes, sidecar: Sidecar, stored: StoredPages
+) -> str | None:
+    def changed(found: PageFile) -> bool:
+        return stored.keys.get(found.doc_id) != found.key
+
+    scan = PageScan(directory)
+    present: list[int] = []
+    added: dict[int, Counter[bytes]] = {}
+    rows: dict[int, Rows] = {}
+    for found in scan.files(changed):  # reads only the pages new or changed
+        if found.gone:
+            continue
+        present.append(found.doc_id)
+        if found.page is not None:
+            counts = word_counts(found.page.body)
+            added[found.doc_id] = counts
+            # The rows, not the page: a large update keeps only what the store keeps.
+            rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key)
+    kept = set(present)
+    removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
+    if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
+        return None
+    try:
+        new_text, new_sidecar = merge(text, sidecar, stored.words(removed), added)
+    except (_Mismatch, zlib.error) as error:
+        return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
+    # The store is written anew, row by row in the order of a full index (the unchanged rows copied
+    # from the old store): the same file, byte for byte, at the cost of a copy.  All three files are
+    # put in place only once everything is ready, each atomically, in the order of a full index:
+    # a store that does not match its text is never taken as valid.
+    with DocStoreWriter(docs_path(indexfile)) as docs:
+        for doc_id in present:
+            docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
+        write_atomically(indexfile, new_text)
+        write_atomically(sidecar_path(indexfile), new_sidecar)
+        docs.finish(len(new_text), text_digest(new_text), scan)
+    return None
+
+
+def merge(
+    text: bytes, sidecar: Sidecar, removed: dict[int, list[bytes]], added: dict[int, Counter[bytes]]
+) -> tuple[bytes, bytes]:
+    """The text index and sidecar *text* and *sidecar* become once the pages *removed* (docID: the
+    words it had) lose their postings and the pages *added* (docID: word counts) gain theirs.
+
+    A docID both removed and added is a page that changed.  Only the lines of
+    the words of those pages change, and only where those pages are in them:
+    everything else is copied as byte slices of the old text and sidecar, so
+    the Python work is per posting that changes, not per posting."""
+    # word -> (docID, whether its line holds it now, its new count or 0), ascending docIDs
+    changes: defaultdict[bytes, list[tuple[int, bool, int]]] = defaultdict(list)
+    highest = 0  # the highest number added: the old ones fit the old sidecar's width
+    for doc_id in sorted(removed.keys() | added.keys()):
+        old, counts = removed.get(doc_id, []), added.get(doc_id, {})
+        for word in old:
+            changes[word].append((doc_id, True, counts.get(word, 0)))
+        old_set = set(old)
+        for word, count in counts.items():
+            if word not in old_set:
+                changes[word].append((doc_id, False, count))
+        highest = max(highest, doc_id, *counts.values())
+    old_words, offsets, pairs = sidecar.words, sidecar.offsets, sidecar.pairs
+    lines = text.split(b"\n")  # line i is word i's: both are sorted
+    if len(lines) != len(old_words) + 1 or lines[-1]:
+        raise _Mismatch("the sidecar's words are not the text's lines")
+    positions = {word: position for position, word in enumerate(old_words)}
+    # Numbers of 2 bytes while they fit, as a full index writes them; 4-byte ones are narrowed at the end.
+    numbers = _Numbers(number_type(highest) if sidecar.width == 2 else _UINT32)
+
+    new_lines: list[bytes] = []
+    new_words: list[bytes] = []
+    new_offsets = array(_UINT32, [0])
+    cursor = 0  # the first old word not yet copied or merged
+
+    def copy(end: int) -> None:
+        """Copy old words cursor..end-1, untouched."""
+        if end <= cursor:
+            return
+        new_lines.extend(lines[cursor:end])
+        new_words.extend(old_words[cursor:end])
+        shift = new_offsets[-1] - offsets[cursor]
+        new_offsets.extend([offset + shift for offset in offsets[cursor + 1 : end + 1]])
+        numbers.copy(pairs[2 * offsets[cursor] : 2 * offsets[end]])
+
+    for word in sorted(changes):
+        position = positions.get(word)
+        if position is None:  # a new word: before the first old word that sorts after it
+            copy(end := bisect_left(old_words, word, cursor))
+            line, postings = word, pairs[0:0]
+        else:
+            copy(end := position)
+            line, postings = lines[position], pairs[2 * offsets[position] : 2 * offsets[position + 1]]
+            if not line.startswith(word + b" "):
+                raise _Mismatch(f"the sidecar's word {word!r} is not its line's")
+            end += 1
+        cursor = end
+        merged, left = _merge_line(word, line, postings, changes[word], numbers)
+        if left:  # a word whose pages are all gone has no line
+            new_lines.append(merged)
+            new_words.append(word)
+            new_offsets.append(new_offsets[-1] + left)
+    copy(len(old_words))
+
+    new_text = b"\n".join(new_lines) + b"\n" if new_lines else b""
+    return new_text, encode_sidecar(new_words, new_offsets, numbers.array(), new_text)
+
+
+class _Numbers:
+    """The new sidecar's docID/count numbers, as they are put together."""
+
+    def __init__(self, typecode: str):
+        self._array = array(typecode)
+
+    def copy(self, old: memoryview) -> None:
+        if old.format == self._array.typecode:
+            self._array.frombytes(old.cast("B"))
+        else:
+            self._array.extend(old)
+
+    def add(self, doc_id: int, count: int) -> None:
+        self._array.append(doc_id)
+        self._array.append(count)
+
+    def array(self) -> array:
+        if self._array.itemsize == 2 or number_type(max(self._array, default=0)) == self._array.typecode:
+            return self._array
+        return array(number_type(0), self._array)  # every number fits 2 bytes now
+
+
+def _merge_line(
+    word: bytes, line: bytes, postings: memoryview, changes: list[tuple[int, bool, int]], numbers: _Numbers
+) -> tuple[bytes, int]:
+    """Word *word*'s *line* (``word docID count ...``, ascending; *postings*: its sidecar numbers)
+    with its *changes* (docID, whether the line holds it, its new count or 0), ascending.
+
+    The line's new numbers go to *numbers*; returns the new line and its number of pairs."""
+    doc_ids, counts = postings[0::2], postings[1::2]
+    size = left = len(doc_ids)
+    texts = [word]
+    start = 0  # the first old pair not yet copied
+    at = len(word)  # where it starts in the line (its leading space)
+    for doc_id, held, count in changes:
+        found = bisect_left(doc_ids, doc_id, start)
+        if (found < size and doc_ids[found] == doc_id) != held:
+            raise _Mismatch(f"the postings of page {doc_id} are not what the store says")
+        if found > start:  # copy the pairs before it, as they are
+            end = _pair_start(line, at, doc_ids[found], counts[found]) if found < size else len(line)
+            texts.append(line[at:end])
+            numbers.copy(postings[2 * start : 2 * found])
+            at = end
+        if held:  # skip its old pair
+            at += len(b" %d %d" % (doc_id, counts[found]))
+            found += 1
+            left -= 1
+        if count:
+            texts.append(b" %d %d" % (doc_id, count))
+            numbers.add(doc_id, count)
+            left += 1
+        start = found
+    texts.append(line[at:])
+    numbers.copy(postings[2 * start :])
+    return b"".join(texts), left
+
+
+def _pair_start(line: bytes, at: int, doc_id: int, count: int) -> int:
+    """Where pair (*doc_id*, *count*) starts (its leading space) in *line*, at or after *at*, a pair's start.
+
+    Found as bytes: a match is the pair only if an even number of spaces
+    precedes it from *at* (else it straddles a count and the next docID) and
+    it ends at a space or the line's end (else it is a longer number's start)."""
+    needle = b" %d %d" % (doc_id, count)
+    found = line.find(needle, at)
+    while found >= 0:
+        after = found + len(needle)
+        if line.count(b" ", at, found) % 2 == 0 and (after == len(line) or line[after] == 0x20):
+            return found
+        found = line.find(needle, found + 1)
+    raise _Mismatch(f"no pair{needle.decode()} where the sidecar has it")
