@@ -199,7 +199,6 @@ class TseSpider(scrapy.Spider):
             for link in self.extract_links(response.body, url):
                 yield self._link_request(link, depth, url)
         meta = response.meta
-        headers = response.headers
         yield PageItem(
             url=url,
             depth=depth,
@@ -208,7 +207,7 @@ class TseSpider(scrapy.Spider):
             doc_id=meta.get("tse_doc_id"),
             replayed="tse_replay_doc" in meta,
             status=meta.get("tse_http_status", response.status),
-            validators={"etag": _header(headers, b"ETag"), "last_modified": _header(headers, b"Last-Modified")},
+            validators=_validators(response.headers),
             revisit=bool(meta.get("tse_revisit")),
         )
 
@@ -248,6 +247,8 @@ class TseSpider(scrapy.Spider):
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
 
 
-def _header(headers: Any, name: bytes) -> str | None:
-    value = headers.get(name)
-    return value.decode("latin-1") if value else None
+
+def _validators(headers: Any) -> dict[str, str | None]:
+    """The response's ETag and Last-Modified (for the catalog), those it has."""
+    found = {"etag": headers.get(b"ETag"), "last_modified": headers.get(b"Last-Modified")}
+    return {name: value.decode("latin-1") for name, value in found.items() if value}
