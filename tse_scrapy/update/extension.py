@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import sys
 import time
 import uuid
@@ -168,7 +169,7 @@ class UpdateExtension:
         except OSError as error:
             self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")
             return
-        except Exception as error:  # sqlite3.Error, from the catalog
+        except sqlite3.Error as error:
             self._fail(f"cannot write {catalog.catalog_path(self.directory)}: {error}")
             return
         counts = dict.fromkeys(CHANGES, 0)
@@ -178,7 +179,7 @@ class UpdateExtension:
         for change, count in counts.items():
             stats.set_value(f"tse/update/{change}", count)
         if self.is_update:
-            kept = sum(1 for c in changes if c["change"] == UNCHANGED and c["status"] is None) if not complete else 0
+            kept = sum(1 for c in changes if c["change"] == UNCHANGED and c["docid"] not in visits)
             line = ", ".join(f"{counts[change]} {change}" for change in CHANGES)
             if kept:
                 line += f" ({kept} of the unchanged not revisited: page limit)"
