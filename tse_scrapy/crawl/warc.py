@@ -170,6 +170,8 @@ class WarcMiddleware:
                 length=len(response.body),
                 http_headers=http_headers,
             )
+            # The date a later revisit of this page refers to (the catalog keeps it).
+            request.meta["tse_warc_date"] = record.rec_headers.get_header("WARC-Date")
         if response.ip_address is not None:
             record.rec_headers.add_header("WARC-IP-Address", str(response.ip_address))
         if "dataloss" in response.flags:  # DOWNLOAD_FAIL_ON_DATALOSS=False kept a body cut short

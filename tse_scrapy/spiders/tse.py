@@ -207,7 +207,7 @@ class TseSpider(scrapy.Spider):
             doc_id=meta.get("tse_doc_id"),
             replayed="tse_replay_doc" in meta,
             status=meta.get("tse_http_status", response.status),
-            validators=_validators(response.headers),
+            validators=_validators(response.headers, meta.get("tse_warc_date")),
             revisit=bool(meta.get("tse_revisit")),
         )
 
@@ -247,8 +247,11 @@ class TseSpider(scrapy.Spider):
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
 
 
-
-def _validators(headers: Any) -> dict[str, str | None]:
-    """The response's ETag and Last-Modified (for the catalog), those it has."""
+def _validators(headers: Any, archived: str | None) -> dict[str, str | None]:
+    """What the catalog keeps of the response: its ETag and Last-Modified, and the
+    WARC-Date of its record (a later revisit record refers to it), those it has."""
     found = {"etag": headers.get(b"ETag"), "last_modified": headers.get(b"Last-Modified")}
-    return {name: value.decode("latin-1") for name, value in found.items() if value}
+    validators = {name: value.decode("latin-1") for name, value in found.items() if value}
+    if archived:
+        validators["fetched"] = archived
+    return validators

@@ -123,7 +123,7 @@ class UpdateExtension:
                 "revisit": revisit,
                 "etag": validators.get("etag"),
                 "last_modified": validators.get("last_modified"),
-                "fetched": warc_date(time.time()) if status == 200 else None,
+                "fetched": (validators.get("fetched") or warc_date(time.time())) if status == 200 else None,
             }
         )
         old = self.before.get(doc_id)
