@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, crawl_name
+from tse_scrapy.rules.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, check_same_crawl, crawl_name
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 
@@ -93,3 +93,23 @@ def test_a_derived_crawl_name_is_always_a_valid_name(seeds):
     name = crawl_name(seeds)
     assert check_crawl_name(name) == name
     assert crawl_name(list(seeds)) == name
+
+
+@pytest.mark.parametrize(
+    "stored, names, message",
+    [
+        ({"seed": SEED, "depth": 2}, ("seed", "depth"), None),
+        ({"seed": SEED, "depth": 1}, ("seed", "depth"), "cannot update: depth was 1 and is now 2"),
+        ({"seed": SEED, "depth": 2, "order": "bfs"}, ("seed", "depth"), None),  # order not compared
+        ({"seed": SEED, "depth": 2, "order": "bfs"}, None, "cannot update: order was bfs and is now tse"),
+    ],
+)
+def test_check_same_crawl(tmp_path, stored, names, message):
+    args = check_crawl_args(SEED, str(tmp_path), 2)
+    full = {**args.identity(), **stored}
+    if message is None:
+        check_same_crawl(args, full, "update", names)
+    else:
+        with pytest.raises(ArgumentError) as raised:
+            check_same_crawl(args, full, "update", names)
+        assert str(raised.value) == message

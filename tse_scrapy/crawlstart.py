@@ -15,7 +15,7 @@ from typing import Any
 
 from .resume.startmode import StartMode, start_mode
 from .rules import pagedir
-from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, is_yes
+from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_same_crawl, is_yes
 from .update.catalog import catalog_arguments
 
 Setting = Callable[[str], Any]  # reads one setting by name
@@ -54,7 +54,9 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         args = check_crawl_args(**spider_args)
         mode = start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR"), update)
         if mode is StartMode.UPDATE:
-            _check_same_crawl(args)
+            stored = catalog_arguments(args.pagedir)
+            if stored is not None:
+                check_same_crawl(args, stored, "update", _SAME_SITE)
             try:
                 pagedir.check_page_files(args.pagedir)  # the update reads them all
             except pagedir.PageFileError as error:
@@ -87,21 +89,9 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
 
 # What must match for an update: the same site, depth and filters (the order
 # and the link scanner may differ: an update may revisit in priority order).
-_SAME_CRAWL = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
-
-
-def _check_same_crawl(args: CrawlArgs) -> None:
-    """An update crawls the same seeds, depth, prefixes and filters as the crawl it updates.
-
-    Only a crawl that kept a catalog says what it was; a directory without
-    one is taken as the user says."""
-    stored = catalog_arguments(args.pagedir)
-    if stored is None:
-        return
-    identity = args.identity()
-    for name in _SAME_CRAWL:
-        if stored.get(name) != identity[name]:
-            raise ArgumentError(f"cannot update: {name} was {stored.get(name)} and is now {identity[name]}")
+# Only a crawl that kept a catalog says what it was; a directory without one
+# is taken as the user says.
+_SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
 
 
 def _check_output_files(setting: Setting, *, append: bool) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import os
 
-from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages
+from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
 from ..rules.pagedir import holds_pages
 from .statedb import state_path, stored_arguments, stored_meta
 
@@ -50,7 +50,5 @@ def start_mode(
         )
     if update and interrupted != "update":
         raise ArgumentError(f"{args.pagedir} holds an interrupted crawl, not an update: continue it with --resume")
-    for name, value in args.identity().items():
-        if stored.get(name) != value:
-            raise ArgumentError(f"cannot resume: {name} was {stored.get(name)} and is now {value}")
+    check_same_crawl(args, stored, "resume")
     return StartMode.RESUME

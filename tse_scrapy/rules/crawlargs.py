@@ -110,6 +110,15 @@ def check_crawl_args(
     )
 
 
+def check_same_crawl(args: CrawlArgs, stored: dict[str, Any], action: str, names: Iterable[str] | None = None) -> None:
+    """Raise ArgumentError (``cannot ACTION: NAME was ... and is now ...``) when *args* differ
+    from the *stored* identity of an earlier crawl, in *names* (default: all of it)."""
+    identity = args.identity()
+    for name in identity if names is None else names:
+        if stored.get(name) != identity[name]:
+            raise ArgumentError(f"cannot {action}: {name} was {stored.get(name)} and is now {identity[name]}")
+
+
 def check_no_pages(pagedir: str) -> None:
     """A new crawl starts in a directory without page files: it never mixes with another's."""
     if holds_pages(pagedir):
