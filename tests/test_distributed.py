@@ -13,12 +13,14 @@ from collections import defaultdict
 
 import pytest
 import redis
+from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
 from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
+from tse_scrapy.rules import pagedir as pagedir_module
 
 HOSTS = ["a.test", "b.test", "c.test"]
 SEEDS = ["http://a.test/index.html", "http://b.test/index.html"]
@@ -264,3 +266,32 @@ def test_bad_distributed_arguments_are_one_line(redis_url, tmp_path):
 def test_several_seeds_in_one_process(site, tmp_path):
     graph, proxy = site
     assert single_process_bfs(tmp_path, proxy) == set(bfs_depths(graph, SEEDS, DEPTH).items())
+
+
+def test_each_worker_archives_its_own_exchanges(redis_url, site, tmp_path):
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    archives = [tmp_path / f"worker{i}.warc.gz" for i in range(2)]
+    workers = [tse_worker(redis_url, pagedir, proxy, "--warc", archives[0])]
+    time.sleep(0.5)
+    workers.append(tse_worker(redis_url, pagedir, proxy, "--warc", archives[1]))
+    results = finish(workers)
+    assert [status for status, _, _ in results] == [0, 0], results[0][2][-3000:]
+    check_shared_directory(pagedir, graph, tmp_path, proxy)
+    bodies = {}
+    for archive in archives:
+        check = subprocess.run([str(BIN / "warcio"), "check", str(archive)], capture_output=True)
+        assert check.returncode == 0, check.stdout.decode()
+        with open(archive, "rb") as stream:
+            pages = {
+                record.rec_headers.get_header("WARC-Target-URI"): record.content_stream().read()
+                for record in ArchiveIterator(stream)
+                if record.rec_type == "response" and record.http_headers.get_statuscode() == "200"
+            }
+        assert pages, f"{archive.name} holds no page: the work was not shared"
+        bodies.update(pages)
+        assert archive.with_name(archive.name.replace(".warc.gz", ".cdxj")).is_file()
+    # Together, the workers' archives hold every saved page, as it was saved.
+    saved = {page.url: page.body for _, page in pagedir_module.read_pages(pagedir)}
+    assert {url: bodies.get(url) for url in saved} == saved
