@@ -4,21 +4,25 @@ and the middleware driven with real Scrapy objects for what a crawl cannot show 
 from __future__ import annotations
 
 import base64
+import errno
 import fcntl
 import gzip
 import ipaddress
 import json
 import os
+import random
 import resource
 import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
 import pytest
 from scrapy import Request
-from scrapy.exceptions import CloseSpider
+from scrapy.exceptions import CloseSpider, DropItem
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
@@ -29,9 +33,13 @@ from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
 from tse_scrapy import __version__
+from tse_scrapy.crawl import warc as warc_module
+from tse_scrapy.crawl.items import PageItem
+from tse_scrapy.crawl.pipeline import PageDirPipeline
 from tse_scrapy.crawl.warc import NOT_MODIFIED_PROFILE, WarcMiddleware
 from tse_scrapy.crawl.warcindex import NotAWarcFile, cdxj_path, scan_warc
 from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.exitcodes import WRITE_ERROR
 from tse_scrapy.rules import pagedir
 
 PROJECT_SETTINGS = {name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()}
@@ -111,7 +119,11 @@ def read_cdxj(path):
 
 
 def assert_index_points_at_records(warc):
-    """The CDXJ beside *warc* lists every response and revisit, each offset pointing at its record."""
+    """The CDXJ beside *warc* lists every response and revisit, each offset pointing at its record;
+    built record by record as the crawl wrote them, it is the one cdxj-indexer makes of the whole file."""
+    whole_file = subprocess.run([str(BIN / "cdxj-indexer"), "-s", str(warc)], capture_output=True, timeout=60)
+    assert whole_file.returncode == 0, whole_file.stderr.decode()
+    assert cdxj_path(warc).read_bytes() == whole_file.stdout
     records = read_warc(warc)
     entries = read_cdxj(cdxj_path(warc))
     listed = Counter((fields["url"], int(fields["offset"])) for _, fields in entries)
@@ -325,6 +337,49 @@ def test_killed_crawl_resumed_with_the_same_warc(tmp_path, slow_site, torn):
     assert len(assert_index_points_at_records(warc)) == len(answered)
 
 
+def whole_responses(warc):
+    """URL -> the decoded payloads of the response records that end before a torn tail."""
+    end = scan_warc(warc).end
+    payloads = {}
+    for record in read_warc(warc):
+        if record["type"] == "response" and record["offset"] < end:
+            payloads.setdefault(record["warc"]["WARC-Target-URI"], set()).add(record["decoded"])
+    return payloads
+
+
+def test_every_page_saved_before_a_kill_has_its_record(tmp_path, serve):
+    """The pipeline saves a page only once the writer thread has appended its exchange: a crawl
+    killed at any moment leaves no page file without its response record."""
+    site = generate_site(tmp_path / "site", pages=80, fanout=3, seed=11, external=0, dead=1)
+    rng = random.Random(11)
+    for name in site.links:
+        # ~200 kB of noise each: a record takes milliseconds to compress, as long as a page takes to parse.
+        noise = base64.b64encode(rng.randbytes(150_000))
+        path = site.root / name
+        path.write_bytes(path.read_bytes().replace(b"</body>", b"<p>" + noise + b"</p></body>"))
+    server = serve(site.root)
+    for attempt, pages in enumerate(sorted(rng.sample(range(1, 60), 5))):
+        out = tmp_path / f"out{attempt}"
+        out.mkdir()
+        warc = tmp_path / f"crawl{attempt}.warc.gz"
+        command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10", "--warc", str(warc)]
+        command += ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0"]
+        process = subprocess.Popen(
+            command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            saved = while_running(process, lambda out=out, pages=pages: len(page_files(out)) >= pages, "the kill")
+            wait_until(saved, 60, f"{pages} pages", interval=0.001)
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+        recorded = whole_responses(warc)
+        saved_pages = list(pagedir.read_pages(out))
+        assert len(saved_pages) >= pages
+        for _, page in saved_pages:
+            assert page.body in recorded.get(page.url, ()), (attempt, page.url)
+
+
 LIMIT = 256 * 1024
 
 
@@ -467,6 +522,96 @@ def test_a_304_is_a_revisit_record_paired_with_its_request(tmp_path, middleware)
     assert crawler.stats.get_value("tse/warc_exchanges") == 3
 
 
+def stub_engine(crawler, mw):
+    """What the middleware and the pipeline use of the engine: the downloader middlewares (where
+    the pipeline finds the WARC middleware) and close_spider_async; returns the close reasons."""
+    closed = []
+
+    def close_spider_async(reason):
+        closed.append(reason)  # no coroutine: deferred_from_coro returns None as it is
+
+    downloader = SimpleNamespace(middleware=SimpleNamespace(middlewares=[mw]))
+    crawler.engine = SimpleNamespace(downloader=downloader, close_spider_async=close_spider_async)
+    return closed
+
+
+def slow_gzip(monkeypatch, seconds):
+    """The writer thread's compression takes *seconds* more (what a large page costs)."""
+    original = warc_module._gzip
+
+    def gzip_slowly(record):
+        time.sleep(seconds)
+        return original(record)
+
+    monkeypatch.setattr(warc_module, "_gzip", gzip_slowly)
+
+
+def test_the_pipeline_saves_a_page_once_its_exchange_is_in_the_file(tmp_path, middleware, monkeypatch):
+    (tmp_path / "pages").mkdir()
+    mw, crawler = middleware(TSE_PAGEDIR=str(tmp_path / "pages"))
+    stub_engine(crawler, mw)
+    mw.spider_opened()
+    pipeline = PageDirPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    assert pipeline.warc is mw
+    warc = tmp_path / "unit.warc.gz"
+    slow_gzip(monkeypatch, 0.3)
+    exchange(mw, "http://h/a.html", body=b"<html>a</html>")
+    # Handed to the writer thread: the spider goes on meanwhile.
+    assert scan_warc(warc).records == 1
+    pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>"))
+    assert scan_warc(warc).records == 3  # warcinfo, response, request: written before the page file
+    assert pagedir.read_page(tmp_path / "pages", 1).body == b"<html>a</html>"
+    mw.spider_closed()
+    assert_index_points_at_records(warc)
+
+
+def test_a_record_that_cannot_be_written_drops_its_page_and_stops_the_crawl(tmp_path, middleware, monkeypatch):
+    (tmp_path / "pages").mkdir()
+    mw, crawler = middleware(TSE_PAGEDIR=str(tmp_path / "pages"))
+    closed = stub_engine(crawler, mw)
+    mw.spider_opened()
+    pipeline = PageDirPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    warc = tmp_path / "unit.warc.gz"
+    exchange(mw, "http://h/a.html", body=b"<html>a</html>")
+    pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>"))
+
+    def full_disk(file, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(mw, "_append", full_disk)
+    exchange(mw, "http://h/b.html", body=b"<html>b</html>")
+    with pytest.raises(DropItem):
+        pipeline.process_item(PageItem("http://h/b.html", 0, b"<html>b</html>"))
+    assert crawler.stats.get_value("tse/error") == f"cannot write the WARC file {warc}: No space left on device"
+    assert closed == [WRITE_ERROR]
+    assert [page.url for _, page in pagedir.read_pages(tmp_path / "pages")] == ["http://h/a.html"]
+    # Nothing more is written; closing drains the writer thread and writes no index.
+    exchange(mw, "http://h/c.html", body=b"<html>c</html>")
+    mw.spider_closed()
+    assert [path_of(r) for r in responses(read_warc(warc))] == ["/a.html"]
+    assert not cdxj_path(warc).exists()
+    assert crawler.stats.get_value("tse/warc_exchanges") == 1
+
+
+def test_a_bug_in_the_writer_thread_stops_the_crawl_with_its_traceback(tmp_path, middleware, monkeypatch, caplog):
+    mw, crawler = middleware()
+    closed = stub_engine(crawler, mw)
+    mw.spider_opened()
+
+    def broken(exchange):
+        raise KeyError("oops")
+
+    monkeypatch.setattr(mw, "_response_record", broken)
+    exchange(mw, "http://h/a.html", body=b"<html>a</html>")  # the hand-over returns all the same
+    mw.wait_written()
+    assert crawler.stats.get_value("tse/error") == f"cannot write the WARC file {tmp_path / 'unit.warc.gz'}: 'oops'"
+    assert any(record.exc_info and record.exc_info[0] is KeyError for record in caplog.records)
+    assert closed == [WRITE_ERROR]
+    mw.spider_closed()
+
+
 def test_only_http_exchanges_are_recorded(tmp_path, middleware):
     mw, _ = middleware()
     mw.spider_opened()
@@ -495,10 +640,19 @@ def test_a_second_run_appends_without_a_second_warcinfo(tmp_path, middleware):
         mw, _ = middleware()
         mw.spider_opened()
         exchange(mw, f"http://h/run{run}.html", body=b"<html>run</html>")
+        exchange(mw, f"http://h/run{run}-304.html", 304)
         mw.spider_closed()
+    cdxj_path(tmp_path / "unit.warc.gz").unlink()  # a third run indexes the earlier records again, from the file
+    mw, _ = middleware()
+    mw.spider_opened()
+    exchange(mw, "http://h/run2.html", body=b"<html>run</html>")
+    mw.spider_closed()
     records = assert_valid(tmp_path / "unit.warc.gz")
-    assert [r["type"] for r in records] == ["warcinfo"] + ["response", "request"] * 2
-    assert len(read_cdxj(tmp_path / "unit.cdxj")) == 2
+    assert [r["type"] for r in records] == ["warcinfo"] + ["response", "request", "revisit", "request"] * 2 + [
+        "response",
+        "request",
+    ]
+    assert len(assert_index_points_at_records(tmp_path / "unit.warc.gz")) == 5
 
 
 def test_a_file_that_is_not_a_warc_is_left_alone(tmp_path, middleware):

@@ -14,6 +14,7 @@ from ..resume.extension import crawl_state
 from ..rules import pagedir
 from ..update.extension import update_session
 from .items import PageItem
+from .warc import WarcMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -39,6 +40,7 @@ class PageDirPipeline:
         # An update counts the pages it saves, not docIDs (known pages keep theirs).
         self.saved_pages = self.state.saved_count() if self.update else 0
         self.failed = False
+        self.warc: WarcMiddleware | None = None
 
     def _first_free_id(self) -> int:
         if self.state is None:
@@ -51,6 +53,9 @@ class PageDirPipeline:
         return cls(crawler)
 
     def open_spider(self) -> None:
+        if self.crawler.settings.get("TSE_WARC"):
+            # Its records are written by a thread: a page is saved once its exchange is in the file.
+            self.warc = self.crawler.get_downloader_middleware(WarcMiddleware)
         try:
             pagedir.mark(self.directory)
         except OSError as error:
@@ -61,12 +66,20 @@ class PageDirPipeline:
             return item
         if self.failed:
             raise DropItem("the page directory is not writable any more")
+        if self.warc is not None:
+            # Every exchange so far (this page's too) written, or the crawl stopped (tse/error).
+            self.warc.wait_written()
         if self.crawler.stats.get_value("tse/error"):
             # The crawl has failed elsewhere (its WARC, say): this page is fetched again on resume.
             raise DropItem("the crawl is stopping on an error")
         if self.save(item):
             self.crawler.stats.inc_value("tse/pages_saved")
         return item
+
+    def close_spider(self) -> None:
+        if self.warc is not None:
+            # The last exchanges' records, before the crawl's outcome is decided (at spider_closed).
+            self.warc.wait_written()
 
     def save(self, item: PageItem) -> bool:
         """Write the page under its docID (and record it in the crawl state); True when saved here."""

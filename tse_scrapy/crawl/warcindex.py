@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
+import threading
 import warnings
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from ..atomicfile import write_atomically
 
@@ -121,19 +124,111 @@ def cdxj_path(warc: str | os.PathLike) -> Path:
     return path.with_name(name + ".cdxj")
 
 
-def write_cdxj(warc: str | os.PathLike, *, fsync: bool = False) -> Path:
-    """Index every response, revisit, resource and metadata record of *warc*, sorted (pywb's CDXJ);
-    the index replaces ``cdxj_path(warc)`` whole or not at all."""
-    # Imported here: surt and its dependencies take 0.2 s to load, and only a
-    # crawl with a WARC file needs them.  py3amf, which cdxj-indexer imports,
-    # tries pkg_resources first and works without it: its deprecation warning
-    # would only be noise in the crawl's log.
+_IMPORT_LOCK = threading.Lock()
+
+
+def _cdxj_indexer() -> Any:
+    """cdxj-indexer's module and ``PlacedIndexer``, made on first use (by the writer thread or the
+    thread that indexes a file's earlier records, whichever comes first)."""
+    with _IMPORT_LOCK:
+        return _load_cdxj_indexer()
+
+
+@functools.cache
+def _load_cdxj_indexer() -> Any:
+    # surt and its dependencies take 0.2 s to load, and only a crawl with a
+    # WARC file needs them.  py3amf, which cdxj-indexer imports, tries
+    # pkg_resources first and works without it: its deprecation warning would
+    # only be noise in the crawl's log.
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "pkg_resources is deprecated", UserWarning)
-        from cdxj_indexer.main import CDXJIndexer
+        from cdxj_indexer import main
 
-    lines = io.StringIO()
-    CDXJIndexer(lines, [os.fspath(warc)], sort=True).process_all()
+    class PlacedIndexer(main.CDXJIndexer):
+        """cdxj-indexer, told where in the file the record it indexes lies (``index_built``)."""
+
+        place: tuple[int, int] | None = None  # offset, length
+
+        def __init__(self, *args: Any, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self.curr_filename = self.force_filename  # set by process_one, which index_built does not call
+
+        def get_field(self, record: Any, name: str, it: Any, filename: str) -> Any:
+            if self.place is not None and name in ("offset", "length"):
+                return str(self.place[0] if name == "offset" else self.place[1])
+            return super().get_field(record, name, it, filename)
+
+    return main, PlacedIndexer
+
+
+class IndexingStopped(Exception):
+    """``CdxjIndexer.index_file`` was told to stop."""
+
+
+class CdxjIndexer:
+    """The CDXJ lines of one WARC file, made by cdxj-indexer's own code (pywb's format), a record
+    or a part of the file at a time: the writer indexes each record as it appends it, so the index
+    needs no second reading of the file.
+
+    Each line is ``SURT-key timestamp {json}`` for a response, revisit, resource or metadata
+    record, exactly as ``cdxj-indexer`` makes it for the whole file."""
+
+    def __init__(self, filename: str):
+        self.filename = filename  # the "filename" field: the WARC file's name
+        _, indexer = _cdxj_indexer()
+        self.indexer = indexer(None, [], filename=filename)
+
+    def index_built(self, record: Any, offset: int, length: int) -> list[str]:
+        """The lines for *record* (warcio's ArcWarcRecord, as written), stored in the file as the
+        *length* bytes at *offset*: cdxj-indexer's code for a record it has read."""
+        self.indexer.place = (offset, length)
+        out = io.StringIO()
+        if self.indexer.filter_record(record):
+            self.indexer.process_index_entry(None, record, self.filename, out)
+        return out.getvalue().splitlines(keepends=True)
+
+    def index_file(self, path: str | os.PathLike, end: int, stop: threading.Event | None = None) -> list[str]:
+        """The lines for the first *end* bytes of the gzipped WARC *path* (whole records);
+        raises IndexingStopped once *stop* is set."""
+        self.indexer.place = None
+        out = io.StringIO()
+        with open(path, "rb") as stream:
+            self.indexer.process_one(_Prefix(stream, end, stop), out, self.filename)
+        return out.getvalue().splitlines(keepends=True)
+
+
+class _Prefix:
+    """The first *end* bytes of *stream*, for cdxj-indexer to read (it counts offsets with tell)."""
+
+    def __init__(self, stream: BinaryIO, end: int, stop: threading.Event | None):
+        self.stream = stream
+        self.left = end
+        self.position = 0
+        self.stop = stop
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.stop is not None and self.stop.is_set():
+            raise IndexingStopped
+        if size is None or size < 0 or size > self.left:
+            size = self.left
+        data = self.stream.read(size)
+        self.left -= len(data)
+        self.position += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.position
+
+
+def write_cdxj(warc: str | os.PathLike, lines: Iterable[str], *, fsync: bool = False) -> Path:
+    """Write the index of *warc* from its lines (``CdxjIndexer``), sorted as cdxj-indexer sorts them;
+    the index replaces ``cdxj_path(warc)`` whole or not at all."""
+    main, _ = _cdxj_indexer()
+    out = io.StringIO()
+    sorter = main.SortingWriter(out)
+    for line in lines:
+        sorter.write(line)
+    sorter.flush()
     target = cdxj_path(warc)
-    write_atomically(target, lines.getvalue().encode("utf-8"), fsync=fsync)
+    write_atomically(target, out.getvalue().encode("utf-8"), fsync=fsync)
     return target
