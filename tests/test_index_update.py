@@ -9,7 +9,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -22,10 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.net import free_port
 from tests.support.pages import write_pages
 from tests.support.reference import triples
-from tests.support.wait import wait_until, while_running
+from tests.support.serving import tse_serve
 from tse_scrapy import cli
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
@@ -327,16 +325,8 @@ def get(url: str) -> tuple[int, bytes]:
 def test_gone_pages_are_not_served(tmp_path):
     pages, indexfile = gone_site(tmp_path)
     index(pages, indexfile, "--update")
-    port = free_port()
-    process = subprocess.Popen(
-        [str(BIN / "tse"), "serve", str(pages), str(indexfile), "--port", str(port)],
-        env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until(
-            while_running(process, lambda: get_ok(f"{base}/healthz"), "answering"), 30, "tse serve never answered"
-        )
+    with tse_serve([str(BIN / "tse"), "serve", str(pages), str(indexfile)], clean_env(), ROOT) as run:
+        base = run.base
         status, content = get(f"{base}/api/search?q=orchard&per_page=100")
         assert status == 200
         answer = json.loads(content)
@@ -345,18 +335,8 @@ def test_gone_pages_are_not_served(tmp_path):
         assert get(f"{base}/doc/3")[0] == 404 and get(f"{base}/doc/7")[0] == 404 and get(f"{base}/doc/11")[0] == 404
         status, content = get(f"{base}/doc/8")
         assert status == 200 and content == pagedir.read_page(pages, 8).body
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err.decode()
-    assert "one process" not in err.decode()  # the updated store was used, not rebuilt from the pages
-
-
-def get_ok(url: str) -> bool:
-    try:
-        return get(url)[0] == 200
-    except OSError:
-        return False
+    assert run.process.returncode == 0, run.stderr
+    assert "one process" not in run.stderr  # the updated store was used, not rebuilt from the pages
 
 
 # Any sequence of changes: update == fresh.

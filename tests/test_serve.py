@@ -1,17 +1,14 @@
 """`tse serve` as a user runs it: a real server on 127.0.0.1, refusals at start, and a real browser."""
 
 import shutil
-import signal
 import socket
-import subprocess
 import urllib.request
 
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.net import free_port
 from tests.support.searchsite import MANY, write_search_site
-from tests.support.wait import wait_until, while_running
+from tests.support.serving import tse_serve
 
 CHROMIUM = shutil.which("chromium")
 
@@ -25,28 +22,10 @@ def site(tmp_path_factory):
 def server(site):
     """`tse serve` on a free port, until the module's tests are done."""
     pages, index = site
-    port = free_port()
-    process = subprocess.Popen(
-        [str(BIN / "tse"), "serve", str(pages), str(index), "--port", str(port)],
-        env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
-                return response.read() == b"ok"
-        except OSError:
-            return False
-
-    try:
-        wait_until(while_running(process, answers, "answering /healthz"), 30, "tse serve never answered")
-        yield base
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=30)
-        assert process.returncode == 0, err.decode()
-        assert err.decode().splitlines()[0] == f"tse serve: searching {pages} on {base}/ (Ctrl-C to stop)"
+    with tse_serve([str(BIN / "tse"), "serve", str(pages), str(index)], clean_env(), ROOT) as run:
+        yield run.base
+    assert run.process.returncode == 0, run.stderr
+    assert run.stderr.splitlines()[0] == f"tse serve: searching {pages} on {run.base}/ (Ctrl-C to stop)"
 
 
 def test_a_real_server_answers_searches(server):

@@ -1,0 +1,48 @@
+"""A real ``tse serve`` on a free loopback port, for the tests that talk to one over HTTP."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.net import free_port
+from tests.support.wait import wait_until, while_running
+
+
+@dataclass
+class ServeRun:
+    """The server's base URL and process; ``stderr`` once it has stopped."""
+
+    base: str
+    process: subprocess.Popen
+    stderr: str = ""
+
+
+@contextmanager
+def tse_serve(command: list[str], env: dict, cwd: Path) -> Iterator[ServeRun]:
+    """Run *command* (``tse serve PAGEDIR INDEXFILE``) on a free port until /healthz answers;
+    stop it with Ctrl-C on leaving."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    run = ServeRun(f"http://127.0.0.1:{port}", process)
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{run.base}/healthz", timeout=2) as response:
+                return response.read() == b"ok"
+        except OSError:
+            return False
+
+    try:
+        wait_until(while_running(process, answers, "answering /healthz"), 30, "tse serve never answered")
+        yield run
+    finally:
+        process.send_signal(signal.SIGINT)
+        run.stderr = process.communicate(timeout=30)[1].decode()
