@@ -15,8 +15,6 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ..rules import pagedir
-from ..rules.urls import normalize_url
-from ..update.catalog import KnownPage
 from ..update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -28,23 +26,21 @@ NOT_MODIFIED = 304
 class ConditionalRequestMiddleware:
     """A downloader middleware: ``If-None-Match``/``If-Modified-Since`` out, the saved copy back on a 304."""
 
-    def __init__(self, update: UpdateExtension, directory: str, tse_extensions: bool):
+    def __init__(self, update: UpdateExtension, directory: str):
         self.update = update
         self.directory = directory
-        self.tse_extensions = tse_extensions
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:
         update = update_session(crawler)
         if update is None or not update.is_update:
             raise NotConfigured
-        settings = crawler.settings
-        return cls(update, settings.get("TSE_PAGEDIR"), settings.get("TSE_DENY_EXT") is None)
+        return cls(update, crawler.settings.get("TSE_PAGEDIR"))
 
     def process_request(self, request: Request) -> None:
         if request.method != "GET" or "tse_replay_doc" in request.meta:
             return
-        page = self._known(request)
+        page = self.update.known_request(request)
         if page is None or not (page.etag or page.last_modified):
             return
         if page.etag:
@@ -74,7 +70,3 @@ class ConditionalRequestMiddleware:
             ip_address=response.ip_address,
             protocol=response.protocol,
         )
-
-    def _known(self, request: Request) -> KnownPage | None:
-        key = normalize_url(request.url, self.tse_extensions) or request.url
-        return self.update.known_page(key)

@@ -12,7 +12,7 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
 from ..exitcodes import SUCCESS_REASONS
-from .statedb import CrawlStateDB, state_path
+from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, CrawlStateDB, state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -65,10 +65,10 @@ def crawl_state(crawler: Crawler) -> CrawlStateExtension | None:
 
 
 def catalog_mode(settings: Settings) -> str:
-    """What the crawl keeps beyond SPEC 2: ``update`` (an update), ``validators`` (a crawl asked
-    to keep a catalog, or a WARC) or ``none``; recorded in the state, so a resumed crawl does the same."""
+    """What the crawl keeps beyond SPEC 2 (``CATALOG_UPDATE``, ``CATALOG_VALIDATORS`` or ``none``);
+    recorded in the state, so a resumed crawl does the same."""
     if settings.getbool("TSE_UPDATE"):
-        return "update"
+        return CATALOG_UPDATE
     if settings.getbool("TSE_VALIDATORS") or settings.get("TSE_WARC"):
-        return "validators"
+        return CATALOG_VALIDATORS
     return "none"

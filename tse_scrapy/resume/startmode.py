@@ -13,7 +13,7 @@ import os
 
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
 from ..rules.pagedir import holds_pages
-from .statedb import state_path, stored_arguments, stored_meta
+from .statedb import CATALOG_UPDATE, state_path, stored_arguments, stored_meta
 
 
 class StartMode(enum.Enum):
@@ -41,7 +41,7 @@ def start_mode(
             return StartMode.UPDATE
         check_no_pages(args.pagedir)
         return StartMode.NEW
-    interrupted = "update" if stored_meta(path, "catalog") == "update" else "crawl"
+    interrupted = "update" if stored_meta(path, "catalog") == CATALOG_UPDATE else "crawl"
     if not (resume or jobdir):
         again = "--update --resume" if interrupted == "update" else "--resume (-a resume=yes)"
         raise ArgumentError(

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 STATE_NAME = ".tse-state.sqlite"
+# The ``catalog`` meta value: what a crawl keeps beyond SPEC 2 (update/).
+CATALOG_UPDATE = "update"  # an update of a finished crawl
+CATALOG_VALIDATORS = "validators"  # a crawl asked to keep validators (or a WARC)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -26,7 +26,7 @@ from scrapy.exceptions import NotConfigured
 from ..atomicfile import write_atomically
 from ..exitcodes import FINISHED, WRITE_ERROR
 from ..resume.extension import crawl_state
-from ..resume.statedb import state_path, stored_meta
+from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, state_path, stored_meta
 from ..rules import pagedir
 from ..rules.changes import CHANGES, UNCHANGED
 from ..rules.crawlargs import split_list
@@ -39,9 +39,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-UPDATE = "update"  # the crawl state's ``catalog`` meta value for an update
-VALIDATORS = "validators"  # ... for a first crawl that keeps a catalog
 
 
 def warc_date(moment: float) -> str:
@@ -57,14 +54,14 @@ class UpdateExtension:
             raise NotConfigured
         # Recorded by the crawl state when the crawl began (resume/extension.py).
         self.mode = stored_meta(state_path(settings.get("TSE_PAGEDIR"), settings.get("JOBDIR")), "catalog")
-        if self.mode not in (UPDATE, VALIDATORS):
+        if self.mode not in (CATALOG_UPDATE, CATALOG_VALIDATORS):
             raise NotConfigured
         self.crawler = crawler
         self.directory = settings.get("TSE_PAGEDIR")
         self.tse_extensions = settings.get("TSE_DENY_EXT") is None
         self.changes_path = settings.get("TSE_CHANGES")
         self.fsync = settings.getbool("TSE_FSYNC")
-        self.is_update = self.mode == UPDATE
+        self.is_update = self.mode == CATALOG_UPDATE
         self._ready = False
 
     def setup(self) -> UpdateExtension:
@@ -96,6 +93,10 @@ class UpdateExtension:
     def known_page(self, url: str) -> KnownPage | None:
         """The page saved earlier under *url* (normalized), live or gone."""
         return self.by_url.get(url)
+
+    def known_request(self, request: Request) -> KnownPage | None:
+        """The page saved earlier under the URL *request* asks for."""
+        return self.by_url.get(normalize_url(request.url, self.tse_extensions) or request.url)
 
     def is_known_doc(self, doc_id: int) -> bool:
         return doc_id in self.before
@@ -131,8 +132,7 @@ class UpdateExtension:
 
     def failed(self, request: Request, status: int | None) -> None:
         """A request that gave no page: recorded when it was for a known page."""
-        key = normalize_url(request.url, self.tse_extensions) or request.url
-        page = self.by_url.get(key)
+        page = self.known_request(request)
         if page is not None:
             self.state.visit({"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False})
 
