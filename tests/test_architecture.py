@@ -16,10 +16,11 @@ PACKAGE = ROOT / "tse_scrapy"
 
 # Each subsystem may import its own modules and those of lower layers only.
 LAYERS = {
-    "base": 0,  # tse_scrapy/__init__, exitcodes, atomicfile
+    "base": 0,  # tse_scrapy/__init__, exitcodes, atomicfile, terminal
     "rules": 1,
     "resume": 2,
     "index": 2,
+    "report": 2,
     "update": 3,
     "crawl": 4,
     "search": 3,
@@ -27,7 +28,7 @@ LAYERS = {
     "devtools": 5,
     "app": 6,  # cli, crawlstart, settings, spiders/, commands/
 }
-BASE = {"tse_scrapy", "tse_scrapy.exitcodes", "tse_scrapy.atomicfile"}
+BASE = {"tse_scrapy", "tse_scrapy.exitcodes", "tse_scrapy.atomicfile", "tse_scrapy.terminal"}
 NOT_PURE = ("scrapy", "twisted", "redis", "scrapy_redis", "sqlite3", "socket")
 
 

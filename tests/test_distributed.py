@@ -4,6 +4,7 @@ test proxy.  Each result is compared with a single-process ``order=bfs``
 crawl of the same site and with a model of it."""
 
 import itertools
+import json
 import os
 import re
 import signal
@@ -134,7 +135,7 @@ def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
     assert [status for status, _, _ in results] == [0, 0, 0], results[0][2][-3000:]
     gaps = host_gaps(proxy)
     assert set(gaps) == set(HOSTS) and min(gaps.values()) >= DELAY, gaps
-    saved = [int(m) for _, _, err in results for m in re.findall(r"'tse/pages_saved': (\d+)", err)]
+    saved = [int(m) for _, _, err in results for m in re.findall(r"tse crawl: (\d+) pages saved", err)]
     assert len([n for n in saved if n > 0]) >= 2, saved  # the work was shared
     check_shared_directory(pagedir, graph, tmp_path, proxy)
     assert redis.Redis.from_url(redis_url).keys("tse:*:*") == []  # a finished crawl leaves no keys
@@ -268,14 +269,15 @@ def test_several_seeds_in_one_process(site, tmp_path):
     assert single_process_bfs(tmp_path, proxy) == set(bfs_depths(graph, SEEDS, DEPTH).items())
 
 
-def test_each_worker_archives_its_own_exchanges(redis_url, site, tmp_path):
+def test_each_worker_archives_and_records_its_own_exchanges(redis_url, site, tmp_path):
     graph, proxy = site
     pagedir = tmp_path / "pages"
     pagedir.mkdir()
     archives = [tmp_path / f"worker{i}.warc.gz" for i in range(2)]
-    workers = [tse_worker(redis_url, pagedir, proxy, "--warc", archives[0])]
+    records = [tmp_path / f"worker{i}.jsonl" for i in range(2)]
+    workers = [tse_worker(redis_url, pagedir, proxy, "--warc", archives[0], "--record", records[0])]
     time.sleep(0.5)
-    workers.append(tse_worker(redis_url, pagedir, proxy, "--warc", archives[1]))
+    workers.append(tse_worker(redis_url, pagedir, proxy, "--warc", archives[1], "--record", records[1]))
     results = finish(workers)
     assert [status for status, _, _ in results] == [0, 0], results[0][2][-3000:]
     check_shared_directory(pagedir, graph, tmp_path, proxy)
@@ -295,3 +297,13 @@ def test_each_worker_archives_its_own_exchanges(redis_url, site, tmp_path):
     # Together, the workers' archives hold every saved page, as it was saved.
     saved = {page.url: page.body for _, page in pagedir_module.read_pages(pagedir)}
     assert {url: bodies.get(url) for url in saved} == saved
+    # Each worker's record names the worker; together they hold each page saved, once, with its docID.
+    recorded, names = [], set()
+    for record in records:
+        entries = [json.loads(line) for line in record.read_text().splitlines()]
+        workers_named = {entry["worker"] for entry in entries}
+        assert len(workers_named) == 1 and None not in workers_named
+        names |= workers_named
+        recorded += [(entry["doc"], entry["url"]) for entry in entries if entry["outcome"] == "saved"]
+    assert len(names) == 2
+    assert sorted(recorded) == sorted((doc, page.url) for doc, page in pagedir_module.read_pages(pagedir))

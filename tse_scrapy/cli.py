@@ -112,6 +112,25 @@ def build_parser() -> argparse.ArgumentParser:
         "implies --validators",
     )
     crawl.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write one JSON line per request to FILE (appended to on --resume); tse report plots it",
+    )
+    crawl.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no status line (it is shown only when stderr is a terminal)",
+    )
+    crawl.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show Scrapy's log: -v from INFO, -vv from DEBUG (default: warnings and errors)",
+    )
+    crawl.add_argument("--log-file", dest="log_file", metavar="FILE", help="write Scrapy's log to FILE (from INFO)")
+    crawl.add_argument(
         "--redis",
         metavar="URL",
         help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
@@ -151,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument(
                 "--rank", choices=("tse", "bm25"), default="tse", help="tse (SPEC 4 scores, default) or bm25"
             )
+    report = commands.add_parser(
+        "report",
+        help="turn crawl records into one HTML report with plots",
+        description="Read the crawl records (tse crawl --record) of one crawl, resumed runs and "
+        "distributed workers merged, and write a self-contained HTML report.",
+    )
+    report.add_argument("records", metavar="RECORD", nargs="+", help="a crawl record (JSON lines)")
+    report.add_argument("--out", default="report.html", metavar="FILE", help="the report (default report.html)")
     serve = commands.add_parser(
         "serve",
         help="search PAGEDIR and INDEXFILE in a browser",
@@ -182,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         "indextest": indextest,
         "query": query,
         "serve": serve,
+        "report": report,
     }[options.command]
     try:
         return handler(options)
@@ -254,10 +282,34 @@ def index(options: argparse.Namespace) -> int:
                 return OK
             sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
         scan = PageScan(options.pagedir)
-        with DocStoreWriter(docs_path(options.indexfile)) as docs:
-            size, digest = write_index(options.indexfile, build_index(scan, docs))
-            docs.finish(size, digest, scan)
+        bar = _index_progress_bar(options.pagedir)
+        try:
+            with DocStoreWriter(docs_path(options.indexfile)) as docs:
+                index = build_index(scan, docs, bar.update if bar is not None else None)
+                if bar is not None:
+                    bar.close()
+                    bar = None
+                size, digest = write_index(options.indexfile, index)
+                docs.finish(size, digest, scan)
+        finally:
+            if bar is not None:
+                bar.close()
     return OK
+
+
+# A directory with fewer pages is indexed in about a second: no bar.
+INDEX_BAR_PAGES = 500
+
+
+def _index_progress_bar(directory: str) -> object | None:
+    """A progress bar for indexing *directory*, on a terminal, when it holds many pages."""
+    from .rules.pagedir import is_page_name
+    from .terminal import is_terminal, progress_bar
+
+    if not is_terminal(sys.stderr):
+        return None
+    total = sum(1 for name in os.listdir(directory) if is_page_name(name))
+    return progress_bar(total, "indexing", minimum=INDEX_BAR_PAGES)
 
 
 def indextest(options: argparse.Namespace) -> int:
@@ -325,6 +377,23 @@ def serve(options: argparse.Namespace) -> int:
     return OK
 
 
+def report(options: argparse.Namespace) -> int:
+    try:
+        from .report.page import write_report
+        from .report.records import ReportError
+    except ImportError as error:
+        return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
+    out = options.out
+    if os.path.exists(out) and any(os.path.exists(path) and os.path.samefile(path, out) for path in options.records):
+        return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
+    try:
+        _require_writable(out)
+        summary = write_report(options.records, out)
+    except (Refused, ReportError) as error:
+        return _one_line("report", str(error))
+    return _one_line("report", summary.describe(), OK)
+
+
 def status(options: argparse.Namespace) -> int:
     import time
 
@@ -382,6 +451,9 @@ def crawl(options: argparse.Namespace) -> int:
         ("TSE_VALIDATORS", options.validators or None),
         ("TSE_CHANGES", options.changes),
         ("TSE_WARC", options.warc),
+        ("TSE_RECORD", options.record),
+        ("TSE_PROGRESS", None if options.progress else False),
+        ("LOG_FILE", options.log_file),
     ):
         if value is not None:
             given[name] = value
@@ -395,11 +467,15 @@ def crawl(options: argparse.Namespace) -> int:
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings
 
-    from .crawl.outcome import report
+    from .crawl.outcome import report as crawl_outcome
+    from .crawl.outcome import summary_line
     from .spiders.tse import TseSpider
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
     settings = get_project_settings()
+    # A quiet terminal: Scrapy's log from WARNING (-v INFO, -vv DEBUG; a log file from INFO).
+    level = ("INFO" if options.log_file else "WARNING", "INFO", "DEBUG")[min(options.verbose, 2)]
+    settings.set("LOG_LEVEL", level, priority="cmdline")
     settings.setdict(given, priority="cmdline")
     process = AsyncCrawlerProcess(settings)
     crawler = process.create_crawler(TseSpider)
@@ -407,7 +483,9 @@ def crawl(options: argparse.Namespace) -> int:
     process.start()
     if process.bootstrap_failed:
         return FAILED
-    return report("tse crawl", crawler)
+    if crawler.stats.get_value("finish_reason") is not None:
+        sys.stderr.write(f"tse crawl: {summary_line(crawler.stats.get_stats())}\n")
+    return crawl_outcome("tse crawl", crawler)
 
 
 if __name__ == "__main__":

@@ -95,8 +95,13 @@ _SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
 
 
 def _check_output_files(setting: Setting, *, append: bool) -> None:
-    """The WARC and changes files can be written; a new crawl never overwrites a WARC."""
-    for name, path in (("--warc", setting("TSE_WARC")), ("--changes", setting("TSE_CHANGES"))):
+    """The WARC, record and changes files can be written; a new crawl never overwrites a WARC or a record."""
+    outputs = (
+        ("--warc", setting("TSE_WARC")),
+        ("--record", setting("TSE_RECORD")),
+        ("--changes", setting("TSE_CHANGES")),
+    )
+    for name, path in outputs:
         if not path:
             continue
         path = str(path)
@@ -111,3 +116,6 @@ def _check_output_files(setting: Setting, *, append: bool) -> None:
             raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")
         if os.path.exists(warc) and not append:
             raise ArgumentError(f"--warc: {warc} exists: a new crawl writes a new WARC file (--resume appends)")
+    record = setting("TSE_RECORD")
+    if record and os.path.exists(record) and not append:
+        raise ArgumentError(f"--record: {record} exists: a new crawl writes a new record (--resume appends)")

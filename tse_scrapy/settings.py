@@ -42,6 +42,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Next to the downloader: it sees every exchange as sent and as received
     # (before decompression, redirects and 304 handling).
     "tse_scrapy.crawl.warc.WarcMiddleware": 960,
+    # It sees every attempt as sent and answered (robots.txt, redirects and retries
+    # included), and before a distributed worker's politeness wait (950).
+    "tse_scrapy.crawl.record.CrawlRecordMiddleware": 940,
 }
 ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 EXTENSIONS = {
@@ -49,6 +52,7 @@ EXTENSIONS = {
     "tse_scrapy.resume.extension.CrawlStateExtension": 0,
     "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state
     "tse_scrapy.crawl.politeness.Politeness": 500,
+    "tse_scrapy.crawl.progress.CrawlProgress": 600,
 }
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
@@ -85,6 +89,13 @@ TSE_VALIDATORS = False
 TSE_CHANGES = None
 TSE_WARC = None
 
+# Seeing a crawl (docs/progress.md).  TSE_PROGRESS: the status line with an
+# ETA at the bottom of the terminal ("auto": when stderr is a terminal and the
+# crawl is not a scrapyd job; False: never).  TSE_RECORD: write one JSON line
+# per request to this file (appended to on resume); `tse report` plots it.
+TSE_PROGRESS = "auto"
+TSE_RECORD = None
+
 # Distributed crawls (docs/distributed.md): set TSE_REDIS_URL and every
 # worker started with the same crawl name shares one breadth-first crawl.
 # Its components (distributed/wiring.py) replace the ones above only then,
@@ -99,6 +110,7 @@ TSE_LEASE_SECONDS = 30.0
 # still add some).
 TSE_REDIS_POLL_INTERVAL = 0.1
 TSE_HOST_DELAY = 0.0  # set from DOWNLOAD_DELAY in a distributed crawl
+TSE_WORKER = None  # set to host:pid in a distributed crawl
 
 # `scrapy check tse`: the contracts of spiders/tse.py, run on this site served
 # on 127.0.0.1 (no network), crawled at this depth.

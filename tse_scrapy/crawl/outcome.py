@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
+from ..rules.eta import format_clock
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -44,3 +46,29 @@ def report(program: str, crawler: Crawler) -> int:
     # ...and one plain line on stderr.
     sys.stderr.write(f"{program}: {failure}\n")
     return FAILED
+
+
+def summary_line(stats: Mapping[str, Any]) -> str:
+    """The crawl in one line, from its stats: pages, links ignored, requests, bytes, time, pace."""
+    saved = stats.get("tse/pages_saved", 0)
+    seconds = stats.get("elapsed_time_seconds") or 0.0
+    ignored = {
+        "external": stats.get("offsite/filtered", 0),
+        "duplicate": stats.get("dupefilter/filtered", 0),
+        "denied": stats.get("tse/denied", 0),
+    }
+    per_minute = saved / seconds * 60 if seconds else 0.0
+    return (
+        f"{saved} pages saved, {stats.get('tse/pages_failed', 0)} failed, "
+        f"{sum(ignored.values())} links ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
+        f"{stats.get('downloader/request_count', 0)} requests, {_size(stats.get('downloader/response_bytes', 0))} "
+        f"in {format_clock(seconds, round_up=False)}, {per_minute:.1f} pages/min"
+    )
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "kB", "MB", "GB"):
+        if count < 1000 or unit == "GB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count} bytes"

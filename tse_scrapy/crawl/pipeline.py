@@ -103,6 +103,7 @@ class PageDirPipeline:
         except sqlite3.Error as error:
             self.fail(f"cannot write the crawl state: {error}")
             raise DropItem(str(error)) from None
+        item.doc_id = doc_id  # for the crawl record
         self.next_id = max(self.next_id, doc_id + 1)
         self.saved_pages += 1
         saved = self.saved_pages if self.update else self.next_id - 1

@@ -33,6 +33,7 @@ from twisted.python.failure import Failure
 
 from ..resume.extension import CrawlStateExtension, crawl_state
 from ..rules import pagedir
+from ..rules.eta import FrontierCensus
 from ..update.extension import UpdateExtension, update_session
 from .dupefilter import NormalizedUrlDupeFilter
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
@@ -74,6 +75,7 @@ class TseScheduler(BaseScheduler):
         self.resuming = bool(state_extension and state_extension.resuming)
         self.directory = directory
         self.in_flight: dict[int, int] = {}  # token -> depth
+        self.census = FrontierCensus()  # the frontier by host and depth, for the progress display
         # With a crawl state, the stack and bfs frontiers keep requests on disk
         # (the priority frontier needs them in memory to score them).
         self.stored = self.state is not None and order != "priority"
@@ -124,8 +126,11 @@ class TseScheduler(BaseScheduler):
         pagedir.remove_partial_files(self.directory)
         self.saved = self.state.saved_count() if self.update else self.state.next_doc_id() - 1
         for row, request_dict, writing_doc in self.state.frontier():
+            depth = (request_dict.get("meta") or {}).get("depth", 0)
+            if writing_doc is None:
+                self.census.add(request_dict["url"], depth)
             if writing_doc is None and self.stored:
-                self.frontier.push(StoredRequest(row, (request_dict.get("meta") or {}).get("depth", 0)))
+                self.frontier.push(StoredRequest(row, depth))
                 continue
             request = request_from_dict(request_dict, spider=spider)
             request.meta["tse_row"] = row
@@ -173,9 +178,9 @@ class TseScheduler(BaseScheduler):
         else:
             if self.state is not None:
                 request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
-            self.frontier.push(
-                StoredRequest(request.meta["tse_row"], request_depth(request)) if self.stored else request
-            )
+            depth = request_depth(request)
+            self.frontier.push(StoredRequest(request.meta["tse_row"], depth) if self.stored else request)
+            self.census.add(request.url, depth)
             if is_found_link(request):
                 log_link(request, "Added")
         self.stats.inc_value("scheduler/enqueued")
@@ -184,15 +189,18 @@ class TseScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self.replacements:
             return self._dequeued(self.replacements.popleft())
-        if self.resumed:
-            depth, pop = request_depth(self.resumed[0]), self.resumed.popleft
-        else:
+        from_frontier = not self.resumed
+        if from_frontier:
             depth, pop = self.frontier.next_depth(), self.frontier.pop
+        else:
+            depth, pop = request_depth(self.resumed[0]), self.resumed.popleft
         if depth is None or not self._may_hand_out(depth):
             return None
         request = pop()
         if isinstance(request, StoredRequest):
             request = self._load(request)
+        if from_frontier:
+            self.census.remove(request.url, request_depth(request))
         token = next(self._tokens)
         request.meta["tse_token"] = token
         self.in_flight[token] = request_depth(request)

@@ -34,6 +34,7 @@ class SharedPageDirPipeline(PageDirPipeline):
                 return False
             self.write(doc_id, item)
             self.shared.record_page(fingerprint)
+            item.doc_id = doc_id  # for the crawl record
         except redis.RedisError as error:
             self.fail(f"cannot reach Redis: {error}")
             raise DropItem(str(error)) from None

@@ -13,12 +13,14 @@ from ..crawl.pipeline import PageDirPipeline
 from .extension import DistributedCrawlExtension
 from .pipeline import SharedPageDirPipeline
 from .politeness import RedisPolitenessMiddleware
+from .store import worker_name
 
 
 def use_distributed_components(settings: Settings, crawl_name: str) -> None:
     """Switch *settings* to the shared frontier, seen set, docIDs and politeness of crawl *crawl_name*."""
     for name, value in (
         ("TSE_CRAWL_NAME", crawl_name),
+        ("TSE_WORKER", worker_name()),  # named in the crawl record
         ("SCHEDULER", "tse_scrapy.distributed.scheduler.RedisTseScheduler"),
         ("DUPEFILTER_CLASS", "tse_scrapy.distributed.dupefilter.RedisUrlDupeFilter"),
         ("TSE_STATE_ENABLED", False),  # Redis is the crawl's durable state

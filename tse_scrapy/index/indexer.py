@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ..rules import pagedir
 from ..rules.indexfile import Index
@@ -28,15 +29,22 @@ def check_page_directory(directory: str | os.PathLike) -> None:
             raise PageDirError(f"{directory} {problem}") from None
 
 
-def build_index(pages: str | os.PathLike | PageScan, docs: DocStoreWriter | None = None) -> Index:
+def build_index(
+    pages: str | os.PathLike | PageScan,
+    docs: DocStoreWriter | None = None,
+    on_page: Callable[[int], object] | None = None,
+) -> Index:
     """Index pages 1, 2, ... until the first one that cannot be opened, without the gone ones
-    (of a directory, or of a scan not yet walked); record each in *docs*.
+    (of a directory, or of a scan not yet walked); record each in *docs*; call *on_page*
+    with 1 after each page file (a progress bar's update).
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it.
     """
     scan = pages if isinstance(pages, PageScan) else PageScan(pages)
     index: Index = {}
     for found in scan.files():
+        if on_page is not None:
+            on_page(1)
         if found.page is None:  # gone
             continue
         doc_id = found.doc_id

@@ -15,6 +15,7 @@ from twisted.python.failure import Failure
 
 from ..crawl.items import PageItem
 from ..crawl.progresslog import log_progress
+from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
 from ..crawlstart import prepare_crawl
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
@@ -63,6 +64,7 @@ class TseSpider(scrapy.Spider):
         self.resume = resume
         self.update = update
         self.check_site_url: str | None = None
+        self.recording = False  # keep each page's links for the crawl record (TSE_RECORD)
         self.crawl_args: CrawlArgs | None = None
         self.seeds: tuple[str, ...] = ()
         if not self.checking:
@@ -98,6 +100,7 @@ class TseSpider(scrapy.Spider):
             spider.logger.info("%s", start.nothing_to_do)
             spider.seeds = ()
             settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
+        spider.recording = bool(settings.get("TSE_RECORD"))
         args = start.args
         # Derived from the checked arguments: a -s NAME=VALUE cannot contradict them.
         for name, value in (
@@ -191,13 +194,18 @@ class TseSpider(scrapy.Spider):
         depth = response.meta.get("depth", 0)
         url = self.normalize(response.url) or response.url
         if response.status != 200:
-            self._failed(response.request, depth, response.status)
+            self._failed(response.request, depth, response.status, f"http {response.status}")
             return
         log_progress(depth, "Fetched", url)
         if depth < self.crawl_args.depth:
             log_progress(depth, "Scanning", url)
+            found = []
             for link in self.extract_links(response.body, url):
-                yield self._link_request(link, depth, url)
+                request = self._link_request(link, depth, url)
+                found.append(request.meta["tse_link"])
+                yield request
+            if self.recording:
+                response.meta["tse_links"] = found
         meta = response.meta
         yield PageItem(
             url=url,
@@ -224,12 +232,16 @@ class TseSpider(scrapy.Spider):
     def fetch_failed(self, failure: Failure) -> None:
         request = failure.request
         response = getattr(failure.value, "response", None)  # an HttpError's answer
-        self._failed(request, request.meta.get("depth", 0), getattr(response, "status", None))
+        status = getattr(response, "status", None)
+        self._failed(request, request.meta.get("depth", 0), status, failure_reason(failure.value))
 
-    def _failed(self, request: scrapy.Request, depth: int, status: int | None = None) -> None:
+    def _failed(
+        self, request: scrapy.Request, depth: int, status: int | None = None, reason: str | None = None
+    ) -> None:
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         log_progress(depth, "Failed", self.normalize(first_url) or first_url)
-        self.crawler.signals.send_catch_log(page_done, request=request, status=status)
+        self.crawler.stats.inc_value("tse/pages_failed")
+        self.crawler.signals.send_catch_log(page_done, request=request, status=status, reason=reason)
 
     def normalize(self, url: str) -> str | None:
         return normalize_url(url, self.tse_extensions)

@@ -1,0 +1,168 @@
+"""The crawl record (`tse crawl --record`) against what the crawl wrote, and `tse report` on it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import signal
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import lxml.html
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.support.sitegen import generate_site
+from tests.support.wait import wait_until
+from tse_scrapy.devtools.demo import SITE as DEMO_SITE
+
+PROGRESS = re.compile(r"^ *(\d+) +(\w+): (.*)$")
+
+
+def page_files(directory: Path) -> dict[int, tuple[str, int, bytes]]:
+    """docID -> (URL, depth, body), read straight from the page files."""
+    pages = {}
+    for name in os.listdir(directory):
+        if name.isdigit():
+            url, depth, body = (directory / name).read_bytes().split(b"\n", 2)
+            pages[int(name)] = (url.decode(), int(depth), body[:-1])  # a page file ends with a newline of its own
+    return pages
+
+
+def progress(stdout: bytes) -> list[tuple[int, str, str]]:
+    """The progress log as (depth, word, URL)."""
+    return [(int(m[1]), m[2], m[3]) for m in map(PROGRESS.match, stdout.decode().splitlines())]
+
+
+def lines(record: Path) -> list[dict]:
+    text = record.read_text()
+    assert text.endswith("\n")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+@pytest.fixture
+def demo(serve):
+    return serve(DEMO_SITE)
+
+
+def test_a_recorded_crawl_matches_what_it_wrote(demo, tmp_path):
+    pages, plain, record = tmp_path / "pages", tmp_path / "plain", tmp_path / "crawl.jsonl"
+    pages.mkdir()
+    plain.mkdir()
+    done = crawl_site(demo, pages, 3, "--record", record, "-s", "DOWNLOAD_DELAY=0.05")
+    assert done.returncode == 0, done.stderr.decode()
+    without = crawl_site(demo, plain, 3, "-s", "DOWNLOAD_DELAY=0.05")
+    # The record changes nothing else: the same progress log, the same page directory (no new file in it).
+    assert done.stdout == without.stdout
+    assert sorted(os.listdir(pages)) == sorted(os.listdir(plain))
+    assert page_files(pages) == page_files(plain)
+
+    entries = lines(record)
+    written = page_files(pages)
+    saved = [entry for entry in entries if entry["outcome"] == "saved"]
+    assert {(e["doc"], e["url"], e["depth"]) for e in saved} == {(d, u, depth) for d, (u, depth, _) in written.items()}
+    assert len(saved) == len(written)
+    assert all(e["bytes"] == len(written[e["doc"]][2]) and e["status"] == 200 for e in saved)
+    log = progress(done.stdout)
+    words = Counter(word for _, word, _ in log)
+    assert sum(e["outcome"] == "failed" for e in entries) == words["Failed"] == 2
+    failures = {e["url"].rsplit("/", 1)[1]: (e["status"], e["failure"]) for e in entries if e["outcome"] == "failed"}
+    assert failures == {"notes.html": (None, "robots.txt"), "install.html": (404, None)}
+    assert [(e["url"].rsplit("/", 1)[1], e["status"]) for e in entries if e["outcome"] == "redirect"] == [
+        ("old-news.html", 301)
+    ]
+    robots = [e for e in entries if e["outcome"] == "robots"]
+    assert [(e["url"], e["status"]) for e in robots] == [(f"{demo.url}/robots.txt", 200)]
+    # The links ignored, by kind, add up to the progress log's verdicts.
+    ignored = Counter()
+    for entry in entries:
+        ignored.update(entry.get("ignored", {}))
+    assert ignored == Counter({"external": words["IgnExtrn"], "duplicate": words["IgnDupl"]})
+    # Each scanned page lists the links found on it, in order.
+    found: dict[str, list[str]] = {}
+    for _, word, url in log:
+        if word == "Scanning":
+            found[url] = current = []
+        elif word == "Found":
+            current.append(url)
+    assert {e["url"]: e.get("links", []) for e in saved if e["url"] in found} == found
+    # Times: every request sent was answered after it started, one at a time, 0.05 s apart at least.
+    sent = sorted((e for e in entries if e["start"] is not None), key=lambda e: e["start"])
+    assert all(e["start"] <= e["end"] and e["wait"] >= 0 and e["worker"] is None for e in sent)
+    assert all(after["start"] - before["end"] >= 0.045 for before, after in itertools.pairwise(sent))
+
+    # The report: its totals are what the crawl wrote.
+    report = tmp_path / "report.html"
+    made = run_tse("report", record, "--out", report)
+    assert made.returncode == 0, made.stderr.decode()
+    counts = f"{len(entries)} requests, {len(written)} pages saved, 2 failed, from 1 record file"
+    assert made.stderr.decode() == f"tse report: wrote {report}: {counts}\n"
+    html = lxml.html.fromstring(report.read_bytes())
+    totals = {cell.get("data-total"): cell.text_content().strip() for cell in html.xpath("//*[@data-total]")}
+    assert int(totals["pages_saved"]) == len(written)
+    assert int(totals["pages_failed"]) == 2
+    assert int(totals["ignored_external"]) == words["IgnExtrn"]
+    assert int(totals["ignored_duplicate"]) == words["IgnDupl"]
+    assert int(totals["max_depth"]) == max(depth for _, depth, _ in written.values())
+    per_depth = {int(cell.get("data-depth")): int(cell.text_content()) for cell in html.xpath("//*[@data-depth]")}
+    assert per_depth == dict(Counter(depth for _, depth, _ in written.values()))
+    for figure in ("fig-depths", "fig-outcomes", "fig-response-times", "fig-page-sizes", "fig-timeline"):
+        assert html.xpath(f'//figure[@id="{figure}"]//*[local-name()="svg"]'), figure
+
+
+def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
+    record = tmp_path / "crawl.jsonl"
+    record.write_text("earlier\n")
+    done = crawl_site(demo, tmp_path, 1, "--record", record)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"tse crawl: --record: {record} exists: a new crawl writes a new record (--resume appends)\n"
+    )
+    assert record.read_text() == "earlier\n"
+    assert os.listdir(tmp_path) == ["crawl.jsonl"]
+
+
+def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, serve):
+    site = generate_site(tmp_path / "site", pages=120, fanout=3, seed=5, external=3, dead=3)
+    server = serve(site.root)
+    pages, record = tmp_path / "pages", tmp_path / "crawl.jsonl"
+    pages.mkdir()
+    command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(pages), "10", "--prefix", f"{server.url}/"]
+    command += ["-s", "DOWNLOAD_DELAY=0.01", "--record", str(record)]
+    crawl = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_until(lambda: len(page_files(pages)) >= 30 or crawl.poll() is not None, 60, "no 30 pages", 0.005)
+    crawl.send_signal(signal.SIGKILL)
+    crawl.wait(timeout=30)
+    before = record.read_bytes()
+    assert before.endswith(b"\n")
+    with open(record, "ab") as torn:  # as if killed in the middle of a line
+        torn.write(b'{"url":"http://torn')
+    resumed = run_tse(*command[1:], "--resume")
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    after = record.read_bytes()
+    assert after.startswith(before) and len(after) > len(before)
+    entries = lines(record)  # every line whole JSON: the torn one was cut
+    written = page_files(pages)
+    saved = Counter(e["doc"] for e in entries if e["outcome"] == "saved")
+    # Every page has its line, once; a page saved in the instant before the kill may lack it.
+    assert set(saved) <= set(written) and max(saved.values()) == 1
+    assert len(written) - len(saved) <= 1
+    assert all(written[e["doc"]][0] == e["url"] for e in entries if e["outcome"] == "saved")
+
+
+def test_report_refusals_are_one_line(tmp_path):
+    record = tmp_path / "r.jsonl"
+    record.write_text('{"url":"http://h/","outcome":"saved","doc":1}\n')
+    for args, status, message in [
+        ([tmp_path / "missing.jsonl"], 1, "missing.jsonl"),
+        ([record, "--out", record], 2, "is one of the records"),
+        ([record, "--out", tmp_path / "no" / "r.html"], 1, "no directory"),
+    ]:
+        done = run_tse("report", *args)
+        assert done.returncode == status, done.stderr
+        text = done.stderr.decode()
+        assert text.startswith("tse report: ") and message in text and text.count("\n") == 1, text
+    assert record.read_text() == '{"url":"http://h/","outcome":"saved","doc":1}\n'

@@ -1,0 +1,560 @@
+"""The crawl report (tse_scrapy/report): hand-written record files in, one self-contained HTML page out.
+
+The expected numbers are worked out by hand from the lines below, not by the code under test.
+"""
+
+import json
+import os
+import shutil
+import struct
+
+import lxml.html
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tse_scrapy.report import figures
+from tse_scrapy.report.page import ReportSummary, write_report
+from tse_scrapy.report.records import ReportError, read_records
+from tse_scrapy.rules.crawlrecord import IGNORED_KINDS, MAX_LINE, OUTCOMES, RequestRecord, format_record
+
+CHROMIUM = shutil.which("chromium")
+FIGURES = ("fig-depths", "fig-outcomes", "fig-response-times", "fig-page-sizes", "fig-timeline")
+
+# A small crawl of a.test, one link off to b.test, as a crawl writes it.  Times
+# are seconds after 1764522000 (2025-11-30 17:00:00 UTC).  The links:
+#   /  -> b, c, b (twice on the page: one in-link)     b -> c, /
+#   c  -> /, missing                                   d -> c
+CRAWL = """\
+{"url":"http://a.test/","doc":1,"depth":0,"host":"a.test","outcome":"saved","status":200,"bytes":1000,"start":1764522000.0,"end":1764522000.2,"links":["http://a.test/b","http://a.test/c","http://a.test/b"],"ignored":{"external":2}}
+{"url":"http://a.test/robots.txt","depth":0,"host":"a.test","outcome":"robots","status":200,"bytes":50,"start":1764522000.1,"end":1764522000.15}
+{"url":"http://a.test/b","doc":2,"depth":1,"host":"a.test","outcome":"saved","status":200,"bytes":3000,"start":1764522001.0,"end":1764522001.5,"links":["http://a.test/c","http://a.test/"],"ignored":{"duplicate":1}}
+{"url":"http://a.test/c","doc":3,"depth":1,"host":"a.test","outcome":"saved","status":200,"bytes":2000,"start":1764522002.0,"end":1764522002.1,"links":["http://a.test/","http://a.test/missing"],"ignored":{"duplicate":1,"denied":1}}
+{"url":"http://a.test/missing","depth":2,"host":"a.test","outcome":"failed","status":404,"bytes":120,"start":1764522003.0,"end":1764522003.06}
+{"url":"http://b.test/x","depth":2,"host":"b.test","outcome":"failed","failure":"timeout","bytes":0,"start":1764522003.2,"end":1764522013.2}
+{"url":"http://a.test/old","depth":1,"host":"a.test","outcome":"redirect","status":301,"bytes":0,"start":1764522004.0,"end":1764522004.01}
+{"url":"http://a.test/d","doc":4,"depth":2,"host":"a.test","outcome":"saved","status":200,"bytes":500,"start":1764522005.0,"end":1764522005.3,"links":["http://a.test/c"]}
+{"url":"http://a.test/private","depth":2,"host":"a.test","outcome":"failed","failure":"robots.txt","start":null,"end":null}
+"""
+
+CRAWL_TOTALS = {
+    "requests": "9",
+    "pages_saved": "4",
+    "pages_failed": "3",
+    "ignored_external": "2",
+    "ignored_duplicate": "2",
+    "ignored_denied": "1",
+    "bytes": "6670",  # 1000 + 50 + 3000 + 2000 + 120 + 500
+    "wall_seconds": "13.2",  # the first start (+0) to the last end (+13.2)
+    "pages_per_minute": "18.182",  # 4 pages in 13.2 s
+    "hosts": "2",
+    "workers": "1",  # no line names a worker
+    "max_depth": "2",
+}
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def report(tmp_path, *texts, name="report.html"):
+    """Write each text as a record file, report them all; the summary and the parsed page."""
+    paths = [write(tmp_path / f"record{number}.jsonl", text) for number, text in enumerate(texts)]
+    summary = write_report(paths, tmp_path / name)
+    return summary, lxml.html.parse(str(tmp_path / name)).getroot()
+
+
+def total_values(page):
+    """{name: the plain number} of the totals table."""
+    return {cell.get("data-total"): cell.text for cell in page.xpath('//table[@id="totals"]//td[@data-total]')}
+
+
+def table_rows(page, table_id):
+    return [
+        [cell.text_content().strip() for cell in row.xpath("td")]
+        for row in page.xpath(f'//table[@id="{table_id}"]/tbody/tr')
+    ]
+
+
+def test_totals_and_pages_per_depth(tmp_path):
+    summary, page = report(tmp_path, CRAWL)
+    assert total_values(page) == CRAWL_TOTALS
+    assert {cell.get("data-depth"): cell.text for cell in page.xpath('//table[@id="per-depth"]//td')} == {
+        "0": "1",
+        "1": "2",
+        "2": "1",
+    }
+    assert summary == ReportSummary(
+        requests=9,
+        pages_saved=4,
+        pages_failed=3,
+        ignored_external=2,
+        ignored_duplicate=2,
+        ignored_denied=1,
+        bytes=6670,
+        wall_seconds=pytest.approx(13.2),
+        pages_per_minute=pytest.approx(4 / 13.2 * 60),
+        hosts=2,
+        workers=1,
+        max_depth=2,
+        out_path=tmp_path / "report.html",
+        files=1,
+        bad_lines=0,
+    )
+    assert summary.describe() == (
+        f"wrote {tmp_path / 'report.html'}: 9 requests, 4 pages saved, 3 failed, from 1 record file"
+    )
+    lead = page.xpath('//p[@class="lead"]')[0].text_content()
+    assert " ".join(lead.split()) == (
+        "4 pages saved from 2 hosts in 13.2 s (18.2 pages a minute), 3 failed, deepest at depth 2."
+    )
+    assert "Crawled 2025-11-30 17:00:00 to 17:00:13 UTC, by 1 worker." in page.text_content()
+    assert not os.path.exists(tmp_path / ".report.html.partial")
+
+
+def test_each_figure_is_an_inline_svg_with_a_caption(tmp_path):
+    _, page = report(tmp_path, CRAWL)
+    for figure_id in FIGURES:
+        (figure,) = page.xpath(f'//figure[@id="{figure_id}"]')
+        assert len(figure.xpath("./svg")) == 1, figure_id
+        assert figure.xpath("./svg/@viewbox"), figure_id  # sized by the page, shaped by its viewBox
+        assert figure.xpath("./figcaption")[0].text_content().strip(), figure_id
+    html = (tmp_path / "report.html").read_text()
+    # One document, five figures: no two elements share an id.
+    ids = page.xpath("//@id")
+    assert len(ids) == len(set(ids)) and len(ids) > 50
+    # Nothing from the network: no script, no external style, image or font.
+    assert not page.xpath("//script | //link | //img | //iframe | //object | //embed")
+    assert "http://www.w3.org" in html and not any(
+        url.startswith(("http", "//")) for url in page.xpath("//@src | //@href[not(starts-with(., '#'))]")
+    )
+    assert "@import" not in html and "url(http" not in html
+    # The tick labels, as matplotlib comments the text it draws as paths.
+    outcomes = page.xpath('//figure[@id="fig-outcomes"]/svg')[0]
+    labels = [comment.text.strip() for comment in outcomes.iter(lxml.etree.Comment)]
+    assert "failed: timeout" in labels and "failed: http 404" in labels and "failed: robots.txt" in labels
+    assert "link ignored: external" in labels and "link ignored: denied" in labels
+    assert "retried" not in labels  # no request was retried: no empty bar
+    timeline = page.xpath('//figure[@id="fig-timeline"]/svg')[0]
+    labels = [comment.text.strip() for comment in timeline.iter(lxml.etree.Comment)]
+    assert "a.test (7)" in labels and "b.test (1)" in labels  # the refused request was never sent
+
+
+def test_most_linked_counts_each_linking_page_once(tmp_path):
+    _, page = report(tmp_path, CRAWL)
+    # c is linked from /, b and d; / from b and c; b from / (twice on one page: once);
+    # missing from c.  b.test/x is linked from nowhere, and the links never requested do not count.
+    assert table_rows(page, "most-linked") == [
+        ["http://a.test/c", "3"],
+        ["http://a.test/", "2"],
+        ["http://a.test/b", "1"],
+        ["http://a.test/missing", "1"],
+    ]
+    # URLs are text, not links.
+    assert not page.xpath('//table[@id="most-linked"]//a')
+
+
+def test_a_page_scanned_twice_counts_once(tmp_path):
+    again = CRAWL.splitlines()[0] + "\n"  # the seed again: a crawl run a second time into the same record
+    _, page = report(tmp_path, CRAWL, again)
+    assert table_rows(page, "most-linked")[2] == ["http://a.test/b", "1"]
+
+
+def test_slowest_requests(tmp_path):
+    _, page = report(tmp_path, CRAWL)
+    assert table_rows(page, "slowest") == [
+        ["http://b.test/x", "10.000", "\N{EN DASH}", "failed: timeout"],
+        ["http://a.test/b", "0.500", "200", "saved"],
+        ["http://a.test/d", "0.300", "200", "saved"],
+        ["http://a.test/", "0.200", "200", "saved"],
+        ["http://a.test/c", "0.100", "200", "saved"],
+        ["http://a.test/missing", "0.060", "404", "failed"],
+        ["http://a.test/robots.txt", "0.050", "200", "robots"],
+        ["http://a.test/old", "0.010", "301", "redirect"],
+    ]  # the refused request, never sent, has no time
+
+
+def test_only_the_20_slowest_and_20_most_linked(tmp_path):
+    # 30 pages p0..p29: page i takes i seconds and is linked from the i pages before it.
+    lines = []
+    for i in range(30):
+        links = ",".join(f'"http://h/p{j}"' for j in range(i + 1, 30))
+        lines.append(
+            f'{{"url":"http://h/p{i}","host":"h","outcome":"saved","start":{1000 + 100 * i},'
+            f'"end":{1000 + 100 * i + i},"links":[{links}]}}\n'
+        )
+    _, page = report(tmp_path, "".join(lines))
+    slowest = table_rows(page, "slowest")
+    assert [row[:2] for row in slowest] == [[f"http://h/p{i}", f"{i}.000"] for i in range(29, 9, -1)]
+    linked = table_rows(page, "most-linked")
+    assert linked == [[f"http://h/p{i}", str(i)] for i in range(29, 9, -1)]
+
+
+TWO_WORKERS = (
+    # Worker w1 and worker w2 of one crawl, each with its own record file.
+    '{"url":"http://a.test/","doc":1,"depth":0,"host":"a.test","outcome":"saved","bytes":100,"start":1764522020.0,'
+    '"end":1764522020.5,"worker":"w1","links":["http://b.test/","http://a.test/2"]}\n'
+    '{"url":"http://a.test/2","doc":3,"depth":1,"host":"a.test","outcome":"saved","bytes":300,"start":1764522022.0,'
+    '"end":1764522022.5,"worker":"w1","links":["http://b.test/"]}\n',
+    '{"url":"http://b.test/","doc":2,"depth":1,"host":"b.test","outcome":"saved","bytes":200,"start":1764522021.0,'
+    '"end":1764522021.25,"worker":"w2","links":["http://a.test/2"],"ignored":{"external":5}}\n'
+    '{"url":"http://b.test/gone","depth":2,"host":"b.test","outcome":"failed","status":410,"start":1764522023.0,'
+    '"end":1764522081.0,"worker":"w2"}\n',
+)
+
+
+def test_the_files_of_two_workers_make_one_report(tmp_path):
+    summary, page = report(tmp_path, *TWO_WORKERS)
+    assert total_values(page) | {"pages_per_minute": None} == {
+        "requests": "4",
+        "pages_saved": "3",
+        "pages_failed": "1",
+        "ignored_external": "5",
+        "ignored_duplicate": "0",
+        "ignored_denied": "0",
+        "bytes": "600",
+        "wall_seconds": "61.0",  # w1's first start to w2's last end
+        "pages_per_minute": None,
+        "hosts": "2",
+        "workers": "2",
+        "max_depth": "1",
+    }
+    assert float(total_values(page)["pages_per_minute"]) == pytest.approx(3 / (61 / 60), abs=0.001)
+    assert summary.files == 2 and summary.workers == 2
+    # The links cross the files: b.test/ is linked from two pages of w1, a.test/2 from one page of each worker.
+    assert table_rows(page, "most-linked") == [["http://a.test/2", "2"], ["http://b.test/", "2"]]
+    files = [" ".join(item.text_content().split()) for item in page.xpath('//ul[@id="record-files"]/li')]
+    assert files == [f"{tmp_path}/record0.jsonl: 2 requests", f"{tmp_path}/record1.jsonl: 2 requests"]
+    assert page.xpath('//td[@data-total="wall_seconds"]/following-sibling::td')[0].text == "1 min 1 s"
+
+
+def test_bad_lines_and_a_torn_last_line_are_skipped_and_reported(tmp_path):
+    text = (
+        '{"url":"http://h/1","host":"h","outcome":"saved","depth":1}\n'
+        "garbage\n"
+        "\n"  # a blank line holds nothing: not counted
+        '{"url":"http://h/2","outcome":"finished"}\n'
+        '{"url":"http://h/3","host":"h","outcome":"saved","depth":2}\n'
+        "[]\n"
+        '{"url":"http://h/4","outcome":"saved","bytes":-5}\n'
+        '{"url":"http://h/5","host":"h","outcome":"sav'  # the crawl was killed mid-line
+    )
+    summary, page = report(tmp_path, text)
+    assert summary.requests == 2 and summary.bad_lines == 5 and summary.pages_saved == 2
+    assert total_values(page)["requests"] == "2"
+    assert summary.describe().endswith("from 1 record file, 5 bad lines skipped")
+    (item,) = page.xpath('//ul[@id="record-files"]/li')
+    text = " ".join(item.text_content().split())
+    assert text.startswith(f"{tmp_path}/record0.jsonl: 2 requests, 4 bad lines skipped, a torn last line skipped")
+    reasons = [reason.text_content() for reason in item.xpath('.//ul[@class="reasons"]/li')]
+    assert reasons[0].startswith("line 2: not JSON")
+    assert reasons[1].startswith("line 4: outcome must be one of")
+    assert reasons[2] == "line 6: not a JSON object"
+    assert reasons[3] == "and 1 more"  # the first three reasons are kept
+    warning = page.xpath('//p[@class="warning"]')[0].text_content()
+    assert " ".join(warning.split()).startswith("5 lines of the record could not be read and were skipped")
+
+
+def test_a_last_line_without_its_newline_but_whole_is_kept(tmp_path):
+    summary, page = report(tmp_path, '{"url":"http://h/1","outcome":"saved"}\n{"url":"http://h/2","outcome":"saved"}')
+    assert summary.requests == 2 and summary.bad_lines == 0
+    assert not page.xpath('//p[@class="warning"]')
+
+
+def test_an_over_long_line_is_skipped_and_the_next_one_read(tmp_path):
+    long_line = '{"url":"http://h/long","outcome":"saved","pad":"' + "x" * MAX_LINE + '"}\n'
+    text = '{"url":"http://h/1","outcome":"saved"}\n' + long_line + '{"url":"http://h/3","outcome":"failed"}\n'
+    summary, page = report(tmp_path, text)
+    assert (summary.requests, summary.pages_saved, summary.pages_failed, summary.bad_lines) == (2, 1, 1, 1)
+    reasons = [reason.text_content() for reason in page.xpath('//ul[@class="reasons"]/li')]
+    assert reasons == [f"line 2: a line longer than {MAX_LINE} bytes"]
+
+
+def test_a_line_of_max_line_bytes_is_read(tmp_path):
+    head = '{"url":"http://h/1","outcome":"saved","pad":"'
+    line = head + "x" * (MAX_LINE - len(head) - 2) + '"}'
+    assert len(line) == MAX_LINE
+    summary, _ = report(tmp_path, line + "\n" + '{"url":"http://h/2","outcome":"saved"}\n')
+    assert summary.requests == 2 and summary.bad_lines == 0
+
+
+HOSTILE = "<script>alert(1)</script>"
+HOSTILE_TEXTS = (
+    HOSTILE,
+    '"><img src=x onerror=alert(1)>',
+    "--><script>alert(2)</script><!--",
+    "$\\frac{1}{$ \\x",  # mathtext, were it on
+    "]]><script>alert(3)</script>",
+    "\u0000\u0007\u202e\ud800 tab\t",
+)
+
+
+def test_hostile_strings_are_escaped(tmp_path):
+    lines = []
+    for number, text in enumerate(HOSTILE_TEXTS):
+        lines += [
+            {"url": f"javascript:alert({number})//{text}", "host": text, "outcome": "failed", "failure": text,
+             "worker": text, "start": 1000.0 + number, "end": 1060.0 + number, "links": [f"http://h/{text}"]},
+            {"url": f"http://h/{text}", "host": text, "outcome": "saved", "depth": 1, "start": 1000.5 + number,
+             "end": 1001.0 + number, "links": [f"javascript:alert({number})//{text}"]},
+        ]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    summary, page = report(tmp_path, text)
+    assert summary.requests == len(lines) and summary.bad_lines == 0
+    html = (tmp_path / "report.html").read_text()
+    assert "<script" not in html and "<img" not in html and "<!--<" not in html
+    assert not page.xpath("//script | //img | //a | //@onerror")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    slowest = [row[0] for row in table_rows(page, "slowest")]
+    assert f"javascript:alert(0)//{HOSTILE}" in slowest  # shown as text
+    assert f"http://h/{HOSTILE}" in [row[0] for row in table_rows(page, "most-linked")]
+    # Control characters and a lone surrogate are shown as replacement characters.
+    assert "\ufffd" in html and "\x00" not in html and "\x07" not in html
+
+
+def test_a_long_url_is_cut_in_the_tables(tmp_path):
+    url = "http://h/" + "a" * 5000
+    _, page = report(tmp_path, json.dumps({"url": url, "outcome": "saved", "start": 1.0, "end": 2.0}) + "\n")
+    (shown,) = [row[0] for row in table_rows(page, "slowest")]
+    assert len(shown) == 300 and shown.endswith("…") and url.startswith(shown[:-1])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read {path}: No such file or directory"),
+        ("garbage\n[]\n", "{path} holds no crawl record line (2 bad lines)"),
+        ('{"url":"http://h/","outcome":"sav', "{path} holds no crawl record line (1 bad line)"),
+    ],
+)
+def test_a_file_without_records_is_a_one_line_error(tmp_path, content, message):
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    path = tmp_path / "record.jsonl"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ReportError) as refused:
+        write_report([good, path], tmp_path / "report.html")
+    assert str(refused.value) == message.format(path=path)
+    assert not (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize("content", ["", "\n\n"])
+def test_an_empty_file_merges_as_nothing_but_alone_is_an_error(tmp_path, content):
+    # A distributed worker that never got a page leaves an empty record.
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(content)
+    alone = write_report([good], tmp_path / "alone.html")
+    merged = write_report([good, empty], tmp_path / "merged.html")
+    assert (merged.requests, merged.pages_saved, merged.files) == (alone.requests, alone.pages_saved, 2)
+    with pytest.raises(ReportError) as refused:
+        write_report([empty], tmp_path / "report.html")
+    assert str(refused.value) == f"{empty}: no crawl record line"
+
+
+def test_other_unusable_files_are_one_line_errors(tmp_path):
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    with pytest.raises(ReportError, match=f"^cannot read {tmp_path}: Is a directory$"):
+        write_report([tmp_path], tmp_path / "report.html")
+    with pytest.raises(ReportError, match=r"^no record file given$"):
+        write_report([], tmp_path / "report.html")
+    with pytest.raises(ReportError, match=f"^cannot write {tmp_path}/no/report.html: No such file or directory$"):
+        write_report([good], tmp_path / "no" / "report.html")
+    with pytest.raises(ReportError, match=f"^the report would overwrite its record file {good}$"):
+        write_report([good], good)
+    assert good.read_text() == CRAWL
+    if os.geteuid() != 0:  # root reads any file
+        locked = write(tmp_path / "locked.jsonl", CRAWL)
+        locked.chmod(0)
+        with pytest.raises(ReportError, match=f"^cannot read {locked}: Permission denied$"):
+            write_report([locked], tmp_path / "report.html")
+
+
+def test_the_same_records_make_the_same_bytes(tmp_path):
+    write_report([write(tmp_path / "a.jsonl", CRAWL)], tmp_path / "one.html")
+    write_report([tmp_path / "a.jsonl"], tmp_path / "two.html")
+    assert (tmp_path / "one.html").read_bytes() == (tmp_path / "two.html").read_bytes()
+
+
+def test_a_record_with_nothing_to_draw_draws_no_data(tmp_path):
+    _, page = report(tmp_path, '{"url":"http://h/","outcome":"failed","failure":"robots.txt"}\n')
+    assert total_values(page)["wall_seconds"] == "0.0" and total_values(page)["pages_per_minute"] == "0.0"
+    assert total_values(page)["hosts"] == "0" and total_values(page)["max_depth"] == "0"
+    for figure_id in ("fig-depths", "fig-response-times", "fig-page-sizes", "fig-timeline"):
+        svg = page.xpath(f'//figure[@id="{figure_id}"]/svg')[0]
+        assert "no data" in [comment.text.strip() for comment in svg.iter(lxml.etree.Comment)], figure_id
+    assert table_rows(page, "slowest") == [["no request with both a start and an end time"]]
+    assert table_rows(page, "per-depth") == [["no page saved"]]
+
+
+def test_a_big_crawl_draws_request_rates_not_ticks(tmp_path):
+    # 6,000 requests over 12 hosts, one a second each: rates, and the two quietest hosts merged.
+    lines = []
+    for second in range(500):
+        for host in range(12):
+            start = 1000 + second + host / 12
+            record = {"url": f"http://h{host}/{second}", "host": f"h{host}", "outcome": "saved"}
+            lines.append(json.dumps(record | {"start": start, "end": start + 0.01}) + "\n")
+    summary, page = report(tmp_path, "".join(lines))
+    assert summary.requests == 6000
+    svg = lxml.html.tostring(page.xpath('//figure[@id="fig-timeline"]/svg')[0])
+    assert len(svg) < 200_000
+    labels = [
+        comment.text.strip() for comment in page.xpath('//figure[@id="fig-timeline"]/svg')[0].iter(lxml.etree.Comment)
+    ]
+    assert "other hosts (1000)" in labels and "h0 (500)" in labels
+    assert any(label.startswith("requests per second") for label in labels)
+    assert "rate" in page.xpath('//figure[@id="fig-timeline"]/figcaption')[0].text
+
+
+def test_wide_ranges_get_a_log_scale():
+    def labels(svg):
+        return {comment.text.strip() for comment in lxml.html.fromstring(svg).iter(lxml.etree.Comment)}
+
+    assert {"1 ms", "10 ms", "100 ms", "1 s", "10 s"} <= labels(figures.response_times_figure([0.001, 0.05, 20.0]))
+    assert {"100 B", "1 kB", "10 kB", "100 kB"} <= labels(figures.page_sizes_figure([0, 200, 5000, 400_000]))
+    assert "1 kB" not in labels(figures.page_sizes_figure([2000, 2500, 3000]))  # narrow: linear
+
+
+# Any few records; the totals are summed here from the generated records, not by the report.
+records = st.lists(
+    st.builds(
+        RequestRecord,
+        url=st.sampled_from([f"http://h{n}/p" for n in range(5)]),
+        outcome=st.sampled_from(OUTCOMES),
+        depth=st.integers(0, 5),
+        host=st.sampled_from(["", "h0", "h1", "h2"]),
+        bytes=st.integers(0, 10**6),
+        start=st.none() | st.integers(0, 10**6).map(lambda n: n / 1000),
+        end=st.none() | st.integers(0, 10**6).map(lambda n: n / 1000),
+        worker=st.none() | st.sampled_from(["w1", "w2", "w3"]),
+        ignored=st.dictionaries(st.sampled_from(IGNORED_KINDS), st.integers(1, 100)),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records, st.integers(1, 3))
+def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
+    paths = [tmp_path / f"part{n}.jsonl" for n in range(files)]
+    for n, path in enumerate(paths):
+        path.write_text("".join(format_record(record) for record in generated[n::files]) or "garbage\n")
+    if files > len(generated):
+        with pytest.raises(ReportError, match="holds no crawl record line"):
+            read_records(paths)
+        return
+    totals = read_records(paths).totals()
+    saved = [record for record in generated if record.outcome == "saved"]
+    starts = [record.start for record in generated if record.start is not None]
+    times = starts + [record.end for record in generated if record.end is not None]
+    wall = max(times) - min(starts) if starts else 0.0
+    assert totals.requests == len(generated)
+    assert totals.pages_saved == len(saved)
+    assert totals.pages_failed == sum(record.outcome == "failed" for record in generated)
+    for kind in IGNORED_KINDS:
+        assert getattr(totals, f"ignored_{kind}") == sum(record.ignored.get(kind, 0) for record in generated)
+    assert totals.bytes == sum(record.bytes for record in generated)
+    assert totals.wall_seconds == pytest.approx(max(wall, 0.0))
+    assert totals.pages_per_minute == (pytest.approx(len(saved) / wall * 60) if wall > 0 else 0)
+    assert totals.hosts == len({record.host for record in generated} - {""})
+    assert totals.workers == max(len({record.worker for record in generated} - {None}), 1)
+    assert totals.max_depth == max((record.depth for record in saved), default=0)
+
+
+# Records with any text and extreme numbers: the report is still written, and its totals are the summary's.
+wild_records = st.lists(
+    st.builds(
+        RequestRecord,
+        url=st.text(st.characters(exclude_categories=()), min_size=1, max_size=20),
+        outcome=st.sampled_from(OUTCOMES),
+        depth=st.integers(0, 2**62),
+        host=st.text(st.characters(exclude_categories=()), max_size=20),
+        status=st.none() | st.integers(0, 999),
+        failure=st.none() | st.text(st.characters(exclude_categories=()), max_size=20),
+        bytes=st.integers(0, 2**62),
+        start=st.none() | st.floats(0, 1e12),
+        end=st.none() | st.floats(0, 1e12),
+        links=st.lists(st.text(max_size=5), max_size=3).map(tuple),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(wild_records)
+def test_any_records_make_a_report(tmp_path, generated):
+    (tmp_path / "wild.jsonl").write_text("".join(format_record(record) for record in generated))
+    summary = write_report([tmp_path / "wild.jsonl"], tmp_path / "wild.html")
+    page = lxml.html.parse(str(tmp_path / "wild.html")).getroot()
+    assert summary.requests == len(generated) and total_values(page)["requests"] == str(len(generated))
+    assert total_values(page)["bytes"] == str(sum(record.bytes for record in generated))
+    assert all(page.xpath(f'//figure[@id="{figure_id}"]/svg') for figure_id in FIGURES)
+    assert not page.xpath("//script")
+
+
+def polite_crawl():
+    """Two workers' record lines of a crawl of three hosts, one request a second to each, as (w1, w2) texts."""
+    hosts = ("www.example.test", "docs.example.test", "blog.example.test")
+    lines = ([], [])
+    for second in range(90):
+        for number, host in enumerate(hosts[: 1 + (second < 60) + (second < 25)]):
+            page = second * 3 + number
+            start = 1764522000 + second + number * 0.31 + (page % 7) * 0.013
+            outcome = "failed" if page % 23 == 5 else "redirect" if page % 31 == 7 else "saved"
+            record = RequestRecord(
+                url=f"http://{host}/page{page}.html",
+                outcome=outcome,
+                depth=min(second // 12, 5),
+                host=host,
+                status={"failed": 404, "redirect": 301}.get(outcome, 200),
+                bytes=0 if outcome == "redirect" else 400 + (page * 7919) % 60_000,
+                start=round(start, 6),
+                end=round(start + 0.02 + (page % 11) ** 2 * 0.004, 6),
+                worker=f"w{1 + page % 2}",
+                links=tuple(f"http://{host}/page{(page * k) % 270}.html" for k in (2, 3, 5)),
+                ignored={"duplicate": page % 4, "external": page % 3},
+            )
+            lines[page % 2].append(format_record(record))
+    return "".join(lines[0]), "".join(lines[1])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root)")
+def test_in_a_real_browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    worker1, worker2 = polite_crawl()
+    saved = (worker1 + worker2).count('"outcome":"saved"')
+    write_report([write(tmp_path / "w1.jsonl", worker1), write(tmp_path / "w2.jsonl", worker2)], tmp_path / "r.html")
+    problems = []
+    flags = ["--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*flags, "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda message: problems.append(f"console {message.type}: {message.text}"))
+            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            page.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
+            requests = []
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto((tmp_path / "r.html").as_uri())
+            assert page.title() == "Crawl report"
+            for figure_id in FIGURES:
+                box = page.locator(f"#{figure_id} svg").bounding_box()
+                assert box and box["width"] > 200 and box["height"] > 100, (figure_id, box)
+            assert page.locator("#totals td[data-total=pages_saved]").inner_text() == str(saved)
+            assert page.locator("#totals td[data-total=workers]").inner_text() == "2"
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert problems == []
+    assert requests == [(tmp_path / "r.html").as_uri()]  # the page alone: nothing else is fetched
+    png = (tmp_path / "report.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = struct.unpack(">II", png[16:24])
+    assert width == 1280 and height > 1500 and len(png) > 50_000
+    if os.environ.get("TSE_REPORT_SCREENSHOT"):  # to look at it: TSE_REPORT_SCREENSHOT=/tmp/shot.png
+        shutil.copy(tmp_path / "report.png", os.environ["TSE_REPORT_SCREENSHOT"])

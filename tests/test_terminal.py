@@ -1,0 +1,345 @@
+"""The status line, the quiet log and the index bar on real pseudo-terminals.
+
+Each program runs with stderr (and sometimes stdout) on a pty; everything it
+writes there is read until it exits, then rendered the way a terminal shows
+it (``screen``).  The crawls are of the demo site on a real SiteServer, with a
+quarter of a second between requests: 17 requests, so at least 4 s, in which
+the status line is drawn every 0.5 s.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import struct
+import subprocess
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import page_count, write_pages
+from tse_scrapy.devtools.siteserver import SiteServer
+
+DEMO_SITE = ROOT / "tse_scrapy" / "devtools" / "demo_site"
+DEPTH = 3
+SAVED, FAILED = 14, 2  # the demo site crawled to depth 3 (tests/test_demo.py)
+COLUMNS = 200
+POLITE = ("-s", "DOWNLOAD_DELAY=0.25")
+FAST = ("-s", "DOWNLOAD_DELAY=0")
+CLOCK = r"\d+:\d\d(?::\d\d)?"
+STATUS = re.compile(
+    rf"saved (\d+) · queued (\d+)(?: \(([^)]*)\))? · failed (\d+) · (\d+\.\d) req/s · ({CLOCK}) · ETA (≥ )?({CLOCK})"
+)
+SUMMARY = re.compile(
+    r"tse crawl: (\d+) pages saved, (\d+) failed, (\d+) links ignored \((\d+) external, (\d+) duplicate, "
+    rf"(\d+) denied\); (\d+) requests, [\d.]+ (?:bytes|kB|MB) in {CLOCK}, \d+\.\d pages/min"
+)
+STATUS_START = re.compile(r"saved \d+ · queued")
+
+
+# Running a program on a pseudo-terminal.
+
+
+def open_pty(sized: bool = True) -> tuple[int, int]:
+    """(controller, terminal); a sized one reports 24 rows of COLUMNS columns, like a window."""
+    controller, terminal = pty.openpty()
+    if sized:
+        fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, COLUMNS, 0, 0))
+    return controller, terminal
+
+
+def terminal_env() -> dict:
+    """A UTF-8 terminal whatever the locale of the test run, its size only from the pty."""
+    env = clean_env(TERM="xterm", PYTHONUTF8="1", PYTHONIOENCODING="utf-8")
+    for name in ("COLUMNS", "LINES"):
+        env.pop(name, None)
+    return env
+
+
+def on_pty(command, *, stdout="pty", stderr="pty", sized=True, timeout=90.0):
+    """Run *command* with stdout and/or stderr on a new pty ("pty"), else on *stdout*/*stderr*
+    (a file, or subprocess.PIPE); read the pty until the program exits.
+
+    Returns (exit status, the bytes written to the pty, stdout bytes if piped, stderr bytes if piped).
+    """
+    controller, terminal = open_pty(sized)
+    env = terminal_env()
+    process = subprocess.Popen(
+        [str(part) for part in command],
+        stdin=subprocess.DEVNULL,
+        stdout=terminal if stdout == "pty" else stdout,
+        stderr=terminal if stderr == "pty" else stderr,
+        env=env,
+        cwd=ROOT,
+    )
+    os.close(terminal)
+    written, piped = b"", {}
+    pipes = {p: name for p, name in ((process.stdout, "stdout"), (process.stderr, "stderr")) if p is not None}
+    chunks = {name: [] for name in pipes.values()}
+    readers = [controller, *(p.fileno() for p in pipes)]
+    deadline = time.monotonic() + timeout
+    try:
+        while readers:
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail(f"{command} did not end in {timeout} s; it wrote: {written!r}")
+            for fd in select.select(readers, [], [], 0.2)[0]:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:  # EIO: every writer of the pty is gone
+                    data = b""
+                if not data:
+                    readers.remove(fd)
+                elif fd == controller:
+                    written += data
+                else:
+                    chunks[next(n for p, n in pipes.items() if p.fileno() == fd)].append(data)
+        status = process.wait(timeout=30)
+    finally:
+        process.kill()
+        os.close(controller)
+        for p in pipes:
+            p.close()
+    for name, parts in chunks.items():
+        piped[name] = b"".join(parts)
+    return status, written, piped.get("stdout"), piped.get("stderr")
+
+
+def screen(written: bytes, columns: int = COLUMNS) -> list[str]:
+    """The rows a terminal of *columns* columns shows for *written* (CR, LF and text only:
+    a status line must need nothing else), trailing blanks removed."""
+    rows: list[list[str]] = [[]]
+    column = 0
+    for char in written.decode():
+        if char == "\r":
+            column = 0
+        elif char == "\n":
+            rows.append([])
+        elif char.isprintable():
+            if column == columns:  # the terminal wraps
+                rows.append([])
+                column = 0
+            row = rows[-1]
+            row.extend(" " * (column + 1 - len(row)))
+            row[column] = char
+            column += 1
+        else:
+            raise AssertionError(f"a control character on the terminal: {char!r} in {written!r}")
+    return ["".join(row).rstrip() for row in rows]
+
+
+def status_draws(written: bytes) -> list[re.Match]:
+    """Every status line drawn: the text between carriage returns and line ends."""
+    pieces = re.split(r"[\r\n]", written.decode())
+    draws = [STATUS.fullmatch(piece.rstrip()) for piece in pieces if STATUS_START.match(piece)]
+    assert all(draws), [piece for piece in pieces if STATUS_START.match(piece)]
+    return draws
+
+
+# The demo site, served once for the crawls of this module.
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site") / "demo"
+    shutil.copytree(DEMO_SITE, root)
+    server = SiteServer(root).start()
+    yield server
+    server.stop()
+
+
+def tse_crawl(server, pagedir: Path, *options) -> list:
+    pagedir.mkdir()
+    return [BIN / "tse", "crawl", f"{server.url}/index.html", pagedir, DEPTH, "--prefix", f"{server.url}/", *options]
+
+
+def scrapy_crawl(server, pagedir: Path, *arguments) -> list:
+    pagedir.mkdir()
+    given = [f"seed={server.url}/index.html", f"pagedir={pagedir}", f"depth={DEPTH}", f"prefix={server.url}/"]
+    return [BIN / "scrapy", "crawl", "tse", *(x for a in [*given, *arguments] for x in ("-a", a)), *FAST]
+
+
+@pytest.fixture(scope="module")
+def polite_crawls(demo, tmp_path_factory):
+    """The same polite crawl three ways: (a) stderr on a pty, stdout to a file; (b) both to pipes;
+    (c) stdout and stderr on the same pty."""
+    base = tmp_path_factory.mktemp("crawls")
+    runs = {}
+    with open(base / "a.out", "wb") as out:
+        runs["a"] = on_pty(tse_crawl(demo, base / "a", *POLITE), stdout=out)
+    runs["a"] = (*runs["a"][:2], (base / "a.out").read_bytes(), None)
+    result = run_tse(*tse_crawl(demo, base / "b", *POLITE)[1:], env=terminal_env(), timeout=90)
+    runs["b"] = (result.returncode, b"", result.stdout, result.stderr)
+    runs["c"] = on_pty(tse_crawl(demo, base / "c", *POLITE))
+    return base, runs
+
+
+def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls):
+    base, runs = polite_crawls
+    status, written, stdout, _ = runs["a"]
+    assert status == 0, written
+    text = written.decode()
+    for part in ("saved ", "queued ", "failed ", " req/s", "ETA"):
+        assert part in text
+    draws = status_draws(written)
+    assert len(draws) >= 3, text  # at least 4 s of crawl, a line every 0.5 s
+    saved = [int(d[1]) for d in draws]
+    failed = [int(d[4]) for d in draws]
+    assert saved == sorted(saved) and failed == sorted(failed) and saved[-1] <= SAVED and failed[-1] <= FAILED
+    clocks = [tuple(map(int, d[6].split(":"))) for d in draws]
+    assert clocks == sorted(clocks)
+    for draw in draws:
+        depths = dict(part.split(" ") for part in draw[3].split(", ")) if draw[3] else {}
+        assert sum(int(n) for n in depths.values()) == int(draw[2]), draw[0]
+        # A queued page shallower than the maximum depth may add links: the ETA is then a lower bound.
+        if any(int(depth[1:]) < DEPTH for depth in depths):
+            assert draw[7] == "≥ ", draw[0]
+    # Early on, the seed's links wait at depth 1: a lower bound.
+    early = [d for d in draws if re.search(r"\bd[01] [1-9]", d[3] or "")]
+    assert early and all(d[7] == "≥ " for d in early), [d[0] for d in draws]
+    # The last line is cleared (spaces over it, back to the start), then the summary, last.
+    last = draws[-1][0]
+    before, summary, after = text.rpartition("tse crawl: ")
+    between = before[before.rindex(last) + len(last) :]
+    assert set(between) <= {" ", "\r"} and between.endswith("\r") and " " * len(last) in between, repr(between)
+    assert after.endswith("\r\n") and "\r" not in after[:-2] and "\n" not in after[:-2]
+    assert [row for row in screen(written) if row] == [summary + after[:-2]]
+    # Its counts, from the pages written and the progress log on stdout.
+    counted = SUMMARY.fullmatch(summary + after[:-2])
+    assert counted, after
+    log = stdout.decode().splitlines()
+    words = [line.split()[1] for line in log]
+    assert page_count(base / "a") == SAVED == words.count("Fetched:") == int(counted[1])
+    assert words.count("Failed:") == FAILED == int(counted[2])
+    assert (int(counted[4]), int(counted[5]), int(counted[6])) == (words.count("IgnExtrn:"), words.count("IgnDupl:"), 0)
+    assert int(counted[3]) == int(counted[4]) + int(counted[5])
+    assert int(counted[7]) == SAVED + FAILED + 1  # and robots.txt
+    assert "[scrapy" not in text  # Scrapy's INFO log is off by default
+
+
+def test_no_status_line_off_a_terminal(polite_crawls):
+    _, runs = polite_crawls
+    status, _, stdout, stderr = runs["b"]
+    assert status == 0, stderr
+    assert stdout == runs["a"][2]  # the progress log is the same, byte for byte
+    for output in (stdout, runs["a"][2]):
+        assert b"\x1b" not in output and b"\r" not in output
+        assert output.count(b"Fetched: ") == SAVED
+    lines = stderr.decode().splitlines(keepends=True)
+    assert len(lines) == 1 and lines[0].endswith("\n"), stderr
+    counted = SUMMARY.fullmatch(lines[0][:-1])
+    assert counted and (int(counted[1]), int(counted[2])) == (SAVED, FAILED), lines
+
+
+def test_log_lines_scroll_above_the_status_line(polite_crawls):
+    base, runs = polite_crawls
+    status, written, _, _ = runs["c"]
+    assert status == 0, written
+    log = runs["b"][2].decode().splitlines()
+    assert len(status_draws(written)) >= 3
+    # What the terminal shows: every log line whole, in order, then the summary; no status line left.
+    rows = screen(written)
+    assert rows[:-2] == log, "\n".join(rows)
+    assert SUMMARY.fullmatch(rows[-2]) and rows[-1] == ""
+    # The same from the bytes: between line ends, whatever follows the last carriage return.
+    lines = [chunk.rpartition("\r")[2] for chunk in written.decode().split("\r\n")]
+    assert lines[:-2] == log and lines[-2] == rows[-2] and lines[-1] == ""
+    assert page_count(base / "c") == SAVED
+
+
+def test_unsized_terminal_still_shows_the_line(demo, tmp_path):
+    with open(tmp_path / "out", "wb") as out:
+        status, written, _, _ = on_pty(tse_crawl(demo, tmp_path / "pages", *FAST), stdout=out, sized=False)
+    assert status == 0, written
+    draws = status_draws(written)
+    # Drawn for 80 columns: short enough not to wrap (a wrapped line could not be redrawn in place).
+    assert draws and all(len(d[0]) <= 80 for d in draws)
+    rows = [row for row in screen(written, columns=80) if row]
+    assert SUMMARY.fullmatch("".join(rows)), rows  # only the summary is left, wrapped
+    assert page_count(tmp_path / "pages") == SAVED
+
+
+def test_no_progress(demo, tmp_path):
+    with open(tmp_path / "out", "wb") as out:
+        status, written, _, _ = on_pty(tse_crawl(demo, tmp_path / "pages", *FAST, "--no-progress"), stdout=out)
+    assert status == 0
+    assert not STATUS_START.search(written.decode())
+    summary, empty = written.decode().split("\r\n")
+    assert SUMMARY.fullmatch(summary) and empty == ""
+    assert (tmp_path / "out").read_bytes().count(b"Fetched: ") == page_count(tmp_path / "pages") == SAVED
+
+
+@pytest.mark.parametrize("job, shown", [(["_job=abc"], False), ([], True)])
+def test_scrapyd_job_has_no_status_line(demo, tmp_path, job, shown):
+    with open(tmp_path / "out", "wb") as out:
+        status, written, _, _ = on_pty(scrapy_crawl(demo, tmp_path / "pages", *job), stdout=out)
+    assert status == 0, written
+    text = written.decode()
+    assert bool(STATUS_START.search(text)) is shown, text
+    assert "[scrapy.core.engine] INFO: Spider opened" in text  # scrapy crawl keeps Scrapy's log
+    assert page_count(tmp_path / "pages") == SAVED
+    if shown:  # the log lines are written whole above it
+        assert any(row.endswith("[scrapy.core.engine] INFO: Spider closed (finished)") for row in screen(text.encode()))
+
+
+@pytest.mark.parametrize(
+    "options, present, absent",
+    [
+        (["-v"], ["[scrapy.core.engine] INFO: Spider opened"], ["DEBUG: "]),
+        (["-vv"], ["[scrapy.core.engine] INFO: Spider opened", "DEBUG: Crawled (200)"], []),
+        (["-s", "LOG_LEVEL=DEBUG"], ["[scrapy.core.engine] INFO: Spider opened", "DEBUG: Crawled (200)"], []),
+        (["--log-file", "{log}"], [], ["[scrapy"]),
+        (["--log-file", "{log}", "-s", "LOG_LEVEL=WARNING"], [], ["[scrapy"]),
+    ],
+)
+def test_quiet_terminal_and_verbosity(demo, tmp_path, options, present, absent):
+    log = tmp_path / "crawl.log"
+    options = [option.format(log=log) for option in options]
+    with open(tmp_path / "out", "wb") as out:
+        status, written, _, _ = on_pty(tse_crawl(demo, tmp_path / "pages", *FAST, *options), stdout=out)
+    assert status == 0, written
+    rows = screen(written)
+    for text in present:
+        assert any(text in row for row in rows), "\n".join(rows)
+    for text in absent:
+        assert text not in written.decode()
+    assert SUMMARY.fullmatch([row for row in rows if row][-1])
+    if "--log-file" in options:
+        logged = log.read_text()
+        if "LOG_LEVEL=WARNING" in options:
+            assert "[scrapy.core.engine] INFO" not in logged  # -s LOG_LEVEL wins
+        else:
+            assert "[scrapy.core.engine] INFO: Spider opened" in logged and "DEBUG: " not in logged
+        assert "saved " not in logged  # the status line is the terminal's only
+    assert page_count(tmp_path / "pages") == SAVED
+
+
+@pytest.mark.parametrize("pages, bar", [(600, True), (100, False)])
+def test_index_bar_on_a_terminal(tmp_path, pages, bar):
+    directory = write_pages(
+        tmp_path / "pages",
+        {i: (f"http://h.test/p{i}.html", 1, b"<html><p>common words</p></html>") for i in range(1, pages + 1)},
+    )
+    status, written, stdout, _ = on_pty(
+        [BIN / "tse", "index", directory, tmp_path / "on-terminal"], stdout=subprocess.PIPE
+    )
+    assert status == 0 and stdout == b"", written
+    text = written.decode()
+    if bar:
+        assert re.search(rf"indexing: .*\b\d+/{pages}\b", text), text
+        assert not any(screen(written)), text  # the bar is cleared at the end
+    else:
+        assert written == b""
+    result = run_tse("index", directory, tmp_path / "off-terminal")
+    assert result.returncode == 0 and result.stdout == result.stderr == b""
+    for suffix in ("", ".bin", ".docs"):
+        on = (tmp_path / f"on-terminal{suffix}").read_bytes()
+        assert on == (tmp_path / f"off-terminal{suffix}").read_bytes(), suffix
+    assert (tmp_path / "on-terminal").read_text().startswith("common 1 1 2 1 3 1 ")

@@ -1,0 +1,144 @@
+"""CrawlProgress: the crawl's status line at the bottom of the terminal, with an ETA.
+
+Pages saved, queued (by depth), failed, requests a second, the time so far,
+and the time left, estimated from the frontier and each host's politeness
+(rules/eta.py).  Only when stderr is a terminal, TSE_PROGRESS is on and the
+crawl is not a scrapyd job; the progress log on stdout is untouched (when
+stdout is the same terminal, its lines scroll above the status line).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from time import monotonic
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import task
+
+from ..rules.crawlargs import is_yes
+from ..rules.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
+from ..terminal import StatusLine, at_least_sign, is_terminal
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+REFRESH_SECONDS = 0.5
+RATE_WINDOW = 10.0  # requests a second over the last this many seconds
+SMOOTHING = 0.2  # weight of the newest response time in a host's average
+SHOWN_DEPTHS = 4
+
+
+class CrawlProgress:
+    """An extension that draws the status line (see the module's docstring)."""
+
+    def __init__(self, crawler: Crawler, status_stream: Any):
+        self.crawler = crawler
+        self.stream = status_stream
+        settings = crawler.settings
+        self.max_depth = settings.getint("DEPTH_LIMIT")
+        self.default_delay = settings.getfloat("DOWNLOAD_DELAY")
+        # One page at a time in stack order; else the engine's limit.
+        self.concurrency = 1 if settings.get("TSE_ORDER") == "tse" else settings.getint("CONCURRENT_REQUESTS")
+        self.response_times: dict[str, float] = {}  # host -> smoothed seconds
+        self.counts: deque[tuple[float, int]] = deque()  # (time, requests so far), for the rate
+        self.started = monotonic()
+        self.status: StatusLine | None = None
+        self.loop: task.LoopingCall | None = None
+        self.at_least = at_least_sign(status_stream)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlProgress:
+        wanted = crawler.settings.get("TSE_PROGRESS", "auto")
+        if (wanted != "auto" and not is_yes(wanted)) or not is_terminal(sys.stderr):
+            raise NotConfigured
+        extension = cls(crawler, sys.stderr)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
+        return extension
+
+    def spider_opened(self, spider: Spider) -> None:
+        if getattr(spider, "_job", None):
+            return  # a scrapyd job: its log is a file
+        self.started = monotonic()
+        self.status = StatusLine(self.stream)
+        self.status.capture()
+        self.loop = task.LoopingCall(self.refresh)
+        self.loop.start(REFRESH_SECONDS, now=True)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        if self.status is not None:
+            self.status.close()
+            self.status = None
+
+    def response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
+        latency = request.meta.get("download_latency")
+        if latency is None:
+            return
+        host = urlparse_cached(request).hostname or ""
+        before = self.response_times.get(host)
+        self.response_times[host] = latency if before is None else before + SMOOTHING * (latency - before)
+
+    def refresh(self) -> None:
+        if self.status is not None:
+            self.status.show(self.line())
+
+    def line(self) -> str:
+        """The status line's text."""
+        stats = self.crawler.stats
+        now = monotonic()
+        parts = [f"saved {stats.get_value('tse/pages_saved', 0)}"]
+        census = getattr(self.crawler.engine.scheduler, "census", None)
+        if census is not None:
+            parts.append(_queued(census))
+        parts.append(f"failed {stats.get_value('tse/pages_failed', 0)}")
+        parts.append(f"{self._rate(now, stats.get_value('downloader/request_count', 0)):.1f} req/s")
+        parts.append(format_clock(now - self.started, round_up=False))
+        if census is not None:
+            parts.append(format_eta(self.estimate(census, now), self.at_least))
+        return " \u00b7 ".join(parts) if self.at_least != ">=" else " | ".join(parts)
+
+    def _rate(self, now: float, requests: int) -> float:
+        self.counts.append((now, requests))
+        while len(self.counts) > 1 and now - self.counts[0][0] > RATE_WINDOW:
+            self.counts.popleft()
+        then, before = self.counts[0]
+        return (requests - before) / (now - then) if now > then else 0.0
+
+    def estimate(self, census: FrontierCensus, now: float) -> Estimate:
+        """The time left, from the frontier, the requests in the downloader and each host's pace."""
+        downloader = self.crawler.engine.downloader
+        known = list(self.response_times.values())
+        typical = sum(known) / len(known) if known else 0.0
+        hosts = []
+        for host in set(census.by_host) | set(downloader.slots):
+            slot = downloader.slots.get(host)
+            delay = slot.delay if slot is not None else self.default_delay
+            requests = census.by_host.get(host, 0) + (len(slot.active) if slot is not None else 0)
+            hosts.append(
+                HostWork(
+                    requests=requests,
+                    delay=delay,
+                    response_time=self.response_times.get(host, typical),
+                    concurrency=1 if delay else (slot.concurrency if slot is not None else self.concurrency),
+                    ready=max(slot.lastseen + delay - now, 0.0) if slot is not None else 0.0,
+                )
+            )
+        scheduler = self.crawler.engine.scheduler
+        depths = [*census.by_depth, *getattr(scheduler, "in_flight", {}).values()]
+        growing = bool(depths) and min(depths) < self.max_depth
+        return estimate(hosts, concurrency=self.concurrency, growing=growing)
+
+
+def _queued(census: FrontierCensus) -> str:
+    depths = sorted(census.by_depth.items())
+    shown = ", ".join(f"d{depth} {count}" for depth, count in depths[:SHOWN_DEPTHS])
+    more = ", ..." if len(depths) > SHOWN_DEPTHS else ""
+    return f"queued {len(census)}" + (f" ({shown}{more})" if depths else "")

@@ -1,0 +1,295 @@
+"""CrawlRecordMiddleware: writes the crawl record (TSE_RECORD), one line per request.
+
+The format is rules/crawlrecord.py's.  Next to the downloader, the
+middleware sees every attempt as sent and answered: robots.txt, each
+redirect hop, each retry.  A page's last attempt waits for the page's fate
+(saved with its docID, failed, or not saved) before its line is written.
+Lines are appended with one write each, so a killed crawl leaves at most one
+torn line, which a resumed crawl cuts before it appends.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from dataclasses import dataclass, field, replace
+from time import monotonic, time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, Spider, signals
+from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
+from scrapy.http.request import NO_CALLBACK
+from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.httpobj import urlparse_cached
+from twisted.python.failure import Failure
+
+from ..exitcodes import WRITE_ERROR
+from ..rules.crawlrecord import IGNORED_KINDS, RequestRecord, format_record
+from .signals import page_done
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+# The stats that count ignored links, by the record's kinds.
+IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filtered", "denied": "tse/denied"}
+
+# Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
+_REASONS = {
+    "DownloadTimeoutError": "timeout",
+    "TimeoutError": "timeout",
+    "TCPTimedOutError": "timeout",
+    "DownloadConnectionRefusedError": "connection refused",
+    "ConnectionRefusedError": "connection refused",
+    "CannotResolveHostError": "dns lookup failed",
+    "DNSLookupError": "dns lookup failed",
+    "DownloadCancelledError": "cancelled (too large?)",
+    "ResponseDataLossError": "data loss",
+    "ConnectionLost": "connection lost",
+    "ConnectionDone": "connection lost",
+    "ResponseFailed": "connection lost",
+    "ResponseNeverReceived": "connection lost",
+    "UnsupportedURLSchemeError": "unsupported scheme",
+}
+
+
+def failure_reason(error: BaseException) -> str:
+    """A short reason for *error*, a request's failure."""
+    if isinstance(error, HttpError):
+        return f"http {error.response.status}"
+    if isinstance(error, IgnoreRequest):
+        message = str(error)
+        if "robots.txt" in message:
+            return "robots.txt"
+        if message.startswith("IgnExtrn"):
+            return "offsite"
+        if message.startswith("IgnDeny"):
+            return "denied"
+        return "ignored"
+    return _REASONS.get(type(error).__name__, type(error).__name__)
+
+
+@dataclass
+class _Attempt:
+    """One request as the record knows it, before its line is written."""
+
+    url: str
+    depth: int
+    host: str
+    sent: float  # time the downloader got it
+    sent_clock: float = field(default_factory=monotonic)
+    start: float | None = None
+    end: float | None = None
+    status: int | None = None
+    failure: str | None = None
+    size: int = 0
+
+
+class CrawlRecordMiddleware:
+    """A downloader middleware that records each request (see the module's docstring)."""
+
+    def __init__(self, crawler: Crawler, path: str):
+        self.crawler = crawler
+        self.path = path
+        self.fd: int | None = None
+        self.worker: str | None = crawler.settings.get("TSE_WORKER")  # set for a distributed worker
+        self.sent: dict[Request, _Attempt] = {}  # attempts on their way
+        self.pending: dict[Any, _Attempt] = {}  # page key -> its last attempt, until the page's fate is known
+        self.ignored_before = dict.fromkeys(IGNORED_KINDS, 0)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> CrawlRecordMiddleware:
+        path = crawler.settings.get("TSE_RECORD")
+        if not path:
+            raise NotConfigured
+        middleware = cls(crawler, str(path))
+        connect = crawler.signals.connect
+        connect(middleware.spider_opened, signal=signals.spider_opened)
+        connect(middleware.spider_closed, signal=signals.spider_closed)
+        connect(middleware.item_scraped, signal=signals.item_scraped)
+        connect(middleware.item_not_saved, signal=signals.item_dropped)
+        connect(middleware.item_not_saved, signal=signals.item_error)
+        connect(middleware.spider_error, signal=signals.spider_error)
+        connect(middleware.page_done, signal=page_done)
+        return middleware
+
+    # The file
+
+    def spider_opened(self, spider: Spider) -> None:
+        try:
+            self.fd = self._open()
+        except OSError as error:
+            message = f"cannot write the crawl record {self.path}: {error.strerror or error}"
+            logger.error(message)
+            self.crawler.stats.set_value("tse/error", message)
+            raise CloseSpider(WRITE_ERROR) from None
+
+    def _open(self) -> int:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OSError("another crawl is writing it") from None
+            whole = _whole_lines_end(fd)
+            size = os.fstat(fd).st_size
+            if whole < size:
+                logger.warning("%s: removed a torn last line (%d bytes) of a killed crawl", self.path, size - whole)
+                os.ftruncate(fd, whole)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _write(self, attempt: _Attempt, outcome: str, **fields: Any) -> None:
+        if self.fd is None:
+            return
+        ignored = {}
+        stats = self.crawler.stats
+        for kind, stat in IGNORED_STATS.items():
+            now = stats.get_value(stat, 0)
+            ignored[kind], self.ignored_before[kind] = now - self.ignored_before[kind], now
+        start = attempt.start
+        record = RequestRecord(
+            url=attempt.url,
+            outcome=outcome,
+            depth=attempt.depth,
+            host=attempt.host,
+            status=attempt.status,
+            failure=attempt.failure,
+            bytes=attempt.size,
+            start=start,
+            end=attempt.end,
+            wait=max(start - attempt.sent, 0.0) if start is not None else 0.0,
+            worker=self.worker,
+            ignored=ignored,
+        )
+        line = format_record(replace(record, **fields) if fields else record).encode("ascii")
+        try:
+            os.write(self.fd, line)
+        except OSError as error:
+            self._fail(f"cannot write the crawl record {self.path}: {error.strerror}")
+
+    def _fail(self, message: str) -> None:
+        from scrapy.utils.defer import deferred_from_coro
+
+        logger.error(message)
+        os.close(self.fd)
+        self.fd = None
+        self.crawler.stats.set_value("tse/error", message)
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
+
+    def spider_closed(self, spider: Spider) -> None:
+        for attempt in [*self.pending.values(), *self.sent.values()]:
+            self._write(attempt, "unsaved")
+        self.pending.clear()
+        self.sent.clear()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    # Each attempt
+
+    def process_request(self, request: Request) -> None:
+        key = _page_key(request)
+        earlier = self.pending.pop(key, None) if key is not None else None
+        if earlier is not None:  # a retry of an attempt that failed
+            self._write(earlier, "retried")
+        host = urlparse_cached(request).hostname or ""
+        self.sent[request] = _Attempt(request.url, request.meta.get("depth", 0), host, time())
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        attempt = self.sent.pop(request, None)
+        if attempt is None:
+            return response  # not sent by this process (a page read back on resume)
+        self._answered(attempt, request.meta.get("download_latency"))
+        attempt.status, attempt.size = response.status, len(response.body)
+        key = _page_key(request)
+        if _is_robots(request):
+            self._write(attempt, "robots")
+        elif 300 <= response.status < 400 and b"Location" in response.headers:
+            self._write(attempt, "redirect")  # its target is an attempt of its own
+        elif key is None:
+            self._write(attempt, "failed" if response.status != 200 else "unsaved")
+        else:
+            self.pending[key] = attempt
+        return response
+
+    def process_exception(self, request: Request, exception: BaseException) -> None:
+        attempt = self.sent.pop(request, None)
+        if attempt is None:
+            return
+        self._answered(attempt, None)
+        attempt.failure = failure_reason(exception)
+        key = _page_key(request)
+        if key is None:
+            self._write(attempt, "robots" if _is_robots(request) else "failed")
+        else:
+            self.pending[key] = attempt
+
+    @staticmethod
+    def _answered(attempt: _Attempt, latency: float | None) -> None:
+        attempt.end = time()
+        held = monotonic() - attempt.sent_clock
+        # The download handler times the exchange itself; the rest of the time it was held by politeness.
+        attempt.start = attempt.end - min(latency, held) if latency is not None else attempt.sent
+
+    # Each page's fate
+
+    def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
+        attempt = self.pending.pop(_page_key(response.request), None)
+        if attempt is None:
+            return
+        doc = getattr(item, "doc_id", None)
+        if doc is None:  # another worker saved it first (its lease had run out)
+            self._write(attempt, "unsaved")
+        else:
+            self._write(attempt, "saved", doc=doc, links=tuple(response.meta.get("tse_links", ())))
+
+    def item_not_saved(self, item: Any, response: Response, spider: Spider, **kwargs: Any) -> None:
+        attempt = self.pending.pop(_page_key(response.request), None)
+        if attempt is not None:
+            self._write(attempt, "unsaved")
+
+    def spider_error(self, failure: Failure, response: Response, spider: Spider) -> None:
+        attempt = self.pending.pop(_page_key(response.request), None)
+        if attempt is not None:
+            self._write(attempt, "unsaved", failure=f"spider error: {type(failure.value).__name__}")
+
+    def page_done(self, request: Request, status: int | None = None, reason: str | None = None, **kw: Any) -> None:
+        attempt = self.pending.pop(_page_key(request), None)
+        if attempt is None:  # refused before it was sent (robots.txt, a redirect off the site)
+            host = urlparse_cached(request).hostname or ""
+            attempt = _Attempt(request.url, request.meta.get("depth", 0), host, time())
+        if attempt.failure is None and reason is not None and attempt.status in (None, 200):
+            attempt.failure = reason
+        self._write(attempt, "failed")
+
+
+def _page_key(request: Request | None) -> Any:
+    """What every attempt at one page shares (a redirect or retry keeps the scheduler's token)."""
+    if request is None:
+        return None
+    meta = request.meta
+    return meta.get("tse_token", meta.get("tse_lease"))
+
+
+def _is_robots(request: Request) -> bool:
+    return request.callback is NO_CALLBACK and urlparse_cached(request).path == "/robots.txt"
+
+
+def _whole_lines_end(fd: int) -> int:
+    """The size of the file up to and including its last newline."""
+    end = os.fstat(fd).st_size
+    position = end
+    while position > 0:
+        size = min(65536, position)
+        position -= size
+        chunk = os.pread(fd, size, position)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            return position + newline + 1
+    return 0

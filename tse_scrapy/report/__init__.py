@@ -1,0 +1,1 @@
+"""The crawl report (``tse report RECORD.jsonl...``): crawl records read, merged and drawn as one HTML page."""

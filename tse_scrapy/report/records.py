@@ -1,0 +1,269 @@
+"""Crawl record files read and merged into the aggregates the report shows.
+
+A record file is input like any other: each line is read with a bound
+(``MAX_LINE``), a line that is not a record is skipped and counted, and a
+last line cut short by a killed crawl (no newline) is counted apart.
+Several files (one per distributed worker, or several runs) make one
+``Records``.  Only what the report draws is kept: counts, the response
+times, page sizes and start times as compact arrays, the link in-degrees,
+and the 20 slowest requests; never the record lines themselves.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ..rules.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
+
+TOP = 20  # rows of the most-linked and the slowest tables
+MAX_DEPTH_ROWS = 100  # depths shown one by one, empty ones too, up to this depth
+REASONS_KEPT = 3  # reasons shown for a file's bad lines
+_SKIP_CHUNK = 1024 * 1024  # read size while skipping the rest of an over-long line
+
+
+class ReportError(ValueError):
+    """A record file that cannot make a report; the message names the file and says why."""
+
+
+@dataclass
+class RecordFile:
+    """One record file as read: the records used, the lines skipped and the first reasons why."""
+
+    path: str
+    records: int = 0
+    bad_lines: int = 0
+    torn_last_line: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+    def skip(self, line_number: int, reason: str) -> None:
+        """Count a bad line, keeping the first few reasons for the report."""
+        self.bad_lines += 1
+        if len(self.reasons) < REASONS_KEPT:
+            self.reasons.append(f"line {line_number}: {reason}")
+
+
+@dataclass
+class Totals:
+    """The crawl's totals, as the report's totals table shows them."""
+
+    requests: int  # record lines read
+    pages_saved: int
+    pages_failed: int
+    ignored_external: int
+    ignored_duplicate: int
+    ignored_denied: int
+    bytes: int
+    wall_seconds: float  # the last end (or start) minus the first start
+    pages_per_minute: float
+    hosts: int
+    workers: int  # 1 for a crawl that names no worker
+    max_depth: int  # of a saved page
+
+
+@dataclass(frozen=True)
+class LinkedPage:
+    """A requested page and the number of distinct scanned pages that link to it."""
+
+    url: str
+    in_links: int
+
+
+@dataclass(frozen=True)
+class SlowRequest:
+    """A request and the seconds from its start to its answer."""
+
+    url: str
+    seconds: float
+    status: int | None
+    failure: str | None
+    outcome: str
+
+
+@dataclass
+class Records:
+    """What the report shows of the requests in one or several record files."""
+
+    files: list[RecordFile] = field(default_factory=list)
+    requests: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)  # by OUTCOMES
+    failures: Counter[str] = field(default_factory=Counter)  # failed requests by reason ("http 404", "timeout")
+    ignored: Counter[str] = field(default_factory=Counter)  # ignored links by IGNORED_KINDS
+    saved_per_depth: Counter[int] = field(default_factory=Counter)
+    requests_per_host: Counter[str] = field(default_factory=Counter)
+    workers: set[str] = field(default_factory=set)
+    bytes: int = 0
+    first_start: float | None = None
+    last_time: float | None = None
+    response_times: array = field(default_factory=lambda: array("d"))  # seconds, of requests with both times
+    page_sizes: array = field(default_factory=lambda: array("d"))  # bytes, of saved pages
+    starts_per_host: dict[str, array] = field(default_factory=dict)  # Unix start times, of requests sent
+    # The in-degree of every link target; a page scanned twice (a crawl run
+    # again into the same record) counts by its first scan only, so that each
+    # (page, target) pair counts once without keeping every pair.
+    in_links: Counter[str] = field(default_factory=Counter)
+    scanned_pages: set[str] = field(default_factory=set)
+    requested_urls: set[str] = field(default_factory=set)
+    _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
+
+    def add(self, record: RequestRecord) -> None:
+        """Count one request in every aggregate."""
+        self.requests += 1
+        self.outcomes[record.outcome] += 1
+        if record.outcome == "failed":
+            self.failures[failure_reason(record)] += 1
+        if record.outcome == "saved":
+            self.saved_per_depth[record.depth] += 1
+            self.page_sizes.append(record.bytes)
+        for kind, count in record.ignored.items():
+            self.ignored[kind] += count
+        if record.host:
+            self.requests_per_host[record.host] += 1
+        if record.worker is not None:
+            self.workers.add(record.worker)
+        self.bytes += record.bytes
+        self.requested_urls.add(record.url)
+        if record.links and record.url not in self.scanned_pages:
+            self.scanned_pages.add(record.url)
+            self.in_links.update(set(record.links))
+        self._add_times(record)
+
+    def _add_times(self, record: RequestRecord) -> None:
+        for time in (record.start, record.end):
+            if time is not None and (self.last_time is None or time > self.last_time):
+                self.last_time = time
+        if record.start is None:
+            return
+        if self.first_start is None or record.start < self.first_start:
+            self.first_start = record.start
+        self.starts_per_host.setdefault(record.host, array("d")).append(record.start)
+        elapsed = record.elapsed
+        if elapsed is None:
+            return
+        self.response_times.append(elapsed)
+        slow = SlowRequest(record.url, elapsed, record.status, record.failure, record.outcome)
+        # Ties go to the earlier request: the later one has the smaller key.
+        entry = (elapsed, -self.requests, slow)
+        if len(self._slowest) < TOP:
+            heapq.heappush(self._slowest, entry)
+        elif entry[:2] > self._slowest[0][:2]:
+            heapq.heapreplace(self._slowest, entry)
+
+    @property
+    def bad_lines(self) -> int:
+        """Lines skipped in all the files (torn last lines included)."""
+        return sum(file.bad_lines + file.torn_last_line for file in self.files)
+
+    def totals(self) -> Totals:
+        """The totals table."""
+        wall = 0.0
+        if self.first_start is not None and self.last_time is not None:
+            wall = max(self.last_time - self.first_start, 0.0)
+        saved = self.outcomes["saved"]
+        return Totals(
+            requests=self.requests,
+            pages_saved=saved,
+            pages_failed=self.outcomes["failed"],
+            ignored_external=self.ignored["external"],
+            ignored_duplicate=self.ignored["duplicate"],
+            ignored_denied=self.ignored["denied"],
+            bytes=self.bytes,
+            wall_seconds=wall,
+            pages_per_minute=saved / (wall / 60) if wall > 0 else 0.0,
+            hosts=len(self.requests_per_host),
+            workers=max(len(self.workers), 1),
+            max_depth=max(self.saved_per_depth, default=0),
+        )
+
+    def depth_rows(self) -> list[tuple[int, int]]:
+        """(depth, pages saved) in depth order: every depth from 0 when they are few, else only those with pages."""
+        if not self.saved_per_depth:
+            return []
+        deepest = max(self.saved_per_depth)
+        depths = range(deepest + 1) if deepest <= MAX_DEPTH_ROWS else sorted(self.saved_per_depth)
+        return [(depth, self.saved_per_depth[depth]) for depth in depths]
+
+    def most_linked(self, count: int = TOP) -> list[LinkedPage]:
+        """The requested pages most linked to, most first (ties by URL)."""
+        linked = [(url, n) for url, n in self.in_links.items() if url in self.requested_urls]
+        top = heapq.nsmallest(count, linked, key=lambda item: (-item[1], item[0]))
+        return [LinkedPage(url, n) for url, n in top]
+
+    def slowest(self) -> list[SlowRequest]:
+        """The slowest requests, slowest first (ties in record order)."""
+        return [slow for _, _, slow in sorted(self._slowest, key=lambda entry: entry[:2], reverse=True)]
+
+
+def failure_reason(record: RequestRecord) -> str:
+    """Why a failed request failed: its ``failure``, else ``http STATUS``."""
+    if record.failure:
+        return record.failure
+    if record.status is not None:
+        return f"http {record.status}"
+    return "unknown"
+
+
+def read_records(paths: Iterable[str | os.PathLike]) -> Records:
+    """Every record of the files at *paths*, merged; ReportError for a file that cannot be read or holds only
+    bad lines, or when no file holds a record."""
+    records = Records()
+    for path in paths:
+        file = RecordFile(os.fspath(path))
+        try:
+            with open(path, "rb") as lines:
+                _read_file(lines, file, records)
+        except OSError as error:
+            raise ReportError(f"cannot read {file.path}: {error.strerror or error}") from None
+        skipped = file.bad_lines + file.torn_last_line
+        if file.records == 0 and skipped:
+            raise ReportError(f"{file.path} holds no crawl record line ({skipped} bad line{'s' * (skipped != 1)})")
+        # An empty file is kept (a distributed worker that never got a page writes one).
+        records.files.append(file)
+    if not records.files:
+        raise ReportError("no record file given")
+    if not any(file.records for file in records.files):
+        raise ReportError(f"{', '.join(file.path for file in records.files)}: no crawl record line")
+    return records
+
+
+def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
+    line_number = 0
+    while True:
+        line = lines.readline(MAX_LINE + 1)
+        if not line:
+            return
+        line_number += 1
+        if not line.endswith(b"\n"):
+            if len(line) > MAX_LINE:
+                _skip_rest_of_line(lines)
+                file.skip(line_number, f"a line longer than {MAX_LINE} bytes")
+                continue
+            # The last line, cut short: a crawl killed mid-write.  Its record
+            # is kept if only the newline is missing.
+            try:
+                records.add(parse_record(line))
+                file.records += 1
+            except RecordError:
+                file.torn_last_line = True
+            return
+        if not line.strip():
+            continue  # a blank line holds nothing to count
+        try:
+            record = parse_record(line[:-1])
+        except RecordError as error:
+            file.skip(line_number, str(error))
+            continue
+        records.add(record)
+        file.records += 1
+
+
+def _skip_rest_of_line(lines: BinaryIO) -> None:
+    while True:
+        chunk = lines.readline(_SKIP_CHUNK)
+        if not chunk or chunk.endswith(b"\n"):
+            return
