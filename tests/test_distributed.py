@@ -135,7 +135,7 @@ def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
     assert [status for status, _, _ in results] == [0, 0, 0], results[0][2][-3000:]
     gaps = host_gaps(proxy)
     assert set(gaps) == set(HOSTS) and min(gaps.values()) >= DELAY, gaps
-    saved = [int(m) for _, _, err in results for m in re.findall(r"tse crawl: (\d+) pages saved", err)]
+    saved = [int(m) for _, _, err in results for m in re.findall(r"tse crawl: (\d+) pages? saved", err)]
     assert len([n for n in saved if n > 0]) >= 2, saved  # the work was shared
     check_shared_directory(pagedir, graph, tmp_path, proxy)
     assert redis.Redis.from_url(redis_url).keys("tse:*:*") == []  # a finished crawl leaves no keys

@@ -59,8 +59,26 @@ ESTIMATES = [
     ([H(-2, delay=3, response=2)], 1, False, 0.0, "a negative count is nothing"),
     ([H(0), H(0, delay=1)], 8, True, 0.0, "nothing queued, but a page in flight may add links"),
     ([H(1, response=0.25)], 1, True, 0.25, "growing: a lower bound"),
+    ([H(10, delay=1, response=3, concurrency=8)], 8, False, 12.0, "8 at once, a delay: one a second, 9 x 1 + 3"),
+    ([H(10, delay=1, response=3, concurrency=2)], 2, False, 21.0, "2 at once: pace max(1, 4 / 2) = 2, 9 x 2 + 3"),
     ([H(5, delay=1, response=0.5), H(0)], 1, True, 6.5, "growing: 5 x 1.5 - 1, a lower bound"),
 ]
+
+
+# (hosts, page limit: requests still to answer at most, expected seconds, why)
+LIMITED = [
+    ([H(10, delay=1, response=0.2)], 3, 2.6, "3 of the 10 queued: 2 x 1.2 + 0.2"),
+    ([H(10, delay=1), H(10, delay=1)], 4, 1.0, "2 each: 1 x 1 + 0"),
+    ([H(3, delay=1, response=1)], 5, 5.0, "the limit is not reached: 2 x 2 + 1, still growing"),
+    ([H(3, delay=1, response=1)], 0, 0.0, "the limit is reached: nothing more"),
+]
+
+
+@pytest.mark.parametrize("hosts, limit, seconds, why", LIMITED, ids=[case[-1] for case in LIMITED])
+def test_a_page_limit_bounds_the_estimate(hosts, limit, seconds, why):
+    found = estimate(hosts, growing=True, limit=limit)
+    assert found.seconds == pytest.approx(seconds, abs=1e-9)
+    assert found.lower_bound is (sum(host.requests for host in hosts) < limit)
 
 
 @pytest.mark.parametrize("hosts, concurrency, growing, seconds, why", ESTIMATES, ids=[case[-1] for case in ESTIMATES])
@@ -75,45 +93,43 @@ def test_estimate_takes_any_iterable():
 
 
 @pytest.mark.parametrize(
-    "seconds, round_up, shown",
+    "seconds, floor, shown",
     [
-        (0, True, "0:00"),
-        (0.0, False, "0:00"),
-        (0.2, True, "0:01"),  # an ETA says 0:00 only when it is over
-        (0.2, False, "0:00"),
-        (1, True, "0:01"),
-        (9.999, True, "0:10"),
-        (9.999, False, "0:09"),
-        (59, True, "0:59"),
-        (59.5, True, "1:00"),
-        (59.5, False, "0:59"),
-        (60, True, "1:00"),
-        (61, True, "1:01"),
-        (61.99, False, "1:01"),
-        (599, True, "9:59"),
-        (600, True, "10:00"),
-        (3599, True, "59:59"),
-        (3599.5, True, "1:00:00"),
-        (3599.9, False, "59:59"),
-        (3600, True, "1:00:00"),
-        (3661, True, "1:01:01"),
-        (3661.5, False, "1:01:01"),
-        (36000, True, "10:00:00"),
-        (2 * 86400 + 5, True, "48:00:05"),
-        (math.inf, True, "0:00"),
-        (-math.inf, True, "0:00"),
-        (math.nan, True, "0:00"),
+        (0, False, "0:00"),
+        (0.0, True, "0:00"),
+        (0.2, False, "0:00"),  # to the nearest second
+        (0.5, False, "0:01"),
+        (0.2, True, "0:00"),
+        (1, False, "0:01"),
+        (9.999, False, "0:10"),
+        (9.999, True, "0:09"),  # a time so far: only whole seconds over
+        (59, False, "0:59"),
+        (59.5, False, "1:00"),
+        (59.5, True, "0:59"),
+        (60, False, "1:00"),
+        (61, False, "1:01"),
+        (61.49, False, "1:01"),
+        (61.99, True, "1:01"),
+        (599, False, "9:59"),
+        (600, False, "10:00"),
+        (3599, False, "59:59"),
+        (3599.5, False, "1:00:00"),
+        (3599.9, True, "59:59"),
+        (3600, False, "1:00:00"),
+        (3661, False, "1:01:01"),
+        (3661.5, True, "1:01:01"),
+        (36000, False, "10:00:00"),
+        (2 * 86400 + 5, False, "48:00:05"),
+        (math.inf, False, "0:00"),
+        (-math.inf, False, "0:00"),
         (math.nan, False, "0:00"),
-        (-1, True, "0:00"),
-        (-0.5, False, "0:00"),
+        (math.nan, True, "0:00"),
+        (-1, False, "0:00"),
+        (-0.5, True, "0:00"),
     ],
 )
-def test_format_clock(seconds, round_up, shown):
-    assert format_clock(seconds, round_up=round_up) == shown
-
-
-def test_format_clock_rounds_up_by_default():
-    assert format_clock(0.01) == "0:01"
+def test_format_clock(seconds, floor, shown):
+    assert format_clock(seconds, floor=floor) == shown
 
 
 @pytest.mark.parametrize(
@@ -123,10 +139,10 @@ def test_format_clock_rounds_up_by_default():
         (Estimate(65, True), "\u2265", "ETA \u2265 1:05"),
         (Estimate(65, False), ">=", "ETA 1:05"),
         (Estimate(65, True), ">=", "ETA >= 1:05"),
-        (Estimate(0.1, True), ">=", "ETA >= 0:01"),
+        (Estimate(0.1, True), ">=", "ETA >= 0:00"),
         (Estimate(0, False), "\u2265", "ETA 0:00"),
         (Estimate(0, True), "\u2265", "ETA \u2265 0:00"),
-        (Estimate(3725.2, True), "\u2265", "ETA \u2265 1:02:06"),
+        (Estimate(3725.2, True), "\u2265", "ETA \u2265 1:02:05"),
     ],
 )
 def test_format_eta(found, at_least, shown):

@@ -15,9 +15,11 @@ import lxml.html
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tests.support.sitegen import generate_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
+from tse_scrapy.devtools.siteserver import Rule
 
 PROGRESS = re.compile(r"^ *(\d+) +(\w+): (.*)$")
 
@@ -109,8 +111,16 @@ def test_a_recorded_crawl_matches_what_it_wrote(demo, tmp_path):
     assert int(totals["max_depth"]) == max(depth for _, depth, _ in written.values())
     per_depth = {int(cell.get("data-depth")): int(cell.text_content()) for cell in html.xpath("//*[@data-depth]")}
     assert per_depth == dict(Counter(depth for _, depth, _ in written.values()))
-    for figure in ("fig-depths", "fig-outcomes", "fig-response-times", "fig-page-sizes", "fig-timeline"):
+    for figure in FIGURES:
         assert html.xpath(f'//figure[@id="{figure}"]//*[local-name()="svg"]'), figure
+    if CHROMIUM is None:
+        pytest.skip(NO_CHROMIUM)
+    # In a real browser: nothing fetched, no error, every figure drawn, the totals shown.
+    seen = render_report(report, tmp_path / "report.png")
+    assert seen.problems == [] and seen.requests == [report.as_uri()]
+    assert all(box and box["width"] > 200 and box["height"] > 100 for box in seen.boxes.values()), seen.boxes
+    assert seen.totals["pages_saved"] == str(len(written)) and seen.totals["pages_failed"] == "2"
+    assert seen.screenshot_size[0] == 1280
 
 
 def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
@@ -166,3 +176,57 @@ def test_report_refusals_are_one_line(tmp_path):
         text = done.stderr.decode()
         assert text.startswith("tse report: ") and message in text and text.count("\n") == 1, text
     assert record.read_text() == '{"url":"http://h/","outcome":"saved","doc":1}\n'
+
+
+def test_each_attempt_has_one_line_with_what_became_of_it(tmp_path, serve):
+    site = tmp_path / "site"
+    site.mkdir()
+    names = ["ok", "flaky", "slow", "loop1", "away", "moved", "ftp"]
+    links = "".join(f'<a href="{name}.html">{name}</a>' for name in names)
+    (site / "index.html").write_text(f"<html><body>{links}</body></html>")
+    for name in names:
+        (site / f"{name}.html").write_text(f"<html><body>{name}</body></html>")
+    server = serve(site)
+    server.rules.update(
+        {
+            "/flaky.html": Rule(status=503, times=1),  # then served: saved on its second attempt
+            "/slow.html": Rule(delay=3),  # longer than the timeout, every time
+            "/loop1.html": Rule(location="/loop2.html"),
+            "/loop2.html": Rule(location="/loop1.html"),
+            "/away.html": Rule(location="http://elsewhere.invalid/page.html"),  # off the site: never sent
+            "/moved.html": Rule(location="/ok.html"),  # a page already saved
+            "/ftp.html": Rule(location="ftp://127.0.0.1/file.html"),  # not followed
+        }
+    )
+    record = tmp_path / "crawl.jsonl"
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    options = ["-s", "DOWNLOAD_TIMEOUT=1", "-s", "RETRY_TIMES=1", "--record", record]
+    done = crawl_site(server, pages, 1, *options)
+    assert done.returncode == 0, done.stderr.decode()
+    found = Counter(
+        (e["url"].rsplit("/", 1)[1], e["outcome"], e["status"], e["failure"], e["start"] is None) for e in lines(record)
+    )
+    assert found == Counter(
+        {
+            ("robots.txt", "robots", 404, None, False): 1,
+            ("index.html", "saved", 200, None, False): 1,
+            ("ok.html", "saved", 200, None, False): 1,
+            ("flaky.html", "retried", 503, None, False): 1,
+            ("flaky.html", "saved", 200, None, False): 1,
+            ("slow.html", "retried", None, "timeout", False): 1,
+            ("slow.html", "failed", None, "timeout", False): 1,
+            ("loop1.html", "redirect", 302, None, False): 1,
+            ("loop2.html", "failed", 302, "redirect loop", False): 1,
+            ("away.html", "redirect", 302, None, False): 1,
+            ("page.html", "failed", None, "offsite", True): 1,
+            ("moved.html", "redirect", 302, None, False): 1,
+            ("ftp.html", "failed", 302, None, False): 1,
+        }
+    )
+    # Every request the server answered has its line (robots.txt, every attempt and hop).
+    assert len(server.hits) == sum(found.values()) - 1  # all but the one never sent
+    # The summary counts what the progress log calls Failed: the loop, the timeout, off the site, not followed.
+    log = Counter(word for _, word, _ in progress(done.stdout))
+    assert log["Failed"] == 4
+    assert ", 4 failed, " in done.stderr.decode()

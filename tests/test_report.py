@@ -6,20 +6,18 @@ The expected numbers are worked out by hand from the lines below, not by the cod
 import json
 import os
 import shutil
-import struct
 
 import lxml.html
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tse_scrapy.report import figures
+from tse_scrapy.report import records as records_module
 from tse_scrapy.report.page import ReportSummary, write_report
 from tse_scrapy.report.records import ReportError, read_records
 from tse_scrapy.rules.crawlrecord import IGNORED_KINDS, MAX_LINE, OUTCOMES, RequestRecord, format_record
-
-CHROMIUM = shutil.which("chromium")
-FIGURES = ("fig-depths", "fig-outcomes", "fig-response-times", "fig-page-sizes", "fig-timeline")
 
 # A small crawl of a.test, one link off to b.test, as a crawl writes it.  Times
 # are seconds after 1764522000 (2025-11-30 17:00:00 UTC).  The links:
@@ -522,39 +520,43 @@ def polite_crawl():
     return "".join(lines[0]), "".join(lines[1])
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_in_a_real_browser(tmp_path):
-    from playwright.sync_api import sync_playwright
-
     worker1, worker2 = polite_crawl()
     saved = (worker1 + worker2).count('"outcome":"saved"')
     write_report([write(tmp_path / "w1.jsonl", worker1), write(tmp_path / "w2.jsonl", worker2)], tmp_path / "r.html")
-    problems = []
-    flags = ["--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*flags, "--no-first-run"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda message: problems.append(f"console {message.type}: {message.text}"))
-            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-            page.on("requestfailed", lambda request: problems.append(f"request failed: {request.url}"))
-            requests = []
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto((tmp_path / "r.html").as_uri())
-            assert page.title() == "Crawl report"
-            for figure_id in FIGURES:
-                box = page.locator(f"#{figure_id} svg").bounding_box()
-                assert box and box["width"] > 200 and box["height"] > 100, (figure_id, box)
-            assert page.locator("#totals td[data-total=pages_saved]").inner_text() == str(saved)
-            assert page.locator("#totals td[data-total=workers]").inner_text() == "2"
-            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
-        finally:
-            browser.close()
-    assert problems == []
-    assert requests == [(tmp_path / "r.html").as_uri()]  # the page alone: nothing else is fetched
-    png = (tmp_path / "report.png").read_bytes()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n")
-    width, height = struct.unpack(">II", png[16:24])
-    assert width == 1280 and height > 1500 and len(png) > 50_000
+    seen = render_report(tmp_path / "r.html", tmp_path / "report.png")
+    assert seen.problems == []
+    assert seen.requests == [(tmp_path / "r.html").as_uri()]  # the page alone: nothing else is fetched
+    assert seen.title == "Crawl report"
+    for figure_id, box in seen.boxes.items():
+        assert box and box["width"] > 200 and box["height"] > 100, (figure_id, box)
+    assert seen.totals["pages_saved"] == str(saved) and seen.totals["workers"] == "2"
+    width, height = seen.screenshot_size
+    assert width == 1280 and height > 1500 and (tmp_path / "report.png").stat().st_size > 50_000
     if os.environ.get("TSE_REPORT_SCREENSHOT"):  # to look at it: TSE_REPORT_SCREENSHOT=/tmp/shot.png
         shutil.copy(tmp_path / "report.png", os.environ["TSE_REPORT_SCREENSHOT"])
+
+
+def test_a_file_given_twice_is_refused(tmp_path):
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    with pytest.raises(ReportError) as refused:
+        write_report([good, tmp_path / "." / "good.jsonl"], tmp_path / "report.html")
+    assert str(refused.value) == f"{tmp_path / '.' / 'good.jsonl'} is given twice"
+
+
+def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypatch):
+    monkeypatch.setattr(records_module, "MAX_LINK_TARGETS", 3)
+    lines = [
+        {"url": "http://h/a", "outcome": "saved", "doc": 1, "links": ["http://h/b", "http://h/c"]},
+        {"url": "http://h/b", "outcome": "saved", "doc": 2, "links": ["http://h/c", "http://h/x", "http://h/y"]},
+        {"url": "http://h/c", "outcome": "saved", "doc": 3, "links": ["http://h/b", "http://h/d"]},
+        {"url": "http://h/d", "outcome": "saved", "doc": 4},
+    ]
+    path = write(tmp_path / "r.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
+    found = read_records([path])
+    # b and c from a; then x and y do not fit (c is counted); then b counts, d does not fit.
+    assert [(page.url, page.in_links) for page in found.most_linked()] == [("http://h/b", 2), ("http://h/c", 2)]
+    assert found.link_targets_capped
+    write_report([path], tmp_path / "report.html")
+    assert "distinct link targets only" in (tmp_path / "report.html").read_text()

@@ -35,11 +35,12 @@ POLITE = ("-s", "DOWNLOAD_DELAY=0.25")
 FAST = ("-s", "DOWNLOAD_DELAY=0")
 CLOCK = r"\d+:\d\d(?::\d\d)?"
 STATUS = re.compile(
-    rf"saved (\d+) · queued (\d+)(?: \(([^)]*)\))? · failed (\d+) · (\d+\.\d) req/s · ({CLOCK}) · ETA (≥ )?({CLOCK})"
+    rf"saved (\d+) · queued (\d+)(?: \(([^)]*)\))? · failed (\d+) · (\d+\.\d) req/s · ({CLOCK})"
+    rf"(?: · ETA (≥ )?({CLOCK}))?"
 )
 SUMMARY = re.compile(
-    r"tse crawl: (\d+) pages saved, (\d+) failed, (\d+) links ignored \((\d+) external, (\d+) duplicate, "
-    rf"(\d+) denied\); (\d+) requests, [\d.]+ (?:bytes|kB|MB) in {CLOCK}, \d+\.\d pages/min"
+    r"tse crawl: (\d+) pages? saved, (\d+) failed, (\d+) links? ignored \((\d+) external, (\d+) duplicate, "
+    rf"(\d+) denied\); (\d+) requests?, [\d.]+ (?:bytes|kB|MB) in {CLOCK}, \d+\.\d pages/min"
 )
 STATUS_START = re.compile(r"saved \d+ · queued")
 
@@ -196,6 +197,8 @@ def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls):
     clocks = [tuple(map(int, d[6].split(":"))) for d in draws]
     assert clocks == sorted(clocks)
     for draw in draws:
+        # The ETA is shown from the first answer on (a page saved is one).
+        assert draw[8] is not None or draw[1] == "0", draw[0]
         depths = dict(part.split(" ") for part in draw[3].split(", ")) if draw[3] else {}
         assert sum(int(n) for n in depths.values()) == int(draw[2]), draw[0]
         # A queued page shallower than the maximum depth may add links: the ETA is then a lower bound.

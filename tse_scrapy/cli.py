@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -63,8 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
         "crawl",
         help="crawl from SEED into PAGEDIR down to MAXDEPTH",
         description="Crawl internal pages from SEED into PAGEDIR (which must exist), "
-        "at most MAXDEPTH (0-10) links away. Progress goes to stdout, "
-        "Scrapy's log to stderr.",
+        "at most MAXDEPTH (0-10) links away. The progress log goes to stdout; stderr gets a status line "
+        "with an ETA (on a terminal), Scrapy's warnings and errors, and a one-line summary at the end.",
     )
     crawl.add_argument("seed", metavar="SEED", nargs="?", help="the first URL, or several comma-separated")
     crawl.add_argument("pagedir", metavar="PAGEDIR", nargs="?")
@@ -425,6 +426,13 @@ def status(options: argparse.Namespace) -> int:
         return OK
 
 
+def _show_shutdown(record: logging.LogRecord) -> bool:
+    """Scrapy says at INFO that Ctrl-C was received: shown on a quiet terminal too."""
+    if record.levelno == logging.INFO and str(record.msg).startswith("Received %(signame)s"):
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
 def crawl(options: argparse.Namespace) -> int:
     from .crawlstart import prepare_crawl
     from .rules.crawlargs import ArgumentError
@@ -478,6 +486,7 @@ def crawl(options: argparse.Namespace) -> int:
     settings.set("LOG_LEVEL", level, priority="cmdline")
     settings.setdict(given, priority="cmdline")
     process = AsyncCrawlerProcess(settings)
+    logging.getLogger("scrapy.crawler").addFilter(_show_shutdown)
     crawler = process.create_crawler(TseSpider)
     process.crawl(crawler, **{k: v for k, v in spider_args.items() if v is not None})
     process.start()

@@ -71,7 +71,7 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
             raise ArgumentError("an update, and validators, keep their state in PAGEDIR: drop JOBDIR")
         if setting("TSE_CHANGES") and mode is StartMode.NEW:
             raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
-        _check_output_files(setting, append=mode is StartMode.RESUME)
+        _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME)
         return CrawlStart(args, mode)
     if update or is_yes(setting("TSE_VALIDATORS")):
         raise ArgumentError("an update, and validators, are for a crawl of one process: drop --redis")
@@ -83,8 +83,13 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         ) from None
     check_no_page_limit(setting)
     crawl, args, _ = create_or_join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
-    _check_output_files(setting, append=True)  # a worker may restart and go on with its WARC
+    _check_output_files(setting, args.pagedir, append=True)  # a worker may restart and go on with its WARC
     return CrawlStart(args, distributed_name=crawl.name)
+
+
+def _is_page_directory_file(name: str) -> bool:
+    """A page file, the marker, or one of the crawl's own files (.tse-state.sqlite, .tse-gone ...)."""
+    return pagedir.is_page_name(name) or name == pagedir.MARKER or name.startswith(".tse-")
 
 
 # What must match for an update: the same site, depth and filters (the order
@@ -94,14 +99,17 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
 _SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
 
 
-def _check_output_files(setting: Setting, *, append: bool) -> None:
-    """The WARC, record and changes files can be written; a new crawl never overwrites a WARC or a record."""
-    outputs = (
-        ("--warc", setting("TSE_WARC")),
-        ("--record", setting("TSE_RECORD")),
-        ("--changes", setting("TSE_CHANGES")),
-    )
-    for name, path in outputs:
+def _check_output_files(setting: Setting, page_directory: str, *, append: bool) -> None:
+    """The WARC, record, changes and log files can be written, are distinct, and are none of the page
+    directory's own files; a new crawl never overwrites a WARC or a record."""
+    outputs = {
+        "--warc": setting("TSE_WARC"),
+        "--record": setting("TSE_RECORD"),
+        "--changes": setting("TSE_CHANGES"),
+        "--log-file": setting("LOG_FILE"),
+    }
+    seen: dict[str, str] = {}
+    for name, path in outputs.items():
         if not path:
             continue
         path = str(path)
@@ -110,6 +118,13 @@ def _check_output_files(setting: Setting, *, append: bool) -> None:
             raise ArgumentError(f"{name}: no directory {directory}")
         if os.path.isdir(path):
             raise ArgumentError(f"{name}: {path} is a directory")
+        real = os.path.realpath(path)
+        if real in seen:
+            raise ArgumentError(f"{name}: {path} is also the {seen[real]} file")
+        seen[real] = name
+        in_page_directory = os.path.dirname(real) == os.path.realpath(page_directory)
+        if in_page_directory and _is_page_directory_file(os.path.basename(real)):
+            raise ArgumentError(f"{name}: {path} is a file of the page directory")
     warc = setting("TSE_WARC")
     if warc:
         if not str(warc).endswith(".warc.gz"):

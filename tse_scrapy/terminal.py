@@ -121,12 +121,13 @@ class _AboveStatus:
         self._partial = ""
 
     def write(self, text: str) -> int:
-        head, newline, tail = text.rpartition("\n")
-        if newline:
-            self._status.write_above(self._stream, self._partial + head + newline)
-            self._partial = tail
-        else:
-            self._partial += text
+        with self._status.lock:  # print() writes in pieces, maybe from several threads
+            head, newline, tail = text.rpartition("\n")
+            if newline:
+                self._status.write_above(self._stream, self._partial + head + newline)
+                self._partial = tail
+            else:
+                self._partial += text
         return len(text)
 
     def flush(self) -> None:

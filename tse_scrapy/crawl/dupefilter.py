@@ -46,6 +46,9 @@ class UrlKeyLogging:
             if key in {self.normalize(url) or url for url in chain}:
                 # A redirect loop: the page cannot be fetched.
                 log_progress(depth, "Failed", self.normalize(chain[0]) or chain[0])
+                request.meta["tse_redirect_loop"] = True  # for the crawl record
+                if self.stats is not None:
+                    self.stats.inc_value("tse/pages_failed")
             else:
                 # A redirect to a page already seen: it is not fetched twice.
                 log_progress(depth, "IgnDupl", key)

@@ -59,11 +59,16 @@ def summary_line(stats: Mapping[str, Any]) -> str:
     }
     per_minute = saved / seconds * 60 if seconds else 0.0
     return (
-        f"{saved} pages saved, {stats.get('tse/pages_failed', 0)} failed, "
-        f"{sum(ignored.values())} links ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
-        f"{stats.get('downloader/request_count', 0)} requests, {_size(stats.get('downloader/response_bytes', 0))} "
-        f"in {format_clock(seconds, round_up=False)}, {per_minute:.1f} pages/min"
+        f"{_count(saved, 'page')} saved, {stats.get('tse/pages_failed', 0)} failed, "
+        f"{_count(sum(ignored.values()), 'link')} ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
+        f"{_count(stats.get('downloader/request_count', 0), 'request')}, "
+        f"{_size(stats.get('downloader/response_bytes', 0))} in {format_clock(seconds, floor=True)}, "
+        f"{per_minute:.1f} pages/min"
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _size(count: int) -> str:

@@ -41,6 +41,7 @@ class CrawlProgress:
         self.stream = status_stream
         settings = crawler.settings
         self.max_depth = settings.getint("DEPTH_LIMIT")
+        self.max_pages = settings.getint("TSE_MAX_PAGES")
         self.default_delay = settings.getfloat("DOWNLOAD_DELAY")
         # One page at a time in stack order; else the engine's limit.
         self.concurrency = 1 if settings.get("TSE_ORDER") == "tse" else settings.getint("CONCURRENT_REQUESTS")
@@ -100,8 +101,8 @@ class CrawlProgress:
             parts.append(_queued(census))
         parts.append(f"failed {stats.get_value('tse/pages_failed', 0)}")
         parts.append(f"{self._rate(now, stats.get_value('downloader/request_count', 0)):.1f} req/s")
-        parts.append(format_clock(now - self.started, round_up=False))
-        if census is not None:
+        parts.append(format_clock(now - self.started, floor=True))
+        if census is not None and self.response_times:  # from the first answer on
             parts.append(format_eta(self.estimate(census, now), self.at_least))
         return " \u00b7 ".join(parts) if self.at_least != ">=" else " | ".join(parts)
 
@@ -127,14 +128,20 @@ class CrawlProgress:
                     requests=requests,
                     delay=delay,
                     response_time=self.response_times.get(host, typical),
-                    concurrency=1 if delay else (slot.concurrency if slot is not None else self.concurrency),
+                    concurrency=min(slot.concurrency, self.concurrency) if slot is not None else self.concurrency,
                     ready=max(slot.lastseen + delay - now, 0.0) if slot is not None else 0.0,
                 )
             )
         scheduler = self.crawler.engine.scheduler
-        depths = [*census.by_depth, *getattr(scheduler, "in_flight", {}).values()]
+        in_flight = getattr(scheduler, "in_flight", {})
+        depths = [*census.by_depth, *in_flight.values()]
         growing = bool(depths) and min(depths) < self.max_depth
-        return estimate(hosts, concurrency=self.concurrency, growing=growing)
+        # With a page limit, only the pages still wanted are fetched (those in flight are among them).
+        limit = None
+        if self.max_pages:
+            saved = self.crawler.stats.get_value("tse/pages_saved", 0)
+            limit = max(self.max_pages - saved, 0)
+        return estimate(hosts, concurrency=self.concurrency, growing=growing, limit=limit)
 
 
 def _queued(census: FrontierCensus) -> str:

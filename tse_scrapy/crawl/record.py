@@ -25,7 +25,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
 from ..exitcodes import WRITE_ERROR
-from ..rules.crawlrecord import IGNORED_KINDS, RequestRecord, format_record
+from ..rules.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
 from .signals import page_done
 
 if TYPE_CHECKING:
@@ -64,7 +64,8 @@ def failure_reason(error: BaseException) -> str:
         message = str(error)
         if "robots.txt" in message:
             return "robots.txt"
-        if message.startswith("IgnExtrn"):
+        # Scrapy's own offsite check refuses a redirect off the site; ours, a link.
+        if message.startswith(("IgnExtrn", "Filtered offsite request")):
             return "offsite"
         if message.startswith("IgnDeny"):
             return "denied"
@@ -86,6 +87,7 @@ class _Attempt:
     status: int | None = None
     failure: str | None = None
     size: int = 0
+    redirect: bool = False  # a 3xx answer with a Location
 
 
 class CrawlRecordMiddleware:
@@ -114,6 +116,7 @@ class CrawlRecordMiddleware:
         connect(middleware.item_not_saved, signal=signals.item_error)
         connect(middleware.spider_error, signal=signals.spider_error)
         connect(middleware.page_done, signal=page_done)
+        connect(middleware.request_dropped, signal=signals.request_dropped)
         return middleware
 
     # The file
@@ -196,8 +199,8 @@ class CrawlRecordMiddleware:
     def process_request(self, request: Request) -> None:
         key = _page_key(request)
         earlier = self.pending.pop(key, None) if key is not None else None
-        if earlier is not None:  # a retry of an attempt that failed
-            self._write(earlier, "retried")
+        if earlier is not None:  # the next hop of a redirect, or a retry of an attempt that failed
+            self._write(earlier, "redirect" if earlier.redirect else "retried")
         host = urlparse_cached(request).hostname or ""
         self.sent[request] = _Attempt(request.url, request.meta.get("depth", 0), host, time())
 
@@ -207,14 +210,14 @@ class CrawlRecordMiddleware:
             return response  # not sent by this process (a page read back on resume)
         self._answered(attempt, request.meta.get("download_latency"))
         attempt.status, attempt.size = response.status, len(response.body)
+        attempt.redirect = 300 <= response.status < 400 and b"Location" in response.headers
         key = _page_key(request)
         if _is_robots(request):
             self._write(attempt, "robots")
-        elif 300 <= response.status < 400 and b"Location" in response.headers:
-            self._write(attempt, "redirect")  # its target is an attempt of its own
         elif key is None:
-            self._write(attempt, "failed" if response.status != 200 else "unsaved")
+            self._write(attempt, "redirect" if attempt.redirect else "failed" if response.status != 200 else "unsaved")
         else:
+            # Its line waits for what comes next: the redirect's next hop, a retry, or the page's fate.
             self.pending[key] = attempt
         return response
 
@@ -242,12 +245,17 @@ class CrawlRecordMiddleware:
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         attempt = self.pending.pop(_page_key(response.request), None)
         if attempt is None:
+            if getattr(item, "replayed", False):  # written just before a kill, read back on resume: not fetched
+                host = urlparse_cached(response).hostname or ""
+                read = _Attempt(item.url, item.depth, host, time(), size=len(item.body))
+                self._write(read, "saved", doc=item.doc_id)
             return
         doc = getattr(item, "doc_id", None)
         if doc is None:  # another worker saved it first (its lease had run out)
             self._write(attempt, "unsaved")
-        else:
-            self._write(attempt, "saved", doc=doc, links=tuple(response.meta.get("tse_links", ())))
+            return
+        links, more = _bounded(response.meta.get("tse_links", ()))
+        self._write(attempt, "saved", doc=doc, links=links, more_links=more)
 
     def item_not_saved(self, item: Any, response: Response, spider: Spider, **kwargs: Any) -> None:
         attempt = self.pending.pop(_page_key(response.request), None)
@@ -259,8 +267,22 @@ class CrawlRecordMiddleware:
         if attempt is not None:
             self._write(attempt, "unsaved", failure=f"spider error: {type(failure.value).__name__}")
 
+    def request_dropped(self, request: Request, spider: Spider) -> None:
+        """A redirect's next hop not fetched: its target was seen already, or it is a loop."""
+        attempt = self.pending.pop(_page_key(request), None)
+        if attempt is None:
+            return
+        if request.meta.get("tse_redirect_loop"):
+            self._write(attempt, "failed", failure="redirect loop")
+        else:
+            self._write(attempt, "redirect")
+
     def page_done(self, request: Request, status: int | None = None, reason: str | None = None, **kw: Any) -> None:
         attempt = self.pending.pop(_page_key(request), None)
+        if attempt is not None and attempt.redirect and attempt.url != request.url:
+            # The redirect was followed, and its target refused before it was sent (off the site).
+            self._write(attempt, "redirect")
+            attempt = None
         if attempt is None:  # refused before it was sent (robots.txt, a redirect off the site)
             host = urlparse_cached(request).hostname or ""
             attempt = _Attempt(request.url, request.meta.get("depth", 0), host, time())
@@ -275,6 +297,17 @@ def _page_key(request: Request | None) -> Any:
         return None
     meta = request.meta
     return meta.get("tse_token", meta.get("tse_lease"))
+
+
+def _bounded(links: Any) -> tuple[tuple[str, ...], int]:
+    """The links a line lists (at most MAX_LINKS, MAX_LINKS_TEXT characters), and how many more there were."""
+    kept, size = [], 0
+    for link in links:
+        size += len(link)
+        if len(kept) == MAX_LINKS or size > MAX_LINKS_TEXT:
+            break
+        kept.append(link)
+    return tuple(kept), len(links) - len(kept)
 
 
 def _is_robots(request: Request) -> bool:

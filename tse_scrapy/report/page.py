@@ -9,6 +9,7 @@ shown as text, never as links.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -19,7 +20,7 @@ from markupsafe import Markup
 
 from ..atomicfile import write_atomically
 from . import figures
-from .records import Records, ReportError, Totals, read_records
+from .records import MAX_LINK_TARGETS, Records, ReportError, Totals, read_records
 
 URL_CHARACTERS = 300  # a URL in a table is cut to this length
 TEXT_CHARACTERS = 120  # a host, failure reason or file name too
@@ -96,11 +97,20 @@ def render_report(records: Records) -> str:
         per_depth=records.depth_rows(),
         figures=_figures(records, rates=timeline_requests > figures.TIMELINE_TICKS),
         most_linked=records.most_linked(),
+        link_targets_capped=records.link_targets_capped,
+        max_link_targets=MAX_LINK_TARGETS,
         slowest=records.slowest(),
     )
 
 
 def _figures(records: Records, *, rates: bool) -> list[dict]:
+    # Absurd numbers in a record (times near 1e300) overflow numpy's arithmetic: no warning on the terminal.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _draw_figures(records, rates=rates)
+
+
+def _draw_figures(records: Records, *, rates: bool) -> list[dict]:
     timeline = (
         "The request rate of each host over time (a line per host: the 10 busiest, the rest together)."
         if rates

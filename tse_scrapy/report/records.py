@@ -24,6 +24,9 @@ from ..rules.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_reco
 TOP = 20  # rows of the most-linked and the slowest tables
 MAX_DEPTH_ROWS = 100  # depths shown one by one, empty ones too, up to this depth
 REASONS_KEPT = 3  # reasons shown for a file's bad lines
+# Link targets whose in-links are counted: past this many distinct ones (a huge or hostile
+# record), new targets are not counted, and the report says so.
+MAX_LINK_TARGETS = 2_000_000
 _SKIP_CHUNK = 1024 * 1024  # read size while skipping the rest of an over-long line
 
 
@@ -105,10 +108,12 @@ class Records:
     starts_per_host: dict[str, array] = field(default_factory=dict)  # Unix start times, of requests sent
     # The in-degree of every link target; a page scanned twice (a crawl run
     # again into the same record) counts by its first scan only, so that each
-    # (page, target) pair counts once without keeping every pair.
-    in_links: Counter[str] = field(default_factory=Counter)
-    scanned_pages: set[str] = field(default_factory=set)
-    requested_urls: set[str] = field(default_factory=set)
+    # (page, target) pair counts once without keeping every pair.  URLs are
+    # kept as their hashes (this process's), their text only for the URLs requested.
+    in_links: Counter[int] = field(default_factory=Counter)
+    scanned_pages: set[int] = field(default_factory=set)
+    requested_urls: dict[int, str] = field(default_factory=dict)
+    link_targets_capped: bool = False  # MAX_LINK_TARGETS reached: some in-links not counted
     _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
 
     def add(self, record: RequestRecord) -> None:
@@ -127,11 +132,19 @@ class Records:
         if record.worker is not None:
             self.workers.add(record.worker)
         self.bytes += record.bytes
-        self.requested_urls.add(record.url)
-        if record.links and record.url not in self.scanned_pages:
-            self.scanned_pages.add(record.url)
-            self.in_links.update(set(record.links))
+        url = hash(record.url)
+        self.requested_urls.setdefault(url, record.url)
+        if record.links and url not in self.scanned_pages:
+            self.scanned_pages.add(url)
+            self._count_links({hash(link) for link in record.links})
         self._add_times(record)
+
+    def _count_links(self, targets: set[int]) -> None:
+        if len(self.in_links) + len(targets) > MAX_LINK_TARGETS:
+            known = {target for target in targets if target in self.in_links}
+            self.link_targets_capped = self.link_targets_capped or len(known) < len(targets)
+            targets = known
+        self.in_links.update(targets)
 
     def _add_times(self, record: RequestRecord) -> None:
         for time in (record.start, record.end):
@@ -190,7 +203,8 @@ class Records:
 
     def most_linked(self, count: int = TOP) -> list[LinkedPage]:
         """The requested pages most linked to, most first (ties by URL)."""
-        linked = [(url, n) for url, n in self.in_links.items() if url in self.requested_urls]
+        requested = self.requested_urls
+        linked = [(requested[url], n) for url, n in self.in_links.items() if url in requested]
         top = heapq.nsmallest(count, linked, key=lambda item: (-item[1], item[0]))
         return [LinkedPage(url, n) for url, n in top]
 
@@ -212,10 +226,15 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
     """Every record of the files at *paths*, merged; ReportError for a file that cannot be read or holds only
     bad lines, or when no file holds a record."""
     records = Records()
+    opened: set[tuple[int, int]] = set()
     for path in paths:
         file = RecordFile(os.fspath(path))
         try:
             with open(path, "rb") as lines:
+                identity = os.fstat(lines.fileno())
+                if (identity.st_dev, identity.st_ino) in opened:
+                    raise ReportError(f"{file.path} is given twice")
+                opened.add((identity.st_dev, identity.st_ino))
                 _read_file(lines, file, records)
         except OSError as error:
             raise ReportError(f"cannot read {file.path}: {error.strerror or error}") from None

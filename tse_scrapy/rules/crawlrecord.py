@@ -13,11 +13,14 @@ Each line says what happened to one request the crawler made::
 ``redirect`` (a 3xx answer that was followed), ``retried`` (an attempt that
 failed and was tried again), ``robots`` (a robots.txt fetch) and ``unsaved``
 (fetched, not saved: the crawl stopped first, or the page was dropped).
+A page read back from its file on resume (written just before a kill) has a
+``saved`` line with no times.
 ``start`` and ``end`` are Unix times of the exchange (``start`` is null for a
 request refused before it was sent), ``wait`` the seconds the politeness
 delay held it back.  A scanned page's line lists the links found on it
-(``links``) and counts the links ignored since the line before (``ignored``,
-by ``IGNORED_KINDS``).  Optional keys are left out when empty.
+(``links``, the first MAX_LINKS; ``more_links`` counts the rest) and counts
+the links ignored since the line before (``ignored``, by ``IGNORED_KINDS``).
+Optional keys are left out when empty.
 """
 
 from __future__ import annotations
@@ -30,10 +33,13 @@ from typing import Any
 OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "unsaved")
 IGNORED_KINDS = ("external", "duplicate", "denied")
 
-# Bounds on a line read back (a record file is input like any other).
-MAX_LINE = 8 * 1024 * 1024  # a page with tens of thousands of links still fits
+# Bounds on a line read back (a record file is input like any other), and on the links
+# a line lists (``more_links`` counts the rest), so that every line written can be read.
+MAX_LINE = 8 * 1024 * 1024
 MAX_URL = 64 * 1024
 MAX_TEXT = 1024  # host, failure reason, worker
+MAX_LINKS = 10_000
+MAX_LINKS_TEXT = 4 * 1024 * 1024
 
 
 class RecordError(ValueError):
@@ -57,6 +63,7 @@ class RequestRecord:
     wait: float = 0.0
     worker: str | None = None
     links: tuple[str, ...] = ()
+    more_links: int = 0  # links found but not listed (beyond MAX_LINKS or MAX_LINKS_TEXT)
     ignored: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -78,6 +85,8 @@ def format_record(record: RequestRecord) -> str:
             fields[name] = round(fields[name], 6)
     if record.links:
         fields["links"] = list(record.links)
+    if record.more_links:
+        fields["more_links"] = record.more_links
     ignored = {kind: count for kind, count in record.ignored.items() if count}
     if ignored:
         fields["ignored"] = ignored
@@ -120,6 +129,7 @@ def parse_record(line: str | bytes) -> RequestRecord:
         wait=_time(data, "wait") or 0.0,
         worker=_text(data, "worker", MAX_TEXT),
         links=tuple(links),
+        more_links=_count(data, "more_links", 0),
         ignored=dict(ignored),
     )
 
