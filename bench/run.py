@@ -12,7 +12,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import crawl_bench, frontier_bench, index_bench, scale_bench, search_bench, update_bench
+from bench import (
+    crawl_bench,
+    frontier_bench,
+    index_bench,
+    progress_bench,
+    scale_bench,
+    search_bench,
+    update_bench,
+)
 from bench.common import ROOT, SHARED, machine, unpack_mirror
 
 
@@ -30,7 +38,15 @@ def main() -> int:
     search = search_bench.run(mirror)
     indexing = index_bench.run(mirror)
     scale = scale_bench.run()
-    sections = crawls + indexing + search + scale + frontier_bench.run(mirror) + update_bench.run(mirror)
+    sections = (
+        crawls
+        + indexing
+        + search
+        + scale
+        + frontier_bench.run(mirror)
+        + update_bench.run(mirror)
+        + progress_bench.run(mirror)
+    )
     report = "\n".join(
         [
             "# Benchmark results",

@@ -25,6 +25,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import page_count, write_pages
+from tse_scrapy.crawl.progress import fit
 from tse_scrapy.devtools.siteserver import SiteServer
 
 DEMO_SITE = ROOT / "tse_scrapy" / "devtools" / "demo_site"
@@ -346,3 +347,21 @@ def test_index_bar_on_a_terminal(tmp_path, pages, bar):
         on = (tmp_path / f"on-terminal{suffix}").read_bytes()
         assert on == (tmp_path / f"off-terminal{suffix}").read_bytes(), suffix
     assert (tmp_path / "on-terminal").read_text().startswith("common 1 1 2 1 3 1 ")
+
+
+PARTS = ["saved 212", "queued 590 (d1 12, d2 578)", "failed 3", "1.0 req/s", "3:41", "ETA ≥ 9:52"]
+
+
+@pytest.mark.parametrize(
+    "width, shown",
+    [
+        (200, "saved 212 · queued 590 (d1 12, d2 578) · failed 3 · 1.0 req/s · 3:41 · ETA ≥ 9:52"),
+        (83, "saved 212 · queued 590 (d1 12, d2 578) · failed 3 · 1.0 req/s · 3:41 · ETA ≥ 9:52"),
+        (79, "saved 212 · queued 590 · failed 3 · 1.0 req/s · 3:41 · ETA ≥ 9:52"),  # the detail by depth first
+        (60, "saved 212 · queued 590 · failed 3 · 3:41 · ETA ≥ 9:52"),  # then the rate
+        (45, "saved 212 · queued 590 · failed 3 · ETA ≥ 9:52"),  # then the time so far: the ETA stays
+        (20, "saved 212 · queued 590 · failed 3 · ETA ≥ 9:52"),  # what is left is cut by tqdm
+    ],
+)
+def test_the_status_line_keeps_its_eta_on_a_narrow_terminal(width, shown):
+    assert fit(PARTS, " · ", width) == shown

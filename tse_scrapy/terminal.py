@@ -33,7 +33,8 @@ def same_terminal(one: Any, other: Any) -> bool:
         return False
 
 
-def _columns(stream: Any) -> int:
+def columns(stream: Any) -> int:
+    """The terminal's width, 0 when it does not say."""
     try:
         return os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, ValueError, OSError):
@@ -58,7 +59,7 @@ class StatusLine:
         self.terminal = terminal
         self.lock = threading.RLock()
         # A terminal that reports no size (a bare pseudo-terminal) gets 80 columns.
-        sized = _columns(terminal) > 0
+        sized = columns(terminal) > 0
         self.bar = tqdm(
             file=terminal,
             bar_format="{desc}",

@@ -21,7 +21,7 @@ from twisted.internet import task
 
 from ..rules.crawlargs import is_yes
 from ..rules.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
-from ..terminal import StatusLine, at_least_sign, is_terminal
+from ..terminal import StatusLine, at_least_sign, columns, is_terminal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,7 +104,8 @@ class CrawlProgress:
         parts.append(format_clock(now - self.started, floor=True))
         if census is not None and self.response_times:  # from the first answer on
             parts.append(format_eta(self.estimate(census, now), self.at_least))
-        return " \u00b7 ".join(parts) if self.at_least != ">=" else " | ".join(parts)
+        separator = " \u00b7 " if self.at_least != ">=" else " | "
+        return fit(parts, separator, (columns(self.stream) or 80) - 1)
 
     def _rate(self, now: float, requests: int) -> float:
         self.counts.append((now, requests))
@@ -142,6 +143,23 @@ class CrawlProgress:
             saved = self.crawler.stats.get_value("tse/pages_saved", 0)
             limit = max(self.max_pages - saved, 0)
         return estimate(hosts, concurrency=self.concurrency, growing=growing, limit=limit)
+
+
+def fit(parts: list[str], separator: str, width: int) -> str:
+    """*parts* joined within *width* columns (tqdm cuts the rest, and the ETA comes last): the
+    queue's detail by depth goes first, then the rate, then the time so far."""
+    shorter = [
+        lambda part: part.partition(" (")[0] if part.startswith("queued ") else part,
+        lambda part: None if part.endswith(" req/s") else part,
+        lambda part: None if part[:1].isdigit() else part,
+    ]
+    text = separator.join(parts)
+    for shorten in shorter:
+        if len(text) <= width:
+            break
+        parts = [short for short in map(shorten, parts) if short is not None]
+        text = separator.join(parts)
+    return text
 
 
 def _queued(census: FrontierCensus) -> str:

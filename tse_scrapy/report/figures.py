@@ -122,24 +122,27 @@ def outcomes_figure(outcomes: Mapping[str, int], failures: Mapping[str, int], ig
 
 def response_times_figure(seconds: Sequence[float]) -> str:
     """A histogram of the seconds from each request to its answer."""
-    with matplotlib.rc_context(_STYLE):
-        figure, axes = _new_figure(5.2, 2.9)
-        axes.set(title="Response times", xlabel="time from request to answer", ylabel="requests")
-        if not len(seconds):
-            return _svg(_no_data(figure, axes), "response-times")
-        _histogram(axes, seconds, floor=1e-4, unit=_seconds_label)
-        return _svg(figure, "response-times")
+    return _histogram_figure(
+        seconds, "Response times", "time from request to answer", "requests", floor=1e-4, unit=_seconds_label
+    )
 
 
 def page_sizes_figure(sizes: Sequence[float]) -> str:
     """A histogram of the bytes of each saved page."""
+    return _histogram_figure(sizes, "Page sizes", "size of a saved page", "pages", floor=1, unit=_bytes_label)
+
+
+def _histogram_figure(
+    values: Sequence[float], title: str, xlabel: str, ylabel: str, *, floor: float, unit: Callable[[float], str]
+) -> str:
+    name = title.lower().replace(" ", "-")
     with matplotlib.rc_context(_STYLE):
         figure, axes = _new_figure(5.2, 2.9)
-        axes.set(title="Page sizes", xlabel="size of a saved page", ylabel="pages")
-        if not len(sizes):
-            return _svg(_no_data(figure, axes), "page-sizes")
-        _histogram(axes, sizes, floor=1, unit=_bytes_label)
-        return _svg(figure, "page-sizes")
+        axes.set(title=title, xlabel=xlabel, ylabel=ylabel)
+        if not len(values):
+            return _svg(_no_data(figure, axes), name)
+        _histogram(axes, values, floor=floor, unit=unit)
+        return _svg(figure, name)
 
 
 def timeline_figure(starts_per_host: Mapping[str, Sequence[float]], first_start: float | None) -> str:
