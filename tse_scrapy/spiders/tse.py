@@ -199,10 +199,11 @@ class TseSpider(scrapy.Spider):
         log_progress(depth, "Fetched", url)
         if depth < self.crawl_args.depth:
             log_progress(depth, "Scanning", url)
-            found = []
+            found: list[str] = []
             for link in self.extract_links(response.body, url):
                 request = self._link_request(link, depth, url)
-                found.append(request.meta["tse_link"])
+                if self.recording:
+                    found.append(request.meta["tse_link"])
                 yield request
             if self.recording:
                 response.meta["tse_links"] = found
