@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 REFRESH_SECONDS = 0.5
 RATE_WINDOW = 10.0  # requests a second over the last this many seconds
 SMOOTHING = 0.2  # weight of the newest response time in a host's average
+GAP_SAMPLES = 200  # gaps between an answer and the next request, averaged
 SHOWN_DEPTHS = 4
 
 
@@ -46,6 +47,10 @@ class CrawlProgress:
         # One page at a time in stack order; else the engine's limit.
         self.concurrency = 1 if settings.get("TSE_ORDER") == "tse" else settings.getint("CONCURRENT_REQUESTS")
         self.response_times: dict[str, float] = {}  # host -> smoothed seconds
+        # One request at a time, the next one reaches the downloader only once the page before is
+        # processed: without a delay, that gap, not the delay, sets the pace.
+        self.gaps: dict[str, _RecentMean] = {}  # host -> seconds from an answer to the next request
+        self.answered: dict[str, float] = {}  # host -> when its last answer came
         self.counts: deque[tuple[float, int]] = deque()  # (time, requests so far), for the rate
         self.started = monotonic()
         self.status: StatusLine | None = None
@@ -61,6 +66,8 @@ class CrawlProgress:
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(extension.response_downloaded, signal=signals.response_downloaded)
+        if extension.concurrency == 1:
+            crawler.signals.connect(extension.request_reached_downloader, signal=signals.request_reached_downloader)
         return extension
 
     def spider_opened(self, spider: Spider) -> None:
@@ -84,8 +91,14 @@ class CrawlProgress:
         if latency is None:
             return
         host = urlparse_cached(request).hostname or ""
-        before = self.response_times.get(host)
-        self.response_times[host] = latency if before is None else before + SMOOTHING * (latency - before)
+        _smooth(self.response_times, host, latency)
+        self.answered[host] = monotonic()
+
+    def request_reached_downloader(self, request: Request, spider: Spider) -> None:
+        host = urlparse_cached(request).hostname or ""
+        answered = self.answered.pop(host, None)
+        if answered is not None:
+            self.gaps.setdefault(host, _RecentMean()).add(monotonic() - answered)
 
     def refresh(self) -> None:
         if self.status is not None:
@@ -122,7 +135,8 @@ class CrawlProgress:
         hosts = []
         for host in set(census.by_host) | set(downloader.slots):
             slot = downloader.slots.get(host)
-            delay = slot.delay if slot is not None else self.default_delay
+            gap = self.gaps[host].mean if host in self.gaps else 0.0
+            delay = max(slot.delay if slot is not None else self.default_delay, gap)
             requests = census.by_host.get(host, 0) + (len(slot.active) if slot is not None else 0)
             hosts.append(
                 HostWork(
@@ -143,6 +157,29 @@ class CrawlProgress:
             saved = self.crawler.stats.get_value("tse/pages_saved", 0)
             limit = max(self.max_pages - saved, 0)
         return estimate(hosts, concurrency=self.concurrency, growing=growing, limit=limit)
+
+
+class _RecentMean:
+    """The mean of the last GAP_SAMPLES values: a pause (a slow page, a garbage collection) moves it little."""
+
+    def __init__(self):
+        self.values: deque[float] = deque(maxlen=GAP_SAMPLES)
+        self.total = 0.0
+
+    def add(self, value: float) -> None:
+        if len(self.values) == self.values.maxlen:
+            self.total -= self.values[0]
+        self.values.append(value)
+        self.total += value
+
+    @property
+    def mean(self) -> float:
+        return self.total / len(self.values)
+
+
+def _smooth(averages: dict[str, float], host: str, seconds: float) -> None:
+    before = averages.get(host)
+    averages[host] = seconds if before is None else before + SMOOTHING * (seconds - before)
 
 
 def fit(parts: list[str], separator: str, width: int) -> str:
