@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
 from ..rules.eta import format_clock
+from ..rules.units import format_size
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -62,18 +63,10 @@ def summary_line(stats: Mapping[str, Any]) -> str:
         f"{_count(saved, 'page')} saved, {stats.get('tse/pages_failed', 0)} failed, "
         f"{_count(sum(ignored.values()), 'link')} ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
         f"{_count(stats.get('downloader/request_count', 0), 'request')}, "
-        f"{_size(stats.get('downloader/response_bytes', 0))} in {format_clock(seconds, floor=True)}, "
+        f"{format_size(stats.get('downloader/response_bytes', 0))} in {format_clock(seconds, floor=True)}, "
         f"{per_minute:.1f} pages/min"
     )
 
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-def _size(count: int) -> str:
-    for unit in ("bytes", "kB", "MB", "GB"):
-        if count < 1000 or unit == "GB":
-            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
-        count /= 1000
-    return f"{count} bytes"

@@ -19,6 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..atomicfile import write_atomically
+from ..rules.units import format_size
 from . import figures
 from .records import MAX_LINK_TARGETS, Records, ReportError, Totals, read_records
 
@@ -162,7 +163,7 @@ def _totals_rows(totals: Totals) -> list[dict]:
         row("ignored_external", "Links ignored: external", "off the crawled site"),
         row("ignored_duplicate", "Links ignored: duplicate", "already seen"),
         row("ignored_denied", "Links ignored: denied", "refused by a rule"),
-        row("bytes", "Bytes downloaded", _bytes(totals.bytes)),
+        row("bytes", "Bytes downloaded", format_size(totals.bytes)),
         row("wall_seconds", "Wall-clock seconds", _duration(totals.wall_seconds)),
         row("pages_per_minute", "Pages saved per minute"),
         row("hosts", "Hosts"),
@@ -196,17 +197,6 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min {rest} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
-
-
-def _bytes(count: int) -> str:
-    if count < 1000:
-        return f"{count} bytes"
-    size = count / 1000
-    for unit in ("kB", "MB", "GB"):
-        if size < 1000:
-            return f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:,.1f} TB"
 
 
 def _shown(text: str | None, limit: int = TEXT_CHARACTERS) -> str:
