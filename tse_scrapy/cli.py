@@ -380,16 +380,16 @@ def serve(options: argparse.Namespace) -> int:
 
 def report(options: argparse.Namespace) -> int:
     try:
-        from .report.page import write_report
+        from .report.page import OverwritesRecord, write_report
         from .report.records import ReportError
     except ImportError as error:
         return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
     out = options.out
-    if os.path.exists(out) and any(os.path.exists(path) and os.path.samefile(path, out) for path in options.records):
-        return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
     try:
         _require_writable(out)
         summary = write_report(options.records, out)
+    except OverwritesRecord:
+        return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
     except (Refused, ReportError) as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)

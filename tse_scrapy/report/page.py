@@ -36,6 +36,10 @@ _TEMPLATES = jinja2.Environment(
 )
 
 
+class OverwritesRecord(ReportError):
+    """The report's file is one of its record files."""
+
+
 @dataclass
 class ReportSummary(Totals):
     """The totals of a report written, where it was written, and the record files and bad lines behind it."""
@@ -71,7 +75,7 @@ def write_report(record_paths: Iterable[str | os.PathLike], out_path: str | os.P
     out_path = Path(out_path)
     for path in record_paths:
         if _same_file(path, out_path):
-            raise ReportError(f"the report would overwrite its record file {os.fspath(path)}")
+            raise OverwritesRecord(f"the report would overwrite its record file {os.fspath(path)}")
     records = read_records(record_paths)
     html = render_report(records)
     try:
