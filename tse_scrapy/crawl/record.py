@@ -201,8 +201,7 @@ class CrawlRecordMiddleware:
         earlier = self.pending.pop(key, None) if key is not None else None
         if earlier is not None:  # the next hop of a redirect, or a retry of an attempt that failed
             self._write(earlier, "redirect" if earlier.redirect else "retried")
-        host = urlparse_cached(request).hostname or ""
-        self.sent[request] = _Attempt(request.url, request.meta.get("depth", 0), host, time())
+        self.sent[request] = _attempt(request)
 
     def process_response(self, request: Request, response: Response) -> Response:
         attempt = self.sent.pop(request, None)
@@ -284,11 +283,15 @@ class CrawlRecordMiddleware:
             self._write(attempt, "redirect")
             attempt = None
         if attempt is None:  # refused before it was sent (robots.txt, a redirect off the site)
-            host = urlparse_cached(request).hostname or ""
-            attempt = _Attempt(request.url, request.meta.get("depth", 0), host, time())
+            attempt = _attempt(request)
         if attempt.failure is None and reason is not None and attempt.status in (None, 200):
             attempt.failure = reason
         self._write(attempt, "failed")
+
+
+def _attempt(request: Request) -> _Attempt:
+    """*request* as the record knows it when the downloader gets it (or refuses it)."""
+    return _Attempt(request.url, request.meta.get("depth", 0), urlparse_cached(request).hostname or "", time())
 
 
 def _page_key(request: Request | None) -> Any:
