@@ -125,12 +125,10 @@ def _check_output_files(setting: Setting, page_directory: str, *, append: bool) 
         in_page_directory = os.path.dirname(real) == os.path.realpath(page_directory)
         if in_page_directory and _is_page_directory_file(os.path.basename(real)):
             raise ArgumentError(f"{name}: {path} is a file of the page directory")
-    warc = setting("TSE_WARC")
-    if warc:
-        if not str(warc).endswith(".warc.gz"):
-            raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")
-        if os.path.exists(warc) and not append:
-            raise ArgumentError(f"--warc: {warc} exists: a new crawl writes a new WARC file (--resume appends)")
-    record = setting("TSE_RECORD")
-    if record and os.path.exists(record) and not append:
-        raise ArgumentError(f"--record: {record} exists: a new crawl writes a new record (--resume appends)")
+    warc = outputs["--warc"]
+    if warc and not str(warc).endswith(".warc.gz"):
+        raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")
+    for name, what in (("--warc", "a new WARC file"), ("--record", "a new record")):
+        path = outputs[name]
+        if path and os.path.exists(path) and not append:
+            raise ArgumentError(f"{name}: {path} exists: a new crawl writes {what} (--resume appends)")
