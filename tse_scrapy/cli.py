@@ -7,7 +7,8 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import contextmanager, nullcontext
 from typing import NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
@@ -283,18 +284,11 @@ def index(options: argparse.Namespace) -> int:
                 return OK
             sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
         scan = PageScan(options.pagedir)
-        bar = _index_progress_bar(options.pagedir)
-        try:
-            with DocStoreWriter(docs_path(options.indexfile)) as docs:
+        with DocStoreWriter(docs_path(options.indexfile)) as docs:
+            with _index_progress_bar(options.pagedir) as bar:  # cleared before the index is written
                 index = build_index(scan, docs, bar.update if bar is not None else None)
-                if bar is not None:
-                    bar.close()
-                    bar = None
-                size, digest = write_index(options.indexfile, index)
-                docs.finish(size, digest, scan)
-        finally:
-            if bar is not None:
-                bar.close()
+            size, digest = write_index(options.indexfile, index)
+            docs.finish(size, digest, scan)
     return OK
 
 
@@ -302,15 +296,15 @@ def index(options: argparse.Namespace) -> int:
 INDEX_BAR_PAGES = 500
 
 
-def _index_progress_bar(directory: str) -> object | None:
-    """A progress bar for indexing *directory*, on a terminal, when it holds many pages."""
+def _index_progress_bar(directory: str) -> ContextManager:
+    """A progress bar for indexing *directory*, on a terminal, when it holds many pages (else None)."""
     from .rules.pagedir import is_page_name
     from .terminal import is_terminal, progress_bar
 
     if not is_terminal(sys.stderr):
-        return None
+        return nullcontext()  # the directory is not even listed
     total = sum(1 for name in os.listdir(directory) if is_page_name(name))
-    return progress_bar(total, "indexing", minimum=INDEX_BAR_PAGES)
+    return progress_bar(total, "indexing", minimum=INDEX_BAR_PAGES) or nullcontext()
 
 
 def indextest(options: argparse.Namespace) -> int:
