@@ -1,14 +1,26 @@
 """Scale benchmark: a generated site of 100,000 pages on 8 virtual hosts,
 crawled breadth-first with no delay by one process (frontier in the crawl
-state on disk), then by 1, 2 and 4 distributed workers sharing a real Redis.
-Run by bench/run.py, or alone: ``python bench/scale_bench.py [PAGES]``.
+state on disk), then by 1 and 2 distributed workers sharing a real Redis
+(and 4 with ``BENCH_SCALE_WORKERS=1,2,4``).
+
+The crawls of a round run one after the other; with ``BENCH_SCALE_ROUNDS``
+> 1 each speed is a ratio to the single process of its own round, and the
+table gives medians (other work on the machine moves all crawls of a round
+alike).  Each worker logs its stats to a file; ``tse/redis_round_trips``
+(counted by the worker's Redis client, ``distributed/store.py``) over the
+pages saved is the Redis round trips per page.
+
+Run by bench/run.py, or alone: ``python bench/scale_bench.py [PAGES]``
+(or ``BENCH_SCALE_PAGES``).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -22,8 +34,10 @@ from tests.support.redisserver import RedisServer
 PAGES = int(os.environ.get("BENCH_SCALE_PAGES", "100000"))
 HOSTS = [f"h{i}.test" for i in range(8)]
 FANOUT = 8
-WORKERS = (1, 2, 4)
+WORKERS = tuple(int(n) for n in os.environ.get("BENCH_SCALE_WORKERS", "1,2").split(","))
+ROUNDS = int(os.environ.get("BENCH_SCALE_ROUNDS", "1"))
 CONCURRENCY = 16
+ROUND_TRIPS = re.compile(r"'tse/redis_round_trips': (\d+)")
 
 
 def page_url(i: int) -> str:
@@ -33,7 +47,7 @@ def page_url(i: int) -> str:
 def generate(root: Path, pages: int) -> None:
     """Page i links to its FANOUT children (a tree of depth log8 N), two random
     pages and the first page: every page is within depth 6 of p0."""
-    stamp = root / f".generated-{pages}"
+    stamp = root / ".generated"
     if stamp.is_file():
         return
     shutil.rmtree(root, ignore_errors=True)
@@ -91,55 +105,108 @@ def pages_in(out: Path) -> int:
     return sum(1 for name in os.listdir(out) if name.isdigit())
 
 
-def run(pages: int = PAGES) -> list[str]:
-    site, out = WORK / "scale" / "site", WORK / "scale" / "out"
+def fresh(directory: Path) -> Path:
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return directory
+
+
+class Result:
+    """One crawl of one round: pages, wall seconds, peak RSS per process, Redis figures."""
+
+    def __init__(self, pages: int, wall: float, rss: list[float], **redis_figures: float):
+        self.pages, self.wall, self.rss = pages, wall, rss
+        self.speed = pages / wall
+        self.redis = redis_figures
+
+
+def single_process(out: Path, env: dict) -> Result:
+    wall, rss = run_workers([crawl_command(fresh(out))], env)
+    return Result(pages_in(out), wall, rss)
+
+
+def distributed(out: Path, work: Path, workers: int, env: dict) -> Result:
+    """*workers* workers on a fresh Redis; each logs its stats (INFO) to its own file."""
+    fresh(out)
+    logs = [fresh(work / "logs") / f"worker{i}.log" for i in range(workers)]
+    with RedisServer(work / "redis") as redis_server:
+        client = redis_server.client()
+        baseline = client.info("memory")["used_memory"]
+        commands = [
+            crawl_command(out, "--redis", redis_server.url, "--keep", "--log-file", str(log), "-s", "LOG_LEVEL=INFO")
+            for log in logs
+        ]
+        wall, rss = run_workers(commands, env)
+        memory = client.info("memory")
+        seen = sum(client.scard(key) for key in client.scan_iter(match="tse:*:seen"))
+    pages = pages_in(out)
+    round_trips = sum(int(ROUND_TRIPS.findall(log.read_text())[-1]) for log in logs)
+    return Result(
+        pages,
+        wall,
+        rss,
+        round_trips=round_trips / pages,
+        peak=(memory["used_memory_peak"] - baseline) / seen,
+        after=(memory["used_memory"] - baseline) / seen,
+    )
+
+
+def run(pages: int = PAGES, rounds: int = ROUNDS, workers: tuple[int, ...] = WORKERS) -> list[str]:
+    scale = WORK / "scale"
+    work = scale / f"run-{os.getpid()}"  # another benchmark may run beside this one
+    site = scale / f"site-{pages}"
     generate(site, pages)
     server = subprocess.Popen(
         [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(site)], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     proxy = server.stdout.readline().split()[-1]
     env = env_with_proxy(proxy)
-    rows = [
-        "| crawl | pages | wall s | pages/s | vs one process | peak RSS MB (each process) | "
-        "Redis peak B/URL | Redis after B/URL |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    results: dict[int, list[Result]] = {n: [] for n in (0, *workers)}  # 0: the single process
     try:
-        shutil.rmtree(out, ignore_errors=True)
-        out.mkdir(parents=True)
-        wall, rss = run_workers([crawl_command(out)], env)
-        single = pages_in(out) / wall
-        rows.append(
-            f"| one process, `order=bfs` | {pages_in(out)} | {wall:.0f} | {single:.0f} | 1.00x | {rss[0]:.0f} | - | - |"
-        )
-        for workers in WORKERS:
-            shutil.rmtree(out)
-            out.mkdir()
-            with RedisServer(WORK / "scale" / "redis") as redis_server:
-                client = redis_server.client()
-                baseline = client.info("memory")["used_memory"]
-                commands = [crawl_command(out, "--redis", redis_server.url, "--keep") for _ in range(workers)]
-                wall, rss = run_workers(commands, env)
-                memory = client.info("memory")
-                seen = sum(client.scard(key) for key in client.scan_iter(match="tse:*:seen"))
-            speed = pages_in(out) / wall
-            rows.append(
-                f"| {workers} worker{'s' if workers > 1 else ''} + Redis | {pages_in(out)} | {wall:.0f} | "
-                f"{speed:.0f} | {speed / single:.2f}x | {', '.join(f'{r:.0f}' for r in rss)} | "
-                f"{(memory['used_memory_peak'] - baseline) / seen:.0f} | "
-                f"{(memory['used_memory'] - baseline) / seen:.0f} |"
-            )
+        for _ in range(rounds):
+            results[0].append(single_process(work / "out", env))
+            for n in workers:
+                results[n].append(distributed(work / "out", work, n, env))
     finally:
         server.terminate()
         server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    return report(pages, rounds, results)
+
+
+def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[str]:
+    def median(values) -> float:
+        return statistics.median(list(values))
+
+    singles = results[0]
+    rows = [
+        "| crawl | pages | wall s | pages/s | vs one process | Redis round trips per page | "
+        "peak RSS MB (each process) | Redis peak B/URL | Redis after B/URL |",
+        "|---|---|---|---|---|---|---|---|---|",
+        f"| one process, `order=bfs` | {singles[0].pages} | {median(r.wall for r in singles):.0f} | "
+        f"{median(r.speed for r in singles):.0f} | 1.00x | - | {max(r.rss[0] for r in singles):.0f} | - | - |",
+    ]
+    for n, runs in results.items():
+        if n == 0:
+            continue
+        ratios = [r.speed / single.speed for r, single in zip(runs, singles, strict=True)]
+        peak_rss = [max(r.rss[i] for r in runs) for i in range(n)]
+        rows.append(
+            f"| {n} worker{'s' if n > 1 else ''} + Redis | {runs[0].pages} | {median(r.wall for r in runs):.0f} | "
+            f"{median(r.speed for r in runs):.0f} | {median(ratios):.2f}x | "
+            f"{median(r.redis['round_trips'] for r in runs):.2f} | {', '.join(f'{r:.0f}' for r in peak_rss)} | "
+            f"{median(r.redis['peak'] for r in runs):.0f} | {median(r.redis['after'] for r in runs):.0f} |"
+        )
+    each = "One run each" if rounds == 1 else f"Medians of {rounds} rounds (ratios taken within each round)"
     return [
         f"## Scale: a generated site of {pages:,} pages on {len(HOSTS)} virtual hosts, breadth-first",
         "",
         f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
-        "127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). One run each (a round takes "
-        "minutes); the crawls run one after the other on the same 2 cores as the proxy and Redis.",
-        "Redis bytes per URL: memory used above the empty server's, divided by the URLs seen, at the "
-        "peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",
+        f"127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). {each}; "
+        "the crawls of a round run one after the other on the same 2 cores as the proxy and Redis.",
+        "Redis round trips per page: the workers' `tse/redis_round_trips` (counted by their Redis client) "
+        "over the pages saved. Redis bytes per URL: memory used above the empty server's, divided by the "
+        "URLs seen, at the peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",
         "",
         *rows,
         "",

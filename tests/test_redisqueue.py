@@ -36,7 +36,7 @@ def test_shallowest_first_then_first_pushed(redis_url):
     popped = []
     while (request := q.pop()) is not None:
         popped.append(request.url.rsplit("/", 1)[1])
-        q.ack(request.meta["tse_lease"])
+        q.finish(request.meta["tse_lease"])
     assert popped == ["a", "c", "b", "d"]
 
 
@@ -53,7 +53,7 @@ def test_deeper_pages_wait_while_a_shallower_one_is_leased(redis_url):
     push(q, "b", 1)
     first = q.pop()
     assert q.pop() is None  # b (depth 1) waits for a (depth 0)
-    q.ack(first.meta["tse_lease"])
+    q.finish(first.meta["tse_lease"])
     assert q.pop().url.endswith("/b")
 
 
@@ -67,8 +67,8 @@ def test_an_expired_lease_returns_its_request_to_its_place(redis_url):
     time.sleep(0.3)
     again = alive.pop()
     assert again.url.endswith("/a") and again.meta["tse_lease"] != taken.meta["tse_lease"]
-    assert not dead.ack(taken.meta["tse_lease"])  # too late: it is someone else's now
-    assert alive.ack(again.meta["tse_lease"])
+    dead.finish(taken.meta["tse_lease"])  # too late: it is someone else's now...
+    assert alive.server.zscore(KEYS.leases, again.meta["tse_lease"])  # ...and stays theirs
 
 
 def test_renewed_leases_do_not_expire(redis_url):
@@ -102,13 +102,14 @@ def test_seen_keys_owned_by_an_expired_lease_are_forgotten(redis_url):
 
 def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    q = queue(redis_url)
     a, b, c = (url_fingerprint(f"http://a.test/{x}") for x in "abc")
     assert crawl.reserve_doc_id(a) == (1, False)
     assert crawl.reserve_doc_id(b) == (2, False)
     assert crawl.reserve_doc_id(a) == (1, False)  # a worker died mid-save: same docID
-    assert crawl.record_page(a)
+    q.finish(7, saved=a)
     assert crawl.reserve_doc_id(a) == (1, True)  # saved: not again
-    assert crawl.unreserve(b)  # b failed after all
+    q.finish(8, freed=b)  # b failed after all
     assert crawl.free_doc_ids() == [2]
     assert crawl.reserve_doc_id(c) == (2, False)  # the next page takes the hole
     assert crawl.free_doc_ids() == []
@@ -154,14 +155,15 @@ def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_
     from tse_scrapy.rules import pagedir
 
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    q = queue(redis_url)
     keys = [url_fingerprint(f"http://a.test/{n}") for n in range(5)]
     assert [crawl.reserve_doc_id(key) for key in keys] == [(n, False) for n in range(1, 6)]
     for n, key in enumerate(keys, start=1):
         if n in (2, 5):
-            crawl.unreserve(key)  # fetched again after a worker died, and failed
+            q.finish(n, freed=key)  # fetched again after a worker died, and failed
         else:
             pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
-            crawl.record_page(key)
+            q.finish(n, saved=key)
     fill_doc_id_holes(crawl, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
     assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [

@@ -22,6 +22,8 @@ from .store import RedisCrawl, connect, worker_name
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+    from .queue import Reservation
+
 logger = logging.getLogger(__name__)
 
 
@@ -38,6 +40,8 @@ class DistributedCrawlExtension:
             self.crawl.keep_when_finished()  # whichever worker finishes keeps them
         self.directory = settings.get("TSE_PAGEDIR")
         self.worker = worker_name()
+        # URL fingerprint -> docID reserved for a page this worker leased: the scheduler's and the pipeline's.
+        self.reservations: dict[bytes, Reservation] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedCrawlExtension:
@@ -54,6 +58,7 @@ class DistributedCrawlExtension:
         self.crawl.register_worker(self.worker, self.crawler.settings.getfloat("TSE_LEASE_SECONDS"))
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        self.count_round_trips()
         self.crawl.unregister_worker(self.worker)
         if reason not in SUCCESS_REASONS or self.crawler.stats.get_value("tse/error"):
             return
@@ -64,6 +69,16 @@ class DistributedCrawlExtension:
         logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
         if not self.crawl.kept():
             self.crawl.remove()
+
+    def count_round_trips(self) -> None:
+        """Put this worker's Redis round trips in the crawl's stats (``tse/redis_round_trips``, and per page)."""
+        stats = self.crawler.stats
+        round_trips = self.crawl.server.round_trips
+        stats.set_value("tse/redis_round_trips", round_trips)
+        pages = stats.get_value("tse/pages_saved", 0)
+        if pages:
+            stats.set_value("tse/redis_round_trips_per_page", round(round_trips / pages, 2))
+        logger.info("Worker %s: %d Redis round trips for %d pages saved", self.worker, round_trips, pages)
 
 
 def fill_doc_id_holes(crawl: RedisCrawl, directory: str) -> None:

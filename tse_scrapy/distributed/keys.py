@@ -23,11 +23,11 @@ class CrawlKeys:
         self.finishing = prefix + "finishing"  # taken by the one worker that cleans up
         self.workers = prefix + "workers"  # worker -> its last heartbeat
         self.doc_id = prefix + "doc_id"  # the last docID handed out
-        self.reserved = prefix + "reserved"  # URL fingerprint -> docID, page being saved
+        self.reserved = prefix + "reserved"  # URL fingerprint -> docID, page leased or being saved
         self.pages = prefix + "pages"  # URL fingerprint -> docID, page saved
         self.free_ids = prefix + "free_ids"  # docIDs reserved by pages that failed
         # The frontier and its leases (queue.py)
-        self.frontier = prefix + "frontier"  # request -> depth * LEVEL + push number
+        self.frontier = prefix + "frontier"  # URL fingerprint + request -> depth * LEVEL + push number
         self.push_id = prefix + "push_id"  # the push counter
         self.leases = prefix + "leases"  # lease -> expiry (ms, Redis clock)
         self.leased = prefix + "leased"  # lease -> request

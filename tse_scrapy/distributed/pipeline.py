@@ -18,22 +18,31 @@ if TYPE_CHECKING:
 
 class SharedPageDirPipeline(PageDirPipeline):
     """PageDirPipeline for one worker of many: each URL's docID is reserved in
-    Redis, and recorded there once its page file is written."""
+    Redis before its page file is written, when the scheduler leased the page
+    (a redirected page, saved under another URL, reserves one here).  The
+    scheduler records it as saved when the item has been through
+    (``item_scraped``), with the page's links and its lease
+    (``RedisTseScheduler._over``)."""
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
-        self.shared = distributed_crawl(crawler).crawl
+        distributed = distributed_crawl(crawler)
+        self.shared = distributed.crawl
+        self.reservations = distributed.reservations
 
     def save(self, item: PageItem) -> bool:
         fingerprint = url_fingerprint(item.url)  # item.url is normalized
         try:
-            doc_id, saved = self.shared.reserve_doc_id(fingerprint)
+            reserved = self.reservations.get(fingerprint)
+            if reserved is not None:
+                doc_id, saved = reserved.doc_id, reserved.saved
+            else:
+                doc_id, saved = self.shared.reserve_doc_id(fingerprint)
             if saved:
                 # A worker whose lease had expired saved it meanwhile.
                 self.crawler.stats.inc_value("tse/saved_by_another_worker")
                 return False
             self.write(doc_id, item)
-            self.shared.record_page(fingerprint)
             item.doc_id = doc_id  # for the crawl record
         except redis.RedisError as error:
             self.fail(f"cannot reach Redis: {error}")

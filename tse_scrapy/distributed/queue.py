@@ -1,12 +1,20 @@
 """LeasedLevelQueue: scrapy-redis's priority queue, breadth-first, with leases.
 
 The frontier is scrapy-redis's sorted set, scored by depth (then push
-order), so the shallowest request comes first.  ``pop`` does not just remove
-a request: it *leases* it to the worker, which renews its leases while it
-works and acknowledges each one when the page is over.  A lease that is not
-renewed (its worker died) expires, and the next ``pop`` by any worker puts
-its request back where it was.  ``pop`` also keeps depths exact across
-workers: it hands out depth d only while no shallower request is leased.
+order), so the shallowest request comes first.  Taking a request does not
+just remove it: it *leases* it to the worker, which renews its leases while
+it works and finishes each one when the page is over.  A lease that is not
+renewed (its worker died) expires, and the next lease by any worker puts its
+request back where it was.  Leasing also keeps depths exact across workers:
+it hands out depth d only while no shallower request is leased.
+
+A worker's Redis work goes through one Lua script, ``settle``, in one round
+trip however much it carries: push the links found (each marked seen and
+queued in one step), finish the pages that are over (record or free their
+docID reservation, drop their lease), then lease the next requests and
+reserve a docID for each (``store.py``: a URL keeps its docID until saved).
+A frontier entry is the 16-byte fingerprint of the request's URL (what the
+docID is reserved for) followed by the pickled request.
 
 A lease may also own seen-set keys (a redirect target marked seen on behalf
 of the leased page); they are forgotten when the lease expires, so the
@@ -15,8 +23,10 @@ page's second fetch can follow the redirect again.
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -32,43 +42,102 @@ logger = logging.getLogger(__name__)
 # digits: depth <= 10 and 10**9 pushes per crawl stay exact.
 LEVEL = 10**9
 
-_PUSH_UNSEEN = """
-if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
-local n = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[2], ARGV[3] * ARGV[4] + n, ARGV[2])
-return 1
-"""
+FINGERPRINT_SIZE = 16  # store.url_fingerprint's
 
-# KEYS: frontier, leases (id -> expiry ms), leased (id -> request),
-# lease_scores (id -> frontier score), lease counter, seen.
-# ARGV: lease milliseconds, key prefix of owned seen keys, LEVEL.
-_LEASE = """
+# KEYS: 1 seen, 2 frontier, 3 push counter, 4 leases (id -> expiry ms),
+# 5 leased (id -> request), 6 lease_scores (id -> frontier score),
+# 7 lease counter, 8 pages, 9 reserved, 10 free_ids, 11 docID counter.
+# ARGV: 1 LEVEL, 2 lease ms, 3 key prefix of owned seen keys, 4 how many to
+# lease, 5 number of links L, 6 number of finished pages F, then L times
+# (seen-set fingerprint or '', frontier entry, depth), then F times (lease,
+# fingerprint to record as saved or '', fingerprint to free or '').
+# Returns {requests reclaimed, then 1 (queued) or 0 (seen) per link, then
+# lease id, frontier entry, docID and 1 if saved already, per request leased}.
+_SETTLE = """
+local level = tonumber(ARGV[1])
+local links, pages = tonumber(ARGV[5]), tonumber(ARGV[6])
+local result = {0}
+-- 1. Each link found is marked seen and queued in one step (an empty
+-- fingerprint: a request that is not filtered, queued anyway).
+for i = 7, 6 + 3 * links, 3 do
+  local queued = 1
+  if ARGV[i] ~= '' and redis.call('SADD', KEYS[1], ARGV[i]) == 0 then
+    queued = 0
+  else
+    redis.call('ZADD', KEYS[2], ARGV[i + 2] * level + redis.call('INCR', KEYS[3]), ARGV[i + 1])
+  end
+  result[#result + 1] = queued
+end
+-- 2. Each finished page: a docID reservation becomes a saved page (the page
+-- file is written) or goes to the next page (the page failed, or was saved
+-- under another URL); the page's lease is dropped.
+for i = 7 + 3 * links, 6 + 3 * links + 3 * pages, 3 do
+  local lease, saved, freed = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local id = saved ~= '' and redis.call('HGET', KEYS[9], saved)
+  if id then
+    redis.call('HDEL', KEYS[9], saved)
+    redis.call('HSET', KEYS[8], saved, id)
+  end
+  id = freed ~= '' and freed ~= saved and redis.call('HGET', KEYS[9], freed)
+  if id then
+    redis.call('HDEL', KEYS[9], freed)
+    redis.call('ZADD', KEYS[10], id, id)
+  end
+  redis.call('ZREM', KEYS[4], lease)
+  redis.call('HDEL', KEYS[5], lease)
+  redis.call('ZREM', KEYS[6], lease)
+  redis.call('DEL', ARGV[3] .. lease)
+end
+if tonumber(ARGV[4]) == 0 then return result end
+-- 3. Leases that ran out (their worker died): their requests go back where they were.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
+local expired = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)
 for _, id in ipairs(expired) do
-  local data = redis.call('HGET', KEYS[3], id)
-  if data then redis.call('ZADD', KEYS[1], redis.call('ZSCORE', KEYS[4], id), data) end
-  local owned = ARGV[2] .. id
-  for _, key in ipairs(redis.call('SMEMBERS', owned)) do redis.call('SREM', KEYS[6], key) end
+  local request = redis.call('HGET', KEYS[5], id)
+  if request then redis.call('ZADD', KEYS[2], redis.call('ZSCORE', KEYS[6], id), request) end
+  local owned = ARGV[3] .. id
+  for _, key in ipairs(redis.call('SMEMBERS', owned)) do redis.call('SREM', KEYS[1], key) end
   redis.call('DEL', owned)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('HDEL', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
+  redis.call('HDEL', KEYS[5], id)
+  redis.call('ZREM', KEYS[6], id)
 end
-local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #head == 0 then return {#expired} end
-local level = tonumber(ARGV[3])
-local shallowest = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-if #shallowest > 0 and math.floor(tonumber(shallowest[2]) / level) < math.floor(tonumber(head[2]) / level) then
-  return {#expired}
+result[1] = #expired
+-- 4. Lease the first requests of the frontier, but none deeper than a leased
+-- one, and reserve a docID for each URL (its own if it has one: a worker
+-- died saving it; the first freed one; or the next).
+local gate = math.huge
+local shallowest = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
+if #shallowest > 0 then gate = math.floor(tonumber(shallowest[2]) / level) end
+local heads = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[4]) - 1, 'WITHSCORES')
+for i = 1, #heads, 2 do
+  local request, score = heads[i], heads[i + 1]
+  local depth = math.floor(tonumber(score) / level)
+  if depth > gate then break end
+  gate = depth
+  redis.call('ZREM', KEYS[2], request)
+  local id = redis.call('INCR', KEYS[7])
+  redis.call('ZADD', KEYS[4], now + tonumber(ARGV[2]), id)
+  redis.call('HSET', KEYS[5], id, request)
+  redis.call('ZADD', KEYS[6], score, id)
+  local fingerprint = string.sub(request, 1, 16)
+  local doc, saved = redis.call('HGET', KEYS[8], fingerprint), 1
+  if not doc then
+    saved = 0
+    doc = redis.call('HGET', KEYS[9], fingerprint)
+    if not doc then
+      local free = redis.call('ZPOPMIN', KEYS[10])
+      if #free > 0 then doc = free[1] else doc = redis.call('INCR', KEYS[11]) end
+      redis.call('HSET', KEYS[9], fingerprint, doc)
+    end
+  end
+  result[#result + 1] = id
+  result[#result + 1] = request
+  result[#result + 1] = tonumber(doc)
+  result[#result + 1] = saved
 end
-redis.call('ZREM', KEYS[1], head[1])
-local id = redis.call('INCR', KEYS[5])
-redis.call('ZADD', KEYS[2], now + tonumber(ARGV[1]), id)
-redis.call('HSET', KEYS[3], id, head[1])
-redis.call('ZADD', KEYS[4], head[2], id)
-return {#expired, id, head[1]}
+return result
 """
 
 _RENEW = """
@@ -79,19 +148,25 @@ for i = 2, #ARGV do kept = kept + redis.call('ZADD', KEYS[1], 'XX', 'CH', expiry
 return kept
 """
 
-_ACK = """
-local gone = redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('DEL', ARGV[2] .. ARGV[1])
-return gone
-"""
-
 _OWN_SEEN = """
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
+
+# A link as the settle script takes it: (seen-set fingerprint or b'', frontier entry, depth).
+Link = Sequence[Any]
+# A finished page as the settle script takes it: (lease, fingerprint saved or b'', fingerprint freed or b'').
+FinishedPage = tuple[int, bytes, bytes]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """The docID reserved for a leased request's URL (*fingerprint*), or its docID if *saved* already."""
+
+    fingerprint: bytes
+    doc_id: int
+    saved: bool
 
 
 class LeasedLevelQueue(PriorityQueue):
@@ -110,55 +185,73 @@ class LeasedLevelQueue(PriorityQueue):
         super().__init__(server, spider, key, serializer)
         self.keys = keys
         self.lease_ms = int(lease_seconds * 1000)
-        self._push_unseen = server.register_script(_PUSH_UNSEEN)
-        self._lease = server.register_script(_LEASE)
+        self._settle = server.register_script(_SETTLE)
         self._renew = server.register_script(_RENEW)
-        self._ack = server.register_script(_ACK)
         self._own_seen = server.register_script(_OWN_SEEN)
 
     def _encode_request(self, request: Request) -> bytes:
         return self.serializer.dumps(request_to_dict(request, self.spider))
 
-    def push(self, request: Request) -> None:
-        self.push_unseen(request, None)
-
-    def push_unseen(self, request: Request, fingerprint: bytes | None) -> bool:
-        """Mark *fingerprint* seen and push *request*, atomically; False if it was seen.
-
-        With no fingerprint (a request that is not filtered) it is just pushed."""
-        depth = request.meta.get("depth", 0)
-        return bool(
-            self._push_unseen(
-                keys=[self.keys.seen, self.key, self.keys.push_id],
-                args=[fingerprint or b"", self._encode_request(request), depth, LEVEL],
-            )
+    def link(self, request: Request, fingerprint: bytes, filtered: bool = True) -> Link:
+        """*request* as ``settle`` pushes it: *fingerprint* (its URL's) is marked seen unless not *filtered*."""
+        return (
+            fingerprint if filtered else b"",
+            fingerprint + self._encode_request(request),
+            request.meta.get("depth", 0),
         )
 
-    def pop(self, timeout: int = 0) -> Request | None:
-        """Lease the next request (``meta['tse_lease']`` names the lease), or None."""
+    def settle(
+        self, links: Sequence[Link] = (), finished: Sequence[FinishedPage] = (), lease: int = 0
+    ) -> tuple[list[bool], list[Request]]:
+        """In one round trip: push *links*, finish the *finished* pages, then lease up to
+        *lease* requests of the shallowest level that may be handed out.  Returns whether
+        each link was queued (False: seen already) and the requests leased
+        (``meta['tse_lease']`` names each one's lease, ``meta['tse_reserved']`` its Reservation)."""
         k = self.keys
-        reclaimed, *leased = self._lease(
-            keys=[self.key, k.leases, k.leased, k.lease_scores, k.lease_id, k.seen],
-            args=[self.lease_ms, k.owned_prefix, LEVEL],
+        reclaimed, *result = self._settle(
+            keys=[
+                *(k.seen, self.key, k.push_id),
+                *(k.leases, k.leased, k.lease_scores, k.lease_id),
+                *(k.pages, k.reserved, k.free_ids, k.doc_id),
+            ],
+            args=[
+                *(LEVEL, self.lease_ms, k.owned_prefix, lease, len(links), len(finished)),
+                *itertools.chain(*links, *finished),
+            ],
         )
         if reclaimed:
             logger.warning("%d request(s) whose worker stopped renewing its lease are back in the frontier", reclaimed)
-        if not leased:
-            return None
-        lease, data = leased
-        request = self._decode_request(data)
-        request.meta["tse_lease"] = int(lease)
-        return request
+        queued, leased = result[: len(links)], result[len(links) :]
+        requests = []
+        for lease_id, entry, doc_id, saved in zip(*(leased[i::4] for i in range(4)), strict=True):
+            request = self._decode_request(entry[FINGERPRINT_SIZE:])
+            request.meta["tse_lease"] = int(lease_id)
+            request.meta["tse_reserved"] = Reservation(entry[:FINGERPRINT_SIZE], int(doc_id), bool(saved))
+            requests.append(request)
+        return [bool(flag) for flag in queued], requests
+
+    def push(self, request: Request) -> None:
+        raise NotImplementedError("a request is pushed with its URL's fingerprint: push_unseen")
+
+    def push_unseen(self, request: Request, fingerprint: bytes, filtered: bool = True) -> bool:
+        """Mark *fingerprint* (the URL's) seen and push *request*, atomically; False if it was seen.
+
+        A request that is not *filtered* is just pushed."""
+        return self.settle(links=[self.link(request, fingerprint, filtered)])[0] == [True]
+
+    def pop(self, timeout: int = 0) -> Request | None:
+        """Lease the next request, or None."""
+        leased = self.settle(lease=1)[1]
+        return leased[0] if leased else None
+
+    def finish(self, lease: int, saved: bytes = b"", freed: bytes = b"") -> None:
+        """The leased page is over: the reservation of *saved* becomes a saved page, that of *freed* is freed."""
+        self.settle(finished=[(lease, saved, freed)])
 
     def renew(self, leases: Iterable[int]) -> int:
         """Extend *leases* by the lease time; return how many were still held."""
         leases = list(leases)
         return int(self._renew(keys=[self.keys.leases], args=[self.lease_ms, *leases])) if leases else 0
-
-    def ack(self, lease: int) -> bool:
-        """The leased page is over; False if the lease had expired (another worker has it)."""
-        k = self.keys
-        return bool(self._ack(keys=[k.leases, k.leased, k.lease_scores], args=[lease, k.owned_prefix]))
 
     def give_back(self, leases: Iterable[int]) -> None:
         """Let *leases* expire now: their requests return to the frontier at the next pop."""

@@ -4,7 +4,9 @@ DocIDs are handed out per URL: a page being saved holds a *reservation* (its
 URL's fingerprint -> docID) until it is recorded in ``pages``, so a worker
 that dies mid-save leaves its docID to whichever worker fetches the page
 again, and a page is never saved under two docIDs.  A reservation whose page
-then fails goes to ``free_ids`` and is given to the next page.  The frontier
+then fails goes to ``free_ids`` and is given to the next page.  Recording and
+freeing a reservation are part of a page's last step, with its links and its
+lease (``queue.LeasedLevelQueue.finish``).  The frontier
 and its leases are kept by ``queue``, the seen set by ``dupefilter``; the key
 names by ``keys``.  No Scrapy import: the ``tse`` command uses this before
 Scrapy starts.
@@ -19,6 +21,7 @@ import socket
 from typing import Any
 
 import redis
+from redis.client import Pipeline
 
 from ..rules.crawlargs import ArgumentError
 from .keys import CrawlKeys
@@ -35,27 +38,39 @@ end
 return {tonumber(id), 0}
 """
 
-_RECORD = """
-local id = redis.call('HGET', KEYS[2], ARGV[1])
-if not id then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], id)
-redis.call('HDEL', KEYS[2], ARGV[1])
-return 1
-"""
 
-_UNRESERVE = """
-local id = redis.call('HGET', KEYS[1], ARGV[1])
-if not id then return 0 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], id, id)
-return 1
-"""
+class CountingRedis(redis.Redis):
+    """A Redis client that counts its round trips (``round_trips``): what a
+    worker pays per page, whatever the command, script or pipeline."""
+
+    round_trips = 0
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.round_trips += 1  # one command (a script's EVALSHA too) is one round trip
+        return super().execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> CountingPipeline:
+        return CountingPipeline(self, transaction, shard_hint)
 
 
-def connect(url: str) -> redis.Redis:
+class CountingPipeline(Pipeline):
+    """A pipeline of a CountingRedis: one round trip when executed (two with a script in
+    it: redis-py first asks SCRIPT EXISTS)."""
+
+    def __init__(self, client: CountingRedis, transaction: bool, shard_hint: Any):
+        super().__init__(client.connection_pool, client.response_callbacks, transaction, shard_hint)
+        self.counted_client = client
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        if self.command_stack:
+            self.counted_client.round_trips += 2 if self.scripts else 1
+        return super().execute(raise_on_error)
+
+
+def connect(url: str) -> CountingRedis:
     """A Redis client for *url*; ArgumentError (one line) when it cannot be reached."""
     try:
-        server = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=10, retry_on_timeout=True)
+        server = CountingRedis.from_url(url, socket_timeout=30, socket_connect_timeout=10, retry_on_timeout=True)
         server.ping()
     except (ValueError, redis.RedisError) as error:
         raise ArgumentError(f"cannot use Redis at {url}: {error}") from None
@@ -70,8 +85,6 @@ class RedisCrawl:
         self.name = name
         self.keys = CrawlKeys(name)
         self._reserve = server.register_script(_RESERVE)
-        self._record = server.register_script(_RECORD)
-        self._unreserve = server.register_script(_UNRESERVE)
 
     # -- parameters --------------------------------------------------------
     def parameters(self) -> dict[str, Any] | None:
@@ -92,14 +105,6 @@ class RedisCrawl:
         k = self.keys
         doc_id, saved = self._reserve(keys=[k.pages, k.reserved, k.free_ids, k.doc_id], args=[fingerprint])
         return int(doc_id), bool(saved)
-
-    def record_page(self, fingerprint: bytes) -> bool:
-        """The page file is written: the reservation becomes a saved page."""
-        return bool(self._record(keys=[self.keys.pages, self.keys.reserved], args=[fingerprint]))
-
-    def unreserve(self, fingerprint: bytes) -> bool:
-        """The page of *fingerprint* will not be saved: its docID goes to the next page."""
-        return bool(self._unreserve(keys=[self.keys.reserved, self.keys.free_ids], args=[fingerprint]))
 
     def free_doc_ids(self) -> list[int]:
         return [int(doc) for doc in self.server.zrange(self.keys.free_ids, 0, -1)]
