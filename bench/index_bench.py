@@ -8,6 +8,9 @@ same queries answered from the text index loaded into memory.
 
 from __future__ import annotations
 
+import filecmp
+import json
+import os
 import random
 import shutil
 import statistics
@@ -18,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, SHARED, WORK, env_with_proxy, measure
+from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, env_with_proxy, measure
 from tests.support.reference import build_page_directory
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.index.querier import Querier
@@ -162,6 +165,8 @@ def run(mirror: Path) -> list[str]:
         "",
     ]
     rows += ["## Querier start-up", "", *start_up(directories["wikipedia-2"], wikipedia_index), ""]
+    # Before the queries below load an index into this process (children forked later count its size).
+    large = ["## Indexing at any size", "", *large_index(mirror), ""]
     rows += [
         "## Query latency (wikipedia-2)",
         "",
@@ -171,4 +176,196 @@ def run(mirror: Path) -> list[str]:
         *latencies(directories["wikipedia-2"], wikipedia_index),
         "",
     ]
+    return rows + large
+
+
+# --- Indexing at any size: 20,000 pages ---------------------------------------------------------
+
+LARGE_PAGES = 20_000
+# The indexer and querier before sorted runs, worker processes and the stamp, run from a git worktree.
+PREVIOUS_COMMIT = "430a4ace67b053676e92822ca29a78de6897d427"
+PREVIOUS = WORK / "previous"
+# Runs a `tse` command with the tse_scrapy of the directory given first (ahead of the checkout's).
+_TSE_FROM = "import sys; sys.path.insert(0, sys.argv.pop(1)); from tse_scrapy.cli import main; raise SystemExit(main())"
+# Opens the querier of the tse_scrapy given first and times the queries of a file, one by one (JSON out).
+_LATENCY = r"""
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+from tse_scrapy.index.querier import Querier
+from tse_scrapy.index.storage import IndexReader
+start = time.perf_counter()
+querier = Querier(sys.argv[2], IndexReader(sys.argv[3]))
+opened = time.perf_counter() - start
+queries = open(sys.argv[4]).read().splitlines()
+for line in queries[:50]:
+    querier.answer(line)  # warm the URL cache the same way for both
+times, listed = [], 0
+for line in queries:
+    start = time.perf_counter()
+    output = querier.answer(line)
+    times.append((time.perf_counter() - start) * 1000)
+    listed += output.count("\nscore ")
+times.sort()
+json.dump({"open": opened, "median": statistics.median(times), "p99": times[int(len(times) * 0.99)],
+           "listed": listed}, sys.stdout)
+"""
+
+
+def previous_code() -> Path:
+    """A git worktree of the code before this indexer (made once, under bench/work: git-ignored)."""
+    if not (PREVIOUS / "tse_scrapy" / "cli.py").is_file():
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(PREVIOUS), PREVIOUS_COMMIT], cwd=ROOT, check=True)
+    return PREVIOUS
+
+
+def large_directory(source: Path, pages: int = LARGE_PAGES) -> Path:
+    """*pages* page files made of the pages of *source* copied again and again under new URLs
+    (``...?copy=K``), written once under bench/work and reused (a stamp says it is complete)."""
+    directory = WORK / "pages" / f"wikipedia-copies-{pages}"
+    stamp = directory / ".complete"
+    if stamp.is_file():
+        return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    (directory / ".crawler").write_bytes(b"")
+    originals = sorted((p for p in page_files(source)), key=lambda p: int(p.name))
+    for doc_id in range(1, pages + 1):
+        copy, original = divmod(doc_id - 1, len(originals))
+        url, depth, body = originals[original].read_bytes().split(b"\n", 2)
+        if copy:
+            url += b"?copy=%d" % copy
+        (directory / str(doc_id)).write_bytes(b"\n".join((url, depth, body)))
+    stamp.write_bytes(b"")
+    return directory
+
+
+def tse_from(code: Path, *arguments: object) -> list[str]:
+    """The command running ``tse ARGUMENTS`` with the tse_scrapy of *code*."""
+    return [sys.executable, "-c", _TSE_FROM, str(code), *map(str, arguments)]
+
+
+def same_store(one: Path, other: Path) -> bool:
+    """Whether two document stores hold the same rows in every table (compared a row at a time)."""
+    import contextlib
+    import sqlite3
+    from itertools import zip_longest
+
+    with contextlib.closing(sqlite3.connect(one)) as first, contextlib.closing(sqlite3.connect(other)) as second:
+        for table in ("meta", "docs", "files"):
+            query = f"SELECT * FROM {table} ORDER BY 1"
+            if any(a != b for a, b in zip_longest(first.execute(query), second.execute(query))):
+                return False
+    return True
+
+
+def measure_cpu(command: list[str], stdin: bytes | None = None) -> tuple[float, float, float]:
+    """As ``measure``, with the CPU seconds (user + system) of the command and its worker processes:
+    what a run costs whatever else the machine runs."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"bench: failed: {' '.join(command)}")
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def large_index(mirror: Path) -> list[str]:
+    """`tse index` of 20,000 pages, before and after (jobs 1 and 2), and the querier on that index."""
+    directories = page_directories(mirror)
+    source_index = WORK / "wikipedia-2.index"
+    if not source_index.is_file():
+        subprocess.run([str(BIN / "tse"), "index", str(directories["wikipedia-2"]), str(source_index)], check=True)
+    directory = large_directory(directories["wikipedia-2"])
+    previous = previous_code()
+    out = WORK / "large"
+    out.mkdir(exist_ok=True)
+    megabytes = sum(p.stat().st_size for p in page_files(directory)) / 1e6
+    indexers = {
+        "previous (in memory)": ("previous", tse_from(previous, "index", directory, out / "previous.index")),
+        "new, `--jobs 1`": (
+            "jobs1",
+            [str(BIN / "tse"), "index", str(directory), str(out / "jobs1.index"), "--jobs", "1"],
+        ),
+        "new, `--jobs 2`": (
+            "jobs2",
+            [str(BIN / "tse"), "index", str(directory), str(out / "jobs2.index"), "--jobs", "2"],
+        ),
+    }
+    runs: dict[str, list[tuple[float, float, float]]] = {label: [] for label in indexers}
+    for _ in range(REPEAT):
+        for label, (_, command) in indexers.items():
+            runs[label].append(measure_cpu(command))
+    walls = {label: statistics.median(w for w, _, _ in measured) for label, measured in runs.items()}
+    # The querier, previous and new, on the same index files (the new index also has its stamp).
+    index = out / "jobs2.index"
+    starts: dict[str, list[tuple[float, float]]] = {"previous": [], "new": []}
+    for _ in range(5):
+        starts["previous"].append(measure(tse_from(previous, "query", directory, index), stdin=b""))
+        starts["new"].append(measure([str(BIN / "tse"), "query", str(directory), str(index)], stdin=b""))
+    # After every `measure`: the comparisons below grow this process, which forked children would count.
+    identical = []
+    for name in ("jobs1", "jobs2"):
+        files = []
+        for suffix in ("", ".bin", ".docs"):
+            same = filecmp.cmp(out / f"previous.index{suffix}", out / f"{name}.index{suffix}", shallow=False)
+            files.append(f"{suffix or 'text'} {'=' if same else '≠'}")
+        rows_same = same_store(out / "previous.index.docs", out / f"{name}.index.docs")
+        identical.append(f"{name}: {', '.join(files)}; store rows {'=' if rows_same else '≠'}")
+    rows = [
+        f"{LARGE_PAGES:,} pages ({megabytes:,.0f} MB): the wikipedia depth-2 pages copied under new URLs "
+        f"(`?copy=K`). {REPEAT} rounds, the three side by side; medians. The previous indexer is commit "
+        f"{PREVIOUS_COMMIT[:7]} (a git worktree in bench/work/previous).",
+        "",
+        "| indexer | wall s | CPU s (all processes) | peak RSS MB | speed-up vs previous |",
+        "|---|---|---|---|---|",
+    ]
+    for label, measured in runs.items():
+        rss = statistics.median(r for _, r, _ in measured)
+        cpu = statistics.median(c for _, _, c in measured)
+        rows.append(
+            f"| {label} | {walls[label]:.1f} | {cpu:.1f} | {rss:.0f} "
+            f"| {walls['previous (in memory)'] / walls[label]:.2f}x |"
+        )
+    rows += [
+        "",
+        f"`--jobs 2` against `--jobs 1`: {walls['new, `--jobs 1`'] / walls['new, `--jobs 2`']:.2f}x. "
+        f"Byte for byte against the previous index: {' · '.join(identical)}.",
+        "",
+    ]
+    queries = out / "queries.txt"
+    # The same vocabulary as wikipedia-2: the queries of its index (parsed here, after every `measure`).
+    queries.write_text("".join(line + "\n" for line in generate_queries(source_index, QUERIES)))
+    latency: dict[str, list[dict]] = {"previous": [], "new": []}
+    for _ in range(REPEAT):
+        for name, code in (("previous", previous), ("new", ROOT)):
+            child = subprocess.run(
+                [sys.executable, "-c", _LATENCY, str(code), str(directory), str(index), str(queries)],
+                capture_output=True,
+                check=True,
+            )
+            latency[name].append(json.loads(child.stdout))
+    rows += [
+        f"The querier on that index: `tse query` starting and exiting on empty input (median of 5), and "
+        f"{QUERIES} generated queries (the wikipedia-2 ones: same words) timed one by one in-process after "
+        f"50 warm-up queries ({REPEAT} rounds; medians).",
+        "",
+        "| querier | start-up s | peak RSS MB | median ms | p99 ms | documents listed |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in ("previous", "new"):
+        found = latency[name]
+        rows.append(
+            f"| {name} | {statistics.median(w for w, _ in starts[name]):.3f} "
+            f"| {statistics.median(r for _, r in starts[name]):.0f} "
+            f"| {statistics.median(f['median'] for f in found):.3f} | {statistics.median(f['p99'] for f in found):.2f} "
+            f"| {found[-1]['listed']:,} |"
+        )
     return rows
+
+
+if __name__ == "__main__":
+    from bench.common import unpack_mirror
+
+    print("\n".join(["## Indexing at any size", "", *large_index(unpack_mirror())]))

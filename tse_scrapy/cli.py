@@ -29,6 +29,12 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _jobs(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 256):
+        raise argparse.ArgumentTypeError(f"jobs is a number from 1 to 256: {text}")
+    return int(text)
+
+
 def _setting(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals or not name:
@@ -168,6 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
                 action="store_true",
                 help="read only the pages new, changed or gone since INDEXFILE was written",
             )
+            command.add_argument(
+                "--jobs",
+                type=_jobs,
+                default=os.cpu_count() or 1,
+                metavar="N",
+                help="processes reading the pages (default: the cores; 1: no worker processes)",
+            )
         if name == "query":
             command.add_argument(
                 "--rank", choices=("tse", "bm25"), default="tse", help="tse (SPEC 4 scores, default) or bm25"
@@ -269,10 +282,7 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
 
 def index(options: argparse.Namespace) -> int:
-    from .index.docstore import DocStoreWriter, docs_path
-    from .index.indexer import build_index, check_page_directory
-    from .index.pagefiles import PageScan
-    from .index.storage import write_index
+    from .index.indexer import check_page_directory, write_index_files
     from .index.update import update_index
 
     with _one_line_errors("index", options.indexfile):
@@ -283,12 +293,10 @@ def index(options: argparse.Namespace) -> int:
             if problem is None:
                 return OK
             sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
-        scan = PageScan(options.pagedir)
-        with DocStoreWriter(docs_path(options.indexfile)) as docs:
-            with _index_progress_bar(options.pagedir) as bar:  # cleared before the index is written
-                index = build_index(scan, docs, bar.update if bar is not None else None)
-            size, digest = write_index(options.indexfile, index)
-            docs.finish(size, digest, scan)
+        with _index_progress_bar(options.pagedir) as bar:
+            write_index_files(
+                options.pagedir, options.indexfile, jobs=options.jobs, on_page=bar.update if bar is not None else None
+            )
     return OK
 
 

@@ -188,6 +188,15 @@ class DocStore:
         assert store is not None
         return store
 
+    def urls(self, doc_ids: list[int]) -> dict[int, str]:
+        """The URLs of the pages *doc_ids* that have a row, in a few statements (not one a page)."""
+        found: dict[int, str] = {}
+        for start in range(0, len(doc_ids), 500):
+            chunk = doc_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.db.execute(f"SELECT doc_id, url FROM docs WHERE doc_id IN ({marks})", chunk))
+        return found
+
     def document(self, doc_id: int) -> Document | None:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None

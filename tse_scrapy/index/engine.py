@@ -47,12 +47,20 @@ class QueryEngine:
         self.index = index
         self.gone = pagedir.gone_docs(directory)
         self._docs: DocStore | None = None
+        self._stored_docs_checked = False
+
+    def stored_docs(self) -> DocStore | None:
+        """The document store written with the index and these page files, or None (opened once, never built)."""
+        if not self._stored_docs_checked:
+            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest, self.directory)
+            self._stored_docs_checked = True
+        return self._docs if self._docs is not None and self._docs.from_file else None
 
     @property
     def docs(self) -> DocStore:
         """The document store written with the index, else one built from the pages (once)."""
         if self._docs is None:
-            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest, self.directory)
+            self._docs = self.stored_docs()
             if self._docs is None:
                 logger.warning(
                     "no document store matches %s: reading the pages for titles and snippets", self.index.path

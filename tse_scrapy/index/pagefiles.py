@@ -45,38 +45,54 @@ def file_key(status: os.stat_result) -> FileKey:
 
 
 class PageScan:
-    """One walk over a page directory; after it, ``last`` and ``fingerprint()`` describe what it saw."""
+    """One walk over a page directory; after it, ``last`` and ``fingerprint()`` describe what it saw.
 
-    def __init__(self, directory: str | os.PathLike):
+    The walk may cover only docIDs *start* up to *stop* (excluded): a range that
+    a worker process indexes; ``ended`` then says whether the directory ended in it.
+    """
+
+    def __init__(self, directory: str | os.PathLike, gone: frozenset[int] | None = None):
         self.directory = directory
-        self.gone = pagedir.gone_docs(directory)  # read once: the walk and the fingerprint agree
+        # Read once: the walk and the fingerprint agree (a worker is given the parent's).
+        self.gone = pagedir.gone_docs(directory) if gone is None else gone
         self.last = 0  # the highest docID with a page file, gone or not
-        self._statuses: list[tuple[int, os.stat_result]] = []
+        self.ended = False  # whether a page file could not be opened: the directory's end
+        # The fingerprint, hashed as the files are walked: memory does not grow with the directory.
+        self._digest = hashlib.blake2b(digest_size=16)
 
-    def files(self, wanted: Callable[[PageFile], bool] | None = None) -> Iterator[PageFile]:
-        """Every page file, in docID order; a page not gone is read when *wanted* (default: always) says so.
+    def files(
+        self, wanted: Callable[[PageFile], bool] | None = None, start: int = 1, stop: int | None = None
+    ) -> Iterator[PageFile]:
+        """Every page file from docID *start* (before *stop*), in docID order; a page not gone is
+        read when *wanted* (default: always) says so.
 
         A page that is not a page file raises ``pagedir.PageFileError``, naming it.
         """
-        for doc_id in count(1):
+        for doc_id in count(start) if stop is None else range(start, stop):
             path = pagedir.page_path(self.directory, doc_id)
             if doc_id in self.gone:
                 try:
                     found = PageFile(doc_id, os.stat(path), None, gone=True)
                 except OSError:
+                    self.ended = True
                     return
             else:
                 try:
                     found = self._read(doc_id, path, wanted)
                 except OSError:  # as read_pages: the first page that cannot be read ends the directory
+                    self.ended = True
                     return
-            self.last = doc_id
-            self._statuses.append((doc_id, found.status))
+            self.record(doc_id, found.status.st_size, found.status.st_mtime_ns)
             yield found
+
+    def record(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        """Count page file *doc_id*, of this *size* and modification time, as walked (in docID order)."""
+        self.last = doc_id
+        self._digest.update(_fingerprint_line(doc_id, size, mtime_ns))
 
     def fingerprint(self) -> str:
         """The fingerprint of the files walked so far (see ``fingerprint``)."""
-        return fingerprint(self._statuses, self.gone)
+        return _finish_fingerprint(self._digest.copy(), self.gone)
 
     @staticmethod
     def _read(doc_id: int, path: os.PathLike, wanted: Callable[[PageFile], bool] | None) -> PageFile:
@@ -101,7 +117,15 @@ def fingerprint(statuses: Iterable[tuple[int, os.stat_result]], gone: Iterable[i
     recorded, so that those stay valid."""
     digest = hashlib.blake2b(digest_size=16)
     for doc_id, status in statuses:
-        digest.update(b"%d %d %d\n" % (doc_id, status.st_size, status.st_mtime_ns))
+        digest.update(_fingerprint_line(doc_id, status.st_size, status.st_mtime_ns))
+    return _finish_fingerprint(digest, gone)
+
+
+def _fingerprint_line(doc_id: int, size: int, mtime_ns: int) -> bytes:
+    return b"%d %d %d\n" % (doc_id, size, mtime_ns)
+
+
+def _finish_fingerprint(digest: hashlib._Hash, gone: Iterable[int]) -> str:
     listed = pagedir.format_gone(gone)
     if listed:
         digest.update(b"gone\n" + listed)
@@ -110,12 +134,15 @@ def fingerprint(statuses: Iterable[tuple[int, os.stat_result]], gone: Iterable[i
 
 def live_fingerprint(directory: str | os.PathLike, last: int) -> str:
     """The fingerprint of page files 1..*last* as they are now ("changed" when one is missing or *last*+1 exists)."""
-    statuses = []
+    # os.stat on plain strings: a 20,000-page directory is checked at a querier's start.
+    prefix = os.path.join(os.fspath(directory), "")
+    digest = hashlib.blake2b(digest_size=16)
     for doc_id in range(1, last + 1):
         try:
-            statuses.append((doc_id, pagedir.page_path(directory, doc_id).stat()))
+            status = os.stat(f"{prefix}{doc_id}")
         except OSError:
             return "changed"
-    if pagedir.page_path(directory, last + 1).exists():
+        digest.update(_fingerprint_line(doc_id, status.st_size, status.st_mtime_ns))
+    if os.path.exists(f"{prefix}{last + 1}"):
         return "changed"
-    return fingerprint(statuses, pagedir.gone_docs(directory))
+    return _finish_fingerprint(digest, pagedir.gone_docs(directory))

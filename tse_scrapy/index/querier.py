@@ -37,17 +37,33 @@ class Querier:
             return echo + answer.error + "\n"
         if not answer.ranked:
             return echo + "No documents match.\n" + DIVIDER + "\n"
+        urls = self._urls
+        self._find_urls([doc_id for doc_id, _ in answer.ranked if doc_id not in urls])
+        line = self.score_format.format
         lines = [echo, f"Matches {len(answer.ranked)} documents (ranked):\n"]
-        lines += [self.score_format.format(value, doc_id, self.url(doc_id)) for doc_id, value in answer.ranked]
+        lines += [line(value, doc_id, urls[doc_id]) for doc_id, value in answer.ranked]
         return "".join(lines) + DIVIDER + "\n"
 
     def url(self, doc_id: int) -> str:
+        """Line 1 of page *doc_id*, or ``(no page file)``."""
         if doc_id not in self._urls:
-            try:
-                self._urls[doc_id] = pagedir.read_page_url(self.directory, doc_id)
-            except OSError:
-                self._urls[doc_id] = "(no page file)"
+            self._find_urls([doc_id])
         return self._urls[doc_id]
+
+    def _find_urls(self, doc_ids: list[int]) -> None:
+        """Cache the URLs of *doc_ids*: from the document store when it was written with this index
+        and these very page files (the URLs it recorded are their line 1), else from the page files."""
+        if not doc_ids:
+            return
+        store = self.engine.stored_docs()
+        if store is not None:
+            self._urls.update(store.urls(doc_ids))
+        for doc_id in doc_ids:
+            if doc_id not in self._urls:
+                try:
+                    self._urls[doc_id] = pagedir.read_page_url(self.directory, doc_id)
+                except OSError:
+                    self._urls[doc_id] = "(no page file)"
 
 
 def run(querier: Querier, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:

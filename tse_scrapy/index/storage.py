@@ -5,22 +5,40 @@ Beside the text index (``rules.indexfile``) the indexer writes
 parsing: a table of words and offsets into one array of docID/count numbers.
 It records the text file's size and BLAKE2b digest; a sidecar that does not
 match its text file is ignored.
+
+Hashing a large text index on every start would cost more than the rest of
+the start, so ``tse index`` also writes ``INDEXFILE.stamp``: the text file's
+size, modification time and inode as it was written, with its digest.  A
+reader whose text file still has that size, time and inode takes the digest
+from the stamp; otherwise (the text replaced or rewritten, even to the same
+size, the stamp missing or of another file) it hashes the text, as before.
+
+``IndexFileWriter`` writes an index streamed word by word (from merged runs,
+``index/runs.py``): the text to its temporary file, hashed as it goes, the
+sidecar's sections to temporary files put together at the end.
 """
 
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
+import shutil
 import struct
 import sys
 from array import array
+from bisect import bisect_left
+from collections.abc import ItemsView, Iterator, KeysView, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
-from ..atomicfile import write_atomically
-from ..rules.indexfile import Index, Postings, format_index, parse_index
+from ..atomicfile import partial_path, write_atomically
+from ..rules.indexfile import Index, format_index, parse_index
+from .runs import number_type
 
 SIDECAR_SUFFIX = ".bin"
+STAMP_SUFFIX = ".stamp"
 _MAGIC = b"TSEIDX01"
 # magic, text digest, text size, words, bytes of words, pairs, bytes per number
 _HEADER = struct.Struct("<8s16sQQQQQ")
@@ -30,6 +48,10 @@ _UINT16 = "H"
 
 def sidecar_path(path: str | os.PathLike) -> Path:
     return Path(str(path) + SIDECAR_SUFFIX)
+
+
+def stamp_path(path: str | os.PathLike) -> Path:
+    return Path(str(path) + STAMP_SUFFIX)
 
 
 def read_index(path: str | os.PathLike) -> Index:
@@ -43,6 +65,7 @@ def write_index(path: str | os.PathLike, index: Index, *, sidecar: bool = True) 
     write_atomically(path, text)
     if sidecar:
         write_atomically(sidecar_path(path), _encode_sidecar(index, text))
+        write_stamp(path, text_digest(text))
     return len(text), text_digest(text)
 
 
@@ -51,13 +74,20 @@ class IndexReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        text = self.path.read_bytes()
-        self.size, self.digest = len(text), text_digest(text)  # what the sidecars are checked against
-        self.from_sidecar = self._open_sidecar()
-        if not self.from_sidecar:
-            self._index = parse_index(text, str(path))
+        with open(self.path, "rb") as file:
+            status = os.fstat(file.fileno())
+            self.size = status.st_size
+            text = None
+            digest = stamped_digest(self.path, status)
+            if digest is None:  # no stamp of this very file: hash it
+                text = file.read()
+                digest = text_digest(text)
+            self.digest = digest  # what the sidecars and the document store are checked against
+            self.from_sidecar = self._open_sidecar()
+            if not self.from_sidecar:
+                self._index = parse_index(text if text is not None else file.read(), str(path))
 
-    def postings(self, word: str) -> Postings:
+    def postings(self, word: str) -> Mapping[int, int]:
         key = word.encode("ascii", "replace")
         if not self.from_sidecar:
             return self._index.get(key, {})
@@ -65,8 +95,7 @@ class IndexReader:
         if position is None:
             return {}
         start, end = self._offsets[position] * 2, self._offsets[position + 1] * 2
-        pairs = self._pairs[start:end].tolist()
-        return dict(zip(pairs[0::2], pairs[1::2], strict=True))
+        return SidecarPostings(self._pairs[start:end])
 
     def _open_sidecar(self) -> bool:
         sidecar = read_sidecar(self.path, self.size, self.digest)
@@ -75,6 +104,82 @@ class IndexReader:
         self._offsets, self._pairs = sidecar.offsets, sidecar.pairs
         self._positions = {word: position for position, word in enumerate(sidecar.words)}
         return True
+
+
+class SidecarPostings(Mapping[int, int]):
+    """A word's postings as the sidecar holds them (docID, count, ... by docID), read in place.
+
+    An ``and`` of a rare word and a frequent one looks the rare word's few
+    docIDs up in the frequent word's postings: found by bisection, without
+    decoding them all.  Iterating, or many lookups, decodes them into a dict once.
+    """
+
+    def __init__(self, pairs: memoryview):
+        self._doc_ids = pairs[0::2]
+        self._counts = pairs[1::2]
+        self._dict: dict[int, int] | None = None
+        self._lookups_left = len(self._doc_ids) // 16  # then decoding them all is cheaper
+
+    def __len__(self) -> int:
+        return len(self._doc_ids)
+
+    def __getitem__(self, doc_id: int) -> int:
+        if self._dict is not None:
+            return self._dict[doc_id]
+        at = self._find(doc_id)
+        if at is None:
+            raise KeyError(doc_id)
+        return self._counts[at] if at >= 0 else self._decode()[doc_id]
+
+    def __contains__(self, doc_id: object) -> bool:
+        if self._dict is not None:
+            return doc_id in self._dict
+        at = self._find(doc_id)  # type: ignore[arg-type]
+        return at is not None and (at >= 0 or doc_id in self._decode())
+
+    def _find(self, doc_id: int) -> int | None:
+        """Where *doc_id* is (None: absent), or -1 once decoding them all is cheaper than looking up."""
+        if self._lookups_left <= 0:
+            return -1
+        self._lookups_left -= 1
+        at = bisect_left(self._doc_ids, doc_id)
+        return at if at < len(self._doc_ids) and self._doc_ids[at] == doc_id else None
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._decode())
+
+    def keys(self) -> KeysView[int]:
+        return self._decode().keys()
+
+    def items(self) -> ItemsView[int, int]:
+        return self._decode().items()
+
+    def _decode(self) -> dict[int, int]:
+        if self._dict is None:
+            self._dict = dict(zip(self._doc_ids.tolist(), self._counts.tolist(), strict=True))
+        return self._dict
+
+
+def write_stamp(path: str | os.PathLike, digest: bytes) -> None:
+    """Record that the text index at *path*, as it is now, has *digest* (see the module's doc)."""
+    size, mtime_ns, inode = _file_key(os.stat(path))
+    write_atomically(stamp_path(path), b"%d %d %d %s\n" % (size, mtime_ns, inode, digest.hex().encode()))
+
+
+def stamped_digest(path: str | os.PathLike, status: os.stat_result) -> bytes | None:
+    """The digest the stamp records for the text index at *path*, if it was written for the
+    file that has *status* now (same size, modification time and inode), else None."""
+    try:
+        fields = stamp_path(path).read_bytes().split()
+        if len(fields) == 4 and tuple(map(int, fields[:3])) == _file_key(status):
+            return bytes.fromhex(fields[3].decode("ascii"))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _file_key(status: os.stat_result) -> tuple[int, int, int]:
+    return status.st_size, status.st_mtime_ns, status.st_ino
 
 
 @dataclass(frozen=True)
@@ -93,9 +198,11 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
     if sys.byteorder != "little":
         return None
     try:
-        data = sidecar_path(path).read_bytes()
+        with open(sidecar_path(path), "rb") as file:
+            # Mapped, not read: the postings are paged in as queries need them.
+            data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         magic, found_digest, found_size, words, words_bytes, pairs, width = _HEADER.unpack_from(data)
-    except (OSError, struct.error):
+    except (OSError, ValueError, struct.error):  # ValueError: an empty file cannot be mapped
         return None
     if magic != _MAGIC or found_size != size or found_digest != digest:
         return None
@@ -124,11 +231,6 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
     return encode_sidecar(words, offsets, pairs, text)
 
 
-def number_type(highest: int) -> str:
-    """The array type code of a sidecar's numbers, the highest being *highest*."""
-    return _UINT16 if highest < 1 << 16 else _UINT32
-
-
 def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes) -> bytes:
     """The sidecar of *text*: its sorted *words*, their *offsets* (uint32, one more than the words),
     and the docID/count *pairs* (typed by ``number_type``)."""
@@ -148,3 +250,90 @@ def text_digest(text: bytes) -> bytes:
 
 def _aligned(position: int) -> int:
     return (position + 7) // 8 * 8
+
+
+class IndexFileWriter:
+    """Writes a text index and its sidecar streamed, a word at a time, in word order; each file
+    whole or not at all (temporary files renamed by ``finish``, removed on error).
+
+    *width* is the bytes of every number (``number_type`` of the highest), known
+    before the first word: the sidecar's numbers are written as they come.
+    *scratch* is a directory for the sidecar's sections until they are put together.
+    """
+
+    def __init__(self, path: str | os.PathLike, width: int, scratch: Path):
+        self.path = Path(path)
+        self.width = width
+        self._digest = hashlib.blake2b(digest_size=16)
+        self._size = self._words = self._words_bytes = self._pairs = 0
+        self._offsets = array(_UINT32, [0])
+        self._pending: list[bytes] = []  # text lines not yet written (and hashed): written by the MB
+        self._pending_size = 0
+        # The sections first, in the scratch directory (removed by the caller); the text's temporary
+        # file beside the index last, so that a failure here leaves none.
+        self._sections = {name: scratch / f"sidecar.{name}" for name in ("words", "offsets", "numbers")}
+        self._words_file = open(self._sections["words"], "wb", buffering=1 << 20)  # noqa: SIM115
+        self._offsets_file = open(self._sections["offsets"], "wb")  # noqa: SIM115
+        self._numbers_file = open(self._sections["numbers"], "wb", buffering=1 << 20)  # noqa: SIM115
+        self._text = open(partial_path(self.path), "wb")  # noqa: SIM115 (closed by finish or __exit__)
+
+    def add(self, word: bytes, texts: list[bytes], numbers: list[bytes]) -> None:
+        """Add *word*, sorting after the words added before, with its postings: *texts*
+        (each `` docID count ...``) and *numbers* (``width`` bytes each), in docID order."""
+        line = word + b"".join(texts) + b"\n"
+        self._pending.append(line)
+        self._pending_size += len(line)
+        if self._pending_size >= 1 << 20:
+            self._write_pending()
+        self._words_file.write(word if not self._words else b"\n" + word)
+        self._words_bytes += len(word) + (1 if self._words else 0)
+        self._words += 1
+        for data in numbers:
+            self._numbers_file.write(data)
+            self._pairs += len(data) // (2 * self.width)
+        self._offsets.append(self._pairs)
+        if len(self._offsets) >= 1 << 16:
+            self._offsets.tofile(self._offsets_file)
+            del self._offsets[:]
+
+    def finish(self) -> tuple[int, bytes]:
+        """Put the text, then the sidecar, then the stamp in place; return the text's size and digest."""
+        self._write_pending()
+        self._offsets.tofile(self._offsets_file)
+        for file in (self._text, self._words_file, self._offsets_file, self._numbers_file):
+            file.close()
+        digest = self._digest.digest()
+        header = _HEADER.pack(_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
+        sidecar = partial_path(sidecar_path(self.path))
+        try:
+            with open(sidecar, "wb") as out:
+                out.write(header)
+                for name in ("words", "offsets", "numbers"):
+                    if name != "words":
+                        out.write(b"\0" * (_aligned(out.tell()) - out.tell()))
+                    with open(self._sections[name], "rb") as section:
+                        shutil.copyfileobj(section, out, 1 << 20)
+            os.replace(partial_path(self.path), self.path)
+            os.replace(sidecar, sidecar_path(self.path))
+        except BaseException:
+            sidecar.unlink(missing_ok=True)
+            raise
+        write_stamp(self.path, digest)
+        return self._size, digest
+
+    def _write_pending(self) -> None:
+        data = b"".join(self._pending)
+        self._text.write(data)
+        self._digest.update(data)
+        self._size += len(data)
+        self._pending.clear()
+        self._pending_size = 0
+
+    def __enter__(self) -> IndexFileWriter:
+        return self
+
+    def __exit__(self, kind: type | None, error: BaseException | None, traceback: TracebackType | None) -> None:
+        if error is not None:
+            for file in (self._text, self._words_file, self._offsets_file, self._numbers_file):
+                file.close()
+            partial_path(self.path).unlink(missing_ok=True)

@@ -29,7 +29,8 @@ from ..atomicfile import write_atomically
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagefiles import PageFile, PageScan
-from .storage import Sidecar, encode_sidecar, number_type, read_sidecar, sidecar_path, text_digest
+from .runs import number_type
+from .storage import Sidecar, encode_sidecar, read_sidecar, sidecar_path, text_digest, write_stamp
 
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
 
@@ -97,9 +98,11 @@ def _update(
     with DocStoreWriter(docs_path(indexfile)) as docs:
         for doc_id in present:
             docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
+        new_digest = text_digest(new_text)
         write_atomically(indexfile, new_text)
         write_atomically(sidecar_path(indexfile), new_sidecar)
-        docs.finish(len(new_text), text_digest(new_text), scan)
+        write_stamp(indexfile, new_digest)
+        docs.finish(len(new_text), new_digest, scan)
     return None
 
 
