@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tests.conftest import crawl_site
+from tests.conftest import clean_env, crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 from tse_scrapy.devtools.siteserver import Rule
@@ -150,6 +150,45 @@ def test_redirect_to_a_page_already_seen_is_not_saved_twice(tmp_path, serve):
     u = server.url + "/"
     assert saved_pages(tmp_path / "out") == [(u + "index.html", 0), (u + "a.html", 1)]
     assert progress_line(1, "IgnDupl", u + "a.html") in result.stdout.decode()
+
+
+def test_meta_refresh_page_is_saved_as_fetched(tmp_path, serve):
+    # The reference saves what a 200 answered; a <meta http-equiv="refresh"> is
+    # not a redirect, and its target is fetched only if a link leads there.
+    site = write_site(tmp_path / "site", {"index.html": ["moved.html"], "target.html": []})
+    moved = b'<html><head><meta http-equiv="refresh" content="0; url=target.html"></head><body>Moved</body></html>\n'
+    (site.root / "moved.html").write_bytes(moved)
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", 2)
+    assert result.returncode == 0, result.stderr.decode()
+    assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), ("moved.html", 1)]
+    assert (tmp_path / "out" / "2").read_bytes().split(b"\n", 2)[2] == moved + b"\n"
+    assert "/target.html" not in {hit.key for hit in server.hits}
+
+
+@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])
+def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve, no_proxy):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    proxy = serve(tmp_path / "empty")  # records every request sent through it
+    env = clean_env(http_proxy=proxy.url, no_proxy=no_proxy)
+    (tmp_path / "out").mkdir()
+    result = crawl_site(server, tmp_path / "out", 1, env=env)
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(saved_pages(tmp_path / "out")) == 3
+    assert proxy.hits == []
+
+
+def test_hosts_not_in_no_proxy_go_through_the_proxy(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    proxy = serve(tmp_path / "empty")
+    env = clean_env(http_proxy=proxy.url, no_proxy="example.invalid")
+    (tmp_path / "out").mkdir()
+    crawl_site(server, tmp_path / "out", 1, env=env)
+    # The proxy knows no such site: every request, robots.txt first, reached it and failed there.
+    assert [hit.target for hit in proxy.hits][:2] == [f"{server.url}/robots.txt", f"{server.url}/index.html"]
+    assert server.hits == []
 
 
 def test_directory_without_slash_is_redirected(tmp_path, serve):

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from scrapy.settings.default_settings import EXTENSIONS_BASE as SCRAPY_EXTENSIONS
+
 from . import __version__
 
 BOT_NAME = "tse"
@@ -39,6 +41,12 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.crawl.robots.TseRobotsTxtMiddleware": 100,
     # Asks for known pages with their validators; a 304 becomes the saved copy.
     "tse_scrapy.crawl.conditional.ConditionalRequestMiddleware": 580,
+    # The reference saves a page with a <meta http-equiv="refresh"> as it is
+    # (SPEC 2.2.5: a fetch succeeds on HTTP 200); following it would also cost
+    # a decode and a parse of every body.
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,
+    "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
     # Next to the downloader: it sees every exchange as sent and as received
     # (before decompression, redirects and 304 handling).
     "tse_scrapy.crawl.warc.WarcMiddleware": 960,
@@ -46,9 +54,23 @@ DOWNLOADER_MIDDLEWARES = {
     # included), and before a distributed worker's politeness wait (950).
     "tse_scrapy.crawl.record.CrawlRecordMiddleware": 940,
 }
+SPIDER_MIDDLEWARES = {
+    # The spider sets each link's depth and never scans a page at maxDepth
+    # (SPEC 2.2.2), so DepthMiddleware would never drop a request; it and the
+    # meta-copy check (the spider builds every meta afresh) are pure cost per link.
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+}
 ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
+# Scrapy imports every extension it lists, even one disabled: the remote
+# control's module imports aiohttp (0.1 s of start-up), the telnet console's
+# twisted.conch.  Both are off here, so they are not listed at all.
+EXTENSIONS_BASE = {
+    path: order
+    for path, order in SCRAPY_EXTENSIONS.items()
+    if path not in ("scrapy.extensions.remote_control.RemoteControl", "scrapy.extensions.telnet.TelnetConsole")
+}
 EXTENSIONS = {
-    "scrapy.extensions.telnet.TelnetConsole": None,
     "tse_scrapy.resume.extension.CrawlStateExtension": 0,
     "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state
     "tse_scrapy.crawl.politeness.Politeness": 500,

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 DEFAULT_PREFIX = "http://cs50tse.cs.dartmouth.edu/tse/"
 
 _REPEATED_SLASHES = re.compile(r"/{2,}")
 _SCHEME_END = re.compile(r"[:/?#]")
+# A crawl normalizes each URL several times (the link, the dupefilter, the
+# offsite check, the saved page) and meets most links many times over: the
+# last few thousand answers are kept.  Longer URLs (a hostile page's) are not.
+_CACHED_URLS = 4096
+_CACHED_URL_LENGTH = 2083
 
 
 def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
@@ -18,6 +24,12 @@ def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
     *tse_extensions* is false) a last path segment whose extension does not
     begin with ``htm``.
     """
+    if len(url) > _CACHED_URL_LENGTH:
+        return _normalize(url, tse_extensions)
+    return _normalize_cached(url, tse_extensions)
+
+
+def _normalize(url: str, tse_extensions: bool) -> str | None:
     found = _SCHEME_END.search(url)
     if found is None or found.group() != ":" or found.start() == 0:
         return None
@@ -39,6 +51,9 @@ def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
         return None
     path = remove_dot_segments(_REPEATED_SLASHES.sub("/", path))
     return scheme + user + host.lower() + path + question + query
+
+
+_normalize_cached = lru_cache(maxsize=_CACHED_URLS)(_normalize)
 
 
 def is_internal(normalized_url: str | None, prefixes: Iterable[str] = (DEFAULT_PREFIX,)) -> bool:
