@@ -1,5 +1,8 @@
 """PageDirPipeline and the exit-status rules, with real Scrapy crawler objects."""
 
+import asyncio
+
+import pytest
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy.crawl.items import PageItem
@@ -8,17 +11,18 @@ from tse_scrapy.crawl.pipeline import PageDirPipeline
 from tse_scrapy.rules import pagedir
 
 
-def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path):
+@pytest.mark.parametrize("concurrency", [1, 8])  # pages written in line, or by a thread
+def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path, concurrency):
     (tmp_path / ".crawler").write_text("left over")
-    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path)})
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "CONCURRENT_REQUESTS": concurrency})
     crawler.stats.open_spider()
     pipeline = PageDirPipeline.from_crawler(crawler)
     pipeline.open_spider()
     assert (tmp_path / ".crawler").read_bytes() == b""
     other = {"not": "a page"}
-    assert pipeline.process_item(other) is other
+    assert asyncio.run(pipeline.process_item(other)) is other
     for depth, name in enumerate(["b.html", "a.html"]):
-        pipeline.process_item(PageItem(f"http://h/{name}", depth, b"<html>" + name.encode()))
+        asyncio.run(pipeline.process_item(PageItem(f"http://h/{name}", depth, b"<html>" + name.encode())))
     assert pagedir.read_page(tmp_path, 1) == pagedir.Page("http://h/b.html", 0, b"<html>b.html")
     assert (tmp_path / "2").read_bytes() == b"http://h/a.html\n1\n<html>a.html\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".crawler", "1", "2"]
@@ -39,3 +43,20 @@ def test_crawl_failure_reasons():
     assert crawl_failure(crawler).startswith("the crawl was stopped before it could finish")
     stats.set_value("tse/error", "cannot write page file d/3: No space left on device")
     assert crawl_failure(crawler) == "cannot write page file d/3: No space left on device"
+
+
+def test_pages_written_by_threads_at_once_keep_the_docids_of_their_arrival(tmp_path):
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "CONCURRENT_REQUESTS": 8})
+    crawler.stats.open_spider()
+    pipeline = PageDirPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    names = [f"p{i}.html" for i in range(20)]
+
+    async def save_all():
+        # Each write waits in its thread while the next page arrives.
+        return await asyncio.gather(*(pipeline.process_item(PageItem(f"http://h/{n}", 1, n.encode())) for n in names))
+
+    items = asyncio.run(save_all())
+    assert [item.doc_id for item in items] == list(range(1, 21))
+    assert [page.url for _, page in pagedir.read_pages(tmp_path)] == [f"http://h/{n}" for n in names]
+    assert crawler.stats.get_value("tse/pages_saved") == 20

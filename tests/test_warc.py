@@ -3,6 +3,7 @@ and the middleware driven with real Scrapy objects for what a crawl cannot show 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import errno
 import fcntl
@@ -559,7 +560,7 @@ def test_the_pipeline_saves_a_page_once_its_exchange_is_in_the_file(tmp_path, mi
     exchange(mw, "http://h/a.html", body=b"<html>a</html>")
     # Handed to the writer thread: the spider goes on meanwhile.
     assert scan_warc(warc).records == 1
-    pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>"))
+    asyncio.run(pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>")))
     assert scan_warc(warc).records == 3  # warcinfo, response, request: written before the page file
     assert pagedir.read_page(tmp_path / "pages", 1).body == b"<html>a</html>"
     mw.spider_closed()
@@ -575,7 +576,7 @@ def test_a_record_that_cannot_be_written_drops_its_page_and_stops_the_crawl(tmp_
     pipeline.open_spider()
     warc = tmp_path / "unit.warc.gz"
     exchange(mw, "http://h/a.html", body=b"<html>a</html>")
-    pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>"))
+    asyncio.run(pipeline.process_item(PageItem("http://h/a.html", 0, b"<html>a</html>")))
 
     def full_disk(file, data):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -583,7 +584,7 @@ def test_a_record_that_cannot_be_written_drops_its_page_and_stops_the_crawl(tmp_
     monkeypatch.setattr(mw, "_append", full_disk)
     exchange(mw, "http://h/b.html", body=b"<html>b</html>")
     with pytest.raises(DropItem):
-        pipeline.process_item(PageItem("http://h/b.html", 0, b"<html>b</html>"))
+        asyncio.run(pipeline.process_item(PageItem("http://h/b.html", 0, b"<html>b</html>")))
     assert crawler.stats.get_value("tse/error") == f"cannot write the WARC file {warc}: No space left on device"
     assert closed == [WRITE_ERROR]
     assert [page.url for _, page in pagedir.read_pages(tmp_path / "pages")] == ["http://h/a.html"]

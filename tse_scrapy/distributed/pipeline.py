@@ -30,7 +30,7 @@ class SharedPageDirPipeline(PageDirPipeline):
         self.shared = distributed.crawl
         self.reservations = distributed.reservations
 
-    def save(self, item: PageItem) -> bool:
+    async def save(self, item: PageItem) -> bool:
         fingerprint = url_fingerprint(item.url)  # item.url is normalized
         try:
             reserved = self.reservations.get(fingerprint)
@@ -42,7 +42,7 @@ class SharedPageDirPipeline(PageDirPipeline):
                 # A worker whose lease had expired saved it meanwhile.
                 self.crawler.stats.inc_value("tse/saved_by_another_worker")
                 return False
-            self.write(doc_id, item)
+            await self.write(doc_id, item)
             item.doc_id = doc_id  # for the crawl record
         except redis.RedisError as error:
             self.fail(f"cannot reach Redis: {error}")
