@@ -1,12 +1,14 @@
-"""Crawl benchmark: tse-scrapy against wget on the mirrored wikipedia site at
-depth 2, through a proxy on 127.0.0.1, side by side in one run; then one crawl
-of toscrape depth 1 at the default 1-second politeness.  Run by bench/run.py.
+"""Crawl benchmark: tse-scrapy (now and before issue 15) against wget on the
+mirrored wikipedia site at depth 2, through a proxy on 127.0.0.1, side by side
+in one run; `tse crawl` start-up to its first request; then one crawl of
+toscrape depth 1 at the default 1-second politeness.  Run by bench/run.py.
 """
 
 from __future__ import annotations
 
 import itertools
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, REPEAT, ROOT, WORK, env_with_proxy, measure
+from bench.index_bench import PREVIOUS_COMMIT, previous_code, tse_from
 from tse_scrapy.devtools.siteserver import SiteServer
 
 HOST = "http://cs50tse.cs.dartmouth.edu"
@@ -28,7 +31,17 @@ def files_under(output: Path) -> int:
 
 def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
     fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING"]
+    before = previous_code()
+    bfs = ["--order", "bfs", "-s", "CONCURRENT_REQUESTS=8"]
     return {
+        f"before ({PREVIOUS_COMMIT[:7]}) `order=tse`": (
+            tse_from(before, "crawl", WIKIPEDIA, out / "before-tse", "2", *fast),
+            out / "before-tse",
+        ),
+        f"before ({PREVIOUS_COMMIT[:7]}) `order=bfs`, `CONCURRENT_REQUESTS=8`": (
+            tse_from(before, "crawl", WIKIPEDIA, out / "before-bfs", "2", *bfs, *fast),
+            out / "before-bfs",
+        ),
         "tse-scrapy `order=tse`": ([str(BIN / "tse"), "crawl", WIKIPEDIA, str(out / "tse"), "2", *fast], out / "tse"),
         "tse-scrapy `order=bfs`, `CONCURRENT_REQUESTS=8`": (
             [
@@ -66,6 +79,18 @@ def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
     }
 
 
+def same_directories(now: Path, before: Path, *, same_ids: bool) -> None:
+    """Raise unless the page directories *now* and *before* hold the same files byte for byte
+    (*same_ids*), or the same pages under any docIDs (concurrent saves come in any order)."""
+
+    def files(directory: Path) -> list[tuple[str, bytes]]:
+        found = [(p.name if same_ids or not p.name.isdigit() else "", p.read_bytes()) for p in directory.iterdir()]
+        return sorted(found)
+
+    if files(now) != files(before):
+        raise RuntimeError(f"{now} and {before} differ")
+
+
 def fast_crawls(mirror: Path) -> list[str]:
     server = subprocess.Popen(
         [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
@@ -83,6 +108,8 @@ def fast_crawls(mirror: Path) -> list[str]:
                 output.mkdir(parents=True)
                 wall, rss = measure(command, env_with_proxy(proxy), ok=(0, 8) if command[0] == "wget" else (0,))
                 results.setdefault(name, []).append((wall, rss, files_under(output)))
+            for version in ("tse", "bfs"):
+                same_directories(out / version, out / f"before-{version}", same_ids=version == "tse")
     finally:
         server.terminate()
         server.wait()
@@ -93,6 +120,43 @@ def fast_crawls(mirror: Path) -> list[str]:
         rss = statistics.median(r for _, r, _ in runs)
         pages = runs[0][2]
         rows.append(f"| {name} | {pages} | {wall:.2f} | {pages / wall:.0f} | {rss:.0f} | {wall / wget:.1f}x |")
+    return rows
+
+
+def first_request_after(command: list[str]) -> float:
+    """Seconds from starting *command* (a crawl through a proxy on a socket of
+    ours) to its first request reaching that socket."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(60)
+        env = env_with_proxy(f"http://127.0.0.1:{listener.getsockname()[1]}")
+        start = time.perf_counter()
+        crawl = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            connection, _ = listener.accept()
+            connection.recv(1)
+            elapsed = time.perf_counter() - start
+            connection.close()
+        finally:
+            crawl.kill()
+            crawl.wait()
+    return elapsed
+
+
+def start_up() -> list[str]:
+    rounds = max(REPEAT, 7)
+    out = WORK / "startup"
+    versions = {f"before ({PREVIOUS_COMMIT[:7]})": previous_code(), "now": ROOT}
+    times: dict[str, list[float]] = {name: [] for name in versions}
+    for _ in range(rounds):
+        for name, code in versions.items():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir(parents=True)
+            times[name].append(first_request_after(tse_from(code, "crawl", WIKIPEDIA, out, "1", "--no-progress")))
+    rows = ["| version | start-up to first request s (median) | min | max |", "|---|---|---|---|"]
+    for name, runs in times.items():
+        rows.append(f"| {name} | {statistics.median(runs):.3f} | {min(runs):.3f} | {max(runs):.3f} |")
     return rows
 
 
@@ -127,6 +191,17 @@ def run(mirror: Path) -> list[str]:
         "The proxy is `tse_scrapy/devtools/siteserver.py` (Python) in its own process, the same for all.",
         "",
         *fast_crawls(mirror),
+        "",
+        "Before is the code before issue 15, run from a git worktree.  In every round its page",
+        "directories are checked against now's: byte for byte for `order=tse`; for the concurrent",
+        "`order=bfs` crawl, the same page files under any docIDs (saves come in any order).",
+        "",
+        "## `tse crawl` start-up: from exec to its first request",
+        "",
+        f"{max(REPEAT, 7)} rounds, before and now alternating; the first request (robots.txt) is",
+        "timed where it reaches a listening socket on 127.0.0.1 (the crawl's proxy).",
+        "",
+        *start_up(),
         "",
         "## Polite crawl: toscrape, depth 1, default settings (1 s between requests)",
         "",

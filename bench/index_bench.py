@@ -304,6 +304,10 @@ def large_index(mirror: Path) -> list[str]:
     for _ in range(5):
         starts["previous"].append(measure(tse_from(previous, "query", directory, index), stdin=b""))
         starts["new"].append(measure([str(BIN / "tse"), "query", str(directory), str(index)], stdin=b""))
+    serving: dict[str, list[tuple[float, float]]] = {"previous": [], "new": []}
+    for _ in range(5):
+        for name, tse in (("previous", tse_from(previous)), ("new", [str(BIN / "tse")])):
+            serving[name].append(serve_start_up(directory, index, tse))
     # After every `measure`: the comparisons below grow this process, which forked children would count.
     identical = []
     for name in ("jobs1", "jobs2"):
@@ -362,7 +366,32 @@ def large_index(mirror: Path) -> list[str]:
             f"| {statistics.median(f['median'] for f in found):.3f} | {statistics.median(f['p99'] for f in found):.2f} "
             f"| {found[-1]['listed']:,} |"
         )
+    rows += [
+        "",
+        "`tse serve` on that index (by default: a worker a core), from its process start to its listening",
+        "message and to its first `/api/search` answer (5 rounds, previous and new alternating; medians):",
+        "",
+        "| server | listening s | first answer s |",
+        "|---|---|---|",
+    ]
+    for name in ("previous", "new"):
+        listening = statistics.median(first for first, _ in serving[name])
+        answered = statistics.median(second for _, second in serving[name])
+        rows.append(f"| {name} | {listening:.3f} | {answered:.3f} |")
     return rows
+
+
+def serve_start_up(directory: Path, index: Path, tse: list[str]) -> tuple[float, float]:
+    """Seconds from starting `tse serve` (run by *tse*) to its listening message and to its first answer."""
+    # search_bench builds on this module: imported here, where it is needed, not at the top.
+    from bench.search_bench import Server
+
+    server = Server(directory, index, None, tse)
+    try:
+        answered = server.first_answer("/api/search?q=computer")
+        return server.listening or answered, answered
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from bench import (
     crawl_bench,
     frontier_bench,
     index_bench,
+    links_bench,
     progress_bench,
     scale_bench,
     search_bench,
@@ -34,7 +35,7 @@ def main() -> int:
     # timing) come after every measured child process.  search_bench holds no
     # index (its queries come from a child), so it runs before index_bench's
     # in-process query timing; its section is placed after the indexing ones.
-    crawls = crawl_bench.run(mirror)
+    crawls = crawl_bench.run(mirror) + links_bench.run()
     search = search_bench.run(mirror)
     indexing = index_bench.run(mirror)
     scale = scale_bench.run()
