@@ -5,9 +5,14 @@ and a sidecar whose text changed is never used (the stamp)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import random
+import resource
+import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -16,12 +21,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import run_tse
+from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
 from tse_scrapy.index.pagefiles import PageScan
-from tse_scrapy.index.storage import IndexReader, SidecarPostings, sidecar_path, stamp_path, write_index
+from tse_scrapy.index.runs import RunPostings, RunTiers, merge_runs
+from tse_scrapy.index.storage import (
+    IndexFileWriter,
+    IndexReader,
+    SidecarPostings,
+    sidecar_path,
+    stamp_path,
+    text_digest,
+    write_index,
+)
 from tse_scrapy.rules.indexfile import parse_index
 from tse_scrapy.rules.pagedir import GONE_NAME, PageFileError
 
@@ -67,7 +81,7 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("run_pages, fan_in", [(1, 64), (2, 3), (5, 2), (1000, 64)])
+@pytest.mark.parametrize("run_pages, fan_in", [(1, 64), (1, 2), (2, 3), (5, 2), (1000, 64)])
 def test_runs_give_the_one_pass_index_byte_for_byte(reference, tmp_path, jobs, run_pages, fan_in):
     pages, expected = reference
     indexfile = tmp_path / "runs.index"
@@ -208,3 +222,261 @@ def test_query_urls_come_from_the_page_files_once_they_changed(tmp_path):
             (pages / str(doc_id)).write_bytes(data.replace(b"http://h/", b"http://moved/"))
     after = run_tse("query", pages, indexfile, input=b"pear\n").stdout
     assert after == before.replace(b"http://h/", b"http://moved/")
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_word_of_70000_letters_is_indexed(tmp_path, jobs):
+    word = b"x" * 70_000  # longer than 65,535: more than two bytes to give its length
+    pages = write_pages(
+        tmp_path / "pages", {1: ("http://h/1", 0, b"<p>pear " + word + b"</p>"), 2: ("http://h/2", 0, word.upper())}
+    )
+    one_pass(pages, tmp_path / "one.index")
+    write_index_files(pages, tmp_path / "runs.index", jobs=jobs, run_pages=1)
+    assert index_files(tmp_path / "runs.index") == index_files(tmp_path / "one.index")
+    assert (tmp_path / "runs.index").read_bytes() == b"pear 1 1\n" + word + b" 1 1 2 1\n"
+
+
+def one_page_runs(directory: Path, count: int) -> list:
+    """*count* runs of one page each (docIDs 1 to *count*), as workers write them."""
+    directory.mkdir()
+    rng = random.Random(count)
+    runs = []
+    for doc_id in range(1, count + 1):
+        postings = RunPostings()
+        postings.add(doc_id, {word.encode(): rng.randint(1, 9) for word in rng.sample(WORDS, 4)})
+        runs.append(postings.write(directory / f"run-{doc_id}"))
+    return runs
+
+
+@pytest.mark.parametrize("fan_in, count", [(2, 37), (3, 40), (4, 64), (64, 200)])
+def test_tiers_rewrite_each_posting_a_logarithmic_number_of_times(tmp_path, fan_in, count):
+    expected = [(w, b"".join(t), b"".join(n)) for w, t, n in merge_runs(one_page_runs(tmp_path / "all", count), 2)]
+    tiers = RunTiers(tmp_path / "tiers", fan_in)
+    for run in one_page_runs(tmp_path / "tiers", count):
+        tiers.add(run)
+    final = tiers.final()
+    # What the index is written from: at most fan_in files, the postings of all at once, in docID order.
+    assert len(final) <= fan_in
+    assert [(w, b"".join(t), b"".join(n)) for w, t, n in merge_runs(final, 2)] == expected
+    # A run's `merges` bounds how often any posting in it was rewritten: log, not linear, in the runs
+    # (merging the merged run again every fan_in runs gave count / (fan_in - 1)).
+    assert max(run.merges for run in final) <= math.ceil(math.log(count, fan_in))
+    assert sorted(path.name for path in (tmp_path / "tiers").iterdir()) == sorted(run.path.name for run in final)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to choose from"
+)
+def test_jobs_default_to_the_cores_the_process_may_use():
+    one_core = {min(os.sched_getaffinity(0))}
+    code = "from tse_scrapy.cli import build_parser; print(build_parser().parse_args(['index', 'P', 'I']).jobs)"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        cwd=ROOT,
+        preexec_fn=lambda: os.sched_setaffinity(0, one_core),  # as `taskset -c 0 tse index ...`
+        check=True,
+    )
+    assert result.stdout == b"1\n"
+
+
+@pytest.fixture(scope="module")
+def many_pages():
+    """8,000 pages of 6 KB: `tse index --jobs 2` takes a second or more, time to stop it mid-work, and
+    the result of a range (5 KB of text a page for the store) is megabytes, more than a pipe holds."""
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name) / "pages"
+        directory.mkdir()
+        (directory / ".crawler").touch()
+        rng = random.Random(4)
+        vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(5000)]
+        text = " ".join(rng.choices(vocabulary, k=6_000 // 7)).encode()
+        for doc_id in range(1, 8001):
+            (directory / str(doc_id)).write_bytes(b"http://h/%d\n1\n<p>%s page%d</p>\n" % (doc_id, text, doc_id))
+        yield directory
+
+
+def existing_index(directory: Path) -> dict[str, bytes]:
+    """An index written before (its files' names and bytes): what a failed `tse index` must leave."""
+    directory.mkdir()
+    for name, data in (("index", b"pear 1 1\n"), ("index.bin", b"old sidecar"), ("index.docs", b"old store")):
+        (directory / name).write_bytes(data)
+    (directory / "index.stamp").write_bytes(b"9 9 9 00\n")
+    return files_in(directory)
+
+
+def files_in(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+@contextlib.contextmanager
+def indexing_mid_work(pages: Path, indexfile: Path):
+    """`tse index --jobs 2` in its own process group (as a shell starts it), once its workers have
+    written a run: the process and its workers' pids.  Whatever is left of the group is killed after."""
+    psutil = pytest.importorskip("psutil")
+    command = [str(BIN / "tse"), "index", str(pages), str(indexfile), "--jobs", "2"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not any(indexfile.parent.glob(f".{indexfile.name}.*.runs/run-*")):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.01)
+        workers = [child.pid for child in psutil.Process(process.pid).children()]
+        assert len(workers) == 2
+        yield process, workers
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # a test that failed: no process left behind
+        process.communicate()
+
+
+def still_running(pids: list[int]) -> list[int]:
+    """Those of *pids* still running (neither gone nor a zombie waiting to be reaped)."""
+    psutil = pytest.importorskip("psutil")
+    running = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+    return running
+
+
+def assert_stopped_cleanly(process: subprocess.Popen, workers: list[int], status: int, message: str) -> None:
+    """*process* exits at once with *status* and one line, *message*, its workers gone."""
+    stdout, stderr = process.communicate(timeout=5)  # before the fix: forever
+    assert (process.returncode, stdout, stderr.decode()) == (status, b"", message + "\n")
+    assert still_running(workers) == []
+    with pytest.raises(ProcessLookupError):  # nothing at all left in its process group
+        os.killpg(process.pid, 0)
+
+
+def test_two_ctrl_c_stop_the_workers_and_change_nothing(many_pages, tmp_path):
+    before = existing_index(tmp_path / "out")
+    with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
+        os.killpg(process.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group, workers included
+        time.sleep(0.1)
+        os.killpg(process.pid, signal.SIGINT)  # impatient: again, while the workers are being stopped
+        assert_stopped_cleanly(process, workers, 130, "tse index: interrupted")
+    assert files_in(tmp_path / "out") == before  # no temporary file, the old index as it was
+
+
+def test_a_worker_killed_is_one_line_and_changes_nothing(many_pages, tmp_path):
+    before = existing_index(tmp_path / "out")
+    with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
+        os.kill(workers[0], signal.SIGKILL)  # as the kernel's out-of-memory killer does
+        assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
+    assert files_in(tmp_path / "out") == before
+
+
+def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages, tmp_path):
+    psutil = pytest.importorskip("psutil")
+    before = existing_index(tmp_path / "out")
+    with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
+        os.kill(process.pid, signal.SIGSTOP)  # the parent reads nothing: a worker done with a range waits
+        try:  # to send it (megabytes: more than a pipe holds), part of it sent
+            sending = None
+            deadline = time.monotonic() + 30
+            while sending is None:
+                assert time.monotonic() < deadline, "no worker waits to send its range"
+                asleep = [pid for pid in workers if psutil.Process(pid).status() == psutil.STATUS_SLEEPING]
+                time.sleep(0.3)  # still asleep 0.3 s later: blocked, and only sending blocks a worker
+                asleep = [pid for pid in asleep if psutil.Process(pid).status() == psutil.STATUS_SLEEPING]
+                sending = asleep[0] if asleep else None
+            os.kill(sending, signal.SIGKILL)
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
+    assert files_in(tmp_path / "out") == before
+
+
+def test_workers_do_not_outlive_a_killed_indexer(many_pages, tmp_path):
+    existing_index(tmp_path / "out")
+    with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
+        os.kill(process.pid, signal.SIGKILL)  # no cleanup possible: the workers must see it themselves
+        process.wait()
+        # A worker finishes the range it is reading (a fraction of a second here), finds no one to send it to.
+        deadline = time.monotonic() + 10
+        while running := still_running(workers):
+            assert time.monotonic() < deadline, f"workers left running: {running}"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "jobs, message", [("1", "tse index: out of memory"), ("2", "tse index: a worker process ran out of memory")]
+)
+def test_running_out_of_memory_is_one_line_and_changes_nothing(tmp_path, jobs, message):
+    pages = orchard(tmp_path / "pages")
+    with open(pages / "12", "r+b") as page:  # 8 GB, sparse: read whole, it cannot fit in 4 GB
+        page.truncate(8 << 30)
+    before = existing_index(tmp_path / "out")
+
+    def at_most_4_gb() -> None:  # of address space, for the indexer and its workers
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    result = subprocess.run(
+        [str(BIN / "tse"), "index", str(pages), str(tmp_path / "out" / "index"), "--jobs", jobs],
+        capture_output=True,
+        env=clean_env(),
+        cwd=ROOT,
+        preexec_fn=at_most_4_gb,
+        timeout=60,
+    )
+    assert (result.returncode, result.stderr.decode()) == (1, message + "\n")
+    assert files_in(tmp_path / "out") == before
+
+
+def test_an_index_writer_that_cannot_open_its_text_closes_what_it_opened(tmp_path):
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd to list open files")
+    (tmp_path / ".x.index.partial").mkdir()  # where the text goes: it cannot be opened
+    (tmp_path / "scratch").mkdir()
+    open_files = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(IsADirectoryError) as failure:
+        IndexFileWriter(tmp_path / "x.index", 2, tmp_path / "scratch")
+    # The traceback kept (as a caller reporting it keeps it) holds the half-made writer: its files are closed.
+    assert set(os.listdir("/proc/self/fd")) == open_files
+    assert failure.value.filename == str(tmp_path / ".x.index.partial")
+
+
+def test_indextest_removes_the_stamp_of_the_index_it_replaces(reference, tmp_path):
+    pages, _ = reference
+    indexfile = tmp_path / "index"
+    write_index_files(pages, indexfile)
+    assert stamp_path(indexfile).exists()
+    (tmp_path / "other.index").write_bytes(b"pear 1 2\n")
+    result = run_tse("indextest", tmp_path / "other.index", indexfile)
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert not stamp_path(indexfile).exists()  # it described the text replaced
+    reader = IndexReader(indexfile)
+    assert reader.digest == text_digest(b"pear 1 2\n") and not reader.from_sidecar
+    assert dict(reader.postings("pear")) == {1: 2}
+
+
+def test_query_reads_the_page_files_once_the_store_cannot_be_read(tmp_path):
+    pages = write_pages(
+        tmp_path / "pages",
+        {1: ("http://h/one", 0, b"pear"), 2: ("http://h/two", 0, b"kiwi"), 3: ("http://h/3", 0, b"")},
+    )
+    indexfile = tmp_path / "index"
+    write_index_files(pages, indexfile)
+    query = subprocess.Popen(
+        [str(BIN / "tse"), "query", str(pages), str(indexfile)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        cwd=ROOT,
+    )
+    divider = b"-" * 47 + b"\n"
+    query.stdin.write(b"pear\n")
+    query.stdin.flush()
+    first = b"".join(iter(query.stdout.readline, divider)) + divider  # the URL from the store
+    with open(docs_path(indexfile), "r+b") as store:  # damaged in place while the querier runs
+        store.write(b"\xff" * 4096)
+    query.stdin.write(b"kiwi\n")
+    stdout, stderr = query.communicate(timeout=30)
+    assert (query.returncode, stderr) == (0, b"")
+    assert first == b"Query: pear \nMatches 1 documents (ranked):\nscore   1 doc   1: http://h/one\n" + divider
+    assert stdout == b"Query: kiwi \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two\n" + divider

@@ -29,6 +29,14 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _cores() -> int:
+    """The cores this process may run on: its CPU affinity (taskset, a cgroup's cpuset), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
 def _jobs(text: str) -> int:
     if not (text.isascii() and text.isdigit() and 1 <= int(text) <= 256):
         raise argparse.ArgumentTypeError(f"jobs is a number from 1 to 256: {text}")
@@ -177,9 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument(
                 "--jobs",
                 type=_jobs,
-                default=os.cpu_count() or 1,
+                default=_cores(),
                 metavar="N",
-                help="processes reading the pages (default: the cores; 1: no worker processes)",
+                help="processes reading the pages (default: the cores it may use; 1: no worker processes); "
+                "memory grows with N",
             )
         if name == "query":
             command.add_argument(
@@ -267,13 +276,13 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     import sqlite3
 
     from .index.docstore import DOCS_SUFFIX
-    from .index.indexer import PageDirError
+    from .index.indexer import PageDirError, WorkerDied
     from .rules.indexfile import IndexFileError
     from .rules.pagedir import PageFileError
 
     try:
         yield
-    except (Refused, PageDirError, PageFileError, IndexFileError) as error:
+    except (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied) as error:
         raise _Failed(_one_line(command, str(error), status)) from None
     except sqlite3.Error as error:  # the document store beside the index
         raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
@@ -293,10 +302,23 @@ def index(options: argparse.Namespace) -> int:
             if problem is None:
                 return OK
             sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
-        with _index_progress_bar(options.pagedir) as bar:
-            write_index_files(
-                options.pagedir, options.indexfile, jobs=options.jobs, on_page=bar.update if bar is not None else None
-            )
+        try:
+            with _index_progress_bar(options.pagedir) as bar:
+                write_index_files(
+                    options.pagedir,
+                    options.indexfile,
+                    jobs=options.jobs,
+                    on_page=bar.update if bar is not None else None,
+                )
+        except MemoryError:  # in this process (a worker's is WorkerDied): a huge page, say
+            raise _Failed(_one_line("index", "out of memory")) from None
+        except KeyboardInterrupt:
+            # Workers stopped, temporary files removed: it exits, and a Ctrl-C more would only make
+            # the interpreter die of SIGINT on the way out instead of exiting 130.
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            raise
     return OK
 
 

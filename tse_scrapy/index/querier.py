@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from typing import TextIO
 
@@ -24,6 +25,7 @@ class Querier:
         self.score_format = SCORE_FORMATS[ranking]
         self.ranking = ranking
         self._urls: dict[int, str] = {}
+        self._store_failed = False  # the document store could not be read: the page files from then on
 
     def answer(self, line: str) -> str:
         """The output for one input line (without its newline), possibly empty."""
@@ -55,9 +57,12 @@ class Querier:
         and these very page files (the URLs it recorded are their line 1), else from the page files."""
         if not doc_ids:
             return
-        store = self.engine.stored_docs()
+        store = None if self._store_failed else self.engine.stored_docs()
         if store is not None:
-            self._urls.update(store.urls(doc_ids))
+            try:
+                self._urls.update(store.urls(doc_ids))
+            except sqlite3.Error:  # damaged or truncated since it was opened: the page files, as without it
+                self._store_failed = True
         for doc_id in doc_ids:
             if doc_id not in self._urls:
                 try:

@@ -10,7 +10,13 @@ or sorted again.
 
 A run file is a sequence of records, one a word, in word order::
 
-    <HII: word bytes, text bytes, number bytes> word text numbers
+    <III: word bytes, text bytes, number bytes> word text numbers
+
+(4 bytes each: a word may be any length, 70,000 letters as well as 3.)
+
+``RunTiers`` merges the runs as they come, ``fan_in`` runs of a tier into one
+run of the next, so each posting is rewritten once a tier: log_fan_in(runs)
+times in all, never once a merge.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
-_RECORD = struct.Struct("<HII")
+_RECORD = struct.Struct("<III")
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
 _UINT16 = "H"
 _BUFFER = 1 << 20
@@ -43,11 +49,13 @@ def number_width(highest: int) -> int:
 
 @dataclass(frozen=True)
 class Run:
-    """A run file: its *path*, the *width* (2 or 4 bytes) of its numbers, and the highest of them."""
+    """A run file: its *path*, the *width* (2 or 4 bytes) of its numbers, the highest of them, and
+    how many times its postings have been rewritten by a merge (0: as a worker wrote them)."""
 
     path: Path
     width: int
     highest: int
+    merges: int = 0
 
 
 class RunPostings:
@@ -131,7 +139,51 @@ def merge_into_run(runs: list[Run], path: Path) -> Run:
             out.write(data)
     for run in runs:
         os.unlink(run.path)
-    return Run(path, width, highest)
+    return Run(path, width, highest, 1 + max(run.merges for run in runs))
+
+
+class RunTiers:
+    """Runs added in docID order, merged as they come so that at most *fan_in* are left to merge at
+    the end, each posting rewritten at most log_fan_in(runs) times (merged files in *directory*).
+
+    A worker's run is of tier 0; *fan_in* runs of a tier are merged into one
+    run of the next.  Merging the merged run again every *fan_in* runs would
+    rewrite the first postings once a merge: quadratic in the runs.
+    """
+
+    def __init__(self, directory: Path, fan_in: int):
+        if fan_in < 2:
+            raise ValueError(f"a merge takes at least 2 runs, not {fan_in}")
+        self.directory = directory
+        self.fan_in = fan_in
+        # The runs of each tier, in docID order; a higher tier's runs all come before a lower one's.
+        self._tiers: list[list[Run]] = []
+        self._merged = 0  # merged runs written: their file names
+
+    def add(self, run: Run) -> None:
+        """Add *run*, whose docIDs follow those of every run added before."""
+        tier = 0
+        while True:
+            if tier == len(self._tiers):
+                self._tiers.append([])
+            self._tiers[tier].append(run)
+            if len(self._tiers[tier]) < self.fan_in:
+                return
+            run = self._merge(self._tiers[tier])
+            self._tiers[tier] = []
+            tier += 1
+
+    def final(self) -> list[Run]:
+        """Every run's postings in at most *fan_in* runs, in docID order (the last, smallest ones merged)."""
+        runs = [run for tier in reversed(self._tiers) for run in tier]
+        while len(runs) > self.fan_in:
+            merged = min(self.fan_in, len(runs) - self.fan_in + 1)
+            runs[-merged:] = [self._merge(runs[-merged:])]
+        return runs
+
+    def _merge(self, runs: list[Run]) -> Run:
+        self._merged += 1
+        return merge_into_run(runs, self.directory / f"merged-{self._merged}")
 
 
 def highest_number(runs: Iterable[Run]) -> int:

@@ -29,6 +29,7 @@ import sys
 from array import array
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -60,8 +61,12 @@ def read_index(path: str | os.PathLike) -> Index:
 
 
 def write_index(path: str | os.PathLike, index: Index, *, sidecar: bool = True) -> tuple[int, bytes]:
-    """Write the text index (and its sidecar), each atomically; return the text's size and digest."""
+    """Write the text index (and its sidecar), each atomically; return the text's size and digest.
+
+    Without the sidecar, a stamp left by ``tse index`` is removed first: it does not describe the new text."""
     text = format_index(index)
+    if not sidecar:
+        stamp_path(path).unlink(missing_ok=True)
     write_atomically(path, text)
     if sidecar:
         write_atomically(sidecar_path(path), _encode_sidecar(index, text))
@@ -270,12 +275,15 @@ class IndexFileWriter:
         self._pending: list[bytes] = []  # text lines not yet written (and hashed): written by the MB
         self._pending_size = 0
         # The sections first, in the scratch directory (removed by the caller); the text's temporary
-        # file beside the index last, so that a failure here leaves none.
+        # file beside the index last, so that a failure here leaves none.  The files opened before
+        # one that cannot be are closed.
         self._sections = {name: scratch / f"sidecar.{name}" for name in ("words", "offsets", "numbers")}
-        self._words_file = open(self._sections["words"], "wb", buffering=1 << 20)  # noqa: SIM115
-        self._offsets_file = open(self._sections["offsets"], "wb")  # noqa: SIM115
-        self._numbers_file = open(self._sections["numbers"], "wb", buffering=1 << 20)  # noqa: SIM115
-        self._text = open(partial_path(self.path), "wb")  # noqa: SIM115 (closed by finish or __exit__)
+        with ExitStack() as opened:
+            self._words_file = opened.enter_context(open(self._sections["words"], "wb", buffering=1 << 20))
+            self._offsets_file = opened.enter_context(open(self._sections["offsets"], "wb"))
+            self._numbers_file = opened.enter_context(open(self._sections["numbers"], "wb", buffering=1 << 20))
+            self._text = opened.enter_context(open(partial_path(self.path), "wb"))
+            opened.pop_all()  # kept open: closed by finish or __exit__
 
     def add(self, word: bytes, texts: list[bytes], numbers: list[bytes]) -> None:
         """Add *word*, sorting after the words added before, with its postings: *texts*
