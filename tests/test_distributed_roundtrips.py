@@ -30,12 +30,12 @@ def page(path, depth):
 def test_a_pages_links_and_its_end_are_one_step(redis_url):
     q = queue(redis_url, lease_seconds=0.2)
     q.push_unseen(*page("index", 0))
-    taken = q.pop()
+    (taken,) = q.settle(lease=1)[1]
     assert taken.meta["tse_reserved"].doc_id == 1  # reserved with the lease
     # The worker found two links, then was killed before settling: nothing of them is in Redis...
     again = queue(redis_url)
     time.sleep(0.3)
-    retaken = again.pop()
+    (retaken,) = again.settle(lease=1)[1]
     assert retaken.url == taken.url and retaken.meta["tse_reserved"].doc_id == 1  # ...the page comes back, same docID
     assert q.server.scard(KEYS.seen) == 1
     # The next worker settles the page: its links, its docID and its lease in one round trip.
@@ -61,7 +61,7 @@ def test_a_lease_stops_at_the_next_level_and_a_redirected_page_frees_its_docid(r
     doc, saved = RedisCrawl(q.server, "t").reserve_doc_id(target)
     assert (doc, saved) == (3, False)
     q.settle(finished=[(a.meta["tse_lease"], target, a.meta["tse_reserved"].fingerprint)])
-    q.finish(b.meta["tse_lease"], freed=b.meta["tse_reserved"].fingerprint)
+    q.settle(finished=[(b.meta["tse_lease"], b"", b.meta["tse_reserved"].fingerprint)])
     assert RedisCrawl(q.server, "t").free_doc_ids() == [1, 2]
     (c,) = q.settle(lease=8)[1]
     assert c.url.endswith("/c") and c.meta["tse_reserved"].doc_id == 1  # the first freed docID

@@ -1,6 +1,8 @@
 """The distributed crawl's Redis parts on a real Redis: frontier leases, the
 breadth-first gate, docID reservations, joining a crawl."""
 
+import socket
+import threading
 import time
 
 import pytest
@@ -10,7 +12,7 @@ import scrapy
 from tse_scrapy.distributed.join import create_or_join_crawl
 from tse_scrapy.distributed.keys import CrawlKeys
 from tse_scrapy.distributed.queue import LeasedLevelQueue
-from tse_scrapy.distributed.store import RedisCrawl, url_fingerprint
+from tse_scrapy.distributed.store import RedisCrawl, connect, url_fingerprint
 from tse_scrapy.rules.crawlargs import ArgumentError
 
 SPIDER = scrapy.Spider(name="t")
@@ -29,14 +31,26 @@ def push(q, path, depth) -> bool:
     return q.push_unseen(scrapy.Request(url, meta={"depth": depth}), url_fingerprint(url))
 
 
+def lease_one(q) -> scrapy.Request | None:
+    """The next request *q* may hand out, leased, or None."""
+    leased = q.settle(lease=1)[1]
+    return leased[0] if leased else None
+
+
+def finish(q, request, saved=False, failed=False) -> None:
+    """*request*'s page is over: saved under its own URL, failed, or neither (the docID stays reserved)."""
+    fingerprint = request.meta["tse_reserved"].fingerprint
+    q.settle(finished=[(request.meta["tse_lease"], fingerprint if saved else b"", fingerprint if failed else b"")])
+
+
 def test_shallowest_first_then_first_pushed(redis_url):
     q = queue(redis_url)
     for path, depth in [("b", 2), ("a", 1), ("c", 1), ("d", 2)]:
         assert push(q, path, depth)
     popped = []
-    while (request := q.pop()) is not None:
+    while (request := lease_one(q)) is not None:
         popped.append(request.url.rsplit("/", 1)[1])
-        q.finish(request.meta["tse_lease"])
+        finish(q, request, saved=True)
     assert popped == ["a", "c", "b", "d"]
 
 
@@ -51,68 +65,108 @@ def test_deeper_pages_wait_while_a_shallower_one_is_leased(redis_url):
     q = queue(redis_url)
     push(q, "a", 0)
     push(q, "b", 1)
-    first = q.pop()
-    assert q.pop() is None  # b (depth 1) waits for a (depth 0)
-    q.finish(first.meta["tse_lease"])
-    assert q.pop().url.endswith("/b")
+    first = lease_one(q)
+    assert lease_one(q) is None  # b (depth 1) waits for a (depth 0)
+    finish(q, first, saved=True)
+    assert lease_one(q).url.endswith("/b")
 
 
 def test_an_expired_lease_returns_its_request_to_its_place(redis_url):
     dead, alive = queue(redis_url, lease_seconds=0.2), queue(redis_url)
     push(dead, "a", 1)
     push(dead, "b", 1)
-    taken = dead.pop()
+    taken = lease_one(dead)
     assert taken.url.endswith("/a")
-    assert alive.pop().url.endswith("/b")
+    assert lease_one(alive).url.endswith("/b")
     time.sleep(0.3)
-    again = alive.pop()
+    again = lease_one(alive)
     assert again.url.endswith("/a") and again.meta["tse_lease"] != taken.meta["tse_lease"]
-    dead.finish(taken.meta["tse_lease"])  # too late: it is someone else's now...
+    finish(dead, taken)  # too late: it is someone else's now...
     assert alive.server.zscore(KEYS.leases, again.meta["tse_lease"])  # ...and stays theirs
 
 
 def test_renewed_leases_do_not_expire(redis_url):
     q = queue(redis_url, lease_seconds=0.3)
     push(q, "a", 0)
-    lease = q.pop().meta["tse_lease"]
+    lease = lease_one(q).meta["tse_lease"]
     for _ in range(4):
         time.sleep(0.15)
         assert q.renew([lease]) == 1
-    assert q.pop() is None and q.server.zcard(KEYS.leases) == 1
+    assert lease_one(q) is None and q.server.zcard(KEYS.leases) == 1
 
 
 def test_given_back_leases_are_taken_at_once(redis_url):
     q = queue(redis_url)
     push(q, "a", 0)
-    q.give_back([q.pop().meta["tse_lease"]])
-    assert q.pop().url.endswith("/a")
+    q.give_back([lease_one(q).meta["tse_lease"]])
+    assert lease_one(q).url.endswith("/a")
 
 
 def test_seen_keys_owned_by_an_expired_lease_are_forgotten(redis_url):
     q = queue(redis_url, lease_seconds=0.2)
     push(q, "a", 0)
-    lease = q.pop().meta["tse_lease"]
+    lease = lease_one(q).meta["tse_lease"]
     target = url_fingerprint("http://a.test/redirected")
     assert q.own_seen(lease, target)
     assert not q.own_seen(lease, target)
     time.sleep(0.3)
-    assert q.pop().url.endswith("/a")
+    assert lease_one(q).url.endswith("/a")
     assert q.server.sismember(KEYS.seen, target) == 0  # the second fetch may follow it again
 
 
 def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     q = queue(redis_url)
-    a, b, c = (url_fingerprint(f"http://a.test/{x}") for x in "abc")
-    assert crawl.reserve_doc_id(a) == (1, False)
-    assert crawl.reserve_doc_id(b) == (2, False)
-    assert crawl.reserve_doc_id(a) == (1, False)  # a worker died mid-save: same docID
-    q.finish(7, saved=a)
-    assert crawl.reserve_doc_id(a) == (1, True)  # saved: not again
-    q.finish(8, freed=b)  # b failed after all
+    for path in "ab":
+        push(q, path, 1)
+    a, b = q.settle(lease=2)[1]
+    assert [r.meta["tse_reserved"].doc_id for r in (a, b)] == [1, 2]  # reserved when leased
+    a_key, c_key = a.meta["tse_reserved"].fingerprint, url_fingerprint("http://a.test/c")
+    assert crawl.reserve_doc_id(a_key) == (1, False)  # a worker died mid-save: same docID
+    finish(q, a, saved=True)
+    assert crawl.reserve_doc_id(a_key) == (1, True)  # saved: not again
+    finish(q, b, failed=True)  # b failed after all
     assert crawl.free_doc_ids() == [2]
-    assert crawl.reserve_doc_id(c) == (2, False)  # the next page takes the hole
+    assert crawl.reserve_doc_id(c_key) == (2, False)  # the next page takes the hole
     assert crawl.free_doc_ids() == []
+
+
+def test_a_stale_worker_neither_frees_nor_records_a_docid_that_is_another_leases(redis_url):
+    """W1's lease on u runs out and W2 leases u again, with its docID 1; W1's fetch of u
+    fails: docID 1 stays W2's, which saves u as page 1 (no other page may get it)."""
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    w1, w2 = queue(redis_url, lease_seconds=0.2), queue(redis_url)
+    push(w1, "u", 1)
+    stale = lease_one(w1)
+    time.sleep(0.3)
+    current = lease_one(w2)
+    assert current.url == stale.url and current.meta["tse_reserved"].doc_id == 1
+    finish(w1, stale, failed=True)  # W1's fetch failed: docID 1 is not W1's to free...
+    assert crawl.free_doc_ids() == []
+    push(w1, "v", 1)
+    assert lease_one(w1).meta["tse_reserved"].doc_id == 2  # ...so v does not get it
+    assert w2.server.zscore(KEYS.leases, current.meta["tse_lease"])  # W2's lease stands
+    finish(w2, current, saved=True)
+    assert crawl.reserve_doc_id(current.meta["tse_reserved"].fingerprint) == (1, True)
+
+
+def test_a_stale_workers_late_save_leaves_the_docid_to_the_page_leased_again(redis_url):
+    """W1 wrote u as page 1 after its lease ran out; W2's fetch of u fails: docID 1 is
+    freed, not recorded for u, and the next page leased overwrites file 1."""
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    w1, w2 = queue(redis_url, lease_seconds=0.2), queue(redis_url)
+    push(w1, "u", 1)
+    stale = lease_one(w1)
+    time.sleep(0.3)
+    current = lease_one(w2)
+    finish(w1, stale, saved=True)  # too late: not W1's to record
+    assert crawl.reserve_doc_id(stale.meta["tse_reserved"].fingerprint) == (1, False)
+    assert w2.server.zscore(KEYS.leases, current.meta["tse_lease"])  # W2's lease stands
+    finish(w2, current, failed=True)
+    assert crawl.free_doc_ids() == [1]
+    assert w2.server.hlen(KEYS.pages) == 0  # u is not saved: its last fetch failed
+    push(w2, "v", 1)
+    assert lease_one(w2).meta["tse_reserved"].doc_id == 1
 
 
 def test_the_first_worker_creates_later_ones_join_with_the_name(redis_url, tmp_path):
@@ -156,14 +210,17 @@ def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_
 
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     q = queue(redis_url)
-    keys = [url_fingerprint(f"http://a.test/{n}") for n in range(5)]
-    assert [crawl.reserve_doc_id(key) for key in keys] == [(n, False) for n in range(1, 6)]
-    for n, key in enumerate(keys, start=1):
+    for n in range(5):
+        push(q, str(n), 1)
+    leased = q.settle(lease=5)[1]
+    keys = [request.meta["tse_reserved"].fingerprint for request in leased]
+    assert [request.meta["tse_reserved"].doc_id for request in leased] == [1, 2, 3, 4, 5]
+    for n, request in enumerate(leased, start=1):
         if n in (2, 5):
-            q.finish(n, freed=key)  # fetched again after a worker died, and failed
+            finish(q, request, failed=True)  # fetched again after a worker died, and failed
         else:
             pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
-            q.finish(n, saved=key)
+            finish(q, request, saved=True)
     fill_doc_id_holes(crawl, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
     assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [
@@ -211,3 +268,77 @@ def test_any_page_limit_is_refused_in_a_distributed_crawl(value, refused):
             check_no_page_limit(setting)
     else:
         check_no_page_limit(setting)
+
+
+class AnswerLosingRelay:
+    """A TCP relay to Redis on 127.0.0.1 that, once armed, passes the next EVALSHA
+    on and then cuts the connection instead of passing its answer back: what
+    a network fault after Redis ran a script looks like to the client."""
+
+    def __init__(self, redis_url: str):
+        self.target = ("127.0.0.1", int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self.listener.getsockname()[1]}/0"
+        self.armed = False
+        self.answers_lost = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            cut = threading.Event()  # set: this connection loses the next answer
+            threading.Thread(target=self._requests, args=(client, server, cut), daemon=True).start()
+            threading.Thread(target=self._answers, args=(server, client, cut), daemon=True).start()
+
+    def _requests(self, client: socket.socket, server: socket.socket, cut: threading.Event) -> None:
+        try:
+            while data := client.recv(65536):
+                if self.armed and b"EVALSHA" in data:
+                    self.armed = False
+                    cut.set()  # before Redis can answer
+                server.sendall(data)
+        except OSError:
+            pass
+
+    def _answers(self, server: socket.socket, client: socket.socket, cut: threading.Event) -> None:
+        with client, server:
+            try:
+                while data := server.recv(65536):
+                    if cut.is_set():
+                        self.answers_lost += 1
+                        # The script ran; the client sees its connection drop.
+                        client.shutdown(socket.SHUT_RDWR)
+                        return
+                    client.sendall(data)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_settle_sent_again_after_a_lost_answer_is_not_run_twice(redis_url):
+    relay = AnswerLosingRelay(redis_url)
+    try:
+        q = LeasedLevelQueue(connect(relay.url), SPIDER, KEYS.frontier, keys=KEYS)
+        push(q, "index", 0)  # the scripts are loaded: the next EVALSHA runs settle
+        (seed,) = q.settle(lease=1)[1]
+        links = [
+            q.link(scrapy.Request(f"http://a.test/{p}", meta={"depth": 1}), url_fingerprint(f"http://a.test/{p}"))
+            for p in "ab"
+        ]
+        finished = [(seed.meta["tse_lease"], seed.meta["tse_reserved"].fingerprint, b"")]
+        relay.armed = True
+        queued, leased = q.settle(links, finished, lease=4)  # redis-py sends it again
+        assert relay.answers_lost == 1
+    finally:
+        relay.close()
+    # The answer of the one run: both links new, both leased (not "seen", and none leased twice).
+    assert queued == [True, True]
+    assert [request.url for request in leased] == ["http://a.test/a", "http://a.test/b"]
+    assert [request.meta["tse_reserved"].doc_id for request in leased] == [2, 3]
+    assert q.server.zcard(KEYS.leases) == 2 and q.server.get(KEYS.doc_id) == b"3"

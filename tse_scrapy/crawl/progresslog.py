@@ -1,4 +1,14 @@
-"""The crawler's progress log on stdout (SPEC 2.3): one line per event."""
+"""The crawler's progress log on stdout (SPEC 2.3): one line per event.
+
+A distributed worker learns whether a link it found was new (``Added``) or
+seen (``IgnDupl``) only when it settles with Redis, a few pages later, while
+an external or denied link's verdict is known at once.  So that its log keeps
+link order as a single crawl's does, it *holds* the log (``hold_progress``):
+every line goes into one ordered buffer, a link pushed to Redis keeps its
+place there until its verdict comes (``await_verdict``, then ``log_link``),
+and ``ProgressHold.flush`` prints what is complete.  A single-process crawl
+never holds: each line is written as it happens.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +19,103 @@ from scrapy import Request
 from ..rules.progress import progress_line
 
 
+class _AwaitedLink:
+    """A found link's place in the held log, until its verdict is known."""
+
+    __slots__ = ("depth", "url", "verdict")
+
+    def __init__(self, depth: int, url: str):
+        self.depth, self.url = depth, url
+        self.verdict: str | None = None
+
+
+class ProgressHold:
+    """Progress lines in the order of their events, printed once every verdict before them is known."""
+
+    def __init__(self) -> None:
+        self.entries: list[str | _AwaitedLink] = []
+        self.awaited: dict[Request, _AwaitedLink] = {}  # (by identity) the links whose verdict is to come
+
+    def line(self, depth: int, word: str, url: str) -> None:
+        self.entries.append(progress_line(depth, word, url))
+
+    def link(self, request: Request, verdict: str) -> None:
+        awaited = self.awaited.pop(request, None)
+        if awaited is not None:
+            awaited.verdict = verdict
+        else:
+            depth, url = _found_at(request)
+            self.entries.append(progress_line(depth, "Found", url) + progress_line(depth, verdict, url))
+
+    def await_verdict(self, request: Request) -> None:
+        awaited = _AwaitedLink(*_found_at(request))
+        self.awaited[request] = awaited
+        self.entries.append(awaited)
+
+    def flush(self, drop_awaited: bool = False) -> None:
+        """Print the lines up to the first link whose verdict is still to come; with
+        *drop_awaited*, print them all but the links that never got one."""
+        text = []
+        for done, entry in enumerate(self.entries):
+            if isinstance(entry, str):
+                text.append(entry)
+            elif entry.verdict is not None:
+                text.append(progress_line(entry.depth, "Found", entry.url))
+                text.append(progress_line(entry.depth, entry.verdict, entry.url))
+            elif not drop_awaited:
+                del self.entries[:done]
+                break
+        else:
+            self.entries.clear()
+            if drop_awaited:
+                self.awaited.clear()
+        if text:
+            sys.stdout.write("".join(text))
+
+
+_hold: ProgressHold | None = None  # set while a distributed worker holds the log
+
+
+def hold_progress() -> ProgressHold:
+    """Hold the progress log from now on (a distributed worker): see the module's docstring."""
+    global _hold
+    _hold = ProgressHold()
+    return _hold
+
+
+def release_progress() -> None:
+    """Print what is held, but the links whose verdict never came, and write lines at once again."""
+    global _hold
+    if _hold is not None:
+        _hold.flush(drop_awaited=True)
+    _hold = None
+
+
 def log_progress(depth: int, word: str, url: str) -> None:
-    sys.stdout.write(progress_line(depth, word, url))
+    if _hold is not None:
+        _hold.line(depth, word, url)
+    else:
+        sys.stdout.write(progress_line(depth, word, url))
 
 
 def log_link(request: Request, verdict: str) -> None:
     """Log ``Found`` and the verdict for a link found on a scanned page."""
-    depth = request.meta["tse_found_at"]
-    url = request.meta.get("tse_link", request.url)
+    if _hold is not None:
+        _hold.link(request, verdict)
+        return
+    depth, url = _found_at(request)
     log_progress(depth, "Found", url)
     log_progress(depth, verdict, url)
+
+
+def await_verdict(request: Request) -> None:
+    """Keep the place of a found link whose verdict ``log_link`` gives later (only while held)."""
+    if _hold is not None:
+        _hold.await_verdict(request)
+
+
+def _found_at(request: Request) -> tuple[int, str]:
+    return request.meta["tse_found_at"], request.meta.get("tse_link", request.url)
 
 
 def is_found_link(request: Request) -> bool:

@@ -2,9 +2,10 @@
 
 It connects to the crawl the spider created or joined (``join``) for the
 scheduler, dupefilter, pipeline and politeness middleware, registers this
-worker, and at the end lets exactly one worker clean up: fill docID holes
-left by pages that failed after a dead worker had reserved their docID, and
-remove the crawl's keys (unless a worker was started with TSE_REDIS_KEEP).
+worker, and at the end lets exactly one worker clean up: fill the docID
+holes (a page that fails frees its docID for the next page leased; those
+freed after the last lease stay free) with the last pages, and remove the
+crawl's keys (unless a worker was started with TSE_REDIS_KEEP).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import redis
 from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
@@ -59,7 +61,12 @@ class DistributedCrawlExtension:
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.count_round_trips()
-        self.crawl.unregister_worker(self.worker)
+        try:
+            self.crawl.unregister_worker(self.worker)
+        except redis.RedisError as error:
+            # The worker stops anyway; its mark goes stale after TSE_LEASE_SECONDS.
+            logger.warning("Cannot reach Redis to unregister worker %s: %s", self.worker, error)
+            return
         if reason not in SUCCESS_REASONS or self.crawler.stats.get_value("tse/error"):
             return
         status = self.crawl.status()

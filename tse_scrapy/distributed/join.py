@@ -22,7 +22,7 @@ from ..rules.crawlargs import (
 )
 from ..rules.urls import normalize_url
 from .keys import POLITENESS_NAME
-from .store import RedisCrawl, connect
+from .store import CRAWL_FORMAT, RedisCrawl, connect
 
 # The arguments a joining worker may give that must match the crawl's.
 SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
@@ -67,10 +67,16 @@ def create_or_join_crawl(
             )
         checked = check_crawl_args(**given, order="bfs")
         check_no_pages(checked.pagedir)
-        wanted = {**checked.identity(), "pagedir": checked.pagedir}
+        wanted = {**checked.identity(), "pagedir": checked.pagedir, "format": CRAWL_FORMAT}
         stored = crawl.create(wanted)
         if stored == wanted:
             return crawl, checked, True
+    if stored.get("format") != CRAWL_FORMAT:
+        raise ArgumentError(
+            f"crawl {name} in Redis at {redis_url} was begun by another version of tse-scrapy "
+            f"(crawl format {stored.get('format', 1)}, this one reads {CRAWL_FORMAT}): "
+            f"finish it with that version, or remove its keys (tse:{name}:*) and start again"
+        )
     merged = {key: stored.get(key) for key in (*SHARED_ARGUMENTS, "pagedir")}
     checked = check_crawl_args(**{**merged, **given}, order="bfs")
     for key in SHARED_ARGUMENTS:

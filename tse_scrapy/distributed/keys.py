@@ -34,11 +34,15 @@ class CrawlKeys:
         self.lease_scores = prefix + "lease_scores"  # lease -> its request's frontier score
         self.lease_id = prefix + "lease_id"  # the lease counter
         self.owned_prefix = prefix + "owned:"  # + lease: seen keys owned by the lease
+        self.settle_prefix = prefix + "settle:"  # + a worker's queue: its last settle's token and answer
         # The seen set (dupefilter.py)
         self.seen = prefix + "seen"  # 16-byte digests of normalized URLs
 
     def owned(self, lease: int | str) -> str:
         return f"{self.owned_prefix}{lease}"
+
+    def last_settle(self, queue: str) -> str:
+        return f"{self.settle_prefix}{queue}"
 
 
 def politeness_key(host: str) -> str:

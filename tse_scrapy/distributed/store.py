@@ -4,12 +4,13 @@ DocIDs are handed out per URL: a page being saved holds a *reservation* (its
 URL's fingerprint -> docID) until it is recorded in ``pages``, so a worker
 that dies mid-save leaves its docID to whichever worker fetches the page
 again, and a page is never saved under two docIDs.  A reservation whose page
-then fails goes to ``free_ids`` and is given to the next page.  Recording and
-freeing a reservation are part of a page's last step, with its links and its
-lease (``queue.LeasedLevelQueue.finish``).  The frontier
-and its leases are kept by ``queue``, the seen set by ``dupefilter``; the key
-names by ``keys``.  No Scrapy import: the ``tse`` command uses this before
-Scrapy starts.
+then fails goes to ``free_ids`` and is given to the next page.  Reserving a
+page's docID is part of leasing it, and recording or freeing it part of the
+page's last step, with its links and its lease (``queue.LeasedLevelQueue.settle``);
+only a redirected page, saved under another URL, reserves here
+(``reserve_doc_id``).  The frontier and its leases are kept by ``queue``,
+the seen set by ``dupefilter``; the key names by ``keys``.  No Scrapy
+import: the ``tse`` command uses this before Scrapy starts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 from typing import Any
 
 import redis
@@ -25,6 +27,13 @@ from redis.client import Pipeline
 
 from ..rules.crawlargs import ArgumentError
 from .keys import CrawlKeys
+
+# The layout of a crawl's keys and frontier entries (a 16-byte URL fingerprint,
+# then the pickled request, since 2): stored in the crawl's parameters when
+# it is created, so a worker of another version refuses to join it rather
+# than misread it.  Bump it with any change a worker of the previous version
+# could not read.
+CRAWL_FORMAT = 2
 
 _RESERVE = """
 local done = redis.call('HGET', KEYS[1], ARGV[1])
@@ -44,9 +53,14 @@ class CountingRedis(redis.Redis):
     worker pays per page, whatever the command, script or pipeline."""
 
     round_trips = 0
+    _counting = threading.Lock()  # a worker settles in a thread of its own
+
+    def count(self, round_trips: int) -> None:
+        with self._counting:
+            self.round_trips += round_trips
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
-        self.round_trips += 1  # one command (a script's EVALSHA too) is one round trip
+        self.count(1)  # one command (a script's EVALSHA too) is one round trip
         return super().execute_command(*args, **options)
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> CountingPipeline:
@@ -63,7 +77,7 @@ class CountingPipeline(Pipeline):
 
     def execute(self, raise_on_error: bool = True) -> list[Any]:
         if self.command_stack:
-            self.counted_client.round_trips += 2 if self.scripts else 1
+            self.counted_client.count(2 if self.scripts else 1)
         return super().execute(raise_on_error)
 
 
