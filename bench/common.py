@@ -70,3 +70,17 @@ def machine() -> str:
         f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} cores ({cpu}), "
         f"Python {platform.python_version()}, Scrapy {scrapy.__version__}"
     )
+
+
+def time_queries(querier, queries: list[str]) -> tuple[list[float], int]:
+    """Each query's time in ms (sorted) through *querier*, after the first 50 as warm-up
+    (they fill its URL cache), and how many documents the answers listed."""
+    for line in queries[:50]:
+        querier.answer(line)
+    times, listed = [], 0
+    for line in queries:
+        start = time.perf_counter()
+        output = querier.answer(line)
+        times.append((time.perf_counter() - start) * 1000)
+        listed += output.count("\nscore ")
+    return sorted(times), listed

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, env_with_proxy, measure
+from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, env_with_proxy, measure, time_queries
 from tests.support.reference import build_page_directory
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.index.querier import Querier
@@ -135,16 +135,7 @@ def latencies(directory: Path, index: Path) -> list[str]:
         ("the sidecar (as `tse query` does)", IndexReader(index)),
         ("the text index, parsed into memory", IndexReader(WORK / "text-only.index")),
     ):
-        querier = Querier(directory, reader)
-        for line in queries[:50]:
-            querier.answer(line)  # warm the URL cache the same way for both
-        times, listed = [], 0
-        for line in queries:
-            start = time.perf_counter()
-            output = querier.answer(line)
-            times.append((time.perf_counter() - start) * 1000)
-            listed += output.count("\nscore ")
-        times.sort()
+        times, listed = time_queries(Querier(directory, reader), queries)
         rows.append(
             f"| {label} | {len(queries)} | {statistics.median(times):.3f} "
             f"| {times[int(len(times) * 0.99)]:.3f} | {times[-1]:.2f} | {listed} |"
@@ -190,22 +181,16 @@ _TSE_FROM = "import sys; sys.path.insert(0, sys.argv.pop(1)); from tse_scrapy.cl
 # Opens the querier of the tse_scrapy given first and times the queries of a file, one by one (JSON out).
 _LATENCY = r"""
 import json, statistics, sys, time
-sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[5])  # this checkout's bench.common (it imports no tse_scrapy)...
+from bench.common import time_queries
+sys.path[0] = sys.argv[1]  # ...then the tse_scrapy being timed
 from tse_scrapy.index.querier import Querier
 from tse_scrapy.index.storage import IndexReader
 start = time.perf_counter()
 querier = Querier(sys.argv[2], IndexReader(sys.argv[3]))
 opened = time.perf_counter() - start
 queries = open(sys.argv[4]).read().splitlines()
-for line in queries[:50]:
-    querier.answer(line)  # warm the URL cache the same way for both
-times, listed = [], 0
-for line in queries:
-    start = time.perf_counter()
-    output = querier.answer(line)
-    times.append((time.perf_counter() - start) * 1000)
-    listed += output.count("\nscore ")
-times.sort()
+times, listed = time_queries(querier, queries)
 json.dump({"open": opened, "median": statistics.median(times), "p99": times[int(len(times) * 0.99)],
            "listed": listed}, sys.stdout)
 """
@@ -345,7 +330,7 @@ def large_index(mirror: Path) -> list[str]:
     for _ in range(REPEAT):
         for name, code in (("previous", previous), ("new", ROOT)):
             child = subprocess.run(
-                [sys.executable, "-c", _LATENCY, str(code), str(directory), str(index), str(queries)],
+                [sys.executable, "-c", _LATENCY, str(code), str(directory), str(index), str(queries), str(ROOT)],
                 capture_output=True,
                 check=True,
             )
