@@ -131,15 +131,21 @@ def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
     assert crawl.free_doc_ids() == []
 
 
-def test_a_stale_worker_neither_frees_nor_records_a_docid_that_is_another_leases(redis_url):
-    """W1's lease on u runs out and W2 leases u again, with its docID 1; W1's fetch of u
-    fails: docID 1 stays W2's, which saves u as page 1 (no other page may get it)."""
+def leased_again_after_expiry(redis_url):
+    """Worker W1 leases u and its lease runs out; W2 leases u again.  Returns the crawl,
+    both workers' queues and both requests of u (W1's stale one, W2's current one)."""
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     w1, w2 = queue(redis_url, lease_seconds=0.2), queue(redis_url)
     push(w1, "u", 1)
     stale = lease_one(w1)
     time.sleep(0.3)
-    current = lease_one(w2)
+    return crawl, w1, w2, stale, lease_one(w2)
+
+
+def test_a_stale_worker_neither_frees_nor_records_a_docid_that_is_another_leases(redis_url):
+    """W1's lease on u runs out and W2 leases u again, with its docID 1; W1's fetch of u
+    fails: docID 1 stays W2's, which saves u as page 1 (no other page may get it)."""
+    crawl, w1, w2, stale, current = leased_again_after_expiry(redis_url)
     assert current.url == stale.url and current.meta["tse_reserved"].doc_id == 1
     finish(w1, stale, failed=True)  # W1's fetch failed: docID 1 is not W1's to free...
     assert crawl.free_doc_ids() == []
@@ -153,12 +159,7 @@ def test_a_stale_worker_neither_frees_nor_records_a_docid_that_is_another_leases
 def test_a_stale_workers_late_save_leaves_the_docid_to_the_page_leased_again(redis_url):
     """W1 wrote u as page 1 after its lease ran out; W2's fetch of u fails: docID 1 is
     freed, not recorded for u, and the next page leased overwrites file 1."""
-    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
-    w1, w2 = queue(redis_url, lease_seconds=0.2), queue(redis_url)
-    push(w1, "u", 1)
-    stale = lease_one(w1)
-    time.sleep(0.3)
-    current = lease_one(w2)
+    crawl, w1, w2, stale, current = leased_again_after_expiry(redis_url)
     finish(w1, stale, saved=True)  # too late: not W1's to record
     assert crawl.reserve_doc_id(stale.meta["tse_reserved"].fingerprint) == (1, False)
     assert w2.server.zscore(KEYS.leases, current.meta["tse_lease"])  # W2's lease stands
