@@ -8,7 +8,7 @@ from tse_scrapy import settings as project_settings
 from tse_scrapy.crawl.dupefilter import NormalizedUrlDupeFilter
 from tse_scrapy.crawl.frontier import LevelFrontier, StackFrontier
 from tse_scrapy.crawl.scheduler import TseScheduler
-from tse_scrapy.crawl.signals import page_done
+from tse_scrapy.crawl.signals import page_done, page_writing
 
 
 def link(url, depth, found_at=None):
@@ -125,6 +125,32 @@ def test_item_signals_release_the_page(make_scheduler):
     response = HtmlResponse(seed.url, body=b"", request=seed)
     crawler.signals.send_catch_log(signals.item_scraped, item={}, response=response, spider=None)
     assert scheduler.next_request().url == "http://h/a.html"
+
+
+def test_a_page_being_written_lets_the_next_go_and_counts_once_toward_the_limit(make_scheduler):
+    from scrapy import signals
+    from scrapy.http import HtmlResponse
+
+    crawler, scheduler = make_scheduler("tse", TSE_MAX_PAGES=3)
+    scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
+    seed = scheduler.next_request()
+    for name in ("a", "b", "c"):
+        scheduler.enqueue_request(link(f"http://h/{name}.html", 1))
+    assert scheduler.next_request() is None
+    crawler.signals.send_catch_log(page_writing, token=seed.meta["tse_token"])
+    c = scheduler.next_request()  # while the seed's file is being written
+    assert c.url == "http://h/c.html"
+    crawler.signals.send_catch_log(page_writing, token=c.meta["tse_token"])
+    for request in (seed, c):  # written: saved once, not twice
+        response = HtmlResponse(request.url, body=b"", request=request)
+        crawler.signals.send_catch_log(signals.item_scraped, item={}, response=response, spider=None)
+    b = scheduler.next_request()
+    assert b.url == "http://h/b.html"
+    crawler.signals.send_catch_log(page_writing, token=b.meta["tse_token"])
+    assert scheduler.next_request() is None  # three pages saved or being written: the limit
+    response = HtmlResponse(b.url, body=b"", request=b)
+    crawler.signals.send_catch_log(signals.item_error, item={}, response=response, spider=None, failure=None)
+    assert scheduler.next_request().url == "http://h/a.html"  # b's write failed: one more may go
 
 
 def test_dupefilter_from_crawler():

@@ -23,3 +23,6 @@ class PageItem:
     status: int = 200
     validators: dict[str, str | None] = field(default_factory=dict)
     revisit: bool = False
+    # The scheduler's token of the page's request: the pipeline names it when
+    # the page's file starts being written (``page_writing``).
+    token: int | None = None

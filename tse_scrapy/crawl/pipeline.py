@@ -15,6 +15,7 @@ from ..resume.extension import crawl_state
 from ..rules import pagedir
 from ..update.extension import update_session
 from .items import PageItem
+from .signals import page_writing
 from .warc import WarcMiddleware
 
 if TYPE_CHECKING:
@@ -33,11 +34,10 @@ class PageDirPipeline:
         self.crawler = crawler
         self.directory = crawler.settings.get("TSE_PAGEDIR")
         self.fsync = crawler.settings.getbool("TSE_FSYNC")
-        # With several requests at a time, a page file is written by a thread
-        # while the reactor goes on with the other responses: the write (a copy
-        # into the page cache, mostly kernel time) is a seventh of a page's cost.
-        # One at a time, nothing else could go on meanwhile: written in line.
-        self.write_in_thread = crawler.settings.getint("CONCURRENT_REQUESTS") > 1
+        # Page files are written by a thread while the reactor goes on with other
+        # responses and with the next page (handed out at ``page_writing``). A write
+        # is kernel time (creating the file, copying into the page cache): up to a
+        # sixth of a page's CPU when the file system has just freed many files.
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
         self.update = update_session(crawler)
@@ -99,12 +99,13 @@ class PageDirPipeline:
             write = not item.replayed
             if self.update is not None:
                 changed = self.update.saved(
-                    doc_id, item.url, item.depth, item.body, item.status, item.validators, item.revisit
+                    doc_id, item.url, item.depth, item.body, item.status, item.validators, item.revisit, item.replayed
                 )
                 write = write and changed
             if write:
                 if self.state is not None:
                     self.state.writing(item.state_row, doc_id)
+                self.crawler.signals.send_catch_log(page_writing, token=item.token)
                 await self.write(doc_id, item)
             if self.state is not None:
                 self.state.saved(item.state_row, doc_id)
@@ -122,10 +123,7 @@ class PageDirPipeline:
         """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
         page = pagedir.Page(item.url, item.depth, item.body)
         try:
-            if self.write_in_thread:
-                await asyncio.to_thread(pagedir.write_page, self.directory, doc_id, page, fsync=self.fsync)
-            else:
-                pagedir.write_page(self.directory, doc_id, page, fsync=self.fsync)
+            await asyncio.to_thread(pagedir.write_page, self.directory, doc_id, page, fsync=self.fsync)
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None

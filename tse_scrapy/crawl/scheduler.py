@@ -1,7 +1,8 @@
 """TseScheduler: hands out requests in TSE stack order, breadth-first, or by priority.
 
-A page is *in flight* from the moment it is handed out until its item has
-been through the pipelines (or its fetch failed).  ``order=tse`` hands out
+A page is *in flight* from the moment it is handed out until its file starts
+being written (``page_writing``: its links are all queued and its docID is
+taken), or its fetch failed.  ``order=tse`` hands out
 the next page only when none is in flight, so every link of the previous page
 has been pushed (SPEC 2.2.3); ``order=bfs`` hands out a page of depth d only
 when no shallower page is in flight, so every page gets its shortest depth
@@ -39,7 +40,7 @@ from .dupefilter import NormalizedUrlDupeFilter
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
 from .progresslog import is_found_link, log_link
 from .serialize import request_to_dict
-from .signals import page_done
+from .signals import page_done, page_writing
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -75,6 +76,8 @@ class TseScheduler(BaseScheduler):
         self.resuming = bool(state_extension and state_extension.resuming)
         self.directory = directory
         self.in_flight: dict[int, int] = {}  # token -> depth
+        self.writing: set[int] = set()  # tokens of pages whose files are being written
+        self.crawler: Crawler | None = None  # set by from_crawler
         self.census = FrontierCensus()  # the frontier by host and depth, for the progress display
         # With a crawl state, the stack and bfs frontiers keep requests on disk
         # (the priority frontier needs them in memory to score them).
@@ -101,6 +104,8 @@ class TseScheduler(BaseScheduler):
             settings.getint("CONCURRENT_REQUESTS"),
             update_session(crawler),
         )
+        scheduler.crawler = crawler
+        crawler.signals.connect(scheduler._page_writing, signal=page_writing)
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         for signal in (signals.item_dropped, signals.item_error):
             crawler.signals.connect(scheduler._item_not_saved, signal=signal)
@@ -233,14 +238,38 @@ class TseScheduler(BaseScheduler):
         if over and self.state is not None:
             self.state.finished(request.meta.get("tse_row"))
 
+    def _page_writing(self, token: int | None, **kwargs: Any) -> None:
+        """The page's file is being written: the next page may go (counted as saved)."""
+        if self.in_flight.pop(token, None) is None:
+            return
+        self.writing.add(token)
+        self.saved += 1
+        engine = getattr(self.crawler, "engine", None)
+        if engine is not None and engine._slot is not None:
+            # Scrapy looks for the next request when the response is done with; this is sooner.
+            engine._slot.nextcall.schedule()
+
     def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
+        if self._written(response):
+            return
         self.saved += 1
         # The pipeline's ``saved`` took the page's row out of the crawl state already,
         # in the commit that recorded it: a transaction of its own would be a tenth of the state's cost.
         self._release(getattr(response, "request", None), over=False)
 
     def _item_not_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
+        if self._written(response):
+            self.saved -= 1
+            return
         self._release(getattr(response, "request", None), over=False)
+
+    def _written(self, response: Response) -> bool:
+        """Whether the page of *response* left the pages in flight at ``page_writing``."""
+        token = getattr(response, "request", None) and response.request.meta.get("tse_token")
+        if token in self.writing:
+            self.writing.discard(token)
+            return True
+        return False
 
     def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         self._release(getattr(response, "request", None) or getattr(failure, "request", None))

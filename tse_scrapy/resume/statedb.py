@@ -6,10 +6,14 @@ Commit order (one page at a time):
   links found and the seen set  -> pending in the open transaction
   ``writing(row, N)``           -> commit: row ``row`` is being saved as docID N
   page file N renamed in place
-  ``saved(row, N)``             -> commit: row gone, page N recorded, next docID N+1
-A crash before the first commit loses the page's links with it and the page
-is fetched again; between the two, the page file either exists (it is read
-back, never written twice) or not (the page is fetched again).
+  ``saved(row, N)``             -> pending: row gone, page N recorded, next docID N+1
+A crash before the commit loses the page's links with it and the page is
+fetched again; after it, until the next commit (the next page's ``writing``, a
+``finished`` or the close), the page file either exists (it is read back, never
+written twice) or not (the page is fetched again).  So a page's links are
+committed with its ``writing`` and never alone, even when the next page is
+fetched while a thread writes this one's file: this one's ``saved`` then waits
+in the next page's transaction.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ def stored_meta(path: str | os.PathLike, key: str) -> str | None:
 
 
 class CrawlStateDB:
-    """One crawl's state database; ``writing`` and ``saved`` commit, the rest waits for them."""
+    """One crawl's state database; ``writing`` and ``finished`` commit, the rest waits for them."""
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL"):
         self.path = Path(path)
@@ -132,6 +136,11 @@ class CrawlStateDB:
         for (record,) in self.db.execute("SELECT record FROM visits ORDER BY doc_id"):
             yield json.loads(record)
 
+    def visit_of(self, doc_id: int) -> dict[str, Any] | None:
+        """The ``visit`` record of page *doc_id*, or None."""
+        row = self.db.execute("SELECT record FROM visits WHERE doc_id = ?", (doc_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def reached_keys(self) -> set[str]:
         return {key for (key,) in self.db.execute("SELECT key FROM reached")}
 
@@ -148,7 +157,7 @@ class CrawlStateDB:
         self.commit()
 
     def visit(self, record: dict[str, Any]) -> None:
-        """What the crawl learnt of page ``record['doc_id']``; committed with the next ``saved``/``finished``."""
+        """What the crawl learnt of page ``record['doc_id']``; committed with the next commit."""
         self._begin()
         self.db.execute("INSERT OR REPLACE INTO visits VALUES (?, ?)", (record["doc_id"], json.dumps(record)))
 
@@ -172,7 +181,7 @@ class CrawlStateDB:
         self.commit()
 
     def saved(self, row: int | None, doc_id: int) -> None:
-        """Page *doc_id* is on disk: its frontier row becomes its pages row."""
+        """Page *doc_id* is on disk: its frontier row becomes its pages row (at the next commit)."""
         self._begin()
         if row is not None:
             self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?", (doc_id, row))
@@ -180,7 +189,6 @@ class CrawlStateDB:
         self.db.execute(
             "INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)", (str(max(doc_id + 1, self.next_doc_id())),)
         )
-        self.commit()
 
     def finished(self, row: int | None) -> None:
         """The page of *row* is over (failed, or saved already)."""

@@ -218,6 +218,7 @@ class TseSpider(scrapy.Spider):
             status=meta.get("tse_http_status", response.status),
             validators=_validators(response.headers, meta.get("tse_warc_date")),
             revisit=bool(meta.get("tse_revisit")),
+            token=meta.get("tse_token"),
         )
 
     def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:

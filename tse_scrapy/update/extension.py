@@ -110,8 +110,12 @@ class UpdateExtension:
         status: int,
         validators: dict[str, str | None],
         revisit: bool,
+        replayed: bool = False,
     ) -> bool:
         """Record page *doc_id* as saved now (committed with the page); True when its file must be (re)written."""
+        if replayed and (self.state.visit_of(doc_id) or {}).get("saved"):
+            # Read back on resume: recorded, with the validators of its fetch, when its file was written.
+            return False
         digest = body_digest(body)
         self.state.visit(
             {
