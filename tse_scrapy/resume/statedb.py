@@ -3,17 +3,16 @@ flight, in one SQLite database (WAL mode), so a crawl killed at any instant
 resumes as if it had never stopped.  No Scrapy import.
 
 Commit order (one page at a time):
-  links found and the seen set  -> pending in the open transaction
-  ``writing(row, N)``           -> commit: row ``row`` is being saved as docID N
+  links found and the seen set  -> held in memory
+  ``writing(row, N)``           -> commit, with the links held: row ``row`` is being saved as docID N
   page file N renamed in place
-  ``saved(row, N)``             -> pending: row gone, page N recorded, next docID N+1
-A crash before the commit loses the page's links with it and the page is
-fetched again; after it, until the next commit (the next page's ``writing``, a
-``finished`` or the close), the page file either exists (it is read back, never
-written twice) or not (the page is fetched again).  So a page's links are
-committed with its ``writing`` and never alone, even when the next page is
-fetched while a thread writes this one's file: this one's ``saved`` then waits
-in the next page's transaction.
+  ``saved(row, N)``             -> commit: row gone, page N recorded, next docID N+1
+A crash before the first commit loses the page's links with it and the page
+is fetched again; between the two, the page file either exists (it is read
+back, never written twice) or not (the page is fetched again).  The links are
+held outside the transaction because the next page may be fetched while a
+thread writes this one's file: this one's ``saved`` must not commit half of
+the next page's links.  A failed page's ``finished`` commits the links held too.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def stored_meta(path: str | os.PathLike, key: str) -> str | None:
 
 
 class CrawlStateDB:
-    """One crawl's state database; ``writing`` and ``finished`` commit, the rest waits for them."""
+    """One crawl's state database; ``writing``, ``saved`` and ``finished`` commit, the rest waits for them."""
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL"):
         self.path = Path(path)
@@ -81,6 +80,11 @@ class CrawlStateDB:
         self.db.execute(f"PRAGMA synchronous={synchronous}")
         self.db.executescript(_SCHEMA)
         self._open = False
+        # Links found (frontier rows, seen keys) since the last ``writing`` or ``finished``.
+        self._held_rows: dict[int, bytes] = {}
+        self._held_seen: list[str] = []
+        (last_row,) = self.db.execute("SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'frontier'").fetchone()
+        self._next_row = (last_row or 0) + 1
 
     # -- reading, at start -------------------------------------------------
     def arguments(self) -> dict[str, Any] | None:
@@ -107,7 +111,9 @@ class CrawlStateDB:
             yield row, pickle.loads(blob), writing
 
     def request(self, row: int) -> dict[str, Any]:
-        (blob,) = self.db.execute("SELECT request FROM frontier WHERE row = ?", (row,)).fetchone()
+        blob = self._held_rows.get(row)
+        if blob is None:
+            (blob,) = self.db.execute("SELECT request FROM frontier WHERE row = ?", (row,)).fetchone()
         return pickle.loads(blob)
 
     def writing_docs(self) -> list[int]:
@@ -157,7 +163,7 @@ class CrawlStateDB:
         self.commit()
 
     def visit(self, record: dict[str, Any]) -> None:
-        """What the crawl learnt of page ``record['doc_id']``; committed with the next commit."""
+        """What the crawl learnt of page ``record['doc_id']``; committed with the next ``saved``/``finished``."""
         self._begin()
         self.db.execute("INSERT OR REPLACE INTO visits VALUES (?, ?)", (record["doc_id"], json.dumps(record)))
 
@@ -166,22 +172,23 @@ class CrawlStateDB:
         self.db.execute("INSERT OR IGNORE INTO reached VALUES (?)", (key,))
 
     def push(self, request_dict: dict[str, Any]) -> int:
-        self._begin()
-        cursor = self.db.execute("INSERT INTO frontier (request) VALUES (?)", (pickle.dumps(request_dict, protocol=4),))
-        return cursor.lastrowid
+        """Add a request to the frontier (held until the next ``writing`` or ``finished``); its row."""
+        row = self._next_row
+        self._next_row += 1
+        self._held_rows[row] = pickle.dumps(request_dict, protocol=4)
+        return row
 
     def add_seen(self, key: str) -> None:
-        self._begin()
-        self.db.execute("INSERT OR IGNORE INTO seen VALUES (?)", (key,))
+        self._held_seen.append(key)
 
     def writing(self, row: int | None, doc_id: int) -> None:
-        self._begin()
+        self._write_held()
         if row is not None:
             self.db.execute("UPDATE frontier SET writing_doc = ? WHERE row = ?", (doc_id, row))
         self.commit()
 
     def saved(self, row: int | None, doc_id: int) -> None:
-        """Page *doc_id* is on disk: its frontier row becomes its pages row (at the next commit)."""
+        """Page *doc_id* is on disk: its frontier row becomes its pages row."""
         self._begin()
         if row is not None:
             self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?", (doc_id, row))
@@ -189,13 +196,24 @@ class CrawlStateDB:
         self.db.execute(
             "INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)", (str(max(doc_id + 1, self.next_doc_id())),)
         )
+        self.commit()
 
     def finished(self, row: int | None) -> None:
         """The page of *row* is over (failed, or saved already)."""
+        self._write_held()
         if row is not None:
-            self._begin()
             self.db.execute("DELETE FROM frontier WHERE row = ?", (row,))
         self.commit()
+
+    def _write_held(self) -> None:
+        """Open a transaction with the links held in it."""
+        self._begin()
+        if self._held_rows:
+            self.db.executemany("INSERT INTO frontier (row, request) VALUES (?, ?)", self._held_rows.items())
+            self._held_rows.clear()
+        if self._held_seen:
+            self.db.executemany("INSERT OR IGNORE INTO seen VALUES (?)", ((key,) for key in self._held_seen))
+            self._held_seen.clear()
 
     def commit(self) -> None:
         if self._open:
