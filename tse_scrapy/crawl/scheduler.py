@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -46,6 +46,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+# Requests pushed lately, kept as they are: order=tse hands out most pages a few
+# pushes after their own, and reading one back from the crawl state (a query,
+# unpickling, a Request built again) is a twentieth of a page's cost.
+RECENT_REQUESTS = 1024
 
 
 class TseScheduler(BaseScheduler):
@@ -82,6 +87,7 @@ class TseScheduler(BaseScheduler):
         # With a crawl state, the stack and bfs frontiers keep requests on disk
         # (the priority frontier needs them in memory to score them).
         self.stored = self.state is not None and order != "priority"
+        self.recent: OrderedDict[int, Request] = OrderedDict()  # row -> request, the last RECENT_REQUESTS pushed
         self._tokens = itertools.count(1)
         # An update in priority order queues every live page at once, scored by
         # the prioritizer (a revisit policy); the links found tell, at the
@@ -184,7 +190,11 @@ class TseScheduler(BaseScheduler):
             if self.state is not None:
                 request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
             depth = request_depth(request)
-            self.frontier.push(StoredRequest(request.meta["tse_row"], depth) if self.stored else request)
+            if self.stored:
+                self.frontier.push(StoredRequest(request.meta["tse_row"], depth))
+                self._remember(request)
+            else:
+                self.frontier.push(request)
             self.census.add(request.url, depth)
             if is_found_link(request):
                 log_link(request, "Added")
@@ -203,13 +213,18 @@ class TseScheduler(BaseScheduler):
             return None
         request = pop()
         if isinstance(request, StoredRequest):
-            request = self._load(request)
+            request = self.recent.pop(request.row, None) or self._load(request)
         if from_frontier:
             self.census.remove(request.url, request_depth(request))
         token = next(self._tokens)
         request.meta["tse_token"] = token
         self.in_flight[token] = request_depth(request)
         return self._dequeued(request)
+
+    def _remember(self, request: Request) -> None:
+        self.recent[request.meta["tse_row"]] = request
+        if len(self.recent) > RECENT_REQUESTS:
+            self.recent.popitem(last=False)
 
     def _load(self, stored: StoredRequest) -> Request:
         request = request_from_dict(self.state.request(stored.row), spider=self.spider)
