@@ -32,11 +32,15 @@ def files_under(output: Path) -> int:
     return sum(1 for p in output.rglob("*") if p.is_file() and p.name != ".crawler")
 
 
-def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
+def contenders(proxy: str, out: Path, urls: Path) -> dict[str, tuple[list[str], Path | None]]:
     fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING"]
     before = previous_code()
     bfs = ["--order", "bfs", "-s", "CONCURRENT_REQUESTS=8"]
+    floor = [sys.executable, str(ROOT / "bench" / "scrapy_floor.py"), str(urls)]
     return {
+        # Scrapy's own cost: the requests of ``tse crawl`` from a list, nothing of ours (no files written).
+        "Scrapy alone, 1 request at a time": ([*floor, "1"], None),
+        "Scrapy alone, 8 at a time": ([*floor, "8"], None),
         f"before ({PREVIOUS_COMMIT[:7]}) `order=tse`": (
             tse_from(before, "crawl", WIKIPEDIA, out / "before-tse", "2", *fast),
             out / "before-tse",
@@ -82,6 +86,24 @@ def contenders(proxy: str, out: Path) -> dict[str, tuple[list[str], Path]]:
     }
 
 
+def fetched_urls(proxy: str, work: Path) -> Path:
+    """The URLs ``tse crawl`` fetches (robots.txt, the pages saved, the pages that failed), in a file."""
+    pages = work / "pages"
+    pages.mkdir(parents=True)
+    log = subprocess.run(
+        [str(BIN / "tse"), "crawl", WIKIPEDIA, str(pages), "2", "-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING"],
+        env=env_with_proxy(proxy),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    urls = [f"{HOST}/robots.txt"]
+    urls += [line.split(": ", 1)[1] for line in log.splitlines() if "Fetched: " in line or "Failed: " in line]
+    listed = work / "urls.txt"
+    listed.write_text("\n".join(urls) + "\n")
+    return listed
+
+
 def digest(path: Path) -> str:
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
@@ -108,21 +130,24 @@ def fast_crawls(mirror: Path) -> list[str]:
         text=True,
     )
     proxy = server.stdout.readline().split()[-1]
-    results: dict[str, list[tuple[float, float, int]]] = {}
+    results: dict[str, list[tuple[float, float, int | None]]] = {}
     try:
         shutil.rmtree(WORK / "out", ignore_errors=True)
+        urls = fetched_urls(proxy, WORK / "out" / "urls")
         for round_ in range(FAST_ROUNDS):
             # A directory of its own for each round, removed at the end: a crawl
             # writing just after thousands of files were removed pays for it (ext4
             # then scans its inode tables for a free inode), wget as much as tse.
             out = WORK / "out" / f"round-{round_}"
             # Each round starts with the next contender.
-            runs = list(contenders(proxy, out).items())
+            runs = list(contenders(proxy, out, urls).items())
             start = round_ % len(runs)
             for name, (command, output) in runs[start:] + runs[:start]:
-                output.mkdir(parents=True)
+                if output is not None:
+                    output.mkdir(parents=True)
                 wall, rss = measure(command, env_with_proxy(proxy), ok=(0, 8) if command[0] == "wget" else (0,))
-                results.setdefault(name, []).append((wall, rss, files_under(output)))
+                pages = files_under(output) if output is not None else None
+                results.setdefault(name, []).append((wall, rss, pages))
             for version in ("tse", "bfs"):
                 same_directories(out / version, out / f"before-{version}", same_ids=version == "tse")
     finally:
@@ -141,7 +166,8 @@ def fast_crawls(mirror: Path) -> list[str]:
         pages = runs[0][2]
         ratios = [w / base for (w, _, _), base in zip(runs, wget_runs, strict=True)]
         spread = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
-        row = [name, str(pages), f"{wall:.2f}", f"{pages / wall:.0f}", f"{rss:.0f}", f"{wall / wget:.2f}x", spread]
+        pages_per_s = f"{pages / wall:.0f}" if pages is not None else "-"
+        row = [name, str(pages or "-"), f"{wall:.2f}", pages_per_s, f"{rss:.0f}", f"{wall / wget:.2f}x", spread]
         rows.append("| " + " | ".join(row) + " |")
     return rows
 
@@ -221,6 +247,10 @@ def run(mirror: Path) -> list[str]:
         "Before is the code before issue 15, run from a git worktree.  In every round its page",
         "directories are checked against now's: byte for byte for `order=tse`; for the concurrent",
         "`order=bfs` crawl, the same page files under any docIDs (saves come in any order).",
+        "Scrapy alone is `bench/scrapy_floor.py`: Scrapy with its default components fetching the",
+        "URLs `tse crawl` requests (robots.txt, the pages saved and those that failed) from a list and",
+        "throwing the answers away: no link extraction, no page files, no robots.txt rules, no crawl",
+        "state, no progress log.  A crawler on Scrapy costs at least that.",
         "",
         "## `tse crawl` start-up: from exec to its first request",
         "",
