@@ -166,6 +166,18 @@ def test_meta_refresh_page_is_saved_as_fetched(tmp_path, serve):
     assert "/target.html" not in {hit.key for hit in server.hits}
 
 
+def test_a_link_longer_than_scrapys_limit_is_logged_and_followed(tmp_path, serve):
+    # Scrapy's UrlLengthMiddleware would drop it unlogged (2,083 characters); SPEC 2.3 logs every link.
+    long_link = "page.html?q=" + "x" * 3000
+    site = write_site(tmp_path / "site", {"index.html": [long_link], "page.html": []})
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", 1)
+    assert result.returncode == 0, result.stderr.decode()
+    url = f"{server.url}/{long_link}"
+    assert progress_line(0, "Found", url) + progress_line(0, "Added", url) in result.stdout.decode()
+    assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), (long_link, 1)]
+
+
 @pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])
 def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve, no_proxy):
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})

@@ -316,7 +316,15 @@ def indexing_mid_work(pages: Path, indexfile: Path):
     psutil = pytest.importorskip("psutil")
     command = [str(BIN / "tse"), "index", str(pages), str(indexfile), "--jobs", "2"]
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT, start_new_session=True
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        cwd=ROOT,
+        start_new_session=True,
+        # Ctrl-C as at a terminal, even when the tests run in the background (where a shell
+        # ignores SIGINT for its children, and tse index leaves an ignored Ctrl-C alone).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 30

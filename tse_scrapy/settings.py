@@ -60,6 +60,12 @@ SPIDER_MIDDLEWARES = {
     # meta-copy check (the spider builds every meta afresh) are pure cost per link.
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
+    # It drops a link longer than 2,083 characters with no word in the progress
+    # log, where the TSE logs Found and a verdict for every link (SPEC 2.3).
+    "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
+    # It marks start requests for the queues of Scrapy's scheduler, which
+    # TseScheduler replaces; every other output it only passes on.
+    "scrapy.spidermiddlewares.start.StartSpiderMiddleware": None,
 }
 ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 # Scrapy imports every extension it lists, even one disabled: the remote
