@@ -9,11 +9,10 @@ from scrapy.logformatter import LogFormatter
 from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
+from tests.conftest import crawl_site
 from tse_scrapy.crawl.logformatter import QuietLogFormatter
 from tse_scrapy.crawl.stats import TseStatsCollector
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
-
-from .conftest import crawl_site
 
 
 def test_stats_collector_answers_as_scrapys():
