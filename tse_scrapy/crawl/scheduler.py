@@ -53,6 +53,14 @@ logger = logging.getLogger(__name__)
 RECENT_REQUESTS = 1024
 
 
+def wake_engine(crawler: Crawler | None) -> None:
+    """Have Scrapy's engine ask the scheduler for requests now, rather than when a
+    response is done with or at its next heartbeat (Scrapy has no public call for it)."""
+    engine = getattr(crawler, "engine", None)
+    if engine is not None and engine._slot is not None:
+        engine._slot.nextcall.schedule()
+
+
 class TseScheduler(BaseScheduler):
     """Hands out one page at a time in stack order, level by level, or by priority (see above)."""
 
@@ -259,10 +267,8 @@ class TseScheduler(BaseScheduler):
             return
         self.writing.add(token)
         self.saved += 1
-        engine = getattr(self.crawler, "engine", None)
-        if engine is not None and engine._slot is not None:
-            # Scrapy looks for the next request when the response is done with; this is sooner.
-            engine._slot.nextcall.schedule()
+        # Scrapy looks for the next request when the response is done with; this is sooner.
+        wake_engine(self.crawler)
 
     def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
         if self._written(response):

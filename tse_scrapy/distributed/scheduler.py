@@ -49,6 +49,7 @@ from twisted.internet import task
 from twisted.python.failure import Failure
 
 from ..crawl.progresslog import ProgressHold, await_verdict, hold_progress, is_found_link, log_link, release_progress
+from ..crawl.scheduler import wake_engine
 from ..crawl.signals import page_done
 from ..exitcodes import WRITE_ERROR
 from .dupefilter import RedisUrlDupeFilter
@@ -273,9 +274,8 @@ class RedisTseScheduler(Scheduler):
             # fetched again when their leases run out, with the docIDs reserved.
             self._redis_failed(error)
             return
-        engine = getattr(self.crawler, "engine", None)
-        if not wait and engine is not None and engine._slot is not None:
-            engine._slot.nextcall.schedule()  # requests to hand out, or the end to see
+        if not wait:
+            wake_engine(self.crawler)  # requests to hand out, or the end to see
 
     def _apply(self, settle: _Settle) -> None:
         """What *settle* did, here: the leases taken, the links' verdicts logged in their place
