@@ -1,7 +1,8 @@
 """The scheduler, frontiers and dupefilter, driven with real Scrapy objects."""
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
+from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy import settings as project_settings
@@ -115,9 +116,6 @@ def test_bfs_hands_out_a_level_only_when_shallower_pages_are_done(make_scheduler
 
 
 def test_item_signals_release_the_page(make_scheduler):
-    from scrapy import signals
-    from scrapy.http import HtmlResponse
-
     crawler, scheduler = make_scheduler("tse")
     scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
     seed = scheduler.next_request()
@@ -128,9 +126,6 @@ def test_item_signals_release_the_page(make_scheduler):
 
 
 def test_a_page_being_written_lets_the_next_go_and_counts_once_toward_the_limit(make_scheduler):
-    from scrapy import signals
-    from scrapy.http import HtmlResponse
-
     crawler, scheduler = make_scheduler("tse", TSE_MAX_PAGES=3)
     scheduler.enqueue_request(Request("http://h/index.html", meta={"depth": 0}))
     seed = scheduler.next_request()
