@@ -178,6 +178,19 @@ def test_a_link_longer_than_scrapys_limit_is_logged_and_followed(tmp_path, serve
     assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), (long_link, 1)]
 
 
+@pytest.mark.parametrize(("options", "cookie_sent"), [((), None), (("-s", "COOKIES_ENABLED=True"), "session=42")])
+def test_cookies_are_sent_back_only_when_enabled(tmp_path, serve, options, cookie_sent):
+    # The reference keeps no cookies, nor does a crawl by default; Scrapy's cookie jar on request.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    server.rules["/index.html"] = Rule(status=200, headers={"Set-Cookie": "session=42; Path=/"})
+    result = crawl(server, tmp_path / "out", 1, *options)
+    assert result.returncode == 0, result.stderr.decode()
+    assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), ("a.html", 1)]
+    (page,) = [hit for hit in server.hits if hit.key == "/a.html"]
+    assert page.header("Cookie") == cookie_sent
+
+
 @pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])
 def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve, no_proxy):
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
