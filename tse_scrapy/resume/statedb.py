@@ -85,6 +85,8 @@ class CrawlStateDB:
         self._held_seen: list[str] = []
         (last_row,) = self.db.execute("SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'frontier'").fetchone()
         self._next_row = (last_row or 0) + 1
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'next_doc_id'").fetchone()
+        self._next_doc_id = int(row[0]) if row else 1  # this connection is the state's only writer
 
     # -- reading, at start -------------------------------------------------
     def arguments(self) -> dict[str, Any] | None:
@@ -99,8 +101,7 @@ class CrawlStateDB:
         self.commit()
 
     def next_doc_id(self) -> int:
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'next_doc_id'").fetchone()
-        return int(row[0]) if row else 1
+        return self._next_doc_id
 
     def seen_keys(self) -> list[str]:
         return [key for (key,) in self.db.execute("SELECT key FROM seen")]
@@ -193,10 +194,10 @@ class CrawlStateDB:
         if row is not None:
             self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?", (doc_id, row))
             self.db.execute("DELETE FROM frontier WHERE row = ?", (row,))
-        self.db.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)", (str(max(doc_id + 1, self.next_doc_id())),)
-        )
+        next_doc_id = max(doc_id + 1, self._next_doc_id)
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('next_doc_id', ?)", (str(next_doc_id),))
         self.commit()
+        self._next_doc_id = next_doc_id
 
     def finished(self, row: int | None) -> None:
         """The page of *row* is over (failed, or saved already)."""
