@@ -2,13 +2,20 @@
 nothing of tse-scrapy's (no link extraction, no page files, no robots.txt, no
 crawl state, no progress log).
 
-``python bench/scrapy_floor.py URLS_FILE CONCURRENCY [bare]``: one URL a line,
-all fetched (``dont_filter``), the answers thrown away.  With Scrapy's default
-components; with ``bare``, with none but the engine, the downloader and a
-proxy middleware (tse-scrapy's, which decides once per host where Scrapy's
-scans the environment on every request): the least any crawler on Scrapy
-runs.  crawl_bench runs both beside wget and ``tse crawl`` on the URLs that
-``tse crawl`` fetches.
+``python bench/scrapy_floor.py URLS_FILE CONCURRENCY [MODE]``: one URL a line,
+all fetched (``dont_filter``), the answers thrown away.  MODE is one of:
+
+- ``default``: Scrapy's default components;
+- ``bare``: none but the engine, the downloader and a proxy middleware
+  (tse-scrapy's, which decides once per host where Scrapy's scans the
+  environment on every request): the least any crawler on Scrapy runs;
+- ``tse-components``: the Scrapy components a ``tse crawl`` runs, set as
+  tse-scrapy's settings set them (robots.txt obeyed, its middlewares, stats
+  and extensions), and one item a page through Scrapy's item path; none of
+  tse-scrapy's own (no scheduler, dupefilter, pipeline, state or log).
+
+crawl_bench runs them beside wget and ``tse crawl`` on the URLs that ``tse
+crawl`` fetches.
 """
 
 from __future__ import annotations
@@ -31,32 +38,60 @@ class FloorSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, dont_filter=True)
 
     def parse(self, response):
-        return None
+        if self.settings.getbool("FLOOR_ITEMS"):
+            yield {"url": response.url}
 
 
-# ``bare``: no spider middleware, no extension but the stats the engine reads,
-# one downloader middleware to reach the bench's proxy.
-BARE = {
-    "DOWNLOADER_MIDDLEWARES_BASE": {},
-    "DOWNLOADER_MIDDLEWARES": {"tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750},
-    "SPIDER_MIDDLEWARES_BASE": {},
-    "EXTENSIONS_BASE": {"scrapy.extensions.corestats.CoreStats": 0},
-}
+def mode_settings(mode: str) -> dict:
+    if mode == "default":
+        return {"ROBOTSTXT_OBEY": False}
+    if mode == "bare":
+        # No spider middleware, no extension but the stats the engine reads,
+        # one downloader middleware to reach the bench's proxy.
+        return {
+            "ROBOTSTXT_OBEY": False,
+            "DOWNLOADER_MIDDLEWARES_BASE": {},
+            "DOWNLOADER_MIDDLEWARES": {"tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750},
+            "SPIDER_MIDDLEWARES_BASE": {},
+            "EXTENSIONS_BASE": {"scrapy.extensions.corestats.CoreStats": 0},
+        }
+    if mode == "tse-components":
+        from tse_scrapy import settings as tse
+
+        def scrapys(components: dict) -> dict:
+            return {path: order for path, order in components.items() if path.startswith("scrapy.")}
+
+        return {
+            "ROBOTSTXT_OBEY": True,
+            "USER_AGENT": tse.USER_AGENT,
+            "COOKIES_ENABLED": tse.COOKIES_ENABLED,
+            "DOWNLOADER_MIDDLEWARES_BASE": tse.DOWNLOADER_MIDDLEWARES_BASE,
+            "DOWNLOADER_MIDDLEWARES": {
+                **scrapys(tse.DOWNLOADER_MIDDLEWARES),
+                "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
+                "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
+            },
+            "SPIDER_MIDDLEWARES": tse.SPIDER_MIDDLEWARES,
+            "EXTENSIONS_BASE": tse.EXTENSIONS_BASE,
+            "STATS_CLASS": tse.STATS_CLASS,
+            "LOG_FORMATTER": tse.LOG_FORMATTER,
+            "FLOOR_ITEMS": True,
+        }
+    raise SystemExit(f"scrapy_floor: unknown mode {mode}")
 
 
-def main(urls_file: str, concurrency: int, bare: bool = False) -> None:
+def main(urls_file: str, concurrency: int, mode: str = "default") -> None:
     with open(urls_file) as lines:
         urls = [line.strip() for line in lines if line.strip()]
     process = CrawlerProcess(
         {
-            **(BARE if bare else {}),
+            **mode_settings(mode),
             "CONCURRENT_REQUESTS": concurrency,
             "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
             # As tse-scrapy's settings: a page's outputs one at a time, no delay,
             # no telnet console, no re-reading of the callback's source.
             "CONCURRENT_ITEMS": 1,
             "DOWNLOAD_DELAY": 0,
-            "ROBOTSTXT_OBEY": False,
             "TELNETCONSOLE_ENABLED": False,
             "WARN_ON_GENERATOR_RETURN_VALUE": False,
             "LOG_LEVEL": "WARNING",
@@ -68,4 +103,4 @@ def main(urls_file: str, concurrency: int, bare: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), sys.argv[3:] == ["bare"])
+    main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:4])
