@@ -6,13 +6,18 @@ crawl state, no progress log).
 all fetched (``dont_filter``), the answers thrown away.  MODE is one of:
 
 - ``default``: Scrapy's default components;
-- ``bare``: none but the engine, the downloader and a proxy middleware
-  (tse-scrapy's, which decides once per host where Scrapy's scans the
-  environment on every request): the least any crawler on Scrapy runs;
+- ``bare``: Scrapy's engine, its default scheduler and downloader, its core
+  stats, and a proxy middleware (tse-scrapy's, which decides once per host
+  where Scrapy's scans the environment on every request); no other
+  component: the least any crawler on Scrapy runs;
 - ``tse-components``: the Scrapy components a ``tse crawl`` runs, set as
   tse-scrapy's settings set them (robots.txt obeyed, its middlewares, stats
-  and extensions), and one item a page through Scrapy's item path; none of
-  tse-scrapy's own (no scheduler, dupefilter, pipeline, state or log).
+  and extensions, its timeouts and size limits), with tse-scrapy's drop-in
+  replacements for Scrapy's proxy middleware, stats collector and log
+  formatter, and one item a page through Scrapy's item path; none of the
+  rest of tse-scrapy (no scheduler, dupefilter, offsite or robots rules,
+  links, pipeline, state or log).  robots.txt is left out of the list: the
+  robots.txt middleware fetches it, as in ``tse crawl``.
 
 crawl_bench runs them beside wget and ``tse crawl`` on the URLs that ``tse
 crawl`` fetches.
@@ -46,8 +51,8 @@ def mode_settings(mode: str) -> dict:
     if mode == "default":
         return {"ROBOTSTXT_OBEY": False}
     if mode == "bare":
-        # No spider middleware, no extension but the stats the engine reads,
-        # one downloader middleware to reach the bench's proxy.
+        # No spider middleware, no extension but the core stats, one downloader
+        # middleware to reach the bench's proxy.
         return {
             "ROBOTSTXT_OBEY": False,
             "DOWNLOADER_MIDDLEWARES_BASE": {},
@@ -58,16 +63,19 @@ def mode_settings(mode: str) -> dict:
     if mode == "tse-components":
         from tse_scrapy import settings as tse
 
-        def scrapys(components: dict) -> dict:
+        def scrapy_components_only(components: dict) -> dict:
             return {path: order for path, order in components.items() if path.startswith("scrapy.")}
 
         return {
             "ROBOTSTXT_OBEY": True,
             "USER_AGENT": tse.USER_AGENT,
+            "DOWNLOAD_TIMEOUT": tse.DOWNLOAD_TIMEOUT,
+            "DOWNLOAD_MAXSIZE": tse.DOWNLOAD_MAXSIZE,
+            "DOWNLOAD_WARNSIZE": tse.DOWNLOAD_WARNSIZE,
             "COOKIES_ENABLED": tse.COOKIES_ENABLED,
             "DOWNLOADER_MIDDLEWARES_BASE": tse.DOWNLOADER_MIDDLEWARES_BASE,
             "DOWNLOADER_MIDDLEWARES": {
-                **scrapys(tse.DOWNLOADER_MIDDLEWARES),
+                **scrapy_components_only(tse.DOWNLOADER_MIDDLEWARES),
                 "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
                 "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
             },
@@ -83,6 +91,8 @@ def mode_settings(mode: str) -> dict:
 def main(urls_file: str, concurrency: int, mode: str = "default") -> None:
     with open(urls_file) as lines:
         urls = [line.strip() for line in lines if line.strip()]
+    if mode == "tse-components":
+        urls = [url for url in urls if not url.endswith("/robots.txt")]
     process = CrawlerProcess(
         {
             **mode_settings(mode),
