@@ -165,3 +165,15 @@ def test_the_indexer_querier_and_search_never_import_scrapy(module):
         assert name.split(".")[0] not in ("scrapy", "twisted", "redis", "scrapy_redis"), (
             f"{module}:{line} imports {name}"
         )
+
+
+@pytest.mark.parametrize(("options", "imported"), [((), False), (("-s", "COOKIES_ENABLED=True"), True)])
+def test_cookie_handling_is_imported_only_when_cookies_are_on(tmp_path, serve, options, imported):
+    # Scrapy's cookies middleware imports tldextract, requests and urllib3: tens of milliseconds of start-up.
+    server = serve(write_site(tmp_path / "site", {"index.html": []}).root)
+    (tmp_path / "out").mkdir()
+    result = crawl_site(server, tmp_path / "out", 0, *options, env=clean_env(PYTHONPROFILEIMPORTTIME="1"))
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    heavy = {"tldextract", "requests", "urllib3"}
+    loaded = {name.split(".")[0] for name in imported_modules(result.stderr)}
+    assert heavy & loaded == (heavy if imported else set())

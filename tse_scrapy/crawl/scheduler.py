@@ -48,9 +48,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 # Requests pushed lately, kept as they are: order=tse hands out most pages a few
-# pushes after their own, order=bfs a level's worth later, and reading one back
-# from the crawl state (a query, unpickling, a Request built again) is a
-# twentieth of a page's cost.  About 0.8 kB each: 3.4 MB at most.
+# pushes after their own, order=bfs a level's worth later (a frontier smaller
+# than this never reads one back), and reading one back from the crawl state (a
+# query, unpickling, a Request built again) is a twentieth of a page's cost.
+# About 0.8 kB each: 3.3 MB at most.
 RECENT_REQUESTS = 4096
 
 
