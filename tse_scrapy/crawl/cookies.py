@@ -3,7 +3,7 @@
 A tse crawl keeps no cookies by default (settings.py), as the reference
 crawler does not.  Scrapy's CookiesMiddleware turns itself off then, but its
 module is imported all the same, and it imports tldextract, requests and
-urllib3: 0.07 s of every crawl's start-up.  This stand-in imports it only
+urllib3: 0.05 s of every crawl's start-up.  This stand-in imports it only
 when cookies are on, and is then Scrapy's middleware itself.  To use a
 cookie middleware of your own, replace this one in DOWNLOADER_MIDDLEWARES.
 """
