@@ -85,8 +85,8 @@ class CrawlStateDB:
         self._held_seen: list[str] = []
         (last_row,) = self.db.execute("SELECT MAX(seq) FROM sqlite_sequence WHERE name = 'frontier'").fetchone()
         self._next_row = (last_row or 0) + 1
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'next_doc_id'").fetchone()
-        self._next_doc_id = int(row[0]) if row else 1  # this connection is the state's only writer
+        stored_next = self.meta("next_doc_id")
+        self._next_doc_id = int(stored_next) if stored_next else 1  # this connection is the state's only writer
 
     # -- reading, at start -------------------------------------------------
     def arguments(self) -> dict[str, Any] | None:
