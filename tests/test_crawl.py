@@ -1,6 +1,9 @@
 """End-to-end crawls of generated sites served on 127.0.0.1 by a real server."""
 
+import json
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -223,3 +226,46 @@ def test_directory_without_slash_is_redirected(tmp_path, serve):
     result = crawl(server, tmp_path / "out", 1)
     assert result.returncode == 0
     assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), ("sub/", 1)]
+
+
+# Runs ``tse crawl`` with the pipeline's page writes watched: how many requests
+# the downloader holds when each page file is about to be written.
+WATCHED_CRAWL = """
+import json, sys
+from tse_scrapy.cli import main
+from tse_scrapy.crawl import pipeline
+
+in_downloader = []
+write = pipeline.PageDirPipeline.write
+
+async def watched_write(self, doc_id, item):
+    in_downloader.append(len(self.crawler.engine.downloader.active))
+    await write(self, doc_id, item)
+
+pipeline.PageDirPipeline.write = watched_write
+code = main(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    json.dump(in_downloader, out)
+sys.exit(code)
+"""
+
+
+def test_the_next_page_is_on_its_way_before_a_page_file_is_written(tmp_path, serve):
+    # order=tse fetches one page at a time, after every link of the previous
+    # one is queued; the fetch of the next then hides the writing of this one.
+    site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=7)
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    watched = tmp_path / "in-downloader.json"
+    arguments = ["crawl", f"{server.url}/index.html", tmp_path / "out", 10, "--prefix", f"{server.url}/"]
+    result = subprocess.run(
+        [sys.executable, "-c", WATCHED_CRAWL, watched, *map(str, arguments), "-s", "DOWNLOAD_DELAY=0"],
+        capture_output=True,
+        env=clean_env(),
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    pages = paths(server, saved_pages(tmp_path / "out"))
+    assert pages == model_crawl(site, 10, "tse")
+    # Each page but the last: the next one has been handed to the downloader.
+    assert json.loads(watched.read_text()) == [1] * (len(pages) - 1) + [0]

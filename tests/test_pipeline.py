@@ -1,20 +1,22 @@
 """PageDirPipeline and the exit-status rules, with real Scrapy crawler objects."""
 
 import asyncio
+import threading
+import time
 
 import pytest
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.crawl.outcome import crawl_failure
-from tse_scrapy.crawl.pipeline import PageDirPipeline
+from tse_scrapy.crawl.pipeline import WRITES_LOOKED_AT, PageDirPipeline
 from tse_scrapy.rules import pagedir
 
 
-@pytest.mark.parametrize("concurrency", [1, 8])  # pages written in line, or by a thread
-def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path, concurrency):
+@pytest.mark.parametrize("fsync", [False, True])  # pages written inline, or by threads
+def test_pipeline_marks_the_directory_and_numbers_pages_in_save_order(tmp_path, fsync):
     (tmp_path / ".crawler").write_text("left over")
-    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "CONCURRENT_REQUESTS": concurrency})
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "TSE_FSYNC": fsync})
     crawler.stats.open_spider()
     pipeline = PageDirPipeline.from_crawler(crawler)
     pipeline.open_spider()
@@ -46,7 +48,8 @@ def test_crawl_failure_reasons():
 
 
 def test_pages_written_by_threads_at_once_keep_the_docids_of_their_arrival(tmp_path):
-    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "CONCURRENT_REQUESTS": 8})
+    # With TSE_FSYNC, pages are written by threads.
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path), "CONCURRENT_REQUESTS": 8, "TSE_FSYNC": True})
     crawler.stats.open_spider()
     pipeline = PageDirPipeline.from_crawler(crawler)
     pipeline.open_spider()
@@ -60,3 +63,28 @@ def test_pages_written_by_threads_at_once_keep_the_docids_of_their_arrival(tmp_p
     assert [item.doc_id for item in items] == list(range(1, 21))
     assert [page.url for _, page in pagedir.read_pages(tmp_path)] == [f"http://h/{n}" for n in names]
     assert crawler.stats.get_value("tse/pages_saved") == 20
+
+
+def test_page_writes_move_to_threads_when_the_file_system_is_slow(tmp_path, monkeypatch):
+    crawler = get_crawler(settings_dict={"TSE_PAGEDIR": str(tmp_path)})
+    crawler.stats.open_spider()
+    pipeline = PageDirPipeline.from_crawler(crawler)
+    pipeline.open_spider()
+    write_page = pagedir.write_page
+    inline = []
+
+    def slow_write_page(*args, **kwargs):
+        inline.append(threading.current_thread() is threading.main_thread())
+        time.sleep(0.002)  # a file system that blocks: 2 ms a page
+        return write_page(*args, **kwargs)
+
+    monkeypatch.setattr(pagedir, "write_page", slow_write_page)
+
+    async def save_all():
+        for i in range(WRITES_LOOKED_AT + 8):
+            await pipeline.process_item(PageItem(f"http://h/{i}.html", 1, b"<html>"))
+
+    asyncio.run(save_all())
+    # Timed inline for a while, then handed to threads: the reactor no longer waits.
+    assert inline == [True] * WRITES_LOOKED_AT + [False] * 8
+    assert [page.url for _, page in pagedir.read_pages(tmp_path)][-1] == f"http://h/{WRITES_LOOKED_AT + 7}.html"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import statistics
+import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import DropItem
@@ -14,6 +16,7 @@ from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..rules import pagedir
 from ..update.extension import update_session
+from .engineturn import engine_turn
 from .items import PageItem
 from .signals import page_writing
 from .warc import WarcMiddleware
@@ -22,6 +25,12 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+# Inline page writes are timed in groups of WRITES_LOOKED_AT: a median over
+# SLOW_WRITE seconds moves them to threads (a write to a quick file system takes
+# 0.05-0.15 ms).
+WRITES_LOOKED_AT = 32
+SLOW_WRITE = 0.0005
 
 
 class PageDirPipeline:
@@ -34,14 +43,16 @@ class PageDirPipeline:
         self.crawler = crawler
         self.directory = crawler.settings.get("TSE_PAGEDIR")
         self.fsync = crawler.settings.getbool("TSE_FSYNC")
-        # Page files are written by a thread while the reactor goes on with other
-        # responses and with the next page (handed out at ``page_writing``). A write
-        # is kernel time (creating the file, copying into the page cache): up to a
-        # sixth of a page's CPU when the file system has just freed many files.
-        # asyncio's pool of threads, not a single one: one thread is 8 % faster on a
-        # concurrent crawl (fewer GIL hand-overs), but where creating a file is slow
-        # (thousands freed just before), it sets the pace: a distributed worker on
-        # 100,000 pages ran at 0.71x a single process instead of 1.10x.
+        # Page files are written inline, once the next page's request has gone out
+        # (``engine_turn``), so that its fetch hides the write. Handing a write to a
+        # thread costs the reactor as much as writing to a quick file system (futex
+        # wake-ups, the GIL going back and forth): 6 % of an order=tse crawl, 15 % of
+        # an order=bfs crawl 8 at a time. Where writes block (TSE_FSYNC, or ext4
+        # creating files just after thousands were freed: 0.6 ms each), they go to
+        # asyncio's pool of threads for the rest of the crawl; a pool, not one
+        # thread, as slow creations then overlap.
+        self.write_in_threads = self.fsync
+        self.write_seconds: list[float] = []  # the inline writes since the last look
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
         self.update = update_session(crawler)
@@ -107,9 +118,11 @@ class PageDirPipeline:
                 )
                 write = write and changed
             if write:
+                self.crawler.signals.send_catch_log(page_writing, token=item.token)
+                # The next page's request goes out first: its fetch hides the rest.
+                await engine_turn(self.crawler)
                 if self.state is not None:
                     self.state.writing(item.state_row, doc_id)
-                self.crawler.signals.send_catch_log(page_writing, token=item.token)
                 await self.write(doc_id, item)
             if self.state is not None:
                 self.state.saved(item.state_row, doc_id)
@@ -127,10 +140,25 @@ class PageDirPipeline:
         """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
         page = pagedir.Page(item.url, item.depth, item.body)
         try:
-            await asyncio.to_thread(pagedir.write_page, self.directory, doc_id, page, fsync=self.fsync)
+            if self.write_in_threads:
+                await asyncio.to_thread(pagedir.write_page, self.directory, doc_id, page, fsync=self.fsync)
+            else:
+                started = time.perf_counter()
+                pagedir.write_page(self.directory, doc_id, page)
+                self._timed_write(time.perf_counter() - started)
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None
+
+    def _timed_write(self, seconds: float) -> None:
+        self.write_seconds.append(seconds)
+        if len(self.write_seconds) < WRITES_LOOKED_AT:
+            return
+        typical = statistics.median(self.write_seconds)
+        self.write_seconds.clear()
+        if typical > SLOW_WRITE:
+            self.write_in_threads = True
+            logger.info("Page files take %.1f ms to write: writing them in threads from now on", typical * 1000)
 
     def fail(self, message: str) -> None:
         """Stop the crawl at once; what was written stays valid."""

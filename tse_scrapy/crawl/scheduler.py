@@ -37,6 +37,7 @@ from ..rules import pagedir
 from ..rules.eta import FrontierCensus
 from ..update.extension import UpdateExtension, update_session
 from .dupefilter import NormalizedUrlDupeFilter
+from .engineturn import wake_engine
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
 from .progresslog import is_found_link, log_link
 from .serialize import request_to_dict
@@ -53,14 +54,6 @@ logger = logging.getLogger(__name__)
 # query, unpickling, a Request built again) is a twentieth of a page's cost.
 # About 0.8 kB each: 3.3 MB at most.
 RECENT_REQUESTS = 4096
-
-
-def wake_engine(crawler: Crawler | None) -> None:
-    """Have Scrapy's engine ask the scheduler for requests now, rather than when a
-    response is done with or at its next heartbeat (Scrapy has no public call for it)."""
-    engine = getattr(crawler, "engine", None)
-    if engine is not None and engine._slot is not None:
-        engine._slot.nextcall.schedule()
 
 
 class TseScheduler(BaseScheduler):
