@@ -22,6 +22,26 @@ def test_encode_decode_round_trip(url, depth, body):
     assert pagedir.decode_page(pagedir.encode_page(Page(url, depth, body))) == Page(url, depth, body)
 
 
+@given(
+    st.text(alphabet=st.characters(blacklist_characters="\n", blacklist_categories=["Cs"]), min_size=1),
+    st.integers(0, 10),
+    st.binary(),
+)
+def test_a_written_page_file_reads_back_as_its_page(tmp_path_factory, url, depth, body):
+    directory = tmp_path_factory.mktemp("pages")
+    pagedir.write_page(directory, 7, Page(url, depth, body))
+    assert pagedir.read_page(directory, 7) == Page(url, depth, body)
+    assert os.listdir(directory) == ["7"]  # no partial file left
+
+
+def test_a_page_file_is_whole_however_few_bytes_each_write_takes(tmp_path, monkeypatch):
+    writev = os.writev
+    monkeypatch.setattr(os, "writev", lambda fd, buffers: writev(fd, [bytes(buffers[0][:7])]))
+    body = bytes(range(256)) * 40
+    pagedir.write_page(tmp_path, 1, Page("http://h/long.html", 3, body))
+    assert (tmp_path / "1").read_bytes() == b"http://h/long.html\n3\n" + body + b"\n"
+
+
 # The one tolerance of every reader: the final newline may be missing.
 @pytest.mark.parametrize(
     "data, page",

@@ -253,7 +253,7 @@ def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
     assert (jobdir / "tse-state.sqlite").is_file()  # a JOBDIR keeps its state, as in Scrapy
 
 
-def jobdir_crawl(server, out, jobdir):
+def jobdir_crawl(server, out, jobdir, *options):
     return run_tse(
         "crawl",
         f"{server.url}/index.html",
@@ -265,6 +265,7 @@ def jobdir_crawl(server, out, jobdir):
         "DOWNLOAD_DELAY=0",
         "-s",
         f"JOBDIR={jobdir}",
+        *options,
     )
 
 
@@ -291,6 +292,23 @@ def test_recorded_page_whose_file_is_lost_is_fetched_again(finished_job):
     assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == [
         before["3"].split(b"\n")[0].decode().removeprefix(server.url)
     ]
+
+
+def test_a_recorded_page_whose_file_is_lost_counts_toward_the_page_limit_once(tmp_path, serve):
+    # It is fetched again, and saved under its docID: the crawl is not one page short.
+    site = write_site(
+        tmp_path / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
+    )
+    server = serve(site.root)
+    out, jobdir = tmp_path / "out", tmp_path / "job"
+    out.mkdir()
+    limit = ("-s", "CLOSESPIDER_PAGECOUNT=3")
+    assert jobdir_crawl(server, out, jobdir, *limit).returncode == 0
+    before = tree(out)
+    assert sorted(name for name in before if name.isdigit()) == ["1", "2", "3"]
+    (out / "3").unlink()
+    assert jobdir_crawl(server, out, jobdir, *limit).returncode == 0
+    assert tree(out) == before
 
 
 def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_job):

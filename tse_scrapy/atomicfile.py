@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -12,16 +13,36 @@ def partial_path(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}.partial")
 
 
-def write_atomically(path: str | os.PathLike, data: bytes, *, fsync: bool = False) -> None:
-    """Replace *path* with *data*; an interrupted or failed write leaves *path* as it was."""
-    temporary = partial_path(path)
+def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> None:
+    """Replace *path* with *data* (or its pieces, one after another); an
+    interrupted or failed write leaves *path* as it was."""
+    # Plain strings and one writev: a crawl writes a page file this way for each page.
+    path = os.fspath(path)
+    head, name = os.path.split(path)
+    temporary = os.path.join(head, f".{name}.partial")
     try:
-        with open(temporary, "wb") as out:
-            out.write(data)
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            _write_all(descriptor, [data] if isinstance(data, bytes | bytearray | memoryview) else data)
             if fsync:
-                out.flush()
-                os.fsync(out.fileno())
+                os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
         os.replace(temporary, path)
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
         raise
+
+
+def _write_all(descriptor: int, pieces: Sequence[bytes]) -> None:
+    """Write every piece, however many calls the kernel takes."""
+    views = [memoryview(piece) for piece in pieces if len(piece)]
+    while views:
+        written = os.writev(descriptor, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if written:
+            views[0] = views[0][written:]

@@ -118,11 +118,13 @@ class PageDirPipeline:
                 )
                 write = write and changed
             if write:
-                self.crawler.signals.send_catch_log(page_writing, token=item.token)
-                # The next page's request goes out first: its fetch hides the rest.
-                await engine_turn(self.crawler)
                 if self.state is not None:
+                    # Before the next page goes: links found from now on are its own,
+                    # committed with its row (a request failing at once commits the links held).
                     self.state.writing(item.state_row, doc_id)
+                self.crawler.signals.send_catch_log(page_writing, token=item.token)
+                # The next page's request goes out first: its fetch hides the writing.
+                await engine_turn(self.crawler)
                 await self.write(doc_id, item)
             if self.state is not None:
                 self.state.saved(item.state_row, doc_id)

@@ -159,10 +159,12 @@ class TseScheduler(BaseScheduler):
             self.resumed.append(request)
         for doc_id, request_dict in self.state.pages():
             if not pagedir.page_path(self.directory, doc_id).is_file():
-                request = request_from_dict(request_dict, spider=spider)  # recorded, but lost
+                # Recorded, but its file lost: not saved (yet).
+                request = request_from_dict(request_dict, spider=spider)
                 request.meta["tse_doc_id"] = doc_id
                 request.meta.pop("tse_row", None)
                 self.resumed.append(request)
+                self.saved -= 1
         logger.info(
             "Resuming: %d pages saved, %d to finish, %d in the frontier",
             self.state.next_doc_id() - 1,

@@ -64,7 +64,12 @@ def is_page_name(name: str) -> bool:
 
 
 def encode_page(page: Page) -> bytes:
-    return b"%s\n%d\n%s\n" % (page.url.encode("utf-8", "surrogateescape"), page.depth, page.body)
+    return b"".join(_page_pieces(page))
+
+
+def _page_pieces(page: Page) -> tuple[bytes, bytes, bytes]:
+    """A page file's bytes in three pieces: the body is not copied."""
+    return b"%s\n%d\n" % (page.url.encode("utf-8", "surrogateescape"), page.depth), page.body, b"\n"
 
 
 def decode_page(data: bytes) -> Page:
@@ -161,11 +166,9 @@ def check_page_files(pagedir: PathLike) -> int:
         doc_id += 1
 
 
-def write_page(pagedir: PathLike, doc_id: int, page: Page, *, fsync: bool = False) -> Path:
+def write_page(pagedir: PathLike, doc_id: int, page: Page, *, fsync: bool = False) -> None:
     """Write page file *doc_id* whole or not at all."""
-    path = page_path(pagedir, doc_id)
-    write_atomically(path, encode_page(page), fsync=fsync)
-    return path
+    write_atomically(os.path.join(pagedir, str(doc_id)), _page_pieces(page), fsync=fsync)
 
 
 def remove_partial_files(pagedir: PathLike) -> None:
