@@ -26,9 +26,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Inline page writes are timed in groups of WRITES_LOOKED_AT: a median over
-# SLOW_WRITE seconds moves them to threads (a write to a quick file system takes
-# 0.05-0.15 ms).
+# Inline page writes are timed in groups of WRITES_LOOKED_AT: a mean over
+# SLOW_WRITE seconds moves them to threads (a 117 kB page takes 0.2-0.25 ms to
+# write on this machine's tmpfs or a quick ext4 directory). The mean, not the
+# median: where ext4 creates files slowly, a few creations of several ms cost
+# most of the time.
 WRITES_LOOKED_AT = 32
 SLOW_WRITE = 0.0005
 
@@ -48,7 +50,7 @@ class PageDirPipeline:
         # thread costs the reactor as much as writing to a quick file system (futex
         # wake-ups, the GIL going back and forth): 6 % of an order=tse crawl, 15 % of
         # an order=bfs crawl 8 at a time. Where writes block (TSE_FSYNC, or ext4
-        # creating files just after thousands were freed: 0.6 ms each), they go to
+        # creating files just after thousands were freed: 0.6-0.9 ms each), they go to
         # asyncio's pool of threads for the rest of the crawl; a pool, not one
         # thread, as slow creations then overlap.
         self.write_in_threads = self.fsync
@@ -119,8 +121,9 @@ class PageDirPipeline:
                 write = write and changed
             if write:
                 if self.state is not None:
-                    # Before the next page goes: links found from now on are its own,
-                    # committed with its row (a request failing at once commits the links held).
+                    # Committed before the next page goes: should its request fail at
+                    # once (robots.txt), ``finished`` would commit the links held, this
+                    # page's among them, before this page's row says it is being saved.
                     self.state.writing(item.state_row, doc_id)
                 self.crawler.signals.send_catch_log(page_writing, token=item.token)
                 # The next page's request goes out first: its fetch hides the writing.
@@ -156,11 +159,11 @@ class PageDirPipeline:
         self.write_seconds.append(seconds)
         if len(self.write_seconds) < WRITES_LOOKED_AT:
             return
-        typical = statistics.median(self.write_seconds)
+        mean = statistics.fmean(self.write_seconds)
         self.write_seconds.clear()
-        if typical > SLOW_WRITE:
+        if mean > SLOW_WRITE:
             self.write_in_threads = True
-            logger.info("Page files take %.1f ms to write: writing them in threads from now on", typical * 1000)
+            logger.info("Page files take %.1f ms to write: writing them in threads from now on", mean * 1000)
 
     def fail(self, message: str) -> None:
         """Stop the crawl at once; what was written stays valid."""
