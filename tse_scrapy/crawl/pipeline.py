@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
-import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +25,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Inline page writes are timed in groups of WRITES_LOOKED_AT: a mean over
-# SLOW_WRITE seconds moves them to threads (a 117 kB page takes 0.2-0.25 ms to
-# write on this machine's tmpfs or a quick ext4 directory). The mean, not the
-# median: where ext4 creates files slowly, a few creations of several ms cost
-# most of the time.
+# Inline page writes are timed in groups of WRITES_LOOKED_AT: taking longer than
+# SLOW_WRITE a file plus COPY_TIME a byte, on average, moves them to threads.
+# Copying the bytes is work a thread would not save the reactor (a 117 kB page
+# takes 0.2-0.25 ms to write on this machine's tmpfs or a quick ext4
+# directory); what is beyond it is the file system blocking (ext4 just after
+# thousands of files were freed: 0.3-0.9 ms to create one, a few of several ms).
 WRITES_LOOKED_AT = 32
-SLOW_WRITE = 0.0005
+SLOW_WRITE = 0.0003
+COPY_TIME = 1e-9
 
 
 class PageDirPipeline:
@@ -50,11 +51,13 @@ class PageDirPipeline:
         # thread costs the reactor as much as writing to a quick file system (futex
         # wake-ups, the GIL going back and forth): 6 % of an order=tse crawl, 15 % of
         # an order=bfs crawl 8 at a time. Where writes block (TSE_FSYNC, or ext4
-        # creating files just after thousands were freed: 0.6-0.9 ms each), they go to
+        # creating files just after thousands were freed: 0.3-0.9 ms each), they go to
         # asyncio's pool of threads for the rest of the crawl; a pool, not one
         # thread, as slow creations then overlap.
         self.write_in_threads = self.fsync
-        self.write_seconds: list[float] = []  # the inline writes since the last look
+        self.write_seconds = 0.0  # the inline writes since the last look: time, bytes, count
+        self.write_bytes = 0
+        self.writes = 0
         extension = crawl_state(crawler)
         self.state = extension.state if extension else None
         self.update = update_session(crawler)
@@ -150,18 +153,21 @@ class PageDirPipeline:
             else:
                 started = time.perf_counter()
                 pagedir.write_page(self.directory, doc_id, page)
-                self._timed_write(time.perf_counter() - started)
+                self._timed_write(time.perf_counter() - started, len(item.body))
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None
 
-    def _timed_write(self, seconds: float) -> None:
-        self.write_seconds.append(seconds)
-        if len(self.write_seconds) < WRITES_LOOKED_AT:
+    def _timed_write(self, seconds: float, size: int) -> None:
+        self.write_seconds += seconds
+        self.write_bytes += size
+        self.writes += 1
+        if self.writes < WRITES_LOOKED_AT:
             return
-        mean = statistics.fmean(self.write_seconds)
-        self.write_seconds.clear()
-        if mean > SLOW_WRITE:
+        mean = self.write_seconds / self.writes
+        slow = self.write_seconds > self.writes * SLOW_WRITE + self.write_bytes * COPY_TIME
+        self.write_seconds, self.write_bytes, self.writes = 0.0, 0, 0
+        if slow:
             self.write_in_threads = True
             logger.info("Page files take %.1f ms to write: writing them in threads from now on", mean * 1000)
 
