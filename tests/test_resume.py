@@ -80,7 +80,7 @@ def interrupt_at(command, out, target, signals, rng):
     [
         ("tse", [signal.SIGKILL], 1),
         ("bfs", [signal.SIGKILL], 1),
-        # Several pages in flight, their files written by threads.
+        # Several pages in flight at once.
         ("bfs", [signal.SIGKILL], 8),
         ("tse", [signal.SIGINT], 1),
         ("tse", [signal.SIGINT, signal.SIGINT], 1),
