@@ -9,17 +9,20 @@ from pathlib import Path
 
 def partial_path(path: str | os.PathLike) -> Path:
     """Where ``write_atomically`` writes *path* before renaming it."""
-    path = Path(path)
-    return path.with_name(f".{path.name}.partial")
+    return Path(_partial_name(os.fspath(path)))
+
+
+def _partial_name(path: str) -> str:
+    # Plain strings: a crawl writes a page file for each page.
+    head, name = os.path.split(path)
+    return os.path.join(head, f".{name}.partial")
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> None:
     """Replace *path* with *data* (or its pieces, one after another); an
     interrupted or failed write leaves *path* as it was."""
-    # Plain strings and one writev: a crawl writes a page file this way for each page.
     path = os.fspath(path)
-    head, name = os.path.split(path)
-    temporary = os.path.join(head, f".{name}.partial")
+    temporary = _partial_name(path)
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         try:
