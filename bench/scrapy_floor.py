@@ -80,6 +80,7 @@ def mode_settings(mode: str) -> dict:
                 "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
             },
             "SPIDER_MIDDLEWARES": tse.SPIDER_MIDDLEWARES,
+            "REFERER_ENABLED": tse.REFERER_ENABLED,
             "EXTENSIONS_BASE": tse.EXTENSIONS_BASE,
             "STATS_CLASS": tse.STATS_CLASS,
             "LOG_FORMATTER": tse.LOG_FORMATTER,

@@ -194,6 +194,57 @@ def test_cookies_are_sent_back_only_when_enabled(tmp_path, serve, options, cooki
     assert page.header("Cookie") == cookie_sent
 
 
+@pytest.mark.parametrize("options", [(), ("--order", "bfs", "-s", "CONCURRENT_REQUESTS=8")])
+def test_every_link_is_logged_in_its_place_external_ones_too(tmp_path, serve, options):
+    # The spider judges most external links itself (no request made): their lines
+    # still come in link order, between those the scheduler and dupefilter write.
+    ext = [f"https://elsewhere.example/{n}.html" for n in range(5)]
+    links = {
+        "index.html": ["a.html", ext[0], ext[1], "a.html", ext[2], "b.html", ext[3], ext[4]],
+        "a.html": [],
+        "b.html": [],
+    }
+    site = write_site(tmp_path / "site", links)
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", 1, *options)
+    assert result.returncode == 0, result.stderr.decode()
+    u = server.url + "/"
+    expected = [(0, "Fetched", u + "index.html"), (0, "Scanning", u + "index.html")]
+    for url, verdict in [
+        (u + "a.html", "Added"),
+        (ext[0], "IgnExtrn"),
+        (ext[1], "IgnExtrn"),
+        (u + "a.html", "IgnDupl"),
+        (ext[2], "IgnExtrn"),
+        (u + "b.html", "Added"),
+        (ext[3], "IgnExtrn"),
+        (ext[4], "IgnExtrn"),
+    ]:
+        expected += [(0, "Found", url), (0, verdict, url)]
+    out = result.stdout.decode()
+    assert out.startswith("".join(progress_line(*line) for line in expected))
+    assert sorted(out.splitlines()[len(expected) :]) == [
+        progress_line(1, "Fetched", u + "a.html").rstrip("\n"),
+        progress_line(1, "Fetched", u + "b.html").rstrip("\n"),
+    ]
+    assert "6 links ignored (5 external, 1 duplicate, 0 denied)" in result.stderr.decode()
+    assert not any("elsewhere" in hit.key for hit in server.hits)
+
+
+@pytest.mark.parametrize(("options", "referer_sent"), [((), None), (("-s", "REFERER_ENABLED=True"), "index.html")])
+def test_a_referer_is_sent_only_when_enabled(tmp_path, serve, options, referer_sent):
+    # The reference sends none, nor does a crawl by default; Scrapy's RefererMiddleware on request.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    result = crawl(server, tmp_path / "out", 1, *options)
+    assert result.returncode == 0, result.stderr.decode()
+    (page,) = [hit for hit in server.hits if hit.key == "/a.html"]
+    expected = referer_sent and f"{server.url}/{referer_sent}"
+    assert page.header("Referer") == expected
+    # Nor does the redirect middleware warn that it found no Referer middleware.
+    assert "WARNING" not in result.stderr.decode()
+
+
 @pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])
 def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve, no_proxy):
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})

@@ -57,8 +57,12 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         verdict = self.verdict(request.url) if is_found_link(request) else None
         if verdict is not None:
             log_link(request, verdict)
-            self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied")
+            self.count_ignored(verdict)
             raise IgnoreRequest(f"{verdict}: {request.url}")
+
+    def count_ignored(self, verdict: str, links: int = 1) -> None:
+        """Count *links* found links ignored with *verdict* (here, or by the spider, which asks ``verdict`` first)."""
+        self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied", links)
 
     def should_follow(self, request: Request, spider: Spider) -> bool:
         return self.verdict(request.url) is None

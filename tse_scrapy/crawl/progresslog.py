@@ -44,10 +44,12 @@ class ProgressHold:
         if awaited is not None:
             awaited.verdict = verdict
         else:
-            depth, url = _found_at(request)
-            self.entries.append(progress_line(depth, "Found", url) + progress_line(depth, verdict, url))
+            self.entries.append(_link_lines(request, verdict))
 
     def await_verdict(self, request: Request) -> None:
+        before = _judged_before(request)
+        if before:
+            self.entries.append(before)
         awaited = _AwaitedLink(*_found_at(request))
         self.awaited[request] = awaited
         self.entries.append(awaited)
@@ -75,6 +77,12 @@ class ProgressHold:
 
 _hold: ProgressHold | None = None  # set while a distributed worker holds the log
 
+# Request meta key: (depth, url, verdict) of the links that the spider judged
+# itself (external links: no Request made) just before this request's link.
+# Scrapy takes a callback's output a few items ahead of scheduling them, so the
+# spider cannot log them: they are logged with this link, in link order.
+JUDGED_BEFORE = "tse_judged_before"
+
 
 def hold_progress() -> ProgressHold:
     """Hold the progress log from now on (a distributed worker): see the module's docstring."""
@@ -99,13 +107,26 @@ def log_progress(depth: int, word: str, url: str) -> None:
 
 
 def log_link(request: Request, verdict: str) -> None:
-    """Log ``Found`` and the verdict for a link found on a scanned page."""
+    """Log ``Found`` and the verdict for a link found on a scanned page (after
+    those of the links judged before it, ``JUDGED_BEFORE``)."""
     if _hold is not None:
         _hold.link(request, verdict)
-        return
+    else:
+        sys.stdout.write(_link_lines(request, verdict))
+
+
+def _link_lines(request: Request, verdict: str) -> str:
     depth, url = _found_at(request)
-    log_progress(depth, "Found", url)
-    log_progress(depth, verdict, url)
+    return _judged_before(request) + progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
+
+
+def _judged_before(request: Request) -> str:
+    """The lines of the links that the spider judged itself just before *request*'s link."""
+    lines = [
+        progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
+        for depth, url, verdict in request.meta.pop(JUDGED_BEFORE, ())
+    ]
+    return "".join(lines)
 
 
 def await_verdict(request: Request) -> None:

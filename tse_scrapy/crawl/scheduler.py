@@ -192,6 +192,9 @@ class TseScheduler(BaseScheduler):
         if replaces:
             self.replacements.append(request)
         else:
+            if is_found_link(request):
+                # First: this takes the lines of the links judged before it out of its meta.
+                log_link(request, "Added")
             if self.state is not None:
                 request.meta["tse_row"] = self.state.push(request_to_dict(request, self.spider))
             depth = request_depth(request)
@@ -201,8 +204,6 @@ class TseScheduler(BaseScheduler):
             else:
                 self.frontier.push(request)
             self.census.add(request.url, depth)
-            if is_found_link(request):
-                log_link(request, "Added")
         self.stats.inc_value("scheduler/enqueued")
         return True
 

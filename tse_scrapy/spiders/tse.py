@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -14,7 +15,8 @@ from scrapy.settings import Settings
 from twisted.python.failure import Failure
 
 from ..crawl.items import PageItem
-from ..crawl.progresslog import log_progress
+from ..crawl.offsite import PrefixOffsiteMiddleware
+from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
 from ..crawlstart import prepare_crawl
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 UNFETCHABLE_URL = "data:,"
+# A URL that scrapy.Request keeps as it is (ASCII, nothing to percent-encode):
+# the offsite middleware will judge exactly this URL, so the spider may judge it first.
+_KEPT_BY_REQUEST = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*\Z")
+_UNKNOWN: Any = object()
 
 
 class TseSpider(scrapy.Spider):
@@ -66,6 +72,7 @@ class TseSpider(scrapy.Spider):
         self.check_site_url: str | None = None
         self.recording = False  # keep each page's links for the crawl record (TSE_RECORD)
         self.crawl_args: CrawlArgs | None = None
+        self._offsite_middleware: PrefixOffsiteMiddleware | None = _UNKNOWN
         self.seeds: tuple[str, ...] = ()
         if not self.checking:
             try:
@@ -199,13 +206,9 @@ class TseSpider(scrapy.Spider):
         log_progress(depth, "Fetched", url)
         if depth < self.crawl_args.depth:
             log_progress(depth, "Scanning", url)
-            found: list[str] = []
-            for link in self.extract_links(response.body, url):
-                request = self._link_request(link, depth, url)
-                if self.recording:
-                    found.append(request.meta["tse_link"])
-                yield request
-            if self.recording:
+            found: list[str] | None = [] if self.recording else None
+            yield from self._link_requests(response.body, url, depth, found)
+            if found is not None:
                 response.meta["tse_links"] = found
         meta = response.meta
         yield PageItem(
@@ -248,10 +251,49 @@ class TseSpider(scrapy.Spider):
     def normalize(self, url: str) -> str | None:
         return normalize_url(url, self.tse_extensions)
 
-    def _link_request(self, link: str, depth: int, page_url: str) -> scrapy.Request:
-        # External and non-normalizable links are requested too, so that the
-        # offsite middleware logs them in link order; it drops them unfetched.
-        url = self.normalize(link) or link
+    def _link_requests(
+        self, body: bytes, page_url: str, depth: int, found: list[str] | None
+    ) -> Iterator[scrapy.Request]:
+        """A request for each link of the page, but for the external links that the
+        offsite middleware would drop: it judges them here, and they are logged
+        with the next request (``JUDGED_BEFORE``), the page's last with its last link."""
+        offsite = self._offsite()
+        judged: list[tuple[int, str, str]] = []
+        for link in self.extract_links(body, page_url):
+            url = self.normalize(link) or link
+            if found is not None:
+                found.append(url)
+            if offsite is not None and _KEPT_BY_REQUEST.match(url) and offsite.verdict(url) == "IgnExtrn":
+                judged.append((depth, url, "IgnExtrn"))
+                continue
+            yield self._carrying(judged, self._link_request(url, depth, page_url), offsite)
+            judged = []
+        if judged:
+            _, url, _ = judged.pop()
+            yield self._carrying(judged, self._link_request(url, depth, page_url), offsite)
+
+    @staticmethod
+    def _carrying(
+        judged: list[tuple[int, str, str]], request: scrapy.Request, offsite: PrefixOffsiteMiddleware | None
+    ) -> scrapy.Request:
+        if judged:
+            request.meta[JUDGED_BEFORE] = judged
+            offsite.count_ignored("IgnExtrn", len(judged))
+        return request
+
+    def _offsite(self) -> PrefixOffsiteMiddleware | None:
+        """The crawl's offsite middleware, whose verdict the spider asks before making a request."""
+        if self._offsite_middleware is _UNKNOWN:
+            crawler = getattr(self, "crawler", None)
+            try:
+                self._offsite_middleware = crawler and crawler.get_downloader_middleware(PrefixOffsiteMiddleware)
+            except RuntimeError:  # no engine: a spider fed responses outside a crawl
+                self._offsite_middleware = None
+        return self._offsite_middleware
+
+    def _link_request(self, url: str, depth: int, page_url: str) -> scrapy.Request:
+        # Non-normalizable links (and the last external link) are requested too,
+        # so that the offsite middleware logs them in link order; it drops them unfetched.
         meta = {"depth": depth + 1, "tse_found_at": depth, "tse_link": url, "tse_found_on": page_url}
         try:
             return scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=meta)
