@@ -31,13 +31,16 @@ def wake_engine(crawler: Crawler | None) -> None:
 
 async def engine_turn(crawler: Crawler) -> None:
     """Wake the engine and return once the requests it then takes from the
-    scheduler are on their way (at once when it is closing: it takes none)."""
+    scheduler are on their way (at once when it is closing, or when the
+    downloader is full: it takes none)."""
     slot = _engine_slot(crawler)
     if slot is None or slot.closing is not None:
         return
+    slot.nextcall.schedule()
+    if crawler.engine.downloader.needs_backout():
+        return  # every download slot is taken (order=bfs, 8 at a time): no request can go now
     # The slot stays open while a response's item is in the pipelines, so this
     # call cannot be cancelled under an item that awaits it.
-    slot.nextcall.schedule()
     await slot.nextcall.wait()
     # Two more turns of the loop: Scrapy's downloader starts each download in a
     # task of its own, and the transport writes the request when the loop next
