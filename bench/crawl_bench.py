@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, ROOT, WORK, env_with_proxy, measure
+from bench.common import BIN, MEMORY_OUT, REPEAT, ROOT, WORK, env_with_proxy, measure
 from bench.index_bench import PREVIOUS_COMMIT, previous_code, tse_from
 from tse_scrapy.devtools.siteserver import SiteServer
 
@@ -27,11 +27,7 @@ HOST = "http://cs50tse.cs.dartmouth.edu"
 # wget's time alone varies by a third from round to round here: more rounds than the others.
 FAST_ROUNDS = max(REPEAT, 7)
 WIKIPEDIA = f"{HOST}/tse/wikipedia/index.html"
-# The fast crawls write their pages to memory (tmpfs) where there is one: on
-# this machine's ext4, creating a file takes 0.06 to 0.9 ms depending on where
-# in the disk the directory lands (a scan for a free inode after removals),
-# which moved wget's time from 1.3 to 2.5 s between runs of the same code.
-FAST_OUT = Path("/dev/shm") if Path("/dev/shm").is_dir() else WORK
+FAST_OUT = MEMORY_OUT  # the fast crawls write their pages to memory (common.py)
 
 
 def files_under(output: Path) -> int:
