@@ -3,10 +3,10 @@ crawled breadth-first with no delay by one process (frontier in the crawl
 state on disk), then by 1 and 2 distributed workers sharing a real Redis
 (and 4 with ``BENCH_SCALE_WORKERS=1,2,4``).
 
-The crawls of a round run one after the other; with ``BENCH_SCALE_ROUNDS``
-> 1 each speed is a ratio to the single process of its own round, and the
-table gives medians (other work on the machine moves all crawls of a round
-alike).  Each worker logs its stats to a file; ``tse/redis_round_trips``
+The crawls of a round run one after the other (every other round in the
+reverse order); with ``BENCH_SCALE_ROUNDS`` > 1 each speed is a ratio to the
+single process of its own round, and the table gives medians (other work on
+the machine moves all crawls of a round alike).  Each worker logs its stats to a file; ``tse/redis_round_trips``
 (counted by the worker's Redis client, ``distributed/store.py``) over the
 pages saved is the Redis round trips per page.
 
@@ -165,10 +165,15 @@ def run(pages: int = PAGES, rounds: int = ROUNDS, workers: tuple[int, ...] = WOR
     env = env_with_proxy(proxy)
     results: dict[int, list[Result]] = {n: [] for n in (0, *workers)}  # 0: the single process
     try:
-        for _ in range(rounds):
-            results[0].append(single_process(work / "out", env))
-            for n in workers:
-                results[n].append(distributed(work / "out", work, n, env))
+        for round_number in range(rounds):
+            # Every other round the other way round: whatever drifts during a run
+            # (the machine's other work) does not always favour the same crawl.
+            crawls = [0, *workers] if round_number % 2 == 0 else [*workers, 0]
+            for n in crawls:
+                if n == 0:
+                    results[0].append(single_process(work / "out", env))
+                else:
+                    results[n].append(distributed(work / "out", work, n, env))
     finally:
         server.terminate()
         server.wait()
@@ -205,7 +210,8 @@ def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[st
         "",
         f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
         f"127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). {each}; "
-        "the crawls of a round run one after the other on the same 2 cores as the proxy and Redis, "
+        "the crawls of a round run one after the other (every other round in the reverse order) "
+        "on the same 2 cores as the proxy and Redis, "
         f"writing their pages to {'memory (tmpfs)' if MEMORY_OUT != WORK else 'bench/work'}.",
         "Redis round trips per page: the workers' `tse/redis_round_trips` (counted by their Redis client) "
         "over the pages saved. Redis bytes per URL: memory used above the empty server's, divided by the "
