@@ -263,7 +263,7 @@ def run(mirror: Path) -> list[str]:
         "request, MetaRefreshMiddleware decodes every body) and a crawler may replace or drop them.",
         "Scrapy with tse's components runs the Scrapy components a `tse crawl` runs, set as its",
         "settings set them (robots.txt obeyed, redirects, retries, timeouts, compression, the",
-        "downloader stats, HttpError and Referer), with tse-scrapy's drop-in replacements for Scrapy's",
+        "downloader stats and HttpError), with tse-scrapy's drop-in replacements for Scrapy's",
         "proxy middleware, stats collector and log formatter, and one item a page through Scrapy's item",
         "path: `tse crawl` minus that row is what the rest of tse-scrapy costs (its scheduler,",
         "dupefilter, offsite and robots rules, links, pipeline, crawl state and progress log).",
