@@ -6,9 +6,10 @@ state on disk), then by 1 and 2 distributed workers sharing a real Redis
 The crawls of a round run one after the other (every other round in the
 reverse order); with ``BENCH_SCALE_ROUNDS`` > 1 each speed is a ratio to the
 single process of its own round, and the table gives medians (other work on
-the machine moves all crawls of a round alike).  Each worker logs its stats to a file; ``tse/redis_round_trips``
-(counted by the worker's Redis client, ``distributed/store.py``) over the
-pages saved is the Redis round trips per page.
+the machine moves all crawls of a round alike).  Each worker logs its stats
+to a file; ``tse/redis_round_trips`` (counted by the worker's Redis client,
+``distributed/store.py``) over the pages saved is the Redis round trips per
+page.
 
 Run by bench/run.py, or alone: ``python bench/scale_bench.py [PAGES]``
 (or ``BENCH_SCALE_PAGES``).
