@@ -62,8 +62,7 @@ class ProgressHold:
             if isinstance(entry, str):
                 text.append(entry)
             elif entry.verdict is not None:
-                text.append(progress_line(entry.depth, "Found", entry.url))
-                text.append(progress_line(entry.depth, entry.verdict, entry.url))
+                text.append(_verdict_lines(entry.depth, entry.url, entry.verdict))
             elif not drop_awaited:
                 del self.entries[:done]
                 break
@@ -77,8 +76,8 @@ class ProgressHold:
 
 _hold: ProgressHold | None = None  # set while a distributed worker holds the log
 
-# Request meta key: (depth, url, verdict) of the links that the spider judged
-# itself (external links: no Request made) just before this request's link.
+# Request meta key: (url, verdict) of the links that the spider judged itself
+# (external links: no Request made) just before this request's link, on its page.
 # Scrapy takes a callback's output a few items ahead of scheduling them, so the
 # spider cannot log them: they are logged with this link, in link order.
 JUDGED_BEFORE = "tse_judged_before"
@@ -117,16 +116,18 @@ def log_link(request: Request, verdict: str) -> None:
 
 def _link_lines(request: Request, verdict: str) -> str:
     depth, url = _found_at(request)
-    return _judged_before(request) + progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
+    return _judged_before(request) + _verdict_lines(depth, url, verdict)
 
 
 def _judged_before(request: Request) -> str:
     """The lines of the links that the spider judged itself just before *request*'s link."""
-    lines = [
-        progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
-        for depth, url, verdict in request.meta.pop(JUDGED_BEFORE, ())
-    ]
-    return "".join(lines)
+    depth = request.meta["tse_found_at"]  # they were found on the same page
+    return "".join(_verdict_lines(depth, url, verdict) for url, verdict in request.meta.pop(JUDGED_BEFORE, ()))
+
+
+def _verdict_lines(depth: int, url: str, verdict: str) -> str:
+    """``Found`` and the verdict of one link."""
+    return progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
 
 
 def await_verdict(request: Request) -> None:

@@ -258,23 +258,23 @@ class TseSpider(scrapy.Spider):
         offsite middleware would drop: it judges them here, and they are logged
         with the next request (``JUDGED_BEFORE``), the page's last with its last link."""
         offsite = self._offsite()
-        judged: list[tuple[int, str, str]] = []
+        judged: list[tuple[str, str]] = []
         for link in self.extract_links(body, page_url):
             url = self.normalize(link) or link
             if found is not None:
                 found.append(url)
             if offsite is not None and _KEPT_BY_REQUEST.match(url) and offsite.verdict(url) == "IgnExtrn":
-                judged.append((depth, url, "IgnExtrn"))
+                judged.append((url, "IgnExtrn"))
                 continue
             yield self._carrying(judged, self._link_request(url, depth, page_url), offsite)
             judged = []
         if judged:
-            _, url, _ = judged.pop()
+            url, _ = judged.pop()
             yield self._carrying(judged, self._link_request(url, depth, page_url), offsite)
 
     @staticmethod
     def _carrying(
-        judged: list[tuple[int, str, str]], request: scrapy.Request, offsite: PrefixOffsiteMiddleware | None
+        judged: list[tuple[str, str]], request: scrapy.Request, offsite: PrefixOffsiteMiddleware | None
     ) -> scrapy.Request:
         if judged:
             request.meta[JUDGED_BEFORE] = judged
