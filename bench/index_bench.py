@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, env_with_proxy, measure, time_queries
+from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, compile_bytecode, env_with_proxy, measure, time_queries
 from tests.support.reference import build_page_directory
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.index.querier import Querier
@@ -201,6 +201,7 @@ def previous_code() -> Path:
     if not (PREVIOUS / "tse_scrapy" / "cli.py").is_file():
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
         subprocess.run(["git", "worktree", "add", "--detach", str(PREVIOUS), PREVIOUS_COMMIT], cwd=ROOT, check=True)
+    compile_bytecode(PREVIOUS)
     return PREVIOUS
 
 
