@@ -38,6 +38,7 @@ def contenders(proxy: str, out: Path, urls: Path) -> dict[str, tuple[list[str], 
     fast = ["-s", "DOWNLOAD_DELAY=0", "-s", "LOG_LEVEL=WARNING"]
     before = previous_code()
     bfs = ["--order", "bfs", "-s", "CONCURRENT_REQUESTS=8"]
+    no_state = ["-s", "TSE_STATE_ENABLED=False"]
     floor = [sys.executable, str(ROOT / "bench" / "scrapy_floor.py"), str(urls)]
     return {
         # Scrapy's own cost: the requests of ``tse crawl`` from a list, nothing of ours (no files written).
@@ -70,6 +71,11 @@ def contenders(proxy: str, out: Path, urls: Path) -> dict[str, tuple[list[str], 
                 *fast,
             ],
             out / "bfs",
+        ),
+        # What the durable crawl state (kill -9 at any instant, --resume) costs.
+        "tse-scrapy `order=bfs`, `CONCURRENT_REQUESTS=8`, no crawl state (`TSE_STATE_ENABLED=False`)": (
+            [str(BIN / "tse"), "crawl", WIKIPEDIA, str(out / "bfs-no-state"), "2", *bfs, *fast, *no_state],
+            out / "bfs-no-state",
         ),
         "`wget -r -l 2 --no-parent`": (
             [
@@ -155,6 +161,7 @@ def fast_crawls(mirror: Path) -> list[str]:
                 results.setdefault(name, []).append((wall, rss, pages))
             for version in ("tse", "bfs"):
                 same_directories(out / version, out / f"before-{version}", same_ids=version == "tse")
+            same_directories(out / "bfs-no-state", out / "bfs", same_ids=False)
     finally:
         server.terminate()
         server.wait()
@@ -253,6 +260,8 @@ def run(mirror: Path) -> list[str]:
         "Before is the code before issue 15, run from a git worktree.  In every round its page",
         "directories are checked against now's: byte for byte for `order=tse`; for the concurrent",
         "`order=bfs` crawl, the same page files under any docIDs (saves come in any order).",
+        "No crawl state is `-s TSE_STATE_ENABLED=False`: no SQLite state, so no `--resume` and no",
+        "safety against a kill; its page files are checked against the bfs crawl's the same way.",
         "Scrapy alone is `bench/scrapy_floor.py`: Scrapy with its default components fetching the",
         "URLs `tse crawl` requests (robots.txt, the pages saved and those that failed) from a list and",
         "throwing the answers away: no link extraction, no page files, no robots.txt rules, no crawl",

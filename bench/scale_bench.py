@@ -9,7 +9,8 @@ single process of its own round, and the table gives medians (other work on
 the machine moves all crawls of a round alike).  Each worker logs its stats
 to a file; ``tse/redis_round_trips`` (counted by the worker's Redis client,
 ``distributed/store.py``) over the pages saved is the Redis round trips per
-page.
+page.  The CPU seconds of the crawl processes, of Redis and of the proxy
+show how busy the 2 cores were: a worker's Redis work runs on the same cores.
 
 Run by bench/run.py, or alone: ``python bench/scale_bench.py [PAGES]``
 (or ``BENCH_SCALE_PAGES``).
@@ -87,19 +88,26 @@ def crawl_command(out: Path, *extra: str) -> list[str]:
     ]
 
 
-def run_workers(commands: list[list[str]], env: dict) -> tuple[float, list[float]]:
-    """Wall seconds until every command has exited, and each one's peak RSS in MB."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds so far of the running process *pid*."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_workers(commands: list[list[str]], env: dict) -> tuple[float, list[float], float]:
+    """Wall seconds until every command has exited, each one's peak RSS in MB, and their CPU seconds."""
     start = time.perf_counter()
     processes = [
         subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for command in commands
     ]
-    rss = []
+    rss, cpu = [], 0.0
     for process in processes:
         _, status, usage = os.wait4(process.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit(f"bench: a crawl failed: {' '.join(process.args)}")
         rss.append(usage.ru_maxrss / 1024)
-    return time.perf_counter() - start, rss
+        cpu += usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - start, rss, cpu
 
 
 def pages_in(out: Path) -> int:
@@ -113,20 +121,22 @@ def fresh(directory: Path) -> Path:
 
 
 class Result:
-    """One crawl of one round: pages, wall seconds, peak RSS per process, Redis figures."""
+    """One crawl of one round: pages, wall seconds, peak RSS per process, CPU seconds
+    (the crawl processes, Redis, the proxy), Redis figures."""
 
-    def __init__(self, pages: int, wall: float, rss: list[float], **redis_figures: float):
-        self.pages, self.wall, self.rss = pages, wall, rss
+    def __init__(self, pages: int, wall: float, rss: list[float], cpu: tuple[float, float, float], **redis_figures):
+        self.pages, self.wall, self.rss, self.cpu = pages, wall, rss, cpu
         self.speed = pages / wall
         self.redis = redis_figures
 
 
-def single_process(out: Path, env: dict) -> Result:
-    wall, rss = run_workers([crawl_command(fresh(out))], env)
-    return Result(pages_in(out), wall, rss)
+def single_process(out: Path, env: dict, proxy_pid: int) -> Result:
+    proxy_before = cpu_seconds(proxy_pid)
+    wall, rss, cpu = run_workers([crawl_command(fresh(out))], env)
+    return Result(pages_in(out), wall, rss, (cpu, 0.0, cpu_seconds(proxy_pid) - proxy_before))
 
 
-def distributed(out: Path, work: Path, workers: int, env: dict) -> Result:
+def distributed(out: Path, work: Path, workers: int, env: dict, proxy_pid: int) -> Result:
     """*workers* workers on a fresh Redis; each logs its stats (INFO) to its own file."""
     fresh(out)
     logs = [fresh(work / "logs") / f"worker{i}.log" for i in range(workers)]
@@ -137,7 +147,10 @@ def distributed(out: Path, work: Path, workers: int, env: dict) -> Result:
             crawl_command(out, "--redis", redis_server.url, "--keep", "--log-file", str(log), "-s", "LOG_LEVEL=INFO")
             for log in logs
         ]
-        wall, rss = run_workers(commands, env)
+        proxy_before = cpu_seconds(proxy_pid)
+        wall, rss, cpu = run_workers(commands, env)
+        proxy_cpu = cpu_seconds(proxy_pid) - proxy_before
+        redis_cpu = client.info("cpu")
         memory = client.info("memory")
         seen = sum(client.scard(key) for key in client.scan_iter(match="tse:*:seen"))
     pages = pages_in(out)
@@ -146,6 +159,7 @@ def distributed(out: Path, work: Path, workers: int, env: dict) -> Result:
         pages,
         wall,
         rss,
+        (cpu, redis_cpu["used_cpu_user"] + redis_cpu["used_cpu_sys"], proxy_cpu),
         round_trips=round_trips / pages,
         peak=(memory["used_memory_peak"] - baseline) / seen,
         after=(memory["used_memory"] - baseline) / seen,
@@ -172,9 +186,9 @@ def run(pages: int = PAGES, rounds: int = ROUNDS, workers: tuple[int, ...] = WOR
             crawls = [0, *workers] if round_number % 2 == 0 else [*workers, 0]
             for n in crawls:
                 if n == 0:
-                    results[0].append(single_process(work / "out", env))
+                    results[0].append(single_process(work / "out", env, server.pid))
                 else:
-                    results[n].append(distributed(work / "out", work, n, env))
+                    results[n].append(distributed(work / "out", work, n, env, server.pid))
     finally:
         server.terminate()
         server.wait()
@@ -186,13 +200,20 @@ def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[st
     def median(values) -> float:
         return statistics.median(list(values))
 
+    def cpu(runs: list[Result]) -> str:
+        crawl, redis, proxy = (median(r.cpu[i] for r in runs) for i in range(3))
+        busy = median(sum(r.cpu) / r.wall for r in runs)
+        return f"{crawl:.0f} / {redis:.0f} / {proxy:.0f} | {busy:.2f}"
+
     singles = results[0]
     rows = [
         "| crawl | pages | wall s | pages/s | vs one process | Redis round trips per page | "
-        "peak RSS MB (each process) | Redis peak B/URL | Redis after B/URL |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "CPU s: crawl / Redis / proxy | cores busy | peak RSS MB (each process) | Redis peak B/URL | "
+        "Redis after B/URL |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| one process, `order=bfs` | {singles[0].pages} | {median(r.wall for r in singles):.0f} | "
-        f"{median(r.speed for r in singles):.0f} | 1.00x | - | {max(r.rss[0] for r in singles):.0f} | - | - |",
+        f"{median(r.speed for r in singles):.0f} | 1.00x | - | {cpu(singles)} | "
+        f"{max(r.rss[0] for r in singles):.0f} | - | - |",
     ]
     for n, runs in results.items():
         if n == 0:
@@ -202,7 +223,8 @@ def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[st
         rows.append(
             f"| {n} worker{'s' if n > 1 else ''} + Redis | {runs[0].pages} | {median(r.wall for r in runs):.0f} | "
             f"{median(r.speed for r in runs):.0f} | {median(ratios):.2f}x | "
-            f"{median(r.redis['round_trips'] for r in runs):.2f} | {', '.join(f'{r:.0f}' for r in peak_rss)} | "
+            f"{median(r.redis['round_trips'] for r in runs):.2f} | {cpu(runs)} | "
+            f"{', '.join(f'{r:.0f}' for r in peak_rss)} | "
             f"{median(r.redis['peak'] for r in runs):.0f} | {median(r.redis['after'] for r in runs):.0f} |"
         )
     each = "One run each" if rounds == 1 else f"Medians of {rounds} rounds (ratios taken within each round)"
@@ -216,7 +238,9 @@ def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[st
         f"writing their pages to {'memory (tmpfs)' if MEMORY_OUT != WORK else 'bench/work'}.",
         "Redis round trips per page: the workers' `tse/redis_round_trips` (counted by their Redis client) "
         "over the pages saved. Redis bytes per URL: memory used above the empty server's, divided by the "
-        "URLs seen, at the peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records).",
+        "URLs seen, at the peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records). "
+        "CPU: medians of the crawl processes' CPU seconds (all workers together), Redis's and the proxy's "
+        "during the crawl; cores busy: their sum over the wall time, out of 2.",
         "",
         *rows,
         "",
