@@ -54,6 +54,11 @@ GOOD_LINES = [
         b'{"url":"http://h/","outcome":"retried","status":503,"start":10,"end":12}',
         RequestRecord(url="http://h/", outcome="retried", status=503, start=10.0, end=12.0),
     ),
+    # Not a request: a saved page given a freed docID at the end of a distributed crawl.
+    (
+        '{"url":"http://h/b","doc":2,"outcome":"moved","worker":"w1","moved_from":5}',
+        RequestRecord(url="http://h/b", outcome="moved", doc=2, worker="w1", moved_from=5),
+    ),
     # null optional counts take their defaults.
     (
         '{"url":"http://h/","outcome":"unsaved","depth":null,"bytes":null,"wait":null,"host":null}',
@@ -87,6 +92,7 @@ BAD_LINES = [
     ('{"url":"http://h/","outcome":"saved","depth":"1"}', "depth must be a whole number"),
     ('{"url":"http://h/","outcome":"saved","status":false}', "status must be a whole number"),
     ('{"url":"http://h/","outcome":"saved","doc":' + str(2**63) + "}", "doc must be a whole number"),
+    ('{"url":"http://h/","outcome":"moved","doc":2,"moved_from":-1}', "moved_from must be a whole number"),
     ('{"url":"http://h/","outcome":"saved","start":NaN}', "start must be a number of seconds"),
     ('{"url":"http://h/","outcome":"saved","end":Infinity}', "end must be a number of seconds"),
     ('{"url":"http://h/","outcome":"saved","end":1e400}', "end must be a number of seconds"),  # inf once read
@@ -160,6 +166,7 @@ records = st.builds(
     links=st.lists(st.text(any_character, max_size=40), max_size=5).map(tuple),
     # A count of 0 is not written (format_record leaves it out), so none is generated.
     ignored=st.dictionaries(st.sampled_from(IGNORED_KINDS), st.integers(min_value=1, max_value=10**6)),
+    moved_from=st.none() | counts,
 )
 
 

@@ -297,13 +297,60 @@ def test_each_worker_archives_and_records_its_own_exchanges(redis_url, site, tmp
     # Together, the workers' archives hold every saved page, as it was saved.
     saved = {page.url: page.body for _, page in pagedir_module.read_pages(pagedir)}
     assert {url: bodies.get(url) for url in saved} == saved
-    # Each worker's record names the worker; together they hold each page saved, once, with its docID.
-    recorded, names = [], set()
+    # Each worker's record names the worker; together they hold each page saved, once, with its docID
+    # (the one a "moved" line gives it, when the last worker gave it a docID freed by a failed page).
+    recorded, moves, names = {}, {}, set()
     for record in records:
         entries = [json.loads(line) for line in record.read_text().splitlines()]
         workers_named = {entry["worker"] for entry in entries}
         assert len(workers_named) == 1 and None not in workers_named
         names |= workers_named
-        recorded += [(entry["doc"], entry["url"]) for entry in entries if entry["outcome"] == "saved"]
+        for entry in entries:
+            if entry["outcome"] == "saved":
+                assert entry["url"] not in recorded
+                recorded[entry["url"]] = entry["doc"]
+            elif entry["outcome"] == "moved":
+                moves[entry["url"]] = (entry["moved_from"], entry["doc"])
     assert len(names) == 2
-    assert sorted(recorded) == sorted((doc, page.url) for doc, page in pagedir_module.read_pages(pagedir))
+    for url, (old, new) in moves.items():
+        assert recorded[url] == old
+        recorded[url] = new
+    assert recorded == {page.url: doc for doc, page in pagedir_module.read_pages(pagedir)}
+
+
+def test_the_last_worker_records_the_pages_it_moves_into_freed_doc_ids(redis_url, tmp_path):
+    # index.html links to a missing page on b.test, then to a page of its own host: 4 requests at a
+    # time lease 2 a round trip, so both at once (docIDs 2 and 3). The missing one frees docID 2, and
+    # no page leased after it takes it.
+    for host in ("a.test", "b.test"):
+        (tmp_path / "site" / host).mkdir(parents=True)
+    (tmp_path / "site" / "a.test" / "index.html").write_text(
+        '<a href="http://b.test/missing.html">gone</a> <a href="there.html">there</a>'
+    )
+    (tmp_path / "site" / "a.test" / "there.html").write_text("<p>here</p>")
+    pagedir, record = tmp_path / "pages", tmp_path / "worker.jsonl"
+    pagedir.mkdir()
+    seed = "http://a.test/index.html"
+    command = [str(BIN / "tse"), "crawl", seed, str(pagedir), "1", "--prefix", "http://a.test/,http://b.test/"]
+    command += ["--redis", redis_url]
+    command += ["--record", str(record)]
+    command += ["-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS=4"]
+    with SiteServer(tmp_path / "site") as proxy:
+        [(status, _, err)] = finish([start_worker(command, proxy)])
+    assert status == 0, err[-3000:]
+    assert saved_pages(pagedir) == [(seed, 0), ("http://a.test/there.html", 1)]
+    entries = [json.loads(line) for line in record.read_text().splitlines()]
+    assert {entry["url"]: entry["doc"] for entry in entries if entry["outcome"] == "saved"} == {
+        seed: 1,
+        "http://a.test/there.html": 3,
+    }
+    assert [
+        (entry["url"], entry["depth"], entry["moved_from"], entry["doc"], entry["worker"] is not None)
+        for entry in entries
+        if entry["outcome"] == "moved"
+    ] == [("http://a.test/there.html", 1, 3, 2, True)]
+    # The report counts requests: the moved line is not one.
+    report = tmp_path / "report.html"
+    made = run_tse("report", record, "--out", report)
+    counts = f"{len(entries) - 1} requests, 2 pages saved, 1 failed, from 1 record file"
+    assert made.stderr.decode() == f"tse report: wrote {report}: {counts}\n"

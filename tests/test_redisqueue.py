@@ -222,7 +222,9 @@ def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_
         else:
             pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
             finish(q, request, saved=True)
-    fill_doc_id_holes(crawl, tmp_path)
+    moves = []
+    fill_doc_id_holes(crawl, tmp_path, lambda old, new: moves.append((old, new)))
+    assert moves == [(4, 2)]  # 5 was the last docID, and freed: nothing moved into it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
     assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [
         "http://a.test/0",

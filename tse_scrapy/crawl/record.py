@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, replace
 from time import monotonic, time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.exceptions import CloseSpider, IgnoreRequest, NotConfigured
@@ -240,6 +241,11 @@ class CrawlRecordMiddleware:
         attempt.start = attempt.end - min(latency, held) if latency is not None else attempt.sent
 
     # Each page's fate
+
+    def moved(self, url: str, depth: int, old_doc: int, new_doc: int) -> None:
+        """Saved page *old_doc* is *new_doc* now (a distributed crawl's last worker fills freed docIDs)."""
+        host = urlsplit(url).hostname or ""
+        self._write(_Attempt(url, depth, host, time()), "moved", doc=new_doc, moved_from=old_doc)
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         attempt = self.pending.pop(_page_key(response.request), None)

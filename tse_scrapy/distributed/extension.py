@@ -4,19 +4,22 @@ It connects to the crawl the spider created or joined (``join``) for the
 scheduler, dupefilter, pipeline and politeness middleware, registers this
 worker, and at the end lets exactly one worker clean up: fill the docID
 holes (a page that fails frees its docID for the next page leased; those
-freed after the last lease stay free) with the last pages, and remove the
-crawl's keys (unless a worker was started with TSE_REDIS_KEEP).
+freed after the last lease stay free) with the last pages, saying so in its
+crawl record, and remove the crawl's keys (unless a worker was started with
+TSE_REDIS_KEEP).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import redis
 from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
+from ..crawl.record import CrawlRecordMiddleware
 from ..exitcodes import SUCCESS_REASONS
 from ..rules import pagedir
 from .store import RedisCrawl, connect, worker_name
@@ -72,10 +75,18 @@ class DistributedCrawlExtension:
         status = self.crawl.status()
         if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
             return  # not over, or another worker is cleaning up
-        fill_doc_id_holes(self.crawl, self.directory)
+        fill_doc_id_holes(self.crawl, self.directory, self._record_move)
         logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
         if not self.crawl.kept():
             self.crawl.remove()
+
+    def _record_move(self, old: int, new: int) -> None:
+        """Page *old* is page *new* now: a line in this worker's crawl record (when it keeps one)."""
+        # Built after the extensions, so its spider_closed (which closes the file) runs after this one's.
+        record = self.crawler.get_downloader_middleware(CrawlRecordMiddleware)
+        if record is not None:
+            page = pagedir.read_page(self.directory, new)
+            record.moved(page.url, page.depth, old, new)
 
     def count_round_trips(self) -> None:
         """Put this worker's Redis round trips in the crawl's stats (``tse/redis_round_trips``, and per page)."""
@@ -88,12 +99,15 @@ class DistributedCrawlExtension:
         logger.info("Worker %s: %d Redis round trips for %d pages saved", self.worker, round_trips, pages)
 
 
-def fill_doc_id_holes(crawl: RedisCrawl, directory: str) -> None:
-    """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap."""
+def fill_doc_id_holes(crawl: RedisCrawl, directory: str, moved: Callable[[int, int], None] | None = None) -> None:
+    """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap;
+    ``moved(old, new)`` is called after each page moved."""
     for hole in sorted(crawl.free_doc_ids(), reverse=True):
         last = crawl.move_last_doc(hole)
         if last != hole:
             pagedir.move_page(directory, last, hole)
+            if moved is not None:
+                moved(last, hole)
         else:
             pagedir.remove_page(directory, hole)
 

@@ -55,7 +55,7 @@ class RecordFile:
 class Totals:
     """The crawl's totals, as the report's totals table shows them."""
 
-    requests: int  # record lines read
+    requests: int  # record lines read, but ``moved`` ones
     pages_saved: int
     pages_failed: int
     ignored_external: int
@@ -118,6 +118,8 @@ class Records:
 
     def add(self, record: RequestRecord) -> None:
         """Count one request in every aggregate."""
+        if record.outcome == "moved":
+            return  # not a request: a saved page given a freed docID at the end of a distributed crawl
         self.requests += 1
         self.outcomes[record.outcome] += 1
         if record.outcome == "failed":

@@ -1,4 +1,5 @@
-"""The crawl record (``tse crawl --record FILE.jsonl``): one JSON object a line, one line a request.
+"""The crawl record (``tse crawl --record FILE.jsonl``): one JSON object a line, one line a request
+(and a ``moved`` line for each page a distributed crawl renumbers at its end).
 
 Each line says what happened to one request the crawler made::
 
@@ -14,7 +15,10 @@ Each line says what happened to one request the crawler made::
 failed and was tried again), ``robots`` (a robots.txt fetch) and ``unsaved``
 (fetched, not saved: the crawl stopped first, or the page was dropped).
 A page read back from its file on resume (written just before a kill) has a
-``saved`` line with no times.
+``saved`` line with no times.  ``moved`` is not a request: at the end of a
+distributed crawl, the last worker gives the last pages the docIDs that pages
+which failed left free, and says so in its record (``doc`` the page's docID
+now, ``moved_from`` the one its ``saved`` line gave).
 ``start`` and ``end`` are Unix times of the exchange (``start`` is null for a
 request refused before it was sent), ``wait`` the seconds the politeness
 delay held it back.  A scanned page's line lists the links found on it
@@ -30,7 +34,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "unsaved")
+OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "unsaved", "moved")
 IGNORED_KINDS = ("external", "duplicate", "denied")
 
 # Bounds on a line read back (a record file is input like any other), and on the links
@@ -65,6 +69,7 @@ class RequestRecord:
     links: tuple[str, ...] = ()
     more_links: int = 0  # links found but not listed (beyond MAX_LINKS or MAX_LINKS_TEXT)
     ignored: dict[str, int] = field(default_factory=dict)
+    moved_from: int | None = None  # a ``moved`` line: the docID the page had
 
     @property
     def elapsed(self) -> float | None:
@@ -90,6 +95,8 @@ def format_record(record: RequestRecord) -> str:
     ignored = {kind: count for kind, count in record.ignored.items() if count}
     if ignored:
         fields["ignored"] = ignored
+    if record.moved_from is not None:
+        fields["moved_from"] = record.moved_from
     return json.dumps(fields, separators=(",", ":")) + "\n"
 
 
@@ -131,6 +138,7 @@ def parse_record(line: str | bytes) -> RequestRecord:
         links=tuple(links),
         more_links=_count(data, "more_links", 0),
         ignored=dict(ignored),
+        moved_from=_count(data, "moved_from", None),
     )
 
 
