@@ -201,7 +201,9 @@ def previous_code() -> Path:
     if not (PREVIOUS / "tse_scrapy" / "cli.py").is_file():
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
         subprocess.run(["git", "worktree", "add", "--detach", str(PREVIOUS), PREVIOUS_COMMIT], cwd=ROOT, check=True)
+    # Both sides of a comparison compiled alike, however the bench is run.
     compile_bytecode(PREVIOUS)
+    compile_bytecode(ROOT)
     return PREVIOUS
 
 

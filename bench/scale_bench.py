@@ -10,7 +10,7 @@ the machine moves all crawls of a round alike).  Each worker logs its stats
 to a file; ``tse/redis_round_trips`` (counted by the worker's Redis client,
 ``distributed/store.py``) over the pages saved is the Redis round trips per
 page.  The CPU seconds of the crawl processes, of Redis and of the proxy
-show how busy the 2 cores were: a worker's Redis work runs on the same cores.
+show how busy the machine's cores were: a worker's Redis work runs on the same cores.
 
 Run by bench/run.py, or alone: ``python bench/scale_bench.py [PAGES]``
 (or ``BENCH_SCALE_PAGES``).
@@ -39,6 +39,7 @@ FANOUT = 8
 WORKERS = tuple(int(n) for n in os.environ.get("BENCH_SCALE_WORKERS", "1,2").split(","))
 ROUNDS = int(os.environ.get("BENCH_SCALE_ROUNDS", "1"))
 CONCURRENCY = 16
+CORES = len(os.sched_getaffinity(0))
 ROUND_TRIPS = re.compile(r"'tse/redis_round_trips': (\d+)")
 
 
@@ -234,13 +235,13 @@ def report(pages: int, rounds: int, results: dict[int, list[Result]]) -> list[st
         f"`DOWNLOAD_DELAY=0`, `CONCURRENT_REQUESTS={CONCURRENCY}` per process, through one proxy on "
         f"127.0.0.1 (`tse_scrapy/devtools/siteserver.py`, one Python process). {each}; "
         "the crawls of a round run one after the other (every other round in the reverse order) "
-        "on the same 2 cores as the proxy and Redis, "
+        f"on the same {CORES} cores as the proxy and Redis, "
         f"writing their pages to {'memory (tmpfs)' if MEMORY_OUT != WORK else 'bench/work'}.",
         "Redis round trips per page: the workers' `tse/redis_round_trips` (counted by their Redis client) "
         "over the pages saved. Redis bytes per URL: memory used above the empty server's, divided by the "
         "URLs seen, at the peak (frontier full) and after the crawl (kept with `--keep`: seen set and docID records). "
         "CPU: medians of the crawl processes' CPU seconds (all workers together), Redis's and the proxy's "
-        "during the crawl; cores busy: their sum over the wall time, out of 2.",
+        f"during the crawl; cores busy: their sum over the wall time, out of {CORES}.",
         "",
         *rows,
         "",

@@ -299,7 +299,7 @@ def test_each_worker_archives_and_records_its_own_exchanges(redis_url, site, tmp
     assert {url: bodies.get(url) for url in saved} == saved
     # Each worker's record names the worker; together they hold each page saved, once, with its docID
     # (the one a "moved" line gives it, when the last worker gave it a docID freed by a failed page).
-    recorded, moves, names = {}, {}, set()
+    recorded, moves, names = {}, [], set()  # docID -> URL
     for record in records:
         entries = [json.loads(line) for line in record.read_text().splitlines()]
         workers_named = {entry["worker"] for entry in entries}
@@ -307,15 +307,15 @@ def test_each_worker_archives_and_records_its_own_exchanges(redis_url, site, tmp
         names |= workers_named
         for entry in entries:
             if entry["outcome"] == "saved":
-                assert entry["url"] not in recorded
-                recorded[entry["url"]] = entry["doc"]
+                assert entry["doc"] not in recorded
+                recorded[entry["doc"]] = entry["url"]
             elif entry["outcome"] == "moved":
-                moves[entry["url"]] = (entry["moved_from"], entry["doc"])
+                moves.append((entry["moved_from"], entry["doc"]))
     assert len(names) == 2
-    for url, (old, new) in moves.items():
-        assert recorded[url] == old
-        recorded[url] = new
-    assert recorded == {page.url: doc for doc, page in pagedir_module.read_pages(pagedir)}
+    for old, new in moves:
+        assert new not in recorded
+        recorded[new] = recorded.pop(old)
+    assert recorded == {doc: page.url for doc, page in pagedir_module.read_pages(pagedir)}
 
 
 def test_the_last_worker_records_the_pages_it_moves_into_freed_doc_ids(redis_url, tmp_path):

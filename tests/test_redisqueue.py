@@ -235,6 +235,29 @@ def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_
     assert crawl.reserve_doc_id(keys[3]) == (2, True)  # the record follows the file
 
 
+def test_a_page_fills_one_hole_at_most(redis_url, tmp_path):
+    from tse_scrapy.distributed.extension import fill_doc_id_holes
+    from tse_scrapy.rules import pagedir
+
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
+    q = queue(redis_url)
+    for n in range(6):
+        push(q, str(n), 1)
+    leased = q.settle(lease=6)[1]
+    for n, request in enumerate(leased, start=1):
+        if n in (4, 5):  # two holes just under the last page: it fills the lower one, and moves no further
+            finish(q, request, failed=True)
+        else:
+            pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
+            finish(q, request, saved=True)
+    moves = []
+    fill_doc_id_holes(crawl, tmp_path, lambda old, new: moves.append((old, new)))
+    assert moves == [(6, 4)]
+    assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3, 4)] == [f"http://a.test/{n}" for n in (0, 1, 2, 5)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3", "4"]
+    assert crawl.last_doc_id() == 4
+
+
 def test_a_worker_joining_with_default_arguments_takes_the_crawls_own(redis_url, tmp_path):
     from tse_scrapy.cli import build_parser
     from tse_scrapy.crawlstart import prepare_crawl

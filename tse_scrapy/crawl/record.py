@@ -171,7 +171,12 @@ class CrawlRecordMiddleware:
             worker=self.worker,
             ignored=ignored,
         )
-        line = format_record(replace(record, **fields) if fields else record).encode("ascii")
+        self._write_line(replace(record, **fields) if fields else record)
+
+    def _write_line(self, record: RequestRecord) -> None:
+        if self.fd is None:
+            return
+        line = format_record(record).encode("ascii")
         try:
             os.write(self.fd, line)
         except OSError as error:
@@ -244,8 +249,9 @@ class CrawlRecordMiddleware:
 
     def moved(self, url: str, depth: int, old_doc: int, new_doc: int) -> None:
         """Saved page *old_doc* is *new_doc* now (a distributed crawl's last worker fills freed docIDs)."""
+        # Not a request: the links ignored since the line before stay for the next request's line.
         host = urlsplit(url).hostname or ""
-        self._write(_Attempt(url, depth, host, time()), "moved", doc=new_doc, moved_from=old_doc)
+        self._write_line(RequestRecord(url, "moved", depth, host, doc=new_doc, worker=self.worker, moved_from=old_doc))
 
     def item_scraped(self, item: Any, response: Response, spider: Spider) -> None:
         attempt = self.pending.pop(_page_key(response.request), None)

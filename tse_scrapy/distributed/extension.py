@@ -84,9 +84,14 @@ class DistributedCrawlExtension:
         """Page *old* is page *new* now: a line in this worker's crawl record (when it keeps one)."""
         # Built after the extensions, so its spider_closed (which closes the file) runs after this one's.
         record = self.crawler.get_downloader_middleware(CrawlRecordMiddleware)
-        if record is not None:
+        if record is None:
+            return
+        try:
             page = pagedir.read_page(self.directory, new)
-            record.moved(page.url, page.depth, old, new)
+        except (OSError, ValueError) as error:  # the clean-up goes on: the record only lacks this line
+            logger.warning("Cannot record the move of page %d to docID %d: %s", old, new, error)
+            return
+        record.moved(page.url, page.depth, old, new)
 
     def count_round_trips(self) -> None:
         """Put this worker's Redis round trips in the crawl's stats (``tse/redis_round_trips``, and per page)."""
@@ -101,8 +106,13 @@ class DistributedCrawlExtension:
 
 def fill_doc_id_holes(crawl: RedisCrawl, directory: str, moved: Callable[[int, int], None] | None = None) -> None:
     """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap;
-    ``moved(old, new)`` is called after each page moved."""
-    for hole in sorted(crawl.free_doc_ids(), reverse=True):
+    ``moved(old, new)`` is called after each page moved.  A page moves once at most: a
+    free last docID is dropped, else the last page fills the lowest hole."""
+    holes = set(crawl.free_doc_ids())
+    while holes:
+        last = crawl.last_doc_id()
+        hole = last if last in holes else min(holes)
+        holes.discard(hole)
         last = crawl.move_last_doc(hole)
         if last != hole:
             pagedir.move_page(directory, last, hole)

@@ -16,9 +16,11 @@ failed and was tried again), ``robots`` (a robots.txt fetch) and ``unsaved``
 (fetched, not saved: the crawl stopped first, or the page was dropped).
 A page read back from its file on resume (written just before a kill) has a
 ``saved`` line with no times.  ``moved`` is not a request: at the end of a
-distributed crawl, the last worker gives the last pages the docIDs that pages
-which failed left free, and says so in its record (``doc`` the page's docID
-now, ``moved_from`` the one its ``saved`` line gave).
+distributed crawl, the worker that finishes it gives the last pages the
+docIDs left free (by pages that failed, or were saved under their redirect's
+URL), each page once at most, and says so in its record when it keeps one
+(``doc`` the page's docID now, ``moved_from`` the docID of its ``saved``
+line: join on it, since ``url`` is the page file's, normalized).
 ``start`` and ``end`` are Unix times of the exchange (``start`` is null for a
 request refused before it was sent), ``wait`` the seconds the politeness
 delay held it back.  A scanned page's line lists the links found on it
