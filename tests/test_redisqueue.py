@@ -9,10 +9,12 @@ import pytest
 import redis
 import scrapy
 
+from tse_scrapy.distributed.extension import fill_doc_id_holes
 from tse_scrapy.distributed.join import create_or_join_crawl
 from tse_scrapy.distributed.keys import CrawlKeys
 from tse_scrapy.distributed.queue import LeasedLevelQueue
 from tse_scrapy.distributed.store import RedisCrawl, connect, url_fingerprint
+from tse_scrapy.rules import pagedir
 from tse_scrapy.rules.crawlargs import ArgumentError
 
 SPIDER = scrapy.Spider(name="t")
@@ -205,56 +207,45 @@ def test_an_unreachable_redis_is_one_line(tmp_path):
         )
 
 
-def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_url, tmp_path):
-    from tse_scrapy.distributed.extension import fill_doc_id_holes
-    from tse_scrapy.rules import pagedir
-
+def fill_holes_after(redis_url, directory, pages, failed):
+    """Lease *pages* pages (docIDs 1..pages), fail those numbered in *failed* and save the others
+    (URL http://a.test/N-1), then fill the holes: (the crawl, the moves made, the URL keys leased)."""
     crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
     q = queue(redis_url)
-    for n in range(5):
+    for n in range(pages):
         push(q, str(n), 1)
-    leased = q.settle(lease=5)[1]
-    keys = [request.meta["tse_reserved"].fingerprint for request in leased]
-    assert [request.meta["tse_reserved"].doc_id for request in leased] == [1, 2, 3, 4, 5]
+    leased = q.settle(lease=pages)[1]
+    assert [request.meta["tse_reserved"].doc_id for request in leased] == list(range(1, pages + 1))
     for n, request in enumerate(leased, start=1):
-        if n in (2, 5):
+        if n in failed:
             finish(q, request, failed=True)  # fetched again after a worker died, and failed
         else:
-            pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
+            pagedir.write_page(directory, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
             finish(q, request, saved=True)
     moves = []
-    fill_doc_id_holes(crawl, tmp_path, lambda old, new: moves.append((old, new)))
+    fill_doc_id_holes(crawl, directory, lambda old, new: moves.append((old, new)))
+    return crawl, moves, [request.meta["tse_reserved"].fingerprint for request in leased]
+
+
+def urls_in(directory):
+    return [page.url for _, page in pagedir.read_pages(directory)]
+
+
+def test_holes_left_by_failed_reservations_are_filled_with_the_last_pages(redis_url, tmp_path):
+    crawl, moves, keys = fill_holes_after(redis_url, tmp_path, 5, failed=(2, 5))
     assert moves == [(4, 2)]  # 5 was the last docID, and freed: nothing moved into it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3"]
-    assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3)] == [
-        "http://a.test/0",
-        "http://a.test/3",
-        "http://a.test/2",
-    ]
+    assert urls_in(tmp_path) == ["http://a.test/0", "http://a.test/3", "http://a.test/2"]
     assert crawl.last_doc_id() == 3
     assert crawl.reserve_doc_id(keys[3]) == (2, True)  # the record follows the file
 
 
 def test_a_page_fills_one_hole_at_most(redis_url, tmp_path):
-    from tse_scrapy.distributed.extension import fill_doc_id_holes
-    from tse_scrapy.rules import pagedir
-
-    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "t")
-    q = queue(redis_url)
-    for n in range(6):
-        push(q, str(n), 1)
-    leased = q.settle(lease=6)[1]
-    for n, request in enumerate(leased, start=1):
-        if n in (4, 5):  # two holes just under the last page: it fills the lower one, and moves no further
-            finish(q, request, failed=True)
-        else:
-            pagedir.write_page(tmp_path, n, pagedir.Page(f"http://a.test/{n - 1}", 1, b"x"))
-            finish(q, request, saved=True)
-    moves = []
-    fill_doc_id_holes(crawl, tmp_path, lambda old, new: moves.append((old, new)))
+    # Two holes just under the last page: it fills the lower one, and moves no further.
+    crawl, moves, _ = fill_holes_after(redis_url, tmp_path, 6, failed=(4, 5))
     assert moves == [(6, 4)]
-    assert [pagedir.read_page(tmp_path, n).url for n in (1, 2, 3, 4)] == [f"http://a.test/{n}" for n in (0, 1, 2, 5)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["1", "2", "3", "4"]
+    assert urls_in(tmp_path) == [f"http://a.test/{n}" for n in (0, 1, 2, 5)]
     assert crawl.last_doc_id() == 4
 
 

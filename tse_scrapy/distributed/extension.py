@@ -110,8 +110,8 @@ def fill_doc_id_holes(crawl: RedisCrawl, directory: str, moved: Callable[[int, i
     free last docID is dropped, else the last page fills the lowest hole."""
     holes = set(crawl.free_doc_ids())
     while holes:
-        last = crawl.last_doc_id()
-        hole = last if last in holes else min(holes)
+        top = crawl.last_doc_id()
+        hole = top if top in holes else min(holes)
         holes.discard(hole)
         last = crawl.move_last_doc(hole)
         if last != hole:

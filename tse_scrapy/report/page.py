@@ -161,7 +161,7 @@ def _totals_rows(totals: Totals) -> list[dict]:
         return dict(name=name, label=label, plain=plain, note=note)
 
     return [
-        row("requests", "Requests", "record lines, but moved ones"),
+        row("requests", "Requests", "record lines other than moved ones"),
         row("pages_saved", "Pages saved"),
         row("pages_failed", "Pages failed"),
         row("ignored_external", "Links ignored: external", "off the crawled site"),

@@ -55,7 +55,7 @@ class RecordFile:
 class Totals:
     """The crawl's totals, as the report's totals table shows them."""
 
-    requests: int  # record lines read, but ``moved`` ones
+    requests: int  # record lines read, other than ``moved`` ones
     pages_saved: int
     pages_failed: int
     ignored_external: int
