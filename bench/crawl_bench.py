@@ -27,7 +27,6 @@ HOST = "http://cs50tse.cs.dartmouth.edu"
 # wget's time alone varies by a third from round to round here: more rounds than the others.
 FAST_ROUNDS = max(REPEAT, 7)
 WIKIPEDIA = f"{HOST}/tse/wikipedia/index.html"
-FAST_OUT = MEMORY_OUT  # the fast crawls write their pages to memory (common.py)
 
 
 def files_under(output: Path) -> int:
@@ -143,7 +142,7 @@ def fast_crawls(mirror: Path) -> list[str]:
     )
     proxy = server.stdout.readline().split()[-1]
     results: dict[str, list[tuple[float, float, int | None]]] = {}
-    work = FAST_OUT / f"tse-crawl-bench-{os.getpid()}"
+    work = MEMORY_OUT / f"tse-crawl-bench-{os.getpid()}"  # pages in memory (common.py)
     try:
         shutil.rmtree(work, ignore_errors=True)
         urls = fetched_urls(proxy, work / "urls")

@@ -95,8 +95,10 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_workers(commands: list[list[str]], env: dict) -> tuple[float, list[float], float]:
-    """Wall seconds until every command has exited, each one's peak RSS in MB, and their CPU seconds."""
+def run_workers(commands: list[list[str]], env: dict, proxy_pid: int) -> tuple[float, list[float], float, float]:
+    """Wall seconds until every command has exited, each one's peak RSS in MB, their CPU
+    seconds, and the proxy's CPU seconds meanwhile."""
+    proxy_before = cpu_seconds(proxy_pid)
     start = time.perf_counter()
     processes = [
         subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for command in commands
@@ -108,7 +110,7 @@ def run_workers(commands: list[list[str]], env: dict) -> tuple[float, list[float
             raise SystemExit(f"bench: a crawl failed: {' '.join(process.args)}")
         rss.append(usage.ru_maxrss / 1024)
         cpu += usage.ru_utime + usage.ru_stime
-    return time.perf_counter() - start, rss, cpu
+    return time.perf_counter() - start, rss, cpu, cpu_seconds(proxy_pid) - proxy_before
 
 
 def pages_in(out: Path) -> int:
@@ -132,9 +134,8 @@ class Result:
 
 
 def single_process(out: Path, env: dict, proxy_pid: int) -> Result:
-    proxy_before = cpu_seconds(proxy_pid)
-    wall, rss, cpu = run_workers([crawl_command(fresh(out))], env)
-    return Result(pages_in(out), wall, rss, (cpu, 0.0, cpu_seconds(proxy_pid) - proxy_before))
+    wall, rss, cpu, proxy_cpu = run_workers([crawl_command(fresh(out))], env, proxy_pid)
+    return Result(pages_in(out), wall, rss, (cpu, 0.0, proxy_cpu))
 
 
 def distributed(out: Path, work: Path, workers: int, env: dict, proxy_pid: int) -> Result:
@@ -148,9 +149,7 @@ def distributed(out: Path, work: Path, workers: int, env: dict, proxy_pid: int) 
             crawl_command(out, "--redis", redis_server.url, "--keep", "--log-file", str(log), "-s", "LOG_LEVEL=INFO")
             for log in logs
         ]
-        proxy_before = cpu_seconds(proxy_pid)
-        wall, rss, cpu = run_workers(commands, env)
-        proxy_cpu = cpu_seconds(proxy_pid) - proxy_before
+        wall, rss, cpu, proxy_cpu = run_workers(commands, env, proxy_pid)
         redis_cpu = client.info("cpu")
         memory = client.info("memory")
         seen = sum(client.scard(key) for key in client.scan_iter(match="tse:*:seen"))
