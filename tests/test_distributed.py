@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections import defaultdict
 
+import lxml.html
 import pytest
 import redis
 from warcio.archiveiterator import ArchiveIterator
@@ -354,3 +355,5 @@ def test_the_last_worker_records_the_pages_it_moves_into_freed_doc_ids(redis_url
     made = run_tse("report", record, "--out", report)
     counts = f"{len(entries) - 1} requests, 2 pages saved, 1 failed, from 1 record file"
     assert made.stderr.decode() == f"tse report: wrote {report}: {counts}\n"
+    [listed] = lxml.html.fromstring(report.read_bytes()).xpath('//ul[@id="record-files"]/li')
+    assert " ".join(listed.text_content().split()) == f"{record}: {len(entries) - 1} requests"

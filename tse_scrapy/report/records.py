@@ -40,6 +40,7 @@ class RecordFile:
 
     path: str
     records: int = 0
+    requests: int = 0  # the records that are requests (not ``moved`` lines)
     bad_lines: int = 0
     torn_last_line: bool = False
     reasons: list[str] = field(default_factory=list)
@@ -116,10 +117,10 @@ class Records:
     link_targets_capped: bool = False  # MAX_LINK_TARGETS reached: some in-links not counted
     _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
 
-    def add(self, record: RequestRecord) -> None:
-        """Count one request in every aggregate."""
+    def add(self, record: RequestRecord) -> bool:
+        """Count one request in every aggregate; False for a record that is not a request."""
         if record.outcome == "moved":
-            return  # not a request: a saved page given a freed docID at the end of a distributed crawl
+            return False  # a saved page given a freed docID at the end of a distributed crawl
         self.requests += 1
         self.outcomes[record.outcome] += 1
         if record.outcome == "failed":
@@ -140,6 +141,7 @@ class Records:
             self.scanned_pages.add(url)
             self._count_links({hash(link) for link in record.links})
         self._add_times(record)
+        return True
 
     def _count_links(self, targets: set[int]) -> None:
         if len(self.in_links) + len(targets) > MAX_LINK_TARGETS:
@@ -267,7 +269,7 @@ def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
             # The last line, cut short: a crawl killed mid-write.  Its record
             # is kept if only the newline is missing.
             try:
-                records.add(parse_record(line))
+                file.requests += records.add(parse_record(line))
                 file.records += 1
             except RecordError:
                 file.torn_last_line = True
@@ -279,7 +281,7 @@ def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
         except RecordError as error:
             file.skip(line_number, str(error))
             continue
-        records.add(record)
+        file.requests += records.add(record)
         file.records += 1
 
 
