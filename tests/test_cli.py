@@ -111,6 +111,8 @@ def test_unknown_spider_arguments_are_ignored(site):
         f"prefix={server.url}/",
         "-a",
         "_job=abc123",
+        "-a",
+        "tse_start=given",  # the name the command passes its decision under: text does not count
         "-s",
         "DOWNLOAD_DELAY=0",
     )

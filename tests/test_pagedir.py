@@ -76,7 +76,14 @@ def test_read_page_names_a_malformed_file(tmp_path):
 
 def test_marker_holds_pages_and_url(tmp_path):
     pagedir.mark(tmp_path)
-    assert (tmp_path / ".crawler").read_bytes() == b""
+    marker = tmp_path / ".crawler"
+    assert marker.read_bytes() == b""
+    os.utime(marker, ns=(1_000_000_000, 1_000_000_000))
+    pagedir.mark(tmp_path)  # there and empty: left as it is, its time included
+    assert marker.stat().st_mtime_ns == 1_000_000_000
+    marker.write_bytes(b"left over")
+    pagedir.mark(tmp_path)
+    assert marker.read_bytes() == b""
     (tmp_path / "\u00b2").write_text("a digit, but not a docID")
     (tmp_path / ".1.partial").write_text("")
     assert not pagedir.holds_pages(tmp_path)

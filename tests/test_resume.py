@@ -10,14 +10,13 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
-from tests.support.pages import saved_pages
+from tests.support.pages import saved_pages, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
+from tests.support.warcs import assert_valid
 from tse_scrapy.devtools.siteserver import Rule
-
-
-def tree(directory):
-    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+from tse_scrapy.resume.pagedirlock import lock_page_directory
+from tse_scrapy.rules.crawlargs import ArgumentError
 
 
 def page_files(directory):
@@ -143,16 +142,6 @@ def test_refuses_to_mix_crawls(tmp_path, serve):
     (out / ".tse-state.sqlite").unlink()
     assert tree(out) == before
     assert len(server.hits) == 3  # robots.txt and two pages, once
-
-
-def snapshot(directory):
-    """Everything under *directory*, hidden files included: each file's bytes and modification time,
-    and each directory's modification time (a file created then removed changes it)."""
-    entries = {".": directory.stat().st_mtime_ns}
-    for path in sorted(directory.rglob("*")):
-        name = path.relative_to(directory).as_posix()
-        entries[name] = (path.read_bytes(), path.stat().st_mtime_ns) if path.is_file() else path.stat().st_mtime_ns
-    return entries
 
 
 @pytest.mark.parametrize("command", ["tse crawl --resume", "scrapy crawl -a resume=yes"])
@@ -333,3 +322,94 @@ def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_j
     assert tree(out) == before
     assert (out / str(last)).stat().st_mtime_ns == mtime  # not written again
     assert [hit.key for hit in server.hits if hit.key != "/robots.txt"] == []
+
+
+def quiet_snapshot(directory):
+    """The snapshot of *directory*, if it stays the same for 0.2 s (else None)."""
+    first = snapshot(directory)
+    time.sleep(0.2)
+    return first if snapshot(directory) == first else None
+
+
+def test_a_page_directory_is_crawled_by_one_process_at_a_time(tmp_path, serve):
+    """A live crawl holds its page directory: another crawl of it, or a resume, is refused in one
+    line and writes nothing.  The kernel drops the lock with its process: after a SIGKILL, the
+    resume goes on, with its WARC (locked the same way)."""
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    server.rules["/a.html"] = Rule(delay=30)
+    out, warc = tmp_path / "out", tmp_path / "crawl.warc.gz"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    command = ["crawl", seed, str(out), "1", "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", "--warc", str(warc)]
+    process = subprocess.Popen(
+        [str(BIN / "tse"), *command], env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+
+        def waiting_for_a() -> bool:  # then, having saved the other two pages, the live crawl writes nothing
+            return page_files(out) == 2 and any(hit.key == "/a.html" for hit in server.hits)
+
+        wait_until(while_running(process, waiting_for_a, "waiting for a.html"), 30, "no request for a.html")
+        before = wait_until(lambda: quiet_snapshot(tmp_path), 10, "the crawl's files kept changing")
+        busy = f"{out} is in use by another crawl, still running: let it end (or stop it) first"
+        for options in (["--resume"], []):
+            refused = run_tse(*command, *options)
+            assert (refused.returncode, refused.stderr.decode()) == (2, f"tse crawl: {busy}\n"), options
+        refused = run_scrapy(
+            *("crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=1", "-a", f"prefix={prefix}"),
+            *("-a", "resume=yes", "-s", f"TSE_WARC={warc}"),
+        )
+        assert (refused.returncode, refused.stderr.decode()) == (2, f"scrapy crawl tse: {busy}\n")
+        assert snapshot(tmp_path) == before
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    server.rules.clear()
+    resumed = run_tse(*command, "--resume")
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert {url for url, _ in saved_pages(out)} == {seed, prefix + "a.html", prefix + "b.html"}
+    assert_valid(warc)
+
+
+# A crawl run from Python (Scrapy's CrawlerProcess): the spider decides how it starts.
+_FROM_PYTHON = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+from tse_scrapy.spiders.tse import TseSpider
+seed, pagedir, prefix, warc = sys.argv[1:]
+settings = get_project_settings()
+settings.setdict({"TSE_WARC": warc, "LOG_LEVEL": "WARNING", "DOWNLOAD_DELAY": 0})
+process = CrawlerProcess(settings)
+process.crawl(TseSpider, seed=seed, pagedir=pagedir, depth="1", prefix=prefix, resume="yes")
+process.start()
+"""
+
+
+def test_resuming_a_finished_crawl_from_python_touches_nothing(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out, warc = tmp_path / "out", tmp_path / "crawl.warc.gz"
+    out.mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    done = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", "--warc", warc)
+    assert done.returncode == 0, done.stderr.decode()
+    before, fetched = snapshot(tmp_path), len(server.hits)
+    time.sleep(0.05)  # a file written again would get a later modification time
+    env = clean_env(SCRAPY_SETTINGS_MODULE="tse_scrapy.settings")
+    command = [str(BIN / "python"), "-c", _FROM_PYTHON, seed, str(out), prefix, str(warc)]
+    resumed = subprocess.run(command, capture_output=True, env=env, cwd=ROOT, timeout=120)
+    assert resumed.returncode == 0 and b"Traceback" not in resumed.stderr, resumed.stderr.decode()
+    assert len(server.hits) == fetched  # not even robots.txt
+    assert snapshot(tmp_path) == before  # the pages, the marker, the WARC and its index
+
+
+def test_the_page_directory_lock_is_held_by_one_crawl_of_any_process(tmp_path):
+    first = lock_page_directory(tmp_path)
+    with pytest.raises(ArgumentError, match=f"^{tmp_path} is in use by another crawl, still running"):
+        lock_page_directory(tmp_path)  # this process's second crawl of it too
+    first.release()
+    first.release()  # once let go, again is nothing
+    lock_page_directory(tmp_path).release()
+    lock_page_directory(tmp_path / "gone").release()  # a directory that cannot be opened is not locked

@@ -63,3 +63,17 @@ def test_a_failed_page_commits_the_links_held_and_rows_go_on_after_a_restart(tmp
     state.finished(None)
     assert committed(path)[0] == [(second, None), (again, None)]
     state.close()
+
+
+def test_a_page_not_written_commits_its_links_with_its_saved(tmp_path):
+    """A page read back on resume, or unchanged in an update, has no ``writing`` commit: its
+    ``saved`` commits its own row (moved to pages) and the links found on it."""
+    path = tmp_path / "state.sqlite"
+    state = CrawlStateDB(path)
+    seed = state.push(request("http://h/index.html"))  # never written to the database before its page is done
+    state.add_seen("http://h/index.html")
+    a = state.push(request("http://h/a.html"))  # found on the seed
+    state.add_seen("http://h/a.html")
+    state.saved(seed, 1, with_links=True)
+    assert committed(path) == ([(a, None)], {"http://h/index.html", "http://h/a.html"}, [1])
+    state.close()

@@ -4,18 +4,17 @@ pages must be the same) and the changes the test itself made."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
 import signal
-import sqlite3
 import subprocess
 import time
 
 import pytest
 
 from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.pages import catalog_rows, changes, tree
 from tests.support.reference import build_page_directory
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
@@ -44,10 +43,6 @@ def page_files(directory) -> dict[int, tuple[str, int, int, bytes]]:
 
 def gone(directory) -> set[int]:
     return set(pagedir.gone_docs(directory))
-
-
-def changes(path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def edit(root, name, old, new):
@@ -227,21 +222,6 @@ def test_scrapy_crawl_updates_with_the_update_argument(tmp_path, serve):
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert b"0 new, 1 changed, 1 unchanged, 0 gone" in result.stderr
     assert b"new words" in (out / "2").read_bytes()
-
-
-def tree(directory) -> dict[str, bytes]:
-    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
-
-
-def catalog_rows(directory) -> list[tuple]:
-    """The catalog without its times (an interrupted update ran at other instants)."""
-    connection = sqlite3.connect(directory / ".tse-pages.sqlite")
-    try:
-        rows = [json.loads(record) for (record,) in connection.execute("SELECT record FROM pages ORDER BY doc_id")]
-    finally:
-        connection.close()
-    timeless = ("first_seen", "last_visit", "last_change", "fetched")
-    return [tuple((k, v) for k, v in row.items() if k not in timeless) for row in rows]
 
 
 def test_an_update_killed_anywhere_resumes_to_the_same_directory(tmp_path, serve):

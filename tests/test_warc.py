@@ -19,20 +19,27 @@ import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlsplit
 
 import pytest
 from scrapy import Request
 from scrapy.exceptions import CloseSpider, DropItem
 from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
-from warcio.archiveiterator import ArchiveIterator
 
 import tse_scrapy.settings as project_settings
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, scrapy_crawl_site
-from tests.support.pages import saved_pages
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.killat import run_tse_until
+from tests.support.pages import saved_pages, snapshot
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
+from tests.support.warcs import (
+    assert_index_points_at_records,
+    assert_valid,
+    path_of,
+    read_warc,
+    responses,
+    warcio_check,
+)
 from tse_scrapy import __version__
 from tse_scrapy.crawl import warc as warc_module
 from tse_scrapy.crawl.items import PageItem
@@ -45,108 +52,6 @@ from tse_scrapy.rules import pagedir
 
 PROJECT_SETTINGS = {name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()}
 HTML = b"<html><head><title>zipped</title></head><body><p>Compressed on the wire.</p></body></html>\n"
-
-
-def read_warc(path):
-    """Every record of *path*: its type, WARC and HTTP headers, payload as stored and decoded, and offset."""
-    records = []
-    with open(path, "rb") as stream:
-        iterator = ArchiveIterator(stream)
-        for record in iterator:
-            raw = record.raw_stream.read() if record.rec_type == "response" else None
-            records.append(
-                {
-                    "type": record.rec_type,
-                    "version": record.rec_headers.protocol,
-                    "warc": dict(record.rec_headers.headers),
-                    "http": record.http_headers,
-                    "raw": raw,
-                    "offset": iterator.get_record_offset(),
-                }
-            )
-    # Decoded payloads (Content-Encoding undone) in a second pass: a record's stream is read once.
-    with open(path, "rb") as stream:
-        for record, entry in zip(ArchiveIterator(stream), records, strict=True):
-            entry["decoded"] = record.content_stream().read()
-    return records
-
-
-def warcio_check(path):
-    """warcio's own checker: every record parses and its digests match."""
-    result = subprocess.run([str(BIN / "warcio"), "check", "-v", str(path)], capture_output=True, timeout=60)
-    return result.returncode, result.stdout.decode()
-
-
-def assert_valid(path):
-    """warcio check passes with a digest on every record; one warcinfo, first; requests paired."""
-    status, report = warcio_check(path)
-    assert status == 0, report
-    records = read_warc(path)
-    assert report.count("digest pass") == sum(r["type"] != "revisit" for r in records), report
-    assert [r["type"] for r in records].count("warcinfo") == 1
-    assert records[0]["type"] == "warcinfo"
-    assert {r["version"] for r in records} == {"WARC/1.1"}
-    answers = {r["warc"]["WARC-Record-ID"]: r for r in records if r["type"] in ("response", "revisit")}
-    requests = [r for r in records if r["type"] == "request"]
-    # Every request is paired with exactly one answer to the same URL, and every answer with one request.
-    assert sorted(r["warc"]["WARC-Concurrent-To"] for r in requests) == sorted(answers)
-    for request in requests:
-        answer = answers[request["warc"]["WARC-Concurrent-To"]]
-        assert request["warc"]["WARC-Target-URI"] == answer["warc"]["WARC-Target-URI"]
-    for record in records:
-        assert record["warc"]["WARC-Block-Digest"].startswith("sha1:")
-        if record["type"] == "response":
-            assert record["warc"]["WARC-Payload-Digest"].startswith("sha1:")
-    return records
-
-
-def responses(records):
-    return [r for r in records if r["type"] == "response"]
-
-
-def path_of(record):
-    return urlsplit(record["warc"]["WARC-Target-URI"]).path
-
-
-def read_cdxj(path):
-    lines = path.read_text().splitlines()
-    assert lines == sorted(lines)
-    entries = []
-    for line in lines:
-        key, timestamp, fields = line.split(" ", 2)
-        assert len(timestamp) == 14 and timestamp.isdigit()
-        entries.append((key, json.loads(fields)))
-    return entries
-
-
-def assert_index_points_at_records(warc):
-    """The CDXJ beside *warc* lists every response and revisit, each offset pointing at its record;
-    built record by record as the crawl wrote them, it is the one cdxj-indexer makes of the whole file."""
-    whole_file = subprocess.run([str(BIN / "cdxj-indexer"), "-s", str(warc)], capture_output=True, timeout=60)
-    assert whole_file.returncode == 0, whole_file.stderr.decode()
-    assert cdxj_path(warc).read_bytes() == whole_file.stdout
-    records = read_warc(warc)
-    entries = read_cdxj(cdxj_path(warc))
-    listed = Counter((fields["url"], int(fields["offset"])) for _, fields in entries)
-    expected = Counter(
-        (r["warc"]["WARC-Target-URI"], r["offset"]) for r in records if r["type"] in ("response", "revisit")
-    )
-    assert listed == expected
-    with open(warc, "rb") as stream:
-        for key, fields in entries:
-            assert fields["filename"] == warc.name
-            stream.seek(int(fields["offset"]))
-            record = next(iter(ArchiveIterator(stream)))
-            assert record.rec_type in ("response", "revisit")
-            assert record.rec_headers.get_header("WARC-Target-URI") == fields["url"]
-            assert key.split(")")[0] == surt_host(fields["url"])
-    return entries
-
-
-def surt_host(url):
-    """The host part of a SURT key: 127.0.0.1:8080 -> 1,0,0,127:8080."""
-    host, _, port = urlsplit(url).netloc.partition(":")
-    return ",".join(reversed(host.split("."))) + (f":{port}" if port else "")
 
 
 def page_files(directory):
@@ -743,3 +648,30 @@ def test_an_update_archives_a_304_as_a_revisit_of_the_first_crawl(tmp_path, serv
     changed = answers[f"{server.url}/b.html"]
     saved = {page.url: page.body for _, page in pagedir.read_pages(out)}
     assert changed["type"] == "response" and changed["decoded"] == saved[f"{server.url}/b.html"]
+
+
+def test_a_crawl_killed_as_it_indexes_its_warc_resumes_to_the_index_and_then_has_nothing_to_do(tmp_path, serve):
+    """The crawl state goes last: a crawl killed once its pages are saved, as it writes the CDXJ,
+    is still an interrupted crawl; its resume writes the index of the whole file.  Resumed again,
+    the finished crawl says so, and touches neither its pages nor its WARC."""
+    site = generate_site(tmp_path / "site", pages=12, fanout=2, seed=3, external=0, dead=1)
+    server = serve(site.root)
+    out, warc = tmp_path / "out", tmp_path / "crawl.warc.gz"
+    out.mkdir()
+    arguments = ["crawl", f"{server.url}/index.html", str(out), "10", "--prefix", f"{server.url}/"]
+    arguments += ["-s", "DOWNLOAD_DELAY=0", "--warc", str(warc)]
+    killed = run_tse_until(["open", str(tmp_path / ".crawl.cdxj.partial"), "1"], arguments)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()[-2000:]
+    assert (out / ".tse-state.sqlite").is_file() and not cdxj_path(warc).exists()
+    resumed = run_tse(*arguments, "--resume")
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert not (out / ".tse-state.sqlite").exists()
+    assert len(assert_index_points_at_records(warc)) == len(responses(assert_valid(warc)))
+
+    before, hits = snapshot(tmp_path), len(server.hits)
+    again = run_tse(*arguments, "--resume")
+    assert (again.returncode, again.stderr.decode()) == (
+        0,
+        f"tse crawl: {out} holds a finished crawl: nothing to resume\n",
+    )
+    assert snapshot(tmp_path) == before and len(server.hits) == hits

@@ -512,7 +512,7 @@ def crawl(options: argparse.Namespace) -> int:
     process = AsyncCrawlerProcess(settings)
     logging.getLogger("scrapy.crawler").addFilter(_show_shutdown)
     crawler = process.create_crawler(TseSpider)
-    process.crawl(crawler, **{k: v for k, v in spider_args.items() if v is not None})
+    process.crawl(crawler, tse_start=start, **{k: v for k, v in spider_args.items() if v is not None})
     process.start()
     if process.bootstrap_failed:
         return FAILED

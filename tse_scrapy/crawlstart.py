@@ -9,14 +9,17 @@ a distributed crawl, created or joined in Redis.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, start_mode
+from .resume.statedb import UnreadableDatabase
 from .rules import pagedir
 from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_same_crawl, is_yes
-from .update.catalog import catalog_arguments
+from .update import catalog
 
 Setting = Callable[[str], Any]  # reads one setting by name
 
@@ -28,6 +31,10 @@ class CrawlStart:
     args: CrawlArgs
     mode: StartMode = StartMode.NEW
     distributed_name: str | None = None  # set for a worker of a distributed crawl
+    updated_at: float | None = None  # UPDATED: when the update finished (Unix time)
+    # The page directory's, held by a crawl of one process that has something to do; released
+    # when the crawl has closed.
+    lock: PageDirectoryLock | None = field(default=None, compare=False)
 
     @property
     def update(self) -> bool:
@@ -39,41 +46,78 @@ class CrawlStart:
         """Why the crawl has nothing to do (a message for the user), or None."""
         if self.mode is StartMode.FINISHED:
             return f"{self.args.pagedir} holds a finished crawl: nothing to resume"
+        if self.mode is StartMode.UPDATED:
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.updated_at or 0))
+            return (
+                f"{self.args.pagedir} holds an update finished at {when}: nothing to resume "
+                "(to update it again, leave out --resume or -a resume=yes)"
+            )
         return None
 
 
 def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     """Check the spider's arguments and the settings; raise ArgumentError (one line) to refuse.
 
-    With TSE_REDIS_URL, the distributed crawl is created in Redis (first
-    worker) or joined (later ones).
+    A crawl of one process holds its page directory's lock from here until it
+    has closed (``CrawlStart.lock``, ``resume/pagedirlock.py``); one that is
+    refused, or has nothing to do, lets it go.  With TSE_REDIS_URL, the
+    distributed crawl is created in Redis (first worker) or joined (later ones).
     """
-    redis_url = setting("TSE_REDIS_URL")
+    if setting("TSE_REDIS_URL"):
+        return _prepare_distributed_crawl(spider_args, setting)
+    args = check_crawl_args(**spider_args)
+    lock = lock_page_directory(args.pagedir)
+    try:
+        start = _prepare_local_crawl(args, spider_args, setting)
+    except BaseException:
+        lock.release()
+        raise
+    if start.nothing_to_do:
+        lock.release()
+        return start
+    return replace(start, lock=lock)
+
+
+def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     update = is_yes(spider_args.get("update"))
-    if not redis_url:
-        args = check_crawl_args(**spider_args)
-        mode = start_mode(args, is_yes(spider_args.get("resume")), setting("JOBDIR"), update)
-        if mode is StartMode.UPDATE:
-            stored = catalog_arguments(args.pagedir)
-            if stored is not None:
-                check_same_crawl(args, stored, "update", _SAME_SITE)
-            try:
-                pagedir.check_page_files(args.pagedir)  # the update reads them all
-            except pagedir.PageFileError as error:
-                raise ArgumentError(f"cannot update: {error}") from None
-            except OSError as error:
-                raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
-        keeps_catalog = update or is_yes(setting("TSE_VALIDATORS"))
-        no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
-        if no_state and keeps_catalog:
-            raise ArgumentError("an update, and validators, need the crawl state (TSE_STATE_ENABLED)")
-        if keeps_catalog and setting("JOBDIR"):
-            raise ArgumentError("an update, and validators, keep their state in PAGEDIR: drop JOBDIR")
-        if setting("TSE_CHANGES") and mode is StartMode.NEW:
-            raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
-        _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME)
-        return CrawlStart(args, mode)
-    if update or is_yes(setting("TSE_VALIDATORS")):
+    resume = is_yes(spider_args.get("resume"))
+    keeps_catalog = update or is_yes(setting("TSE_VALIDATORS"))
+    no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
+    if no_state and keeps_catalog:
+        raise ArgumentError("an update, and validators, need the crawl state (TSE_STATE_ENABLED)")
+    if keeps_catalog and setting("JOBDIR"):
+        raise ArgumentError("an update, and validators, keep their state in PAGEDIR: drop JOBDIR")
+    stored = finished = None
+    if keeps_catalog or setting("TSE_WARC"):  # a crawl that reads and writes the page catalog
+        try:
+            stored = catalog.catalog_arguments(args.pagedir)
+            finished = catalog.finished_update(args.pagedir) if update and resume else None
+        except UnreadableDatabase as error:
+            raise ArgumentError(f"cannot read the page catalog: {error}") from None
+    outputs = catalog.output_files(setting("TSE_WARC"), setting("TSE_RECORD"), setting("TSE_CHANGES"))
+    update_finished = finished is not None and finished.outputs == outputs
+    mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
+    if mode is StartMode.FINISHED:
+        return CrawlStart(args, mode)  # nothing will be written: the output files are not looked at
+    if mode in (StartMode.UPDATE, StartMode.UPDATED):
+        if stored is not None:
+            check_same_crawl(args, stored, "update", _SAME_SITE)
+        if mode is StartMode.UPDATED:
+            return CrawlStart(args, mode, updated_at=finished.at)
+        try:
+            pagedir.check_page_files(args.pagedir)  # the update reads them all
+        except pagedir.PageFileError as error:
+            raise ArgumentError(f"cannot update: {error}") from None
+        except OSError as error:
+            raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
+    if setting("TSE_CHANGES") and mode is StartMode.NEW:
+        raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
+    _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume)
+    return CrawlStart(args, mode)
+
+
+def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
+    if is_yes(spider_args.get("update")) or is_yes(setting("TSE_VALIDATORS")):
         raise ArgumentError("an update, and validators, are for a crawl of one process: drop --redis")
     try:
         from .distributed.join import check_no_page_limit, create_or_join_crawl
@@ -82,7 +126,7 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
             f"a distributed crawl needs the redis extra (pip install tse-scrapy[redis]): {error}"
         ) from None
     check_no_page_limit(setting)
-    crawl, args, _ = create_or_join_crawl(redis_url, setting("TSE_CRAWL_NAME"), spider_args)
+    crawl, args, _ = create_or_join_crawl(setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args)
     _check_output_files(setting, args.pagedir, append=True)  # a worker may restart and go on with its WARC
     return CrawlStart(args, distributed_name=crawl.name)
 
@@ -99,9 +143,10 @@ def _is_page_directory_file(name: str) -> bool:
 _SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext")
 
 
-def _check_output_files(setting: Setting, page_directory: str, *, append: bool) -> None:
+def _check_output_files(setting: Setting, page_directory: str, *, append: bool, resume: bool = False) -> None:
     """The WARC, record, changes and log files can be written, are distinct, and are none of the page
-    directory's own files; a new crawl never overwrites a WARC or a record."""
+    directory's own files; a new crawl never overwrites a WARC or a record (even when asked to
+    *resume*: there was nothing to resume, so no crawl was writing them)."""
     outputs = {
         "--warc": setting("TSE_WARC"),
         "--record": setting("TSE_RECORD"),
@@ -131,4 +176,8 @@ def _check_output_files(setting: Setting, page_directory: str, *, append: bool) 
     for name, what in (("--warc", "a new WARC file"), ("--record", "a new record")):
         path = outputs[name]
         if path and os.path.exists(path) and not append:
+            if resume:
+                raise ArgumentError(
+                    f"{name}: {path} exists, and no interrupted crawl of {page_directory} was writing it"
+                )
             raise ArgumentError(f"{name}: {path} exists: a new crawl writes {what} (--resume appends)")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
 from pathlib import Path
 
 from tse_scrapy.rules import pagedir
@@ -32,3 +35,34 @@ def saved_pages(directory: Path) -> list[tuple[str, int]]:
         (page.url, page.depth)
         for page in (pagedir.read_page(directory, i) for i in range(1, page_count(directory) + 1))
     ]
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    """Name -> bytes of every file directly in *directory*, hidden ones included."""
+    return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
+
+
+def catalog_rows(directory: Path) -> list[tuple]:
+    """The catalog without its times (an interrupted update ran at other instants)."""
+    connection = sqlite3.connect(directory / ".tse-pages.sqlite")
+    try:
+        rows = [json.loads(record) for (record,) in connection.execute("SELECT record FROM pages ORDER BY doc_id")]
+    finally:
+        connection.close()
+    timeless = ("first_seen", "last_visit", "last_change", "fetched")
+    return [tuple((k, v) for k, v in row.items() if k not in timeless) for row in rows]
+
+
+def snapshot(directory: Path) -> dict:
+    """Everything under *directory*, hidden files included: each file's bytes and modification time,
+    and each directory's modification time (a file created then removed changes it)."""
+    entries = {".": directory.stat().st_mtime_ns}
+    for path in sorted(directory.rglob("*")):
+        name = path.relative_to(directory).as_posix()
+        entries[name] = (path.read_bytes(), path.stat().st_mtime_ns) if path.is_file() else path.stat().st_mtime_ns
+    return entries
+
+
+def changes(path: Path) -> list[dict]:
+    """The entries of a changes file (``--changes``)."""
+    return [json.loads(line) for line in path.read_text().splitlines()]

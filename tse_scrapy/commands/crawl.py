@@ -10,7 +10,7 @@ from datetime import datetime
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from ..crawl.outcome import report
-from ..crawlstart import prepare_crawl
+from ..crawlstart import CrawlStart, prepare_crawl
 from ..exitcodes import FAILED, OK, USAGE
 from ..rules.crawlargs import ArgumentError
 from ..spiders.tse import TseSpider
@@ -30,6 +30,8 @@ def _append_to_log(log_file: str | None, level: str, message: str) -> None:
 class Command(ScrapyCrawlCommand):
     """Scrapy's crawl command; for the tse spider, refusals and failures are one line and an exit status."""
 
+    start: CrawlStart | None = None  # how the tse spider's crawl starts, decided before Scrapy starts
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         if args[:1] != [TseSpider.name]:
@@ -45,6 +47,7 @@ class Command(ScrapyCrawlCommand):
             self._leave(USAGE, "CRITICAL", f"{program}: {error}")
         if start.nothing_to_do:
             self._leave(OK, "INFO", f"{program}: {start.nothing_to_do}")
+        self.start = start
 
     def _leave(self, status: int, level: str, message: str) -> None:
         sys.stderr.write(message + "\n")
@@ -56,7 +59,8 @@ class Command(ScrapyCrawlCommand):
             super().run(args, opts)
             return
         crawler = self._create_crawler(args[0])
-        self.crawler_process.crawl(crawler, **opts.spargs)
+        decided = {"tse_start": self.start} if self.start is not None else {}
+        self.crawler_process.crawl(crawler, **{**opts.spargs, **decided})  # a -a tse_start=... does not count
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
             self.exitcode = FAILED

@@ -133,7 +133,8 @@ class PageDirPipeline:
                 await engine_turn(self.crawler)
                 await self.write(doc_id, item)
             if self.state is not None:
-                self.state.saved(item.state_row, doc_id)
+                # A page not written now had no ``writing`` commit: its links are committed with it.
+                self.state.saved(item.state_row, doc_id, with_links=not write)
         except sqlite3.Error as error:
             self.fail(f"cannot write the crawl state: {error}")
             raise DropItem(str(error)) from None

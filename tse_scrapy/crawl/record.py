@@ -197,7 +197,12 @@ class CrawlRecordMiddleware:
         self.pending.clear()
         self.sent.clear()
         if self.fd is not None:
-            os.close(self.fd)
+            try:
+                os.close(self.fd)
+            except OSError as error:  # the crawl state stays: --resume cuts a torn line and goes on
+                if not self.crawler.stats.get_value("tse/error"):
+                    message = f"cannot write the crawl record {self.path}: {error.strerror}"
+                    self.crawler.stats.set_value("tse/error", message)
             self.fd = None
 
     # Each attempt

@@ -325,8 +325,8 @@ class WarcMiddleware:
         try:
             lines = earlier.result() if earlier is not None else []
             write_cdxj(self.path, lines + self.lines, fsync=self.fsync)
-        except OSError as error:
-            self._record_error(_reason(error, f"cannot write the index of {self.path}"))
+        except Exception as error:  # the crawl state stays: --resume indexes the file again
+            self._record_error(_reason(error, f"cannot write the index of {self.path}"), error)
 
     def fail(self, message: str, error: BaseException | None = None) -> None:
         """Stop the crawl at once; the records written so far stay valid."""

@@ -1,9 +1,16 @@
 """CrawlStateExtension: opens the crawl's durable state (``statedb``) for the
 scheduler, the dupefilter and the pipeline, and removes it when the crawl has
-finished (unless it lives in a JOBDIR, as Scrapy's job state does)."""
+finished (unless it lives in a JOBDIR, as Scrapy's job state does).
+
+The state is the crawl's only mark of being unfinished, so it is removed
+last, once every other component has closed its files (the WARC's index, the
+crawl record): a crawl killed before then resumes and finishes them; one
+killed after has nothing left to do.
+"""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,6 +24,8 @@ from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, CrawlStateDB, state_pat
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import Settings
+
+logger = logging.getLogger(__name__)
 
 
 class CrawlStateExtension:
@@ -43,14 +52,30 @@ class CrawlStateExtension:
     def from_crawler(cls, crawler: Crawler) -> CrawlStateExtension:
         extension = cls(crawler)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         return extension
 
+    def spider_opened(self) -> None:
+        # Receivers run in the order they were connected: connected now, once every component
+        # has been built and has connected its own, close_state runs after all of them.
+        self.crawler.signals.connect(self.close_state, signal=signals.spider_closed)
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        """Run the closing hooks (the update's results) if the crawl has succeeded."""
         stats = self.crawler.stats
         if reason in SUCCESS_REASONS and not stats.get_value("tse/error"):
             self.state.commit()
             for hook in self.closing:
-                hook(reason)
+                try:
+                    hook(reason)
+                except Exception as error:  # a bug: the state stays, for --resume to do what the hook did not
+                    logger.exception("A closing step of the crawl failed")
+                    stats.set_value("tse/error", f"cannot finish the crawl: {error}")
+                    return
+
+    def close_state(self, spider: Spider, reason: str) -> None:
+        """Close the state, and remove it if the crawl and every component's close have succeeded."""
+        stats = self.crawler.stats
         finished = reason in SUCCESS_REASONS and not stats.get_value("tse/error")
         try:
             self.state.close(remove=finished and not self.keep)

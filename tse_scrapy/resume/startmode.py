@@ -1,8 +1,10 @@
 """How a crawl into a page directory starts: new, resumed, or already finished.
 
 The durable state (``statedb``) exists from a crawl's start until it has
-finished; a directory with page files and no state file holds a finished
-crawl, which ``--update`` may crawl again in place.
+finished: it is made before any other file of the crawl and removed after all
+of them are whole.  A directory with page files and no state file holds a
+finished crawl, which ``--update`` may crawl again in place, or an update
+stopped before it had written anything.
 No Scrapy import: the commands decide this before Scrapy starts.
 """
 
@@ -13,7 +15,7 @@ import os
 
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
 from ..rules.pagedir import holds_pages
-from .statedb import CATALOG_UPDATE, state_path, stored_arguments, stored_meta
+from .statedb import CATALOG_UPDATE, UnreadableDatabase, state_path, stored_arguments, stored_meta
 
 
 class StartMode(enum.Enum):
@@ -23,25 +25,39 @@ class StartMode(enum.Enum):
     RESUME = "resume"
     FINISHED = "finished"  # asked to resume a crawl that has finished: nothing to do
     UPDATE = "update"  # crawl a finished crawl again, in place
+    UPDATED = "updated"  # asked to resume an update that has finished: nothing to do
 
 
 def start_mode(
-    args: CrawlArgs, resume: bool = False, jobdir: str | os.PathLike | None = None, update: bool = False
+    args: CrawlArgs,
+    resume: bool = False,
+    jobdir: str | os.PathLike | None = None,
+    update: bool = False,
+    update_finished: bool = False,
 ) -> StartMode:
     """How the crawl of *args* starts; ArgumentError when it must not (it would
-    mix with or overwrite another crawl's pages)."""
+    mix with or overwrite another crawl's pages).
+
+    *update_finished*: the catalog says that the last update of the directory,
+    with the output files this one names, has finished."""
     path = state_path(args.pagedir, jobdir)
-    stored = stored_arguments(path)
+    try:
+        stored = stored_arguments(path)
+        catalog_mode = stored_meta(path, "catalog") if stored is not None else None
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the crawl state: {error}") from None
     if stored is None:
-        if resume and not path.exists() and holds_pages(args.pagedir):
-            return StartMode.FINISHED
         if update:
             if not holds_pages(args.pagedir):
                 raise ArgumentError(f"{args.pagedir} holds no crawl to update: crawl it first (without --update)")
-            return StartMode.UPDATE
+            # Without a state, an update to resume has either finished or not written anything
+            # yet (killed before it made its state): then it starts again, from the beginning.
+            return StartMode.UPDATED if resume and update_finished else StartMode.UPDATE
+        if resume and not path.exists() and holds_pages(args.pagedir):
+            return StartMode.FINISHED
         check_no_pages(args.pagedir)
         return StartMode.NEW
-    interrupted = "update" if stored_meta(path, "catalog") == CATALOG_UPDATE else "crawl"
+    interrupted = "update" if catalog_mode == CATALOG_UPDATE else "crawl"
     if not (resume or jobdir):
         again = "--update --resume" if interrupted == "update" else "--resume (-a resume=yes)"
         raise ArgumentError(

@@ -12,7 +12,11 @@ is fetched again; between the two, the page file either exists (it is read
 back, never written twice) or not (the page is fetched again).  The links are
 held outside the transaction because the next page may be fetched while a
 thread writes this one's file: this one's ``saved`` must not commit half of
-the next page's links.  A failed page's ``finished`` commits the links held too.
+the next page's links.  A failed page's ``finished`` commits the links held too,
+and so does the ``saved`` of a page that is not written (read back on resume,
+unchanged in an update): it has no ``writing`` commit.  Like those two, it
+commits every link held, other pages' too when several are fetched at a time:
+such a page is fetched again on resume, and its links are then duplicates.
 """
 
 from __future__ import annotations
@@ -55,18 +59,38 @@ def stored_arguments(path: str | os.PathLike) -> dict[str, Any] | None:
     return json.loads(value) if value is not None else None
 
 
+class UnreadableDatabase(Exception):
+    """A file that is no SQLite database of ours (not a database, not a file); its message says why."""
+
+
 def stored_meta(path: str | os.PathLike, key: str) -> str | None:
-    """One meta value of the crawl state at *path*, or None (no state, no such value)."""
-    if not Path(path).is_file():
+    """One meta value of the crawl state at *path*, or None (no state, no such value);
+    UnreadableDatabase when there is a file that is no crawl state."""
+    rows = query_read_only(path, "SELECT value FROM meta WHERE key = ?", (key,))
+    return rows[0][0] if rows else None
+
+
+def query_read_only(path: str | os.PathLike, sql: str, parameters: tuple = ()) -> list[tuple] | None:
+    """The rows of *sql* on the database at *path*, opened read-only; None when there is no such
+    file, or an empty one (a database being made when its crawl stopped); UnreadableDatabase when
+    the file is no database."""
+    path = Path(path)
+    if not path.exists():
         return None
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    if not path.is_file():
+        raise UnreadableDatabase(f"{path} is not a file")
     try:
-        row = connection.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    finally:
-        connection.close()
-    return row[0] if row else None
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return connection.execute(sql, parameters).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.OperationalError as error:
+        if str(error).startswith("no such table"):
+            return None
+        raise UnreadableDatabase(f"{path}: {error}") from None
+    except sqlite3.DatabaseError as error:
+        raise UnreadableDatabase(f"{path}: {error}") from None
 
 
 class CrawlStateDB:
@@ -188,9 +212,14 @@ class CrawlStateDB:
             self.db.execute("UPDATE frontier SET writing_doc = ? WHERE row = ?", (doc_id, row))
         self.commit()
 
-    def saved(self, row: int | None, doc_id: int) -> None:
-        """Page *doc_id* is on disk: its frontier row becomes its pages row."""
-        self._begin()
+    def saved(self, row: int | None, doc_id: int, *, with_links: bool = False) -> None:
+        """Page *doc_id* is on disk: its frontier row becomes its pages row.  A page whose file was not
+        written now (read back, or unchanged in an update) had no ``writing`` commit: *with_links*
+        commits the links held with it."""
+        if with_links:
+            self._write_held()
+        else:
+            self._begin()
         if row is not None:
             self.db.execute("INSERT OR REPLACE INTO pages SELECT ?, request FROM frontier WHERE row = ?", (doc_id, row))
             self.db.execute("DELETE FROM frontier WHERE row = ?", (row,))

@@ -48,9 +48,14 @@ def page_path(pagedir: PathLike, doc_id: int | str) -> Path:
 
 
 def mark(pagedir: PathLike) -> None:
-    """Create the empty ``.crawler`` marker (raises OSError on failure)."""
-    with open(Path(pagedir) / MARKER, "wb"):
-        pass
+    """Create the empty ``.crawler`` marker, or empty it; one that is there and empty is left
+    untouched, its time included (raises OSError on failure)."""
+    descriptor = os.open(Path(pagedir) / MARKER, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        if os.fstat(descriptor).st_size:
+            os.ftruncate(descriptor, 0)
+    finally:
+        os.close(descriptor)
 
 
 def holds_pages(pagedir: PathLike) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import scrapy
+from scrapy import signals
 from scrapy.http import Response
 from scrapy.settings import Settings
 from twisted.python.failure import Failure
@@ -19,7 +20,7 @@ from ..crawl.offsite import PrefixOffsiteMiddleware
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
-from ..crawlstart import prepare_crawl
+from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.links import EXTRACTORS
 from ..rules.urls import normalize_url
@@ -94,19 +95,28 @@ class TseSpider(scrapy.Spider):
         self.tse_extensions = crawl_args.deny_ext is None
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TseSpider:
+    def from_crawler(cls, crawler: Crawler, *args: Any, tse_start: Any = None, **kwargs: Any) -> TseSpider:
+        """The spider of *crawler*; *tse_start* is how the crawl starts, when the command that
+        runs it has decided it already (``prepare_crawl``), so that it is decided once."""
         spider = super().from_crawler(crawler, *args, **kwargs)
         settings = crawler.settings
         if spider.checking:
             spider._serve_check_site(settings)
-        start = prepare_crawl({**spider.arguments, "resume": spider.resume, "update": spider.update}, settings.get)
+        start = tse_start
+        if not isinstance(start, CrawlStart):  # not given, or given as text (scrapyd's -a): decided here
+            start = prepare_crawl({**spider.arguments, "resume": spider.resume, "update": spider.update}, settings.get)
         spider._use(start.args)
         if start.distributed_name:
             spider._join_distributed_crawl(settings, start.distributed_name)
         elif start.nothing_to_do:
             spider.logger.info("%s", start.nothing_to_do)
             spider.seeds = ()
+            # Nothing to do: nothing is written (the page directory's marker is there, and left as it is).
             settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
+            for name in ("TSE_WARC", "TSE_RECORD", "TSE_CHANGES"):
+                settings.set(name, None, priority="cmdline")
+        if start.lock is not None:  # the page directory's: let go once everything has closed
+            crawler.signals.connect(start.lock.release, signal=signals.engine_stopped, weak=False)
         spider.recording = bool(settings.get("TSE_RECORD"))
         args = start.args
         # Derived from the checked arguments: a -s NAME=VALUE cannot contradict them.

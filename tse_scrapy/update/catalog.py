@@ -13,11 +13,14 @@ import hashlib
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..resume.statedb import query_read_only
 from ..rules import pagedir
 from ..rules.changes import Version
 
@@ -82,18 +85,48 @@ def last_update(directory: str | os.PathLike) -> str | None:
     return rows[0][0] if rows else None
 
 
-def _query(directory: str | os.PathLike, sql: str) -> list[tuple] | None:
-    """The rows of *sql* on the catalog, read-only; None when there is no catalog (or it is not one)."""
-    path = catalog_path(directory)
-    if not path.is_file():
-        return None
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+def output_files(warc: str | None, record: str | None, changes: str | None) -> dict[str, str | None]:
+    """A crawl's output files as the catalog records them: absolute, links resolved, None when not asked for."""
+    given = {"warc": warc, "record": record, "changes": changes}
+    return {name: os.path.realpath(path) if path else None for name, path in given.items()}
+
+
+@dataclass(frozen=True)
+class FinishedUpdate:
+    """The last update merged into a catalog: its output files (``output_files``) and when it finished."""
+
+    outputs: dict[str, str | None]
+    at: float  # Unix time
+
+
+def finished_update(directory: str | os.PathLike) -> FinishedUpdate | None:
+    """The last crawl merged into the catalog, if it was an update (else None).
+
+    A page directory without a crawl state holds either a finished update or one stopped before
+    it wrote anything (docs/updating.md): an ``--update --resume`` with the same output files
+    is taken for the finished one."""
+    rows = _query(directory, "SELECT value FROM meta WHERE key = 'finished'")
     try:
-        return connection.execute(sql).fetchall()
-    except sqlite3.DatabaseError:
-        return None
-    finally:
-        connection.close()
+        finished = json.loads(rows[0][0]) if rows else {}
+        if finished.get("update"):
+            return FinishedUpdate(dict(finished["outputs"]), float(finished["at"]))
+    except (ValueError, TypeError, KeyError, AttributeError):  # not written by this program
+        pass
+    return None
+
+
+def record_finished(
+    directory: str | os.PathLike, update: bool, outputs: dict[str, str | None], *, synchronous: str = "NORMAL"
+) -> None:
+    """Record that the last crawl merged into the catalog, an *update* or not, finishes now with *outputs*."""
+    finished = {"update": update, "outputs": outputs, "at": time.time()}
+    with _transaction(directory, synchronous) as connection:
+        _set_meta(connection, {"finished": json.dumps(finished)})
+
+
+def _query(directory: str | os.PathLike, sql: str) -> list[tuple] | None:
+    """The rows of *sql* on the catalog; None without one; UnreadableDatabase when its file is no catalog."""
+    return query_read_only(catalog_path(directory), sql)
 
 
 def pages_from_files(directory: str | os.PathLike) -> list[KnownPage]:
@@ -135,19 +168,27 @@ def write_catalog(
     synchronous: str = "NORMAL",
 ) -> None:
     """Replace the catalog's pages and arguments, and record *update_id*, in one transaction."""
+    with _transaction(directory, synchronous) as connection:
+        connection.execute("DELETE FROM pages")
+        connection.executemany(
+            "INSERT INTO pages VALUES (?, ?, ?)", ((p.doc_id, p.url, json.dumps(p.record())) for p in pages)
+        )
+        _set_meta(connection, {"arguments": json.dumps(arguments), "update": update_id})
+
+
+def _set_meta(connection: sqlite3.Connection, values: dict[str, str]) -> None:
+    connection.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", values.items())
+
+
+@contextmanager
+def _transaction(directory: str | os.PathLike, synchronous: str) -> Iterator[sqlite3.Connection]:
+    """A connection to the catalog (created if need be) inside one transaction, committed at the end."""
     connection = sqlite3.connect(catalog_path(directory), isolation_level=None)
     try:
         connection.execute(f"PRAGMA synchronous={synchronous}")
         connection.executescript(_SCHEMA)
         connection.execute("BEGIN")
-        connection.execute("DELETE FROM pages")
-        connection.executemany(
-            "INSERT INTO pages VALUES (?, ?, ?)", ((p.doc_id, p.url, json.dumps(p.record())) for p in pages)
-        )
-        connection.executemany(
-            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-            (("arguments", json.dumps(arguments)), ("update", update_id)),
-        )
+        yield connection
         connection.execute("COMMIT")
     finally:
         connection.close()

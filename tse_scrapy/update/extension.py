@@ -26,7 +26,7 @@ from scrapy.exceptions import NotConfigured
 from ..atomicfile import write_atomically
 from ..exitcodes import FINISHED, WRITE_ERROR
 from ..resume.extension import crawl_state
-from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, state_path, stored_meta
+from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, UnreadableDatabase, state_path, stored_meta
 from ..rules import pagedir
 from ..rules.changes import CHANGES, UNCHANGED
 from ..rules.crawlargs import split_list
@@ -162,19 +162,26 @@ class UpdateExtension:
             if self.changes_path:
                 lines = "".join(json.dumps(change) + "\n" for change in changes)
                 write_atomically(self.changes_path, lines.encode(), fsync=self.fsync)
-            if catalog.last_update(self.directory) != self.update_id:
+            synchronous = "FULL" if self.fsync else "NORMAL"
+            if catalog.last_update(self.directory) != self.update_id:  # else merged by the run this one resumes
                 catalog.write_catalog(
                     self.directory,
                     pages,
                     self.crawler.settings.getdict("TSE_ARGUMENTS"),
                     self.update_id,
-                    synchronous="FULL" if self.fsync else "NORMAL",
+                    synchronous=synchronous,
                 )
+            settings = self.crawler.settings
+            outputs = catalog.output_files(settings.get("TSE_WARC"), settings.get("TSE_RECORD"), self.changes_path)
+            catalog.record_finished(self.directory, self.is_update, outputs, synchronous=synchronous)
         except OSError as error:
             self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")
             return
         except sqlite3.Error as error:
             self._fail(f"cannot write {catalog.catalog_path(self.directory)}: {error}")
+            return
+        except UnreadableDatabase as error:  # made unreadable during the crawl (it was checked at the start)
+            self._fail(f"cannot read the page catalog: {error}")
             return
         counts = dict.fromkeys(CHANGES, 0)
         for change in changes:

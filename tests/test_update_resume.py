@@ -1,0 +1,272 @@
+"""An update that writes a WARC, a crawl record and a changes file, killed with SIGKILL anywhere
+from its start to its clean-up and continued with ``tse crawl --update --resume``, ends as an
+uninterrupted update of the same site ends: the same page directory, changes file and catalog; a
+WARC that warcio checks, with every exchange of the update once (a page in flight at the kill may
+have two) and a CDXJ equal to cdxj-indexer's of the whole file; a record with each page's line
+once.
+
+The kills are exact.  An uninterrupted update, traced, lists every file it opens, renames or
+removes (tests/support/killat.py); the same update of a fresh copy then kills itself at one of
+those events: before its state exists, once its state is made, as it opens its record and WARC,
+at its first, second, middle and last pages, and at each step of its clean-up.  (Kills between
+two commits of its state, by the number of requests made, are in test_update.py.)  An update run
+to its end, then resumed, says so, and touches nothing.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
+from tests.support.killat import run_tse_until, traced_events
+from tests.support.pages import catalog_rows, changes, snapshot, tree
+from tests.support.sitegen import generate_site, write_site
+from tests.support.warcs import assert_index_points_at_records, assert_valid
+from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.crawlrecord import parse_record
+
+DEPTH = 10
+PAGE_EVENT = re.compile(r"/pages/\.?\d+(\.partial)?$")  # a page file read back (a 304) or written
+FINISHED = re.compile(
+    r"(?P<program>[a-z ]+): (?P<pagedir>.+) holds an update finished at "
+    r"(?P<at>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC: nothing to resume "
+    r"\(to update it again, leave out --resume or -a resume=yes\)\n"
+)
+
+
+def assert_finished(result: subprocess.CompletedProcess, pages: Path, program: str) -> float:
+    """*result* says, in one line and with exit 0, that *pages* holds a finished update; when it finished."""
+    said = FINISHED.fullmatch(result.stderr.decode())
+    assert result.returncode == 0 and said, result.stderr.decode()[-2000:]
+    assert (said["program"], said["pagedir"]) == (program, str(pages))
+    return calendar.timegm(time.strptime(said["at"], "%Y-%m-%d %H:%M:%S"))
+
+
+def update_arguments(server, run: Path) -> list[str]:
+    """``tse crawl``'s arguments for the update of *run*/pages, with its three output files in *run*."""
+    return [
+        *("crawl", f"{server.url}/index.html", str(run / "pages"), str(DEPTH)),
+        *("--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0", "--update"),
+        *("--warc", str(run / "update.warc.gz"), "--record", str(run / "record.jsonl")),
+        *("--changes", str(run / "changes.jsonl")),
+    ]
+
+
+def instants(trace: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    """(event, path relative to the run, occurrence) of the instants to kill at: each one that is no
+    page file's, and the first, second, middle and last page's once the state is open."""
+    seen: Counter = Counter()
+    numbered = []
+    for event, path in trace:
+        seen[event, path] += 1
+        numbered.append((event, path, seen[event, path]))
+    state_opened = next(i for i, (_, path, _) in enumerate(numbered) if path.endswith("/.tse-state.sqlite"))
+    pages = [i for i, (_, path, _) in enumerate(numbered) if i > state_opened and PAGE_EVENT.search(path)]
+    assert len(pages) >= 10, trace
+    chosen = {i for i, (_, path, _) in enumerate(numbered) if not PAGE_EVENT.search(path)}
+    chosen |= {pages[0], pages[1], pages[len(pages) // 2], pages[-1]}
+    return [numbered[i] for i in sorted(chosen)]
+
+
+def page_files(directory: Path) -> dict[str, tuple[int, int, bytes]]:
+    """Name -> (inode, mtime, bytes) of each page file: a page file written again shows."""
+    files = {}
+    for name in os.listdir(directory):
+        if pagedir.is_page_name(name):
+            status = (directory / name).stat()
+            files[name] = (status.st_ino, status.st_mtime_ns, (directory / name).read_bytes())
+    return files
+
+
+def answers(warc: Path) -> Counter:
+    """(URL, record type, HTTP status) of each response and revisit record, counted."""
+    return Counter(
+        (r["warc"]["WARC-Target-URI"], r["type"], r["http"].get_statuscode())
+        for r in assert_valid(warc)
+        if r["type"] in ("response", "revisit")
+    )
+
+
+def record_lines(path: Path) -> Counter:
+    """(URL, outcome, HTTP status, docID) of each line of a crawl record but robots.txt's, counted;
+    every line must be one whole record."""
+    records = [parse_record(line) for line in path.read_bytes().splitlines()]
+    return Counter((r.url, r.outcome, r.status, r.doc) for r in records if r.outcome != "robots")
+
+
+@pytest.fixture
+def crawled(tmp_path, serve):
+    """A 40-page site and its first crawl, with a WARC (so with the pages' validators)."""
+    site = generate_site(tmp_path / "site", pages=40, fanout=3, seed=31, external=1, dead=1)
+    server = serve(site.root)
+    pages = tmp_path / "crawled"
+    pages.mkdir()
+    first = crawl_site(server, pages, DEPTH, "--warc", tmp_path / "first.warc.gz")
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    return site, server, pages
+
+
+def change_site(root: Path) -> None:
+    """Change two pages, delete one (it answers 404), add one (the site server's ETags come from the bytes)."""
+    for name in ("p3.html", "p7.html"):
+        path = root / name
+        path.write_text(path.read_text().replace("</body>", f"<p>{name} changed</p></body>"))
+    (root / "p11.html").unlink()
+    (root / "fresh.html").write_text("<html><body><p>Added after the first crawl</p></body></html>\n")
+    index = root / "index.html"
+    index.write_text(index.read_text().replace("</body>", '<a href="fresh.html">fresh</a></body>'))
+
+
+@pytest.mark.parametrize("site_changes", [False, True], ids=["site unchanged", "site changed"])
+def test_an_update_killed_at_any_instant_resumes_to_an_uninterrupted_updates_end(tmp_path, crawled, site_changes):
+    site, server, crawled_pages = crawled
+    if site_changes:
+        change_site(site.root)
+    reference = tmp_path / "reference"
+    shutil.copytree(crawled_pages, reference / "pages")
+    traced = run_tse_until(["--trace"], update_arguments(server, reference))
+    assert traced.returncode == 0, traced.stderr.decode()[-2000:]
+    trace = traced_events(traced.stderr, reference)
+    expected_answers = answers(reference / "update.warc.gz")
+    expected_lines = record_lines(reference / "record.jsonl")
+    if not site_changes:  # a revisit record for every page
+        urls = {page.url for _, page in pagedir.read_pages(reference / "pages")}
+        assert {url for url, kind, status in expected_answers if kind == "revisit" and status == "304"} == urls
+
+    # After the end: the same command with --resume says so, fetches nothing, touches nothing.
+    before, hits = snapshot(reference), len(server.hits)
+    assert_finished(run_tse(*update_arguments(server, reference), "--resume"), reference / "pages", "tse crawl")
+    assert len(server.hits) == hits and snapshot(reference) == before
+
+    killed_at = instants(trace)
+    assert len(killed_at) >= 20, killed_at
+
+    def kill_and_resume(number: int, event: str, path: str, occurrence: int) -> tuple[str, Path, dict]:
+        run = tmp_path / f"killed{number}"
+        shutil.copytree(crawled_pages, run / "pages")
+        untouched = page_files(run / "pages")
+        instant = f"killed at {event} {path} #{occurrence}"
+        arguments = update_arguments(server, run)
+        killed = run_tse_until([event, path.replace("RUN", str(run)), str(occurrence)], arguments)
+        assert killed.returncode == -signal.SIGKILL, (instant, killed.stderr.decode()[-2000:])
+        resumed = run_tse(*arguments, "--resume")
+        assert resumed.returncode == 0, (instant, resumed.stderr.decode()[-2000:])
+        assert b"Traceback" not in resumed.stderr, instant
+        assert_finished(run_tse(*arguments, "--resume"), run / "pages", "tse crawl")  # and it knows it
+        return instant, run, untouched
+
+    # Two at a time, one a core: each in a copy of its own.
+    with ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(kill_and_resume, number, *at) for number, at in enumerate(killed_at)]
+        for done in runs:
+            instant, run, untouched = done.result()
+            assert changes(run / "changes.jsonl") == changes(reference / "changes.jsonl"), instant
+            pages = {name: data for name, data in tree(run / "pages").items() if name != ".tse-pages.sqlite"}
+            expected_pages = tree(reference / "pages")
+            assert pages == {name: data for name, data in expected_pages.items() if name != ".tse-pages.sqlite"}, (
+                instant
+            )
+            assert catalog_rows(run / "pages") == catalog_rows(reference / "pages"), instant
+            if not site_changes:
+                assert page_files(run / "pages") == untouched, instant  # not one page file written again
+
+            # Every exchange of the update is in the WARC; none twice, but for robots.txt (each run
+            # asks for it) and a page in flight at the kill, fetched again.
+            found = answers(run / "update.warc.gz")
+            assert set(found) == set(expected_answers), instant
+            again = found - expected_answers
+            assert all(url.endswith("/robots.txt") or count == 1 for (url, *_), count in again.items()), instant
+            assert sum(1 for url, *_ in again if not url.endswith("/robots.txt")) <= 2, (instant, again)
+            assert_index_points_at_records(run / "update.warc.gz")
+
+            # The record: whole lines, each page's once; the page saved in the instant of the kill may lack its line.
+            lines = record_lines(run / "record.jsonl")
+            assert max(lines.values()) == 1 and set(lines) <= set(expected_lines), (instant, lines - expected_lines)
+            assert len(expected_lines) - len(lines) <= 1, (instant, expected_lines - lines)
+
+
+def test_resuming_an_update_that_has_finished_or_never_began(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    first = ["--warc", tmp_path / "u1.warc.gz", "--changes", tmp_path / "c1.jsonl"]
+    started = time.time()
+    assert crawl_site(server, out, 1, "--update", *first).returncode == 0
+    ended = time.time()
+
+    # The update has finished: resumed with its own output files, by either command, it says so
+    # (and when it finished) and does nothing.
+    before, hits = snapshot(tmp_path), len(server.hits)
+    at = assert_finished(crawl_site(server, out, 1, "--update", "--resume", *first), out, "tse crawl")
+    assert started - 1 <= at <= ended
+    scrapy_options = ["-a", "update=yes", "-a", "resume=yes", "-s", f"TSE_WARC={first[1]}"]
+    scrapy_options += ["-s", f"TSE_CHANGES={first[3]}"]
+    assert assert_finished(scrapy_crawl_site(server, out, 1, *scrapy_options), out, "scrapy crawl tse") == at
+    assert snapshot(tmp_path) == before and len(server.hits) == hits
+
+    # With other output files, it is another update, which had not begun (as one killed before it
+    # made its state): it runs now.
+    (site.root / "b.html").write_text("<html><body>B, changed</body></html>\n")
+    second = ["--warc", tmp_path / "u2.warc.gz", "--changes", tmp_path / "c2.jsonl"]
+    done = crawl_site(server, out, 1, "--update", "--resume", *second)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"0 new, 1 changed, 2 unchanged, 0 gone" in done.stderr
+    listed = {entry["url"].rsplit("/", 1)[1]: entry["change"] for entry in changes(tmp_path / "c2.jsonl")}
+    assert listed == {"index.html": "unchanged", "a.html": "unchanged", "b.html": "changed"}
+    assert_valid(tmp_path / "u2.warc.gz")
+    # A WARC that exists but that no interrupted update was writing is never appended to.
+    before = snapshot(tmp_path)
+    done = crawl_site(server, out, 1, "--update", "--resume", "--warc", first[1])
+    assert done.returncode == 2
+    assert (
+        done.stderr.decode()
+        == f"tse crawl: --warc: {first[1]} exists, and no interrupted crawl of {out} was writing it\n"
+    )
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("broken", [".tse-state.sqlite", ".tse-pages.sqlite"])
+@pytest.mark.parametrize("content", ["not a database", "a directory"])
+def test_a_state_or_catalog_that_cannot_be_read_is_refused_in_one_line(tmp_path, serve, broken, content):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out, empty = tmp_path / "out", tmp_path / "empty"
+    out.mkdir()
+    empty.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    for directory in (out, empty):
+        path = directory / broken
+        path.unlink(missing_ok=True)
+        if content == "a directory":
+            path.mkdir()
+        else:
+            path.write_bytes(b"garbage " * 100)
+    before, hits = snapshot(tmp_path), len(server.hits)
+
+    def refusal(directory: Path) -> str:
+        path = directory / broken
+        reason = f"{path} is not a file" if content == "a directory" else f"{path}: file is not a database"
+        what = "the crawl state" if broken == ".tse-state.sqlite" else "the page catalog"
+        return f"tse crawl: cannot read {what}: {reason}\n"
+
+    cases = [(out, ["--update"]), (out, ["--update", "--resume"]), (empty, ["--validators"])]
+    cases += [(empty, ["--warc", tmp_path / "new.warc.gz"])]
+    if broken == ".tse-state.sqlite":
+        cases += [(out, ["--resume"]), (empty, [])]
+    for directory, options in cases:
+        done = crawl_site(server, directory, 1, *options)
+        assert (done.returncode, done.stderr.decode()) == (2, refusal(directory)), (directory, options)
+    assert snapshot(tmp_path) == before and len(server.hits) == hits
