@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
-from tests.support.pages import catalog_rows, changes, tree
+from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
@@ -27,18 +27,6 @@ DEPTH = 3
 def live_pages(directory) -> dict[str, tuple[int, bytes]]:
     """URL -> (depth, body) of the pages a reader sees (gone ones skipped)."""
     return {page.url: (page.depth, page.body) for _, page in pagedir.read_pages(directory)}
-
-
-def page_files(directory) -> dict[int, tuple[str, int, int, bytes]]:
-    """docID -> (URL, inode, mtime_ns, bytes) of every page file, gone ones included."""
-    files = {}
-    for name in os.listdir(directory):
-        if name.isdigit():
-            path = directory / name
-            status = path.stat()
-            data = path.read_bytes()
-            files[int(name)] = (pagedir.decode_page(data).url, status.st_ino, status.st_mtime_ns, data)
-    return files
 
 
 def gone(directory) -> set[int]:
@@ -85,7 +73,7 @@ def site_and_crawl(tmp_path, serve, request):
 @pytest.mark.parametrize("site_and_crawl", [("tse", True), ("bfs", True), ("tse", False)], indirect=True, ids=str)
 def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_crawl):
     site, server, out, order, validators = site_and_crawl
-    before = page_files(out)
+    before = page_file_states(out)
     before_live = live_pages(out)
     assert (out / ".tse-pages.sqlite").exists() == validators  # only when asked
     assert not (out / ".tse-gone").exists()
@@ -103,7 +91,7 @@ def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_cra
     # The live pages are exactly those of a fresh crawl of the site as it is now.
     now_live = live_pages(out)
     assert now_live == live_pages(fresh)
-    after = page_files(out)
+    after = page_file_states(out)
     doc_of = {url: doc for doc, (url, *_) in before.items()}
     url = f"{server.url}/"
     # Known URLs keep their docIDs; unchanged pages are not touched at all.
@@ -159,11 +147,11 @@ def test_a_second_update_with_nothing_changed_rewrites_nothing(tmp_path, serve):
     out = tmp_path / "out"
     out.mkdir()
     assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
-    before = page_files(out)
+    before = page_file_states(out)
     first_hits = len(server.hits)
     result = crawl_site(server, out, DEPTH, "--update")
     assert result.returncode == 0
-    assert page_files(out) == before
+    assert page_file_states(out) == before
     assert not (out / ".tse-gone").exists()
     answers = [hit for hit in server.hits[first_hits:] if hit.key != "/robots.txt"]
     assert len(answers) >= len(before)
@@ -176,7 +164,7 @@ def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
     out = tmp_path / "out"
     out.mkdir()
     assert crawl_site(server, out, 1).returncode == 0
-    doc_of = {url: doc for doc, (url, *_) in page_files(out).items()}
+    doc_of = {url: doc for doc, (url, *_) in page_file_states(out).items()}
     body = (site.root / "b.html").read_bytes()
     (site.root / "b.html").unlink()
     assert crawl_site(server, out, 1, "--update").returncode == 0
@@ -191,7 +179,7 @@ def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
         f"{server.url}/a.html": (doc_of[f"{server.url}/a.html"], "unchanged"),
         f"{server.url}/b.html": (doc_of[f"{server.url}/b.html"], "new"),
     }
-    assert sorted(page_files(out)) == [1, 2, 3]
+    assert sorted(page_file_states(out)) == [1, 2, 3]
 
 
 def test_a_page_that_fails_for_a_while_is_kept(tmp_path, serve):
@@ -200,11 +188,11 @@ def test_a_page_that_fails_for_a_while_is_kept(tmp_path, serve):
     out = tmp_path / "out"
     out.mkdir()
     assert crawl_site(server, out, 1).returncode == 0
-    before = page_files(out)
+    before = page_file_states(out)
     server.rules["/a.html"] = Rule(status=503)
     listed = tmp_path / "changes.jsonl"
     assert crawl_site(server, out, 1, "--update", "--changes", listed).returncode == 0
-    assert page_files(out) == before and not gone(out)
+    assert page_file_states(out) == before and not gone(out)
     assert {e["url"]: (e["change"], e["status"]) for e in changes(listed)}[f"{server.url}/a.html"] == (
         "unchanged",
         503,
@@ -365,7 +353,7 @@ def test_an_update_through_nginx_asks_only_for_what_changed(tmp_path, nginx, mir
     # With validators, the page files are still exactly the reference crawl's.
     expected = build_page_directory(reference_dir, mirror, "letters-6", tmp_path / "expected")
     assert {n: d for n, d in tree(out).items() if n != ".tse-pages.sqlite"} == tree(expected)
-    before = page_files(out)
+    before = page_file_states(out)
 
     seen = len(server.accesses())
     result = crawl(out, "--update")
@@ -373,7 +361,7 @@ def test_an_update_through_nginx_asks_only_for_what_changed(tmp_path, nginx, mir
     assert len(pages) == len(before)
     assert all(a.status == 304 and a.if_none_match and a.if_modified_since for a in pages)
     assert sum(a.body_bytes for a in pages) == 0
-    assert page_files(out) == before
+    assert page_file_states(out) == before
     assert b"0 new, 0 changed, 9 unchanged, 0 gone" in result.stderr
 
     site = root / letters

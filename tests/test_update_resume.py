@@ -16,7 +16,6 @@ to its end, then resumed, says so, and touches nothing.
 from __future__ import annotations
 
 import calendar
-import os
 import re
 import shutil
 import signal
@@ -30,7 +29,7 @@ import pytest
 
 from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
 from tests.support.killat import run_tse_until, traced_events
-from tests.support.pages import catalog_rows, changes, snapshot, tree
+from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.warcs import assert_index_points_at_records, assert_valid
 from tse_scrapy.rules import pagedir
@@ -77,16 +76,6 @@ def instants(trace: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
     chosen = {i for i, (_, path, _) in enumerate(numbered) if not PAGE_EVENT.search(path)}
     chosen |= {pages[0], pages[1], pages[len(pages) // 2], pages[-1]}
     return [numbered[i] for i in sorted(chosen)]
-
-
-def page_files(directory: Path) -> dict[str, tuple[int, int, bytes]]:
-    """Name -> (inode, mtime, bytes) of each page file: a page file written again shows."""
-    files = {}
-    for name in os.listdir(directory):
-        if pagedir.is_page_name(name):
-            status = (directory / name).stat()
-            files[name] = (status.st_ino, status.st_mtime_ns, (directory / name).read_bytes())
-    return files
 
 
 def answers(warc: Path) -> Counter:
@@ -155,7 +144,7 @@ def test_an_update_killed_at_any_instant_resumes_to_an_uninterrupted_updates_end
     def kill_and_resume(number: int, event: str, path: str, occurrence: int) -> tuple[str, Path, dict]:
         run = tmp_path / f"killed{number}"
         shutil.copytree(crawled_pages, run / "pages")
-        untouched = page_files(run / "pages")
+        untouched = page_file_states(run / "pages")
         instant = f"killed at {event} {path} #{occurrence}"
         arguments = update_arguments(server, run)
         killed = run_tse_until([event, path.replace("RUN", str(run)), str(occurrence)], arguments)
@@ -179,7 +168,7 @@ def test_an_update_killed_at_any_instant_resumes_to_an_uninterrupted_updates_end
             )
             assert catalog_rows(run / "pages") == catalog_rows(reference / "pages"), instant
             if not site_changes:
-                assert page_files(run / "pages") == untouched, instant  # not one page file written again
+                assert page_file_states(run / "pages") == untouched, instant  # not one page file written again
 
             # Every exchange of the update is in the WARC; none twice, but for robots.txt (each run
             # asks for it) and a page in flight at the kill, fetched again.

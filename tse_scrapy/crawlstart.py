@@ -94,8 +94,7 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             finished = catalog.finished_update(args.pagedir) if update and resume else None
         except UnreadableDatabase as error:
             raise ArgumentError(f"cannot read the page catalog: {error}") from None
-    outputs = catalog.output_files(setting("TSE_WARC"), setting("TSE_RECORD"), setting("TSE_CHANGES"))
-    update_finished = finished is not None and finished.outputs == outputs
+    update_finished = finished is not None and finished.outputs == catalog.output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
     if mode is StartMode.FINISHED:
         return CrawlStart(args, mode)  # nothing will be written: the output files are not looked at

@@ -37,6 +37,19 @@ def saved_pages(directory: Path) -> list[tuple[str, int]]:
     ]
 
 
+def page_file_states(directory: Path) -> dict[int, tuple[str, int, int, bytes]]:
+    """docID -> (URL, inode, mtime_ns, bytes) of every page file, gone ones included: a page file
+    written again, even with the same bytes, shows."""
+    files = {}
+    for name in os.listdir(directory):
+        if pagedir.is_page_name(name):
+            path = directory / name
+            status = path.stat()
+            data = path.read_bytes()
+            files[int(name)] = (pagedir.decode_page(data).url, status.st_ino, status.st_mtime_ns, data)
+    return files
+
+
 def tree(directory: Path) -> dict[str, bytes]:
     """Name -> bytes of every file directly in *directory*, hidden ones included."""
     return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -85,9 +85,14 @@ def last_update(directory: str | os.PathLike) -> str | None:
     return rows[0][0] if rows else None
 
 
-def output_files(warc: str | None, record: str | None, changes: str | None) -> dict[str, str | None]:
-    """A crawl's output files as the catalog records them: absolute, links resolved, None when not asked for."""
-    given = {"warc": warc, "record": record, "changes": changes}
+# The settings that name a crawl's output files, and the catalog's names for them.
+OUTPUT_SETTINGS = {"warc": "TSE_WARC", "record": "TSE_RECORD", "changes": "TSE_CHANGES"}
+
+
+def output_files(setting: Callable[[str], Any]) -> dict[str, str | None]:
+    """The output files of the crawl whose settings *setting* reads, as the catalog records them:
+    absolute, links resolved, None when not asked for."""
+    given = {name: setting(setting_name) for name, setting_name in OUTPUT_SETTINGS.items()}
     return {name: os.path.realpath(path) if path else None for name, path in given.items()}
 
 

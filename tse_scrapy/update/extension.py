@@ -162,17 +162,13 @@ class UpdateExtension:
             if self.changes_path:
                 lines = "".join(json.dumps(change) + "\n" for change in changes)
                 write_atomically(self.changes_path, lines.encode(), fsync=self.fsync)
+            settings = self.crawler.settings
             synchronous = "FULL" if self.fsync else "NORMAL"
             if catalog.last_update(self.directory) != self.update_id:  # else merged by the run this one resumes
                 catalog.write_catalog(
-                    self.directory,
-                    pages,
-                    self.crawler.settings.getdict("TSE_ARGUMENTS"),
-                    self.update_id,
-                    synchronous=synchronous,
+                    self.directory, pages, settings.getdict("TSE_ARGUMENTS"), self.update_id, synchronous=synchronous
                 )
-            settings = self.crawler.settings
-            outputs = catalog.output_files(settings.get("TSE_WARC"), settings.get("TSE_RECORD"), self.changes_path)
+            outputs = catalog.output_files(settings.get)
             catalog.record_finished(self.directory, self.is_update, outputs, synchronous=synchronous)
         except OSError as error:
             self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")
