@@ -19,11 +19,12 @@ LAYERS = {
     "base": 0,  # tse_scrapy/__init__, exitcodes, atomicfile, terminal
     "rules": 1,
     "resume": 2,
-    "index": 2,
+    "fulltext": 2,
+    "index": 3,
     "report": 2,
     "update": 3,
     "crawl": 4,
-    "search": 3,
+    "search": 4,
     "distributed": 5,
     "devtools": 5,
     "app": 6,  # cli, crawlstart, settings, spiders/, commands/

@@ -192,7 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
             )
         if name == "query":
             command.add_argument(
-                "--rank", choices=("tse", "bm25"), default="tse", help="tse (SPEC 4 scores, default) or bm25"
+                "--rank",
+                choices=("tse", "bm25", "relevance"),
+                default="tse",
+                help="tse (SPEC 4 scores, default), bm25, or relevance (the search index and the search box's "
+                "query language: docs/search.md)",
             )
     report = commands.add_parser(
         "report",
@@ -357,6 +361,8 @@ def query(options: argparse.Namespace) -> int:
         querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
         if options.rank == "bm25":
             querier.engine.docs  # noqa: B018 (opened now: a page it must read fails here, in one line)
+        if options.rank == "relevance" and isinstance(problem := querier.engine.search_index, str):
+            raise _Failed(_one_line("query", f"--rank relevance needs the search index: {problem}"))
     try:
         run(querier)
     except KeyboardInterrupt:

@@ -1,7 +1,9 @@
 """The query engine shared by ``tse query`` and ``tse serve``: a line in, ranked docIDs out.
 
 ``rank="tse"`` is SPEC 4 exactly (``and`` = min, ``or`` = sum); ``rank="bm25"``
-orders the same matching documents by Okapi BM25 (``rules.ranking``).
+orders the same matching documents by Okapi BM25 (``rules.ranking``); both
+read the SPEC index.  ``rank="relevance"`` reads the search index beside it
+(``fulltext``) with the search box's query language (``rules.searchquery``).
 Pages listed in ``PAGEDIR/.tse-gone`` are never an answer, even from an
 index written before they went.
 """
@@ -13,14 +15,16 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from ..fulltext.searcher import SearchIndex
 from ..rules import pagedir
 from ..rules import query as rules
 from ..rules.query import Query, QueryError
 from ..rules.ranking import bm25_scores
+from ..rules.searchquery import SearchQuery, SearchQueryError, parse_search_query
 from .docstore import DocStore, Document
 from .storage import IndexReader
 
-RANKINGS = ("tse", "bm25")
+RANKINGS = ("tse", "bm25", "relevance")
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +37,12 @@ class Answer:
     query: Query | None
     error: str | None = None
     ranked: list[tuple[int, float]] = field(default_factory=list)
+    # rank=relevance: the query parsed, whether the pages are partial matches, the terms to mark,
+    # and the words corrected (typed -> found).
+    search_query: SearchQuery | None = None
+    partial: bool = False
+    terms: set[str] = field(default_factory=set)
+    corrections: dict[str, str] = field(default_factory=dict)
 
     @property
     def words(self) -> list[str]:
@@ -48,6 +58,7 @@ class QueryEngine:
         self.gone = pagedir.gone_docs(directory)
         self._docs: DocStore | None = None
         self._stored_docs_checked = False
+        self._search: SearchIndex | str | None = None
 
     def stored_docs(self) -> DocStore | None:
         """The document store written with the index and these page files, or None (opened once, never built)."""
@@ -68,13 +79,30 @@ class QueryEngine:
                 self._docs = DocStore.build(self.directory, self.index.size, self.index.digest)
         return self._docs
 
-    def answer(self, line: str, ranking: str = "tse", *, limit_size: bool = False) -> Answer | None:
+    @property
+    def search_index(self) -> SearchIndex | str:
+        """The search index written with the index and these pages (opened once), or why there is none."""
+        if self._search is None:
+            if self.stored_docs() is None:
+                self._search = f"no document store matches {self.index.path}: run tse index again"
+            else:
+                self._search = SearchIndex.open(self.index.path, self.index.size, self.index.digest)
+                if isinstance(self._search, str):
+                    self._search += ": run tse index again"
+        return self._search
+
+    def answer(
+        self, line: str, ranking: str = "tse", *, limit_size: bool = False, language: str | None = None
+    ) -> Answer | None:
         """The answer to one query line; None for a blank line (SPEC 4: nothing to print).
 
-        *limit_size* refuses lines longer than a search box accepts.
+        *limit_size* refuses lines longer than a search box accepts; *language* keeps only the
+        pages in that language (rank=relevance only).
         """
         if rules.is_blank(line):
             return None
+        if ranking == "relevance":
+            return self._relevance(line, language)
         if limit_size and (problem := rules.size_error(line)):
             return Answer(None, problem)
         try:
@@ -93,6 +121,18 @@ class QueryEngine:
                 scores, rules.query_words(query), postings, docs.lengths, docs.pages, docs.average_length
             )
         return Answer(query, None, rules.rank(scores))
+
+    def _relevance(self, line: str, language: str | None) -> Answer:
+        try:
+            query = parse_search_query(line)
+        except SearchQueryError as error:
+            return Answer(None, str(error))
+        index = self.search_index
+        if isinstance(index, str):
+            return Answer(None, f"rank=relevance needs the search index: {index}")
+        lengths, gone = self.docs.lengths, self.gone
+        found = index.search(query, lambda doc_id: doc_id in lengths and doc_id not in gone, language)
+        return Answer(None, None, found.ranked, query, found.partial, found.terms, found.corrections)
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)

@@ -34,8 +34,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import NoReturn
 
+from ..fulltext.store import SearchIndexWriter, search_path
 from ..rules import pagedir
 from ..rules.indexfile import Index
+from ..rules.pagefields import PageFields, page_fields
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagefiles import PageScan
@@ -110,6 +112,7 @@ class RangeIndexed:
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
+    fields: list[tuple[int, str, PageFields]]  # the search index's: docID, URL, fields
 
 
 def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, stop: int, run: Path) -> RangeIndexed:
@@ -118,15 +121,17 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
     postings = RunPostings()
-    rows, statuses = [], []
+    rows, statuses, fields = [], [], []
     for found in scan.files(start=start, stop=stop):
         statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
         if found.page is None:  # gone
             continue
         counts = word_counts(found.page.body)
         postings.add(found.doc_id, counts)
-        rows.append(page_rows(found.doc_id, found.page, counts, found.key))
-    return RangeIndexed(postings.write(run), rows, statuses, scan.ended)
+        row = page_rows(found.doc_id, found.page, counts, found.key)
+        rows.append(row)
+        fields.append((found.doc_id, row.doc[1], page_fields(row.doc[1], found.page.body)))
+    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields)
 
 
 def write_index_files(
@@ -152,13 +157,15 @@ def write_index_files(
         try:
             scratch = Path(tempfile.mkdtemp(prefix=f".{indexfile.name}.", suffix=".runs", dir=indexfile.parent))
             workers = _Workers(jobs, directory, scan.gone)
-            with DocStoreWriter(docs_path(indexfile)) as docs:
+            with DocStoreWriter(docs_path(indexfile)) as docs, SearchIndexWriter(search_path(indexfile)) as search:
                 tiers = RunTiers(scratch, fan_in)
                 for indexed in _ranges_in_order(workers, run_pages, scratch):
                     for doc_id, size, mtime_ns in indexed.statuses:
                         scan.record(doc_id, size, mtime_ns)
                     for rows in indexed.rows:
                         docs.insert(rows)
+                    for doc_id, url, fields in indexed.fields:
+                        search.add(doc_id, url, fields)
                     if indexed.run is not None:
                         tiers.add(indexed.run)
                     if on_page is not None:
@@ -171,6 +178,7 @@ def write_index_files(
                         index.add(word, texts, numbers)
                     size, digest = index.finish()
                 docs.finish(size, digest, scan)
+                search.finish(size, digest)
         except BaseException:
             ignore_interrupts()  # a second Ctrl-C must not cut the cleanup short and orphan the workers
             if workers is not None:

@@ -8,12 +8,17 @@ import sys
 from typing import TextIO
 
 from ..rules import pagedir
-from .engine import QueryEngine
+from ..rules.searchquery import Clause
+from .engine import Answer, QueryEngine
 from .storage import IndexReader
 
 PROMPT = "Query? "
 DIVIDER = "-" * 47
-SCORE_FORMATS = {"tse": "score {:3d} doc {:3d}: {}\n", "bm25": "score {:8.3f} doc {:3d}: {}\n"}
+SCORE_FORMATS = {
+    "tse": "score {:3d} doc {:3d}: {}\n",
+    "bm25": "score {:8.3f} doc {:3d}: {}\n",
+    "relevance": "score {:8.3f} doc {:3d}: {}\n",
+}
 
 
 class Querier:
@@ -32,6 +37,8 @@ class Querier:
         answer = self.engine.answer(line, self.ranking)
         if answer is None:
             return ""
+        if answer.search_query is not None:
+            return self._relevance_lines(answer)
         if answer.query is None:
             return f"{answer.error}\n"
         echo = "Query: " + "".join(token + " " for token in answer.query.tokens) + "\n"
@@ -39,10 +46,26 @@ class Querier:
             return echo + answer.error + "\n"
         if not answer.ranked:
             return echo + "No documents match.\n" + DIVIDER + "\n"
+        return echo + self._ranked_lines(answer, "ranked")
+
+    def _relevance_lines(self, answer: Answer) -> str:
+        """rank=relevance: the query as understood, the corrections, and the pages (partial matches said so)."""
+        assert answer.search_query is not None
+        query = answer.search_query
+        shown = [" OR ".join(_shown(clause) for clause in alternatives) for alternatives in query.required]
+        shown += ["-" + _shown(clause) for clause in query.excluded]
+        lines = "Query: " + " ".join(shown) + "\n"
+        if answer.corrections:
+            lines += "Did you mean: " + ", ".join(f"{typed} -> {found}" for typed, found in answer.corrections.items()) + "\n"
+        if not answer.ranked:
+            return lines + "No documents match.\n" + DIVIDER + "\n"
+        return lines + self._ranked_lines(answer, "partial matches: no document has every word" if answer.partial else "ranked")
+
+    def _ranked_lines(self, answer: Answer, how: str) -> str:
         urls = self._urls
         self._find_urls([doc_id for doc_id, _ in answer.ranked if doc_id not in urls])
         line = self.score_format.format
-        lines = [echo, f"Matches {len(answer.ranked)} documents (ranked):\n"]
+        lines = [f"Matches {len(answer.ranked)} documents ({how}):\n"]
         lines += [line(value, doc_id, urls[doc_id]) for doc_id, value in answer.ranked]
         return "".join(lines) + DIVIDER + "\n"
 
@@ -69,6 +92,10 @@ class Querier:
                     self._urls[doc_id] = pagedir.read_page_url(self.directory, doc_id)
                 except OSError:
                     self._urls[doc_id] = "(no page file)"
+
+
+def _shown(clause: Clause) -> str:
+    return f'"{clause.text}"' if clause.quoted else clause.text
 
 
 def run(querier: Querier, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:

@@ -26,6 +26,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from ..atomicfile import write_atomically
+from ..fulltext import store as search_store
+from ..rules.pagefields import PageFields, page_fields
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagefiles import PageFile, PageScan
@@ -55,6 +57,10 @@ def update_index(directory: str | os.PathLike, indexfile: str | os.PathLike) -> 
     stored = StoredPages.open(indexfile, len(text), digest)
     if isinstance(stored, str):
         return stored
+    problem = search_store.check(search_store.search_path(indexfile), len(text), digest)
+    if problem:
+        stored.close()
+        return problem
     try:
         sidecar = read_sidecar(indexfile, len(text), digest)
         if sidecar is None:
@@ -74,6 +80,7 @@ def _update(
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
+    fields: dict[int, tuple[str, PageFields]] = {}
     for found in scan.files(changed):  # reads only the pages new or changed
         if found.gone:
             continue
@@ -82,7 +89,8 @@ def _update(
             counts = word_counts(found.page.body)
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
-            rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key)
+            row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key)
+            fields[found.doc_id] = (row.doc[1], page_fields(row.doc[1], found.page.body))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
@@ -103,7 +111,10 @@ def _update(
         write_atomically(sidecar_path(indexfile), new_sidecar)
         write_stamp(indexfile, new_digest)
         docs.finish(len(new_text), new_digest, scan)
-    return None
+    # The search index last, as a full index writes it: changed before it is, it is not taken as the
+    # new index's (its record of the index it belongs with says the old one).
+    old = (len(text), text_digest(text))
+    return search_store.update(indexfile, old, (len(new_text), new_digest), removed, fields)
 
 
 def merge(

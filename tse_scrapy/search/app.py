@@ -25,6 +25,7 @@ from starlette.templating import Jinja2Templates
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.storage import IndexReader
 from ..rules import pagedir
+from ..rules import searchsnippet
 from ..rules.pagetext import snippet
 from ..rules.query import is_blank
 
@@ -63,6 +64,7 @@ class Result:
     snippet: str
     highlights: list[tuple[int, int]]
     live: bool  # the URL may be linked to (http or https)
+    lang: str = ""  # the page's language (ISO 639), "" when not known or not rank=relevance
 
     def segments(self) -> list[tuple[str, bool]]:
         """The snippet as (text, highlighted) pieces, for the template to escape and mark."""
@@ -84,68 +86,84 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     """The app over one query engine (its index and page directory, opened once);
     with *hosts*, requests whose Host header names another are refused (400)."""
 
+    # rank=relevance by default where the index has its search index; else SPEC 4's scores.
+    default_rank = "tse" if isinstance(engine.search_index, str) else "relevance"
+    languages = [] if isinstance(engine.search_index, str) else engine.search_index.languages
+
+    def common(line: str, rank: str, language: str | None = None) -> dict[str, Any]:
+        return {"query": line, "rank": rank, "lang": language or "", "languages": languages}
+
     async def home(request: Request) -> Response:
-        return _page(request, "home.html", {"query": "", "rank": "tse"})
+        return _page(request, "home.html", common("", default_rank))
 
     async def search(request: Request) -> Response:
         line = request.query_params.get("q", "")
         if is_blank(line):
             return RedirectResponse("/", status_code=303)
-        shown_rank = request.query_params.get("rank") if request.query_params.get("rank") in RANKINGS else "tse"
+        asked = request.query_params.get("rank")
+        shown_rank = asked if asked in RANKINGS else default_rank
         try:
-            ranking, page = _ranking(request), _number(request, "page", 1, MAX_PAGE)
+            ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
+            language = _language(request, ranking)
         except BadParameter as error:
-            return _page(request, "results.html", {"query": line, "rank": shown_rank, "error": str(error)}, 400)
-        answer = engine.answer(line, ranking, limit_size=True)
-        context: dict[str, Any] = {"query": line, "rank": ranking}
+            return _page(request, "results.html", {**common(line, shown_rank), "error": str(error)}, 400)
+        answer = engine.answer(line, ranking, limit_size=True, language=language)
+        context = common(line, ranking, language)
         if answer is None or answer.error:
             context["error"] = answer.error if answer else "Error: the query is empty."
             return _page(request, "results.html", context, 400)
         pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
+        suggestion = _suggestion(answer)
         context.update(
             per_page=PER_PAGE,
             total=len(answer.ranked),
+            partial=answer.partial,
+            suggestion=suggestion,
+            suggestion_url=_search_url(suggestion, ranking, 1, language) if suggestion else None,
             page=page,
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
             results=_results(engine, answer, page, PER_PAGE),
-            prev_url=_search_url(line, ranking, page - 1) if page > 1 else None,
-            next_url=_search_url(line, ranking, page + 1) if page < pages else None,
+            prev_url=_search_url(line, ranking, page - 1, language) if page > 1 else None,
+            next_url=_search_url(line, ranking, page + 1, language) if page < pages else None,
         )
         return _page(request, "results.html", context)
 
     async def api_search(request: Request) -> Response:
         line = request.query_params.get("q", "")
         try:
-            ranking = _ranking(request)
+            ranking = _ranking(request, default_rank)
             page = _number(request, "page", 1, MAX_PAGE)
             per_page = _number(request, "per_page", PER_PAGE, MAX_PER_PAGE)
+            language = _language(request, ranking)
         except BadParameter as error:
             return _json({"error": str(error)}, 400)
-        answer = engine.answer(line, ranking, limit_size=True)
+        answer = engine.answer(line, ranking, limit_size=True, language=language)
         if answer is None or answer.error:
             return _json({"error": answer.error if answer else "Error: the query is empty."}, 400)
         results = _results(engine, answer, page, per_page)
-        return _json(
+        content: dict[str, Any] = {
+            "query": line,
+            "rank": ranking,
+            "total": len(answer.ranked),
+            "page": page,
+            "per_page": per_page,
+        }
+        if ranking == "relevance":
+            content.update(lang=language, partial=answer.partial, suggestion=_suggestion(answer))
+        content["results"] = [
             {
-                "query": line,
-                "rank": ranking,
-                "total": len(answer.ranked),
-                "page": page,
-                "per_page": per_page,
-                "results": [
-                    {
-                        "docid": result.doc_id,
-                        "url": result.url,
-                        "score": result.score,
-                        "title": result.title,
-                        "snippet": result.snippet,
-                        "highlights": result.highlights,
-                    }
-                    for result in results
-                ],
+                "docid": result.doc_id,
+                "url": result.url,
+                "score": result.score,
+                "title": result.title,
+                "snippet": result.snippet,
+                "highlights": result.highlights,
+                **({"lang": result.lang} if ranking == "relevance" else {}),
             }
-        )
+            for result in results
+        ]
+        return _json(content)
 
     async def saved_copy(request: Request) -> Response:
         doc_id = request.path_params["doc_id"]
@@ -184,21 +202,50 @@ def create_app_from_environment() -> Starlette:
 
 def _results(engine: QueryEngine, answer: Answer, page: int, per_page: int) -> list[Result]:
     words = answer.words
+    languages = {} if isinstance(engine.search_index, str) else engine.search_index.page_languages
     results = []
     for doc_id, score in answer.ranked[(page - 1) * per_page : page * per_page]:
         document = engine.document(doc_id)
         url, title, text = (document.url, document.title, document.text) if document else ("", "", "")
-        shown, highlights = snippet(text, words)
+        lang = ""
+        if answer.search_query is not None:
+            lang = languages.get(doc_id, "")
+            shown, highlights = searchsnippet.snippet(text, answer.terms, (None, lang or None))
+        else:
+            shown, highlights = snippet(text, words)
         live = url.lower().startswith(("http://", "https://"))
-        results.append(Result(doc_id, url, score, title or url, shown, highlights, live))
+        results.append(Result(doc_id, url, score, title or url, shown, highlights, live, lang))
     return results
 
 
-def _ranking(request: Request) -> str:
-    ranking = request.query_params.get("rank", "tse")
+def _suggestion(answer: Answer) -> str | None:
+    """The query line with its corrected words, when a word was corrected."""
+    if not answer.corrections or answer.search_query is None:
+        return None
+    query = answer.search_query
+    shown = []
+    for alternatives in query.required:
+        shown.append(" OR ".join(answer.corrections.get(clause.text, clause.text) for clause in alternatives))
+    shown += ["-" + (f'"{clause.text}"' if clause.quoted else clause.text) for clause in query.excluded]
+    return " ".join(shown)
+
+
+def _ranking(request: Request, default: str) -> str:
+    ranking = request.query_params.get("rank", default)
     if ranking not in RANKINGS:
         raise BadParameter(f"rank must be one of {', '.join(RANKINGS)}")
     return ranking
+
+
+def _language(request: Request, ranking: str) -> str | None:
+    language = request.query_params.get("lang") or None
+    if language is None:
+        return None
+    if ranking != "relevance":
+        raise BadParameter("lang= needs rank=relevance")
+    if not (2 <= len(language) <= 3 and language.isascii() and language.isalpha() and language.islower()):
+        raise BadParameter("lang must be a language code such as en, fr or ja")
+    return language
 
 
 def _number(request: Request, name: str, default: int, highest: int) -> int:
@@ -210,8 +257,11 @@ def _number(request: Request, name: str, default: int, highest: int) -> int:
     return int(text)
 
 
-def _search_url(line: str, ranking: str, page: int) -> str:
-    return "/search?" + urlencode({"q": line, "rank": ranking, "page": page})
+def _search_url(line: str, ranking: str, page: int, language: str | None = None) -> str:
+    parameters: dict[str, str | int] = {"q": line, "rank": ranking, "page": page}
+    if language:
+        parameters["lang"] = language
+    return "/search?" + urlencode(parameters)
 
 
 def _page(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:

@@ -1,0 +1,1 @@
+"""The search index beside the SPEC index: its file, its matching and its ranking (rank=relevance)."""

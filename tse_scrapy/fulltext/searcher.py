@@ -1,0 +1,95 @@
+"""``rank=relevance``: a search query over the search index, ranked for people.
+
+BM25F-style scores from FTS5's ``bm25()`` with a weight a field (FTS5 sums each
+field's term frequency times its weight, then saturates: one document length,
+the whole row's), plus a bonus for pages holding the query's words as a
+phrase.  Pages with all the required clauses come first; when no page has
+them all, the best partial matches are the answer, flagged as such.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..rules.searchquery import SearchQuery
+from .matching import Vocabulary, compile_query
+from .store import FIELDS, check, search_path
+
+# Field weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).
+WEIGHTS = {"title": 10.0, "headings": 3.0, "url": 3.0, "anchors": 2.0, "body": 1.0}
+# Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
+PHRASE_BONUS = 0.5
+PHRASE_CANDIDATES = 200
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Found:
+    """What a search gives: ranked (docID, score) pairs, whether they are partial matches, the terms
+    to mark, and the query with its corrections (None when nothing was corrected)."""
+
+    ranked: list[tuple[int, float]]
+    partial: bool = False
+    terms: set[str] = field(default_factory=set)
+    corrections: dict[str, str] = field(default_factory=dict)
+
+
+class SearchIndex:
+    """The search index beside a SPEC index, opened read-only once."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+        self.languages = meta.get("languages", "").split()
+        self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM fields"))
+        self.vocabulary = Vocabulary(db)
+        self._bm25 = f"bm25(fts, {', '.join(str(WEIGHTS[name]) for name in FIELDS)})"
+
+    @classmethod
+    def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
+        """The search index written with that SPEC index, or why there is none."""
+        path = search_path(indexfile)
+        problem = check(path, index_size, index_digest)
+        if problem:
+            return problem
+        try:
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            return cls(db)
+        except sqlite3.Error as error:
+            return f"{path} cannot be read ({error})"
+
+    def search(self, query: SearchQuery, allowed: Callable[[int], bool], language: str | None = None) -> Found:
+        """The pages *allowed* (and in *language*, when given) that answer *query*, best first."""
+        compiled = compile_query(query, self.vocabulary, self.languages)
+
+        def wanted(doc_id: int) -> bool:
+            return allowed(doc_id) and (language is None or self.page_languages.get(doc_id) == language)
+
+        scores = self._scores(compiled.all_of, wanted)
+        partial = False
+        if not scores and compiled.any_of != compiled.all_of:
+            scores, partial = self._scores(compiled.any_of, wanted), True
+        if compiled.phrase and len(scores) > 1:
+            self._add_phrase_bonus(scores, compiled.phrase)
+        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        return Found(ranked, partial and bool(ranked), compiled.terms, compiled.corrections)
+
+    def _scores(self, expression: str, wanted: Callable[[int], bool]) -> dict[int, float]:
+        rows = self.db.execute(f"SELECT rowid, {self._bm25} FROM fts WHERE fts MATCH ?", (expression,))
+        # bm25() is lower for better matches; a score here is higher for better ones.
+        return {doc_id: round(-score, 6) for doc_id, score in rows if wanted(doc_id)}
+
+    def _add_phrase_bonus(self, scores: dict[int, float], phrase: str) -> None:
+        best = sorted(scores, key=lambda doc_id: -scores[doc_id])[:PHRASE_CANDIDATES]
+        marks = ",".join("?" * len(best))
+        rows = self.db.execute(f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})", (phrase, *best))
+        for (doc_id,) in rows:
+            scores[doc_id] = round(scores[doc_id] * (1 + PHRASE_BONUS), 6)
+
+    def close(self) -> None:
+        self.db.close()

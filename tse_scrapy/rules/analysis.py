@@ -1,0 +1,322 @@
+"""Text analysis for the search index: text in any script to index terms.
+
+One analyzer for pages and queries, so that both sides meet:
+
+1. **Normalize**: Unicode NFKC (full-width letters, ligatures, compatibility
+   forms become plain ones), then case folding (``Straße`` → ``strasse``).
+2. **Fold accents**: combining marks of Latin, Greek and Cyrillic letters,
+   Arabic vowel marks and Hebrew points are dropped, and a few letters that
+   are not decomposed by Unicode are spelled plainly (``đ`` → ``d``, ``ø`` →
+   ``o``, ``ł`` → ``l``).  Indexing folded forms only is what makes accents
+   optional: ``securite`` finds ``sécurité``, and typed with its accents the
+   word ranks exactly as high.  Marks that change a letter in Indic, Thai or
+   kana text are kept.
+3. **Words**: maximal runs of letters, marks and digits in any script
+   (``ipv6``, ``python3``, ``404``).  Underscores and punctuation separate.
+4. **Segment** Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer and Myanmar
+   runs into overlapping bigrams (``日本語`` → ``日本 本語``; a single
+   character stays a unigram).  No dictionary: no large data file, no
+   compiled ICU, and every substring of two characters is findable, which is
+   what known-item search in these scripts needs; a quoted phrase of N
+   characters is the N-1 bigrams at consecutive positions.
+5. **Stem** by the page's language with a Snowball stemmer (PyStemmer), after
+   folding, so that folded and unfolded queries stem alike.
+
+Pure functions, no I/O.  ``tokens`` keeps the offsets of each word in the
+original text for highlighting.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+import Stemmer
+
+# Characters segmented into bigrams: scripts written without spaces between words (and Hangul, whose
+# words carry particles).
+_BIGRAM_RANGES = (
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1100-\u11ff"  # Hangul Jamo
+    "\u1780-\u17ff"  # Khmer
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c"  # ideographic marks and numbers
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3130-\u318f"  # Hangul compatibility Jamo
+    "\u31f0-\u31ff"  # Katakana extensions
+    "\u3400-\u4dbf\u4e00-\u9fff"  # Han
+    "\ua960-\ua97f\uac00-\ud7ff"  # Hangul
+    "\uf900-\ufaff"  # Han compatibility
+    "\uff66-\uff9f"  # half-width Katakana (NFKC makes them full-width)
+    "\U00020000-\U0003134f"  # Han extensions
+)
+_BIGRAM_CHAR = re.compile(f"[{_BIGRAM_RANGES}]")
+
+
+def _mark_ranges() -> str:
+    """Every combining mark of the Basic Multilingual Plane, as a character-class body."""
+    marks = [code for code in range(0x10000) if unicodedata.category(chr(code)).startswith("M")]
+    ranges, start = [], marks[0]
+    for previous, code in zip(marks, [*marks[1:], -1], strict=True):
+        if code != previous + 1:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}" if previous > start else chr(start))
+            start = code
+    return "".join(ranges)
+
+
+_MARKS = _mark_ranges()
+# A word: letters and digits (\w without "_") and marks, outside the bigram scripts; or a run in them.
+_TOKEN = re.compile(f"([{_BIGRAM_RANGES}]+)|((?:[^\\W_{_BIGRAM_RANGES}]|[{_MARKS}])+)")
+_WORD_RUN = re.compile(f"(?:[^\\W_]|[{_MARKS}])+")
+
+# Marks dropped by folding.
+_FOLDED_MARKS = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"  # Hebrew points
+    "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u0640]"  # Arabic
+)
+# Only text holding one of these can change when folded (a fast test that skips CJK and ASCII text).
+_FOLDABLE = re.compile(
+    "[\u00c0-\u02af\u0300-\u036f\u0370-\u052f\u0591-\u06ff\u1ab0-\u1aff\u1dc0-\u1fff\u20d0-\u20ff\ufe20-\ufe2f]"
+)
+_PLAIN_LETTERS = str.maketrans(
+    {
+        "đ": "d",
+        "ð": "d",
+        "ø": "o",
+        "ł": "l",
+        "ı": "i",
+        "ħ": "h",
+        "ŧ": "t",
+        "þ": "th",
+        "æ": "ae",
+        "œ": "oe",
+        "ĸ": "k",
+        # Arabic script: the hamza-carrying alefs are an alef; Arabic yeh and kaf are the Persian
+        # letters (two keyboards, one word).
+        "أ": "ا",
+        "إ": "ا",
+        "آ": "ا",
+        "ٱ": "ا",
+        "ي": "ی",
+        "ى": "ی",
+        "ك": "ک",
+    }
+)
+
+# Snowball stemmers by ISO 639-1 language code.
+STEMMERS = {
+    "ar": "arabic",
+    "hy": "armenian",
+    "eu": "basque",
+    "ca": "catalan",
+    "cs": "czech",
+    "da": "danish",
+    "nl": "dutch",
+    "en": "english",
+    "eo": "esperanto",
+    "et": "estonian",
+    "fi": "finnish",
+    "fr": "french",
+    "de": "german",
+    "el": "greek",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "ga": "irish",
+    "it": "italian",
+    "lt": "lithuanian",
+    "ne": "nepali",
+    "nb": "norwegian",
+    "nn": "norwegian",
+    "no": "norwegian",
+    "fa": "persian",
+    "pl": "polish",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "es": "spanish",
+    "sv": "swedish",
+    "ta": "tamil",
+    "tr": "turkish",
+    "yi": "yiddish",
+}
+_LANGUAGE_TAG = re.compile(r"[a-z]{2,3}")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A word of a text: its index terms and where it is in the text (``[start, end)``)."""
+
+    terms: tuple[str, ...]
+    start: int
+    end: int
+
+
+def normalize(text: str) -> str:
+    """NFKC, then case folding."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def fold(text: str) -> str:
+    """Normalized *text* without accents (see the module's docstring)."""
+    if text.isascii() or not _FOLDABLE.search(text):
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    return unicodedata.normalize("NFC", _FOLDED_MARKS.sub("", decomposed)).translate(_PLAIN_LETTERS)
+
+
+def words(text: str) -> list[str]:
+    """The words of *text*, normalized and folded, bigram scripts segmented (no stemming)."""
+    text = fold(normalize(text))
+    if not _BIGRAM_CHAR.search(text):
+        return _WORD_RUN.findall(text)
+    found: list[str] = []
+    for segmented, word in _TOKEN.findall(text):
+        if word:
+            found.append(word)
+        else:
+            found.extend(bigrams(segmented))
+    return found
+
+
+def bigrams(run: str) -> list[str]:
+    """The overlapping pairs of characters of *run*; a single character alone."""
+    if len(run) < 2:
+        return [run]
+    return [run[index : index + 2] for index in range(len(run) - 1)]
+
+
+def is_segmented(word: str) -> bool:
+    """Whether *word* is of a script cut into bigrams."""
+    return bool(_BIGRAM_CHAR.match(word))
+
+
+def language_code(tag: str | None) -> str | None:
+    """The ISO 639 code of a language tag (``fr-CA`` → ``fr``), or None."""
+    if not tag:
+        return None
+    found = _LANGUAGE_TAG.match(tag.strip().lower().replace("_", "-"))
+    if found is None or (len(tag.strip()) > found.end() and tag.strip()[found.end()] not in "-_"):
+        return None
+    return found.group()
+
+
+@lru_cache(maxsize=64)
+def stemmer(language: str | None) -> Stemmer.Stemmer | None:
+    """The Snowball stemmer of *language* (an ISO 639 code), or None when there is none."""
+    name = STEMMERS.get(language or "")
+    return Stemmer.Stemmer(name) if name else None
+
+
+def stem(terms: list[str], language: str | None) -> list[str]:
+    """*terms* stemmed in *language* (as they are where it has no stemmer).  Bigrams and numbers are
+    left as they are by every stemmer, as is a word of another script."""
+    found = stemmer(language)
+    return found.stemWords(terms) if found is not None else terms
+
+
+def terms(text: str, language: str | None = None) -> list[str]:
+    """The index terms of *text* written in *language*, in order (a term a position)."""
+    return stem(words(text), language)
+
+
+def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Token]:
+    """Each word of *text* where it stands in it, with the terms it gives unstemmed and stemmed in
+    each of *languages*: what highlighting needs.
+
+    A run of a bigram script gives a token a bigram (its two characters), or one token for the whole
+    run when normalizing changed its length."""
+    languages = tuple(languages)
+    for found in _TOKEN.finditer(text):
+        segmented, run = found.group(1), found.group()
+        analyzed = words(run)
+        if not analyzed:
+            continue
+        start = found.start()
+        if segmented and len(analyzed) == max(1, len(run) - 1):
+            for index, pair in enumerate(analyzed):
+                yield Token((pair,), start + index, start + index + len(pair))
+        else:
+            yield Token(_variants(analyzed, languages), start, found.end())
+
+
+def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:
+    """The terms words *analyzed* give, unstemmed and stemmed in each of *languages*."""
+    found = dict.fromkeys(analyzed)
+    for language in languages:
+        found.update(dict.fromkeys(stem(analyzed, language)))
+    return tuple(found)
+
+
+# Language detection, for pages that do not say theirs: the script, then (Latin) common words.
+_SCRIPT_LANGUAGES = (
+    (re.compile("[\u0370-\u03ff\u1f00-\u1fff]"), "el"),
+    (re.compile("[\u0600-\u06ff]"), None),  # Arabic script: Arabic or Persian, below
+    (re.compile("[\u0590-\u05ff]"), "he"),
+    (re.compile("[\u0900-\u097f]"), "hi"),
+    (re.compile("[\u0b80-\u0bff]"), "ta"),
+    (re.compile("[\u0530-\u058f]"), "hy"),
+    (re.compile("[\u3040-\u30ff]"), "ja"),
+    (re.compile("[\uac00-\ud7af]"), "ko"),
+    (re.compile("[\u4e00-\u9fff]"), "zh"),
+    (re.compile("[\u0e00-\u0e7f]"), "th"),
+    (re.compile("[\u0400-\u04ff]"), None),  # Cyrillic: below
+)
+_PERSIAN_LETTERS = re.compile("[پچژگ]")
+_UKRAINIAN_LETTERS = re.compile("[іїєґ]")
+_SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
+_COMMON_WORDS = {
+    "en": "the and of to in is that for with as are this on be by",
+    "fr": "le la les des est une et du dans pour que qui sur pas avec",
+    "de": "der die das und ist nicht ein eine mit den von zu auf sich",
+    "es": "el la los las de que y en un una por con para es del",
+    "it": "il la di che e un una per non sono della del gli le con",
+    "pt": "o a os as de que e do da em um uma para com não",
+    "nl": "de het een en van is dat op te in met voor niet zijn",
+    "sv": "och att det som en på är av för med den till inte",
+    "da": "og at det som en på er af for med den til ikke",
+    "nb": "og at det som en på er av for med den til ikke",
+    "fi": "ja on ei se että oli ovat tai kun mutta myös joka",
+    "id": "yang dan di ini itu dengan untuk dari dalam tidak adalah",
+    "ca": "el la els les de que i en un una per amb és del",
+    "ro": "și de la în care este cu pe un o nu din pentru",
+    "cs": "a je se na že to v s z do o jsou pro",
+    "pl": "i w się na nie z że do to jest o jak",
+    "hu": "a az és hogy nem is egy meg van ez de",
+    "tr": "ve bir bu da de için ile olan gibi daha çok",
+    "vi": "và của là có các được cho không những trong một người",
+}
+_COMMON = {language: frozenset(words(listed)) for language, listed in _COMMON_WORDS.items()}
+
+
+def detect_language(text: str) -> str | None:
+    """A guess of the language of *text* (an ISO 639 code), or None; from its first 2,000 characters."""
+    sample = text[:2000]
+    letters = sum(1 for character in sample if character.isalpha())
+    if not letters:
+        return None
+    for pattern, language in _SCRIPT_LANGUAGES:
+        if len(pattern.findall(sample)) * 4 < letters:
+            continue
+        if language is not None:
+            return language
+        if pattern.pattern.startswith("[\u0600"):
+            return "fa" if _PERSIAN_LETTERS.search(sample) else "ar"
+        if _UKRAINIAN_LETTERS.search(sample):
+            return "uk"
+        return "sr" if _SERBIAN_LETTERS.search(sample) else "ru"
+    counted = words(sample)
+    best, best_count = None, 2  # at least three common words
+    for language, common in _COMMON.items():
+        count = sum(1 for word in counted if word in common)
+        if count > best_count:
+            best, best_count = language, count
+    return best

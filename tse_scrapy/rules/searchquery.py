@@ -1,0 +1,89 @@
+"""The search box's query language (``rank=relevance``), parsed.
+
+- plain words: pages with all of them first, then (when none has all) the best partial matches;
+- ``"quoted phrases"``: the words at consecutive positions (in CJK, consecutive characters); a
+  quote left open runs to the end of the line;
+- ``-word`` and ``-"phrase"``: no page holding it;
+- ``OR`` (in capitals) between two words or phrases: either.  Lowercase ``and``
+  and ``or`` are words here (they are operators only for ``rank=tse`` and ``rank=bm25``).
+
+A word that analyzes to several terms (``6.2``, ``what's``, ``日本語``) is a
+phrase of them.  Punctuation alone is nothing; a query with nothing left to
+find gets a message.  Pure functions: no index here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from . import analysis
+
+MAX_CHARACTERS = 1_000
+MAX_WORDS = 100
+
+_PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+
+class SearchQueryError(ValueError):
+    """The query cannot be searched; the message is for the person who typed it."""
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A word or a phrase as typed, and its words (normalized, folded, not stemmed)."""
+
+    text: str
+    words: tuple[str, ...]
+    quoted: bool = False
+
+    @property
+    def is_phrase(self) -> bool:
+        return self.quoted or len(self.words) > 1
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """All of ``required`` (each a list of alternatives, joined by OR), none of ``excluded``."""
+
+    required: tuple[tuple[Clause, ...], ...]
+    excluded: tuple[Clause, ...] = field(default=())
+
+    @property
+    def clauses(self) -> list[Clause]:
+        return [clause for alternatives in self.required for clause in alternatives]
+
+
+def parse_search_query(line: str) -> SearchQuery:
+    """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
+    if len(line) > MAX_CHARACTERS:
+        raise SearchQueryError(f"The query is too long: at most {MAX_CHARACTERS:,} characters.")
+    pieces = list(_PIECE.finditer(line))
+    if len(pieces) > MAX_WORDS:
+        raise SearchQueryError(f"The query has too many words: at most {MAX_WORDS}.")
+    required: list[list[Clause]] = []
+    excluded: list[Clause] = []
+    join_next = False  # the last piece was OR between two clauses
+    for number, piece in enumerate(pieces):
+        minus, quoted, plain = piece.group(1), piece.group(2), piece.group(3)
+        if plain == "OR" and required and number + 1 < len(pieces):
+            join_next = True
+            continue
+        negative = bool(minus) or (plain is not None and plain.startswith("-") and len(plain) > 1)
+        text = quoted if quoted is not None else plain.removeprefix("-") if negative else plain
+        clause = Clause(text, tuple(analysis.words(text)), quoted is not None)
+        if not clause.words:
+            join_next = False
+            continue
+        if negative:
+            excluded.append(clause)
+        elif join_next and required:
+            required[-1].append(clause)
+        else:
+            required.append([clause])
+        join_next = False
+    if not required:
+        if excluded:
+            raise SearchQueryError("Nothing to find: a query needs a word that is not excluded (-word).")
+        raise SearchQueryError("Nothing to find: the query has no letters or digits.")
+    return SearchQuery(tuple(tuple(alternatives) for alternatives in required), tuple(excluded))
