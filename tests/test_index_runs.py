@@ -89,7 +89,7 @@ def test_runs_give_the_one_pass_index_byte_for_byte(reference, tmp_path, jobs, r
     assert index_files(indexfile) == index_files(expected)
     assert store_rows(indexfile) == store_rows(expected)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        f"runs.index{suffix}" for suffix in ("", ".bin", ".docs", ".stamp")
+        f"runs.index{suffix}" for suffix in ("", ".bin", ".docs", ".search", ".stamp")
     ]
 
 
@@ -156,7 +156,9 @@ def test_an_interrupt_or_error_removes_the_runs(reference, tmp_path, jobs, probl
 
     with pytest.raises(problem):
         write_index_files(pages, indexfile, jobs=jobs, run_pages=3, on_page=interrupt)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.bin", "index.docs", "index.stamp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "index", "index.bin", "index.docs", "index.search", "index.stamp"
+    ]  # fmt: skip
     assert index_files(indexfile) == before
 
 

@@ -48,7 +48,7 @@ def test_an_empty_query_redirects_home(client, query):
 
 
 def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
-    page = client.get("/search", params={"q": "cat"})
+    page = client.get("/search", params={"q": "cat", "rank": "tse"})
     assert page.status_code == 200
     html = page.text
     assert "5 documents match" in html
@@ -59,12 +59,12 @@ def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
     assert "score 2 " in items[0] and "score 2 " in items[1] and "score 1 " in items[2]
     assert '<a href="http://h/cats.html" rel="noreferrer nofollow">Cats &amp; Dogs</a>' in items[0]
     assert "A <mark>cat</mark> and a dog. The <mark>cat</mark> sleeps." in items[0]
-    assert '<div class="title">http://h/untitled.html</div>' not in items[4]  # a live URL is a link
+    assert '<div class="title" dir="auto">http://h/untitled.html</div>' not in items[4]  # a live URL is a link
     assert ">http://h/untitled.html</a>" in items[4]  # no title: the URL stands for it
 
 
 def test_hostile_pages_show_as_inert_text(client):
-    html = client.get("/search", params={"q": "cat"}).text
+    html = client.get("/search", params={"q": "cat", "rank": "tse"}).text
     items = {re.search(r'href="/doc/(\d+)"', item).group(1): item for item in re.findall(r"<li>(.*?)</li>", html, re.S)}
     evil, javascript = items["3"], items["4"]
     for item in (evil, javascript):
@@ -74,8 +74,9 @@ def test_hostile_pages_show_as_inert_text(client):
     assert f'<a href="{escaped_url}" rel="noreferrer nofollow">' in evil  # the URL, escaped in the link
     assert f'<div class="url">{escaped_url}</div>' in evil  # and in the text
     assert 'href="javascript:' not in html
-    assert '<div class="title">javascript:alert(3)</div>' in javascript  # not a link
-    assert '<div class="snippet"><mark>cat</mark> &lt;b&gt;escaped&lt;/b&gt;</div>' in evil  # decoded, escaped again
+    assert '<div class="title" dir="auto">javascript:alert(3)</div>' in javascript  # not a link
+    # decoded, escaped again
+    assert '<div class="snippet" dir="auto"><mark>cat</mark> &lt;b&gt;escaped&lt;/b&gt;</div>' in evil
     assert "document.title" not in html  # script text is not visible text
 
 
@@ -85,7 +86,7 @@ def test_query_errors_show_the_queriers_message(client):
         ("and cat", "Error: &#39;and&#39; cannot be first"),
         ("<b>", "Error: bad character &#39;&lt;&#39; in query."),
     ]:
-        page = client.get("/search", params={"q": query})
+        page = client.get("/search", params={"q": query, "rank": "tse"})
         assert page.status_code == 400 and message in page.text, page.text
 
 
@@ -112,7 +113,7 @@ def api(client, **params):
 
 
 def test_api_shape_and_highlights(client):
-    status, body = api(client, q="cat or emu", per_page=3)
+    status, body = api(client, q="cat or emu", per_page=3, rank="tse")
     assert status == 200
     assert set(body) == {"query", "rank", "total", "page", "per_page", "results"}
     assert (body["query"], body["rank"], body["total"], body["page"], body["per_page"]) == (
@@ -132,7 +133,7 @@ def test_api_shape_and_highlights(client):
 
 
 def test_pagination(client):
-    html = client.get("/search", params={"q": "emu"}).text
+    html = client.get("/search", params={"q": "emu", "rank": "tse"}).text
     assert "25 documents match" in html and "page 1 of 3" in html
     assert len(re.findall(r"<li>", html)) == 10
     assert 'rel="prev"' not in html
@@ -140,12 +141,12 @@ def test_pagination(client):
     second = client.get(next_url).text
     assert 'rel="prev"' in second and 'rel="next"' in second
     assert re.search(r'<ol class="results" start="11">', second)
-    last = client.get("/search", params={"q": "emu", "page": 3}).text
+    last = client.get("/search", params={"q": "emu", "page": 3, "rank": "tse"}).text
     assert len(re.findall(r"<li>", last)) == 5 and 'rel="next"' not in last
-    past = client.get("/search", params={"q": "emu", "page": 4})
+    past = client.get("/search", params={"q": "emu", "page": 4, "rank": "tse"})
     assert past.status_code == 200 and "<li>" not in past.text
-    assert api(client, q="emu", page=3, per_page=10)[1]["results"][-1]["docid"] == 30
-    status, body = api(client, q="emu", page=2, per_page=100)
+    assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
+    status, body = api(client, q="emu", page=2, per_page=100, rank="tse")
     assert status == 200 and body["results"] == [] and body["total"] == 25
 
 
@@ -159,8 +160,12 @@ def test_pagination(client):
         {"q": "cat", "per_page": "0"},
         {"q": "cat", "per_page": "101"},
         {"q": "cat", "rank": "pagerank"},
-        {"q": "cat!"},
-        {"q": "or cat"},
+        {"q": "cat!", "rank": "tse"},
+        {"q": "or cat", "rank": "bm25"},
+        {"q": "cat", "lang": "fr", "rank": "tse"},
+        {"q": "cat", "lang": "French"},
+        {"q": "!!!"},
+        {"q": "-cat"},
         {"q": ""},
         {"q": "x" * 1001},
         {"q": " ".join(["cat"] * 101)},

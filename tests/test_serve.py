@@ -75,7 +75,8 @@ def test_in_a_real_browser(server, tmp_path):
             page = browser.new_page(viewport={"width": 420, "height": 900})  # a phone's width
             page.goto(f"{server}/")
             page.get_by_label("Search the crawled pages").fill("emu or cat")
-            page.keyboard.press("Enter")
+            page.get_by_label("Ranking").select_option("tse")  # SPEC 4's "or" (relevance is the default)
+            page.get_by_label("Search the crawled pages").press("Enter")
             page.wait_for_url("**/search?*")
             assert page.locator(".count").inner_text().startswith("30 documents match")
             titles = page.locator("ol.results li .title").all_inner_texts()

@@ -2,11 +2,11 @@
 
 Each word matches its folded form and its stem in every language of the
 index (the query's language is not known; a page's words were stemmed in the
-page's).  A word none of whose forms the index holds matches the index's
-words within one edit (from 5 characters) or two (from 9), a transposition
-counting as one (OSA distance, as Lucene's fuzzy queries), bigram scripts
-excepted.  A single character of a bigram script matches the bigrams it
-starts (a prefix query).
+page's), only the forms the index holds.  A word none of whose forms the
+index holds matches the index's words within one edit (from 5 characters)
+or two (from 9), a transposition counting as one (OSA distance, as Lucene's
+fuzzy queries), bigram scripts excepted.  A single character of a bigram
+script matches the bigrams it starts (a prefix query).
 """
 
 from __future__ import annotations
@@ -24,17 +24,20 @@ ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 
+# What a snippet marks: sequences of positions, each the terms a word there may give.
+Marks = list[tuple[frozenset[str], ...]]
+
 
 @dataclass
 class Compiled:
     """FTS5 expressions of a query: all required clauses, any of them, and the phrase of all its words
-    (for the proximity bonus); the terms to mark; the corrections made."""
+    (for the proximity bonus); what to mark; the corrections made (typed -> as pages spell it)."""
 
     all_of: str
     any_of: str
     phrase: str | None
-    terms: set[str] = field(default_factory=set)
-    corrections: dict[str, str] = field(default_factory=dict)  # word typed -> word found
+    marks: Marks = field(default_factory=list)
+    corrections: dict[str, str] = field(default_factory=dict)
 
 
 class Vocabulary:
@@ -50,15 +53,21 @@ class Vocabulary:
         return row[0] if row else 0
 
     def closest(self, word: str) -> list[str]:
-        """The words within the edits allowed for *word*'s length, closest and most frequent first."""
+        """The words within the edits allowed for *word*'s length, closest first."""
         edits = 2 if len(word) >= TWO_EDITS_FROM else 1
         if self._by_length is None:
             self._by_length = {}
             for (known,) in self.db.execute("SELECT word FROM vocabulary"):
                 self._by_length.setdefault(len(known), []).append(known)
-        candidates = [known for size in range(len(word) - edits, len(word) + edits + 1) for known in self._by_length.get(size, ())]
-        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=50)
-        return [known for known, _, _ in sorted(found, key=lambda match: match[1])]
+        candidates = [
+            known for size in range(len(word) - edits, len(word) + edits + 1) for known in self._by_length.get(size, ())
+        ]
+        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=20)
+        return [known for known, _, _ in sorted(found, key=lambda match: (match[1], match[0]))]
+
+    def spelling(self, word: str) -> str:
+        row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
+        return row[0] if row else word
 
 
 def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[str]) -> Compiled:
@@ -67,8 +76,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
     groups = []
     for alternatives in query.required:
         groups.append(" OR ".join(_clause(clause, vocabulary, languages, compiled) for clause in alternatives))
-    excluded = [_clause(clause, vocabulary, languages, None) for clause in query.excluded]
-    exclusion = "".join(f" NOT ({expression})" for expression in excluded)
+    exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)})" for clause in query.excluded)
     compiled.all_of = " AND ".join(f"({group})" for group in groups)
     compiled.any_of = " OR ".join(f"({group})" for group in groups)
     if exclusion:
@@ -76,36 +84,45 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
         compiled.any_of = f"({compiled.any_of}){exclusion}"
     words = [word for clause in query.clauses for word in clause.words]
     single = all(len(alternatives) == 1 for alternatives in query.required)
-    if single and len(words) > 1 and len(query.required) > 1:
+    if single and len(query.required) > 1:
         compiled.phrase = _phrase(words, languages)
     return compiled
 
 
 def _clause(clause: Clause, vocabulary: Vocabulary, languages: list[str], compiled: Compiled | None) -> str:
+    """The expression of one clause; with *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
         if compiled is not None:
-            compiled.terms.update(term for language in [None, *languages] for term in analysis.stem(list(clause.words), language))
+            compiled.marks.append(tuple(frozenset(_forms(word, languages)) for word in clause.words))
         return _phrase(list(clause.words), languages)
     (word,) = clause.words
-    forms = _forms(word, languages)
     if analysis.is_segmented(word):
         if compiled is not None:
-            compiled.terms.add(word)
+            compiled.marks.append((frozenset([word]),))
         return f'"{word}"*' if len(word) == 1 else f'"{word}"'
-    if compiled is not None and len(word) >= ONE_EDIT_FROM and not any(vocabulary.documents(form) for form in forms):
-        corrected = [known for known in vocabulary.closest(word) if any(vocabulary.documents(form) for form in _forms(known, languages))]
+    forms = _forms(word, languages)
+    held = [form for form in forms if vocabulary.documents(form)]
+    if compiled is not None and not held and len(word) >= ONE_EDIT_FROM:
+        corrected = [known for known in vocabulary.closest(word) if _held(known, vocabulary, languages)]
         if corrected:
-            compiled.corrections[clause.text] = corrected[0]
+            compiled.corrections[clause.text] = vocabulary.spelling(corrected[0])
             for known in corrected[:CORRECTIONS]:
-                forms += [form for form in _forms(known, languages) if form not in forms]
+                held += [form for form in _held(known, vocabulary, languages) if form not in held]
+    # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
+    # must not count once a form; and the expression stays short.
+    held = held or forms[:1]
     if compiled is not None:
-        compiled.terms.update(forms)
-    return " OR ".join(f'"{form}"' for form in forms)
+        compiled.marks.append((frozenset(held),))
+    return " OR ".join(f'"{form}"' for form in held)
 
 
 def _forms(word: str, languages: list[str]) -> list[str]:
     """*word* (folded) and its stem in each language, each once."""
     return list(dict.fromkeys([word, *(analysis.stem([word], language)[0] for language in languages)]))
+
+
+def _held(word: str, vocabulary: Vocabulary, languages: list[str]) -> list[str]:
+    return [form for form in _forms(word, languages) if vocabulary.documents(form)]
 
 
 def _phrase(words: list[str], languages: list[str]) -> str:

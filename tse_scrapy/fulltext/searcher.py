@@ -16,11 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..rules.searchquery import SearchQuery
-from .matching import Vocabulary, compile_query
+from .matching import Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
-# Field weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).
-WEIGHTS = {"title": 10.0, "headings": 3.0, "url": 3.0, "anchors": 2.0, "body": 1.0}
+# Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
+# the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed
+# as TEXT_FIELDS says), plus TITLE_WEIGHT times the BM25 of its title (a table of its own), plus
+# ANCHOR_WEIGHT times its anchor text's.
+TEXT_FIELDS = {"title": 0.0, "headings": 2.0, "url": 1.0, "body": 1.0}
+TITLE_WEIGHT = 2.0
+ANCHOR_WEIGHT = 0.5
 # Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
@@ -35,7 +40,7 @@ class Found:
 
     ranked: list[tuple[int, float]]
     partial: bool = False
-    terms: set[str] = field(default_factory=set)
+    marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
 
 
@@ -46,9 +51,9 @@ class SearchIndex:
         self.db = db
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
-        self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM fields"))
+        self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
         self.vocabulary = Vocabulary(db)
-        self._bm25 = f"bm25(fts, {', '.join(str(WEIGHTS[name]) for name in FIELDS)})"
+        self._bm25 = f"bm25(fts, {', '.join(str(TEXT_FIELDS[name]) for name in FIELDS)})"
 
     @classmethod
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
@@ -74,22 +79,33 @@ class SearchIndex:
         partial = False
         if not scores and compiled.any_of != compiled.all_of:
             scores, partial = self._scores(compiled.any_of, wanted), True
+        if scores:
+            self._add_scores(scores, "titles_fts", "bm25(titles_fts)", TITLE_WEIGHT, compiled.any_of)
+            self._add_scores(scores, "anchors_fts", "bm25(anchors_fts)", ANCHOR_WEIGHT, compiled.any_of)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
-        return Found(ranked, partial and bool(ranked), compiled.terms, compiled.corrections)
+        return Found(ranked, partial and bool(ranked), compiled.marks, compiled.corrections)
 
     def _scores(self, expression: str, wanted: Callable[[int], bool]) -> dict[int, float]:
         rows = self.db.execute(f"SELECT rowid, {self._bm25} FROM fts WHERE fts MATCH ?", (expression,))
         # bm25() is lower for better matches; a score here is higher for better ones.
-        return {doc_id: round(-score, 6) for doc_id, score in rows if wanted(doc_id)}
+        return {doc_id: -score for doc_id, score in rows if wanted(doc_id)}
+
+    def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:
+        """The score of the pages found in another table (titles, anchor text), times *weight*, added:
+        it adds to a page's score; alone, it does not make a page an answer."""
+        rows = self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,))
+        for doc_id, score in rows:
+            if doc_id in scores:
+                scores[doc_id] -= weight * score
 
     def _add_phrase_bonus(self, scores: dict[int, float], phrase: str) -> None:
-        best = sorted(scores, key=lambda doc_id: -scores[doc_id])[:PHRASE_CANDIDATES]
-        marks = ",".join("?" * len(best))
-        rows = self.db.execute(f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})", (phrase, *best))
-        for (doc_id,) in rows:
-            scores[doc_id] = round(scores[doc_id] * (1 + PHRASE_BONUS), 6)
+        best = set(sorted(scores, key=lambda doc_id: -scores[doc_id])[:PHRASE_CANDIDATES])
+        # The phrase over every page, not restricted by rowid: FTS5 would evaluate it once per rowid.
+        for (doc_id,) in self.db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (phrase,)):
+            if doc_id in best:
+                scores[doc_id] *= 1 + PHRASE_BONUS
 
     def close(self) -> None:
         self.db.close()

@@ -1,24 +1,32 @@
-"""The search index file, ``INDEXFILE.search``: an SQLite database with an FTS5 table.
+"""The search index file, ``INDEXFILE.search``: an SQLite database with two FTS5 tables.
 
 Written by ``tse index`` beside the SPEC index (which stays exactly the
 reference's).  Its tables:
 
-- ``fields``: each page's language and fields as index terms (``rules.pagefields``),
-  the body compressed, and the anchor terms it was indexed with: FTS5 is
-  contentless here (no second copy of the text), and removing a page's row
-  needs the values it was inserted with;
-- ``links``: each page's links (target URL, anchor terms), so that the anchor
-  text of a page can be gathered from the pages linking to it, and gathered
-  again when one of those changes;
-- ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) the
-  pages hold, for typo tolerance and "did you mean";
-- ``fts``: the FTS5 table of the five fields, terms as the analyzer wrote them
-  (the ``ascii`` tokenizer only splits them at the spaces);
+- ``fts``: a page's title, headings, URL words and body, as index terms
+  (``rules.pagefields``; the ``ascii`` tokenizer only splits them at the
+  spaces), for matching and the body's score.  Contentless: the text is not
+  stored twice;
+- ``titles_fts``: the title again, scored apart: its own length and document
+  frequencies (a word on every page is rare in titles), as BM25F normalizes
+  each field by its own length;
+- ``pages``: each page's URL, language and fields as they were indexed (the
+  body compressed): removing a page's row from a contentless FTS5 table takes
+  the values it was inserted with;
+- ``anchors_fts`` and ``anchors``: the anchor text of the links from other
+  pages to a page (gathered once every page is read, so the big table is
+  filled as pages come in), and what each row was inserted with;
+- ``links``: each page's links (target URL, anchor terms), compressed, so that
+  anchors can be gathered again when pages change;
+- ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
+  how pages spell them, for typo tolerance and "did you mean";
 - ``meta``: the SPEC index it was written with (size and digest) and the
   languages of its pages.
 
 Written whole into ``.NAME.partial`` and renamed into place; ``update``
-applies the changes of ``tse index --update`` to a copy, renamed likewise.
+applies the changes of ``tse index --update`` to a copy, renamed likewise:
+FTS5 keeps its statistics (pages, lengths, document frequencies) exact
+through deletions, so an updated index answers as a full build does.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import os
 import shutil
 import sqlite3
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -36,20 +44,22 @@ from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
 FORMAT = "1"
-FIELDS = ("title", "headings", "url", "anchors", "body")
+FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
 ANCHOR_TERMS = 2_000
 
 _SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE fields (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL,
-                     headings TEXT NOT NULL, url_terms TEXT NOT NULL, anchors TEXT, body BLOB NOT NULL);
-CREATE TABLE links (source INTEGER NOT NULL, seq INTEGER NOT NULL, target TEXT NOT NULL, terms TEXT NOT NULL,
-                    PRIMARY KEY (source, seq)) WITHOUT ROWID;
-CREATE INDEX links_by_target ON links (target, source, seq);
-CREATE TABLE vocabulary (word TEXT PRIMARY KEY) WITHOUT ROWID;
+CREATE TABLE pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL,
+                    headings TEXT NOT NULL, url_terms TEXT NOT NULL, body BLOB NOT NULL);
+CREATE INDEX pages_by_url ON pages (url);
+CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
+CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
+CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, content='', tokenize='ascii');
 """
 
 
@@ -58,8 +68,8 @@ def search_path(indexfile: str | os.PathLike) -> Path:
 
 
 class SearchIndexWriter:
-    """Writes a search index whole: pages are added in docID order, ``finish`` gathers each page's
-    anchor text, fills the FTS5 table and puts the file in place."""
+    """Writes a search index whole: pages are added in docID order; ``finish`` gathers each page's
+    anchor text and puts the file in place."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -76,13 +86,14 @@ class SearchIndexWriter:
     def add(self, doc_id: int, url: str, fields: PageFields) -> None:
         _insert_page(self.db, doc_id, url, fields)
 
+    def add_vocabulary(self, spellings: dict[str, str]) -> None:
+        """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
+        self.db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", sorted(spellings.items()))
+
     def finish(self, index_size: int, index_digest: bytes) -> None:
-        """Fill the FTS5 table, record the SPEC index the search index belongs with, put it in place."""
-        rows = self.db.execute("SELECT doc_id FROM fields ORDER BY doc_id").fetchall()
-        _index_pages(self.db, [doc_id for (doc_id,) in rows])
+        """Gather the anchors, record the SPEC index the search index belongs with, put it in place."""
+        _index_anchors(self.db, _gather_anchors(self.db, None))
         _write_meta(self.db, index_size, index_digest)
-        self.db.commit()
-        self.db.execute("INSERT INTO fts(fts) VALUES ('optimize')")
         self.db.commit()
         self.db.close()
         os.replace(partial_path(self.path), self.path)
@@ -105,8 +116,8 @@ def update(
 ) -> str | None:
     """Apply an update to the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*: the pages *removed* (gone or changed) lose their rows,
-    the pages *added* (new or changed: URL and fields) gain theirs, and every page whose anchor text
-    changed with them is indexed again.  The result answers every query as a full build does.
+    the pages *added* (new or changed: URL and fields) gain theirs, and the pages whose anchor text
+    changed with them get it anew.  The result answers every query as a full build does.
 
     Returns why it cannot (missing, of another index: nothing written), else None."""
     path = search_path(indexfile)
@@ -118,29 +129,22 @@ def update(
     db = sqlite3.connect(partial, check_same_thread=False)
     try:
         _fast_writes(db)
-        removed = sorted(set(removed))
-        touched_targets: set[str] = set()
-        for doc_id in removed:
-            touched_targets.update(target for (target,) in db.execute("SELECT target FROM links WHERE source = ?", (doc_id,)))
+        # The URLs whose anchors may change: those the removed and added pages link(ed) to, and
+        # the pages added (a new URL may be linked to by pages that did not change).
+        targets: set[str] = set()
+        for doc_id in sorted(set(removed)):
+            targets.update(target for target, _ in _links_of(db, doc_id))
             _delete_page(db, doc_id)
         for doc_id in sorted(added):
             url, fields = added[doc_id]
             _insert_page(db, doc_id, url, fields)
-            touched_targets.update(target for target, _ in fields.links)
-        # The pages whose anchors may have changed: those the removed and added pages link(ed) to.
-        again = set(added)
-        for target in touched_targets:
-            for (doc_id,) in db.execute("SELECT doc_id FROM fields WHERE url = ?", (target,)):
-                if doc_id not in added:
-                    again.add(doc_id)
-        changed = []
-        for doc_id in sorted(again):
-            stored = db.execute("SELECT anchors FROM fields WHERE doc_id = ?", (doc_id,)).fetchone()
-            if doc_id in added or stored[0] != _anchors(db, doc_id):
-                if doc_id not in added:
-                    _delete_fts_row(db, doc_id)
-                changed.append(doc_id)
-        _index_pages(db, changed)
+            targets.update(target for target, _ in fields.links)
+            targets.add(url)
+        gathered = _gather_anchors(db, targets)
+        for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
+            if url in targets:
+                _delete_anchors(db, doc_id)
+        _index_anchors(db, gathered)
         _write_meta(db, *new)
         db.commit()
     except BaseException:
@@ -181,69 +185,88 @@ def _fast_writes(db: sqlite3.Connection) -> None:
 def _insert_page(db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields) -> None:
     body = zlib.compress(fields.body.encode("utf-8"), 1)
     db.execute(
-        "INSERT INTO fields VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+        "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?)",
         (doc_id, url, fields.language, fields.title, fields.headings, fields.url, body),
     )
-    db.executemany(
-        "INSERT INTO links VALUES (?, ?, ?, ?)",
-        [(doc_id, seq, target, terms) for seq, (target, terms) in enumerate(fields.links)],
-    )
-    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?)", [(word,) for word in sorted(fields.vocabulary)])
-
-
-def _anchors(db: sqlite3.Connection, doc_id: int) -> str:
-    """The anchor terms of the links to page *doc_id* from other pages, in the order of those pages."""
-    gathered: list[str] = []
-    size = 0
-    rows = db.execute(
-        "SELECT links.terms FROM fields AS page JOIN links ON links.target = page.url "
-        "WHERE page.doc_id = ? AND links.source != ? ORDER BY links.source, links.seq",
-        (doc_id, doc_id),
-    )
-    for (terms,) in rows:
-        count = terms.count(" ") + 1
-        if size + count > ANCHOR_TERMS:
-            break
-        gathered.append(terms)
-        size += count
-    return " ".join(gathered)
-
-
-def _index_pages(db: sqlite3.Connection, doc_ids: list[int]) -> None:
-    """Gather the anchors of pages *doc_ids* and add them to the FTS5 table."""
-    for doc_id in doc_ids:
-        anchors = _anchors(db, doc_id)
-        db.execute("UPDATE fields SET anchors = ? WHERE doc_id = ?", (anchors, doc_id))
-        title, headings, url_terms, body = db.execute(
-            "SELECT title, headings, url_terms, body FROM fields WHERE doc_id = ?", (doc_id,)
-        ).fetchone()
-        db.execute(
-            "INSERT INTO fts(rowid, title, headings, url, anchors, body) VALUES (?, ?, ?, ?, ?, ?)",
-            (doc_id, title, headings, url_terms, anchors, zlib.decompress(body).decode("utf-8")),
-        )
-
-
-def _delete_fts_row(db: sqlite3.Connection, doc_id: int) -> None:
-    row = db.execute(
-        "SELECT title, headings, url_terms, anchors, body FROM fields WHERE doc_id = ?", (doc_id,)
-    ).fetchone()
-    if row is None or row[3] is None:  # never indexed
-        return
-    title, headings, url_terms, anchors, body = row
     db.execute(
-        "INSERT INTO fts(fts, rowid, title, headings, url, anchors, body) VALUES ('delete', ?, ?, ?, ?, ?, ?)",
-        (doc_id, title, headings, url_terms, anchors, zlib.decompress(body).decode("utf-8")),
+        "INSERT INTO fts(rowid, title, headings, url, body) VALUES (?, ?, ?, ?, ?)",
+        (doc_id, fields.title, fields.headings, fields.url, fields.body),
     )
+    db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
+    if fields.links:
+        listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
+        db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, zlib.compress(listed.encode("utf-8"), 1)))
+    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", fields.vocabulary)
+
+
+def _links_of(db: sqlite3.Connection, doc_id: int) -> list[tuple[str, str]]:
+    row = db.execute("SELECT links FROM links WHERE source = ?", (doc_id,)).fetchone()
+    return _decode_links(row[0]) if row else []
+
+
+def _decode_links(blob: bytes) -> list[tuple[str, str]]:
+    return [tuple(line.split("\t", 1)) for line in zlib.decompress(blob).decode("utf-8").split("\n")]  # type: ignore[misc]
+
+
+def _all_links(db: sqlite3.Connection) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    for source, blob in db.execute("SELECT source, links FROM links ORDER BY source"):
+        yield source, _decode_links(blob)
+
+
+def _gather_anchors(db: sqlite3.Connection, targets: set[str] | None) -> dict[int, str]:
+    """The anchor terms of the pages at *targets* (None: every page), from the links of the other
+    pages, in docID order and then in page order, at most ANCHOR_TERMS each."""
+    pages_at: dict[str, list[int]] = {}
+    for doc_id, url in db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id"):
+        if targets is None or url in targets:
+            pages_at.setdefault(url, []).append(doc_id)
+    gathered: dict[int, list[str]] = {}
+    sizes: dict[str, int] = {}
+    for source, links in _all_links(db):
+        for target, terms in links:
+            doc_ids = pages_at.get(target)
+            if doc_ids is None:
+                continue
+            count = terms.count(" ") + 1
+            if sizes.get(target, 0) + count > ANCHOR_TERMS:
+                continue
+            sizes[target] = sizes.get(target, 0) + count
+            for doc_id in doc_ids:
+                if doc_id != source:
+                    gathered.setdefault(doc_id, []).append(terms)
+    return {doc_id: " ".join(terms) for doc_id, terms in sorted(gathered.items())}
+
+
+def _index_anchors(db: sqlite3.Connection, anchors: dict[int, str]) -> None:
+    for doc_id, terms in sorted(anchors.items()):
+        db.execute("INSERT INTO anchors VALUES (?, ?)", (doc_id, terms))
+        db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
+
+
+def _delete_anchors(db: sqlite3.Connection, doc_id: int) -> None:
+    row = db.execute("SELECT terms FROM anchors WHERE doc_id = ?", (doc_id,)).fetchone()
+    if row is not None:
+        db.execute("INSERT INTO anchors_fts(anchors_fts, rowid, anchors) VALUES ('delete', ?, ?)", (doc_id, row[0]))
+        db.execute("DELETE FROM anchors WHERE doc_id = ?", (doc_id,))
 
 
 def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
-    _delete_fts_row(db, doc_id)
-    db.execute("DELETE FROM fields WHERE doc_id = ?", (doc_id,))
+    row = db.execute("SELECT title, headings, url_terms, body FROM pages WHERE doc_id = ?", (doc_id,)).fetchone()
+    if row is None:
+        return
+    title, headings, url_terms, body = row
+    db.execute(
+        "INSERT INTO fts(fts, rowid, title, headings, url, body) VALUES ('delete', ?, ?, ?, ?, ?)",
+        (doc_id, title, headings, url_terms, zlib.decompress(body).decode("utf-8")),
+    )
+    db.execute("INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', ?, ?)", (doc_id, title))
+    _delete_anchors(db, doc_id)
+    db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
 
 
 def _write_meta(db: sqlite3.Connection, index_size: int, index_digest: bytes) -> None:
-    languages = sorted(language for (language,) in db.execute("SELECT DISTINCT lang FROM fields") if language)
+    languages = sorted(language for (language,) in db.execute("SELECT DISTINCT lang FROM pages") if language)
     meta = {
         "format": FORMAT,
         "index_size": str(index_size),

@@ -37,11 +37,11 @@ class Answer:
     query: Query | None
     error: str | None = None
     ranked: list[tuple[int, float]] = field(default_factory=list)
-    # rank=relevance: the query parsed, whether the pages are partial matches, the terms to mark,
-    # and the words corrected (typed -> found).
+    # rank=relevance: the query parsed, whether the pages are partial matches, what to mark
+    # (sequences of terms: fulltext.matching.Marks), and the words corrected (typed -> found).
     search_query: SearchQuery | None = None
     partial: bool = False
-    terms: set[str] = field(default_factory=set)
+    marks: list[tuple[frozenset[str], ...]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -101,10 +101,10 @@ class QueryEngine:
         """
         if rules.is_blank(line):
             return None
-        if ranking == "relevance":
-            return self._relevance(line, language)
         if limit_size and (problem := rules.size_error(line)):
             return Answer(None, problem)
+        if ranking == "relevance":
+            return self._relevance(line, language)
         try:
             query = rules.parse_query(line)
         except QueryError as error:
@@ -132,7 +132,7 @@ class QueryEngine:
             return Answer(None, f"rank=relevance needs the search index: {index}")
         lengths, gone = self.docs.lengths, self.gone
         found = index.search(query, lambda doc_id: doc_id in lengths and doc_id not in gone, language)
-        return Answer(None, None, found.ranked, query, found.partial, found.terms, found.corrections)
+        return Answer(None, None, found.ranked, query, found.partial, found.marks, found.corrections)
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)

@@ -16,6 +16,7 @@ that is done: none is left running, no temporary file is left behind.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -112,7 +113,8 @@ class RangeIndexed:
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
-    fields: list[tuple[int, str, PageFields]]  # the search index's: docID, URL, fields
+    fields: list[tuple[int, str, PageFields]]  # the search index's: docID, URL, fields (no vocabulary)
+    vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields), once a range
 
 
 def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, stop: int, run: Path) -> RangeIndexed:
@@ -122,6 +124,7 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
     scan = PageScan(directory, gone)
     postings = RunPostings()
     rows, statuses, fields = [], [], []
+    vocabulary: dict[str, str] = {}
     for found in scan.files(start=start, stop=stop):
         statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
         if found.page is None:  # gone
@@ -130,8 +133,11 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
         postings.add(found.doc_id, counts)
         row = page_rows(found.doc_id, found.page, counts, found.key)
         rows.append(row)
-        fields.append((found.doc_id, row.doc[1], page_fields(row.doc[1], found.page.body)))
-    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields)
+        page = page_fields(row.doc[1], found.page.body)
+        for word, spelling in page.vocabulary:
+            vocabulary.setdefault(word, spelling)
+        fields.append((found.doc_id, row.doc[1], dataclasses.replace(page, vocabulary=())))
+    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary)
 
 
 def write_index_files(
@@ -166,6 +172,7 @@ def write_index_files(
                         docs.insert(rows)
                     for doc_id, url, fields in indexed.fields:
                         search.add(doc_id, url, fields)
+                    search.add_vocabulary(indexed.vocabulary)
                     if indexed.run is not None:
                         tiers.add(indexed.run)
                     if on_page is not None:

@@ -56,10 +56,16 @@ class Querier:
         shown += ["-" + _shown(clause) for clause in query.excluded]
         lines = "Query: " + " ".join(shown) + "\n"
         if answer.corrections:
-            lines += "Did you mean: " + ", ".join(f"{typed} -> {found}" for typed, found in answer.corrections.items()) + "\n"
+            lines += (
+                "Did you mean: "
+                + ", ".join(f"{typed} -> {found}" for typed, found in answer.corrections.items())
+                + "\n"
+            )
         if not answer.ranked:
             return lines + "No documents match.\n" + DIVIDER + "\n"
-        return lines + self._ranked_lines(answer, "partial matches: no document has every word" if answer.partial else "ranked")
+        return lines + self._ranked_lines(
+            answer, "partial matches: no document has every word" if answer.partial else "ranked"
+        )
 
     def _ranked_lines(self, answer: Answer, how: str) -> str:
         urls = self._urls

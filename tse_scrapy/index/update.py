@@ -9,11 +9,14 @@ is the old one with only the lines of the words those pages had or have
 rebuilt, the others copied as they are; the sidecar likewise copies the
 postings of untouched words from the old sidecar, and the store is written
 anew with the unchanged pages' rows copied from the old one.  The result is
-what a full ``tse index`` of the directory writes, byte for byte.
+what a full ``tse index`` of the directory writes, byte for byte.  The search
+index (``INDEXFILE.search``) loses the rows of the pages removed and gains
+those of the pages read (``fulltext.store.update``): it answers every query
+as a full build's does.
 
 An index without a usable store (missing, of an older format, not written
-with this text index) or without a matching sidecar is not updated: the
-caller indexes every page instead.
+with this text index), without a matching sidecar or without a matching
+search index is not updated: the caller indexes every page instead.
 """
 
 from __future__ import annotations

@@ -69,9 +69,10 @@ def _mark_ranges() -> str:
 
 
 _MARKS = _mark_ranges()
-# A word: letters and digits (\w without "_") and marks, outside the bigram scripts; or a run in them.
-_TOKEN = re.compile(f"([{_BIGRAM_RANGES}]+)|((?:[^\\W_{_BIGRAM_RANGES}]|[{_MARKS}])+)")
-_WORD_RUN = re.compile(f"(?:[^\\W_]|[{_MARKS}])+")
+# A word: a run of letters, digits and marks ("_" is made a space first: \w holds it).  A run holding a
+# character of a bigram script is cut again into runs in those scripts and runs outside them.
+_WORD_RUN = re.compile(f"[\\w{_MARKS}]+")
+_SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+)|([^{_BIGRAM_RANGES}]+)")
 
 # Marks dropped by folding.
 _FOLDED_MARKS = re.compile(
@@ -79,17 +80,13 @@ _FOLDED_MARKS = re.compile(
     "\u0591-\u05bd\u05bf\u05c1\u05c2\u05c4\u05c5\u05c7"  # Hebrew points
     "\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06dc\u06df-\u06e4\u06e7\u06e8\u06ea-\u06ed\u0640]"  # Arabic
 )
-# Only text holding one of these can change when folded (a fast test that skips CJK and ASCII text).
-_FOLDABLE = re.compile(
-    "[\u00c0-\u02af\u0300-\u036f\u0370-\u052f\u0591-\u06ff\u1ab0-\u1aff\u1dc0-\u1fff\u20d0-\u20ff\ufe20-\ufe2f]"
-)
 _PLAIN_LETTERS = str.maketrans(
     {
         "đ": "d",
         "ð": "d",
         "ø": "o",
         "ł": "l",
-        "ı": "i",
+        "\u0131": "i",  # dotless i
         "ħ": "h",
         "ŧ": "t",
         "þ": "th",
@@ -98,15 +95,38 @@ _PLAIN_LETTERS = str.maketrans(
         "ĸ": "k",
         # Arabic script: the hamza-carrying alefs are an alef; Arabic yeh and kaf are the Persian
         # letters (two keyboards, one word).
-        "أ": "ا",
-        "إ": "ا",
-        "آ": "ا",
-        "ٱ": "ا",
-        "ي": "ی",
-        "ى": "ی",
-        "ك": "ک",
+        "\u0623": "\u0627",  # alef with hamza above -> alef
+        "\u0625": "\u0627",  # alef with hamza below
+        "\u0622": "\u0627",  # alef with madda
+        "\u0671": "\u0627",  # alef wasla
+        "\u064a": "\u06cc",  # Arabic yeh -> Persian yeh
+        "\u0649": "\u06cc",  # alef maksura
+        "\u0643": "\u06a9",  # Arabic kaf -> Persian keheh
     }
 )
+
+
+def _folding_table() -> dict[int, str | None]:
+    """Each letter with an accent to its letters without (NFKC text is composed: a character at a time
+    is enough), each dropped mark to nothing, and the plain spellings."""
+    table: dict[int, str | None] = {}
+    for start, end in ((0xC0, 0x250), (0x370, 0x530), (0x1E00, 0x2000)):
+        for code in range(start, end):
+            decomposed = unicodedata.normalize("NFD", chr(code))
+            folded = unicodedata.normalize("NFC", _FOLDED_MARKS.sub("", decomposed))
+            if folded != chr(code) and folded:
+                table[code] = folded
+    for code in range(0x300, 0x10000):
+        if _FOLDED_MARKS.match(chr(code)):
+            table[code] = None
+    table.update(_PLAIN_LETTERS)
+    return table
+
+
+_FOLDED = _folding_table()
+
+# Zero-width non-joiner and joiner (inside Persian words, before the plural suffix) and the soft hyphen.
+_INVISIBLE = str.maketrans({"\u200c": None, "\u200d": None, "\u00ad": None})
 
 # Snowball stemmers by ISO 639-1 language code.
 STEMMERS = {
@@ -159,32 +179,63 @@ class Token:
 
 
 def normalize(text: str) -> str:
-    """NFKC, then case folding."""
+    """NFKC, then case folding; joiners and soft hyphens, which sit inside words, dropped."""
     if text.isascii():
         return text.lower()
-    return unicodedata.normalize("NFKC", text).casefold()
+    return unicodedata.normalize("NFKC", text).casefold().translate(_INVISIBLE)
 
 
 def fold(text: str) -> str:
     """Normalized *text* without accents (see the module's docstring)."""
-    if text.isascii() or not _FOLDABLE.search(text):
+    if text.isascii():
         return text
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", _FOLDED_MARKS.sub("", decomposed)).translate(_PLAIN_LETTERS)
+    return text.translate(_FOLDED)
 
 
 def words(text: str) -> list[str]:
     """The words of *text*, normalized and folded, bigram scripts segmented (no stemming)."""
-    text = fold(normalize(text))
-    if not _BIGRAM_CHAR.search(text):
-        return _WORD_RUN.findall(text)
+    return _words_of_normalized(normalize(text))
+
+
+def words_and_spellings(text: str) -> tuple[list[str], dict[str, str]]:
+    """``words`` of *text*, and how the page spells (normalized, not folded) each folded word that
+    folding changed (its first spelling)."""
+    spellings: dict[str, str] = {}
+    return _words_of_normalized(normalize(text), spellings), spellings
+
+
+def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> list[str]:
+    text = text.replace("_", " ")
+    # Folded a word at a time: most words of most pages are ASCII, and folding never moves a
+    # word's bounds (it drops marks, which are inside words, or spells a letter as letters).
+    spelled = _WORD_RUN.findall(text)
+    runs = [run if run.isascii() else run.translate(_FOLDED) for run in spelled]
+    if spellings is not None and not text.isascii():
+        for as_spelled in dict.fromkeys(spelled):  # distinct, in order: the first spelling wins
+            if not as_spelled.isascii():
+                run = as_spelled.translate(_FOLDED)
+                if run != as_spelled:
+                    spellings.setdefault(run, as_spelled)
+    if text.isascii() or not _BIGRAM_CHAR.search(text):
+        return [run for run in runs if run]
     found: list[str] = []
-    for segmented, word in _TOKEN.findall(text):
-        if word:
-            found.append(word)
-        else:
-            found.extend(bigrams(segmented))
+    for run in runs:
+        if not _BIGRAM_CHAR.search(run):
+            if run:
+                found.append(run)
+            continue
+        for segmented, word in _SCRIPT_RUN.findall(run):
+            found.extend(bigrams(segmented) if segmented else [word])
     return found
+
+
+def words_of_each(texts: list[str]) -> list[list[str]]:
+    """``words`` of each of *texts* (short ones: link texts), normalized in one pass."""
+    # NFKC and case folding leave NUL as it is: the texts are found again between NULs.
+    if not texts:
+        return []
+    joined = "\x00".join(text.replace("\x00", " ") for text in texts)
+    return [_words_of_normalized(piece) for piece in normalize(joined).split("\x00")]
 
 
 def bigrams(run: str) -> list[str]:
@@ -235,17 +286,18 @@ def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Tok
     A run of a bigram script gives a token a bigram (its two characters), or one token for the whole
     run when normalizing changed its length."""
     languages = tuple(languages)
-    for found in _TOKEN.finditer(text):
-        segmented, run = found.group(1), found.group()
-        analyzed = words(run)
-        if not analyzed:
-            continue
-        start = found.start()
-        if segmented and len(analyzed) == max(1, len(run) - 1):
-            for index, pair in enumerate(analyzed):
-                yield Token((pair,), start + index, start + index + len(pair))
-        else:
-            yield Token(_variants(analyzed, languages), start, found.end())
+    for word_run in _WORD_RUN.finditer(text.replace("_", " ")):
+        for found in _SCRIPT_RUN.finditer(word_run.group()):
+            segmented, run = found.group(1), found.group()
+            analyzed = words(run)
+            if not analyzed:
+                continue
+            start = word_run.start() + found.start()
+            if segmented and len(analyzed) == max(1, len(run) - 1):
+                for index, pair in enumerate(analyzed):
+                    yield Token((pair,), start + index, start + index + len(pair))
+            else:
+                yield Token(_variants(analyzed, languages), start, start + len(run))
 
 
 def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:
@@ -273,25 +325,27 @@ _SCRIPT_LANGUAGES = (
 _PERSIAN_LETTERS = re.compile("[پچژگ]")
 _UKRAINIAN_LETTERS = re.compile("[іїєґ]")
 _SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
+# Common words of each language that are not common in the others (shared ones, such as "de", "la" or
+# "que", would make French, Spanish and Catalan pages look alike).
 _COMMON_WORDS = {
-    "en": "the and of to in is that for with as are this on be by",
-    "fr": "le la les des est une et du dans pour que qui sur pas avec",
-    "de": "der die das und ist nicht ein eine mit den von zu auf sich",
-    "es": "el la los las de que y en un una por con para es del",
-    "it": "il la di che e un una per non sono della del gli le con",
-    "pt": "o a os as de que e do da em um uma para com não",
-    "nl": "de het een en van is dat op te in met voor niet zijn",
-    "sv": "och att det som en på är av för med den till inte",
-    "da": "og at det som en på er af for med den til ikke",
-    "nb": "og at det som en på er av for med den til ikke",
+    "en": "the and of to is that for with are this on be by was which from",
+    "fr": "le et est une du dans pour qui pas avec sur des ce il ne les",
+    "de": "der die das und ist nicht ein eine mit den von zu auf sich dem",
+    "es": "el los las y por con para es una del lo como pero más",
+    "it": "il di che e per non sono della gli le alla questo",
+    "pt": "os não do da em uma para com são ao pelo mais",
+    "nl": "het een en van is dat op te met voor niet zijn",
+    "sv": "och att det som är av för med till inte har",
+    "da": "og at det som er af for med til ikke har",
+    "nb": "og det som er av for med til ikke har",
     "fi": "ja on ei se että oli ovat tai kun mutta myös joka",
     "id": "yang dan di ini itu dengan untuk dari dalam tidak adalah",
-    "ca": "el la els les de que i en un una per amb és del",
-    "ro": "și de la în care este cu pe un o nu din pentru",
-    "cs": "a je se na že to v s z do o jsou pro",
-    "pl": "i w się na nie z że do to jest o jak",
-    "hu": "a az és hogy nem is egy meg van ez de",
-    "tr": "ve bir bu da de için ile olan gibi daha çok",
+    "ca": "els i amb és al aquesta són pel perquè",
+    "ro": "și la în care este cu pe nu din pentru",
+    "cs": "a je se na že to v s z do jsou pro",
+    "pl": "i w się na nie z że do to jest jak",
+    "hu": "a az és hogy nem is egy meg van ez",
+    "tr": "ve bir bu da için ile olan gibi daha çok",
     "vi": "và của là có các được cho không những trong một người",
 }
 _COMMON = {language: frozenset(words(listed)) for language, listed in _COMMON_WORDS.items()}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
 from . import analysis
-from .pagetext import _NOT_VISIBLE, _TAG, _clean, _decode, _without_unclosed_tag, page_title, visible_text
+from .pagetext import _NOT_VISIBLE, _TAG, _clean, _decode, _without_unclosed_tag, title_of, visible_text_of
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 200_000
@@ -48,7 +48,7 @@ class PageFields:
     url: str
     body: str
     links: tuple[tuple[str, str], ...]
-    vocabulary: frozenset[str]
+    vocabulary: tuple[tuple[str, str], ...]  # (folded word, as the page spells it), title first
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -65,21 +65,28 @@ def page_language(text_head: str, body_text: str) -> str | None:
 def page_fields(url: str, body: bytes) -> PageFields:
     """The fields of the page at *url* whose bytes are *body*."""
     text = _without_unclosed_tag(_decode(body))
-    visible = visible_text(body, BODY_CHARACTERS)
+    visible = visible_text_of(text, BODY_CHARACTERS)
     language = page_language(text[:4000], visible) or ""
-    body_words = analysis.words(visible)[:BODY_TERMS]
-    vocabulary = frozenset(word for word in body_words if len(word) >= VOCABULARY_MIN and not analysis.is_segmented(word))
-    title = page_title(body)
+    body_words, spellings = analysis.words_and_spellings(visible)
+    body_words = body_words[:BODY_TERMS]
+    title = title_of(text)
+    title_words, title_spellings = analysis.words_and_spellings(title)
+    spellings = {**title_spellings, **spellings}
+    vocabulary = tuple(
+        (word, spellings.get(word, word))
+        for word in dict.fromkeys(title_words + body_words)
+        if len(word) >= VOCABULARY_MIN and (word.isascii() or not analysis.is_segmented(word))
+    )
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
     return PageFields(
         language=language,
-        title=_joined(terms(analysis.words(title), language)),
+        title=_joined(terms(title_words, language)),
         headings=_joined(terms(analysis.words(headings[:HEADING_CHARACTERS]), language)),
         url=_joined(terms(url_words(url), language)),
         body=_joined(terms(body_words, language)),
         links=tuple(anchors(text, url, language)),
-        vocabulary=vocabulary | frozenset(w for w in analysis.words(title) if len(w) >= VOCABULARY_MIN),
+        vocabulary=vocabulary,
     )
 
 
@@ -90,26 +97,65 @@ def url_words(url: str) -> list[str]:
 
 
 def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, str]]:
-    """The first MAX_LINKS links of the page (decoded *text*): (absolute URL without fragment, its anchor
-    text's terms), for links with any anchor text."""
-    found = []
+    """The first MAX_LINKS links of the page (decoded *text*) to its own host with anchor text, a
+    target once (its first link): (absolute URL without fragment, the anchor text's terms); not the
+    page itself.  Links to other hosts are left out: a crawl's pages are under its prefixes, and a
+    page links mostly to other sites (they would cost the most and give nothing)."""
+    targets: dict[str, str] = {}
+    resolve = _Resolver(page_url)
+    same_host = resolve.origin + "/"
     for match in _ANCHOR.finditer(text):
-        href = html.unescape(match.group(1) or match.group(2) or match.group(3) or "").strip()
-        label = _clean(_NOT_VISIBLE.sub(" ", match.group(4)))[:ANCHOR_CHARACTERS]
-        if not href or href.startswith("#") or not label:
+        href = match.group(1) or match.group(2) or match.group(3) or ""
+        if "&" in href:
+            href = html.unescape(href)
+        href = href.strip()
+        if not href or href[0] == "#":
             continue
-        try:
-            target = urljoin(page_url, href)
-            if urlsplit(target).scheme not in ("http", "https", "file"):
-                continue
-        except ValueError:
+        target = resolve(href)
+        if target is None or not target.startswith(same_host) or target in targets or target == page_url:
             continue
-        link_terms = _joined(analysis.terms(label, language))
+        label = match.group(4)
+        if "<" in label or "&" in label:
+            label = _clean(_NOT_VISIBLE.sub(" ", label))
+        targets[target] = label[:ANCHOR_CHARACTERS]
+        if len(targets) >= MAX_LINKS:
+            break
+    # The anchor texts analyzed together: one pass of the analyzer, one call of the stemmer.
+    labels = analysis.words_of_each(list(targets.values()))
+    stems = iter(analysis.stem([word for words in labels for word in words], language))
+    found = []
+    for target, words in zip(targets, labels, strict=True):
+        link_terms = " ".join(next(stems) for _ in words)
         if link_terms:
-            found.append((target.split("#", 1)[0], link_terms))
-            if len(found) >= MAX_LINKS:
-                break
+            found.append((target, link_terms))
     return found
+
+
+class _Resolver:
+    """Links made absolute against a page's URL: the usual forms (absolute, from the root, a plain
+    relative path) with string operations, the others with urljoin."""
+
+    def __init__(self, page_url: str):
+        self.page_url = page_url
+        parts = urlsplit(page_url)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.directory = page_url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
+
+    def __call__(self, href: str) -> str | None:
+        href = href.split("#", 1)[0]
+        if href.startswith(("http://", "https://")):
+            return href
+        try:
+            if href.startswith("/") and not href.startswith("//") and "/." not in href:
+                return self.origin + href
+            if ":" not in href and not href.startswith((".", "/", "?")) and "/." not in href and href:
+                return self.directory + href
+            target = urljoin(self.page_url, href)
+            if urlsplit(target).scheme not in ("http", "https", "file"):
+                return None
+        except ValueError:
+            return None
+        return target.split("#", 1)[0]
 
 
 def _joined(terms: list[str]) -> str:

@@ -67,7 +67,11 @@ def page_title(body: bytes) -> str:
     Tags inside it removed, entities decoded, whitespace collapsed; at most
     ``MAX_TITLE_CHARACTERS``, a longer title cut at a word and ending " …".
     """
-    text = _without_unclosed_tag(_decode(body))
+    return title_of(_without_unclosed_tag(_decode(body)))
+
+
+def title_of(text: str) -> str:
+    """``page_title`` of a page already decoded, with any unclosed tag at its end cut off."""
     pos = 0
     while True:
         found = _TITLE_OR_SKIPPED.search(text, pos)
@@ -93,9 +97,14 @@ def visible_text(body: bytes, limit: int = 20_000) -> str:
     decoded, whitespace collapsed to single spaces, cut at a word boundary.
     Text in the head outside those elements shows, as a browser moves it into the body.
     """
+    return visible_text_of(_without_unclosed_tag(_decode(body)), limit)
+
+
+def visible_text_of(text: str, limit: int = 20_000) -> str:
+    """``visible_text`` of a page already decoded, with any unclosed tag at its end cut off."""
     if limit <= 0:
         return ""
-    text = _NOT_VISIBLE.sub(" ", _without_unclosed_tag(_decode(body)))
+    text = _NOT_VISIBLE.sub(" ", text)
     # Clean a prefix just long enough for the limit, not the whole page: one
     # that ends where no entity or whitespace run continues, so that it cleans
     # to a prefix of the whole page's text.  It must clean to more than *limit*

@@ -10,7 +10,7 @@ Chinese, Japanese and Thai put no spaces between words.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 
 from . import analysis
 
@@ -19,25 +19,43 @@ BEFORE_CHARACTERS = 60  # shown before the first mark
 ELLIPSIS = "\u2026"
 
 
-def marked_ranges(text: str, terms: Collection[str], languages: Iterable[str | None]) -> list[tuple[int, int]]:
-    """The ``[start, end)`` ranges of the words of *text* that give one of *terms*."""
-    prefixes = tuple(term for term in terms if len(term) == 1 and analysis.is_segmented(term))
-    found = []
-    for token in analysis.tokens(text, languages):
-        if any(term in terms for term in token.terms) or (prefixes and token.terms[0].startswith(prefixes)):
-            if found and found[-1][1] > token.start:  # overlapping bigrams: one range
-                found[-1] = (found[-1][0], token.end)
-            else:
-                found.append((token.start, token.end))
+def marked_ranges(
+    text: str, marks: Collection[Sequence[Collection[str]]], languages: Iterable[str | None]
+) -> list[tuple[int, int]]:
+    """The ``[start, end)`` ranges of *text* where one of *marks* stands: a sequence of consecutive
+    words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
+    single character of a bigram script marks the bigrams it starts."""
+    tokens = list(analysis.tokens(text, languages))
+    found: list[tuple[int, int]] = []
+    for index in range(len(tokens)):
+        for sequence in marks:
+            if index + len(sequence) <= len(tokens) and all(
+                _gives(tokens[index + offset].terms, terms) for offset, terms in enumerate(sequence)
+            ):
+                start, end = tokens[index].start, tokens[index + len(sequence) - 1].end
+                if found and found[-1][1] >= start:  # overlapping or touching (bigrams): one range
+                    found[-1] = (found[-1][0], max(end, found[-1][1]))
+                else:
+                    found.append((start, end))
     return found
 
 
+def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
+    if any(term in terms for term in token_terms):
+        return True
+    # A single character of a bigram script (a prefix query) marks the bigrams it starts.
+    return any(len(term) == 1 and analysis.is_segmented(term) and token_terms[0].startswith(term) for term in terms)
+
+
 def snippet(
-    text: str, terms: Collection[str], languages: Iterable[str | None] = (None,), size: int = SNIPPET_CHARACTERS
+    text: str,
+    marks: Collection[Sequence[Collection[str]]],
+    languages: Iterable[str | None] = (None,),
+    size: int = SNIPPET_CHARACTERS,
 ) -> tuple[str, list[tuple[int, int]]]:
-    """About *size* characters of *text* around the first word giving one of *terms*, and the ranges of
-    the marked words in it; the start of the text when none does.  A cut is shown by "… "."""
-    ranges = marked_ranges(text, terms, languages)
+    """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
+    ranges marked in it; the start of the text when none is there.  A cut is shown by "… "."""
+    ranges = marked_ranges(text, marks, languages)
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:

@@ -24,8 +24,7 @@ from starlette.templating import Jinja2Templates
 
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.storage import IndexReader
-from ..rules import pagedir
-from ..rules import searchsnippet
+from ..rules import pagedir, searchsnippet
 from ..rules.pagetext import snippet
 from ..rules.query import is_blank
 
@@ -91,7 +90,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     languages = [] if isinstance(engine.search_index, str) else engine.search_index.languages
 
     def common(line: str, rank: str, language: str | None = None) -> dict[str, Any]:
-        return {"query": line, "rank": rank, "lang": language or "", "languages": languages}
+        relevance = default_rank == "relevance"
+        return {"query": line, "rank": rank, "lang": language or "", "languages": languages, "relevance": relevance}
 
     async def home(request: Request) -> Response:
         return _page(request, "home.html", common("", default_rank))
@@ -104,7 +104,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         shown_rank = asked if asked in RANKINGS else default_rank
         try:
             ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
-            language = _language(request, ranking)
+            # The page's language choice stays in its form whatever the ranking: only relevance uses it.
+            language = _language(request, ranking) if ranking == "relevance" else None
         except BadParameter as error:
             return _page(request, "results.html", {**common(line, shown_rank), "error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
@@ -210,7 +211,7 @@ def _results(engine: QueryEngine, answer: Answer, page: int, per_page: int) -> l
         lang = ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "")
-            shown, highlights = searchsnippet.snippet(text, answer.terms, (None, lang or None))
+            shown, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None))
         else:
             shown, highlights = snippet(text, words)
         live = url.lower().startswith(("http://", "https://"))

@@ -1,0 +1,132 @@
+"""The search index's analyzer (rules/analysis.py): a table of real text in every script, and properties."""
+
+# ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
+
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules import analysis
+
+# (text, language, the index terms a person would expect), from real pages: the Debian installation
+# guide in each language (installation-guide-amd64), Python's docs, and gettext catalogs (Arabic, Persian).
+TERMS = [
+    ("What's New In Python 3.4", "en", ["what", "s", "new", "in", "python", "3", "4"]),
+    ("Installing the books", "en", ["instal", "the", "book"]),
+    ("ipv6 python3 404 snake_case", None, ["ipv6", "python3", "404", "snake", "case"]),
+    ("Sécurité de l'installation", "fr", ["securit", "de", "l", "install"]),
+    ("Straße", None, ["strasse"]),
+    ("Ｐｙｔｈｏｎ ﬁle", None, ["python", "file"]),  # full-width letters and a ligature (NFKC)
+    ("Руководство по установке", "ru", ["руководств", "по", "установк"]),
+    ("Ёлка", None, ["елка"]),
+    ("Οδηγός εγκατάστασης", "el", ["οδηγ", "εγκαταστασ"]),
+    ("دليل التثبيت", None, ["دلیل", "التثبیت"]),  # Arabic yeh spelt as the Persian one: one keyboard's word
+    ("الْعَرَبِيَّة", None, ["العربیة"]),  # vowel marks dropped
+    ("کتاب‌ها", "fa", ["کتاب"]),  # "the books": the joiner inside the word kept it one word, stemmed
+    ("Soft\u00adware", None, ["software"]),
+    ("Tiếng Việt đây", "vi", ["tieng", "viet", "day"]),
+    ("日本語のテキスト", "ja", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
+    ("安装", "zh", ["安装"]),
+    ("书", "zh", ["书"]),
+    ("데비안 설치 안내서", "ko", ["데비", "비안", "설치", "안내", "내서"]),
+    ("ภาษาไทย", "th", ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]),
+    ("Debian 12 日本語版", "ja", ["debian", "12", "日本", "本語", "語版"]),
+    ("!!! ... ---", None, []),
+]
+
+
+@pytest.mark.parametrize("text, language, expected", TERMS)
+def test_terms_of_real_text(text, language, expected):
+    assert analysis.terms(text, language) == expected
+
+
+@pytest.mark.parametrize(
+    "typed, written",
+    [
+        ("securite", "Sécurité"),
+        ("eleve", "ÉLÈVE"),
+        ("tieng viet", "Tiếng Việt"),
+        ("Orsted", "Ørsted"),
+        ("oeuvre", "Œuvre"),
+    ],
+)
+def test_accents_are_optional(typed, written):
+    assert analysis.words(typed) == analysis.words(written)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The quick brown fox jumps over the lazy dog and the cat is in the house", "en"),
+        ("Le chat est dans la maison et le chien est sur la table pour les enfants", "fr"),
+        ("Der Hund ist nicht in dem Haus, und die Katze ist auf dem Tisch mit den Kindern", "de"),
+        ("Это руководство описывает установку системы", "ru"),
+        ("Το εγχειρίδιο περιγράφει την εγκατάσταση", "el"),
+        ("این راهنما نصب گنو/لینوکس را شرح می‌دهد", "fa"),
+        ("هذا الدليل يشرح التثبيت", "ar"),
+        ("このマニュアルはインストールについて説明します", "ja"),
+        ("본 문서는 설치 방법을 설명합니다", "ko"),
+        ("本手册介绍安装方法", "zh"),
+        ("Đây là một cuốn sách của người Việt và những người khác", "vi"),
+        ("12 34 56", None),
+    ],
+)
+def test_language_detection(text, expected):
+    assert analysis.detect_language(text) == expected
+
+
+@pytest.mark.parametrize(
+    "tag, code",
+    [("fr", "fr"), ("fr-CA", "fr"), ("zh_CN", "zh"), ("EN-us", "en"), ("", None), ("x", None), ("1234", None)],
+)
+def test_language_codes(tag, code):
+    assert analysis.language_code(tag) == code
+
+
+def test_tokens_keep_offsets_in_the_text_as_written():
+    text = "Le 日本語 Sécurité"
+    found = list(analysis.tokens(text, ["fr"]))
+    assert [text[token.start : token.end] for token in found] == ["Le", "日本", "本語", "Sécurité"]
+    assert found[-1].terms == ("securite", "securit")  # unstemmed and stemmed, accents folded
+
+
+def test_words_of_each_is_words_of_each_text():
+    texts = ["Ａb Ç", "日本語", "", "x_y", "a\x00b"]
+    assert analysis.words_of_each(texts) == [analysis.words(text.replace("\x00", " ")) for text in texts]
+    assert analysis.words_of_each([]) == []
+
+
+def test_spellings_are_the_page_spelling_of_folded_words():
+    found, spellings = analysis.words_and_spellings("Authenticité et sécurité, SÉCURITÉ")
+    assert found == ["authenticite", "et", "securite", "securite"]
+    assert spellings == {"authenticite": "authenticité", "securite": "sécurité"}
+
+
+# Properties, over any text.
+@given(st.text(max_size=300))
+def test_words_are_folded_normalized_runs(text):
+    for word in analysis.words(text):
+        assert word and word == analysis.fold(analysis.normalize(word))
+        assert not any(unicodedata.category(character).startswith(("Z", "P", "C")) for character in word)
+        assert "_" not in word
+
+
+@given(st.text(max_size=300))
+def test_analysis_is_idempotent_on_its_own_words(text):
+    found = analysis.words(text)
+    assert analysis.words(" ".join(found)) == [
+        piece for word in found for piece in (analysis.words(word) if len(word) > 1 else [word])
+    ]
+
+
+@given(st.text(max_size=200))
+def test_token_offsets_lie_in_the_text(text):
+    for token in analysis.tokens(text, ["en", "fr"]):
+        assert 0 <= token.start < token.end <= len(text) and token.terms
+
+
+@given(st.lists(st.text(max_size=40), max_size=20))
+def test_words_of_each_property(texts):
+    assert analysis.words_of_each(texts) == [analysis.words(text.replace("\x00", " ")) for text in texts]

@@ -1,0 +1,490 @@
+"""rank=relevance end to end, on real pages in twelve languages (tests/fixtures/multilingual/): written
+as a page directory, indexed by `tse index`, searched through the app (Starlette's test client, as
+tests/test_search.py does) and `tse query`.
+
+Every expected value comes from the pages themselves, read with plain regular expressions
+(tests/support/multilingual.py), or is written here literally: never from the engine.
+"""
+
+# ruff: noqa: RUF001, RUF002 (the pages' own words, in Greek, Cyrillic and typographic punctuation)
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import pytest
+from starlette.testclient import TestClient
+
+from tests.conftest import run_tse
+from tests.support.multilingual import FixturePage, fixture_pages, page_named, write_fixture_directory
+from tests.support.pages import write_pages
+from tse_scrapy.index.engine import QueryEngine
+from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.search.app import create_app
+
+TOP_KEYS = {"query", "rank", "total", "page", "per_page", "lang", "partial", "suggestion", "results"}
+RESULT_KEYS = {"docid", "url", "score", "title", "snippet", "highlights", "lang"}
+# Scripts written without spaces: a word or phrase there is a run of characters, found as a substring.
+UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+PAGES = {page.doc_id: page for page in fixture_pages()}
+
+
+def index_pages(pages, index):
+    result = run_tse("index", pages, index)
+    assert result.returncode == 0, result.stderr.decode()
+    assert index.with_name(index.name + ".search").is_file()
+    return index
+
+
+def app_client(pages, index) -> TestClient:
+    """The app `tse serve PAGES INDEX` runs, over Starlette's test client."""
+    return TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("multilingual")
+    pages = write_fixture_directory(root / "pages")
+    return pages, index_pages(pages, root / "index")
+
+
+@pytest.fixture(scope="module")
+def client(corpus):
+    return app_client(*corpus)
+
+
+def search(client, query, known=PAGES, **params):
+    """The JSON answer to *query* (rank=relevance, 100 a page), checked for what every answer must be:
+    its keys, highlights inside the snippet in order, and each result's URL, title and language those
+    of the page (for the fixture's pages, *known*)."""
+    response = client.get("/api/search", params={"q": query, "rank": "relevance", "per_page": 100, **params})
+    assert response.status_code == 200, (query, response.text)
+    body = response.json()
+    assert set(body) == TOP_KEYS and body["rank"] == "relevance" and body["query"] == query
+    assert body["lang"] == params["lang"] if "lang" in params else body["lang"] in (None, "")
+    for result in body["results"]:
+        assert set(result) == RESULT_KEYS, result
+        end = 0
+        for start, stop in result["highlights"]:
+            assert end <= start < stop <= len(result["snippet"]), (query, result["highlights"])
+            end = stop
+        page = known.get(result["docid"])
+        if page is not None:
+            assert (result["url"], result["title"]) == (page.url, page.title)
+            assert result["lang"] == page.lang, (query, page.name, result["lang"])
+    return body
+
+
+def doc_ids(body) -> list[int]:
+    return [result["docid"] for result in body["results"]]
+
+
+def result_for(body, page: FixturePage) -> dict:
+    (result,) = [result for result in body["results"] if result["docid"] == page.doc_id]
+    return result
+
+
+def marked(result) -> list[str]:
+    """The snippet's highlighted pieces, adjacent ranges joined (a CJK word may be marked bigram by bigram)."""
+    pieces, last = [], None
+    for start, stop in result["highlights"]:
+        if last is not None and start == last[1]:
+            last = (last[0], stop)
+            pieces[-1] = result["snippet"][last[0] : stop]
+        else:
+            last = (start, stop)
+            pieces.append(result["snippet"][start:stop])
+    return pieces
+
+
+def holds(page: FixturePage, words: str, accents: bool = True) -> bool:
+    """Whether the page's title or visible text holds *words* (ignoring case, and accents unless
+    *accents*): as a substring in scripts written without spaces, else as whole words."""
+    text, words = f"{page.title} {page.text}".casefold(), words.casefold()
+    if not accents:
+        text, words = without_accents(text), without_accents(words)
+    if UNSPACED.search(words):
+        return words in text
+    return re.search(rf"(?<!\w){re.escape(words)}(?!\w)", text) is not None
+
+
+def without_accents(text: str) -> str:
+    """*text* with its combining marks dropped (``é`` → ``e``, ``ά`` → ``α``, ``مُ`` → ``م``)."""
+    return unicodedata.normalize(
+        "NFC", "".join(c for c in unicodedata.normalize("NFD", text) if not unicodedata.combining(c))
+    )
+
+
+# Known-item search: each page's own title, as typed.
+
+
+def test_every_page_is_found_by_its_title(client):
+    titles = [page.title.casefold() for page in PAGES.values()]
+    ranks = {}
+    for page in PAGES.values():
+        if titles.count(page.title.casefold()) > 1:
+            continue  # a title two pages share names neither
+        ids = doc_ids(search(client, page.title))
+        ranks[page.name] = ids.index(page.doc_id) + 1 if page.doc_id in ids else None
+    assert len(ranks) == 44
+    mrr = sum(1 / rank for rank in ranks.values() if rank) / len(ranks)
+    missed = {name: rank for name, rank in ranks.items() if rank not in (1, 2)}
+    assert mrr >= 0.95 and not missed, (mrr, missed)
+    languages = {name.split("/")[0] for name in ranks}  # every language is in the measure
+    assert languages == {"ar", "de", "el", "en", "es", "fa", "fr", "ja", "ko", "ru", "vi", "zh_CN"}
+
+
+# Each script: a word, the word without accents, a phrase and its reverse, an exclusion.
+
+
+@dataclass(frozen=True)
+class Case:
+    script: str
+    page: str  # the fixture page the word and the phrase come from
+    word: str  # as the page writes it
+    bare: str | None  # the word typed without its accents (None: the script has none, or the word)
+    phrase: str  # three consecutive words (characters in CJK) of the page
+    exclusion: tuple[str, str]  # "a -b": a word some pages hold without b, some with it
+
+
+CASES = [
+    Case("Latin (French)", "fr/ch07s01.html", "fumée", "fumee", "premier écran que", ("Debian", "Windows")),
+    Case(
+        "Latin (German)", "de/apes01.html", "Übersetzung", "Ubersetzung", "der Übersetzung dieses", ("Debian", "Sarge")
+    ),
+    Case(
+        "Latin (Spanish)", "es/ch08s06.html", "cósmicos", "cosmicos", "rayos cósmicos golpearon", ("Linux", "Windows")
+    ),
+    Case("Cyrillic", "ru/ch03s02.html", "надёжном", "надежном", "что вы сохранили", ("Debian", "установки")),
+    Case(
+        "Greek",
+        "el/ch07s01.html",
+        "ηλεκτρολόγοι",
+        "ηλεκτρολογοι",
+        "οι ηλεκτρολόγοι μηχανικοί",
+        ("Debian", "συστήματος"),
+    ),
+    Case("Arabic", "ar/apt.html", "مُعتمدات", "معتمدات", "تعذرت المصادقة على", ("هذه", "الطابعة")),
+    Case("Persian", "fa/colors.html", "مثلث", None, "مثلث داخلی انتخاب", ("یک", "رنگ")),
+    Case("Han", "zh_CN/ch08s06.html", "宇宙射线", None, "小心翼", ("系统", "启动")),
+    Case("Kana", "ja/ch07s01.html", "スモークテスト", None, "パニッ", ("システム", "ブート")),
+    Case("Hangul", "ko/ch08s06.html", "응급복구", None, "방사선", ("시스템", "부팅")),
+    Case("Vietnamese", "vi/ch07s03.html", "nhắc", "nhac", "dấu nhắc đăng", ("của", '"phát hành"')),
+]
+BY_SCRIPT = pytest.mark.parametrize("case", CASES, ids=[case.script for case in CASES])
+UNACCENTED = pytest.mark.parametrize(
+    "case", [case for case in CASES if case.bare], ids=[case.script for case in CASES if case.bare]
+)
+
+
+def test_the_cases_come_from_their_pages():
+    for case in CASES:
+        page = page_named(case.page)
+        assert holds(page, case.word) and holds(page, case.phrase), case
+        if case.bare:
+            assert case.bare != case.word and not holds(page, case.bare), case  # the page has it with accents only
+
+
+@BY_SCRIPT
+def test_a_word_finds_its_page(client, case):
+    page = page_named(case.page)
+    body = search(client, case.word)
+    assert page.doc_id in doc_ids(body)[:10], (case.word, [PAGES[d].name for d in doc_ids(body)[:10]])
+    assert body["partial"] is False
+
+
+@BY_SCRIPT
+def test_highlights_mark_the_word_as_the_page_writes_it(client, case):
+    result = result_for(search(client, case.word), page_named(case.page))
+    pieces = marked(result)
+    assert pieces and all(piece.casefold() == case.word.casefold() for piece in pieces), (case.word, pieces)
+
+
+@UNACCENTED
+def test_the_word_typed_without_accents_finds_its_page_and_marks_the_pages_spelling(client, case):
+    page = page_named(case.page)
+    body = search(client, case.bare)
+    assert page.doc_id in doc_ids(body)[:10], (case.bare, [PAGES[d].name for d in doc_ids(body)[:10]])
+    pieces = marked(result_for(body, page))
+    assert pieces and all(piece.casefold() == case.word.casefold() for piece in pieces), (case.bare, pieces)
+
+
+def reversed_phrase(phrase: str) -> str:
+    return " ".join(reversed(phrase.split())) if " " in phrase else phrase[::-1]
+
+
+@BY_SCRIPT
+def test_a_phrase_finds_its_page_and_the_reversed_phrase_finds_nothing(client, case):
+    page = page_named(case.page)
+    backwards = reversed_phrase(case.phrase)
+    assert backwards != case.phrase and not any(holds(other, backwards) for other in PAGES.values())
+    assert page.doc_id in doc_ids(search(client, f'"{case.phrase}"'))
+    body = search(client, f'"{backwards}"')
+    assert body["total"] == 0 and body["results"] == [], [PAGES[d].name for d in doc_ids(body)]
+
+
+@BY_SCRIPT
+def test_an_excluded_word_is_in_no_result(client, case):
+    a, b = case.exclusion
+    b_text = b.strip('"')
+    # Some pages hold a without b (there must be answers), and some hold both (the exclusion bites).
+    assert any(holds(page, a) and not holds(page, b_text) for page in PAGES.values())
+    assert any(holds(page, a) and holds(page, b_text) for page in PAGES.values())
+    body = search(client, f"{a} -{b}")
+    # No answer holds b, even spelled with other accents (they are optional); some answer holds a.
+    holding = [PAGES[d].name for d in doc_ids(body) if holds(PAGES[d], b_text, accents=False)]
+    assert not holding, (f"{a} -{b}", holding)
+    assert any(holds(PAGES[d], a) for d in doc_ids(body)), (f"{a} -{b}", [PAGES[d].name for d in doc_ids(body)])
+
+
+def test_a_stemmed_match_is_marked_as_the_page_writes_it(client):
+    page = page_named("en/ch02s05.html")  # "2.5. Memory and Disk Space Requirements"
+    assert not holds(page, "requirement")
+    pieces = marked(result_for(search(client, "requirement"), page))
+    assert pieces and set(pieces) == {"Requirements"}, pieces
+
+
+def test_or_in_capitals_is_either_and_lowercase_or_is_a_word(client):
+    fumee, uebersetzung = page_named("fr/ch07s01.html"), page_named("de/apes01.html")
+    either = search(client, "fumée OR Übersetzung")
+    assert set(doc_ids(either)) == {fumee.doc_id, uebersetzung.doc_id} and either["partial"] is False
+    scripts = search(client, "スモークテスト OR 응급복구 OR مثلث")
+    expected = {page_named(name).doc_id for name in ("ja/ch07s01.html", "ko/ch08s06.html", "fa/colors.html")}
+    assert set(doc_ids(scripts)) == expected and scripts["partial"] is False
+    # Lowercase "or" is a word to find: no page has all three words, so only partial matches.
+    assert not any(holds(page, w) for w in ("fumée", "Übersetzung") for page in PAGES.values() if holds(page, "or"))
+    word = search(client, "fumée or Übersetzung")
+    assert word["partial"] is True
+    # And pages that have both words: only those holding "or" (the English ones here).
+    both = search(client, "Debian or")
+    assert both["partial"] is False and both["results"]
+    assert all(holds(PAGES[d], "or") for d in doc_ids(both)), [PAGES[d].name for d in doc_ids(both)]
+    assert {p.doc_id for p in PAGES.values() if holds(p, "Debian") and holds(p, "or")} <= set(doc_ids(both))
+
+
+def test_every_result_has_its_pages_language(client):
+    for query in ("Debian", "Linux", "1.1", "システム", "시스템", "系统", "یک", "هذه", "Debian OR هذه OR یک"):
+        body = search(client, query)  # search() checks each result's lang against the page's
+        assert body["results"], query
+    langs = {result["lang"] for result in search(client, "Debian OR هذه OR یک")["results"]}
+    assert langs == {"ar", "de", "el", "en", "es", "fa", "fr", "ja", "ko", "ru", "vi", "zh"}
+
+
+# Ranking, typos, bad input, the language filter.
+
+
+def test_a_title_match_beats_a_body_match(tmp_path):
+    body_page = (
+        b"<html lang='en'><head><title>Walking the Crozon Peninsula</title></head><body>"
+        b"<p>The coastal path runs from Camaret to Morgat along the cliffs. From the headland at Pen-Hir you"
+        b" can see the lighthouse on the rocks of the Tas de Pois, and on a clear day the island of Ouessant."
+        b" Allow a full day, carry water, and check the tide tables before going down to the beaches.</p>"
+        b"</body></html>"
+    )
+    title_page = (
+        b"<html lang='en'><head><title>The Ar-Men Lighthouse</title></head><body>"
+        b"<p>Built between 1867 and 1881 on a rock off the Ile de Sein, the tower stands where the currents"
+        b" of the Raz meet the open Atlantic. The keepers were relieved by boat when the weather allowed,"
+        b" which in winter could mean weeks of waiting. The light has been automatic since 1990.</p>"
+        b"</body></html>"
+    )
+    tides = (
+        b"<html lang='en'><head><title>Tide Tables for the Bay of Douarnenez</title></head><body>"
+        b"<p>High and low water times for each day of the month, with the coefficients that tell spring"
+        b" tides from neap tides. Times are local; add an hour in summer. Fishing boats leave the harbour"
+        b" two hours before high water.</p></body></html>"
+    )
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: ("http://h/crozon.html", 0, body_page),
+            2: ("http://h/ar-men.html", 1, title_page),
+            3: ("http://h/tides.html", 1, tides),
+        },
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    for query in ("lighthouse", "Lighthouse", "lighthouses"):
+        assert doc_ids(search(client, query, known={})) == [2, 1], query
+
+
+TYPOS = [  # a title word of six letters or more, two adjacent letters swapped
+    ("en/ch08s06.html", "Recovering", "Recoevring"),
+    ("en/ch02s05.html", "Requirements", "Reqiurements"),
+    ("de/ch08s01.html", "herunterfahren", "herutnerfahren"),
+    ("ru/ch08s01.html", "Выключение", "Вылкючение"),
+    ("fr/ch04s07.html", "authenticité", "authetnicité"),
+    ("el/ch04s06.html", "Εγκατάσταση", "Εγκατάτσαση"),
+    ("es/ch04s06.html", "automática", "autmoática"),
+]
+TYPO_IDS = [f"{page.split('/')[0]}-{word}" for page, word, _ in TYPOS]
+
+
+@pytest.mark.parametrize(("page", "word", "typo"), TYPOS, ids=TYPO_IDS)
+def test_a_swapped_pair_of_letters_still_finds_the_page(client, page, word, typo):
+    page = page_named(page)
+    assert word in page.title and not holds(page, typo) and len(word) >= 6
+    body = search(client, typo)
+    assert page.doc_id in doc_ids(body)[:3], (typo, [PAGES[d].name for d in doc_ids(body)[:3]])
+
+
+@pytest.mark.parametrize(("page", "word", "typo"), TYPOS, ids=TYPO_IDS)
+def test_the_suggestion_is_the_word_as_pages_spell_it(client, page, word, typo):
+    suggestion = search(client, typo)["suggestion"]
+    assert suggestion is not None and word.casefold() in suggestion.casefold(), (typo, suggestion)
+
+
+def test_did_you_mean_and_the_language_menu_on_the_html_page(client):
+    html = client.get("/search", params={"q": "Recoevring"}).text
+    notice = re.search(r'<p class="notice">(.*?)</p>', html, re.S)
+    assert notice and "Did you mean" in notice.group(1) and "recovering" in notice.group(1).casefold()
+    menu = re.search(r'<select id="lang" name="lang">(.*?)</select>', html, re.S)
+    assert menu and set(re.findall(r'<option value="(\w+)"', menu.group(1))) == {p.lang for p in PAGES.values()}
+    html = client.get("/search", params={"q": "اختر طابعة شبكة"}).text
+    item = re.search(r'<li lang="ar">(.*?)</li>', html, re.S).group(1)
+    assert re.search(r'<div class="title" dir="auto">', item) and re.search(r'<div class="snippet" dir="auto">', item)
+    assert "<mark>" in item
+
+
+@pytest.mark.parametrize("query", ["!!!", '"', "-", "...", " ?! ", "「」、。", "؟،", '"" -""', "— – -"])
+def test_a_query_of_punctuation_is_refused_in_one_message(client, query):
+    response = client.get("/api/search", params={"q": query, "rank": "relevance"})
+    assert response.status_code == 400 and list(response.json()) == ["error"], (query, response.text)
+    message = response.json()["error"]
+    assert message.startswith("Nothing to find") and "Traceback" not in message and "\n" not in message
+    page = client.get("/search", params={"q": query, "rank": "relevance"})
+    assert page.status_code == 400 and message in page.text.replace("&#39;", "'") and "Traceback" not in page.text
+
+
+def test_size_limits(client):
+    assert client.get("/api/search", params={"q": "x" * 1001}).status_code == 400
+    assert "error" in client.get("/api/search", params={"q": "x" * 1001}).json()
+    assert search(client, "x" * 1000)["total"] == 0
+    assert client.get("/api/search", params={"q": " ".join(["Debian"] * 101)}).status_code == 400
+    assert search(client, " ".join(["Debian"] * 100))["results"]
+
+
+def test_an_unbalanced_quote_is_a_phrase_to_the_end(client):
+    page = page_named("fr/ch07s01.html")
+    closed, open_ = search(client, '"premier écran que"'), search(client, '"premier écran que')
+    assert doc_ids(open_) == doc_ids(closed) and page.doc_id in doc_ids(open_)
+    assert search(client, '"que écran premier')["total"] == 0  # a phrase, not three words
+    assert page.doc_id in doc_ids(search(client, "que écran premier"))
+
+
+@pytest.mark.parametrize(
+    ("lang", "query"), [("fr", "Debian"), ("ja", "Debian"), ("zh", "Debian"), ("ar", "هذه OR یک"), ("fa", "هذه OR یک")]
+)
+def test_the_language_filter_keeps_that_language_only(client, lang, query):
+    body = search(client, query, lang=lang)
+    ids = set(doc_ids(body))
+    assert ids and all(PAGES[d].lang == lang for d in ids)
+    words = query.split(" OR ")
+    assert {p.doc_id for p in PAGES.values() if p.lang == lang and any(holds(p, w) for w in words)} <= ids
+    assert len(search(client, query)["results"]) > len(ids)  # without the filter, more
+
+
+@pytest.mark.parametrize("rank", ["bm25", "tse"])
+def test_the_language_filter_needs_rank_relevance(client, rank):
+    response = client.get("/api/search", params={"q": "debian", "rank": rank, "lang": "fr"})
+    assert response.status_code == 400 and list(response.json()) == ["error"]
+
+
+# `tse query --rank relevance`
+
+
+def query_blocks(stdout: str) -> dict[str, list[tuple[str, int, str]]]:
+    """Each query's (score, docID, URL) lines, by the query as echoed."""
+    blocks, current = {}, None
+    for line in stdout.splitlines():
+        if line.startswith("Query: "):
+            current = blocks.setdefault(line.removeprefix("Query: ").strip(), [])
+        elif found := re.match(r"score +(\S+) doc +(\d+): (.*)$", line):
+            current.append((found.group(1), int(found.group(2)), found.group(3)))
+    return blocks
+
+
+def test_tse_query_answers_japanese_and_arabic(corpus):
+    pages, index = corpus
+    japanese, arabic = page_named("ja/ch07s01.html"), page_named("ar/printers.html")
+    queries = ["スモークテスト", arabic.title]
+    result = run_tse("query", pages, index, "--rank", "relevance", input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    blocks = query_blocks(result.stdout.decode())
+    assert blocks["スモークテスト"][0][1:] == (japanese.doc_id, japanese.url)
+    assert blocks[arabic.title][0][1:] == (arabic.doc_id, arabic.url)
+
+
+def test_tse_query_without_the_search_index_is_one_line(corpus, tmp_path):
+    pages, _ = corpus
+    index = index_pages(pages, tmp_path / "old.index")
+    (tmp_path / "old.index.search").unlink()  # as an index written before the search index existed
+    result = run_tse("query", pages, index, "--rank", "relevance", input="スモークテスト\n".encode())
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode != 0 and len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert lines[0].startswith("tse query: ") and "search index" in lines[0]
+    # The SPEC rankings still answer from that index.
+    assert run_tse("query", pages, index, "--rank", "bm25", input=b"debian\n").returncode == 0
+
+
+# `tse index --update`
+
+
+UPDATE_QUERIES = [
+    "What is Debian?",
+    "Debian",
+    "Linux -Windows",
+    "スモークテスト",
+    "決定的瞬間",
+    "RAM",
+    "Memory",
+    "Memory and Disk Space Requirements",
+    "fumee",
+    '"premier écran que"',
+    "fumée OR Übersetzung",
+    "Reqiurements",
+    "宇宙射线",
+    "응급복구",
+    "اختر طابعة شبكة",
+    "مثلث",
+    "Выключение системы",
+    "εγκατασταση",
+    "dấu nhắc đăng nhập",
+    "system or",
+]
+
+
+def answers(client, query, **params):
+    body = search(client, query, known={}, **params)
+    results = [(r["docid"], r["score"], r["title"], r["lang"]) for r in body["results"]]
+    return body["total"], body["partial"], body["suggestion"], results
+
+
+def test_an_updated_index_answers_as_a_fresh_one(tmp_path):
+    pages = write_fixture_directory(tmp_path / "pages")
+    index_pages(pages, tmp_path / "updated.index")
+    memory, moment = page_named("en/ch02s05.html"), page_named("ja/ch07s01.html")
+    # Two pages changed (written anew, as the crawler writes), one new page (the English 1.1 on a mirror).
+    changed = {
+        memory.doc_id: (memory.url, 1, memory.body.replace(b"Memory", b"RAM")),
+        moment.doc_id: (moment.url, 1, re.sub("<p>[^\n]*スモークテスト.*?</p>".encode(), b"", moment.body)),
+    }
+    assert (
+        all(changed[d][2] != PAGES[d].body for d in changed)
+        and "スモークテスト".encode() not in changed[moment.doc_id][2]
+    )
+    mirror = page_named("en/ch01s01.html")
+    new = {len(PAGES) + 1: ("https://www.debian.org/releases/bookworm/amd64/ch01s01.en.html", 1, mirror.body)}
+    for doc_id, (url, depth, body) in {**changed, **new}.items():
+        staged = tmp_path / "staged"
+        write_pages(staged, {doc_id: (url, depth, body)})
+        (staged / str(doc_id)).replace(pages / str(doc_id))
+    result = run_tse("index", pages, tmp_path / "updated.index", "--update")
+    assert result.returncode == 0 and "cannot update" not in result.stderr.decode(), result.stderr.decode()
+    fresh = app_client(pages, index_pages(pages, tmp_path / "fresh.index"))
+    updated = app_client(pages, tmp_path / "updated.index")
+    assert answers(fresh, "スモークテスト")[0] == 0 and answers(fresh, "RAM")[0] >= 1
+    for query in UPDATE_QUERIES:
+        assert answers(updated, query) == answers(fresh, query), query
+    assert answers(updated, "Debian", lang="en") == answers(fresh, "Debian", lang="en")

@@ -1,0 +1,76 @@
+"""rank=relevance in a real browser: a real `tse serve` on the multilingual fixture, searched in Debian's
+chromium (driven by Playwright) in Japanese and in Arabic, the way a reader types a query."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.browser import CHROMIUM, FLAGS, NO_CHROMIUM
+from tests.support.multilingual import page_named, write_fixture_directory
+from tests.support.serving import tse_serve
+
+SHOTS = Path("/tmp/relevance-shots")  # a copy of the screenshots, for a person to look at
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("multilingual-serve")
+    pages = write_fixture_directory(root / "pages")
+    result = run_tse("index", pages, root / "index")
+    assert result.returncode == 0, result.stderr.decode()
+    with tse_serve([str(BIN / "tse"), "serve", str(pages), str(root / "index")], clean_env(), ROOT) as run:
+        yield run.base
+    assert run.process.returncode == 0, run.stderr
+
+
+SEARCHES = [  # (name, query, the page it finds first, what is marked first in its snippet, the snippet's direction)
+    ("japanese", "スモークテスト", "ja/ch07s01.html", "スモークテスト", "ltr"),
+    ("arabic", "اختر طابعة شبكة", "ar/printers.html", "اختر", "rtl"),
+]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+@pytest.mark.parametrize(
+    ("name", "query", "expected", "first_mark", "direction"), SEARCHES, ids=[s[0] for s in SEARCHES]
+)
+def test_search_in_a_real_browser(server, tmp_path, name, query, expected, first_mark, direction):
+    from playwright.sync_api import sync_playwright
+
+    page_expected = page_named(expected)
+    problems = []
+    shot = tmp_path / f"relevance-{name}.png"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=[*FLAGS, "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 900, "height": 900})
+            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            page.on("console", lambda message: problems.append(f"console {message.type}: {message.text}"))
+            page.goto(f"{server}/")
+            page.get_by_label("Search the crawled pages").fill(query)
+            page.keyboard.press("Enter")
+            page.wait_for_url("**/search?*")
+            first = page.locator("ol.results li").first
+            assert first.is_visible()
+            assert first.locator(".title").inner_text() == page_expected.title
+            assert first.get_attribute("lang") == page_expected.lang
+            marks = first.locator(".snippet mark")
+            assert marks.count() >= 1 and marks.first.is_visible()
+            assert marks.first.inner_text() == first_mark
+            box = marks.first.bounding_box()
+            assert box and box["width"] > 0 and box["height"] > 0
+            # dir="auto" resolves from the text itself: right to left for Arabic, left to right for Japanese.
+            snippet, title = first.locator(".snippet"), first.locator(".title")
+            assert snippet.get_attribute("dir") == "auto" and title.get_attribute("dir") == "auto"
+            assert snippet.evaluate("element => getComputedStyle(element).direction") == direction
+            assert title.evaluate("element => getComputedStyle(element).direction") == direction
+            page.screenshot(path=str(shot), full_page=True)
+        finally:
+            browser.close()
+    assert not problems, problems
+    assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and shot.stat().st_size > 5000
+    SHOTS.mkdir(exist_ok=True)
+    shutil.copyfile(shot, SHOTS / shot.name)

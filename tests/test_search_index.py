@@ -1,0 +1,78 @@
+"""The search index file (fulltext/store.py): the same whatever the workers and ranges, bounded on
+hostile pages, refused when it belongs to another index."""
+
+import contextlib
+import sqlite3
+
+import pytest
+
+from tests.conftest import run_tse
+from tests.support.multilingual import write_fixture_directory
+from tests.support.pages import write_pages
+from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
+from tse_scrapy.index.engine import QueryEngine
+from tse_scrapy.index.indexer import write_index_files
+from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.rules.pagefields import BODY_TERMS, MAX_LINKS
+
+QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
+
+
+def rows(indexfile):
+    with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
+        tables = ("pages", "anchors", "links", "vocabulary")
+        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
+
+
+def answers(pages, indexfile):
+    engine = QueryEngine(pages, IndexReader(indexfile))
+    return {query: engine.answer(query, "relevance").ranked for query in QUERIES}
+
+
+@pytest.fixture(scope="module")
+def fixture_pages(tmp_path_factory):
+    return write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
+
+
+@pytest.mark.parametrize("jobs, run_pages", [(2, 1), (2, 7), (1, 3)])
+def test_the_same_search_index_whatever_the_workers_and_ranges(fixture_pages, tmp_path, jobs, run_pages):
+    write_index_files(fixture_pages, tmp_path / "one", jobs=1, run_pages=1000)
+    write_index_files(fixture_pages, tmp_path / "other", jobs=jobs, run_pages=run_pages)
+    assert rows(tmp_path / "other") == rows(tmp_path / "one")
+    found = answers(fixture_pages, tmp_path / "one")
+    assert found == answers(fixture_pages, tmp_path / "other")
+    assert all(found[query] for query in QUERIES[:6]), found
+
+
+def test_hostile_pages_are_bounded(tmp_path):
+    many_words = " ".join(f"w{number}" for number in range(BODY_TERMS * 3))
+    many_links = "".join(f'<a href="/p{number}.html">link {number}</a>' for number in range(MAX_LINKS * 3))
+    menu = '<a href="/target.html">' + "menu " * 300 + "</a>"  # cut at ANCHOR_CHARACTERS: 40 words
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: ("http://h/target.html", 0, b"<title>target</title>target page"),
+            2: ("http://h/words.html", 1, f"<title>words</title><p>{many_words} zeppelinbeyond</p>".encode()),
+            3: ("http://h/links.html", 1, f"<title>links</title>{many_links}".encode()),
+            **{n: (f"http://h/menu{n}.html", 1, f"<title>menu {n}</title>{menu}".encode()) for n in range(4, 104)},
+        },
+    )
+    assert run_tse("index", pages, tmp_path / "index").returncode == 0
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        (anchors,) = db.execute("SELECT terms FROM anchors WHERE doc_id = 1").fetchone()
+        (links,) = db.execute("SELECT count(*) FROM links").fetchone()
+    assert ANCHOR_TERMS - 40 < len(anchors.split()) <= ANCHOR_TERMS  # 100 pages link to it with 40 words each
+    assert links == 1 + 100  # a row a page with links to its host
+    engine = QueryEngine(pages, IndexReader(tmp_path / "index"))
+    assert [doc for doc, _ in engine.answer(f"w{BODY_TERMS - 1}", "relevance").ranked] == [2]
+    assert engine.answer("zeppelinbeyond", "relevance").ranked == []  # past the bound: not indexed
+
+
+def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
+    assert run_tse("index", fixture_pages, tmp_path / "index").returncode == 0
+    assert run_tse("index", fixture_pages, tmp_path / "other").returncode == 0
+    search_path(tmp_path / "other").replace(search_path(tmp_path / "index"))
+    (tmp_path / "index").write_bytes((tmp_path / "index").read_bytes() + b"zzzz 1 1\n")
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    answer = engine.answer("installation", "relevance")
+    assert answer.error and "run tse index again" in answer.error

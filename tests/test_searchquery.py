@@ -1,0 +1,116 @@
+"""The search box's query language (rules/searchquery.py) and its snippets (rules/searchsnippet.py)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules import searchsnippet
+from tse_scrapy.rules.searchquery import MAX_CHARACTERS, MAX_WORDS, SearchQueryError, parse_search_query
+
+
+def shown(line):
+    """The query as (required groups, excluded), each clause as its words, a phrase's joined by '+'."""
+    query = parse_search_query(line)
+
+    def clause(c):
+        return ("“" if c.quoted else "") + "+".join(c.words)
+
+    return [[clause(c) for c in alternatives] for alternatives in query.required], [clause(c) for c in query.excluded]
+
+
+@pytest.mark.parametrize(
+    "line, required, excluded",
+    [
+        ("a light in the attic", [["a"], ["light"], ["in"], ["the"], ["attic"]], []),
+        ('"quoted phrase" word', [["“quoted+phrase"], ["word"]], []),
+        ('open "quote runs to the end', [["open"], ["“quote+runs+to+the+end"]], []),
+        ("cat -dog", [["cat"]], ["dog"]),
+        ('cat -"hot dog"', [["cat"]], ["“hot+dog"]),
+        ("cat OR dog emu", [["cat", "dog"], ["emu"]], []),
+        ("cat or dog", [["cat"], ["or"], ["dog"]], []),  # lowercase: a word
+        ("cat and dog", [["cat"], ["and"], ["dog"]], []),
+        ("OR cat", [["or"], ["cat"]], []),  # OR with nothing before it: a word
+        ("cat OR", [["cat"], ["or"]], []),
+        ("6.2 aptitude", [["6+2"], ["aptitude"]], []),  # a word of several terms is a phrase of them
+        ("What's New", [["what+s"], ["new"]], []),
+        ("日本語", [["日本+本語"]], []),
+        ('"インストール"', [["“イン+ンス+スト+トー+ール"]], []),
+        ("Sécurité -Réseau", [["securite"]], ["reseau"]),
+        ("cat - dog", [["cat"], ["dog"]], []),  # a lone minus is no exclusion
+        ("cat !!! dog", [["cat"], ["dog"]], []),  # punctuation alone is nothing
+        ("دليل -التثبيت", [["دلیل"]], ["التثبیت"]),
+    ],
+)
+def test_parse(line, required, excluded):
+    assert shown(line) == (required, excluded)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("!!!", "no letters or digits"),
+        ('""', "no letters or digits"),
+        ("-cat", "not excluded"),
+        ("-cat -dog", "not excluded"),
+        ("x" * (MAX_CHARACTERS + 1), "too long"),
+        (" ".join(["cat"] * (MAX_WORDS + 1)), "too many words"),
+    ],
+)
+def test_refused(line, message):
+    with pytest.raises(SearchQueryError, match=message):
+        parse_search_query(line)
+
+
+def test_the_limits_are_exact():
+    parse_search_query(" ".join(["x" * 9] * 99 + ["x" * 10]))  # 1,000 characters, 100 words
+
+
+@given(st.text(max_size=200))
+def test_any_line_parses_or_is_refused_with_a_message(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError as error:
+        assert str(error)
+    else:
+        assert query.required and all(clause.words for clause in query.clauses + list(query.excluded))
+
+
+# Snippets: marks are sequences of positions (a phrase, a word of several bigrams).
+def marks(*sequences):
+    return [tuple(frozenset(position) for position in sequence) for sequence in sequences]
+
+
+@pytest.mark.parametrize(
+    "text, sequences, marked",
+    [
+        ("The books are on the shelf", [[["book"]]], ["books"]),
+        ("Sécurité du réseau", [[["securite", "securit"]]], ["Sécurité"]),
+        # A word of several bigrams is marked where they stand together, not bigram by bigram.
+        (
+            "インストールとスモークテスト",
+            [[["スモ"], ["モー"], ["ーク"], ["クテ"], ["テス"], ["スト"]]],
+            ["スモークテスト"],
+        ),
+        ("一种方法 和 方法将销", [[["方法"], ["法将"], ["将销"]]], ["方法将销"]),
+        # A single character: the bigrams it starts (not one ending a run: docs/search.md says why).
+        ("书店和书", [[["书"]]], ["书店"]),
+        ("nothing here", [[["cat"]]], []),
+    ],
+)
+def test_snippet_marks(text, sequences, marked):
+    snippet, ranges = searchsnippet.snippet(text, marks(*sequences), ["en"])
+    assert [snippet[start:end] for start, end in ranges] == marked
+
+
+def test_snippet_window_is_around_the_first_mark():
+    text = " ".join(["filler"] * 200) + " target " + " ".join(["after"] * 200)
+    snippet, ranges = searchsnippet.snippet(text, marks([["target"]]))
+    assert snippet.startswith("… ") and snippet.endswith(" …") and len(snippet) <= searchsnippet.SNIPPET_CHARACTERS + 4
+    assert [snippet[start:end] for start, end in ranges] == ["target"]
+
+
+@given(st.text(max_size=400), st.lists(st.text(min_size=1, max_size=3), max_size=3))
+def test_snippet_ranges_lie_in_the_snippet(text, words):
+    snippet, ranges = searchsnippet.snippet(text, marks(*[[[word]] for word in words]), ["en"])
+    assert all(0 <= start < end <= len(snippet) for start, end in ranges)
+    assert ranges == sorted(ranges)
