@@ -12,6 +12,7 @@ script matches the bigrams it starts (a prefix query).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rapidfuzz import process
@@ -23,6 +24,7 @@ from ..rules.searchquery import Clause, SearchQuery
 ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
+DOCUMENT_COUNTS_KEPT = 100_000
 
 # What a snippet marks: sequences of positions, each the terms a word there may give.
 Marks = list[tuple[frozenset[str], ...]]
@@ -31,13 +33,26 @@ Marks = list[tuple[frozenset[str], ...]]
 @dataclass
 class Compiled:
     """FTS5 expressions of a query: all required clauses, any of them, and the phrase of all its words
-    (for the proximity bonus); what to mark; the corrections made (typed -> as pages spell it)."""
+    (for the proximity bonus); each required group (its expression and the terms it may match, for
+    ``rare``); what to mark; the corrections made (typed -> as pages spell it)."""
 
     all_of: str
     any_of: str
     phrase: str | None
+    groups: list[tuple[str, list[str]]] = field(default_factory=list)
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+
+    def rare(self, documents: Callable[[str], int], pages: int, joiner: str) -> str | None:
+        """The groups joined by *joiner* (" AND ", " OR ") leaving out those all of whose terms are in
+        more than half the *pages* (by *documents*): FTS5's BM25 gives such a term no weight
+        (an IDF at most 0 counts 1e-6), and scoring it costs the most.  None when all are common."""
+        kept = [
+            expression
+            for expression, terms in self.groups
+            if not terms or any(documents(term) * 2 <= pages for term in terms)
+        ]
+        return joiner.join(f"({expression})" for expression in kept) or None
 
 
 class Vocabulary:
@@ -45,12 +60,24 @@ class Vocabulary:
 
     def __init__(self, db: sqlite3.Connection):
         self.db = db
-        db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.terms USING fts5vocab(main, fts, row)")
+        for table in ("fts", "titles_fts", "anchors_fts"):
+            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
         self._by_length: dict[int, list[str]] | None = None
+        self._documents: dict[tuple[str, str], int] = {}
 
-    def documents(self, term: str) -> int:
-        row = self.db.execute("SELECT doc FROM temp.terms WHERE term = ?", (term,)).fetchone()
-        return row[0] if row else 0
+    def documents(self, term: str, table: str = "fts") -> int:
+        """How many pages hold *term* in *table* (fts, titles_fts or anchors_fts)."""
+        key = (term, table)
+        found = self._documents.get(key)
+        if found is None:
+            # fts5vocab counts a term's pages by walking its list: a common word costs milliseconds, so
+            # the counts are kept (the index is read-only; the cache is bounded).
+            row = self.db.execute(f"SELECT doc FROM temp.{table}_terms WHERE term = ?", (term,)).fetchone()
+            found = row[0] if row else 0
+            if len(self._documents) >= DOCUMENT_COUNTS_KEPT:
+                self._documents.clear()
+            self._documents[key] = found
+        return found
 
     def closest(self, word: str) -> list[str]:
         """The words within the edits allowed for *word*'s length, closest first."""
@@ -73,12 +100,14 @@ class Vocabulary:
 def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[str]) -> Compiled:
     """The FTS5 expressions of *query* over an index of pages in *languages*."""
     compiled = Compiled("", "", None)
-    groups = []
     for alternatives in query.required:
-        groups.append(" OR ".join(_clause(clause, vocabulary, languages, compiled) for clause in alternatives))
-    exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)})" for clause in query.excluded)
-    compiled.all_of = " AND ".join(f"({group})" for group in groups)
-    compiled.any_of = " OR ".join(f"({group})" for group in groups)
+        clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
+        # A group with a phrase or a prefix query (no terms listed) is never left out as common.
+        terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
+        compiled.groups.append((" OR ".join(expression for expression, _ in clauses), terms))
+    exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded)
+    compiled.all_of = " AND ".join(f"({group})" for group, _ in compiled.groups)
+    compiled.any_of = " OR ".join(f"({group})" for group, _ in compiled.groups)
     if exclusion:
         compiled.all_of = f"({compiled.all_of}){exclusion}"
         compiled.any_of = f"({compiled.any_of}){exclusion}"
@@ -89,17 +118,20 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
     return compiled
 
 
-def _clause(clause: Clause, vocabulary: Vocabulary, languages: list[str], compiled: Compiled | None) -> str:
-    """The expression of one clause; with *compiled*, what it marks and corrects is recorded there."""
+def _clause(
+    clause: Clause, vocabulary: Vocabulary, languages: list[str], compiled: Compiled | None
+) -> tuple[str, list[str] | None]:
+    """The expression of one clause and the terms it matches (None for a phrase or a prefix); with
+    *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
         if compiled is not None:
             compiled.marks.append(tuple(frozenset(_forms(word, languages)) for word in clause.words))
-        return _phrase(list(clause.words), languages)
+        return _phrase(list(clause.words), languages), None
     (word,) = clause.words
     if analysis.is_segmented(word):
         if compiled is not None:
             compiled.marks.append((frozenset([word]),))
-        return f'"{word}"*' if len(word) == 1 else f'"{word}"'
+        return (f'"{word}"*', None) if len(word) == 1 else (f'"{word}"', [word])
     forms = _forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
     if compiled is not None and not held and len(word) >= ONE_EDIT_FROM:
@@ -113,7 +145,7 @@ def _clause(clause: Clause, vocabulary: Vocabulary, languages: list[str], compil
     held = held or forms[:1]
     if compiled is not None:
         compiled.marks.append((frozenset(held),))
-    return " OR ".join(f'"{form}"' for form in held)
+    return " OR ".join(f'"{form}"' for form in held), held
 
 
 def _forms(word: str, languages: list[str]) -> list[str]:

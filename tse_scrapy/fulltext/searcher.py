@@ -52,6 +52,7 @@ class SearchIndex:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
+        self.pages = len(self.page_languages)
         self.vocabulary = Vocabulary(db)
         self._bm25 = f"bm25(fts, {', '.join(str(TEXT_FIELDS[name]) for name in FIELDS)})"
 
@@ -75,26 +76,39 @@ class SearchIndex:
         def wanted(doc_id: int) -> bool:
             return allowed(doc_id) and (language is None or self.page_languages.get(doc_id) == language)
 
-        scores = self._scores(compiled.all_of, wanted)
+        documents = self.vocabulary.documents
+        # Which pages match: every required group (or, when no page has them all, any), without
+        # scoring: FTS5 then only walks the lists of pages, not every position of every word.
+        matched = self._matching(compiled.all_of, wanted)
         partial = False
-        if not scores and compiled.any_of != compiled.all_of:
-            scores, partial = self._scores(compiled.any_of, wanted), True
-        if scores:
-            self._add_scores(scores, "titles_fts", "bm25(titles_fts)", TITLE_WEIGHT, compiled.any_of)
-            self._add_scores(scores, "anchors_fts", "bm25(anchors_fts)", ANCHOR_WEIGHT, compiled.any_of)
+        if not matched and compiled.any_of != compiled.all_of:
+            matched, partial = self._matching(compiled.any_of, wanted), True
+        if not matched:
+            return Found([], False, compiled.marks, compiled.corrections)
+        # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
+        # most positions to read): the pages matched hold them anyway.
+        # A query of only such words is ranked by the titles and anchor text alone.
+        scores = dict.fromkeys(matched, 0.0)
+        scoring = compiled.rare(documents, self.pages, " OR " if partial else " AND ")
+        if scoring:
+            self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
+        for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
+            expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ")
+            if expression:
+                self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
-        return Found(ranked, partial and bool(ranked), compiled.marks, compiled.corrections)
+        return Found(ranked, partial, compiled.marks, compiled.corrections)
 
-    def _scores(self, expression: str, wanted: Callable[[int], bool]) -> dict[int, float]:
-        rows = self.db.execute(f"SELECT rowid, {self._bm25} FROM fts WHERE fts MATCH ?", (expression,))
-        # bm25() is lower for better matches; a score here is higher for better ones.
-        return {doc_id: -score for doc_id, score in rows if wanted(doc_id)}
+    def _matching(self, expression: str, wanted: Callable[[int], bool]) -> set[int]:
+        rows = self.db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expression,))
+        return {doc_id for (doc_id,) in rows if wanted(doc_id)}
 
     def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:
-        """The score of the pages found in another table (titles, anchor text), times *weight*, added:
-        it adds to a page's score; alone, it does not make a page an answer."""
+        """The BM25 in *table* of the pages in *scores*, times *weight*, added (bm25() is lower for
+        better matches).  Another table's matches add to a page's score; alone, they do not make a
+        page an answer."""
         rows = self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,))
         for doc_id, score in rows:
             if doc_id in scores:
