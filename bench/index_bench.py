@@ -198,13 +198,18 @@ json.dump({"open": opened, "median": statistics.median(times), "p99": times[int(
 
 def previous_code() -> Path:
     """A git worktree of the code before this indexer (made once, under bench/work: git-ignored)."""
-    if not (PREVIOUS / "tse_scrapy" / "cli.py").is_file():
+    return worktree(PREVIOUS, PREVIOUS_COMMIT)
+
+
+def worktree(directory: Path, commit: str) -> Path:
+    """A git worktree of *commit* at *directory* (made once), compiled as this checkout is."""
+    if not (directory / "tse_scrapy" / "cli.py").is_file():
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
-        subprocess.run(["git", "worktree", "add", "--detach", str(PREVIOUS), PREVIOUS_COMMIT], cwd=ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(directory), commit], cwd=ROOT, check=True)
     # Both sides of a comparison compiled alike, however the bench is run.
-    compile_bytecode(PREVIOUS)
+    compile_bytecode(directory)
     compile_bytecode(ROOT)
-    return PREVIOUS
+    return directory
 
 
 def large_directory(source: Path, pages: int = LARGE_PAGES) -> Path:

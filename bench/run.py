@@ -1,7 +1,10 @@
 """`make bench`: every benchmark, side by side with its baseline; writes bench/RESULTS.md.
 
-Needs ../shared/tse-sites (the mirror of the reference sites); nothing here is
-part of `make test`.  BENCH_REPEAT (default 3) sets the number of rounds.
+Needs ../shared/tse-sites (the mirror of the reference sites), and Debian's
+documentation packages for the known-item section (bench/install-docs.sh
+installs them as root); nothing here is part of `make test`.  BENCH_REPEAT
+(default 3) sets the number of rounds.  Most sections also run alone,
+printing their section (`.venv/bin/python bench/known_item_bench.py`, say).
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ from bench import (
     crawl_bench,
     frontier_bench,
     index_bench,
+    known_item_bench,
     links_bench,
     progress_bench,
     scale_bench,
     search_bench,
+    search_index_bench,
     update_bench,
 )
 from bench.common import ROOT, SHARED, compile_bytecode, machine, unpack_mirror
@@ -36,9 +41,10 @@ def main() -> int:
     # timing) come after every measured child process.  search_bench holds no
     # index (its queries come from a child), so it runs before index_bench's
     # in-process query timing; its section is placed after the indexing ones.
+    # known_item_bench keeps page texts in memory while it runs: it comes last.
     crawls = crawl_bench.run(mirror) + links_bench.run()
     search = search_bench.run(mirror)
-    indexing = index_bench.run(mirror)
+    indexing = index_bench.run(mirror) + search_index_bench.run(mirror)
     scale = scale_bench.run()
     sections = (
         crawls
@@ -48,6 +54,7 @@ def main() -> int:
         + frontier_bench.run(mirror)
         + update_bench.run(mirror)
         + progress_bench.run(mirror)
+        + known_item_bench.run()
     )
     report = "\n".join(
         [

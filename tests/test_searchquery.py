@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules import searchsnippet
+from tse_scrapy.rules import analysis, searchsnippet
 from tse_scrapy.rules.searchquery import MAX_CHARACTERS, MAX_WORDS, SearchQueryError, parse_search_query
 
 
@@ -114,3 +114,26 @@ def test_snippet_ranges_lie_in_the_snippet(text, words):
     snippet, ranges = searchsnippet.snippet(text, marks(*[[[word]] for word in words]), ["en"])
     assert all(0 <= start < end <= len(snippet) for start, end in ranges)
     assert ranges == sorted(ranges)
+
+
+def ranges_word_by_word(text, sequences, languages):
+    """The marks found by reading every word with analysis.tokens (what the fast path must equal)."""
+    tokens = list(analysis.tokens(text, languages))
+    found = []
+    for index in range(len(tokens)):
+        for sequence in sequences:
+            window = tokens[index : index + len(sequence)]
+            if len(window) == len(sequence) and all(
+                set(token.terms) & set(terms) for token, terms in zip(window, sequence, strict=True)
+            ):
+                found.append((window[0].start, window[-1].end))
+    return sorted(set(found))
+
+
+@given(
+    st.text(alphabet=st.sampled_from("abcdé_ -.,Éxyz\u0301ßﬁ1"), max_size=120),
+    st.lists(st.sampled_from(["a", "ab", "abc", "cde", "e", "x", "xyz", "1", "ss", "fi"]), min_size=1, max_size=3),
+)
+def test_marks_found_by_pattern_are_the_words_marked_one_by_one(text, words):
+    sequences = marks(*[[[word]] for word in words])
+    assert searchsnippet.marked_ranges(text, sequences, ["en"]) == ranges_word_by_word(text, sequences, ["en"])

@@ -24,6 +24,7 @@ from ..rules.searchquery import Clause, SearchQuery
 ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
+CANDIDATES = 50  # the words within its edits looked at for a misspelt word
 DOCUMENT_COUNTS_KEPT = 100_000
 
 # What a snippet marks: sequences of positions, each the terms a word there may give.
@@ -33,23 +34,25 @@ Marks = list[tuple[frozenset[str], ...]]
 @dataclass
 class Compiled:
     """FTS5 expressions of a query: all required clauses, any of them, and the phrase of all its words
-    (for the proximity bonus); each required group (its expression and the terms it may match, for
-    ``rare``); what to mark; the corrections made (typed -> as pages spell it)."""
+    (for the proximity bonus); each required group (its expression, its loose one for partial
+    matches, and the terms it may match, for ``rare``); what to mark; the corrections made (typed ->
+    as pages spell it)."""
 
     all_of: str
     any_of: str
     phrase: str | None
-    groups: list[tuple[str, list[str]]] = field(default_factory=list)
+    groups: list[tuple[str, str, list[str]]] = field(default_factory=list)
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
 
-    def rare(self, documents: Callable[[str], int], pages: int, joiner: str) -> str | None:
-        """The groups joined by *joiner* (" AND ", " OR ") leaving out those all of whose terms are in
-        more than half the *pages* (by *documents*): FTS5's BM25 gives such a term no weight
-        (an IDF at most 0 counts 1e-6), and scoring it costs the most.  None when all are common."""
+    def rare(self, documents: Callable[[str], int], pages: int, joiner: str, loose: bool = False) -> str | None:
+        """The groups (*loose*: their loose expressions) joined by *joiner* (" AND ", " OR ") leaving
+        out those all of whose terms are in more than half the *pages* (by *documents*): FTS5's BM25
+        gives such a term no weight (an IDF at most 0 counts 1e-6), and scoring it costs the most.
+        None when all are common."""
         kept = [
-            expression
-            for expression, terms in self.groups
+            loose_expression if loose else expression
+            for expression, loose_expression, terms in self.groups
             if not terms or any(documents(term) * 2 <= pages for term in terms)
         ]
         return joiner.join(f"({expression})" for expression in kept) or None
@@ -79,8 +82,9 @@ class Vocabulary:
             self._documents[key] = found
         return found
 
-    def closest(self, word: str) -> list[str]:
-        """The words within the edits allowed for *word*'s length, closest first."""
+    def closest(self, word: str) -> list[tuple[str, int]]:
+        """The words within the edits allowed for *word*'s length and their distances, closest first
+        (at most CANDIDATES)."""
         edits = 2 if len(word) >= TWO_EDITS_FROM else 1
         if self._by_length is None:
             self._by_length = {}
@@ -89,8 +93,8 @@ class Vocabulary:
         candidates = [
             known for size in range(len(word) - edits, len(word) + edits + 1) for known in self._by_length.get(size, ())
         ]
-        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=20)
-        return [known for known, _, _ in sorted(found, key=lambda match: (match[1], match[0]))]
+        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=CANDIDATES)
+        return [(known, distance) for known, distance, _ in sorted(found, key=lambda match: (match[1], match[0]))]
 
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
@@ -104,10 +108,17 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
         terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
-        compiled.groups.append((" OR ".join(expression for expression, _ in clauses), terms))
+        loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
+        compiled.groups.append((" OR ".join(expression for expression, _ in clauses), " OR ".join(loose), terms))
     exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded)
-    compiled.all_of = " AND ".join(f"({group})" for group, _ in compiled.groups)
-    compiled.any_of = " OR ".join(f"({group})" for group, _ in compiled.groups)
+    compiled.all_of = " AND ".join(f"({group})" for group, _, _ in compiled.groups)
+    # The partial matches: any group, and a word of a bigram script by any of its bigrams (a typo in
+    # it breaks the bigrams around it, not the others).  A query of one group has none: a word of a
+    # bigram script is not matched by its pieces alone (スト is in インストール and in スモークテスト).
+    if len(compiled.groups) > 1:
+        compiled.any_of = " OR ".join(f"({loose})" for _, loose, _ in compiled.groups)
+    else:
+        compiled.any_of = compiled.all_of
     if exclusion:
         compiled.all_of = f"({compiled.all_of}){exclusion}"
         compiled.any_of = f"({compiled.any_of}){exclusion}"
@@ -125,21 +136,27 @@ def _clause(
     *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
         if compiled is not None:
-            compiled.marks.append(tuple(frozenset(_forms(word, languages)) for word in clause.words))
+            compiled.marks.append(tuple(frozenset(word_forms(word, languages)) for word in clause.words))
         return _phrase(list(clause.words), languages), None
     (word,) = clause.words
     if analysis.is_segmented(word):
         if compiled is not None:
             compiled.marks.append((frozenset([word]),))
         return (f'"{word}"*', None) if len(word) == 1 else (f'"{word}"', [word])
-    forms = _forms(word, languages)
+    forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
     if compiled is not None and not held and len(word) >= ONE_EDIT_FROM:
-        corrected = [known for known in vocabulary.closest(word) if _held(known, vocabulary, languages)]
+        # The closest words the index holds; at the same distance, the one on the most pages first.
+        corrected = []
+        for known, distance in vocabulary.closest(word):
+            if known_held := _held(known, vocabulary, languages):
+                pages = max(vocabulary.documents(form) for form in known_held)
+                corrected.append((distance, -pages, known, known_held))
+        corrected.sort()
         if corrected:
-            compiled.corrections[clause.text] = vocabulary.spelling(corrected[0])
-            for known in corrected[:CORRECTIONS]:
-                held += [form for form in _held(known, vocabulary, languages) if form not in held]
+            compiled.corrections[clause.text] = vocabulary.spelling(corrected[0][2])
+            for _, _, _, known_held in corrected[:CORRECTIONS]:
+                held += [form for form in known_held if form not in held]
     # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
     # must not count once a form; and the expression stays short.
     held = held or forms[:1]
@@ -148,13 +165,20 @@ def _clause(
     return " OR ".join(f'"{form}"' for form in held), held
 
 
-def _forms(word: str, languages: list[str]) -> list[str]:
+def _loose(clause: Clause) -> str | None:
+    """An unquoted word of several bigrams as any of them, else None."""
+    if clause.quoted or len(clause.words) < 2 or not all(analysis.is_segmented(word) for word in clause.words):
+        return None
+    return " OR ".join(f'"{word}"' for word in dict.fromkeys(clause.words))
+
+
+def word_forms(word: str, languages: list[str]) -> list[str]:
     """*word* (folded) and its stem in each language, each once."""
     return list(dict.fromkeys([word, *(analysis.stem([word], language)[0] for language in languages)]))
 
 
 def _held(word: str, vocabulary: Vocabulary, languages: list[str]) -> list[str]:
-    return [form for form in _forms(word, languages) if vocabulary.documents(form)]
+    return [form for form in word_forms(word, languages) if vocabulary.documents(form)]
 
 
 def _phrase(words: list[str], languages: list[str]) -> str:

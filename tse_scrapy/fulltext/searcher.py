@@ -1,15 +1,16 @@
 """``rank=relevance``: a search query over the search index, ranked for people.
 
-BM25F-style scores from FTS5's ``bm25()`` with a weight a field (FTS5 sums each
-field's term frequency times its weight, then saturates: one document length,
-the whole row's), plus a bonus for pages holding the query's words as a
-phrase.  Pages with all the required clauses come first; when no page has
-them all, the best partial matches are the answer, flagged as such.
+Which pages match is one FTS5 query without scores: every required group, or
+(when no page has them all) any of them, flagged as partial matches.  Their
+scores are BM25F-style, from FTS5's ``bm25()``: the headings, URL words and
+body in one table (FTS5 sums each field's term frequency times its weight,
+then saturates once by the row's length), the title and the anchor text each
+in a table of its own (their own lengths and document frequencies), weighted
+and added; pages holding the query's words as a phrase gain a bonus.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 from collections.abc import Callable
@@ -30,13 +31,11 @@ ANCHOR_WEIGHT = 0.5
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
 
-logger = logging.getLogger(__name__)
-
 
 @dataclass
 class Found:
-    """What a search gives: ranked (docID, score) pairs, whether they are partial matches, the terms
-    to mark, and the query with its corrections (None when nothing was corrected)."""
+    """What a search gives: ranked (docID, score) pairs, whether they are partial matches, what to
+    mark in snippets, and the words corrected (typed -> as pages spell it)."""
 
     ranked: list[tuple[int, float]]
     partial: bool = False
@@ -86,14 +85,14 @@ class SearchIndex:
         if not matched:
             return Found([], False, compiled.marks, compiled.corrections)
         # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
-        # most positions to read): the pages matched hold them anyway.
-        # A query of only such words is ranked by the titles and anchor text alone.
+        # most positions to read): the pages matched hold them anyway.  A query of only such words
+        # is ranked by the titles and anchor text alone.
         scores = dict.fromkeys(matched, 0.0)
-        scoring = compiled.rare(documents, self.pages, " OR " if partial else " AND ")
+        scoring = compiled.rare(documents, self.pages, " OR " if partial else " AND ", partial)
         if scoring:
             self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
-            expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ")
+            expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if expression:
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:

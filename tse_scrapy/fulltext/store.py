@@ -214,16 +214,24 @@ def _all_links(db: sqlite3.Connection) -> Iterator[tuple[int, list[tuple[str, st
 
 
 def _gather_anchors(db: sqlite3.Connection, targets: set[str] | None) -> dict[int, str]:
-    """The anchor terms of the pages at *targets* (None: every page), from the links of the other
-    pages, in docID order and then in page order, at most ANCHOR_TERMS each."""
+    """The anchor terms of the pages at *targets* (None: every page) from the links of the pages."""
     pages_at: dict[str, list[int]] = {}
     for doc_id, url in db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id"):
         if targets is None or url in targets:
             pages_at.setdefault(url, []).append(doc_id)
+    return gather_anchors(pages_at, _all_links(db))
+
+
+def gather_anchors(
+    pages_at: dict[str, list[int]], links: Iterable[tuple[int, list[tuple[str, str]]]]
+) -> dict[int, str]:
+    """The anchor terms of the pages at the URLs of *pages_at* (URL: its docIDs), from *links* (each
+    source page's (target URL, anchor terms), in docID order): in that order and then in page order,
+    at most ANCHOR_TERMS a URL, none from a page to itself."""
     gathered: dict[int, list[str]] = {}
     sizes: dict[str, int] = {}
-    for source, links in _all_links(db):
-        for target, terms in links:
+    for source, page_links in links:
+        for target, terms in page_links:
             doc_ids = pages_at.get(target)
             if doc_ids is None:
                 continue

@@ -57,18 +57,15 @@ _BIGRAM_RANGES = (
 _BIGRAM_CHAR = re.compile(f"[{_BIGRAM_RANGES}]")
 
 
-def _mark_ranges() -> str:
-    """Every combining mark of the Basic Multilingual Plane, as a character-class body."""
-    marks = [code for code in range(0x10000) if unicodedata.category(chr(code)).startswith("M")]
-    ranges, start = [], marks[0]
-    for previous, code in zip(marks, [*marks[1:], -1], strict=True):
-        if code != previous + 1:
-            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(previous))}" if previous > start else chr(start))
-            start = code
-    return "".join(ranges)
-
-
-_MARKS = _mark_ranges()
+# The combining marks that sit inside words outside the bigram scripts (\w has letters and digits
+# but not marks): a short list of blocks, as a long class of single marks makes every character
+# that is no letter (a space) slow to match.
+_MARKS = (
+    "\u0300-\u036f\u0483-\u0489\u0591-\u05c7\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed"
+    "\u0711\u0730-\u074a\u07a6-\u07b0\u0900-\u0963\u0966-\u0dff\u0f18-\u0f19\u0f35-\u0f39"
+    "\u0f71-\u0f84\u1ab0-\u1aff\u1dc0-\u1dff\u200c\u200d\u20d0-\u20ff\u302a-\u302f\u3099\u309a"
+    "\ufe00-\ufe0f\ufe20-\ufe2f"
+)
 # A word: a run of letters, digits and marks ("_" is made a space first: \w holds it).  A run holding a
 # character of a bigram script is cut again into runs in those scripts and runs outside them.
 _WORD_RUN = re.compile(f"[\\w{_MARKS}]+")
@@ -125,8 +122,27 @@ def _folding_table() -> dict[int, str | None]:
 
 _FOLDED = _folding_table()
 
-# Zero-width non-joiner and joiner (inside Persian words, before the plural suffix) and the soft hyphen.
-_INVISIBLE = str.maketrans({"\u200c": None, "\u200d": None, "\u00ad": None})
+
+def _character_class(codes: Iterable[int]) -> str:
+    """A character-class body matching *codes*, consecutive ones as ranges (short: fast to match)."""
+    ranges: list[list[int]] = []
+    for code in sorted(codes):
+        if ranges and code == ranges[-1][1] + 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "".join(
+        re.escape(chr(first)) + ("-" + re.escape(chr(last)) if last > first else "") for first, last in ranges
+    )
+
+
+# The characters folding drops or spells as several (not one character for one).
+_NOT_ONE_CHARACTER = re.compile(
+    f"[{_character_class(code for code, folded in _FOLDED.items() if folded is None or len(folded) != 1)}"
+    "\u200c\u200d\u00ad]"
+)
+# Only text holding one of these can change when folded (a fast test that skips most of a page).
+_FOLDABLE = re.compile(f"[{_character_class(_FOLDED)}]")
 
 # Snowball stemmers by ISO 639-1 language code.
 STEMMERS = {
@@ -182,12 +198,14 @@ def normalize(text: str) -> str:
     """NFKC, then case folding; joiners and soft hyphens, which sit inside words, dropped."""
     if text.isascii():
         return text.lower()
-    return unicodedata.normalize("NFKC", text).casefold().translate(_INVISIBLE)
+    return (
+        unicodedata.normalize("NFKC", text).casefold().replace("\u200c", "").replace("\u200d", "").replace("\u00ad", "")
+    )
 
 
 def fold(text: str) -> str:
     """Normalized *text* without accents (see the module's docstring)."""
-    if text.isascii():
+    if text.isascii() or not _FOLDABLE.search(text):
         return text
     return text.translate(_FOLDED)
 
@@ -245,6 +263,34 @@ def bigrams(run: str) -> list[str]:
     return [run[index : index + 2] for index in range(len(run) - 1)]
 
 
+def word_runs(text: str) -> Iterator[re.Match[str]]:
+    """The runs of letters, digits and marks of *text* ("_" separating), where they stand."""
+    return _WORD_RUN.finditer(text.replace("_", " "))
+
+
+def aligned_fold(text: str) -> str | None:
+    """``fold(normalize(text))`` when it maps each character of *text* to one character (so that
+    positions in it are positions in *text*), else None."""
+    if text.isascii():
+        return text.lower()
+    if not unicodedata.is_normalized("NFKC", text):
+        return None
+    folded = text.casefold()
+    if len(folded) != len(text) or _NOT_ONE_CHARACTER.search(folded):
+        return None
+    return fold(folded)
+
+
+def word_runs_of(text: str) -> list[str]:
+    """The runs of letters, digits and marks of *text* ("_" separating), as strings."""
+    return _WORD_RUN.findall(text.replace("_", " "))
+
+
+def has_bigram_script(text: str) -> bool:
+    """Whether *text* holds a character of a script cut into bigrams."""
+    return bool(_BIGRAM_CHAR.search(text))
+
+
 def is_segmented(word: str) -> bool:
     """Whether *word* is of a script cut into bigrams."""
     return bool(_BIGRAM_CHAR.match(word))
@@ -281,23 +327,32 @@ def terms(text: str, language: str | None = None) -> list[str]:
 
 def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Token]:
     """Each word of *text* where it stands in it, with the terms it gives unstemmed and stemmed in
-    each of *languages*: what highlighting needs.
+    each of *languages*: what highlighting needs.  Lazy: a caller may stop early.
 
     A run of a bigram script gives a token a bigram (its two characters), or one token for the whole
     run when normalizing changed its length."""
     languages = tuple(languages)
+    variants: dict[str, tuple[str, ...]] = {}  # a word's terms, worked out once a call
     for word_run in _WORD_RUN.finditer(text.replace("_", " ")):
-        for found in _SCRIPT_RUN.finditer(word_run.group()):
-            segmented, run = found.group(1), found.group()
-            analyzed = words(run)
+        run = word_run.group()
+        if not _BIGRAM_CHAR.search(run):
+            found = variants.get(run)
+            if found is None:
+                found = variants[run] = _variants(words(run), languages)
+            if found:
+                yield Token(found, word_run.start(), word_run.end())
+            continue
+        for script_run in _SCRIPT_RUN.finditer(run):
+            segmented, piece = script_run.group(1), script_run.group()
+            analyzed = words(piece)
             if not analyzed:
                 continue
-            start = word_run.start() + found.start()
-            if segmented and len(analyzed) == max(1, len(run) - 1):
+            start = word_run.start() + script_run.start()
+            if segmented and len(analyzed) == max(1, len(piece) - 1):
                 for index, pair in enumerate(analyzed):
                     yield Token((pair,), start + index, start + index + len(pair))
             else:
-                yield Token(_variants(analyzed, languages), start, start + len(run))
+                yield Token(_variants(analyzed, languages), start, start + len(piece))
 
 
 def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ Chinese, Japanese and Thai put no spaces between words.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from . import analysis
 
@@ -20,24 +20,71 @@ ELLIPSIS = "\u2026"
 
 
 def marked_ranges(
-    text: str, marks: Collection[Sequence[Collection[str]]], languages: Iterable[str | None]
+    text: str,
+    marks: Collection[Sequence[Collection[str]]],
+    languages: Iterable[str | None],
+    window: int | None = None,
 ) -> list[tuple[int, int]]:
     """The ``[start, end)`` ranges of *text* where one of *marks* stands: a sequence of consecutive
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
-    single character of a bigram script marks the bigrams it starts."""
-    tokens = list(analysis.tokens(text, languages))
+    single character of a bigram script marks the bigrams it starts.  With *window*, the text is
+    read only to *window* characters past the first mark (what a snippet can show)."""
+    languages = tuple(languages)
+    wanted = {term for sequence in marks for terms in sequence for term in terms}
+    words: Iterable[analysis.Token | None]
+    folded = analysis.aligned_fold(text)
+    if folded is not None and not analysis.has_bigram_script(folded):
+        # Folding kept every character in its place (most text): the folded text's words are the
+        # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
+        words = _folded_words(folded, languages, wanted)
+    else:
+        words = analysis.tokens(text, languages)
+    prefixes = any(len(term) == 1 and analysis.is_segmented(term) for term in wanted)
+    longest = max((len(sequence) for sequence in marks), default=0)
+    recent: list[analysis.Token] = []  # the last words read that give a term, as many as the longest mark
     found: list[tuple[int, int]] = []
-    for index in range(len(tokens)):
+    for token in words:
+        if token is None:  # a word that gives no term of any mark: no mark runs through it
+            recent.clear()
+            continue
+        if window is not None and found and token.start > found[0][0] + window:
+            break
+        if not prefixes and wanted.isdisjoint(token.terms):
+            recent.clear()  # a word that gives no term of any mark: no mark runs through it
+            continue
+        recent.append(token)
+        if len(recent) > longest:
+            del recent[0]
         for sequence in marks:
-            if index + len(sequence) <= len(tokens) and all(
-                _gives(tokens[index + offset].terms, terms) for offset, terms in enumerate(sequence)
+            # Each mark is looked for where it ends: at the word just read.
+            if len(sequence) <= len(recent) and all(
+                _gives(recent[len(recent) - len(sequence) + offset].terms, terms)
+                for offset, terms in enumerate(sequence)
             ):
-                start, end = tokens[index].start, tokens[index + len(sequence) - 1].end
-                if found and found[-1][1] >= start:  # overlapping or touching (bigrams): one range
-                    found[-1] = (found[-1][0], max(end, found[-1][1]))
-                else:
-                    found.append((start, end))
-    return found
+                found.append((recent[len(recent) - len(sequence)].start, token.end))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and merged[-1][1] >= start:  # overlapping or touching (bigrams): one range
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _folded_words(folded: str, languages: tuple[str | None, ...], wanted: set[str]) -> Iterator[analysis.Token | None]:
+    """The words of *folded* (normalized and folded text): those giving a term of *wanted* (unstemmed
+    or stemmed in one of *languages*) with their terms, the others as None."""
+    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+    terms: dict[str, dict[str, None]] = {word: {word: None} for word in distinct}
+    for language in languages:
+        for word, stem in zip(distinct, analysis.stem(distinct, language), strict=True):
+            terms[word][stem] = None
+    giving = {word: tuple(variants) for word, variants in terms.items() if not wanted.isdisjoint(variants)}
+    if not giving:
+        return
+    for word in analysis.word_runs(folded):
+        found = giving.get(word.group())
+        yield analysis.Token(found, word.start(), word.end()) if found else None
 
 
 def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
@@ -55,7 +102,7 @@ def snippet(
 ) -> tuple[str, list[tuple[int, int]]]:
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… "."""
-    ranges = marked_ranges(text, marks, languages)
+    ranges = marked_ranges(text, marks, languages, window=size)
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:
