@@ -105,7 +105,7 @@ def run(mirror: Path) -> list[str]:
 
     today_wall = statistics.median(wall for wall, _, _ in runs["today (SPEC index and store)"])
     rows = [
-        "## The search index at scale",
+        "## The search index at scale (issue 27)",
         "",
         f"20,000 pages ({page_bytes / 1e6:,.0f} MB, the wikipedia depth-2 pages copied under new URLs), "
         f"`tse index --jobs 2`; {REPEAT} rounds, today's indexer (commit {TODAY_COMMIT}, before the search "
