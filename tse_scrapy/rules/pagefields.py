@@ -18,8 +18,8 @@ from . import analysis
 from .pagetext import _NOT_VISIBLE, _TAG, _clean, _decode, _without_unclosed_tag, title_of, visible_text_of
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
-BODY_CHARACTERS = 200_000
-BODY_TERMS = 10_000
+BODY_CHARACTERS = 500_000
+BODY_TERMS = 50_000
 MAX_LINKS = 1_000
 ANCHOR_CHARACTERS = 200
 HEADING_CHARACTERS = 5_000
