@@ -5,7 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tse_scrapy.rules import analysis, searchsnippet
-from tse_scrapy.rules.searchquery import MAX_CHARACTERS, MAX_WORDS, SearchQueryError, parse_search_query
+from tse_scrapy.rules.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from tse_scrapy.rules.searchquery import SearchQueryError, parse_search_query
 
 
 def shown(line):
@@ -52,8 +53,8 @@ def test_parse(line, required, excluded):
         ('""', "no letters or digits"),
         ("-cat", "not excluded"),
         ("-cat -dog", "not excluded"),
-        ("x" * (MAX_CHARACTERS + 1), "too long"),
-        (" ".join(["cat"] * (MAX_WORDS + 1)), "too many words"),
+        ("x" * (MAX_QUERY_CHARACTERS + 1), "too long"),
+        (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "too many words"),
     ],
 )
 def test_refused(line, message):
@@ -137,3 +138,16 @@ def ranges_word_by_word(text, sequences, languages):
 def test_marks_found_by_pattern_are_the_words_marked_one_by_one(text, words):
     sequences = marks(*[[[word]] for word in words])
     assert searchsnippet.marked_ranges(text, sequences, ["en"]) == ranges_word_by_word(text, sequences, ["en"])
+
+
+@pytest.mark.parametrize(
+    "line, corrections, typed",
+    [
+        ('cat OR dog "hot dog" -emu -"big cat"', {}, 'cat OR dog "hot dog" -emu -"big cat"'),
+        ("instalaltion debian", {"instalaltion": "installation"}, "installation debian"),
+        ('"instalaltion" -instalaltion', {"instalaltion": "installation"}, '"instalaltion" -instalaltion'),
+        ('open "quote runs on', {}, 'open "quote runs on"'),
+    ],
+)
+def test_a_query_typed_again(line, corrections, typed):
+    assert parse_search_query(line).typed(corrections) == typed

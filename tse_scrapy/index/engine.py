@@ -15,6 +15,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from ..fulltext.matching import Marks
 from ..fulltext.searcher import SearchIndex
 from ..rules import pagedir
 from ..rules import query as rules
@@ -38,10 +39,10 @@ class Answer:
     error: str | None = None
     ranked: list[tuple[int, float]] = field(default_factory=list)
     # rank=relevance: the query parsed, whether the pages are partial matches, what to mark
-    # (sequences of terms: fulltext.matching.Marks), and the words corrected (typed -> found).
+    # (sequences of terms), and the words corrected (typed -> found).
     search_query: SearchQuery | None = None
     partial: bool = False
-    marks: list[tuple[frozenset[str], ...]] = field(default_factory=list)
+    marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -8,7 +8,6 @@ import sys
 from typing import TextIO
 
 from ..rules import pagedir
-from ..rules.searchquery import Clause
 from .engine import Answer, QueryEngine
 from .storage import IndexReader
 
@@ -51,10 +50,7 @@ class Querier:
     def _relevance_lines(self, answer: Answer) -> str:
         """rank=relevance: the query as understood, the corrections, and the pages (partial matches said so)."""
         assert answer.search_query is not None
-        query = answer.search_query
-        shown = [" OR ".join(_shown(clause) for clause in alternatives) for alternatives in query.required]
-        shown += ["-" + _shown(clause) for clause in query.excluded]
-        lines = "Query: " + " ".join(shown) + "\n"
+        lines = "Query: " + answer.search_query.typed() + "\n"
         if answer.corrections:
             lines += (
                 "Did you mean: "
@@ -98,10 +94,6 @@ class Querier:
                     self._urls[doc_id] = pagedir.read_page_url(self.directory, doc_id)
                 except OSError:
                     self._urls[doc_id] = "(no page file)"
-
-
-def _shown(clause: Clause) -> str:
-    return f'"{clause.text}"' if clause.quoted else clause.text
 
 
 def run(querier: Querier, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:

@@ -18,9 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import analysis
-
-MAX_CHARACTERS = 1_000
-MAX_WORDS = 100
+from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
@@ -41,6 +39,12 @@ class Clause:
     def is_phrase(self) -> bool:
         return self.quoted or len(self.words) > 1
 
+    def typed(self, corrections: dict[str, str] | None = None) -> str:
+        """The clause as it would be typed again (a word replaced by its correction, if any)."""
+        if self.quoted:
+            return f'"{self.text}"'
+        return (corrections or {}).get(self.text, self.text)
+
 
 @dataclass(frozen=True)
 class SearchQuery:
@@ -53,14 +57,20 @@ class SearchQuery:
     def clauses(self) -> list[Clause]:
         return [clause for alternatives in self.required for clause in alternatives]
 
+    def typed(self, corrections: dict[str, str] | None = None) -> str:
+        """The query as it would be typed again, its words replaced by their *corrections* (typed ->
+        found); excluded words are not corrected."""
+        shown = [" OR ".join(clause.typed(corrections) for clause in alternatives) for alternatives in self.required]
+        return " ".join(shown + ["-" + clause.typed() for clause in self.excluded])
+
 
 def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
-    if len(line) > MAX_CHARACTERS:
-        raise SearchQueryError(f"The query is too long: at most {MAX_CHARACTERS:,} characters.")
+    if len(line) > MAX_QUERY_CHARACTERS:
+        raise SearchQueryError(f"The query is too long: at most {MAX_QUERY_CHARACTERS:,} characters.")
     pieces = list(_PIECE.finditer(line))
-    if len(pieces) > MAX_WORDS:
-        raise SearchQueryError(f"The query has too many words: at most {MAX_WORDS}.")
+    if len(pieces) > MAX_QUERY_WORDS:
+        raise SearchQueryError(f"The query has too many words: at most {MAX_QUERY_WORDS}.")
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
     join_next = False  # the last piece was OR between two clauses

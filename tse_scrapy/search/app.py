@@ -223,12 +223,7 @@ def _suggestion(answer: Answer) -> str | None:
     """The query line with its corrected words, when a word was corrected."""
     if not answer.corrections or answer.search_query is None:
         return None
-    query = answer.search_query
-    shown = []
-    for alternatives in query.required:
-        shown.append(" OR ".join(answer.corrections.get(clause.text, clause.text) for clause in alternatives))
-    shown += ["-" + (f'"{clause.text}"' if clause.quoted else clause.text) for clause in query.excluded]
-    return " ".join(shown)
+    return answer.search_query.typed(answer.corrections)
 
 
 def _ranking(request: Request, default: str) -> str:
