@@ -22,10 +22,12 @@ shares the machine's 2 cores with the server: its CPU per request is shown.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -40,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BIN, REPEAT, ROOT, WORK, measure
 from bench.index_bench import QUERIES, page_directories
 from tests.support.net import free_port
+from tse_scrapy.fulltext import store
 
 CLIENTS = 8
 # `tse serve` as by default (a worker process a core, at most 4), and as one process.
@@ -104,8 +107,18 @@ class Pass:
 
 
 def ensure_index(directory: Path, index: Path) -> None:
-    if not all(Path(f"{index}{suffix}").is_file() for suffix in ("", ".bin", ".docs")):
+    """*index* of *directory*, written again when a file is missing or its search index is of another format."""
+    search = store.search_path(index)
+    if not all(Path(f"{index}{suffix}").is_file() for suffix in ("", ".bin", ".docs")) or not _current(search):
         subprocess.run([str(BIN / "tse"), "index", str(directory), str(index)], check=True)
+
+
+def _current(search: Path) -> bool:
+    try:
+        with contextlib.closing(sqlite3.connect(f"{search.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            return dict(db.execute("SELECT key, value FROM meta")).get("format") == store.FORMAT
+    except sqlite3.Error:
+        return False
 
 
 def expected_answers(directory: Path, index: Path) -> list[tuple[str, int | None]]:

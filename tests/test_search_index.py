@@ -13,14 +13,14 @@ from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
-from tse_scrapy.rules.pagefields import BODY_TERMS, MAX_LINKS
+from tse_scrapy.rules.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
 
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
 
 
 def rows(indexfile):
     with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
-        tables = ("pages", "anchors", "links", "vocabulary")
+        tables = ("pages", "anchors", "links", "vocabulary", "beyond")
         return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
 
 
@@ -65,7 +65,46 @@ def test_hostile_pages_are_bounded(tmp_path):
     assert links == 1 + 100  # a row a page with links to its host
     engine = QueryEngine(pages, IndexReader(tmp_path / "index"))
     assert [doc for doc, _ in engine.answer(f"w{BODY_TERMS - 1}", "relevance").ranked] == [2]
-    assert engine.answer("zeppelinbeyond", "relevance").ranked == []  # past the bound: not indexed
+    assert engine.answer("zeppelinbeyond", "relevance").ranked == []  # past the bound: not found
+    # ... but kept for exclusions: `-word` leaves out a page holding the word anywhere.
+    assert docs(engine, "words") == [2]
+    assert docs(engine, "words -zeppelinbeyond") == docs(engine, f"words -w{BODY_TERMS * 2}") == []
+    assert docs(engine, f'words -"w{BODY_TERMS - 1} w{BODY_TERMS}"') == []  # a phrase across the cut
+    assert docs(engine, f'words -"w{BODY_TERMS} w{BODY_TERMS - 1}"') == docs(engine, "words -zeppelin") == [2]
+
+
+def docs(engine, query):
+    return [doc for doc, _ in engine.answer(query, "relevance").ranked]
+
+
+def long_page(last_word: str, characters: int = BODY_CHARACTERS + 1000) -> bytes:
+    """A page of more than BODY_CHARACTERS characters of text, *last_word* last."""
+    return ('<html lang="en"><title>long</title><p>' + "filler " * (characters // 7) + last_word + "</p>").encode()
+
+
+def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
+    pages = {
+        1: ("http://h/long.html", 0, long_page("aardvark")),
+        2: ("http://h/short.html", 1, b'<html lang="en"><title>short</title><p>filler text</p>'),
+    }
+    write_pages(tmp_path / "pages", pages)
+    assert run_tse("index", tmp_path / "pages", tmp_path / "updated").returncode == 0
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
+    assert docs(engine, "filler") == [2, 1] or docs(engine, "filler") == [1, 2]
+    assert docs(engine, "filler -aardvark") == [2]
+    assert docs(engine, "filler -aardvarks") == [2]  # any form of the word (stemmed alike)
+    # The long page changes: the word past its body is another; a short page becomes long.
+    write_pages(tmp_path / "pages", {1: ("http://h/long.html", 0, long_page("zebra")), 2: pages[2]})
+    write_pages(tmp_path / "pages", {2: ("http://h/short.html", 1, long_page("aardvark", BODY_CHARACTERS * 2))})
+    result = run_tse("index", tmp_path / "pages", tmp_path / "updated", "--update")
+    assert result.returncode == 0 and "cannot update" not in result.stderr.decode(), result.stderr.decode()
+    assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
+    # The same rows; an update keeps the words of pages gone in the vocabulary (corrections skip words no page holds).
+    updated, fresh = rows(tmp_path / "updated"), rows(tmp_path / "fresh")
+    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))
+    assert updated == fresh
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
+    assert docs(engine, "filler -aardvark") == [1] and docs(engine, "filler -zebra") == [2]
 
 
 def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):

@@ -118,17 +118,31 @@ def test_snippet_ranges_lie_in_the_snippet(text, words):
 
 
 def ranges_word_by_word(text, sequences, languages):
-    """The marks found by reading every word with analysis.tokens (what the fast path must equal)."""
+    """The marks found by reading every word with analysis.tokens (what the fast path must equal),
+    overlapping or touching ones joined."""
     tokens = list(analysis.tokens(text, languages))
+
+    def gives(token, terms):
+        # A single character of a bigram script gives the bigrams it starts.
+        return set(token.terms) & set(terms) or any(
+            len(term) == 1 and analysis.is_segmented(term) and token.terms[0].startswith(term) for term in terms
+        )
+
     found = []
     for index in range(len(tokens)):
         for sequence in sequences:
             window = tokens[index : index + len(sequence)]
             if len(window) == len(sequence) and all(
-                set(token.terms) & set(terms) for token, terms in zip(window, sequence, strict=True)
+                gives(token, terms) for token, terms in zip(window, sequence, strict=True)
             ):
                 found.append((window[0].start, window[-1].end))
-    return sorted(set(found))
+    joined = []
+    for start, end in sorted(set(found)):
+        if joined and joined[-1][1] >= start:
+            joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 @given(
@@ -138,6 +152,39 @@ def ranges_word_by_word(text, sequences, languages):
 def test_marks_found_by_pattern_are_the_words_marked_one_by_one(text, words):
     sequences = marks(*[[[word]] for word in words])
     assert searchsnippet.marked_ranges(text, sequences, ["en"]) == ranges_word_by_word(text, sequences, ["en"])
+
+
+@given(
+    st.text(alphabet=st.sampled_from("ab éx 新书店 _-"), max_size=80),
+    st.lists(
+        st.lists(st.sampled_from(["a", "ab", "x", "é", "e", "新书", "书店", "书"]), min_size=1, max_size=3), max_size=3
+    ),
+)
+def test_phrases_found_by_pattern_are_the_words_marked_one_by_one(text, sequences):
+    sequences = marks(*[[[word] for word in sequence] for sequence in sequences])
+    assert searchsnippet.marked_ranges(text, sequences, ["en"]) == ranges_word_by_word(text, sequences, ["en"])
+
+
+@given(
+    st.lists(st.sampled_from(["cat", "cats", "dog", "the", "hot", "新书店", "書", "-", "café", "cafe"]), max_size=400),
+    st.lists(
+        st.lists(st.sampled_from(["cat", "dog", "hot", "新书", "書", "cafe"]), min_size=1, max_size=2), max_size=3
+    ),
+    st.integers(min_value=1, max_value=300),
+)
+def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, first_read):
+    """Reading longer and longer beginnings of the text (searchsnippet.FIRST_READ) finds the
+    snippet and marks that reading it whole does."""
+    text, sequences = " ".join(words), marks(*[[[word] for word in sequence] for sequence in sequences])
+    kept = searchsnippet.FIRST_READ
+    try:
+        searchsnippet.FIRST_READ = first_read
+        from_beginnings = searchsnippet.snippet(text, sequences, ["en"], size=40)
+        searchsnippet.FIRST_READ = len(text) + 1
+        whole = searchsnippet.snippet(text, sequences, ["en"], size=40)
+    finally:
+        searchsnippet.FIRST_READ = kept
+    assert from_beginnings == whole
 
 
 @pytest.mark.parametrize(

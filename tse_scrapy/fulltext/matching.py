@@ -41,6 +41,7 @@ class Compiled:
     all_of: str
     any_of: str
     phrase: str | None
+    excluded: str | None = None  # any excluded clause, in every form (for the text past a page's body)
     groups: list[tuple[str, str, list[str]]] = field(default_factory=list)
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
@@ -111,6 +112,8 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
         loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((" OR ".join(expression for expression, _ in clauses), " OR ".join(loose), terms))
     exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded)
+    if query.excluded:
+        compiled.excluded = " OR ".join(f"({_excluded(clause, vocabulary, languages)})" for clause in query.excluded)
     compiled.all_of = " AND ".join(f"({group})" for group, _, _ in compiled.groups)
     # The partial matches: any group, and a word of a bigram script by any of its bigrams (a typo in
     # it breaks the bigrams around it, not the others).  A query of one group has none: a word of a
@@ -163,6 +166,13 @@ def _clause(
     if compiled is not None:
         compiled.marks.append((frozenset(held),))
     return " OR ".join(f'"{form}"' for form in held), held
+
+
+def _excluded(clause: Clause, vocabulary: Vocabulary, languages: list[str]) -> str:
+    """An excluded clause matching every form of its word, those the body and title do not hold too."""
+    if clause.is_phrase or analysis.is_segmented(clause.words[0]):
+        return _clause(clause, vocabulary, languages, None)[0]
+    return " OR ".join(f'"{form}"' for form in word_forms(clause.words[0], languages))
 
 
 def _loose(clause: Clause) -> str | None:

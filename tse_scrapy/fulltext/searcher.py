@@ -50,10 +50,12 @@ class SearchIndex:
         self.db = db
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
+        # Read from the index on languages (the pages' rows hold their bodies: a scan of them is slow).
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
         self.pages = len(self.page_languages)
         self.vocabulary = Vocabulary(db)
         self._bm25 = f"bm25(fts, {', '.join(str(TEXT_FIELDS[name]) for name in FIELDS)})"
+        self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
 
     @classmethod
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
@@ -71,9 +73,17 @@ class SearchIndex:
     def search(self, query: SearchQuery, allowed: Callable[[int], bool], language: str | None = None) -> Found:
         """The pages *allowed* (and in *language*, when given) that answer *query*, best first."""
         compiled = compile_query(query, self.vocabulary, self.languages)
+        # Long pages holding an excluded word past their body, where fts does not see it.
+        excluded = set()
+        if compiled.excluded and self._has_beyond:
+            excluded = self._matching(compiled.excluded, allowed, "beyond_fts")
 
         def wanted(doc_id: int) -> bool:
-            return allowed(doc_id) and (language is None or self.page_languages.get(doc_id) == language)
+            return (
+                allowed(doc_id)
+                and (language is None or self.page_languages.get(doc_id) == language)
+                and doc_id not in excluded
+            )
 
         documents = self.vocabulary.documents
         # Which pages match: every required group (or, when no page has them all, any), without
@@ -100,8 +110,8 @@ class SearchIndex:
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
-    def _matching(self, expression: str, wanted: Callable[[int], bool]) -> set[int]:
-        rows = self.db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (expression,))
+    def _matching(self, expression: str, wanted: Callable[[int], bool], table: str = "fts") -> set[int]:
+        rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return {doc_id for (doc_id,) in rows if wanted(doc_id)}
 
     def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:

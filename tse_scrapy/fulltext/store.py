@@ -18,6 +18,9 @@ reference's).  Its tables:
   filled as pages come in), and what each row was inserted with;
 - ``links``: each page's links (target URL, anchor terms), compressed, so that
   anchors can be gathered again when pages change;
+- ``beyond_fts`` and ``beyond``: the terms of a long page past its body's
+  bounds (``pagefields.BEYOND_CHARACTERS``), for exclusions only, and what
+  each row was inserted with;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
 - ``meta``: the SPEC index it was written with (size and digest) and the
@@ -43,7 +46,7 @@ from ..atomicfile import partial_path
 from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
-FORMAT = "1"
+FORMAT = "2"  # 2: beyond_fts, pages_by_language
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -54,12 +57,15 @@ CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL,
                     headings TEXT NOT NULL, url_terms TEXT NOT NULL, body BLOB NOT NULL);
 CREATE INDEX pages_by_url ON pages (url);
+CREATE INDEX pages_by_language ON pages (lang);
 CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
+CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, content='', tokenize='ascii');
 """
 
 
@@ -193,6 +199,9 @@ def _insert_page(db: sqlite3.Connection, doc_id: int, url: str, fields: PageFiel
         (doc_id, fields.title, fields.headings, fields.url, fields.body),
     )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
+    if fields.beyond:
+        db.execute("INSERT INTO beyond VALUES (?, ?)", (doc_id, zlib.compress(fields.beyond.encode("utf-8"), 1)))
+        db.execute("INSERT INTO beyond_fts(rowid, terms) VALUES (?, ?)", (doc_id, fields.beyond))
     if fields.links:
         listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, zlib.compress(listed.encode("utf-8"), 1)))
@@ -268,6 +277,11 @@ def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
         (doc_id, title, headings, url_terms, zlib.decompress(body).decode("utf-8")),
     )
     db.execute("INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', ?, ?)", (doc_id, title))
+    beyond = db.execute("SELECT terms FROM beyond WHERE doc_id = ?", (doc_id,)).fetchone()
+    if beyond is not None:
+        terms = zlib.decompress(beyond[0]).decode("utf-8")
+        db.execute("INSERT INTO beyond_fts(beyond_fts, rowid, terms) VALUES ('delete', ?, ?)", (doc_id, terms))
+        db.execute("DELETE FROM beyond WHERE doc_id = ?", (doc_id,))
     _delete_anchors(db, doc_id)
     db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))

@@ -201,6 +201,9 @@ class DocStore:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None
 
+    def close(self) -> None:
+        self.db.close()
+
 
 class StoredPages:
     """What a format 2 store recorded of the pages it was written with, for ``tse index --update``."""

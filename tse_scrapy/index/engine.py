@@ -138,6 +138,15 @@ class QueryEngine:
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)
 
+    def close(self) -> None:
+        """Close the document store and search index (opened again when used)."""
+        if self._docs is not None:
+            self._docs.close()
+            self._docs = None
+        if self._search is not None and not isinstance(self._search, str):
+            self._search.close()
+        self._search = None
+
     def _postings(self, word: str) -> dict[int, int]:
         """A word's postings without the gone pages (which an index updated since has not)."""
         return {doc_id: count for doc_id, count in self.index.postings(word).items() if doc_id not in self.gone}

@@ -15,11 +15,26 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
 from . import analysis
-from .pagetext import _NOT_VISIBLE, _TAG, _clean, _decode, _without_unclosed_tag, title_of, visible_text_of
+from .pagetext import (
+    _NOT_VISIBLE,
+    _TAG,
+    _clean,
+    _cut_at_word,
+    _decode,
+    _without_unclosed_tag,
+    title_of,
+    visible_text_of,
+)
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 500_000
 BODY_TERMS = 50_000
+# A longer page's text past the body, to these bounds, is kept apart for exclusions only (`-word`
+# must leave out a page holding the word anywhere): not scored, not shown.  It starts with the
+# body's last BEYOND_OVERLAP terms, so that a phrase across the cut is in it whole.
+BEYOND_CHARACTERS = 4_000_000
+BEYOND_TERMS = 600_000
+BEYOND_OVERLAP = 100
 MAX_LINKS = 1_000
 ANCHOR_CHARACTERS = 200
 HEADING_CHARACTERS = 5_000
@@ -49,6 +64,7 @@ class PageFields:
     body: str
     links: tuple[tuple[str, str], ...]
     vocabulary: tuple[tuple[str, str], ...]  # (folded word, as the page spells it), title first
+    beyond: str = ""  # the terms past the body's bounds (see BEYOND_CHARACTERS), "" for most pages
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -65,9 +81,12 @@ def page_language(text_head: str, body_text: str) -> str | None:
 def page_fields(url: str, body: bytes) -> PageFields:
     """The fields of the page at *url* whose bytes are *body*."""
     text = _without_unclosed_tag(_decode(body))
-    visible = visible_text_of(text, BODY_CHARACTERS)
+    # One cleaning of the text for both bounds: the body is a prefix of the text kept for exclusions.
+    whole = visible_text_of(text, BEYOND_CHARACTERS)
+    visible = _cut_at_word(whole, BODY_CHARACTERS)
     language = page_language(text[:4000], visible) or ""
     body_words, spellings = analysis.words_and_spellings(visible)
+    beyond_words = _beyond_words(whole[len(visible) :], body_words)
     body_words = body_words[:BODY_TERMS]
     title = title_of(text)
     title_words, title_spellings = analysis.words_and_spellings(title)
@@ -87,7 +106,18 @@ def page_fields(url: str, body: bytes) -> PageFields:
         body=_joined(terms(body_words, language)),
         links=tuple(anchors(text, url, language)),
         vocabulary=vocabulary,
+        beyond=_joined(terms(beyond_words, language)),
     )
+
+
+def _beyond_words(rest: str, body_words: list[str]) -> list[str]:
+    """The words past the body's bounds: those of *rest* (the text past the body's characters)
+    after the body's words past BODY_TERMS, from the body's last BEYOND_OVERLAP; none when the body
+    holds the whole text."""
+    if not rest and len(body_words) <= BODY_TERMS:
+        return []
+    kept = min(len(body_words), BODY_TERMS)
+    return (body_words[kept - min(kept, BEYOND_OVERLAP) :] + analysis.words(rest))[:BEYOND_TERMS]
 
 
 def url_words(url: str) -> list[str]:

@@ -17,6 +17,10 @@ from . import analysis
 SNIPPET_CHARACTERS = 240
 BEFORE_CHARACTERS = 60  # shown before the first mark
 ELLIPSIS = "\u2026"
+# A snippet's marks are looked for in the text's first FIRST_READ characters, then in READ_GROWTH
+# times as many, until the window after the first mark is read (or the text is).
+FIRST_READ = 1_000
+READ_GROWTH = 5
 
 
 def marked_ranges(
@@ -29,39 +33,71 @@ def marked_ranges(
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
     single character of a bigram script marks the bigrams it starts.  With *window*, the text is
     read only to *window* characters past the first mark (what a snippet can show)."""
-    languages = tuple(languages)
+    found, _ = _found(text, marks, tuple(languages), window)
+    return _merged(found)
+
+
+def _found(
+    text: str,
+    marks: Collection[Sequence[Collection[str]]],
+    languages: tuple[str | None, ...],
+    window: int | None,
+) -> tuple[list[tuple[int, int]], bool]:
+    """The marks of *text* in the order their last words are read, and whether the text read was
+    enough: it reaches *window* characters past the first mark (more would change nothing)."""
     wanted = {term for sequence in marks for terms in sequence for term in terms}
-    words: Iterable[analysis.Token | None]
+    # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
+    starts = {term for term in wanted if len(term) == 1 and analysis.is_segmented(term)}
+    words: Iterable[tuple[analysis.Token, bool]]
     folded = analysis.aligned_fold(text)
     if folded is not None and not analysis.has_bigram_script(folded):
         # Folding kept every character in its place (most text): the folded text's words are the
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
         words = _folded_words(folded, languages, wanted)
     else:
-        words = analysis.tokens(text, languages)
-    prefixes = any(len(term) == 1 and analysis.is_segmented(term) for term in wanted)
+        words = _giving(analysis.tokens(text, languages), wanted, starts)
+    # Each mark is looked for where it ends: at a word giving a term of its last position.
+    ending: dict[str, list[Sequence[Collection[str]]]] = {}
+    for sequence in marks:
+        for term in sequence[-1] if sequence else ():
+            ending.setdefault(term, []).append(sequence)
     longest = max((len(sequence) for sequence in marks), default=0)
-    recent: list[analysis.Token] = []  # the last words read that give a term, as many as the longest mark
+    recent: list[analysis.Token] = []  # the last consecutive words that give a term, as many as the longest mark
     found: list[tuple[int, int]] = []
-    for token in words:
-        if token is None:  # a word that gives no term of any mark: no mark runs through it
-            recent.clear()
-            continue
+    for token, follows in words:
         if window is not None and found and token.start > found[0][0] + window:
-            break
-        if not prefixes and wanted.isdisjoint(token.terms):
-            recent.clear()  # a word that gives no term of any mark: no mark runs through it
-            continue
+            return found, True
+        if not follows:  # a word that gives no term of any mark came between: no mark runs through it
+            recent.clear()
         recent.append(token)
         if len(recent) > longest:
             del recent[0]
-        for sequence in marks:
-            # Each mark is looked for where it ends: at the word just read.
+        given = (*token.terms, token.terms[0][:1]) if starts else token.terms
+        candidates = dict.fromkeys(sequence for term in given for sequence in ending.get(term, ()))
+        for sequence in candidates:
             if len(sequence) <= len(recent) and all(
                 _gives(recent[len(recent) - len(sequence) + offset].terms, terms)
                 for offset, terms in enumerate(sequence)
             ):
                 found.append((recent[len(recent) - len(sequence)].start, token.end))
+    return found, bool(found) and window is not None and len(text) > found[0][0] + window
+
+
+def _giving(
+    tokens: Iterable[analysis.Token], wanted: set[str], starts: set[str]
+) -> Iterator[tuple[analysis.Token, bool]]:
+    """The *tokens* that give a term of *wanted*, or start with a character of *starts*, each with
+    whether it follows the one before with no other word between."""
+    follows = False
+    for token in tokens:
+        if not wanted.isdisjoint(token.terms) or (starts and token.terms[0][:1] in starts):
+            yield token, follows
+            follows = True
+        else:
+            follows = False
+
+
+def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(found):
         if merged and merged[-1][1] >= start:  # overlapping or touching (bigrams): one range
@@ -71,9 +107,30 @@ def marked_ranges(
     return merged
 
 
-def _folded_words(folded: str, languages: tuple[str | None, ...], wanted: set[str]) -> Iterator[analysis.Token | None]:
-    """The words of *folded* (normalized and folded text): those giving a term of *wanted* (unstemmed
-    or stemmed in one of *languages*) with their terms, the others as None."""
+def _window_ranges(
+    text: str, marks: Collection[Sequence[Collection[str]]], languages: tuple[str | None, ...], window: int
+) -> list[tuple[int, int]]:
+    """``marked_ranges(text, marks, languages, window)``, read from longer and longer beginnings of
+    *text*: what matched is most often near a page's start, and the words, their stems and the
+    marks of a beginning cut at a space are those of the whole text up to there."""
+    length = FIRST_READ
+    while length < len(text):
+        cut = text.find(" ", length)
+        if cut == -1:
+            break
+        found, stopped = _found(text[:cut], marks, languages, window)
+        if stopped:
+            return _merged(found)
+        length *= READ_GROWTH
+    return _merged(_found(text, marks, languages, window)[0])
+
+
+def _folded_words(
+    folded: str, languages: tuple[str | None, ...], wanted: set[str]
+) -> Iterator[tuple[analysis.Token, bool]]:
+    """The words of *folded* (normalized and folded text) that give a term of *wanted* (unstemmed or
+    stemmed in one of *languages*) with their terms, each with whether it follows the one before
+    with no other word between."""
     distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
     terms: dict[str, dict[str, None]] = {word: {word: None} for word in distinct}
     for language in languages:
@@ -82,9 +139,12 @@ def _folded_words(folded: str, languages: tuple[str | None, ...], wanted: set[st
     giving = {word: tuple(variants) for word, variants in terms.items() if not wanted.isdisjoint(variants)}
     if not giving:
         return
-    for word in analysis.word_runs(folded):
+    last = -2
+    for index, word in enumerate(analysis.word_runs(folded)):
         found = giving.get(word.group())
-        yield analysis.Token(found, word.start(), word.end()) if found else None
+        if found:
+            yield analysis.Token(found, word.start(), word.end()), index == last + 1
+            last = index
 
 
 def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
@@ -102,7 +162,7 @@ def snippet(
 ) -> tuple[str, list[tuple[int, int]]]:
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… "."""
-    ranges = marked_ranges(text, marks, languages, window=size)
+    ranges = _window_ranges(text, marks, tuple(languages), size)
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:
