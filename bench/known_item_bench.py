@@ -487,27 +487,31 @@ def titles_part(all_sites: list[Site]) -> Titles:
 
 
 class Texts:
-    """The visible text of the all-sites pages, casefolded and single-spaced, read when first asked for."""
+    """The visible text and title of the all-sites pages, casefolded and single-spaced, read when
+    first asked for."""
 
     def __init__(self):
         self.directory = KNOWN / "pages" / ALL
         self.cache: dict[int, str] = {}
-        self.loose: dict[int, str] = {}
+        self.titles: dict[int, str] = {}
+        self.loose: dict[int, tuple[str, str]] = {}
 
     def text(self, doc_id: int) -> str:
         if doc_id not in self.cache:
             body = pagedir.read_page(self.directory, doc_id).body
             self.cache[doc_id] = visible_text(body, 1 << 30).casefold()
+            self.titles[doc_id] = " ".join((page_title(body) or "").split()).casefold()
         return self.cache[doc_id]
 
     def holds(self, doc_id: int, sequence: str) -> tuple[bool, bool]:
-        """Whether the page's text holds *sequence* (casefolded): as it is; and as consecutive
-        words, punctuation between them and combining marks ignored."""
-        if sequence in self.text(doc_id):
+        """Whether the page's text or title holds *sequence* (casefolded): as it is; and as
+        consecutive words, punctuation between them and combining marks ignored."""
+        texts = (self.text(doc_id), self.titles[doc_id])
+        if any(sequence in text for text in texts):
             return True, True
         if doc_id not in self.loose:
-            self.loose[doc_id] = loose_words(self.text(doc_id))
-        return False, loose_words(sequence) in self.loose[doc_id]
+            self.loose[doc_id] = (loose_words(texts[0]), loose_words(texts[1]))
+        return False, any(loose_words(sequence) in loose for loose in self.loose[doc_id])
 
 
 def loose_words(text: str) -> str:
@@ -868,7 +872,7 @@ def phrases_section(result: Phrases | None, pages: int) -> list[str]:
         f"{result.phrases} pages of the {pages} (seed {SEED}): three consecutive words of each page's visible text",
         "(all letters; on a Japanese, Korean or Chinese page three consecutive Han, Kana or Hangul characters,",
         'no spaces), queried as `"w1 w2 w3"`: the page must be among the results (pages after the first read',
-        "until it is). The reversed phrase: no page of its first 100 results may lack it, in its visible text",
+        "until it is). The reversed phrase: no page of its first 100 results may lack it, in its visible text or title",
         "casefolded and single-spaced (wrong: lacking it even with punctuation between the words and combining",
         "marks ignored; strictly: lacking it as it is). Exclusions: "
         f"{result.exclusions} queries `a -b`, a and b two words (3+ letters,",

@@ -246,6 +246,23 @@ def test_a_stemmed_match_is_marked_as_the_page_writes_it(client):
     assert pieces and set(pieces) == {"Requirements"}, pieces
 
 
+@pytest.mark.parametrize(
+    "phrase",
+    ["disk space requirement", "Disk Space Requirements", "disk spaces requirements", "memory and disks"],
+)
+def test_a_quoted_phrase_is_the_words_as_typed_and_unquoted_words_any_form(client, phrase):
+    """Quoted, the words must stand as typed (case and accents aside); unquoted, any form finds them."""
+    page = page_named("en/ch02s05.html")  # "2.5. Memory and Disk Space Requirements"
+    quoted = doc_ids(search(client, f'"{phrase}"'))
+    assert [PAGES[d].name for d in quoted if not holds(PAGES[d], phrase)] == [], phrase
+    assert (page.doc_id in quoted) == holds(page, phrase), phrase
+    assert page.doc_id in doc_ids(search(client, phrase))  # unquoted: stems
+    # Excluded quoted, the phrase as typed only.
+    assert (page.doc_id in doc_ids(search(client, f'memory -"{phrase}"'))) != holds(page, phrase), phrase
+    pieces = marked(result_for(search(client, f'"{phrase}"'), page)) if holds(page, phrase) else []
+    assert all(piece.casefold() == phrase.casefold() for piece in pieces), pieces
+
+
 def test_or_in_capitals_is_either_and_lowercase_or_is_a_word(client):
     fumee, uebersetzung = page_named("fr/ch07s01.html"), page_named("de/apes01.html")
     either = search(client, "fumée OR Übersetzung")
@@ -442,6 +459,8 @@ UPDATE_QUERIES = [
     "Memory and Disk Space Requirements",
     "fumee",
     '"premier écran que"',
+    '"Disk Space Requirements"',
+    'memory -"disk space requirements"',
     "fumée OR Übersetzung",
     "Reqiurements",
     "宇宙射线",

@@ -41,8 +41,14 @@ class Compiled:
     all_of: str
     any_of: str
     phrase: str | None
-    excluded: str | None = None  # any excluded clause, in every form (for the text past a page's body)
+    excluded: str | None = None  # any excluded clause over beyond_fts (the text past a page's body)
     groups: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    # Quoted phrases match the words as typed, in phrases_fts (all_of and any_of match them stemmed:
+    # a superset).  Each required group holding one: its quoted phrases and its other clauses'
+    # expression; the excluded quoted phrases; any group without a quoted clause (partial matches).
+    exact: list[tuple[list[str], str | None]] = field(default_factory=list)
+    exact_excluded: list[str] = field(default_factory=list)
+    plain_any_of: str | None = None
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
 
@@ -105,15 +111,35 @@ class Vocabulary:
 def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[str]) -> Compiled:
     """The FTS5 expressions of *query* over an index of pages in *languages*."""
     compiled = Compiled("", "", None)
+    plain = []
     for alternatives in query.required:
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
         terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
         loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((" OR ".join(expression for expression, _ in clauses), " OR ".join(loose), terms))
-    exclusion = "".join(f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded)
+        if any(clause.quoted for clause in alternatives):
+            others = [
+                expression for clause, (expression, _) in zip(alternatives, clauses, strict=True) if not clause.quoted
+            ]
+            compiled.exact.append(
+                ([_exact(clause) for clause in alternatives if clause.quoted], " OR ".join(others) or None)
+            )
+        else:
+            plain.append(" OR ".join(loose))
+    compiled.plain_any_of = " OR ".join(f"({loose})" for loose in plain) or None
+    # Quoted exclusions leave out the pages holding the words as typed, found apart.
+    exclusion = "".join(
+        f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded if not clause.quoted
+    )
+    compiled.exact_excluded = [_exact(clause) for clause in query.excluded if clause.quoted]
     if query.excluded:
-        compiled.excluded = " OR ".join(f"({_excluded(clause, vocabulary, languages)})" for clause in query.excluded)
+        compiled.excluded = " OR ".join(
+            f"({{words}} : ({_exact(clause)}))"
+            if clause.quoted
+            else f"({{terms}} : ({_excluded(clause, vocabulary, languages)}))"
+            for clause in query.excluded
+        )
     compiled.all_of = " AND ".join(f"({group})" for group, _, _ in compiled.groups)
     # The partial matches: any group, and a word of a bigram script by any of its bigrams (a typo in
     # it breaks the bigrams around it, not the others).  A query of one group has none: a word of a
@@ -139,7 +165,9 @@ def _clause(
     *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
         if compiled is not None:
-            compiled.marks.append(tuple(frozenset(word_forms(word, languages)) for word in clause.words))
+            # Quoted: the words as typed; a word of several terms (6.2, what's): any forms.
+            forms = (lambda word: [word]) if clause.quoted else (lambda word: word_forms(word, languages))
+            compiled.marks.append(tuple(frozenset(forms(word)) for word in clause.words))
         return _phrase(list(clause.words), languages), None
     (word,) = clause.words
     if analysis.is_segmented(word):
@@ -173,6 +201,11 @@ def _excluded(clause: Clause, vocabulary: Vocabulary, languages: list[str]) -> s
     if clause.is_phrase or analysis.is_segmented(clause.words[0]):
         return _clause(clause, vocabulary, languages, None)[0]
     return " OR ".join(f'"{form}"' for form in word_forms(clause.words[0], languages))
+
+
+def _exact(clause: Clause) -> str:
+    """A quoted clause's words as typed (accents folded), consecutive, for phrases_fts."""
+    return '"' + " ".join(clause.words) + '"'
 
 
 def _loose(clause: Clause) -> str | None:

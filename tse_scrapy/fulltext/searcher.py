@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..rules.searchquery import SearchQuery
-from .matching import Marks, Vocabulary, compile_query
+from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
@@ -73,10 +73,13 @@ class SearchIndex:
     def search(self, query: SearchQuery, allowed: Callable[[int], bool], language: str | None = None) -> Found:
         """The pages *allowed* (and in *language*, when given) that answer *query*, best first."""
         compiled = compile_query(query, self.vocabulary, self.languages)
-        # Long pages holding an excluded word past their body, where fts does not see it.
+        # Long pages holding an excluded word past their body, where fts does not see it; pages
+        # holding an excluded quoted phrase as typed.
         excluded = set()
         if compiled.excluded and self._has_beyond:
             excluded = self._matching(compiled.excluded, allowed, "beyond_fts")
+        for phrase in compiled.exact_excluded:
+            excluded |= self._matching(phrase, allowed, "phrases_fts")
 
         def wanted(doc_id: int) -> bool:
             return (
@@ -88,10 +91,10 @@ class SearchIndex:
         documents = self.vocabulary.documents
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring: FTS5 then only walks the lists of pages, not every position of every word.
-        matched = self._matching(compiled.all_of, wanted)
+        matched = self._exactly(self._matching(compiled.all_of, wanted), compiled, False)
         partial = False
         if not matched and compiled.any_of != compiled.all_of:
-            matched, partial = self._matching(compiled.any_of, wanted), True
+            matched, partial = self._exactly(self._matching(compiled.any_of, wanted), compiled, True), True
         if not matched:
             return Found([], False, compiled.marks, compiled.corrections)
         # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
@@ -113,6 +116,27 @@ class SearchIndex:
     def _matching(self, expression: str, wanted: Callable[[int], bool], table: str = "fts") -> set[int]:
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return {doc_id for (doc_id,) in rows if wanted(doc_id)}
+
+    def _exactly(self, matched: set[int], compiled: Compiled, partial: bool) -> set[int]:
+        """The pages of *matched* whose quoted phrases stand as typed (FTS5 matched them stemmed): with
+        every group holding one answered so (*partial*: any group answered)."""
+        if not matched or not compiled.exact:
+            return matched
+
+        def answering(phrases: list[str], others: str | None) -> set[int]:
+            found = self._matching(others, matched.__contains__) if others else set()
+            for phrase in phrases:
+                found |= self._matching(phrase, matched.__contains__, "phrases_fts")
+            return found
+
+        if partial:
+            kept = self._matching(compiled.plain_any_of, matched.__contains__) if compiled.plain_any_of else set()
+            for phrases, others in compiled.exact:
+                kept |= answering(phrases, others)
+            return kept
+        for phrases, others in compiled.exact:
+            matched = matched & answering(phrases, others)
+        return matched
 
     def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:
         """The BM25 in *table* of the pages in *scores*, times *weight*, added (bm25() is lower for

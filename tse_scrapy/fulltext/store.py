@@ -7,6 +7,8 @@ reference's).  Its tables:
   (``rules.pagefields``; the ``ascii`` tokenizer only splits them at the
   spaces), for matching and the body's score.  Contentless: the text is not
   stored twice;
+- ``phrases_fts``: the title's and body's words again, unstemmed (accents
+  folded), for quoted phrases, which match the words as typed;
 - ``titles_fts``: the title again, scored apart: its own length and document
   frequencies (a word on every page is rare in titles), as BM25F normalizes
   each field by its own length;
@@ -18,9 +20,9 @@ reference's).  Its tables:
   filled as pages come in), and what each row was inserted with;
 - ``links``: each page's links (target URL, anchor terms), compressed, so that
   anchors can be gathered again when pages change;
-- ``beyond_fts`` and ``beyond``: the terms of a long page past its body's
-  bounds (``pagefields.BEYOND_CHARACTERS``), for exclusions only, and what
-  each row was inserted with;
+- ``beyond_fts`` and ``beyond``: the terms and words of a long page past its
+  body's bounds (``pagefields.BEYOND_CHARACTERS``), for exclusions only, and
+  what each row was inserted with;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
 - ``meta``: the SPEC index it was written with (size and digest) and the
@@ -46,7 +48,7 @@ from ..atomicfile import partial_path
 from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
-FORMAT = "2"  # 2: beyond_fts, pages_by_language
+FORMAT = "2"  # 2: phrases_fts, beyond_fts, pages_by_language
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -55,17 +57,19 @@ ANCHOR_TERMS = 2_000
 _SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL,
-                    headings TEXT NOT NULL, url_terms TEXT NOT NULL, body BLOB NOT NULL);
+                    headings TEXT NOT NULL, url_terms TEXT NOT NULL, body BLOB NOT NULL,
+                    title_words TEXT NOT NULL, body_words BLOB NOT NULL);
 CREATE INDEX pages_by_url ON pages (url);
 CREATE INDEX pages_by_language ON pages (lang);
 CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
-CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL);
+CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL, words BLOB NOT NULL);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, content='', tokenize='ascii');
-CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, content='', tokenize='ascii');
 """
 
 
@@ -189,22 +193,30 @@ def _fast_writes(db: sqlite3.Connection) -> None:
 
 
 def _insert_page(db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields) -> None:
-    body = zlib.compress(fields.body.encode("utf-8"), 1)
+    body, body_words = _compressed(fields.body), _compressed(fields.body_words)
     db.execute(
-        "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (doc_id, url, fields.language, fields.title, fields.headings, fields.url, body),
+        "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (doc_id, url, fields.language, fields.title, fields.headings, fields.url, body, fields.title_words, body_words),
     )
     db.execute(
         "INSERT INTO fts(rowid, title, headings, url, body) VALUES (?, ?, ?, ?, ?)",
         (doc_id, fields.title, fields.headings, fields.url, fields.body),
     )
+    db.execute(
+        "INSERT INTO phrases_fts(rowid, title, body) VALUES (?, ?, ?)", (doc_id, fields.title_words, fields.body_words)
+    )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
     if fields.beyond:
-        db.execute("INSERT INTO beyond VALUES (?, ?)", (doc_id, zlib.compress(fields.beyond.encode("utf-8"), 1)))
-        db.execute("INSERT INTO beyond_fts(rowid, terms) VALUES (?, ?)", (doc_id, fields.beyond))
+        db.execute(
+            "INSERT INTO beyond VALUES (?, ?, ?)",
+            (doc_id, _compressed(fields.beyond), _compressed(fields.beyond_words)),
+        )
+        db.execute(
+            "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)", (doc_id, fields.beyond, fields.beyond_words)
+        )
     if fields.links:
         listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
-        db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, zlib.compress(listed.encode("utf-8"), 1)))
+        db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, _compressed(listed)))
     db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", fields.vocabulary)
 
 
@@ -214,7 +226,7 @@ def _links_of(db: sqlite3.Connection, doc_id: int) -> list[tuple[str, str]]:
 
 
 def _decode_links(blob: bytes) -> list[tuple[str, str]]:
-    return [tuple(line.split("\t", 1)) for line in zlib.decompress(blob).decode("utf-8").split("\n")]  # type: ignore[misc]
+    return [tuple(line.split("\t", 1)) for line in _decompressed(blob).split("\n")]  # type: ignore[misc]
 
 
 def _all_links(db: sqlite3.Connection) -> Iterator[tuple[int, list[tuple[str, str]]]]:
@@ -268,23 +280,39 @@ def _delete_anchors(db: sqlite3.Connection, doc_id: int) -> None:
 
 
 def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
-    row = db.execute("SELECT title, headings, url_terms, body FROM pages WHERE doc_id = ?", (doc_id,)).fetchone()
+    row = db.execute(
+        "SELECT title, headings, url_terms, body, title_words, body_words FROM pages WHERE doc_id = ?", (doc_id,)
+    ).fetchone()
     if row is None:
         return
-    title, headings, url_terms, body = row
+    title, headings, url_terms, body, title_words, body_words = row
     db.execute(
         "INSERT INTO fts(fts, rowid, title, headings, url, body) VALUES ('delete', ?, ?, ?, ?, ?)",
-        (doc_id, title, headings, url_terms, zlib.decompress(body).decode("utf-8")),
+        (doc_id, title, headings, url_terms, _decompressed(body)),
+    )
+    db.execute(
+        "INSERT INTO phrases_fts(phrases_fts, rowid, title, body) VALUES ('delete', ?, ?, ?)",
+        (doc_id, title_words, _decompressed(body_words)),
     )
     db.execute("INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', ?, ?)", (doc_id, title))
-    beyond = db.execute("SELECT terms FROM beyond WHERE doc_id = ?", (doc_id,)).fetchone()
+    beyond = db.execute("SELECT terms, words FROM beyond WHERE doc_id = ?", (doc_id,)).fetchone()
     if beyond is not None:
-        terms = zlib.decompress(beyond[0]).decode("utf-8")
-        db.execute("INSERT INTO beyond_fts(beyond_fts, rowid, terms) VALUES ('delete', ?, ?)", (doc_id, terms))
+        terms, words = map(_decompressed, beyond)
+        db.execute(
+            "INSERT INTO beyond_fts(beyond_fts, rowid, terms, words) VALUES ('delete', ?, ?, ?)", (doc_id, terms, words)
+        )
         db.execute("DELETE FROM beyond WHERE doc_id = ?", (doc_id,))
     _delete_anchors(db, doc_id)
     db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
+
+
+def _compressed(text: str) -> bytes:
+    return zlib.compress(text.encode("utf-8"), 1)
+
+
+def _decompressed(blob: bytes) -> str:
+    return zlib.decompress(blob).decode("utf-8")
 
 
 def _write_meta(db: sqlite3.Connection, index_size: int, index_digest: bytes) -> None:

@@ -55,7 +55,8 @@ _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 @dataclass(frozen=True)
 class PageFields:
     """What the search index holds of a page: its language (ISO 639 code or "") and its fields as
-    space-separated terms; its links (target URL, anchor terms); its words for typo tolerance."""
+    space-separated terms; its title's and body's words unstemmed (for quoted phrases); its links
+    (target URL, anchor terms); its words for typo tolerance."""
 
     language: str
     title: str
@@ -64,7 +65,11 @@ class PageFields:
     body: str
     links: tuple[tuple[str, str], ...]
     vocabulary: tuple[tuple[str, str], ...]  # (folded word, as the page spells it), title first
-    beyond: str = ""  # the terms past the body's bounds (see BEYOND_CHARACTERS), "" for most pages
+    title_words: str = ""
+    body_words: str = ""
+    # The terms and words past the body's bounds (see BEYOND_CHARACTERS), "" for most pages.
+    beyond: str = ""
+    beyond_words: str = ""
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -106,7 +111,10 @@ def page_fields(url: str, body: bytes) -> PageFields:
         body=_joined(terms(body_words, language)),
         links=tuple(anchors(text, url, language)),
         vocabulary=vocabulary,
+        title_words=_joined(title_words),
+        body_words=_joined(body_words),
         beyond=_joined(terms(beyond_words, language)),
+        beyond_words=_joined(beyond_words),
     )
 
 

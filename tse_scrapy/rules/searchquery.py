@@ -1,8 +1,8 @@
 """The search box's query language (``rank=relevance``), parsed.
 
 - plain words: pages with all of them first, then (when none has all) the best partial matches;
-- ``"quoted phrases"``: the words at consecutive positions (in CJK, consecutive characters); a
-  quote left open runs to the end of the line;
+- ``"quoted phrases"``: the words as typed (no other forms) at consecutive positions (in CJK,
+  consecutive characters); a quote left open runs to the end of the line;
 - ``-word`` and ``-"phrase"``: no page holding it;
 - ``OR`` (in capitals) between two words or phrases: either.  Lowercase ``and``
   and ``or`` are words here (they are operators only for ``rank=tse`` and ``rank=bm25``).
