@@ -75,7 +75,7 @@ class SearchIndex:
         compiled = compile_query(query, self.vocabulary, self.languages)
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
-        excluded = set()
+        excluded: set[int] = set()
         if compiled.excluded and self._has_beyond:
             excluded = self._matching(compiled.excluded, allowed, "beyond_fts")
         for phrase in compiled.exact_excluded:

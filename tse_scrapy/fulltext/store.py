@@ -37,6 +37,7 @@ through deletions, so an updated index answers as a full build does.
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import sqlite3
 import zlib
@@ -75,6 +76,20 @@ CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, content='', tokenize='a
 
 def search_path(indexfile: str | os.PathLike) -> Path:
     return Path(str(indexfile) + SEARCH_SUFFIX)
+
+
+def packed(fields: PageFields) -> bytes:
+    """*fields* compressed, for the trip from an indexing worker to the writer: a range's fields
+    waiting for their turn would be tens of megabytes (its pages' terms and words twice)."""
+    return zlib.compress(pickle.dumps(fields, pickle.HIGHEST_PROTOCOL), 1)
+
+
+def unpacked(blob: bytes) -> PageFields:
+    """The fields ``packed`` made (in a worker process of this indexer: never read from outside)."""
+    # Bytes of our own worker, through its pipe (which multiprocessing pickles anyway).
+    fields = pickle.loads(zlib.decompress(blob))
+    assert isinstance(fields, PageFields)
+    return fields
 
 
 class SearchIndexWriter:

@@ -151,9 +151,15 @@ class DocStore:
 
     @classmethod
     def open(
-        cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes, directory: str | os.PathLike
+        cls,
+        indexfile: str | os.PathLike,
+        index_size: int,
+        index_digest: bytes,
+        directory: str | os.PathLike,
+        check_pages: bool = True,
     ) -> DocStore | None:
-        """The store written with this index and these page files, or None (missing, stale, corrupt)."""
+        """The store written with this index and these page files (not compared without
+        *check_pages*), or None (missing, stale, corrupt)."""
         path = docs_path(indexfile)
         if not path.is_file():
             return None
@@ -167,7 +173,7 @@ class DocStore:
             if (
                 meta.get("index_size") == str(index_size)
                 and meta.get("index_digest") == index_digest.hex()
-                and meta.get("pages") == live_fingerprint(directory, last)
+                and (not check_pages or meta.get("pages") == live_fingerprint(directory, last))
             ):
                 return store
         except sqlite3.Error:

@@ -53,9 +53,12 @@ class Answer:
 class QueryEngine:
     """An index and its page directory, opened once, answering any number of queries."""
 
-    def __init__(self, directory: str | os.PathLike, index: IndexReader):
+    def __init__(self, directory: str | os.PathLike, index: IndexReader, pages_checked: bool = False):
+        """*pages_checked*: the document store was just found to match the page files (by the
+        process that forked this one), which are not read again."""
         self.directory = directory
         self.index = index
+        self.pages_checked = pages_checked
         self.gone = pagedir.gone_docs(directory)
         self._docs: DocStore | None = None
         self._stored_docs_checked = False
@@ -64,7 +67,9 @@ class QueryEngine:
     def stored_docs(self) -> DocStore | None:
         """The document store written with the index and these page files, or None (opened once, never built)."""
         if not self._stored_docs_checked:
-            self._docs = DocStore.open(self.index.path, self.index.size, self.index.digest, self.directory)
+            self._docs = DocStore.open(
+                self.index.path, self.index.size, self.index.digest, self.directory, not self.pages_checked
+            )
             self._stored_docs_checked = True
         return self._docs if self._docs is not None and self._docs.from_file else None
 

@@ -36,10 +36,10 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import NoReturn
 
-from ..fulltext.store import SearchIndexWriter, search_path
+from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..rules import pagedir
 from ..rules.indexfile import Index
-from ..rules.pagefields import PageFields, page_fields
+from ..rules.pagefields import page_fields
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagefiles import PageScan
@@ -114,7 +114,7 @@ class RangeIndexed:
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
-    fields: list[tuple[int, str, PageFields]]  # the search index's: docID, URL, fields (no vocabulary)
+    fields: list[tuple[int, str, bytes]]  # the search index's: docID, URL, fields (no vocabulary), packed
     vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields), once a range
 
 
@@ -137,7 +137,7 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
         page = page_fields(row.doc[1], found.page.body)
         for word, spelling in page.vocabulary:
             vocabulary.setdefault(word, spelling)
-        fields.append((found.doc_id, row.doc[1], dataclasses.replace(page, vocabulary=())))
+        fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()))))
     return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary)
 
 
@@ -172,7 +172,7 @@ def write_index_files(
                     for rows in indexed.rows:
                         docs.insert(rows)
                     for doc_id, url, fields in indexed.fields:
-                        search.add(doc_id, url, fields)
+                        search.add(doc_id, url, unpacked(fields))
                     search.add_vocabulary(indexed.vocabulary)
                     if indexed.run is not None:
                         tiers.add(indexed.run)

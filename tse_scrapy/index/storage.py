@@ -107,8 +107,16 @@ class IndexReader:
         if sidecar is None:
             return False
         self._offsets, self._pairs = sidecar.offsets, sidecar.pairs
-        self._positions = {word: position for position, word in enumerate(sidecar.words)}
+        self._words = sidecar.words
+        self._word_positions: dict[bytes, int] | None = None  # made at the first word looked up
         return True
+
+    @property
+    def _positions(self) -> dict[bytes, int]:
+        # Made when first needed: a server ranking by relevance never looks a word up here.
+        if self._word_positions is None:
+            self._word_positions = {word: position for position, word in enumerate(self._words)}
+        return self._word_positions
 
 
 class SidecarPostings(Mapping[int, int]):

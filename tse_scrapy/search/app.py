@@ -195,7 +195,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
 
 def create_app_from_environment() -> Starlette:
     """The app of one worker process: the page directory and index its parent checked."""
-    engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], IndexReader(os.environ[ENVIRONMENT_INDEX]))
+    # Forked by the parent right after it found the store matching the page files: not stat'ed again.
+    engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], IndexReader(os.environ[ENVIRONMENT_INDEX]), True)
     engine.docs  # noqa: B018 (opened now, before the first request)
     hosts = os.environ.get(ENVIRONMENT_HOSTS)
     return create_app(engine, hosts.split(",") if hosts else None)
