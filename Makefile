@@ -27,8 +27,10 @@ serve: install
 	@test -f data/demo.index || { echo "make serve: no data/demo.index: run make run first" >&2; exit 2; }
 	$(VENV)/bin/tse serve data/demo data/demo.index
 
+# Two test processes (pytest-xdist): most tests wait on real servers and crawl delays, and the
+# suite must stay under 10 minutes on a 2-core machine.
 test: install browser nginx
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 # Debian's chromium, for the browser test (installed when missing, as root).
 browser:

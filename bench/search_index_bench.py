@@ -30,6 +30,9 @@ TODAY_COMMIT = "50c3a1d"  # the last commit before the search index
 TODAY = WORK / "today"
 CHANGED_SHARE = 0.05
 LATENCY_QUERIES = 500
+# `tse serve` is started this many times at least (a start takes half a second; the first after
+# the builds above may find the files out of the system's cache).
+STARTS = 5
 
 
 def changed_copy(directory: Path, out: Path, share: float, seed: int = 5) -> Path:
@@ -101,7 +104,7 @@ def run(mirror: Path) -> list[str]:
         fulls.append(measure_cpu([str(BIN / "tse"), "index", str(changed), str(out / "full.index"), "--jobs", "2"]))
     queries = titles_of(directory, LATENCY_QUERIES)
     opened, p50, p99 = latency(directory, out / "new.index", queries)
-    starts = [serve_start_up(directory, out / "new.index", [str(BIN / "tse")]) for _ in range(REPEAT)]
+    starts = [serve_start_up(directory, out / "new.index", [str(BIN / "tse")]) for _ in range(max(REPEAT, STARTS))]
 
     today_wall = statistics.median(wall for wall, _, _ in runs["today (SPEC index and store)"])
     rows = [
@@ -134,7 +137,7 @@ def run(mirror: Path) -> list[str]:
         f"rank=relevance on that index, in-process: opening it {opened:.2f} s; {LATENCY_QUERIES} page titles "
         f"one by one after 50: median {p50:.2f} ms, p99 {p99:.2f} ms (goal: p50 ≤ 10 ms). `tse serve` from its "
         f"start to its first `/api/search` answer: {statistics.median(a for _, a in starts):.2f} s "
-        f"(median of {REPEAT}; goal ≤ 0.5 s).",
+        f"(median of {len(starts)}: {', '.join(f'{a:.2f}' for _, a in starts)}; goal ≤ 0.5 s).",
         "",
     ]
     return rows

@@ -197,7 +197,8 @@ def _clause(
 
 
 def _excluded(clause: Clause, vocabulary: Vocabulary, languages: list[str]) -> str:
-    """An excluded clause matching every form of its word, those the body and title do not hold too."""
+    """An unquoted excluded clause over the text past a page's body: a word in every form (also those
+    no page's body holds, which the fts expression leaves out), else as ``_clause`` compiles it."""
     if clause.is_phrase or analysis.is_segmented(clause.words[0]):
         return _clause(clause, vocabulary, languages, None)[0]
     return " OR ".join(f'"{form}"' for form in word_forms(clause.words[0], languages))

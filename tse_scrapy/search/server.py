@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import socket
+import sys
 
 import uvicorn
 import uvicorn._subprocess
@@ -56,11 +58,21 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
         os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
         app = "tse_scrapy.search.app:create_app_from_environment"
         config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
-        # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
-        uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
+        if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
+            # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
+            uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
+            # A forked worker would keep the supervisor's handlers (which only queue a signal) until
+            # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
+            os.register_at_fork(after_in_child=_default_signals)
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
     except KeyboardInterrupt:
         pass  # uvicorn has shut down cleanly, then raised the signal again
     # uvicorn's supervisor stops every worker when one fails to start.
     return supervisor is None or all(worker.exitcode != STARTUP_FAILURE for worker in supervisor.processes)
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
