@@ -137,7 +137,7 @@ def update(
     old: tuple[int, bytes],
     new: tuple[int, bytes],
     removed: Iterable[int],
-    added: dict[int, tuple[str, PageFields]],
+    added: dict[int, tuple[str, bytes]],
 ) -> str | None:
     """Apply an update to the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*: the pages *removed* (gone or changed) lose their rows,
@@ -161,7 +161,8 @@ def update(
             targets.update(target for target, _ in _links_of(db, doc_id))
             _delete_page(db, doc_id)
         for doc_id in sorted(added):
-            url, fields = added[doc_id]
+            url, blob = added[doc_id]
+            fields = unpacked(blob)
             _insert_page(db, doc_id, url, fields)
             targets.update(target for target, _ in fields.links)
             targets.add(url)

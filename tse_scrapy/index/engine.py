@@ -148,6 +148,7 @@ class QueryEngine:
         if self._docs is not None:
             self._docs.close()
             self._docs = None
+        self._stored_docs_checked = False
         if self._search is not None and not isinstance(self._search, str):
             self._search.close()
         self._search = None

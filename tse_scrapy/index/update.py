@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
-from ..rules.pagefields import PageFields, page_fields
+from ..rules.pagefields import page_fields
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagefiles import PageFile, PageScan
@@ -83,7 +83,7 @@ def _update(
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
-    fields: dict[int, tuple[str, PageFields]] = {}
+    fields: dict[int, tuple[str, bytes]] = {}  # packed: a large update keeps them compressed
     for found in scan.files(changed):  # reads only the pages new or changed
         if found.gone:
             continue
@@ -93,7 +93,7 @@ def _update(
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
             row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key)
-            fields[found.doc_id] = (row.doc[1], page_fields(row.doc[1], found.page.body))
+            fields[found.doc_id] = (row.doc[1], search_store.packed(page_fields(row.doc[1], found.page.body)))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:

@@ -32,8 +32,8 @@ BODY_TERMS = 50_000
 # A longer page's text past the body, to these bounds, is kept apart for exclusions only (`-word`
 # must leave out a page holding the word anywhere): not scored, not shown.  It starts with the
 # body's last BEYOND_OVERLAP terms, so that a phrase across the cut is in it whole.
-BEYOND_CHARACTERS = 4_000_000
-BEYOND_TERMS = 600_000
+BEYOND_CHARACTERS = 2_000_000
+BEYOND_TERMS = 300_000
 BEYOND_OVERLAP = 100
 MAX_LINKS = 1_000
 ANCHOR_CHARACTERS = 200

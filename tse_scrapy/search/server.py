@@ -19,6 +19,7 @@ import uvicorn
 import uvicorn._subprocess
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 
 from ..index.engine import QueryEngine
 from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
@@ -73,6 +74,5 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
 
 
 def _default_signals() -> None:
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, signal.SIG_DFL)
+    for number in SUPERVISOR_SIGNALS:
+        signal.signal(number, signal.default_int_handler if number == signal.SIGINT else signal.SIG_DFL)
