@@ -42,6 +42,8 @@ def test_classify(before, after, change):
         (4, 3, 2, 1, 1 - (0.5 / 3.5) ** 2),  # twice the usual interval since the last visit
         (4, 3, 7, 0, 1 - 0.5 / 3.5),  # visits in one instant: one interval
         (4, 9, 1, 1, 1 - 0.5 / 3.5),  # more changes than intervals: capped
+        (3, 0, 4, 2.2250738585072014e-308, 0.0),  # never changed, an interval so short the elapsed is infinite
+        (3, 1, 4, 2.2250738585072014e-308, 1.0),  # changed once: certainly by now
     ],
 )
 def test_change_probability(visits, changes, since_last, interval, probability):

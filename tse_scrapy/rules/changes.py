@@ -55,6 +55,8 @@ def change_probability(visits: int, changes: int, since_last: float = 1.0, inter
         return PRIOR
     changes = min(max(changes, 0), observed)
     rate = -math.log((observed - changes + 0.5) / (observed + 0.5))
+    if rate <= 0:  # never seen changed: 0 however long ago (0 times an infinite elapsed is not a number)
+        return 0.0
     # Intervals of zero (visits in the same instant, as in tests) count as one interval.
     elapsed = since_last / interval if interval > 0 and since_last >= 0 else 1.0
     return 1.0 - math.exp(-rate * elapsed)
