@@ -22,12 +22,10 @@ shares the machine's 2 cores with the server: its CPU per request is shown.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -43,6 +41,7 @@ from bench.common import BIN, REPEAT, ROOT, WORK, measure
 from bench.index_bench import QUERIES, page_directories
 from tests.support.net import free_port
 from tse_scrapy.fulltext import store
+from tse_scrapy.index.storage import stamped_digest
 
 CLIENTS = 8
 # `tse serve` as by default (a worker process a core, at most 4), and as one process.
@@ -107,18 +106,16 @@ class Pass:
 
 
 def ensure_index(directory: Path, index: Path) -> None:
-    """*index* of *directory*, written again when a file is missing or its search index is of another format."""
-    search = store.search_path(index)
-    if not all(Path(f"{index}{suffix}").is_file() for suffix in ("", ".bin", ".docs")) or not _current(search):
+    """*index* of *directory*, written again when a file is missing or its search index is not the one
+    of that index (of another format, say)."""
+    if not all(Path(f"{index}{suffix}").is_file() for suffix in ("", ".bin", ".docs")) or not _current(index):
         subprocess.run([str(BIN / "tse"), "index", str(directory), str(index)], check=True)
 
 
-def _current(search: Path) -> bool:
-    try:
-        with contextlib.closing(sqlite3.connect(f"{search.resolve().as_uri()}?mode=ro", uri=True)) as db:
-            return dict(db.execute("SELECT key, value FROM meta")).get("format") == store.FORMAT
-    except sqlite3.Error:
-        return False
+def _current(index: Path) -> bool:
+    # The digest its stamp records, not the index read (this process never holds an index).
+    digest = stamped_digest(index, index.stat())
+    return digest is not None and store.check(store.search_path(index), index.stat().st_size, digest) is None
 
 
 def expected_answers(directory: Path, index: Path) -> list[tuple[str, int | None]]:
