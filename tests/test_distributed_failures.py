@@ -13,7 +13,7 @@ from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule
 
 
-def test_a_worker_that_loses_redis_stops_with_one_error(serve, tmp_path):
+def test_a_worker_that_loses_redis_for_longer_than_its_patience_stops_with_one_error(serve, tmp_path):
     slow = {f"s{i}.html": [] for i in range(6)}
     server = serve(write_site(tmp_path / "site", {"index.html": list(slow), **slow}).root)
     for name in slow:
@@ -24,7 +24,7 @@ def test_a_worker_that_loses_redis_stops_with_one_error(serve, tmp_path):
         worker = subprocess.Popen(
             [
                 *(str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "2"),
-                *("--prefix", f"{server.url}/", "--redis", redis_server.url),
+                *("--prefix", f"{server.url}/", "--redis", redis_server.url, "--redis-patience", "2"),
                 *("-s", "DOWNLOAD_DELAY=0", "-s", "CONCURRENT_REQUESTS=4", "-s", "TSE_LEASE_SECONDS=3"),
             ],
             cwd=ROOT,
@@ -45,9 +45,10 @@ def test_a_worker_that_loses_redis_stops_with_one_error(serve, tmp_path):
                 worker.wait()
     err = err.decode()
     assert worker.returncode == 1
-    assert err.count("ERROR: cannot reach Redis") == 1, err[-3000:]
+    assert err.count("is unreachable") == 1, err[-3000:]  # one warning, then one error line
+    assert err.count(f"ERROR: Redis at {redis_server.url} unreachable for ") == 1, err[-3000:]
     assert "Traceback" not in err and "Unhandled error" not in err, err[-3000:]
-    assert err.splitlines()[-1].startswith("tse crawl: cannot reach Redis")
+    assert err.splitlines()[-1].startswith(f"tse crawl: Redis at {redis_server.url} unreachable for ")
 
 
 def test_a_crawl_begun_by_another_version_is_refused_in_one_line(redis_url, tmp_path):

@@ -42,7 +42,7 @@ def test_a_pages_links_and_its_end_are_one_step(redis_url):
     links = [again.link(*page(path, 1)) for path in ("a", "b", "a")]
     before = again.server.round_trips
     fingerprint = retaken.meta["tse_reserved"].fingerprint
-    queued, leased = again.settle(links, [(retaken.meta["tse_lease"], fingerprint, fingerprint)], lease=8)
+    queued, leased, _ = again.settle(links, [(retaken.meta["tse_lease"], fingerprint, fingerprint)], lease=8)
     assert again.server.round_trips == before + 1
     assert queued == [True, True, False]
     assert [request.url for request in leased] == ["http://a.test/a", "http://a.test/b"]

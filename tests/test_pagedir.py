@@ -117,3 +117,13 @@ def test_move_and_remove(tmp_path):
     assert os.listdir(tmp_path) == ["2"]
     pagedir.remove_page(tmp_path, 2)
     assert os.listdir(tmp_path) == []
+
+
+def test_remove_pages_above_a_last_doc_id(tmp_path):
+    for doc_id in (1, 2, 3, 10, 12):
+        pagedir.write_page(tmp_path, doc_id, Page(f"u{doc_id}", 0, b""))
+    for other in (".crawler", "007", "notes"):  # not page files of this crawl's numbering
+        (tmp_path / other).write_bytes(b"")
+    assert pagedir.remove_pages_above(tmp_path, 3) == [10, 12]
+    assert sorted(os.listdir(tmp_path)) == [".crawler", "007", "1", "2", "3", "notes"]
+    assert pagedir.remove_pages_above(tmp_path, 3) == []

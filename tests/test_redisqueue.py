@@ -93,8 +93,17 @@ def test_renewed_leases_do_not_expire(redis_url):
     lease = lease_one(q).meta["tse_lease"]
     for _ in range(4):
         time.sleep(0.15)
-        assert q.renew([lease]) == 1
+        assert q.renew([lease]) == set()  # none lost
     assert lease_one(q) is None and q.server.zcard(KEYS.leases) == 1
+
+
+def test_a_lease_taken_back_is_reported_lost_by_renew(redis_url):
+    dead, alive = queue(redis_url, lease_seconds=0.2), queue(redis_url)
+    push(dead, "a", 0)
+    lease = lease_one(dead).meta["tse_lease"]
+    time.sleep(0.3)
+    assert lease_one(alive).url.endswith("/a")  # taken back
+    assert dead.renew([lease]) == {lease}
 
 
 def test_given_back_leases_are_taken_at_once(redis_url):
@@ -350,7 +359,7 @@ def test_a_settle_sent_again_after_a_lost_answer_is_not_run_twice(redis_url):
         ]
         finished = [(seed.meta["tse_lease"], seed.meta["tse_reserved"].fingerprint, b"")]
         relay.armed = True
-        queued, leased = q.settle(links, finished, lease=4)  # redis-py sends it again
+        queued, leased, _ = q.settle(links, finished, lease=4)  # redis-py sends it again
         assert relay.answers_lost == 1
     finally:
         relay.close()
@@ -359,3 +368,127 @@ def test_a_settle_sent_again_after_a_lost_answer_is_not_run_twice(redis_url):
     assert [request.url for request in leased] == ["http://a.test/a", "http://a.test/b"]
     assert [request.meta["tse_reserved"].doc_id for request in leased] == [2, 3]
     assert q.server.zcard(KEYS.leases) == 2 and q.server.get(KEYS.doc_id) == b"3"
+
+
+class Planted:
+    """A pickle that would create *path* if it were ever unpickled."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def quarantined(server) -> list[tuple[str, str]]:
+    """(source key, why) of each quarantine record, newest first."""
+    import msgpack
+
+    return [
+        (source.decode(), why.decode())
+        for _, _, source, why, _, _ in (msgpack.unpackb(r, raw=True) for r in server.lrange(KEYS.quarantine, 0, -1))
+    ]
+
+
+@pytest.mark.parametrize("prefix", [0, 1, 15, 16, 17])
+def test_a_planted_pickle_in_the_frontier_runs_nothing_and_is_quarantined(redis_url, tmp_path, prefix):
+    import pickle
+
+    server = redis.Redis.from_url(redis_url)
+    q = queue(redis_url)
+    push(q, "a", 1)
+    evil = bytes(prefix) + pickle.dumps(Planted(tmp_path / "pwned"), protocol=pickle.HIGHEST_PROTOCOL)
+    server.zadd(KEYS.frontier, {evil: 0})  # first in line, at depth 0: a (depth 1) waits for it
+    settled = q.settle(lease=2)
+    assert settled.leased == [] and len(settled.unreadable) == 1
+    (a,) = q.settle(unreadable=settled.unreadable, lease=2).leased
+    assert a.url == "http://a.test/a"
+    # The docID reserved for the entry's first 16 bytes stays reserved (they could be a real
+    # URL's): a has the next; the crawl's last worker frees it (test_store_leftovers below).
+    assert a.meta["tse_reserved"].doc_id == 2
+    assert not (tmp_path / "pwned").exists()
+    assert quarantined(server) == [(KEYS.frontier, settled.unreadable[0][2])]
+    assert server.zcard(KEYS.leases) == 1  # only a's
+    assert server.hlen(KEYS.reserved) == 2 and server.zcard(KEYS.free_ids) == 0
+    raw = server.lindex(KEYS.quarantine, 0)
+    assert evil[:4000] in raw  # kept for its operator to look at
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        b"short",
+        url_fingerprint("http://a.test/x") + b"\x95\x01",  # truncated msgpack
+        url_fingerprint("http://a.test/x") + b"\x9a\x02" + b"\xc0" * 9,  # version 2
+        url_fingerprint("http://a.test/x") + b"\xc4\xff" + b"x" * 70000,  # oversized
+    ],
+)
+def test_malformed_entries_are_quarantined_and_the_next_request_is_leased(redis_url, entry):
+    server = redis.Redis.from_url(redis_url)
+    q = queue(redis_url)
+    server.zadd(KEYS.frontier, {entry: 0})
+    push(q, "a", 0)
+    leased = []
+    for _ in range(3):
+        settled = q.settle(lease=1, unreadable=[])
+        q.settle(unreadable=settled.unreadable)
+        leased += settled.leased
+    assert [r.url for r in leased] == ["http://a.test/a"]
+    assert [source for source, _ in quarantined(server)] == [KEYS.frontier]
+
+
+def test_planted_doc_ids_and_leases_are_quarantined_not_trusted(redis_url):
+    server = redis.Redis.from_url(redis_url)
+    q = queue(redis_url)
+    fingerprint = url_fingerprint("http://a.test/a")
+    server.zadd(KEYS.free_ids, {b"\x80\x04evil": 0})  # a free docID that is none
+    server.hset(KEYS.pages, url_fingerprint("http://a.test/b"), b"\x80\x04evil")  # a saved page that is none
+    server.zadd(KEYS.lease_scores, {b"ghost": 0})  # would hold every deeper page back
+    server.zadd(KEYS.leases, {b"ghost": 2**52})  # would keep the crawl from ending
+    push(q, "a", 1)
+    push(q, "b", 1)
+    (a, b), _ = lease_two(q)
+    assert (a.meta["tse_reserved"].doc_id, b.meta["tse_reserved"].doc_id) == (1, 2)
+    assert not b.meta["tse_reserved"].saved
+    finish(q, a, saved=True)
+    finish(q, b, saved=True)
+    assert q.settle(lease=1).leased == []  # idle at the end: the ghost lease goes
+    assert server.zcard(KEYS.leases) == 0
+    assert sorted(source for source, _ in quarantined(server)) == sorted(
+        [KEYS.free_ids, KEYS.pages, KEYS.lease_scores, KEYS.leases]
+    )
+    assert server.hgetall(KEYS.pages) == {fingerprint: b"1", url_fingerprint("http://a.test/b"): b"2"}
+
+
+def lease_two(q):
+    settled = q.settle(lease=2)
+    return settled.leased, settled.unreadable
+
+
+def test_a_forged_entry_cannot_free_a_real_pages_doc_id(redis_url):
+    server = redis.Redis.from_url(redis_url)
+    q = queue(redis_url)
+    push(q, "x", 0)
+    (x,) = q.settle(lease=1).leased
+    forged = x.meta["tse_reserved"].fingerprint + b"garbage"  # x's fingerprint, then no request
+    server.zadd(KEYS.frontier, {forged: 0})
+    settled = q.settle(lease=1)
+    assert settled.leased == [] and len(settled.unreadable) == 1
+    q.settle(unreadable=settled.unreadable)
+    assert server.zcard(KEYS.free_ids) == 0  # x's docID is still x's
+    finish(q, x, saved=True)
+    assert server.hgetall(KEYS.pages) == {x.meta["tse_reserved"].fingerprint: b"1"}
+
+
+def test_store_leftovers_free_unsaved_doc_ids_and_quarantine_the_rest(redis_url):
+    server = redis.Redis.from_url(redis_url)
+    crawl = RedisCrawl(server, "t")
+    server.set(KEYS.doc_id, 4)
+    saved = {url_fingerprint("http://a.test/1"): b"1", url_fingerprint("http://a.test/2"): b"2"}
+    server.hset(KEYS.pages, mapping=saved)
+    server.hset(KEYS.reserved, mapping={b"left by a quarantined entry": b"3", b"forged": b"2", b"evil": b"\x80\x04"})
+    server.hset(KEYS.pages, b"\x80\x04evil", b"4")  # not a fingerprint
+    assert crawl.quarantine_leftovers() == 3
+    assert crawl.free_doc_ids() == [3]
+    assert server.hlen(KEYS.reserved) == 0 and server.hlen(KEYS.pages) == 2
+    assert sorted(source for source, _ in quarantined(server)) == [KEYS.pages, KEYS.reserved, KEYS.reserved]

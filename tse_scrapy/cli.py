@@ -12,6 +12,7 @@ from contextlib import contextmanager, nullcontext
 from typing import NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
+from .rules.secrets import mask_secrets
 
 # Each command imports what it needs when it runs: `tse query` starts without
 # loading Scrapy, and a crawl of one process without loading Redis.
@@ -149,8 +150,22 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument(
         "--redis",
         metavar="URL",
+        nargs="?",
+        const="env",
         help="share the crawl with other workers through this Redis (TSE_REDIS_URL); "
+        "without URL, the environment variable TSE_REDIS_URL gives it (out of process lists); "
         "a worker joining a running crawl needs only --redis and --name",
+    )
+    crawl.add_argument(
+        "--redis-patience",
+        type=float,
+        metavar="SECONDS",
+        help="how long a worker waits for an unreachable Redis before it stops (default 300)",
+    )
+    crawl.add_argument(
+        "--migrate",
+        action="store_true",
+        help="convert a distributed crawl begun by an earlier version (pickled requests) to data, then join it",
     )
     crawl.add_argument("--name", help="the distributed crawl's name (default: derived from the seeds)")
     crawl.add_argument("--keep", action="store_true", help="keep a finished distributed crawl's keys in Redis")
@@ -170,7 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
         "URLs seen and workers, once or every INTERVAL seconds.",
     )
     status.add_argument("name", metavar="NAME")
-    status.add_argument("--redis", metavar="URL", required=True)
+    status.add_argument(
+        "--redis",
+        metavar="URL",
+        nargs="?",
+        const="env",
+        default="env",
+        help="the crawl's Redis (default: the environment variable TSE_REDIS_URL)",
+    )
     status.add_argument("--every", type=float, metavar="INTERVAL", help="repeat until interrupted")
     for name, (summary, description, positionals) in _FILE_COMMANDS.items():
         command = commands.add_parser(name, help=summary, description=description)
@@ -250,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(command: str, message: str, status: int = FAILED) -> int:
-    """Say *message* on stderr as `tse COMMAND: message`; return *status*."""
-    sys.stderr.write(f"tse {command}: {message}\n")
+    """Say *message* (any password in it masked) on stderr as `tse COMMAND: message`; return *status*."""
+    sys.stderr.write(f"tse {command}: {mask_secrets(message)}\n")
     return status
 
 
@@ -433,25 +455,42 @@ def status(options: argparse.Namespace) -> int:
     try:
         import redis
 
-        from .distributed.store import RedisCrawl, connect
+        from .distributed.store import RedisCrawl, connect, is_outage, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
     try:
-        crawl = RedisCrawl(connect(options.redis), options.name)
+        crawl = RedisCrawl(connect(options.redis, check=False), options.name)
+    except ArgumentError as error:
+        return _one_line("status", str(error))
+    shown_url = mask_secrets(redis_url(options.redis))
+    try:
         while True:
-            shown = crawl.status()
-            if not shown["exists"]:
-                return _one_line("status", f"no crawl named {options.name} in Redis at {options.redis}")
-            print(
+            try:
+                shown = crawl.status()
+            except redis.RedisError as error:
+                if not is_outage(error):
+                    return _one_line("status", f"Redis at {shown_url} refused: {error}")
+                if not options.every:
+                    return _one_line("status", f"crawl {options.name}: waiting for Redis at {shown_url} ({error})")
+                print(f"crawl {options.name}: waiting for Redis ({error})", flush=True)
+                time.sleep(options.every)
+                continue
+            if not shown["exists"] and not shown["quarantined"]:
+                return _one_line("status", f"no crawl named {options.name} in Redis at {shown_url}")
+            line = (
                 f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
-                f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}",
-                flush=True,
+                f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}"
             )
+            if not shown["exists"]:
+                line = f"crawl {options.name}: over (its keys are removed)"
+            if shown["quarantined"]:
+                line += f", quarantined {shown['quarantined']} ({crawl.keys.quarantine})"
+            print(line, flush=True)
+            for record in shown["quarantine"] if not options.every else ():
+                print(f"  quarantined: {record}", flush=True)
             if not options.every:
                 return OK
             time.sleep(options.every)
-    except (ArgumentError, redis.RedisError) as error:
-        return _one_line("status", str(error))
     except KeyboardInterrupt:
         return OK
 
@@ -485,6 +524,8 @@ def crawl(options: argparse.Namespace) -> int:
         ("TSE_REDIS_URL", options.redis),
         ("TSE_CRAWL_NAME", options.name),
         ("TSE_REDIS_KEEP", options.keep or None),
+        ("TSE_REDIS_PATIENCE", options.redis_patience),
+        ("TSE_REDIS_MIGRATE", options.migrate or None),
         ("CLOSESPIDER_PAGECOUNT", options.max_pages),
         ("TSE_VALIDATORS", options.validators or None),
         ("TSE_CHANGES", options.changes),

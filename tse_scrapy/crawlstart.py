@@ -125,7 +125,9 @@ def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) ->
             f"a distributed crawl needs the redis extra (pip install tse-scrapy[redis]): {error}"
         ) from None
     check_no_page_limit(setting)
-    crawl, args, _ = create_or_join_crawl(setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args)
+    crawl, args, _ = create_or_join_crawl(
+        setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args, is_yes(setting("TSE_REDIS_MIGRATE"))
+    )
     _check_output_files(setting, args.pagedir, append=True)  # a worker may restart and go on with its WARC
     return CrawlStart(args, distributed_name=crawl.name)
 

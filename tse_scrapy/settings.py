@@ -159,6 +159,8 @@ TSE_RECORD = None
 # worker started with the same crawl name shares one breadth-first crawl.
 # Its components (distributed/wiring.py) replace the ones above only then,
 # so a crawl of one process never imports Redis.
+# The URL may hold a password: give "env" to read it from the environment
+# variable TSE_REDIS_URL instead (it then appears in no process list).
 TSE_REDIS_URL = None
 TSE_CRAWL_NAME = None  # default: derived from the seeds
 TSE_REDIS_KEEP = False  # keep a finished crawl's keys in Redis
@@ -168,6 +170,12 @@ TSE_LEASE_SECONDS = 30.0
 # How often an idle worker asks Redis for work (other workers' pages may
 # still add some).
 TSE_REDIS_POLL_INTERVAL = 0.1
+# How long a worker waits for a Redis it cannot reach (retrying, backing off)
+# before it stops (exit 1); starting it again continues the crawl.
+TSE_REDIS_PATIENCE = 300.0
+# Before format 3 (requests as data), a crawl's frontier held pickles: a worker
+# given this converts such a crawl, checking every entry and running none.
+TSE_REDIS_MIGRATE = False
 TSE_HOST_DELAY = 0.0  # set from DOWNLOAD_DELAY in a distributed crawl
 TSE_WORKER = None  # set to host:pid in a distributed crawl
 

@@ -1,4 +1,4 @@
-"""A real nginx for tests: Debian's nginx (``tests/support/install-nginx.sh``) with a configuration
+"""A real nginx for tests: Debian's nginx (``make nginx``) with a configuration
 of its own, on 127.0.0.1 and a free port, stopped by its PID.
 
 Nothing of ``/etc/nginx`` is used: the configuration, the PID file, the logs and the temporary
@@ -186,7 +186,7 @@ class NginxServer:
             raise RuntimeError("this nginx is running already")
         binary = nginx_binary()
         if binary is None:
-            raise RuntimeError("nginx is not installed (tests/support/install-nginx.sh installs it, as root)")
+            raise RuntimeError("nginx is not installed (make nginx installs it, as root)")
         for kind in TEMP_KINDS:
             (self.workdir / "tmp" / kind).mkdir(parents=True, exist_ok=True)
         self.root.mkdir(parents=True, exist_ok=True)

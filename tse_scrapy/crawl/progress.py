@@ -32,6 +32,7 @@ RATE_WINDOW = 10.0  # requests a second over the last this many seconds
 SMOOTHING = 0.2  # weight of the newest response time in a host's average
 GAP_SAMPLES = 200  # gaps between an answer and the next request, averaged
 SHOWN_DEPTHS = 4
+WAITING_FOR_REDIS = "tse/waiting_for_redis"  # stat: set while a distributed worker cannot reach Redis
 
 
 class CrawlProgress:
@@ -109,6 +110,8 @@ class CrawlProgress:
         stats = self.crawler.stats
         now = monotonic()
         parts = [f"saved {stats.get_value('tse/pages_saved', 0)}"]
+        if stats.get_value(WAITING_FOR_REDIS):  # a distributed worker (distributed/outage.py)
+            parts.insert(0, "waiting for Redis")
         census = getattr(self.crawler.engine.scheduler, "census", None)
         if census is not None:
             parts.append(_queued(census))

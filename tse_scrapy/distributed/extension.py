@@ -22,7 +22,9 @@ from scrapy.exceptions import NotConfigured
 from ..crawl.record import CrawlRecordMiddleware
 from ..exitcodes import SUCCESS_REASONS
 from ..rules import pagedir
-from .store import RedisCrawl, connect, worker_name
+from ..rules.secrets import mask_url
+from .outage import RedisOutage
+from .store import RedisCrawl, connect, redis_url, worker_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,7 +42,16 @@ class DistributedCrawlExtension:
         if not settings.get("TSE_REDIS_URL"):
             raise NotConfigured
         self.crawler = crawler
-        self.crawl = RedisCrawl(connect(settings["TSE_REDIS_URL"]), settings["TSE_CRAWL_NAME"])
+        url = redis_url(settings["TSE_REDIS_URL"])
+        self.crawl = RedisCrawl(connect(url), settings["TSE_CRAWL_NAME"])
+        # Shared by every component that talks to Redis: they wait out an outage together.
+        self.outage = RedisOutage(
+            self.crawl.server,
+            settings.getfloat("TSE_REDIS_PATIENCE"),
+            mask_url(url),
+            self.crawl.keys.resumed,
+            crawler.stats,
+        )
         if settings.getbool("TSE_REDIS_KEEP"):
             self.crawl.keep_when_finished()  # whichever worker finishes keeps them
         self.directory = settings.get("TSE_PAGEDIR")
@@ -64,6 +75,9 @@ class DistributedCrawlExtension:
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         self.count_round_trips()
+        self.crawler.stats.set_value("tse/redis_outages", self.outage.outages)
+        if self.outage.down or self.outage.gave_up:
+            return  # its mark goes stale after TSE_LEASE_SECONDS
         try:
             self.crawl.unregister_worker(self.worker)
         except redis.RedisError as error:
@@ -75,7 +89,17 @@ class DistributedCrawlExtension:
         status = self.crawl.status()
         if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
             return  # not over, or another worker is cleaning up
+        moved = self.crawl.quarantine_leftovers()
+        if moved:
+            logger.warning(
+                "%d entries no worker wrote were left in the crawl's keys: moved to %s",
+                moved,
+                self.crawl.keys.quarantine,
+            )
         fill_doc_id_holes(self.crawl, self.directory, self._record_move)
+        for doc_id in pagedir.remove_pages_above(self.directory, self.crawl.last_doc_id()):
+            # Written under a docID Redis lost with its last writes (a restart), and saved again since.
+            logger.warning("Removed page file %d: past the crawl's last docID", doc_id)
         logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
         if not self.crawl.kept():
             self.crawl.remove()

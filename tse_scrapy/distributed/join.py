@@ -20,9 +20,10 @@ from ..rules.crawlargs import (
     crawl_name,
     split_list,
 )
+from ..rules.secrets import mask_url
 from ..rules.urls import normalize_url
 from .keys import POLITENESS_NAME
-from .store import CRAWL_FORMAT, RedisCrawl, connect
+from .store import CRAWL_FORMAT, PICKLED_FORMAT, RedisCrawl, connect, redis_url
 
 # The arguments a joining worker may give that must match the crawl's.
 SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext")
@@ -35,14 +36,16 @@ def check_no_page_limit(setting: Callable[[str], Any]) -> None:
 
 
 def create_or_join_crawl(
-    redis_url: str, name: str | None, arguments: dict[str, Any]
+    given_url: str, name: str | None, arguments: dict[str, Any], migrate: bool = False
 ) -> tuple[RedisCrawl, CrawlArgs, bool]:
     """Connect, then create the crawl (first worker) or join it (later workers).
 
     *arguments* are the spider's (seed, pagedir, depth, ...; a joining worker
     may give none).  Returns the crawl, its checked arguments (the stored ones,
     with this worker's pagedir when given) and whether this worker created it.
-    Raises ArgumentError with a one-line message.
+    A crawl begun before requests were stored as data is converted first if
+    *migrate* (``migrate.py``), else refused.  Raises ArgumentError with a
+    one-line message (the URL's password masked).
     """
     given = {
         key: value for key, value in arguments.items() if value not in (None, "") and key not in ("order", "resume")
@@ -55,15 +58,16 @@ def create_or_join_crawl(
         name = crawl_name([normalize_url(url) or url for url in split_list(given["seed"])])
     if check_crawl_name(name) == POLITENESS_NAME:
         raise ArgumentError(f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)")
-    crawl = RedisCrawl(connect(redis_url), name)
+    crawl = RedisCrawl(connect(given_url), name)
+    shown_url = mask_url(redis_url(given_url))
     try:
         stored = crawl.parameters()
     except (redis.RedisError, ValueError) as error:  # not a crawl's record (another program's key?)
-        raise ArgumentError(f"cannot read crawl {name} in Redis at {redis_url}: {error}") from None
+        raise ArgumentError(f"cannot read crawl {name} in Redis at {shown_url}: {error}") from None
     if stored is None:
         if "seed" not in given:
             raise ArgumentError(
-                f"no crawl named {name} in Redis at {redis_url}: start it with its seed, pagedir and depth"
+                f"no crawl named {name} in Redis at {shown_url}: start it with its seed, pagedir and depth"
             )
         checked = check_crawl_args(**given, order="bfs")
         check_no_pages(checked.pagedir)
@@ -71,9 +75,19 @@ def create_or_join_crawl(
         stored = crawl.create(wanted)
         if stored == wanted:
             return crawl, checked, True
+    if stored.get("format") == PICKLED_FORMAT:
+        if not migrate:
+            raise ArgumentError(
+                f"crawl {name} in Redis at {shown_url} was begun by an earlier version of tse-scrapy, "
+                "which stored requests pickled: stop its workers, then start one with --migrate "
+                "(-s TSE_REDIS_MIGRATE=True) to convert it, checking every entry and running none"
+            )
+        from .migrate import migrate_crawl
+
+        stored = migrate_crawl(crawl, stored)
     if stored.get("format") != CRAWL_FORMAT:
         raise ArgumentError(
-            f"crawl {name} in Redis at {redis_url} was begun by another version of tse-scrapy "
+            f"crawl {name} in Redis at {shown_url} was begun by another version of tse-scrapy "
             f"(crawl format {stored.get('format', 1)}, this one reads {CRAWL_FORMAT}): "
             f"finish it with that version, or remove its keys (tse:{name}:*) and start again"
         )

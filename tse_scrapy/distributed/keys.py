@@ -8,6 +8,24 @@ from __future__ import annotations
 
 POLITENESS_NAME = "polite"  # no crawl may take this name
 
+# Every command a worker (and `tse status`, and --migrate) sends, for a Redis ACL user
+# of least privilege (docs/distributed.md): ACL SETUSER NAME on >PASSWORD resetkeys
+# ~tse:* resetchannels -@all +CMD ...  The scripts' own commands are checked too.
+WORKER_COMMANDS = (
+    *("ping", "info", "time", "multi", "exec", "discard"),
+    *("evalsha", "eval", "script|load", "script|exists"),
+    *("get", "set", "del", "exists", "incr", "decr", "pttl", "scan"),
+    *("hget", "hset", "hdel", "hlen", "hvals", "hgetall", "hexists", "hscan"),
+    *("zadd", "zrem", "zcard", "zrange", "zrangebyscore", "zscore", "zpopmin", "zscan"),
+    *("sadd", "srem", "smembers", "scard"),
+    *("llen", "lpush", "lrange", "ltrim"),
+)
+
+
+def worker_acl(pattern: str = "tse:*") -> str:
+    """The ACL rules of a worker's Redis user: its commands, on keys matching *pattern* only."""
+    return f"resetkeys ~{pattern} resetchannels -@all " + " ".join(f"+{command}" for command in WORKER_COMMANDS)
+
 
 class CrawlKeys:
     """``keys.frontier`` is ``tse:NAME:frontier``, and so on."""
@@ -27,16 +45,20 @@ class CrawlKeys:
         self.pages = prefix + "pages"  # URL fingerprint -> docID, page saved
         self.free_ids = prefix + "free_ids"  # docIDs reserved by pages that failed
         # The frontier and its leases (queue.py)
-        self.frontier = prefix + "frontier"  # URL fingerprint + request -> depth * LEVEL + push number
+        self.frontier = prefix + "frontier"  # URL fingerprint + request (data) -> depth * LEVEL + push number
         self.push_id = prefix + "push_id"  # the push counter
         self.leases = prefix + "leases"  # lease -> expiry (ms, Redis clock)
         self.leased = prefix + "leased"  # lease -> request
         self.lease_scores = prefix + "lease_scores"  # lease -> its request's frontier score
-        self.lease_id = prefix + "lease_id"  # the lease counter
         self.owned_prefix = prefix + "owned:"  # + lease: seen keys owned by the lease
         self.settle_prefix = prefix + "settle:"  # + a worker's queue: its last settle's token and answer
         # The seen set (dupefilter.py)
         self.seen = prefix + "seen"  # 16-byte digests of normalized URLs
+        # What no worker could read (a client of Redis wrote it): moved aside, kept when the crawl ends
+        self.quarantine = prefix + "quarantine"
+        # Redis's clock when a worker last came back after Redis was unreachable: no
+        # lease is taken from its worker until TSE_LEASE_SECONDS after it
+        self.resumed = prefix + "resumed"
 
     def owned(self, lease: int | str) -> str:
         return f"{self.owned_prefix}{lease}"

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import redis
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
@@ -28,12 +30,16 @@ from scrapy.utils.httpobj import urlparse_cached
 from ..crawl.politeness import robots_crawl_delay, robots_user_agent
 from .extension import distributed_crawl
 from .keys import politeness_key
-from .store import worker_name
+from .outage import RedisOutage
+from .store import is_outage, worker_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+NO_EXPIRY = -1  # PTTL of a key without one
+HOLD_AT_MOST = 3600.0  # seconds: no Crawl-delay is honoured for longer
 
 
 class RedisPolitenessMiddleware:
@@ -45,6 +51,7 @@ class RedisPolitenessMiddleware:
         delay: float,
         user_agent: str | None = None,
         stats: StatsCollector | None = None,
+        outage: RedisOutage | None = None,
     ):
         self.server = server
         self.delay = delay
@@ -52,13 +59,21 @@ class RedisPolitenessMiddleware:
         self.stats = stats
         self.crawl_delays: dict[str, float] = {}
         self.worker = worker_name()
+        # host -> when this worker may next start a request to it, by its own clock:
+        # the delay holds even when Redis could not be told (an outage).
+        self.own_holds: dict[str, float] = {}
+        self.outage = outage
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
         distributed = distributed_crawl(crawler)
         settings = crawler.settings
         middleware = cls(
-            distributed.crawl.server, settings.getfloat("TSE_HOST_DELAY"), robots_user_agent(settings), crawler.stats
+            distributed.crawl.server,
+            settings.getfloat("TSE_HOST_DELAY"),
+            robots_user_agent(settings),
+            crawler.stats,
+            distributed.outage,
         )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware
@@ -72,12 +87,30 @@ class RedisPolitenessMiddleware:
         if delay <= 0:
             return None
         key, milliseconds = politeness_key(host), max(1, int(delay * 1000))
-        while not self.server.set(key, self.worker, px=milliseconds, nx=True):
-            remaining = self.server.pttl(key)
+        while True:
+            wait = self.own_holds.get(host, 0.0) - monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                if self.server.set(key, self.worker, px=milliseconds, nx=True):
+                    return None
+                remaining = self.server.pttl(key)
+            except redis.RedisError as error:
+                if self.outage is None or not is_outage(error):
+                    raise
+                self.outage.failed(error)
+                if not await self.outage.wait_for_redis():
+                    raise IgnoreRequest(f"Redis is unreachable: {error}") from None
+                continue
+            if remaining == NO_EXPIRY or remaining > HOLD_AT_MOST * 1000:
+                # No worker sets a lease without an expiry, nor for this long: a client of Redis
+                # did; this worker takes the lease rather than wait forever.
+                logger.warning("The politeness lease %s holds for %d ms: taken over", key, remaining)
+                self.server.set(key, self.worker, px=milliseconds)
+                return None
             if self.stats is not None:
                 self.stats.inc_value("tse/politeness_waits")
             await asyncio.sleep(max(remaining, 1) / 1000)
-        return None
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         self._restart(request)
@@ -91,11 +124,19 @@ class RedisPolitenessMiddleware:
 
     def _hold(self, host: str, delay: float) -> None:
         """No request to *host*, from any worker, for *delay* seconds from now."""
-        if delay > 0:
+        if delay <= 0:
+            return
+        self.own_holds[host] = monotonic() + delay
+        try:
             self.server.set(politeness_key(host), self.worker, px=max(1, int(delay * 1000)))
+        except redis.RedisError as error:
+            if self.outage is None or not is_outage(error):
+                raise
+            self.outage.failed(error)  # this worker keeps the delay itself (own_holds)
 
     def robots_parsed(self, robotparser: Any, request: Request) -> None:
         delay = robots_crawl_delay(robotparser, self.user_agent)
+        delay = min(delay, HOLD_AT_MOST) if delay else delay  # a lease longer is taken over (process_request)
         host, current = self.host_delay(request)
         if delay and delay > current:
             logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)

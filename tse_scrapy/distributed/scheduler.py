@@ -52,25 +52,38 @@ from ..crawl.engineturn import wake_engine
 from ..crawl.progresslog import ProgressHold, await_verdict, hold_progress, is_found_link, log_link, release_progress
 from ..crawl.signals import page_done
 from ..exitcodes import WRITE_ERROR
+from ..rules.secrets import mask_secrets
 from .dupefilter import RedisUrlDupeFilter
 from .extension import distributed_crawl
-from .queue import FinishedPage, LeasedLevelQueue, Link, Reservation
-from .store import RedisCrawl, url_fingerprint
+from .outage import RedisOutage
+from .queue import FinishedPage, LeasedLevelQueue, Link, Reservation, Settled, Unreadable
+from .store import RedisCrawl, is_outage, url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
+# How long a settled page's lease is remembered: a Redis killed with append-only
+# ``everysec`` may lose the last second or two of writes, the page's end among them.
+RECENT_SECONDS = 10.0
+
 
 class _Settle:
     """A settle under way: what it carries, and its answer when it comes."""
 
-    __slots__ = ("answer", "finished", "found", "lease")
+    __slots__ = ("answer", "finished", "found", "lease", "token", "unreadable")
 
-    def __init__(self, found: list[tuple[Request, Link]], finished: dict[int, FinishedPage], lease: bool):
-        self.found, self.finished, self.lease = found, finished, lease
-        self.answer: Future[tuple[list[bool], list[Request]]] | None = None
+    def __init__(
+        self,
+        found: list[tuple[Request, Link]],
+        finished: dict[str, FinishedPage],
+        lease: bool,
+        unreadable: list[Unreadable],
+        token: int,
+    ):
+        self.found, self.finished, self.lease, self.unreadable, self.token = found, finished, lease, unreadable, token
+        self.answer: Future[Settled] | None = None
 
 
 class RedisTseScheduler(Scheduler):
@@ -86,8 +99,10 @@ class RedisTseScheduler(Scheduler):
         heartbeat: Callable[[], None] | None = None,
         lease_batch: int = 1,
         reservations: dict[bytes, Reservation] | None = None,
+        outage: RedisOutage | None = None,
     ):
-        queue = partial(LeasedLevelQueue, keys=crawl.keys, lease_seconds=lease_seconds)
+        outage = outage or RedisOutage(crawl.server, float("inf"), "Redis")
+        queue = partial(LeasedLevelQueue, keys=crawl.keys, lease_seconds=lease_seconds, patience=outage.patience)
         super().__init__(
             crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue, dupefilter=dupefilter
         )
@@ -95,16 +110,24 @@ class RedisTseScheduler(Scheduler):
         self.stats = stats
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
-        self.leases: set[int] = set()  # held by this worker, page not over (leased requests' too)
+        self.leases: set[str] = set()  # held by this worker, page not over (leased requests' too)
         self.lease_batch = lease_batch  # how many requests one round trip leases
         self.leased: deque[Request] = deque()  # leased, not handed out yet
         self.found_links: list[tuple[Request, Link]] = []  # found on held pages, not pushed yet
-        self.finished: dict[int, FinishedPage] = {}  # lease -> page over here, not yet in Redis
+        self.finished: dict[str, FinishedPage] = {}  # lease -> page over here, not yet in Redis
+        self.unreadable: list[Unreadable] = []  # leased entries that are no request, to quarantine
+        # Leases of pages over and settled lately: Redis may lose its last writes (outage.py).
+        self.recently_finished: deque[tuple[float, str]] = deque()
         # URL fingerprint -> the docID reserved for a leased page (shared with the pipeline)
         self.reservations = reservations if reservations is not None else {}
         self.replacements: deque = deque()  # redirects and retries of held pages
         self.next_poll = 0.0  # when to ask again for requests, after Redis had none to hand out
-        self.redis_failed = False  # Redis could not be reached: the worker is stopping, it settles no more
+        self.redis_failed = False  # Redis refused, or stayed away: the worker is stopping, it settles no more
+        self.outage = outage
+        self.outage.on_back.append(self._back)
+        self.outage.on_give_up.append(self._give_up)
+        self.unsent: _Settle | None = None  # a settle that failed in an outage: sent again when Redis is back
+        self.held_requests: list[Request] = []  # requests to enqueue once Redis is back
         # Fingerprints this worker queued (or is about to push): seen in Redis for good, so
         # a link to one is IgnDupl without a word to Redis.
         self.queued_here: set[bytes] = set()
@@ -129,6 +152,7 @@ class RedisTseScheduler(Scheduler):
             # Half the downloader's slots: a few requests wait here, none waits long.
             max(1, settings.getint("CONCURRENT_REQUESTS") // 2),
             distributed.reservations,
+            distributed.outage,
         )
         scheduler.crawler = crawler
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
@@ -150,10 +174,15 @@ class RedisTseScheduler(Scheduler):
         try:
             # Stopped (Ctrl-C, an error) or done: the settle under way ends, what is
             # over goes to Redis, the links pushed are logged.
-            if self.settling is not None:
-                self._settled(self.settling, wait=True)
-            if not self.redis_failed and (self.finished or self.found_links):
-                self._apply(self._start_settle(lease=False))
+            if self.outage.down or self.outage.gave_up:
+                # Not a word to Redis: its pages return to the frontier when their leases run out.
+                logger.info("Redis is unreachable: this worker's pages return when their leases run out")
+                self.leases.clear()
+            else:
+                if self.settling is not None:
+                    self._settled(self.settling, wait=True)
+                if not self.redis_failed and (self.finished or self.found_links or self.unsent):
+                    self._apply(self._start_settle(lease=False))
             if self.leases:
                 # Stopped early (Ctrl-C, a page that could not be written): other
                 # workers take these pages now.
@@ -170,6 +199,8 @@ class RedisTseScheduler(Scheduler):
     def has_pending_requests(self) -> bool:
         if self.replacements or self.leased or self.settling is not None or self.redis_failed:
             return True  # a settle under way may lease more; after a failure, until the engine stops
+        if self.outage.down or self.unsent or self.held_requests:
+            return True  # the crawl goes on once Redis is back
         if self.finished or self.found_links:
             self._settle(lease=False)  # idle here: what is over goes to Redis now
             return True
@@ -181,12 +212,15 @@ class RedisTseScheduler(Scheduler):
         try:
             exists, seeded, frontier, leased = pipe.execute()
         except redis.RedisError as error:
-            self._redis_failed(error)
+            self._redis_error(error)
             return True
         # A crawl whose keys are gone has finished (its last worker removed them).
         return bool(exists) and (not seeded or bool(frontier) or bool(leased))
 
     def enqueue_request(self, request: Request) -> bool:
+        if self.outage.down:
+            self.held_requests.append(request)  # enqueued once Redis is back
+            return True
         lease = request.meta.get("tse_lease")
         if lease in self.leases:
             return self._enqueue_replacement(request, lease)
@@ -208,8 +242,10 @@ class RedisTseScheduler(Scheduler):
             # In the settle thread: one settle at a time keeps their tokens in order (queue.py).
             queued = self._settler.submit(self.queue.push_unseen, request, fingerprint, filtered).result()
         except redis.RedisError as error:
-            self._redis_failed(error)
-            return False
+            if is_outage(error):
+                self.held_requests.append(request)
+            self._redis_error(error)
+            return is_outage(error)
         if not queued:
             self.df.log(request, self.spider)
             return False
@@ -218,12 +254,14 @@ class RedisTseScheduler(Scheduler):
         self.stats.inc_value("scheduler/enqueued/redis")
         return True
 
-    def _enqueue_replacement(self, request: Request, lease: int) -> bool:
+    def _enqueue_replacement(self, request: Request, lease: str) -> bool:
         try:
             seen = not request.dont_filter and not self.queue.own_seen(lease, self.df.request_fingerprint(request))
         except redis.RedisError as error:
-            self._redis_failed(error)
-            return False
+            if is_outage(error):
+                self.held_requests.append(request)
+            self._redis_error(error)
+            return is_outage(error)
         if seen:
             self.df.log(request, self.spider)
             self._over(request)
@@ -232,6 +270,8 @@ class RedisTseScheduler(Scheduler):
         return True
 
     def next_request(self) -> Request | None:
+        if self.outage.down:
+            return None  # no page request while Redis is away: what is held waits
         if self.replacements:
             return self.replacements.popleft()
         if not self.leased and (self.finished or self.found_links or monotonic() >= self.next_poll):
@@ -243,18 +283,24 @@ class RedisTseScheduler(Scheduler):
 
     def _settle(self, lease: bool = True) -> None:
         """Start a settle, unless one is under way (the next one takes what comes meanwhile)."""
-        if self.settling is None and not self.redis_failed:
+        if self.settling is None and not self.redis_failed and not self.outage.down:
             self.settling = self._start_settle(lease)
 
     def _start_settle(self, lease: bool) -> _Settle:
         """One round trip, in the settle thread: push the links found, finish the pages
-        that are over, lease more (*lease*).  The reactor goes on meanwhile; ``_settled``
-        takes the answer."""
-        settle = _Settle(self.found_links, self.finished, lease)
-        self.found_links, self.finished = [], {}
+        that are over, quarantine the unreadable entries, lease more (*lease*).  The reactor
+        goes on meanwhile; ``_settled`` takes the answer.  A settle that failed in an
+        outage is sent again first, as it was (its token makes it run once)."""
+        if self.unsent is not None:
+            settle, self.unsent = self.unsent, None
+        else:
+            settle = _Settle(self.found_links, self.finished, lease, self.unreadable, next(self.queue.settles))
+            self.found_links, self.finished, self.unreadable = [], {}, []
         links, finished = [link for _, link in settle.found], list(settle.finished.values())
-        wanted = max(0, self.lease_batch - len(self.leased)) if lease else 0
-        settle.answer = self._settler.submit(self.queue.settle, links, finished, wanted)
+        wanted = max(0, self.lease_batch - len(self.leased)) if settle.lease else 0
+        settle.answer = self._settler.submit(
+            self.queue.settle, links, finished, wanted, settle.unreadable, settle.token
+        )
         from twisted.internet import reactor  # the one the crawl installed (importing it earlier installs one)
 
         settle.answer.add_done_callback(lambda _: reactor.callFromThread(self._settled, settle))
@@ -270,9 +316,19 @@ class RedisTseScheduler(Scheduler):
         except redis.RedisError as error:
             if wait:
                 raise
-            # Whether or not the script ran, nothing is lost: unsettled pages are
-            # fetched again when their leases run out, with the docIDs reserved.
-            self._redis_failed(error)
+            if is_outage(error):
+                # Whether or not the script ran, it is sent again, as it was, when Redis is back.
+                self.unsent = settle
+            # Else nothing is lost either: unsettled pages are fetched again when their
+            # leases run out, with the docIDs reserved.
+            self._redis_error(error)
+            return
+        except Exception as error:  # in a reactor callback: one line and a stop, not a traceback
+            if wait:
+                raise
+            if not self.redis_failed:
+                self.redis_failed = True
+                self._fail(mask_secrets(f"cannot apply Redis's answer: {error!r}"))
             return
         if not wait:
             wake_engine(self.crawler)  # requests to hand out, or the end to see
@@ -280,13 +336,18 @@ class RedisTseScheduler(Scheduler):
     def _apply(self, settle: _Settle) -> None:
         """What *settle* did, here: the leases taken, the links' verdicts logged in their place
         (waits for its answer if it has not come yet; raises RedisError if it failed)."""
-        queued, leased = settle.answer.result()
+        queued, leased, unreadable = settle.answer.result()
+        self.unreadable.extend(unreadable)  # quarantined by the next settle
+        now = monotonic()
+        self.recently_finished.extend((now, lease) for lease in settle.finished)
+        while self.recently_finished and self.recently_finished[0][0] < now - RECENT_SECONDS:
+            self.recently_finished.popleft()
         for request in leased:
             reservation = request.meta["tse_reserved"]
             self.reservations[reservation.fingerprint] = reservation
             self.leases.add(request.meta["tse_lease"])
         self.leased.extend(leased)
-        if settle.lease and not leased:
+        if settle.lease and not leased and not unreadable:
             # Nothing to hand out yet: ask again after the poll interval, or when a page of ours is over.
             self.next_poll = monotonic() + self.poll_interval
         for (request, link), added in zip(settle.found, queued, strict=True):
@@ -299,19 +360,79 @@ class RedisTseScheduler(Scheduler):
         self.progress.flush()
 
     def _renew(self) -> None:
+        if self.redis_failed or self.outage.down:
+            return
+        held = self._held()
+        in_hand = set(self.leases)
+        try:
+            if self.outage.restarted(unknown=False):
+                # Restarted between two commands, unseen: it may have lost its last writes.
+                logger.warning(
+                    "Redis at %s was restarted: this worker hands back the pages it held", self.outage.shown_url
+                )
+                self._back(restarted=True)
+                return
+            self.heartbeat()
+            lost = self.queue.renew(held)
+        except redis.RedisError as error:
+            self._redis_error(error)
+            return
+        # Pages over may have been settled meanwhile, in the settle thread: only pages in hand count.
+        if lost & in_hand:
+            logger.warning(
+                "%d lease(s) expired before renewal: another worker may fetch those pages too", len(lost & in_hand)
+            )
+
+    def _held(self) -> list[str]:
+        """The leases this worker holds: pages in hand and pages over but not settled."""
+        return [
+            *self.leases,
+            *self.finished,
+            *(self.settling.finished if self.settling else ()),
+            *(self.unsent.finished if self.unsent else ()),
+            *(lease for lease, _, _ in self.unreadable),
+        ]
+
+    def _back(self, restarted: bool) -> None:
+        """Redis answers again.  The same server: renew the leases at once, send again the
+        settle that failed, go on.  Another (*restarted*: it may have lost its last writes):
+        hand back every page held or lately settled, forget what was learnt from it, and
+        go on from what it kept; a page in hand is still saved, under the docID Redis
+        gives it now (the pipeline asks), and fetched again by whoever leases it."""
         if self.redis_failed:
             return
-        held = [*self.leases, *self.finished, *(self.settling.finished if self.settling else ())]
         try:
-            self.heartbeat()
-            renewed = self.queue.renew(held) if held else 0
+            if restarted:
+                held = [*self._held(), *(lease for _, lease in self.recently_finished)]
+                self.stats.inc_value("tse/handed_back_after_restart", len(held))
+                self.leases.clear()
+                self.leased.clear()
+                self.finished, self.found_links, self.unreadable, self.unsent = {}, [], [], None
+                self.recently_finished.clear()
+                self.reservations.clear()
+                self.queued_here.clear()
+                self.replacements.clear()
+                self.held_requests = [r for r in self.held_requests if r.meta.get("tse_lease") is None]
+                self.progress.flush(drop_awaited=True)
+                self.queue.give_back(held)
+            else:
+                self.queue.renew(self._held())
         except redis.RedisError as error:
-            self._redis_failed(error)
+            self._redis_error(error)
             return
-        if renewed < len(held):
-            logger.warning(
-                "%d lease(s) expired before renewal: another worker may fetch those pages too", len(held) - renewed
-            )
+        # The settle that failed goes first: the settle thread takes calls in order, and a
+        # later call's answer would replace the one kept for it (queue.py).
+        self._settle()
+        held_requests, self.held_requests = self.held_requests, []
+        for request in held_requests:
+            self.enqueue_request(request)
+        self.next_poll = 0.0
+        wake_engine(self.crawler)
+
+    def _give_up(self, reason: str) -> None:
+        if not self.redis_failed:
+            self.redis_failed = True
+            self._fail(reason)
 
     def _over(self, request: Request | None, saved_url: str | None = None) -> None:
         """The page of *request* is over: at the next settle, the docID reserved for *saved_url*
@@ -328,11 +449,13 @@ class RedisTseScheduler(Scheduler):
             # Else the next request (next_request) settles them, with the next lease.
             self._settle(lease=False)
 
-    def _redis_failed(self, error: redis.RedisError) -> None:
-        """Redis cannot be reached (redis-py gave up retrying): stop this worker, once."""
-        if not self.redis_failed:
+    def _redis_error(self, error: redis.RedisError) -> None:
+        """A command failed: wait out an outage (``outage.py``); any other error stops this worker, once."""
+        if is_outage(error):
+            self.outage.failed(error)
+        elif not self.redis_failed:
             self.redis_failed = True
-            self._fail(f"cannot reach Redis: {error}")
+            self._fail(mask_secrets(f"Redis refused: {error}"))
 
     def _fail(self, message: str) -> None:
         """Stop this worker (exit 1): its pages go back to the frontier."""

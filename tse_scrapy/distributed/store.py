@@ -22,30 +22,94 @@ import socket
 import threading
 from typing import Any
 
+import msgpack
 import redis
+from redis.backoff import ExponentialBackoff
 from redis.client import Pipeline
+from redis.retry import Retry
 
 from ..rules.crawlargs import ArgumentError
+from ..rules.frontierentries import FINGERPRINT_SIZE
+from ..rules.secrets import mask_secrets
 from .keys import CrawlKeys
 
 # The layout of a crawl's keys and frontier entries (a 16-byte URL fingerprint,
-# then the pickled request, since 2): stored in the crawl's parameters when
+# then the request as data, since 3): stored in the crawl's parameters when
 # it is created, so a worker of another version refuses to join it rather
 # than misread it.  Bump it with any change a worker of the previous version
 # could not read.
-CRAWL_FORMAT = 2
+CRAWL_FORMAT = 3
+# Format 2 stored pickled requests (before 3: the request as data, rules/frontierentries.py).
+PICKLED_FORMAT = 2
+COMMAND_TIMEOUT = 10.0  # seconds: a Redis command that takes longer has failed
+CONNECT_TIMEOUT = 10.0
+FROM_ENVIRONMENT = "env"  # TSE_REDIS_URL=env: the URL is the environment variable's
+URL_VARIABLE = "TSE_REDIS_URL"
+QUARANTINE_SHOWN = 5  # the newest entries `tse status` shows
+HEARTBEAT_BYTES = 1024  # a worker's mark is a few dozen
 
-_RESERVE = """
-local done = redis.call('HGET', KEYS[1], ARGV[1])
-if done then return {tonumber(done), 1} end
-local id = redis.call('HGET', KEYS[2], ARGV[1])
-if not id then
-  local free = redis.call('ZPOPMIN', KEYS[3])
-  if #free > 0 then id = free[1] else id = redis.call('INCR', KEYS[4]) end
-  redis.call('HSET', KEYS[2], ARGV[1], id)
+# Lua shared by the scripts that read docIDs: a value that is not one (a client
+# of the crawl's Redis wrote it) is moved to the quarantine, never trusted.
+DOC_ID_LUA = r"""
+local quarantined = {}  -- the keys whose entries this call moved to the quarantine (the worker logs them)
+local function keep_aside(key, source, why, value)
+  local t = redis.call('TIME')
+  redis.call('LPUSH', key, cmsgpack.pack({1, tonumber(t[1]), source, why, #value, string.sub(value, 1, 4096)}))
+  redis.call('LTRIM', key, 0, 9999)
 end
-return {tonumber(id), 0}
+local function quarantine(key, source, why, value)
+  quarantined[#quarantined + 1] = source
+  keep_aside(key, source, why, value)
+end
+local function valid_doc_id(value)
+  if value and #value <= 15 and string.match(value, '^[1-9][0-9]*$') then return tonumber(value) end
+  return nil
+end
+local function doc_id_of(hash, field, q)
+  local value = redis.call('HGET', hash, field)
+  if not value then return nil end
+  local id = valid_doc_id(value)
+  if not id then
+    quarantine(q, hash, 'not a docID', value)
+    redis.call('HDEL', hash, field)
+  end
+  return id
+end
+local function free_doc_id(reserved, fingerprint, free, q)
+  local id = fingerprint ~= '' and doc_id_of(reserved, fingerprint, q)
+  if id then
+    redis.call('HDEL', reserved, fingerprint)
+    redis.call('ZADD', free, id, id)
+  end
+end
+local function reserve_doc_id(reserved, fingerprint, free, counter, q)
+  local id = doc_id_of(reserved, fingerprint, q)
+  if id then return id end
+  for _ = 1, 100 do
+    local popped = redis.call('ZPOPMIN', free)
+    if #popped == 0 then break end
+    id = valid_doc_id(popped[1])
+    if id then break end
+    quarantine(q, free, 'not a docID', popped[1])
+  end
+  if not id then
+    id = valid_doc_id(tostring(redis.call('INCR', counter)))
+    if not id then return redis.error_reply('the docID counter ' .. counter .. ' is past any docID') end
+  end
+  redis.call('HSET', reserved, fingerprint, id)
+  return id
+end
 """
+
+# KEYS: 1 pages, 2 reserved, 3 free_ids, 4 docID counter, 5 quarantine; ARGV: 1 the URL's fingerprint.
+_RESERVE = (
+    DOC_ID_LUA
+    + """
+local done = doc_id_of(KEYS[1], ARGV[1], KEYS[5])
+if done then return {done, 1} end
+return {reserve_doc_id(KEYS[2], ARGV[1], KEYS[3], KEYS[4], KEYS[5]), 0}
+"""
+)
 
 
 class CountingRedis(redis.Redis):
@@ -81,13 +145,53 @@ class CountingPipeline(Pipeline):
         return super().execute(raise_on_error)
 
 
-def connect(url: str) -> CountingRedis:
-    """A Redis client for *url*; ArgumentError (one line) when it cannot be reached."""
+# What a worker waits out (unreachable, or not serving for now: LOADING is a
+# BusyLoadingError, a ConnectionError; a replica whose master is down answers
+# MASTERDOWN, one not promoted yet READONLY); any other error stops it (a refused
+# password, a command the user may not run, a script error ...).
+_NOT_SERVING = (
+    redis.exceptions.MasterDownError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.ClusterDownError,
+)
+
+
+def is_outage(error: BaseException) -> bool:
+    """True for an error that says Redis is unreachable or not serving now, not that it refused."""
+    if isinstance(error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError):
+        return False
+    return isinstance(error, (redis.ConnectionError, redis.TimeoutError, *_NOT_SERVING))
+
+
+def redis_url(given: str) -> str:
+    """The Redis URL *given* stands for: ``env`` is the environment variable TSE_REDIS_URL's
+    (so that a password need not appear in a process list)."""
+    if given != FROM_ENVIRONMENT:
+        return given
+    url = os.environ.get(URL_VARIABLE, "").strip()
+    if not url:
+        raise ArgumentError(f"the Redis URL is to come from the environment, but {URL_VARIABLE} is not set")
+    return url
+
+
+def connect(url: str, check: bool = True) -> CountingRedis:
+    """A Redis client for *url* (``redis_url``); ArgumentError (one line, the password masked)
+    when it cannot be reached (*check*: asked at once)."""
+    url = redis_url(url)
     try:
-        server = CountingRedis.from_url(url, socket_timeout=30, socket_connect_timeout=10, retry_on_timeout=True)
-        server.ping()
-    except (ValueError, redis.RedisError) as error:
-        raise ArgumentError(f"cannot use Redis at {url}: {error}") from None
+        server = CountingRedis.from_url(
+            url,
+            socket_timeout=COMMAND_TIMEOUT,
+            socket_connect_timeout=CONNECT_TIMEOUT,
+            retry_on_timeout=True,
+            # A few quick retries for a dropped connection; a worker rides out an outage (outage.py).
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+        )
+        if check:
+            server.ping()
+    except (ValueError, TypeError, redis.RedisError) as error:  # TypeError: a query option the scheme does not take
+        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}")) from None
     return server
 
 
@@ -117,11 +221,51 @@ class RedisCrawl:
     def reserve_doc_id(self, fingerprint: bytes) -> tuple[int, bool]:
         """The docID to save the page of *fingerprint* as, and whether it is saved already."""
         k = self.keys
-        doc_id, saved = self._reserve(keys=[k.pages, k.reserved, k.free_ids, k.doc_id], args=[fingerprint])
+        doc_id, saved = self._reserve(
+            keys=[k.pages, k.reserved, k.free_ids, k.doc_id, k.quarantine], args=[fingerprint]
+        )
         return int(doc_id), bool(saved)
 
     def free_doc_ids(self) -> list[int]:
-        return [int(doc) for doc in self.server.zrange(self.keys.free_ids, 0, -1)]
+        return [int(doc) for doc in self.server.zrange(self.keys.free_ids, 0, -1) if _is_doc_id(doc)]
+
+    def quarantine_leftovers(self) -> int:
+        """At the end (nothing leased, nothing queued): move aside whatever no worker wrote
+        that is left in the crawl's hashes and sorted sets; return how many."""
+        k = self.keys
+        moved = 0
+        for field, value in self.server.hgetall(k.leased).items():
+            self.quarantine(k.leased, "a request without a lease", field + b" " + value)
+            self.server.hdel(k.leased, field)
+            moved += 1
+        # A docID reserved and never saved (an entry quarantined when leased): freed, so the
+        # last pages fill it; unless it is no docID, or a saved page's (a forged reservation).
+        taken = set(self.server.hvals(k.pages))
+        last = self.last_doc_id()
+        for field, value in self.server.hgetall(k.reserved).items():
+            self.server.hdel(k.reserved, field)
+            if _is_doc_id(value) and value not in taken and int(value) <= last:
+                self.server.zadd(k.free_ids, {value: int(value)})
+                taken.add(value)
+            else:
+                self.quarantine(k.reserved, "a reservation that is no free docID", field + b" " + value)
+                moved += 1
+        for member in self.server.zrange(k.lease_scores, 0, -1):
+            self.quarantine(k.lease_scores, "a score without a lease", member)
+            self.server.zrem(k.lease_scores, member)
+            moved += 1
+        for member in self.server.zrange(k.free_ids, 0, -1):
+            if not _is_doc_id(member):
+                self.quarantine(k.free_ids, "not a docID", member)
+                self.server.zrem(k.free_ids, member)
+                moved += 1
+        for field, value in self.server.hscan_iter(k.pages, count=1000):
+            if len(field) != FINGERPRINT_SIZE or not _is_doc_id(value):
+                self.quarantine(k.pages, "not a page's docID", field + b" " + value)
+                self.server.hdel(k.pages, field)
+                moved += 1
+        self.tidy_workers()
+        return moved
 
     def last_doc_id(self) -> int:
         return int(self.server.get(self.keys.doc_id) or 0)
@@ -135,7 +279,7 @@ class RedisCrawl:
         pipe.execute()
         if last != hole:
             for fingerprint, doc in self.server.hscan_iter(self.keys.pages):
-                if int(doc) == last:
+                if doc == str(last).encode():
                     self.server.hset(self.keys.pages, fingerprint, hole)
                     break
         return last
@@ -164,8 +308,13 @@ class RedisCrawl:
         return bool(self.server.set(self.keys.finishing, 1, nx=True))
 
     def remove(self) -> int:
-        keys = list(self.server.scan_iter(match=self.keys.pattern, count=1000))
+        """Remove the crawl's keys, but its quarantine (what no worker could read stays for its operator)."""
+        keys = [key for key in self.server.scan_iter(match=self.keys.pattern, count=1000) if key != self.quarantine_key]
         return self.server.delete(*keys) if keys else 0
+
+    @property
+    def quarantine_key(self) -> bytes:
+        return self.keys.quarantine.encode()
 
     def status(self) -> dict[str, Any]:
         k = self.keys
@@ -176,12 +325,13 @@ class RedisCrawl:
             ("zcard", k.leases),
             ("scard", k.seen),
             ("hlen", k.pages),
+            ("llen", k.quarantine),
         ):
             getattr(pipe, command)(key)
         pipe.hvals(k.workers)
-        exists, frontier, leases, seen, pages, workers = pipe.execute()
+        pipe.lrange(k.quarantine, 0, QUARANTINE_SHOWN - 1)
+        exists, frontier, leases, seen, pages, quarantined, workers, newest = pipe.execute()
         now = self.now()
-        alive = sum(1 for entry in map(json.loads, workers) if now - entry["seen"] < entry["lease"])
         return {
             "crawl": self.name,
             "exists": bool(exists),
@@ -189,8 +339,60 @@ class RedisCrawl:
             "leased": leases,
             "seen": seen,
             "saved": pages,
-            "workers": alive,
+            "workers": sum(1 for entry in workers if _alive(entry, now)),
+            "quarantined": quarantined,
+            "quarantine": [_quarantined(entry) for entry in newest],
         }
+
+    def tidy_workers(self) -> None:
+        """Move aside the ``workers`` entries no worker wrote (a client of Redis did)."""
+        for worker, entry in self.server.hgetall(self.keys.workers).items():
+            if _heartbeat(entry) is None:
+                self.server.hdel(self.keys.workers, worker)
+                self.quarantine(self.keys.workers, "not a worker's heartbeat", entry)
+
+    def quarantine(self, source: str, why: str, entry: bytes) -> None:
+        """Keep *entry* of *source* aside (as the Lua scripts do: queue.py, DOC_ID_LUA)."""
+        seconds, _ = self.server.time()
+        record = msgpack.packb([1, seconds, source, why, len(entry), entry[:4096]], use_bin_type=False)
+        pipe = self.server.pipeline()
+        pipe.lpush(self.keys.quarantine, record)
+        pipe.ltrim(self.keys.quarantine, 0, 9999)
+        pipe.execute()
+
+
+def _is_doc_id(value: bytes) -> bool:
+    return value.isdigit() and not value.startswith(b"0") and len(value) <= 15
+
+
+def _heartbeat(entry: bytes) -> dict[str, float] | None:
+    """A ``workers`` entry as a worker writes it, or None."""
+    if len(entry) > HEARTBEAT_BYTES:
+        return None
+    try:
+        beat = json.loads(entry)
+        return (
+            beat if isinstance(beat, dict) and {type(beat.get(k)) for k in ("seen", "lease")} <= {float, int} else None
+        )
+    except (ValueError, RecursionError):
+        return None
+
+
+def _alive(entry: bytes, now: float) -> bool:
+    beat = _heartbeat(entry)
+    return beat is not None and now - beat["seen"] < beat["lease"]
+
+
+def _quarantined(record: bytes) -> str:
+    """One quarantine record, as `tse status` shows it: when, from where, why, how big."""
+    try:
+        version, when, source, why, size, _ = msgpack.unpackb(record[: 1 << 16], raw=True)
+        if version != 1:
+            raise ValueError(version)
+        source, why = (part.decode("utf-8", "replace") for part in (source, why))
+        return f"{source}: {why} ({size} bytes, at {int(when)})"
+    except Exception:  # a record itself written by a client of Redis: shown as such
+        return f"(a record of {len(record)} bytes that is not one of tse's)"
 
 
 def url_fingerprint(key: str) -> bytes:

@@ -7,9 +7,12 @@ process.
 
 from __future__ import annotations
 
+import logging
+
 from scrapy.settings import Settings
 
 from ..crawl.pipeline import PageDirPipeline
+from ..rules.secrets import mask_secrets
 from .extension import DistributedCrawlExtension
 from .pipeline import SharedPageDirPipeline
 from .politeness import RedisPolitenessMiddleware
@@ -34,3 +37,16 @@ def use_distributed_components(settings: Settings, crawl_name: str) -> None:
     settings.replace_in_component_priority_dict("ITEM_PIPELINES", PageDirPipeline, SharedPageDirPipeline)
     # Last before the download handler: taking the lease is sending the request.
     settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", RedisPolitenessMiddleware, 950)
+    # Scrapy logs the settings given (the Redis URL among them) at INFO.
+    crawler_log = logging.getLogger("scrapy.crawler")
+    if mask_logged_secrets not in crawler_log.filters:
+        crawler_log.addFilter(mask_logged_secrets)
+
+
+def mask_logged_secrets(record: logging.LogRecord) -> bool:
+    """A log filter: the record's message with any URL's password masked."""
+    message = record.getMessage()
+    masked = mask_secrets(message)
+    if masked != message:
+        record.msg, record.args = masked, ()
+    return True

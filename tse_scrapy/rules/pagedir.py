@@ -190,3 +190,15 @@ def move_page(pagedir: PathLike, old: int, new: int) -> None:
 def remove_page(pagedir: PathLike, doc_id: int) -> None:
     page_path(pagedir, doc_id).unlink(missing_ok=True)
     partial_path(page_path(pagedir, doc_id)).unlink(missing_ok=True)
+
+
+def remove_pages_above(pagedir: PathLike, last: int) -> list[int]:
+    """Remove the page files numbered past *last*; return their docIDs, in order."""
+    above = sorted(
+        int(entry.name)
+        for entry in os.scandir(pagedir)
+        if is_page_name(entry.name) and entry.name == str(int(entry.name)) and int(entry.name) > last
+    )
+    for doc_id in above:
+        remove_page(pagedir, doc_id)
+    return above

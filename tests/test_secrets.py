@@ -1,0 +1,46 @@
+"""Passwords masked in every message (rules/secrets.py)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules.secrets import mask_secrets, mask_url
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("rediss://crawler:s3cret@host:6380/0", "rediss://crawler:***@host:6380/0"),
+        ("redis://:s3cret@10.0.0.5:6379/0", "redis://:***@10.0.0.5:6379/0"),
+        ("REDIS://u:p@h/0", "REDIS://u:***@h/0"),
+        ("rediss://crawler:p%40ss@h/0?ssl_ca_certs=/ca.pem", "rediss://crawler:***@h/0?ssl_ca_certs=/ca.pem"),
+        ("rediss://crawler:a@b@h/0", "rediss://crawler:***@h/0"),  # an '@' in the password, unescaped
+        ("redis://h:6379/0", "redis://h:6379/0"),  # no password
+        ("redis://user@h/0", "redis://user@h/0"),
+        ("unix:///run/redis.sock?password=s3cret&db=2", "unix:///run/redis.sock?password=***&db=2"),
+        ("redis://h/0?db=1&password=s3cret", "redis://h/0?db=1&password=***"),
+        (
+            "cannot use Redis at redis://:x@a:1/0: Error 111 connecting to a:1.",
+            "cannot use Redis at redis://:***@a:1/0: Error 111 connecting to a:1.",
+        ),
+        ("two: redis://:x@a/0 and rediss://u:y@b/1", "two: redis://:***@a/0 and rediss://u:***@b/1"),
+        ("no URL here: user:pass@host", "no URL here: user:pass@host"),
+    ],
+)
+def test_passwords_are_masked(text, shown):
+    assert mask_secrets(text) == shown
+
+
+def test_mask_url_of_nothing_is_empty():
+    assert mask_url(None) == ""
+
+
+passwords = st.text(
+    st.characters(blacklist_characters="/@ \t\n\r\x0b\x0c", blacklist_categories=("Zs", "Cc")), min_size=1
+)
+
+
+@given(passwords, st.sampled_from(["redis", "rediss"]), st.text("abcdefgh-_", max_size=8))
+def test_no_password_survives(password, scheme, user):
+    text = f"error at {scheme}://{user}:{password}@127.0.0.1:6379/0: refused"
+    assert mask_secrets(text) == f"error at {scheme}://{user}:***@127.0.0.1:6379/0: refused"
