@@ -59,7 +59,7 @@ def legacy_entry(url: str, depth: int) -> bytes:
 def plant_pickles(server, keys, pwned, *, frontier=True):
     """A code-running pickle behind prefixes of every length in each of the crawl's lists, sorted sets and hashes."""
     planted = 0
-    for prefix in (0, 1, 8, 15, 16, 17, 24):
+    for prefix in range(33):  # the fingerprint is the first 16 bytes: shorter, as long, longer
         evil = b"\x00" * prefix + pickle.dumps(Planted(pwned), protocol=pickle.HIGHEST_PROTOCOL)
         if frontier:
             server.zadd(keys.frontier, {evil: 0})

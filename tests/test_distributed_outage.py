@@ -82,7 +82,7 @@ def test_an_outage_longer_than_the_patience_stops_the_workers_and_resume_finishe
     pagedir.mkdir()
     server = RedisServer(tmp_path / "redis", appendonly=True).start()
     try:
-        workers = [tse_worker(server.url, pagedir, proxy, "-s", LEASE, "--redis-patience", "3") for _ in range(2)]
+        workers = [tse_worker(server.url, pagedir, proxy, "-s", LEASE, "--redis-patience", "10") for _ in range(2)]
         wait_until(lambda: saved_files(pagedir) >= 12, 60, "the crawl never got going", 0.02)
         server.stop()
         results = finish(workers, timeout=60)
@@ -91,7 +91,7 @@ def test_an_outage_longer_than_the_patience_stops_the_workers_and_resume_finishe
             assert "Traceback" not in err, err[-3000:]
             last = err.strip().splitlines()[-1]
             assert last.startswith(f"tse crawl: Redis at {server.url} unreachable for "), err[-3000:]
-            assert "(--redis-patience 3)" in last and "--resume" in last
+            assert "(--redis-patience 10)" in last and "--resume" in last
         server.start()
         resumed = tse_worker(server.url, pagedir, proxy, "-s", LEASE, "--resume")
         ((status, _, err),) = finish([resumed], timeout=180)
