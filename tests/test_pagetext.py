@@ -33,7 +33,9 @@ TITLES = [
     (b"<title>Tag <b never closed</title>", "Tag"),
     (b"<title>caf\xc3\xa9</title>", "caf\xe9"),
     (b'<meta charset="iso-8859-1"><title>caf\xe9</title>', "caf\xe9"),
-    (b"<title>bad \xff\xfe bytes</title>", "bad \ufffd\ufffd bytes"),
+    # Bytes that are not UTF-8, declared nowhere: read as a browser in a Western locale reads them (windows-1252).
+    (b"<title>bad \xff\xfe bytes</title>", "bad \xff\xfe bytes"),
+    (b"<title>\x81\x8d bytes no code page has</title>", "\ufffd\ufffd bytes no code page has"),
     (b"<title>nul\x00byte</title>", "nul byte"),
     ("\ufeff<title>UTF-16</title>".encode("utf-16-le"), "UTF-16"),
     # a title of 80 words is cut at the last word that fits in 298 characters, then " …"
@@ -85,7 +87,7 @@ VISIBLE = [
     (b"x < 3 and y > 2", "x < 3 and y > 2"),
     (b"<![CDATA[x]]>y<?php echo 1 ?>z", "y z"),
     (b"a\x00b <p>c\x00</p>\x01d\x7f", "a b c d"),
-    (b"caf\xe9 ok \xff", "caf\ufffd ok \ufffd"),
+    (b"caf\xe9 ok \xff", "caf\xe9 ok \xff"),  # not UTF-8, declared nowhere: windows-1252
     (b'<meta charset="iso-8859-1"><p>caf\xe9</p>', "caf\xe9"),
     (
         b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251"><p>'
@@ -262,7 +264,6 @@ SHOWN_FRAGMENTS = [
     (b"a < b", "a < b"),
     (b">", ">"),
     (b"\0", " "),
-    (b"\xff", "\ufffd"),
     (b"<p>", " "),
     (b"</div>", " "),
     (b'<a href="x.html">', " "),

@@ -87,6 +87,7 @@ http {{
         server_name _;
         root {root};
         index index.html;
+{locations}
     }}
 {origin}}}
 """
@@ -96,6 +97,7 @@ ORIGIN_SERVER = """\
         server_name 127.0.0.1 localhost;
         root {origin};
         index index.html;
+{locations}
     }}
 """
 
@@ -125,8 +127,16 @@ class Access:
 class NginxServer:
     """nginx serving ROOT/HOST/... (see the module's docstring) on 127.0.0.1:PORT."""
 
-    def __init__(self, root: Path, workdir: Path, origin: Path | None = None, if_modified_since: str = "exact"):
+    def __init__(
+        self,
+        root: Path,
+        workdir: Path,
+        origin: Path | None = None,
+        if_modified_since: str = "exact",
+        locations: str = "",
+    ):
         self.root = Path(root).resolve()
+        self.locations = locations  # nginx directives inside each server block (location {...} ...)
         self.workdir = Path(workdir).resolve()
         self.origin = Path(origin).resolve() if origin is not None else None
         self.if_modified_since = if_modified_since
@@ -165,7 +175,7 @@ class NginxServer:
         temp = "\n".join(f"    {kind}_temp_path {_quoted(self.workdir / 'tmp' / kind)};" for kind in TEMP_KINDS)
         origin = ""
         if self.origin is not None:
-            origin = ORIGIN_SERVER.format(port=self.port, origin=_quoted(self.origin))
+            origin = ORIGIN_SERVER.format(port=self.port, origin=_quoted(self.origin), locations=self.locations)
         return CONFIG.format(
             port=self.port,
             user=user,
@@ -178,6 +188,7 @@ class NginxServer:
             if_modified_since=self.if_modified_since,
             root=_quoted(self.root, "/$host"),
             origin=origin,
+            locations=self.locations,
         )
 
     def start(self, timeout: float = 10) -> NginxServer:

@@ -26,3 +26,6 @@ class PageItem:
     # The scheduler's token of the page's request: the pipeline names it when
     # the page's file starts being written (``page_writing``).
     token: int | None = None
+    # The charset of the page's Content-Type header (--links html): noted beside
+    # the page files, which keep no header (rules/charsets.py).
+    http_charset: str | None = None

@@ -49,7 +49,7 @@ from ..atomicfile import partial_path
 from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
-FORMAT = "2"  # 2: phrases_fts, beyond_fts, pages_by_language
+FORMAT = "3"  # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).

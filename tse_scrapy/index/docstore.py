@@ -27,13 +27,14 @@ from types import TracebackType
 
 from ..atomicfile import partial_path
 from ..rules import pagedir
+from ..rules.charsets import read_charsets
 from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
 from .pagefiles import FileKey, PageScan, live_fingerprint
 
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
-FORMAT = "2"  # 2: the files table (what --update needs); a store without it is format 1
+FORMAT = "3"  # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/encodings.py)
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,11 +67,15 @@ class Rows:
     file: tuple[int, int, int, int, bytes] | None
 
 
-def page_rows(doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None) -> Rows:
-    """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*."""
+def page_rows(
+    doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None, http_charset: str | None = None
+) -> Rows:
+    """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*
+    (*http_charset*: the charset its HTTP header declared, ``rules/charsets.py``)."""
     # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
     url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    doc = (doc_id, url, page_title(page.body), sum(counts.values()), visible_text(page.body, TEXT_LIMIT))
+    title, text = page_title(page.body, http_charset), visible_text(page.body, TEXT_LIMIT, http_charset)
+    doc = (doc_id, url, title, sum(counts.values()), text)
     if key is None:
         return Rows(doc, None)
     size, mtime_ns, inode = key
@@ -101,9 +106,16 @@ class DocStoreWriter:
             self.db.close()
             raise
 
-    def add(self, doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None = None) -> None:
+    def add(
+        self,
+        doc_id: int,
+        page: pagedir.Page,
+        counts: Counter[bytes],
+        key: FileKey | None = None,
+        http_charset: str | None = None,
+    ) -> None:
         """Record page *doc_id* with its word *counts*; with its file's *key*, for --update too."""
-        self.insert(page_rows(doc_id, page, counts, key))
+        self.insert(page_rows(doc_id, page, counts, key, http_charset))
 
     def insert(self, rows: Rows) -> None:
         self.db.execute("INSERT INTO docs VALUES (?, ?, ?, ?, ?)", rows.doc)
@@ -187,9 +199,10 @@ class DocStore:
         """The store of the pages of *directory*, built in memory."""
         writer = DocStoreWriter(None)
         scan = PageScan(directory)
+        charsets = read_charsets(directory)
         for found in scan.files():
             if found.page is not None:
-                writer.add(found.doc_id, found.page, word_counts(found.page.body))
+                writer.add(found.doc_id, found.page, word_counts(found.page.body), None, charsets.get(found.page.url))
         store = writer.finish(index_size, index_digest, scan)
         assert store is not None
         return store

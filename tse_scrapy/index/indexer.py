@@ -38,6 +38,7 @@ from typing import NoReturn
 
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..rules import pagedir
+from ..rules.charsets import read_charsets
 from ..rules.indexfile import Index
 from ..rules.pagefields import page_fields
 from ..rules.words import word_counts
@@ -85,6 +86,7 @@ def build_index(
     A page that is not a page file raises ``pagedir.PageFileError``, naming it.
     """
     scan = pages if isinstance(pages, PageScan) else PageScan(pages)
+    charsets = read_charsets(scan.directory) if docs is not None else {}
     index: Index = {}
     for found in scan.files():
         if on_page is not None:
@@ -100,7 +102,7 @@ def build_index(
             else:
                 postings[doc_id] = occurrences
         if docs is not None:
-            docs.add(doc_id, found.page, counts, found.key)
+            docs.add(doc_id, found.page, counts, found.key, charsets.get(found.page.url))
     return index
 
 
@@ -123,6 +125,7 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
+    charsets = read_charsets(directory)
     postings = RunPostings()
     rows, statuses, fields = [], [], []
     vocabulary: dict[str, str] = {}
@@ -132,9 +135,10 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
             continue
         counts = word_counts(found.page.body)
         postings.add(found.doc_id, counts)
-        row = page_rows(found.doc_id, found.page, counts, found.key)
+        charset = charsets.get(found.page.url)
+        row = page_rows(found.doc_id, found.page, counts, found.key, charset)
         rows.append(row)
-        page = page_fields(row.doc[1], found.page.body)
+        page = page_fields(row.doc[1], found.page.body, charset)
         for word, spelling in page.vocabulary:
             vocabulary.setdefault(word, spelling)
         fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()))))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
+from ..rules.charsets import read_charsets
 from ..rules.pagefields import page_fields
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
@@ -80,6 +81,7 @@ def _update(
         return stored.keys.get(found.doc_id) != found.key
 
     scan = PageScan(directory)
+    charsets = read_charsets(directory)
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
@@ -92,8 +94,9 @@ def _update(
             counts = word_counts(found.page.body)
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
-            row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key)
-            fields[found.doc_id] = (row.doc[1], search_store.packed(page_fields(row.doc[1], found.page.body)))
+            charset = charsets.get(found.page.url)
+            row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key, charset)
+            fields[found.doc_id] = (row.doc[1], search_store.packed(page_fields(row.doc[1], found.page.body, charset)))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
 from . import analysis
+from .encodings import decode_page
 from .pagetext import (
     _NOT_VISIBLE,
     _TAG,
     _clean,
     _cut_at_word,
-    _decode,
     _without_unclosed_tag,
     title_of,
     visible_text_of,
@@ -83,9 +83,10 @@ def page_language(text_head: str, body_text: str) -> str | None:
     return analysis.detect_language(body_text)
 
 
-def page_fields(url: str, body: bytes) -> PageFields:
-    """The fields of the page at *url* whose bytes are *body*."""
-    text = _without_unclosed_tag(_decode(body))
+def page_fields(url: str, body: bytes, http_charset: str | None = None) -> PageFields:
+    """The fields of the page at *url* whose bytes are *body* (*http_charset*: the charset
+    of the HTTP header it came with, ``encodings``)."""
+    text = _without_unclosed_tag(decode_page(body, http_charset))
     # One cleaning of the text for both bounds: the body is a prefix of the text kept for exclusions.
     whole = visible_text_of(text, BEYOND_CHARACTERS)
     visible = _cut_at_word(whole, BODY_CHARACTERS)

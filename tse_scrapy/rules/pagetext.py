@@ -16,7 +16,7 @@ import html
 import re
 from collections.abc import Collection, Iterator
 
-from w3lib.encoding import html_to_unicode
+from .encodings import decode_page
 
 # A title longer than this is cut at a word boundary and ends with " …".
 MAX_TITLE_CHARACTERS = 300
@@ -61,13 +61,15 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
-def page_title(body: bytes) -> str:
+def page_title(body: bytes, http_charset: str | None = None) -> str:
     """The text of the page's first ``<title>``, or "" when it has none.
 
     Tags inside it removed, entities decoded, whitespace collapsed; at most
     ``MAX_TITLE_CHARACTERS``, a longer title cut at a word and ending " …".
+    The page is decoded as a browser decodes it (``encodings``; *http_charset*:
+    the charset of the HTTP header it came with).
     """
-    return title_of(_without_unclosed_tag(_decode(body)))
+    return title_of(_without_unclosed_tag(decode_page(body, http_charset)))
 
 
 def title_of(text: str) -> str:
@@ -89,7 +91,7 @@ def title_of(text: str) -> str:
     return _cut_at_word(title, MAX_TITLE_CHARACTERS - 2) + " " + ELLIPSIS
 
 
-def visible_text(body: bytes, limit: int = 20_000) -> str:
+def visible_text(body: bytes, limit: int = 20_000, http_charset: str | None = None) -> str:
     """The text a reader sees on the page, at most *limit* characters.
 
     Everything outside tags except comments, the title and the contents of
@@ -97,7 +99,7 @@ def visible_text(body: bytes, limit: int = 20_000) -> str:
     decoded, whitespace collapsed to single spaces, cut at a word boundary.
     Text in the head outside those elements shows, as a browser moves it into the body.
     """
-    return visible_text_of(_without_unclosed_tag(_decode(body)), limit)
+    return visible_text_of(_without_unclosed_tag(decode_page(body, http_charset)), limit)
 
 
 def visible_text_of(text: str, limit: int = 20_000) -> str:
@@ -226,11 +228,6 @@ def _first_run(text: str, spellings: set[str]) -> int | None:
     pattern = re.compile(rf"(?<![A-Za-z])(?:{'|'.join(sorted(spellings))})(?![A-Za-z])")
     match = pattern.search(text, min(found))
     return match.start() if match else None
-
-
-def _decode(body: bytes) -> str:
-    # As links.py reads a page: BOM, declared charset, else UTF-8 with U+FFFD.
-    return html_to_unicode(None, bytes(body))[1]
 
 
 def _without_unclosed_tag(text: str) -> str:

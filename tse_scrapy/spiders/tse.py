@@ -14,6 +14,7 @@ from scrapy import signals
 from scrapy.http import Response
 from scrapy.settings import Settings
 from twisted.python.failure import Failure
+from w3lib.encoding import http_content_type_encoding
 
 from ..crawl.items import PageItem
 from ..crawl.offsite import PrefixOffsiteMiddleware
@@ -232,7 +233,16 @@ class TseSpider(scrapy.Spider):
             validators=_validators(response.headers, meta.get("tse_warc_date")),
             revisit=bool(meta.get("tse_revisit")),
             token=meta.get("tse_token"),
+            http_charset=self._http_charset(response),
         )
+
+    def _http_charset(self, response: Response) -> str | None:
+        """The charset the page's Content-Type header declares (``--links html`` only: the
+        reference crawl's files stay as the reference's)."""
+        if self.crawl_args.links != "html":
+            return None
+        content_type = response.headers.get(b"Content-Type")
+        return http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
 
     def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """`parse`, checked on a page at maxDepth: saved, not scanned.

@@ -1,0 +1,79 @@
+"""The charsets noted beside the page files (rules/charsets.py): lines, torn and foreign ones, files."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules.charsets import DIRECTORY, CharsetNotes, charset_line, parse_charset_lines, read_charsets
+
+
+@pytest.mark.parametrize(
+    ("url", "charset", "line"),
+    [
+        ("http://a.test/ja.html", "cp932", b"http://a.test/ja.html\tcp932\n"),
+        ("http://a.test/é", " utf-8 ", "http://a.test/é\tutf-8\n".encode()),
+        ("http://a.test/\udcff", "latin-1", b"http://a.test/\xff\tlatin-1\n"),  # a URL line that is not UTF-8
+        ("http://a.test/x", "", None),
+        ("http://a.test/x\ty", "utf-8", None),
+        ("http://a.test/x", "utf\n-8", None),
+        ("http://a.test/x", "x" * 41, None),
+        ("http://a.test/x", "utf-8\udd00", None),  # a label is an ASCII name
+        ("http://a.test/\ud800", "utf-8", None),  # a URL no page file could hold
+        ("http://a.test/" + "x" * 9000, "utf-8", None),
+    ],
+)
+def test_charset_line(url, charset, line):
+    assert charset_line(url, charset) == line
+
+
+def test_parse_skips_what_is_not_a_line_and_keeps_the_last_of_a_url():
+    data = b"".join(
+        [
+            b"http://a.test/1\tcp932\n",
+            b"no tab at all\n",
+            b"two\ttabs\there\n",
+            b"http://a.test/2\t" + b"x" * 50 + b"\n",  # a label no charset has
+            b"\tcp1252\n",
+            b"http://a.test/1\teuc_jp\n",
+            b"http://a.test/3\tutf-8",  # torn: no newline
+        ]
+    )
+    assert parse_charset_lines(data) == {"http://a.test/1": "euc_jp"}
+
+
+def test_notes_of_several_processes_are_read_together(tmp_path):
+    first, second = CharsetNotes(tmp_path, "crawl"), CharsetNotes(tmp_path, "host-123")
+    first.note("http://a.test/1", "cp932")
+    second.note("http://a.test/2", "cp1251")
+    first.note("http://a.test/3", "")  # nothing to note
+    first.close()
+    second.close()
+    (tmp_path / DIRECTORY / "README").write_text("not a notes file\tx\n")
+    assert read_charsets(tmp_path) == {"http://a.test/1": "cp932", "http://a.test/2": "cp1251"}
+    assert sorted(p.name for p in (tmp_path / DIRECTORY).iterdir()) == ["README", "crawl.tsv", "host-123.tsv"]
+
+
+def test_no_notes_is_no_charsets(tmp_path):
+    assert read_charsets(tmp_path) == {}
+    assert read_charsets(tmp_path / "missing") == {}
+
+
+urls = st.text(st.characters(blacklist_characters="\t\n\r"), min_size=1, max_size=200)
+labels = st.text(
+    st.characters(blacklist_characters="\t\n\r", blacklist_categories=("Zs", "Cc")), min_size=1, max_size=40
+)
+
+
+@given(st.lists(st.tuples(urls, labels), max_size=20))
+def test_lines_round_trip_the_last_of_each_url_kept(notes):
+    data = b"".join(line for url, label in notes if (line := charset_line(url, label)) is not None)
+    expected = {}
+    for url, label in notes:
+        if charset_line(url, label) is not None:
+            expected[url] = label.strip()
+    assert parse_charset_lines(data) == expected
+
+
+@given(st.binary(max_size=2000))
+def test_any_bytes_parse(data):
+    assert isinstance(parse_charset_lines(data), dict)

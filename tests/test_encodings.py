@@ -1,0 +1,104 @@
+"""Pages decoded as a browser decodes them (rules/encodings.py): real pages of the multilingual
+fixture re-encoded in the code pages their languages used, declared by a BOM, the HTTP header, a
+<meta> in the first 1,024 bytes, or nowhere."""
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.multilingual import FIXTURE
+from tse_scrapy.rules.encodings import PRESCAN_BYTES, decode_page, page_encoding
+
+_META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
+
+# (folder, the code page pages in that language were written in before UTF-8)
+LEGACY = [
+    ("fr", "cp1252"),
+    ("de", "cp1252"),
+    ("es", "cp1252"),
+    ("ru", "cp1251"),
+    ("el", "cp1253"),
+    ("ar", "cp1256"),
+    ("fa", "cp1256"),
+    ("ja", "shift_jis"),
+    ("ko", "euc-kr"),
+    ("zh_CN", "gb2312"),
+]
+
+
+def undeclared(folder: str) -> list[str]:
+    """The folder's real pages as text, their <meta charset> removed."""
+    return [_META_CHARSET.sub("", path.read_text("utf-8")) for path in sorted((FIXTURE / folder).glob("*.html"))]
+
+
+@pytest.mark.parametrize(("folder", "encoding"), LEGACY)
+def test_a_page_declared_nowhere_is_detected(folder, encoding):
+    for text in undeclared(folder):
+        body = text.encode(encoding, "replace")
+        assert decode_page(body) == body.decode(encoding, "replace")
+        assert page_encoding(body)[1] == "detected"
+
+
+@pytest.mark.parametrize(("folder", "encoding"), LEGACY)
+def test_the_http_charset_comes_before_the_meta_and_detection(folder, encoding):
+    text = undeclared(folder)[0].replace("<head>", '<head><meta charset="utf-8">', 1)
+    body = text.encode(encoding, "replace")
+    assert decode_page(body, http_charset=encoding.upper()) == body.decode(encoding, "replace")
+    assert page_encoding(body, encoding)[1] == "http"
+
+
+@pytest.mark.parametrize(("folder", "encoding"), LEGACY)
+def test_a_meta_in_the_first_1024_bytes_declares(folder, encoding):
+    text = undeclared(folder)[0].replace(
+        "<head>", f'<head><meta http-equiv="Content-Type" content="text/html; charset={encoding}">', 1
+    )
+    body = text.encode(encoding, "replace")
+    assert page_encoding(body) == (page_encoding(body, encoding)[0], "meta")
+    assert decode_page(body) == body.decode(encoding, "replace")
+
+
+def test_a_meta_past_the_first_1024_bytes_is_not_read():
+    body = b"<html><head>" + b" " * PRESCAN_BYTES + b'<meta charset="koi8-r"><title>x</title>'
+    assert page_encoding(body) == ("utf-8", "detected")
+
+
+@pytest.mark.parametrize(
+    ("body", "http_charset", "expected"),
+    [
+        ("\ufeff<p>Привет</p>".encode("utf-16-le"), None, ("utf-16-le", "bom")),
+        ("\ufeff<p>Привет</p>".encode("utf-16-be"), "windows-1251", ("utf-16-be", "bom")),  # the BOM first
+        (b"\xef\xbb\xbf<p>caf\xc3\xa9</p>", "iso-8859-1", ("utf-8", "bom")),
+        (b"<p>caf\xe9</p>", "ISO-8859-1", ("cp1252", "http")),  # latin-1 is windows-1252 to a browser
+        (b"<p>caf\xe9</p>", "no-such-charset", ("cp1252", "default")),  # an unknown label is skipped
+        (b'<meta charset="utf-16"><p>x</p>', None, ("utf-8", "meta")),  # a meta saying UTF-16 means UTF-8
+        (b'<meta charset="x-sjis"><p>x</p>', None, ("cp932", "meta")),
+        (b"<p>caf\xc3\xa9</p>", None, ("utf-8", "detected")),
+        (b"<p>plain ASCII</p>", None, ("utf-8", "detected")),
+        (b"<p>caf\xe9 \xff</p>", None, ("cp1252", "default")),  # too little to detect from
+    ],
+)
+def test_the_order_of_the_steps(body, http_charset, expected):
+    assert page_encoding(body, http_charset) == expected
+
+
+def test_utf_16_with_a_bom_reads_without_it():
+    text = "<title>Ελληνικά</title><p>κείμενο</p>"
+    assert decode_page(text.encode("utf-16")) == text  # Python writes the BOM
+
+
+@given(st.binary(max_size=3000), st.sampled_from([None, "utf-8", "shift_jis", "bogus", "", "utf-16"]))
+def test_any_bytes_decode(body, http_charset):
+    text = decode_page(body, http_charset)
+    assert isinstance(text, str)
+    encoding, source = page_encoding(body, http_charset)
+    assert source in ("bom", "http", "meta", "detected", "default")
+    "".encode(encoding)  # a codec Python has
+
+
+@given(st.text(max_size=500))
+def test_utf_8_text_round_trips(text):
+    assert decode_page(text.encode("utf-8", "surrogatepass")) == text.encode("utf-8", "surrogatepass").decode(
+        "utf-8", "replace"
+    ).removeprefix("\ufeff")

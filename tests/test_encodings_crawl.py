@@ -1,0 +1,90 @@
+"""Pages in legacy encodings, crawled from a real nginx and found by their titles: a charset given only
+by the HTTP header (noted at crawl time, rules/charsets.py), only by <meta>, nowhere, and a UTF-16 BOM.
+The pages are real translated pages (the multilingual fixture) re-encoded as sites once served them."""
+
+import re
+
+from tests.conftest import run_tse
+from tests.support.multilingual import FIXTURE
+from tse_scrapy.rules.charsets import DIRECTORY, read_charsets
+
+_META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
+_TITLE = re.compile(r"<title>(.*?)</title>", re.S | re.I)
+
+# name: (fixture page, encoding, how it is declared: "header", "meta", "nowhere" or "bom")
+PAGES = {
+    "ja.html": ("ja/ch08s06.html", "shift_jis", "header"),
+    "ko.html": ("ko/ch08s06.html", "euc-kr", "header"),
+    # The header wins over a <meta> that says otherwise (a server's charset beside a stale page).
+    "eucjp.html": ("ja/ch07s01.html", "euc-jp", "header, and a wrong meta"),
+    "ru.html": ("ru/ch04s06.html", "windows-1251", "meta"),
+    "fr.html": ("fr/ch04s07.html", "windows-1252", "nowhere"),
+    "el.html": ("el/ch07s01.html", "utf-16", "bom"),
+}
+
+
+def write_site(directory):
+    titles = {}
+    for name, (source, encoding, declared) in PAGES.items():
+        text = _META_CHARSET.sub("", (FIXTURE / source).read_text("utf-8"))
+        if declared == "header, and a wrong meta":
+            text = text.replace("<head>", '<head><meta charset="shift_jis">', 1)
+        if declared == "meta":
+            text = text.replace(
+                "<head>", f'<head><meta http-equiv="Content-Type" content="text/html; charset={encoding}">', 1
+            )
+        titles[name] = " ".join(_TITLE.search(text).group(1).split())
+        (directory / name).write_bytes(text.encode(encoding, "replace"))
+    links = "".join(f'<a href="{name}">{name}</a>' for name in PAGES)
+    (directory / "index.html").write_text(f"<html><head><title>Encodings</title></head><body>{links}</body></html>")
+    return titles
+
+
+# The charset of two pages only in the HTTP header (nginx's charset directive adds it to Content-Type).
+LOCATIONS = """
+        location = /ja.html { charset Shift_JIS; }
+        location = /ko.html { charset EUC-KR; }
+        location = /eucjp.html { charset EUC-JP; }
+"""
+
+
+def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    titles = write_site(site)
+    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    crawled = run_tse(
+        "crawl", f"{server.url}/index.html", pages, 1, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0"
+    )
+    assert crawled.returncode == 0, crawled.stderr.decode()[-2000:]
+    notes = read_charsets(pages)
+    assert notes == {
+        f"{server.url}/ja.html": "cp932",
+        f"{server.url}/ko.html": "cp949",
+        f"{server.url}/eucjp.html": "euc_jp",
+    }, notes
+    assert (pages / DIRECTORY).is_dir()
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    # Only the title's words that are not ASCII: a page decoded wrongly cannot match them.
+    queries = [" ".join(w for w in re.findall(r"\w+", titles[name]) if not w.isascii()) for name in PAGES]
+    result = run_tse("query", pages, index, "--rank", "relevance", input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    # One block a query, in their order: the first answer's URL.
+    blocks = result.stdout.decode().split("Query: ")[1:]
+    firsts = [found.group(1) if (found := re.search(r"doc +\d+: (\S+)", block)) else block for block in blocks]
+    assert firsts == [f"{server.url}/{name}" for name in PAGES], (queries, firsts)
+
+
+def test_the_reference_scanner_notes_no_charset(nginx, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    write_site(site)
+    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    args = ("crawl", f"{server.url}/index.html", pages, 1, "--prefix", f"{server.url}/", "--links", "tse")
+    assert run_tse(*args, "-s", "DOWNLOAD_DELAY=0").returncode == 0
+    assert not (pages / DIRECTORY).exists()  # the reference crawl's directory holds only what the reference's does
