@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.multilingual import FIXTURE
-from tse_scrapy.rules.encodings import PRESCAN_BYTES, decode_page, page_encoding
+from tse_scrapy.rules.encodings import PRESCAN_BYTES, browser_label, decode_page, page_encoding
 
 _META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
 
@@ -102,3 +102,33 @@ def test_utf_8_text_round_trips(text):
     assert decode_page(text.encode("utf-8", "surrogatepass")) == text.encode("utf-8", "surrogatepass").decode(
         "utf-8", "replace"
     ).removeprefix("\ufeff")
+
+
+# The names of the WHATWG Encoding Standard (https://encoding.spec.whatwg.org/#names-and-labels).
+@pytest.mark.parametrize(
+    ("codec", "name"),
+    [
+        ("utf-8", "utf-8"),
+        ("utf-16-le", "utf-16le"),
+        ("utf-16-be", "utf-16be"),
+        ("cp932", "shift_jis"),
+        ("euc_jp", "euc-jp"),
+        ("iso2022_jp", "iso-2022-jp"),
+        ("cp949", "euc-kr"),
+        ("gb18030", "gb18030"),
+        ("big5hkscs", "big5"),
+        ("cp1250", "windows-1250"),
+        ("cp1252", "windows-1252"),
+        ("cp1258", "windows-1258"),
+        ("cp874", "windows-874"),
+        ("iso8859_2", "iso-8859-2"),
+        ("iso8859_16", "iso-8859-16"),
+        ("koi8_r", "koi8-r"),
+        ("koi8_u", "koi8-u"),
+        ("cp866", "ibm866"),
+        ("mac_roman", "macintosh"),
+        ("mac_cyrillic", "x-mac-cyrillic"),
+    ],
+)
+def test_browser_labels(codec, name):
+    assert browser_label(codec) == name

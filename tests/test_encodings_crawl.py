@@ -76,6 +76,22 @@ def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
     blocks = result.stdout.decode().split("Query: ")[1:]
     firsts = [found.group(1) if (found := re.search(r"doc +\d+: (\S+)", block)) else block for block in blocks]
     assert firsts == [f"{server.url}/{name}" for name in PAGES], (queries, firsts)
+    # The saved copy is sent in the charset it was indexed in.
+    from starlette.testclient import TestClient
+
+    from tse_scrapy.index.engine import QueryEngine
+    from tse_scrapy.index.storage import IndexReader
+    from tse_scrapy.search.app import create_app
+
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    doc_ids = [int(re.search(r"doc +(\d+):", block).group(1)) for block in blocks]
+    for (name, (_, encoding, _)), doc_id in zip(PAGES.items(), doc_ids, strict=True):
+        saved = client.get(f"/doc/{doc_id}")
+        charset = saved.headers["content-type"].removeprefix("text/html; charset=")
+        expected = {"shift_jis": "shift_jis", "euc-kr": "euc-kr", "euc-jp": "euc-jp", "windows-1251": "windows-1251"}
+        expected |= {"windows-1252": "windows-1252", "utf-16": "utf-16le"}
+        assert charset == expected[encoding], (name, saved.headers["content-type"])
+        assert titles[name].split()[-1] in saved.content.decode(charset.replace("utf-16le", "utf-16"))
 
 
 def test_the_reference_scanner_notes_no_charset(nginx, tmp_path):

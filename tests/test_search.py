@@ -97,7 +97,7 @@ def test_saved_copy_is_the_saved_bytes_sandboxed(client, site):
     policy = response.headers["content-security-policy"]
     assert "sandbox" in policy and "default-src 'none'" in policy
     assert response.headers["x-content-type-options"] == "nosniff"
-    assert "charset" not in response.headers["content-type"]
+    assert response.headers["content-type"] == "text/html; charset=utf-8"  # the charset it was indexed in
     for missing in ("/doc/0", f"/doc/{6 + MANY}", "/doc/99999999999999999999", "/doc/abc", "/doc/-1"):
         assert client.get(missing).status_code == 404, missing
 

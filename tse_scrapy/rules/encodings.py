@@ -36,6 +36,22 @@ DETECT_EVIDENCE = 16  # bytes past ASCII detection needs (fewer: windows-1252)
 
 Source = Literal["bom", "http", "meta", "detected", "default"]
 _ASCII = bytes(range(128))
+_BROWSER_LABELS = {
+    "cp932": "shift_jis",
+    "cp949": "euc-kr",
+    "big5hkscs": "big5",
+    "mac_roman": "macintosh",
+    "mac_cyrillic": "x-mac-cyrillic",
+    "cp866": "ibm866",
+    "cp874": "windows-874",
+    "utf_16_le": "utf-16le",
+    "utf_16_be": "utf-16be",
+    "utf_8": "utf-8",
+    "iso2022_jp": "iso-2022-jp",
+    "koi8_r": "koi8-r",
+    "koi8_u": "koi8-u",
+    "euc_jp": "euc-jp",
+}
 # What detection may answer: the legacy encodings browsers know (WHATWG's list, as Python codecs).
 _BROWSER_ENCODINGS = {
     *("cp866", "koi8_r", "koi8_u", "mac_roman", "mac_cyrillic", "cp874"),
@@ -94,6 +110,19 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
         return FALLBACK, "detected", None
     detected = _known(best.encoding)
     return (detected, "detected", None) if detected else (FALLBACK, "default", None)
+
+
+def browser_label(encoding: str) -> str:
+    """The name a browser knows *encoding* (a Python codec ``page_encoding`` gives) by, for a
+    ``Content-Type`` charset: WHATWG's, where Python's differs."""
+    name = encoding.lower().replace("-", "_")
+    if name in _BROWSER_LABELS:
+        return _BROWSER_LABELS[name]
+    if name.startswith("cp") and name[2:].isdigit() and 1250 <= int(name[2:]) <= 1258:
+        return f"windows-{name[2:]}"
+    if name.startswith("iso8859_"):
+        return "iso-8859-" + name.removeprefix("iso8859_")
+    return name.replace("_", "-")
 
 
 def _latin_only(alphabets: list[str]) -> bool:

@@ -25,6 +25,8 @@ from starlette.templating import Jinja2Templates
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.storage import IndexReader
 from ..rules import pagedir, searchsnippet
+from ..rules.charsets import read_charsets
+from ..rules.encodings import browser_label, page_encoding
 from ..rules.pagetext import snippet
 from ..rules.query import is_blank
 
@@ -88,6 +90,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     # rank=relevance by default where the index has its search index; else SPEC 4's scores.
     default_rank = "tse" if isinstance(engine.search_index, str) else "relevance"
     languages = [] if isinstance(engine.search_index, str) else engine.search_index.languages
+    charsets = read_charsets(engine.directory)  # the pages' HTTP charsets, noted at crawl time
 
     def common(line: str, rank: str, language: str | None = None) -> dict[str, Any]:
         relevance = default_rank == "relevance"
@@ -171,12 +174,15 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         if doc_id not in engine.docs.lengths:  # a docID with no page, or a gone page
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
         try:
-            body = pagedir.read_page(engine.directory, doc_id).body
+            page = pagedir.read_page(engine.directory, doc_id)
         except (OSError, pagedir.PageFileError):
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
-        # No charset: the page's own declaration (or the browser's sniffing of it) decides.
-        headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": "text/html"}
-        return Response(body, headers=headers)
+        # The charset the page was indexed in (its HTTP header's, noted at crawl time, else its
+        # own or detected): the reader sees the text the search found.
+        charset = browser_label(page_encoding(page.body, charsets.get(page.url))[0])
+        content_type = f"text/html; charset={charset}"
+        headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
+        return Response(page.body, headers=headers)
 
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok", headers=SAFE_HEADERS)
