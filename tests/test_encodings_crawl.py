@@ -1,12 +1,12 @@
 """Pages in legacy encodings, crawled from a real nginx and found by their titles: a charset given only
-by the HTTP header (noted at crawl time, rules/charsets.py), only by <meta>, nowhere, and a UTF-16 BOM.
+by the HTTP header (noted at crawl time, rules/pagenotes.py), only by <meta>, nowhere, and a UTF-16 BOM.
 The pages are real translated pages (the multilingual fixture) re-encoded as sites once served them."""
 
 import re
 
 from tests.conftest import run_tse
 from tests.support.multilingual import FIXTURE
-from tse_scrapy.rules.charsets import DIRECTORY, read_charsets
+from tse_scrapy.rules.pagenotes import CHARSETS, read_charsets
 
 _META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S | re.I)
@@ -65,7 +65,7 @@ def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
         f"{server.url}/ko.html": "cp949",
         f"{server.url}/eucjp.html": "euc_jp",
     }, notes
-    assert (pages / DIRECTORY).is_dir()
+    assert (pages / CHARSETS).is_dir()
     index = tmp_path / "index"
     assert run_tse("index", pages, index).returncode == 0
     # Only the title's words that are not ASCII: a page decoded wrongly cannot match them.
@@ -103,4 +103,4 @@ def test_the_reference_scanner_notes_no_charset(nginx, tmp_path):
     pages.mkdir()
     args = ("crawl", f"{server.url}/index.html", pages, 1, "--prefix", f"{server.url}/", "--links", "tse")
     assert run_tse(*args, "-s", "DOWNLOAD_DELAY=0").returncode == 0
-    assert not (pages / DIRECTORY).exists()  # the reference crawl's directory holds only what the reference's does
+    assert not (pages / CHARSETS).exists()  # the reference crawl's directory holds only what the reference's does

@@ -96,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--prefix", help="internal URL prefix(es), comma-separated (default http://cs50tse.cs.dartmouth.edu/tse/)"
     )
     crawl.add_argument("--allow", help="only URLs matching one of these regular expressions (comma-separated)")
+    crawl.add_argument(
+        "--ignore-robots-meta",
+        action="store_true",
+        help="--links html: follow nofollow pages' links and index noindex pages (X-Robots-Tag, robots <meta>)",
+    )
     crawl.add_argument("--deny", help="no URL matching any of these regular expressions (comma-separated)")
     crawl.add_argument(
         "--deny-ext",
@@ -525,6 +530,7 @@ def crawl(options: argparse.Namespace) -> int:
         ("TSE_CRAWL_NAME", options.name),
         ("TSE_REDIS_KEEP", options.keep or None),
         ("TSE_REDIS_PATIENCE", options.redis_patience),
+        ("TSE_IGNORE_ROBOTS_META", options.ignore_robots_meta or None),
         ("TSE_REDIS_MIGRATE", options.migrate or None),
         ("CLOSESPIDER_PAGECOUNT", options.max_pages),
         ("TSE_VALIDATORS", options.validators or None),

@@ -153,6 +153,10 @@ TSE_WARC = None
 # crawl is not a scrapyd job; False: never).  TSE_RECORD: write one JSON line
 # per request to this file (appended to on resume); `tse report` plots it.
 TSE_PROGRESS = "auto"
+# --links html: a page's X-Robots-Tag header and <meta name="robots"> are obeyed
+# (noindex: saved, never an answer; nofollow: its links are not followed);
+# True ignores them (--ignore-robots-meta).
+TSE_IGNORE_ROBOTS_META = False
 TSE_RECORD = None
 
 # Distributed crawls (docs/distributed.md): set TSE_REDIS_URL and every

@@ -14,7 +14,7 @@ from scrapy.utils.defer import deferred_from_coro
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..rules import pagedir
-from ..rules.charsets import CharsetNotes
+from ..rules.pagenotes import CHARSETS, NOINDEX, ROBOTS, PageNotes
 from ..update.extension import update_session
 from .engineturn import engine_turn
 from .items import PageItem
@@ -70,7 +70,8 @@ class PageDirPipeline:
         self.warc: WarcMiddleware | None = None
         # One notes file per process: the workers of a distributed crawl share the directory.
         notes_name = (crawler.settings.get("TSE_WORKER") or "crawl").replace(":", "-").replace("/", "-")
-        self.charsets = CharsetNotes(self.directory, notes_name)
+        self.charsets = PageNotes(self.directory, CHARSETS, notes_name)
+        self.robots = PageNotes(self.directory, ROBOTS, notes_name)
 
     def _first_free_id(self) -> int:
         if self.state is None:
@@ -108,6 +109,7 @@ class PageDirPipeline:
 
     def close_spider(self) -> None:
         self.charsets.close()
+        self.robots.close()
         if self.warc is not None:
             # The last exchanges' records, before the crawl's outcome is decided (at spider_closed).
             self.warc.wait_written()
@@ -163,11 +165,12 @@ class PageDirPipeline:
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None
-        if item.http_charset:
-            try:
-                self.charsets.note(item.url, item.http_charset)
-            except OSError as error:  # the page is saved: the indexer reads it without the note
-                logger.warning("Cannot note page %d's charset in %s: %s", doc_id, self.charsets.path, error)
+        for notes, value in ((self.charsets, item.http_charset), (self.robots, NOINDEX if item.noindex else None)):
+            if value:
+                try:
+                    notes.note(item.url, value)
+                except OSError as error:  # the page is saved: the indexer reads it without the note
+                    logger.warning("Cannot note page %d in %s: %s", doc_id, notes.path, error)
 
     def _timed_write(self, seconds: float, size: int) -> None:
         self.write_seconds += seconds

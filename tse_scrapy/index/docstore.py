@@ -27,7 +27,7 @@ from types import TracebackType
 
 from ..atomicfile import partial_path
 from ..rules import pagedir
-from ..rules.charsets import read_charsets
+from ..rules.pagenotes import read_charsets
 from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
 from .pagefiles import FileKey, PageScan, live_fingerprint
@@ -71,7 +71,7 @@ def page_rows(
     doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None, http_charset: str | None = None
 ) -> Rows:
     """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*
-    (*http_charset*: the charset its HTTP header declared, ``rules/charsets.py``)."""
+    (*http_charset*: the charset its HTTP header declared, ``rules/pagenotes.py``)."""
     # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
     url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     title, text = page_title(page.body, http_charset), visible_text(page.body, TEXT_LIMIT, http_charset)

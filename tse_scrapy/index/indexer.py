@@ -38,9 +38,9 @@ from typing import NoReturn
 
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..rules import pagedir
-from ..rules.charsets import read_charsets
 from ..rules.indexfile import Index
 from ..rules.pagefields import page_fields
+from ..rules.pagenotes import read_charsets, read_noindex
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagefiles import PageScan
@@ -87,11 +87,12 @@ def build_index(
     """
     scan = pages if isinstance(pages, PageScan) else PageScan(pages)
     charsets = read_charsets(scan.directory) if docs is not None else {}
+    noindex = read_noindex(scan.directory)
     index: Index = {}
     for found in scan.files():
         if on_page is not None:
             on_page(1)
-        if found.page is None:  # gone
+        if found.page is None or found.page.url in noindex:  # gone, or never an answer (noindex)
             continue
         doc_id = found.doc_id
         counts = word_counts(found.page.body)
@@ -126,12 +127,13 @@ def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
     charsets = read_charsets(directory)
+    noindex = read_noindex(directory)
     postings = RunPostings()
     rows, statuses, fields = [], [], []
     vocabulary: dict[str, str] = {}
     for found in scan.files(start=start, stop=stop):
         statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
-        if found.page is None:  # gone
+        if found.page is None or found.page.url in noindex:  # gone, or never an answer (noindex)
             continue
         counts = word_counts(found.page.body)
         postings.add(found.doc_id, counts)

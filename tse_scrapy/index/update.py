@@ -30,8 +30,8 @@ from pathlib import Path
 
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
-from ..rules.charsets import read_charsets
 from ..rules.pagefields import page_fields
+from ..rules.pagenotes import read_charsets, read_noindex
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagefiles import PageFile, PageScan
@@ -82,13 +82,14 @@ def _update(
 
     scan = PageScan(directory)
     charsets = read_charsets(directory)
+    noindex = read_noindex(directory)
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
     fields: dict[int, tuple[str, bytes]] = {}  # packed: a large update keeps them compressed
     for found in scan.files(changed):  # reads only the pages new or changed
-        if found.gone:
-            continue
+        if found.gone or (found.page is not None and found.page.url in noindex):
+            continue  # gone, or never an answer (noindex): as a full build leaves it out
         present.append(found.doc_id)
         if found.page is not None:
             counts = word_counts(found.page.body)

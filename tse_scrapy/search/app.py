@@ -25,8 +25,8 @@ from starlette.templating import Jinja2Templates
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.storage import IndexReader
 from ..rules import pagedir, searchsnippet
-from ..rules.charsets import read_charsets
 from ..rules.encodings import browser_label, page_encoding
+from ..rules.pagenotes import read_charsets
 from ..rules.pagetext import snippet
 from ..rules.query import is_blank
 

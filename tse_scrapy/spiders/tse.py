@@ -24,6 +24,7 @@ from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.links import EXTRACTORS
+from ..rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 from ..rules.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -215,7 +216,11 @@ class TseSpider(scrapy.Spider):
             self._failed(response.request, depth, response.status, f"http {response.status}")
             return
         log_progress(depth, "Fetched", url)
-        if depth < self.crawl_args.depth:
+        directives = self._robots_directives(response)
+        stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
+        for directive in directives if stats is not None else ():
+            stats.inc_value(f"tse/robots_{directive}")
+        if depth < self.crawl_args.depth and NOFOLLOW not in directives:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
             yield from self._link_requests(response.body, url, depth, found)
@@ -234,7 +239,19 @@ class TseSpider(scrapy.Spider):
             revisit=bool(meta.get("tse_revisit")),
             token=meta.get("tse_token"),
             http_charset=self._http_charset(response),
+            noindex=NOINDEX in directives,
         )
+
+    def _robots_directives(self, response: Response) -> frozenset[str]:
+        """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
+        give them (``--links html`` only, and not with ``--ignore-robots-meta``)."""
+        crawler = getattr(self, "crawler", None)
+        settings = crawler.settings if crawler is not None else Settings()
+        if self.crawl_args.links != "html" or settings.getbool("TSE_IGNORE_ROBOTS_META"):
+            return frozenset()
+        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
+        agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
+        return robots_directives(headers, response.body, re.split(r"[/\s]", agent.strip(), maxsplit=1)[0])
 
     def _http_charset(self, response: Response) -> str | None:
         """The charset the page's Content-Type header declares (``--links html`` only: the

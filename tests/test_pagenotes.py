@@ -1,10 +1,18 @@
-"""The charsets noted beside the page files (rules/charsets.py): lines, torn and foreign ones, files."""
+"""The charsets noted beside the page files (rules/pagenotes.py): lines, torn and foreign ones, files."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.charsets import DIRECTORY, CharsetNotes, charset_line, parse_charset_lines, read_charsets
+from tse_scrapy.rules.pagenotes import (
+    CHARSETS,
+    ROBOTS,
+    PageNotes,
+    note_line,
+    parse_note_lines,
+    read_charsets,
+    read_noindex,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,8 +30,8 @@ from tse_scrapy.rules.charsets import DIRECTORY, CharsetNotes, charset_line, par
         ("http://a.test/" + "x" * 9000, "utf-8", None),
     ],
 )
-def test_charset_line(url, charset, line):
-    assert charset_line(url, charset) == line
+def test_note_line(url, charset, line):
+    assert note_line(url, charset) == line
 
 
 def test_parse_skips_what_is_not_a_line_and_keeps_the_last_of_a_url():
@@ -38,24 +46,33 @@ def test_parse_skips_what_is_not_a_line_and_keeps_the_last_of_a_url():
             b"http://a.test/3\tutf-8",  # torn: no newline
         ]
     )
-    assert parse_charset_lines(data) == {"http://a.test/1": "euc_jp"}
+    assert parse_note_lines(data) == {"http://a.test/1": "euc_jp"}
 
 
 def test_notes_of_several_processes_are_read_together(tmp_path):
-    first, second = CharsetNotes(tmp_path, "crawl"), CharsetNotes(tmp_path, "host-123")
+    first, second = PageNotes(tmp_path, CHARSETS, "crawl"), PageNotes(tmp_path, CHARSETS, "host-123")
     first.note("http://a.test/1", "cp932")
     second.note("http://a.test/2", "cp1251")
     first.note("http://a.test/3", "")  # nothing to note
     first.close()
     second.close()
-    (tmp_path / DIRECTORY / "README").write_text("not a notes file\tx\n")
+    (tmp_path / CHARSETS / "README").write_text("not a notes file\tx\n")
     assert read_charsets(tmp_path) == {"http://a.test/1": "cp932", "http://a.test/2": "cp1251"}
-    assert sorted(p.name for p in (tmp_path / DIRECTORY).iterdir()) == ["README", "crawl.tsv", "host-123.tsv"]
+    assert sorted(p.name for p in (tmp_path / CHARSETS).iterdir()) == ["README", "crawl.tsv", "host-123.tsv"]
 
 
 def test_no_notes_is_no_charsets(tmp_path):
     assert read_charsets(tmp_path) == {}
     assert read_charsets(tmp_path / "missing") == {}
+    assert read_noindex(tmp_path) == frozenset()
+
+
+def test_noindex_notes(tmp_path):
+    notes = PageNotes(tmp_path, ROBOTS, "crawl")
+    notes.note("http://a.test/hidden", "noindex")
+    notes.note("http://a.test/other", "something else")
+    notes.close()
+    assert read_noindex(tmp_path) == {"http://a.test/hidden"}
 
 
 urls = st.text(st.characters(blacklist_characters="\t\n\r"), min_size=1, max_size=200)
@@ -66,14 +83,14 @@ labels = st.text(
 
 @given(st.lists(st.tuples(urls, labels), max_size=20))
 def test_lines_round_trip_the_last_of_each_url_kept(notes):
-    data = b"".join(line for url, label in notes if (line := charset_line(url, label)) is not None)
+    data = b"".join(line for url, label in notes if (line := note_line(url, label)) is not None)
     expected = {}
     for url, label in notes:
-        if charset_line(url, label) is not None:
+        if note_line(url, label) is not None:
             expected[url] = label.strip()
-    assert parse_charset_lines(data) == expected
+    assert parse_note_lines(data) == expected
 
 
 @given(st.binary(max_size=2000))
 def test_any_bytes_parse(data):
-    assert isinstance(parse_charset_lines(data), dict)
+    assert isinstance(parse_note_lines(data), dict)

@@ -1,0 +1,151 @@
+"""Robots directives (rules/robotsmeta.py) by table and property, and a crawl of a real nginx that sends
+X-Robots-Tag headers and serves pages with robots <meta>: noindex pages are saved but never an answer
+(tse query, tse serve), nofollow pages' links are not followed, --ignore-robots-meta turns it off."""
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import run_tse
+from tse_scrapy.rules.pagenotes import read_noindex
+from tse_scrapy.rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
+
+BOTH = {NOINDEX, NOFOLLOW}
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "expected"),
+    [
+        ([], b'<meta name="robots" content="noindex">', {NOINDEX}),
+        ([], b"<META NAME='ROBOTS' CONTENT='NoFollow'>", {NOFOLLOW}),
+        ([], b'<meta content="none" name=robots>', BOTH),
+        ([], b'<meta name="robots" content="index, follow">', set()),
+        ([], b'<meta name="robots" content="all">', set()),
+        ([], b'<meta name="description" content="noindex">', set()),  # another meta
+        ([], b'<meta name="googlebot" content="noindex">', set()),  # another crawler's
+        ([], b'<meta name="tse" content="noindex">', {NOINDEX}),  # this crawler's
+        (["noindex"], b"", {NOINDEX}),
+        (["NOINDEX, NOFOLLOW"], b"", BOTH),
+        (["none"], b"", BOTH),
+        (["noarchive", "nofollow"], b"", {NOFOLLOW}),  # two headers: both count
+        (["googlebot: noindex"], b"", set()),
+        (["tse: noindex"], b"", {NOINDEX}),
+        (["*: nofollow"], b"", {NOFOLLOW}),
+        (["max-snippet: 0, noindex"], b"", {NOINDEX}),  # a directive with a value, not a crawler
+        (["unavailable_after: 25 Jun 2010 15:00:00 PST"], b"", set()),
+        (["nofollow"], b'<meta name="robots" content="noindex">', BOTH),  # the most restrictive of both
+        ([], b"<meta name=robots content=noindex", set()),  # no end to the tag
+        ([], b"<html><body>no meta at all</body></html>", set()),
+    ],
+)
+def test_robots_directives(headers, body, expected):
+    assert robots_directives(headers, body, "tse") == expected
+
+
+@given(st.lists(st.text(max_size=60), max_size=4), st.binary(max_size=500), st.text(max_size=20))
+def test_any_input_gives_known_directives(headers, body, agent):
+    assert robots_directives(headers, body, agent) <= BOTH
+
+
+@given(st.sampled_from(["noindex", "nofollow", "none"]), st.sampled_from([str.lower, str.upper, str.title]))
+def test_case_does_not_matter(directive, case):
+    body = f'<meta name="{case("robots")}" content="{case(directive)}">'.encode()
+    assert (
+        robots_directives([case(directive)], b"") == robots_directives([], body) == robots_directives([directive], b"")
+    )
+
+
+LOCATIONS = """
+        location = /header-noindex.html { add_header X-Robots-Tag "NoIndex"; }
+        location = /header-none.html { add_header X-Robots-Tag "googlebot: noindex"; add_header X-Robots-Tag "none"; }
+"""
+PAGES = {
+    "index.html": (
+        "Robots directives",
+        "",
+        ["meta-noindex", "meta-nofollow", "header-noindex", "header-none", "plain"],
+    ),
+    "meta-noindex.html": ("Zebra meta noindex", '<meta name="robots" content="noindex">', ["behind-noindex"]),
+    "meta-nofollow.html": ("Yak meta nofollow", '<meta name="ROBOTS" content="nofollow">', ["behind-nofollow"]),
+    "header-noindex.html": ("Walrus header noindex", "", []),
+    "header-none.html": ("Vole header none", "", ["behind-none"]),
+    "plain.html": ("Tapir plain page", "", []),
+    "behind-noindex.html": ("Shrew behind noindex", "", []),
+    "behind-nofollow.html": ("Robin behind nofollow", "", []),
+    "behind-none.html": ("Quail behind none", "", []),
+}
+
+
+def write_site(directory):
+    for name, (title, meta, links) in PAGES.items():
+        anchors = "".join(f'<a href="{link}.html">{link}</a> ' for link in links)
+        html = f"<html><head><title>{title}</title>{meta}</head><body><p>{title}</p>{anchors}</body></html>"
+        (directory / name).write_text(html)
+
+
+def crawl(nginx, tmp_path, *options):
+    site = tmp_path / "site"
+    site.mkdir()
+    write_site(site)
+    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    args = ("crawl", f"{server.url}/index.html", pages, 3, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    done = run_tse(*args, *options)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    saved = {}
+    for path in pages.iterdir():
+        if path.name.isdigit():
+            saved[path.read_bytes().split(b"\n", 1)[0].decode().rsplit("/", 1)[1]] = int(path.name)
+    return server, pages, saved
+
+
+def answers(pages, index, queries, rank):
+    result = run_tse("query", pages, index, "--rank", rank, input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    blocks = result.stdout.decode().split("Query: ")[1:]
+    return [re.findall(r"doc +\d+: \S+/(\S+)", block) for block in blocks]
+
+
+def test_noindex_pages_are_saved_but_never_answers_and_nofollow_links_are_not_followed(nginx, tmp_path):
+    _, pages, saved = crawl(nginx, tmp_path)
+    # Every page is saved (SPEC 2), but no link of a nofollow page (meta, or a header's none) is followed;
+    # a noindex page's links are.
+    assert set(saved) == set(PAGES) - {"behind-nofollow.html", "behind-none.html"}
+    noted = {url.rsplit("/", 1)[1] for url in read_noindex(pages)}
+    assert noted == {"meta-noindex.html", "header-noindex.html", "header-none.html"}
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    words = ["zebra", "walrus", "vole", "tapir", "shrew", "yak"]
+    for rank in ("relevance", "tse", "bm25"):
+        found = answers(pages, index, words, rank)
+        assert found == [[], [], [], ["plain.html"], ["behind-noindex.html"], ["meta-nofollow.html"]], (rank, found)
+    # The search page and API do not show them either.
+    from starlette.testclient import TestClient
+
+    from tse_scrapy.index.engine import QueryEngine
+    from tse_scrapy.index.storage import IndexReader
+    from tse_scrapy.search.app import create_app
+
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    for rank in ("relevance", "tse", "bm25"):
+        response = client.get("/api/search", params={"q": "zebra", "rank": rank}).json()
+        assert response["total"] == 0, (rank, response)
+    assert client.get(f"/doc/{saved['meta-noindex.html']}").status_code == 404
+
+
+def test_ignore_robots_meta(nginx, tmp_path):
+    _, pages, saved = crawl(nginx, tmp_path, "--ignore-robots-meta")
+    assert set(saved) == set(PAGES)
+    assert read_noindex(pages) == frozenset()
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    assert answers(pages, index, ["zebra"], "relevance") == [["meta-noindex.html"]]
+
+
+def test_the_reference_scanner_obeys_no_robots_meta(nginx, tmp_path):
+    _, pages, saved = crawl(nginx, tmp_path, "--links", "tse")
+    assert set(saved) == set(PAGES)
+    assert read_noindex(pages) == frozenset()

@@ -1,0 +1,107 @@
+"""What a crawl notes of its pages beside the page files, which keep no header (SPEC 2).
+
+A crawl in ``--links html`` mode notes, when a page is saved:
+
+- ``PAGEDIR/.tse-charsets/``: the charset its HTTP ``Content-Type`` declared,
+  which a browser reads the page in before any it declares itself
+  (``encodings``);
+- ``PAGEDIR/.tse-robots/``: ``noindex`` when its ``X-Robots-Tag`` header or
+  ``<meta name="robots">`` says so (``robotsmeta``): the page is saved, but
+  the indexer leaves it out.
+
+One line ``URL<TAB>value`` a page, in a file of its own per process
+(``NAME.tsv``: the workers of a distributed crawl share the page directory),
+appended to on resume.  Readers read every file; a URL noted twice keeps its
+last value.  Lines that are not such a line (a torn last line, a file
+someone else wrote) are skipped, and reading is bounded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import BinaryIO
+
+CHARSETS = ".tse-charsets"
+ROBOTS = ".tse-robots"
+MAX_LINE_BYTES = 9000  # a URL of 8,192 characters and a charset label
+MAX_LABEL_BYTES = 40
+NOINDEX = "noindex"
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+def note_line(url: str, value: str) -> bytes | None:
+    """The line noting *value* for *url*, or None if they cannot make one."""
+    label = value.strip()
+    if not (label.isascii() and label.isprintable()) or not label or len(label) > MAX_LABEL_BYTES:
+        return None  # values are short ASCII names (charset labels, directives)
+    if any(c in url for c in "\t\n\r"):
+        return None
+    try:
+        line = f"{url}\t{label}\n".encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a URL no page file could hold either
+        return None
+    return line if len(line) <= MAX_LINE_BYTES else None
+
+
+def parse_note_lines(data: bytes) -> dict[str, str]:
+    """URL -> value of the lines in *data* (bad lines skipped, the last of a URL kept)."""
+    found: dict[str, str] = {}
+    for line in data.split(b"\n")[:-1]:  # a last piece without its newline is torn
+        if len(line) > MAX_LINE_BYTES or line.count(b"\t") != 1:
+            continue
+        url, label = line.decode("utf-8", "surrogateescape").split("\t")
+        if url and label and len(label) <= MAX_LABEL_BYTES and label.isascii() and label.isprintable():
+            found[url] = label
+    return found
+
+
+def read_charsets(pagedir: str | os.PathLike) -> dict[str, str]:
+    """URL -> the charset its HTTP header declared, of every page noted in *pagedir*."""
+    return read_notes(pagedir, CHARSETS)
+
+
+def read_noindex(pagedir: str | os.PathLike) -> frozenset[str]:
+    """The URLs of the pages noted ``noindex`` in *pagedir*."""
+    return frozenset(url for url, value in read_notes(pagedir, ROBOTS).items() if value == NOINDEX)
+
+
+def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
+    """Every note of *kind* (``CHARSETS``, ``ROBOTS``) in *pagedir* (none: {})."""
+    found: dict[str, str] = {}
+    directory = Path(pagedir, kind)
+    try:
+        names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".tsv"))
+    except OSError:
+        return found
+    for name in names:
+        try:
+            with open(directory / name, "rb") as notes:
+                found.update(parse_note_lines(notes.read(MAX_FILE_BYTES)))
+        except OSError:
+            continue
+    return found
+
+
+class PageNotes:
+    """Appends the notes of one process to ``PAGEDIR/KIND/NAME.tsv`` (opened when first needed)."""
+
+    def __init__(self, pagedir: str | os.PathLike, kind: str, name: str):
+        self.path = Path(pagedir, kind, f"{name}.tsv")
+        self._file: BinaryIO | None = None
+
+    def note(self, url: str, value: str) -> None:
+        """Note *value* for *url* (raises OSError)."""
+        line = note_line(url, value)
+        if line is None:
+            return
+        if self._file is None:
+            self.path.parent.mkdir(exist_ok=True)
+            self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the crawl, closed by close()
+        self._file.write(line)
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,63 @@
+"""A page's robots directives: ``<meta name="robots">`` and the ``X-Robots-Tag`` header.
+
+``noindex`` (never an answer), ``nofollow`` (its links are not followed) and
+``none`` (both); names and values in any case; the most restrictive wins,
+whichever says it.  A directive meant for one crawler (``googlebot: noindex``
+in the header, ``<meta name="googlebot">``) counts only when it names this
+one's user-agent token (or ``*``).  Other directives (``index``, ``follow``,
+``all``, ``noarchive``, ``max-snippet: 0``, ``unavailable_after: ...``) are
+ignored: none says less than the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+NOINDEX = "noindex"
+NOFOLLOW = "nofollow"
+HEAD_BYTES = 64 * 1024  # where <meta> tags are looked for: the head, and then some
+
+_DIRECTIVES = {"noindex": {NOINDEX}, "nofollow": {NOFOLLOW}, "none": {NOINDEX, NOFOLLOW}}
+# Directives that take a value after a colon ("max-snippet: 0"): not a crawler's name.
+_WITH_VALUE = {"max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"}
+_META = re.compile(rb"<meta\b[^>]*>", re.I)
+_ATTRIBUTE = re.compile(rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
+_NAMED = re.compile(r"\s*([a-z0-9_.*-]+)\s*:\s*(.*)$", re.I)
+
+
+def robots_directives(header_values: Iterable[str], body: bytes, user_agent: str = "") -> frozenset[str]:
+    """``noindex`` and ``nofollow``, those the page's X-Robots-Tag *header_values* and its
+    ``<meta>`` tags give this crawler (*user_agent*: the token its robots.txt rules use)."""
+    token = user_agent.strip().lower()
+    found: set[str] = set()
+    for value in header_values:
+        named = _NAMED.match(value)
+        if named and named.group(1).lower() not in _WITH_VALUE:
+            if named.group(1).lower() not in ("*", token):
+                continue  # meant for another crawler
+            value = named.group(2)
+        found |= _parsed(value)
+    for name, content in _meta_tags(bytes(body[:HEAD_BYTES])):
+        if name in ("robots", token) and name:
+            found |= _parsed(content)
+    return frozenset(found)
+
+
+def _parsed(value: str) -> set[str]:
+    found: set[str] = set()
+    for part in value.split(","):
+        found |= _DIRECTIVES.get(part.strip().lower(), set())
+    return found
+
+
+def _meta_tags(head: bytes) -> Iterable[tuple[str, str]]:
+    """(name, content) of every ``<meta name content>``, the name lowercased."""
+    for tag in _META.finditer(head):
+        attributes = {
+            match.group(1).lower(): next(group for group in match.groups()[1:] if group is not None)
+            for match in _ATTRIBUTE.finditer(tag.group())
+        }
+        name, content = attributes.get(b"name"), attributes.get(b"content")
+        if name is not None and content is not None:
+            yield name.decode("latin-1").strip().lower(), content.decode("latin-1")
