@@ -6,7 +6,9 @@ whichever says it.  A directive meant for one crawler (``googlebot: noindex``
 in the header, ``<meta name="googlebot">``) counts only when it names this
 one's user-agent token (or ``*``).  Other directives (``index``, ``follow``,
 ``all``, ``noarchive``, ``max-snippet: 0``, ``unavailable_after: ...``) are
-ignored: none says less than the rest.
+ignored: none says less than the rest.  ``<meta>`` tags are read in the
+head only (up to ``</head>`` or ``<body>``), where they belong, as search
+engines read them.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from collections.abc import Iterable
 
 NOINDEX = "noindex"
 NOFOLLOW = "nofollow"
-HEAD_BYTES = 64 * 1024  # where <meta> tags are looked for: the head, and then some
+HEAD_BYTES = 64 * 1024  # where <meta> tags are looked for: the head, to its end or this many bytes
 
 _DIRECTIVES = {"noindex": {NOINDEX}, "nofollow": {NOFOLLOW}, "none": {NOINDEX, NOFOLLOW}}
 # Directives that take a value after a colon ("max-snippet: 0"): not a crawler's name.
 _WITH_VALUE = {"max-snippet", "max-image-preview", "max-video-preview", "unavailable_after"}
 _META = re.compile(rb"<meta\b[^>]*>", re.I)
+_HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
 _ATTRIBUTE = re.compile(rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
 _NAMED = re.compile(r"\s*([a-z0-9_.*-]+)\s*:\s*(.*)$", re.I)
 
@@ -38,7 +41,9 @@ def robots_directives(header_values: Iterable[str], body: bytes, user_agent: str
                 continue  # meant for another crawler
             value = named.group(2)
         found |= _parsed(value)
-    for name, content in _meta_tags(bytes(body[:HEAD_BYTES])):
+    head = bytes(body[:HEAD_BYTES])
+    end = _HEAD_END.search(head)  # robots <meta> tags belong in the head: the body is not read
+    for name, content in _meta_tags(head[: end.start()] if end else head, token):
         if name in ("robots", token) and name:
             found |= _parsed(content)
     return frozenset(found)
@@ -51,9 +56,14 @@ def _parsed(value: str) -> set[str]:
     return found
 
 
-def _meta_tags(head: bytes) -> Iterable[tuple[str, str]]:
-    """(name, content) of every ``<meta name content>``, the name lowercased."""
+def _meta_tags(head: bytes, token: str) -> Iterable[tuple[str, str]]:
+    """(name, content) of the ``<meta name content>`` tags that may be robots tags (that hold
+    ``robots`` or *token*: a page's head has dozens of others), the name lowercased."""
+    wanted = [b"robots", *([token.encode("latin-1", "replace")] if token else [])]
     for tag in _META.finditer(head):
+        lowered = tag.group().lower()
+        if not any(word in lowered for word in wanted):
+            continue
         attributes = {
             match.group(1).lower(): next(group for group in match.groups()[1:] if group is not None)
             for match in _ATTRIBUTE.finditer(tag.group())
