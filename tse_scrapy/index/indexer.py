@@ -40,7 +40,7 @@ from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..rules import pagedir
 from ..rules.indexfile import Index
 from ..rules.pagefields import page_fields
-from ..rules.pagenotes import read_charsets, read_noindex
+from ..rules.pagenotes import NotedPages, read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagefiles import PageScan
@@ -86,13 +86,12 @@ def build_index(
     A page that is not a page file raises ``pagedir.PageFileError``, naming it.
     """
     scan = pages if isinstance(pages, PageScan) else PageScan(pages)
-    charsets = read_charsets(scan.directory) if docs is not None else {}
-    noindex = read_noindex(scan.directory)
+    notes = read_page_notes(scan.directory)
     index: Index = {}
     for found in scan.files():
         if on_page is not None:
             on_page(1)
-        if found.page is None or found.page.url in noindex:  # gone, or never an answer (noindex)
+        if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
             continue
         doc_id = found.doc_id
         counts = word_counts(found.page.body)
@@ -103,7 +102,7 @@ def build_index(
             else:
                 postings[doc_id] = occurrences
         if docs is not None:
-            docs.add(doc_id, found.page, counts, found.key, charsets.get(found.page.url))
+            docs.add(doc_id, found.page, counts, found.key, notes.charset(found.page.url))
     return index
 
 
@@ -121,23 +120,24 @@ class RangeIndexed:
     vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields), once a range
 
 
-def index_range(directory: str | os.PathLike, gone: frozenset[int], start: int, stop: int, run: Path) -> RangeIndexed:
-    """Index pages *start* to *stop* - 1 (or to the directory's end) into the run file *run*.
+def index_range(
+    directory: str | os.PathLike, gone: frozenset[int], notes: NotedPages, start: int, stop: int, run: Path
+) -> RangeIndexed:
+    """Index pages *start* to *stop* - 1 (or to the directory's end) into the run file *run*, with what
+    the crawl *notes* of them (read once, not once a range).
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
-    charsets = read_charsets(directory)
-    noindex = read_noindex(directory)
     postings = RunPostings()
     rows, statuses, fields = [], [], []
     vocabulary: dict[str, str] = {}
     for found in scan.files(start=start, stop=stop):
         statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
-        if found.page is None or found.page.url in noindex:  # gone, or never an answer (noindex)
+        if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
             continue
         counts = word_counts(found.page.body)
         postings.add(found.doc_id, counts)
-        charset = charsets.get(found.page.url)
+        charset = notes.charset(found.page.url)
         row = page_rows(found.doc_id, found.page, counts, found.key, charset)
         rows.append(row)
         page = page_fields(row.doc[1], found.page.body, charset)
@@ -267,6 +267,7 @@ class _Workers:
     def __init__(self, jobs: int, directory: str | os.PathLike, gone: frozenset[int]):
         self._directory = directory
         self._gone = gone
+        self._notes = read_page_notes(directory)  # read here once; forked workers inherit it
         self._processes: list[BaseProcess] = []
         self._connections: list[Connection] = []
         self._to_do: list[int] = []  # ranges each worker was given and has not returned
@@ -285,7 +286,7 @@ class _Workers:
                 # them, so that its pipe ends when the parent does (killed, it leaves no worker behind).
                 parent_ends = [*self._connections, ours] if context.get_start_method() == "fork" else []
                 process = context.Process(
-                    target=_index_ranges, args=(theirs, parent_ends, directory, gone), daemon=True
+                    target=_index_ranges, args=(theirs, parent_ends, directory, gone, self._notes), daemon=True
                 )
                 # Ctrl-C held back until the worker is known to stop(); the worker inherits the mask
                 # and ignores Ctrl-C before unblocking it.
@@ -304,7 +305,7 @@ class _Workers:
         (its exception raised here)."""
         self._handed_out.append(start)
         if not self._processes:
-            self._returned[start] = (index_range(self._directory, self._gone, start, stop, run), None, "")
+            self._returned[start] = (index_range(self._directory, self._gone, self._notes, start, stop, run), None, "")
             return
         worker = min(range(len(self._processes)), key=self._to_do.__getitem__)
         try:
@@ -376,7 +377,11 @@ class _RemoteTraceback(Exception):
 
 
 def _index_ranges(
-    connection: Connection, parent_ends: list[Connection], directory: str | os.PathLike, gone: frozenset[int]
+    connection: Connection,
+    parent_ends: list[Connection],
+    directory: str | os.PathLike,
+    gone: frozenset[int],
+    notes: NotedPages,
 ) -> None:
     """A worker process: index the ranges it is sent, (start, stop, run file) each, and send back
     (start, what ``index_range`` gives, its exception, where it was raised) for each, until the
@@ -388,7 +393,7 @@ def _index_ranges(
         while True:
             task = connection.recv()
             try:
-                returned = (task[0], index_range(directory, gone, *task), None, "")
+                returned = (task[0], index_range(directory, gone, notes, *task), None, "")
             except Exception as error:  # the parent raises it if it needs the range (not past the end)
                 returned = (task[0], None, error, traceback.format_exc())
             try:

@@ -31,7 +31,7 @@ from pathlib import Path
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
 from ..rules.pagefields import page_fields
-from ..rules.pagenotes import read_charsets, read_noindex
+from ..rules.pagenotes import read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagefiles import PageFile, PageScan
@@ -81,21 +81,20 @@ def _update(
         return stored.keys.get(found.doc_id) != found.key
 
     scan = PageScan(directory)
-    charsets = read_charsets(directory)
-    noindex = read_noindex(directory)
+    notes = read_page_notes(directory)
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
     fields: dict[int, tuple[str, bytes]] = {}  # packed: a large update keeps them compressed
     for found in scan.files(changed):  # reads only the pages new or changed
-        if found.gone or (found.page is not None and found.page.url in noindex):
+        if found.gone or (found.page is not None and found.page.url in notes.noindex):
             continue  # gone, or never an answer (noindex): as a full build leaves it out
         present.append(found.doc_id)
         if found.page is not None:
             counts = word_counts(found.page.body)
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
-            charset = charsets.get(found.page.url)
+            charset = notes.charset(found.page.url)
             row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key, charset)
             fields[found.doc_id] = (row.doc[1], search_store.packed(page_fields(row.doc[1], found.page.body, charset)))
     kept = set(present)

@@ -19,6 +19,7 @@ someone else wrote) are skipped, and reading is bounded.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -54,6 +55,22 @@ def parse_note_lines(data: bytes) -> dict[str, str]:
         if url and label and len(label) <= MAX_LABEL_BYTES and label.isascii() and label.isprintable():
             found[url] = label
     return found
+
+
+@dataclass(frozen=True)
+class NotedPages:
+    """What a crawl noted of its pages, as the indexer uses it: read once per indexing process."""
+
+    charsets: dict[str, str]  # URL -> the charset its HTTP header declared
+    noindex: frozenset[str]  # the URLs never to be an answer
+
+    def charset(self, url: str) -> str | None:
+        return self.charsets.get(url)
+
+
+def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
+    """Every note of *pagedir*: its charsets and its noindex pages."""
+    return NotedPages(read_charsets(pagedir), read_noindex(pagedir))
 
 
 def read_charsets(pagedir: str | os.PathLike) -> dict[str, str]:
