@@ -134,6 +134,12 @@ def test_noindex_pages_are_saved_but_never_answers_and_nofollow_links_are_not_fo
         response = client.get("/api/search", params={"q": "zebra", "rank": rank}).json()
         assert response["total"] == 0, (rank, response)
     assert client.get(f"/doc/{saved['meta-noindex.html']}").status_code == 404
+    # Without its document store, the engine reads the pages again: the same pages are left out.
+    (tmp_path / "index.docs").unlink()
+    rebuilt = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    assert rebuilt.get(f"/doc/{saved['meta-noindex.html']}").status_code == 404
+    assert rebuilt.get(f"/doc/{saved['plain.html']}").status_code == 200
+    assert rebuilt.get("/api/search", params={"q": "zebra", "rank": "bm25"}).json()["total"] == 0
 
 
 def test_ignore_robots_meta(nginx, tmp_path):

@@ -27,7 +27,7 @@ from types import TracebackType
 
 from ..atomicfile import partial_path
 from ..rules import pagedir
-from ..rules.pagenotes import read_charsets
+from ..rules.pagenotes import read_page_notes
 from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
 from .pagefiles import FileKey, PageScan, live_fingerprint
@@ -199,10 +199,11 @@ class DocStore:
         """The store of the pages of *directory*, built in memory."""
         writer = DocStoreWriter(None)
         scan = PageScan(directory)
-        charsets = read_charsets(directory)
+        notes = read_page_notes(directory)
         for found in scan.files():
-            if found.page is not None:
-                writer.add(found.doc_id, found.page, word_counts(found.page.body), None, charsets.get(found.page.url))
+            # The pages the indexer keeps (build_index): not gone, not noindex.
+            if found.page is not None and found.page.url not in notes.noindex:
+                writer.add(found.doc_id, found.page, word_counts(found.page.body), None, notes.charset(found.page.url))
         store = writer.finish(index_size, index_digest, scan)
         assert store is not None
         return store
