@@ -6,6 +6,7 @@ import re
 
 from tests.conftest import run_tse
 from tests.support.multilingual import FIXTURE
+from tests.support.sitecrawl import crawl_served_site, query_answers
 from tse_scrapy.rules.pagenotes import CHARSETS, read_charsets
 
 _META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
@@ -49,16 +50,7 @@ LOCATIONS = """
 
 
 def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    titles = write_site(site)
-    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    crawled = run_tse(
-        "crawl", f"{server.url}/index.html", pages, 1, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0"
-    )
-    assert crawled.returncode == 0, crawled.stderr.decode()[-2000:]
+    server, pages, titles = crawl_served_site(nginx, tmp_path, write_site, LOCATIONS, 1)
     notes = read_charsets(pages)
     assert notes == {
         f"{server.url}/ja.html": "cp932",
@@ -70,12 +62,8 @@ def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
     assert run_tse("index", pages, index).returncode == 0
     # Only the title's words that are not ASCII: a page decoded wrongly cannot match them.
     queries = [" ".join(w for w in re.findall(r"\w+", titles[name]) if not w.isascii()) for name in PAGES]
-    result = run_tse("query", pages, index, "--rank", "relevance", input="".join(q + "\n" for q in queries).encode())
-    assert result.returncode == 0, result.stderr.decode()
-    # One block a query, in their order: the first answer's URL.
-    blocks = result.stdout.decode().split("Query: ")[1:]
-    firsts = [found.group(1) if (found := re.search(r"doc +\d+: (\S+)", block)) else block for block in blocks]
-    assert firsts == [f"{server.url}/{name}" for name in PAGES], (queries, firsts)
+    firsts = [answers[0] if answers else (None, None) for answers in query_answers(pages, index, queries, "relevance")]
+    assert [url for _, url in firsts] == [f"{server.url}/{name}" for name in PAGES], (queries, firsts)
     # The saved copy is sent in the charset it was indexed in.
     from starlette.testclient import TestClient
 
@@ -84,8 +72,7 @@ def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
     from tse_scrapy.search.app import create_app
 
     client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
-    doc_ids = [int(re.search(r"doc +(\d+):", block).group(1)) for block in blocks]
-    for (name, (_, encoding, _)), doc_id in zip(PAGES.items(), doc_ids, strict=True):
+    for (name, (_, encoding, _)), (doc_id, _) in zip(PAGES.items(), firsts, strict=True):
         saved = client.get(f"/doc/{doc_id}")
         charset = saved.headers["content-type"].removeprefix("text/html; charset=")
         expected = {"shift_jis": "shift_jis", "euc-kr": "euc-kr", "euc-jp": "euc-jp", "windows-1251": "windows-1251"}
@@ -95,12 +82,5 @@ def test_pages_in_every_encoding_are_found_by_their_titles(nginx, tmp_path):
 
 
 def test_the_reference_scanner_notes_no_charset(nginx, tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    write_site(site)
-    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    args = ("crawl", f"{server.url}/index.html", pages, 1, "--prefix", f"{server.url}/", "--links", "tse")
-    assert run_tse(*args, "-s", "DOWNLOAD_DELAY=0").returncode == 0
+    _, pages, _ = crawl_served_site(nginx, tmp_path, write_site, LOCATIONS, 1, "--links", "tse")
     assert not (pages / CHARSETS).exists()  # the reference crawl's directory holds only what the reference's does

@@ -2,13 +2,12 @@
 X-Robots-Tag headers and serves pages with robots <meta>: noindex pages are saved but never an answer
 (tse query, tse serve), nofollow pages' links are not followed, --ignore-robots-meta turns it off."""
 
-import re
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import run_tse
+from tests.support.sitecrawl import crawl_served_site, query_answers
 from tse_scrapy.rules.pagenotes import read_noindex
 from tse_scrapy.rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 
@@ -86,15 +85,7 @@ def write_site(directory):
 
 
 def crawl(nginx, tmp_path, *options):
-    site = tmp_path / "site"
-    site.mkdir()
-    write_site(site)
-    server = nginx(tmp_path / "hosts", origin=site, locations=LOCATIONS)
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    args = ("crawl", f"{server.url}/index.html", pages, 3, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
-    done = run_tse(*args, *options)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    server, pages, _ = crawl_served_site(nginx, tmp_path, write_site, LOCATIONS, 3, *options)
     saved = {}
     for path in pages.iterdir():
         if path.name.isdigit():
@@ -103,10 +94,8 @@ def crawl(nginx, tmp_path, *options):
 
 
 def answers(pages, index, queries, rank):
-    result = run_tse("query", pages, index, "--rank", rank, input="".join(q + "\n" for q in queries).encode())
-    assert result.returncode == 0, result.stderr.decode()
-    blocks = result.stdout.decode().split("Query: ")[1:]
-    return [re.findall(r"doc +\d+: \S+/(\S+)", block) for block in blocks]
+    """Each query's answers, by page name."""
+    return [[url.rsplit("/", 1)[1] for _, url in found] for found in query_answers(pages, index, queries, rank)]
 
 
 def test_noindex_pages_are_saved_but_never_answers_and_nofollow_links_are_not_followed(nginx, tmp_path):

@@ -1,0 +1,37 @@
+"""A small site written by a test, served by a real nginx (the ``nginx`` fixture), crawled with
+``tse crawl`` and queried with ``tse query``: what the encoding and robots-directive tests share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_tse
+
+
+def crawl_served_site(
+    nginx: Callable[..., Any], tmp_path: Path, write_site: Callable[[Path], Any], locations: str, depth: int, *options
+) -> tuple[Any, Path, Any]:
+    """Write the site (*write_site* into a directory), serve it with nginx's extra *locations*, crawl it
+    from /index.html to *depth* with no delay and *options*; (the server, the page directory, what
+    *write_site* returned)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    written = write_site(site)
+    server = nginx(tmp_path / "hosts", origin=site, locations=locations)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    args = ("crawl", f"{server.url}/index.html", pages, depth, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    done = run_tse(*args, *options)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return server, pages, written
+
+
+def query_answers(pages: Path, index: Path, queries: list[str], rank: str) -> list[list[tuple[int, str]]]:
+    """``tse query``'s answers to each of *queries* (one line each), in their order: (docID, URL) each."""
+    result = run_tse("query", pages, index, "--rank", rank, input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    blocks = result.stdout.decode().split("Query: ")[1:]
+    return [[(int(doc), url) for doc, url in re.findall(r"doc +(\d+): (\S+)", block)] for block in blocks]
