@@ -11,6 +11,7 @@ import redis
 
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
+from tests.support.planted import Planted
 from tests.test_distributed import (  # noqa: F401 - the site fixture and the workers' helpers
     DEPTH,
     PREFIX,
@@ -24,16 +25,6 @@ from tests.test_distributed import (  # noqa: F401 - the site fixture and the wo
 from tse_scrapy.distributed.keys import CrawlKeys
 from tse_scrapy.distributed.store import url_fingerprint
 from tse_scrapy.rules.crawlargs import check_crawl_args
-
-
-class Planted:
-    """A pickle that creates *path* if it is ever unpickled."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
 
 
 def legacy_entry(url: str, depth: int) -> bytes:

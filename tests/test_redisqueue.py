@@ -9,6 +9,7 @@ import pytest
 import redis
 import scrapy
 
+from tests.support.planted import Planted
 from tse_scrapy.distributed.extension import fill_doc_id_holes
 from tse_scrapy.distributed.join import create_or_join_crawl
 from tse_scrapy.distributed.keys import CrawlKeys
@@ -368,16 +369,6 @@ def test_a_settle_sent_again_after_a_lost_answer_is_not_run_twice(redis_url):
     assert [request.url for request in leased] == ["http://a.test/a", "http://a.test/b"]
     assert [request.meta["tse_reserved"].doc_id for request in leased] == [2, 3]
     assert q.server.zcard(KEYS.leases) == 2 and q.server.get(KEYS.doc_id) == b"3"
-
-
-class Planted:
-    """A pickle that would create *path* if it were ever unpickled."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        return (open, (self.path, "w"))
 
 
 def quarantined(server) -> list[tuple[str, str]]:
