@@ -7,6 +7,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import scrapy
@@ -245,13 +246,22 @@ class TseSpider(scrapy.Spider):
     def _robots_directives(self, response: Response) -> frozenset[str]:
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
         give them (``--links html`` only, and not with ``--ignore-robots-meta``)."""
+        token = self._robots_token
+        if token is None:
+            return frozenset()
+        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
+        return robots_directives(headers, response.body, token)
+
+    @cached_property
+    def _robots_token(self) -> str | None:
+        """This crawler's user-agent token for robots directives; None when they are not obeyed
+        (``--links tse``, ``--ignore-robots-meta``).  Worked out once, not for every page."""
         crawler = getattr(self, "crawler", None)
         settings = crawler.settings if crawler is not None else Settings()
         if self.crawl_args.links != "html" or settings.getbool("TSE_IGNORE_ROBOTS_META"):
-            return frozenset()
-        headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
+            return None
         agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
-        return robots_directives(headers, response.body, re.split(r"[/\s]", agent.strip(), maxsplit=1)[0])
+        return re.split(r"[/\s]", agent.strip(), maxsplit=1)[0]
 
     def _http_charset(self, response: Response) -> str | None:
         """The charset the page's Content-Type header declares (``--links html`` only: the
