@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run serve test browser nginx redis lint bench deploy clean
+.PHONY: install run serve test browser nginx redis pdfs lint bench deploy clean
 
 install: $(STAMP)
 
@@ -29,7 +29,7 @@ serve: install
 
 # Two test processes (pytest-xdist): most tests wait on real servers and crawl delays, and the
 # suite must stay under 10 minutes on a 2-core machine.
-test: install browser nginx redis
+test: install browser nginx redis pdfs
 	$(PY) -m pytest -q -n 2
 
 # Debian's packages some tests run, installed when missing (as root): chromium for the
@@ -42,6 +42,16 @@ nginx:
 
 redis:
 	@tests/support/install-package.sh redis-server /usr/bin/redis-server "the TLS Redis tests"
+
+# Real PDFs (Debian's manuals) for the PDF tests, qpdf to encrypt one, pdftotext to cross-check the text.
+pdfs:
+	@tests/support/install-package.sh qpdf qpdf "the encrypted-PDF tests"
+	@tests/support/install-package.sh poppler-utils pdftotext "the PDF text cross-check"
+	@tests/support/install-package.sh debian-reference-en /usr/share/debian-reference/debian-reference.en.pdf "the PDF tests"
+	@tests/support/install-package.sh shared-mime-info /usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf "the PDF tests"
+	@tests/support/install-package.sh libtasn1-doc /usr/share/doc/libtasn1-doc/libtasn1.pdf "the PDF tests"
+	@tests/support/install-package.sh maint-guide-ru /usr/share/doc/maint-guide-ru/maint-guide.ru.pdf "the Cyrillic PDF test"
+	@tests/support/install-package.sh bzip2-doc /usr/share/doc/bzip2/manual.pdf.gz "the PDF tests"
 
 lint: install
 	$(VENV)/bin/ruff check .

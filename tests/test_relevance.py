@@ -25,7 +25,7 @@ from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search.app import create_app
 
 TOP_KEYS = {"query", "rank", "total", "page", "per_page", "lang", "partial", "suggestion", "results"}
-RESULT_KEYS = {"docid", "url", "score", "title", "snippet", "highlights", "lang"}
+RESULT_KEYS = {"docid", "url", "score", "title", "snippet", "highlights", "lang", "also", "pdf"}
 # Scripts written without spaces: a word or phrase there is a run of characters, found as a substring.
 UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 PAGES = {page.doc_id: page for page in fixture_pages()}

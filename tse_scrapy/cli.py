@@ -12,7 +12,7 @@ from contextlib import contextmanager, nullcontext
 from typing import NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
-from .rules.secrets import mask_secrets
+from .rules.secrets import mask_secrets, mask_url
 
 # Each command imports what it needs when it runs: `tse query` starts without
 # loading Scrapy, and a crawl of one process without loading Redis.
@@ -107,6 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
         dest="deny_ext",
         help="instead of the TSE rule (.htm* pages only), refuse these extensions "
         "(comma-separated; 'scrapy' for Scrapy's list)",
+    )
+    crawl.add_argument(
+        "--pdf",
+        action="store_true",
+        help="--links html: also fetch, save and index PDF documents under the prefix (.pdf or application/pdf)",
+    )
+    crawl.add_argument(
+        "--sitemaps",
+        action="store_true",
+        help="--links html: crawl the URLs of the prefixes' sitemaps (robots.txt Sitemap: lines, "
+        "else PREFIX/sitemap.xml) from depth 0, as seeds",
     )
     crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N", help="stop after exactly N saved pages")
     crawl.add_argument(
@@ -325,13 +336,19 @@ def index(options: argparse.Namespace) -> int:
     from .index.indexer import check_page_directory, write_index_files
     from .index.update import update_index
 
-    with _one_line_errors("index", options.indexfile):
+    warnings: list[tuple[int, str, str]] = []
+
+    def warn(doc_id: int, url: str, why: str) -> None:
+        warnings.append((doc_id, url, why))
+
+    with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
         if options.update:
-            problem = update_index(options.pagedir, options.indexfile)
+            problem = update_index(options.pagedir, options.indexfile, warn)
             if problem is None:
                 return OK
+            warnings.clear()
             sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
         try:
             with _index_progress_bar(options.pagedir) as bar:
@@ -340,6 +357,7 @@ def index(options: argparse.Namespace) -> int:
                     options.indexfile,
                     jobs=options.jobs,
                     on_page=bar.update if bar is not None else None,
+                    on_warning=warn,
                 )
         except MemoryError:  # in this process (a worker's is WorkerDied): a huge page, say
             raise _Failed(_one_line("index", "out of memory")) from None
@@ -351,6 +369,22 @@ def index(options: argparse.Namespace) -> int:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             raise
     return OK
+
+
+# PDFs without text named one a line, at most this many; the rest counted.
+SHOWN_PDF_WARNINGS = 10
+
+
+@contextmanager
+def _pdf_warnings_shown(warnings: list[tuple[int, str, str]]) -> Iterator[None]:
+    """On the way out, one line per PDF that gave no text (the first few), and their count."""
+    try:
+        yield
+    finally:
+        for doc_id, url, why in warnings[:SHOWN_PDF_WARNINGS]:
+            sys.stderr.write(f"tse index: warning: PDF {doc_id} ({mask_url(url)}) gave no text: {why}\n")
+        if warnings:
+            sys.stderr.write(f"tse index: {len(warnings)} PDF(s) indexed without text\n")
 
 
 # A directory with fewer pages is indexed in about a second: no bar.
@@ -521,6 +555,8 @@ def crawl(options: argparse.Namespace) -> int:
         allow=options.allow,
         deny=options.deny,
         deny_ext=options.deny_ext,
+        pdf="yes" if options.pdf else None,
+        sitemaps="yes" if options.sitemaps else None,
     )
     spider_args["resume"] = "yes" if options.resume else None
     spider_args["update"] = "yes" if options.update else None

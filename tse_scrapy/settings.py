@@ -124,6 +124,8 @@ TSE_ARGUMENTS = {}
 TSE_ALLOW = []  # regular expressions a URL must match one of (crawl/urlfilter.py)
 TSE_DENY = []  # regular expressions a URL must match none of
 TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
+TSE_PDF = False  # --pdf: PDF documents are fetched (.pdf is added to the TSE rule), saved and indexed
+TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs crawled from depth 0
 
 # order=priority: the class that scores a queued URL (crawl/frontier.py).
 TSE_PRIORITIZER = "tse_scrapy.crawl.frontier.InlinkPrioritizer"

@@ -8,7 +8,7 @@
 # place during the installation when none is.
 set -u
 package=$1 binary=$2 what=$3
-installed() { command -v "$binary" >/dev/null 2>&1 || [ -x "$binary" ]; }
+installed() { command -v "$binary" >/dev/null 2>&1 || [ -e "$binary" ]; }
 installed && exit 0
 if [ "$(id -u)" != 0 ]; then
     echo "make: $package is not installed (as root: apt-get install -y $package); $what will be skipped" >&2

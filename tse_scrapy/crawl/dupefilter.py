@@ -27,7 +27,7 @@ class UrlKeyLogging:
     Shared with the distributed dupefilter; needs ``tse_extensions``,
     ``debug`` and ``stats`` attributes."""
 
-    tse_extensions: bool
+    tse_extensions: bool | frozenset[str]
     debug: bool
     stats: StatsCollector | None
 
@@ -66,7 +66,7 @@ class NormalizedUrlDupeFilter(UrlKeyLogging, BaseDupeFilter):
         stats: StatsCollector | None = None,
         debug: bool = False,
         state: CrawlStateDB | None = None,
-        tse_extensions: bool = True,
+        tse_extensions: bool | frozenset[str] = True,
     ):
         self.seen: set[str] = set()
         self.tse_extensions = tse_extensions

@@ -32,3 +32,9 @@ class PageItem:
     # Its X-Robots-Tag header or robots <meta> says noindex (--links html): saved, noted beside
     # the page files, and left out by the indexer.
     noindex: bool = False
+    # A PDF document (--links html): noted beside the page files, so the indexer reads its text.
+    pdf: bool = False
+    # The canonical URL the page names, when not its own (--links html): noted beside the page files.
+    canonical: str | None = None
+    # The lastmod its sitemap gave (--sitemaps): kept in the catalog (--validators, --update).
+    lastmod: str | None = None

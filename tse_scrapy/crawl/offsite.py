@@ -23,6 +23,9 @@ from .urlfilter import UrlFilter
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
+# The meta key of the requests that fetch sitemaps (--sitemaps, crawl/sitemaps.py).
+SITEMAP_REQUEST = "tse_sitemap"
+
 
 class PrefixOffsiteMiddleware(OffsiteMiddleware):
     """Drops requests outside the prefixes (``IgnExtrn``) or refused by the filters (``IgnDeny``)."""
@@ -38,6 +41,7 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.filter = url_filter or UrlFilter()
         # robots.txt lives outside any /path/ prefix but must be fetched.
         self.robots_urls = {_robots_url(prefix) for prefix in self.prefixes}
+        self.prefix_hosts = {(urlsplit(p).scheme.lower(), urlsplit(p).netloc.lower()) for p in self.prefixes}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PrefixOffsiteMiddleware:
@@ -65,7 +69,15 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied", links)
 
     def should_follow(self, request: Request, spider: Spider) -> bool:
+        if request.meta.get(SITEMAP_REQUEST):
+            # A sitemap may live outside the prefixes' paths (robots.txt names it): on their hosts only.
+            return self.on_prefix_host(request.url)
         return self.verdict(request.url) is None
+
+    def on_prefix_host(self, url: str) -> bool:
+        """*url* is on the scheme and host of one of the prefixes."""
+        parts = urlsplit(url)
+        return (parts.scheme.lower(), parts.netloc.lower()) in self.prefix_hosts
 
     def verdict(self, url: str) -> str | None:
         """None for a URL to fetch, else the progress word for ignoring it."""

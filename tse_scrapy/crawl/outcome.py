@@ -59,13 +59,22 @@ def summary_line(stats: Mapping[str, Any]) -> str:
         "denied": stats.get("tse/denied", 0),
     }
     per_minute = saved / seconds * 60 if seconds else 0.0
-    return (
+    line = (
         f"{_count(saved, 'page')} saved, {stats.get('tse/pages_failed', 0)} failed, "
         f"{_count(sum(ignored.values()), 'link')} ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
         f"{_count(stats.get('downloader/request_count', 0), 'request')}, "
         f"{format_size(stats.get('downloader/response_bytes', 0))} in {format_clock(seconds, floor=True)}, "
         f"{per_minute:.1f} pages/min"
     )
+    if any(name.startswith("tse/sitemap") for name in stats):  # --sitemaps
+        line += (
+            f"; sitemaps: {stats.get('tse/sitemaps_read', 0)} read, {stats.get('tse/sitemaps_cut', 0)} cut, "
+            f"{_count(stats.get('tse/sitemap_urls', 0), 'URL')} taken, "
+            f"{stats.get('tse/sitemap_urls_ignored', 0)} ignored"
+        )
+    if stats.get("tse/pdfs"):
+        line += f"; {_count(stats['tse/pdfs'], 'PDF')}"
+    return line
 
 
 def _count(number: int, noun: str) -> str:

@@ -14,7 +14,7 @@ from scrapy.utils.defer import deferred_from_coro
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..rules import pagedir
-from ..rules.pagenotes import CHARSETS, NOINDEX, ROBOTS, PageNotes
+from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
 from ..update.extension import update_session
 from .engineturn import engine_turn
 from .items import PageItem
@@ -70,8 +70,8 @@ class PageDirPipeline:
         self.warc: WarcMiddleware | None = None
         # One notes file per process: the workers of a distributed crawl share the directory.
         notes_name = (crawler.settings.get("TSE_WORKER") or "crawl").replace(":", "-").replace("/", "-")
-        self.charsets = PageNotes(self.directory, CHARSETS, notes_name)
-        self.robots = PageNotes(self.directory, ROBOTS, notes_name)
+        kinds = (CHARSETS, ROBOTS, TYPES, CANONICAL)
+        self.notes = {kind: PageNotes(self.directory, kind, notes_name) for kind in kinds}
 
     def _first_free_id(self) -> int:
         if self.state is None:
@@ -108,8 +108,8 @@ class PageDirPipeline:
         return item
 
     def close_spider(self) -> None:
-        self.charsets.close()
-        self.robots.close()
+        for notes in self.notes.values():
+            notes.close()
         if self.warc is not None:
             # The last exchanges' records, before the crawl's outcome is decided (at spider_closed).
             self.warc.wait_written()
@@ -126,7 +126,15 @@ class PageDirPipeline:
             write = not item.replayed
             if self.update is not None:
                 changed = self.update.saved(
-                    doc_id, item.url, item.depth, item.body, item.status, item.validators, item.revisit, item.replayed
+                    doc_id,
+                    item.url,
+                    item.depth,
+                    item.body,
+                    item.status,
+                    item.validators,
+                    item.revisit,
+                    item.replayed,
+                    item.lastmod,
                 )
                 write = write and changed
             if write:
@@ -165,7 +173,13 @@ class PageDirPipeline:
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None
-        for notes, value in ((self.charsets, item.http_charset), (self.robots, NOINDEX if item.noindex else None)):
+        for kind, value in (
+            (CHARSETS, item.http_charset),
+            (ROBOTS, NOINDEX if item.noindex else None),
+            (TYPES, PDF if item.pdf else None),
+            (CANONICAL, item.canonical),
+        ):
+            notes = self.notes[kind]
             if value:
                 try:
                     notes.note(item.url, value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
+# What is kept of each host's robots.txt for its Sitemap: lines (--sitemaps); Google reads 500 KiB.
+KEPT_ROBOTS_BYTES = 512 * 1024
 
 
 class _NoTraceback(logging.Filter):
@@ -37,12 +40,20 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
+        self.bodies: dict[str, bytes] = {}  # netloc -> its robots.txt as fetched (a 200's), for Sitemap: lines
         logger = logging.getLogger(RobotsTxtMiddleware.__module__)
         if not any(isinstance(f, _NoTraceback) for f in logger.filters):
             logger.addFilter(_NoTraceback())
 
     # The two hooks below are Scrapy's own (private) ones, as of Scrapy 2.19.
+    async def robots_txt(self, url: str) -> bytes:
+        """The robots.txt of *url*'s host as fetched (fetched now if not yet; b"" when it has none)."""
+        await self.robot_parser(Request(url))
+        return self.bodies.get(urlsplit(url).netloc, b"")
+
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
+        if response.status == 200:
+            self.bodies[netloc] = bytes(response.body[:KEPT_ROBOTS_BYTES])
         if response.status >= 500:
             self._stats.inc_value("tse/robotstxt_unreachable")
             response = response.replace(body=DISALLOW_ALL)

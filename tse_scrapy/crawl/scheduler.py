@@ -35,7 +35,7 @@ from twisted.python.failure import Failure
 from ..resume.extension import CrawlStateExtension, crawl_state
 from ..rules import pagedir
 from ..rules.eta import FrontierCensus
-from ..update.extension import UpdateExtension, update_session
+from ..update.extension import UpdateExtension, sitemaps_read, update_session
 from .dupefilter import NormalizedUrlDupeFilter
 from .engineturn import wake_engine
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
@@ -97,6 +97,9 @@ class TseScheduler(BaseScheduler):
         # end, which of them are still reachable.
         self.update = update
         self.revisiting = bool(update and update.is_update and order == "priority")
+        # With --sitemaps such an update hands out no page before the sitemaps are read: their
+        # lastmods say which pages changed (the prioritizer), and every page is scored by then.
+        self.waiting_for_sitemaps = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> TseScheduler:
@@ -114,19 +117,29 @@ class TseScheduler(BaseScheduler):
             update_session(crawler),
         )
         scheduler.crawler = crawler
+        scheduler.waiting_for_sitemaps = scheduler.revisiting and settings.getbool("TSE_SITEMAPS")
         crawler.signals.connect(scheduler._page_writing, signal=page_writing)
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         for signal in (signals.item_dropped, signals.item_error):
             crawler.signals.connect(scheduler._item_not_saved, signal=signal)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)
+        crawler.signals.connect(scheduler._sitemaps_read, signal=sitemaps_read)
         return scheduler
+
+    def _sitemaps_read(self, lastmods: dict[str, str]) -> None:
+        if not self.waiting_for_sitemaps:
+            return
+        self.waiting_for_sitemaps = False
+        if not self.resuming:
+            self._queue_revisits(self.spider)
+        wake_engine(self.crawler)
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
         if self.resuming:
             self._restore(spider)
-        elif self.revisiting:
+        elif self.revisiting and not self.waiting_for_sitemaps:
             self._queue_revisits(spider)
         return self.df.open()
 
@@ -208,6 +221,8 @@ class TseScheduler(BaseScheduler):
         return True
 
     def next_request(self) -> Request | None:
+        if self.waiting_for_sitemaps:
+            return None
         if self.replacements:
             return self._dequeued(self.replacements.popleft())
         from_frontier = not self.resumed

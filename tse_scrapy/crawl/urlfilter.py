@@ -16,13 +16,16 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 from scrapy.utils.url import url_has_any_extension
 
-from ..rules.crawlargs import split_list
+from ..rules.crawlargs import extension_rule, split_list
 
 
 class UrlFilter:
     """The allow, deny and deny_ext rules of one crawl."""
 
-    def __init__(self, allow: Iterable[str] = (), deny: Iterable[str] = (), deny_ext: str | None = None):
+    def __init__(
+        self, allow: Iterable[str] = (), deny: Iterable[str] = (), deny_ext: str | None = None, pdf: bool = False
+    ):
+        self.extension_rule = extension_rule(deny_ext, pdf)
         self.allow = [re.compile(pattern) for pattern in split_list(allow)]
         self.deny = [re.compile(pattern) for pattern in split_list(deny)]
         extensions = split_list(deny_ext)
@@ -32,12 +35,18 @@ class UrlFilter:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UrlFilter:
-        return cls(settings.getlist("TSE_ALLOW"), settings.getlist("TSE_DENY"), settings.get("TSE_DENY_EXT"))
+        return cls(
+            settings.getlist("TSE_ALLOW"),
+            settings.getlist("TSE_DENY"),
+            settings.get("TSE_DENY_EXT"),
+            settings.getbool("TSE_PDF"),
+        )
 
     @property
-    def tse_extensions(self) -> bool:
-        """Whether the TSE extension rule (part of normalization) applies."""
-        return self.deny_ext is None
+    def tse_extensions(self) -> bool | frozenset[str]:
+        """The TSE extension rule (part of normalization) as ``normalize_url`` takes it:
+        False when ``deny_ext`` replaces it, the extensions it also takes with ``--pdf``."""
+        return self.extension_rule
 
     def allows(self, normalized_url: str) -> bool:
         if self.deny_ext and url_has_any_extension(normalized_url, self.deny_ext):

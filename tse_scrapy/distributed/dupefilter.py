@@ -32,7 +32,7 @@ class RedisUrlDupeFilter(UrlKeyLogging, RFPDupeFilter):
         key: str,
         debug: bool = False,
         stats: StatsCollector | None = None,
-        tse_extensions: bool = True,
+        tse_extensions: bool | frozenset[str] = True,
     ):
         super().__init__(server, key, debug)
         self.stats = stats

@@ -56,6 +56,8 @@ class SearchIndex:
         self.vocabulary = Vocabulary(db)
         self._bm25 = f"bm25(fts, {', '.join(str(TEXT_FIELDS[name]) for name in FIELDS)})"
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
+        # Each page in a group of duplicates -> the page that stands for the group (store.py).
+        self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
 
     @classmethod
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:

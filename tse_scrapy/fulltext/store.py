@@ -23,6 +23,12 @@ reference's).  Its tables:
 - ``beyond_fts`` and ``beyond``: the terms and words of a long page past its
   body's bounds (``pagefields.BEYOND_CHARACTERS``), for exclusions only, and
   what each row was inserted with;
+- ``same``: each page's content digest (of its title's and body's words) and
+  the canonical URL it names (noted at crawl time), and ``groups``: for each
+  page in a group of duplicates (same digest, or joined by a canonical URL
+  naming another page of the index), the page that stands for the group in
+  results (``rules.duplicates.duplicate_groups``), worked out again whenever
+  pages change;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
 - ``meta``: the SPEC index it was written with (size and digest) and the
@@ -46,10 +52,12 @@ from pathlib import Path
 from types import TracebackType
 
 from ..atomicfile import partial_path
+from ..rules.duplicates import EMPTY_DIGEST, content_digest, duplicate_groups
 from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
-FORMAT = "3"  # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order
+# 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups
+FORMAT = "4"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -66,6 +74,8 @@ CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
 CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL, words BLOB NOT NULL);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
+CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
@@ -96,8 +106,10 @@ class SearchIndexWriter:
     """Writes a search index whole: pages are added in docID order; ``finish`` gathers each page's
     anchor text and puts the file in place."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, canonicals: dict[str, str] | None = None):
+        """*canonicals*: URL -> the canonical URL the page names (``rules/pagenotes.py``)."""
         self.path = Path(path)
+        self.canonicals = canonicals or {}
         partial = partial_path(self.path)
         partial.unlink(missing_ok=True)
         self.db = sqlite3.connect(partial, check_same_thread=False)
@@ -109,7 +121,7 @@ class SearchIndexWriter:
             raise
 
     def add(self, doc_id: int, url: str, fields: PageFields) -> None:
-        _insert_page(self.db, doc_id, url, fields)
+        _insert_page(self.db, doc_id, url, fields, self.canonicals.get(url))
 
     def add_vocabulary(self, spellings: dict[str, str]) -> None:
         """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
@@ -118,6 +130,7 @@ class SearchIndexWriter:
     def finish(self, index_size: int, index_digest: bytes) -> None:
         """Gather the anchors, record the SPEC index the search index belongs with, put it in place."""
         _index_anchors(self.db, _gather_anchors(self.db, None))
+        _group_duplicates(self.db)
         _write_meta(self.db, index_size, index_digest)
         self.db.commit()
         self.db.close()
@@ -138,6 +151,7 @@ def update(
     new: tuple[int, bytes],
     removed: Iterable[int],
     added: dict[int, tuple[str, bytes]],
+    canonicals: dict[str, str] | None = None,
 ) -> str | None:
     """Apply an update to the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*: the pages *removed* (gone or changed) lose their rows,
@@ -163,7 +177,7 @@ def update(
         for doc_id in sorted(added):
             url, blob = added[doc_id]
             fields = unpacked(blob)
-            _insert_page(db, doc_id, url, fields)
+            _insert_page(db, doc_id, url, fields, (canonicals or {}).get(url))
             targets.update(target for target, _ in fields.links)
             targets.add(url)
         gathered = _gather_anchors(db, targets)
@@ -171,6 +185,7 @@ def update(
             if url in targets:
                 _delete_anchors(db, doc_id)
         _index_anchors(db, gathered)
+        _group_duplicates(db)
         _write_meta(db, *new)
         db.commit()
     except BaseException:
@@ -210,8 +225,12 @@ def _fast_writes(db: sqlite3.Connection) -> None:
     db.execute("PRAGMA cache_size=-16000")
 
 
-def _insert_page(db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields) -> None:
+def _insert_page(
+    db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields, canonical: str | None = None
+) -> None:
     body, body_words = _compressed(fields.body), _compressed(fields.body_words)
+    digest = content_digest(fields.title_words, fields.body_words)
+    db.execute("INSERT INTO same VALUES (?, ?, ?)", (doc_id, digest, canonical or ""))
     db.execute(
         "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (doc_id, url, fields.language, fields.title, fields.headings, fields.url, body, fields.title_words, body_words),
@@ -321,8 +340,29 @@ def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
         )
         db.execute("DELETE FROM beyond WHERE doc_id = ?", (doc_id,))
     _delete_anchors(db, doc_id)
+    db.execute("DELETE FROM same WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
+
+
+def _group_duplicates(db: sqlite3.Connection) -> None:
+    """Fill ``groups`` anew from every page's digest and canonical URL (a canonical URL outside
+    the index joins nothing: the page stands alone)."""
+    urls = dict(db.execute("SELECT doc_id, url FROM pages"))
+    doc_at: dict[str, int] = {}
+    for doc_id, url in sorted(urls.items()):
+        doc_at.setdefault(url, doc_id)
+    digests: dict[int, str] = {}
+    canonicals: dict[int, int] = {}
+    for doc_id, digest, canonical in db.execute("SELECT doc_id, digest, canonical FROM same"):
+        if digest != EMPTY_DIGEST:  # pages that show nothing are not duplicates of one another
+            digests[doc_id] = digest
+        named = doc_at.get(canonical) if canonical else None
+        if named is not None and named != doc_id:
+            canonicals[doc_id] = named
+    db.execute("DELETE FROM groups")
+    groups = duplicate_groups(digests, canonicals, urls)
+    db.executemany("INSERT INTO groups VALUES (?, ?)", sorted(groups.items()))
 
 
 def _compressed(text: str) -> bytes:

@@ -30,6 +30,7 @@ from ..rules import pagedir
 from ..rules.pagenotes import read_page_notes
 from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
+from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, live_fingerprint
 
 DOCS_SUFFIX = ".docs"
@@ -203,7 +204,8 @@ class DocStore:
         for found in scan.files():
             # The pages the indexer keeps (build_index): not gone, not noindex.
             if found.page is not None and found.page.url not in notes.noindex:
-                writer.add(found.doc_id, found.page, word_counts(found.page.body), None, notes.charset(found.page.url))
+                read = readable(found.page, notes)  # a PDF as its text
+                writer.add(found.doc_id, read.page, word_counts(read.page.body), None, read.charset)
         store = writer.finish(index_size, index_digest, scan)
         assert store is not None
         return store

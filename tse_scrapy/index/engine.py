@@ -19,6 +19,7 @@ from ..fulltext.matching import Marks
 from ..fulltext.searcher import SearchIndex
 from ..rules import pagedir
 from ..rules import query as rules
+from ..rules.duplicates import collapse_duplicates
 from ..rules.query import Query, QueryError
 from ..rules.ranking import bm25_scores
 from ..rules.searchquery import SearchQuery, SearchQueryError, parse_search_query
@@ -44,6 +45,9 @@ class Answer:
     partial: bool = False
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+    # rank=relevance: a result -> the other pages of its group of duplicates that answered
+    # (the same content, or joined by a canonical URL), shown as "also at".
+    aliases: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def words(self) -> list[str]:
@@ -138,7 +142,8 @@ class QueryEngine:
             return Answer(None, f"rank=relevance needs the search index: {index}")
         lengths, gone = self.docs.lengths, self.gone
         found = index.search(query, lambda doc_id: doc_id in lengths and doc_id not in gone, language)
-        return Answer(None, None, found.ranked, query, found.partial, found.marks, found.corrections)
+        ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
+        return Answer(None, None, ranked, query, found.partial, found.marks, found.corrections, aliases)
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)

@@ -43,6 +43,7 @@ from ..rules.pagefields import page_fields
 from ..rules.pagenotes import NotedPages, read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
+from .pagecontent import readable
 from .pagefiles import PageScan
 from .runs import Run, RunPostings, RunTiers, highest_number, merge_runs, number_width
 from .storage import IndexFileWriter
@@ -94,7 +95,8 @@ def build_index(
         if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
             continue
         doc_id = found.doc_id
-        counts = word_counts(found.page.body)
+        read = readable(found.page, notes)
+        counts = word_counts(read.page.body)
         for word, occurrences in counts.items():
             postings = index.get(word)
             if postings is None:
@@ -102,7 +104,7 @@ def build_index(
             else:
                 postings[doc_id] = occurrences
         if docs is not None:
-            docs.add(doc_id, found.page, counts, found.key, notes.charset(found.page.url))
+            docs.add(doc_id, read.page, counts, found.key, read.charset)
     return index
 
 
@@ -118,6 +120,7 @@ class RangeIndexed:
     ended: bool
     fields: list[tuple[int, str, bytes]]  # the search index's: docID, URL, fields (no vocabulary), packed
     vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields), once a range
+    warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
 
 def index_range(
@@ -129,22 +132,24 @@ def index_range(
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
     postings = RunPostings()
-    rows, statuses, fields = [], [], []
+    rows, statuses, fields, warnings = [], [], [], []
     vocabulary: dict[str, str] = {}
     for found in scan.files(start=start, stop=stop):
         statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
         if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
             continue
-        counts = word_counts(found.page.body)
+        read = readable(found.page, notes)  # a PDF as its text
+        if read.warning:
+            warnings.append((found.doc_id, found.page.url, read.warning))
+        counts = word_counts(read.page.body)
         postings.add(found.doc_id, counts)
-        charset = notes.charset(found.page.url)
-        row = page_rows(found.doc_id, found.page, counts, found.key, charset)
+        row = page_rows(found.doc_id, read.page, counts, found.key, read.charset)
         rows.append(row)
-        page = page_fields(row.doc[1], found.page.body, charset)
+        page = page_fields(row.doc[1], read.page.body, read.charset)
         for word, spelling in page.vocabulary:
             vocabulary.setdefault(word, spelling)
         fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()))))
-    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary)
+    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary, warnings)
 
 
 def write_index_files(
@@ -155,9 +160,11 @@ def write_index_files(
     run_pages: int = RUN_PAGES,
     fan_in: int = MERGE_FAN_IN,
     on_page: Callable[[int], object] | None = None,
+    on_warning: Callable[[int, str, str], object] | None = None,
 ) -> None:
     """Index the pages of *directory* into *indexfile*, its sidecar and its document store,
-    with *jobs* worker processes (1: none); call *on_page* with the number of page files read.
+    with *jobs* worker processes (1: none); call *on_page* with the number of page files read,
+    *on_warning* with (docID, URL, why) for each PDF that gave no text.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it, and a
     worker process that dies or runs out of memory ``WorkerDied``; then, as on any error
@@ -170,7 +177,11 @@ def write_index_files(
         try:
             scratch = Path(tempfile.mkdtemp(prefix=f".{indexfile.name}.", suffix=".runs", dir=indexfile.parent))
             workers = _Workers(jobs, directory, scan.gone)
-            with DocStoreWriter(docs_path(indexfile)) as docs, SearchIndexWriter(search_path(indexfile)) as search:
+            canonicals = read_page_notes(directory).canonicals
+            with (
+                DocStoreWriter(docs_path(indexfile)) as docs,
+                SearchIndexWriter(search_path(indexfile), canonicals) as search,
+            ):
                 tiers = RunTiers(scratch, fan_in)
                 for indexed in _ranges_in_order(workers, run_pages, scratch):
                     for doc_id, size, mtime_ns in indexed.statuses:
@@ -180,6 +191,8 @@ def write_index_files(
                     for doc_id, url, fields in indexed.fields:
                         search.add(doc_id, url, unpacked(fields))
                     search.add_vocabulary(indexed.vocabulary)
+                    for warning in indexed.warnings if on_warning is not None else ():
+                        on_warning(*warning)
                     if indexed.run is not None:
                         tiers.add(indexed.run)
                     if on_page is not None:

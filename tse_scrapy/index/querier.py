@@ -67,8 +67,13 @@ class Querier:
         urls = self._urls
         self._find_urls([doc_id for doc_id, _ in answer.ranked if doc_id not in urls])
         line = self.score_format.format
+        aliases = [alias for aliased in answer.aliases.values() for alias in aliased if alias not in urls]
+        self._find_urls(aliases)
         lines = [f"Matches {len(answer.ranked)} documents ({how}):\n"]
-        lines += [line(value, doc_id, urls[doc_id]) for doc_id, value in answer.ranked]
+        for doc_id, value in answer.ranked:
+            lines.append(line(value, doc_id, urls[doc_id]))
+            # rank=relevance: the duplicates that answered too, under the page that stands for them
+            lines += [f"      also at doc {alias:3d}: {urls[alias]}\n" for alias in answer.aliases.get(doc_id, ())]
         return "".join(lines) + DIVIDER + "\n"
 
     def url(self, doc_id: int) -> str:

@@ -26,6 +26,7 @@ import zlib
 from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from ..atomicfile import write_atomically
@@ -34,6 +35,7 @@ from ..rules.pagefields import page_fields
 from ..rules.pagenotes import read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
+from .pagecontent import readable
 from .pagefiles import PageFile, PageScan
 from .runs import number_type
 from .storage import Sidecar, encode_sidecar, read_sidecar, sidecar_path, text_digest, write_stamp
@@ -45,7 +47,11 @@ class _Mismatch(Exception):
     """The store's words and the index's postings disagree: only a full index is safe."""
 
 
-def update_index(directory: str | os.PathLike, indexfile: str | os.PathLike) -> str | None:
+def update_index(
+    directory: str | os.PathLike,
+    indexfile: str | os.PathLike,
+    on_warning: Callable[[int, str, str], object] | None = None,
+) -> str | None:
     """Update *indexfile*, its sidecar and its document store to the pages of *directory*.
 
     Returns None when done (or when nothing changed: then nothing is written),
@@ -69,13 +75,18 @@ def update_index(directory: str | os.PathLike, indexfile: str | os.PathLike) -> 
         sidecar = read_sidecar(indexfile, len(text), digest)
         if sidecar is None:
             return f"no sidecar {sidecar_path(indexfile)} matches {indexfile}"
-        return _update(directory, Path(indexfile), text, sidecar, stored)
+        return _update(directory, Path(indexfile), text, sidecar, stored, on_warning)
     finally:
         stored.close()
 
 
 def _update(
-    directory: str | os.PathLike, indexfile: Path, text: bytes, sidecar: Sidecar, stored: StoredPages
+    directory: str | os.PathLike,
+    indexfile: Path,
+    text: bytes,
+    sidecar: Sidecar,
+    stored: StoredPages,
+    on_warning: Callable[[int, str, str], object] | None,
 ) -> str | None:
     def changed(found: PageFile) -> bool:
         return stored.keys.get(found.doc_id) != found.key
@@ -91,12 +102,15 @@ def _update(
             continue  # gone, or never an answer (noindex): as a full build leaves it out
         present.append(found.doc_id)
         if found.page is not None:
-            counts = word_counts(found.page.body)
+            read = readable(found.page, notes)  # a PDF as its text
+            if read.warning and on_warning is not None:
+                on_warning(found.doc_id, found.page.url, read.warning)
+            counts = word_counts(read.page.body)
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
-            charset = notes.charset(found.page.url)
-            row = rows[found.doc_id] = page_rows(found.doc_id, found.page, counts, found.key, charset)
-            fields[found.doc_id] = (row.doc[1], search_store.packed(page_fields(row.doc[1], found.page.body, charset)))
+            row = rows[found.doc_id] = page_rows(found.doc_id, read.page, counts, found.key, read.charset)
+            page = page_fields(row.doc[1], read.page.body, read.charset)
+            fields[found.doc_id] = (row.doc[1], search_store.packed(page))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
@@ -120,7 +134,7 @@ def _update(
     # The search index last, as a full index writes it: changed before it is, it is not taken as the
     # new index's (its record of the index it belongs with says the old one).
     old = (len(text), text_digest(text))
-    return search_store.update(indexfile, old, (len(new_text), new_digest), removed, fields)
+    return search_store.update(indexfile, old, (len(new_text), new_digest), removed, fields, notes.canonicals)
 
 
 def merge(

@@ -15,6 +15,9 @@ visit, ``c`` of which found it changed:
 and the probability that it has changed since its last visit, ``t`` seconds
 ago with a mean interval ``I`` between visits, is ``1 - exp(-r t / I)``.  A
 page with no history (``n = 0``) gets ``PRIOR``.
+
+A sitemap's ``lastmod`` (``--sitemaps``) says more than the estimate: after
+the page's last download, it has changed (1); not after, it has not (0).
 """
 
 from __future__ import annotations
@@ -60,3 +63,11 @@ def change_probability(visits: int, changes: int, since_last: float = 1.0, inter
     # Intervals of zero (visits in the same instant, as in tests) count as one interval.
     elapsed = since_last / interval if interval > 0 and since_last >= 0 else 1.0
     return 1.0 - math.exp(-rate * elapsed)
+
+
+def sitemap_change(lastmod: str | None, fetched: str | None) -> float | None:
+    """1.0 when the sitemap's *lastmod* is after *fetched* (the last download), 0.0 when it is
+    not, None when either is unknown; both ``YYYY-MM-DDTHH:MM:SSZ`` (UTC), which sort as text."""
+    if not lastmod or not fetched or len(lastmod) != len(fetched):
+        return None
+    return 1.0 if lastmod > fetched else 0.0

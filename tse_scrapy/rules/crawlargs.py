@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from .links import EXTRACTORS
 from .pagedir import MARKER, holds_pages
-from .urls import DEFAULT_PREFIX, is_internal, normalize_url
+from .urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 
 ORDERS = ("tse", "bfs", "priority")
 MAX_DEPTH = 10
@@ -36,10 +36,17 @@ class CrawlArgs:
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
     deny_ext: str | None = None
+    pdf: bool = False  # --pdf: PDF documents are fetched, saved and indexed too
+    sitemaps: bool = False  # --sitemaps: the URLs of the prefixes' sitemaps are entry points
 
     @property
     def seed(self) -> str:
         return self.seeds[0]
+
+    @property
+    def extension_rule(self) -> bool | frozenset[str]:
+        """What ``normalize_url`` takes as *tse_extensions* in this crawl."""
+        return extension_rule(self.deny_ext, self.pdf)
 
     def identity(self) -> dict[str, Any]:
         """What a resumed crawl (or a worker joining it) must share with the crawl it continues."""
@@ -52,6 +59,9 @@ class CrawlArgs:
             "allow": ",".join(self.allow),
             "deny": ",".join(self.deny),
             "deny_ext": self.deny_ext,
+            # "yes" or None: a crawl begun before these options existed stored neither.
+            "pdf": "yes" if self.pdf else None,
+            "sitemaps": "yes" if self.sitemaps else None,
         }
 
 
@@ -65,6 +75,8 @@ def check_crawl_args(
     allow: Any = None,
     deny: Any = None,
     deny_ext: Any = None,
+    pdf: Any = None,
+    sitemaps: Any = None,
     **_ignored: Any,
 ) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
@@ -78,9 +90,12 @@ def check_crawl_args(
     prefixes = _check_prefixes(prefix)
     for value, name in ((allow, "allow"), (deny, "deny")):
         check_patterns(value, name)
+    with_pdf, with_sitemaps = _check_yes_no(pdf, "pdf"), _check_yes_no(sitemaps, "sitemaps")
+    if (with_pdf or with_sitemaps) and (links or "html") != "html":
+        raise ArgumentError(f"--{'pdf' if with_pdf else 'sitemaps'} goes with --links html (tse is the reference's)")
     seeds: list[str] = []
     for url in split_list(seed):
-        normalized = normalize_url(url, tse_extensions=deny_ext is None)
+        normalized = normalize_url(url, extension_rule(deny_ext, with_pdf))
         if normalized is None:
             raise ArgumentError(f"seed URL cannot be normalized: {url}")
         if not is_internal(normalized, prefixes):
@@ -107,7 +122,31 @@ def check_crawl_args(
         tuple(split_list(allow)),
         tuple(split_list(deny)),
         None if deny_ext is None else ",".join(split_list(deny_ext)),
+        with_pdf,
+        with_sitemaps,
     )
+
+
+def extension_rule(deny_ext: str | None, pdf: bool) -> bool | frozenset[str]:
+    """The extension rule of ``normalize_url``: the TSE rule (``.htm*``, and ``.pdf`` with
+    *pdf*) unless *deny_ext* replaces it."""
+    if deny_ext is not None:
+        return False
+    return TSE_AND_PDF if pdf else True
+
+
+def _check_yes_no(value: Any, name: str) -> bool:
+    """A yes/no option given as ``-a NAME=yes`` (or True/False from the command line)."""
+    if value is None or value is False or value == "":
+        return False
+    if value is True:
+        return True
+    text = str(value).strip().lower()
+    if text in ("yes", "true", "1", "on"):
+        return True
+    if text in ("no", "false", "0", "off"):
+        return False
+    raise ArgumentError(f"{name} must be yes or no: {value}")
 
 
 def check_same_crawl(args: CrawlArgs, stored: dict[str, Any], action: str, names: Iterable[str] | None = None) -> None:

@@ -32,7 +32,13 @@ MAX_HEADERS = 64  # names and values, each
 MAX_BODY_BYTES = 32 * 1024
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 # The request meta keys tse sets before a request is queued, with their types.
-META_TYPES: dict[str, type] = {"depth": int, "tse_found_at": int, "tse_found_on": str, "tse_link": str}
+META_TYPES: dict[str, type] = {
+    "depth": int,
+    "tse_found_at": int,
+    "tse_found_on": str,
+    "tse_link": str,
+    "tse_lastmod": str,  # a sitemap's lastmod (--sitemaps)
+}
 MAX_DEPTH = 1_000_000
 # The spider methods a stored request may name (the tse spider's: spiders/tse.py).
 CALLBACKS = frozenset({"parse"})

@@ -7,7 +7,12 @@ A crawl in ``--links html`` mode notes, when a page is saved:
   (``encodings``);
 - ``PAGEDIR/.tse-robots/``: ``noindex`` when its ``X-Robots-Tag`` header or
   ``<meta name="robots">`` says so (``robotsmeta``): the page is saved, but
-  the indexer leaves it out.
+  the indexer leaves it out;
+- ``PAGEDIR/.tse-types/``: ``pdf`` for a PDF document (``--pdf``): the
+  indexer reads its text, not its bytes as HTML;
+- ``PAGEDIR/.tse-canonical/``: the canonical URL its ``Link:`` header or
+  ``<link rel="canonical">`` names (``duplicates``), when not its own;
+- ``PAGEDIR/.tse-lastmod/``: the ``lastmod`` its sitemap gave (``sitemaps``).
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -19,40 +24,59 @@ someone else wrote) are skipped, and reading is bounded.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 CHARSETS = ".tse-charsets"
 ROBOTS = ".tse-robots"
+TYPES = ".tse-types"
+CANONICAL = ".tse-canonical"
+LASTMOD = ".tse-lastmod"
 MAX_LINE_BYTES = 9000  # a URL of 8,192 characters and a charset label
 MAX_LABEL_BYTES = 40
+MAX_URL_VALUE_BYTES = 8192
+URL_VALUED = frozenset({CANONICAL})  # kinds whose values are URLs, not short ASCII names
 NOINDEX = "noindex"
+PDF = "pdf"
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-def note_line(url: str, value: str) -> bytes | None:
-    """The line noting *value* for *url*, or None if they cannot make one."""
+def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
+    """The line noting *value* (a URL if *url_value*) for *url*, or None if they cannot make one."""
     label = value.strip()
-    if not (label.isascii() and label.isprintable()) or not label or len(label) > MAX_LABEL_BYTES:
-        return None  # values are short ASCII names (charset labels, directives)
+    if not _good_value(label, url_value):
+        return None  # values are short ASCII names (charset labels, directives), or URLs
     if any(c in url for c in "\t\n\r"):
         return None
     try:
         line = f"{url}\t{label}\n".encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a URL no page file could hold either
         return None
-    return line if len(line) <= MAX_LINE_BYTES else None
+    return line if len(line) <= _line_bound(url_value) else None
 
 
-def parse_note_lines(data: bytes) -> dict[str, str]:
+def _good_value(label: str, url_value: bool) -> bool:
+    if not label or not label.isprintable():
+        return False
+    if url_value:
+        return len(label) <= MAX_URL_VALUE_BYTES and "\t" not in label
+    return label.isascii() and len(label) <= MAX_LABEL_BYTES
+
+
+def _line_bound(url_value: bool) -> int:
+    return MAX_LINE_BYTES + (MAX_URL_VALUE_BYTES if url_value else 0)
+
+
+def parse_note_lines(data: bytes, url_value: bool = False) -> dict[str, str]:
     """URL -> value of the lines in *data* (bad lines skipped, the last of a URL kept)."""
     found: dict[str, str] = {}
+    bound = _line_bound(url_value)
     for line in data.split(b"\n")[:-1]:  # a last piece without its newline is torn
-        if len(line) > MAX_LINE_BYTES or line.count(b"\t") != 1:
+        if len(line) > bound or line.count(b"\t") != 1:
             continue
         url, label = line.decode("utf-8", "surrogateescape").split("\t")
-        if url and label and len(label) <= MAX_LABEL_BYTES and label.isascii() and label.isprintable():
+        if url and _good_value(label, url_value):
             found[url] = label
     return found
 
@@ -63,14 +87,21 @@ class NotedPages:
 
     charsets: dict[str, str]  # URL -> the charset its HTTP header declared
     noindex: frozenset[str]  # the URLs never to be an answer
+    pdfs: frozenset[str] = frozenset()  # the URLs of PDF documents
+    canonicals: dict[str, str] = field(default_factory=dict)  # URL -> the canonical URL it names
 
     def charset(self, url: str) -> str | None:
         return self.charsets.get(url)
 
 
 def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
-    """Every note of *pagedir*: its charsets and its noindex pages."""
-    return NotedPages(read_charsets(pagedir), read_noindex(pagedir))
+    """Every note of *pagedir* the indexer uses: charsets, noindex pages, PDFs, canonical URLs."""
+    return NotedPages(
+        read_charsets(pagedir),
+        read_noindex(pagedir),
+        frozenset(url for url, value in read_notes(pagedir, TYPES).items() if value == PDF),
+        read_notes(pagedir, CANONICAL),
+    )
 
 
 def read_charsets(pagedir: str | os.PathLike) -> dict[str, str]:
@@ -84,7 +115,7 @@ def read_noindex(pagedir: str | os.PathLike) -> frozenset[str]:
 
 
 def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
-    """Every note of *kind* (``CHARSETS``, ``ROBOTS``) in *pagedir* (none: {})."""
+    """Every note of *kind* (``CHARSETS``, ``ROBOTS``, ...) in *pagedir* (none: {})."""
     found: dict[str, str] = {}
     directory = Path(pagedir, kind)
     try:
@@ -94,7 +125,7 @@ def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
     for name in names:
         try:
             with open(directory / name, "rb") as notes:
-                found.update(parse_note_lines(notes.read(MAX_FILE_BYTES)))
+                found.update(parse_note_lines(notes.read(MAX_FILE_BYTES), kind in URL_VALUED))
         except OSError:
             continue
     return found
@@ -105,11 +136,12 @@ class PageNotes:
 
     def __init__(self, pagedir: str | os.PathLike, kind: str, name: str):
         self.path = Path(pagedir, kind, f"{name}.tsv")
+        self.url_valued = kind in URL_VALUED
         self._file: BinaryIO | None = None
 
     def note(self, url: str, value: str) -> None:
         """Note *value* for *url* (raises OSError)."""
-        line = note_line(url, value)
+        line = note_line(url, value, self.url_valued)
         if line is None:
             return
         if self._file is None:

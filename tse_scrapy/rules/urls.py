@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 DEFAULT_PREFIX = "http://cs50tse.cs.dartmouth.edu/tse/"
+# The TSE extension rule widened by ``--pdf``: ``.htm*`` pages and ``.pdf`` documents.
+TSE_AND_PDF = frozenset({"pdf"})
 
 _REPEATED_SLASHES = re.compile(r"/{2,}")
 _SCHEME_END = re.compile(r"[:/?#]")
@@ -17,19 +19,20 @@ _CACHED_URLS = 4096
 _CACHED_URL_LENGTH = 2083
 
 
-def normalize_url(url: str, tse_extensions: bool = True) -> str | None:
+def normalize_url(url: str, tse_extensions: bool | frozenset[str] = True) -> str | None:
     """Return the normalized form of the absolute *url*, or None.
 
     None means "non-normalizable": relative, empty path, or (unless
     *tse_extensions* is false) a last path segment whose extension does not
-    begin with ``htm``.
+    begin with ``htm``, nor is one of *tse_extensions* when it is a set of
+    extensions also taken (``TSE_AND_PDF``).
     """
     if len(url) > _CACHED_URL_LENGTH:
         return _normalize(url, tse_extensions)
     return _normalize_cached(url, tse_extensions)
 
 
-def _normalize(url: str, tse_extensions: bool) -> str | None:
+def _normalize(url: str, tse_extensions: bool | frozenset[str]) -> str | None:
     found = _SCHEME_END.search(url)
     if found is None or found.group() != ":" or found.start() == 0:
         return None
@@ -47,7 +50,7 @@ def _normalize(url: str, tse_extensions: bool) -> str | None:
     else:
         user += "@"
     path, question, query = tail.partition("?")
-    if not path or (tse_extensions and not _extension_ok(path)):
+    if not path or (tse_extensions and not _extension_ok(path, tse_extensions)):
         return None
     path = remove_dot_segments(_REPEATED_SLASHES.sub("/", path))
     return scheme + user + host.lower() + path + question + query
@@ -92,12 +95,14 @@ def remove_dot_segments(path: str) -> str:
     return "".join(output)
 
 
-def _extension_ok(path: str) -> bool:
+def _extension_ok(path: str, also: bool | frozenset[str]) -> bool:
     last_segment = path.rsplit("/", 1)[-1]
     if "." not in last_segment:
         return True
     extension = last_segment.rsplit(".", 1)[1]
-    return extension == "" or extension[:3].lower() == "htm"
+    if extension == "" or extension[:3].lower() == "htm":
+        return True
+    return isinstance(also, frozenset) and extension.lower() in also
 
 
 def _first_of(text: str, chars: str) -> int:

@@ -1,4 +1,5 @@
-"""The search web app (Starlette): ``/``, ``/search``, ``/api/search``, ``/doc/DOCID``, ``/healthz``.
+"""The search web app (Starlette): ``/``, ``/search``, ``/api/search``, ``/doc/DOCID``
+(``/doc/DOCID.pdf``: a PDF result as fetched, to download), ``/healthz``.
 
 Every route only reads.  Everything that comes from a page or from the query
 is escaped by the templates (Jinja2 autoescaping); a saved page is sent so
@@ -15,6 +16,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -23,10 +25,11 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from ..index.engine import RANKINGS, Answer, QueryEngine
+from ..index.pagecontent import readable
 from ..index.storage import IndexReader
 from ..rules import pagedir, searchsnippet
 from ..rules.encodings import browser_label, page_encoding
-from ..rules.pagenotes import read_charsets
+from ..rules.pagenotes import read_page_notes
 from ..rules.pagetext import snippet
 from ..rules.query import is_blank
 
@@ -66,6 +69,8 @@ class Result:
     highlights: list[tuple[int, int]]
     live: bool  # the URL may be linked to (http or https)
     lang: str = ""  # the page's language (ISO 639), "" when not known or not rank=relevance
+    also: tuple[str, ...] = ()  # the URLs of its duplicates that answered too (rank=relevance)
+    pdf: bool = False  # a PDF document: /doc/DOCID shows its text, /doc/DOCID.pdf gives it
 
     def segments(self) -> list[tuple[str, bool]]:
         """The snippet as (text, highlighted) pieces, for the template to escape and mark."""
@@ -90,7 +95,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     # rank=relevance by default where the index has its search index; else SPEC 4's scores.
     default_rank = "tse" if isinstance(engine.search_index, str) else "relevance"
     languages = [] if isinstance(engine.search_index, str) else engine.search_index.languages
-    charsets = read_charsets(engine.directory)  # the pages' HTTP charsets, noted at crawl time
+    notes = read_page_notes(engine.directory)  # the pages' HTTP charsets and PDFs, noted at crawl time
 
     def common(line: str, rank: str, language: str | None = None) -> dict[str, Any]:
         relevance = default_rank == "relevance"
@@ -127,7 +132,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             page=page,
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
-            results=_results(engine, answer, page, PER_PAGE),
+            results=_results(engine, answer, page, PER_PAGE, notes.pdfs),
             prev_url=_search_url(line, ranking, page - 1, language) if page > 1 else None,
             next_url=_search_url(line, ranking, page + 1, language) if page < pages else None,
         )
@@ -145,7 +150,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         answer = engine.answer(line, ranking, limit_size=True, language=language)
         if answer is None or answer.error:
             return _json({"error": answer.error if answer else "Error: the query is empty."}, 400)
-        results = _results(engine, answer, page, per_page)
+        results = _results(engine, answer, page, per_page, notes.pdfs)
         content: dict[str, Any] = {
             "query": line,
             "rank": ranking,
@@ -163,7 +168,11 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
                 "title": result.title,
                 "snippet": result.snippet,
                 "highlights": result.highlights,
-                **({"lang": result.lang} if ranking == "relevance" else {}),
+                **(
+                    {"lang": result.lang, "also": list(result.also), "pdf": result.pdf}
+                    if ranking == "relevance"
+                    else {}
+                ),
             }
             for result in results
         ]
@@ -177,11 +186,33 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             page = pagedir.read_page(engine.directory, doc_id)
         except (OSError, pagedir.PageFileError):
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
-        # The charset the page was indexed in (its HTTP header's, noted at crawl time, else its
-        # own or detected): the reader sees the text the search found.
-        charset = browser_label(page_encoding(page.body, charsets.get(page.url))[0])
+        if page.url in notes.pdfs:
+            # A PDF is read as the text the search found in it (extracted again, bounded, in a
+            # thread: the server goes on answering), a page as sandboxed as any saved page.
+            body, charset = (await run_in_threadpool(readable, page, notes)).page.body, "utf-8"
+        else:
+            # The charset the page was indexed in (its HTTP header's, noted at crawl time, else its
+            # own or detected): the reader sees the text the search found.
+            body, charset = page.body, browser_label(page_encoding(page.body, notes.charset(page.url))[0])
         content_type = f"text/html; charset={charset}"
         headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
+        return Response(body, headers=headers)
+
+    async def saved_pdf(request: Request) -> Response:
+        """The PDF as fetched, to download (never shown in the browser from here)."""
+        doc_id = request.path_params["doc_id"]
+        try:
+            page = pagedir.read_page(engine.directory, doc_id) if doc_id in engine.docs.lengths else None
+        except (OSError, pagedir.PageFileError):
+            page = None
+        if page is None or page.url not in notes.pdfs:
+            return PlainTextResponse("no such PDF\n", 404, headers=SAFE_HEADERS)
+        headers = {
+            **SAFE_HEADERS,
+            "Content-Security-Policy": SAVED_PAGE_POLICY,
+            "Content-Type": "application/pdf",
+            "Content-Disposition": f'attachment; filename="{doc_id}.pdf"',
+        }
         return Response(page.body, headers=headers)
 
     async def healthz(request: Request) -> Response:
@@ -194,6 +225,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             Route("/search", search),
             Route("/api/search", api_search),
             Route("/doc/{doc_id:int}", saved_copy),
+            Route("/doc/{doc_id:int}.pdf", saved_pdf),
             Route("/healthz", healthz),
         ],
     )
@@ -208,21 +240,28 @@ def create_app_from_environment() -> Starlette:
     return create_app(engine, hosts.split(",") if hosts else None)
 
 
-def _results(engine: QueryEngine, answer: Answer, page: int, per_page: int) -> list[Result]:
+def _results(
+    engine: QueryEngine, answer: Answer, page: int, per_page: int, pdfs: frozenset[str] = frozenset()
+) -> list[Result]:
     words = answer.words
     languages = {} if isinstance(engine.search_index, str) else engine.search_index.page_languages
     results = []
-    for doc_id, score in answer.ranked[(page - 1) * per_page : page * per_page]:
+    shown = answer.ranked[(page - 1) * per_page : page * per_page]
+    aliases = [alias for doc_id, _ in shown for alias in answer.aliases.get(doc_id, ())]
+    alias_urls = engine.docs.urls(aliases) if aliases else {}
+    for doc_id, score in shown:
         document = engine.document(doc_id)
         url, title, text = (document.url, document.title, document.text) if document else ("", "", "")
         lang = ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "")
-            shown, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None))
+            snippet_text, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None))
         else:
-            shown, highlights = snippet(text, words)
+            snippet_text, highlights = snippet(text, words)
         live = url.lower().startswith(("http://", "https://"))
-        results.append(Result(doc_id, url, score, title or url, shown, highlights, live, lang))
+        also = tuple(alias_urls[alias] for alias in answer.aliases.get(doc_id, ()) if alias in alias_urls)
+        result = Result(doc_id, url, score, title or url, snippet_text, highlights, live, lang, also, url in pdfs)
+        results.append(result)
     return results
 
 

@@ -24,9 +24,12 @@ from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
+from ..rules.duplicates import canonical_url
 from ..rules.links import EXTRACTORS
+from ..rules.pdftext import looks_like_pdf
 from ..rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 from ..rules.urls import normalize_url
+from ..update.extension import sitemaps_read
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -56,6 +59,8 @@ class TseSpider(scrapy.Spider):
         allow: str | None = None,
         deny: str | None = None,
         deny_ext: str | None = None,
+        pdf: str | None = None,
+        sitemaps: str | None = None,
         **kwargs: Any,
     ):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
@@ -70,6 +75,8 @@ class TseSpider(scrapy.Spider):
             allow=allow,
             deny=deny,
             deny_ext=deny_ext,
+            pdf=pdf,
+            sitemaps=sitemaps,
         )
         self.resume = resume
         self.update = update
@@ -78,6 +85,7 @@ class TseSpider(scrapy.Spider):
         self.crawl_args: CrawlArgs | None = None
         self._offsite_middleware: PrefixOffsiteMiddleware | None = _UNKNOWN
         self.seeds: tuple[str, ...] = ()
+        self.sitemap_lastmods: dict[str, str] = {}  # URL -> the lastmod its sitemap gave (--sitemaps)
         if not self.checking:
             try:
                 self._use(check_crawl_args(**self.arguments))
@@ -95,7 +103,7 @@ class TseSpider(scrapy.Spider):
         self.crawl_args = crawl_args
         self.seeds = crawl_args.seeds
         self.extract_links = EXTRACTORS[crawl_args.links]
-        self.tse_extensions = crawl_args.deny_ext is None
+        self.tse_extensions = crawl_args.extension_rule
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, tse_start: Any = None, **kwargs: Any) -> TseSpider:
@@ -131,6 +139,8 @@ class TseSpider(scrapy.Spider):
             ("TSE_ALLOW", list(args.allow)),
             ("TSE_DENY", list(args.deny)),
             ("TSE_DENY_EXT", args.deny_ext),
+            ("TSE_PDF", args.pdf),
+            ("TSE_SITEMAPS", args.sitemaps),
             ("TSE_UPDATE", start.update),
             # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
             # never scanning a page at maxDepth.
@@ -190,6 +200,10 @@ class TseSpider(scrapy.Spider):
             shutil.rmtree(self.crawl_args.pagedir, ignore_errors=True)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
+        if self.crawl_args.sitemaps and self.seeds:
+            # First: an update's revisits wait for what the sitemaps say changed (the scheduler).
+            async for request in self._sitemap_requests():
+                yield request
         for seed in self.seeds:
             yield scrapy.Request(seed, callback=self.parse, errback=self.fetch_failed, meta={"depth": 0})
         if self.crawler.settings.get("TSE_REDIS_URL") and self.seeds:
@@ -197,6 +211,29 @@ class TseSpider(scrapy.Spider):
             from ..distributed.extension import distributed_crawl
 
             distributed_crawl(self.crawler).crawl.mark_seeded()
+
+    async def _sitemap_requests(self) -> AsyncIterator[scrapy.Request]:
+        """A depth-0 request for each URL of the sitemaps under the prefixes that the filters allow
+        (``--sitemaps``); the others are counted (``tse/sitemap_urls_ignored``), not requested."""
+        from ..crawl.sitemaps import SitemapReader
+
+        stats = self.crawler.stats
+        offsite = self._offsite()
+        try:
+            async for entry in SitemapReader.from_crawler(self.crawler).entries():
+                url = self.normalize(entry.loc)
+                if url is None or (offsite is not None and offsite.verdict(url) is not None):
+                    stats.inc_value("tse/sitemap_urls_ignored")
+                    continue
+                stats.inc_value("tse/sitemap_urls")
+                meta: dict[str, Any] = {"depth": 0}
+                if entry.lastmod:
+                    self.sitemap_lastmods[url] = entry.lastmod
+                    meta["tse_lastmod"] = entry.lastmod
+                yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=meta)
+        finally:
+            # Read (or given up): the catalog keeps the lastmods, an update queues its revisits.
+            self.crawler.signals.send_catch_log(sitemaps_read, lastmods=dict(self.sitemap_lastmods))
 
     def parse(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """Save the page; below maxDepth, follow its links first.
@@ -217,11 +254,15 @@ class TseSpider(scrapy.Spider):
             self._failed(response.request, depth, response.status, f"http {response.status}")
             return
         log_progress(depth, "Fetched", url)
-        directives = self._robots_directives(response)
+        pdf = self._is_pdf(response)
+        directives = self._robots_directives(response, pdf)
         stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
         for directive in directives if stats is not None else ():
             stats.inc_value(f"tse/robots_{directive}")
-        if depth < self.crawl_args.depth and NOFOLLOW not in directives:
+        if pdf and stats is not None:
+            stats.inc_value("tse/pdfs")
+        # A PDF's links are not followed: its text is indexed, its links are not read.
+        if depth < self.crawl_args.depth and NOFOLLOW not in directives and not pdf:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
             yield from self._link_requests(response.body, url, depth, found)
@@ -239,18 +280,46 @@ class TseSpider(scrapy.Spider):
             validators=_validators(response.headers, meta.get("tse_warc_date")),
             revisit=bool(meta.get("tse_revisit")),
             token=meta.get("tse_token"),
-            http_charset=self._http_charset(response),
+            http_charset=None if pdf else self._http_charset(response),
             noindex=NOINDEX in directives,
+            pdf=pdf,
+            canonical=None if pdf else self._canonical(response, url),
+            lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
         )
 
-    def _robots_directives(self, response: Response) -> frozenset[str]:
+    def _is_pdf(self, response: Response) -> bool:
+        """The answer is a PDF document (``--links html``): by its Content-Type, or by its first
+        bytes when the server says nothing more precise than binary data."""
+        if self.crawl_args.links != "html":
+            return False
+        content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
+        if content_type in (b"application/pdf", b"application/x-pdf"):
+            return True
+        return content_type in (b"", b"application/octet-stream", b"binary/octet-stream") and looks_like_pdf(
+            response.body
+        )
+
+    def _canonical(self, response: Response, url: str) -> str | None:
+        """The canonical URL the page names (``Link:`` header or ``<link rel="canonical">``),
+        normalized as links are, when it is not the page's own (``--links html`` only)."""
+        if self.crawl_args.links != "html":
+            return None
+        headers = [value.decode("latin-1") for value in response.headers.getlist(b"Link")]
+        named = canonical_url(headers, response.body, url)
+        if named is None:
+            return None
+        named = self.normalize(named) or named
+        return None if named == url else named
+
+    def _robots_directives(self, response: Response, pdf: bool = False) -> frozenset[str]:
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
-        give them (``--links html`` only, and not with ``--ignore-robots-meta``)."""
+        (not a PDF's: it has no head) give them (``--links html`` only, and not with
+        ``--ignore-robots-meta``)."""
         token = self._robots_token
         if token is None:
             return frozenset()
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
-        return robots_directives(headers, response.body, token)
+        return robots_directives(headers, b"" if pdf else response.body, token)
 
     @cached_property
     def _robots_token(self) -> str | None:

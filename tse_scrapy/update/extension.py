@@ -29,7 +29,7 @@ from ..resume.extension import crawl_state
 from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, UnreadableDatabase, state_path, stored_meta
 from ..rules import pagedir
 from ..rules.changes import CHANGES, UNCHANGED
-from ..rules.crawlargs import split_list
+from ..rules.crawlargs import extension_rule, split_list
 from ..rules.urls import normalize_url
 from . import catalog
 from .catalog import KnownPage, body_digest
@@ -39,6 +39,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+# Sent with ``lastmods=`` (URL -> its sitemap's lastmod) once the sitemaps are
+# read (--sitemaps): the catalog keeps them, and an update in priority order
+# scores its queued pages again by them (the scheduler).
+sitemaps_read = object()
 
 
 def warc_date(moment: float) -> str:
@@ -58,10 +63,11 @@ class UpdateExtension:
             raise NotConfigured
         self.crawler = crawler
         self.directory = settings.get("TSE_PAGEDIR")
-        self.tse_extensions = settings.get("TSE_DENY_EXT") is None
+        self.tse_extensions = extension_rule(settings.get("TSE_DENY_EXT"), settings.getbool("TSE_PDF"))
         self.changes_path = settings.get("TSE_CHANGES")
         self.fsync = settings.getbool("TSE_FSYNC")
         self.is_update = self.mode == CATALOG_UPDATE
+        self.lastmods: dict[str, str] = {}  # URL -> its sitemap's lastmod, read in this crawl (--sitemaps)
         self._ready = False
 
     def setup(self) -> UpdateExtension:
@@ -87,7 +93,11 @@ class UpdateExtension:
     def from_crawler(cls, crawler: Crawler) -> UpdateExtension:
         extension = cls(crawler)
         crawler.signals.connect(extension.setup, signal=signals.spider_opened)
+        crawler.signals.connect(extension.sitemaps_read, signal=sitemaps_read)
         return extension
+
+    def sitemaps_read(self, lastmods: dict[str, str]) -> None:
+        self.lastmods = lastmods
 
     # -- during the crawl ----------------------------------------------------
     def known_page(self, url: str) -> KnownPage | None:
@@ -111,6 +121,7 @@ class UpdateExtension:
         validators: dict[str, str | None],
         revisit: bool,
         replayed: bool = False,
+        lastmod: str | None = None,
     ) -> bool:
         """Record page *doc_id* as saved now (committed with the page); True when its file must be (re)written."""
         if replayed and (self.state.visit_of(doc_id) or {}).get("saved"):
@@ -129,6 +140,7 @@ class UpdateExtension:
                 "etag": validators.get("etag"),
                 "last_modified": validators.get("last_modified"),
                 "fetched": (validators.get("fetched") or warc_date(time.time())) if status == 200 else None,
+                "lastmod": lastmod,
             }
         )
         old = self.before.get(doc_id)

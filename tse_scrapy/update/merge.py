@@ -71,6 +71,8 @@ def _after(
         "live": live,
         "last_visit": now,
     }
+    if visit.get("lastmod"):  # a sitemap named the page this time
+        fields["lastmod"] = visit["lastmod"]
     if visit["status"] == 304:
         # A 304 may repeat the validators or not: those it gives replace the old ones.
         fields.update({name: visit[name] for name in ("etag", "last_modified") if visit[name] is not None})

@@ -4,7 +4,9 @@ Set ``TSE_PRIORITIZER=tse_scrapy.update.prioritizer.ChangeRatePrioritizer``
 with ``--order priority --update``: every live page is queued at once and
 scored by the probability that it has changed since its last visit
 (``rules.changes.change_probability``, from the history the catalog keeps);
-a page with no history scores ``PRIOR``.  So ``--update --max-pages N``
+a page with no history scores ``PRIOR``.  With ``--sitemaps``, a page whose
+sitemap ``lastmod`` is after its last download scores 1, one whose lastmod is
+not scores 0 (``rules.changes.sitemap_change``).  So ``--update --max-pages N``
 spends its N requests where change is.
 """
 
@@ -15,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request
 
-from ..rules.changes import PRIOR, change_probability
-from .extension import update_session
+from ..rules.changes import PRIOR, change_probability, sitemap_change
+from .extension import update_session, warc_date
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -39,6 +41,10 @@ class ChangeRatePrioritizer:
         page = self.update.known_page(request.url) if self.update else None
         if page is None:
             return PRIOR
+        lastmod = request.meta.get("tse_lastmod") or self.update.lastmods.get(page.url)
+        said = sitemap_change(lastmod, page.fetched or warc_date(page.last_visit))
+        if said is not None:
+            return said
         observed = page.visits - 1
         interval = (page.last_visit - page.first_seen) / observed if observed > 0 else 0.0
         return change_probability(page.visits, page.changes, self.now - page.last_visit, interval)

@@ -1,0 +1,343 @@
+"""Duplicate pages: the canonical URL a page names, exact and near duplicates, and their groups.
+
+A page's canonical URL comes from an HTTP ``Link: <URL>; rel="canonical"`` header (RFC 8288: several
+links in a header, separated by commas; several headers; ``rel`` a space-separated list, any case;
+parameters quoted or not) or from a ``<link rel="canonical" href>`` in the head (up to ``</head>`` or
+``<body>``, first 64 KB; comments, scripts, styles, templates, noscripts and the title skipped, as they
+hold no tags).  A ``<link rel=canonical>`` in the body is ignored, as search engines ignore it.  The URL
+is cleaned as a browser cleans an href (ends stripped, tabs and newlines inside dropped, entities
+decoded), resolved against the page (the head's ``<base href>`` for the ``<link>``), its fragment cut,
+and written as a request for it is written (``w3lib.url.safe_url_string``, as Scrapy writes it: inner
+spaces and non-ASCII percent-encoded, the host lowercased and IDNA-encoded), so that it can be looked
+up among the crawled URLs.  A header link with an ``anchor`` naming another resource is not about the
+page.  An empty href names nothing.  Conflicting hints are ignored, as search engines ignore them:
+two different canonical URLs, or one that is unusable (not http(s), no host, longer than 8,192
+characters), give no canonical URL.
+
+Exact duplicates share ``content_digest``: their title and visible text are the same, whatever their
+markup.  Near duplicates have close ``simhash``-es (Charikar's simhash of the set of word 3-shingles):
+``near_duplicate_pairs`` finds the pairs within 3 bits with four 16-bit bands.  ``duplicate_groups``
+joins exact duplicates and pages linked by canonical URLs, and picks each group's representative.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from html.entities import html5
+from itertools import combinations
+from urllib.parse import urljoin, urlsplit
+
+from w3lib.url import safe_url_string
+
+HEAD_BYTES = 64 * 1024  # where <link rel=canonical> is looked for: the head, to its end or this many bytes
+MAX_URL_CHARACTERS = 8192  # a longer canonical URL (raw or written) is unusable
+HASH_BITS = 64
+BANDS = 4  # near_duplicate_pairs' bands: within BANDS - 1 bits, two hashes agree on a whole band
+MAX_NEAR_DISTANCE = BANDS - 1
+_BAND_BITS = HASH_BITS // BANDS
+_BAND_MASK = (1 << _BAND_BITS) - 1
+
+_SCHEMES = ("http", "https")
+# Elements whose contents are no tags (or hidden ones), and comments: a <link> there is no link.
+_NOT_TAGS = re.compile(rb"<!--.*?(?:-->|\Z)|<(script|style|template|noscript|title)\b.*?(?:</\1\s*>|\Z)", re.I | re.S)
+_HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
+_CANONICAL_WORD = re.compile(rb"canonical", re.I)
+# A ">" inside a quoted attribute value ends the tag here: such a tag is missed (no canonical), never misread
+# as another; a quote-aware pattern would backtrack quadratically over a hostile head.
+_LINK_OR_BASE = re.compile(rb"<(link|base)(?=[\s/>])[^>]*>", re.I)
+_ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+_CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|([A-Za-z][A-Za-z0-9]*)(;?))")
+# WHATWG URL parsing: C0 controls and spaces stripped from both ends, tabs and newlines dropped inside.
+_URL_ENDS = "".join(chr(code) for code in range(0x21))
+_URL_INSIDE = re.compile(r"[\t\n\r]")
+_HTML_WHITESPACE = re.compile(r"[\t\n\f\r ]+")
+# RFC 8288 link-values: <URI> then ;-parameters (token or quoted-string values, quoted-pairs inside).
+_LINK_VALUE = re.compile(r"[\s,]*<([^>]*)>")
+_LINK_PARAMETER = re.compile(r"""\s*;\s*([^\s;,="]+)\s*(?:=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;,"]*)))?""")
+_LINK_VALUE_REST = re.compile(r"""(?:[^,"]+|"(?:[^"\\]|\\.?)*"?)*,?""")
+_QUOTED_PAIR = re.compile(r"\\(.)")
+_UNUSABLE = ""  # a hint that names no usable URL (never a URL: those are not empty)
+
+
+def canonical_url(link_headers: Iterable[str], body: bytes, page_url: str) -> str | None:
+    """The canonical URL the page at *page_url* names in its *link_headers* (the values of its ``Link``
+    headers) and in its head, or None: none named, an unusable one, or two that disagree.
+
+    *page_url* itself when the page names itself (the caller compares with ``==``)."""
+    named = {*_header_canonicals(link_headers, page_url), *_head_canonicals(body, page_url)}
+    if len(named) != 1 or _UNUSABLE in named:
+        return None
+    (url,) = named
+    return page_url if url == _written(page_url, "") else url
+
+
+def _header_canonicals(link_headers: Iterable[str], page_url: str) -> Iterator[str]:
+    for value in link_headers:
+        for target, parameters in _header_links(value):
+            if "canonical" not in parameters.get("rel", "").lower().split():
+                continue
+            anchor = parameters.get("anchor")
+            # A link with an anchor is about the anchor's resource: it counts only when that is the page.
+            if anchor is not None and _written(page_url, anchor) != _written(page_url, ""):
+                continue
+            target = _cleaned(target)
+            if target:  # an empty URI reference names the page itself: no hint
+                yield _written(page_url, target) or _UNUSABLE
+
+
+def _header_links(value: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """(target, parameters) of each link-value of a ``Link`` header's *value*, parameter names
+    lowercased, the first of a repeated parameter kept (RFC 8288 3.3); malformed link-values skipped."""
+    pos = 0
+    while pos < len(value):
+        if value.find(">", pos) == -1:
+            break  # no link-value left (and no <URI> match to try from every "<": that is quadratic)
+        link = _LINK_VALUE.match(value, pos)
+        if link is None:
+            rest = _LINK_VALUE_REST.match(value, pos)
+            pos = max(rest.end() if rest else pos, pos + 1)  # always forward, however broken the value
+            continue
+        parameters: dict[str, str] = {}
+        pos = link.end()
+        while parameter := _LINK_PARAMETER.match(value, pos):
+            quoted, token = parameter.group(2), parameter.group(3)
+            found = _QUOTED_PAIR.sub(r"\1", quoted) if quoted is not None else token or ""
+            parameters.setdefault(parameter.group(1).lower(), found)
+            pos = parameter.end()
+        yield link.group(1), parameters
+        if pos < len(value) and value[pos] != ",":
+            rest = _LINK_VALUE_REST.match(value, pos)  # a malformed tail: on to the next link-value
+            pos = max(rest.end() if rest else pos, pos + 1)
+
+
+def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
+    head = bytes(body[:HEAD_BYTES])
+    if not _CANONICAL_WORD.search(head):  # most pages name none: a quick look before reading tags
+        return
+    # Only what comes before the first "<body" or "</head>" is read (cheaper than clearing every
+    # script of a 64 KB page first: one of those inside a script of the head cuts it short, never long).
+    first_end = _HEAD_END.search(head)
+    if first_end is not None:
+        head = head[: first_end.start()]
+    head = _NOT_TAGS.sub(b" ", head)
+    end = _HEAD_END.search(head)  # a <link rel=canonical> in the body is not read
+    # Up to the last ">": a tag is then never searched for its end past the head, from every "<link".
+    stop = head.rfind(b">", 0, end.start() if end else len(head)) + 1
+    base = page_url
+    seen_base = False
+    for tag in _LINK_OR_BASE.finditer(head, 0, stop):
+        attributes = _attributes(tag.group())
+        href = attributes.get("href")
+        if tag.group(1).lower() == b"base":
+            # The first <base href> is the document's base URL; an unusable one leaves the page's.
+            if href is not None and not seen_base:
+                seen_base = True
+                base = _written(page_url, _cleaned(href)) or page_url
+            continue
+        if "canonical" not in attributes.get("rel", "").lower().split():
+            continue
+        href = _cleaned(href or "")
+        if href:  # a <link> without an href (or an empty one) defines no link
+            yield _written(base, href) or _UNUSABLE
+
+
+def _attributes(tag: bytes) -> dict[str, str]:
+    """A tag's attributes, names lowercased, values decoded and their references decoded; the first of
+    a repeated attribute kept, as HTML keeps it."""
+    found: dict[str, str] = {}
+    for match in _ATTRIBUTE.finditer(tag):
+        name = match.group(1).decode("latin-1").lower()
+        if name not in found:
+            raw = next(group for group in match.groups()[1:] if group is not None)
+            found[name] = _unescaped_attribute(_decoded(raw))
+    return found
+
+
+def _decoded(raw: bytes) -> str:
+    # The page's encoding is not known here: UTF-8 when the bytes are, else windows-1252 (the HTML fallback).
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", "replace")
+
+
+def _unescaped_attribute(value: str) -> str:
+    """*value* with its character references decoded as HTML decodes them in an attribute: a named one
+    without its ";" stays as it is before "=" or a letter or digit (``?a=1&copy=2`` keeps ``&copy``)."""
+    if "&" not in value:
+        return value
+
+    def decoded(reference: re.Match[str]) -> str:
+        name, semicolon = reference.group(1), reference.group(2)
+        if name is None:
+            return html.unescape(reference.group())
+        if semicolon:
+            return html5.get(name + ";", reference.group())
+        following = value[reference.end() : reference.end() + 1]
+        if name in html5 and following != "=":
+            return html5[name]
+        return reference.group()  # unknown, or a legacy name followed by "=" or by more letters
+
+    return _CHARACTER_REFERENCE.sub(decoded, value)
+
+
+def _cleaned(href: str) -> str:
+    return _URL_INSIDE.sub("", href.strip(_URL_ENDS))
+
+
+def _written(base: str, href: str) -> str | None:
+    """*href* resolved against *base*, its fragment cut, written as a request writes it; None when
+    that is not a usable http(s) URL."""
+    if len(href) > MAX_URL_CHARACTERS:
+        return None
+    try:
+        url = safe_url_string(urljoin(base, href).split("#", 1)[0])
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a port that is no number, or out of range
+    except (ValueError, UnicodeError):
+        return None
+    if parts.scheme not in _SCHEMES or not parts.hostname or len(url) > MAX_URL_CHARACTERS:
+        return None
+    return url
+
+
+def content_digest(title: str, text: str) -> str:
+    """A 32-hex-digit digest of a page's visible content, its *title* and *text*: in Unicode NFC,
+    whitespace runs one space, stripped.  Pages with the same digest are exact duplicates for search."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (title, text):
+        shown = " ".join(unicodedata.normalize("NFC", part).split()).encode("utf-8", "surrogatepass")
+        # Each part's length first: ("a b", "") and ("a", "b") are different pages.
+        digest.update(b"%d:" % len(shown) + shown)
+    return digest.hexdigest()
+
+
+EMPTY_DIGEST = content_digest("", "")  # a page that shows nothing: a duplicate of no other
+
+
+def simhash(words: Iterable[str]) -> int:
+    """The 64-bit simhash of the set of word 3-shingles of *words* (already folded); of the words as one
+    shingle when fewer than 3; 0 for no words.  Each bit is set when most shingles' hashes set it."""
+    listed = list(words)
+    if not listed:
+        return 0
+    # A set: a shingle repeated (a page's boilerplate, a table's rows) weighs as one, so that the
+    # distance follows the shingle sets' Jaccard similarity, which is what a reader sees as "the same".
+    shingles = {"\x00".join(listed[i : i + 3]) for i in range(max(1, len(listed) - 2))}
+    digests = [
+        hashlib.blake2b(shingle.encode("utf-8", "surrogatepass"), digest_size=8).digest() for shingle in shingles
+    ]
+    result = 0
+    # Counted a byte at a time (8 counts per shingle, not 64 bit tests): a page has thousands of shingles.
+    for position in range(HASH_BITS // 8):
+        counts = Counter(digest[position] for digest in digests)
+        for bit in range(8):
+            ones = sum(count for value, count in counts.items() if value >> bit & 1)
+            if 2 * ones > len(digests):
+                result |= 1 << ((HASH_BITS // 8 - 1 - position) * 8 + bit)
+    return result
+
+
+def hamming(a: int, b: int) -> int:
+    """How many bits the hashes *a* and *b* differ in."""
+    return (a ^ b).bit_count()
+
+
+def near_duplicate_pairs(hashes: Mapping[int, int], max_distance: int = 3) -> list[tuple[int, int]]:
+    """The pairs (a, b), a < b, of documents (keys of *hashes*) whose simhashes differ in at most
+    *max_distance* bits (0 to 3), sorted; documents with hash 0 (no words) are no one's near duplicate.
+
+    Two hashes within 3 bits agree on at least one of the four 16-bit bands (pigeonhole): only the
+    documents that share a band are compared."""
+    if not 0 <= max_distance <= MAX_NEAR_DISTANCE:
+        raise ValueError(f"max_distance must be 0 to {MAX_NEAR_DISTANCE}, not {max_distance}")
+    buckets: defaultdict[tuple[int, int], list[int]] = defaultdict(list)
+    for document, value in hashes.items():
+        if value:
+            for band in range(BANDS):
+                buckets[band, value >> (band * _BAND_BITS) & _BAND_MASK].append(document)
+    pairs: set[tuple[int, int]] = set()
+    for documents in buckets.values():
+        for a, b in combinations(sorted(documents), 2):
+            if (a, b) not in pairs and hamming(hashes[a], hashes[b]) <= max_distance:
+                pairs.add((a, b))
+    return sorted(pairs)
+
+
+def duplicate_groups(
+    digests: Mapping[int, str], canonicals: Mapping[int, int], urls: Mapping[int, str]
+) -> dict[int, int]:
+    """Each document of a group of more than one -> its group's representative (itself included).
+
+    A group is a connected component of two relations: the same *digests* (but ``EMPTY_DIGEST``: pages
+    that show nothing are not alike), and *canonicals* (a document -> the document its canonical URL
+    names).  The representative is the first of the group by: named as canonical by a document of the
+    group (itself included) while naming no other (the end of the canonical chains); then the most
+    named; then the shortest URL (*urls*; a document without one last); then the smallest number."""
+    parent: dict[int, int] = {}
+
+    def root(document: int) -> int:
+        parent.setdefault(document, document)
+        while parent[document] != document:
+            parent[document] = parent[parent[document]]  # path halving
+            document = parent[document]
+        return document
+
+    def join(a: int, b: int) -> None:
+        a, b = root(a), root(b)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+    first_with: dict[str, int] = {}
+    for document, digest in digests.items():
+        root(document)
+        if digest != EMPTY_DIGEST:
+            join(first_with.setdefault(digest, document), document)
+    named: Counter[int] = Counter()
+    for document, target in canonicals.items():
+        join(document, target)
+        named[target] += 1
+    groups: defaultdict[int, list[int]] = defaultdict(list)
+    for document in parent:
+        groups[root(document)].append(document)
+
+    def rank(document: int) -> tuple[bool, int, bool, int, int]:
+        url = urls.get(document)
+        end_of_chain = named[document] > 0 and canonicals.get(document, document) == document
+        return (not end_of_chain, -named[document], url is None, len(url or ""), document)
+
+    found: dict[int, int] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            representative = min(members, key=rank)
+            found.update(dict.fromkeys(members, representative))
+    return found
+
+
+def collapse_duplicates(
+    ranked: Sequence[tuple[int, float]], representatives: Mapping[int, int]
+) -> tuple[list[tuple[int, float]], dict[int, list[int]]]:
+    """*ranked* (docID, score), best first, with one result per group of duplicates
+    (*representatives*: ``duplicate_groups``'s), and each result's other answering docs.
+
+    A group's result stands where its best-ranked doc stood, with that doc's score; it is the
+    group's representative when the representative answered too, else that best doc (a
+    representative that does not answer the query is not shown for it)."""
+    answered = {doc for doc, _ in ranked}
+    shown: dict[int, int] = {}  # group -> the doc that shows it
+    results: list[tuple[int, float]] = []
+    aliases: dict[int, list[int]] = {}
+    for doc, score in ranked:
+        group = representatives.get(doc, doc)
+        result = shown.get(group)
+        if result is None:
+            result = shown[group] = group if group in answered else doc
+            results.append((result, score))
+        if doc != result:
+            aliases.setdefault(result, []).append(doc)
+    return results, aliases
