@@ -21,6 +21,7 @@ from bench import (
     index_bench,
     known_item_bench,
     links_bench,
+    pdf_bench,
     progress_bench,
     scale_bench,
     search_bench,
@@ -54,6 +55,7 @@ def main() -> int:
         + frontier_bench.run(mirror)
         + update_bench.run(mirror)
         + progress_bench.run(mirror)
+        + pdf_bench.run()
         + known_item_bench.run()
     )
     report = "\n".join(

@@ -14,7 +14,19 @@ from scrapy.utils.defer import deferred_from_coro
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..rules import pagedir
-from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
+from ..rules.pagenotes import (
+    CANONICAL,
+    CHARSETS,
+    HTML,
+    INDEX,
+    NO_CANONICAL,
+    NOINDEX,
+    PDF,
+    ROBOTS,
+    TYPES,
+    PageNotes,
+    read_page_notes,
+)
 from ..update.extension import update_session
 from .engineturn import engine_turn
 from .items import PageItem
@@ -70,6 +82,8 @@ class PageDirPipeline:
         self.warc: WarcMiddleware | None = None
         # One notes file per process: the workers of a distributed crawl share the directory.
         notes_name = (crawler.settings.get("TSE_WORKER") or "crawl").replace(":", "-").replace("/", "-")
+        # An update's pages as the notes said before it (what a page may no longer be).
+        self.noted_before = read_page_notes(self.directory) if self.update is not None else None
         kinds = (CHARSETS, ROBOTS, TYPES, CANONICAL)
         self.notes = {kind: PageNotes(self.directory, kind, notes_name) for kind in kinds}
 
@@ -173,11 +187,15 @@ class PageDirPipeline:
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
             raise DropItem(str(error)) from None
+        # An update notes what a page is now even when it is the usual (an HTML page, indexed, no
+        # canonical URL) if it was noted otherwise before: the last note of a URL wins.
+        before = self.noted_before
+        url = item.url
         for kind, value in (
             (CHARSETS, item.http_charset),
-            (ROBOTS, NOINDEX if item.noindex else None),
-            (TYPES, PDF if item.pdf else None),
-            (CANONICAL, item.canonical),
+            (ROBOTS, NOINDEX if item.noindex else INDEX if before and url in before.noindex else None),
+            (TYPES, PDF if item.pdf else HTML if before and url in before.pdfs else None),
+            (CANONICAL, item.canonical or (NO_CANONICAL if before and url in before.canonicals else None)),
         ):
             notes = self.notes[kind]
             if value:

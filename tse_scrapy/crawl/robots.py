@@ -45,12 +45,12 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
         if not any(isinstance(f, _NoTraceback) for f in logger.filters):
             logger.addFilter(_NoTraceback())
 
-    # The two hooks below are Scrapy's own (private) ones, as of Scrapy 2.19.
     async def robots_txt(self, url: str) -> bytes:
         """The robots.txt of *url*'s host as fetched (fetched now if not yet; b"" when it has none)."""
         await self.robot_parser(Request(url))
         return self.bodies.get(urlsplit(url).netloc, b"")
 
+    # The two hooks below are Scrapy's own (private) ones, as of Scrapy 2.19.
     async def _parse_robots(self, response: Response, netloc: str, request: Request) -> None:
         if response.status == 200:
             self.bodies[netloc] = bytes(response.body[:KEPT_ROBOTS_BYTES])

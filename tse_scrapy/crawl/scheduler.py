@@ -131,8 +131,9 @@ class TseScheduler(BaseScheduler):
         if not self.waiting_for_sitemaps:
             return
         self.waiting_for_sitemaps = False
-        if not self.resuming:
-            self._queue_revisits(self.spider)
+        # Also on resume: an update stopped while reading the sitemaps had queued none (the
+        # dupefilter drops those it had queued or fetched).
+        self._queue_revisits(self.spider)
         wake_engine(self.crawler)
 
     def open(self, spider: Spider) -> Any:

@@ -7,10 +7,11 @@ fetched once.  Sitemaps are fetched by the engine itself, as Scrapy's
 robots.txt middleware fetches robots.txt: through the downloader middlewares
 (robots.txt rules, politeness, the WARC), never through the scheduler, the
 spider or the page directory.  What a sitemap file holds is read by the pure
-``rules/sitemaps.py``, bounded (50,000 URLs, 50 MB uncompressed): a file cut
-short (a gzip bomb, too many URLs), an index chain too deep or too long, a
-sitemap that cannot be fetched is counted (``tse/sitemaps_cut``) and logged
-on one line; the crawl goes on with what was read.
+``rules/sitemaps.py`` (in a thread), bounded (50,000 URLs, 50 MB uncompressed
+a file; ``MAX_SITEMAP_PAGES`` URLs a crawl): a file cut short (a gzip bomb,
+too many URLs), an index chain too deep or too long, a sitemap that cannot be
+fetched is counted (``tse/sitemaps_cut``) and logged on one line; the crawl
+goes on with what was read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 
 from ..rules.secrets import mask_url
 from ..rules.sitemaps import (
@@ -46,6 +49,8 @@ logger = logging.getLogger(__name__)
 MAX_SITEMAP_FILES = 1_000
 # A gzipped sitemap is at most 50 MB uncompressed: its transfer cannot be larger.
 MAX_TRANSFER_BYTES = MAX_SITEMAP_BYTES + 1024 * 1024
+# Page URLs taken from sitemaps in one crawl (each is a request and a lastmod kept): the rest counted.
+MAX_SITEMAP_PAGES = 1_000_000
 
 
 class SitemapReader:
@@ -64,6 +69,7 @@ class SitemapReader:
         """Every page entry of every sitemap, in the order read (a URL may come twice)."""
         queue: deque[tuple[str, int]] = deque((url, 1) for url in await self._first_sitemaps())
         seen: set[str] = set()
+        taken = 0
         offsite = self._offsite()
         while queue:
             url, level = queue.popleft()
@@ -81,18 +87,26 @@ class SitemapReader:
             body = await self._fetch(url)
             if body is None:
                 continue
-            sitemap = read_sitemap(body, url)
+            # In a thread: a hostile file of 50 MB can take seconds to parse, the crawl goes on meanwhile.
+            sitemap = await maybe_deferred_to_future(deferToThread(read_sitemap, body, url))
+            del body
             self.stats.inc_value("tse/sitemaps_read")
             if sitemap.cut:
                 self._cut(url, sitemap.cut)
             if sitemap.kind == "sitemapindex":
                 for child in sitemap.entries:
-                    if offsite is None or offsite.on_prefix_host(child.loc):
+                    if len(seen) + len(queue) > MAX_SITEMAP_FILES:  # never read: not kept either
+                        self.stats.inc_value("tse/sitemaps_ignored")
+                    elif offsite is None or offsite.on_prefix_host(child.loc):
                         queue.append((child.loc, level + 1))
                     else:  # sitemaps.org: an index names sitemaps of its own host
                         self.stats.inc_value("tse/sitemaps_ignored")
                 continue
             for entry in sitemap.entries:
+                if taken >= MAX_SITEMAP_PAGES:
+                    self._cut(url, f"more than {MAX_SITEMAP_PAGES} page URLs in the sitemaps")
+                    return
+                taken += 1
                 yield entry
 
     async def _first_sitemaps(self) -> list[str]:

@@ -415,3 +415,5 @@ def _serve() -> None:
             replies.flush()
         except MemoryError:
             os._exit(_EXIT_OUT_OF_MEMORY)
+        except OSError:  # the caller is gone (stopped, killed): nobody to answer, nothing to say
+            os._exit(0)

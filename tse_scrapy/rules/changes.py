@@ -67,7 +67,8 @@ def change_probability(visits: int, changes: int, since_last: float = 1.0, inter
 
 def sitemap_change(lastmod: str | None, fetched: str | None) -> float | None:
     """1.0 when the sitemap's *lastmod* is after *fetched* (the last download), 0.0 when it is
-    not, None when either is unknown; both ``YYYY-MM-DDTHH:MM:SSZ`` (UTC), which sort as text."""
-    if not lastmod or not fetched or len(lastmod) != len(fetched):
+    not, None when either is unknown; both UTC, ``YYYY-MM-DDTHH:MM:SS`` then fractions (a WARC
+    date's) or ``Z``, compared to the second (they sort as text)."""
+    if not lastmod or not fetched or len(lastmod) < 19 or len(fetched) < 19:
         return None
-    return 1.0 if lastmod > fetched else 0.0
+    return 1.0 if lastmod[:19] > fetched[:19] else 0.0

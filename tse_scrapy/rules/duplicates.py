@@ -44,13 +44,13 @@ _BAND_MASK = (1 << _BAND_BITS) - 1
 
 _SCHEMES = ("http", "https")
 # Elements whose contents are no tags (or hidden ones), and comments: a <link> there is no link.
-_NOT_TAGS = re.compile(rb"<!--.*?(?:-->|\Z)|<(script|style|template|noscript|title)\b.*?(?:</\1\s*>|\Z)", re.I | re.S)
 _HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
-_CANONICAL_WORD = re.compile(rb"canonical", re.I)
 # A ">" inside a quoted attribute value ends the tag here: such a tag is missed (no canonical), never misread
 # as another; a quote-aware pattern would backtrack quadratically over a hostile head.
 _LINK_OR_BASE = re.compile(rb"<(link|base)(?=[\s/>])[^>]*>", re.I)
-_ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""")
+# The value is optional, so that a long name without "=" is consumed once, not retried from each of
+# its positions (quadratic: a 60 KB hostile head took 28 s).
+_ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|([A-Za-z][A-Za-z0-9]*)(;?))")
 # WHATWG URL parsing: C0 controls and spaces stripped from both ends, tabs and newlines dropped inside.
 _URL_ENDS = "".join(chr(code) for code in range(0x21))
@@ -117,23 +117,28 @@ def _header_links(value: str) -> Iterator[tuple[str, dict[str, str]]]:
 
 def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
     head = bytes(body[:HEAD_BYTES])
-    if not _CANONICAL_WORD.search(head):  # most pages name none: a quick look before reading tags
-        return
-    # Only what comes before the first "<body" or "</head>" is read (cheaper than clearing every
-    # script of a 64 KB page first: one of those inside a script of the head cuts it short, never long).
+    # Only what comes before the first "<body" or "</head>" is read: one of those inside a script
+    # of the head cuts it short, never long.
     first_end = _HEAD_END.search(head)
     if first_end is not None:
         head = head[: first_end.start()]
-    head = _NOT_TAGS.sub(b" ", head)
-    end = _HEAD_END.search(head)  # a <link rel=canonical> in the body is not read
+    lowered = head.lower()
+    if b"canonical" not in lowered:  # most pages name none: a quick look before reading tags
+        return
+    hidden = _hidden_spans(lowered)
     # Up to the last ">": a tag is then never searched for its end past the head, from every "<link".
-    stop = head.rfind(b">", 0, end.start() if end else len(head)) + 1
+    stop = head.rfind(b">") + 1
     base = page_url
     seen_base = False
     for tag in _LINK_OR_BASE.finditer(head, 0, stop):
+        is_base = tag.group(1).lower() == b"base"
+        # Only the tags that can matter are read (a head has dozens of <link>s), outside comments,
+        # scripts, styles, templates and the title, where a "<link" is text.
+        if not (is_base or b"canonical" in lowered[tag.start() : tag.end()]) or _within(hidden, tag.start()):
+            continue
         attributes = _attributes(tag.group())
         href = attributes.get("href")
-        if tag.group(1).lower() == b"base":
+        if is_base:
             # The first <base href> is the document's base URL; an unusable one leaves the page's.
             if href is not None and not seen_base:
                 seen_base = True
@@ -146,14 +151,63 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
             yield _written(base, href) or _UNUSABLE
 
 
+# What HTML reads as text, not tags, in a head: (opening, closing), lowercased.
+_HIDDEN = (
+    (b"<!--", b"-->"),
+    (b"<script", b"</script"),
+    (b"<style", b"</style"),
+    (b"<template", b"</template"),
+    (b"<noscript", b"</noscript"),
+    (b"<title", b"</title"),
+)
+
+
+def _hidden_spans(lowered: bytes) -> list[tuple[int, int]]:
+    """The [start, end) spans of *lowered* (a lowercased head) inside comments, scripts, styles,
+    templates, noscripts and titles, in order; one left open runs to the end.  Found with
+    ``bytes.find``, not a regular expression: a head's few scripts are skipped whole."""
+    spans: list[tuple[int, int]] = []
+    # Where each opening comes next (-1: nowhere more), found again only once passed.
+    next_at = {opening: lowered.find(opening) for opening, _ in _HIDDEN}
+    closings = dict(_HIDDEN)
+    position = 0
+    while True:
+        for opening, at in next_at.items():
+            if 0 <= at < position:
+                next_at[opening] = lowered.find(opening, position)
+        waiting = [(at, opening) for opening, at in next_at.items() if at >= 0]
+        if not waiting:
+            return spans
+        start, opening = min(waiting)
+        after = start + len(opening)
+        if opening != b"<!--" and lowered[after : after + 1].isalnum():
+            position = start + 1  # "<scripts", "<titles": another element's name
+            continue
+        end = lowered.find(closings[opening], after)
+        if end < 0:
+            spans.append((start, len(lowered)))
+            return spans
+        if opening != b"<!--":
+            close = lowered.find(b">", end)
+            end = len(lowered) if close < 0 else close + 1
+        else:
+            end += len(closings[opening])
+        spans.append((start, end))
+        position = end
+
+
+def _within(spans: list[tuple[int, int]], position: int) -> bool:
+    return any(start <= position < end for start, end in spans)
+
+
 def _attributes(tag: bytes) -> dict[str, str]:
     """A tag's attributes, names lowercased, values decoded and their references decoded; the first of
     a repeated attribute kept, as HTML keeps it."""
     found: dict[str, str] = {}
     for match in _ATTRIBUTE.finditer(tag):
         name = match.group(1).decode("latin-1").lower()
-        if name not in found:
-            raw = next(group for group in match.groups()[1:] if group is not None)
+        raw = next((group for group in match.groups()[1:] if group is not None), None)
+        if raw is not None and name not in found:
             found[name] = _unescaped_attribute(_decoded(raw))
     return found
 

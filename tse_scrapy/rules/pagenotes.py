@@ -11,8 +11,11 @@ A crawl in ``--links html`` mode notes, when a page is saved:
 - ``PAGEDIR/.tse-types/``: ``pdf`` for a PDF document (``--pdf``): the
   indexer reads its text, not its bytes as HTML;
 - ``PAGEDIR/.tse-canonical/``: the canonical URL its ``Link:`` header or
-  ``<link rel="canonical">`` names (``duplicates``), when not its own;
-- ``PAGEDIR/.tse-lastmod/``: the ``lastmod`` its sitemap gave (``sitemaps``).
+  ``<link rel="canonical">`` names (``duplicates``), when not its own.
+
+An update notes every page it writes: its type (``html`` too), ``index``
+when it is not noindex, and its canonical URL (``-`` for none), so that a page that changed says what it is
+now (the last note of a URL wins).
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -32,13 +35,15 @@ CHARSETS = ".tse-charsets"
 ROBOTS = ".tse-robots"
 TYPES = ".tse-types"
 CANONICAL = ".tse-canonical"
-LASTMOD = ".tse-lastmod"
 MAX_LINE_BYTES = 9000  # a URL of 8,192 characters and a charset label
 MAX_LABEL_BYTES = 40
 MAX_URL_VALUE_BYTES = 8192
 URL_VALUED = frozenset({CANONICAL})  # kinds whose values are URLs, not short ASCII names
 NOINDEX = "noindex"
+INDEX = "index"  # an update's note that a page is no longer noindex
 PDF = "pdf"
+HTML = "html"
+NO_CANONICAL = "-"
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
@@ -100,7 +105,7 @@ def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
         read_charsets(pagedir),
         read_noindex(pagedir),
         frozenset(url for url, value in read_notes(pagedir, TYPES).items() if value == PDF),
-        read_notes(pagedir, CANONICAL),
+        {url: value for url, value in read_notes(pagedir, CANONICAL).items() if value != NO_CANONICAL},
     )
 
 

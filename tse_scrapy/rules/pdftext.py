@@ -113,6 +113,7 @@ def pdf_as_html(title: str, text: str) -> bytes:
     the title in ``<title>``, each paragraph (lines up to a blank line) in a ``<p>``, everything
     escaped, so that the SPEC words, titles, snippets and search fields read it as any page."""
     paragraphs = (paragraph.strip() for paragraph in text.split("\n\n"))
-    body = "".join(f"<p>{html.escape(paragraph)}</p>\n" for paragraph in paragraphs if paragraph)
-    head = f'<meta charset="utf-8"><title>{html.escape(title)}</title>'
+    # quote=False: quotes need no escape in text, and "&quot;" would give the SPEC words "quot".
+    body = "".join(f"<p>{html.escape(paragraph, quote=False)}</p>\n" for paragraph in paragraphs if paragraph)
+    head = f'<meta charset="utf-8"><title>{html.escape(title, quote=False)}</title>'
     return f"<!DOCTYPE html>\n<html><head>{head}</head><body>\n{body}</body></html>\n".encode()

@@ -22,10 +22,11 @@ Every sitemap is hostile until proven otherwise, so reading one is bounded:
   children in the root's namespace; each one's first ``<loc>`` and
   ``<lastmod>`` children (same namespace) are its URL and date, so the
   ``<image:loc>`` of an extension is never a page.  The XML is read by a pull
-  parser that never loads a DTD, never resolves an entity other than the five
-  predefined ones and character references, and never touches the network; a
-  ``<loc>`` holding any other entity reference is skipped, never expanded
-  (libxml2 also stops a billion-laughs document with an error).  Elements are
+  parser that never loads an external DTD, never reads an external entity and
+  never touches the network; an entity the document declares itself may be
+  expanded by libxml2, within its amplification bound (a billion-laughs
+  document stops with an error), and a ``<loc>`` left holding an entity
+  reference is skipped.  Elements are
   dropped once read, and reading stops at the first entry past *max_urls*
   (cut ``"too many URLs"``, the first *max_urls* kept).  XML that breaks after
   its root was read keeps the entries read before the break (cut ``"bad
@@ -279,12 +280,19 @@ class _XmlReader:
         self.entries: list[SitemapEntry] = []
         self.depth = 0
         self.names: tuple[str, str, str] = ("", "", "")  # the entry, <loc> and <lastmod> tags
+        self.kept: set[str] = set()  # the tags of the current entry's children kept (its first loc, lastmod)
+        self.spoiled: set[str] = set()  # tags of its children that held an element (not text)
+        self.nested = False  # the current child of the entry holds an element
 
     def take(self, events: Iterable[tuple[str, etree._Element]]) -> str | None:
         """Read *events*; the reason to stop reading, if there is one."""
         for event, element in events:
             if event == "start":
                 self.depth += 1
+                if self.depth == 2:
+                    self.kept, self.spoiled = set(), set()
+                elif self.depth == 3:
+                    self.nested = False
                 if self.depth == 1:
                     name = etree.QName(element)
                     if name.localname not in _ENTRY:
@@ -292,6 +300,12 @@ class _XmlReader:
                     self.kind = name.localname
                     prefix = "" if name.namespace is None else "{" + name.namespace + "}"
                     self.names = (prefix + _ENTRY[self.kind], prefix + "loc", prefix + "lastmod")
+                continue
+            if self.depth >= 3:
+                # Within an entry only its first <loc> and <lastmod> are kept: every other element is
+                # dropped as it ends, so that an entry of millions of elements holds no memory.
+                self._child_ended(element)
+                self.depth -= 1
                 continue
             if self.depth == 2:
                 entry = self._entry(element) if element.tag == self.names[0] else None
@@ -306,9 +320,26 @@ class _XmlReader:
             self.depth -= 1
         return None
 
+    def _child_ended(self, element: etree._Element) -> None:
+        if self.depth > 3:
+            self.nested = True  # its depth-3 ancestor holds more than text
+        elif element.tag in self.names[1:] and element.tag not in self.kept:
+            self.kept.add(element.tag)
+            if not self.nested:
+                return
+            self.spoiled.add(element.tag)
+        element.clear(keep_tail=False)
+        parent = element.getparent()
+        if parent is not None:
+            parent.remove(element)
+
     def _entry(self, element: etree._Element) -> SitemapEntry | None:
         _, loc_tag, lastmod_tag = self.names
+        if loc_tag in self.spoiled:
+            return None  # its <loc> held an element: no URL
         loc = lastmod = None
+        if lastmod_tag in self.spoiled:
+            lastmod = ""
         for child in element:
             if child.tag == loc_tag and loc is None:
                 loc = _text(child)

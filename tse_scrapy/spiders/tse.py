@@ -231,6 +231,9 @@ class TseSpider(scrapy.Spider):
                     self.sitemap_lastmods[url] = entry.lastmod
                     meta["tse_lastmod"] = entry.lastmod
                 yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=meta)
+        except Exception as error:  # the crawl goes on from its seeds without the rest of the sitemaps
+            stats.inc_value("tse/sitemaps_cut")
+            self.logger.warning("Sitemaps not read to the end: %s: %s", type(error).__name__, error)
         finally:
             # Read (or given up): the catalog keeps the lastmods, an update queues its revisits.
             self.crawler.signals.send_catch_log(sitemaps_read, lastmods=dict(self.sitemap_lastmods))

@@ -49,7 +49,7 @@ class KnownPage:
     first_seen: float = 0.0  # Unix times
     last_visit: float = 0.0
     last_change: float | None = None
-    lastmod: str | None = None  # what its sitemap said when last fetched (--sitemaps), YYYY-MM-DDTHH:MM:SSZ
+    lastmod: str | None = None  # the last lastmod a sitemap gave it (--sitemaps), YYYY-MM-DDTHH:MM:SSZ
 
     @property
     def version(self) -> Version:

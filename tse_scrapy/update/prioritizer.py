@@ -42,7 +42,9 @@ class ChangeRatePrioritizer:
         if page is None:
             return PRIOR
         lastmod = request.meta.get("tse_lastmod") or self.update.lastmods.get(page.url)
-        said = sitemap_change(lastmod, page.fetched or warc_date(page.last_visit))
+        # The later of its last download and its last visit (a 304 keeps the download's date).
+        seen = max(page.fetched or "", warc_date(page.last_visit))
+        said = sitemap_change(lastmod, seen)
         if said is not None:
             return said
         observed = page.visits - 1
