@@ -39,6 +39,7 @@ from typing import TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import REPEAT, ROOT
+from tests.support.pdfs import pdf_file
 from tse_scrapy.index.pdfs import PdfExtractor, extract_pdf_text, read_pdf
 
 # (package, path): the manuals read, some hundreds of pages each.
@@ -126,16 +127,7 @@ def _pdf(contents: list[int], streams: list[bytes]) -> bytes:
             for content in contents
         ),
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_file(objects)
 
 
 def timed(read: Callable[[], T]) -> tuple[float, T]:

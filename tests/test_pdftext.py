@@ -29,6 +29,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.pdfs import pdf_file
 from tse_scrapy.index.pdfs import (
     CRASHED,
     DAMAGED,
@@ -61,21 +62,7 @@ def system_pdf(path: Path) -> bytes:
     return gzip.decompress(data) if path.suffix == ".gz" else data
 
 
-# PDFs made here: a few objects, an xref table, a trailer.
-
-
-def pdf_file(objects: list[bytes], trailer: bytes = b"") -> bytes:
-    """A PDF of *objects* (numbered from 1; the first the catalog), with its xref table."""
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
-    return bytes(out)
+# PDFs made here: a few objects, an xref table, a trailer (tests/support/pdfs.py).
 
 
 def stream(content: bytes, compressed: bytes | None = None) -> bytes:

@@ -178,13 +178,18 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         ]
         return _json(content)
 
-    async def saved_copy(request: Request) -> Response:
-        doc_id = request.path_params["doc_id"]
-        if doc_id not in engine.docs.lengths:  # a docID with no page, or a gone page
-            return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
+    def saved_page(doc_id: int) -> pagedir.Page | None:
+        """Page file *doc_id*, or None: a docID with no page, a gone page, a file not readable."""
+        if doc_id not in engine.docs.lengths:
+            return None
         try:
-            page = pagedir.read_page(engine.directory, doc_id)
+            return pagedir.read_page(engine.directory, doc_id)
         except (OSError, pagedir.PageFileError):
+            return None
+
+    async def saved_copy(request: Request) -> Response:
+        page = saved_page(request.path_params["doc_id"])
+        if page is None:
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
         if page.url in notes.pdfs:
             # A PDF is read as the text the search found in it (extracted again, bounded, in a
@@ -201,10 +206,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     async def saved_pdf(request: Request) -> Response:
         """The PDF as fetched, to download (never shown in the browser from here)."""
         doc_id = request.path_params["doc_id"]
-        try:
-            page = pagedir.read_page(engine.directory, doc_id) if doc_id in engine.docs.lengths else None
-        except (OSError, pagedir.PageFileError):
-            page = None
+        page = saved_page(doc_id)
         if page is None or page.url not in notes.pdfs:
             return PlainTextResponse("no such PDF\n", 404, headers=SAFE_HEADERS)
         headers = {
