@@ -33,9 +33,11 @@ test: install browser nginx redis pdfs
 	$(PY) -m pytest -q -n 2
 
 # Debian's packages some tests run, installed when missing (as root): chromium for the
-# browser test, nginx for the nginx tests, redis-server (built with TLS) for the TLS Redis tests.
+# browser and --render tests, nginx for the nginx tests, redis-server (built with TLS) for the
+# TLS Redis tests, wget to write the web archives tse import reads.
 browser:
-	@tests/support/install-package.sh chromium chromium "the browser test"
+	@tests/support/install-package.sh chromium chromium "the browser and --render tests"
+	@tests/support/install-package.sh wget wget "the tse import tests"
 
 nginx:
 	@tests/support/install-package.sh nginx /usr/sbin/nginx "the nginx tests"

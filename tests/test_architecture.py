@@ -22,6 +22,7 @@ LAYERS = {
     "fulltext": 2,
     "index": 3,
     "report": 2,
+    "webarchive": 2,
     "update": 3,
     "crawl": 4,
     "search": 4,

@@ -16,6 +16,7 @@ from tse_scrapy.rules.duplicates import (
     EMPTY_DIGEST,
     HEAD_BYTES,
     MAX_URL_CHARACTERS,
+    agreed_canonical,
     canonical_url,
     content_digest,
     duplicate_groups,
@@ -23,6 +24,7 @@ from tse_scrapy.rules.duplicates import (
     near_duplicate_pairs,
     simhash,
 )
+from tse_scrapy.rules.pagefields import head_canonical
 
 PAGE = "http://example.com/dir/page.html"
 LONG = "http://example.com/" + "a" * MAX_URL_CHARACTERS
@@ -117,6 +119,17 @@ def head(*tags: str) -> bytes:
         ([], b'<link rel="canonical" href="/a">', "http://example.com/a"),  # no head tags: all of it is head
         ([], b"<html><head>" + b" " * HEAD_BYTES + b'<link rel="canonical" href="/a">', None),  # past 64 KB
         ([], head('<link title="a>b" rel="canonical" href="/a">'), None),  # ">" ends the tag: missed
+        # The first <base href> counts wherever it stands in the head; a hidden one does not.
+        ([], head('<link rel="canonical" href="a"><base href="/b/">'), "http://example.com/b/a"),
+        ([], head('<!-- <base href="/c/"> --><link rel="canonical" href="a">'), "http://example.com/dir/a"),
+        # A hidden <link> beside a real one; "canonical" as text around it.
+        (
+            [],
+            head('<script>x="<link rel=canonical href=/b>"</script><link rel="canonical" href="/a">'),
+            "http://example.com/a",
+        ),
+        ([], head('<meta name="canonical"><link rel="canonical" href="/a"> canonical'), "http://example.com/a"),
+        ([], head('<link rel="canonical" href="/a" title="canonical canonical">'), "http://example.com/a"),
         # Both sources.
         (["</a>; rel=canonical"], head('<link rel="canonical" href="http://example.com/a">'), "http://example.com/a"),
         (["</a>; rel=canonical"], head('<link rel="canonical" href="/b">'), None),  # header vs <link>
@@ -132,6 +145,49 @@ def head(*tags: str) -> bytes:
 )
 def test_canonical_url(headers, body, expected):
     assert canonical_url(headers, body, PAGE) == expected
+
+
+@pytest.mark.parametrize(
+    ("from_headers", "from_head", "expected"),
+    [
+        (None, None, None),
+        ("", "", None),
+        ("http://example.com/a", None, "http://example.com/a"),
+        (None, "http://example.com/a", "http://example.com/a"),
+        ("http://example.com/a", "http://example.com/a", "http://example.com/a"),
+        ("http://example.com/a", "http://example.com/b", None),  # they disagree: no hint
+    ],
+)
+def test_agreed_canonical(from_headers, from_head, expected):
+    assert agreed_canonical(from_headers, from_head) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (head('<link rel="canonical" href="/a.html">'), "http://example.com/a.html"),
+        (head('<link rel="canonical" href="/x/../a.pdf">'), "http://example.com/a.pdf"),  # any extension
+        (head('<link rel="canonical" href="HTTP://Example.COM//a.html#top">'), "http://example.com/a.html"),
+        (head('<link rel="canonical" href="page.html">'), ""),  # the page itself
+        (head('<link rel="canonical" href="/a"><link rel="canonical" href="/b">'), ""),
+        (b"<html><head><title>t</title></head><body>b</body></html>", ""),
+    ],
+)
+def test_head_canonical_is_normalized_as_links_are(body, expected):
+    assert head_canonical(PAGE, body) == expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # An unclosed "<link" then "canonical" thousands of times: the tag around the words is read once.
+        (b"<html><head><link " + b"canonical " * 6000 + b"<link rel=canonical href=/a>", "http://example.com/a"),
+        (b"<html><head>" + b"<link rel=canonical " * 3000, None),  # no ">": no tag
+        (b"<html><head>" + b"<script>canonical " * 3000 + b"<link rel=canonical href=/a>", None),  # all script
+    ],
+)
+def test_hostile_heads(body, expected):
+    assert canonical_url([], body, PAGE) == expected
 
 
 def test_the_page_url_is_returned_as_it_was_given():

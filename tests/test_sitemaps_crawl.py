@@ -9,14 +9,12 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import signal
 import sqlite3
-import subprocess
-import time
 import zlib
 from pathlib import Path
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import run_tse
+from tests.support.sitecrawl import interrupted_crawl
 
 PAGE = "<html><head><title>{title}</title></head><body><p>{title}</p>{links}</body></html>"
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -172,19 +170,8 @@ def test_a_resumed_crawl_reads_the_sitemaps_again(nginx, tmp_path):
     pages.mkdir()
     args = ("crawl", f"{base}/index.html", pages, 1, "--prefix", f"{base}/", "--sitemaps", "--deny", "denied")
     # Interrupted (Ctrl-C) once two pages are saved, a second apart.
-    process = subprocess.Popen(
-        [str(BIN / "tse"), *map(str, args), "-s", "DOWNLOAD_DELAY=1"],
-        cwd=ROOT,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    deadline = time.monotonic() + 60
-    while len(saved_urls(pages)) < 2 and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    process.communicate(timeout=60)
-    assert process.returncode != 0 and (pages / ".tse-state.sqlite").is_file()
+    status = interrupted_crawl(args, lambda: len(saved_urls(pages)), 2)
+    assert status != 0 and (pages / ".tse-state.sqlite").is_file()
     assert len(saved_urls(pages)) < 5
     done = run_tse(*args, "--resume", "-s", "DOWNLOAD_DELAY=0")
     assert done.returncode == 0, done.stderr.decode()[-2000:]

@@ -119,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="--links html: crawl the URLs of the prefixes' sitemaps (robots.txt Sitemap: lines, "
         "else PREFIX/sitemap.xml) from depth 0, as seeds",
     )
+    crawl.add_argument(
+        "--render",
+        action="store_true",
+        help="--links html: load HTML pages in headless Chromium and keep the document its scripts render "
+        "(docs/crawling.md)",
+    )
     crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N", help="stop after exactly N saved pages")
     crawl.add_argument(
         "--resume", action="store_true", help="continue the interrupted crawl whose pages are in PAGEDIR"
@@ -236,6 +242,21 @@ def build_parser() -> argparse.ArgumentParser:
                 help="tse (SPEC 4 scores, default), bm25, or relevance (the search index and the search box's "
                 "query language: docs/search.md)",
             )
+    archive_import = commands.add_parser(
+        "import",
+        help="turn web archives (WARC, WARC.gz, WACZ) into a page directory",
+        description="Make a page file of every 200 HTML response (and PDF with --pdf) of the archives, one "
+        "per URL (its last capture), in PAGEDIR (an existing empty directory, as for tse crawl): then "
+        "tse index, tse serve and tse report take it.  Details: docs/import.md.",
+    )
+    archive_import.add_argument("archives", metavar="ARCHIVE", nargs="+", help="a WARC, WARC.gz or WACZ file")
+    archive_import.add_argument("pagedir", metavar="PAGEDIR")
+    archive_import.add_argument("--pdf", action="store_true", help="import PDF documents too")
+    archive_import.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write a crawl record of the archives' pages and answers (JSON lines) for tse report",
+    )
     report = commands.add_parser(
         "report",
         help="turn crawl records into one HTML report with plots",
@@ -276,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "query": query,
         "serve": serve,
         "report": report,
+        "import": import_archives,
     }[options.command]
     try:
         return handler(options)
@@ -486,6 +508,23 @@ def report(options: argparse.Namespace) -> int:
     return _one_line("report", summary.describe(), OK)
 
 
+def import_archives(options: argparse.Namespace) -> int:
+    from .webarchive.importer import ImportRefused, import_archives
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"tse import: {mask_secrets(message)}\n")
+
+    try:
+        if options.record is not None:
+            _require_writable(options.record)
+        summary = import_archives(options.archives, options.pagedir, pdf=options.pdf, record=options.record, warn=warn)
+    except (ImportRefused, Refused) as error:
+        return _one_line("import", str(error), USAGE)
+    except OSError as error:
+        return _one_line("import", f"{error.filename or options.pagedir}: {error.strerror or error}")
+    return _one_line("import", summary.describe(), FAILED if summary.bad else OK)
+
+
 def status(options: argparse.Namespace) -> int:
     import time
 
@@ -557,10 +596,17 @@ def crawl(options: argparse.Namespace) -> int:
         deny_ext=options.deny_ext,
         pdf="yes" if options.pdf else None,
         sitemaps="yes" if options.sitemaps else None,
+        render="yes" if options.render else None,
     )
     spider_args["resume"] = "yes" if options.resume else None
     spider_args["update"] = "yes" if options.update else None
     given = dict(options.settings)
+    if options.render:
+        from .crawl.render import renderer_missing
+
+        problem = renderer_missing(given.get("TSE_CHROMIUM"))
+        if problem:
+            return _one_line("crawl", problem, USAGE)
     for name, value in (
         ("TSE_REDIS_URL", options.redis),
         ("TSE_CRAWL_NAME", options.name),

@@ -141,7 +141,7 @@ def _is_page_directory_file(name: str) -> bool:
 # and the link scanner may differ: an update may revisit in priority order).
 # Only a crawl that kept a catalog says what it was; a directory without one
 # is taken as the user says.
-_SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps")
+_SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps", "render")
 
 
 def _check_output_files(setting: Setting, page_directory: str, *, append: bool, resume: bool = False) -> None:

@@ -50,6 +50,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.crawl.robots.TseRobotsTxtMiddleware": 100,
     # Asks for known pages with their validators; a 304 becomes the saved copy.
     "tse_scrapy.crawl.conditional.ConditionalRequestMiddleware": 580,
+    # --render: after HttpCompressionMiddleware (590) has decoded the page, before the 304s become saved copies.
+    "tse_scrapy.crawl.render.RenderMiddleware": 585,
     # The reference saves a page with a <meta http-equiv="refresh"> as it is
     # (SPEC 2.2.5: a fetch succeeds on HTTP 200); following it would also cost
     # a decode and a parse of every body.
@@ -126,6 +128,13 @@ TSE_DENY = []  # regular expressions a URL must match none of
 TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
 TSE_PDF = False  # --pdf: PDF documents are fetched (.pdf is added to the TSE rule), saved and indexed
 TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs crawled from depth 0
+# --render: HTML pages loaded in headless Chromium (crawl/render.py, docs/crawling.md).
+TSE_RENDER = False
+TSE_CHROMIUM = None  # the browser; None: chromium on PATH (Debian's), else /usr/bin/chromium
+TSE_RENDER_PAGES = 2  # page loads at once (each in a browser context of its own)
+TSE_RENDER_TIMEOUT = 15.0  # seconds a page load may take to settle; then it is kept as rendered so far
+TSE_RENDER_MAX_REQUESTS = 100  # the browser's own requests a page load may make; the rest are aborted
+TSE_RENDER_ARGS: list[str] = []  # more Chromium flags (-s TSE_RENDER_ARGS=--flag,--other=value)
 
 # order=priority: the class that scores a queued URL (crawl/frontier.py).
 TSE_PRIORITIZER = "tse_scrapy.crawl.frontier.InlinkPrioritizer"

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_tse
+from tests.conftest import BIN, ROOT, clean_env, run_tse
 
 
 def crawl_served_site(
@@ -35,3 +38,21 @@ def query_answers(pages: Path, index: Path, queries: list[str], rank: str) -> li
     assert result.returncode == 0, result.stderr.decode()
     blocks = result.stdout.decode().split("Query: ")[1:]
     return [[(int(doc), url) for doc, url in re.findall(r"doc +(\d+): (\S+)", block)] for block in blocks]
+
+
+def interrupted_crawl(args: tuple, saved: Callable[[], int], count: int) -> int:
+    """Run ``tse ARGS`` with a second between requests and interrupt it (Ctrl-C) once *saved*()
+    says *count* pages are saved; its exit status."""
+    process = subprocess.Popen(
+        [str(BIN / "tse"), *map(str, args), "-s", "DOWNLOAD_DELAY=1"],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while saved() < count and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=60)
+    return process.returncode

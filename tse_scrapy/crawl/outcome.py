@@ -74,6 +74,14 @@ def summary_line(stats: Mapping[str, Any]) -> str:
         )
     if stats.get("tse/pdfs"):
         line += f"; {_count(stats['tse/pdfs'], 'PDF')}"
+    if any(name.startswith("tse/render") for name in stats):  # --render
+        line += (
+            f"; rendered: {stats.get('tse/rendered', 0)} ({stats.get('tse/render_timeouts', 0)} cut at the timeout, "
+            f"{stats.get('tse/render_crashes', 0)} crashed, {stats.get('tse/render_failed', 0)} failed; "
+            f"{_count(stats.get('tse/render_requests', 0), 'browser request')}, "
+            f"{stats.get('tse/render_robots_blocked', 0)} blocked by robots.txt, "
+            f"{stats.get('tse/render_requests_cut', 0)} over the bound)"
+        )
     return line
 
 

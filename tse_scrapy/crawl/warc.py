@@ -42,6 +42,8 @@ WARC_1_1 = "https://iipc.github.io/warc-specifications/specifications/warc-forma
 # Scrapy has already undone the chunked coding of the body it hands over; a
 # Transfer-Encoding header would tell a WARC reader to undo it again.
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
+# The browser hands over bodies decoded: the headers that describe the coded body are left out.
+DECODED_BY_THE_BROWSER = {"transfer-encoding", "content-encoding", "content-length"}
 # Meant for the proxy, not the server, and a secret: not archived.
 DROPPED_REQUEST_HEADERS = {b"proxy-authorization"}
 # The gzip level of each record.  warcio's own writer uses 9; here 1: on the wikipedia benchmark
@@ -194,6 +196,35 @@ class WarcMiddleware:
         # pipeline waits for it, and nothing would overlap.
         exchange.compressing.wait()
         return response
+
+    def archive(
+        self,
+        *,
+        url: str,
+        method: str,
+        request_headers: dict[str, str],
+        status: int,
+        headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> None:
+        """Archive an exchange made outside Scrapy's downloader: a request of the browser that
+        renders a page (``--render``), as it was sent and answered."""
+        if self.worker is None or self.file is None or self.failed or urlsplit(url).scheme not in ("http", "https"):
+            return
+        sent = _Sent(method, Headers(request_headers), b"")
+        exchange = _Exchange(
+            url=url,
+            date=self.writer.curr_warc_date(),
+            status=status,
+            headers=[(name, value) for name, value in headers if name.lower() not in DECODED_BY_THE_BROWSER],
+            body=body,
+            protocol="HTTP/1.1",
+            ip_address=None,
+            truncated=False,
+            refers_to=None,
+            sent=sent,
+        )
+        self.last = self.worker.submit(self._write, exchange)
 
     def wait_written(self) -> None:
         """Return once every exchange handed over so far is in the file, flushed (and fsynced with

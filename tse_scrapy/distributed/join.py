@@ -26,7 +26,7 @@ from .keys import POLITENESS_NAME
 from .store import CRAWL_FORMAT, PICKLED_FORMAT, RedisCrawl, connect, redis_url
 
 # The arguments a joining worker may give that must match the crawl's.
-SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps")
+SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps", "render")
 
 
 def check_no_page_limit(setting: Callable[[str], Any]) -> None:

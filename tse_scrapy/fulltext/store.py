@@ -52,7 +52,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..atomicfile import partial_path
-from ..rules.duplicates import EMPTY_DIGEST, content_digest, duplicate_groups
+from ..rules.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
 from ..rules.pagefields import PageFields
 
 SEARCH_SUFFIX = ".search"
@@ -107,7 +107,7 @@ class SearchIndexWriter:
     anchor text and puts the file in place."""
 
     def __init__(self, path: str | os.PathLike, canonicals: dict[str, str] | None = None):
-        """*canonicals*: URL -> the canonical URL the page names (``rules/pagenotes.py``)."""
+        """*canonicals*: URL -> the canonical URL the page's Link headers name (``rules/pagenotes.py``)."""
         self.path = Path(path)
         self.canonicals = canonicals or {}
         partial = partial_path(self.path)
@@ -226,10 +226,12 @@ def _fast_writes(db: sqlite3.Connection) -> None:
 
 
 def _insert_page(
-    db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields, canonical: str | None = None
+    db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields, noted_canonical: str | None = None
 ) -> None:
+    """*noted_canonical*: the one the page's Link headers named (``.tse-canonical``); its head's is in *fields*."""
     body, body_words = _compressed(fields.body), _compressed(fields.body_words)
     digest = content_digest(fields.title_words, fields.body_words)
+    canonical = agreed_canonical(noted_canonical, fields.canonical)
     db.execute("INSERT INTO same VALUES (?, ?, ?)", (doc_id, digest, canonical or ""))
     db.execute(
         "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

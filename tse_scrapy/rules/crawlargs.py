@@ -38,6 +38,7 @@ class CrawlArgs:
     deny_ext: str | None = None
     pdf: bool = False  # --pdf: PDF documents are fetched, saved and indexed too
     sitemaps: bool = False  # --sitemaps: the URLs of the prefixes' sitemaps are entry points
+    render: bool = False  # --render: HTML pages are rendered by a browser, the rendered document kept
 
     @property
     def seed(self) -> str:
@@ -62,6 +63,7 @@ class CrawlArgs:
             # "yes" or None: a crawl begun before these options existed stored neither.
             "pdf": "yes" if self.pdf else None,
             "sitemaps": "yes" if self.sitemaps else None,
+            "render": "yes" if self.render else None,
         }
 
 
@@ -77,6 +79,7 @@ def check_crawl_args(
     deny_ext: Any = None,
     pdf: Any = None,
     sitemaps: Any = None,
+    render: Any = None,
     **_ignored: Any,
 ) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
@@ -91,8 +94,10 @@ def check_crawl_args(
     for value, name in ((allow, "allow"), (deny, "deny")):
         check_patterns(value, name)
     with_pdf, with_sitemaps = _check_yes_no(pdf, "pdf"), _check_yes_no(sitemaps, "sitemaps")
-    if (with_pdf or with_sitemaps) and (links or "html") != "html":
-        raise ArgumentError(f"--{'pdf' if with_pdf else 'sitemaps'} goes with --links html (tse is the reference's)")
+    with_render = _check_yes_no(render, "render")
+    for name, wanted in (("pdf", with_pdf), ("sitemaps", with_sitemaps), ("render", with_render)):
+        if wanted and (links or "html") != "html":
+            raise ArgumentError(f"--{name} goes with --links html (tse is the reference's)")
     seeds: list[str] = []
     for url in split_list(seed):
         normalized = normalize_url(url, extension_rule(deny_ext, with_pdf))
@@ -124,6 +129,7 @@ def check_crawl_args(
         None if deny_ext is None else ",".join(split_list(deny_ext)),
         with_pdf,
         with_sitemaps,
+        with_render,
     )
 
 

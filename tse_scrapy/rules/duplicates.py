@@ -73,7 +73,15 @@ def canonical_url(link_headers: Iterable[str], body: bytes, page_url: str) -> st
     if len(named) != 1 or _UNUSABLE in named:
         return None
     (url,) = named
-    return page_url if url == _written(page_url, "") else url
+    return page_url if url == page_url or url == _written(page_url, "") else url
+
+
+def agreed_canonical(from_headers: str | None, from_head: str | None) -> str | None:
+    """The canonical URL a page names by its ``Link`` headers (noted at crawl time) and in its head
+    (read from its page file): either one when the other names none, none when they differ."""
+    if from_headers and from_head and from_headers != from_head:
+        return None
+    return from_headers or from_head or None
 
 
 def _header_canonicals(link_headers: Iterable[str], page_url: str) -> Iterator[str]:
@@ -125,30 +133,62 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
     lowered = head.lower()
     if b"canonical" not in lowered:  # most pages name none: a quick look before reading tags
         return
-    hidden = _hidden_spans(lowered)
-    # Up to the last ">": a tag is then never searched for its end past the head, from every "<link".
-    stop = head.rfind(b">") + 1
+    # Only the tags that can matter are read (a head has dozens of <link>s and scripts): the first
+    # <base> and the <link>s around each "canonical", outside comments, scripts, styles, templates
+    # and the title, where a "<link" is text.  What is hidden is found only as far as those tags.
+    hidden = _HiddenSpans(lowered)
+    candidates = _tags_holding(head, lowered, b"canonical")
     base = page_url
-    seen_base = False
-    for tag in _LINK_OR_BASE.finditer(head, 0, stop):
-        is_base = tag.group(1).lower() == b"base"
-        # Only the tags that can matter are read (a head has dozens of <link>s), outside comments,
-        # scripts, styles, templates and the title, where a "<link" is text.
-        if not (is_base or b"canonical" in lowered[tag.start() : tag.end()]) or _within(hidden, tag.start()):
+    for tag in _tags_named(head, lowered, b"<base", hidden):
+        href = _attributes(tag).get("href")
+        if href is not None:  # the first <base href> is the document's base URL, wherever it stands
+            base = _written(page_url, _cleaned(href)) or page_url  # an unusable one leaves the page's
+            break
+    for start, tag in candidates:
+        if hidden.covers(start):
             continue
-        attributes = _attributes(tag.group())
-        href = attributes.get("href")
-        if is_base:
-            # The first <base href> is the document's base URL; an unusable one leaves the page's.
-            if href is not None and not seen_base:
-                seen_base = True
-                base = _written(page_url, _cleaned(href)) or page_url
-            continue
+        attributes = _attributes(tag)
         if "canonical" not in attributes.get("rel", "").lower().split():
             continue
-        href = _cleaned(href or "")
+        href = _cleaned(attributes.get("href") or "")
         if href:  # a <link> without an href (or an empty one) defines no link
             yield _written(base, href) or _UNUSABLE
+
+
+def _tags_holding(head: bytes, lowered: bytes, word: bytes) -> list[tuple[int, bytes]]:
+    """(start, tag) of each ``<link ...>`` of *head* with *word* inside it, in order.
+
+    A tag ends at its first ">", so the tag around a *word* is the one opened by the last "<link"
+    before it, if that reaches past it.  Each byte is looked at a bounded number of times, however
+    many times *word* stands in a hostile head."""
+    found: list[tuple[int, bytes]] = []
+    searched_from = done_until = 0
+    at = lowered.find(word)
+    while at >= 0:
+        if at >= done_until:
+            start = lowered.rfind(b"<link", searched_from, at)
+            searched_from = at
+            tag = _LINK_OR_BASE.match(head, start) if start >= 0 else None
+            if tag is not None and tag.end() > at and tag.group(1).lower() == b"link":
+                found.append((start, tag.group()))
+                done_until = tag.end()
+                searched_from = max(searched_from, done_until)
+            else:
+                # No tag holds *word* here; a later one can only open after this "<link" too.
+                done_until = at + len(word)
+        at = lowered.find(word, at + len(word))
+    return found
+
+
+def _tags_named(head: bytes, lowered: bytes, opening: bytes, hidden: _HiddenSpans) -> Iterator[bytes]:
+    """The tags of *head* opened by *opening* (lowercased, such as ``b"<base"``) outside hidden spans,
+    in order."""
+    at = lowered.find(opening)
+    while at >= 0:
+        tag = _LINK_OR_BASE.match(head, at)
+        if tag is not None and not hidden.covers(at):
+            yield tag.group()
+        at = lowered.find(opening, tag.end() if tag is not None else at + len(opening))
 
 
 # What HTML reads as text, not tags, in a head: (opening, closing), lowercased.
@@ -160,44 +200,50 @@ _HIDDEN = (
     (b"<noscript", b"</noscript"),
     (b"<title", b"</title"),
 )
+_HIDDEN_OPENING = re.compile(b"|".join(re.escape(opening) for opening, _ in _HIDDEN))
+_HIDDEN_CLOSING = dict(_HIDDEN)
 
 
-def _hidden_spans(lowered: bytes) -> list[tuple[int, int]]:
+class _HiddenSpans:
     """The [start, end) spans of *lowered* (a lowercased head) inside comments, scripts, styles,
-    templates, noscripts and titles, in order; one left open runs to the end.  Found with
-    ``bytes.find``, not a regular expression: a head's few scripts are skipped whole."""
-    spans: list[tuple[int, int]] = []
-    # Where each opening comes next (-1: nowhere more), found again only once passed.
-    next_at = {opening: lowered.find(opening) for opening, _ in _HIDDEN}
-    closings = dict(_HIDDEN)
-    position = 0
-    while True:
-        for opening, at in next_at.items():
-            if 0 <= at < position:
-                next_at[opening] = lowered.find(opening, position)
-        waiting = [(at, opening) for opening, at in next_at.items() if at >= 0]
-        if not waiting:
-            return spans
-        start, opening = min(waiting)
-        after = start + len(opening)
-        if opening != b"<!--" and lowered[after : after + 1].isalnum():
-            position = start + 1  # "<scripts", "<titles": another element's name
-            continue
-        end = lowered.find(closings[opening], after)
-        if end < 0:
-            spans.append((start, len(lowered)))
-            return spans
-        if opening != b"<!--":
-            close = lowered.find(b">", end)
-            end = len(lowered) if close < 0 else close + 1
-        else:
-            end += len(closings[opening])
-        spans.append((start, end))
-        position = end
+    templates, noscripts and titles, found from the start only as far as they are asked about;
+    one left open runs to the end."""
 
+    def __init__(self, lowered: bytes):
+        self._lowered = lowered
+        self._spans: list[tuple[int, int]] = []
+        self._position = 0  # where the search for the next span goes on; past the end: all found
 
-def _within(spans: list[tuple[int, int]], position: int) -> bool:
-    return any(start <= position < end for start, end in spans)
+    def covers(self, position: int) -> bool:
+        while self._position <= position and self._find_next():
+            pass
+        # Spans are few (a head's scripts): a plain walk.
+        return any(start <= position < end for start, end in self._spans)
+
+    def _find_next(self) -> bool:
+        """Find the next span; False when there is none."""
+        lowered = self._lowered
+        while True:
+            opening = _HIDDEN_OPENING.search(lowered, self._position)
+            if opening is None:
+                self._position = len(lowered) + 1
+                return False
+            start, after = opening.start(), opening.end()
+            name = opening.group()
+            if name != b"<!--" and lowered[after : after + 1].isalnum():
+                self._position = start + 1  # "<scripts", "<titles": another element's name
+                continue
+            end = lowered.find(_HIDDEN_CLOSING[name], after)
+            if end < 0:
+                end = len(lowered)
+            elif name != b"<!--":
+                close = lowered.find(b">", end)
+                end = len(lowered) if close < 0 else close + 1
+            else:
+                end += len(b"-->")
+            self._spans.append((start, end))
+            self._position = end if end > start else start + 1
+            return True
 
 
 def _attributes(tag: bytes) -> dict[str, str]:

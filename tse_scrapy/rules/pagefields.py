@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
 
 from . import analysis
+from .duplicates import canonical_url
 from .encodings import decode_page
 from .pagetext import (
     _NOT_VISIBLE,
@@ -25,6 +26,7 @@ from .pagetext import (
     title_of,
     visible_text_of,
 )
+from .urls import normalize_url
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 500_000
@@ -70,6 +72,8 @@ class PageFields:
     # The terms and words past the body's bounds (see BEYOND_CHARACTERS), "" for most pages.
     beyond: str = ""
     beyond_words: str = ""
+    # The canonical URL its head names (<link rel="canonical">), normalized; "" for none or itself.
+    canonical: str = ""
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -116,7 +120,19 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None) -> PageF
         body_words=_joined(body_words),
         beyond=_joined(terms(beyond_words, language)),
         beyond_words=_joined(beyond_words),
+        canonical=head_canonical(url, body),
     )
+
+
+def head_canonical(url: str, body: bytes) -> str:
+    """The canonical URL the head of the page at *url* names, normalized as the crawl normalizes
+    links (any extension: a canonical URL that is a page of the index has one the crawl took); ""
+    when it names none, an unusable one, or the page itself."""
+    named = canonical_url((), body, url)
+    if named is None:
+        return ""
+    named = normalize_url(named, False) or named
+    return "" if named == url else named
 
 
 def _beyond_words(rest: str, body_words: list[str]) -> list[str]:

@@ -10,8 +10,9 @@ A crawl in ``--links html`` mode notes, when a page is saved:
   the indexer leaves it out;
 - ``PAGEDIR/.tse-types/``: ``pdf`` for a PDF document (``--pdf``): the
   indexer reads its text, not its bytes as HTML;
-- ``PAGEDIR/.tse-canonical/``: the canonical URL its ``Link:`` header or
-  ``<link rel="canonical">`` names (``duplicates``), when not its own.
+- ``PAGEDIR/.tse-canonical/``: the canonical URL its ``Link:`` header names
+  (``duplicates``), when not its own; a ``<link rel="canonical">`` is read
+  from the page file by the indexer.
 
 An update notes every page it writes: its type (``html`` too), ``index``
 when it is not noindex, and its canonical URL (``-`` for none), so that a page that changed says what it is

@@ -41,9 +41,9 @@ def robots_directives(header_values: Iterable[str], body: bytes, user_agent: str
                 continue  # meant for another crawler
             value = named.group(2)
         found |= _parsed(value)
-    head = bytes(body[:HEAD_BYTES])
-    end = _HEAD_END.search(head)  # robots <meta> tags belong in the head: the body is not read
-    for name, content in _meta_tags(head[: end.start()] if end else head, token):
+    end = _HEAD_END.search(body, 0, HEAD_BYTES)  # robots <meta> tags belong in the head: the body is not read
+    head = bytes(body[: end.start() if end else HEAD_BYTES])
+    for name, content in _meta_tags(head, token):
         if name in ("robots", token) and name:
             found |= _parsed(content)
     return frozenset(found)
@@ -60,6 +60,9 @@ def _meta_tags(head: bytes, token: str) -> Iterable[tuple[str, str]]:
     """(name, content) of the ``<meta name content>`` tags that may be robots tags (that hold
     ``robots`` or *token*: a page's head has dozens of others), the name lowercased."""
     wanted = [b"robots", *([token.encode("latin-1", "replace")] if token else [])]
+    lowered = head.lower()
+    if not any(word in lowered for word in wanted):  # most heads hold none: no tag is read
+        return
     for tag in _META.finditer(head):
         lowered = tag.group().lower()
         if not any(word in lowered for word in wanted):

@@ -61,6 +61,7 @@ class TseSpider(scrapy.Spider):
         deny_ext: str | None = None,
         pdf: str | None = None,
         sitemaps: str | None = None,
+        render: str | None = None,
         **kwargs: Any,
     ):
         # Extra keyword arguments (scrapyd's _job, ...) are accepted and ignored.
@@ -77,6 +78,7 @@ class TseSpider(scrapy.Spider):
             deny_ext=deny_ext,
             pdf=pdf,
             sitemaps=sitemaps,
+            render=render,
         )
         self.resume = resume
         self.update = update
@@ -141,6 +143,7 @@ class TseSpider(scrapy.Spider):
             ("TSE_DENY_EXT", args.deny_ext),
             ("TSE_PDF", args.pdf),
             ("TSE_SITEMAPS", args.sitemaps),
+            ("TSE_RENDER", args.render),
             ("TSE_UPDATE", start.update),
             # Scrapy's DEPTH_LIMIT=0 means unlimited; maxDepth 0 is handled by
             # never scanning a page at maxDepth.
@@ -303,12 +306,15 @@ class TseSpider(scrapy.Spider):
         )
 
     def _canonical(self, response: Response, url: str) -> str | None:
-        """The canonical URL the page names (``Link:`` header or ``<link rel="canonical">``),
-        normalized as links are, when it is not the page's own (``--links html`` only)."""
+        """The canonical URL the page's ``Link:`` headers name, normalized as links are, when it is
+        not the page's own (``--links html`` only).  A ``<link rel="canonical">`` is in the page file:
+        ``tse index`` reads it there, at no cost to the crawl."""
         if self.crawl_args.links != "html":
             return None
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"Link")]
-        named = canonical_url(headers, response.body, url)
+        if not headers:
+            return None
+        named = canonical_url(headers, b"", url)
         if named is None:
             return None
         named = self.normalize(named) or named

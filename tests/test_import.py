@@ -1,0 +1,376 @@
+"""``tse import``: web archives written by wget and by ``tse crawl --warc`` become page directories
+that ``tse index`` and ``tse query`` search; bad archives give one line and keep what was imported.
+
+The site is the real Debian Reference (package debian-reference-en: its HTML pages and its PDF
+manual), served by nginx on 127.0.0.1; the archives are made by running wget and tse crawl on it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from tests.conftest import clean_env, run_tse
+from tests.support.sitecrawl import query_answers
+from tse_scrapy.webarchive import reader
+from tse_scrapy.webarchive.importer import import_archives
+
+MANUAL = Path("/usr/share/debian-reference")  # debian-reference-en
+PDF_MANUAL = MANUAL / "debian-reference.en.pdf"
+WGET = ("wget", "-r", "-l", "2", "--no-parent", "-q", "--no-proxy", "-e", "robots=off")
+START = ("index.en.html", "manual.pdf")
+
+pytestmark = pytest.mark.skipif(
+    not (MANUAL / "index.en.html").is_file() or shutil.which("wget") is None,
+    reason="debian-reference-en or wget is missing (make test installs them)",
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The manual served by nginx, for the whole module (wget and the crawls only read it)."""
+    from tests.support.nginxserver import NginxServer, nginx_binary
+
+    if nginx_binary() is None:
+        pytest.skip("nginx is not installed (make test installs it)")
+    site = tmp_path_factory.mktemp("site")
+    for page in MANUAL.glob("*.en.html"):
+        shutil.copy(page, site / page.name)
+    shutil.copy(PDF_MANUAL, site / "manual.pdf")
+    (site / "robots.txt").write_text("User-agent: *\nDisallow:\n")
+    server = NginxServer(tmp_path_factory.mktemp("hosts"), tmp_path_factory.mktemp("nginx"), origin=site).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def wget_warc(served, tmp_path_factory):
+    """A WARC written by wget -r (its own format: WARC/1.0, gzipped records, request records)."""
+    work = tmp_path_factory.mktemp("wget")
+    done = subprocess.run(
+        [
+            *WGET,
+            "-P",
+            str(work / "files"),
+            "--warc-file",
+            str(work / "site"),
+            *(f"{served.url}/{name}" for name in START),
+        ],
+        env=clean_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode in (0, 8), done.stderr.decode()[-2000:]
+    return work / "site.warc.gz"
+
+
+def archived_pages(path: Path, types=("text/html",)) -> dict[str, bytes]:
+    """The test's own reading: each 200 response of *types* in the archive, URL -> decoded payload."""
+    found: dict[str, bytes] = {}
+    with open(path, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            if record.rec_type != "response" or record.http_headers.get_statuscode() != "200":
+                continue
+            kind = (record.http_headers.get_header("Content-Type") or "").split(";")[0].strip()
+            if kind in types:
+                url = record.rec_headers.get_header("WARC-Target-URI").strip("<>")
+                found[url] = record.content_stream().read()
+    return found
+
+
+def page_files(pages: Path) -> dict[str, tuple[int, bytes]]:
+    """URL -> (depth, bytes) of every page file 1, 2, ...; a URL twice fails."""
+    found: dict[str, tuple[int, bytes]] = {}
+    doc_id = 1
+    while (pages / str(doc_id)).is_file():
+        url, depth, body = (pages / str(doc_id)).read_bytes().split(b"\n", 2)
+        assert url.decode() not in found, f"{url} twice"
+        assert body.endswith(b"\n")  # SPEC 2: the page, then a newline
+        found[url.decode()] = (int(depth), body[:-1])
+        doc_id += 1
+    assert not any(p.name.isdigit() and int(p.name) >= doc_id for p in pages.iterdir())
+    return found
+
+
+def imported(tmp_path: Path, *archives, options=()) -> tuple[subprocess.CompletedProcess, Path]:
+    pages = tmp_path / "pages"
+    pages.mkdir(exist_ok=True)
+    return run_tse("import", *options, *archives, pages), pages
+
+
+def one_line_failure(result: subprocess.CompletedProcess) -> list[str]:
+    err = result.stderr.decode()
+    assert "Traceback" not in err
+    return [line for line in err.splitlines() if line]
+
+
+def test_a_wget_warc_imports_to_exactly_its_200_html_responses(wget_warc, tmp_path):
+    expected = archived_pages(wget_warc)
+    assert len(expected) >= 12  # the manual's pages wget reached, none twice
+    result, pages = imported(tmp_path, wget_warc)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr.decode().startswith(f"tse import: {len(expected)} pages saved")
+    found = page_files(pages)
+    assert {url: body for url, (_, body) in found.items()} == expected
+    assert (pages / ".crawler").is_file()
+    assert not [p for p in pages.iterdir() if p.name.startswith(".tse-import")]  # the spool is gone
+    # Depths: the first page archived is the root; the others are one link from it.
+    depths = {url.rsplit("/", 1)[1]: depth for url, (depth, _) in found.items()}
+    assert depths["index.en.html"] == 0
+    assert {depth for name, depth in depths.items() if name != "index.en.html"} == {1}
+
+
+def test_imported_pages_are_found_by_their_titles_and_reported(wget_warc, tmp_path):
+    record = tmp_path / "import.jsonl"
+    result, pages = imported(tmp_path, wget_warc, options=("--record", record))
+    assert result.returncode == 0
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    saved = len(archived_pages(wget_warc))
+    assert sorted(line["doc"] for line in lines if line["outcome"] == "saved") == list(range(1, saved + 1))
+    assert all(line["start"] > 1.5e9 for line in lines)  # the times the archive says
+    report = run_tse("report", record, "--out", tmp_path / "report.html")
+    assert report.returncode == 0, report.stderr.decode()
+    assert str(saved) in report.stderr.decode() and (tmp_path / "report.html").stat().st_size > 1000
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    titles = {}
+    for url, (_, body) in page_files(pages).items():
+        titles[url] = re.search(rb"<title>(.*?)</title>", body, re.S).group(1).decode().strip()
+    urls = list(titles)
+    answers = query_answers(pages, index, [titles[url] for url in urls], "relevance")
+    ranks = [[answer_url for _, answer_url in answer].index(url) + 1 for url, answer in zip(urls, answers, strict=True)]
+    mrr = sum(1 / rank for rank in ranks) / len(ranks)
+    assert mrr >= 0.9, list(zip(titles.values(), ranks, strict=True))
+
+
+def test_with_pdf_the_pdf_is_imported_and_its_text_searched(wget_warc, tmp_path):
+    result, pages = imported(tmp_path, wget_warc, options=("--pdf",))
+    assert result.returncode == 0, result.stderr.decode()
+    assert f"{len(archived_pages(wget_warc)) + 1} pages saved (1 PDF)" in result.stderr.decode()
+    found = page_files(pages)
+    pdf_url = next(url for url in found if url.endswith("/manual.pdf"))
+    assert found[pdf_url][1] == PDF_MANUAL.read_bytes()
+    assert found[pdf_url][0] == 0  # no page links to it: an entry point of its own
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    # Words of the PDF's own text (its colophon), found by tse query in the SPEC index.
+    (answer,) = query_answers(pages, index, ["osamu aoki"], "tse")
+    assert pdf_url in [url for _, url in answer]
+
+
+def test_a_tse_crawl_warc_imports_to_the_crawls_own_pages(served, tmp_path):
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    warc = tmp_path / "crawl.warc.gz"
+    done = run_tse(
+        "crawl", f"{served.url}/index.en.html", crawl, "2", "--prefix", f"{served.url}/", "--warc", warc,
+        "-s", "DOWNLOAD_DELAY=0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    result, pages = imported(tmp_path, warc)
+    assert result.returncode == 0, result.stderr.decode()
+    crawled = sorted(p.name for p in crawl.iterdir() if p.name.isdigit())
+    assert sorted(p.name for p in pages.iterdir() if p.name.isdigit()) == crawled
+    for name in crawled:  # the same docIDs, URLs, depths and bytes
+        assert (pages / name).read_bytes() == (crawl / name).read_bytes(), name
+
+    # An update with nothing changed archives revisit records (304: server not modified), resolved
+    # to the first archive's records; alone, they refer to records it does not hold.
+    second = tmp_path / "update.warc.gz"
+    done = run_tse(
+        "crawl", f"{served.url}/index.en.html", crawl, "2", "--prefix", f"{served.url}/", "--warc", second,
+        "--update", "-s", "DOWNLOAD_DELAY=0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    both = tmp_path / "both"
+    both.mkdir()
+    result, pages = imported(both, warc, second)
+    assert result.returncode == 0, result.stderr.decode()
+    said = result.stderr.decode()
+    assert re.search(rf"\b{len(crawled)} revisits resolved, 0 not found", said), said
+    for name in crawled:
+        assert (pages / name).read_bytes() == (crawl / name).read_bytes(), name
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    result, pages = imported(alone, second)
+    assert result.returncode == 0
+    assert "0 pages saved" in result.stderr.decode() and f"{len(crawled)} not found" in result.stderr.decode()
+
+
+def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, tmp_path):
+    (tmp_path / "gz").mkdir()
+    expected = page_files(imported(tmp_path / "gz", wget_warc)[1])
+    plain = tmp_path / "site.warc"
+    plain.write_bytes(gzip.decompress(wget_warc.read_bytes()))  # every member inflated: a plain WARC
+    wacz = tmp_path / "site.wacz"
+    with zipfile.ZipFile(wacz, "w") as archive:
+        archive.write(wget_warc, "archive/data.warc.gz")
+        archive.writestr("datapackage.json", json.dumps({"resources": [{"path": "archive/data.warc.gz"}]}))
+        archive.writestr("pages/pages.jsonl", "")
+    for name, archive in (("plain", plain), ("wacz", wacz)):
+        (tmp_path / name).mkdir()
+        result, pages = imported(tmp_path / name, archive)
+        assert result.returncode == 0, result.stderr.decode()
+        assert page_files(pages) == expected, name
+
+
+def test_a_truncated_archive_keeps_what_was_imported(wget_warc, tmp_path):
+    expected = archived_pages(wget_warc)
+    cut = tmp_path / "cut.warc.gz"
+    data = wget_warc.read_bytes()
+    with open(wget_warc, "rb") as stream:  # where the 8th response record starts: cut inside it
+        records = ArchiveIterator(stream)
+        starts = [records.get_record_offset() for record in records if record.rec_type == "response"]
+    cut.write_bytes(data[: starts[7] + 600])
+    result, pages = imported(tmp_path, cut)
+    assert result.returncode == 1
+    lines = one_line_failure(result)
+    assert len(lines) == 2 and str(cut) in lines[0] and "cut short" in lines[0], lines
+    assert lines[1].startswith("tse import: ") and "1 archives not read to the end" in lines[1]
+    found = page_files(pages)
+    assert 0 < len(found) < len(expected)
+    assert all(expected[url] == body for url, (_, body) in found.items())
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda data: b"just some text, no archive\n" * 10, "not a WARC file"),
+        (lambda data: data[:5000] + bytes(b ^ 0x5A for b in data[5000:5400]) + data[5400:], "damaged"),
+        (lambda data: b"", "not a WARC file"),
+    ],
+    ids=["not-a-warc", "corrupt-gzip", "empty"],
+)
+def test_a_bad_archive_is_one_line(wget_warc, tmp_path, damage, said):
+    bad = tmp_path / "bad.warc.gz"
+    bad.write_bytes(damage(wget_warc.read_bytes()))
+    result, pages = imported(tmp_path, bad, wget_warc)  # the good one after it is still imported
+    assert result.returncode == 1
+    lines = one_line_failure(result)
+    assert said in lines[0] and str(bad) in lines[0], lines
+    assert len(page_files(pages)) == len(archived_pages(wget_warc))
+
+
+def test_refused_page_directories_and_missing_archives(wget_warc, tmp_path):
+    missing = run_tse("import", wget_warc, tmp_path / "nowhere")
+    assert missing.returncode == 2 and one_line_failure(missing) == [
+        f"tse import: {tmp_path / 'nowhere'} is not a directory (make an empty one first, as for tse crawl)"
+    ]
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "1").write_bytes(b"http://x/\n0\nkept")
+    result = run_tse("import", wget_warc, full)
+    assert result.returncode == 2 and len(one_line_failure(result)) == 1
+    assert (full / "1").read_bytes() == b"http://x/\n0\nkept"
+    assert sorted(p.name for p in full.iterdir()) == ["1"]
+    result, pages = imported(tmp_path, tmp_path / "absent.warc.gz", wget_warc)
+    assert result.returncode == 1
+    assert "absent.warc.gz" in one_line_failure(result)[0]
+    assert len(page_files(pages)) == len(archived_pages(wget_warc))
+
+
+def http_response(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[StatusAndHeaders, bytes]:
+    return StatusAndHeaders(status, headers, protocol="HTTP/1.1"), body
+
+
+def write_warc(path: Path, records: list[tuple[str, str, StatusAndHeaders, bytes, dict]]) -> None:
+    """Write WARC records (type, URL, HTTP headers, the payload as sent, WARC headers) with warcio."""
+    with open(path, "wb") as output:
+        writer = WARCWriter(output, gzip=True)
+        for kind, url, http, payload, warc_headers in records:
+            record = writer.create_warc_record(
+                url, kind, payload=io.BytesIO(payload), http_headers=http, warc_headers_dict=warc_headers
+            )
+            writer.write_record(record)
+
+
+def chunked(data: bytes, size: int = 7) -> bytes:
+    return b"".join(b"%x\r\n%s\r\n" % (len(data[i : i + size]), data[i : i + size]) for i in range(0, len(data), size))
+
+
+def test_codings_revisits_redirects_and_captures(tmp_path):
+    page = "<html><head><title>Café</title></head><body><a href='/b'>b</a> <a href='/old'>c</a></body></html>"
+    encoded = page.encode("utf-8")
+    gzipped = gzip.compress(encoded)
+    html = [("Content-Type", "text/html; charset=utf-8")]
+    records = [
+        # Chunked and gzipped: the page file holds the page as written.
+        ("response", "http://site.test/", *http_response(
+            "200 OK", [*html, ("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")], chunked(gzipped)
+        ), {}),
+        ("response", "http://site.test/b", *http_response("200 OK", html, b"<title>first b</title>"), {}),
+        ("response", "http://site.test/img.png", *http_response("200 OK", [("Content-Type", "image/png")], b"x"), {}),
+        # A redirect: the link to /old lands on /c.
+        ("response", "http://site.test/old", *http_response("301 Moved", [("Location", "/c")], b""), {}),
+        ("response", "http://site.test/c", *http_response("200 OK", [], b"<!doctype html><title>c</title>"), {}),
+        ("response", "http://site.test/gone", *http_response("404 Not Found", html, b"<title>no</title>"), {}),
+        # /b again, later: its last capture is the page, in its first capture's place.
+        ("response", "http://SITE.test//b", *http_response("200 OK", html, b"<title>last b</title>"), {}),
+        # Not linked from anywhere: its own part, depth 0.
+        ("response", "http://site.test/alone", *http_response("200 OK", html, b"<title>alone</title>"), {}),
+    ]  # fmt: skip
+    warc = tmp_path / "made.warc.gz"
+    write_warc(warc, records)
+    # A revisit of /c under another URL (identical payload digest), in a second archive.
+    with open(warc, "rb") as stream:
+        digest = next(
+            r.rec_headers.get_header("WARC-Payload-Digest")
+            for r in ArchiveIterator(stream)
+            if r.rec_headers.get_header("WARC-Target-URI") == "http://site.test/c"
+        )
+    revisit = tmp_path / "revisit.warc.gz"
+    write_warc(revisit, [
+        ("revisit", "http://site.test/copy-of-c", StatusAndHeaders("200 OK", [], protocol="HTTP/1.1"), b"",
+         {"WARC-Payload-Digest": digest, "WARC-Profile":
+          "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"}),
+        ("revisit", "http://site.test/unknown", StatusAndHeaders("200 OK", [], protocol="HTTP/1.1"), b"",
+         {"WARC-Payload-Digest": "sha1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}),
+    ])  # fmt: skip
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    summary = import_archives([str(warc), str(revisit)], str(pages))
+    assert (summary.revisits, summary.unresolved, summary.recaptured) == (1, 1, 1)
+    found = page_files(pages)
+    assert list(found) == [
+        "http://site.test/",
+        "http://SITE.test//b",
+        "http://site.test/c",
+        "http://site.test/alone",
+        "http://site.test/copy-of-c",
+    ]
+    assert found["http://site.test/"] == (0, encoded)
+    assert found["http://SITE.test//b"] == (1, b"<title>last b</title>")
+    assert found["http://site.test/c"] == (1, b"<!doctype html><title>c</title>")
+    assert found["http://site.test/alone"] == (0, b"<title>alone</title>")
+    assert found["http://site.test/copy-of-c"] == (0, b"<!doctype html><title>c</title>")
+    assert (pages / ".tse-charsets" / "import.tsv").read_text().splitlines()[0] == "http://site.test/\tutf-8"
+
+
+def test_a_payload_over_the_bound_is_skipped_unread(tmp_path, monkeypatch):
+    monkeypatch.setattr(reader, "MAX_PAYLOAD_BYTES", 1000)
+    html = [("Content-Type", "text/html")]
+    warc = tmp_path / "big.warc.gz"
+    write_warc(warc, [
+        ("response", "http://site.test/big", *http_response("200 OK", html, b"<html>" + b"x" * 5000), {}),
+        # A gzip bomb: 10 MB of zeros in 10 KB; never inflated past the bound.
+        ("response", "http://site.test/bomb", *http_response(
+            "200 OK", [*html, ("Content-Encoding", "gzip")], gzip.compress(bytes(10_000_000))), {}),
+        ("response", "http://site.test/small", *http_response("200 OK", html, b"<html>small"), {}),
+    ])  # fmt: skip
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    said = []
+    summary = import_archives([str(warc)], str(pages), warn=said.append)
+    assert summary.oversized == 2 and len(said) == 2 and "over the size bound" in said[0]
+    assert list(page_files(pages)) == ["http://site.test/small"]

@@ -1,0 +1,192 @@
+"""``tse crawl --render``: pages built by scripts, loaded in real headless Chromium (Debian's),
+from a site served by nginx on 127.0.0.1.
+
+The catalog page is built by its script from JSON (title, text, a link); a script asks for a URL
+robots.txt disallows; a page's script never lets the network settle; a page crashes its renderer
+(a memory bomb, with V8's heap bounded by a Chromium flag so that it crashes at once).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_tse
+from tests.support.sitecrawl import interrupted_crawl, query_answers
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)")
+
+CATALOG = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Loading</title></head>
+<body><p id="status">Loading</p><ul id="list"></ul>
+<script>
+fetch("/private/secret.json").catch(() => {});
+fetch("/data/catalog.json").then(r => r.json()).then(data => {
+  document.title = data.title;
+  document.getElementById("status").textContent = data.text;
+  for (const item of data.items) {
+    const a = document.createElement("a");
+    a.href = item.href;
+    a.textContent = item.name;
+    const li = document.createElement("li");
+    li.appendChild(a);
+    document.getElementById("list").appendChild(li);
+  }
+});
+</script></body></html>
+"""
+NEVER_SETTLES = """<!doctype html>
+<html><head><title>Busy</title></head><body><p id="p">static words</p>
+<script>
+document.getElementById("p").textContent = "written at once kiwifruit";
+setInterval(() => fetch("/data/catalog.json?" + Date.now()), 100);
+</script></body></html>
+"""
+CRASHES = """<!doctype html>
+<html><head><title>Crasher</title></head><body><p>crash page text</p>
+<script>
+const hoard = [];
+for (;;) hoard.push(new Array(1e6).fill(Math.random()));
+</script></body></html>
+"""
+BOOK = "<html><head><title>Hidden Book</title></head><body><p>armadillo</p></body></html>"
+INDEX = (
+    "<html><head><title>Start</title></head><body>"
+    '<a href="catalog.html">catalog</a> <a href="busy.html">busy</a> <a href="crash.html">crash</a>'
+    "</body></html>"
+)
+
+
+def write_site(site: Path) -> None:
+    (site / "index.html").write_text(INDEX)
+    (site / "catalog.html").write_text(CATALOG)
+    (site / "busy.html").write_text(NEVER_SETTLES)
+    (site / "crash.html").write_text(CRASHES)
+    (site / "book.html").write_text(BOOK)
+    (site / "data").mkdir()
+    (site / "data" / "catalog.json").write_text(
+        json.dumps(
+            {
+                "title": "Zebra Quokka Catalogue",
+                "text": "Marsupial zebra quokka listing",
+                "items": [{"href": "/book.html", "name": "the hidden book"}],
+            }
+        )
+    )
+    (site / "private").mkdir()
+    (site / "private" / "secret.json").write_text("{}")
+    (site / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+
+
+BOUNDS = ("-s", "TSE_RENDER_TIMEOUT=4", "-s", "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24")
+
+
+def serve(nginx, tmp_path: Path):
+    """The site, served: (the server, the site's directory, an empty page directory)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    write_site(site)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    return nginx(tmp_path / "hosts", origin=site), site, pages
+
+
+def crawl(nginx, tmp_path: Path, *options: str):
+    """Serve the site, crawl it at depth 2 with *options*; (the server, the pages, tse crawl's result)."""
+    server, _, pages = serve(nginx, tmp_path)
+    result = run_tse(
+        "crawl", f"{server.url}/index.html", pages, "2", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0",
+        *BOUNDS, *options,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    return server, pages, result
+
+
+def pages_by_url(pages: Path) -> dict[str, bytes]:
+    found = {}
+    for path in pages.iterdir():
+        if path.name.isdigit():
+            url, _, body = path.read_bytes().split(b"\n", 2)
+            found[url.decode().rsplit("/", 1)[1]] = body
+    return found
+
+
+def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path):
+    from tests.support.warcs import read_warc
+
+    warc = tmp_path / "render.warc.gz"
+    server, pages, result = crawl(nginx, tmp_path, "--render", "--warc", str(warc))
+    found = pages_by_url(pages)
+    catalog = found["catalog.html"].decode("utf-8-sig")
+    assert "<title>Zebra Quokka Catalogue</title>" in catalog, result.stderr.decode()[-3000:]
+    assert "Marsupial zebra quokka listing" in catalog
+    assert "book.html" in found  # the script-written link was followed
+    # The page that never settles: cut at the timeout, kept as rendered so far.
+    assert "written at once kiwifruit" in found["busy.html"].decode("utf-8-sig")
+    # The page whose renderer crashed: kept as fetched; the pages after it were still rendered.
+    assert found["crash.html"].startswith(b"<!doctype html>")
+    assert found["book.html"].startswith("\ufeff".encode())
+    summary = result.stderr.decode().strip().splitlines()[-1]
+    assert re.search(r"rendered: 4 \(1 cut at the timeout, 1 crashed, 0 failed; ", summary), summary
+    assert re.search(r"[1-9]\d* blocked by robots.txt", summary), summary
+    # robots.txt held for the browser's requests: the disallowed URL was never asked for.
+    targets = [access.target for access in server.accesses()]
+    assert not any(target.startswith("/private/") for target in targets), targets
+    assert "/data/catalog.json" in targets
+    # The archive holds the browser's exchanges too.
+    archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
+    assert any(url.endswith("/data/catalog.json") for url in archived), archived
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    for query in ("Zebra Quokka Catalogue", "zebra quokka marsupial"):
+        (answer,) = query_answers(pages, index, [query], "relevance")
+        assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
+
+
+def test_without_render_the_script_written_page_is_not_found(nginx, tmp_path):
+    _, pages, _ = crawl(nginx, tmp_path)
+    found = pages_by_url(pages)
+    assert "book.html" not in found
+    assert b"Zebra" not in found["catalog.html"]
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    # Neither the script-set title nor the script-written text: only the URL's "catalog" could match.
+    (answer,) = query_answers(pages, index, ["zebra quokka marsupial"], "relevance")
+    assert answer == []
+
+
+def test_render_goes_with_links_html(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                     "--links", "tse", "--render")  # fmt: skip
+    assert result.returncode == 2
+    assert re.search(r"--render goes with --links html", result.stderr.decode())
+
+
+def test_render_with_resume_and_update(nginx, tmp_path):
+    server, site, pages = serve(nginx, tmp_path)
+    args = ("crawl", f"{server.url}/index.html", pages, "2", "--prefix", f"{server.url}/", "--render", *BOUNDS)
+    # Interrupted (Ctrl-C) once two pages are saved, a second apart; then resumed.
+    status = interrupted_crawl(args, lambda: len(pages_by_url(pages)), 2)
+    assert status != 0 and len(pages_by_url(pages)) < 5
+    done = run_tse(*args, "--resume", "-s", "DOWNLOAD_DELAY=0")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    found = pages_by_url(pages)
+    assert set(found) == {"index.html", "catalog.html", "busy.html", "crash.html", "book.html"}
+    assert "Zebra Quokka Catalogue" in found["catalog.html"].decode("utf-8-sig")
+    # An update renders again: the script's JSON changed, so does the page it builds.
+    catalog = json.loads((site / "data" / "catalog.json").read_text())
+    (site / "data" / "catalog.json").write_text(json.dumps({**catalog, "title": "Wombat Edition"}))
+    done = run_tse(*args, "--update", "-s", "DOWNLOAD_DELAY=0")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "<title>Wombat Edition</title>" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
+    # An update without --render would save the pages unrendered: refused.
+    plain = [arg for arg in args if arg != "--render"]
+    refused = run_tse(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")
+    assert refused.returncode == 2 and "render" in refused.stderr.decode()

@@ -1,0 +1,153 @@
+"""rules/webarchive.py: which archived responses are pages, URL identity, redirects, depths."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules.webarchive import (
+    HTML,
+    MAX_REDIRECTS,
+    PDF,
+    archived_url,
+    landing,
+    link_depths,
+    may_be_page,
+    page_kind,
+    url_key,
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://example.com/a.html", "http://example.com/a.html"),
+        ("<http://example.com/a.html>", "http://example.com/a.html"),  # WARC/1.0 as wget writes it
+        ("  <http://example.com/a b>  ", "http://example.com/a b"),
+        ("", ""),
+        (None, ""),
+        ("<>", ""),
+        ("<http://example.com/", "<http://example.com/"),  # unbalanced: left as it is
+    ],
+)
+def test_archived_url(raw, expected):
+    assert archived_url(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("http://Example.COM/a.html", "http://example.com/a.html"),
+        ("http://example.com//a/./b/../c.html#part", "http://example.com/a/c.html"),
+        ("http://example.com/a.png", "http://example.com/a.png"),  # any extension
+        ("http://example.com/a?q=1#x", "http://example.com/a?q=1"),
+        ("not a url#x", "not a url"),
+    ],
+)
+def test_url_key(url, key):
+    assert url_key(url) == key
+
+
+@pytest.mark.parametrize(
+    ("content_type", "first", "pdf", "kind"),
+    [
+        ("text/html", b"", False, HTML),
+        ("text/html; charset=Shift_JIS", b"anything", False, HTML),
+        ("TEXT/HTML", b"", False, HTML),
+        ("application/xhtml+xml", b"<?xml ?>", False, HTML),
+        ("text/plain", b"<html>", False, None),  # the server's word stands
+        ("image/png", b"\x89PNG", True, None),
+        ("text/css", b"", False, None),
+        ("application/pdf", b"%PDF-1.7", False, None),  # not without --pdf
+        ("application/pdf", b"%PDF-1.7", True, PDF),
+        ("application/x-pdf", b"", True, PDF),
+        ("application/octet-stream", b"%PDF-1.4\n", True, PDF),
+        ("application/octet-stream", b"%PDF-1.4\n", False, None),
+        (None, b"<!DOCTYPE html><html>", False, HTML),
+        ("", b"\xef\xbb\xbf  <html lang=fr>", False, HTML),
+        ("application/octet-stream", b"<!-- built --><!doctype html>", False, HTML),
+        (None, b"<HEAD><TITLE>x</TITLE>", False, HTML),
+        (None, b"GIF89a", False, None),
+        (None, b"<?xml version='1.0'?><rss>", False, None),
+        (None, b"<!-- never closed", False, None),
+        (None, b"", False, None),
+    ],
+)
+def test_page_kind(content_type, first, pdf, kind):
+    assert page_kind(content_type, first, pdf) == kind
+    if kind is not None:
+        assert may_be_page(content_type, pdf)  # a page is never skipped unread
+
+
+@pytest.mark.parametrize(
+    ("content_type", "pdf", "read"),
+    [
+        ("image/jpeg", True, False),
+        ("text/javascript", False, False),
+        ("application/pdf", False, False),
+        ("application/pdf", True, True),
+        ("text/html", False, True),
+        (None, False, True),
+    ],
+)
+def test_may_be_page(content_type, pdf, read):
+    assert may_be_page(content_type, pdf) == read
+
+
+def test_landing_follows_redirects_and_stops_on_loops():
+    redirects = {"a": "b", "b": "c", "loop1": "loop2", "loop2": "loop1", "self": "self"}
+    assert landing("a", redirects) == "c"
+    assert landing("c", redirects) == "c"
+    assert landing("self", redirects) == "self"
+    assert landing("loop1", redirects) in ("loop1", "loop2")
+    chain = {f"u{i}": f"u{i + 1}" for i in range(MAX_REDIRECTS * 2)}
+    assert landing("u0", chain) == f"u{MAX_REDIRECTS}"
+
+
+@pytest.mark.parametrize(
+    ("links", "depths"),
+    [
+        ([], []),
+        ([[]], [0]),
+        ([[1, 2], [3], [3], []], [0, 1, 1, 2]),
+        ([[1], [2], [0]], [0, 1, 2]),  # a cycle
+        ([[0, 1], [1]], [0, 1]),  # links to themselves
+        ([[1], [], [1], [2]], [0, 1, 0, 0]),  # 2 is reached from no earlier part: its own; 3 too
+        ([[], [2], []], [0, 0, 1]),
+        ([[3], [], [], [1]], [0, 2, 0, 1]),  # 2: its own part
+    ],
+)
+def test_link_depths(links, depths):
+    assert link_depths(links) == depths
+
+
+@st.composite
+def graphs(draw):
+    size = draw(st.integers(0, 30))
+    return [draw(st.lists(st.integers(0, size - 1), max_size=6)) if size else [] for _ in range(size)]
+
+
+@given(graphs())
+def test_link_depths_are_shortest_distances_from_the_root_of_each_part(links):
+    depths = link_depths(links)
+    assert len(depths) == len(links)
+    roots = [page for page, depth in enumerate(depths) if depth == 0]
+    assert not links or roots[0] == 0
+    # Each root is a page no earlier root reaches; every page's depth is its distance from the last
+    # root before it that reaches it (its part's root), computed here by a plain BFS of each part.
+    seen: dict[int, int] = {}
+    for root in roots:
+        assert root not in seen
+        distance = {root: 0}
+        queue = deque([root])
+        while queue:
+            page = queue.popleft()
+            for target in links[page]:
+                if target not in distance and target not in seen:
+                    distance[target] = distance[page] + 1
+                    queue.append(target)
+        seen.update(distance)
+    assert seen == dict(enumerate(depths))

@@ -1,0 +1,361 @@
+"""RenderMiddleware: HTML pages loaded in headless Chromium (``--render``), the rendered document
+kept as the page (TSE_RENDER).
+
+The page itself is fetched by Scrapy as any page is (robots.txt, the politeness delay, the proxy,
+conditional requests, the WARC); its answer is then handed to the browser as the answer to its
+navigation, so the page is not fetched twice.  The browser's own requests (scripts, styles, the
+JSON a script fetches) go out through the crawl's proxy, each checked against its host's
+robots.txt (blocked ones are aborted), at most TSE_RENDER_MAX_REQUESTS a page load; images, media
+and fonts are not fetched (they hold no text and no links).  The page is settled when the network
+is idle, or cut at TSE_RENDER_TIMEOUT and kept as rendered so far.  A renderer that crashes loses
+that page's rendering (the page is kept as fetched, counted) and the next page gets a new one;
+a browser that dies is started again.  Each page load has a browser context of its own, closed
+after it: the browser's memory does not grow with the crawl.  ``docs/crawling.md`` says more.
+
+Playwright drives Debian's chromium (``executable_path``): no browser is downloaded.  scrapy-
+playwright is not used: it replaces the download handler, so the page would be fetched by the
+browser outside Scrapy's robots, retry, conditional and WARC middlewares, and a page whose load
+times out would be a failure, not a page rendered so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+import urllib.request
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, Response
+
+from .robots import TseRobotsTxtMiddleware
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from .warc import WarcMiddleware
+
+logger = logging.getLogger(__name__)
+
+HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+# What a page needs no fetching of to give its text and links.
+SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
+# Flags the tests and the probe of this machine use: no network of Chromium's own, no GPU.
+BROWSER_FLAGS = (
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+)
+# Headers the browser must not be told again: Scrapy has undone the codings of the body it hands over.
+DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+
+
+def chromium_path(configured: str | None) -> str:
+    """The browser to drive: TSE_CHROMIUM, else chromium on PATH (Debian's), else /usr/bin/chromium."""
+    return configured or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def renderer_missing(configured: str | None) -> str | None:
+    """Why ``--render`` cannot run here (one line), or None."""
+    import importlib.util
+
+    if importlib.util.find_spec("playwright") is None:
+        return "--render needs Playwright (pip install tse-scrapy[render])"
+    path = chromium_path(configured)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return f"--render needs Chromium: {path} not found (apt-get install chromium, or -s TSE_CHROMIUM=PATH)"
+    return None
+
+
+class RenderMiddleware:
+    """A downloader middleware (585: after HttpCompressionMiddleware has decoded the body, before
+    ConditionalRequestMiddleware turns a 304 into the saved copy) that replaces the body of each
+    HTML page answer with the document its scripts render."""
+
+    def __init__(self, crawler: Crawler):
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.executable = chromium_path(settings.get("TSE_CHROMIUM"))
+        self.extra_args = list(settings.getlist("TSE_RENDER_ARGS"))
+        self.timeout = settings.getfloat("TSE_RENDER_TIMEOUT")
+        self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
+        self.slots = max(1, settings.getint("TSE_RENDER_PAGES"))
+        self.user_agent = settings.get("USER_AGENT")
+        self._pages: asyncio.Semaphore | None = None
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._starting: asyncio.Lock | None = None
+        self._robots: TseRobotsTxtMiddleware | None = None
+        self._warc: WarcMiddleware | None = None
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
+        if not crawler.settings.getbool("TSE_RENDER"):
+            raise NotConfigured
+        return cls(crawler)
+
+    # -- which answers -------------------------------------------------------------
+    def _renders(self, request: Request, response: Response) -> bool:
+        if response.status != 200 or "replayed" in response.flags or request.meta.get("tse_sitemap"):
+            return False
+        if request.meta.get("dont_obey_robotstxt"):  # robots.txt itself
+            return False
+        content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
+        return content_type in HTML_TYPES
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        if not self._renders(request, response):
+            return response
+        if self._pages is None:
+            self._pages = asyncio.Semaphore(self.slots)
+        async with self._pages:
+            rendered = await self._render(response)
+        if rendered is None:
+            return response
+        self.stats.inc_value("tse/rendered")
+        headers = response.headers.copy()
+        headers[b"Content-Type"] = b"text/html; charset=utf-8"
+        # A BOM: the serialized document may still carry the <meta charset> of the bytes it was
+        # parsed from; every reader (a browser, the indexer) takes the BOM first.
+        body = "\ufeff".encode() + rendered.encode("utf-8", "surrogatepass")
+        return response.replace(
+            cls=HtmlResponse, headers=headers, body=body, flags=[*response.flags, "rendered"], encoding="utf-8"
+        )
+
+    # -- one page load ---------------------------------------------------------------
+    async def _render(self, response: Response) -> str | None:
+        """The rendered document of *response*, or None when the renderer crashed or the browser failed."""
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            browser = await self._started_browser()
+            context = await browser.new_context(
+                user_agent=self.user_agent, service_workers="block", accept_downloads=False
+            )
+        except PlaywrightError as error:
+            self.stats.inc_value("tse/render_failed")
+            logger.warning("Cannot start the browser for %s: %s", response.url, _first_line(error))
+            self._browser = None
+            return None
+        load = _PageLoad(self, response)
+        try:
+            page = await context.new_page()
+            page.on("crash", load.crashed)
+            page.on("requestfinished", load.finished)
+            await page.route("**/*", load.route)
+            deadline = time.monotonic() + self.timeout
+            try:
+                await page.goto(response.url, wait_until="load", timeout=self.timeout * 1000)
+                left = max(0.0, deadline - time.monotonic())
+                await page.wait_for_load_state("networkidle", timeout=max(1.0, left * 1000))
+            except PlaywrightTimeout:
+                self.stats.inc_value("tse/render_timeouts")
+                logger.info("Rendering %s cut at %.0f s: kept as rendered so far", response.url, self.timeout)
+            if load.has_crashed:
+                raise PlaywrightError("the renderer crashed")
+            html = await asyncio.wait_for(page.content(), timeout=max(5.0, self.timeout))
+            await load.archived()
+            return html
+        except (PlaywrightError, asyncio.TimeoutError) as error:
+            crashed = load.has_crashed or "crash" in str(error).lower()
+            self.stats.inc_value("tse/render_crashes" if crashed else "tse/render_failed")
+            reason = "crashed" if crashed else "failed"
+            logger.warning(
+                "Rendering %s %s (%s): the page is kept as fetched", response.url, reason, _first_line(error)
+            )
+            return None
+        finally:
+            try:
+                await asyncio.wait_for(context.close(), timeout=10)
+            except Exception:  # a crashed page or a dead browser: the next page load starts anew
+                self._browser = None
+
+    async def _started_browser(self) -> Any:
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            if self._browser is not None and self._browser.is_connected():
+                return self._browser
+            from playwright.async_api import async_playwright
+
+            if self._playwright is None:
+                self._playwright = await async_playwright().start()
+            if self._browser is not None:
+                self.stats.inc_value("tse/render_browser_restarts")
+                logger.warning("The browser went away: starting another")
+            args = [*BROWSER_FLAGS, *self.extra_args]
+            if os.geteuid() == 0:  # Chromium's sandbox refuses to run as root
+                args.append("--no-sandbox")
+            options: dict[str, Any] = {"executable_path": self.executable, "headless": True, "args": args}
+            proxy = _browser_proxy()
+            if proxy is not None:
+                options["proxy"] = proxy
+            self._browser = await self._playwright.chromium.launch(**options)
+            return self._browser
+
+    # -- what the browser asks for -------------------------------------------------
+    def robots(self) -> TseRobotsTxtMiddleware | None:
+        if self._robots is None:
+            try:
+                self._robots = self.crawler.get_downloader_middleware(TseRobotsTxtMiddleware)
+            except RuntimeError:
+                return None
+        return self._robots
+
+    def warc(self) -> WarcMiddleware | None:
+        if self._warc is None:
+            from .warc import WarcMiddleware
+
+            try:
+                self._warc = self.crawler.get_downloader_middleware(WarcMiddleware)
+            except RuntimeError:
+                return None
+        return self._warc
+
+    async def allowed(self, url: str) -> bool:
+        """Whether robots.txt lets this crawler fetch *url* (its host's robots.txt fetched by Scrapy
+        as for a page, once, with the politeness delay)."""
+        robots = self.robots()
+        if robots is None or not self.crawler.settings.getbool("ROBOTSTXT_OBEY"):
+            return True
+        request = Request(url)
+        try:
+            parser = await robots.robot_parser(request)
+            robots.process_request_2(parser, request)
+        except IgnoreRequest:
+            return False
+        return True
+
+    async def spider_closed(self) -> None:
+        try:
+            if self._browser is not None:
+                await asyncio.wait_for(self._browser.close(), timeout=10)
+            if self._playwright is not None:
+                await asyncio.wait_for(self._playwright.stop(), timeout=10)
+        except Exception as error:  # closing: nothing is left to save
+            logger.debug("Closing the browser: %s", error)
+        self._browser = self._playwright = None
+
+
+class _PageLoad:
+    """The browser's requests for one page: the page itself answered with Scrapy's answer, the
+    others checked, counted and archived."""
+
+    def __init__(self, middleware: RenderMiddleware, response: Response):
+        self.middleware = middleware
+        self.response = response
+        self.requests = 0
+        self.has_crashed = False
+        self.navigated = False
+        self.archiving: list[asyncio.Task] = []
+
+    def crashed(self, _page: Any) -> None:
+        self.has_crashed = True
+
+    async def route(self, route: Any) -> None:
+        request = route.request
+        stats = self.middleware.stats
+        try:
+            if request.is_navigation_request() and request.frame.parent_frame is None:
+                if not self.navigated:  # the page itself (goto): Scrapy's answer
+                    self.navigated = True
+                    await route.fulfill(status=self.response.status, headers=self._headers(), body=self.response.body)
+                else:  # a script sends the page elsewhere: not this page's rendering
+                    await route.abort("blockedbyclient")
+                return
+            scheme = urlsplit(request.url).scheme
+            if scheme not in ("http", "https"):
+                await route.continue_()  # data:, blob: (no network)
+                return
+            if request.resource_type in SKIPPED_RESOURCES:
+                await route.abort("blockedbyclient")
+                return
+            if self.requests >= self.middleware.max_requests:
+                stats.inc_value("tse/render_requests_cut")
+                await route.abort("blockedbyclient")
+                return
+            self.requests += 1
+            if not await self.middleware.allowed(request.url):
+                stats.inc_value("tse/render_robots_blocked")
+                await route.abort("blockedbyclient")
+                return
+            stats.inc_value("tse/render_requests")
+            await route.continue_()
+        except Exception as error:  # the page went away meanwhile (closed, crashed)
+            logger.debug("Browser request %s: %s", request.url, error)
+
+    def _headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for name, values in self.response.headers.items():
+            key = name.decode("latin-1")
+            if key.lower() in DROPPED_HEADERS:
+                continue
+            headers[key] = ", ".join(value.decode("latin-1") for value in values)
+        return headers
+
+    def finished(self, request: Any) -> None:
+        """Archive a request the browser made over the network (``--warc``)."""
+        warc = self.middleware.warc()
+        if warc is None or request.url == self.response.url:
+            return
+        self.archiving.append(asyncio.ensure_future(self._archive(warc, request)))
+
+    async def _archive(self, warc: WarcMiddleware, request: Any) -> None:
+        try:
+            answer = await request.response()
+            if answer is None:
+                return
+            body = await answer.body()
+            headers = await answer.headers_array()
+            sent = await request.all_headers()
+        except Exception as error:  # a redirect has no body; a page closed meanwhile
+            logger.debug("Not archived: %s: %s", request.url, error)
+            return
+        warc.archive(
+            url=request.url,
+            method=request.method,
+            request_headers=sent,
+            status=answer.status,
+            headers=[(header["name"], header["value"]) for header in headers],
+            body=body,
+        )
+
+    async def archived(self) -> None:
+        if self.archiving:
+            await asyncio.wait(self.archiving, timeout=10)
+
+
+def _browser_proxy() -> dict[str, str] | None:
+    """The crawl's HTTP proxy (``http_proxy``, ``no_proxy``, as Scrapy reads them) for the browser."""
+    proxies = urllib.request.getproxies()
+    url = proxies.get("http") or proxies.get("https")
+    if not url:
+        return None
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    proxy = {"server": f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")}
+    if parts.username:
+        proxy["username"] = unquote(parts.username)
+        proxy["password"] = unquote(parts.password or "")
+    if proxies.get("no"):
+        proxy["bypass"] = proxies["no"]
+    return proxy
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__

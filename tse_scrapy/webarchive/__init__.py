@@ -1,0 +1,1 @@
+"""Web archives made by any tool, read back: ``tse import``."""

@@ -1,0 +1,351 @@
+"""``tse import WARC... PAGEDIR``: the pages of web archives as a page directory.
+
+Two passes.  The first reads the archives once, in order: each page's payload goes to a spool file
+(one per import, deleted at the end), its links to the link graph, and each URL keeps its last
+capture; revisit records take the payload of the record they refer to.  The second works out the
+depths (``rules.webarchive.link_depths``) and writes the page files 1, 2, ... in the order of each
+URL's first capture, with the notes a crawl writes (charset, noindex, PDF, canonical ``Link:``).
+A bad archive stops being read where it is bad; what was read before it, and the other archives,
+are imported.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import urljoin, urlsplit
+
+from w3lib.encoding import http_content_type_encoding
+
+from ..atomicfile import write_atomically
+from ..rules import pagedir
+from ..rules.crawlrecord import MAX_LINKS, RequestRecord, format_record
+from ..rules.duplicates import canonical_url
+from ..rules.links import extract_links_html
+from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
+from ..rules.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
+from ..rules.robotsmeta import robots_directives
+from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, url_key
+from ..rules.webarchive import PDF as PDF_KIND
+from .reader import BadArchive, Record, archive_records
+
+NOTES_NAME = "import"
+# The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
+ROBOTS_TOKEN = "tse-scrapy"
+
+
+@dataclass
+class Capture:
+    """The capture of a URL that becomes its page."""
+
+    url: str  # as archived
+    kind: str  # rules.webarchive.HTML or PDF
+    offset: int  # where its payload is in the spool
+    size: int
+    http_charset: str | None
+    robots: list[str]  # X-Robots-Tag values
+    links_header: list[str]  # Link values
+    links: list[int]  # the link targets, as numbers of URL keys
+    date: float | None  # when it was archived (WARC-Date), Unix time
+
+
+@dataclass
+class ImportSummary:
+    """What an import did, counted."""
+
+    pages: int = 0
+    pdfs: int = 0
+    records: int = 0
+    revisits: int = 0  # revisit records resolved to the payload of the record they refer to
+    unresolved: int = 0  # revisits whose record is in none of the archives
+    oversized: int = 0  # payloads over reader.MAX_PAYLOAD_BYTES, skipped
+    recaptured: int = 0  # captures of a URL replaced by a later one
+    bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
+
+    def describe(self) -> str:
+        """The one-line summary ``tse import`` ends with."""
+        parts = [f"{self.pages} pages saved ({self.pdfs} PDF)" if self.pdfs else f"{self.pages} pages saved"]
+        parts.append(f"{self.records} records read")
+        if self.recaptured:
+            parts.append(f"{self.recaptured} earlier captures replaced")
+        if self.revisits or self.unresolved:
+            parts.append(f"{self.revisits} revisits resolved, {self.unresolved} not found")
+        if self.oversized:
+            parts.append(f"{self.oversized} over the size bound")
+        if self.bad:
+            parts.append(f"{len(self.bad)} archives not read to the end")
+        return "; ".join(parts)
+
+
+class ImportRefused(Exception):
+    """The import cannot start (PAGEDIR not usable); the message is for the user."""
+
+
+def check_import_directory(directory: str) -> None:
+    if not os.path.isdir(directory):
+        raise ImportRefused(f"{directory} is not a directory (make an empty one first, as for tse crawl)")
+    if pagedir.holds_pages(directory):
+        raise ImportRefused(f"{directory} already holds page files; import into an empty directory")
+    if not os.access(directory, os.W_OK):
+        raise ImportRefused(f"cannot write in {directory}: permission denied")
+
+
+class _Graph:
+    """URL keys as numbers, so that the link graph of a large archive stays small."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def number(self, key: str) -> int:
+        found = self.numbers.get(key)
+        if found is None:
+            found = self.numbers[key] = len(self.numbers)
+        return found
+
+
+class ArchiveImport:
+    """One import into *directory*; ``read`` each archive, then ``write``."""
+
+    def __init__(
+        self,
+        directory: str,
+        *,
+        pdf: bool = False,
+        record: str | None = None,
+        warn: Callable[[str], None] = lambda _: None,
+    ):
+        self.directory = directory
+        self.record = record
+        self.pdf = pdf
+        self.warn = warn
+        self.summary = ImportSummary()
+        self.graph = _Graph()
+        self.captures: dict[int, Capture] = {}  # URL number -> its last capture, in first-capture order
+        self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
+        self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
+        self.redirects: dict[str, str] = {}  # URL key -> the URL key its 3xx answer sends to
+        # For the record (--record): the other answers that may have been pages, (URL, status, date).
+        self.not_pages: list[tuple[str, int, float | None]] = []
+        self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
+
+    def read(self, path: str) -> None:
+        """Read the archive *path*; a bad one is reported (``summary.bad``) and read up to where it is bad."""
+        try:
+            for record in archive_records(path):
+                self.summary.records += 1
+                self._take(record)
+        except BadArchive as error:
+            self.summary.bad.append(str(error))
+            self.warn(str(error))
+        except OSError as error:
+            message = f"{path}: {error.strerror or error}"
+            self.summary.bad.append(message)
+            self.warn(message)
+
+    def _take(self, record: Record) -> None:
+        if record.type == "response" and record.status is not None and record.url:
+            if 300 <= record.status < 400:
+                location = record.header("Location")
+                if location:
+                    self.redirects[url_key(record.url)] = url_key(urljoin(record.url, location.strip()))
+            if record.status == 200:
+                self._response(record)
+            elif self.record is not None and may_be_page(record.header("Content-Type"), self.pdf):
+                self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+        elif record.type == "revisit" and record.url:
+            self._revisit(record)
+
+    def _response(self, record: Record) -> None:
+        content_type = record.header("Content-Type")
+        if not may_be_page(content_type, self.pdf):
+            return
+        payload = record.payload()
+        if payload is None:
+            self.summary.oversized += 1
+            self.warn(f"{record.archive}: {record.url}: a payload over the size bound, skipped")
+            return
+        kind = page_kind(content_type, payload[:1024], self.pdf)
+        if kind is None:
+            return
+        offset = self.spool.seek(0, os.SEEK_END)
+        self.spool.write(payload)
+        key = url_key(record.url)
+        charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
+        links = (
+            [] if kind != HTML else [self.graph.number(url_key(link)) for link in _links(payload, record.url, charset)]
+        )
+        capture = Capture(
+            url=record.url,
+            kind=kind,
+            offset=offset,
+            size=len(payload),
+            http_charset=charset,
+            robots=record.header_values("X-Robots-Tag"),
+            links_header=record.header_values("Link"),
+            links=links,
+            date=_unix_time(record.date),
+        )
+        self._keep(key, capture)
+        if record.payload_digest:
+            self.by_digest[record.payload_digest] = capture
+        if record.date:
+            self.by_capture[(key, record.date)] = capture
+
+    def _revisit(self, record: Record) -> None:
+        """A revisit record: the page again, its payload that of the record it refers to (by URL and
+        date, else by payload digest: the identical-payload-digest and server-not-modified profiles)."""
+        referred = None
+        if record.refers_to_date:
+            referred = self.by_capture.get((url_key(record.refers_to_url or record.url), record.refers_to_date))
+        if referred is None and record.payload_digest:
+            referred = self.by_digest.get(record.payload_digest)
+        if referred is None:
+            self.summary.unresolved += 1
+            return
+        if record.status not in (None, 200, 304):  # a revisit of a page that now answers otherwise
+            return
+        self.summary.revisits += 1
+        key = url_key(record.url)
+        if record.status == 200:  # its own headers (identical payload, this answer's headers)
+            content_type = record.header("Content-Type")
+            charset = http_content_type_encoding(content_type) if content_type else None
+            referred = Capture(**{**referred.__dict__, "url": record.url, "http_charset": charset or None})
+            referred.date = _unix_time(record.date)
+            referred.robots = record.header_values("X-Robots-Tag")
+            referred.links_header = record.header_values("Link")
+        else:
+            referred = Capture(**{**referred.__dict__, "url": record.url, "date": _unix_time(record.date)})
+        self._keep(key, referred)
+
+    def _keep(self, key: str, capture: Capture) -> None:
+        number = self.graph.number(key)
+        if number in self.captures:
+            self.summary.recaptured += 1
+        self.captures[number] = capture  # a dict keeps the first insertion's place: first-capture order
+
+    def write(self) -> ImportSummary:
+        """Write the page files and notes; close the spool."""
+        try:
+            self._write_pages()
+        finally:
+            self.spool.close()
+        return self.summary
+
+    def _write_pages(self) -> None:
+        numbers = list(self.captures)
+        position = {number: index for index, number in enumerate(numbers)}
+        # A link counts when it lands, after the archive's redirects, on one of the pages.
+        keys = {number: key for key, number in self.graph.numbers.items()}
+        landed: dict[int, int | None] = {}
+
+        def target(number: int) -> int | None:
+            if number not in landed:
+                end = landing(keys[number], self.redirects)
+                landed[number] = position.get(self.graph.numbers.get(end, -1))
+            return landed[number]
+
+        links = [sorted({t for t in map(target, self.captures[number].links) if t is not None}) for number in numbers]
+        depths = link_depths(links)
+        if self.record is not None:
+            self._write_record(numbers, depths, keys)
+        notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in (CHARSETS, ROBOTS, TYPES, CANONICAL)}
+        try:
+            pagedir.mark(self.directory)
+            for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
+                capture = self.captures[number]
+                self.spool.seek(capture.offset)
+                body = self.spool.read(capture.size)
+                pagedir.write_page(self.directory, doc_id, pagedir.Page(capture.url, depth, body))
+                self._note(notes, capture, body)
+                self.summary.pages += 1
+                self.summary.pdfs += capture.kind == PDF_KIND
+        finally:
+            for kept in notes.values():
+                kept.close()
+
+    def _note(self, notes: dict[str, PageNotes], capture: Capture, body: bytes) -> None:
+        url = capture.url
+        if capture.kind == PDF_KIND:
+            notes[TYPES].note(url, PDF)
+            return
+        if capture.http_charset:
+            notes[CHARSETS].note(url, capture.http_charset)
+        if NOINDEX_DIRECTIVE in robots_directives(capture.robots, body, ROBOTS_TOKEN):
+            notes[ROBOTS].note(url, NOINDEX)
+        if capture.links_header:
+            named = canonical_url(capture.links_header, b"", url)
+            if named and named != url:
+                notes[CANONICAL].note(url, named)
+
+    def _write_record(self, numbers: list[int], depths: list[int], keys: dict[int, str]) -> None:
+        """The crawl record of the import (``rules/crawlrecord.py``): a ``saved`` line a page, at
+        the time it was archived, with its links; a ``redirect`` or ``failed`` line for each other
+        answer that might have been a page, at one link deeper than the first page naming it."""
+        lines = []
+        deeper: dict[int, int] = {}
+        for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
+            capture = self.captures[number]
+            for target in capture.links:
+                deeper[target] = min(deeper.get(target, depth + 1), depth + 1)
+            lines.append(
+                RequestRecord(
+                    url=capture.url,
+                    outcome="saved",
+                    depth=depth,
+                    host=urlsplit(capture.url).hostname or "",
+                    doc=doc_id,
+                    status=200,
+                    bytes=capture.size,
+                    start=capture.date,
+                    end=capture.date,
+                    links=tuple(keys[target] for target in capture.links[:MAX_LINKS]),
+                    more_links=max(0, len(capture.links) - MAX_LINKS),
+                )
+            )
+        for url, status, date in self.not_pages:
+            number = self.graph.numbers.get(url_key(url))
+            lines.append(
+                RequestRecord(
+                    url=url,
+                    outcome="redirect" if 300 <= status < 400 else "failed",
+                    depth=deeper.get(number, 0) if number is not None else 0,
+                    host=urlsplit(url).hostname or "",
+                    status=status,
+                    start=date,
+                    end=date,
+                )
+            )
+        write_atomically(self.record, [format_record(line).encode() for line in lines])
+
+
+def _unix_time(warc_date: str) -> float | None:
+    """A WARC-Date (ISO 8601, UTC) as Unix time; None when it is not one."""
+    try:
+        return datetime.fromisoformat(warc_date.strip().replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _links(payload: bytes, url: str, charset: str | None) -> Iterable[str]:
+    """The page's links as a ``--links html`` crawl reads them."""
+    return extract_links_html(payload, url, charset)
+
+
+def import_archives(
+    paths: Iterable[str],
+    directory: str,
+    *,
+    pdf: bool = False,
+    record: str | None = None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> ImportSummary:
+    """Import the archives *paths* into the empty page directory *directory*; with *record*, write
+    the crawl record of the import there too."""
+    check_import_directory(directory)
+    job = ArchiveImport(directory, pdf=pdf, record=record, warn=warn)
+    for path in paths:
+        job.read(path)
+    return job.write()

@@ -1,0 +1,199 @@
+"""Reading web archives made by any tool: WARC (gzipped per record, or plain) and WACZ.
+
+warcio parses the records and undoes the transfer and content codings.  What warcio lets pass is
+checked here: a record cut short (warcio reads a truncated file to its end without an error), a
+payload over the size bound (never held whole: reading stops one byte past it), a file that is no
+archive at all.  Each problem is a ``BadArchive`` naming the file and where; what was read before
+it stays good.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import zipfile
+import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import IO, Any
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from ..rules.webarchive import archived_url
+
+# A payload (decoded) larger than this is skipped: the crawl's own bound on a page (DOWNLOAD_MAXSIZE).
+MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
+# A WACZ holds its WARCs in archive/; datapackage.json is read only for their order.
+WACZ_ARCHIVES = "archive/"
+MAX_DATAPACKAGE_BYTES = 16 * 1024 * 1024
+_CHUNK = 1 << 20
+
+
+class BadArchive(Exception):
+    """An archive that cannot be read (on): not an archive, damaged, cut short."""
+
+
+@dataclass
+class Record:
+    """What the import needs of one WARC record."""
+
+    type: str  # WARC-Type: response, revisit, request, ...
+    url: str  # WARC-Target-URI
+    date: str  # WARC-Date
+    status: int | None  # the HTTP status, None without HTTP headers
+    headers: list[tuple[str, str]]  # the HTTP headers, in order
+    payload_digest: str  # WARC-Payload-Digest, "" if none
+    refers_to_url: str  # a revisit's WARC-Refers-To-Target-URI
+    refers_to_date: str  # a revisit's WARC-Refers-To-Date
+    archive: str  # the file (and WACZ member) it is in, for messages
+    _record: Any  # warcio's record, to read the payload from before the next record
+
+    def header(self, name: str) -> str | None:
+        """The first HTTP header *name* (any case)."""
+        name = name.lower()
+        return next((value for key, value in self.headers if key.lower() == name), None)
+
+    def header_values(self, name: str) -> list[str]:
+        name = name.lower()
+        return [value for key, value in self.headers if key.lower() == name]
+
+    def payload(self) -> bytes | None:
+        """The payload, transfer and content codings undone; None when it is over MAX_PAYLOAD_BYTES.
+        Raises BadArchive when the record is cut short."""
+        stream = self._record.content_stream()
+        pieces = []
+        size = 0
+        try:
+            while size <= MAX_PAYLOAD_BYTES:
+                piece = stream.read(min(_CHUNK, MAX_PAYLOAD_BYTES + 1 - size))
+                if not piece:
+                    break
+                pieces.append(piece)
+                size += len(piece)
+        except (zlib.error, OSError, EOFError, ValueError) as error:  # a damaged gzip or chunked coding
+            raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
+        if size > MAX_PAYLOAD_BYTES:
+            return None
+        self.check_whole()
+        return b"".join(pieces)
+
+    def check_whole(self) -> None:
+        """Raise BadArchive when the record's block ended before its Content-Length (a cut file)."""
+        raw = self._record.raw_stream
+        if getattr(raw, "limit", 0) > 0 and not raw.read(1) and raw.limit > 0:
+            raise BadArchive(f"{self.archive}: cut short in the record for {self.url}")
+
+
+def archive_records(path: str | os.PathLike) -> Iterator[Record]:
+    """The records of the archive file *path* (WARC, gzipped or not, or WACZ), in order.
+    Raises BadArchive (with the file's name) when it cannot be read on, OSError when it cannot be opened."""
+    name = os.fspath(path)
+    with ExitStack() as stack:
+        file = stack.enter_context(open(name, "rb"))
+        if zipfile.is_zipfile(file):
+            file.seek(0)
+            yield from _wacz_records(name, stack.enter_context(zipfile.ZipFile(file)))
+        else:
+            file.seek(0)
+            yield from _warc_records(name, file)
+
+
+def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
+    members = [info.filename for info in wacz.infolist() if _is_warc_member(info.filename)]
+    if not members:
+        raise BadArchive(f"{name}: a zip file with no WARC in {WACZ_ARCHIVES}: not a WACZ")
+    for member in _wacz_order(wacz, members):
+        try:
+            stream = wacz.open(member)
+        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
+            raise BadArchive(f"{name}: {member}: {error}") from None
+        with stream:
+            yield from _warc_records(f"{name}: {member}", stream)
+
+
+def _is_warc_member(member: str) -> bool:
+    return member.startswith(WACZ_ARCHIVES) and member.endswith((".warc", ".warc.gz"))
+
+
+def _wacz_order(wacz: zipfile.ZipFile, members: list[str]) -> list[str]:
+    """The WARCs in the order datapackage.json lists its resources, else by name."""
+    try:
+        info = wacz.getinfo("datapackage.json")
+        if info.file_size > MAX_DATAPACKAGE_BYTES:
+            raise ValueError("too large")
+        listed = [resource.get("path") for resource in json.loads(wacz.read(info)).get("resources", [])]
+    except (KeyError, ValueError, AttributeError, TypeError, zipfile.BadZipFile):
+        return sorted(members)
+    order = {path: index for index, path in enumerate(listed) if isinstance(path, str)}
+    return sorted(members, key=lambda member: (order.get(member, len(order)), member))
+
+
+class _QuietArchiveIterator(ArchiveIterator):
+    """warcio's iterator, but a record not followed by its blank lines (a wrong Content-Length: the
+    file is damaged there) stops the reading, instead of a warning on stderr and a guess."""
+
+    def _consume_blanklines(self) -> Any:
+        errors = self.err_count
+        with contextlib.redirect_stderr(io.StringIO()):
+            found = super()._consume_blanklines()
+        if self.err_count > errors:
+            raise ArchiveLoadFailed("a record not followed by a blank line (its Content-Length is wrong)")
+        return found
+
+
+def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
+    iterator = _QuietArchiveIterator(stream, ensure_http_headers=False)
+    count = 0
+    try:
+        for record in iterator:
+            count += 1
+            if not (record.format or "").startswith("warc"):  # ARC, or text warcio took for ARC
+                raise BadArchive(f"{name}: not a WARC file")
+            headers = record.rec_headers
+            http = record.http_headers
+            status = None
+            if http is not None and record.rec_type in ("response", "revisit"):
+                try:
+                    status = int(http.get_statuscode())
+                except (TypeError, ValueError):
+                    status = None
+            yield Record(
+                type=record.rec_type or "",
+                url=archived_url(headers.get_header("WARC-Target-URI")),
+                date=headers.get_header("WARC-Date") or "",
+                status=status,
+                headers=list(http.headers) if http is not None else [],
+                payload_digest=headers.get_header("WARC-Payload-Digest") or "",
+                refers_to_url=archived_url(headers.get_header("WARC-Refers-To-Target-URI")),
+                refers_to_date=headers.get_header("WARC-Refers-To-Date") or "",
+                archive=name,
+                _record=record,
+            )
+            # A record not read by the caller is still checked whole before the next one.
+            _read_to_end(record, name)
+        if count == 0:
+            raise BadArchive(f"{name}: not a WARC file (no record)")
+    except ArchiveLoadFailed as error:
+        what = "not a WARC file" if count == 0 else f"damaged after record {count}"
+        raise BadArchive(f"{name}: {what} ({_first_line(error)})") from None
+    except (zlib.error, EOFError, OSError, ValueError, IndexError, UnicodeDecodeError) as error:
+        what = "not a WARC file" if count == 0 else f"damaged after record {count}"
+        raise BadArchive(f"{name}: {what} ({type(error).__name__}: {_first_line(error)})") from None
+
+
+def _read_to_end(record: Any, name: str) -> None:
+    raw = record.raw_stream
+    while raw.read(_CHUNK):
+        pass
+    if getattr(raw, "limit", 0) > 0:
+        url = archived_url(record.rec_headers.get_header("WARC-Target-URI"))
+        raise BadArchive(f"{name}: cut short in the record for {url}")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__
