@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote
 
 from . import analysis
 from .duplicates import canonical_url
@@ -26,7 +26,7 @@ from .pagetext import (
     title_of,
     visible_text_of,
 )
-from .urls import normalize_url
+from .urls import LinkResolver, normalize_url
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 500_000
@@ -157,7 +157,7 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
     page itself.  Links to other hosts are left out: a crawl's pages are under its prefixes, and a
     page links mostly to other sites (they would cost the most and give nothing)."""
     targets: dict[str, str] = {}
-    resolve = _Resolver(page_url)
+    resolve = LinkResolver(page_url)
     same_host = resolve.origin + "/"
     for match in _ANCHOR.finditer(text):
         href = match.group(1) or match.group(2) or match.group(3) or ""
@@ -184,33 +184,6 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if link_terms:
             found.append((target, link_terms))
     return found
-
-
-class _Resolver:
-    """Links made absolute against a page's URL: the usual forms (absolute, from the root, a plain
-    relative path) with string operations, the others with urljoin."""
-
-    def __init__(self, page_url: str):
-        self.page_url = page_url
-        parts = urlsplit(page_url)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.directory = page_url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
-
-    def __call__(self, href: str) -> str | None:
-        href = href.split("#", 1)[0]
-        if href.startswith(("http://", "https://")):
-            return href
-        try:
-            if href.startswith("/") and not href.startswith("//") and "/." not in href:
-                return self.origin + href
-            if ":" not in href and not href.startswith((".", "/", "?")) and "/." not in href and href:
-                return self.directory + href
-            target = urljoin(self.page_url, href)
-            if urlsplit(target).scheme not in ("http", "https", "file"):
-                return None
-        except ValueError:
-            return None
-        return target.split("#", 1)[0]
 
 
 def _joined(terms: list[str]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from urllib.parse import urljoin, urlsplit
 
 DEFAULT_PREFIX = "http://cs50tse.cs.dartmouth.edu/tse/"
 # The TSE extension rule widened by ``--pdf``: ``.htm*`` pages and ``.pdf`` documents.
@@ -108,3 +109,30 @@ def _extension_ok(path: str, also: bool | frozenset[str]) -> bool:
 def _first_of(text: str, chars: str) -> int:
     positions = [i for i in (text.find(c) for c in chars) if i != -1]
     return min(positions, default=len(text))
+
+
+class LinkResolver:
+    """Links made absolute against a page's URL: the usual forms (absolute, from the root, a plain
+    relative path) with string operations, the others with urljoin."""
+
+    def __init__(self, page_url: str):
+        self.page_url = page_url
+        parts = urlsplit(page_url)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.directory = page_url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
+
+    def __call__(self, href: str) -> str | None:
+        href = href.split("#", 1)[0]
+        if href.startswith(("http://", "https://")):
+            return href
+        try:
+            if href.startswith("/") and not href.startswith("//") and "/." not in href:
+                return self.origin + href
+            if ":" not in href and not href.startswith((".", "/", "?")) and "/." not in href and href:
+                return self.directory + href
+            target = urljoin(self.page_url, href)
+            if urlsplit(target).scheme not in ("http", "https", "file"):
+                return None
+        except ValueError:
+            return None
+        return target.split("#", 1)[0]

@@ -24,11 +24,10 @@ from ..atomicfile import write_atomically
 from ..rules import pagedir
 from ..rules.crawlrecord import MAX_LINKS, RequestRecord, format_record
 from ..rules.duplicates import canonical_url
-from ..rules.links import extract_links_html
 from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
 from ..rules.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
 from ..rules.robotsmeta import robots_directives
-from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, url_key
+from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
 from ..rules.webarchive import PDF as PDF_KIND
 from .reader import BadArchive, Record, archive_records
 
@@ -93,16 +92,16 @@ def check_import_directory(directory: str) -> None:
         raise ImportRefused(f"cannot write in {directory}: permission denied")
 
 
-class _Graph:
-    """URL keys as numbers, so that the link graph of a large archive stays small."""
+class _Numbers:
+    """Strings as numbers, so that the link graph of a large archive stays small."""
 
     def __init__(self) -> None:
         self.numbers: dict[str, int] = {}
 
-    def number(self, key: str) -> int:
-        found = self.numbers.get(key)
+    def number(self, text: str) -> int:
+        found = self.numbers.get(text)
         if found is None:
-            found = self.numbers[key] = len(self.numbers)
+            found = self.numbers[text] = len(self.numbers)
         return found
 
 
@@ -122,7 +121,8 @@ class ArchiveImport:
         self.pdf = pdf
         self.warn = warn
         self.summary = ImportSummary()
-        self.graph = _Graph()
+        self.graph = _Numbers()  # the pages' URL keys
+        self.targets = _Numbers()  # the links' URLs as written (normalized once each, at the end)
         self.captures: dict[int, Capture] = {}  # URL number -> its last capture, in first-capture order
         self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
         self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
@@ -174,9 +174,7 @@ class ArchiveImport:
         self.spool.write(payload)
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
-        links = (
-            [] if kind != HTML else [self.graph.number(url_key(link)) for link in _links(payload, record.url, charset)]
-        )
+        links = [] if kind != HTML else [self.targets.number(link) for link in page_links(payload, record.url)]
         capture = Capture(
             url=record.url,
             kind=kind,
@@ -237,20 +235,27 @@ class ArchiveImport:
     def _write_pages(self) -> None:
         numbers = list(self.captures)
         position = {number: index for index, number in enumerate(numbers)}
-        # A link counts when it lands, after the archive's redirects, on one of the pages.
-        keys = {number: key for key, number in self.graph.numbers.items()}
+        # A link counts when it lands, after the archive's redirects, on one of the pages.  Only the
+        # links to a host of the pages or redirects are normalized: most links of a site go elsewhere.
+        written = list(self.targets.numbers)  # link number -> the URL as written
+        hosts = {_host(key) for key in (*self.graph.numbers, *self.redirects)}
         landed: dict[int, int | None] = {}
 
         def target(number: int) -> int | None:
-            if number not in landed:
-                end = landing(keys[number], self.redirects)
-                landed[number] = position.get(self.graph.numbers.get(end, -1))
-            return landed[number]
+            found = landed.get(number, -1)
+            if found == -1:
+                url = written[number]
+                found = None
+                if _host(url) in hosts:
+                    end = landing(url_key(url), self.redirects)
+                    found = position.get(self.graph.numbers.get(end, -1))
+                landed[number] = found
+            return found
 
         links = [sorted({t for t in map(target, self.captures[number].links) if t is not None}) for number in numbers]
         depths = link_depths(links)
         if self.record is not None:
-            self._write_record(numbers, depths, keys)
+            self._write_record(numbers, depths, written)
         notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in (CHARSETS, ROBOTS, TYPES, CANONICAL)}
         try:
             pagedir.mark(self.directory)
@@ -280,7 +285,7 @@ class ArchiveImport:
             if named and named != url:
                 notes[CANONICAL].note(url, named)
 
-    def _write_record(self, numbers: list[int], depths: list[int], keys: dict[int, str]) -> None:
+    def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
         """The crawl record of the import (``rules/crawlrecord.py``): a ``saved`` line a page, at
         the time it was archived, with its links; a ``redirect`` or ``failed`` line for each other
         answer that might have been a page, at one link deeper than the first page naming it."""
@@ -301,12 +306,12 @@ class ArchiveImport:
                     bytes=capture.size,
                     start=capture.date,
                     end=capture.date,
-                    links=tuple(keys[target] for target in capture.links[:MAX_LINKS]),
+                    links=tuple(written[target] for target in capture.links[:MAX_LINKS]),
                     more_links=max(0, len(capture.links) - MAX_LINKS),
                 )
             )
         for url, status, date in self.not_pages:
-            number = self.graph.numbers.get(url_key(url))
+            number = self.targets.numbers.get(url)
             lines.append(
                 RequestRecord(
                     url=url,
@@ -321,17 +326,18 @@ class ArchiveImport:
         write_atomically(self.record, [format_record(line).encode() for line in lines])
 
 
+def _host(url: str) -> str:
+    """The host (and port) of an http(s) URL, lowercased; "" for another."""
+    scheme, _, rest = url.partition("://")
+    return rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].lower() if scheme else ""
+
+
 def _unix_time(warc_date: str) -> float | None:
     """A WARC-Date (ISO 8601, UTC) as Unix time; None when it is not one."""
     try:
         return datetime.fromisoformat(warc_date.strip().replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
-
-
-def _links(payload: bytes, url: str, charset: str | None) -> Iterable[str]:
-    """The page's links as a ``--links html`` crawl reads them."""
-    return extract_links_html(payload, url, charset)
 
 
 def import_archives(
