@@ -91,6 +91,8 @@ def run(mirror: Path | None = None) -> list[str]:
         shutil.rmtree(out, ignore_errors=True)
     base = times["warcio alone"]
     rows = [
+        "## `tse import`: a web archive to a page directory, beside warcio alone",
+        "",
         f"wget's WARC of the wikipedia mirror at depth 2: {size_mb:.1f} MB, {pages} HTML pages imported;"
         f" {ROUNDS} rounds, medians.",
         "",
@@ -104,7 +106,7 @@ def run(mirror: Path | None = None) -> list[str]:
             f"| {name} | {wall:.2f} | {size_mb / wall:.0f} | {statistics.median(rss[name]):.0f} |"
             f" {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}) |"
         )
-    return rows
+    return [*rows, ""]
 
 
 if __name__ == "__main__":

@@ -117,6 +117,8 @@ def run(mirror: Path | None = None) -> list[str]:
                 walls[name].append(wall)
                 rss[name].append(peak)
         rows = [
+            "## `tse crawl --render` beside the plain crawl",
+            "",
             f"The first {PAGES} pages of the wikipedia mirror (`--max-pages {PAGES}`, no delay), {rounds} rounds,"
             " medians; peak RSS is the crawl's process alone (the browser runs in processes of its own).",
             "",
@@ -129,7 +131,7 @@ def run(mirror: Path | None = None) -> list[str]:
         extra = [(r - p) / PAGES for r, p in zip(walls["--render"], walls["plain"], strict=True)]
         cost = statistics.median(extra) * 1000
         rows += ["", f"`--render` costs {cost:.0f} ms more a page (median of the rounds).", ""]
-        rows += long_crawl(proxy, out)
+        rows += [*long_crawl(proxy, out), ""]
     finally:
         server.terminate()
         server.wait()

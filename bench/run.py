@@ -18,11 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import (
     crawl_bench,
     frontier_bench,
+    import_bench,
     index_bench,
     known_item_bench,
     links_bench,
     pdf_bench,
     progress_bench,
+    render_bench,
     scale_bench,
     search_bench,
     search_index_bench,
@@ -56,6 +58,8 @@ def main() -> int:
         + update_bench.run(mirror)
         + progress_bench.run(mirror)
         + pdf_bench.run()
+        + import_bench.run(mirror)
+        + render_bench.run(mirror)
         + known_item_bench.run()
     )
     report = "\n".join(

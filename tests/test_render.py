@@ -190,3 +190,26 @@ def test_render_with_resume_and_update(nginx, tmp_path):
     plain = [arg for arg in args if arg != "--render"]
     refused = run_tse(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")
     assert refused.returncode == 2 and "render" in refused.stderr.decode()
+
+
+def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
+    """A site at a host name only the proxy knows: the page and the JSON its script fetches both come
+    through ``http_proxy`` (nginx, answering absolute-form requests from ROOT/HOST/)."""
+    from tests.conftest import clean_env
+
+    hosts = tmp_path / "hosts"
+    site = hosts / "render.test"
+    site.mkdir(parents=True)
+    write_site(site)
+    proxy = nginx(hosts)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = run_tse(
+        "crawl", "http://render.test/catalog.html", pages, "1", "--prefix", "http://render.test/", "--render",
+        "-s", "DOWNLOAD_DELAY=0", *BOUNDS, env=clean_env(http_proxy=proxy.url),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
+    targets = [access.target for access in proxy.accesses()]
+    assert "http://render.test/data/catalog.json" in targets, targets  # absolute form: through the proxy
+    assert not any("/private/" in target for target in targets), targets

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tse_scrapy.rules.links import extract_links_html
 from tse_scrapy.rules.webarchive import (
     HTML,
     MAX_REDIRECTS,
@@ -17,6 +18,7 @@ from tse_scrapy.rules.webarchive import (
     link_depths,
     may_be_page,
     page_kind,
+    page_links,
     url_key,
 )
 
@@ -49,6 +51,52 @@ def test_archived_url(raw, expected):
 )
 def test_url_key(url, key):
     assert url_key(url) == key
+
+
+PAGE = "http://example.com/dir/page.html"
+
+
+@pytest.mark.parametrize(
+    ("body", "links"),
+    [
+        (b'<a href="a.html">a</a>', ["http://example.com/dir/a.html"]),
+        (b"<A HREF='/b.html'>b</A>", ["http://example.com/b.html"]),
+        (b"<a class=x href=../c.html>c</a>", ["http://example.com/c.html"]),
+        (b'<area shape=rect href="http://other.example/x#top">', ["http://other.example/x"]),
+        (b'<a href="a.html">1</a><a href="a.html#x">2</a><a href="./a.html">3</a>', ["http://example.com/dir/a.html"]),
+        (b'<a href="#top">t</a><a href="">e</a><a href="page.html">self</a>', []),
+        (b'<a href="javascript:void(0)">j</a><a href="mailto:x@example.com">m</a><a href="ftp://h/">f</a>', []),
+        (b'<a href="?q=1&amp;r=2">q</a>', ["http://example.com/dir/page.html?q=1&r=2"]),
+        (b'<a href=" \n /x\ny.html \t">w</a>', ["http://example.com/xy.html"]),
+        (b'<base href="http://base.example/b/"><a href="c.html">c</a>', ["http://base.example/b/c.html"]),
+        (b'<a href="caf\xc3\xa9.html">utf-8</a>', ["http://example.com/dir/caf\u00e9.html"]),
+        (b"<abbr href=x>no</abbr><link href=style.css><img src=i.png>", []),
+        (b"<a " + b"x" * 3000 + b' href="far.html">', []),  # past the 2,000 bytes a tag is read for
+        (b"<a " * 20000, []),  # unclosed tags: linear
+    ],
+)  # fmt: skip
+def test_page_links(body, links):
+    assert page_links(body, PAGE) == links
+
+
+_names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)
+_hrefs = st.one_of(
+    _names.map(lambda name: f"{name}.html"),
+    _names.map(lambda name: f"/{name}/index.html"),
+    _names.map(lambda name: f"http://{name}.example/{name}"),
+    _names.map(lambda name: f"../{name}.htm#{name}"),
+    _names.map(lambda name: f"#{name}"),
+)
+
+
+@given(st.lists(st.tuples(_hrefs, st.sampled_from(["a", "A", "area"]), st.sampled_from(['"', "'", ""])), max_size=15))
+def test_page_links_agree_with_the_crawls_html_parser(links):
+    """On plain markup, the regular expression reads the links the crawl's lxml extractor reads
+    (each once, the page itself left out): an independent reading of the same page."""
+    body = "<html><body>" + "".join(f"<{tag} href={q}{href}{q}>x</{tag}> " for href, tag, q in links)
+    body = (body + "</body></html>").encode()
+    expected = [url for url in dict.fromkeys(extract_links_html(body, PAGE)) if url != PAGE]
+    assert page_links(body, PAGE) == expected
 
 
 @pytest.mark.parametrize(

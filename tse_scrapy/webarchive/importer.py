@@ -32,6 +32,8 @@ from ..rules.webarchive import PDF as PDF_KIND
 from .reader import BadArchive, Record, archive_records
 
 NOTES_NAME = "import"
+# The links of a page kept for its depth and record, as a crawl record lists at most this many.
+MAX_PAGE_LINKS = MAX_LINKS
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
 ROBOTS_TOKEN = "tse-scrapy"
 
@@ -47,7 +49,7 @@ class Capture:
     http_charset: str | None
     robots: list[str]  # X-Robots-Tag values
     links_header: list[str]  # Link values
-    links: list[int]  # the link targets, as numbers of URL keys
+    links: list[int]  # the link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS)
     date: float | None  # when it was archived (WARC-Date), Unix time
 
 
@@ -174,7 +176,8 @@ class ArchiveImport:
         self.spool.write(payload)
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
-        links = [] if kind != HTML else [self.targets.number(link) for link in page_links(payload, record.url)]
+        found = page_links(payload, record.url)[:MAX_PAGE_LINKS] if kind == HTML else []
+        links = [self.targets.number(link) for link in found]
         capture = Capture(
             url=record.url,
             kind=kind,
