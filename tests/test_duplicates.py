@@ -119,6 +119,7 @@ def head(*tags: str) -> bytes:
         ([], b'<link rel="canonical" href="/a">', "http://example.com/a"),  # no head tags: all of it is head
         ([], b"<html><head>" + b" " * HEAD_BYTES + b'<link rel="canonical" href="/a">', None),  # past 64 KB
         ([], head('<link title="a>b" rel="canonical" href="/a">'), None),  # ">" ends the tag: missed
+        ([], head('<link rel=canonical href="/c?a>b">'), None),  # cut inside its value: missed, not misread
         # The first <base href> counts wherever it stands in the head; a hidden one does not.
         ([], head('<link rel="canonical" href="a"><base href="/b/">'), "http://example.com/b/a"),
         ([], head('<!-- <base href="/c/"> --><link rel="canonical" href="a">'), "http://example.com/dir/a"),
@@ -184,6 +185,8 @@ def test_head_canonical_is_normalized_as_links_are(body, expected):
         (b"<html><head><link " + b"canonical " * 6000 + b"<link rel=canonical href=/a>", "http://example.com/a"),
         (b"<html><head>" + b"<link rel=canonical " * 3000, None),  # no ">": no tag
         (b"<html><head>" + b"<script>canonical " * 3000 + b"<link rel=canonical href=/a>", None),  # all script
+        # Thousands of hidden spans before the tags: each tag's look-up is a bisection.
+        (b"<head>" + b"<!----><base>" * 5000 + b'<link rel="canonical" href="/a">', "http://example.com/a"),
     ],
 )
 def test_hostile_heads(body, expected):

@@ -374,3 +374,57 @@ def test_a_payload_over_the_bound_is_skipped_unread(tmp_path, monkeypatch):
     summary = import_archives([str(warc)], str(pages), warn=said.append)
     assert summary.oversized == 2 and len(said) == 2 and "over the size bound" in said[0]
     assert list(page_files(pages)) == ["http://site.test/small"]
+
+
+WARC_HEAD = "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{n}>\r\nWARC-Date: 2026-12-01T00:00:00Z\r\n"
+HTTP_PAGE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<title>{title}</title>"
+
+
+def raw_record(n: int, url: str | None, title: str, *, length: bool = True, status: bytes = b"200 OK") -> bytes:
+    """A plain WARC record written by hand (warcio's writer always writes what a damaged one lacks)."""
+    block = HTTP_PAGE.replace(b"200 OK", status).replace(b"{title}", title.encode())
+    head = WARC_HEAD.format(n=n) + "Content-Type: application/http; msgtype=response\r\n"
+    if url is not None:
+        head += f"WARC-Target-URI: {url}\r\n"
+    if length:
+        head += f"Content-Length: {len(block)}\r\n"
+    return head.encode() + b"\r\n" + block + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        (raw_record(2, "http://site.test/b", "b", length=False), "without Content-Length"),
+        (raw_record(2, None, "b"), "damaged"),
+    ],
+    ids=["no-content-length", "no-target-uri"],
+)
+def test_hand_made_damage_is_one_line_and_keeps_the_records_before(tmp_path, bad, said):
+    warc = tmp_path / "hand.warc"
+    warc.write_bytes(raw_record(1, "http://site.test/a", "first") + bad + raw_record(3, "http://site.test/c", "c"))
+    result, pages = imported(tmp_path, warc)
+    assert result.returncode == 1
+    lines = one_line_failure(result)
+    assert said in lines[0] and len(lines) == 2, lines
+    assert page_files(pages) == {"http://site.test/a": (0, b"<title>first</title>")}
+
+
+def test_odd_but_whole_archives_import(tmp_path):
+    """A Location no URL can be made of, a target URI that is no URL, and a zip file's end marker
+    inside a record of a plain WARC: imported, no traceback."""
+    zip_tail = io.BytesIO()
+    with zipfile.ZipFile(zip_tail, "w") as inner:
+        inner.writestr("x.txt", "x")
+    warc = tmp_path / "odd.warc"
+    warc.write_bytes(
+        raw_record(1, "http://site.test/a", "first")
+        + raw_record(2, "http://site.test/r", "moved", status=b"302 Found").replace(
+            b"Content-Type: text/html", b"Location: http://[oops/"
+        )
+        + raw_record(3, "http://[oops/", "no url")
+        + raw_record(4, "http://site.test/z", zip_tail.getvalue().decode("latin-1"))
+    )
+    result, pages = imported(tmp_path, warc)
+    assert "Traceback" not in result.stderr.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    assert set(page_files(pages)) == {"http://site.test/a", "http://[oops/", "http://site.test/z"}

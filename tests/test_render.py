@@ -26,6 +26,8 @@ CATALOG = """<!doctype html>
 <body><p id="status">Loading</p><ul id="list"></ul>
 <script>
 fetch("/private/secret.json").catch(() => {});
+// The same server under another host name: its own robots.txt is read for it first.
+fetch(location.protocol + "//localhost:" + location.port + "/private/other.json").catch(() => {});
 fetch("/data/catalog.json").then(r => r.json()).then(data => {
   document.title = data.title;
   document.getElementById("status").textContent = data.text;
@@ -133,10 +135,12 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert found["book.html"].startswith("\ufeff".encode())
     summary = result.stderr.decode().strip().splitlines()[-1]
     assert re.search(r"rendered: 4 \(1 cut at the timeout, 1 crashed, 0 failed; ", summary), summary
-    assert re.search(r"[1-9]\d* blocked by robots.txt", summary), summary
-    # robots.txt held for the browser's requests: the disallowed URL was never asked for.
-    targets = [access.target for access in server.accesses()]
+    assert re.search(r" 2 blocked by robots.txt", summary), summary
+    # robots.txt held for the browser's requests, on both host names: no disallowed URL was asked for.
+    accesses = server.accesses()
+    targets = [access.target for access in accesses]
     assert not any(target.startswith("/private/") for target in targets), targets
+    assert {access.host for access in accesses if access.target == "/robots.txt"} == {"127.0.0.1", "localhost"}
     assert "/data/catalog.json" in targets
     # The archive holds the browser's exchanges too.
     archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]

@@ -69,6 +69,10 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied", links)
 
     def should_follow(self, request: Request, spider: Spider) -> bool:
+        if request.meta.get("dont_obey_robotstxt") and urlsplit(request.url).path == "/robots.txt":
+            # robots.txt, which Scrapy asks for only for a request that passed here, or for a request
+            # of the browser rendering a page (--render): it is fetched, whatever its host.
+            return True
         if request.meta.get(SITEMAP_REQUEST):
             # A sitemap may live outside the prefixes' paths (robots.txt names it): on their hosts only.
             return self.on_prefix_host(request.url)

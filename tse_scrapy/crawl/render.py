@@ -21,6 +21,7 @@ times out would be a failure, not a page rendered so far.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -92,6 +93,7 @@ class RenderMiddleware:
         self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
         self.slots = max(1, settings.getint("TSE_RENDER_PAGES"))
         self.user_agent = settings.get("USER_AGENT")
+        self.max_size = settings.getint("DOWNLOAD_MAXSIZE") or 32 * 1024 * 1024
         self._pages: asyncio.Semaphore | None = None
         self._playwright: Any = None
         self._browser: Any = None
@@ -148,14 +150,16 @@ class RenderMiddleware:
         except PlaywrightError as error:
             self.stats.inc_value("tse/render_failed")
             logger.warning("Cannot start the browser for %s: %s", response.url, _first_line(error))
-            self._browser = None
+            await self._drop_browser()
             return None
         load = _PageLoad(self, response)
         try:
+            # On the context, not the page: a window a script opens is held to the same rules.
+            await context.route("**/*", load.route)
             page = await context.new_page()
+            load.page = page
             page.on("crash", load.crashed)
-            page.on("requestfinished", load.finished)
-            await page.route("**/*", load.route)
+            context.on("requestfinished", load.finished)
             deadline = time.monotonic() + self.timeout
             try:
                 await page.goto(response.url, wait_until="load", timeout=self.timeout * 1000)
@@ -166,6 +170,9 @@ class RenderMiddleware:
                 logger.info("Rendering %s cut at %.0f s: kept as rendered so far", response.url, self.timeout)
             if load.has_crashed:
                 raise PlaywrightError("the renderer crashed")
+            size = await page.evaluate("document.documentElement ? document.documentElement.outerHTML.length : 0")
+            if size > self.max_size:
+                raise PlaywrightError(f"the rendered document is {size} characters, over DOWNLOAD_MAXSIZE")
             html = await asyncio.wait_for(page.content(), timeout=max(5.0, self.timeout))
             await load.archived()
             return html
@@ -180,8 +187,19 @@ class RenderMiddleware:
         finally:
             try:
                 await asyncio.wait_for(context.close(), timeout=10)
-            except Exception:  # a crashed page or a dead browser: the next page load starts anew
-                self._browser = None
+            except Exception:  # a hung renderer or a dead browser: the next page load starts anew
+                await self._drop_browser()
+
+    async def _drop_browser(self) -> None:
+        """Close the browser (if it still answers) so that the next page load starts another."""
+        browser, self._browser = self._browser, None
+        if browser is None:
+            return
+        self.stats.inc_value("tse/render_browser_restarts")
+        try:
+            await asyncio.wait_for(browser.close(), timeout=10)
+        except Exception as error:  # gone already: its processes went with it
+            logger.debug("Closing the browser: %s", error)
 
     async def _started_browser(self) -> Any:
         if self._browser is not None and self._browser.is_connected():
@@ -195,7 +213,7 @@ class RenderMiddleware:
 
             if self._playwright is None:
                 self._playwright = await async_playwright().start()
-            if self._browser is not None:
+            if self._browser is not None:  # disconnected: it died
                 self.stats.inc_value("tse/render_browser_restarts")
                 logger.warning("The browser went away: starting another")
             args = [*BROWSER_FLAGS, *self.extra_args]
@@ -262,6 +280,7 @@ class _PageLoad:
         self.requests = 0
         self.has_crashed = False
         self.navigated = False
+        self.page: Any = None  # this page load's page (a script may open others)
         self.archiving: list[asyncio.Task] = []
 
     def crashed(self, _page: Any) -> None:
@@ -272,7 +291,9 @@ class _PageLoad:
         stats = self.middleware.stats
         try:
             if request.is_navigation_request() and request.frame.parent_frame is None:
-                if not self.navigated:  # the page itself (goto): Scrapy's answer
+                if request.frame.page is not self.page:  # a window a script opened: not this page
+                    await route.abort("blockedbyclient")
+                elif not self.navigated:  # the page itself (goto): Scrapy's answer
                     self.navigated = True
                     await route.fulfill(status=self.response.status, headers=self._headers(), body=self.response.body)
                 else:  # a script sends the page elsewhere: not this page's rendering
@@ -296,8 +317,10 @@ class _PageLoad:
                 return
             stats.inc_value("tse/render_requests")
             await route.continue_()
-        except Exception as error:  # the page went away meanwhile (closed, crashed)
+        except Exception as error:  # the page went away meanwhile (closed, crashed), or a check failed
             logger.debug("Browser request %s: %s", request.url, error)
+            with contextlib.suppress(Exception):
+                await route.abort("failed")
 
     def _headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -320,6 +343,8 @@ class _PageLoad:
             answer = await request.response()
             if answer is None:
                 return
+            if (await request.sizes()).get("responseBodySize", 0) > self.middleware.max_size:
+                return  # not archived: over DOWNLOAD_MAXSIZE
             body = await answer.body()
             headers = await answer.headers_array()
             sent = await request.all_headers()

@@ -22,6 +22,7 @@ joins exact duplicates and pages linked by canonical URLs, and picks each group'
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import html
 import re
@@ -50,7 +51,8 @@ _HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
 _LINK_OR_BASE = re.compile(rb"<(link|base)(?=[\s/>])[^>]*>", re.I)
 # The value is optional, so that a long name without "=" is consumed once, not retried from each of
 # its positions (quadratic: a 60 KB hostile head took 28 s).
-_ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+)))?""")
+# A bare value never starts with a quote: a quoted value the tag's end cut has no value at all.
+_ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*)))?""")
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|([A-Za-z][A-Za-z0-9]*)(;?))")
 # WHATWG URL parsing: C0 controls and spaces stripped from both ends, tabs and newlines dropped inside.
 _URL_ENDS = "".join(chr(code) for code in range(0x21))
@@ -212,13 +214,15 @@ class _HiddenSpans:
     def __init__(self, lowered: bytes):
         self._lowered = lowered
         self._spans: list[tuple[int, int]] = []
+        self._starts: list[int] = []  # the spans' starts, for bisect
         self._position = 0  # where the search for the next span goes on; past the end: all found
 
     def covers(self, position: int) -> bool:
         while self._position <= position and self._find_next():
             pass
-        # Spans are few (a head's scripts): a plain walk.
-        return any(start <= position < end for start, end in self._spans)
+        # The spans are in order and apart: the last one starting at or before *position* decides.
+        index = bisect.bisect_right(self._starts, position) - 1
+        return index >= 0 and position < self._spans[index][1]
 
     def _find_next(self) -> bool:
         """Find the next span; False when there is none."""
@@ -242,6 +246,7 @@ class _HiddenSpans:
             else:
                 end += len(b"-->")
             self._spans.append((start, end))
+            self._starts.append(start)
             self._position = end if end > start else start + 1
             return True
 

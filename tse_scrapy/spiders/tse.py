@@ -317,7 +317,8 @@ class TseSpider(scrapy.Spider):
         named = canonical_url(headers, b"", url)
         if named is None:
             return None
-        named = self.normalize(named) or named
+        # Any extension, as tse index normalizes the head's (rules/pagefields.head_canonical).
+        named = normalize_url(named, False) or named
         return None if named == url else named
 
     def _robots_directives(self, response: Response, pdf: bool = False) -> frozenset[str]:

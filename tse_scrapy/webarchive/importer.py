@@ -11,6 +11,7 @@ are imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -27,6 +28,7 @@ from ..rules.duplicates import canonical_url
 from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
 from ..rules.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
 from ..rules.robotsmeta import robots_directives
+from ..rules.urls import normalize_url
 from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
 from ..rules.webarchive import PDF as PDF_KIND
 from .reader import BadArchive, Record, archive_records
@@ -152,7 +154,8 @@ class ArchiveImport:
             if 300 <= record.status < 400:
                 location = record.header("Location")
                 if location:
-                    self.redirects[url_key(record.url)] = url_key(urljoin(record.url, location.strip()))
+                    with contextlib.suppress(ValueError):  # a Location no URL can be made of
+                        self.redirects[url_key(record.url)] = url_key(urljoin(record.url, location.strip()))
             if record.status == 200:
                 self._response(record)
             elif self.record is not None and may_be_page(record.header("Content-Type"), self.pdf):
@@ -176,7 +179,10 @@ class ArchiveImport:
         self.spool.write(payload)
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
-        found = page_links(payload, record.url)[:MAX_PAGE_LINKS] if kind == HTML else []
+        try:
+            found = page_links(payload, record.url)[:MAX_PAGE_LINKS] if kind == HTML else []
+        except ValueError:  # a target URI no link can be resolved against
+            found = []
         links = [self.targets.number(link) for link in found]
         capture = Capture(
             url=record.url,
@@ -285,6 +291,7 @@ class ArchiveImport:
             notes[ROBOTS].note(url, NOINDEX)
         if capture.links_header:
             named = canonical_url(capture.links_header, b"", url)
+            named = named and (normalize_url(named, False) or named)  # as tse index normalizes the head's
             if named and named != url:
                 notes[CANONICAL].note(url, named)
 

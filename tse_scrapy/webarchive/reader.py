@@ -74,7 +74,7 @@ class Record:
                     break
                 pieces.append(piece)
                 size += len(piece)
-        except (zlib.error, OSError, EOFError, ValueError) as error:  # a damaged gzip or chunked coding
+        except (zlib.error, OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # a damaged coding
             raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
         if size > MAX_PAYLOAD_BYTES:
             return None
@@ -94,11 +94,16 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
     name = os.fspath(path)
     with ExitStack() as stack:
         file = stack.enter_context(open(name, "rb"))
-        if zipfile.is_zipfile(file):
-            file.seek(0)
-            yield from _wacz_records(name, stack.enter_context(zipfile.ZipFile(file)))
+        # A WACZ begins as a zip file does (a plain WARC may hold a zip's end marker in a record).
+        wacz = file.read(4) == b"PK\x03\x04"
+        file.seek(0)
+        if wacz:
+            try:
+                archive = stack.enter_context(zipfile.ZipFile(file))
+            except (zipfile.BadZipFile, OSError, ValueError) as error:
+                raise BadArchive(f"{name}: a damaged zip file ({error})") from None
+            yield from _wacz_records(name, archive)
         else:
-            file.seek(0)
             yield from _warc_records(name, file)
 
 
@@ -153,6 +158,8 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
             count += 1
             if not (record.format or "").startswith("warc"):  # ARC, or text warcio took for ARC
                 raise BadArchive(f"{name}: not a WARC file")
+            if record.rec_headers.get_header("Content-Length") is None:  # warcio would read to the end
+                raise BadArchive(f"{name}: damaged at record {count}: a record without Content-Length")
             headers = record.rec_headers
             http = record.http_headers
             status = None
@@ -180,7 +187,16 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
     except ArchiveLoadFailed as error:
         what = "not a WARC file" if count == 0 else f"damaged after record {count}"
         raise BadArchive(f"{name}: {what} ({_first_line(error)})") from None
-    except (zlib.error, EOFError, OSError, ValueError, IndexError, UnicodeDecodeError) as error:
+    except (
+        zlib.error,
+        EOFError,
+        OSError,
+        ValueError,
+        IndexError,
+        UnicodeDecodeError,
+        AttributeError,  # warcio on a record without a WARC-Target-URI
+        zipfile.BadZipFile,  # a WACZ member that fails its CRC
+    ) as error:
         what = "not a WARC file" if count == 0 else f"damaged after record {count}"
         raise BadArchive(f"{name}: {what} ({type(error).__name__}: {_first_line(error)})") from None
 
