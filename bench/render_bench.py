@@ -33,8 +33,9 @@ def crawl_command(pagedir: Path, pages: int, *options: str) -> list[str]:
     return [str(BIN / "tse"), "crawl", WIKIPEDIA, str(pagedir), "3", "--max-pages", str(pages), *FAST, *options]
 
 
-def tree_memory(root_pid: int) -> tuple[float, float]:
-    """RSS and PSS (MB) of a process and all its descendants (the browser's processes too)."""
+def tree_memory(root_pid: int) -> tuple[float, float, float]:
+    """RSS and PSS (MB) of a process and all its descendants (the browser's processes too), and the
+    PSS of the process alone."""
     children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -43,7 +44,7 @@ def tree_memory(root_pid: int) -> tuple[float, float]:
             except (OSError, IndexError, ValueError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
-    rss = pss = 0
+    rss = pss = own = 0
     stack = [root_pid]
     while stack:
         pid = stack.pop()
@@ -54,9 +55,10 @@ def tree_memory(root_pid: int) -> tuple[float, float]:
                     rss += int(line.split()[1])
                 elif line.startswith("Pss:"):
                     pss += int(line.split()[1])
+                    own += int(line.split()[1]) if pid == root_pid else 0
         except OSError:
             continue
-    return rss / 1024, pss / 1024
+    return rss / 1024, pss / 1024, own / 1024
 
 
 def long_crawl(proxy: str, out: Path) -> list[str]:
@@ -68,7 +70,7 @@ def long_crawl(proxy: str, out: Path) -> list[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
-    samples: list[tuple[int, float, float]] = []
+    samples: list[tuple[int, float, float, float]] = []
     while process.poll() is None:
         time.sleep(2)
         saved = sum(1 for p in pagedir.iterdir() if p.name.isdigit())
@@ -81,15 +83,38 @@ def long_crawl(proxy: str, out: Path) -> list[str]:
         f"One `--render` crawl of {saved} pages; memory of the crawl and its browser processes every 2 s"
         f" ({len(samples)} samples): `{summary[0] if summary else ''}`",
         "",
-        "| samples | pages saved | RSS MB (median) | PSS MB (median) |",
-        "|---|---|---|---|",
+        "| samples | pages saved | RSS MB, all (median) | PSS MB, all | PSS MB, the crawl process"
+        " | PSS MB, the browser and its driver |",
+        "|---|---|---|---|---|---|",
     ]
-    for name, part in (("first tenth", first), ("last tenth", last)):
+    for name, part in (
+        ("first tenth", first),
+        ("middle tenth", samples[len(samples) // 2 :][:tenth]),
+        ("last tenth", last),
+    ):
         rows.append(
             f"| {name} | {part[0][0]}-{part[-1][0]} | {statistics.median(s[1] for s in part):.0f} |"
-            f" {statistics.median(s[2] for s in part):.0f} |"
+            f" {statistics.median(s[2] for s in part):.0f} | {statistics.median(s[3] for s in part):.0f} |"
+            f" {statistics.median(s[2] - s[3] for s in part):.0f} |"
         )
     return rows
+
+
+def long_only() -> list[str]:
+    """The long crawl alone (``BENCH_RENDER_ONLY_LONG=1``)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(unpack_mirror())],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    out = MEMORY_OUT / f"tse-render-bench-{os.getpid()}"
+    try:
+        return long_crawl(server.stdout.readline().split()[-1], out)
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def run(mirror: Path | None = None) -> list[str]:
@@ -140,4 +165,4 @@ def run(mirror: Path | None = None) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join(run()))
+    print("\n".join(long_only() if os.environ.get("BENCH_RENDER_ONLY_LONG") else run()))

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -85,7 +86,15 @@ def write_site(site: Path) -> None:
     (site / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
 
 
-BOUNDS = ("-s", "TSE_RENDER_TIMEOUT=4", "-s", "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24")
+# The browser and its driver started anew every 2 page loads: every test crosses a recycling.
+BOUNDS = (
+    "-s",
+    "TSE_RENDER_TIMEOUT=4",
+    "-s",
+    "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24",
+    "-s",
+    "TSE_RENDER_RECYCLE=2",
+)
 
 
 def serve(nginx, tmp_path: Path):
@@ -134,6 +143,7 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert found["crash.html"].startswith(b"<!doctype html>")
     assert found["book.html"].startswith("\ufeff".encode())
     summary = result.stderr.decode().strip().splitlines()[-1]
+    assert "Traceback" not in result.stderr.decode()
     assert re.search(r"rendered: 4 \(1 cut at the timeout, 1 crashed, 0 failed; ", summary), summary
     assert re.search(r" 2 blocked by robots.txt", summary), summary
     # robots.txt held for the browser's requests, on both host names: no disallowed URL was asked for.
@@ -216,4 +226,21 @@ def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
     assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     targets = [access.target for access in proxy.accesses()]
     assert "http://render.test/data/catalog.json" in targets, targets  # absolute form: through the proxy
-    assert not any("/private/" in target for target in targets), targets
+    assert not any(target.startswith("http://render.test/private/") for target in targets), targets
+    # Nothing else reached the proxy: not Chromium's own calls home, nor its favicon request.
+    hosts = {urlsplit(target).hostname for target in targets if "://" in target}
+    assert hosts <= {"render.test", "localhost"} and all("://" in target for target in targets), targets
+    assert not any(target.endswith("/favicon.ico") for target in targets), targets
+
+
+def test_render_without_a_browser_is_one_line(tmp_path):
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                     "--render", "-s", f"TSE_CHROMIUM={tmp_path / 'no-chromium'}")  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        f"tse crawl: --render needs Chromium: {tmp_path / 'no-chromium'} not found"
+        " (apt-get install chromium, or -s TSE_CHROMIUM=PATH)"
+    ]
+    assert sorted(p.name for p in pages.iterdir()) == []

@@ -21,7 +21,9 @@ times out would be a failure, not a page rendered so far.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -56,6 +58,27 @@ BROWSER_FLAGS = (
     "--disable-quic",
     "--no-first-run",
     "--disable-dev-shm-usage",
+)
+# Hosts Chromium calls on its own (sign-in, time, updates, hints, safe browsing), seen through a proxy
+# here with every background-networking flag set: sent nowhere (_proxy_pac).  A page's own scripts from
+# them are not fetched either.
+CHROMIUM_SERVICE_HOSTS = (
+    "accounts.google.com",
+    "www.google.com",
+    "clients.google.com",
+    "clients1.google.com",
+    "clients2.google.com",
+    "clients3.google.com",
+    "clients4.google.com",
+    "clients5.google.com",
+    "clients6.google.com",
+    "android.clients.google.com",
+    "update.googleapis.com",
+    "optimizationguide-pa.googleapis.com",
+    "safebrowsing.googleapis.com",
+    "content-autofill.googleapis.com",
+    "gvt1.com",
+    "gvt2.com",
 )
 # Headers the browser must not be told again: Scrapy has undone the codings of the body it hands over.
 DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
@@ -95,6 +118,9 @@ class RenderMiddleware:
         self.user_agent = settings.get("USER_AGENT")
         self.max_size = settings.getint("DOWNLOAD_MAXSIZE") or 32 * 1024 * 1024
         self._pages: asyncio.Semaphore | None = None
+        self.recycle = max(0, settings.getint("TSE_RENDER_RECYCLE"))
+        self._loads = self._in_flight = 0
+        self._recycle_due = False
         self._playwright: Any = None
         self._browser: Any = None
         self._starting: asyncio.Lock | None = None
@@ -106,6 +132,9 @@ class RenderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
         if not crawler.settings.getbool("TSE_RENDER"):
             raise NotConfigured
+        problem = renderer_missing(crawler.settings.get("TSE_CHROMIUM"))
+        if problem:  # before anything is fetched (tse crawl says it on one line before this)
+            raise RuntimeError(problem)
         return cls(crawler)
 
     # -- which answers -------------------------------------------------------------
@@ -123,7 +152,20 @@ class RenderMiddleware:
         if self._pages is None:
             self._pages = asyncio.Semaphore(self.slots)
         async with self._pages:
-            rendered = await self._render(response)
+            self._in_flight += 1
+            try:
+                rendered = await self._render(response)
+            finally:
+                self._in_flight -= 1
+                self._loads += 1
+                if self.recycle and self._loads % self.recycle == 0:
+                    self._recycle_due = True
+                if self._recycle_due and self._in_flight == 0:
+                    # Chromium and Playwright's driver grow by some tens of KB a page load, whatever is
+                    # closed: both are started anew every TSE_RENDER_RECYCLE loads (bench/RESULTS.md).
+                    self._recycle_due = False
+                    self.stats.inc_value("tse/render_recycled")
+                    await self._stop_browser()
         if rendered is None:
             return response
         self.stats.inc_value("tse/rendered")
@@ -170,7 +212,11 @@ class RenderMiddleware:
                 logger.info("Rendering %s cut at %.0f s: kept as rendered so far", response.url, self.timeout)
             if load.has_crashed:
                 raise PlaywrightError("the renderer crashed")
-            size = await page.evaluate("document.documentElement ? document.documentElement.outerHTML.length : 0")
+            # Bounded: a script that never yields holds the renderer, and every call to it, forever.
+            size = await asyncio.wait_for(
+                page.evaluate("document.documentElement ? document.documentElement.outerHTML.length : 0"),
+                timeout=max(5.0, self.timeout),
+            )
             if size > self.max_size:
                 raise PlaywrightError(f"the rendered document is {size} characters, over DOWNLOAD_MAXSIZE")
             html = await asyncio.wait_for(page.content(), timeout=max(5.0, self.timeout))
@@ -221,8 +267,10 @@ class RenderMiddleware:
                 args.append("--no-sandbox")
             options: dict[str, Any] = {"executable_path": self.executable, "headless": True, "args": args}
             proxy = _browser_proxy()
-            if proxy is not None:
-                options["proxy"] = proxy
+            if proxy is not None and "username" in proxy:
+                options["proxy"] = proxy  # a PAC script cannot carry credentials: Playwright answers the 407s
+            else:
+                args += [f"--proxy-pac-url={_proxy_pac(proxy)}", "--proxy-bypass-list=<-loopback>"]
             self._browser = await self._playwright.chromium.launch(**options)
             return self._browser
 
@@ -260,14 +308,22 @@ class RenderMiddleware:
         return True
 
     async def spider_closed(self) -> None:
-        try:
-            if self._browser is not None:
-                await asyncio.wait_for(self._browser.close(), timeout=10)
-            if self._playwright is not None:
-                await asyncio.wait_for(self._playwright.stop(), timeout=10)
-        except Exception as error:  # closing: nothing is left to save
-            logger.debug("Closing the browser: %s", error)
-        self._browser = self._playwright = None
+        await self._stop_browser()
+
+    async def _stop_browser(self) -> None:
+        """Close the browser and Playwright's driver; a page load meanwhile waits, then starts them anew."""
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            browser, playwright = self._browser, self._playwright
+            self._browser = self._playwright = None
+            try:
+                if browser is not None:
+                    await asyncio.wait_for(browser.close(), timeout=10)
+                if playwright is not None:
+                    await asyncio.wait_for(playwright.stop(), timeout=10)
+            except Exception as error:  # closing: nothing is left to save
+                logger.debug("Closing the browser: %s", error)
 
 
 class _PageLoad:
@@ -379,6 +435,32 @@ def _browser_proxy() -> dict[str, str] | None:
     if proxies.get("no"):
         proxy["bypass"] = proxies["no"]
     return proxy
+
+
+def _proxy_pac(proxy: dict[str, str] | None) -> str:
+    """The browser's proxy configuration, as a PAC script in a data: URL: the crawl's proxy (or none)
+    for the pages' requests, the ``no_proxy`` hosts direct, and Chromium's own service hosts sent to a
+    closed port on 127.0.0.1, so that rendering a site contacts no one else (Chromium calls them at
+    start and while it runs, whatever its flags, through any proxy)."""
+    route = "DIRECT"
+    if proxy is not None:
+        parts = urlsplit(proxy["server"])
+        route = f"PROXY {parts.hostname}:{parts.port or 80}; DIRECT" if parts.hostname else "DIRECT"
+    bypass = [host.strip().lstrip(".").lower() for host in (proxy or {}).get("bypass", "").split(",") if host.strip()]
+    script = (
+        "function FindProxyForURL(url, host) {\n"
+        f"  var services = {json.dumps(list(CHROMIUM_SERVICE_HOSTS))};\n"
+        f"  var direct = {json.dumps(bypass)};\n"
+        # The favicon Chromium asks for on its own, outside the page's routes (paths are given for http only).
+        "  if (url.slice(-12) == '/favicon.ico') return 'PROXY 127.0.0.1:9';\n"
+        "  for (var i = 0; i < services.length; i++)\n"
+        "    if (host == services[i] || dnsDomainIs(host, '.' + services[i])) return 'PROXY 127.0.0.1:9';\n"
+        "  for (var j = 0; j < direct.length; j++)\n"
+        "    if (host == direct[j] || dnsDomainIs(host, '.' + direct[j])) return 'DIRECT';\n"
+        f"  return {json.dumps(route)};\n"
+        "}\n"
+    )
+    return "data:application/x-ns-proxy-autoconfig;base64," + base64.b64encode(script.encode()).decode()
 
 
 def _first_line(error: BaseException) -> str:
