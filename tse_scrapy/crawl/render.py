@@ -124,8 +124,7 @@ class RenderMiddleware:
         self._playwright: Any = None
         self._browser: Any = None
         self._starting: asyncio.Lock | None = None
-        self._robots: TseRobotsTxtMiddleware | None = None
-        self._warc: WarcMiddleware | None = None
+        self._middlewares: dict[type, Any] = {}  # the robots.txt and WARC middlewares, found once
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -276,22 +275,21 @@ class RenderMiddleware:
 
     # -- what the browser asks for -------------------------------------------------
     def robots(self) -> TseRobotsTxtMiddleware | None:
-        if self._robots is None:
-            try:
-                self._robots = self.crawler.get_downloader_middleware(TseRobotsTxtMiddleware)
-            except RuntimeError:
-                return None
-        return self._robots
+        return self._middleware(TseRobotsTxtMiddleware)
 
     def warc(self) -> WarcMiddleware | None:
-        if self._warc is None:
-            from .warc import WarcMiddleware
+        from .warc import WarcMiddleware
 
+        return self._middleware(WarcMiddleware)
+
+    def _middleware(self, kind: type[Any]) -> Any:
+        """The crawl's downloader middleware of this *kind* (None: not enabled, or no engine yet)."""
+        if kind not in self._middlewares:
             try:
-                self._warc = self.crawler.get_downloader_middleware(WarcMiddleware)
-            except RuntimeError:
+                self._middlewares[kind] = self.crawler.get_downloader_middleware(kind)
+            except RuntimeError:  # the engine is not running yet: asked again later
                 return None
-        return self._warc
+        return self._middlewares[kind]
 
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets this crawler fetch *url* (its host's robots.txt fetched by Scrapy
