@@ -146,6 +146,7 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert "Traceback" not in result.stderr.decode()
     assert re.search(r"rendered: 4 \(1 cut at the timeout, 1 crashed, 0 failed; ", summary), summary
     assert re.search(r" 2 blocked by robots.txt", summary), summary
+    assert re.search(r"browser started anew [12] times by rule", summary), summary  # every 2 page loads
     # robots.txt held for the browser's requests, on both host names: no disallowed URL was asked for.
     accesses = server.accesses()
     targets = [access.target for access in accesses]

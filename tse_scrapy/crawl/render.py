@@ -160,8 +160,8 @@ class RenderMiddleware:
                 if self.recycle and self._loads % self.recycle == 0:
                     self._recycle_due = True
                 if self._recycle_due and self._in_flight == 0:
-                    # Chromium and Playwright's driver grow by some tens of KB a page load, whatever is
-                    # closed: both are started anew every TSE_RENDER_RECYCLE loads (bench/RESULTS.md).
+                    # A bound on whatever Chromium and Playwright's driver keep over a very long crawl:
+                    # both are started anew every TSE_RENDER_RECYCLE loads (bench/RESULTS.md).
                     self._recycle_due = False
                     self.stats.inc_value("tse/render_recycled")
                     await self._stop_browser()
