@@ -112,7 +112,8 @@ class RenderMiddleware:
         self.stats = crawler.stats
         self.executable = chromium_path(settings.get("TSE_CHROMIUM"))
         self.extra_args = list(settings.getlist("TSE_RENDER_ARGS"))
-        self.timeout = settings.getfloat("TSE_RENDER_TIMEOUT")
+        # At least a second: Playwright reads a timeout of 0 as none at all.
+        self.timeout = max(1.0, settings.getfloat("TSE_RENDER_TIMEOUT"))
         self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
         self.slots = max(1, settings.getint("TSE_RENDER_PAGES"))
         self.user_agent = settings.get("USER_AGENT")
