@@ -39,7 +39,7 @@ from typing import TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import REPEAT, ROOT
-from tests.support.pdfs import pdf_file
+from tests.support.pdfs import pages_pdf, stream
 from tse_scrapy.index.pdfs import PdfExtractor, extract_pdf_text, read_pdf
 
 # (package, path): the manuals read, some hundreds of pages each.
@@ -104,30 +104,12 @@ def bomb_pdf(megabytes: int) -> bytes:
     compressor = zlib.compressobj(9)
     spaces = b" " * (1 << 20)
     compressed = b"".join(compressor.compress(spaces) for _ in range(megabytes)) + compressor.flush()
-    return _pdf([4], [b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(compressed), compressed)])
+    return pages_pdf([4], [stream(b"", compressed)])
 
 
 def slow_pdf(pages: int, characters: int = 10_000) -> bytes:
     """*pages* pages sharing one content stream of *characters* characters."""
-    content = b"BT /F1 1 Tf " + b"(abcdefghij) Tj " * (characters // 10) + b"ET"
-    return _pdf([4] * pages, [b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content)])
-
-
-def _pdf(contents: list[int], streams: list[bytes]) -> bytes:
-    first_page = 4 + len(streams)
-    kids = b" ".join(b"%d 0 R" % (first_page + i) for i in range(len(contents)))
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        *streams,
-        *(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-            b"/Contents %d 0 R >>" % content
-            for content in contents
-        ),
-    ]
-    return pdf_file(objects)
+    return pages_pdf([4] * pages, [stream(b"BT /F1 1 Tf " + b"(abcdefghij) Tj " * (characters // 10) + b"ET")])
 
 
 def timed(read: Callable[[], T]) -> tuple[float, T]:

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.pdfs import pdf_file
+from tests.support.pdfs import pages_pdf, stream
 from tse_scrapy.index.pdfs import (
     CRASHED,
     DAMAGED,
@@ -63,33 +63,6 @@ def system_pdf(path: Path) -> bytes:
 
 
 # PDFs made here: a few objects, an xref table, a trailer (tests/support/pdfs.py).
-
-
-def stream(content: bytes, compressed: bytes | None = None) -> bytes:
-    if compressed is None:
-        return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content)
-    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(compressed), compressed)
-
-
-def pages_pdf(contents: list[int], objects: list[bytes], title: bytes | None = None, trailer: bytes = b"") -> bytes:
-    """A PDF whose pages show the content streams *contents* (object numbers among *objects*, which
-    come after the catalog, the page tree and the font: number 4 on)."""
-    first_page = 4 + len(objects)
-    kids = b" ".join(b"%d 0 R" % (first_page + i) for i in range(len(contents)))
-    head = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(contents)),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    pages = [
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
-        b"/Contents %d 0 R >>" % content
-        for content in contents
-    ]
-    info = [b"<< /Title (%s) /Producer (tests) >>" % title] if title is not None else []
-    if info:
-        trailer += b" /Info %d 0 R" % (first_page + len(pages))
-    return pdf_file(head + objects + pages + info, trailer)
 
 
 def text_pdf(*pages: list[str], title: bytes | None = None, trailer: bytes = b"", extra: list[bytes] = ()) -> bytes:

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.urls import DEFAULT_PREFIX, is_internal, normalize_url, remove_dot_segments
+from tse_scrapy.rules.urls import DEFAULT_PREFIX, clean_href, is_internal, normalize_url, remove_dot_segments
 
 T = "http://cs50tse.cs.dartmouth.edu/tse/"
 
@@ -220,3 +220,26 @@ def test_climbing_above_the_prefix_with_dot_dot_is_not_internal(descent, extra, 
     # ".." above the root is dropped (SPEC 1.1 rule 5), so the path is what follows the climb
     assert normalized == f"http://{PREFIX_HOST}/" + "/".join(rest), url
     assert not is_internal(normalized), (url, normalized)
+
+
+@pytest.mark.parametrize(
+    ("href", "cleaned"),
+    [
+        ("a.html", "a.html"),
+        ("  /a b.html \t", "/a b.html"),  # inner spaces stay (the URL parser encodes them)
+        ("\x00\x1f/a\x7f", "/a\x7f"),  # C0 controls and spaces at the ends only
+        ("/a\nb\r\tc", "/abc"),
+        ("\u00a0/a\u00a0", "\u00a0/a\u00a0"),  # a no-break space is not an ASCII space
+        ("", ""),
+    ],
+)
+def test_clean_href(href, cleaned):
+    assert clean_href(href) == cleaned
+
+
+@given(st.text())
+def test_clean_href_is_idempotent_and_leaves_no_ends_or_breaks(href):
+    cleaned = clean_href(href)
+    assert clean_href(cleaned) == cleaned
+    assert not any(char in cleaned for char in "\t\n\r")
+    assert not cleaned or (cleaned[0] > " " and cleaned[-1] > " ")

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         "query": query,
         "serve": serve,
         "report": report,
-        "import": import_archives,
+        "import": import_command,
     }[options.command]
     try:
         return handler(options)
@@ -508,7 +508,7 @@ def report(options: argparse.Namespace) -> int:
     return _one_line("report", summary.describe(), OK)
 
 
-def import_archives(options: argparse.Namespace) -> int:
+def import_command(options: argparse.Namespace) -> int:
     from .webarchive.importer import ImportRefused, import_archives
 
     def warn(message: str) -> None:

@@ -35,6 +35,8 @@ from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import safe_url_string
 
+from .urls import clean_href, normalize_url
+
 HEAD_BYTES = 64 * 1024  # where <link rel=canonical> is looked for: the head, to its end or this many bytes
 MAX_URL_CHARACTERS = 8192  # a longer canonical URL (raw or written) is unusable
 HASH_BITS = 64
@@ -54,9 +56,6 @@ _LINK_OR_BASE = re.compile(rb"<(link|base)(?=[\s/>])[^>]*>", re.I)
 # A bare value never starts with a quote: a quoted value the tag's end cut has no value at all.
 _ATTRIBUTE = re.compile(rb"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>][^\s>]*)))?""")
 _CHARACTER_REFERENCE = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|([A-Za-z][A-Za-z0-9]*)(;?))")
-# WHATWG URL parsing: C0 controls and spaces stripped from both ends, tabs and newlines dropped inside.
-_URL_ENDS = "".join(chr(code) for code in range(0x21))
-_URL_INSIDE = re.compile(r"[\t\n\r]")
 _HTML_WHITESPACE = re.compile(r"[\t\n\f\r ]+")
 # RFC 8288 link-values: <URI> then ;-parameters (token or quoted-string values, quoted-pairs inside).
 _LINK_VALUE = re.compile(r"[\s,]*<([^>]*)>")
@@ -78,6 +77,18 @@ def canonical_url(link_headers: Iterable[str], body: bytes, page_url: str) -> st
     return page_url if url == page_url or url == _written(page_url, "") else url
 
 
+def named_canonical(link_headers: Iterable[str], body: bytes, page_url: str) -> str | None:
+    """The canonical URL the page names (``canonical_url``), normalized as the crawl normalizes links
+    but with any extension (a canonical URL that is a page of the index has one the crawl took); None
+    when it names none, an unusable one, or the page itself.  What the crawl notes of a ``Link:``
+    header, ``tse import`` of an archived one, and ``tse index`` of the head."""
+    named = canonical_url(link_headers, body, page_url)
+    if named is None:
+        return None
+    named = normalize_url(named, False) or named
+    return None if named == page_url else named
+
+
 def agreed_canonical(from_headers: str | None, from_head: str | None) -> str | None:
     """The canonical URL a page names by its ``Link`` headers (noted at crawl time) and in its head
     (read from its page file): either one when the other names none, none when they differ."""
@@ -95,7 +106,7 @@ def _header_canonicals(link_headers: Iterable[str], page_url: str) -> Iterator[s
             # A link with an anchor is about the anchor's resource: it counts only when that is the page.
             if anchor is not None and _written(page_url, anchor) != _written(page_url, ""):
                 continue
-            target = _cleaned(target)
+            target = clean_href(target)
             if target:  # an empty URI reference names the page itself: no hint
                 yield _written(page_url, target) or _UNUSABLE
 
@@ -144,7 +155,7 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
     for tag in _tags_named(head, lowered, b"<base", hidden):
         href = _attributes(tag).get("href")
         if href is not None:  # the first <base href> is the document's base URL, wherever it stands
-            base = _written(page_url, _cleaned(href)) or page_url  # an unusable one leaves the page's
+            base = _written(page_url, clean_href(href)) or page_url  # an unusable one leaves the page's
             break
     for start, tag in candidates:
         if hidden.covers(start):
@@ -152,7 +163,7 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
         attributes = _attributes(tag)
         if "canonical" not in attributes.get("rel", "").lower().split():
             continue
-        href = _cleaned(attributes.get("href") or "")
+        href = clean_href(attributes.get("href") or "")
         if href:  # a <link> without an href (or an empty one) defines no link
             yield _written(base, href) or _UNUSABLE
 
@@ -289,10 +300,6 @@ def _unescaped_attribute(value: str) -> str:
         return reference.group()  # unknown, or a legacy name followed by "=" or by more letters
 
     return _CHARACTER_REFERENCE.sub(decoded, value)
-
-
-def _cleaned(href: str) -> str:
-    return _URL_INSIDE.sub("", href.strip(_URL_ENDS))
 
 
 def _written(base: str, href: str) -> str | None:

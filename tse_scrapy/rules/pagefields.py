@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from . import analysis
-from .duplicates import canonical_url
+from .duplicates import named_canonical
 from .encodings import decode_page
 from .pagetext import (
     _NOT_VISIBLE,
@@ -26,7 +26,7 @@ from .pagetext import (
     title_of,
     visible_text_of,
 )
-from .urls import LinkResolver, normalize_url
+from .urls import LinkResolver
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 500_000
@@ -128,11 +128,7 @@ def head_canonical(url: str, body: bytes) -> str:
     """The canonical URL the head of the page at *url* names, normalized as the crawl normalizes
     links (any extension: a canonical URL that is a page of the index has one the crawl took); ""
     when it names none, an unusable one, or the page itself."""
-    named = canonical_url((), body, url)
-    if named is None:
-        return ""
-    named = normalize_url(named, False) or named
-    return "" if named == url else named
+    return named_canonical((), body, url) or ""
 
 
 def _beyond_words(rest: str, body_words: list[str]) -> list[str]:

@@ -111,6 +111,20 @@ def _first_of(text: str, chars: str) -> int:
     return min(positions, default=len(text))
 
 
+# WHATWG URL parsing: C0 controls and spaces stripped from both ends, tabs and newlines dropped inside.
+_URL_ENDS = "".join(chr(code) for code in range(0x21))
+_URL_INSIDE = re.compile(r"[\t\n\r]")
+
+
+def clean_href(href: str) -> str:
+    """An href as a browser takes it before parsing: C0 controls and spaces stripped from its ends,
+    tabs and newlines dropped inside (WHATWG URL)."""
+    href = href.strip(_URL_ENDS)
+    if "\t" in href or "\n" in href or "\r" in href:
+        href = _URL_INSIDE.sub("", href)
+    return href
+
+
 class LinkResolver:
     """Links made absolute against a page's URL: the usual forms (absolute, from the root, a plain
     relative path) with string operations, the others with urljoin."""

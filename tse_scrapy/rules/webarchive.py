@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 from .pdftext import looks_like_pdf
-from .urls import LinkResolver, normalize_url
+from .urls import LinkResolver, clean_href, normalize_url
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
@@ -38,8 +38,6 @@ _SNIFF_BYTES = 512
 _HREF = rb"""\s[^>]{0,2000}?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"""
 _LINK = re.compile(rb"<(?:a|area)" + _HREF, re.I)
 _BASE = re.compile(rb"<base" + _HREF, re.I)
-_INSIDE_URL = re.compile(r"[\t\n\r]")
-_URL_ENDS = "".join(chr(code) for code in range(0x21))
 
 
 def archived_url(target_uri: str | None) -> str:
@@ -116,10 +114,7 @@ def _href(raw: bytes) -> str:
     href = raw.decode("utf-8", "replace")
     if "&" in href:
         href = html.unescape(href)
-    href = href.strip(_URL_ENDS)
-    if "\t" in href or "\n" in href or "\r" in href:
-        href = _INSIDE_URL.sub("", href)
-    return href
+    return clean_href(href)
 
 
 def landing(key: str, redirects: Mapping[str, str]) -> str:

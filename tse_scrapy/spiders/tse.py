@@ -24,7 +24,7 @@ from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
-from ..rules.duplicates import canonical_url
+from ..rules.duplicates import named_canonical
 from ..rules.links import EXTRACTORS
 from ..rules.pdftext import looks_like_pdf
 from ..rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -314,12 +314,7 @@ class TseSpider(scrapy.Spider):
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"Link")]
         if not headers:
             return None
-        named = canonical_url(headers, b"", url)
-        if named is None:
-            return None
-        # Any extension, as tse index normalizes the head's (rules/pagefields.head_canonical).
-        named = normalize_url(named, False) or named
-        return None if named == url else named
+        return named_canonical(headers, b"", url)
 
     def _robots_directives(self, response: Response, pdf: bool = False) -> frozenset[str]:
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``

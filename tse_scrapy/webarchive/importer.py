@@ -24,11 +24,10 @@ from w3lib.encoding import http_content_type_encoding
 from ..atomicfile import write_atomically
 from ..rules import pagedir
 from ..rules.crawlrecord import MAX_LINKS, RequestRecord, format_record
-from ..rules.duplicates import canonical_url
+from ..rules.duplicates import named_canonical
 from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
 from ..rules.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
 from ..rules.robotsmeta import robots_directives
-from ..rules.urls import normalize_url
 from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
 from ..rules.webarchive import PDF as PDF_KIND
 from .reader import BadArchive, Record, archive_records
@@ -290,9 +289,8 @@ class ArchiveImport:
         if NOINDEX_DIRECTIVE in robots_directives(capture.robots, body, ROBOTS_TOKEN):
             notes[ROBOTS].note(url, NOINDEX)
         if capture.links_header:
-            named = canonical_url(capture.links_header, b"", url)
-            named = named and (normalize_url(named, False) or named)  # as tse index normalizes the head's
-            if named and named != url:
+            named = named_canonical(capture.links_header, b"", url)
+            if named:
                 notes[CANONICAL].note(url, named)
 
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:

@@ -78,14 +78,8 @@ class Record:
             raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
         if size > MAX_PAYLOAD_BYTES:
             return None
-        self.check_whole()
+        _read_to_end(self._record, self.archive)  # a payload cut short is never taken
         return b"".join(pieces)
-
-    def check_whole(self) -> None:
-        """Raise BadArchive when the record's block ended before its Content-Length (a cut file)."""
-        raw = self._record.raw_stream
-        if getattr(raw, "limit", 0) > 0 and not raw.read(1) and raw.limit > 0:
-            raise BadArchive(f"{self.archive}: cut short in the record for {self.url}")
 
 
 def archive_records(path: str | os.PathLike) -> Iterator[Record]:
@@ -202,6 +196,7 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
 
 
 def _read_to_end(record: Any, name: str) -> None:
+    """Read what is left of the record's block; raise BadArchive when it ends before its Content-Length."""
     raw = record.raw_stream
     while raw.read(_CHUNK):
         pass
