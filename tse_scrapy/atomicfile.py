@@ -6,6 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
+
 
 def partial_path(path: str | os.PathLike) -> Path:
     """Where ``write_atomically`` writes *path* before renaming it."""
@@ -43,9 +45,12 @@ def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, 
 def _write_all(descriptor: int, pieces: Sequence[bytes]) -> None:
     """Write every piece, however many calls the kernel takes."""
     views = [memoryview(piece) for piece in pieces if len(piece)]
-    while views:
-        written = os.writev(descriptor, views)
-        while views and written >= len(views[0]):
-            written -= len(views.pop(0))
+    first = 0  # the first view not written whole
+    while first < len(views):
+        # At most IOV_MAX pieces a call: more is EINVAL (a crawl record of thousands of lines).
+        written = os.writev(descriptor, views[first : first + _IOV_MAX])
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
         if written:
-            views[0] = views[0][written:]
+            views[first] = views[first][written:]
