@@ -4,9 +4,10 @@ The archive is written by wget (``-r -l 2 --warc-file``) crawling the mirrored w
 through the site server, once, into bench/work/import/.  In each round, in an order that
 alternates: ``warcio alone`` (a child process iterating every record and reading every
 response's payload with its codings undone: the floor of any reader), and ``tse import`` of the
-archive into a new directory in memory (tmpfs).  Megabytes of archive a second, and each round's
-time against warcio's in the same round; medians.  Run by bench/run.py, or alone:
-``.venv/bin/python bench/import_bench.py`` (BENCH_REPEAT rounds, default 3, at least 5 here).
+archive into a new directory in memory (tmpfs), and the same with ``--record`` (which scans every
+page's links; a plain import stops scanning once every page has its depth).  Megabytes of
+archive a second, and each round's time against warcio's in the same round; medians.  Run by
+bench/run.py, or alone: ``.venv/bin/python bench/import_bench.py`` (BENCH_REPEAT rounds, default 3, at least 5 here).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def run(mirror: Path | None = None) -> list[str]:
     warc = wget_archive(mirror or unpack_mirror())
     size_mb = warc.stat().st_size / 1e6
     out = MEMORY_OUT / f"tse-import-bench-{os.getpid()}"
-    times: dict[str, list[float]] = {"warcio alone": [], "`tse import`": []}
+    times: dict[str, list[float]] = {"warcio alone": [], "`tse import`": [], "`tse import --record`": []}
     rss: dict[str, list[float]] = {name: [] for name in times}
     pages = 0
     try:
@@ -77,16 +78,22 @@ def run(mirror: Path | None = None) -> list[str]:
             contenders = [
                 ("warcio alone", [sys.executable, "-c", WARCIO_ALONE, str(warc)]),
                 ("`tse import`", [str(BIN / "tse"), "import", str(warc), str(out / str(round_))]),
+                (
+                    "`tse import --record`",
+                    [str(BIN / "tse"), "import", "--record", str(out / "record"), str(warc), str(out / f"{round_}r")],
+                ),
             ]
             if round_ % 2:
                 contenders.reverse()
             (out / str(round_)).mkdir(parents=True)
+            (out / f"{round_}r").mkdir()
             for name, command in contenders:
                 wall, peak = measure(command)
                 times[name].append(wall)
                 rss[name].append(peak)
             pages = sum(1 for p in (out / str(round_)).iterdir() if p.name.isdigit())
             shutil.rmtree(out / str(round_))
+            shutil.rmtree(out / f"{round_}r")
     finally:
         shutil.rmtree(out, ignore_errors=True)
     base = times["warcio alone"]

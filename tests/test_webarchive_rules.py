@@ -172,6 +172,35 @@ def test_link_depths(links, depths):
     assert link_depths(links) == depths
 
 
+class _ReadLog(list):
+    """A list of links that notes which pages' links were read."""
+
+    def __init__(self, links):
+        super().__init__(links)
+        self.read: list[int] = []
+
+    def __getitem__(self, index):
+        self.read.append(index)
+        return super().__getitem__(index)
+
+
+@pytest.mark.parametrize(
+    ("links", "read"),
+    [
+        # Page 0 reaches every page: the links of the pages at depth 1 are never needed.
+        ([[1, 2], [0, 2], [1]], [0]),
+        # 1 reaches 2 and 3, which are then all the pages left: 2's and 3's links are not read.
+        ([[1], [2, 3], [0], [0]], [0, 1]),
+        # 3 is reached from no page: the first part is walked whole, then 3 is a root of its own.
+        ([[1], [2], [], []], [0, 1, 2]),
+    ],
+)
+def test_link_depths_reads_no_links_once_every_page_has_its_depth(links, read):
+    log = _ReadLog(links)
+    link_depths(log)
+    assert log.read == read
+
+
 @st.composite
 def graphs(draw):
     size = draw(st.integers(0, 30))
@@ -199,3 +228,13 @@ def test_link_depths_are_shortest_distances_from_the_root_of_each_part(links):
                     queue.append(target)
         seen.update(distance)
     assert seen == dict(enumerate(depths))
+
+
+@given(graphs())
+def test_link_depths_read_each_page_at_most_once_and_what_they_read_places_every_page(links):
+    log = _ReadLog(links)
+    depths = link_depths(log)
+    assert len(log.read) == len(set(log.read))
+    placed = {page for page, depth in enumerate(depths) if depth == 0}
+    placed.update(target for page in log.read for target in links[page])
+    assert placed == set(range(len(links)))

@@ -130,17 +130,21 @@ def landing(key: str, redirects: Mapping[str, str]) -> str:
 def link_depths(links: Sequence[Sequence[int]]) -> list[int]:
     """The depth of each page, given the pages each one links to (*links*, by index into the
     pages, in docID order): the link distance from page 0; a page no earlier part reaches starts a
-    part of its own at depth 0, the first of them in order first."""
+    part of its own at depth 0, the first of them in order first.  Once every page has its depth,
+    no more of *links* is read: it may be a lazy sequence, whose pages are scanned when asked for."""
     depths = [-1] * len(links)
+    unreached = len(links)
     for root in range(len(links)):
         if depths[root] >= 0:
             continue
         depths[root] = 0
+        unreached -= 1
         queue = deque([root])
-        while queue:
+        while queue and unreached:
             page = queue.popleft()
             for target in links[page]:
                 if depths[target] < 0:
                     depths[target] = depths[page] + 1
+                    unreached -= 1
                     queue.append(target)
     return depths

@@ -1,10 +1,12 @@
 """``tse import WARC... PAGEDIR``: the pages of web archives as a page directory.
 
 Two passes.  The first reads the archives once, in order: each page's payload goes to a spool file
-(one per import, deleted at the end), its links to the link graph, and each URL keeps its last
-capture; revisit records take the payload of the record they refer to.  The second works out the
-depths (``rules.webarchive.link_depths``) and writes the page files 1, 2, ... in the order of each
-URL's first capture, with the notes a crawl writes (charset, noindex, PDF, canonical ``Link:``).
+(one per import, deleted at the end), and each URL keeps its last capture; revisit records take the
+payload of the record they refer to.  The second works out the depths (``rules.webarchive.link_depths``),
+scanning a page's links only when the breadth-first walk reaches it and stopping once every page has
+its depth (in a crawl's archive, the pages of the last level are never scanned), and writes the page
+files 1, 2, ... in the order of each URL's first capture, with the notes a crawl writes (charset,
+noindex, PDF, canonical ``Link:``).
 A bad archive stops being read where it is bad; what was read before it, and the other archives,
 are imported.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urljoin, urlsplit
@@ -50,8 +52,9 @@ class Capture:
     http_charset: str | None
     robots: list[str]  # X-Robots-Tag values
     links_header: list[str]  # Link values
-    links: list[int]  # the link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS)
     date: float | None  # when it was archived (WARC-Date), Unix time
+    # The link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS); None until scanned.
+    links: list[int] | None = None
 
 
 @dataclass
@@ -100,12 +103,28 @@ class _Numbers:
 
     def __init__(self) -> None:
         self.numbers: dict[str, int] = {}
+        self.texts: list[str] = []  # number -> string
 
     def number(self, text: str) -> int:
         found = self.numbers.get(text)
         if found is None:
-            found = self.numbers[text] = len(self.numbers)
+            found = self.numbers[text] = len(self.texts)
+            self.texts.append(text)
         return found
+
+
+class _ScannedWhenAsked(Sequence[list[int]]):
+    """A sequence of *length* items, item *i* being ``scan(i)``, worked out when asked for."""
+
+    def __init__(self, length: int, scan: Callable[[int], list[int]]):
+        self.length = length
+        self.scan = scan
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> list[int]:  # type: ignore[override] - read by index only
+        return self.scan(index)
 
 
 class ArchiveImport:
@@ -125,7 +144,7 @@ class ArchiveImport:
         self.warn = warn
         self.summary = ImportSummary()
         self.graph = _Numbers()  # the pages' URL keys
-        self.targets = _Numbers()  # the links' URLs as written (normalized once each, at the end)
+        self.targets = _Numbers()  # the links' URLs as written (each normalized once, when first followed)
         self.captures: dict[int, Capture] = {}  # URL number -> its last capture, in first-capture order
         self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
         self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
@@ -178,11 +197,6 @@ class ArchiveImport:
         self.spool.write(payload)
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
-        try:
-            found = page_links(payload, record.url)[:MAX_PAGE_LINKS] if kind == HTML else []
-        except ValueError:  # a target URI no link can be resolved against
-            found = []
-        links = [self.targets.number(link) for link in found]
         capture = Capture(
             url=record.url,
             kind=kind,
@@ -191,7 +205,6 @@ class ArchiveImport:
             http_charset=charset,
             robots=record.header_values("X-Robots-Tag"),
             links_header=record.header_values("Link"),
-            links=links,
             date=_unix_time(record.date),
         )
         self._keep(key, capture)
@@ -245,7 +258,7 @@ class ArchiveImport:
         position = {number: index for index, number in enumerate(numbers)}
         # A link counts when it lands, after the archive's redirects, on one of the pages.  Only the
         # links to a host of the pages or redirects are normalized: most links of a site go elsewhere.
-        written = list(self.targets.numbers)  # link number -> the URL as written
+        written = self.targets.texts  # link number -> the URL as written (grows as pages are scanned)
         hosts = {_host(key) for key in (*self.graph.numbers, *self.redirects)}
         landed: dict[int, int | None] = {}
 
@@ -260,8 +273,11 @@ class ArchiveImport:
                 landed[number] = found
             return found
 
-        links = [sorted({t for t in map(target, self.captures[number].links) if t is not None}) for number in numbers]
-        depths = link_depths(links)
+        def pages_linked(index: int) -> list[int]:
+            found = (target(number) for number in self._links(self.captures[numbers[index]]))
+            return sorted({page for page in found if page is not None})
+
+        depths = link_depths(_ScannedWhenAsked(len(numbers), pages_linked))
         if self.record is not None:
             self._write_record(numbers, depths, written)
         notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in (CHARSETS, ROBOTS, TYPES, CANONICAL)}
@@ -278,6 +294,19 @@ class ArchiveImport:
         finally:
             for kept in notes.values():
                 kept.close()
+
+    def _links(self, capture: Capture) -> list[int]:
+        """The links of a page (numbered in ``targets``), scanned from the spool the first time."""
+        if capture.links is None:
+            found: list[str] = []
+            if capture.kind == HTML:
+                self.spool.seek(capture.offset)
+                try:
+                    found = page_links(self.spool.read(capture.size), capture.url)[:MAX_PAGE_LINKS]
+                except ValueError:  # a target URI no link can be resolved against
+                    found = []
+            capture.links = [self.targets.number(link) for link in found]
+        return capture.links
 
     def _note(self, notes: dict[str, PageNotes], capture: Capture, body: bytes) -> None:
         url = capture.url
@@ -301,7 +330,8 @@ class ArchiveImport:
         deeper: dict[int, int] = {}
         for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
             capture = self.captures[number]
-            for target in capture.links:
+            links = self._links(capture)
+            for target in links:
                 deeper[target] = min(deeper.get(target, depth + 1), depth + 1)
             lines.append(
                 RequestRecord(
@@ -314,8 +344,8 @@ class ArchiveImport:
                     bytes=capture.size,
                     start=capture.date,
                     end=capture.date,
-                    links=tuple(written[target] for target in capture.links[:MAX_LINKS]),
-                    more_links=max(0, len(capture.links) - MAX_LINKS),
+                    links=tuple(written[target] for target in links[:MAX_LINKS]),
+                    more_links=max(0, len(links) - MAX_LINKS),
                 )
             )
         for url, status, date in self.not_pages:
