@@ -368,7 +368,7 @@ class Fts5Search:
         self.index = SearchIndex(sqlite3.connect(path, check_same_thread=False))
 
     def search(self, query: SearchQuery) -> list[tuple[int, float]]:
-        return self.index.search(query, allowed=lambda doc_id: True).ranked[:TOP]
+        return self.index.search(query).ranked[:TOP]
 
     def close(self) -> None:
         self.index.close()

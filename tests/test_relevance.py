@@ -326,6 +326,35 @@ def test_a_title_match_beats_a_body_match(tmp_path):
         assert doc_ids(search(client, query, known={})) == [2, 1], query
 
 
+def test_a_word_on_every_page_matches_as_a_word_on_some(tmp_path):
+    # The site's name is in every title: the searcher leaves such a word out of the expression that
+    # finds the pages (it matches them all), which must not change which pages answer.
+    def page(title: str, text: str) -> bytes:
+        head = f"<html lang='en'><head><title>{title} - Kerbreizh</title></head>"
+        return f"{head}<body><p>{text}</p></body></html>".encode()
+
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: ("http://h/tides.html", 0, page("Tide tables", "Boats leave the harbour before high water.")),
+            2: ("http://h/light.html", 1, page("The lighthouse", "The lighthouse stands above the harbour.")),
+            3: ("http://h/walks.html", 1, page("Coastal walks", "The path follows the cliffs to the point.")),
+        },
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    answers = {
+        "Kerbreizh": [1, 2, 3],
+        "harbour Kerbreizh": [1, 2],
+        "Kerbreizh harbour -lighthouse": [1],
+        "lighthouse Kerbreizh": [2],
+        '"The lighthouse - Kerbreizh"': [2],
+        "Kerbreizh -Kerbreizh": [],
+    }
+    for query, expected in answers.items():
+        body = search(client, query, known={})
+        assert sorted(doc_ids(body)) == expected and not body["partial"], query
+
+
 TYPOS = [  # a title word of six letters or more, two adjacent letters swapped
     ("en/ch08s06.html", "Recovering", "Recoevring"),
     ("en/ch02s05.html", "Requirements", "Reqiurements"),

@@ -41,6 +41,7 @@ class Compiled:
     all_of: str
     any_of: str
     phrase: str | None
+    exclusion: str = ""  # the " NOT (...)" clauses all_of and any_of end with
     excluded: str | None = None  # any excluded clause over beyond_fts (the text past a page's body)
     groups: list[tuple[str, str, list[str]]] = field(default_factory=list)
     # Quoted phrases match the words as typed, in phrases_fts (all_of and any_of match them stemmed:
@@ -63,6 +64,21 @@ class Compiled:
             if not terms or any(documents(term) * 2 <= pages for term in terms)
         ]
         return joiner.join(f"({expression})" for expression in kept) or None
+
+    def all_of_but_everywhere(self, documents: Callable[[str], int], pages: int) -> str:
+        """``all_of`` without the groups one of whose terms is on every one of the *pages*: such a
+        group matches every page, so leaving it out matches the same pages, and its list (every
+        page, every position) is the longest to read.  A site's name in every title is one.  All of
+        ``all_of`` when every group is such a group."""
+        kept = [
+            expression
+            for expression, _, terms in self.groups
+            if not terms or all(documents(term) < pages for term in terms)
+        ]
+        if not kept or len(kept) == len(self.groups):
+            return self.all_of
+        required = " AND ".join(f"({expression})" for expression in kept)
+        return f"({required}){self.exclusion}" if self.exclusion else required
 
 
 class Vocabulary:
@@ -148,6 +164,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
         compiled.any_of = " OR ".join(f"({loose})" for _, loose, _ in compiled.groups)
     else:
         compiled.any_of = compiled.all_of
+    compiled.exclusion = exclusion
     if exclusion:
         compiled.all_of = f"({compiled.all_of}){exclusion}"
         compiled.any_of = f"({compiled.any_of}){exclusion}"

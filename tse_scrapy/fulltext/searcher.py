@@ -11,10 +11,12 @@ and added; pages holding the query's words as a phrase gain a bonus.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Set
 from dataclasses import dataclass, field
+from itertools import chain
 
 from ..rules.searchquery import SearchQuery
 from .matching import Compiled, Marks, Vocabulary, compile_query
@@ -72,31 +74,43 @@ class SearchIndex:
         except sqlite3.Error as error:
             return f"{path} cannot be read ({error})"
 
-    def search(self, query: SearchQuery, allowed: Callable[[int], bool], language: str | None = None) -> Found:
-        """The pages *allowed* (and in *language*, when given) that answer *query*, best first."""
+    def search(
+        self,
+        query: SearchQuery,
+        pages: Set[int] | None = None,
+        gone: Set[int] = frozenset(),
+        language: str | None = None,
+    ) -> Found:
+        """The pages that answer *query*, best first: of *pages* (None: any), not *gone*, and in
+        *language* when given."""
         compiled = compile_query(query, self.vocabulary, self.languages)
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
         excluded: set[int] = set()
         if compiled.excluded and self._has_beyond:
-            excluded = self._matching(compiled.excluded, allowed, "beyond_fts")
+            excluded = self._matching(compiled.excluded, "beyond_fts")
         for phrase in compiled.exact_excluded:
-            excluded |= self._matching(phrase, allowed, "phrases_fts")
+            excluded |= self._matching(phrase, "phrases_fts")
 
-        def wanted(doc_id: int) -> bool:
-            return (
-                allowed(doc_id)
-                and (language is None or self.page_languages.get(doc_id) == language)
-                and doc_id not in excluded
-            )
+        def wanted(found: set[int]) -> set[int]:
+            # Set operations, not a test a page: a query of common words matches most pages.
+            if pages is not None:
+                found &= pages
+            found -= gone
+            found -= excluded
+            if language is not None:
+                found = {doc_id for doc_id in found if self.page_languages.get(doc_id) == language}
+            return found
 
         documents = self.vocabulary.documents
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring: FTS5 then only walks the lists of pages, not every position of every word.
-        matched = self._exactly(self._matching(compiled.all_of, wanted), compiled, False)
+        matched = self._exactly(
+            wanted(self._matching(compiled.all_of_but_everywhere(documents, self.pages))), compiled, False
+        )
         partial = False
         if not matched and compiled.any_of != compiled.all_of:
-            matched, partial = self._exactly(self._matching(compiled.any_of, wanted), compiled, True), True
+            matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
         if not matched:
             return Found([], False, compiled.marks, compiled.corrections)
         # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
@@ -115,9 +129,10 @@ class SearchIndex:
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
-    def _matching(self, expression: str, wanted: Callable[[int], bool], table: str = "fts") -> set[int]:
+    def _matching(self, expression: str, table: str = "fts") -> set[int]:
+        """The pages of *table* that match *expression*."""
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
-        return {doc_id for (doc_id,) in rows if wanted(doc_id)}
+        return set(chain.from_iterable(rows))
 
     def _exactly(self, matched: set[int], compiled: Compiled, partial: bool) -> set[int]:
         """The pages of *matched* whose quoted phrases stand as typed (FTS5 matched them stemmed): with
@@ -126,13 +141,13 @@ class SearchIndex:
             return matched
 
         def answering(phrases: list[str], others: str | None) -> set[int]:
-            found = self._matching(others, matched.__contains__) if others else set()
+            found = self._matching(others) & matched if others else set()
             for phrase in phrases:
-                found |= self._matching(phrase, matched.__contains__, "phrases_fts")
+                found |= self._matching(phrase, "phrases_fts") & matched
             return found
 
         if partial:
-            kept = self._matching(compiled.plain_any_of, matched.__contains__) if compiled.plain_any_of else set()
+            kept = self._matching(compiled.plain_any_of) & matched if compiled.plain_any_of else set()
             for phrases, others in compiled.exact:
                 kept |= answering(phrases, others)
             return kept
@@ -150,11 +165,10 @@ class SearchIndex:
                 scores[doc_id] -= weight * score
 
     def _add_phrase_bonus(self, scores: dict[int, float], phrase: str) -> None:
-        best = set(sorted(scores, key=lambda doc_id: -scores[doc_id])[:PHRASE_CANDIDATES])
+        best = set(heapq.nsmallest(PHRASE_CANDIDATES, scores, key=lambda doc_id: (-scores[doc_id], doc_id)))
         # The phrase over every page, not restricted by rowid: FTS5 would evaluate it once per rowid.
-        for (doc_id,) in self.db.execute("SELECT rowid FROM fts WHERE fts MATCH ?", (phrase,)):
-            if doc_id in best:
-                scores[doc_id] *= 1 + PHRASE_BONUS
+        for doc_id in self._matching(phrase) & best:
+            scores[doc_id] *= 1 + PHRASE_BONUS
 
     def close(self) -> None:
         self.db.close()

@@ -27,8 +27,8 @@ from types import TracebackType
 
 from ..atomicfile import partial_path
 from ..rules import pagedir
+from ..rules.pagefields import PageText, page_text
 from ..rules.pagenotes import read_page_notes
-from ..rules.pagetext import page_title, visible_text
 from ..rules.words import word_counts
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, live_fingerprint
@@ -69,13 +69,20 @@ class Rows:
 
 
 def page_rows(
-    doc_id: int, page: pagedir.Page, counts: Counter[bytes], key: FileKey | None, http_charset: str | None = None
+    doc_id: int,
+    page: pagedir.Page,
+    counts: Counter[bytes],
+    key: FileKey | None,
+    http_charset: str | None = None,
+    read: PageText | None = None,
 ) -> Rows:
     """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*
-    (*http_charset*: the charset its HTTP header declared, ``rules/pagenotes.py``)."""
+    (*http_charset*: the charset its HTTP header declared, ``rules/pagenotes.py``; *read*: the page
+    decoded, ``rules.pagefields.page_text``, when the indexer has it)."""
     # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
     url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    title, text = page_title(page.body, http_charset), visible_text(page.body, TEXT_LIMIT, http_charset)
+    read = read or page_text(page.body, http_charset)
+    title, text = read.title, read.visible_text(TEXT_LIMIT)
     doc = (doc_id, url, title, sum(counts.values()), text)
     if key is None:
         return Rows(doc, None)

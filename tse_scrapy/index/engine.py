@@ -140,8 +140,7 @@ class QueryEngine:
         index = self.search_index
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
-        lengths, gone = self.docs.lengths, self.gone
-        found = index.search(query, lambda doc_id: doc_id in lengths and doc_id not in gone, language)
+        found = index.search(query, self.docs.lengths.keys(), self.gone, language)
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         return Answer(None, None, ranked, query, found.partial, found.marks, found.corrections, aliases)
 

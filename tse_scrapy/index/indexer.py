@@ -39,7 +39,7 @@ from typing import NoReturn
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..rules import pagedir
 from ..rules.indexfile import Index
-from ..rules.pagefields import page_fields
+from ..rules.pagefields import page_fields, page_text
 from ..rules.pagenotes import NotedPages, read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
@@ -143,9 +143,10 @@ def index_range(
             warnings.append((found.doc_id, found.page.url, read.warning))
         counts = word_counts(read.page.body)
         postings.add(found.doc_id, counts)
-        row = page_rows(found.doc_id, read.page, counts, found.key, read.charset)
+        shown = page_text(read.page.body, read.charset)  # decoded once, for the store and the search index
+        row = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
         rows.append(row)
-        page = page_fields(row.doc[1], read.page.body, read.charset)
+        page = page_fields(row.doc[1], read.page.body, read.charset, shown)
         for word, spelling in page.vocabulary:
             vocabulary.setdefault(word, spelling)
         fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()))))

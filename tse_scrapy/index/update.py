@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
-from ..rules.pagefields import page_fields
+from ..rules.pagefields import page_fields, page_text
 from ..rules.pagenotes import read_page_notes
 from ..rules.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
@@ -108,8 +108,9 @@ def _update(
             counts = word_counts(read.page.body)
             added[found.doc_id] = counts
             # The rows, not the page: a large update keeps only what the store keeps.
-            row = rows[found.doc_id] = page_rows(found.doc_id, read.page, counts, found.key, read.charset)
-            page = page_fields(row.doc[1], read.page.body, read.charset)
+            shown = page_text(read.page.body, read.charset)  # decoded once, as a full build does
+            row = rows[found.doc_id] = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
+            page = page_fields(row.doc[1], read.page.body, read.charset, shown)
             fields[found.doc_id] = (row.doc[1], search_store.packed(page))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)

@@ -87,18 +87,41 @@ def page_language(text_head: str, body_text: str) -> str | None:
     return analysis.detect_language(body_text)
 
 
-def page_fields(url: str, body: bytes, http_charset: str | None = None) -> PageFields:
-    """The fields of the page at *url* whose bytes are *body* (*http_charset*: the charset
-    of the HTTP header it came with, ``encodings``)."""
+@dataclass(frozen=True)
+class PageText:
+    """A page decoded once (``encodings``, any unclosed tag at its end cut off), with its title and
+    its visible text to BEYOND_CHARACTERS: what the search index analyzes and the document store shows."""
+
+    text: str
+    title: str
+    visible: str
+
+    def visible_text(self, limit: int) -> str:
+        """``pagetext.visible_text`` of the page with *limit* (at most BEYOND_CHARACTERS): a word-cut
+        prefix of the visible text, as that function cuts it."""
+        return _cut_at_word(self.visible, limit)
+
+
+def page_text(body: bytes, http_charset: str | None = None) -> PageText:
+    """The page whose bytes are *body* decoded, its title and its visible text (*http_charset*: the
+    charset of the HTTP header it came with)."""
     text = _without_unclosed_tag(decode_page(body, http_charset))
-    # One cleaning of the text for both bounds: the body is a prefix of the text kept for exclusions.
-    whole = visible_text_of(text, BEYOND_CHARACTERS)
+    # One cleaning of the text for every bound: the body, and the document store's text, are prefixes
+    # of the text kept for exclusions.
+    return PageText(text, title_of(text), visible_text_of(text, BEYOND_CHARACTERS))
+
+
+def page_fields(url: str, body: bytes, http_charset: str | None = None, read: PageText | None = None) -> PageFields:
+    """The fields of the page at *url* whose bytes are *body* (*http_charset*: the charset
+    of the HTTP header it came with, ``encodings``; *read*: ``page_text`` of it, when already read)."""
+    read = read or page_text(body, http_charset)
+    text, whole = read.text, read.visible
     visible = _cut_at_word(whole, BODY_CHARACTERS)
     language = page_language(text[:4000], visible) or ""
     body_words, spellings = analysis.words_and_spellings(visible)
     beyond_words = _beyond_words(whole[len(visible) :], body_words)
     body_words = body_words[:BODY_TERMS]
-    title = title_of(text)
+    title = read.title
     title_words, title_spellings = analysis.words_and_spellings(title)
     spellings = {**title_spellings, **spellings}
     vocabulary = tuple(
