@@ -2,7 +2,7 @@
 
 Candidate 1 is SQLite FTS5, as ``tse index`` writes it (``fulltext/store.py``,
 queried by ``fulltext/searcher.py``); candidate 2 is tantivy (tantivy-py), fed
-the very same index terms (``rules.pagefields``: already normalized, folded,
+the very same index terms (``rules.text.pagefields``: already normalized, folded,
 stemmed and cut into CJK bigrams; tantivy only splits them at the spaces).
 
 1. **Build**: wall time, CPU time (every thread), peak RSS and size on disk,
@@ -56,10 +56,11 @@ from tse_scrapy.fulltext import searcher as fts5_searcher
 from tse_scrapy.fulltext import store
 from tse_scrapy.fulltext.matching import word_forms
 from tse_scrapy.fulltext.searcher import SearchIndex
-from tse_scrapy.rules import analysis, pagedir
-from tse_scrapy.rules.pagefields import PageFields, page_fields
-from tse_scrapy.rules.pagetext import page_title
-from tse_scrapy.rules.searchquery import Clause, SearchQuery, SearchQueryError, parse_search_query
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.queries.searchquery import Clause, SearchQuery, SearchQueryError, parse_search_query
+from tse_scrapy.rules.text import analysis
+from tse_scrapy.rules.text.pagefields import PageFields, page_fields
+from tse_scrapy.rules.text.pagetext import page_title
 
 OUT = Path("/tmp/candidates")
 CACHE = OUT / "cache"
@@ -665,7 +666,7 @@ def report(results: dict) -> str:
         f"Machine: {results['machine']}; load average at start {results['load']}. "
         f"SQLite {sqlite3.sqlite_version}; tantivy-py {results['tantivy_version']}. "
         f"Run: {results['run_seconds']:.0f} s. Both engines get the same analyzed pages "
-        f"(rules.pagefields, analysis digest {results['digest']}) from pickles under {CACHE}; "
+        f"(rules.text.pagefields, analysis digest {results['digest']}) from pickles under {CACHE}; "
         f"tse_scrapy/fulltext digest {results['fulltext_digest']}.",
         "",
     ]

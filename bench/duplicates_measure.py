@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tse_scrapy.rules.analysis import words
-from tse_scrapy.rules.duplicates import content_digest, hamming, near_duplicate_pairs, simhash
-from tse_scrapy.rules.pagetext import page_title, visible_text
+from tse_scrapy.rules.text.analysis import words
+from tse_scrapy.rules.text.pagetext import page_title, visible_text
+from tse_scrapy.rules.web.duplicates import content_digest, hamming, near_duplicate_pairs, simhash
 
 DIRECTORY = Path("/usr/share/debian-reference")
 _NAME = re.compile(r"(?P<page>[^.]+)(?:\.(?P<language>[a-z]{2}(?:-[a-z]{2})?))?\.html$")

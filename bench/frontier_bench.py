@@ -14,9 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.common import BIN, WORK, env_with_proxy
 from tests.support.pages import page_count
 from tse_scrapy.devtools.siteserver import SiteServer
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.links import extract_links_html
-from tse_scrapy.rules.urls import is_internal, normalize_url
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.web.links import extract_links_html
+from tse_scrapy.rules.web.urls import is_internal, normalize_url
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/wikipedia/index.html"
 LIMIT = 100

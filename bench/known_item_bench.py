@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import REPEAT, ROOT, WORK
 from bench.search_bench import HOST, Server, ensure_index, get
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.links import extract_links_html
-from tse_scrapy.rules.pagetext import page_title, visible_text
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.text.pagetext import page_title, visible_text
+from tse_scrapy.rules.web.links import extract_links_html
 
 RANKINGS = ["bm25", "relevance"]
 # KNOWN_ITEM_RANKINGS=bm25 (say) measures only those: a slow ranking under work can take long.

@@ -375,10 +375,10 @@ def cost_runs(mirror: Path) -> Cost:
 
 
 # Each feature's code, by file under tse_scrapy/; the census of the frontier (FrontierCensus, in
-# rules/eta.py) is kept with or without the status line.
+# rules/crawling/eta.py) is kept with or without the status line.
 FEATURES = {
-    "the crawl record": ("crawl/record.py", "rules/crawlrecord.py"),
-    "the status line": ("crawl/progress.py", "terminal.py", "rules/eta.py"),
+    "the crawl record": ("crawl/downloader/record.py", "rules/files/crawlrecord.py"),
+    "the status line": ("crawl/extensions/progress.py", "terminal.py", "rules/crawling/eta.py"),
     "the frontier census": (),
 }
 CENSUS_METHODS = {"__init__", "host", "add", "remove", "__len__", "shallowest"}
@@ -389,7 +389,7 @@ def feature_of(function: tuple) -> str | None:
     """The feature whose code *function* (a pstats key: path, line, name) is, if any."""
     path, _, name = function
     where = Path(path).as_posix().rpartition("tse_scrapy/")[2] if "tse_scrapy/" in path else ""
-    if where == "rules/eta.py" and name in CENSUS_METHODS:
+    if where == "rules/crawling/eta.py" and name in CENSUS_METHODS:
         return "the frontier census"
     return next((title for title, files in FEATURES.items() if where in files), None)
 
@@ -422,7 +422,7 @@ def rotated(names: list[str], by: int) -> list[str]:
 
 def formatting_seconds(lines: list[bytes]) -> float:
     """In this process: the best of 10 times to format a whole record's lines again (format_record)."""
-    from tse_scrapy.rules.crawlrecord import format_record, parse_record
+    from tse_scrapy.rules.files.crawlrecord import format_record, parse_record
 
     records = [parse_record(line) for line in lines]
     best = float("inf")
@@ -508,9 +508,10 @@ def run(mirror: Path, parts: tuple[str, ...] = PARTS) -> list[str]:
     report = [
         "## Seeing a crawl (issue 14)",
         "",
-        "The status line (`tse_scrapy/crawl/progress.py`, ETA from `tse_scrapy/rules/eta.py`) and the crawl record",
-        f"(`--record`). Through the site server as a proxy on 127.0.0.1 for `{HOST}/` (in the benchmark's process),",
-        f"from the repository root; `tse` is `.venv/bin/tse`; code at {code_version()}. `bench/progress_bench.py`.",
+        "The status line (`tse_scrapy/crawl/extensions/progress.py`, ETA from `tse_scrapy/rules/crawling/eta.py`)",
+        f"and the crawl record (`--record`). Through the site server as a proxy on 127.0.0.1 for `{HOST}/` (in the",
+        "benchmark's process), from the repository root; `tse` is `.venv/bin/tse`;",
+        f"code at {code_version()}. `bench/progress_bench.py`.",
         "",
         *sections,
     ]

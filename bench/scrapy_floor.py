@@ -56,7 +56,7 @@ def mode_settings(mode: str) -> dict:
         return {
             "ROBOTSTXT_OBEY": False,
             "DOWNLOADER_MIDDLEWARES_BASE": {},
-            "DOWNLOADER_MIDDLEWARES": {"tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750},
+            "DOWNLOADER_MIDDLEWARES": {"tse_scrapy.crawl.downloader.httpproxy.CachedHttpProxyMiddleware": 750},
             "SPIDER_MIDDLEWARES_BASE": {},
             "EXTENSIONS_BASE": {"scrapy.extensions.corestats.CoreStats": 0},
         }
@@ -77,7 +77,7 @@ def mode_settings(mode: str) -> dict:
             "DOWNLOADER_MIDDLEWARES": {
                 **scrapy_components_only(tse.DOWNLOADER_MIDDLEWARES),
                 "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
-                "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
+                "tse_scrapy.crawl.downloader.httpproxy.CachedHttpProxyMiddleware": 750,
             },
             "SPIDER_MIDDLEWARES": tse.SPIDER_MIDDLEWARES,
             "REFERER_ENABLED": tse.REFERER_ENABLED,

@@ -50,8 +50,8 @@ def changed_copy(directory: Path, out: Path, share: float, seed: int = 5) -> Pat
 
 
 def titles_of(directory: Path, count: int, seed: int = 3) -> list[str]:
-    from tse_scrapy.rules import pagedir
-    from tse_scrapy.rules.pagetext import page_title
+    from tse_scrapy.rules.files import pagedir
+    from tse_scrapy.rules.text.pagetext import page_title
 
     files = sorted(page_files(directory), key=lambda path: int(path.name))
     chosen = random.Random(seed).sample(files, count)

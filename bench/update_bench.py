@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import BIN, REPEAT, ROOT, WORK
 from tse_scrapy.devtools.siteserver import Hit, SiteServer
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.links import extract_links_html
-from tse_scrapy.rules.urls import is_internal, normalize_url
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.web.links import extract_links_html
+from tse_scrapy.rules.web.urls import is_internal, normalize_url
 
 HOST = "cs50tse.cs.dartmouth.edu"
 SITE = f"{HOST}/tse/wikipedia"  # the part of the mirror copied and served

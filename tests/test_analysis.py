@@ -1,4 +1,4 @@
-"""The search index's analyzer (rules/analysis.py): a table of real text in every script, and properties."""
+"""The search index's analyzer (rules/text/analysis.py): a table of real text in every script, and properties."""
 
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules import analysis
+from tse_scrapy.rules.text import analysis
 
 # (text, language, the index terms a person would expect), from real pages: the Debian installation
 # guide in each language (installation-guide-amd64), Python's docs, and gettext catalogs (Arabic, Persian).

@@ -74,7 +74,10 @@ def own_imports(module: str) -> set[str]:
 
 def test_the_module_table_sees_every_subsystem():
     assert {subsystem(module) for module in MODULES} == set(LAYERS)
-    assert own_imports("tse_scrapy.crawl.scheduler") >= {"tse_scrapy.crawl.frontier", "tse_scrapy.rules.pagedir"}
+    assert own_imports("tse_scrapy.crawl.scheduling.scheduler") >= {
+        "tse_scrapy.crawl.scheduling.frontier",
+        "tse_scrapy.rules.files.pagedir",
+    }
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -105,6 +108,30 @@ def test_no_import_cycle():
     for module in sorted(graph):
         if module not in state:
             visit(module)
+
+
+# The rules' packages, each importing only its own modules and those of the packages before it.
+RULES_ORDER = {"web": 0, "text": 1, "queries": 2, "files": 2, "crawling": 3}
+MAX_MODULES = 12  # a package past a dozen modules is split by role
+
+
+def test_the_rules_packages_depend_one_way():
+    rules = [module for module in MODULES if subsystem(module) == "rules" and module.count(".") == 3]
+    assert {module.split(".")[2] for module in rules} == set(RULES_ORDER)
+    for module in rules:
+        mine = module.split(".")[2]
+        for imported in own_imports(module):
+            if subsystem(imported) == "rules":
+                theirs = imported.split(".")[2]
+                assert theirs == mine or RULES_ORDER[theirs] < RULES_ORDER[mine], f"{module} imports {imported}"
+
+
+def test_no_package_holds_more_than_a_dozen_modules():
+    packages: dict[str, int] = {}
+    for path in MODULES.values():
+        if path.name != "__init__.py":
+            packages[str(path.parent.relative_to(ROOT))] = packages.get(str(path.parent.relative_to(ROOT)), 0) + 1
+    assert {package: count for package, count in packages.items() if count > MAX_MODULES} == {}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if subsystem(m) in ("rules", "base")))
@@ -145,7 +172,12 @@ def test_a_single_process_crawl_imports_no_redis_and_no_devtools(tmp_path, serve
     result = crawl_site(server, tmp_path / "out", 1, env=clean_env(PYTHONPROFILEIMPORTTIME="1"))
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     loaded = imported_modules(result.stderr)
-    assert {"scrapy", "tse_scrapy.crawl.frontier", "tse_scrapy.crawl.dupefilter", "tse_scrapy.spiders.tse"} <= loaded
+    assert {
+        "scrapy",
+        "tse_scrapy.crawl.scheduling.frontier",
+        "tse_scrapy.crawl.scheduling.dupefilter",
+        "tse_scrapy.spiders.tse",
+    } <= loaded
     unwanted = sorted(name for name in loaded if name.split(".")[0] in ("redis", "scrapy_redis", "hiredis"))
     assert unwanted == []
     assert sorted(name for name in loaded if name.startswith(("tse_scrapy.distributed", "tse_scrapy.devtools"))) == []

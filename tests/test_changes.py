@@ -1,4 +1,4 @@
-"""The rules of an update: what changed (rules/changes.py), how likely a page is
+"""The rules of an update: what changed (rules/crawling/changes.py), how likely a page is
 to change, and the catalog after an update (update/merge.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.changes import PRIOR, Version, change_probability, classify
+from tse_scrapy.rules.crawling.changes import PRIOR, Version, change_probability, classify
 from tse_scrapy.update.catalog import KnownPage
 from tse_scrapy.update.merge import merge
 

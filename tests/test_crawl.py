@@ -11,7 +11,7 @@ from tests.conftest import clean_env, crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 from tse_scrapy.devtools.siteserver import Rule
-from tse_scrapy.rules.progress import progress_line
+from tse_scrapy.rules.crawling.progress import progress_line
 
 PROGRESS = re.compile(r"^[ 0-9]\d  *(Fetched|Scanning|Found|IgnExtrn|IgnDupl|Added|Failed): \S+$")
 

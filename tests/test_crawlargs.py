@@ -2,7 +2,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawlargs import ArgumentError, check_crawl_args, check_crawl_name, check_same_crawl, crawl_name
+from tse_scrapy.rules.crawling.crawlargs import (
+    ArgumentError,
+    check_crawl_args,
+    check_crawl_name,
+    check_same_crawl,
+    crawl_name,
+)
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 

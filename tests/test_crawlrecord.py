@@ -1,4 +1,4 @@
-"""The crawl record's lines (rules/crawlrecord.py): parsed, refused with a reason, and formatted back."""
+"""The crawl record's lines (rules/files/crawlrecord.py): parsed, refused with a reason, and formatted back."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawlrecord import (
+from tse_scrapy.rules.files.crawlrecord import (
     IGNORED_KINDS,
     MAX_LINE,
     MAX_TEXT,

@@ -22,7 +22,7 @@ from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
 from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
-from tse_scrapy.rules import pagedir as pagedir_module
+from tse_scrapy.rules.files import pagedir as pagedir_module
 
 HOSTS = ["a.test", "b.test", "c.test"]
 SEEDS = ["http://a.test/index.html", "http://b.test/index.html"]

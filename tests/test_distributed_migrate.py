@@ -24,7 +24,7 @@ from tests.test_distributed import (  # noqa: F401 - the site fixture and the wo
 )
 from tse_scrapy.distributed.keys import CrawlKeys
 from tse_scrapy.distributed.store import url_fingerprint
-from tse_scrapy.rules.crawlargs import check_crawl_args
+from tse_scrapy.rules.crawling.crawlargs import check_crawl_args
 
 
 def legacy_entry(url: str, depth: int) -> bytes:

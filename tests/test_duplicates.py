@@ -1,4 +1,4 @@
-"""Duplicate pages (rules/duplicates.py) by table and property: canonical URLs from Link headers and the
+"""Duplicate pages (rules/web/duplicates.py) by table and property: canonical URLs from Link headers and the
 head, content digests, simhashes and their near-duplicate pairs (against brute force), and duplicate
 groups (against a breadth-first search of the same relations)."""
 
@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from w3lib.url import safe_url_string
 
-from tse_scrapy.rules.duplicates import (
+from tse_scrapy.rules.text.pagefields import head_canonical
+from tse_scrapy.rules.web.duplicates import (
     EMPTY_DIGEST,
     HEAD_BYTES,
     MAX_URL_CHARACTERS,
@@ -24,7 +25,6 @@ from tse_scrapy.rules.duplicates import (
     near_duplicate_pairs,
     simhash,
 )
-from tse_scrapy.rules.pagefields import head_canonical
 
 PAGE = "http://example.com/dir/page.html"
 LONG = "http://example.com/" + "a" * MAX_URL_CHARACTERS

@@ -1,4 +1,4 @@
-"""Pages decoded as a browser decodes them (rules/encodings.py): real pages of the multilingual
+"""Pages decoded as a browser decodes them (rules/text/encodings.py): real pages of the multilingual
 fixture re-encoded in the code pages their languages used, declared by a BOM, the HTTP header, a
 <meta> in the first 1,024 bytes, or nowhere."""
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.support.multilingual import FIXTURE
-from tse_scrapy.rules.encodings import PRESCAN_BYTES, browser_label, decode_page, page_encoding
+from tse_scrapy.rules.text.encodings import PRESCAN_BYTES, browser_label, decode_page, page_encoding
 
 _META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
 

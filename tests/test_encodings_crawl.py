@@ -1,5 +1,5 @@
 """Pages in legacy encodings, crawled from a real nginx and found by their titles: a charset given only
-by the HTTP header (noted at crawl time, rules/pagenotes.py), only by <meta>, nowhere, and a UTF-16 BOM.
+by the HTTP header (noted at crawl time, rules/files/pagenotes.py), only by <meta>, nowhere, and a UTF-16 BOM.
 The pages are real translated pages (the multilingual fixture) re-encoded as sites once served them."""
 
 import re
@@ -7,7 +7,7 @@ import re
 from tests.conftest import run_tse
 from tests.support.multilingual import FIXTURE
 from tests.support.sitecrawl import crawl_served_site, query_answers
-from tse_scrapy.rules.pagenotes import CHARSETS, read_charsets
+from tse_scrapy.rules.files.pagenotes import CHARSETS, read_charsets
 
 _META_CHARSET = re.compile(r"<meta[^>]*charset[^>]*>", re.I)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S | re.I)

@@ -1,4 +1,4 @@
-"""The crawl's ETA (rules/eta.py) as pure functions: every expected value is worked out by hand."""
+"""The crawl's ETA (rules/crawling/eta.py) as pure functions: every expected value is worked out by hand."""
 
 import math
 from collections import Counter
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
+from tse_scrapy.rules.crawling.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
 
 
 def H(requests, delay=0.0, response=0.0, concurrency=1, ready=0.0):

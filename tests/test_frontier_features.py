@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, write_site
-from tse_scrapy.rules.progress import progress_line
+from tse_scrapy.rules.crawling.progress import progress_line
 
 
 def crawl(server, out, depth, *options):

@@ -1,4 +1,4 @@
-"""Frontier entries as data (rules/frontierentries.py): what round-trips, what is refused."""
+"""Frontier entries as data (rules/files/frontierentries.py): what round-trips, what is refused."""
 
 import pickle
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.frontierentries import (
+from tse_scrapy.rules.files.frontierentries import (
     ENTRY_VERSION,
     MAX_ENTRY_BYTES,
     EntryError,

@@ -1,4 +1,4 @@
-"""The cycle collector's threshold while the engine runs (crawl/gcthreshold.py)."""
+"""The cycle collector's threshold while the engine runs (crawl/extensions/gcthreshold.py)."""
 
 import gc
 
@@ -8,7 +8,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy import settings as tse_settings
-from tse_scrapy.crawl.gcthreshold import GcThreshold
+from tse_scrapy.crawl.extensions.gcthreshold import GcThreshold
 
 
 def test_the_threshold_is_raised_from_engine_start_to_stop_then_put_back():

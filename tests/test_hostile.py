@@ -9,7 +9,7 @@ from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule
-from tse_scrapy.rules.progress import progress_line
+from tse_scrapy.rules.crawling.progress import progress_line
 
 PAGE = b"<html><body><p>A page with \xff\xfe invalid UTF-8 and a \0 NUL byte.</p></body></html>\n"
 

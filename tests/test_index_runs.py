@@ -36,8 +36,8 @@ from tse_scrapy.index.storage import (
     text_digest,
     write_index,
 )
-from tse_scrapy.rules.indexfile import parse_index
-from tse_scrapy.rules.pagedir import GONE_NAME, PageFileError
+from tse_scrapy.rules.files.indexfile import parse_index
+from tse_scrapy.rules.files.pagedir import GONE_NAME, PageFileError
 
 WORDS = ["apple", "banana", "cherry", "damson", "elder", "grape", "hazel", "kiwi", "lemon", "mango", "olive", "pear"]
 

@@ -28,7 +28,7 @@ from tse_scrapy import cli
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader, sidecar_path
-from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.files import pagedir
 
 # fmt: off
 VOCABULARY = [

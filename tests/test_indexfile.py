@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tse_scrapy.index.storage import IndexReader, read_index, sidecar_path, write_index
-from tse_scrapy.rules.indexfile import IndexFileError, format_index, parse_index
+from tse_scrapy.rules.files.indexfile import IndexFileError, format_index, parse_index
 
 INDEX = {b"dog": {2: 3, 1: 1}, b"cat": {3: 1, 1: 2}}
 

@@ -1,4 +1,4 @@
-"""Legacy frontier entries (pickles) read without ever running code (rules/legacyentries)."""
+"""Legacy frontier entries (pickles) read without ever running code (rules/files/legacyentries)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import scrapy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tse_scrapy.crawl.serialize import request_to_dict
-from tse_scrapy.rules import legacyentries
-from tse_scrapy.rules.legacyentries import (
+from tse_scrapy.crawl.scheduling.serialize import request_to_dict
+from tse_scrapy.rules.files import legacyentries
+from tse_scrapy.rules.files.legacyentries import (
     ALLOWED_OPCODES,
     LEGACY_ENTRY_MAX_BYTES,
     MAX_DEPTH,
@@ -228,7 +228,7 @@ def test_a_request_of_a_subclass_is_refused():
 
 
 def test_the_bounds_are_those_of_the_entries_it_converts_to():
-    frontierentries = pytest.importorskip("tse_scrapy.rules.frontierentries")
+    frontierentries = pytest.importorskip("tse_scrapy.rules.files.frontierentries")
     assert legacyentries.MAX_URL_CHARACTERS == frontierentries.MAX_URL_CHARACTERS
     assert legacyentries.MAX_BODY_BYTES == frontierentries.MAX_BODY_BYTES
     assert legacyentries.MAX_HEADER_VALUES == frontierentries.MAX_HEADERS

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.links import extract_links_html, extract_links_tse
+from tse_scrapy.rules.web.links import extract_links_html, extract_links_tse
 
 PAGE = "http://h/dir/page.html"
 

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.pagedir import Page, PageFileError
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.files.pagedir import Page, PageFileError
 
 
 def test_page_file_format(tmp_path):

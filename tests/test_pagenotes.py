@@ -1,10 +1,10 @@
-"""The charsets noted beside the page files (rules/pagenotes.py): lines, torn and foreign ones, files."""
+"""The charsets noted beside the page files (rules/files/pagenotes.py): lines, torn and foreign ones, files."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.pagenotes import (
+from tse_scrapy.rules.files.pagenotes import (
     CHARSETS,
     ROBOTS,
     PageNotes,

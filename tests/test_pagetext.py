@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.pagetext import page_title, snippet, visible_text
+from tse_scrapy.rules.text.pagetext import page_title, snippet, visible_text
 
 E = "\u2026"  # the ellipsis that marks a cut snippet
 

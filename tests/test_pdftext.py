@@ -1,4 +1,4 @@
-"""PDF text: the pure rules (rules/pdftext.py) by table and property, and the extractor
+"""PDF text: the pure rules (rules/text/pdftext.py) by table and property, and the extractor
 (index/pdfs.py) on real PDFs that Debian ships and on hostile ones made here.
 
 The real PDFs are read from their system paths (debian-reference-en, libtasn1-doc,
@@ -43,7 +43,7 @@ from tse_scrapy.index.pdfs import (
     PdfText,
     extract_pdf_text,
 )
-from tse_scrapy.rules.pdftext import PDF_MAGIC, TITLE_MAX, clean_pdf_text, looks_like_pdf, pdf_title
+from tse_scrapy.rules.text.pdftext import PDF_MAGIC, TITLE_MAX, clean_pdf_text, looks_like_pdf, pdf_title
 
 DEBIAN_REFERENCE = Path("/usr/share/debian-reference/debian-reference.en.pdf")  # debian-reference-en
 LIBTASN1 = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")  # libtasn1-doc

@@ -10,7 +10,7 @@ from scrapy.utils.test import get_crawler
 from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.crawl.outcome import crawl_failure
 from tse_scrapy.crawl.pipeline import WRITES_LOOKED_AT, PageDirPipeline
-from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.files import pagedir
 
 
 @pytest.mark.parametrize("fsync", [False, True])  # pages written inline, or by threads

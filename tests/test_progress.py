@@ -1,6 +1,6 @@
 import pytest
 
-from tse_scrapy.rules.progress import progress_line
+from tse_scrapy.rules.crawling.progress import progress_line
 
 L = "http://cs50tse.cs.dartmouth.edu/tse/letters/"
 

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.query import Query, QueryError, is_blank, parse_query, rank, score, structure_error
+from tse_scrapy.rules.queries.query import Query, QueryError, is_blank, parse_query, rank, score, structure_error
 
 ERRORS = [
     ("cat-dog", "Error: bad character '-' in query."),

@@ -15,8 +15,8 @@ from tse_scrapy.distributed.join import create_or_join_crawl
 from tse_scrapy.distributed.keys import CrawlKeys
 from tse_scrapy.distributed.queue import LeasedLevelQueue
 from tse_scrapy.distributed.store import RedisCrawl, connect, url_fingerprint
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.crawlargs import ArgumentError
+from tse_scrapy.rules.crawling.crawlargs import ArgumentError
+from tse_scrapy.rules.files import pagedir
 
 SPIDER = scrapy.Spider(name="t")
 SEED = "http://a.test/index.html"

@@ -17,7 +17,7 @@ from tse_scrapy.report import figures
 from tse_scrapy.report import records as records_module
 from tse_scrapy.report.page import ReportSummary, write_report
 from tse_scrapy.report.records import ReportError, read_records
-from tse_scrapy.rules.crawlrecord import IGNORED_KINDS, MAX_LINE, OUTCOMES, RequestRecord, format_record
+from tse_scrapy.rules.files.crawlrecord import IGNORED_KINDS, MAX_LINE, OUTCOMES, RequestRecord, format_record
 
 # A small crawl of a.test, one link off to b.test, as a crawl writes it.  Times
 # are seconds after 1764522000 (2025-11-30 17:00:00 UTC).  The links:

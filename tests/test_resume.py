@@ -16,7 +16,7 @@ from tests.support.wait import wait_until, while_running
 from tests.support.warcs import assert_valid
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.resume.pagedirlock import lock_page_directory
-from tse_scrapy.rules.crawlargs import ArgumentError
+from tse_scrapy.rules.crawling.crawlargs import ArgumentError
 
 
 def page_files(directory):

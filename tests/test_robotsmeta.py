@@ -1,4 +1,4 @@
-"""Robots directives (rules/robotsmeta.py) by table and property, and a crawl of a real nginx that sends
+"""Robots directives (rules/web/robotsmeta.py) by table and property, and a crawl of a real nginx that sends
 X-Robots-Tag headers and serves pages with robots <meta>: noindex pages are saved but never an answer
 (tse query, tse serve), nofollow pages' links are not followed, --ignore-robots-meta turns it off."""
 
@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import run_tse
 from tests.support.sitecrawl import crawl_served_site, query_answers
-from tse_scrapy.rules.pagenotes import read_noindex
-from tse_scrapy.rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
+from tse_scrapy.rules.files.pagenotes import read_noindex
+from tse_scrapy.rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 
 BOTH = {NOINDEX, NOFOLLOW}
 

@@ -6,9 +6,9 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from tse_scrapy import settings as project_settings
-from tse_scrapy.crawl.dupefilter import NormalizedUrlDupeFilter
-from tse_scrapy.crawl.frontier import LevelFrontier, StackFrontier
-from tse_scrapy.crawl.scheduler import TseScheduler
+from tse_scrapy.crawl.scheduling.dupefilter import NormalizedUrlDupeFilter
+from tse_scrapy.crawl.scheduling.frontier import LevelFrontier, StackFrontier
+from tse_scrapy.crawl.scheduling.scheduler import TseScheduler
 from tse_scrapy.crawl.signals import page_done, page_writing
 
 

@@ -1,12 +1,13 @@
-"""The search box's query language (rules/searchquery.py) and its snippets (rules/searchsnippet.py)."""
+"""The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules import analysis, searchsnippet
-from tse_scrapy.rules.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
-from tse_scrapy.rules.searchquery import SearchQueryError, parse_search_query
+from tse_scrapy.rules.queries import searchsnippet
+from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from tse_scrapy.rules.queries.searchquery import SearchQueryError, parse_search_query
+from tse_scrapy.rules.text import analysis
 
 
 def shown(line):

@@ -1,10 +1,10 @@
-"""Passwords masked in every message (rules/secrets.py)."""
+"""Passwords masked in every message (rules/crawling/secrets.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.secrets import mask_secrets, mask_url
+from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from scrapy.http import FormRequest
 from scrapy.utils.request import request_from_dict
 
-from tse_scrapy.crawl.serialize import request_to_dict
+from tse_scrapy.crawl.scheduling.serialize import request_to_dict
 from tse_scrapy.spiders.tse import TseSpider
 
 SPIDER = TseSpider(seed="http://a.test/index.html", pagedir=".", depth=1, prefix="http://a.test/")

@@ -1,4 +1,4 @@
-"""Sitemaps (rules/sitemaps.py) by table and property: robots.txt ``Sitemap:`` lines, lastmod dates, and
+"""Sitemaps (rules/web/sitemaps.py) by table and property: robots.txt ``Sitemap:`` lines, lastmod dates, and
 sitemap files in every shape a server sends them (namespaces, entities, gzip, plain text), hostile ones
 included (gzip bombs, XXE, billion laughs, junk bytes)."""
 
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.sitemaps import (
+from tse_scrapy.rules.web.sitemaps import (
     MAX_LOC_LENGTH,
     MAX_SITEMAP_BYTES,
     Sitemap,

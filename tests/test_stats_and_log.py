@@ -10,8 +10,8 @@ from scrapy.statscollectors import MemoryStatsCollector
 from scrapy.utils.test import get_crawler
 
 from tests.conftest import crawl_site
-from tse_scrapy.crawl.logformatter import QuietLogFormatter
-from tse_scrapy.crawl.stats import TseStatsCollector
+from tse_scrapy.crawl.extensions.logformatter import QuietLogFormatter
+from tse_scrapy.crawl.extensions.stats import TseStatsCollector
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
 
 

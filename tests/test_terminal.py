@@ -25,7 +25,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import page_count, write_pages
-from tse_scrapy.crawl.progress import fit
+from tse_scrapy.crawl.extensions.progress import fit
 from tse_scrapy.devtools.siteserver import SiteServer
 
 DEMO_SITE = ROOT / "tse_scrapy" / "devtools" / "demo_site"

@@ -1,10 +1,10 @@
-"""Sizes for people (rules/units.py)."""
+"""Sizes for people (rules/crawling/units.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.units import format_size
+from tse_scrapy.rules.crawling.units import format_size
 
 
 @pytest.mark.parametrize(

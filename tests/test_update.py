@@ -19,7 +19,7 @@ from tests.support.reference import build_page_directory
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.siteserver import Rule
-from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.files import pagedir
 
 DEPTH = 3
 

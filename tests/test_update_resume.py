@@ -32,8 +32,8 @@ from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.warcs import assert_index_points_at_records, assert_valid
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.crawlrecord import parse_record
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.files.crawlrecord import parse_record
 
 DEPTH = 10
 PAGE_EVENT = re.compile(r"/pages/\.?\d+(\.partial)?$")  # a page file read back (a 304) or written

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.urls import DEFAULT_PREFIX, clean_href, is_internal, normalize_url, remove_dot_segments
+from tse_scrapy.rules.web.urls import DEFAULT_PREFIX, clean_href, is_internal, normalize_url, remove_dot_segments
 
 T = "http://cs50tse.cs.dartmouth.edu/tse/"
 

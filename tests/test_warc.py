@@ -41,14 +41,14 @@ from tests.support.warcs import (
     warcio_check,
 )
 from tse_scrapy import __version__
-from tse_scrapy.crawl import warc as warc_module
+from tse_scrapy.crawl.downloader import warc as warc_module
+from tse_scrapy.crawl.downloader.warc import NOT_MODIFIED_PROFILE, WarcMiddleware
 from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.crawl.pipeline import PageDirPipeline
-from tse_scrapy.crawl.warc import NOT_MODIFIED_PROFILE, WarcMiddleware
 from tse_scrapy.crawl.warcindex import NotAWarcFile, cdxj_path, scan_warc
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.exitcodes import WRITE_ERROR
-from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.files import pagedir
 
 PROJECT_SETTINGS = {name: getattr(project_settings, name) for name in dir(project_settings) if name.isupper()}
 HTML = b"<html><head><title>zipped</title></head><body><p>Compressed on the wire.</p></body></html>\n"

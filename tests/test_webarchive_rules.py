@@ -1,4 +1,4 @@
-"""rules/webarchive.py: which archived responses are pages, URL identity, redirects, depths."""
+"""rules/files/webarchive.py: which archived responses are pages, URL identity, redirects, depths."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.links import extract_links_html
-from tse_scrapy.rules.webarchive import (
+from tse_scrapy.rules.files.webarchive import (
     HTML,
     MAX_REDIRECTS,
     PDF,
@@ -21,6 +20,7 @@ from tse_scrapy.rules.webarchive import (
     page_links,
     url_key,
 )
+from tse_scrapy.rules.web.links import extract_links_html
 
 
 @pytest.mark.parametrize(

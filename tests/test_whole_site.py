@@ -19,8 +19,8 @@ from tests.conftest import ROOT, run_tse
 from tests.support.sitecrawl import query_answers
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
-from tse_scrapy.rules import pagedir
-from tse_scrapy.rules.pagenotes import read_page_notes
+from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.files.pagenotes import read_page_notes
 from tse_scrapy.search.app import create_app
 
 FIXTURE = ROOT / "tests" / "fixtures" / "multilingual" / "pages"

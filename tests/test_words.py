@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.words import page_words as page_words_bytes
-from tse_scrapy.rules.words import word_counts
+from tse_scrapy.rules.text.words import page_words as page_words_bytes
+from tse_scrapy.rules.text.words import word_counts
 
 
 def page_words(body):

@@ -12,7 +12,7 @@ from contextlib import contextmanager, nullcontext
 from typing import NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
-from .rules.secrets import mask_secrets, mask_url
+from .rules.crawling.secrets import mask_secrets, mask_url
 
 # Each command imports what it needs when it runs: `tse query` starts without
 # loading Scrapy, and a crawl of one process without loading Redis.
@@ -341,8 +341,8 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
     from .index.docstore import DOCS_SUFFIX
     from .index.indexer import PageDirError, WorkerDied
-    from .rules.indexfile import IndexFileError
-    from .rules.pagedir import PageFileError
+    from .rules.files.indexfile import IndexFileError
+    from .rules.files.pagedir import PageFileError
 
     try:
         yield
@@ -415,7 +415,7 @@ INDEX_BAR_PAGES = 500
 
 def _index_progress_bar(directory: str) -> ContextManager:
     """A progress bar for indexing *directory*, on a terminal, when it holds many pages (else None)."""
-    from .rules.pagedir import is_page_name
+    from .rules.files.pagedir import is_page_name
     from .terminal import is_terminal, progress_bar
 
     if not is_terminal(sys.stderr):
@@ -528,7 +528,7 @@ def import_command(options: argparse.Namespace) -> int:
 def status(options: argparse.Namespace) -> int:
     import time
 
-    from .rules.crawlargs import ArgumentError
+    from .rules.crawling.crawlargs import ArgumentError
 
     try:
         import redis
@@ -582,7 +582,7 @@ def _show_shutdown(record: logging.LogRecord) -> bool:
 
 def crawl(options: argparse.Namespace) -> int:
     from .crawlstart import prepare_crawl
-    from .rules.crawlargs import ArgumentError
+    from .rules.crawling.crawlargs import ArgumentError
 
     spider_args = dict(
         seed=options.seed,
@@ -602,7 +602,7 @@ def crawl(options: argparse.Namespace) -> int:
     spider_args["update"] = "yes" if options.update else None
     given = dict(options.settings)
     if options.render:
-        from .crawl.render import renderer_missing
+        from .crawl.downloader.render import renderer_missing
 
         problem = renderer_missing(given.get("TSE_CHROMIUM"))
         if problem:

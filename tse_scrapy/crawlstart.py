@@ -17,8 +17,8 @@ from typing import Any
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, start_mode
 from .resume.statedb import UnreadableDatabase
-from .rules import pagedir
-from .rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_same_crawl, is_yes
+from .rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_same_crawl, is_yes
+from .rules.files import pagedir
 from .update import catalog
 
 Setting = Callable[[str], Any]  # reads one setting by name

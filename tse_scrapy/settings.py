@@ -32,8 +32,8 @@ DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
 # last, is saved after all its links are queued.
 CONCURRENT_ITEMS = 1
 
-SCHEDULER = "tse_scrapy.crawl.scheduler.TseScheduler"
-DUPEFILTER_CLASS = "tse_scrapy.crawl.dupefilter.NormalizedUrlDupeFilter"
+SCHEDULER = "tse_scrapy.crawl.scheduling.scheduler.TseScheduler"
+DUPEFILTER_CLASS = "tse_scrapy.crawl.scheduling.dupefilter.NormalizedUrlDupeFilter"
 # Scrapy imports every component listed, even one set to None: CookiesMiddleware's
 # module imports tldextract, requests and urllib3 (0.05 s of start-up), so it is
 # left out here and OptionalCookiesMiddleware stands in for it.
@@ -45,30 +45,30 @@ DOWNLOADER_MIDDLEWARES_BASE = {
 DOWNLOADER_MIDDLEWARES = {
     "tse_scrapy.resume.replay.ReplayMiddleware": 10,
     "scrapy.downloadermiddlewares.offsite.OffsiteMiddleware": None,
-    "tse_scrapy.crawl.offsite.PrefixOffsiteMiddleware": 50,
+    "tse_scrapy.crawl.downloader.offsite.PrefixOffsiteMiddleware": 50,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "tse_scrapy.crawl.robots.TseRobotsTxtMiddleware": 100,
+    "tse_scrapy.crawl.downloader.robots.TseRobotsTxtMiddleware": 100,
     # Asks for known pages with their validators; a 304 becomes the saved copy.
-    "tse_scrapy.crawl.conditional.ConditionalRequestMiddleware": 580,
+    "tse_scrapy.crawl.downloader.conditional.ConditionalRequestMiddleware": 580,
     # --render: after HttpCompressionMiddleware (590) has decoded the page, before the 304s become saved copies.
-    "tse_scrapy.crawl.render.RenderMiddleware": 585,
+    "tse_scrapy.crawl.downloader.render.RenderMiddleware": 585,
     # The reference saves a page with a <meta http-equiv="refresh"> as it is
     # (SPEC 2.2.5: a fetch succeeds on HTTP 200); following it would also cost
     # a decode and a parse of every body.
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     # Scrapy's, without its warning at start when no Referer is sent (REFERER_ENABLED below).
     "scrapy.downloadermiddlewares.redirect.RedirectMiddleware": None,
-    "tse_scrapy.crawl.redirect.RedirectWithoutRefererMiddleware": 600,
+    "tse_scrapy.crawl.downloader.redirect.RedirectWithoutRefererMiddleware": 600,
     "scrapy.downloadermiddlewares.httpproxy.HttpProxyMiddleware": None,
-    "tse_scrapy.crawl.httpproxy.CachedHttpProxyMiddleware": 750,
+    "tse_scrapy.crawl.downloader.httpproxy.CachedHttpProxyMiddleware": 750,
     # Scrapy's CookiesMiddleware, imported only when COOKIES_ENABLED (below).
-    "tse_scrapy.crawl.cookies.OptionalCookiesMiddleware": 700,
+    "tse_scrapy.crawl.downloader.cookies.OptionalCookiesMiddleware": 700,
     # Next to the downloader: it sees every exchange as sent and as received
     # (before decompression, redirects and 304 handling).
-    "tse_scrapy.crawl.warc.WarcMiddleware": 960,
+    "tse_scrapy.crawl.downloader.warc.WarcMiddleware": 960,
     # It sees every attempt as sent and answered (robots.txt, redirects and retries
     # included), and before a distributed worker's politeness wait (950).
-    "tse_scrapy.crawl.record.CrawlRecordMiddleware": 940,
+    "tse_scrapy.crawl.downloader.record.CrawlRecordMiddleware": 940,
 }
 # No cookies are kept, as the reference crawler keeps none: a server cannot
 # answer a page differently by what the crawl fetched before it, and a crawl
@@ -105,17 +105,17 @@ EXTENSIONS_BASE = {
 EXTENSIONS = {
     "tse_scrapy.resume.extension.CrawlStateExtension": 0,
     "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state
-    "tse_scrapy.crawl.politeness.Politeness": 500,
-    "tse_scrapy.crawl.progress.CrawlProgress": 600,
-    "tse_scrapy.crawl.gcthreshold.GcThreshold": 700,
+    "tse_scrapy.crawl.extensions.politeness.Politeness": 500,
+    "tse_scrapy.crawl.extensions.progress.CrawlProgress": 600,
+    "tse_scrapy.crawl.extensions.gcthreshold.GcThreshold": 700,
 }
 # Python's cycle collector walks young objects every TSE_GC_THRESHOLD net
 # allocations while a crawl runs (Python's default: 700; 0 keeps it).
 TSE_GC_THRESHOLD = 10000
 TELNETCONSOLE_ENABLED = False
 # Scrapy's stats and log messages at a lower cost per page (see their modules).
-STATS_CLASS = "tse_scrapy.crawl.stats.TseStatsCollector"
-LOG_FORMATTER = "tse_scrapy.crawl.logformatter.QuietLogFormatter"
+STATS_CLASS = "tse_scrapy.crawl.extensions.stats.TseStatsCollector"
+LOG_FORMATTER = "tse_scrapy.crawl.extensions.logformatter.QuietLogFormatter"
 REMOTE_CONTROL_ENABLED = False
 
 # The spider sets these from its arguments (seed, pagedir, depth, order, prefix).
@@ -128,7 +128,7 @@ TSE_DENY = []  # regular expressions a URL must match none of
 TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
 TSE_PDF = False  # --pdf: PDF documents are fetched (.pdf is added to the TSE rule), saved and indexed
 TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs crawled from depth 0
-# --render: HTML pages loaded in headless Chromium (crawl/render.py, docs/crawling.md).
+# --render: HTML pages loaded in headless Chromium (crawl/downloader/render.py, docs/crawling.md).
 TSE_RENDER = False
 TSE_CHROMIUM = None  # the browser; None: chromium on PATH (Debian's), else /usr/bin/chromium
 TSE_RENDER_PAGES = 2  # page loads at once (each in a browser context of its own)
@@ -137,8 +137,8 @@ TSE_RENDER_MAX_REQUESTS = 100  # the browser's own requests a page load may make
 TSE_RENDER_RECYCLE = 250  # page loads after which the browser and Playwright's driver are started anew (0: never)
 TSE_RENDER_ARGS: list[str] = []  # more Chromium flags (-s TSE_RENDER_ARGS=--flag,--other=value)
 
-# order=priority: the class that scores a queued URL (crawl/frontier.py).
-TSE_PRIORITIZER = "tse_scrapy.crawl.frontier.InlinkPrioritizer"
+# order=priority: the class that scores a queued URL (crawl/scheduling/frontier.py).
+TSE_PRIORITIZER = "tse_scrapy.crawl.scheduling.frontier.InlinkPrioritizer"
 # Stop after exactly this many saved pages (0: no limit); CLOSESPIDER_PAGECOUNT
 # is taken as this, since Scrapy's own count overshoots under concurrency.
 TSE_MAX_PAGES = 0

@@ -7,7 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from tse_scrapy.rules import pagedir
+from tse_scrapy.rules.files import pagedir
 
 
 def write_pages(directory: Path, pages: dict[int, tuple[str | bytes, int, bytes]]) -> Path:

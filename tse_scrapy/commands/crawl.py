@@ -12,7 +12,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from ..crawl.outcome import report
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..exitcodes import FAILED, OK, USAGE
-from ..rules.crawlargs import ArgumentError
+from ..rules.crawling.crawlargs import ArgumentError
 from ..spiders.tse import TseSpider
 
 

@@ -27,7 +27,7 @@ class PageItem:
     # the page's file starts being written (``page_writing``).
     token: int | None = None
     # The charset of the page's Content-Type header (--links html): noted beside
-    # the page files, which keep no header (rules/pagenotes.py).
+    # the page files, which keep no header (rules/files/pagenotes.py).
     http_charset: str | None = None
     # Its X-Robots-Tag header or robots <meta> says noindex (--links html): saved, noted beside
     # the page files, and left out by the indexer.

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
-from ..rules.eta import format_clock
-from ..rules.units import format_size
+from ..rules.crawling.eta import format_clock
+from ..rules.crawling.units import format_size
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

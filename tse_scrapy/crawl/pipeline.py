@@ -13,8 +13,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
-from ..rules import pagedir
-from ..rules.pagenotes import (
+from ..rules.files import pagedir
+from ..rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
     HTML,
@@ -28,10 +28,10 @@ from ..rules.pagenotes import (
     read_page_notes,
 )
 from ..update.extension import update_session
-from .engineturn import engine_turn
+from .downloader.warc import WarcMiddleware
 from .items import PageItem
+from .scheduling.engineturn import engine_turn
 from .signals import page_writing
-from .warc import WarcMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -16,7 +16,7 @@ import sys
 
 from scrapy import Request
 
-from ..rules.progress import progress_line
+from ..rules.crawling.progress import progress_line
 
 
 class _AwaitedLink:

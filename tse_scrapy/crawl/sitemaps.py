@@ -7,7 +7,7 @@ fetched once.  Sitemaps are fetched by the engine itself, as Scrapy's
 robots.txt middleware fetches robots.txt: through the downloader middlewares
 (robots.txt rules, politeness, the WARC), never through the scheduler, the
 spider or the page directory.  What a sitemap file holds is read by the pure
-``rules/sitemaps.py`` (in a thread), bounded (50,000 URLs, 50 MB uncompressed
+``rules/web/sitemaps.py`` (in a thread), bounded (50,000 URLs, 50 MB uncompressed
 a file; ``MAX_SITEMAP_PAGES`` URLs a crawl): a file cut short (a gzip bomb,
 too many URLs), an index chain too deep or too long, a sitemap that cannot be
 fetched is counted (``tse/sitemaps_cut``) and logged on one line; the crawl
@@ -28,16 +28,16 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from ..rules.secrets import mask_url
-from ..rules.sitemaps import (
+from ..rules.crawling.secrets import mask_url
+from ..rules.web.sitemaps import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_DEPTH,
     SitemapEntry,
     read_sitemap,
     sitemap_urls_in_robots,
 )
-from .offsite import SITEMAP_REQUEST, PrefixOffsiteMiddleware
-from .robots import TseRobotsTxtMiddleware
+from .downloader.offsite import SITEMAP_REQUEST, PrefixOffsiteMiddleware
+from .downloader.robots import TseRobotsTxtMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

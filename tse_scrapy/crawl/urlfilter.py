@@ -16,7 +16,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.settings import BaseSettings
 from scrapy.utils.url import url_has_any_extension
 
-from ..rules.crawlargs import extension_rule, split_list
+from ..rules.crawling.crawlargs import extension_rule, split_list
 
 
 class UrlFilter:

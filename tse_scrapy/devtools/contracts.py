@@ -15,7 +15,7 @@ from scrapy.http import Response
 
 from ..crawl.items import PageItem
 from ..crawl.signals import page_done
-from ..rules.urls import is_internal
+from ..rules.web.urls import is_internal
 
 
 class LocalSiteContract(Contract):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..exitcodes import USAGE
 from ..resume.statedb import STATE_NAME
-from ..rules.pagedir import MARKER, is_page_name, read_page, read_page_url
+from ..rules.files.pagedir import MARKER, is_page_name, read_page, read_page_url
 from .siteserver import SiteServer
 
 SITE = Path(__file__).resolve().parent / "demo_site"

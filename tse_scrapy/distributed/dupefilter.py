@@ -14,7 +14,7 @@ from scrapy import Request
 from scrapy.statscollectors import StatsCollector
 from scrapy_redis.dupefilter import RFPDupeFilter
 
-from ..crawl.dupefilter import UrlKeyLogging
+from ..crawl.scheduling.dupefilter import UrlKeyLogging
 from ..crawl.urlfilter import UrlFilter
 from .extension import distributed_crawl
 from .store import url_fingerprint

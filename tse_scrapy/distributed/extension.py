@@ -19,10 +19,10 @@ import redis
 from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
-from ..crawl.record import CrawlRecordMiddleware
+from ..crawl.downloader.record import CrawlRecordMiddleware
 from ..exitcodes import SUCCESS_REASONS
-from ..rules import pagedir
-from ..rules.secrets import mask_url
+from ..rules.crawling.secrets import mask_url
+from ..rules.files import pagedir
 from .outage import RedisOutage
 from .store import RedisCrawl, connect, redis_url, worker_name
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from ..rules.crawlargs import (
+from ..rules.crawling.crawlargs import (
     ArgumentError,
     CrawlArgs,
     check_crawl_args,
@@ -20,8 +20,8 @@ from ..rules.crawlargs import (
     crawl_name,
     split_list,
 )
-from ..rules.secrets import mask_url
-from ..rules.urls import normalize_url
+from ..rules.crawling.secrets import mask_url
+from ..rules.web.urls import normalize_url
 from .keys import POLITENESS_NAME
 from .store import CRAWL_FORMAT, PICKLED_FORMAT, RedisCrawl, connect, redis_url
 

@@ -2,10 +2,10 @@
 converted to requests as data (format 3), and no pickle is ever run.
 
 Each entry of the frontier and of the leased requests is read by
-``rules/legacyentries.read_legacy_request``, which checks every opcode before
+``rules/files/legacyentries.read_legacy_request``, which checks every opcode before
 anything is loaded and loads only plain values (so a planted pickle runs
 nothing), then checked as a request of the tse spider and written again as
-data (``rules/frontierentries``).  An entry that cannot be converted goes to
+data (``rules/files/frontierentries``).  An entry that cannot be converted goes to
 the quarantine.  An entry that is data already stays (a conversion cut short
 can be run again).  Every lease
 is handed back (the workers that held them are stopped), and the crawl's
@@ -19,8 +19,8 @@ import json
 import logging
 from typing import Any
 
-from ..rules.crawlargs import ArgumentError
-from ..rules.frontierentries import (
+from ..rules.crawling.crawlargs import ArgumentError
+from ..rules.files.frontierentries import (
     FINGERPRINT_SIZE,
     META_TYPES,
     EntryError,
@@ -28,7 +28,7 @@ from ..rules.frontierentries import (
     decode_entry,
     encode_entry,
 )
-from ..rules.legacyentries import LegacyEntryError, read_legacy_request
+from ..rules.files.legacyentries import LegacyEntryError, read_legacy_request
 from .store import CRAWL_FORMAT, RedisCrawl
 
 logger = logging.getLogger(__name__)

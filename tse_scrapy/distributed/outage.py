@@ -27,7 +27,7 @@ from scrapy.statscollectors import StatsCollector
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer, threads
 
-from ..crawl.progress import WAITING_FOR_REDIS
+from ..crawl.extensions.progress import WAITING_FOR_REDIS
 
 logger = logging.getLogger(__name__)
 

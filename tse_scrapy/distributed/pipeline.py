@@ -9,8 +9,8 @@ from scrapy.exceptions import DropItem
 
 from ..crawl.items import PageItem
 from ..crawl.pipeline import PageDirPipeline
-from ..rules import pagedir
-from ..rules.secrets import mask_secrets
+from ..rules.crawling.secrets import mask_secrets
+from ..rules.files import pagedir
 from .extension import distributed_crawl
 from .store import is_outage, url_fingerprint
 

@@ -27,7 +27,7 @@ from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..crawl.politeness import robots_crawl_delay, robots_user_agent
+from ..crawl.extensions.politeness import robots_crawl_delay, robots_user_agent
 from .extension import distributed_crawl
 from .keys import politeness_key
 from .outage import RedisOutage

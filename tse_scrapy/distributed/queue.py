@@ -41,7 +41,7 @@ import redis
 from scrapy import Request, Spider
 from scrapy_redis.queue import PriorityQueue
 
-from ..rules.frontierentries import (
+from ..rules.files.frontierentries import (
     CALLBACKS,
     ERRBACKS,
     FINGERPRINT_SIZE,

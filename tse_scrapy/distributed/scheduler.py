@@ -48,11 +48,11 @@ from scrapy_redis.scheduler import Scheduler
 from twisted.internet import task
 from twisted.python.failure import Failure
 
-from ..crawl.engineturn import wake_engine
 from ..crawl.progresslog import ProgressHold, await_verdict, hold_progress, is_found_link, log_link, release_progress
+from ..crawl.scheduling.engineturn import wake_engine
 from ..crawl.signals import page_done
 from ..exitcodes import WRITE_ERROR
-from ..rules.secrets import mask_secrets
+from ..rules.crawling.secrets import mask_secrets
 from .dupefilter import RedisUrlDupeFilter
 from .extension import distributed_crawl
 from .outage import RedisOutage

@@ -28,9 +28,9 @@ from redis.backoff import ExponentialBackoff
 from redis.client import Pipeline
 from redis.retry import Retry
 
-from ..rules.crawlargs import ArgumentError
-from ..rules.frontierentries import FINGERPRINT_SIZE
-from ..rules.secrets import mask_secrets
+from ..rules.crawling.crawlargs import ArgumentError
+from ..rules.crawling.secrets import mask_secrets
+from ..rules.files.frontierentries import FINGERPRINT_SIZE
 from .keys import CrawlKeys
 
 # The layout of a crawl's keys and frontier entries (a 16-byte URL fingerprint,
@@ -39,7 +39,7 @@ from .keys import CrawlKeys
 # than misread it.  Bump it with any change a worker of the previous version
 # could not read.
 CRAWL_FORMAT = 3
-# Format 2 stored pickled requests (before 3: the request as data, rules/frontierentries.py).
+# Format 2 stored pickled requests (before 3: the request as data, rules/files/frontierentries.py).
 PICKLED_FORMAT = 2
 COMMAND_TIMEOUT = 10.0  # seconds: a Redis command that takes longer has failed
 CONNECT_TIMEOUT = 10.0

@@ -12,7 +12,7 @@ import logging
 from scrapy.settings import Settings
 
 from ..crawl.pipeline import PageDirPipeline
-from ..rules.secrets import mask_secrets
+from ..rules.crawling.secrets import mask_secrets
 from .extension import DistributedCrawlExtension
 from .pipeline import SharedPageDirPipeline
 from .politeness import RedisPolitenessMiddleware

@@ -1,4 +1,4 @@
-"""A parsed search query (``rules.searchquery``) to FTS5 match expressions, with typo tolerance.
+"""A parsed search query (``rules.queries.searchquery``) to FTS5 match expressions, with typo tolerance.
 
 Each word matches its folded form and its stem in every language of the
 index (the query's language is not known; a page's words were stemmed in the
@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from ..rules import analysis
-from ..rules.searchquery import Clause, SearchQuery
+from ..rules.queries.searchquery import Clause, SearchQuery
+from ..rules.text import analysis
 
 ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9

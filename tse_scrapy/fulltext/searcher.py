@@ -18,7 +18,7 @@ from collections.abc import Set
 from dataclasses import dataclass, field
 from itertools import chain
 
-from ..rules.searchquery import SearchQuery
+from ..rules.queries.searchquery import SearchQuery
 from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 

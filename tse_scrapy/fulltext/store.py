@@ -4,7 +4,7 @@ Written by ``tse index`` beside the SPEC index (which stays exactly the
 reference's).  Its tables:
 
 - ``fts``: a page's title, headings, URL words and body, as index terms
-  (``rules.pagefields``; the ``ascii`` tokenizer only splits them at the
+  (``rules.text.pagefields``; the ``ascii`` tokenizer only splits them at the
   spaces), for matching and the body's score.  Contentless: the text is not
   stored twice;
 - ``phrases_fts``: the title's and body's words again, unstemmed (accents
@@ -27,7 +27,7 @@ reference's).  Its tables:
   the canonical URL it names (noted at crawl time), and ``groups``: for each
   page in a group of duplicates (same digest, or joined by a canonical URL
   naming another page of the index), the page that stands for the group in
-  results (``rules.duplicates.duplicate_groups``), worked out again whenever
+  results (``rules.web.duplicates.duplicate_groups``), worked out again whenever
   pages change;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
@@ -52,8 +52,8 @@ from pathlib import Path
 from types import TracebackType
 
 from ..atomicfile import partial_path
-from ..rules.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
-from ..rules.pagefields import PageFields
+from ..rules.text.pagefields import PageFields
+from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
 
 SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups
@@ -108,7 +108,7 @@ class SearchIndexWriter:
     anchor text and puts the file in place."""
 
     def __init__(self, path: str | os.PathLike, canonicals: dict[str, str] | None = None):
-        """*canonicals*: URL -> the canonical URL the page's Link headers name (``rules/pagenotes.py``)."""
+        """*canonicals*: URL -> the canonical URL the page's Link headers name (``rules/files/pagenotes.py``)."""
         self.path = Path(path)
         self.canonicals = canonicals or {}
         partial = partial_path(self.path)

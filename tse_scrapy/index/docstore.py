@@ -26,16 +26,16 @@ from pathlib import Path
 from types import TracebackType
 
 from ..atomicfile import partial_path
-from ..rules import pagedir
-from ..rules.pagefields import PageText, page_text
-from ..rules.pagenotes import read_page_notes
-from ..rules.words import word_counts
+from ..rules.files import pagedir
+from ..rules.files.pagenotes import read_page_notes
+from ..rules.text.pagefields import PageText, page_text
+from ..rules.text.words import word_counts
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, live_fingerprint
 
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
-FORMAT = "3"  # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/encodings.py)
+FORMAT = "3"  # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/text/encodings.py)
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -77,8 +77,8 @@ def page_rows(
     read: PageText | None = None,
 ) -> Rows:
     """The rows of page *doc_id*, whose words the indexer counted as *counts*, read from a file with *key*
-    (*http_charset*: the charset its HTTP header declared, ``rules/pagenotes.py``; *read*: the page
-    decoded, ``rules.pagefields.page_text``, when the indexer has it)."""
+    (*http_charset*: the charset its HTTP header declared, ``rules/files/pagenotes.py``; *read*: the page
+    decoded, ``rules.text.pagefields.page_text``, when the indexer has it)."""
     # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
     url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     read = read or page_text(page.body, http_charset)

@@ -1,9 +1,9 @@
 """The query engine shared by ``tse query`` and ``tse serve``: a line in, ranked docIDs out.
 
 ``rank="tse"`` is SPEC 4 exactly (``and`` = min, ``or`` = sum); ``rank="bm25"``
-orders the same matching documents by Okapi BM25 (``rules.ranking``); both
+orders the same matching documents by Okapi BM25 (``rules.queries.ranking``); both
 read the SPEC index.  ``rank="relevance"`` reads the search index beside it
-(``fulltext``) with the search box's query language (``rules.searchquery``).
+(``fulltext``) with the search box's query language (``rules.queries.searchquery``).
 Pages listed in ``PAGEDIR/.tse-gone`` are never an answer, even from an
 index written before they went.
 """
@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 from ..fulltext.matching import Marks
 from ..fulltext.searcher import SearchIndex
-from ..rules import pagedir
-from ..rules import query as rules
-from ..rules.duplicates import collapse_duplicates
-from ..rules.query import Query, QueryError
-from ..rules.ranking import bm25_scores
-from ..rules.searchquery import SearchQuery, SearchQueryError, parse_search_query
+from ..rules.files import pagedir
+from ..rules.queries import query as rules
+from ..rules.queries.query import Query, QueryError
+from ..rules.queries.ranking import bm25_scores
+from ..rules.queries.searchquery import SearchQuery, SearchQueryError, parse_search_query
+from ..rules.web.duplicates import collapse_duplicates
 from .docstore import DocStore, Document
 from .storage import IndexReader
 

@@ -37,11 +37,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
-from ..rules import pagedir
-from ..rules.indexfile import Index
-from ..rules.pagefields import page_fields, page_text
-from ..rules.pagenotes import NotedPages, read_page_notes
-from ..rules.words import word_counts
+from ..rules.files import pagedir
+from ..rules.files.indexfile import Index
+from ..rules.files.pagenotes import NotedPages, read_page_notes
+from ..rules.text.pagefields import page_fields, page_text
+from ..rules.text.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import PageScan

@@ -1,8 +1,8 @@
 """A page as the indexer reads it: an HTML page as saved, a PDF document as its text.
 
-A page the crawl noted as a PDF (``rules/pagenotes.py``) is read by
+A page the crawl noted as a PDF (``rules/files/pagenotes.py``) is read by
 ``pdfs.PdfExtractor`` in a child process bounded in time and memory; its text
-becomes a small UTF-8 HTML document (``rules.pdftext.pdf_as_html``: its
+becomes a small UTF-8 HTML document (``rules.text.pdftext.pdf_as_html``: its
 title, then its text), which the SPEC words, the document store and the
 search fields then read as they read any page.  A PDF that gives no text
 (encrypted, scanned, damaged, hostile) is indexed as an empty page, with a
@@ -18,9 +18,9 @@ import atexit
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..rules import pagedir
-from ..rules.pagenotes import NotedPages
-from ..rules.pdftext import pdf_as_html
+from ..rules.files import pagedir
+from ..rules.files.pagenotes import NotedPages
+from ..rules.text.pdftext import pdf_as_html
 
 if TYPE_CHECKING:
     from .pdfs import PdfExtractor

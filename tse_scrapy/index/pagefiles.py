@@ -1,6 +1,6 @@
 """The page files as the indexer reads them, each with its file status, and their fingerprint.
 
-``PageScan`` walks a page directory as ``rules.pagedir.read_pages`` does
+``PageScan`` walks a page directory as ``rules.files.pagedir.read_pages`` does
 (pages 1, 2, ... until the first that cannot be opened, gone pages skipped but
 not the end) and keeps each file's status: size, modification time and inode,
 taken from the open file, so that the status recorded is the one of the bytes
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import count
 
-from ..rules import pagedir
+from ..rules.files import pagedir
 
 # What a page file's status must keep to count as unchanged.  The inode is in
 # it because a page rewritten atomically (a new file renamed into place) may

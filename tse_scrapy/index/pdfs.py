@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from tse_scrapy.rules.pdftext import clean_pdf_text, looks_like_pdf, pdf_title
+from tse_scrapy.rules.text.pdftext import clean_pdf_text, looks_like_pdf, pdf_title
 
 ENCRYPTED = "encrypted"
 NOT_A_PDF = "not a PDF"

@@ -7,7 +7,7 @@ import sqlite3
 import sys
 from typing import TextIO
 
-from ..rules import pagedir
+from ..rules.files import pagedir
 from .engine import Answer, QueryEngine
 from .storage import IndexReader
 

@@ -1,6 +1,6 @@
 """Index files on disk: the text index and its binary sidecar, each written atomically.
 
-Beside the text index (``rules.indexfile``) the indexer writes
+Beside the text index (``rules.files.indexfile``) the indexer writes
 ``INDEXFILE.bin``, the same postings in a form the querier opens without
 parsing: a table of words and offsets into one array of docID/count numbers.
 It records the text file's size and BLAKE2b digest; a sidecar that does not
@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 
 from ..atomicfile import partial_path, write_atomically
-from ..rules.indexfile import Index, format_index, parse_index
+from ..rules.files.indexfile import Index, format_index, parse_index
 from .runs import number_type
 
 SIDECAR_SUFFIX = ".bin"

@@ -31,9 +31,9 @@ from pathlib import Path
 
 from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
-from ..rules.pagefields import page_fields, page_text
-from ..rules.pagenotes import read_page_notes
-from ..rules.words import word_counts
+from ..rules.files.pagenotes import read_page_notes
+from ..rules.text.pagefields import page_fields, page_text
+from ..rules.text.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import PageFile, PageScan

@@ -22,7 +22,7 @@ from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-from ..rules.crawlrecord import IGNORED_KINDS
+from ..rules.files.crawlrecord import IGNORED_KINDS
 
 TIMELINE_HOSTS = 10  # busiest hosts drawn in rows of their own; the rest share one
 TIMELINE_TICKS = 5000  # above this many requests, the timeline draws rates, not ticks

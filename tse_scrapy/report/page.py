@@ -19,7 +19,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..atomicfile import write_atomically
-from ..rules.units import format_size
+from ..rules.crawling.units import format_size
 from . import figures
 from .records import MAX_LINK_TARGETS, Records, ReportError, Totals, read_records
 

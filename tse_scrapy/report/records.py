@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from ..rules.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
+from ..rules.files.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
 
 TOP = 20  # rows of the most-linked and the slowest tables
 MAX_DEPTH_ROWS = 100  # depths shown one by one, empty ones too, up to this depth

@@ -17,7 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from ..rules.crawlargs import ArgumentError
+from ..rules.crawling.crawlargs import ArgumentError
 
 
 class PageDirectoryLock:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http import HtmlResponse
 
-from ..rules import pagedir
+from ..rules.files import pagedir
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 import os
 
-from ..rules.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
-from ..rules.pagedir import holds_pages
+from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
+from ..rules.files.pagedir import holds_pages
 from .statedb import CATALOG_UPDATE, UnreadableDatabase, state_path, stored_arguments, stored_meta
 
 

@@ -27,11 +27,12 @@ from starlette.templating import Jinja2Templates
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.pagecontent import readable
 from ..index.storage import IndexReader
-from ..rules import pagedir, searchsnippet
-from ..rules.encodings import browser_label, page_encoding
-from ..rules.pagenotes import read_page_notes
-from ..rules.pagetext import snippet
-from ..rules.query import is_blank
+from ..rules.files import pagedir
+from ..rules.files.pagenotes import read_page_notes
+from ..rules.queries import searchsnippet
+from ..rules.queries.query import is_blank
+from ..rules.text.encodings import browser_label, page_encoding
+from ..rules.text.pagetext import snippet
 
 PER_PAGE = 10
 MAX_PER_PAGE = 100

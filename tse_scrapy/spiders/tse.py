@@ -17,18 +17,18 @@ from scrapy.settings import Settings
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
+from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
+from ..crawl.downloader.record import failure_reason
 from ..crawl.items import PageItem
-from ..crawl.offsite import PrefixOffsiteMiddleware
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
-from ..crawl.record import failure_reason
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
-from ..rules.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
-from ..rules.duplicates import named_canonical
-from ..rules.links import EXTRACTORS
-from ..rules.pdftext import looks_like_pdf
-from ..rules.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
-from ..rules.urls import normalize_url
+from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
+from ..rules.text.pdftext import looks_like_pdf
+from ..rules.web.duplicates import named_canonical
+from ..rules.web.links import EXTRACTORS
+from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
+from ..rules.web.urls import normalize_url
 from ..update.extension import sitemaps_read
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..resume.statedb import query_read_only
-from ..rules import pagedir
-from ..rules.changes import Version
+from ..rules.crawling.changes import Version
+from ..rules.files import pagedir
 
 CATALOG_NAME = ".tse-pages.sqlite"
 

@@ -27,10 +27,10 @@ from ..atomicfile import write_atomically
 from ..exitcodes import FINISHED, WRITE_ERROR
 from ..resume.extension import crawl_state
 from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, UnreadableDatabase, state_path, stored_meta
-from ..rules import pagedir
-from ..rules.changes import CHANGES, UNCHANGED
-from ..rules.crawlargs import extension_rule, split_list
-from ..rules.urls import normalize_url
+from ..rules.crawling.changes import CHANGES, UNCHANGED
+from ..rules.crawling.crawlargs import extension_rule, split_list
+from ..rules.files import pagedir
+from ..rules.web.urls import normalize_url
 from . import catalog
 from .catalog import KnownPage, body_digest
 from .merge import merge

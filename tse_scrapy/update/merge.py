@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..rules.changes import CHANGED, GONE_STATUSES, Version, classify
+from ..rules.crawling.changes import CHANGED, GONE_STATUSES, Version, classify
 from .catalog import KnownPage
 
 

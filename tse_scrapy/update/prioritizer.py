@@ -3,10 +3,10 @@
 Set ``TSE_PRIORITIZER=tse_scrapy.update.prioritizer.ChangeRatePrioritizer``
 with ``--order priority --update``: every live page is queued at once and
 scored by the probability that it has changed since its last visit
-(``rules.changes.change_probability``, from the history the catalog keeps);
+(``rules.crawling.changes.change_probability``, from the history the catalog keeps);
 a page with no history scores ``PRIOR``.  With ``--sitemaps``, a page whose
 sitemap ``lastmod`` is after its last download scores 1, one whose lastmod is
-not scores 0 (``rules.changes.sitemap_change``).  So ``--update --max-pages N``
+not scores 0 (``rules.crawling.changes.sitemap_change``).  So ``--update --max-pages N``
 spends its N requests where change is.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request
 
-from ..rules.changes import PRIOR, change_probability, sitemap_change
+from ..rules.crawling.changes import PRIOR, change_probability, sitemap_change
 from .extension import update_session, warc_date
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 Two passes.  The first reads the archives once, in order: each page's payload goes to a spool file
 (one per import, deleted at the end), and each URL keeps its last capture; revisit records take the
-payload of the record they refer to.  The second works out the depths (``rules.webarchive.link_depths``),
+payload of the record they refer to.  The second works out the depths (``rules.files.webarchive.link_depths``),
 scanning a page's links only when the breadth-first walk reaches it and stopping once every page has
 its depth (in a crawl's archive, the pages of the last level are never scanned), and writes the page
 files 1, 2, ... in the order of each URL's first capture, with the notes a crawl writes (charset,
@@ -24,14 +24,14 @@ from urllib.parse import urljoin, urlsplit
 from w3lib.encoding import http_content_type_encoding
 
 from ..atomicfile import write_atomically
-from ..rules import pagedir
-from ..rules.crawlrecord import MAX_LINKS, RequestRecord, format_record
-from ..rules.duplicates import named_canonical
-from ..rules.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
-from ..rules.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
-from ..rules.robotsmeta import robots_directives
-from ..rules.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
-from ..rules.webarchive import PDF as PDF_KIND
+from ..rules.files import pagedir
+from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
+from ..rules.files.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
+from ..rules.files.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
+from ..rules.files.webarchive import PDF as PDF_KIND
+from ..rules.web.duplicates import named_canonical
+from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
+from ..rules.web.robotsmeta import robots_directives
 from .reader import BadArchive, Record, archive_records
 
 NOTES_NAME = "import"
@@ -46,7 +46,7 @@ class Capture:
     """The capture of a URL that becomes its page."""
 
     url: str  # as archived
-    kind: str  # rules.webarchive.HTML or PDF
+    kind: str  # rules.files.webarchive.HTML or PDF
     offset: int  # where its payload is in the spool
     size: int
     http_charset: str | None
@@ -323,7 +323,7 @@ class ArchiveImport:
                 notes[CANONICAL].note(url, named)
 
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
-        """The crawl record of the import (``rules/crawlrecord.py``): a ``saved`` line a page, at
+        """The crawl record of the import (``rules/files/crawlrecord.py``): a ``saved`` line a page, at
         the time it was archived, with its links; a ``redirect`` or ``failed`` line for each other
         answer that might have been a page, at one link deeper than the first page naming it."""
         lines = []

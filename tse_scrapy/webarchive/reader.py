@@ -23,7 +23,7 @@ from typing import IO, Any
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from ..rules.webarchive import archived_url
+from ..rules.files.webarchive import archived_url
 
 # A payload (decoded) larger than this is skipped: the crawl's own bound on a page (DOWNLOAD_MAXSIZE).
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024

@@ -9,11 +9,11 @@ from scrapy import Request, Spider
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.statscollectors import StatsCollector
 
-from ..resume.extension import crawl_state
-from ..resume.statedb import CrawlStateDB
-from ..rules.urls import normalize_url
-from .progresslog import is_found_link, log_link, log_progress
-from .urlfilter import UrlFilter
+from ...resume.extension import crawl_state
+from ...resume.statedb import CrawlStateDB
+from ...rules.web.urls import normalize_url
+from ..progresslog import is_found_link, log_link, log_progress
+from ..urlfilter import UrlFilter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

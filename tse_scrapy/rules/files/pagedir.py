@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomicfile import partial_path, write_atomically
+from ...atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
 GONE_NAME = ".tse-gone"

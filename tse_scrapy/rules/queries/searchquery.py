@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import analysis
+from ..text import analysis
 from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')

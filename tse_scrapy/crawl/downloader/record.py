@@ -1,6 +1,6 @@
 """CrawlRecordMiddleware: writes the crawl record (TSE_RECORD), one line per request.
 
-The format is rules/crawlrecord.py's.  Next to the downloader, the
+The format is rules/files/crawlrecord.py's.  Next to the downloader, the
 middleware sees every attempt as sent and answered: robots.txt, each
 redirect hop, each retry.  A page's last attempt waits for the page's fate
 (saved with its docID, failed, or not saved) before its line is written.
@@ -25,9 +25,9 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
-from ..exitcodes import WRITE_ERROR
-from ..rules.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
-from .signals import page_done
+from ...exitcodes import WRITE_ERROR
+from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
+from ..signals import page_done
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

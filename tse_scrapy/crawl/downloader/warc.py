@@ -28,9 +28,9 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.utils import Digester
 from warcio.warcwriter import WARCWriter
 
-from .. import __version__
-from ..exitcodes import WRITE_ERROR
-from .warcindex import CdxjIndexer, NotAWarcFile, scan_warc, write_cdxj
+from ... import __version__
+from ...exitcodes import WRITE_ERROR
+from ..warcindex import CdxjIndexer, NotAWarcFile, scan_warc, write_cdxj
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

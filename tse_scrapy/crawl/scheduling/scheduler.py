@@ -32,16 +32,16 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from twisted.python.failure import Failure
 
-from ..resume.extension import CrawlStateExtension, crawl_state
-from ..rules import pagedir
-from ..rules.eta import FrontierCensus
-from ..update.extension import UpdateExtension, sitemaps_read, update_session
+from ...resume.extension import CrawlStateExtension, crawl_state
+from ...rules.crawling.eta import FrontierCensus
+from ...rules.files import pagedir
+from ...update.extension import UpdateExtension, sitemaps_read, update_session
+from ..progresslog import is_found_link, log_link
+from ..signals import page_done, page_writing
 from .dupefilter import NormalizedUrlDupeFilter
 from .engineturn import wake_engine
 from .frontier import FRONTIERS, Prioritizer, StoredRequest, request_depth
-from .progresslog import is_found_link, log_link
 from .serialize import request_to_dict
-from .signals import page_done, page_writing
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -2,7 +2,7 @@
 
 Pages saved, queued (by depth), failed, requests a second, the time so far,
 and the time left, estimated from the frontier and each host's politeness
-(rules/eta.py).  Only when stderr is a terminal, TSE_PROGRESS is on and the
+(rules/crawling/eta.py).  Only when stderr is a terminal, TSE_PROGRESS is on and the
 crawl is not a scrapyd job; the progress log on stdout is untouched (when
 stdout is the same terminal, its lines scroll above the status line).
 """
@@ -19,9 +19,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet import task
 
-from ..rules.crawlargs import is_yes
-from ..rules.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
-from ..terminal import StatusLine, at_least_sign, columns, is_terminal
+from ...rules.crawling.crawlargs import is_yes
+from ...rules.crawling.eta import Estimate, FrontierCensus, HostWork, estimate, format_clock, format_eta
+from ...terminal import StatusLine, at_least_sign, columns, is_terminal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from ..web.duplicates import named_canonical
+from ..web.urls import LinkResolver
 from . import analysis
-from .duplicates import named_canonical
 from .encodings import decode_page
 from .pagetext import (
     _NOT_VISIBLE,
@@ -26,7 +27,6 @@ from .pagetext import (
     title_of,
     visible_text_of,
 )
-from .urls import LinkResolver
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
 BODY_CHARACTERS = 500_000

@@ -21,8 +21,8 @@ import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from .pdftext import looks_like_pdf
-from .urls import LinkResolver, clean_href, normalize_url
+from ..text.pdftext import looks_like_pdf
+from ..web.urls import LinkResolver, clean_href, normalize_url
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})

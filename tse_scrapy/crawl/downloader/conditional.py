@@ -14,8 +14,8 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
-from ..rules import pagedir
-from ..update.extension import UpdateExtension, update_session
+from ...rules.files import pagedir
+from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

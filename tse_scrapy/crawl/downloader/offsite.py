@@ -16,9 +16,9 @@ from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.statscollectors import StatsCollector
 
-from ..rules.urls import DEFAULT_PREFIX, is_internal, normalize_url
-from .progresslog import is_found_link, log_link
-from .urlfilter import UrlFilter
+from ...rules.web.urls import DEFAULT_PREFIX, is_internal, normalize_url
+from ..progresslog import is_found_link, log_link
+from ..urlfilter import UrlFilter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .links import EXTRACTORS
-from .pagedir import MARKER, holds_pages
-from .urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
+from ..files.pagedir import MARKER, holds_pages
+from ..web.links import EXTRACTORS
+from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 
 ORDERS = ("tse", "bfs", "priority")
 MAX_DEPTH = 10

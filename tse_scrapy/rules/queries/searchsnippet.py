@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Sequence
 
-from . import analysis
+from ..text import analysis
 
 SNIPPET_CHARACTERS = 240
 BEFORE_CHARACTERS = 60  # shown before the first mark

@@ -1,0 +1,1 @@
+"""The crawl's downloader middlewares (``DOWNLOADER_MIDDLEWARES`` in ``settings.py``)."""

@@ -1,0 +1,1 @@
+"""The crawl's extensions (``EXTENSIONS``), its stats collector and its log formatter."""
