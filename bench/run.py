@@ -62,19 +62,47 @@ def main() -> int:
         + render_bench.run(mirror)
         + known_item_bench.run()
     )
-    report = "\n".join(
-        [
-            "# Benchmark results",
-            "",
-            f"Produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.",
-            f"Machine: {machine()}.",
-            "",
-            *sections,
-        ]
-    )
-    (ROOT / "bench" / "RESULTS.md").write_text(report)
+    header = [
+        "# Benchmark results",
+        "",
+        f"Sections produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC;"
+        " the sections it does not produce are kept as they were written.",
+        f"Machine: {machine()}.",
+        "",
+    ]
+    results = ROOT / "bench" / "RESULTS.md"
+    previous = results.read_text() if results.is_file() else ""
+    report = merged_report(previous, "\n".join(header), "\n".join(sections))
+    results.write_text(report)
     print(report)
     return 0
+
+
+def _sections(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The text before the first ``## `` heading, and each level-2 section as (heading, text)."""
+    head, found, current = [], [], None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("## "):
+            current = [line.rstrip("\n"), line]
+            found.append(current)
+        elif current is None:
+            head.append(line)
+        else:
+            current[1] += line
+    return "".join(head), [(heading, body) for heading, body in found]
+
+
+def merged_report(previous: str, header: str, produced: str) -> str:
+    """RESULTS.md after a run: *header*, then the sections of *previous* in their order, each
+    replaced by the section of *produced* with the same heading, then the sections only *produced*
+    has.  Sections written by hand (the dated runs of an issue) stay: a run adds, it never loses."""
+    _, old = _sections(previous)
+    _, new = _sections(produced)
+    fresh = dict(new)
+    merged = [fresh.pop(heading, body) for heading, body in old]
+    merged += [body for heading, body in new if heading in fresh]
+    pieces = [header.rstrip("\n") + "\n\n"] + [body if body.endswith("\n") else body + "\n" for body in merged]
+    return "".join(pieces)
 
 
 if __name__ == "__main__":

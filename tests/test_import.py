@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -218,25 +219,58 @@ def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, tmp_path):
         archive.write(wget_warc, "archive/data.warc.gz")
         archive.writestr("datapackage.json", json.dumps({"resources": [{"path": "archive/data.warc.gz"}]}))
         archive.writestr("pages/pages.jsonl", "")
-    for name, archive in (("plain", plain), ("wacz", wacz)):
+    whole = tmp_path / "whole.warc.gz"  # gzipped as one member, as `gzip site.warc` makes it
+    whole.write_bytes(gzip.compress(plain.read_bytes()))
+    for name, archive in (("plain", plain), ("wacz", wacz), ("gzipped-whole", whole)):
         (tmp_path / name).mkdir()
         result, pages = imported(tmp_path / name, archive)
         assert result.returncode == 0, result.stderr.decode()
         assert page_files(pages) == expected, name
 
 
-def test_a_truncated_archive_keeps_what_was_imported(wget_warc, tmp_path):
-    expected = archived_pages(wget_warc)
-    cut = tmp_path / "cut.warc.gz"
-    data = wget_warc.read_bytes()
-    with open(wget_warc, "rb") as stream:  # where the 8th response record starts: cut inside it
+def response_starts(archive: Path) -> list[int]:
+    """Where each response record of *archive* starts in it (warcio's offsets)."""
+    with open(archive, "rb") as stream:
         records = ArchiveIterator(stream)
-        starts = [records.get_record_offset() for record in records if record.rec_type == "response"]
-    cut.write_bytes(data[: starts[7] + 600])
+        return [records.get_record_offset() for record in records if record.rec_type == "response"]
+
+
+@pytest.mark.parametrize(
+    ("form", "past"),
+    [("gzipped", 600), ("gzipped", 10), ("plain", 600), ("plain", 20), ("gzipped-whole", 600), ("wacz", 10)],
+    ids=[
+        "in-a-payload",
+        "in-a-gzip-member-header",
+        "plain-in-a-payload",
+        "plain-in-warc-headers",
+        "gzipped-whole",
+        "a-wacz-member",
+    ],
+)
+def test_a_truncated_archive_keeps_what_was_imported(wget_warc, tmp_path, form, past):
+    expected = archived_pages(wget_warc)
+    archive = tmp_path / f"site.{form}"
+    gzipped = form in ("gzipped", "wacz")
+    archive.write_bytes(wget_warc.read_bytes() if gzipped else gzip.decompress(wget_warc.read_bytes()))
+    # Cut inside the 8th response record, *past* bytes after its start.
+    end = response_starts(archive)[7] + past
+    data = archive.read_bytes()
+    if form == "gzipped-whole":  # one gzip member, cut where it has given the plain file's first *end* bytes
+        deflate = zlib.compressobj(wbits=31)
+        first = deflate.compress(data[:end]) + deflate.flush(zlib.Z_SYNC_FLUSH)
+        data = first + deflate.compress(data[end:]) + deflate.flush()
+        end = len(first)
+    cut = tmp_path / "cut.warc"
+    cut.write_bytes(data[:end])
+    if form == "wacz":  # the cut WARC inside a whole zip file
+        cut = tmp_path / "cut.wacz"
+        with zipfile.ZipFile(cut, "w", zipfile.ZIP_DEFLATED) as wacz:
+            wacz.writestr("archive/data.warc.gz", data[:end])
     result, pages = imported(tmp_path, cut)
     assert result.returncode == 1
     lines = one_line_failure(result)
-    assert len(lines) == 2 and str(cut) in lines[0] and "cut short" in lines[0], lines
+    # A record cut in its WARC headers reads as one without Content-Length: "damaged at record N".
+    assert len(lines) == 2 and str(cut) in lines[0] and re.search(r": (cut short|damaged at record)", lines[0]), lines
     assert lines[1].startswith("tse import: ") and "1 archives not read to the end" in lines[1]
     found = page_files(pages)
     assert 0 < len(found) < len(expected)

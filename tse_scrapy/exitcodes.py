@@ -1,4 +1,4 @@
-"""Exit statuses and crawl finish reasons: one small module every layer may import."""
+"""Exit statuses, crawl finish reasons and an error's one line: one small module every layer may import."""
 
 OK = 0
 FAILED = 1  # the work failed: a crawl that stopped on an error, a file that cannot be used
@@ -11,3 +11,9 @@ FINISHED = "finished"
 PAGE_LIMIT = "closespider_pagecount"  # Scrapy's own name for the same stop
 WRITE_ERROR = "tse_write_error"  # a page file or the crawl state could not be written
 SUCCESS_REASONS = (FINISHED, PAGE_LIMIT)
+
+
+def first_line(error: BaseException) -> str:
+    """An error told in one line: the first line of its message (at most 200 characters), else its type."""
+    lines = str(error).strip().splitlines()
+    return lines[0][:200] if lines else type(error).__name__

@@ -1,21 +1,23 @@
-"""Reading web archives made by any tool: WARC (gzipped per record, or plain) and WACZ.
+"""Reading web archives made by any tool: WARC (gzipped per record, gzipped whole, or plain) and WACZ.
 
 warcio parses the records and undoes the transfer and content codings.  What warcio lets pass is
-checked here: a record cut short (warcio reads a truncated file to its end without an error), a
-payload over the size bound (never held whole: reading stops one byte past it), a file that is no
-archive at all.  Each problem is a ``BadArchive`` naming the file and where; what was read before
-it stays good.
+checked here: a record cut short (warcio reads a truncated file to its end without an error, and
+takes a record cut before its block for the end of the file), a payload over the size bound (never
+held whole: reading stops one byte past it), a file that is no archive at all.  A WARC gzipped as
+one member, which warcio refuses after its first record, is read again through ``gzip``.  Each
+problem is a ``BadArchive`` naming the file and where; what was read before it stays good.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import json
 import os
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import IO, Any
@@ -23,6 +25,7 @@ from typing import IO, Any
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from ..exitcodes import first_line
 from ..rules.files.webarchive import archived_url
 
 # A payload (decoded) larger than this is skipped: the crawl's own bound on a page (DOWNLOAD_MAXSIZE).
@@ -31,10 +34,20 @@ MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 WACZ_ARCHIVES = "archive/"
 MAX_DATAPACKAGE_BYTES = 16 * 1024 * 1024
 _CHUNK = 1 << 20
+_TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the start of a record cut short
 
 
 class BadArchive(Exception):
     """An archive that cannot be read (on): not an archive, damaged, cut short."""
+
+
+class _WholeFileGzip(Exception):
+    """A WARC gzipped whole (one gzip member, as ``gzip`` makes it), not record by record: warcio
+    stops after its first record; the file is read again through ``gzip``, past *records*."""
+
+    def __init__(self, records: int):
+        super().__init__(records)
+        self.records = records
 
 
 @dataclass
@@ -74,7 +87,9 @@ class Record:
                     break
                 pieces.append(piece)
                 size += len(piece)
-        except (zlib.error, OSError, EOFError, ValueError, zipfile.BadZipFile) as error:  # a damaged coding
+        except EOFError:  # the gzip stream of an archive gzipped whole ends in this record
+            raise BadArchive(f"{self.archive}: cut short in the record for {self.url}") from None
+        except (zlib.error, OSError, ValueError, zipfile.BadZipFile) as error:  # a damaged coding
             raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
         if size > MAX_PAYLOAD_BYTES:
             return None
@@ -98,7 +113,12 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
                 raise BadArchive(f"{name}: a damaged zip file ({error})") from None
             yield from _wacz_records(name, archive)
         else:
-            yield from _warc_records(name, file)
+
+            def from_start() -> IO[bytes]:
+                file.seek(0)
+                return file
+
+            yield from _records_of(name, from_start, os.fstat(file.fileno()).st_size)
 
 
 def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
@@ -106,12 +126,15 @@ def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
     if not members:
         raise BadArchive(f"{name}: a zip file with no WARC in {WACZ_ARCHIVES}: not a WACZ")
     for member in _wacz_order(wacz, members):
-        try:
-            stream = wacz.open(member)
-        except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
-            raise BadArchive(f"{name}: {member}: {error}") from None
-        with stream:
-            yield from _warc_records(f"{name}: {member}", stream)
+        with ExitStack() as opened:
+
+            def member_stream(member: str = member) -> IO[bytes]:
+                try:
+                    return opened.enter_context(wacz.open(member))
+                except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
+                    raise BadArchive(f"{name}: {member}: {error}") from None
+
+            yield from _records_of(f"{name}: {member}", member_stream, wacz.getinfo(member).file_size)
 
 
 def _is_warc_member(member: str) -> bool:
@@ -144,7 +167,21 @@ class _QuietArchiveIterator(ArchiveIterator):
         return found
 
 
-def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
+def _records_of(name: str, open_stream: Callable[[], IO[bytes]], size: int | None = None) -> Iterator[Record]:
+    """The records of the WARC *open_stream* gives (from its start each time it is called, *size*
+    bytes when known), whether gzipped record by record, gzipped whole, or plain."""
+    try:
+        yield from _warc_records(name, open_stream(), size=size)
+    except _WholeFileGzip as whole:
+        with gzip.GzipFile(fileobj=open_stream(), mode="rb") as stream:
+            yield from _warc_records(name, stream, skip=whole.records)
+
+
+def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None = None) -> Iterator[Record]:
+    """The records of *stream* after the first *skip* (each still checked whole); raises
+    _WholeFileGzip when the stream is a WARC gzipped whole and *skip* is 0.  With the stream's
+    *size*, bytes left after the last record warcio read (a record cut before its block: warcio
+    takes that for the end of the file) make it a BadArchive."""
     iterator = _QuietArchiveIterator(stream, ensure_http_headers=False)
     count = 0
     try:
@@ -154,6 +191,9 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
                 raise BadArchive(f"{name}: not a WARC file")
             if record.rec_headers.get_header("Content-Length") is None:  # warcio would read to the end
                 raise BadArchive(f"{name}: damaged at record {count}: a record without Content-Length")
+            if count <= skip:  # yielded by the reading that found the file gzipped whole
+                _read_to_end(record, name)
+                continue
             headers = record.rec_headers
             http = record.http_headers
             status = None
@@ -178,9 +218,15 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
             _read_to_end(record, name)
         if count == 0:
             raise BadArchive(f"{name}: not a WARC file (no record)")
+        if size is not None and iterator.offset < size:
+            stream.seek(iterator.offset)
+            if stream.read(_TAIL_BYTES).strip(b"\r\n\t \x00"):
+                raise BadArchive(f"{name}: cut short after record {count}")
     except ArchiveLoadFailed as error:
+        if "non-chunked gzip" in str(error) and not skip:
+            raise _WholeFileGzip(count) from None
         what = "not a WARC file" if count == 0 else f"damaged after record {count}"
-        raise BadArchive(f"{name}: {what} ({_first_line(error)})") from None
+        raise BadArchive(f"{name}: {what} ({first_line(error)})") from None
     except (
         zlib.error,
         EOFError,
@@ -191,8 +237,10 @@ def _warc_records(name: str, stream: IO[bytes]) -> Iterator[Record]:
         AttributeError,  # warcio on a record without a WARC-Target-URI
         zipfile.BadZipFile,  # a WACZ member that fails its CRC
     ) as error:
+        if isinstance(error, EOFError) and count:  # a gzip stream that ends before its end marker
+            raise BadArchive(f"{name}: cut short after record {count} ({first_line(error)})") from None
         what = "not a WARC file" if count == 0 else f"damaged after record {count}"
-        raise BadArchive(f"{name}: {what} ({type(error).__name__}: {_first_line(error)})") from None
+        raise BadArchive(f"{name}: {what} ({type(error).__name__}: {first_line(error)})") from None
 
 
 def _read_to_end(record: Any, name: str) -> None:
@@ -203,8 +251,3 @@ def _read_to_end(record: Any, name: str) -> None:
     if getattr(raw, "limit", 0) > 0:
         url = archived_url(record.rec_headers.get_header("WARC-Target-URI"))
         raise BadArchive(f"{name}: cut short in the record for {url}")
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:200] if text else type(error).__name__

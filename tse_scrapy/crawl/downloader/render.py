@@ -36,6 +36,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response
 
+from ...exitcodes import first_line
 from .robots import TseRobotsTxtMiddleware
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ class RenderMiddleware:
             )
         except PlaywrightError as error:
             self.stats.inc_value("tse/render_failed")
-            logger.warning("Cannot start the browser for %s: %s", response.url, _first_line(error))
+            logger.warning("Cannot start the browser for %s: %s", response.url, first_line(error))
             await self._drop_browser()
             return None
         load = _PageLoad(self, response)
@@ -226,9 +227,7 @@ class RenderMiddleware:
             crashed = load.has_crashed or "crash" in str(error).lower()
             self.stats.inc_value("tse/render_crashes" if crashed else "tse/render_failed")
             reason = "crashed" if crashed else "failed"
-            logger.warning(
-                "Rendering %s %s (%s): the page is kept as fetched", response.url, reason, _first_line(error)
-            )
+            logger.warning("Rendering %s %s (%s): the page is kept as fetched", response.url, reason, first_line(error))
             return None
         finally:
             try:
@@ -460,8 +459,3 @@ def _proxy_pac(proxy: dict[str, str] | None) -> str:
         "}\n"
     )
     return "data:application/x-ns-proxy-autoconfig;base64," + base64.b64encode(script.encode()).decode()
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0][:200] if lines else type(error).__name__
