@@ -414,10 +414,21 @@ WARC_HEAD = "WARC/1.0\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{n}>\r
 HTTP_PAGE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<title>{title}</title>"
 
 
-def raw_record(n: int, url: str | None, title: str, *, length: bool = True, status: bytes = b"200 OK") -> bytes:
-    """A plain WARC record written by hand (warcio's writer always writes what a damaged one lacks)."""
+def raw_record(
+    n: int,
+    url: str | None,
+    title: str,
+    *,
+    length: bool = True,
+    status: bytes = b"200 OK",
+    warc_header: str = "",
+    http_header: bytes = b"",
+) -> bytes:
+    """A plain WARC record written by hand (warcio's writer always writes what a damaged one lacks),
+    with *warc_header* and *http_header* lines added."""
     block = HTTP_PAGE.replace(b"200 OK", status).replace(b"{title}", title.encode())
-    head = WARC_HEAD.format(n=n) + "Content-Type: application/http; msgtype=response\r\n"
+    block = block.replace(b"\r\n\r\n", b"\r\n" + http_header + b"\r\n", 1)
+    head = WARC_HEAD.format(n=n) + warc_header + "Content-Type: application/http; msgtype=response\r\n"
     if url is not None:
         head += f"WARC-Target-URI: {url}\r\n"
     if length:
@@ -430,8 +441,14 @@ def raw_record(n: int, url: str | None, title: str, *, length: bool = True, stat
     [
         (raw_record(2, "http://site.test/b", "b", length=False), "without Content-Length"),
         (raw_record(2, None, "b"), "damaged"),
+        # Header lines are kept whole by warcio: a hostile line, or lines, past 1 MB stop the reading.
+        (
+            raw_record(2, "http://site.test/b", "b", warc_header="X-Long: " + "a" * 3_000_000 + "\r\n"),
+            "header lines of more",
+        ),
+        (raw_record(2, "http://site.test/b", "b", http_header=b"X-A: b\r\n" * 300_000), "header lines of more"),
     ],
-    ids=["no-content-length", "no-target-uri"],
+    ids=["no-content-length", "no-target-uri", "an-endless-warc-header-line", "endless-http-header-lines"],
 )
 def test_hand_made_damage_is_one_line_and_keeps_the_records_before(tmp_path, bad, said):
     warc = tmp_path / "hand.warc"

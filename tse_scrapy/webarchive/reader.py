@@ -34,6 +34,8 @@ MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 WACZ_ARCHIVES = "archive/"
 MAX_DATAPACKAGE_BYTES = 16 * 1024 * 1024
 _CHUNK = 1 << 20
+# A record's WARC and HTTP header lines together (warcio keeps them whole), at most.
+MAX_HEADER_BYTES = 1024 * 1024
 _TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the start of a record cut short
 
 
@@ -48,6 +50,10 @@ class _WholeFileGzip(Exception):
     def __init__(self, records: int):
         super().__init__(records)
         self.records = records
+
+
+class _HeaderLinesOverBound(ArchiveLoadFailed):
+    """A record whose header lines go past MAX_HEADER_BYTES."""
 
 
 @dataclass
@@ -156,7 +162,12 @@ def _wacz_order(wacz: zipfile.ZipFile, members: list[str]) -> list[str]:
 
 class _QuietArchiveIterator(ArchiveIterator):
     """warcio's iterator, but a record not followed by its blank lines (a wrong Content-Length: the
-    file is damaged there) stops the reading, instead of a warning on stderr and a guess."""
+    file is damaged there) stops the reading, instead of a warning on stderr and a guess; and header
+    lines are bounded (``_bound_header_lines``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        _bound_header_lines(self.reader)
 
     def _consume_blanklines(self) -> Any:
         errors = self.err_count
@@ -165,6 +176,28 @@ class _QuietArchiveIterator(ArchiveIterator):
         if self.err_count > errors:
             raise ArchiveLoadFailed("a record not followed by a blank line (its Content-Length is wrong)")
         return found
+
+
+def _bound_header_lines(reader: Any) -> None:
+    """At most MAX_HEADER_BYTES of lines read from warcio's *reader* between two reads of a block:
+    a record's WARC and HTTP headers are read line by line and kept whole, so a hostile file of one
+    endless line, or of endless header lines, would be held in memory; its blocks are read apart."""
+    readline, read = reader.readline, reader.read
+    left = [MAX_HEADER_BYTES]
+
+    def bounded_readline(length: int | None = None) -> bytes:
+        allowed = left[0] + 1
+        line = readline(allowed if not length or length > allowed else length)
+        left[0] -= len(line)
+        if left[0] < 0:
+            raise _HeaderLinesOverBound(f"header lines of more than {MAX_HEADER_BYTES // 1024} KB")
+        return line
+
+    def reading(*args: Any) -> bytes:
+        left[0] = MAX_HEADER_BYTES
+        return read(*args)
+
+    reader.readline, reader.read = bounded_readline, reading
 
 
 def _records_of(name: str, open_stream: Callable[[], IO[bytes]], size: int | None = None) -> Iterator[Record]:
@@ -222,6 +255,8 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             stream.seek(iterator.offset)
             if stream.read(_TAIL_BYTES).strip(b"\r\n\t \x00"):
                 raise BadArchive(f"{name}: cut short after record {count}")
+    except _HeaderLinesOverBound as error:
+        raise BadArchive(f"{name}: damaged at record {count + 1}: {error}") from None
     except ArchiveLoadFailed as error:
         if "non-chunked gzip" in str(error) and not skip:
             raise _WholeFileGzip(count) from None
