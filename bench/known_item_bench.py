@@ -50,6 +50,7 @@ from bench.search_bench import HOST, Server, ensure_index, get
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.text.pagetext import page_title, visible_text
 from tse_scrapy.rules.web.links import extract_links_html
+from tse_scrapy.search.app import PER_PAGE
 
 RANKINGS = ["bm25", "relevance"]
 # KNOWN_ITEM_RANKINGS=bm25 (say) measures only those: a slow ranking under work can take long.
@@ -61,7 +62,7 @@ PHRASES = 200
 EXCLUSIONS = 200
 CLIENTS = 8  # the latency's clients
 QUERY_CLIENTS = 4  # clients sending the titles, phrases and exclusions (to 2 worker processes on 2 cores)
-LATENCY_SECONDS = 20.0  # in all, split over REPEAT rounds
+LATENCY_SECONDS = 20.0  # for each page size of LATENCY_PAGES, split over REPEAT rounds
 WARM_UP = 400  # titles sent before the latency's rounds, not counted
 PARTS = ("titles", "phrases", "latency")
 KNOWN = WORK / "known-item"
@@ -686,10 +687,10 @@ def latency_part(queries: list[str]) -> tuple[dict[int | None, list[Round]], flo
     try:
         rank = PHRASE_RANK if PHRASE_RANK in RANKINGS and ranking_available(server.port, PHRASE_RANK) else "bm25"
         ask_all(server.port, [api_path(query, rank) for query in queries[:WARM_UP]], CLIENTS)
-        rounds = {
-            per_page: [_latency_round(server.port, queries, rank, n, per_page) for n in range(REPEAT)]
-            for per_page in LATENCY_PAGES
-        }
+        rounds: dict[int | None, list[Round]] = {per_page: [] for per_page in LATENCY_PAGES}
+        for n in range(REPEAT):  # the page sizes in turn, in an order that alternates
+            for per_page in LATENCY_PAGES if n % 2 == 0 else LATENCY_PAGES[::-1]:
+                rounds[per_page].append(_latency_round(server.port, queries, rank, n, per_page))
     finally:
         server.stop()
     return rounds, time.perf_counter() - began, rank
@@ -919,9 +920,10 @@ def latency_section(rounds: dict[int | None, list[Round]], seconds: float, rank:
         "",
         f"`tse serve` by default on the all-sites index; {CLIENTS} clients, one keep-alive `http.client` connection",
         f"each, each sending the {queries} as-typed titles of that index in its own seeded order, after a warm-up",
-        f"({min(WARM_UP, queries)} titles, not counted); for the server's first page of results (10, what a person's",
-        f"search shows) and for {TOP} results a page (what the MRR tables read), {repeat} rounds of"
-        f" {LATENCY_SECONDS / repeat:.1f} s each, medians ({seconds:.0f} s in all). Errors: any answer other than 200"
+        f"({min(WARM_UP, queries)} titles, not counted); for the server's first page of results ({PER_PAGE},",
+        f"what a person's search shows) and for {TOP} results a page (what the MRR tables read), {repeat} rounds"
+        f" of {LATENCY_SECONDS / repeat:.1f} s each, in turn, medians ({seconds:.0f} s in all).",
+        "Errors: any answer other than 200"
         + (" and 400 (the titles bm25 refuses: digits, non-ASCII letters)." if rank == "bm25" else "."),
         "",
         "| rank | results a page | requests | 200 | 400 (refused by bm25) | errors | p50 ms | p99 ms | requests/s |",
@@ -932,7 +934,7 @@ def latency_section(rounds: dict[int | None, list[Round]], seconds: float, rank:
         p99 = statistics.median(r.latencies[int(len(r.latencies) * 0.99)] for r in measured)
         rate = statistics.median(len(r.latencies) / r.wall for r in measured)
         lines.append(
-            f"| {rank} | {per_page or 'the first page (10)'} | {sum(len(r.latencies) for r in measured)}"
+            f"| {rank} | {per_page or f'the first page ({PER_PAGE})'} | {sum(len(r.latencies) for r in measured)}"
             f" | {sum(r.ok for r in measured)} | {sum(r.refused for r in measured)} | {sum(r.errors for r in measured)}"
             f" | {p50:.1f} | {p99:.1f} | {rate:.0f} |"
         )

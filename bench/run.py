@@ -98,9 +98,11 @@ def merged_report(previous: str, header: str, produced: str) -> str:
     has.  Sections written by hand (the dated runs of an issue) stay: a run adds, it never loses."""
     _, old = _sections(previous)
     _, new = _sections(produced)
-    fresh = dict(new)
+    fresh: dict[str, str] = {}
+    for heading, body in new:  # two produced sections of one heading stay together
+        fresh[heading] = fresh.get(heading, "") + (body if body.endswith("\n") else body + "\n")
     merged = [fresh.pop(heading, body) for heading, body in old]
-    merged += [body for heading, body in new if heading in fresh]
+    merged += [fresh.pop(heading) for heading, _ in new if heading in fresh]
     pieces = [header.rstrip("\n") + "\n\n"] + [body if body.endswith("\n") else body + "\n" for body in merged]
     return "".join(pieces)
 

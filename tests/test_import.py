@@ -221,7 +221,9 @@ def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, tmp_path):
         archive.writestr("pages/pages.jsonl", "")
     whole = tmp_path / "whole.warc.gz"  # gzipped as one member, as `gzip site.warc` makes it
     whole.write_bytes(gzip.compress(plain.read_bytes()))
-    for name, archive in (("plain", plain), ("wacz", wacz), ("gzipped-whole", whole)):
+    ended = tmp_path / "ended.warc.gz"  # an empty gzip member at the end, as a BGZF end block
+    ended.write_bytes(wget_warc.read_bytes() + gzip.compress(b""))
+    for name, archive in (("plain", plain), ("wacz", wacz), ("gzipped-whole", whole), ("empty-member-last", ended)):
         (tmp_path / name).mkdir()
         result, pages = imported(tmp_path / name, archive)
         assert result.returncode == 0, result.stderr.decode()
@@ -237,13 +239,22 @@ def response_starts(archive: Path) -> list[int]:
 
 @pytest.mark.parametrize(
     ("form", "past"),
-    [("gzipped", 600), ("gzipped", 10), ("plain", 600), ("plain", 20), ("gzipped-whole", 600), ("wacz", 10)],
+    [
+        ("gzipped", 600),
+        ("gzipped", 10),
+        ("plain", 600),
+        ("plain", 20),
+        ("gzipped-whole", 600),
+        ("gzipped-whole", 20),
+        ("wacz", 10),
+    ],
     ids=[
         "in-a-payload",
         "in-a-gzip-member-header",
         "plain-in-a-payload",
         "plain-in-warc-headers",
         "gzipped-whole",
+        "gzipped-whole-in-warc-headers",
         "a-wacz-member",
     ],
 )
@@ -391,6 +402,33 @@ def test_codings_revisits_redirects_and_captures(tmp_path):
     assert (pages / ".tse-charsets" / "import.tsv").read_text().splitlines()[0] == "http://site.test/\tutf-8"
 
 
+def test_a_revisit_under_another_url_links_from_its_own_url(tmp_path):
+    """The same bytes under /y/ (an identical-payload-digest revisit of /x/page.html): its relative
+    links are resolved against /y/page.html, as a browser there resolves them."""
+    html = [("Content-Type", "text/html")]
+    page = b"<title>page</title><a href='deep.html'>deeper</a>"
+    warc = tmp_path / "moved.warc.gz"
+    write_warc(warc, [("response", "http://site.test/x/page.html", *http_response("200 OK", html, page), {})])
+    with open(warc, "rb") as stream:
+        digest = next(ArchiveIterator(stream)).rec_headers.get_header("WARC-Payload-Digest")
+    more = tmp_path / "more.warc.gz"
+    write_warc(more, [
+        ("revisit", "http://site.test/y/page.html", StatusAndHeaders("200 OK", html, protocol="HTTP/1.1"), b"",
+         {"WARC-Payload-Digest": digest}),
+        ("response", "http://site.test/y/deep.html", *http_response("200 OK", html, b"<title>deep</title>"), {}),
+    ])  # fmt: skip
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    import_archives([str(warc), str(more)], str(pages))
+    # /x/page.html links to /x/deep.html (not archived); /y/page.html, reached by no link, starts a
+    # part of its own, and its link lands on /y/deep.html, one deeper.
+    assert {url: depth for url, (depth, _) in page_files(pages).items()} == {
+        "http://site.test/x/page.html": 0,
+        "http://site.test/y/page.html": 0,
+        "http://site.test/y/deep.html": 1,
+    }
+
+
 def test_a_payload_over_the_bound_is_skipped_unread(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "MAX_PAYLOAD_BYTES", 1000)
     html = [("Content-Type", "text/html")]
@@ -439,7 +477,9 @@ def raw_record(
 @pytest.mark.parametrize(
     ("bad", "said"),
     [
-        (raw_record(2, "http://site.test/b", "b", length=False), "without Content-Length"),
+        (raw_record(2, "http://site.test/b", "b", length=False), "without a Content-Length"),
+        # Cut just after the header's name: "Content-Length:" with no number.
+        (raw_record(2, "http://site.test/b", "b", length=False, warc_header="Content-Length: \r\n"), "without a"),
         (raw_record(2, None, "b"), "damaged"),
         # Header lines are kept whole by warcio: a hostile line, or lines, past 1 MB stop the reading.
         (
@@ -448,7 +488,13 @@ def raw_record(
         ),
         (raw_record(2, "http://site.test/b", "b", http_header=b"X-A: b\r\n" * 300_000), "header lines of more"),
     ],
-    ids=["no-content-length", "no-target-uri", "an-endless-warc-header-line", "endless-http-header-lines"],
+    ids=[
+        "no-content-length",
+        "an-empty-content-length",
+        "no-target-uri",
+        "an-endless-warc-header-line",
+        "endless-http-header-lines",
+    ],
 )
 def test_hand_made_damage_is_one_line_and_keeps_the_records_before(tmp_path, bad, said):
     warc = tmp_path / "hand.warc"

@@ -28,7 +28,8 @@ from types import TracebackType
 from ..atomicfile import partial_path
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import read_page_notes
-from ..rules.text.pagefields import PageText, page_text
+from ..rules.text.pagefields import PageText
+from ..rules.text.pagetext import page_title, visible_text
 from ..rules.text.words import word_counts
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, live_fingerprint
@@ -81,8 +82,10 @@ def page_rows(
     decoded, ``rules.text.pagefields.page_text``, when the indexer has it)."""
     # A URL line that is not UTF-8 is shown as the querier shows it (U+FFFD for each bad byte).
     url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    read = read or page_text(page.body, http_charset)
-    title, text = read.title, read.visible_text(TEXT_LIMIT)
+    if read is not None:
+        title, text = read.title, read.visible_text(TEXT_LIMIT)
+    else:  # cleaning only the text kept, not the whole page as page_text does
+        title, text = page_title(page.body, http_charset), visible_text(page.body, TEXT_LIMIT, http_charset)
     doc = (doc_id, url, title, sum(counts.values()), text)
     if key is None:
         return Rows(doc, None)

@@ -56,6 +56,36 @@ class _HeaderLinesOverBound(ArchiveLoadFailed):
     """A record whose header lines go past MAX_HEADER_BYTES."""
 
 
+class _GzipCut(Exception):
+    """A file gzipped whole that ends before its gzip stream does (not an EOFError: warcio takes
+    that for the end of the file, and would read a cut file as a whole one)."""
+
+
+class _Gunzipped(io.RawIOBase):
+    """The bytes of a file gzipped whole, for warcio: read a block at a time (``read1``: a cut
+    loses no byte read before it), and a stream cut short raising _GzipCut."""
+
+    def __init__(self, stream: IO[bytes]):
+        super().__init__()
+        self.gunzip = gzip.GzipFile(fileobj=stream, mode="rb")
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.gunzip.read1(size if size and size > 0 else _CHUNK)
+        except EOFError:
+            raise _GzipCut from None
+
+    def tell(self) -> int:
+        return self.gunzip.tell()
+
+    def close(self) -> None:
+        self.gunzip.close()
+        super().close()
+
+
 @dataclass
 class Record:
     """What the import needs of one WARC record."""
@@ -93,7 +123,7 @@ class Record:
                     break
                 pieces.append(piece)
                 size += len(piece)
-        except EOFError:  # the gzip stream of an archive gzipped whole ends in this record
+        except _GzipCut:  # the gzip stream of an archive gzipped whole ends in this record
             raise BadArchive(f"{self.archive}: cut short in the record for {self.url}") from None
         except (zlib.error, OSError, ValueError, zipfile.BadZipFile) as error:  # a damaged coding
             raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
@@ -167,7 +197,18 @@ class _QuietArchiveIterator(ArchiveIterator):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        _bound_header_lines(self.reader)
+        self._new_header_budget = _bound_header_lines(self.reader)
+
+    def _next_record(self, next_line: Any) -> Any:
+        self._new_header_budget()  # each record's headers have the whole bound
+        return super()._next_record(next_line)
+
+    def close(self) -> None:
+        # A gzip member still open at the end of the file: cut before its end (warcio takes the end
+        # of the bytes for the end of the archive, even inside a member).
+        decompressor = getattr(self.reader, "decompressor", None)
+        self.cut_in_a_member = decompressor is not None and not getattr(decompressor, "eof", True)
+        super().close()
 
     def _consume_blanklines(self) -> Any:
         errors = self.err_count
@@ -178,12 +219,16 @@ class _QuietArchiveIterator(ArchiveIterator):
         return found
 
 
-def _bound_header_lines(reader: Any) -> None:
-    """At most MAX_HEADER_BYTES of lines read from warcio's *reader* between two reads of a block:
-    a record's WARC and HTTP headers are read line by line and kept whole, so a hostile file of one
-    endless line, or of endless header lines, would be held in memory; its blocks are read apart."""
+def _bound_header_lines(reader: Any) -> Callable[[], None]:
+    """At most MAX_HEADER_BYTES of lines read from warcio's *reader* for a record's headers, or between
+    two reads of its block (the chunk-size lines of a chunked payload): warcio reads a record's WARC
+    and HTTP headers line by line and keeps them whole, so a hostile file of one endless line, or of
+    endless header lines, would be held in memory.  Returns what starts a record's bound anew."""
     readline, read = reader.readline, reader.read
     left = [MAX_HEADER_BYTES]
+
+    def anew() -> None:
+        left[0] = MAX_HEADER_BYTES
 
     def bounded_readline(length: int | None = None) -> bytes:
         allowed = left[0] + 1
@@ -198,6 +243,7 @@ def _bound_header_lines(reader: Any) -> None:
         return read(*args)
 
     reader.readline, reader.read = bounded_readline, reading
+    return anew
 
 
 def _records_of(name: str, open_stream: Callable[[], IO[bytes]], size: int | None = None) -> Iterator[Record]:
@@ -206,7 +252,7 @@ def _records_of(name: str, open_stream: Callable[[], IO[bytes]], size: int | Non
     try:
         yield from _warc_records(name, open_stream(), size=size)
     except _WholeFileGzip as whole:
-        with gzip.GzipFile(fileobj=open_stream(), mode="rb") as stream:
+        with _Gunzipped(open_stream()) as stream:
             yield from _warc_records(name, stream, skip=whole.records)
 
 
@@ -222,8 +268,9 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             count += 1
             if not (record.format or "").startswith("warc"):  # ARC, or text warcio took for ARC
                 raise BadArchive(f"{name}: not a WARC file")
-            if record.rec_headers.get_header("Content-Length") is None:  # warcio would read to the end
-                raise BadArchive(f"{name}: damaged at record {count}: a record without Content-Length")
+            length = record.rec_headers.get_header("Content-Length")
+            if length is None or not length.strip().isdigit():  # warcio would read to the end, or nothing
+                raise BadArchive(f"{name}: damaged at record {count}: a record without a Content-Length")
             if count <= skip:  # yielded by the reading that found the file gzipped whole
                 _read_to_end(record, name)
                 continue
@@ -251,16 +298,20 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             _read_to_end(record, name)
         if count == 0:
             raise BadArchive(f"{name}: not a WARC file (no record)")
+        if getattr(iterator, "cut_in_a_member", False):
+            raise BadArchive(f"{name}: cut short after record {count}")
         if size is not None and iterator.offset < size:
             stream.seek(iterator.offset)
-            if stream.read(_TAIL_BYTES).strip(b"\r\n\t \x00"):
+            if not _holds_no_record(stream.read(_TAIL_BYTES)):
                 raise BadArchive(f"{name}: cut short after record {count}")
     except _HeaderLinesOverBound as error:
         raise BadArchive(f"{name}: damaged at record {count + 1}: {error}") from None
+    except _GzipCut:
+        raise BadArchive(f"{name}: cut short after record {count}") from None
     except ArchiveLoadFailed as error:
         if "non-chunked gzip" in str(error) and not skip:
             raise _WholeFileGzip(count) from None
-        what = "not a WARC file" if count == 0 else f"damaged after record {count}"
+        what = "not a WARC file" if count == 0 and not skip else f"damaged after record {count}"
         raise BadArchive(f"{name}: {what} ({first_line(error)})") from None
     except (
         zlib.error,
@@ -274,8 +325,19 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
     ) as error:
         if isinstance(error, EOFError) and count:  # a gzip stream that ends before its end marker
             raise BadArchive(f"{name}: cut short after record {count} ({first_line(error)})") from None
-        what = "not a WARC file" if count == 0 else f"damaged after record {count}"
+        what = "not a WARC file" if count == 0 and not skip else f"damaged after record {count}"
         raise BadArchive(f"{name}: {what} ({type(error).__name__}: {first_line(error)})") from None
+
+
+def _holds_no_record(tail: bytes) -> bool:
+    """Whether the bytes after the last record warcio read hold no record: blank lines and padding,
+    or empty gzip members (a BGZF end block); a partial gzip member or any other byte is a record cut."""
+    if tail.startswith(b"\x1f\x8b"):
+        try:
+            tail = gzip.decompress(tail)
+        except (OSError, EOFError, zlib.error):
+            return False
+    return not tail.strip(b"\r\n\t \x00")
 
 
 def _read_to_end(record: Any, name: str) -> None:
