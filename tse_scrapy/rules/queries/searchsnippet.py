@@ -132,13 +132,19 @@ def _folded_words(
     stemmed in one of *languages*) with their terms, each with whether it follows the one before
     with no other word between."""
     distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-    terms: dict[str, dict[str, None]] = {word: {word: None} for word in distinct}
-    for language in languages:
-        for word, stem in zip(distinct, analysis.stem(distinct, language), strict=True):
-            terms[word][stem] = None
-    giving = {word: tuple(variants) for word, variants in terms.items() if not wanted.isdisjoint(variants)}
-    if not giving:
+    # Each distinct word stemmed once a language (a language without a stemmer leaves it as it is);
+    # only the words giving a wanted term, as the word or a stem, are kept with their terms.
+    stemmed = [analysis.stem(distinct, language) for language in dict.fromkeys(languages) if analysis.stemmer(language)]
+    hits = [index for index, word in enumerate(distinct) if word in wanted]
+    for stems in stemmed:
+        if not wanted.isdisjoint(stems):
+            hits += [index for index, stem in enumerate(stems) if stem in wanted]
+    if not hits:
         return
+    giving = {
+        distinct[index]: tuple(dict.fromkeys([distinct[index], *(stems[index] for stems in stemmed)]))
+        for index in sorted(set(hits))
+    }
     last = -2
     for index, word in enumerate(analysis.word_runs(folded)):
         found = giving.get(word.group())
