@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import contextlib
 import functools
 import os
 import platform
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +43,23 @@ def unpack_mirror() -> Path:
         with tarfile.open(SHARED / "mirror.tar.xz") as tar:
             tar.extractall(mirror, filter="data")
     return mirror
+
+
+@contextlib.contextmanager
+def site_server(root: Path) -> Iterator[str]:
+    """The site server (``tse_scrapy.devtools.siteserver``) serving the mirror *root* as an HTTP
+    proxy on 127.0.0.1, in a process of its own while the block runs; yields its proxy URL."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(root)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield server.stdout.readline().split()[-1]
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def env_with_proxy(proxy: str) -> dict:

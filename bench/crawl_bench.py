@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, MEMORY_OUT, REPEAT, ROOT, WORK, env_with_proxy, measure
+from bench.common import BIN, MEMORY_OUT, REPEAT, ROOT, WORK, env_with_proxy, measure, site_server
 from bench.index_bench import PREVIOUS_COMMIT, previous_code, tse_from
 from tse_scrapy.devtools.siteserver import SiteServer
 
@@ -201,34 +201,26 @@ def side_by_side(
     """FAST_ROUNDS rounds of the crawls *contenders_of* (proxy, round directory, work directory)
     gives, through the site server of *mirror*, each round starting with the next one; *checked*
     compares a round's page directories.  Wall seconds, peak RSS MB and files of each run."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    proxy = server.stdout.readline().split()[-1]
     results: dict[str, list[tuple[float, float, int | None]]] = {}
     work = MEMORY_OUT / f"tse-crawl-bench-{os.getpid()}"  # pages in memory (common.py)
     try:
-        shutil.rmtree(work, ignore_errors=True)
-        for round_ in range(FAST_ROUNDS):
-            # A directory of its own for each round, removed at the end.
-            out = work / f"round-{round_}"
-            # Each round starts with the next contender.
-            runs = list(contenders_of(proxy, out, work).items())
-            start = round_ % len(runs)
-            for name, (command, output) in runs[start:] + runs[:start]:
-                if output is not None:
-                    output.mkdir(parents=True)
-                wall, rss = measure(command, env_with_proxy(proxy), ok=(0, 8) if command[0] == "wget" else (0,))
-                pages = files_under(output) if output is not None else None
-                results.setdefault(name, []).append((wall, rss, pages))
-            checked(out)
-            shutil.rmtree(out)
+        with site_server(mirror) as proxy:
+            shutil.rmtree(work, ignore_errors=True)
+            for round_ in range(FAST_ROUNDS):
+                # A directory of its own for each round, removed at the end.
+                out = work / f"round-{round_}"
+                # Each round starts with the next contender.
+                runs = list(contenders_of(proxy, out, work).items())
+                start = round_ % len(runs)
+                for name, (command, output) in runs[start:] + runs[:start]:
+                    if output is not None:
+                        output.mkdir(parents=True)
+                    wall, rss = measure(command, env_with_proxy(proxy), ok=(0, 8) if command[0] == "wget" else (0,))
+                    pages = files_under(output) if output is not None else None
+                    results.setdefault(name, []).append((wall, rss, pages))
+                checked(out)
+                shutil.rmtree(out)
     finally:
-        server.terminate()
-        server.wait()
         shutil.rmtree(work, ignore_errors=True)
     return results
 

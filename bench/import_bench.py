@@ -21,11 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, MEMORY_OUT, REPEAT, ROOT, WORK, env_with_proxy, measure, unpack_mirror
+from bench.common import BIN, MEMORY_OUT, REPEAT, WORK, env_with_proxy, measure, site_server, unpack_mirror
+from bench.crawl_bench import WIKIPEDIA, wget_command
 
 ROUNDS = max(REPEAT, 5)
-WGET = ("wget", "-r", "-l", "2", "--no-parent", "-q", "-e", "use_proxy=yes")
-WIKIPEDIA = "http://cs50tse.cs.dartmouth.edu/tse/wikipedia/index.html"
 WARCIO_ALONE = r"""
 import sys
 from warcio.archiveiterator import ArchiveIterator
@@ -46,22 +45,12 @@ def wget_archive(mirror: Path) -> Path:
         return warc
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        proxy = server.stdout.readline().split()[-1]
+    with site_server(mirror) as proxy:
         subprocess.run(
-            [*WGET, "-P", str(work / "files"), "--warc-file", str(warc)[:-8], "-e", f"http_proxy={proxy}", WIKIPEDIA],
+            wget_command(proxy, work / "files", WIKIPEDIA, "--warc-file", str(warc)[: -len(".warc.gz")]),
             env=env_with_proxy(proxy),
             check=False,  # 8: some links answer 404
         )
-    finally:
-        server.terminate()
-        server.wait()
     shutil.rmtree(work / "files", ignore_errors=True)
     return warc
 

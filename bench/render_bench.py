@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, MEMORY_OUT, REPEAT, ROOT, env_with_proxy, measure, unpack_mirror
+from bench.common import BIN, MEMORY_OUT, REPEAT, env_with_proxy, measure, site_server, unpack_mirror
 
 PAGES = 100
 LONG = int(os.environ.get("BENCH_RENDER_LONG", "1000"))
@@ -102,64 +102,48 @@ def long_crawl(proxy: str, out: Path) -> list[str]:
 
 def long_only() -> list[str]:
     """The long crawl alone (``BENCH_RENDER_ONLY_LONG=1``)."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(unpack_mirror())],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     out = MEMORY_OUT / f"tse-render-bench-{os.getpid()}"
     try:
-        return long_crawl(server.stdout.readline().split()[-1], out)
+        with site_server(unpack_mirror()) as proxy:
+            return long_crawl(proxy, out)
     finally:
-        server.terminate()
-        server.wait()
         shutil.rmtree(out, ignore_errors=True)
 
 
 def run(mirror: Path | None = None) -> list[str]:
-    mirror = mirror or unpack_mirror()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tse_scrapy.devtools.siteserver", str(mirror)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
     out = MEMORY_OUT / f"tse-render-bench-{os.getpid()}"
     walls: dict[str, list[float]] = {"plain": [], "--render": []}
     rss: dict[str, list[float]] = {"plain": [], "--render": []}
     try:
-        proxy = server.stdout.readline().split()[-1]
-        rounds = max(REPEAT, 3)
-        for round_ in range(rounds):
-            kinds = [("plain", ()), ("--render", ("--render",))]
-            if round_ % 2:
-                kinds.reverse()
-            for name, options in kinds:
-                pagedir = out / f"{round_}-{name}"
-                pagedir.mkdir(parents=True)
-                wall, peak = measure(crawl_command(pagedir, PAGES, *options), env_with_proxy(proxy))
-                walls[name].append(wall)
-                rss[name].append(peak)
-        rows = [
-            "## `tse crawl --render` beside the plain crawl",
-            "",
-            f"The first {PAGES} pages of the wikipedia mirror (`--max-pages {PAGES}`, no delay), {rounds} rounds,"
-            " medians; peak RSS is the crawl's process alone (the browser runs in processes of its own).",
-            "",
-            "| crawl | wall s | s a page | peak RSS MB (crawl process) |",
-            "|---|---|---|---|",
-        ]
-        for name in walls:
-            wall = statistics.median(walls[name])
-            rows.append(f"| {name} | {wall:.2f} | {wall / PAGES:.3f} | {statistics.median(rss[name]):.0f} |")
-        extra = [(r - p) / PAGES for r, p in zip(walls["--render"], walls["plain"], strict=True)]
-        cost = statistics.median(extra) * 1000
-        rows += ["", f"`--render` costs {cost:.0f} ms more a page (median of the rounds).", ""]
-        rows += [*long_crawl(proxy, out), ""]
+        with site_server(mirror or unpack_mirror()) as proxy:
+            rounds = max(REPEAT, 3)
+            for round_ in range(rounds):
+                kinds = [("plain", ()), ("--render", ("--render",))]
+                if round_ % 2:
+                    kinds.reverse()
+                for name, options in kinds:
+                    pagedir = out / f"{round_}-{name}"
+                    pagedir.mkdir(parents=True)
+                    wall, peak = measure(crawl_command(pagedir, PAGES, *options), env_with_proxy(proxy))
+                    walls[name].append(wall)
+                    rss[name].append(peak)
+            rows = [
+                "## `tse crawl --render` beside the plain crawl",
+                "",
+                f"The first {PAGES} pages of the wikipedia mirror (`--max-pages {PAGES}`, no delay), {rounds} rounds,"
+                " medians; peak RSS is the crawl's process alone (the browser runs in processes of its own).",
+                "",
+                "| crawl | wall s | s a page | peak RSS MB (crawl process) |",
+                "|---|---|---|---|",
+            ]
+            for name in walls:
+                wall = statistics.median(walls[name])
+                rows.append(f"| {name} | {wall:.2f} | {wall / PAGES:.3f} | {statistics.median(rss[name]):.0f} |")
+            extra = [(r - p) / PAGES for r, p in zip(walls["--render"], walls["plain"], strict=True)]
+            cost = statistics.median(extra) * 1000
+            rows += ["", f"`--render` costs {cost:.0f} ms more a page (median of the rounds).", ""]
+            rows += [*long_crawl(proxy, out), ""]
     finally:
-        server.terminate()
-        server.wait()
         shutil.rmtree(out, ignore_errors=True)
     return rows
 
