@@ -14,6 +14,7 @@ are imported.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -228,16 +229,14 @@ class ArchiveImport:
             return
         self.summary.revisits += 1
         key = url_key(record.url)
+        capture = dataclasses.replace(referred, url=record.url, date=_unix_time(record.date))
         if record.status == 200:  # its own headers (identical payload, this answer's headers)
             content_type = record.header("Content-Type")
             charset = http_content_type_encoding(content_type) if content_type else None
-            referred = Capture(**{**referred.__dict__, "url": record.url, "http_charset": charset or None})
-            referred.date = _unix_time(record.date)
-            referred.robots = record.header_values("X-Robots-Tag")
-            referred.links_header = record.header_values("Link")
-        else:
-            referred = Capture(**{**referred.__dict__, "url": record.url, "date": _unix_time(record.date)})
-        self._keep(key, referred)
+            capture.http_charset = charset or None
+            capture.robots = record.header_values("X-Robots-Tag")
+            capture.links_header = record.header_values("Link")
+        self._keep(key, capture)
 
     def _keep(self, key: str, capture: Capture) -> None:
         number = self.graph.number(key)

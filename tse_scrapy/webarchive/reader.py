@@ -198,6 +198,7 @@ class _QuietArchiveIterator(ArchiveIterator):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._new_header_budget = _bound_header_lines(self.reader)
+        self.cut_in_a_member = False  # set on closing
 
     def _next_record(self, next_line: Any) -> Any:
         self._new_header_budget()  # each record's headers have the whole bound
@@ -239,7 +240,7 @@ def _bound_header_lines(reader: Any) -> Callable[[], None]:
         return line
 
     def reading(*args: Any) -> bytes:
-        left[0] = MAX_HEADER_BYTES
+        anew()
         return read(*args)
 
     reader.readline, reader.read = bounded_readline, reading
@@ -298,7 +299,7 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             _read_to_end(record, name)
         if count == 0:
             raise BadArchive(f"{name}: not a WARC file (no record)")
-        if getattr(iterator, "cut_in_a_member", False):
+        if iterator.cut_in_a_member:
             raise BadArchive(f"{name}: cut short after record {count}")
         if size is not None and iterator.offset < size:
             stream.seek(iterator.offset)

@@ -38,11 +38,10 @@ from scrapy.http import HtmlResponse, Response
 
 from ...exitcodes import first_line
 from .robots import TseRobotsTxtMiddleware
+from .warc import CODED_BODY_HEADERS, WarcMiddleware
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-
-    from .warc import WarcMiddleware
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +80,6 @@ CHROMIUM_SERVICE_HOSTS = (
     "gvt1.com",
     "gvt2.com",
 )
-# Headers the browser must not be told again: Scrapy has undone the codings of the body it hands over.
-DROPPED_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 
 
 def chromium_path(configured: str | None) -> str:
@@ -278,8 +275,6 @@ class RenderMiddleware:
         return self._middleware(TseRobotsTxtMiddleware)
 
     def warc(self) -> WarcMiddleware | None:
-        from .warc import WarcMiddleware
-
         return self._middleware(WarcMiddleware)
 
     def _middleware(self, kind: type[Any]) -> Any:
@@ -380,7 +375,7 @@ class _PageLoad:
         headers: dict[str, str] = {}
         for name, values in self.response.headers.items():
             key = name.decode("latin-1")
-            if key.lower() in DROPPED_HEADERS:
+            if key.lower() in CODED_BODY_HEADERS:  # Scrapy has undone the codings of the body
                 continue
             headers[key] = ", ".join(value.decode("latin-1") for value in values)
         return headers

@@ -42,8 +42,9 @@ WARC_1_1 = "https://iipc.github.io/warc-specifications/specifications/warc-forma
 # Scrapy has already undone the chunked coding of the body it hands over; a
 # Transfer-Encoding header would tell a WARC reader to undo it again.
 DROPPED_RESPONSE_HEADERS = {b"transfer-encoding"}
-# The browser hands over bodies decoded: the headers that describe the coded body are left out.
-DECODED_BY_THE_BROWSER = {"transfer-encoding", "content-encoding", "content-length"}
+# The headers that describe a body as it was coded on the wire: left out where the body is handed
+# over decoded (by the browser to this archive, by Scrapy to the browser: crawl/downloader/render.py).
+CODED_BODY_HEADERS = frozenset({"transfer-encoding", "content-encoding", "content-length"})
 # Meant for the proxy, not the server, and a secret: not archived.
 DROPPED_REQUEST_HEADERS = {b"proxy-authorization"}
 # The gzip level of each record.  warcio's own writer uses 9; here 1: on the wikipedia benchmark
@@ -216,7 +217,7 @@ class WarcMiddleware:
             url=url,
             date=self.writer.curr_warc_date(),
             status=status,
-            headers=[(name, value) for name, value in headers if name.lower() not in DECODED_BY_THE_BROWSER],
+            headers=[(name, value) for name, value in headers if name.lower() not in CODED_BODY_HEADERS],
             body=body,
             protocol="HTTP/1.1",
             ip_address=None,
