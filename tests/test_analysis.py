@@ -2,9 +2,11 @@
 
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
+import itertools
 import unicodedata
 
 import pytest
+import Stemmer
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -130,3 +132,111 @@ def test_token_offsets_lie_in_the_text(text):
 @given(st.lists(st.text(max_size=40), max_size=20))
 def test_words_of_each_property(texts):
     assert analysis.words_of_each(texts) == [analysis.words(text.replace("\x00", " ")) for text in texts]
+
+
+def _words_a_word_at_a_time(text: str) -> list[str]:
+    """``words`` written plainly: each run normalized, folded and cut into bigrams on its own (the
+    analyzer folds each distinct run once and looks the rest up: it must give the same words)."""
+    found = []
+    for run in analysis.word_runs_of(analysis.normalize(text)):
+        plain = analysis.fold(run)
+        for segmented, other in analysis._SCRIPT_RUN.findall(plain):
+            found.extend(analysis.bigrams(segmented) if segmented else [other] if other else [])
+    return found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ｐython３ et sécurité, SÉCURITÉ Straße",
+        "Ελληνικά κείμενα και Ελληνικά",
+        "Русский текст, русский ТЕКСТ",
+        "العربية والفارسية: کتاب كتاب",
+        "日本語のテキスト and 한국어 텍스트 中文文本",
+        "Tiếng Việt có dấu: Tiếng Việt",
+        "a\u0301\u0301 \u0301 ǰ _x_ 404",  # a run folding drops whole ("\u0301" alone) is no word
+    ],
+)
+def test_words_are_those_of_each_run_alone(text):
+    assert analysis.words(text) == _words_a_word_at_a_time(text)
+
+
+@given(st.text(max_size=300))
+def test_words_are_those_of_each_run_alone_property(text):
+    assert analysis.words(text) == _words_a_word_at_a_time(text)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["books", "running", "installation", "installer", "sécurité", "日本", "42"])
+        | st.text(max_size=12),
+        max_size=30,
+    )
+)
+def test_stems_are_the_stemmers_word_by_word(words):
+    # Whatever the memo of words stemmed before holds, each word's stem is the Snowball stemmer's.
+    fresh = Stemmer.Stemmer("english")
+    assert analysis.stem(words, "en") == [fresh.stemWord(word) for word in words]
+    assert [analysis.stem_word(word, "en") for word in words] == [fresh.stemWord(word) for word in words]
+    assert analysis.stem(words, None) == words
+
+
+def test_the_stem_memo_is_bounded(monkeypatch):
+    monkeypatch.setattr(analysis, "STEM_MEMO_WORDS", 10)
+    words = [f"reading{number}s" for number in range(25)]
+    assert analysis.stem(words[:12], "en") == [f"reading{number}" for number in range(12)]
+    assert analysis.stem(words[12:], "en") == [f"reading{number}" for number in range(12, 25)]
+    assert len(analysis._stem_memos["en"]) == 13  # a new memo, started when the last one was full
+
+
+@pytest.mark.parametrize(
+    "text, word, expected",
+    [
+        ("apt aptitude apt_get apt", "apt", [0, 13, 21]),  # "_" separates words
+        ("Москва, москвич, москва", "москва", [17]),
+        ("cafe\u0301 cafe", "cafe", [6]),  # a combining mark belongs to the word before it
+        ("日本語と日本", "日本", []),  # inside a longer run of letters
+        ("", "word", []),
+    ],
+)
+def test_whole_words(text, word, expected):
+    assert list(analysis.whole_words(text, word)) == expected
+
+
+@given(st.text(alphabet=st.sampled_from("ab_ \u0301é-1日"), max_size=40))
+def test_whole_words_are_where_word_runs_stand(text):
+    runs = [(found.start(), found.group()) for found in analysis._WORD_RUN.finditer(text.replace("_", " "))]
+    for word in dict.fromkeys(run for _, run in runs):
+        assert list(analysis.whole_words(text, word)) == [start for start, run in runs if run == word]
+    for (first_start, first), (start, _) in itertools.pairwise(runs):
+        assert not analysis.has_word_between(text, first_start + len(first), start)
+        assert analysis.has_word_between(text, first_start, start)
+
+
+def _giving_a_token_at_a_time(text, languages, wanted, starts):
+    """What ``tokens_giving`` gives, written plainly over ``tokens``."""
+    follows = False
+    for token in analysis.tokens(text, languages):
+        if not wanted.isdisjoint(token.terms) or (starts and token.terms[0][:1] in starts):
+            yield token, follows
+            follows = True
+        else:
+            follows = False
+
+
+def test_tokens_giving_say_which_follow_one_another():
+    found = analysis.tokens_giving("Books, a book, the 日本語の本", ["en"], {"book", "日本", "本語"})
+    assert [(token.start, follows) for token, follows in found] == [(0, False), (9, False), (19, False), (20, True)]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "book", "Books", "日本語", "ｶﾞ", "é", "_", "ab", "の"]), max_size=12).map(
+        " ".join
+    ),
+    st.sets(st.sampled_from(["a", "b", "book", "日本", "本語", "ab", "ガ"]), max_size=3),
+    st.sets(st.sampled_from(["日", "語"]), max_size=1),
+)
+def test_tokens_giving_is_the_tokens_giving_a_wanted_term(text, wanted, starts):
+    assert list(analysis.tokens_giving(text, ["en"], wanted, starts)) == list(
+        _giving_a_token_at_a_time(text, ["en"], wanted, starts)
+    )

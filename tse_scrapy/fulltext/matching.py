@@ -235,7 +235,7 @@ def _loose(clause: Clause) -> str | None:
 
 def word_forms(word: str, languages: list[str]) -> list[str]:
     """*word* (folded) and its stem in each language, each once."""
-    return list(dict.fromkeys([word, *(analysis.stem([word], language)[0] for language in languages)]))
+    return list(dict.fromkeys([word, *(analysis.stem_word(word, language) for language in languages)]))
 
 
 def _held(word: str, vocabulary: Vocabulary, languages: list[str]) -> list[str]:

@@ -42,6 +42,7 @@ through deletions, so an updated index answers as a full build does.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import shutil
@@ -50,6 +51,7 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import NamedTuple
 
 from ..atomicfile import partial_path
 from ..rules.text.pagefields import PageFields
@@ -89,18 +91,45 @@ def search_path(indexfile: str | os.PathLike) -> Path:
     return Path(str(indexfile) + SEARCH_SUFFIX)
 
 
+class PackedPage(NamedTuple):
+    """A page's fields as the writer inserts them, made in the indexing worker (``packed``): the large
+    ones compressed as the pages, beyond and links tables keep them, and the content digest, so that
+    the writer, one process for all the workers, only decompresses what FTS5 reads."""
+
+    fields: PageFields  # body, body_words, beyond, beyond_words and links left empty: they are below
+    body: bytes
+    body_words: bytes
+    beyond: bytes  # b"" for a page that is all body
+    beyond_words: bytes
+    links: bytes  # "target\tterms" lines, b"" for no links
+    digest: str
+
+    def links_listed(self) -> list[tuple[str, str]]:
+        return _decode_links(self.links) if self.links else []
+
+
 def packed(fields: PageFields) -> bytes:
-    """*fields* compressed, for the trip from an indexing worker to the writer: a range's fields
-    waiting for their turn would be tens of megabytes (its pages' terms and words twice)."""
-    return zlib.compress(pickle.dumps(fields, pickle.HIGHEST_PROTOCOL), 1)
+    """*fields* as a ``PackedPage``, for the trip from an indexing worker to the writer: a range's
+    fields waiting for their turn would be tens of megabytes uncompressed (its pages' terms and words twice)."""
+    listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
+    page = PackedPage(
+        dataclasses.replace(fields, body="", body_words="", beyond="", beyond_words="", links=()),
+        _compressed(fields.body),
+        _compressed(fields.body_words),
+        _compressed(fields.beyond) if fields.beyond else b"",
+        _compressed(fields.beyond_words) if fields.beyond else b"",
+        _compressed(listed) if listed else b"",
+        content_digest(fields.title_words, fields.body_words),
+    )
+    return pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
 
 
-def unpacked(blob: bytes) -> PageFields:
-    """The fields ``packed`` made (in a worker process of this indexer: never read from outside)."""
+def unpacked(blob: bytes) -> PackedPage:
+    """The page ``packed`` made (in a worker process of this indexer: never read from outside)."""
     # Bytes of our own worker, through its pipe (which multiprocessing pickles anyway).
-    fields = pickle.loads(zlib.decompress(blob))
-    assert isinstance(fields, PageFields)
-    return fields
+    page = pickle.loads(blob)
+    assert isinstance(page, PackedPage)
+    return page
 
 
 class SearchIndexWriter:
@@ -121,8 +150,8 @@ class SearchIndexWriter:
             self.db.close()
             raise
 
-    def add(self, doc_id: int, url: str, fields: PageFields) -> None:
-        _insert_page(self.db, doc_id, url, fields, self.canonicals.get(url))
+    def add(self, doc_id: int, url: str, page: PackedPage) -> None:
+        _insert_page(self.db, doc_id, url, page, self.canonicals.get(url))
 
     def add_vocabulary(self, spellings: dict[str, str]) -> None:
         """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
@@ -178,9 +207,9 @@ def update(
             _delete_page(db, doc_id)
         for doc_id in sorted(added):
             url, blob = added[doc_id]
-            fields = unpacked(blob)
-            _insert_page(db, doc_id, url, fields, (canonicals or {}).get(url))
-            targets.update(target for target, _ in fields.links)
+            page = unpacked(blob)
+            _insert_page(db, doc_id, url, page, (canonicals or {}).get(url))
+            targets.update(target for target, _ in page.links_listed())
             targets.add(url)
         gathered = _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
@@ -229,36 +258,43 @@ def _fast_writes(db: sqlite3.Connection) -> None:
 
 
 def _insert_page(
-    db: sqlite3.Connection, doc_id: int, url: str, fields: PageFields, noted_canonical: str | None = None
+    db: sqlite3.Connection, doc_id: int, url: str, page: PackedPage, noted_canonical: str | None = None
 ) -> None:
-    """*noted_canonical*: the one the page's Link headers named (``.tse-canonical``); its head's is in *fields*."""
-    body, body_words = _compressed(fields.body), _compressed(fields.body_words)
-    digest = content_digest(fields.title_words, fields.body_words)
+    """*noted_canonical*: the one the page's Link headers named (``.tse-canonical``); its head's is in *page*."""
+    fields = page.fields
     canonical = agreed_canonical(noted_canonical, fields.canonical)
-    db.execute("INSERT INTO same VALUES (?, ?, ?)", (doc_id, digest, canonical or ""))
+    db.execute("INSERT INTO same VALUES (?, ?, ?)", (doc_id, page.digest, canonical or ""))
     db.execute(
         "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (doc_id, url, fields.language, fields.title, fields.headings, fields.url, body, fields.title_words, body_words),
+        (
+            doc_id,
+            url,
+            fields.language,
+            fields.title,
+            fields.headings,
+            fields.url,
+            page.body,
+            fields.title_words,
+            page.body_words,
+        ),
     )
     db.execute(
         "INSERT INTO fts(rowid, title, headings, url, body) VALUES (?, ?, ?, ?, ?)",
-        (doc_id, fields.title, fields.headings, fields.url, fields.body),
+        (doc_id, fields.title, fields.headings, fields.url, _decompressed(page.body)),
     )
     db.execute(
-        "INSERT INTO phrases_fts(rowid, title, body) VALUES (?, ?, ?)", (doc_id, fields.title_words, fields.body_words)
+        "INSERT INTO phrases_fts(rowid, title, body) VALUES (?, ?, ?)",
+        (doc_id, fields.title_words, _decompressed(page.body_words)),
     )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
-    if fields.beyond:
+    if page.beyond:
+        db.execute("INSERT INTO beyond VALUES (?, ?, ?)", (doc_id, page.beyond, page.beyond_words))
         db.execute(
-            "INSERT INTO beyond VALUES (?, ?, ?)",
-            (doc_id, _compressed(fields.beyond), _compressed(fields.beyond_words)),
+            "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)",
+            (doc_id, _decompressed(page.beyond), _decompressed(page.beyond_words)),
         )
-        db.execute(
-            "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)", (doc_id, fields.beyond, fields.beyond_words)
-        )
-    if fields.links:
-        listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
-        db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, _compressed(listed)))
+    if page.links:
+        db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
     db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", fields.vocabulary)
 
 

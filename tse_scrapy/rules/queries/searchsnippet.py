@@ -55,7 +55,7 @@ def _found(
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
         words = _folded_words(folded, languages, wanted)
     else:
-        words = _giving(analysis.tokens(text, languages), wanted, starts)
+        words = analysis.tokens_giving(text, languages, wanted, starts)
     # Each mark is looked for where it ends: at a word giving a term of its last position.
     ending: dict[str, list[Sequence[Collection[str]]]] = {}
     for sequence in marks:
@@ -81,20 +81,6 @@ def _found(
             ):
                 found.append((recent[len(recent) - len(sequence)].start, token.end))
     return found, bool(found) and window is not None and len(text) > found[0][0] + window
-
-
-def _giving(
-    tokens: Iterable[analysis.Token], wanted: set[str], starts: set[str]
-) -> Iterator[tuple[analysis.Token, bool]]:
-    """The *tokens* that give a term of *wanted*, or start with a character of *starts*, each with
-    whether it follows the one before with no other word between."""
-    follows = False
-    for token in tokens:
-        if not wanted.isdisjoint(token.terms) or (starts and token.terms[0][:1] in starts):
-            yield token, follows
-            follows = True
-        else:
-            follows = False
 
 
 def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -145,12 +131,16 @@ def _folded_words(
         distinct[index]: tuple(dict.fromkeys([distinct[index], *(stems[index] for stems in stemmed)]))
         for index in sorted(set(hits))
     }
-    last = -2
-    for index, word in enumerate(analysis.word_runs(folded)):
-        found = giving.get(word.group())
-        if found:
-            yield analysis.Token(found, word.start(), word.end()), index == last + 1
-            last = index
+    # Found where they stand by a search for each (few words give a wanted term), not by reading every word.
+    found = sorted((start, word) for word in giving for start in analysis.whole_words(folded, word))
+    last_end = -1
+    for start, word in found:
+        end = start + len(word)
+        yield (
+            analysis.Token(giving[word], start, end),
+            last_end >= 0 and not analysis.has_word_between(folded, last_end, start),
+        )
+        last_end = end
 
 
 def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -75,6 +76,7 @@ _MARKS = _mark_ranges() + "\u200c\u200d"
 # A word: a run of letters, digits and marks ("_" is made a space first: \w holds it).  A run holding a
 # character of a bigram script is cut again into runs in those scripts and runs outside them.
 _WORD_RUN = re.compile(f"[\\w{_MARKS}]+")
+_WORD_CHARACTER = re.compile(f"[^\\W_]|[{_MARKS}]")
 _SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+)|([^{_BIGRAM_RANGES}]+)")
 
 # Marks dropped by folding.
@@ -149,6 +151,13 @@ _NOT_ONE_CHARACTER = re.compile(
 )
 # Only text holding one of these can change when folded (a fast test that skips most of a page).
 _FOLDABLE = re.compile(f"[{_character_class(_FOLDED)}]")
+# Folded a run of them at a time: ``str.translate`` looks every character up, and most are not foldable.
+_FOLDABLE_RUN = re.compile(f"[{_character_class(_FOLDED)}]+")
+
+
+def _folded_run(found: re.Match[str]) -> str:
+    return found.group().translate(_FOLDED)
+
 
 # Snowball stemmers by ISO 639-1 language code.
 STEMMERS = {
@@ -213,7 +222,7 @@ def fold(text: str) -> str:
     """Normalized *text* without accents (see the module's docstring)."""
     if text.isascii() or not _FOLDABLE.search(text):
         return text
-    return text.translate(_FOLDED)
+    return _FOLDABLE_RUN.sub(_folded_run, text)
 
 
 def words(text: str) -> list[str]:
@@ -229,27 +238,34 @@ def words_and_spellings(text: str) -> tuple[list[str], dict[str, str]]:
 
 
 def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> list[str]:
-    text = text.replace("_", " ")
-    # Folded a word at a time: most words of most pages are ASCII, and folding never moves a
-    # word's bounds (it drops marks, which are inside words, or spells a letter as letters).
-    spelled = _WORD_RUN.findall(text)
-    runs = [run if run.isascii() else run.translate(_FOLDED) for run in spelled]
-    if spellings is not None and not text.isascii():
-        for as_spelled in dict.fromkeys(spelled):  # distinct, in order: the first spelling wins
-            if not as_spelled.isascii():
-                run = as_spelled.translate(_FOLDED)
-                if run != as_spelled:
-                    spellings.setdefault(run, as_spelled)
-    if text.isascii() or not _BIGRAM_CHAR.search(text):
-        return [run for run in runs if run]
+    spelled = _WORD_RUN.findall(text.replace("_", " "))
+    if text.isascii():
+        return spelled
+    # Folded a distinct word at a time (a page has a fourth as many distinct words as words, most of
+    # them ASCII), then looked up word by word in C: folding never moves a word's bounds (it drops
+    # marks, which are inside words, or spells a letter as letters).
+    folded = dict.fromkeys(spelled, "")
+    segmented = emptied = False
+    for run in folded:
+        if run.isascii():
+            folded[run] = run
+            continue
+        plain = folded[run] = run.translate(_FOLDED)
+        if spellings is not None and plain != run:
+            spellings.setdefault(plain, run)  # distinct, in order: the first spelling wins
+        segmented = segmented or bool(_BIGRAM_CHAR.search(plain))
+        emptied = emptied or not plain
+    runs = list(map(folded.__getitem__, spelled))
+    if not segmented:
+        return [run for run in runs if run] if emptied else runs
     found: list[str] = []
     for run in runs:
         if not _BIGRAM_CHAR.search(run):
             if run:
                 found.append(run)
             continue
-        for segmented, word in _SCRIPT_RUN.findall(run):
-            found.extend(bigrams(segmented) if segmented else [word])
+        for segmented_run, word in _SCRIPT_RUN.findall(run):
+            found.extend(bigrams(segmented_run) if segmented_run else [word])
     return found
 
 
@@ -269,11 +285,6 @@ def bigrams(run: str) -> list[str]:
     return [run[index : index + 2] for index in range(len(run) - 1)]
 
 
-def word_runs(text: str) -> Iterator[re.Match[str]]:
-    """The runs of letters, digits and marks of *text* ("_" separating), where they stand."""
-    return _WORD_RUN.finditer(text.replace("_", " "))
-
-
 def aligned_fold(text: str) -> str | None:
     """``fold(normalize(text))`` when it maps each character of *text* to one character (so that
     positions in it are positions in *text*), else None."""
@@ -285,6 +296,23 @@ def aligned_fold(text: str) -> str | None:
     if len(folded) != len(text) or _NOT_ONE_CHARACTER.search(folded):
         return None
     return fold(folded)
+
+
+def whole_words(text: str, word: str) -> Iterator[int]:
+    """Where *word* (a run of letters, digits and marks) stands in *text* as a whole run, as
+    ``word_runs_of`` would find it; left to right."""
+    at = text.find(word)
+    while at != -1:
+        end = at + len(word)
+        if (at == 0 or not _WORD_CHARACTER.match(text, at - 1)) and not _WORD_CHARACTER.match(text, end):
+            yield at
+        # A whole run cannot start inside a word's characters: the next one is at *end* or past it.
+        at = text.find(word, end)
+
+
+def has_word_between(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` holds a run of letters, digits or marks ("_" separating)."""
+    return _WORD_CHARACTER.search(text, start, end) is not None
 
 
 def word_runs_of(text: str) -> list[str]:
@@ -316,14 +344,42 @@ def language_code(tag: str | None) -> str | None:
 def stemmer(language: str | None) -> Stemmer.Stemmer | None:
     """The Snowball stemmer of *language* (an ISO 639 code), or None when there is none."""
     name = STEMMERS.get(language or "")
-    return Stemmer.Stemmer(name) if name else None
+    if not name:
+        return None
+    found = Stemmer.Stemmer(name)
+    found.maxCacheSize = 0  # ``stem`` keeps its own memo: PyStemmer's cache would only slow it down
+    return found
+
+
+# Each language's stems of the words it stemmed last, to this many words: PyStemmer costs about 1 µs
+# a word (0.5 µs from its own cache), a dict lookup a tenth of that, and a page's words are mostly
+# words stemmed before.  About 10 MB a language when full; then a new memo is started (replaced,
+# not cleared: a thread still reading the old one finds every word it added to it).
+STEM_MEMO_WORDS = 50_000
+_stem_memos: dict[str, dict[str, str]] = {}
 
 
 def stem(terms: list[str], language: str | None) -> list[str]:
     """*terms* stemmed in *language* (as they are where it has no stemmer).  Bigrams and numbers are
     left as they are by every stemmer, as is a word of another script."""
     found = stemmer(language)
-    return found.stemWords(terms) if found is not None else terms
+    if found is None:
+        return terms
+    assert language is not None  # a stemmer is a language's
+    memo = _stem_memos.get(language)
+    if memo is None or len(memo) >= STEM_MEMO_WORDS:
+        memo = _stem_memos[language] = {}
+    missing = list(set(terms).difference(memo))
+    if missing:
+        memo.update(zip(missing, found.stemWords(missing), strict=True))
+    return list(map(memo.__getitem__, terms))
+
+
+def stem_word(word: str, language: str | None) -> str:
+    """``stem([word], language)[0]``: a query's word, stemmed in each of an index's languages."""
+    memo = _stem_memos.get(language or "")
+    found = memo.get(word) if memo is not None else None
+    return found if found is not None else stem([word], language)[0]
 
 
 def terms(text: str, language: str | None = None) -> list[str]:
@@ -337,8 +393,30 @@ def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Tok
 
     A run of a bigram script gives a token a bigram (its two characters), or one token for the whole
     run when normalizing changed its length."""
-    languages = tuple(languages)
-    variants: dict[str, tuple[str, ...]] = {}  # a word's terms, worked out once a call
+    return (token for token, _ in _tokens(text, tuple(languages), None, frozenset()))
+
+
+def tokens_giving(
+    text: str, languages: Iterable[str | None], wanted: AbstractSet[str], starts: AbstractSet[str] = frozenset()
+) -> Iterator[tuple[Token, bool]]:
+    """The ``tokens`` of *text* that give a term of *wanted*, or start with a character of *starts*,
+    each with whether it follows the one before with no other word between: what a snippet marks.
+    Lazy; the other words are passed over without a token made (a bigram script has one a character)."""
+    return _tokens(text, tuple(languages), wanted, starts)
+
+
+def _tokens(
+    text: str, languages: tuple[str | None, ...], wanted: AbstractSet[str] | None, starts: AbstractSet[str]
+) -> Iterator[tuple[Token, bool]]:
+    # A word's terms, worked out once in a process for these languages (see STEM_MEMO_WORDS).
+    variants = _variant_memos.get(languages)
+    if variants is None or len(variants) >= STEM_MEMO_WORDS:
+        variants = _variant_memos[languages] = {}
+    follows = False  # whether the last word was kept
+
+    def kept(terms: tuple[str, ...]) -> bool:
+        return wanted is None or not wanted.isdisjoint(terms) or (bool(starts) and terms[0][:1] in starts)
+
     for word_run in _WORD_RUN.finditer(text.replace("_", " ")):
         run = word_run.group()
         if not _BIGRAM_CHAR.search(run):
@@ -346,19 +424,35 @@ def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Tok
             if found is None:
                 found = variants[run] = _variants(words(run), languages)
             if found:
-                yield Token(found, word_run.start(), word_run.end())
+                keep = kept(found)
+                if keep:
+                    yield Token(found, word_run.start(), word_run.end()), follows
+                follows = keep
             continue
         for script_run in _SCRIPT_RUN.finditer(run):
             segmented, piece = script_run.group(1), script_run.group()
-            analyzed = words(piece)
+            # Normalized text in these scripts (most of it) is its own words: no case, no accents to fold.
+            plain = segmented and unicodedata.is_normalized("NFKC", piece) and piece.casefold() == piece
+            analyzed = bigrams(piece) if plain else words(piece)
             if not analyzed:
                 continue
             start = word_run.start() + script_run.start()
             if segmented and len(analyzed) == max(1, len(piece) - 1):
-                for index, pair in enumerate(analyzed):
-                    yield Token((pair,), start + index, start + index + len(pair))
+                for index, pair in enumerate(analyzed):  # a token a character: the check inline
+                    if wanted is None or pair in wanted or (starts and pair[:1] in starts):
+                        yield Token((pair,), start + index, start + index + len(pair)), follows
+                        follows = True
+                    else:
+                        follows = False
             else:
-                yield Token(_variants(analyzed, languages), start, start + len(piece))
+                found = _variants(analyzed, languages)
+                keep = kept(found)
+                if keep:
+                    yield Token(found, start, start + len(piece)), follows
+                follows = keep
+
+
+_variant_memos: dict[tuple[str | None, ...], dict[str, tuple[str, ...]]] = {}
 
 
 def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:

@@ -1,0 +1,66 @@
+"""Latency of `tse serve` with rank=relevance, this checkout against another commit's code, side by
+side in the same rounds (the known-item bench's all-sites index, titles as typed, 8 keep-alive
+clients, the first page of results).  `.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
+other commit is checked out as a git worktree under bench/work.  Prints one line a round and the medians."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+from bench.common import BIN, WORK
+from bench.index_bench import tse_from, worktree
+from bench.known_item_bench import (
+    ALL,
+    CLIENTS,
+    KNOWN,
+    WARM_UP,
+    Server,
+    _latency_round,
+    api_path,
+    ask_all,
+    build,
+    index_path,
+    known_items,
+    sites,
+)
+
+
+def run(commit: str, rounds: int) -> list[str]:
+    build(sites())
+    items, _, _ = known_items(KNOWN / "pages" / ALL, lambda _: ("", ""))
+    queries = [item.title for item in items]
+    other = worktree(WORK / f"latency-{commit}", commit)
+    contenders = {commit: tse_from(other), "this checkout": [str(BIN / "tse")]}
+    found: dict[str, list[tuple[float, float, float, int]]] = {name: [] for name in contenders}
+    lines = []
+    for number in range(rounds):
+        order = list(contenders) if number % 2 == 0 else list(contenders)[::-1]
+        for name in order:
+            server = Server(KNOWN / "pages" / ALL, index_path(ALL), None, contenders[name])
+            try:
+                server.first_answer("/healthz")
+                ask_all(server.port, [api_path(query, "relevance") for query in queries[:WARM_UP]], CLIENTS)
+                measured = _latency_round(server.port, queries, "relevance", number, None)  # the first page
+            finally:
+                server.stop()
+            latencies = sorted(measured.latencies)
+            p50, p99 = statistics.median(latencies), latencies[int(len(latencies) * 0.99)]
+            rate = len(latencies) / measured.wall
+            found[name].append((p50, p99, rate, measured.errors))
+            lines.append(
+                f"round {number + 1} {name}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rate:.0f} requests/s, "
+                f"{measured.errors} errors"
+            )
+            print(lines[-1], flush=True)
+    for name, values in found.items():
+        lines.append(
+            f"{name}: median p50 {statistics.median(v[0] for v in values):.1f} ms, "
+            f"p99 {statistics.median(v[1] for v in values):.1f} ms, "
+            f"{statistics.median(v[2] for v in values):.0f} requests/s, errors {sum(v[3] for v in values)}"
+        )
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 4)))
