@@ -181,44 +181,106 @@ def test_stems_are_the_stemmers_word_by_word(words):
     assert analysis.stem(words, None) == words
 
 
-def test_the_stem_memo_is_bounded(monkeypatch):
-    monkeypatch.setattr(analysis, "STEM_MEMO_WORDS", 10)
+def test_the_memos_are_bounded(monkeypatch):
+    monkeypatch.setattr(analysis, "MEMO_WORDS", 10)
+    monkeypatch.setattr(analysis, "MEMOS_WORDS", 14)
+    monkeypatch.setattr(analysis, "_stem_memos", {})
     words = [f"reading{number}s" for number in range(25)]
     assert analysis.stem(words[:12], "en") == [f"reading{number}" for number in range(12)]
     assert analysis.stem(words[12:], "en") == [f"reading{number}" for number in range(12, 25)]
     assert len(analysis._stem_memos["en"]) == 13  # a new memo, started when the last one was full
+    for language in ("fr", "de", "es"):
+        analysis.stem(["livres"], language)
+    assert list(analysis._stem_memos) == ["fr", "de", "es"]  # past 14 words in all: the least recently used dropped
+    long_word = "a" * 200 + "ings"
+    assert analysis.stem([long_word, "books"], "en") == Stemmer.Stemmer("english").stemWords([long_word, "books"])
+    assert long_word not in analysis._stem_memos["en"] and "books" in analysis._stem_memos["en"]  # not kept
+
+
+def test_the_terms_of_words_read_are_kept_once_for_languages_alike():
+    list(analysis.tokens("books", [None, "xx", "en"]))
+    list(analysis.tokens("books", ["en", None, "en"]))
+    assert ("en",) in analysis._variant_memos  # languages without a stemmer give no terms of their own
+    assert (None, "xx", "en") not in analysis._variant_memos
 
 
 @pytest.mark.parametrize(
-    "text, word, expected",
+    "text, words, expected",
     [
-        ("apt aptitude apt_get apt", "apt", [0, 13, 21]),  # "_" separates words
-        ("Москва, москвич, москва", "москва", [17]),
-        ("cafe\u0301 cafe", "cafe", [6]),  # a combining mark belongs to the word before it
-        ("日本語と日本", "日本", []),  # inside a longer run of letters
-        ("", "word", []),
+        ("apt aptitude apt_get apt", ["apt"], [(0, "apt"), (13, "apt"), (21, "apt")]),  # "_" separates
+        ("Москва, москвич, москва", ["москва"], [(17, "москва")]),
+        ("cafe\u0301 cafe", ["cafe"], [(6, "cafe")]),  # a combining mark belongs to the word before it
+        ("日本語と日本", ["日本"], []),  # inside a longer run of letters
+        ("the book, a books", ["books", "book"], [(4, "book"), (12, "books")]),
+        ("", ["word"], []),
     ],
 )
-def test_whole_words(text, word, expected):
-    assert list(analysis.whole_words(text, word)) == expected
+def test_word_positions(text, words, expected):
+    assert analysis.word_positions(text, words) == expected
 
 
-@given(st.text(alphabet=st.sampled_from("ab_ \u0301é-1日"), max_size=40))
-def test_whole_words_are_where_word_runs_stand(text):
+def test_word_positions_inside_long_words_read_every_word():
+    # A word found thousands of times inside a longer one: read a word at a time, same answer.
+    text = "a" * 100_000 + " " + " ".join("a" * length for length in range(1, 9))
+    found = analysis.word_positions(text, {"a" * length: None for length in range(1, 9)})
+    assert found == [(100_001 + sum(range(1, length)) + length - 1, "a" * length) for length in range(1, 9)]
+
+
+@given(st.text(alphabet=st.sampled_from("ab_ \u0301é-1日"), max_size=40), st.integers(0, 3))
+def test_word_positions_are_where_word_runs_stand(text, misses):
     runs = [(found.start(), found.group()) for found in analysis._WORD_RUN.finditer(text.replace("_", " "))]
-    for word in dict.fromkeys(run for _, run in runs):
-        assert list(analysis.whole_words(text, word)) == [start for start, run in runs if run == word]
+    distinct = list(dict.fromkeys(run for _, run in runs))
+    analysis._POSITION_MISSES = misses  # both ways: by searching, and reading every word
+    try:
+        assert analysis.word_positions(text, distinct) == runs
+    finally:
+        analysis._POSITION_MISSES = 64
     for (first_start, first), (start, _) in itertools.pairwise(runs):
         assert not analysis.has_word_between(text, first_start + len(first), start)
         assert analysis.has_word_between(text, first_start, start)
 
 
+# Text of the characters analysis treats apart: marks alone and joined, joiners, soft hyphens, "_",
+# half-width kana and voiced marks, Hangul jamo, compatibility ideographs, ß, dotted İ, final sigma,
+# Arabic and Persian letters, letters past U+FFFF, accented Latin.
+_ODD_TEXT = st.text(
+    alphabet=st.sampled_from(list("ab é\u0301\u200c\u200d\u00ad_ｶﾞｧ\u1100\u1161\uf900日本ßİςكيأ\U00020000ẞǰ. ")),
+    max_size=60,
+)
+
+
+@given(_ODD_TEXT)
+def test_fold_is_a_character_at_a_time(text):
+    assert analysis.fold(text) == text.translate(analysis._FOLDED)
+
+
+@given(_ODD_TEXT)
+def test_odd_text_words_are_those_of_each_run_alone(text):
+    assert analysis.words(text) == _words_a_word_at_a_time(text)
+
+
 def _giving_a_token_at_a_time(text, languages, wanted, starts):
-    """What ``tokens_giving`` gives, written plainly over ``tokens``."""
+    """What ``tokens_giving`` gives, written plainly: each run's words analyzed alone (``words``, no
+    memo), a bigram a token where normalizing kept the run's length, and the filter."""
+    tokens = []
+    for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
+        for script_run in analysis._SCRIPT_RUN.finditer(word_run.group()):
+            piece, start = script_run.group(), word_run.start() + script_run.start()
+            found = analysis.words(piece)
+            if found and script_run.group(1) and len(found) == max(1, len(piece) - 1):
+                tokens += [((pair,), start + index, start + index + len(pair)) for index, pair in enumerate(found)]
+            elif found:
+                stems = [
+                    word
+                    for language in languages
+                    if language in analysis.STEMMERS
+                    for word in Stemmer.Stemmer(analysis.STEMMERS[language]).stemWords(found)
+                ]
+                tokens.append((tuple(dict.fromkeys(found + stems)), start, start + len(piece)))
     follows = False
-    for token in analysis.tokens(text, languages):
-        if not wanted.isdisjoint(token.terms) or (starts and token.terms[0][:1] in starts):
-            yield token, follows
+    for terms, start, end in tokens:
+        if not wanted.isdisjoint(terms) or (starts and terms[0][:1] in starts):
+            yield analysis.Token(terms, start, end), follows
             follows = True
         else:
             follows = False

@@ -115,3 +115,30 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     answer = engine.answer("installation", "relevance")
     assert answer.error and "run tse index again" in answer.error
+
+
+def anchor_terms(indexfile) -> dict[int, str]:
+    with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
+        return dict(db.execute("SELECT doc_id, terms FROM anchors"))
+
+
+def test_links_with_tabs_and_newlines_in_their_urls(tmp_path):
+    # A browser (and the crawl) drops tabs and newlines inside a URL: the anchor text reaches the page.
+    pages = {
+        1: ("http://h/target.html", 0, b"<title>target</title>the target page"),
+        2: ("http://h/a.html", 1, b'<title>a</title><a href="/tar\nget.html">zeppelin</a> <a href="/x\ty.html">x</a>'),
+        3: ("http://h/xy.html", 1, b"<title>b</title>another page"),
+    }
+    write_pages(tmp_path / "pages", pages)
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
+    assert anchor_terms(tmp_path / "index") == {1: "zeppelin", 3: "x"}
+    write_pages(
+        tmp_path / "pages", {3: ("http://h/xy.html", 1, b'<title>b</title><a href="/target\r\n.html">airship</a>')}
+    )
+    result = run_tse("index", tmp_path / "pages", tmp_path / "index", "--update")
+    assert result.returncode == 0 and "cannot update" not in result.stderr.decode(), result.stderr.decode()
+    assert anchor_terms(tmp_path / "index") == {1: "zeppelin airship", 3: "x"}
+    assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
+    updated, fresh = rows(tmp_path / "index"), rows(tmp_path / "fresh")
+    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))  # as above: words of pages gone kept
+    assert updated == fresh

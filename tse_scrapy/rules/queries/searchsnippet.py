@@ -132,9 +132,8 @@ def _folded_words(
         for index in sorted(set(hits))
     }
     # Found where they stand by a search for each (few words give a wanted term), not by reading every word.
-    found = sorted((start, word) for word in giving for start in analysis.whole_words(folded, word))
     last_end = -1
-    for start, word in found:
+    for start, word in analysis.word_positions(folded, giving):
         end = start + len(word)
         yield (
             analysis.Token(giving[word], start, end),

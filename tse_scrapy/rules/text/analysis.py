@@ -29,11 +29,12 @@ original text for highlighting.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import Stemmer
 
@@ -298,16 +299,31 @@ def aligned_fold(text: str) -> str | None:
     return fold(folded)
 
 
-def whole_words(text: str, word: str) -> Iterator[int]:
-    """Where *word* (a run of letters, digits and marks) stands in *text* as a whole run, as
-    ``word_runs_of`` would find it; left to right."""
-    at = text.find(word)
-    while at != -1:
-        end = at + len(word)
-        if (at == 0 or not _WORD_CHARACTER.match(text, at - 1)) and not _WORD_CHARACTER.match(text, end):
-            yield at
-        # A whole run cannot start inside a word's characters: the next one is at *end* or past it.
-        at = text.find(word, end)
+# Misses (a word found inside a longer one) after which ``word_positions`` reads every word instead.
+_POSITION_MISSES = 64
+
+
+def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
+    """Where each of *words* (runs of letters, digits and marks) stands in *text* as a whole run, as
+    ``word_runs_of`` finds them: (start, word), in order.  Found by a search for each; a text that
+    holds them mostly inside longer words (``aaaa… a``) is read a word at a time instead, as it then costs less."""
+    found = []
+    misses = 0
+    for word in words:
+        at = text.find(word)
+        while at != -1:
+            end = at + len(word)
+            if (at == 0 or not _WORD_CHARACTER.match(text, at - 1)) and not _WORD_CHARACTER.match(text, end):
+                found.append((at, word))
+            else:
+                misses += 1
+                if misses > _POSITION_MISSES:
+                    spaced = text.replace("_", " ")
+                    return [(run.start(), run.group()) for run in _WORD_RUN.finditer(spaced) if run.group() in words]
+            # A whole run cannot start inside a word's characters: the next one is at *end* or past it.
+            at = text.find(word, end)
+    found.sort()
+    return found
 
 
 def has_word_between(text: str, start: int, end: int) -> bool:
@@ -351,12 +367,32 @@ def stemmer(language: str | None) -> Stemmer.Stemmer | None:
     return found
 
 
-# Each language's stems of the words it stemmed last, to this many words: PyStemmer costs about 1 µs
-# a word (0.5 µs from its own cache), a dict lookup a tenth of that, and a page's words are mostly
-# words stemmed before.  About 10 MB a language when full; then a new memo is started (replaced,
-# not cleared: a thread still reading the old one finds every word it added to it).
-STEM_MEMO_WORDS = 50_000
+# Memos of words analyzed before, kept by each process: a language's stems (PyStemmer costs about 1 µs
+# a word, a dict lookup a tenth of that, and a page's words are mostly words stemmed before), and the
+# terms of the words snippets read.  Bounded: a memo holds MEMO_WORDS words of at most
+# MEMO_WORD_CHARACTERS (longer ones are worked out each time), then a new one is started; the memos
+# of a kind hold MEMOS_WORDS words together (about 20 MB), the least recently used dropped first.
+# A memo is replaced, never cleared: a thread still reading it finds every word it added.
+MEMO_WORDS = 10_000
+MEMOS_WORDS = 100_000
+MEMO_WORD_CHARACTERS = 64
 _stem_memos: dict[str, dict[str, str]] = {}
+_memos_lock = threading.Lock()
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def _memo(memos: dict[_Key, dict[str, _Value]], key: _Key) -> dict[str, _Value]:
+    """The memo of *key* in *memos* (a new one when there is none or it is full), made the last used."""
+    with _memos_lock:
+        memo = memos.pop(key, None)
+        if memo is None or len(memo) >= MEMO_WORDS:
+            memo = {}
+        memos[key] = memo  # last in the dict's order: the last used
+        held = sum(map(len, memos.values()))
+        while held > MEMOS_WORDS and len(memos) > 1:
+            held -= len(memos.pop(next(iter(memos))))
+        return memo
 
 
 def stem(terms: list[str], language: str | None) -> list[str]:
@@ -366,13 +402,17 @@ def stem(terms: list[str], language: str | None) -> list[str]:
     if found is None:
         return terms
     assert language is not None  # a stemmer is a language's
-    memo = _stem_memos.get(language)
-    if memo is None or len(memo) >= STEM_MEMO_WORDS:
-        memo = _stem_memos[language] = {}
+    memo = _memo(_stem_memos, language)
     missing = list(set(terms).difference(memo))
-    if missing:
-        memo.update(zip(missing, found.stemWords(missing), strict=True))
-    return list(map(memo.__getitem__, terms))
+    if not missing:
+        return list(map(memo.__getitem__, terms))
+    stems = found.stemWords(missing)
+    if all(len(word) <= MEMO_WORD_CHARACTERS for word in missing):  # (most calls)
+        memo.update(zip(missing, stems, strict=True))
+        return list(map(memo.__getitem__, terms))
+    fresh = dict(zip(missing, stems, strict=True))
+    memo.update((word, stemmed) for word, stemmed in fresh.items() if len(word) <= MEMO_WORD_CHARACTERS)
+    return [fresh[term] if term in fresh else memo[term] for term in terms]
 
 
 def stem_word(word: str, language: str | None) -> str:
@@ -408,10 +448,9 @@ def tokens_giving(
 def _tokens(
     text: str, languages: tuple[str | None, ...], wanted: AbstractSet[str] | None, starts: AbstractSet[str]
 ) -> Iterator[tuple[Token, bool]]:
-    # A word's terms, worked out once in a process for these languages (see STEM_MEMO_WORDS).
-    variants = _variant_memos.get(languages)
-    if variants is None or len(variants) >= STEM_MEMO_WORDS:
-        variants = _variant_memos[languages] = {}
+    # A word's terms, worked out once in a process (see MEMO_WORDS): they depend only on the languages
+    # that have a stemmer, in their order.
+    variants = _memo(_variant_memos, tuple(dict.fromkeys(code for code in languages if stemmer(code))))
     follows = False  # whether the last word was kept
 
     def kept(terms: tuple[str, ...]) -> bool:
@@ -422,7 +461,9 @@ def _tokens(
         if not _BIGRAM_CHAR.search(run):
             found = variants.get(run)
             if found is None:
-                found = variants[run] = _variants(words(run), languages)
+                found = _variants(words(run), languages)
+                if len(run) <= MEMO_WORD_CHARACTERS:
+                    variants[run] = found
             if found:
                 keep = kept(found)
                 if keep:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote
 
 from ..web.duplicates import named_canonical
-from ..web.urls import LinkResolver
+from ..web.urls import LinkResolver, clean_href
 from . import analysis
 from .encodings import decode_page
 from .pagetext import (
@@ -182,7 +182,7 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         href = match.group(1) or match.group(2) or match.group(3) or ""
         if "&" in href:
             href = html.unescape(href)
-        href = href.strip()
+        href = clean_href(href)  # as a browser and the crawl take it: no tab or newline inside
         if not href or href[0] == "#":
             continue
         target = resolve(href)
