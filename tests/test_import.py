@@ -7,6 +7,7 @@ manual), served by nginx on 127.0.0.1; the archives are made by running wget and
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -288,14 +289,30 @@ def test_a_truncated_archive_keeps_what_was_imported(wget_warc, tmp_path, form, 
     assert all(expected[url] == body for url, (_, body) in found.items())
 
 
+def damaged_inside_its_largest_member(data: bytes) -> bytes:
+    """*data* (a WARC gzipped record by record) with 64 bytes in the middle of its largest gzip member
+    damaged: past the member's first read, where warcio writes the error on stderr and reads on."""
+    members = []
+    for found in re.finditer(b"\x1f\x8b\x08", data):
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        with contextlib.suppress(zlib.error):
+            inflate.decompress(data[found.start() :])
+            if inflate.eof:
+                members.append((len(data) - found.start() - len(inflate.unused_data), found.start()))
+    size, start = max(members)
+    middle = start + size // 2
+    return data[:middle] + bytes(b ^ 0x5A for b in data[middle : middle + 64]) + data[middle + 64 :]
+
+
 @pytest.mark.parametrize(
     ("damage", "said"),
     [
         (lambda data: b"just some text, no archive\n" * 10, "not a WARC file"),
         (lambda data: data[:5000] + bytes(b ^ 0x5A for b in data[5000:5400]) + data[5400:], "damaged"),
+        (damaged_inside_its_largest_member, "damaged"),
         (lambda data: b"", "not a WARC file"),
     ],
-    ids=["not-a-warc", "corrupt-gzip", "empty"],
+    ids=["not-a-warc", "corrupt-gzip", "damaged-inside-a-member", "empty"],
 )
 def test_a_bad_archive_is_one_line(wget_warc, tmp_path, damage, said):
     bad = tmp_path / "bad.warc.gz"
@@ -304,6 +321,7 @@ def test_a_bad_archive_is_one_line(wget_warc, tmp_path, damage, said):
     assert result.returncode == 1
     lines = one_line_failure(result)
     assert said in lines[0] and str(bad) in lines[0], lines
+    assert len(lines) == 2 and lines[1].startswith("tse import: "), lines  # nothing else on stderr
     assert len(page_files(pages)) == len(archived_pages(wget_warc))
 
 

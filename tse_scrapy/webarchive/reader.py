@@ -198,6 +198,7 @@ class _QuietArchiveIterator(ArchiveIterator):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._new_header_budget = _bound_header_lines(self.reader)
+        _damage_raised(self.reader)
         self.cut_in_a_member = False  # set on closing
 
     def _next_record(self, next_line: Any) -> Any:
@@ -218,6 +219,22 @@ class _QuietArchiveIterator(ArchiveIterator):
         if self.err_count > errors:
             raise ArchiveLoadFailed("a record not followed by a blank line (its Content-Length is wrong)")
         return found
+
+
+def _damage_raised(reader: Any) -> None:
+    """A gzip member that cannot be decompressed past its start raises ``zlib.error`` from warcio's
+    *reader* (the file is damaged there): warcio writes the error on stderr, once a read, and reads on
+    as if the member had ended.  At a member's start warcio's own guess stays (a plain stream)."""
+    decompress = getattr(reader, "_decompress", None)
+    if decompress is None:
+        return
+
+    def checked(data: bytes) -> bytes:
+        if reader.decompressor and data and reader.num_block_read != 0:
+            return reader.decompressor.decompress(data)
+        return decompress(data)
+
+    reader._decompress = checked
 
 
 def _bound_header_lines(reader: Any) -> Callable[[], None]:
