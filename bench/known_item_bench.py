@@ -666,11 +666,23 @@ def found_on_later_pages(port: int, query: str, answer: dict, doc_id: int) -> bo
 class Round:
     """One round of the latency part."""
 
-    latencies: list[float]
+    latencies: list[float]  # sorted
     ok: int
     refused: int
     errors: int
     wall: float
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies)
+
+    @property
+    def p99(self) -> float:
+        return self.latencies[int(len(self.latencies) * 0.99)]
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.wall
 
 
 # The pages of results the latency asks for: the server's default first page (what a person's search
@@ -930,9 +942,9 @@ def latency_section(rounds: dict[int | None, list[Round]], seconds: float, rank:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for per_page, measured in rounds.items():
-        p50 = statistics.median(statistics.median(r.latencies) for r in measured)
-        p99 = statistics.median(r.latencies[int(len(r.latencies) * 0.99)] for r in measured)
-        rate = statistics.median(len(r.latencies) / r.wall for r in measured)
+        p50 = statistics.median(r.p50 for r in measured)
+        p99 = statistics.median(r.p99 for r in measured)
+        rate = statistics.median(r.rate for r in measured)
         lines.append(
             f"| {rank} | {per_page or f'the first page ({PER_PAGE})'} | {sum(len(r.latencies) for r in measured)}"
             f" | {sum(r.ok for r in measured)} | {sum(r.refused for r in measured)} | {sum(r.errors for r in measured)}"

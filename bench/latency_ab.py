@@ -44,13 +44,10 @@ def run(commit: str, rounds: int) -> list[str]:
                 measured = _latency_round(server.port, queries, "relevance", number, None)  # the first page
             finally:
                 server.stop()
-            latencies = sorted(measured.latencies)
-            p50, p99 = statistics.median(latencies), latencies[int(len(latencies) * 0.99)]
-            rate = len(latencies) / measured.wall
-            found[name].append((p50, p99, rate, measured.errors))
+            found[name].append((measured.p50, measured.p99, measured.rate, measured.errors))
             lines.append(
-                f"round {number + 1} {name}: p50 {p50:.1f} ms, p99 {p99:.1f} ms, {rate:.0f} requests/s, "
-                f"{measured.errors} errors"
+                f"round {number + 1} {name}: p50 {measured.p50:.1f} ms, p99 {measured.p99:.1f} ms, "
+                f"{measured.rate:.0f} requests/s, {measured.errors} errors"
             )
             print(lines[-1], flush=True)
     for name, values in found.items():

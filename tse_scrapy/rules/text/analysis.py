@@ -377,6 +377,7 @@ MEMO_WORDS = 10_000
 MEMOS_WORDS = 100_000
 MEMO_WORD_CHARACTERS = 64
 _stem_memos: dict[str, dict[str, str]] = {}
+_variant_memos: dict[tuple[str | None, ...], dict[str, tuple[str, ...]]] = {}  # by languages with a stemmer
 _memos_lock = threading.Lock()
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
@@ -491,9 +492,6 @@ def _tokens(
                 if keep:
                     yield Token(found, start, start + len(piece)), follows
                 follows = keep
-
-
-_variant_memos: dict[tuple[str | None, ...], dict[str, tuple[str, ...]]] = {}
 
 
 def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:
