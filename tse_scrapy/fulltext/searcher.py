@@ -14,10 +14,11 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from itertools import chain
 
+from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
@@ -32,6 +33,12 @@ ANCHOR_WEIGHT = 0.5
 # Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
+# Titles are scored from memory (KeptField) for at most TITLES_SCORED matched pages (more: by FTS5,
+# which scores only the rows holding a phrase); at most TITLES_KEPT titles and PHRASE_COUNTS_KEPT
+# phrases' counts are kept (about 10 MB for 20,000 titles).
+TITLES_SCORED = 500
+TITLES_KEPT = 50_000
+PHRASE_COUNTS_KEPT = 100_000
 
 
 @dataclass
@@ -60,6 +67,9 @@ class SearchIndex:
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
+        # The titles' scores worked out from their words (the anchor text, up to thousands of words a
+        # page, is scored by FTS5: kept in memory it would take tens of megabytes).
+        self.titles = KeptField(db, "titles_fts", "SELECT doc_id, title FROM pages WHERE doc_id IN ({})")
 
     @classmethod
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
@@ -122,7 +132,7 @@ class SearchIndex:
             self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
-            if expression:
+            if expression and not (table == "titles_fts" and self.titles.add_scores(scores, weight, expression)):
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
@@ -172,3 +182,66 @@ class SearchIndex:
 
     def close(self) -> None:
         self.db.close()
+
+
+class KeptField:
+    """A one-column FTS5 table (titles) scored as its ``bm25()`` scores it (``rules.queries.fts5bm25``)
+    from its rows' tokens, read as needed and kept: FTS5 would walk each phrase's whole list of rows
+    a query to count them, and score every row holding one, where only the matched pages' are wanted."""
+
+    def __init__(self, db: sqlite3.Connection, table: str, rows: str):
+        """*rows*: the query giving the docIDs and texts as inserted in *table* of the docIDs in its ``{}``."""
+        self.db = db
+        self.table = table
+        self._rows_sql = rows
+        record = db.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+        try:
+            self.count, tokens = fts5bm25.averages(record[0]) if record else (0, 0)
+        except ValueError:  # not a record this code reads: FTS5 scores every query
+            self.count, tokens = -1, 0
+        self.average = tokens / self.count if self.count > 0 else 0.0
+        self.rows: dict[int, tuple[str, ...]] = {}
+        self._held: dict[tuple[str, ...], int] = {}
+
+    def add_scores(self, scores: dict[int, float], weight: float, expression: str) -> bool:
+        """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
+        ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
+        expression with a prefix query, more than TITLES_SCORED pages."""
+        phrases = fts5bm25.expression_phrases(expression)
+        if phrases is None or len(scores) > TITLES_SCORED or self.count < 0:
+            return False
+        if not self.average:  # no row holds a token: none matches
+            return True
+        idfs = [fts5bm25.idf(self.count, self.held(phrase)) for phrase in phrases]
+        rows = self._read(scores.keys())
+        for doc_id in scores:
+            tokens = rows.get(doc_id)
+            score = fts5bm25.bm25(tokens, phrases, idfs, self.average) if tokens else None
+            if score is not None:
+                scores[doc_id] -= weight * score
+        return True
+
+    def _read(self, doc_ids: Iterable[int]) -> dict[int, tuple[str, ...]]:
+        """The rows kept, with those of *doc_ids* among them (an empty title as no tokens)."""
+        missing = [doc_id for doc_id in doc_ids if doc_id not in self.rows]
+        if missing:
+            if len(self.rows) + len(missing) > TITLES_KEPT:
+                self.rows = {}
+            sql = self._rows_sql.format(", ".join("?" * len(missing)))
+            self.rows.update(dict.fromkeys(missing, ()))
+            self.rows.update((doc_id, fts5bm25.ascii_tokens(text)) for doc_id, text in self.db.execute(sql, missing))
+        return self.rows
+
+    def held(self, phrase: tuple[str, ...]) -> int:
+        """How many rows hold *phrase*."""
+        found = self._held.get(phrase)
+        if found is None:
+            found = 0
+            if phrase:
+                quoted = '"' + " ".join(phrase) + '"'
+                sql = f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?"
+                found = self.db.execute(sql, (quoted,)).fetchone()[0]
+            if len(self._held) >= PHRASE_COUNTS_KEPT:
+                self._held.clear()
+            self._held[phrase] = found
+        return found

@@ -1,0 +1,191 @@
+"""FTS5's bm25() worked out in Python (rules/queries/fts5bm25.py, fulltext/searcher.KeptField): the
+same floats as SQLite's own, which is the oracle here."""
+
+import contextlib
+import math
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.multilingual import write_fixture_directory
+from tse_scrapy.fulltext import searcher
+from tse_scrapy.fulltext.matching import compile_query
+from tse_scrapy.fulltext.searcher import TITLE_WEIGHT, KeptField, SearchIndex
+from tse_scrapy.fulltext.store import search_path
+from tse_scrapy.index.indexer import write_index_files
+from tse_scrapy.rules.queries import fts5bm25
+from tse_scrapy.rules.queries.searchquery import parse_search_query
+
+
+@pytest.mark.parametrize(
+    "text, tokens",
+    [
+        ("", ()),
+        ("installation guide", ("installation", "guide")),
+        ("Hello, World_x Ab-C", ("hello", "world", "x", "ab", "c")),
+        ("sécurité ÉTÉ", ("sécurité", "ÉtÉ")),  # only ASCII letters are lowered
+        ("установка системы", ("установка", "системы")),
+        ("インス ンス", ("インス", "ンス")),
+        ("ipv6 3 11 2", ("ipv6", "3", "11", "2")),
+        ("نصب دبیان", ("نصب", "دبیان")),
+    ],
+)
+def test_ascii_tokens(text, tokens):
+    assert fts5bm25.ascii_tokens(text) == tokens
+
+
+@pytest.mark.parametrize(
+    "expression, phrases",
+    [
+        ('("boot") OR ("boot loader" OR "loader")', [("boot",), ("boot", "loader"), ("loader",)]),
+        ('"de" OR "de"', [("de",), ("de",)]),  # a phrase written twice counts twice
+        ('"a""b"', [("a", "b")]),  # "" is a quote inside a string: a separator
+        ('"ORa" OR "установка"', [("ora",), ("установка",)]),
+        ('"a" AND "b"', None),
+        ('("a") NOT ("b")', None),
+        ('"x"*', None),
+        ('{title} : "a"', None),
+        ("a OR b", None),
+    ],
+)
+def test_expression_phrases(expression, phrases):
+    assert fts5bm25.expression_phrases(expression) == phrases
+
+
+@pytest.mark.parametrize(
+    "tokens, phrase, count",
+    [
+        (("a", "b", "a"), ("a",), 2),
+        (("a", "a", "a"), ("a", "a"), 2),  # overlapping instances
+        (("a", "b", "c"), ("b", "c"), 1),
+        (("a", "b"), ("a", "b", "c"), 0),
+        (("a",), (), 0),
+    ],
+)
+def test_instances(tokens, phrase, count):
+    assert fts5bm25.instances(tokens, phrase) == count
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40))
+def test_ascii_tokens_are_the_tokens_fts5_stores(text):
+    with contextlib.closing(fts5_table({1: text})) as db:
+        db.execute("CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, titles_fts, instance)")
+        stored = [term for term, _ in sorted(db.execute("SELECT term, offset FROM temp.instances"), key=lambda r: r[1])]
+    assert list(fts5bm25.ascii_tokens(text)) == stored
+
+
+def test_idf_is_floored_as_fts5_floors_it():
+    assert fts5bm25.idf(10, 1) == math.log(9.5 / 1.5)
+    assert fts5bm25.idf(10, 5) == fts5bm25.LEAST_IDF  # ln(1) = 0
+    assert fts5bm25.idf(10, 9) == fts5bm25.LEAST_IDF
+
+
+def test_a_damaged_averages_record_is_refused():
+    with pytest.raises(ValueError):
+        fts5bm25.averages(b"\x91")
+    with pytest.raises(ValueError):
+        fts5bm25.averages(b"\x05")
+
+
+WORDS = ["a", "boot", "loader", "de", "sécurité", "установка", "インス", "ンス", "安装", "نصب", "3", "11"]
+
+
+def fts5_table(rows):
+    """An in-memory FTS5 table as the search index makes its titles_fts, and a table of its rows' texts."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii')")
+    db.execute("CREATE TABLE texts (doc_id INTEGER PRIMARY KEY, text TEXT NOT NULL)")
+    for doc_id, text in rows.items():
+        db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, text))
+        db.execute("INSERT INTO texts VALUES (?, ?)", (doc_id, text))
+    db.commit()  # FTS5 writes its averages record when a transaction ends
+    return db
+
+
+def kept_scores(db, doc_ids, expression):
+    scores = dict.fromkeys(doc_ids, 0.0)
+    field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
+    assert field.add_scores(scores, TITLE_WEIGHT, expression)
+    return scores
+
+
+def fts5_scores(db, doc_ids, expression):
+    scores = dict.fromkeys(doc_ids, 0.0)
+    sql = "SELECT rowid, bm25(titles_fts) FROM titles_fts WHERE titles_fts MATCH ?"
+    for doc_id, score in db.execute(sql, (expression,)):
+        if doc_id in scores:
+            scores[doc_id] -= TITLE_WEIGHT * score
+    return scores
+
+
+def test_a_table_whose_averages_cannot_be_read_is_left_to_fts5():
+    with contextlib.closing(fts5_table({1: "a boot"})) as db:
+        db.execute("UPDATE titles_fts_data SET block = x'91' WHERE id = 1")
+        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
+        assert not field.add_scores({1: 0.0}, TITLE_WEIGHT, '"boot"')
+
+
+def test_the_averages_record_is_fts5s_rows_and_tokens():
+    rows = {1: "a boot", 2: "", 3: "установка インス ンス 3 11", 4: "de de de"}
+    with contextlib.closing(fts5_table(rows)) as db:
+        record = db.execute("SELECT block FROM titles_fts_data WHERE id = 1").fetchone()[0]
+        assert fts5bm25.averages(record) == (4, 10)
+
+
+phrase_strategy = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.dictionaries(
+        st.integers(1, 300), st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join), min_size=1, max_size=40
+    ),
+    phrases=st.lists(st.lists(phrase_strategy, min_size=1, max_size=3), min_size=1, max_size=4),
+    asked=st.sets(st.integers(1, 300), max_size=60),
+)
+def test_kept_scores_are_fts5s_to_the_last_bit(rows, phrases, asked):
+    # Groups of phrases joined by OR, as the searcher's title expressions are.
+    expression = " OR ".join("(" + " OR ".join(f'"{" ".join(p)}"' for p in group) + ")" for group in phrases)
+    with contextlib.closing(fts5_table(rows)) as db:
+        assert kept_scores(db, asked, expression) == fts5_scores(db, asked, expression)
+
+
+@pytest.fixture(scope="module")
+def fixture_index(tmp_path_factory):
+    pages = write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
+    index = tmp_path_factory.mktemp("index") / "index"
+    write_index_files(pages, index, jobs=1)
+    return index
+
+
+def test_titles_of_real_pages_in_every_script_score_as_fts5_scores_them(fixture_index):
+    db = sqlite3.connect(search_path(fixture_index))
+    index = SearchIndex(db)
+    texts = [text for (text,) in db.execute("SELECT title_words FROM pages WHERE title_words != ''")]
+    assert len(texts) >= 20
+    every_page = [doc_id for (doc_id,) in db.execute("SELECT doc_id FROM pages")]
+    compared = 0
+    for text in texts:
+        compiled = compile_query(parse_search_query(text), index.vocabulary, index.languages)
+        expression = compiled.rare(lambda term: index.vocabulary.documents(term, "titles_fts"), index.pages, " OR ")
+        if expression is None or fts5bm25.expression_phrases(expression) is None:
+            continue
+        kept = dict.fromkeys(every_page, 0.0)
+        asked = dict.fromkeys(every_page, 0.0)
+        assert index.titles.add_scores(kept, TITLE_WEIGHT, expression)
+        index._add_scores(asked, "titles_fts", "bm25(titles_fts)", TITLE_WEIGHT, expression)
+        assert kept == asked, text
+        compared += 1
+    assert compared >= len(texts) // 2
+    db.close()
+
+
+def test_many_matched_pages_are_left_to_fts5(fixture_index, monkeypatch):
+    monkeypatch.setattr(searcher, "TITLES_SCORED", 2)
+    with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:
+        index = SearchIndex(db)
+        assert not index.titles.add_scores(dict.fromkeys([1, 2, 3], 0.0), TITLE_WEIGHT, '"debian"')
+        assert index.titles.add_scores(dict.fromkeys([1, 2], 0.0), TITLE_WEIGHT, '"debian"')

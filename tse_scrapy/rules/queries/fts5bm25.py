@@ -1,0 +1,115 @@
+"""SQLite FTS5's ``bm25()`` worked out in Python, for a field whose rows are kept in memory (titles).
+
+FTS5 scores a row of a one-column table (``fts5Bm25Function``, fts5_aux.c) as
+
+    -sum over the expression's phrases i of
+        idf(i) * f(i) * (k1 + 1) / (f(i) + k1 * (1 - b + b * D / avgdl))
+
+    idf(i) = ln((N - n(i) + 0.5) / (n(i) + 0.5)), 1e-6 when that is not above 0
+
+with N the table's rows, n(i) the rows holding phrase i, f(i) its instances in
+the row, D the row's tokens, avgdl the table's tokens over N; k1 = 1.2, b =
+0.75.  Every phrase of the expression counts, one written twice twice.  Asked
+of FTS5, each query walks each phrase's whole list of rows to count n(i), and
+every row holding any phrase is scored; here n(i) is counted once a phrase
+(the index is read-only) and only the rows asked for are scored, to the same
+float (the same operations in the same order).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+K1 = 1.2
+B = 0.75
+LEAST_IDF = 1e-6
+
+# The ascii tokenizer's separators: ASCII characters other than letters and digits (every other
+# character is part of a token); ASCII letters are lowered.
+_SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
+# A quoted phrase of a match expression, and the * of a prefix query after it.
+_PHRASE = re.compile(r'"((?:[^"]|"")*)"(\*?)')
+# What an expression of phrases joined by OR holds besides its phrases.
+_OR_ONLY = re.compile(r"(?:\s|\(|\)|\bOR\b)*")
+
+
+def ascii_tokens(text: str) -> tuple[str, ...]:
+    """*text*'s tokens as FTS5's ``ascii`` tokenizer makes them."""
+    lowered = text.translate(_ASCII_LOWER) if not text.islower() else text
+    return tuple(token for token in _SEPARATORS.split(lowered) if token)
+
+
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+
+
+def expression_phrases(expression: str) -> list[tuple[str, ...]] | None:
+    """The phrases of a match expression of quoted phrases joined by ``OR`` (in parentheses or not), in
+    the order FTS5 numbers them; None for any other expression (``AND``, ``NOT``, a column filter,
+    a prefix query ``"x"*``), which a row matches in ways not counted here."""
+    if not _OR_ONLY.fullmatch(_PHRASE.sub(" ", expression)):
+        return None
+    phrases = []
+    for text, star in _PHRASE.findall(expression):
+        if star:
+            return None
+        phrases.append(ascii_tokens(text.replace('""', '"')))
+    return phrases
+
+
+def idf(rows: int, hits: int) -> float:
+    """The IDF of a phrase held by *hits* of a table's *rows*."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else LEAST_IDF
+
+
+def instances(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
+    """How many times *phrase* stands in *tokens* (overlapping instances counted, as FTS5 does)."""
+    if len(phrase) <= 1:
+        return tokens.count(phrase[0]) if phrase else 0
+    size = len(phrase)
+    return sum(
+        1
+        for start in range(len(tokens) - size + 1)
+        if tokens[start] == phrase[0] and tokens[start : start + size] == phrase
+    )
+
+
+def bm25(
+    tokens: tuple[str, ...], phrases: Sequence[tuple[str, ...]], idfs: Sequence[float], average: float
+) -> float | None:
+    """The ``bm25()`` of a row of *tokens* for *phrases* (their *idfs*) in a table whose rows hold
+    *average* tokens; None when the row holds none of them (FTS5 does not return it)."""
+    frequencies = [instances(tokens, phrase) for phrase in phrases]
+    if not any(frequencies):
+        return None
+    length = float(len(tokens))
+    score = 0.0
+    for value, frequency in zip(idfs, frequencies, strict=True):
+        score += value * ((frequency * (K1 + 1.0)) / (frequency + K1 * (1 - B + B * length / average)))
+    return -1.0 * score
+
+
+def averages(record: bytes) -> tuple[int, int]:
+    """The rows and tokens of a one-column FTS5 table, from its averages record (the ``block`` of
+    row 1 of its ``_data`` table: SQLite varints, the rows, then each column's tokens)."""
+    values = []
+    position = 0
+    while position < len(record) and len(values) < 2:
+        value = 0
+        for step in range(9):
+            if position >= len(record):
+                raise ValueError("an averages record cut short")
+            byte = record[position]
+            position += 1
+            if step == 8:  # the ninth byte gives all its 8 bits
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    if len(values) < 2:
+        raise ValueError("an averages record without a column's tokens")
+    return values[0], values[1]
