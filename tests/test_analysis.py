@@ -302,3 +302,32 @@ def test_tokens_giving_is_the_tokens_giving_a_wanted_term(text, wanted, starts):
     assert list(analysis.tokens_giving(text, ["en"], wanted, starts)) == list(
         _giving_a_token_at_a_time(text, ["en"], wanted, starts)
     )
+
+
+@given(
+    st.text(alphabet=st.sampled_from("日本語のア安装ｶﾞ abé、"), max_size=40),
+    st.sets(st.sampled_from(["日本", "本語", "語の", "安装", "装安", "のの", "日日", "ab", "ガ"]), max_size=4),
+    st.sets(st.sampled_from(["日", "の", "a"]), max_size=2),
+)
+def test_tokens_giving_in_long_runs_of_a_bigram_script(text, wanted, starts):
+    # Runs of a bigram script without spaces: its bigrams kept are found by a search for each.
+    assert list(analysis.tokens_giving(text, ["en"], wanted, starts)) == list(
+        _giving_a_token_at_a_time(text, ["en"], wanted, starts)
+    )
+
+
+@pytest.mark.parametrize(
+    "text, wanted, starts, found",
+    [
+        ("日日日", {"日日"}, set(), [(0, False), (1, True)]),  # overlapping bigrams
+        ("本日本語", {"日本", "本語"}, set(), [(1, False), (2, True)]),
+        ("日本語", set(), {"語"}, []),  # the last character starts no bigram
+        ("日本語", set(), {"本"}, [(1, False)]),
+        ("book 日本", {"book", "日本"}, set(), [(0, False), (5, True)]),
+        ("日本 book", {"book", "日本"}, set(), [(0, False), (3, True)]),
+        ("日本語 book", {"日本", "book"}, set(), [(0, False), (4, False)]),  # 本語 between
+    ],
+)
+def test_tokens_giving_in_a_bigram_script_table(text, wanted, starts, found):
+    given_tokens = analysis.tokens_giving(text, ["en"], wanted, starts)
+    assert [(token.start, follows) for token, follows in given_tokens] == found

@@ -453,6 +453,10 @@ def _tokens(
     # that have a stemmer, in their order.
     variants = _memo(_variant_memos, tuple(dict.fromkeys(code for code in languages if stemmer(code))))
     follows = False  # whether the last word was kept
+    # The wanted terms a bigram can be, and the characters a kept bigram may start with: in a run of a
+    # bigram script, where they stand is found by a search for each, not by reading every bigram.
+    pairs = [] if wanted is None else [term for term in wanted if len(term) == 2 and _BIGRAM_CHAR.match(term)]
+    starters = [character for character in starts if len(character) == 1 and _BIGRAM_CHAR.match(character)]
 
     def kept(terms: tuple[str, ...]) -> bool:
         return wanted is None or not wanted.isdisjoint(terms) or (bool(starts) and terms[0][:1] in starts)
@@ -475,6 +479,14 @@ def _tokens(
             segmented, piece = script_run.group(1), script_run.group()
             # Normalized text in these scripts (most of it) is its own words: no case, no accents to fold.
             plain = segmented and unicodedata.is_normalized("NFKC", piece) and piece.casefold() == piece
+            if plain and wanted is not None and len(piece) > 1:
+                start = word_run.start() + script_run.start()
+                last = -1 if follows else -2  # the bigram kept last, -1 standing for a word kept before
+                for index in _pairs_at(piece, pairs, starters):  # the bigrams not kept are not made
+                    yield Token((piece[index : index + 2],), start + index, start + index + 2), index == last + 1
+                    last = index
+                follows = last == len(piece) - 2
+                continue
             analyzed = bigrams(piece) if plain else words(piece)
             if not analyzed:
                 continue
@@ -492,6 +504,24 @@ def _tokens(
                 if keep:
                     yield Token(found, start, start + len(piece)), follows
                 follows = keep
+
+
+def _pairs_at(piece: str, pairs: list[str], starters: list[str]) -> list[int]:
+    """Where the bigrams of *piece* (a run of a bigram script, of 2 characters or more) that are one
+    of *pairs* or start with one of *starters* stand (a bigram's index is its first character's), in order."""
+    found = set()
+    for pair in pairs:
+        at = piece.find(pair)
+        while at != -1:
+            found.add(at)
+            at = piece.find(pair, at + 1)  # bigrams overlap
+    last = len(piece) - 1  # the last character starts no bigram
+    for character in starters:
+        at = piece.find(character, 0, last)
+        while at != -1:
+            found.add(at)
+            at = piece.find(character, at + 1, last)
+    return sorted(found)
 
 
 def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[str, ...]:
