@@ -14,7 +14,8 @@ from __future__ import annotations
 import heapq
 import os
 import sqlite3
-from collections.abc import Iterable, Set
+import sys
+from collections.abc import Collection, Set
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -34,10 +35,10 @@ ANCHOR_WEIGHT = 0.5
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
 # Titles are scored from memory (KeptField) for at most TITLES_SCORED matched pages (more: by FTS5,
-# which scores only the rows holding a phrase); at most TITLES_KEPT titles and PHRASE_COUNTS_KEPT
-# phrases' counts are kept (about 10 MB for 20,000 titles).
+# which scores only the rows holding a phrase); the titles read are kept to TITLE_TOKENS_KEPT tokens
+# in all (about 15 MB: 20,000 titles of the bench hold 126,000), and PHRASE_COUNTS_KEPT phrases' counts.
 TITLES_SCORED = 500
-TITLES_KEPT = 50_000
+TITLE_TOKENS_KEPT = 200_000
 PHRASE_COUNTS_KEPT = 100_000
 
 
@@ -132,7 +133,10 @@ class SearchIndex:
             self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
-            if expression and not (table == "titles_fts" and self.titles.add_scores(scores, weight, expression)):
+            if not expression:
+                continue
+            scored = table == "titles_fts" and self.titles.add_scores(scores, weight, expression)
+            if not scored:
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
@@ -187,7 +191,9 @@ class SearchIndex:
 class KeptField:
     """A one-column FTS5 table (titles) scored as its ``bm25()`` scores it (``rules.queries.fts5bm25``)
     from its rows' tokens, read as needed and kept: FTS5 would walk each phrase's whole list of rows
-    a query to count them, and score every row holding one, where only the matched pages' are wanted."""
+    a query to count them, and score every row holding one, where only the matched pages' are wanted.
+
+    Not thread-safe: the app's handlers run on its event loop's thread (search/app.py)."""
 
     def __init__(self, db: sqlite3.Connection, table: str, rows: str):
         """*rows*: the query giving the docIDs and texts as inserted in *table* of the docIDs in its ``{}``."""
@@ -197,18 +203,22 @@ class KeptField:
         record = db.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
         try:
             self.count, tokens = fts5bm25.averages(record[0]) if record else (0, 0)
-        except ValueError:  # not a record this code reads: FTS5 scores every query
-            self.count, tokens = -1, 0
-        self.average = tokens / self.count if self.count > 0 else 0.0
+            self.readable = True
+        except ValueError:  # a record this code does not read: FTS5 scores every query
+            self.count, tokens, self.readable = 0, 0, False
+        # As FTS5 divides: each count a double first.
+        self.average = float(tokens) / float(self.count) if self.count else 0.0
         self.rows: dict[int, tuple[str, ...]] = {}
+        self._tokens_kept = 0
         self._held: dict[tuple[str, ...], int] = {}
 
     def add_scores(self, scores: dict[int, float], weight: float, expression: str) -> bool:
         """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
         ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
-        expression with a prefix query, more than TITLES_SCORED pages."""
+        expression other than phrases joined by OR (a prefix query, say), more than TITLES_SCORED
+        pages, an averages record not read."""
         phrases = fts5bm25.expression_phrases(expression)
-        if phrases is None or len(scores) > TITLES_SCORED or self.count < 0:
+        if phrases is None or len(scores) > TITLES_SCORED or not self.readable:
             return False
         if not self.average:  # no row holds a token: none matches
             return True
@@ -221,15 +231,21 @@ class KeptField:
                 scores[doc_id] -= weight * score
         return True
 
-    def _read(self, doc_ids: Iterable[int]) -> dict[int, tuple[str, ...]]:
+    def _read(self, doc_ids: Collection[int]) -> dict[int, tuple[str, ...]]:
         """The rows kept, with those of *doc_ids* among them (an empty title as no tokens)."""
         missing = [doc_id for doc_id in doc_ids if doc_id not in self.rows]
-        if missing:
-            if len(self.rows) + len(missing) > TITLES_KEPT:
-                self.rows = {}
-            sql = self._rows_sql.format(", ".join("?" * len(missing)))
-            self.rows.update(dict.fromkeys(missing, ()))
-            self.rows.update((doc_id, fts5bm25.ascii_tokens(text)) for doc_id, text in self.db.execute(sql, missing))
+        if not missing:
+            return self.rows
+        sql = self._rows_sql.format(", ".join("?" * len(missing)))
+        read = dict.fromkeys(missing, ())
+        for doc_id, text in self.db.execute(sql, missing):
+            # Interned: a word in many titles (a site's name) is kept once.
+            read[doc_id] = tuple(map(sys.intern, fts5bm25.ascii_tokens(text)))
+        if self._tokens_kept + _size(read) > TITLE_TOKENS_KEPT:  # the others forgotten
+            self.rows = {doc_id: self.rows[doc_id] for doc_id in doc_ids if doc_id in self.rows}
+            self._tokens_kept = _size(self.rows)
+        self.rows.update(read)
+        self._tokens_kept += _size(read)
         return self.rows
 
     def held(self, phrase: tuple[str, ...]) -> int:
@@ -245,3 +261,8 @@ class KeptField:
                 self._held.clear()
             self._held[phrase] = found
         return found
+
+
+def _size(rows: dict[int, tuple[str, ...]]) -> int:
+    """What *rows* count for in TITLE_TOKENS_KEPT: their tokens, and one a row."""
+    return sum(map(len, rows.values())) + len(rows)

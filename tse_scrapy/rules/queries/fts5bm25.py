@@ -29,10 +29,10 @@ LEAST_IDF = 1e-6
 # The ascii tokenizer's separators: ASCII characters other than letters and digits (every other
 # character is part of a token); ASCII letters are lowered.
 _SEPARATORS = re.compile(r"[\x00-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+")
-# A quoted phrase of a match expression, and the * of a prefix query after it.
-_PHRASE = re.compile(r'"((?:[^"]|"")*)"(\*?)')
-# What an expression of phrases joined by OR holds besides its phrases.
-_OR_ONLY = re.compile(r"(?:\s|\(|\)|\bOR\b)*")
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+# The pieces of a match expression: a quoted phrase (and the * of a prefix query after it), a
+# parenthesis, OR, anything else.
+_PIECE = re.compile(r'"((?:[^"]|"")*)"(\*?)|(\()|(\))|(OR)(?![^\s()"])|(\S)')
 
 
 def ascii_tokens(text: str) -> tuple[str, ...]:
@@ -41,20 +41,36 @@ def ascii_tokens(text: str) -> tuple[str, ...]:
     return tuple(token for token in _SEPARATORS.split(lowered) if token)
 
 
-_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
-
-
 def expression_phrases(expression: str) -> list[tuple[str, ...]] | None:
-    """The phrases of a match expression of quoted phrases joined by ``OR`` (in parentheses or not), in
-    the order FTS5 numbers them; None for any other expression (``AND``, ``NOT``, a column filter,
-    a prefix query ``"x"*``), which a row matches in ways not counted here."""
-    if not _OR_ONLY.fullmatch(_PHRASE.sub(" ", expression)):
+    """The phrases of a match expression of quoted phrases joined by ``OR`` (a group of them in
+    parentheses standing for a phrase), in the order FTS5 numbers them; None for any other
+    expression (phrases side by side, ``AND``, ``NOT``, a column filter, a prefix query ``"x"*``, one
+    FTS5 refuses), which a row matches in ways not counted here."""
+    phrases: list[tuple[str, ...]] = []
+    pieces = list(_PIECE.finditer(expression))
+    position = 0
+
+    def alternatives() -> bool:  # a phrase or a group, then any number of "OR" and another
+        nonlocal position
+        while True:
+            if position == len(pieces):
+                return False
+            phrase, star, opening = pieces[position].group(1, 2, 3)
+            position += 1
+            if opening:
+                if not alternatives() or position == len(pieces) or not pieces[position].group(4):
+                    return False
+                position += 1
+            elif phrase is None or star:
+                return False
+            else:
+                phrases.append(ascii_tokens(phrase.replace('""', '"')))
+            if position == len(pieces) or not pieces[position].group(5):
+                return True
+            position += 1
+
+    if not pieces or not alternatives() or position != len(pieces):
         return None
-    phrases = []
-    for text, star in _PHRASE.findall(expression):
-        if star:
-            return None
-        phrases.append(ascii_tokens(text.replace('""', '"')))
     return phrases
 
 
@@ -112,4 +128,6 @@ def averages(record: bytes) -> tuple[int, int]:
         values.append(value)
     if len(values) < 2:
         raise ValueError("an averages record without a column's tokens")
+    if any(value >= 1 << 63 for value in values):  # FTS5's counts are signed: a damaged record
+        raise ValueError("an averages record with a negative count")
     return values[0], values[1]
