@@ -331,3 +331,12 @@ def test_tokens_giving_in_long_runs_of_a_bigram_script(text, wanted, starts):
 def test_tokens_giving_in_a_bigram_script_table(text, wanted, starts, found):
     given_tokens = analysis.tokens_giving(text, ["en"], wanted, starts)
     assert [(token.start, follows) for token, follows in given_tokens] == found
+
+
+def test_is_word_character_is_the_regular_expressions_for_every_character():
+    differ = [
+        code
+        for code in range(0x110000)
+        if analysis._is_word_character(chr(code)) != bool(analysis._WORD_CHARACTER.match(chr(code)))
+    ]
+    assert differ == []

@@ -309,11 +309,14 @@ def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
     holds them mostly inside longer words (``aaaa… a``) is read a word at a time instead, as it then costs less."""
     found = []
     misses = 0
+    size = len(text)
     for word in words:
         at = text.find(word)
         while at != -1:
             end = at + len(word)
-            if (at == 0 or not _WORD_CHARACTER.match(text, at - 1)) and not _WORD_CHARACTER.match(text, end):
+            if not _is_word_character(text[at - 1] if at else " ") and not _is_word_character(
+                text[end] if end < size else " "
+            ):
                 found.append((at, word))
             else:
                 misses += 1
@@ -324,6 +327,12 @@ def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
             at = text.find(word, end)
     found.sort()
     return found
+
+
+def _is_word_character(character: str) -> bool:
+    """``_WORD_CHARACTER.match(character)``, most often without the regular expression: \\w less "_"
+    is ``str.isalnum`` (re's own definition), and no mark or joiner comes before U+0300."""
+    return character.isalnum() or (character >= "\u0300" and _WORD_CHARACTER.match(character) is not None)
 
 
 def has_word_between(text: str, start: int, end: int) -> bool:
