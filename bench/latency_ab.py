@@ -1,11 +1,13 @@
 """Latency of `tse serve` with rank=relevance, this checkout against another commit's code, side by
 side in the same rounds (the known-item bench's all-sites index, titles as typed, 8 keep-alive
 clients, the first page of results).  `.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
-other commit is checked out as a git worktree under bench/work.  Prints one line a round and the medians."""
+other commit is checked out as a git worktree under bench/work, and serves an index its own `tse index`
+wrote there (its search index's format may be another).  Prints one line a round and the medians."""
 
 from __future__ import annotations
 
 import statistics
+import subprocess
 import sys
 
 from bench.common import BIN, WORK
@@ -32,12 +34,18 @@ def run(commit: str, rounds: int) -> list[str]:
     queries = [item.title for item in items]
     other = worktree(WORK / f"latency-{commit}", commit)
     contenders = {commit: tse_from(other), "this checkout": [str(BIN / "tse")]}
+    other_index = WORK / f"latency-{commit}-index" / "all-sites.index"
+    if not other_index.exists():
+        other_index.parent.mkdir(parents=True, exist_ok=True)
+        command = [*tse_from(other), "index", str(KNOWN / "pages" / ALL), str(other_index), "--jobs", "2"]
+        subprocess.run(command, check=True, capture_output=True)
+    indexes = {commit: other_index, "this checkout": index_path(ALL)}
     found: dict[str, list[tuple[float, float, float, int]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):
         order = list(contenders) if number % 2 == 0 else list(contenders)[::-1]
         for name in order:
-            server = Server(KNOWN / "pages" / ALL, index_path(ALL), None, contenders[name])
+            server = Server(KNOWN / "pages" / ALL, indexes[name], None, contenders[name])
             try:
                 server.first_answer("/healthz")
                 ask_all(server.port, [api_path(query, "relevance") for query in queries[:WARM_UP]], CLIENTS)

@@ -13,6 +13,7 @@ from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.rules.queries.searchsnippet import snippet
 from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
 
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
@@ -20,7 +21,7 @@ QUERIES = ["installation", "debian", "установка", "インストール",
 
 def rows(indexfile):
     with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
-        tables = ("pages", "anchors", "links", "vocabulary", "beyond")
+        tables = ("pages", "anchors", "links", "vocabulary", "beyond", "heads")
         return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
 
 
@@ -42,6 +43,26 @@ def test_the_same_search_index_whatever_the_workers_and_ranges(fixture_pages, tm
     found = answers(fixture_pages, tmp_path / "one")
     assert found == answers(fixture_pages, tmp_path / "other")
     assert all(found[query] for query in QUERIES[:6]), found
+
+
+def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    index = engine.search_index
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        stored = {doc_id for (doc_id,) in db.execute("SELECT doc_id FROM heads")}
+    # Pages in a bigram script (Japanese, Chinese, Korean) have none: their snippets read them otherwise.
+    assert 0 < len(stored) < index.pages
+    used = 0
+    for query in QUERIES:
+        answer = engine.answer(query, "relevance")
+        for doc_id, _ in answer.ranked[:10]:
+            text, languages = engine.document(doc_id).text, (None, index.page_languages[doc_id] or None)
+            head = index.snippet_head(doc_id)
+            assert (head is not None) == (doc_id in stored)
+            assert snippet(text, answer.marks, languages, head=head) == snippet(text, answer.marks, languages)
+            used += head is not None
+    assert used >= 10
 
 
 def test_hostile_pages_are_bounded(tmp_path):

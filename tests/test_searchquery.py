@@ -1,5 +1,7 @@
 """The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
 
+import zlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -199,3 +201,102 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
 )
 def test_a_query_typed_again(line, corrections, typed):
     assert parse_search_query(line).typed(corrections) == typed
+
+
+# Pages' words in several scripts (real words: Debian's installation guide in those languages).
+HEAD_WORDS = [
+    "Installation",
+    "installer",
+    "Debian",
+    "système",
+    "systeme",
+    "установка",
+    "системы",
+    "Εγκατάσταση",
+    "تثبيت",
+    "نصب",
+    "cài",
+    "đặt",
+    "-",
+    ",",
+    "3.11",
+]
+
+
+@given(
+    st.lists(st.sampled_from(HEAD_WORDS), max_size=300),
+    st.lists(
+        st.lists(
+            st.sampled_from(["install", "instal", "debian", "systeme", "установк", "نصب", "cai", "dat", "3"]),
+            min_size=1,
+            max_size=2,
+        ),
+        max_size=3,
+    ),
+    st.sampled_from([None, "en", "fr", "ru", "ar", "vi", "fa"]),
+    st.integers(min_value=1, max_value=300),
+)
+def test_a_snippet_from_a_stored_head_is_the_snippet_worked_out(words, sequences, language, first_read):
+    """The head stored when a page is indexed (searchsnippet.snippet_head) gives the snippet and marks
+    that working it out at the query gives, packed and unpacked."""
+    text, sequences = " ".join(words), marks(*[[[word] for word in sequence] for sequence in sequences])
+    kept = searchsnippet.FIRST_READ
+    try:
+        searchsnippet.FIRST_READ = first_read
+        head = searchsnippet.snippet_head(text, language)
+        stored = searchsnippet.unpacked_head(head.packed()) if head else None
+        assert stored == head
+        languages = (None, language)
+        assert searchsnippet.snippet(text, sequences, languages, size=40, head=stored) == searchsnippet.snippet(
+            text, sequences, languages, size=40
+        )
+    finally:
+        searchsnippet.FIRST_READ = kept
+
+
+def test_a_head_serves_only_the_text_and_language_it_was_made_for():
+    text = "Debian Installation du système " * 60
+    wanted = marks([["instal"]])  # English's stem of "installation" (French's is "install")
+    head = searchsnippet.snippet_head(text, "en")
+    assert head is not None and head.stems and head.folded.startswith("debian installation du systeme")
+    # The page changed since it was indexed (the same length): its head is not taken.
+    changed = "Installation Debian du système " + text[len("Debian Installation du système ") :]
+    worked_out = searchsnippet.snippet(changed, wanted, (None, "en"))
+    assert worked_out[1][0][0] == 0
+    assert searchsnippet.snippet(changed, wanted, (None, "en"), head=head) == worked_out
+    # A head of another language (whose stems would mark "Debian", were it taken) is not taken either.
+    stems = ["instal" if word == "debian" else word for word in head.distinct]
+    french = searchsnippet.Head(head.digest, "fr", head.folded, head.distinct, stems)
+    assert searchsnippet.snippet(text, wanted, (None, "en"), head=french) == searchsnippet.snippet(
+        text, wanted, (None, "en")
+    )
+
+
+def test_a_head_serves_the_first_read_only():
+    # The first read ends with "debian"; "installation", just past it, is marked too.
+    text = "lorem " * 166 + "debian installation " + "lorem " * 1000  # read again at 5,000
+    assert searchsnippet.first_read(text).endswith("debian")
+    wanted, head = marks([["debian"]], [["installation"]]), searchsnippet.snippet_head(text, "en")
+    worked_out = searchsnippet.snippet(text, wanted, (None, "en"))
+    assert len(worked_out[1]) == 2
+    assert searchsnippet.snippet(text, wanted, (None, "en"), head=head) == worked_out
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"",
+        b"not zlib",
+        zlib.compress(b"no separators"),
+        zlib.compress(b"d\x00en\x00a b\x00x\x00a b"),
+        zlib.compress(b"\xff\xfe\x00\x00\x00\x00"),
+        zlib.compress(b"d\x00\x00a\x00\x00" + b"a" * 300_000),
+    ],
+)
+def test_a_damaged_head_is_none(blob):
+    assert searchsnippet.unpacked_head(blob) is None
+
+
+def test_text_in_a_bigram_script_or_that_folding_moves_has_no_head():
+    assert searchsnippet.snippet_head("新书店的书 " * 10, "zh") is None
+    assert searchsnippet.snippet_head("ﬁle Straße " * 10, "en") is None  # ﬁ, ß fold to two letters

@@ -21,6 +21,7 @@ from itertools import chain
 
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
+from ..rules.queries.searchsnippet import Head, unpacked_head
 from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
@@ -142,6 +143,11 @@ class SearchIndex:
             self._add_phrase_bonus(scores, compiled.phrase)
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
+
+    def snippet_head(self, doc_id: int) -> Head | None:
+        """What the snippet of page *doc_id* works out first, stored when it was indexed (None: none)."""
+        row = self.db.execute("SELECT head FROM heads WHERE doc_id = ?", (doc_id,)).fetchone()
+        return unpacked_head(row[0]) if row else None
 
     def _matching(self, expression: str, table: str = "fts") -> set[int]:
         """The pages of *table* that match *expression*."""

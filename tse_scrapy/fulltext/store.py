@@ -31,6 +31,8 @@ reference's).  Its tables:
   pages change;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
+- ``heads``: what a snippet works out first of a page's stored text whatever
+  the query (``rules.queries.searchsnippet.snippet_head``), compressed;
 - ``meta``: the SPEC index it was written with (size and digest) and the
   languages of its pages.
 
@@ -54,12 +56,14 @@ from types import TracebackType
 from typing import NamedTuple
 
 from ..atomicfile import partial_path
+from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.pagefields import PageFields
 from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
 
 SEARCH_SUFFIX = ".search"
-# 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups
-FORMAT = "4"
+# 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
+# 5: heads
+FORMAT = "5"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -78,6 +82,7 @@ CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL, words BLOB
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
+CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, content='', tokenize='ascii');
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
@@ -103,14 +108,17 @@ class PackedPage(NamedTuple):
     beyond_words: bytes
     links: bytes  # "target\tterms" lines, b"" for no links
     digest: str
+    head: bytes  # the snippet's head of the page's stored text (searchsnippet.Head.packed), b"" for none
 
     def links_listed(self) -> list[tuple[str, str]]:
         return _decode_links(self.links) if self.links else []
 
 
-def packed(fields: PageFields) -> bytes:
+def packed(fields: PageFields, text: str) -> bytes:
     """*fields* as a ``PackedPage``, for the trip from an indexing worker to the writer: a range's
-    fields waiting for their turn would be tens of megabytes uncompressed (its pages' terms and words twice)."""
+    fields waiting for their turn would be tens of megabytes uncompressed (its pages' terms and words
+    twice); *text*: the page's text as the document store keeps it, which results show."""
+    head = snippet_head(text, fields.language or None)
     listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
     page = PackedPage(
         dataclasses.replace(fields, body="", body_words="", beyond="", beyond_words="", links=()),
@@ -120,6 +128,7 @@ def packed(fields: PageFields) -> bytes:
         _compressed(fields.beyond_words) if fields.beyond else b"",
         _compressed(listed) if listed else b"",
         content_digest(fields.title_words, fields.body_words),
+        head.packed() if head is not None else b"",
     )
     return pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
 
@@ -287,6 +296,8 @@ def _insert_page(
         (doc_id, fields.title_words, _decompressed(page.body_words)),
     )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
+    if page.head:
+        db.execute("INSERT INTO heads VALUES (?, ?)", (doc_id, page.head))
     if page.beyond:
         db.execute("INSERT INTO beyond VALUES (?, ?, ?)", (doc_id, page.beyond, page.beyond_words))
         db.execute(
@@ -382,6 +393,7 @@ def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
         db.execute("DELETE FROM beyond WHERE doc_id = ?", (doc_id,))
     _delete_anchors(db, doc_id)
     db.execute("DELETE FROM same WHERE doc_id = ?", (doc_id,))
+    db.execute("DELETE FROM heads WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
 

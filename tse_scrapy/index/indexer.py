@@ -149,7 +149,7 @@ def index_range(
         page = page_fields(row.doc[1], read.page.body, read.charset, shown)
         for word, spelling in page.vocabulary:
             vocabulary.setdefault(word, spelling)
-        fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()))))
+        fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4])))
     return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary, warnings)
 
 

@@ -111,7 +111,7 @@ def _update(
             shown = page_text(read.page.body, read.charset)  # decoded once, as a full build does
             row = rows[found.doc_id] = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
             page = page_fields(row.doc[1], read.page.body, read.charset, shown)
-            fields[found.doc_id] = (row.doc[1], search_store.packed(page))
+            fields[found.doc_id] = (row.doc[1], search_store.packed(page, row.doc[4]))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:

@@ -258,7 +258,8 @@ def _results(
         lang = ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "")
-            snippet_text, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None))
+            head = None if isinstance(engine.search_index, str) else engine.search_index.snippet_head(doc_id)
+            snippet_text, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None), head=head)
         else:
             snippet_text, highlights = snippet(text, words)
         live = url.lower().startswith(("http://", "https://"))

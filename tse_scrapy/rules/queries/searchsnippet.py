@@ -10,7 +10,10 @@ Chinese, Japanese and Thai put no spaces between words.
 
 from __future__ import annotations
 
+import hashlib
+import zlib
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..text import analysis
 
@@ -21,6 +24,67 @@ ELLIPSIS = "\u2026"
 # times as many, until the window after the first mark is read (or the text is).
 FIRST_READ = 1_000
 READ_GROWTH = 5
+HEAD_BYTES = 200_000  # a stored head larger than this once uncompressed is not read
+
+
+@dataclass(frozen=True)
+class Head:
+    """What a snippet works out first of a page's text, whatever the query, worked out when the page is
+    indexed (as Lucene stores term vectors for its highlighter): the text's first read (see FIRST_READ)
+    folded, its distinct words and their stems in the page's language; and a digest of that first read,
+    so that a head is used only for the text it was made from."""
+
+    digest: str
+    language: str
+    folded: str
+    distinct: list[str]
+    stems: list[str]  # empty where the language has no stemmer
+
+    def packed(self) -> bytes:
+        fields = [self.digest, self.language, " ".join(self.distinct), " ".join(self.stems), self.folded]
+        return zlib.compress("\x00".join(fields).encode("utf-8", "surrogatepass"), 1)
+
+
+def snippet_head(text: str, language: str | None) -> Head | None:
+    """The ``Head`` of *text* (a page's text as results show it) written in *language*; None where the
+    snippet reads it otherwise (text whose folding moves characters, text in a bigram script)."""
+    first = first_read(text)
+    folded = analysis.aligned_fold(first)
+    if folded is None or analysis.has_bigram_script(folded):
+        return None
+    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+    stems = analysis.stem(distinct, language) if analysis.stemmer(language) else []
+    return Head(_digest(first), language or "", folded, distinct, stems)
+
+
+def unpacked_head(blob: bytes) -> Head | None:
+    """The ``Head`` that ``Head.packed`` gave *blob*; None for bytes it did not give (a damaged file)."""
+    try:
+        decompressor = zlib.decompressobj()
+        data = decompressor.decompress(blob, HEAD_BYTES)
+        if decompressor.unconsumed_tail or not decompressor.eof:
+            return None
+        digest, language, distinct, stems, folded = data.decode("utf-8", "surrogatepass").split("\x00", 4)
+    except (zlib.error, UnicodeDecodeError, ValueError):
+        return None
+    words = distinct.split(" ") if distinct else []
+    stemmed = stems.split(" ") if stems else []
+    if stemmed and len(stemmed) != len(words):
+        return None
+    return Head(digest, language, folded, words, stemmed)
+
+
+def first_read(text: str) -> str:
+    """What a snippet reads of *text* first: its first FIRST_READ characters and the word then begun,
+    else all of it."""
+    if len(text) <= FIRST_READ:
+        return text
+    cut = text.find(" ", FIRST_READ)
+    return text if cut == -1 else text[:cut]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def marked_ranges(
@@ -42,15 +106,18 @@ def _found(
     marks: Collection[Sequence[Collection[str]]],
     languages: tuple[str | None, ...],
     window: int | None,
+    head: Head | None = None,
 ) -> tuple[list[tuple[int, int]], bool]:
     """The marks of *text* in the order their last words are read, and whether the text read was
-    enough: it reaches *window* characters past the first mark (more would change nothing)."""
+    enough: it reaches *window* characters past the first mark (more would change nothing).  *head*:
+    *text*'s own, worked out already."""
     wanted = {term for sequence in marks for terms in sequence for term in terms}
     # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
     starts = {term for term in wanted if len(term) == 1 and analysis.is_segmented(term)}
     words: Iterable[tuple[analysis.Token, bool]]
-    folded = analysis.aligned_fold(text)
-    if folded is not None and not analysis.has_bigram_script(folded):
+    if head is not None:
+        words = _folded_words(head.folded, languages, wanted, head)
+    elif (folded := analysis.aligned_fold(text)) is not None and not analysis.has_bigram_script(folded):
         # Folding kept every character in its place (most text): the folded text's words are the
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
         words = _folded_words(folded, languages, wanted)
@@ -94,33 +161,53 @@ def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _window_ranges(
-    text: str, marks: Collection[Sequence[Collection[str]]], languages: tuple[str | None, ...], window: int
+    text: str,
+    marks: Collection[Sequence[Collection[str]]],
+    languages: tuple[str | None, ...],
+    window: int,
+    head: Head | None = None,
 ) -> list[tuple[int, int]]:
     """``marked_ranges(text, marks, languages, window)``, read from longer and longer beginnings of
     *text*: what matched is most often near a page's start, and the words, their stems and the
-    marks of a beginning cut at a space are those of the whole text up to there."""
+    marks of a beginning cut at a space are those of the whole text up to there.  *head*: the
+    ``snippet_head`` stored for the page, used when it is this text's in these *languages*."""
+    first = first_read(text)
+    if head is not None and not _head_serves(head, first, languages):
+        head = None
     length = FIRST_READ
     while length < len(text):
         cut = text.find(" ", length)
         if cut == -1:
             break
-        found, stopped = _found(text[:cut], marks, languages, window)
+        found, stopped = _found(text[:cut], marks, languages, window, head if length == FIRST_READ else None)
         if stopped:
             return _merged(found)
         length *= READ_GROWTH
-    return _merged(_found(text, marks, languages, window)[0])
+    return _merged(_found(text, marks, languages, window, head if first is text else None)[0])
+
+
+def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:
+    """Whether *head* is that of the first read *first* for a snippet in *languages*."""
+    stemming = [language for language in dict.fromkeys(languages) if analysis.stemmer(language)]
+    if stemming != ([head.language] if head.stems else []):
+        return False
+    return len(head.folded) == len(first) and head.digest == _digest(first)
 
 
 def _folded_words(
-    folded: str, languages: tuple[str | None, ...], wanted: set[str]
+    folded: str, languages: tuple[str | None, ...], wanted: set[str], head: Head | None = None
 ) -> Iterator[tuple[analysis.Token, bool]]:
     """The words of *folded* (normalized and folded text) that give a term of *wanted* (unstemmed or
     stemmed in one of *languages*) with their terms, each with whether it follows the one before
-    with no other word between."""
-    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-    # Each distinct word stemmed once a language (a language without a stemmer leaves it as it is);
-    # only the words giving a wanted term, as the word or a stem, are kept with their terms.
-    stemmed = [analysis.stem(distinct, language) for language in dict.fromkeys(languages) if analysis.stemmer(language)]
+    with no other word between.  *head*: *folded*'s, with its distinct words stemmed in *languages*."""
+    if head is not None:
+        distinct, stemmed = head.distinct, [head.stems] if head.stems else []
+    else:
+        distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+        # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
+        # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
+        languages_stemmed = [language for language in dict.fromkeys(languages) if analysis.stemmer(language)]
+        stemmed = [analysis.stem(distinct, language) for language in languages_stemmed]
     hits = [index for index, word in enumerate(distinct) if word in wanted]
     for stems in stemmed:
         if not wanted.isdisjoint(stems):
@@ -154,10 +241,12 @@ def snippet(
     marks: Collection[Sequence[Collection[str]]],
     languages: Iterable[str | None] = (None,),
     size: int = SNIPPET_CHARACTERS,
+    head: Head | None = None,
 ) -> tuple[str, list[tuple[int, int]]]:
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
-    ranges marked in it; the start of the text when none is there.  A cut is shown by "… "."""
-    ranges = _window_ranges(text, marks, tuple(languages), size)
+    ranges marked in it; the start of the text when none is there.  A cut is shown by "… ".  *head*:
+    the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s)."""
+    ranges = _window_ranges(text, marks, tuple(languages), size, head)
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:
