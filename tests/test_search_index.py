@@ -15,6 +15,7 @@ from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.rules.queries.searchsnippet import snippet
 from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
+from tse_scrapy.search.app import _results
 
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
 
@@ -63,6 +64,27 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
             assert snippet(text, answer.marks, languages, head=head) == snippet(text, answer.marks, languages)
             used += head is not None
     assert used >= 10
+
+
+def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages, tmp_path):
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    before = app_results(engine, "installation")
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        db.execute("UPDATE heads SET head = 'not a head' WHERE doc_id % 2 = 0")
+        db.execute("UPDATE heads SET head = zeroblob(300000) WHERE doc_id % 3 = 0")
+        db.commit()
+    assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        db.execute("DROP TABLE heads")
+        db.commit()
+    assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
+
+
+def app_results(engine, query):
+    answer = engine.answer(query, "relevance")
+    assert answer.ranked
+    return [(result.doc_id, result.snippet, result.highlights) for result in _results(engine, answer, 1, 10)]
 
 
 def test_hostile_pages_are_bounded(tmp_path):

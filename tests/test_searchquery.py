@@ -272,6 +272,37 @@ def test_a_head_serves_only_the_text_and_language_it_was_made_for():
     )
 
 
+def test_a_head_serves_only_the_analysis_it_was_made_by(monkeypatch):
+    text = "Debian Installation du système " * 60
+    wanted = marks([["instal"]])
+    monkeypatch.setattr(analysis, "ANALYSIS_VERSION", "another Unicode, another Snowball")
+    head = searchsnippet.snippet_head(text, "en")
+    monkeypatch.undo()
+    # Its stems would mark "Debian", were it taken.
+    stems = tuple("instal" if word == "debian" else stem for word, stem in zip(head.distinct, head.stems, strict=True))
+    older = searchsnippet.Head(head.digest, "en", head.folded, head.distinct, stems)
+    assert searchsnippet.snippet(text, wanted, (None, "en"), head=older) == searchsnippet.snippet(
+        text, wanted, (None, "en")
+    )
+
+
+def test_a_head_without_stems_does_not_serve_a_stemmed_snippet():
+    text = "Installations of Debian"  # read whole: the head would be the only reading
+    head = searchsnippet.snippet_head(text, None)
+    assert head is not None and not head.stems
+    worked_out = searchsnippet.snippet(text, marks([["instal"]]), (None, "en"))
+    assert worked_out[1] == [(0, 13)]
+    assert searchsnippet.snippet(text, marks([["instal"]]), (None, "en"), head=head) == worked_out
+
+
+def test_a_mark_past_the_first_read_is_found_in_the_rest():
+    text = "lorem " * 200 + "debian"  # read twice: 1,000 characters, then all of it
+    head = searchsnippet.snippet_head(text, "en")
+    worked_out = searchsnippet.snippet(text, marks([["debian"]]), (None, "en"))
+    assert worked_out[1]
+    assert searchsnippet.snippet(text, marks([["debian"]]), (None, "en"), head=head) == worked_out
+
+
 def test_a_head_serves_the_first_read_only():
     # The first read ends with "debian"; "installation", just past it, is marked too.
     text = "lorem " * 166 + "debian installation " + "lorem " * 1000  # read again at 5,000
@@ -295,6 +326,30 @@ def test_a_head_serves_the_first_read_only():
 )
 def test_a_damaged_head_is_none(blob):
     assert searchsnippet.unpacked_head(blob) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "text",
+        5,
+        None,
+        zlib.compress(b"d\x00en\x00a  b\x00\x00a b"),  # an empty word: found at the same place forever
+        zlib.compress(b"d\x00en\x00a b\x00x y z\x00a b"),
+    ],
+)
+def test_a_tampered_head_is_none(value):
+    assert searchsnippet.unpacked_head(value) is None
+
+
+def test_a_head_keeps_an_empty_stem():
+    head = searchsnippet.snippet_head("Όταν το Debian", "el")  # Greek's stem of "όταν" is ""
+    assert head is not None and "" in head.stems
+    assert searchsnippet.unpacked_head(head.packed()) == head
+
+
+def test_an_empty_word_is_never_found():
+    assert analysis.word_positions("a b", {"": None, "b": None}) == [(2, "b")]
 
 
 def test_text_in_a_bigram_script_or_that_folding_moves_has_no_head():

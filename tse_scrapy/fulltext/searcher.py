@@ -21,7 +21,7 @@ from itertools import chain
 
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
-from ..rules.queries.searchsnippet import Head, unpacked_head
+from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
@@ -145,8 +145,13 @@ class SearchIndex:
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
     def snippet_head(self, doc_id: int) -> Head | None:
-        """What the snippet of page *doc_id* works out first, stored when it was indexed (None: none)."""
-        row = self.db.execute("SELECT head FROM heads WHERE doc_id = ?", (doc_id,)).fetchone()
+        """What the snippet of page *doc_id* works out first, stored when it was indexed (None: none,
+        or not one this code reads: the snippet is then worked out whole)."""
+        try:
+            sql = "SELECT head FROM heads WHERE doc_id = ? AND length(head) <= ?"
+            row = self.db.execute(sql, (doc_id, HEAD_BYTES)).fetchone()
+        except sqlite3.Error:  # a file altered since it was written: the table is gone
+            return None
         return unpacked_head(row[0]) if row else None
 
     def _matching(self, expression: str, table: str = "fts") -> set[int]:

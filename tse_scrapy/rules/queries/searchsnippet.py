@@ -32,13 +32,14 @@ class Head:
     """What a snippet works out first of a page's text, whatever the query, worked out when the page is
     indexed (as Lucene stores term vectors for its highlighter): the text's first read (see FIRST_READ)
     folded, its distinct words and their stems in the page's language; and a digest of that first read,
-    so that a head is used only for the text it was made from."""
+    so that a head is used only for the text it was made from, by the same analysis
+    (``analysis.ANALYSIS_VERSION``)."""
 
     digest: str
     language: str
     folded: str
-    distinct: list[str]
-    stems: list[str]  # empty where the language has no stemmer
+    distinct: tuple[str, ...]
+    stems: tuple[str, ...]  # empty where the language has no stemmer
 
     def packed(self) -> bytes:
         fields = [self.digest, self.language, " ".join(self.distinct), " ".join(self.stems), self.folded]
@@ -54,22 +55,25 @@ def snippet_head(text: str, language: str | None) -> Head | None:
         return None
     distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
     stems = analysis.stem(distinct, language) if analysis.stemmer(language) else []
-    return Head(_digest(first), language or "", folded, distinct, stems)
+    return Head(_digest(first), language or "", folded, tuple(distinct), tuple(stems))
 
 
-def unpacked_head(blob: bytes) -> Head | None:
-    """The ``Head`` that ``Head.packed`` gave *blob*; None for bytes it did not give (a damaged file)."""
+def unpacked_head(blob: object) -> Head | None:
+    """The ``Head`` that ``Head.packed`` gave *blob*; None for anything it did not give (a damaged or
+    tampered file: too large, not bytes, fields missing, an empty word, which a search would find at
+    the same place again and again)."""
     try:
         decompressor = zlib.decompressobj()
-        data = decompressor.decompress(blob, HEAD_BYTES)
+        data = decompressor.decompress(blob, HEAD_BYTES)  # type: ignore[arg-type]
         if decompressor.unconsumed_tail or not decompressor.eof:
             return None
         digest, language, distinct, stems, folded = data.decode("utf-8", "surrogatepass").split("\x00", 4)
-    except (zlib.error, UnicodeDecodeError, ValueError):
+    except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
         return None
-    words = distinct.split(" ") if distinct else []
-    stemmed = stems.split(" ") if stems else []
-    if stemmed and len(stemmed) != len(words):
+    words = tuple(distinct.split(" ")) if distinct else ()
+    stemmed = tuple(stems.split(" ")) if stems else ()
+    # (A stem may be empty: Greek's of "οταν".)
+    if (stemmed and len(stemmed) != len(words)) or "" in words:
         return None
     return Head(digest, language, folded, words, stemmed)
 
@@ -84,7 +88,10 @@ def first_read(text: str) -> str:
 
 
 def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    """A digest of a first read and of the analysis that worked out its head."""
+    digest = hashlib.blake2b(analysis.ANALYSIS_VERSION.encode(), digest_size=16)
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def marked_ranges(
@@ -183,7 +190,7 @@ def _window_ranges(
         if stopped:
             return _merged(found)
         length *= READ_GROWTH
-    return _merged(_found(text, marks, languages, window, head if first is text else None)[0])
+    return _merged(_found(text, marks, languages, window, head if len(first) == len(text) else None)[0])
 
 
 def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:

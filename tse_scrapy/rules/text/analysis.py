@@ -161,6 +161,13 @@ def _folded_run(found: re.Match[str]) -> str:
 
 
 # Snowball stemmers by ISO 639-1 language code.
+# What the analysis gives depends on, besides this code: the Unicode data's version (NFKC, case
+# folding, letters) and the Snowball stemmers' (what is worked out once and kept, as snippet heads,
+# names them, and is not taken from another).  ANALYSIS_REVISION counts changes of this code that
+# change words, folding or stems.
+ANALYSIS_REVISION = 1
+ANALYSIS_VERSION = f"{ANALYSIS_REVISION} unicode {unicodedata.unidata_version} snowball {Stemmer.version()}"
+
 STEMMERS = {
     "ar": "arabic",
     "hy": "armenian",
@@ -311,6 +318,8 @@ def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
     misses = 0
     size = len(text)
     for word in words:
+        if not word:  # not a run; and it would be found at the same place again and again
+            continue
         at = text.find(word)
         while at != -1:
             end = at + len(word)
