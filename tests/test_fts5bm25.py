@@ -10,14 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.multilingual import write_fixture_directory
+from tests.support.multilingual import fixture_pages
+from tests.support.pages import write_pages
 from tse_scrapy.fulltext import searcher
 from tse_scrapy.fulltext.matching import compile_query
-from tse_scrapy.fulltext.searcher import TITLE_WEIGHT, KeptField, SearchIndex
+from tse_scrapy.fulltext.searcher import ANCHOR_WEIGHT, TITLE_WEIGHT, KeptField, SearchIndex
 from tse_scrapy.fulltext.store import search_path
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.rules.queries import fts5bm25
 from tse_scrapy.rules.queries.searchquery import parse_search_query
+from tse_scrapy.rules.text.pagetext import page_title
 
 
 @pytest.mark.parametrize(
@@ -170,7 +172,7 @@ def same_scores(kept, asked):
         min_size=1,
         max_size=4,
     ),
-    kept_tokens=st.sampled_from([1, 30, searcher.TITLE_TOKENS_KEPT]),
+    kept_tokens=st.sampled_from([1, 30, searcher.KEPT_TOKENS]),
 )
 def test_kept_scores_are_fts5s_to_the_last_bit(rows, queries, kept_tokens):
     # One field for several queries (rows read again after being forgotten: kept_tokens), each
@@ -178,7 +180,7 @@ def test_kept_scores_are_fts5s_to_the_last_bit(rows, queries, kept_tokens):
     # rows' pages and some pages without a row.
     with contextlib.closing(fts5_table(rows)) as db:
         field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
-        original, searcher.TITLE_TOKENS_KEPT = searcher.TITLE_TOKENS_KEPT, kept_tokens
+        original, searcher.KEPT_TOKENS = searcher.KEPT_TOKENS, kept_tokens
         last_read: set[int] = set()
         try:
             for phrases, others, chooser in queries:
@@ -193,7 +195,7 @@ def test_kept_scores_are_fts5s_to_the_last_bit(rows, queries, kept_tokens):
                 assert field._tokens_kept == searcher._size(field.rows)
                 assert field._tokens_kept <= kept_tokens or field.rows.keys() <= last_read
         finally:
-            searcher.TITLE_TOKENS_KEPT = original
+            searcher.KEPT_TOKENS = original
 
 
 def quoted(phrase):
@@ -234,37 +236,56 @@ def test_a_negative_count_is_a_damaged_record():
 
 @pytest.fixture(scope="module")
 def fixture_index(tmp_path_factory):
-    pages = write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
+    """The multilingual fixture's index, with two pages more a page linking to it by its title (so
+    that every page has anchor text, in its own script)."""
+    pages = {page.doc_id: (page.url, 1, page.body) for page in fixture_pages()}
+    for doc_id, (url, _, body) in list(pages.items()):
+        origin = "/".join(url.split("/")[:3])
+        for hub in range(2):
+            link = f'<html><title>hub</title><p><a href="{url}">{page_title(body)}</a></p>'.encode()
+            pages[len(pages) + 1] = (f"{origin}/hub-{doc_id}-{hub}.html", 1, link)
+    directory = write_pages(tmp_path_factory.mktemp("multilingual") / "pages", pages)
     index = tmp_path_factory.mktemp("index") / "index"
-    write_index_files(pages, index, jobs=1)
+    write_index_files(directory, index, jobs=1)
     return index
 
 
-def test_titles_of_real_pages_in_every_script_score_as_fts5_scores_them(fixture_index):
+@pytest.mark.parametrize("table, weight", [("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)])
+def test_real_pages_in_every_script_score_as_fts5_scores_them(fixture_index, table, weight):
+    # Each page's title as the query: the page's title and the anchor text of the links to it hold it.
     db = sqlite3.connect(search_path(fixture_index))
     index = SearchIndex(db)
-    texts = [text for (text,) in db.execute("SELECT title_words FROM pages WHERE title_words != ''")]
-    assert len(texts) >= 20
+    texts = [text for (text,) in db.execute("SELECT title_words FROM pages WHERE title_words NOT IN ('', 'hub')")]
+    assert len(texts) >= 10
     every_page = [doc_id for (doc_id,) in db.execute("SELECT doc_id FROM pages")]
-    compared = 0
+    compared = scored = 0
     for text in texts:
         compiled = compile_query(parse_search_query(text), index.vocabulary, index.languages)
-        expression = compiled.rare(lambda term: index.vocabulary.documents(term, "titles_fts"), index.pages, " OR ")
+        expression = compiled.rare(lambda term: index.vocabulary.documents(term, table), index.pages, " OR ")
         if expression is None or fts5bm25.expression_phrases(expression) is None:
             continue
         kept = dict.fromkeys(every_page, 0.0)
         asked = dict.fromkeys(every_page, 0.0)
-        assert index.titles.add_scores(kept, TITLE_WEIGHT, expression)
-        index._add_scores(asked, "titles_fts", "bm25(titles_fts)", TITLE_WEIGHT, expression)
+        assert index.kept[table].add_scores(kept, weight, expression)
+        index._add_scores(asked, table, f"bm25({table})", weight, expression)
         assert same_scores(kept, asked), text
         compared += 1
-    assert compared >= len(texts) // 2
+        scored += sum(1 for score in asked.values() if score)
+    assert compared >= len(texts) // 2 and scored >= compared
     db.close()
 
 
-def test_many_matched_pages_are_left_to_fts5(fixture_index, monkeypatch):
-    monkeypatch.setattr(searcher, "TITLES_SCORED", 2)
+def test_a_large_anchor_text_is_left_to_fts5(fixture_index, monkeypatch):
+    monkeypatch.setattr(searcher, "ANCHOR_TOKENS", 10)
     with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:
         index = SearchIndex(db)
-        assert not index.titles.add_scores(dict.fromkeys([1, 2, 3], 0.0), TITLE_WEIGHT, '"debian"')
-        assert index.titles.add_scores(dict.fromkeys([1, 2], 0.0), TITLE_WEIGHT, '"debian"')
+        assert not index.kept["anchors_fts"].add_scores(dict.fromkeys([1, 2], 0.0), ANCHOR_WEIGHT, '"debian"')
+        assert index.kept["titles_fts"].add_scores(dict.fromkeys([1, 2], 0.0), TITLE_WEIGHT, '"debian"')
+
+
+def test_many_matched_pages_are_left_to_fts5(fixture_index, monkeypatch):
+    monkeypatch.setattr(searcher, "KEPT_SCORED", 2)
+    with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:
+        index = SearchIndex(db)
+        assert not index.kept["titles_fts"].add_scores(dict.fromkeys([1, 2, 3], 0.0), TITLE_WEIGHT, '"debian"')
+        assert index.kept["titles_fts"].add_scores(dict.fromkeys([1, 2], 0.0), TITLE_WEIGHT, '"debian"')

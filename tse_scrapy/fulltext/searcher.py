@@ -35,12 +35,16 @@ ANCHOR_WEIGHT = 0.5
 # Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
-# Titles are scored from memory (KeptField) for at most TITLES_SCORED matched pages (more: by FTS5,
-# which scores only the rows holding a phrase); the titles read are kept to TITLE_TOKENS_KEPT tokens
-# in all (about 15 MB: 20,000 titles of the bench hold 126,000), and PHRASE_COUNTS_KEPT phrases' counts.
-TITLES_SCORED = 500
-TITLE_TOKENS_KEPT = 200_000
+# The titles and the anchor text are scored from memory (KeptField) for at most KEPT_SCORED matched
+# pages (more: by FTS5, which scores only the rows holding a phrase); each field's rows read are kept
+# to KEPT_TOKENS tokens in all (about 15 MB: the 20,000-page bench's titles hold 126,000), and
+# PHRASE_COUNTS_KEPT phrases' counts.  The anchor text only where all of it holds at most
+# ANCHOR_TOKENS words: a page's can hold thousands (the 20,000-page bench's 1.26 million would take
+# about 77 MB, and rows forgotten would be read again and again).
+KEPT_SCORED = 500
+KEPT_TOKENS = 200_000
 PHRASE_COUNTS_KEPT = 100_000
+ANCHOR_TOKENS = 200_000
 
 
 @dataclass
@@ -69,9 +73,13 @@ class SearchIndex:
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
-        # The titles' scores worked out from their words (the anchor text, up to thousands of words a
-        # page, is scored by FTS5: kept in memory it would take tens of megabytes).
-        self.titles = KeptField(db, "titles_fts", "SELECT doc_id, title FROM pages WHERE doc_id IN ({})")
+        # The titles' and anchor texts' scores worked out from their words (see KeptField).
+        self.kept = {
+            "titles_fts": KeptField(db, "titles_fts", "SELECT doc_id, title FROM pages WHERE doc_id IN ({})"),
+            "anchors_fts": KeptField(
+                db, "anchors_fts", "SELECT doc_id, terms FROM anchors WHERE doc_id IN ({})", ANCHOR_TOKENS
+            ),
+        }
 
     @classmethod
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
@@ -136,8 +144,7 @@ class SearchIndex:
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if not expression:
                 continue
-            scored = table == "titles_fts" and self.titles.add_scores(scores, weight, expression)
-            if not scored:
+            if not self.kept[table].add_scores(scores, weight, expression):
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
@@ -200,21 +207,22 @@ class SearchIndex:
 
 
 class KeptField:
-    """A one-column FTS5 table (titles) scored as its ``bm25()`` scores it (``rules.queries.fts5bm25``)
+    """A one-column FTS5 table (titles, anchors) scored as its ``bm25()`` does (``rules.queries.fts5bm25``)
     from its rows' tokens, read as needed and kept: FTS5 would walk each phrase's whole list of rows
     a query to count them, and score every row holding one, where only the matched pages' are wanted.
 
     Not thread-safe: the app's handlers run on its event loop's thread (search/app.py)."""
 
-    def __init__(self, db: sqlite3.Connection, table: str, rows: str):
-        """*rows*: the query giving the docIDs and texts as inserted in *table* of the docIDs in its ``{}``."""
+    def __init__(self, db: sqlite3.Connection, table: str, rows: str, largest: int | None = None):
+        """*rows*: the query giving the docIDs and texts as inserted in *table* of the docIDs in its
+        ``{}``; *largest*: the most tokens the table may hold in all to be scored here (None: any)."""
         self.db = db
         self.table = table
         self._rows_sql = rows
         record = db.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
         try:
             self.count, tokens = fts5bm25.averages(record[0]) if record else (0, 0)
-            self.readable = True
+            self.readable = largest is None or tokens <= largest
         except ValueError:  # a record this code does not read: FTS5 scores every query
             self.count, tokens, self.readable = 0, 0, False
         # As FTS5 divides: each count a double first.
@@ -226,10 +234,10 @@ class KeptField:
     def add_scores(self, scores: dict[int, float], weight: float, expression: str) -> bool:
         """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
         ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
-        expression other than phrases joined by OR (a prefix query, say), more than TITLES_SCORED
-        pages, an averages record not read."""
+        expression other than phrases joined by OR (a prefix query, say), more than KEPT_SCORED
+        pages, an averages record not read, a table of more tokens than *largest*."""
         phrases = fts5bm25.expression_phrases(expression)
-        if phrases is None or len(scores) > TITLES_SCORED or not self.readable:
+        if phrases is None or len(scores) > KEPT_SCORED or not self.readable:
             return False
         if not self.average:  # no row holds a token: none matches
             return True
@@ -252,7 +260,7 @@ class KeptField:
         for doc_id, text in self.db.execute(sql, missing):
             # Interned: a word in many titles (a site's name) is kept once.
             read[doc_id] = tuple(map(sys.intern, fts5bm25.ascii_tokens(text)))
-        if self._tokens_kept + _size(read) > TITLE_TOKENS_KEPT:  # the others forgotten
+        if self._tokens_kept + _size(read) > KEPT_TOKENS:  # the others forgotten
             self.rows = {doc_id: self.rows[doc_id] for doc_id in doc_ids if doc_id in self.rows}
             self._tokens_kept = _size(self.rows)
         self.rows.update(read)
@@ -275,5 +283,5 @@ class KeptField:
 
 
 def _size(rows: dict[int, tuple[str, ...]]) -> int:
-    """What *rows* count for in TITLE_TOKENS_KEPT: their tokens, and one a row."""
+    """What *rows* count for in KEPT_TOKENS: their tokens, and one a row."""
     return sum(map(len, rows.values())) + len(rows)
