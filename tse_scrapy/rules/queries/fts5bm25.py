@@ -84,12 +84,14 @@ def instances(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
     """How many times *phrase* stands in *tokens* (overlapping instances counted, as FTS5 does)."""
     if len(phrase) <= 1:
         return tokens.count(phrase[0]) if phrase else 0
-    size = len(phrase)
-    return sum(
-        1
-        for start in range(len(tokens) - size + 1)
-        if tokens[start] == phrase[0] and tokens[start : start + size] == phrase
-    )
+    size, first, count, start = len(phrase), phrase[0], 0, 0
+    try:
+        while True:  # each place the first token stands, found in C
+            start = tokens.index(first, start)
+            count += tokens[start : start + size] == phrase
+            start += 1
+    except ValueError:
+        return count
 
 
 def bm25(
