@@ -57,10 +57,13 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
     used = 0
     for query in QUERIES:
         answer = engine.answer(query, "relevance")
-        for doc_id, _ in answer.ranked[:10]:
-            text, languages = engine.document(doc_id).text, (None, index.page_languages[doc_id] or None)
-            head = index.snippet_head(doc_id)
-            assert (head is not None) == (doc_id in stored)
+        shown = [doc_id for doc_id, _ in answer.ranked[:10]]
+        documents, heads = engine.documents(shown), index.snippet_heads(shown)
+        assert documents.keys() == set(shown) and heads.keys() == stored & set(shown)
+        for doc_id in shown:
+            text, languages = documents[doc_id].text, (None, index.page_languages[doc_id] or None)
+            assert text == engine.document(doc_id).text
+            head = heads.get(doc_id)
             assert snippet(text, answer.marks, languages, head=head) == snippet(text, answer.marks, languages)
             used += head is not None
     assert used >= 10

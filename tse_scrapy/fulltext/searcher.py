@@ -151,15 +151,23 @@ class SearchIndex:
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
-    def snippet_head(self, doc_id: int) -> Head | None:
-        """What the snippet of page *doc_id* works out first, stored when it was indexed (None: none,
-        or not one this code reads: the snippet is then worked out whole)."""
+    def snippet_heads(self, doc_ids: list[int]) -> dict[int, Head]:
+        """What the snippets of the pages *doc_ids* work out first, stored when they were indexed (a
+        page without one, or with one this code does not read, is left out: its snippet is then
+        worked out whole)."""
+        found: dict[int, Head] = {}
         try:
-            sql = "SELECT head FROM heads WHERE doc_id = ? AND length(head) <= ?"
-            row = self.db.execute(sql, (doc_id, HEAD_BYTES)).fetchone()
+            for start in range(0, len(doc_ids), 500):
+                chunk = doc_ids[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = f"SELECT doc_id, head FROM heads WHERE doc_id IN ({marks}) AND length(head) <= ?"
+                for doc_id, blob in self.db.execute(sql, (*chunk, HEAD_BYTES)):
+                    head = unpacked_head(blob)
+                    if head is not None:
+                        found[doc_id] = head
         except sqlite3.Error:  # a file altered since it was written: the table is gone
-            return None
-        return unpacked_head(row[0]) if row else None
+            return {}
+        return found
 
     def _matching(self, expression: str, table: str = "fts") -> set[int]:
         """The pages of *table* that match *expression*."""

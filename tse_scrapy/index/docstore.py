@@ -233,6 +233,16 @@ class DocStore:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None
 
+    def documents(self, doc_ids: list[int]) -> dict[int, Document]:
+        """The documents of *doc_ids* that have a row, in a few statements (a page of results: one)."""
+        found: dict[int, Document] = {}
+        for start in range(0, len(doc_ids), 500):
+            chunk = doc_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT doc_id, url, title, text FROM docs WHERE doc_id IN ({marks})"
+            found.update((row[0], Document(*row)) for row in self.db.execute(sql, chunk))
+        return found
+
     def close(self) -> None:
         self.db.close()
 

@@ -147,6 +147,10 @@ class QueryEngine:
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)
 
+    def documents(self, doc_ids: list[int]) -> dict[int, Document]:
+        """``document`` of each of *doc_ids* that has one, read together."""
+        return self.docs.documents(doc_ids)
+
     def close(self) -> None:
         """Close the document store and search index (opened again when used)."""
         if self._docs is not None:

@@ -252,14 +252,21 @@ def _results(
     shown = answer.ranked[(page - 1) * per_page : page * per_page]
     aliases = [alias for doc_id, _ in shown for alias in answer.aliases.get(doc_id, ())]
     alias_urls = engine.docs.urls(aliases) if aliases else {}
+    # Each result's text and snippet head read together: a page of results is two statements.
+    shown_ids = [doc_id for doc_id, _ in shown]
+    documents = engine.documents(shown_ids)
+    heads = {}
+    if answer.search_query is not None and not isinstance(engine.search_index, str):
+        heads = engine.search_index.snippet_heads(shown_ids)
     for doc_id, score in shown:
-        document = engine.document(doc_id)
+        document = documents.get(doc_id)
         url, title, text = (document.url, document.title, document.text) if document else ("", "", "")
         lang = ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "")
-            head = None if isinstance(engine.search_index, str) else engine.search_index.snippet_head(doc_id)
-            snippet_text, highlights = searchsnippet.snippet(text, answer.marks, (None, lang or None), head=head)
+            snippet_text, highlights = searchsnippet.snippet(
+                text, answer.marks, (None, lang or None), head=heads.get(doc_id)
+            )
         else:
             snippet_text, highlights = snippet(text, words)
         live = url.lower().startswith(("http://", "https://"))
