@@ -268,11 +268,12 @@ class KeptField:
         for doc_id, text in self.db.execute(sql, missing):
             # Interned: a word in many titles (a site's name) is kept once.
             read[doc_id] = tuple(map(sys.intern, fts5bm25.ascii_tokens(text)))
-        if self._tokens_kept + _size(read) > KEPT_TOKENS:  # the others forgotten
+        size = _size(read)
+        if self._tokens_kept + size > KEPT_TOKENS:  # the others forgotten
             self.rows = {doc_id: self.rows[doc_id] for doc_id in doc_ids if doc_id in self.rows}
             self._tokens_kept = _size(self.rows)
         self.rows.update(read)
-        self._tokens_kept += _size(read)
+        self._tokens_kept += size
         return self.rows
 
     def held(self, phrase: tuple[str, ...]) -> int:

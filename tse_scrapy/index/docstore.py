@@ -20,10 +20,11 @@ import os
 import sqlite3
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from ..atomicfile import partial_path
 from ..rules.files import pagedir
@@ -222,12 +223,7 @@ class DocStore:
 
     def urls(self, doc_ids: list[int]) -> dict[int, str]:
         """The URLs of the pages *doc_ids* that have a row, in a few statements (not one a page)."""
-        found: dict[int, str] = {}
-        for start in range(0, len(doc_ids), 500):
-            chunk = doc_ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(f"SELECT doc_id, url FROM docs WHERE doc_id IN ({marks})", chunk))
-        return found
+        return dict(self._rows("doc_id, url", doc_ids))
 
     def document(self, doc_id: int) -> Document | None:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
@@ -235,13 +231,14 @@ class DocStore:
 
     def documents(self, doc_ids: list[int]) -> dict[int, Document]:
         """The documents of *doc_ids* that have a row, in a few statements (a page of results: one)."""
-        found: dict[int, Document] = {}
+        return {row[0]: Document(*row) for row in self._rows("doc_id, url, title, text", doc_ids)}
+
+    def _rows(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
+        """The *columns* of the rows of *doc_ids*, 500 docIDs a statement."""
         for start in range(0, len(doc_ids), 500):
             chunk = doc_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT doc_id, url, title, text FROM docs WHERE doc_id IN ({marks})"
-            found.update((row[0], Document(*row)) for row in self.db.execute(sql, chunk))
-        return found
+            yield from self.db.execute(f"SELECT {columns} FROM docs WHERE doc_id IN ({marks})", chunk)
 
     def close(self) -> None:
         self.db.close()

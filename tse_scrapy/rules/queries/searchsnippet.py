@@ -195,8 +195,7 @@ def _window_ranges(
 
 def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:
     """Whether *head* is that of the first read *first* for a snippet in *languages*."""
-    stemming = [language for language in dict.fromkeys(languages) if analysis.stemmer(language)]
-    if stemming != ([head.language] if head.stems else []):
+    if analysis.stemming_languages(languages) != ((head.language,) if head.stems else ()):
         return False
     return len(head.folded) == len(first) and head.digest == _digest(first)
 
@@ -213,8 +212,7 @@ def _folded_words(
         distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
         # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
         # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
-        languages_stemmed = [language for language in dict.fromkeys(languages) if analysis.stemmer(language)]
-        stemmed = [analysis.stem(distinct, language) for language in languages_stemmed]
+        stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
     hits = [index for index, word in enumerate(distinct) if word in wanted]
     for stems in stemmed:
         if not wanted.isdisjoint(stems):

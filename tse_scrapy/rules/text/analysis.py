@@ -414,6 +414,12 @@ def _memo(memos: dict[_Key, dict[str, _Value]], key: _Key) -> dict[str, _Value]:
         return memo
 
 
+def stemming_languages(languages: Iterable[str | None]) -> tuple[str, ...]:
+    """Those of *languages* that have a stemmer, each once, in their order: the ones whose stems a
+    word gives besides itself."""
+    return tuple(code for code in dict.fromkeys(languages) if code is not None and stemmer(code))
+
+
 def stem(terms: list[str], language: str | None) -> list[str]:
     """*terms* stemmed in *language* (as they are where it has no stemmer).  Bigrams and numbers are
     left as they are by every stemmer, as is a word of another script."""
@@ -469,7 +475,7 @@ def _tokens(
 ) -> Iterator[tuple[Token, bool]]:
     # A word's terms, worked out once in a process (see MEMO_WORDS): they depend only on the languages
     # that have a stemmer, in their order.
-    variants = _memo(_variant_memos, tuple(dict.fromkeys(code for code in languages if stemmer(code))))
+    variants = _memo(_variant_memos, stemming_languages(languages))
     follows = False  # whether the last word was kept
     # The wanted terms a bigram can be, and the characters a kept bigram may start with: in a run of a
     # bigram script, where they stand is found by a search for each, not by reading every bigram.
