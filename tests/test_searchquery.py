@@ -169,6 +169,28 @@ def test_phrases_found_by_pattern_are_the_words_marked_one_by_one(text, sequence
 
 
 @given(
+    st.lists(
+        st.sampled_from(["cats", "cat", "Dogs", "the", "installation", "installer", "café", "Straße", "新书店"]),
+        max_size=60,
+    ),
+    st.lists(
+        st.lists(
+            st.sampled_from(["cat", "dog", "instal", "installer", "cafe", "strass", "新书"]), min_size=1, max_size=2
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_stemmed_marks_are_the_words_marked_one_by_one(words, sequences):
+    """Words marked by their stems (``cats`` for ``cat``), by one mark or several, each word or in phrases."""
+    text, sequences = " ".join(words), marks(*[[[word] for word in sequence] for sequence in sequences])
+    for languages in (["en"], [None, "en"], [None, "fr"]):
+        assert searchsnippet.marked_ranges(text, sequences, languages) == ranges_word_by_word(
+            text, sequences, languages
+        )
+
+
+@given(
     st.lists(st.sampled_from(["cat", "cats", "dog", "the", "hot", "新书店", "書", "-", "café", "cafe"]), max_size=400),
     st.lists(
         st.lists(st.sampled_from(["cat", "dog", "hot", "新书", "書", "cafe"]), min_size=1, max_size=2), max_size=3

@@ -12,7 +12,7 @@ script matches the bigrams it starts (a prefix query).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rapidfuzz import process
@@ -26,6 +26,8 @@ TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
 DOCUMENT_COUNTS_KEPT = 100_000
+FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
+_stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
 # What a snippet marks: sequences of positions, each the terms a word there may give.
 Marks = list[tuple[frozenset[str], ...]]
@@ -124,8 +126,9 @@ class Vocabulary:
         return row[0] if row else word
 
 
-def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[str]) -> Compiled:
+def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequence[str]) -> Compiled:
     """The FTS5 expressions of *query* over an index of pages in *languages*."""
+    languages = tuple(languages)
     compiled = Compiled("", "", None)
     plain = []
     for alternatives in query.required:
@@ -176,7 +179,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: list[st
 
 
 def _clause(
-    clause: Clause, vocabulary: Vocabulary, languages: list[str], compiled: Compiled | None
+    clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled | None
 ) -> tuple[str, list[str] | None]:
     """The expression of one clause and the terms it matches (None for a phrase or a prefix); with
     *compiled*, what it marks and corrects is recorded there."""
@@ -213,7 +216,7 @@ def _clause(
     return " OR ".join(f'"{form}"' for form in held), held
 
 
-def _excluded(clause: Clause, vocabulary: Vocabulary, languages: list[str]) -> str:
+def _excluded(clause: Clause, vocabulary: Vocabulary, languages: Sequence[str]) -> str:
     """An unquoted excluded clause over the text past a page's body: a word in every form (also those
     no page's body holds, which the fts expression leaves out), else as ``_clause`` compiles it."""
     if clause.is_phrase or analysis.is_segmented(clause.words[0]):
@@ -233,16 +236,31 @@ def _loose(clause: Clause) -> str | None:
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(clause.words))
 
 
-def word_forms(word: str, languages: list[str]) -> list[str]:
+def word_forms(word: str, languages: Sequence[str]) -> list[str]:
     """*word* (folded) and its stem in each language, each once."""
-    return list(dict.fromkeys([word, *(analysis.stem_word(word, language) for language in languages)]))
+    return list(dict.fromkeys(_stems(word, tuple(languages))))
 
 
-def _held(word: str, vocabulary: Vocabulary, languages: list[str]) -> list[str]:
+def _stems(word: str, languages: tuple[str, ...]) -> tuple[str, ...]:
+    """*word*, then its stem in each of *languages* (an index's: a query's word is stemmed in all)."""
+    key = (word, languages)
+    found = _stems_kept.get(key)
+    if found is None:
+        found = (word, *(analysis.stem_word(word, language) for language in languages))
+        if len(word) <= analysis.MEMO_WORD_CHARACTERS:  # (a longer word, as rare, is stemmed each time)
+            if len(_stems_kept) >= FORMS_KEPT:
+                _stems_kept.clear()
+            _stems_kept[key] = found
+    return found
+
+
+def _held(word: str, vocabulary: Vocabulary, languages: Sequence[str]) -> list[str]:
     return [form for form in word_forms(word, languages) if vocabulary.documents(form)]
 
 
-def _phrase(words: list[str], languages: list[str]) -> str:
+def _phrase(words: list[str], languages: Sequence[str]) -> str:
     """Words at consecutive positions, stemmed alike in one of the languages (or not at all)."""
-    variants = dict.fromkeys(" ".join(analysis.stem(words, language)) for language in [None, *languages])
+    # Each word's column of stems, one a language: a variant is a row across them.
+    columns = [_stems(word, tuple(languages)) for word in words]
+    variants = dict.fromkeys(" ".join(column[row] for column in columns) for row in range(len(languages) + 1))
     return " OR ".join(f'"{variant}"' for variant in variants)

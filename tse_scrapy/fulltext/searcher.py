@@ -249,7 +249,13 @@ class KeptField:
             return False
         if not self.average:  # no row holds a token: none matches
             return True
-        idfs = [fts5bm25.idf(self.count, self.held(phrase)) for phrase in phrases]
+        held = [(phrase, self.held(phrase)) for phrase in phrases]
+        # A phrase no row holds adds exactly 0.0 to every row's sum (most of a word's stems in the
+        # index's other languages): left out, the float is the same.
+        phrases = [phrase for phrase, rows in held if rows]
+        idfs = [fts5bm25.idf(self.count, rows) for _, rows in held if rows]
+        if not phrases:
+            return True
         rows = self._read(scores.keys())
         for doc_id in scores:
             tokens = rows.get(doc_id)

@@ -99,13 +99,14 @@ def bm25(
 ) -> float | None:
     """The ``bm25()`` of a row of *tokens* for *phrases* (their *idfs*) in a table whose rows hold
     *average* tokens; None when the row holds none of them (FTS5 does not return it)."""
-    frequencies = [instances(tokens, phrase) for phrase in phrases]
+    frequencies = [tokens.count(phrase[0]) if len(phrase) == 1 else instances(tokens, phrase) for phrase in phrases]
     if not any(frequencies):
         return None
-    length = float(len(tokens))
+    # FTS5 works this out again for each phrase, to the same float.
+    saturation = K1 * (1 - B + B * float(len(tokens)) / average)
     score = 0.0
     for value, frequency in zip(idfs, frequencies, strict=True):
-        score += value * ((frequency * (K1 + 1.0)) / (frequency + K1 * (1 - B + B * length / average)))
+        score += value * ((frequency * (K1 + 1.0)) / (frequency + saturation))
     return -1.0 * score
 
 

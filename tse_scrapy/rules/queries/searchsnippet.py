@@ -130,14 +130,21 @@ def _found(
         words = _folded_words(folded, languages, wanted)
     else:
         words = analysis.tokens_giving(text, languages, wanted, starts)
+    longest = max((len(sequence) for sequence in marks), default=0)
+    found: list[tuple[int, int]] = []
+    if longest == 1 and not starts:
+        # Every mark is one word, and every word read gives a term of one: each is a mark.
+        for token, _ in words:
+            if window is not None and found and token.start > found[0][0] + window:
+                return found, True
+            found.append((token.start, token.end))
+        return found, bool(found) and window is not None and len(text) > found[0][0] + window
     # Each mark is looked for where it ends: at a word giving a term of its last position.
     ending: dict[str, list[Sequence[Collection[str]]]] = {}
     for sequence in marks:
         for term in sequence[-1] if sequence else ():
             ending.setdefault(term, []).append(sequence)
-    longest = max((len(sequence) for sequence in marks), default=0)
     recent: list[analysis.Token] = []  # the last consecutive words that give a term, as many as the longest mark
-    found: list[tuple[int, int]] = []
     for token, follows in words:
         if window is not None and found and token.start > found[0][0] + window:
             return found, True
@@ -213,15 +220,20 @@ def _folded_words(
         # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
         # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
         stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
-    hits = [index for index, word in enumerate(distinct) if word in wanted]
+    # The words giving a wanted term, by their places in *distinct*: found by set operations and
+    # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
+    hits = {distinct.index(word) for word in wanted.intersection(distinct)}
     for stems in stemmed:
-        if not wanted.isdisjoint(stems):
-            hits += [index for index, stem in enumerate(stems) if stem in wanted]
+        for stem in wanted.intersection(stems):  # each word of that stem
+            at = stems.index(stem)
+            while at != -1:
+                hits.add(at)
+                at = _index(stems, stem, at + 1)
     if not hits:
         return
     giving = {
         distinct[index]: tuple(dict.fromkeys([distinct[index], *(stems[index] for stems in stemmed)]))
-        for index in sorted(set(hits))
+        for index in sorted(hits)
     }
     # Found where they stand by a search for each (few words give a wanted term), not by reading every word.
     last_end = -1
@@ -232,6 +244,14 @@ def _folded_words(
             last_end >= 0 and not analysis.has_word_between(folded, last_end, start),
         )
         last_end = end
+
+
+def _index(items: Sequence[str], item: str, start: int) -> int:
+    """Where *item* stands in *items* from *start*, or -1."""
+    try:
+        return items.index(item, start)
+    except ValueError:
+        return -1
 
 
 def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
