@@ -1,6 +1,6 @@
 """The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
 
-import zlib
+from array import array
 
 import pytest
 from hypothesis import given
@@ -226,6 +226,7 @@ def test_a_query_typed_again(line, corrections, typed):
 
 
 # Pages' words in several scripts (real words: Debian's installation guide in those languages).
+LANGUAGES = [None, "en", "fr", "ru", "el", "ar", "vi", "fa", "ja", "zh"]
 HEAD_WORDS = [
     "Installation",
     "installer",
@@ -242,6 +243,12 @@ HEAD_WORDS = [
     "-",
     ",",
     "3.11",
+    "インストール",
+    "新书店的书",
+    "설치",
+    "Straße",
+    "ﬁle",
+    "…",
 ]
 
 
@@ -249,13 +256,30 @@ HEAD_WORDS = [
     st.lists(st.sampled_from(HEAD_WORDS), max_size=300),
     st.lists(
         st.lists(
-            st.sampled_from(["install", "instal", "debian", "systeme", "установк", "نصب", "cai", "dat", "3"]),
+            st.sampled_from(
+                [
+                    "install",
+                    "instal",
+                    "debian",
+                    "systeme",
+                    "установк",
+                    "نصب",
+                    "cai",
+                    "dat",
+                    "3",
+                    "スト",
+                    "书店",
+                    "설치",
+                    "strasse",
+                    "file",
+                ]
+            ),
             min_size=1,
             max_size=2,
         ),
         max_size=3,
     ),
-    st.sampled_from([None, "en", "fr", "ru", "ar", "vi", "fa"]),
+    st.sampled_from(LANGUAGES),
     st.integers(min_value=1, max_value=300),
 )
 def test_a_snippet_from_a_stored_head_is_the_snippet_worked_out(words, sequences, language, first_read):
@@ -276,22 +300,45 @@ def test_a_snippet_from_a_stored_head_is_the_snippet_worked_out(words, sequences
         searchsnippet.FIRST_READ = kept
 
 
+@given(st.lists(st.sampled_from([*HEAD_WORDS, "cats", "Dogs", "ΌΤΑΝ", "ǅ"]), max_size=300), st.sampled_from(LANGUAGES))
+def test_a_heads_words_are_the_analyzers(words, language):
+    text = " ".join(words)
+    head = searchsnippet.snippet_head(text, language)
+    tokens = list(analysis.tokens(searchsnippet.first_read(text), (None, language)))
+    assert head.spans(range(head.words)) == {number: (token.start, token.end) for number, token in enumerate(tokens)}
+    expected: dict[str, tuple[list[int], list[int]]] = {}
+    for number, token in enumerate(tokens):
+        for rank, term in enumerate(token.terms):
+            expected.setdefault(term, ([], []))
+            expected[term][0].append(number)
+            expected[term][1].append(rank)
+    assert head.terms == tuple(expected)
+    places = head.places(set(head.terms))
+    assert {term: (list(numbers), list(ranks)) for term, (numbers, ranks) in places.items()} == expected
+
+
 def test_a_head_serves_only_the_text_and_language_it_was_made_for():
     text = "Debian Installation du système " * 60
     wanted = marks([["instal"]])  # English's stem of "installation" (French's is "install")
     head = searchsnippet.snippet_head(text, "en")
-    assert head is not None and head.stems and head.folded.startswith("debian installation du systeme")
+    assert head is not None and "instal" in head.terms
     # The page changed since it was indexed (the same length): its head is not taken.
     changed = "Installation Debian du système " + text[len("Debian Installation du système ") :]
     worked_out = searchsnippet.snippet(changed, wanted, (None, "en"))
     assert worked_out[1][0][0] == 0
     assert searchsnippet.snippet(changed, wanted, (None, "en"), head=head) == worked_out
-    # A head of another language (whose stems would mark "Debian", were it taken) is not taken either.
-    stems = ["instal" if word == "debian" else word for word in head.distinct]
-    french = searchsnippet.Head(head.digest, "fr", head.folded, head.distinct, stems)
-    assert searchsnippet.snippet(text, wanted, (None, "en"), head=french) == searchsnippet.snippet(
-        text, wanted, (None, "en")
-    )
+    # A head of another language (which, were it taken, would mark nothing) is not taken either.
+    french = searchsnippet.snippet_head(text, "fr")
+    assert french is not None and "instal" not in french.terms
+    worked_out = searchsnippet.snippet(text, wanted, (None, "en"))
+    assert worked_out[1]
+    assert searchsnippet.snippet(text, wanted, (None, "en"), head=french) == worked_out
+
+
+def swapped(head, one, other):
+    """*head* with the places of terms *one* and *other* swapped."""
+    terms = tuple(other if term == one else one if term == other else term for term in head.terms)
+    return searchsnippet.Head(head.digest, head.language, head.size, terms, head.numbers)
 
 
 def test_a_head_serves_only_the_analysis_it_was_made_by(monkeypatch):
@@ -300,18 +347,18 @@ def test_a_head_serves_only_the_analysis_it_was_made_by(monkeypatch):
     monkeypatch.setattr(analysis, "ANALYSIS_VERSION", "another Unicode, another Snowball")
     head = searchsnippet.snippet_head(text, "en")
     monkeypatch.undo()
-    # Its stems would mark "Debian", were it taken.
-    stems = tuple("instal" if word == "debian" else stem for word, stem in zip(head.distinct, head.stems, strict=True))
-    older = searchsnippet.Head(head.digest, "en", head.folded, head.distinct, stems)
+    older = swapped(head, "instal", "debian")  # would mark "Debian", were it taken
     assert searchsnippet.snippet(text, wanted, (None, "en"), head=older) == searchsnippet.snippet(
         text, wanted, (None, "en")
     )
+    current = swapped(searchsnippet.snippet_head(text, "en"), "instal", "debian")
+    assert searchsnippet.snippet(text, wanted, (None, "en"), head=current)[1][0] == (0, 6)  # taken: "Debian"
 
 
 def test_a_head_without_stems_does_not_serve_a_stemmed_snippet():
     text = "Installations of Debian"  # read whole: the head would be the only reading
     head = searchsnippet.snippet_head(text, None)
-    assert head is not None and not head.stems
+    assert head is not None and "instal" not in head.terms
     worked_out = searchsnippet.snippet(text, marks([["instal"]]), (None, "en"))
     assert worked_out[1] == [(0, 13)]
     assert searchsnippet.snippet(text, marks([["instal"]]), (None, "en"), head=head) == worked_out
@@ -335,38 +382,108 @@ def test_a_head_serves_the_first_read_only():
     assert searchsnippet.snippet(text, wanted, (None, "en"), head=head) == worked_out
 
 
+@given(
+    st.lists(st.sampled_from(["3.11", "python", "a", "b", "gnu/linux", "c", "新书店"]), max_size=80),
+    st.lists(
+        st.sampled_from(
+            [
+                [["3"], ["11"], ["python"]],
+                [["11"], ["python"]],
+                [["python"]],
+                [["a"], ["b"]],
+                [["b"]],
+                [["a"], ["b", "a"]],
+                [["gnu"], ["linux"]],
+                [["linux"]],
+                [["linux"], ["c"], ["3"]],
+                [["新书"], ["书店"]],
+                [["书店"]],
+            ]
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(min_value=1, max_value=60),
+    st.integers(min_value=1, max_value=200),
+)
+def test_a_heads_marks_are_those_read_word_by_word(words, sequences, size, first_read):
+    """Marks ending at the same word, phrases longer than the window, marks just past it: a head's
+    set operations find what reading word by word finds, the first mark (which places the window)
+    the same."""
+    text, sequences = " ".join(words), marks(*sequences)
+    kept = searchsnippet.FIRST_READ
+    try:
+        searchsnippet.FIRST_READ = first_read
+        head = searchsnippet.snippet_head(text, "en")
+        worked_out = searchsnippet.snippet(text, sequences, (None, "en"), size=size)
+        assert searchsnippet.snippet(text, sequences, (None, "en"), size=size, head=head) == worked_out
+    finally:
+        searchsnippet.FIRST_READ = kept
+
+
+def test_the_first_mark_of_a_head_is_the_first_the_words_give():
+    # "python" ends two marks ("11 python" and "3 11 python"); the one the reading tries first places
+    # the window, and so whether "a b", ending just past it, is marked (visible: no space to cut at).
+    text = "3.11 python-a b"
+    phrases = [["11"], ["python"]], [["3"], ["11"], ["python"]], [["a"], ["b"]]
+    for wanted in (marks(*phrases), marks(*phrases[::-1])):
+        for size in range(1, 20):  # windows shorter than a mark too
+            assert searchsnippet.snippet(
+                text, wanted, (None, "en"), size=size, head=searchsnippet.snippet_head(text, "en")
+            ) == searchsnippet.snippet(text, wanted, (None, "en"), size=size), size
+    assert searchsnippet.snippet(text, marks(*phrases), (None, "en"), size=13)[1] == [(0, 11), (12, 13)]
+
+
+def packed_head(digest=b"d", language=b"en", size=b"10", count=b"1", terms=b"a", numbers=(0, 2, 0, 0, 0, 1)):
+    return b"\x00".join([digest, language, size, count, terms, array("H", numbers).tobytes()])
+
+
 @pytest.mark.parametrize(
     "blob",
     [
         b"",
-        b"not zlib",
-        zlib.compress(b"no separators"),
-        zlib.compress(b"d\x00en\x00a b\x00x\x00a b"),
-        zlib.compress(b"\xff\xfe\x00\x00\x00\x00"),
-        zlib.compress(b"d\x00\x00a\x00\x00" + b"a" * 300_000),
+        b"not a head",
+        b"d\x00en\x00no size\x001\x00a\x00" + array("H", (0, 2, 0, 0, 0, 1)).tobytes(),
+        packed_head(count=b"2"),  # terms missing
+        packed_head(terms=b"\xff\xfe"),  # not UTF-8
+        packed_head()[:-1],  # numbers cut short
+        packed_head(numbers=(1, 2, 0, 0, 0, 1)),  # the first term's places not at the start
+        packed_head(numbers=()),
+        packed_head() + b"\x00\x00" * 100_000,  # too large
     ],
 )
 def test_a_damaged_head_is_none(blob):
+    assert searchsnippet.unpacked_head(packed_head()) is not None  # each blob one change from it
     assert searchsnippet.unpacked_head(blob) is None
 
 
+@pytest.mark.parametrize("value", ["text", 5, None, bytearray(b"d\x00en")])
+def test_what_is_not_a_head_is_none(value):
+    assert searchsnippet.unpacked_head(value) is None
+
+
 @pytest.mark.parametrize(
-    "value",
+    "numbers, read",
     [
-        "text",
-        5,
-        None,
-        zlib.compress(b"d\x00en\x00a  b\x00\x00a b"),  # an empty word: found at the same place forever
-        zlib.compress(b"d\x00en\x00a b\x00x y z\x00a b"),
+        ((0, 2, 0, 0, 0, 9), True),  # a word past the first read
+        ((0, 2, 0, 0, 1, 1), True),  # a word that ends where it starts
+        ((0, 2, 3, 0, 0, 1), True),  # a place of a word that is not there
+        ((0, 3, 0, 0, 0, 0, 1), True),  # a place of three numbers
+        ((0, 9, 0, 0, 0, 1), False),  # places past the numbers
     ],
 )
-def test_a_tampered_head_is_none(value):
-    assert searchsnippet.unpacked_head(value) is None
+def test_a_tampered_head_gives_the_snippet_worked_out(numbers, read):
+    text = "a b c"
+    head = searchsnippet.snippet_head(text, None)
+    tampered = searchsnippet.Head(head.digest, head.language, head.size, ("a",), array("H", numbers))
+    stored = searchsnippet.unpacked_head(tampered.packed())
+    assert (stored == tampered) is read  # (its places are checked when read)
+    assert searchsnippet.snippet(text, marks([["a"]]), (None, None), head=stored) == ("a b c", [(0, 1)])
 
 
 def test_a_head_keeps_an_empty_stem():
     head = searchsnippet.snippet_head("Όταν το Debian", "el")  # Greek's stem of "όταν" is ""
-    assert head is not None and "" in head.stems
+    assert head is not None and "" in head.terms
     assert searchsnippet.unpacked_head(head.packed()) == head
 
 
@@ -374,6 +491,17 @@ def test_an_empty_word_is_never_found():
     assert analysis.word_positions("a b", {"": None, "b": None}) == [(2, "b")]
 
 
-def test_text_in_a_bigram_script_or_that_folding_moves_has_no_head():
-    assert searchsnippet.snippet_head("新书店的书 " * 10, "zh") is None
-    assert searchsnippet.snippet_head("ﬁle Straße " * 10, "en") is None  # ﬁ, ß fold to two letters
+def test_text_in_a_bigram_script_or_that_folding_moves_has_a_head():
+    for text, language, wanted in (
+        ("新书店的书 " * 10, "zh", marks([["书店"]], [["新书", "书店"]])),
+        ("ﬁle Straße " * 10, "en", marks([["file"]], [["strasse"]])),  # ﬁ, ß fold to two letters
+    ):
+        head = searchsnippet.snippet_head(text, language)
+        worked_out = searchsnippet.snippet(text, wanted, (None, language))
+        assert head is not None and worked_out[1]
+        assert searchsnippet.snippet(text, wanted, (None, language), head=head) == worked_out
+
+
+def test_a_first_read_without_spaces_past_the_bound_has_no_head():
+    assert searchsnippet.snippet_head("新" * searchsnippet.HEAD_CHARACTERS, "zh") is not None
+    assert searchsnippet.snippet_head("新" * (searchsnippet.HEAD_CHARACTERS + 1), "zh") is None

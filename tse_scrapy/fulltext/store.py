@@ -31,8 +31,8 @@ reference's).  Its tables:
   pages change;
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
   how pages spell them, for typo tolerance and "did you mean";
-- ``heads``: what a snippet works out first of a page's stored text whatever
-  the query (``rules.queries.searchsnippet.snippet_head``), compressed;
+- ``heads``: what a snippet reads first of a page's stored text whatever the
+  query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
 - ``meta``: the SPEC index it was written with (size and digest) and the
   languages of its pages.
 
@@ -62,8 +62,8 @@ from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_diges
 
 SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
-# 5: heads
-FORMAT = "5"
+# 5: heads; 6: heads as terms and places, for text in any script
+FORMAT = "6"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).

@@ -11,9 +11,11 @@ Chinese, Japanese and Thai put no spaces between words.
 from __future__ import annotations
 
 import hashlib
-import zlib
+import sys
+from array import array
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, chain
 
 from ..text import analysis
 
@@ -24,58 +26,119 @@ ELLIPSIS = "\u2026"
 # times as many, until the window after the first mark is read (or the text is).
 FIRST_READ = 1_000
 READ_GROWTH = 5
-HEAD_BYTES = 200_000  # a stored head larger than this once uncompressed is not read
+HEAD_BYTES = 200_000  # a stored head larger than this is not read
+HEAD_CHARACTERS = 8_000  # a first read longer than this (text without spaces) has no head
 
 
 @dataclass(frozen=True)
 class Head:
-    """What a snippet works out first of a page's text, whatever the query, worked out when the page is
-    indexed (as Lucene stores term vectors for its highlighter): the text's first read (see FIRST_READ)
-    folded, its distinct words and their stems in the page's language; and a digest of that first read,
-    so that a head is used only for the text it was made from, by the same analysis
-    (``analysis.ANALYSIS_VERSION``)."""
+    """What a snippet reads first of a page's text, whatever the query, worked out when the page is
+    indexed (as Lucene stores term vectors with positions and offsets for its highlighter): each
+    term the words of the text's first read give (``analysis.tokens`` in the page's language), and
+    where.  A digest of that first read and of the analysis (``analysis.ANALYSIS_VERSION``) makes a
+    head serve only the text it was made from, as it would be read now."""
 
     digest: str
     language: str
-    folded: str
-    distinct: tuple[str, ...]
-    stems: tuple[str, ...]  # empty where the language has no stemmer
+    size: int  # the first read's length
+    terms: tuple[str, ...]
+    # Unsigned 16-bit numbers, read only where a query wants them: for each term, where its places
+    # start among the places (and one more: where the last term's end); each place, two numbers
+    # (the word's number among the first read's words, and the term's rank among the word's
+    # terms); then each word's start and end.
+    numbers: array
 
     def packed(self) -> bytes:
-        fields = [self.digest, self.language, " ".join(self.distinct), " ".join(self.stems), self.folded]
-        return zlib.compress("\x00".join(fields).encode("utf-8", "surrogatepass"), 1)
+        fields = [self.digest, self.language, str(self.size), str(len(self.terms)), " ".join(self.terms)]
+        header = "\x00".join(fields)
+        numbers = array("H", self.numbers)
+        if sys.byteorder == "big":  # stored little-endian
+            numbers.byteswap()
+        return header.encode("utf-8", "surrogatepass") + b"\x00" + numbers.tobytes()
+
+    def places(self, wanted: set[str]) -> dict[str, tuple[Sequence[int], Sequence[int]]] | None:
+        """The terms of *wanted* that the words give, each with its words' numbers and its ranks
+        among their terms; None for a damaged head (a number out of its bounds)."""
+        count, numbers = len(self.terms), self.numbers
+        base = count + 1
+        words = (len(numbers) - base - numbers[count]) // 2 if len(numbers) > count else -1
+        found = {}
+        for term in wanted.intersection(self.terms):
+            index = self.terms.index(term)
+            first, last = numbers[index], numbers[index + 1]
+            if not first < last <= numbers[count] or (last - first) % 2 or words < 0:
+                return None
+            found[term] = (numbers[base + first : base + last : 2], numbers[base + first + 1 : base + last : 2])
+            if max(found[term][0]) >= words:
+                return None
+        return found
+
+    def spans(self, words: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """Where each of the first read's *words* (by number) stands: its start and end."""
+        numbers = self.numbers
+        at = len(numbers) - 2 * self.words
+        return {number: (numbers[at + 2 * number], numbers[at + 2 * number + 1]) for number in words}
+
+    @property
+    def words(self) -> int:
+        """How many words the first read holds."""
+        count = len(self.terms)
+        return (len(self.numbers) - count - 1 - self.numbers[count]) // 2
 
 
 def snippet_head(text: str, language: str | None) -> Head | None:
-    """The ``Head`` of *text* (a page's text as results show it) written in *language*; None where the
-    snippet reads it otherwise (text whose folding moves characters, text in a bigram script)."""
+    """The ``Head`` of *text* (a page's text as results show it) written in *language*; None for a
+    first read of more than HEAD_CHARACTERS (text without spaces) or too many words for its numbers."""
     first = first_read(text)
-    folded = analysis.aligned_fold(first)
-    if folded is None or analysis.has_bigram_script(folded):
+    if len(first) > HEAD_CHARACTERS:
         return None
-    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-    stems = analysis.stem(distinct, language) if analysis.stemmer(language) else []
-    return Head(_digest(first), language or "", folded, tuple(distinct), tuple(stems))
+    places: dict[str, list[int]] = {}
+    spans = array("H")
+    try:
+        for number, (start, end, terms) in enumerate(_words(first, language)):
+            spans.extend((start, end))
+            for rank, term in enumerate(terms):
+                places.setdefault(term, []).extend((number, rank))
+        numbers = array("H", accumulate(map(len, places.values()), initial=0))
+        numbers.extend(chain.from_iterable(places.values()))
+    except OverflowError:  # a number past 16 bits
+        return None
+    return Head(_digest(first), language or "", len(first), tuple(places), numbers + spans)
+
+
+def _words(text: str, language: str | None) -> list[tuple[int, int, tuple[str, ...]]]:
+    """Each word of *text* (``analysis.tokens`` in *language*) as its start, end and terms."""
+    folded = analysis.aligned_fold(text)
+    if folded is None or analysis.has_bigram_script(folded):
+        return [(token.start, token.end, token.terms) for token in analysis.tokens(text, (None, language))]
+    # Folding kept every character in its place (most text): the folded text's runs are the
+    # analyzer's words, and each distinct one is stemmed once.
+    runs = analysis.word_runs_at(folded)
+    distinct = list(dict.fromkeys(run for _, run in runs))
+    stems = analysis.stem(distinct, language)
+    terms = {word: tuple(dict.fromkeys((word, stem))) for word, stem in zip(distinct, stems, strict=True)}
+    return [(start, start + len(run), terms[run]) for start, run in runs]
 
 
 def unpacked_head(blob: object) -> Head | None:
     """The ``Head`` that ``Head.packed`` gave *blob*; None for anything it did not give (a damaged or
-    tampered file: too large, not bytes, fields missing, an empty word, which a search would find at
-    the same place again and again)."""
+    tampered file: too large, not bytes, fields missing or not matching).  Its places are checked
+    when they are read (``Head.places``)."""
+    if not isinstance(blob, bytes) or len(blob) > HEAD_BYTES:
+        return None
     try:
-        decompressor = zlib.decompressobj()
-        data = decompressor.decompress(blob, HEAD_BYTES)  # type: ignore[arg-type]
-        if decompressor.unconsumed_tail or not decompressor.eof:
-            return None
-        digest, language, distinct, stems, folded = data.decode("utf-8", "surrogatepass").split("\x00", 4)
-    except (zlib.error, UnicodeDecodeError, ValueError, TypeError):
+        digest, language, size, count, terms, numbers = blob.split(b"\x00", 5)
+        read = array("H")
+        read.frombytes(numbers)
+        if sys.byteorder == "big":
+            read.byteswap()
+        listed = tuple(terms.decode("utf-8", "surrogatepass").split(" ")) if count != b"0" else ()
+        head = Head(digest.decode(), language.decode(), int(size), listed, read)
+    except (UnicodeDecodeError, ValueError):
         return None
-    words = tuple(distinct.split(" ")) if distinct else ()
-    stemmed = tuple(stems.split(" ")) if stems else ()
-    # (A stem may be empty: Greek's of "οταν".)
-    if (stemmed and len(stemmed) != len(words)) or "" in words:
+    if count != str(len(listed)).encode() or len(read) <= len(listed) or read[0] != 0 or head.words < 0:
         return None
-    return Head(digest, language, folded, words, stemmed)
+    return head
 
 
 def first_read(text: str) -> str:
@@ -121,16 +184,20 @@ def _found(
     wanted = {term for sequence in marks for terms in sequence for term in terms}
     # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
     starts = {term for term in wanted if len(term) == 1 and analysis.is_segmented(term)}
+    longest = max((len(sequence) for sequence in marks), default=0)
+    places = head.places(wanted) if head is not None and not starts else None
+    if head is not None and places is not None:
+        marked = _head_marks(head, places, marks, window, len(text))
+        if marked is not None:
+            return marked
+    # (A damaged head gives None: the text is read then.)
     words: Iterable[tuple[analysis.Token, bool]]
-    if head is not None:
-        words = _folded_words(head.folded, languages, wanted, head)
-    elif (folded := analysis.aligned_fold(text)) is not None and not analysis.has_bigram_script(folded):
+    if (folded := analysis.aligned_fold(text)) is not None and not analysis.has_bigram_script(folded):
         # Folding kept every character in its place (most text): the folded text's words are the
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
         words = _folded_words(folded, languages, wanted)
     else:
         words = analysis.tokens_giving(text, languages, wanted, starts)
-    longest = max((len(sequence) for sequence in marks), default=0)
     found: list[tuple[int, int]] = []
     if longest == 1 and not starts:
         # Every mark is one word, and every word read gives a term of one: each is a mark.
@@ -201,25 +268,83 @@ def _window_ranges(
 
 
 def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:
-    """Whether *head* is that of the first read *first* for a snippet in *languages*."""
-    if analysis.stemming_languages(languages) != ((head.language,) if head.stems else ()):
+    """Whether *head* is that of the first read *first* for a snippet in *languages* (their terms
+    depend only on the languages with a stemmer)."""
+    if analysis.stemming_languages(languages) != analysis.stemming_languages((head.language or None,)):
         return False
-    return len(head.folded) == len(first) and head.digest == _digest(first)
+    return head.size == len(first) and head.digest == _digest(first)
+
+
+def _head_marks(
+    head: Head,
+    places: dict[str, tuple[Sequence[int], Sequence[int]]],
+    marks: Collection[Sequence[Collection[str]]],
+    window: int | None,
+    length: int,
+) -> tuple[list[tuple[int, int]], bool] | None:
+    """What ``_found`` finds in *head*'s first read (of *length* characters), from the *places* of
+    the terms it wants, by set operations on the words' numbers instead of a word at a time: the
+    same marks, and the same first one (which places the window).  None for a damaged head."""
+    numbers = {term: set(words) for term, (words, _) in places.items()}
+
+    def giving(terms: Collection[str]) -> set[int]:
+        return set().union(*(numbers[term] for term in terms if term in numbers))
+
+    # A mark of L words ends at word n where words n-L+1 ... n each give a term of their position.
+    ends: list[tuple[int, int]] = []  # (its last word, its words)
+    for sequence in marks:
+        if not sequence:
+            continue
+        last_words = giving(sequence[-1])
+        for back in range(1, len(sequence)):
+            if not last_words:
+                break
+            last_words &= {number + back for number in giving(sequence[-1 - back])}
+        ends += ((number, len(sequence)) for number in last_words)
+    if not ends:
+        return [], False
+    spans = head.spans({number - back for number, size in ends for back in range(size)})
+    if any(not 0 <= start < end <= head.size for start, end in spans.values()):
+        return None
+    # The first mark the word-by-word reading finds: at the first word ending one, the first of the
+    # marks it ends in the order that reading tries them (the word's terms' order, then the marks').
+    first_end = min(number for number, _ in ends)
+    sizes = {size for number, size in ends if number == first_end}
+    terms = sorted(
+        (ranks[list(words).index(first_end)], term)
+        for term, (words, ranks) in places.items()
+        if first_end in numbers[term]
+    )
+    first_size = next(
+        len(sequence)
+        for _, term in terms
+        for sequence in marks
+        if sequence and term in sequence[-1] and len(sequence) in sizes
+    )
+    first = (spans[first_end - first_size + 1][0], spans[first_end][1])
+    # Reading word by word stops at the first word giving a wanted term past the window: the marks
+    # ending there or later are not found (those ending at the first word always are), and the text
+    # read was enough when it goes on past the window.
+    reach = None if window is None else first[0] + window
+    found = [first]
+    found += [
+        (spans[number - size + 1][0], spans[number][1])
+        for number, size in ends
+        if reach is None or number == first_end or spans[number][0] <= reach
+    ]
+    return found, reach is not None and length > reach
 
 
 def _folded_words(
-    folded: str, languages: tuple[str | None, ...], wanted: set[str], head: Head | None = None
+    folded: str, languages: tuple[str | None, ...], wanted: set[str]
 ) -> Iterator[tuple[analysis.Token, bool]]:
     """The words of *folded* (normalized and folded text) that give a term of *wanted* (unstemmed or
     stemmed in one of *languages*) with their terms, each with whether it follows the one before
-    with no other word between.  *head*: *folded*'s, with its distinct words stemmed in *languages*."""
-    if head is not None:
-        distinct, stemmed = head.distinct, [head.stems] if head.stems else []
-    else:
-        distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-        # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
-        # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
-        stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
+    with no other word between."""
+    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+    # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
+    # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
+    stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
     # The words giving a wanted term, by their places in *distinct*: found by set operations and
     # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
     hits = {distinct.index(word) for word in wanted.intersection(distinct)}

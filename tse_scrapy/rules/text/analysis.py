@@ -330,8 +330,7 @@ def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
             else:
                 misses += 1
                 if misses > _POSITION_MISSES:
-                    spaced = text.replace("_", " ")
-                    return [(run.start(), run.group()) for run in _WORD_RUN.finditer(spaced) if run.group() in words]
+                    return [(start, run) for start, run in word_runs_at(text) if run in words]
             # A whole run cannot start inside a word's characters: the next one is at *end* or past it.
             at = text.find(word, end)
     found.sort()
@@ -352,6 +351,11 @@ def has_word_between(text: str, start: int, end: int) -> bool:
 def word_runs_of(text: str) -> list[str]:
     """The runs of letters, digits and marks of *text* ("_" separating), as strings."""
     return _WORD_RUN.findall(text.replace("_", " "))
+
+
+def word_runs_at(text: str) -> list[tuple[int, str]]:
+    """``word_runs_of`` *text*, each with where it starts."""
+    return [(run.start(), run.group()) for run in _WORD_RUN.finditer(text.replace("_", " "))]
 
 
 def has_bigram_script(text: str) -> bool:
