@@ -5,14 +5,17 @@ import contextlib
 import sqlite3
 
 import pytest
+import Stemmer
 
 from tests.conftest import run_tse
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
+from tse_scrapy.fulltext import matching
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.rules.queries import searchsnippet
 from tse_scrapy.rules.queries.searchsnippet import snippet
 from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
 from tse_scrapy.search.app import _results
@@ -54,10 +57,11 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
         stored = {doc_id for (doc_id,) in db.execute("SELECT doc_id FROM heads")}
     # Every page has one, in every script (Japanese, Chinese and Korean text too).
     assert stored == set(index.page_languages)
-    used = 0
+    used, results = 0, 0
     for query in QUERIES:
         answer = engine.answer(query, "relevance")
         shown = [doc_id for doc_id, _ in answer.ranked[:10]]
+        results += len(shown)
         documents, heads = engine.documents(shown), index.snippet_heads(shown)
         assert documents.keys() == set(shown) and heads.keys() == stored & set(shown)
         for doc_id in shown:
@@ -65,8 +69,9 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
             assert text == engine.document(doc_id).text
             head = heads.get(doc_id)
             assert snippet(text, answer.marks, languages, head=head) == snippet(text, answer.marks, languages)
-            used += head is not None
-    assert used >= 10
+            # Each head is the text's, in its language: taken (not only read).
+            used += head is not None and searchsnippet._head_serves(head, searchsnippet.first_read(text), languages)
+    assert used == results >= 10
 
 
 def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages, tmp_path):
@@ -188,3 +193,15 @@ def test_links_with_tabs_and_newlines_in_their_urls(tmp_path):
     updated, fresh = rows(tmp_path / "index"), rows(tmp_path / "fresh")
     assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))  # as above: words of pages gone kept
     assert updated == fresh
+
+
+def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
+    # PyStemmer itself is the oracle; each language's forms are kept apart (the memo is by both).
+    english, french = Stemmer.Stemmer("english"), Stemmer.Stemmer("french")
+    for word in ("installations", "système"):
+        assert matching.word_forms(word, ["en"]) == list(dict.fromkeys([word, english.stemWord(word)]))
+        assert matching.word_forms(word, ["fr"]) == list(dict.fromkeys([word, french.stemWord(word)]))
+    words = ["installations", "guides"]
+    rows = [words, [english.stemWord(word) for word in words], [french.stemWord(word) for word in words]]
+    assert len({" ".join(row) for row in rows}) == 3
+    assert matching._phrase(words, ["en", "fr"]) == " OR ".join(f'"{" ".join(row)}"' for row in rows)

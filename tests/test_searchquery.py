@@ -434,6 +434,25 @@ def test_the_first_mark_of_a_head_is_the_first_the_words_give():
     assert searchsnippet.snippet(text, marks(*phrases), (None, "en"), size=13)[1] == [(0, 11), (12, 13)]
 
 
+@pytest.mark.parametrize(
+    "text, phrases",
+    [
+        # "release installer" ends nowhere: the first mark at "installer" is "installer", not it.
+        (
+            "debian-installer-guide-debian",
+            [[["release"], ["installer"]], [["installer"]], [["debian"], ["installer"]], [["guide"], ["debian"]]],
+        ),
+        # "installation" gives "installation" (its first term) before "instal": tried in that order.
+        ("debian-installation-guide-debian", [[["debian"], ["instal"]], [["installation"]], [["guide"], ["debian"]]]),
+    ],
+)
+def test_the_first_mark_of_a_head_is_one_that_ends_there(text, phrases):
+    wanted, head = marks(*phrases), searchsnippet.snippet_head(text, "en")
+    for size in range(1, 40):
+        worked_out = searchsnippet.snippet(text, wanted, (None, "en"), size=size)
+        assert searchsnippet.snippet(text, wanted, (None, "en"), size=size, head=head) == worked_out, size
+
+
 def packed_head(digest=b"d", language=b"en", size=b"10", count=b"1", terms=b"a", numbers=(0, 2, 0, 0, 0, 1)):
     return b"\x00".join([digest, language, size, count, terms, array("H", numbers).tobytes()])
 
@@ -470,6 +489,7 @@ def test_what_is_not_a_head_is_none(value):
         ((0, 2, 3, 0, 0, 1), True),  # a place of a word that is not there
         ((0, 3, 0, 0, 0, 0, 1), True),  # a place of three numbers
         ((0, 9, 0, 0, 0, 1), False),  # places past the numbers
+        ((0, 0, 0, 1), True),  # a term without a place
     ],
 )
 def test_a_tampered_head_gives_the_snippet_worked_out(numbers, read):
@@ -479,6 +499,18 @@ def test_a_tampered_head_gives_the_snippet_worked_out(numbers, read):
     stored = searchsnippet.unpacked_head(tampered.packed())
     assert (stored == tampered) is read  # (its places are checked when read)
     assert searchsnippet.snippet(text, marks([["a"]]), (None, None), head=stored) == ("a b c", [(0, 1)])
+
+
+def test_a_head_whose_words_are_out_of_order_gives_the_snippet_worked_out():
+    text = "a b c d e f"
+    head = searchsnippet.snippet_head(text, None)
+    numbers = array("H", head.numbers)
+    numbers[-4:] = array("H", head.numbers[-2:] + head.numbers[-4:-2])  # the last two words swapped
+    tampered = searchsnippet.Head(head.digest, head.language, head.size, head.terms, numbers)
+    wanted = marks([["e"], ["f"]])
+    worked_out = searchsnippet.snippet(text, wanted, (None, None))
+    assert worked_out == ("a b c d e f", [(8, 11)])
+    assert searchsnippet.snippet(text, wanted, (None, None), head=tampered) == worked_out
 
 
 def test_a_head_keeps_an_empty_stem():
@@ -500,6 +532,21 @@ def test_text_in_a_bigram_script_or_that_folding_moves_has_a_head():
         worked_out = searchsnippet.snippet(text, wanted, (None, language))
         assert head is not None and worked_out[1]
         assert searchsnippet.snippet(text, wanted, (None, language), head=head) == worked_out
+
+
+@pytest.mark.parametrize(
+    "text, language, one, other",
+    [("新书店的书 " * 10, "zh", "书店", "新书"), ("ﬁle Straße " * 10, "en", "file", "strasse")],
+)
+def test_a_head_of_such_text_is_used(text, language, one, other):
+    # Its terms' places swapped: were the text read instead, the snippet would not change.
+    tampered = swapped(searchsnippet.snippet_head(text, language), one, other)
+    worked_out = searchsnippet.snippet(text, marks([[one]]), (None, language))
+    assert (
+        searchsnippet.snippet(text, marks([[one]]), (None, language), head=tampered)
+        == searchsnippet.snippet(text, marks([[other]]), (None, language))
+        != worked_out
+    )
 
 
 def test_a_first_read_without_spaces_past_the_bound_has_no_head():

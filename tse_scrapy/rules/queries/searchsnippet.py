@@ -15,7 +15,7 @@ import sys
 from array import array
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain
+from itertools import accumulate, chain, pairwise
 
 from ..text import analysis
 
@@ -27,7 +27,9 @@ ELLIPSIS = "\u2026"
 FIRST_READ = 1_000
 READ_GROWTH = 5
 HEAD_BYTES = 200_000  # a stored head larger than this is not read
-HEAD_CHARACTERS = 8_000  # a first read longer than this (text without spaces) has no head
+# A first read longer than this (text without spaces) has no head: a head holds about 15 bytes a
+# character of text in a bigram script (a bigram a character), 2 of other text.
+HEAD_CHARACTERS = 2_000
 
 
 @dataclass(frozen=True)
@@ -42,10 +44,10 @@ class Head:
     language: str
     size: int  # the first read's length
     terms: tuple[str, ...]
-    # Unsigned 16-bit numbers, read only where a query wants them: for each term, where its places
-    # start among the places (and one more: where the last term's end); each place, two numbers
-    # (the word's number among the first read's words, and the term's rank among the word's
-    # terms); then each word's start and end.
+    # Unsigned 16-bit numbers, read only where a query wants them, in three parts: for each term,
+    # where its places start in the second part (and one more: where the second part ends); each
+    # place, two numbers (the word's number among the first read's words, and the term's rank
+    # among the word's terms); then each word's start and end.
     numbers: array
 
     def packed(self) -> bytes:
@@ -56,34 +58,39 @@ class Head:
             numbers.byteswap()
         return header.encode("utf-8", "surrogatepass") + b"\x00" + numbers.tobytes()
 
+    @property
+    def _places_at(self) -> int:
+        return len(self.terms) + 1
+
+    @property
+    def _spans_at(self) -> int:
+        return self._places_at + self.numbers[len(self.terms)]
+
+    @property
+    def words(self) -> int:
+        """How many words the first read holds."""
+        return (len(self.numbers) - self._spans_at) // 2
+
     def places(self, wanted: set[str]) -> dict[str, tuple[Sequence[int], Sequence[int]]] | None:
         """The terms of *wanted* that the words give, each with its words' numbers and its ranks
-        among their terms; None for a damaged head (a number out of its bounds)."""
-        count, numbers = len(self.terms), self.numbers
-        base = count + 1
-        words = (len(numbers) - base - numbers[count]) // 2 if len(numbers) > count else -1
+        among their terms; None for a damaged head (a term's places not in the second part, or
+        a word that is not there)."""
+        numbers, at, words = self.numbers, self._places_at, self.words
         found = {}
         for term in wanted.intersection(self.terms):
             index = self.terms.index(term)
             first, last = numbers[index], numbers[index + 1]
-            if not first < last <= numbers[count] or (last - first) % 2 or words < 0:
+            if not first < last <= numbers[len(self.terms)] or (last - first) % 2:
                 return None
-            found[term] = (numbers[base + first : base + last : 2], numbers[base + first + 1 : base + last : 2])
+            found[term] = (numbers[at + first : at + last : 2], numbers[at + first + 1 : at + last : 2])
             if max(found[term][0]) >= words:
                 return None
         return found
 
     def spans(self, words: Iterable[int]) -> dict[int, tuple[int, int]]:
         """Where each of the first read's *words* (by number) stands: its start and end."""
-        numbers = self.numbers
-        at = len(numbers) - 2 * self.words
+        numbers, at = self.numbers, self._spans_at
         return {number: (numbers[at + 2 * number], numbers[at + 2 * number + 1]) for number in words}
-
-    @property
-    def words(self) -> int:
-        """How many words the first read holds."""
-        count = len(self.terms)
-        return (len(self.numbers) - count - 1 - self.numbers[count]) // 2
 
 
 def snippet_head(text: str, language: str | None) -> Head | None:
@@ -136,7 +143,9 @@ def unpacked_head(blob: object) -> Head | None:
         head = Head(digest.decode(), language.decode(), int(size), listed, read)
     except (UnicodeDecodeError, ValueError):
         return None
-    if count != str(len(listed)).encode() or len(read) <= len(listed) or read[0] != 0 or head.words < 0:
+    if count != str(len(listed)).encode() or len(read) <= len(listed) or read[0] != 0:
+        return None
+    if head._spans_at > len(read) or (len(read) - head._spans_at) % 2:  # the parts do not add up
         return None
     return head
 
@@ -178,9 +187,9 @@ def _found(
     window: int | None,
     head: Head | None = None,
 ) -> tuple[list[tuple[int, int]], bool]:
-    """The marks of *text* in the order their last words are read, and whether the text read was
-    enough: it reaches *window* characters past the first mark (more would change nothing).  *head*:
-    *text*'s own, worked out already."""
+    """The marks of *text*, the first being the first found reading it word by word (their last
+    words' order: it places the window), and whether the text read was enough: it reaches *window*
+    characters past the first mark (more would change nothing).  *head*: *text*'s own, stored."""
     wanted = {term for sequence in marks for terms in sequence for term in terms}
     # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
     starts = {term for term in wanted if len(term) == 1 and analysis.is_segmented(term)}
@@ -291,48 +300,47 @@ def _head_marks(
         return set().union(*(numbers[term] for term in terms if term in numbers))
 
     # A mark of L words ends at word n where words n-L+1 ... n each give a term of their position.
-    ends: list[tuple[int, int]] = []  # (its last word, its words)
+    ends: list[tuple[Sequence[Collection[str]], set[int]]] = []  # each mark and the words it ends at
     for sequence in marks:
-        if not sequence:
-            continue
-        last_words = giving(sequence[-1])
+        last_words = giving(sequence[-1]) if sequence else set()
         for back in range(1, len(sequence)):
             if not last_words:
                 break
             last_words &= {number + back for number in giving(sequence[-1 - back])}
-        ends += ((number, len(sequence)) for number in last_words)
+        if last_words:
+            ends.append((sequence, last_words))
     if not ends:
         return [], False
-    spans = head.spans({number - back for number, size in ends for back in range(size)})
-    if any(not 0 <= start < end <= head.size for start, end in spans.values()):
-        return None
+    spans = head.spans({number - back for sequence, found in ends for number in found for back in range(len(sequence))})
+    ordered = [spans[number] for number in sorted(spans)]
+    if any(not 0 <= start < end <= head.size for start, end in ordered) or any(
+        before[0] >= after[0] for before, after in pairwise(ordered)
+    ):
+        return None  # a word out of the first read, or words out of order
     # The first mark the word-by-word reading finds: at the first word ending one, the first of the
-    # marks it ends in the order that reading tries them (the word's terms' order, then the marks').
-    first_end = min(number for number, _ in ends)
-    sizes = {size for number, size in ends if number == first_end}
+    # marks ending there in the order that reading tries them (the word's terms' order, then the marks').
+    first_end = min(min(found) for _, found in ends)
     terms = sorted(
         (ranks[list(words).index(first_end)], term)
         for term, (words, ranks) in places.items()
         if first_end in numbers[term]
     )
     first_size = next(
-        len(sequence)
-        for _, term in terms
-        for sequence in marks
-        if sequence and term in sequence[-1] and len(sequence) in sizes
+        len(sequence) for _, term in terms for sequence, found in ends if term in sequence[-1] and first_end in found
     )
     first = (spans[first_end - first_size + 1][0], spans[first_end][1])
     # Reading word by word stops at the first word giving a wanted term past the window: the marks
     # ending there or later are not found (those ending at the first word always are), and the text
     # read was enough when it goes on past the window.
     reach = None if window is None else first[0] + window
-    found = [first]
-    found += [
-        (spans[number - size + 1][0], spans[number][1])
-        for number, size in ends
+    found_marks = [first]
+    found_marks += [
+        (spans[number - len(sequence) + 1][0], spans[number][1])
+        for sequence, found in ends
+        for number in found
         if reach is None or number == first_end or spans[number][0] <= reach
     ]
-    return found, reach is not None and length > reach
+    return found_marks, reach is not None and length > reach
 
 
 def _folded_words(
