@@ -340,3 +340,26 @@ def test_is_word_character_is_the_regular_expressions_for_every_character():
         if analysis._is_word_character(chr(code)) != bool(analysis._WORD_CHARACTER.match(chr(code)))
     ]
     assert differ == []
+
+
+@pytest.mark.parametrize(
+    "text, runs",
+    [
+        ("Debian GNU/Linux 12", [(0, "Debian"), (7, "GNU"), (11, "Linux"), (17, "12")]),
+        ("snake_case, ipv6", [(0, "snake"), (6, "case"), (12, "ipv6")]),
+        ("тест — δοκιμή", [(0, "тест"), (7, "δοκιμή")]),
+        ("café\u0301 نصب", [(0, "café\u0301"), (6, "نصب")]),
+        ("新书店 ＡＢＣ", [(0, "新书店"), (4, "ＡＢＣ")]),
+        ("", []),
+    ],
+)
+def test_word_runs_at(text, runs):
+    assert analysis.word_runs_at(text) == runs
+
+
+@given(st.text(alphabet=st.sampled_from("ab_ 1-é\u0301新.\u200d"), max_size=60))
+def test_word_runs_at_are_the_runs_where_they_stand(text):
+    runs = analysis.word_runs_at(text)
+    assert [run for _, run in runs] == analysis.word_runs_of(text)
+    assert all(text[start : start + len(run)] == run for start, run in runs)
+    assert [start for start, _ in runs] == sorted({start for start, _ in runs})
