@@ -4,6 +4,7 @@ groups (against a breadth-first search of the same relations)."""
 
 import hashlib
 import random
+import unicodedata
 from collections import deque
 from urllib.parse import urlsplit
 
@@ -260,6 +261,44 @@ WHITESPACE = st.text(st.sampled_from(" \t\n\r\u00a0\u3000"), min_size=1, max_siz
 def test_content_digest_ignores_whitespace(words, data):
     spaced = [data.draw(WHITESPACE) + word for word in words] + [data.draw(st.sampled_from(["", " ", "\n"]))]
     assert content_digest("T", "".join(spaced)) == content_digest("T", " ".join(words))
+
+
+def digest_as_defined(title: str, text: str) -> str:
+    """content_digest as its docstring says: each part in NFC, whitespace runs one space, stripped,
+    its length first."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (title, text):
+        shown = " ".join(unicodedata.normalize("NFC", part).split()).encode("utf-8", "surrogatepass")
+        digest.update(b"%d:" % len(shown) + shown)
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "already single spaced words",  # the search index's words: hashed as they are
+        "слова уже через один пробел",
+        " leading",
+        "trailing ",
+        "two  spaces",
+        "a\tb",
+        "a\u00a0b",
+        "a\u3000b",
+        "a\x1cb",
+        "a\u2028b",
+        "Cafe\u0301 x",  # not NFC
+        "",
+        " ",
+    ],
+)
+def test_content_digest_as_defined(text):
+    assert content_digest("T", text) == digest_as_defined("T", text)
+    assert content_digest(text, "") == digest_as_defined(text, "")
+
+
+@given(st.text(st.sampled_from("ab \t\n\u00a0\u3000\x1c\x85\u2029e\u0301\u00e9\x00")), st.text(max_size=20))
+def test_content_digest_as_defined_property(text, title):
+    assert content_digest(title, text) == digest_as_defined(title, text)
 
 
 def blake(shingle: str) -> int:

@@ -35,6 +35,21 @@ def test_word_counts():
     assert word_counts(b"Dog dog <dog> DOG cat") == {b"dog": 3, b"cat": 1}
 
 
+@pytest.mark.parametrize(
+    "body, counts",
+    [
+        # In the order they first occur (the document store keeps the words so); short runs left out.
+        (b"ab Cat x DOG cat <dog> dog a1b", [(b"cat", 2), (b"dog", 2)]),
+        (b"ZZZ<zz>zzz z zz", [(b"zzz", 2)]),
+        (b"caf\xc3\xa9s \xff\x00abc\tabc", [(b"caf", 1), (b"abc", 2)]),
+        (b"one <two three", [(b"one", 1)]),  # an unclosed < ends the words
+        (b"", []),
+    ],
+)
+def test_word_counts_in_order(body, counts):
+    assert list(word_counts(body).items()) == counts
+
+
 def c_model(body: bytes) -> list[str]:
     """The reference indexer's loop (webpage_getNextWord), transliterated."""
 
@@ -63,6 +78,21 @@ def c_model(body: bytes) -> list[str]:
 @given(st.lists(st.sampled_from([b"<", b">", b"a", b"Bc", b"def", b" ", b"\xe9", b"1", b"<p>", b"xyzw"])).map(b"".join))
 def test_page_words_matches_the_reference_loop(body):
     assert page_words(body) == c_model(body)
+
+
+@given(
+    st.one_of(
+        st.binary(),
+        st.lists(st.sampled_from([b"<", b">", b"a", b"Bc", b"DEF", b" ", b"\xe9", b"1", b"<p>", b"xyzw", b"\t"])).map(
+            b"".join
+        ),
+    )
+)
+def test_word_counts_are_the_page_words_counted_in_order(body):
+    expected: dict[bytes, int] = {}
+    for word in c_model(body):
+        expected[word.encode()] = expected.get(word.encode(), 0) + 1
+    assert list(word_counts(body).items()) == list(expected.items())
 
 
 @given(st.binary())

@@ -124,11 +124,10 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     title = read.title
     title_words, title_spellings = analysis.words_and_spellings(title)
     spellings = {**title_spellings, **spellings}
-    vocabulary = tuple(
-        (word, spellings.get(word, word))
-        for word in dict.fromkeys(title_words + body_words)
-        if len(word) >= VOCABULARY_MIN and (word.isascii() or not analysis.is_segmented(word))
-    )
+    kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
+    if not "".join(kept).isascii():
+        kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
+    vocabulary = tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
     return PageFields(

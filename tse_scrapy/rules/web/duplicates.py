@@ -323,10 +323,19 @@ def content_digest(title: str, text: str) -> str:
     whitespace runs one space, stripped.  Pages with the same digest are exact duplicates for search."""
     digest = hashlib.blake2b(digest_size=16)
     for part in (title, text):
-        shown = " ".join(unicodedata.normalize("NFC", part).split()).encode("utf-8", "surrogatepass")
+        normalized = unicodedata.normalize("NFC", part)
+        # Words already single-spaced (the search index's) are as they are: no split and join of a long text.
+        spaced = normalized if _single_spaced(normalized) else " ".join(normalized.split())
+        shown = spaced.encode("utf-8", "surrogatepass")
         # Each part's length first: ("a b", "") and ("a", "b") are different pages.
         digest.update(b"%d:" % len(shown) + shown)
     return digest.hexdigest()
+
+
+def _single_spaced(text: str) -> bool:
+    """Whether *text* is its whitespace-separated parts joined by single spaces (``str.split``'s whitespace)."""
+    # Every whitespace character but the space is unprintable (a separator or a control character).
+    return text.isprintable() and not (text[:1] == " " or text[-1:] == " " or "  " in text)
 
 
 EMPTY_DIGEST = content_digest("", "")  # a page that shows nothing: a duplicate of no other
