@@ -95,6 +95,16 @@ def test_word_counts_are_the_page_words_counted_in_order(body):
     assert list(word_counts(body).items()) == list(expected.items())
 
 
+@pytest.mark.parametrize("byte", range(256))
+def test_word_counts_take_only_ascii_letters(byte):
+    letter = bytes([byte]).isalpha() and byte < 128
+    body = b"abc" + bytes([byte]) + b"DEF"
+    expected = [(b"abc" + bytes([byte]).lower() + b"def", 1)] if letter else [(b"abc", 1), (b"def", 1)]
+    if byte == ord("<"):  # an unclosed tag ends the words
+        expected = [(b"abc", 1)]
+    assert list(word_counts(body).items()) == expected
+
+
 @given(st.binary())
 def test_words_are_lowercase_letter_runs(body):
     for word in page_words(body):

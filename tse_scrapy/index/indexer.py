@@ -147,9 +147,8 @@ def index_range(
         row = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
         rows.append(row)
         page = page_fields(row.doc[1], read.page.body, read.charset, shown)
-        spelled = dict(page.vocabulary)
-        # The words no page before spelled (set operations, not a lookup a word: most were).
-        vocabulary.update({word: spelled[word] for word in spelled.keys() - vocabulary.keys()})
+        for word, spelling in page.vocabulary:
+            vocabulary.setdefault(word, spelling)
         fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4])))
     return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary, warnings)
 

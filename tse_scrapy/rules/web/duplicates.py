@@ -333,7 +333,8 @@ def content_digest(title: str, text: str) -> str:
 
 
 def _single_spaced(text: str) -> bool:
-    """Whether *text* is its whitespace-separated parts joined by single spaces (``str.split``'s whitespace)."""
+    """True only when *text* is its whitespace-separated parts (``str.split``'s) joined by single
+    spaces; False for some such texts too (unprintable characters), which are then split and joined."""
     # Every whitespace character but the space is unprintable (a separator or a control character).
     return text.isprintable() and not (text[:1] == " " or text[-1:] == " " or "  " in text)
 
