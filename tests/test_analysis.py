@@ -363,3 +363,26 @@ def test_word_runs_at_are_the_runs_where_they_stand(text):
     assert [run for _, run in runs] == analysis.word_runs_of(text)
     assert all(text[start : start + len(run)] == run for start, run in runs)
     assert [start for start, _ in runs] == sorted({start for start, _ in runs})
+
+
+@given(
+    st.lists(
+        st.sampled_from(["books", "installations", "sécurité", "установка", "βιβλία", "kitapları", "日本", "42", ""])
+        | st.text(max_size=12),
+        max_size=20,
+    ),
+    st.sampled_from([*sorted(analysis.STEMMERS), None, "xx"]),
+)
+def test_a_word_stemmed_alone_is_the_stemmers(words, language):
+    # A query's word not in the memo is stemmed there and then (not added): the Snowball stemmer's stem.
+    kept = dict(analysis._stem_memos)
+    analysis._stem_memos.clear()
+    try:
+        found = [analysis.stem_word(word, language) for word in words]
+        assert language not in analysis._stem_memos
+    finally:
+        analysis._stem_memos.clear()
+        analysis._stem_memos.update(kept)
+    name = analysis.STEMMERS.get(language or "")
+    expected = [Stemmer.Stemmer(name).stemWord(word) for word in words] if name else words
+    assert found == expected

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.support.multilingual import fixture_pages
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import searcher
-from tse_scrapy.fulltext.matching import compile_query
+from tse_scrapy.fulltext.matching import Vocabulary, compile_query
 from tse_scrapy.fulltext.searcher import ANCHOR_WEIGHT, TITLE_WEIGHT, KeptField, SearchIndex
 from tse_scrapy.fulltext.store import search_path
 from tse_scrapy.index.indexer import write_index_files
@@ -119,7 +119,7 @@ def fts5_table(rows):
 
 def kept_scores(db, doc_ids, expression):
     scores = dict.fromkeys(doc_ids, 0.0)
-    field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
+    field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})", Vocabulary(db))
     assert field.add_scores(scores, TITLE_WEIGHT, expression)
     return scores
 
@@ -136,7 +136,7 @@ def fts5_scores(db, doc_ids, expression):
 def test_a_table_whose_averages_cannot_be_read_is_left_to_fts5():
     with contextlib.closing(fts5_table({1: "a boot"})) as db:
         db.execute("UPDATE titles_fts_data SET block = x'91' WHERE id = 1")
-        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
+        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})", Vocabulary(db))
         assert not field.add_scores({1: 0.0}, TITLE_WEIGHT, '"boot"')
 
 
@@ -179,7 +179,7 @@ def test_kept_scores_are_fts5s_to_the_last_bit(rows, queries, kept_tokens):
     # groups of phrases joined by OR, as the searcher's title expressions are, over some of the
     # rows' pages and some pages without a row.
     with contextlib.closing(fts5_table(rows)) as db:
-        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})")
+        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})", Vocabulary(db))
         original, searcher.KEPT_TOKENS = searcher.KEPT_TOKENS, kept_tokens
         last_read: set[int] = set()
         try:

@@ -11,6 +11,7 @@ from tests.conftest import run_tse
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import matching
+from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
@@ -205,3 +206,69 @@ def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
     rows = [words, [english.stemWord(word) for word in words], [french.stemWord(word) for word in words]]
     assert len({" ".join(row) for row in rows}) == 3
     assert matching._phrase(words, ["en", "fr"]) == " OR ".join(f'"{" ".join(row)}"' for row in rows)
+
+
+def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_path, monkeypatch):
+    # The oracle: FTS5's own count of the rows matching each term as a phrase.
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)  # several statements
+    monkeypatch.setattr(matching, "DOCUMENT_COUNTS_KEPT", 50)  # and the counts kept cleared on the way
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        words = [word for (word,) in db.execute("SELECT word FROM vocabulary ORDER BY word LIMIT 40")]
+        terms = [
+            *words,
+            "installation",
+            "instal",
+            "установк",
+            "インス",
+            "书店",
+            "설치",
+            "absentword",
+            "",
+            "installation",
+        ]
+        for table in ("fts", "titles_fts", "anchors_fts"):
+            vocabulary = matching.Vocabulary(db)
+            vocabulary.count(terms, table)
+            for term in terms:
+                quoted = '"' + term.replace('"', '""') + '"'
+                expected = db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quoted,)).fetchone()[0]
+                assert vocabulary.documents(term, table) == expected, (table, term)
+        assert (
+            sum(matching.Vocabulary(db).documents(term) > 0 for term in terms) > 10
+        )  # not a test of absent words only
+
+
+def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, monkeypatch):
+    """Most queries are matched and scored by one FTS5 statement (their scoring expression is their
+    matching one); the same answers as a statement each."""
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    queries = [*QUERIES, "debian installation guide", "安装 debian", "установка debian", "debain", "the debian"]
+    statements = {"scored": 0, "matched": 0}
+
+    def counting(name, method):
+        def counted(self, *arguments):
+            statements[name] += 1
+            return method(self, *arguments)
+
+        return counted
+
+    monkeypatch.setattr(SearchIndex, "_scores", counting("scored", SearchIndex._scores))
+    monkeypatch.setattr(SearchIndex, "_matching", counting("matched", SearchIndex._matching))
+    one = {query: engine_answer(fixture_pages, tmp_path / "index", query) for query in queries}
+    assert statements["scored"] >= 8
+    matched = statements["matched"]
+    # The matching expression written another way (the same pages): a statement each.
+    written_apart = matching.Compiled.all_of_but_everywhere
+    monkeypatch.setattr(
+        matching.Compiled, "all_of_but_everywhere", lambda self, *arguments: f"({written_apart(self, *arguments)})"
+    )
+    two = {query: engine_answer(fixture_pages, tmp_path / "index", query) for query in queries}
+    assert statements["matched"] - matched > matched
+    assert two == one
+    assert sum(bool(ranked) for ranked, _ in one.values()) >= 10
+
+
+def engine_answer(pages, indexfile, query):
+    answer = QueryEngine(pages, IndexReader(indexfile)).answer(query, "relevance")
+    return answer.ranked, answer.partial

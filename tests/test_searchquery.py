@@ -338,7 +338,7 @@ def test_a_head_serves_only_the_text_and_language_it_was_made_for():
 def swapped(head, one, other):
     """*head* with the places of terms *one* and *other* swapped."""
     terms = tuple(other if term == one else one if term == other else term for term in head.terms)
-    return searchsnippet.Head(head.digest, head.language, head.size, terms, head.numbers)
+    return searchsnippet.Head.of(head.digest, head.language, head.size, terms, head.numbers)
 
 
 def test_a_head_serves_only_the_analysis_it_was_made_by(monkeypatch):
@@ -464,7 +464,6 @@ def packed_head(digest=b"d", language=b"en", size=b"10", count=b"1", terms=b"a",
         b"not a head",
         b"d\x00en\x00no size\x001\x00a\x00" + array("H", (0, 2, 0, 0, 0, 1)).tobytes(),
         packed_head(count=b"2"),  # terms missing
-        packed_head(terms=b"\xff\xfe"),  # not UTF-8
         packed_head()[:-1],  # numbers cut short
         packed_head(numbers=(1, 2, 0, 0, 0, 1)),  # the first term's places not at the start
         packed_head(numbers=()),
@@ -474,6 +473,14 @@ def packed_head(digest=b"d", language=b"en", size=b"10", count=b"1", terms=b"a",
 def test_a_damaged_head_is_none(blob):
     assert searchsnippet.unpacked_head(packed_head()) is not None  # each blob one change from it
     assert searchsnippet.unpacked_head(blob) is None
+
+
+def test_a_head_whose_terms_are_not_utf8_gives_none_of_them():
+    # Its terms are searched for as bytes, never decoded: a query's term (valid UTF-8) is not found there.
+    head = searchsnippet.unpacked_head(packed_head(terms=b"\xff\xfe"))
+    assert head is not None
+    assert head.places({"a", "\udcff\udcfe", "\xff\xfe"}) == {}
+    assert searchsnippet.snippet("a b c", marks([["a"]]), (None, None), head=head) == ("a b c", [(0, 1)])
 
 
 @pytest.mark.parametrize("value", ["text", 5, None, bytearray(b"d\x00en")])
@@ -495,7 +502,7 @@ def test_what_is_not_a_head_is_none(value):
 def test_a_tampered_head_gives_the_snippet_worked_out(numbers, read):
     text = "a b c"
     head = searchsnippet.snippet_head(text, None)
-    tampered = searchsnippet.Head(head.digest, head.language, head.size, ("a",), array("H", numbers))
+    tampered = searchsnippet.Head.of(head.digest, head.language, head.size, ("a",), array("H", numbers))
     stored = searchsnippet.unpacked_head(tampered.packed())
     assert (stored == tampered) is read  # (its places are checked when read)
     assert searchsnippet.snippet(text, marks([["a"]]), (None, None), head=stored) == ("a b c", [(0, 1)])
@@ -506,7 +513,7 @@ def test_a_head_whose_words_are_out_of_order_gives_the_snippet_worked_out():
     head = searchsnippet.snippet_head(text, None)
     numbers = array("H", head.numbers)
     numbers[-4:] = array("H", head.numbers[-2:] + head.numbers[-4:-2])  # the last two words swapped
-    tampered = searchsnippet.Head(head.digest, head.language, head.size, head.terms, numbers)
+    tampered = searchsnippet.Head.of(head.digest, head.language, head.size, head.terms, numbers)
     wanted = marks([["e"], ["f"]])
     worked_out = searchsnippet.snippet(text, wanted, (None, None))
     assert worked_out == ("a b c d e f", [(8, 11)])
@@ -552,3 +559,40 @@ def test_a_head_of_such_text_is_used(text, language, one, other):
 def test_a_first_read_without_spaces_past_the_bound_has_no_head():
     assert searchsnippet.snippet_head("新" * searchsnippet.HEAD_CHARACTERS, "zh") is not None
     assert searchsnippet.snippet_head("新" * (searchsnippet.HEAD_CHARACTERS + 1), "zh") is None
+
+
+@given(
+    st.lists(st.text(st.characters(blacklist_characters=" \x00"), max_size=6), unique=True, max_size=20),
+    st.sets(st.text(st.characters(blacklist_characters=" \x00"), max_size=6), max_size=20),
+)
+def test_a_heads_places_are_those_of_its_terms_found_whole(terms, others):
+    """A head's terms are found in its UTF-8 listing by a search each: only whole terms (not one
+    inside another, the empty term too), at their own places."""
+    count = len(terms)
+    numbers = array("H", [2 * number for number in range(count + 1)])  # each term one place: word i, rank 0
+    for number in range(count):
+        numbers.extend((number, 0))
+    for number in range(count):
+        numbers.extend((2 * number, 2 * number + 1))
+    head = searchsnippet.Head.of("d", "", 2 * count, terms, numbers)
+    assert searchsnippet.unpacked_head(head.packed()) == head
+    assert head.terms == tuple(terms)
+    wanted = others | set(terms[::2])
+    places = head.places(wanted)
+    assert {term: (list(words), list(ranks)) for term, (words, ranks) in places.items()} == {
+        term: ([terms.index(term)], [0]) for term in wanted if term in terms
+    }
+
+
+def test_a_heads_places_table():
+    head = searchsnippet.snippet_head("in installation instal Éé 书店 in", None)
+    assert head.terms == ("in", "installation", "instal", "ee", "书店")
+    wanted = {"in", "inst", "instal", "installatio", "installation", "n", "e", "ee", "书", "书店", "", "in instal"}
+    places = head.places(wanted)
+    assert {term: list(words) for term, (words, _) in places.items()} == {
+        "in": [0, 5],
+        "installation": [1],
+        "instal": [2],
+        "ee": [3],
+        "书店": [4],
+    }

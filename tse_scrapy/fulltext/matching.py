@@ -12,9 +12,10 @@ script matches the bigrams it starts (a prefix query).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import apsw
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
@@ -26,6 +27,7 @@ TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
 DOCUMENT_COUNTS_KEPT = 100_000
+COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
@@ -86,7 +88,7 @@ class Compiled:
 class Vocabulary:
     """The index's terms (FTS5's vocabulary) and words (for corrections), read as needed."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: sqlite3.Connection | apsw.Connection):
         self.db = db
         for table in ("fts", "titles_fts", "anchors_fts"):
             db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
@@ -106,6 +108,20 @@ class Vocabulary:
                 self._documents.clear()
             self._documents[key] = found
         return found
+
+    def count(self, terms: Iterable[str], table: str = "fts") -> None:
+        """Count the pages of each of *terms* in *table* not counted yet, for ``documents``: a few
+        statements, not one a term (fts5vocab's statement costs about four times its term)."""
+        documents = self._documents
+        missing = [term for term in dict.fromkeys(terms) if (term, table) not in documents]
+        for start in range(0, len(missing), COUNTED_TOGETHER):
+            chunk = missing[start : start + COUNTED_TOGETHER]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT term, doc FROM temp.{table}_terms WHERE term IN ({marks})"
+            found = dict(self.db.execute(sql, chunk))
+            if len(documents) + len(chunk) > DOCUMENT_COUNTS_KEPT:
+                documents.clear()
+            documents.update(((term, table), found.get(term, 0)) for term in chunk)
 
     def closest(self, word: str) -> list[tuple[str, int]]:
         """The words within the edits allowed for *word*'s length and their distances, closest first
@@ -131,6 +147,9 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     languages = tuple(languages)
     compiled = Compiled("", "", None)
     plain = []
+    # The pages of every form of every word counted together (see Vocabulary.count).
+    words = [clause.words[0] for clause in (*query.clauses, *query.excluded) if len(clause.words) == 1]
+    vocabulary.count(form for word in words for form in word_forms(word, languages))
     for alternatives in query.required:
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
@@ -199,7 +218,9 @@ def _clause(
     if compiled is not None and not held and len(word) >= ONE_EDIT_FROM:
         # The closest words the index holds; at the same distance, the one on the most pages first.
         corrected = []
-        for known, distance in vocabulary.closest(word):
+        closest = vocabulary.closest(word)
+        vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
+        for known, distance in closest:
             if known_held := _held(known, vocabulary, languages):
                 pages = max(vocabulary.documents(form) for form in known_held)
                 corrected.append((distance, -pages, known, known_held))

@@ -1,12 +1,19 @@
 """``rank=relevance``: a search query over the search index, ranked for people.
 
-Which pages match is one FTS5 query without scores: every required group, or
-(when no page has them all) any of them, flagged as partial matches.  Their
-scores are BM25F-style, from FTS5's ``bm25()``: the headings, URL words and
+Which pages match is one FTS5 query: every required group, or (when no page
+has them all) any of them, flagged as partial matches; scored in the same
+statement when the scoring expression is the matching one (most queries), else
+matched without scores.  Their scores are BM25F-style, from FTS5's ``bm25()``:
+the headings, URL words and
 body in one table (FTS5 sums each field's term frequency times its weight,
 then saturates once by the row's length), the title and the anchor text each
 in a table of its own (their own lengths and document frequencies), weighted
 and added; pages holding the query's words as a phrase gain a bonus.
+
+The index is read with apsw's own SQLite (3.54), not the system's (Debian 12:
+3.40): its FTS5 matches and scores the known-item bench's queries about a fifth
+faster, to the same rows and floats (docs/search.md).  The writer stays on the
+standard library's sqlite3: the file format is the same.
 """
 
 from __future__ import annotations
@@ -17,13 +24,20 @@ import sqlite3
 import sys
 from collections.abc import Collection, Set
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import chain
+
+import apsw
 
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
+
+# The search index's connection: apsw's when opened by ``SearchIndex.open``; the standard library's
+# works as well (a test's, a bench's).
+Connection = apsw.Connection | sqlite3.Connection
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
 # the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed
@@ -45,6 +59,7 @@ KEPT_SCORED = 500
 KEPT_TOKENS = 200_000
 PHRASE_COUNTS_KEPT = 100_000
 ANCHOR_TOKENS = 200_000
+EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memory
 
 
 @dataclass
@@ -61,7 +76,7 @@ class Found:
 class SearchIndex:
     """The search index beside a SPEC index, opened read-only once."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: Connection):
         self.db = db
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
@@ -75,9 +90,15 @@ class SearchIndex:
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
         # The titles' and anchor texts' scores worked out from their words (see KeptField).
         self.kept = {
-            "titles_fts": KeptField(db, "titles_fts", "SELECT doc_id, title FROM pages WHERE doc_id IN ({})"),
+            "titles_fts": KeptField(
+                db, "titles_fts", "SELECT doc_id, title FROM pages WHERE doc_id IN ({})", self.vocabulary
+            ),
             "anchors_fts": KeptField(
-                db, "anchors_fts", "SELECT doc_id, terms FROM anchors WHERE doc_id IN ({})", ANCHOR_TOKENS
+                db,
+                "anchors_fts",
+                "SELECT doc_id, terms FROM anchors WHERE doc_id IN ({})",
+                self.vocabulary,
+                ANCHOR_TOKENS,
             ),
         }
 
@@ -89,9 +110,11 @@ class SearchIndex:
         if problem:
             return problem
         try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            # Read with apsw's SQLite (a newer FTS5 than the system's: see the module's docstring).
+            flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+            db = apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=flags)
             return cls(db)
-        except sqlite3.Error as error:
+        except apsw.Error as error:
             return f"{path} cannot be read ({error})"
 
     def search(
@@ -125,20 +148,32 @@ class SearchIndex:
         documents = self.vocabulary.documents
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring: FTS5 then only walks the lists of pages, not every position of every word.
-        matched = self._exactly(
-            wanted(self._matching(compiled.all_of_but_everywhere(documents, self.pages))), compiled, False
-        )
-        partial = False
-        if not matched and compiled.any_of != compiled.all_of:
-            matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
-        if not matched:
-            return Found([], False, compiled.marks, compiled.corrections)
         # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
         # most positions to read): the pages matched hold them anyway.  A query of only such words
         # is ranked by the titles and anchor text alone.
+        matching = compiled.all_of_but_everywhere(documents, self.pages)
+        scoring = compiled.rare(documents, self.pages, " AND ")
+        scored: list[tuple[int, float]] | None = None
+        if scoring == matching:
+            # (Most queries: no common word, no exclusion.)  The scores' statement matches the same
+            # pages: one statement, not two walks of the same lists.
+            scored = self._scores("fts", self._bm25, scoring)
+            matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
+        else:
+            matched = self._exactly(wanted(self._matching(matching)), compiled, False)
+        partial = False
+        if not matched and compiled.any_of != compiled.all_of:
+            matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
+            scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
+        if not matched:
+            return Found([], False, compiled.marks, compiled.corrections)
         scores = dict.fromkeys(matched, 0.0)
-        scoring = compiled.rare(documents, self.pages, " OR " if partial else " AND ", partial)
-        if scoring:
+        terms = [term for _, _, group_terms in compiled.groups for term in group_terms]
+        for table in self.kept:
+            self.vocabulary.count(terms, table)
+        if scored is not None:
+            _add_weighed(scores, scored, 1.0)
+        elif scoring:
             self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
@@ -165,7 +200,7 @@ class SearchIndex:
                     head = unpacked_head(blob)
                     if head is not None:
                         found[doc_id] = head
-        except sqlite3.Error:  # a file altered since it was written: the table is gone
+        except (sqlite3.Error, apsw.Error):  # a file altered since it was written: the table is gone
             return {}
         return found
 
@@ -199,10 +234,11 @@ class SearchIndex:
         """The BM25 in *table* of the pages in *scores*, times *weight*, added (bm25() is lower for
         better matches).  Another table's matches add to a page's score; alone, they do not make a
         page an answer."""
-        rows = self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,))
-        for doc_id, score in rows:
-            if doc_id in scores:
-                scores[doc_id] -= weight * score
+        _add_weighed(scores, self._scores(table, bm25, expression), weight)
+
+    def _scores(self, table: str, bm25: str, expression: str) -> list[tuple[int, float]]:
+        """The pages of *table* that match *expression*, each with its *bm25*."""
+        return self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
 
     def _add_phrase_bonus(self, scores: dict[int, float], phrase: str) -> None:
         best = set(heapq.nsmallest(PHRASE_CANDIDATES, scores, key=lambda doc_id: (-scores[doc_id], doc_id)))
@@ -221,11 +257,13 @@ class KeptField:
 
     Not thread-safe: the app's handlers run on its event loop's thread (search/app.py)."""
 
-    def __init__(self, db: sqlite3.Connection, table: str, rows: str, largest: int | None = None):
+    def __init__(self, db: Connection, table: str, rows: str, vocabulary: Vocabulary, largest: int | None = None):
         """*rows*: the query giving the docIDs and texts as inserted in *table* of the docIDs in its
-        ``{}``; *largest*: the most tokens the table may hold in all to be scored here (None: any)."""
+        ``{}``; *vocabulary*: the index's, which counts a word's rows; *largest*: the most tokens the
+        table may hold in all to be scored here (None: any)."""
         self.db = db
         self.table = table
+        self.vocabulary = vocabulary
         self._rows_sql = rows
         record = db.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
         try:
@@ -244,7 +282,7 @@ class KeptField:
         ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
         expression other than phrases joined by OR (a prefix query, say), more than KEPT_SCORED
         pages, an averages record not read, a table of more tokens than *largest*."""
-        phrases = fts5bm25.expression_phrases(expression)
+        phrases = _expression_phrases(expression)
         if phrases is None or len(scores) > KEPT_SCORED or not self.readable:
             return False
         if not self.average:  # no row holds a token: none matches
@@ -252,14 +290,14 @@ class KeptField:
         held = [(phrase, self.held(phrase)) for phrase in phrases]
         # A phrase no row holds adds exactly 0.0 to every row's sum (most of a word's stems in the
         # index's other languages): left out, the float is the same.
-        phrases = [phrase for phrase, rows in held if rows]
+        phrases_held = [phrase for phrase, rows in held if rows]
         idfs = [fts5bm25.idf(self.count, rows) for _, rows in held if rows]
-        if not phrases:
+        if not phrases_held:
             return True
         rows = self._read(scores.keys())
         for doc_id in scores:
             tokens = rows.get(doc_id)
-            score = fts5bm25.bm25(tokens, phrases, idfs, self.average) if tokens else None
+            score = fts5bm25.bm25(tokens, phrases_held, idfs, self.average) if tokens else None
             if score is not None:
                 scores[doc_id] -= weight * score
         return True
@@ -284,6 +322,8 @@ class KeptField:
 
     def held(self, phrase: tuple[str, ...]) -> int:
         """How many rows hold *phrase*."""
+        if len(phrase) == 1:  # a word: the rows holding it, as the vocabulary counts them (together)
+            return self.vocabulary.documents(phrase[0], self.table)
         found = self._held.get(phrase)
         if found is None:
             found = 0
@@ -295,6 +335,21 @@ class KeptField:
                 self._held.clear()
             self._held[phrase] = found
         return found
+
+
+@lru_cache(maxsize=EXPRESSIONS_KEPT)
+def _expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
+    """``fts5bm25.expression_phrases``, kept: the titles and the anchor text are scored for the same
+    expression, and queries repeat."""
+    found = fts5bm25.expression_phrases(expression)
+    return None if found is None else tuple(found)
+
+
+def _add_weighed(scores: dict[int, float], found: list[tuple[int, float]], weight: float) -> None:
+    """Each bm25() of *found* (lower for better matches) of a page in *scores*, times *weight*, added."""
+    for doc_id, score in found:
+        if doc_id in scores:
+            scores[doc_id] -= weight * score
 
 
 def _size(rows: dict[int, tuple[str, ...]]) -> int:

@@ -43,28 +43,42 @@ class Head:
     digest: str
     language: str
     size: int  # the first read's length
-    terms: tuple[str, ...]
+    # The terms in UTF-8, each followed by a space: a query wants a few of a head's hundreds, found
+    # by a search each in these bytes (not by decoding them all).
+    listed: bytes
+    count: int  # how many terms are listed
     # Unsigned 16-bit numbers, read only where a query wants them, in three parts: for each term,
     # where its places start in the second part (and one more: where the second part ends); each
     # place, two numbers (the word's number among the first read's words, and the term's rank
     # among the word's terms); then each word's start and end.
     numbers: array
 
+    @classmethod
+    def of(cls, digest: str, language: str, size: int, terms: Iterable[str], numbers: array) -> Head:
+        """A head listing *terms*."""
+        listed = [_encoded(term) + b" " for term in terms]
+        return cls(digest, language, size, b"".join(listed), len(listed), numbers)
+
+    @property
+    def terms(self) -> tuple[str, ...]:
+        """The terms the first read's words give, in the order of their first places."""
+        return tuple(self.listed.decode("utf-8", "surrogatepass").split(" ")[:-1])
+
     def packed(self) -> bytes:
-        fields = [self.digest, self.language, str(self.size), str(len(self.terms)), " ".join(self.terms)]
-        header = "\x00".join(fields)
+        fields = [self.digest, self.language, str(self.size), str(self.count)]
+        header = "\x00".join(fields).encode() + b"\x00" + self.listed[:-1]
         numbers = array("H", self.numbers)
         if sys.byteorder == "big":  # stored little-endian
             numbers.byteswap()
-        return header.encode("utf-8", "surrogatepass") + b"\x00" + numbers.tobytes()
+        return header + b"\x00" + numbers.tobytes()
 
     @property
     def _places_at(self) -> int:
-        return len(self.terms) + 1
+        return self.count + 1
 
     @property
     def _spans_at(self) -> int:
-        return self._places_at + self.numbers[len(self.terms)]
+        return self._places_at + self.numbers[self.count]
 
     @property
     def words(self) -> int:
@@ -75,16 +89,22 @@ class Head:
         """The terms of *wanted* that the words give, each with its words' numbers and its ranks
         among their terms; None for a damaged head (a term's places not in the second part, or
         a word that is not there)."""
-        numbers, at, words = self.numbers, self._places_at, self.words
+        numbers, count = self.numbers, self.count
+        at, end = count + 1, numbers[count]
+        listed = b" " + self.listed
         found = {}
-        for term in wanted.intersection(self.terms):
-            index = self.terms.index(term)
+        for term in wanted:
+            # Where " term " stands: the spaces before it count the terms before it.
+            place = listed.find(b" %b " % term.encode("utf-8", "surrogatepass"))
+            if place == -1:
+                continue
+            index = listed.count(b" ", 0, place)
             first, last = numbers[index], numbers[index + 1]
-            if not first < last <= numbers[len(self.terms)] or (last - first) % 2:
+            if not first < last <= end or (last - first) % 2:
                 return None
             found[term] = (numbers[at + first : at + last : 2], numbers[at + first + 1 : at + last : 2])
-            if max(found[term][0]) >= words:
-                return None
+        if found and max(max(words) for words, _ in found.values()) >= self.words:
+            return None
         return found
 
     def spans(self, words: Iterable[int]) -> dict[int, tuple[int, int]]:
@@ -110,7 +130,7 @@ def snippet_head(text: str, language: str | None) -> Head | None:
         numbers.extend(chain.from_iterable(places.values()))
     except OverflowError:  # a number past 16 bits
         return None
-    return Head(_digest(first), language or "", len(first), tuple(places), numbers + spans)
+    return Head.of(_digest(first), language or "", len(first), places, numbers + spans)
 
 
 def _words(text: str, language: str | None) -> list[tuple[int, int, tuple[str, ...]]]:
@@ -139,15 +159,19 @@ def unpacked_head(blob: object) -> Head | None:
         read.frombytes(numbers)
         if sys.byteorder == "big":
             read.byteswap()
-        listed = tuple(terms.decode("utf-8", "surrogatepass").split(" ")) if count != b"0" else ()
-        head = Head(digest.decode(), language.decode(), int(size), listed, read)
+        listed = terms + b" " if count != b"0" else b""
+        head = Head(digest.decode(), language.decode(), int(size), listed, int(count), read)
     except (UnicodeDecodeError, ValueError):
         return None
-    if count != str(len(listed)).encode() or len(read) <= len(listed) or read[0] != 0:
+    if listed.count(b" ") != head.count or len(read) <= head.count or read[0] != 0:
         return None
     if head._spans_at > len(read) or (len(read) - head._spans_at) % 2:  # the parts do not add up
         return None
     return head
+
+
+def _encoded(term: str) -> bytes:
+    return term.encode("utf-8", "surrogatepass")
 
 
 def first_read(text: str) -> str:
@@ -294,6 +318,8 @@ def _head_marks(
     """What ``_found`` finds in *head*'s first read (of *length* characters), from the *places* of
     the terms it wants, by set operations on the words' numbers instead of a word at a time: the
     same marks, and the same first one (which places the window).  None for a damaged head."""
+    if all(len(sequence) == 1 for sequence in marks):
+        return _word_marks(head, places, window, length)
     numbers = {term: set(words) for term, (words, _) in places.items()}
 
     def giving(terms: Collection[str]) -> set[int]:
@@ -312,11 +338,8 @@ def _head_marks(
     if not ends:
         return [], False
     spans = head.spans({number - back for sequence, found in ends for number in found for back in range(len(sequence))})
-    ordered = [spans[number] for number in sorted(spans)]
-    if any(not 0 <= start < end <= head.size for start, end in ordered) or any(
-        before[0] >= after[0] for before, after in pairwise(ordered)
-    ):
-        return None  # a word out of the first read, or words out of order
+    if not _in_order(spans, head.size):
+        return None
     # The first mark the word-by-word reading finds: at the first word ending one, the first of the
     # marks ending there in the order that reading tries them (the word's terms' order, then the marks').
     first_end = min(min(found) for _, found in ends)
@@ -341,6 +364,34 @@ def _head_marks(
         if reach is None or number == first_end or spans[number][0] <= reach
     ]
     return found_marks, reach is not None and length > reach
+
+
+def _word_marks(
+    head: Head, places: dict[str, tuple[Sequence[int], Sequence[int]]], window: int | None, length: int
+) -> tuple[list[tuple[int, int]], bool] | None:
+    """``_head_marks`` where each mark is one word (most queries): every word giving a wanted term
+    is a mark, the first of them the first mark."""
+    words = set(chain.from_iterable(numbers for numbers, _ in places.values()))
+    if not words:
+        return [], False
+    spans = head.spans(words)
+    if not _in_order(spans, head.size):
+        return None
+    first_end = min(words)
+    first = spans[first_end]
+    if window is None:
+        return [first, *spans.values()], False
+    reach = first[0] + window
+    return [first, *(span for span in spans.values() if span[0] <= reach)], length > reach
+
+
+def _in_order(spans: dict[int, tuple[int, int]], size: int) -> bool:
+    """Whether the words of *spans* (by number) are in the first read of *size* characters, in order
+    (else a damaged head)."""
+    ordered = [spans[number] for number in sorted(spans)]
+    return all(0 <= start < end <= size for start, end in ordered) and all(
+        before[0] < after[0] for before, after in pairwise(ordered)
+    )
 
 
 def _folded_words(

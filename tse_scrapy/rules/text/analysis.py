@@ -445,10 +445,14 @@ def stem(terms: list[str], language: str | None) -> list[str]:
 
 
 def stem_word(word: str, language: str | None) -> str:
-    """``stem([word], language)[0]``: a query's word, stemmed in each of an index's languages."""
+    """``stem([word], language)[0]``: a query's word, stemmed in each of an index's languages (its
+    caller keeps the stems: a word not in the memo is stemmed, not added)."""
     memo = _stem_memos.get(language or "")
     found = memo.get(word) if memo is not None else None
-    return found if found is not None else stem([word], language)[0]
+    if found is not None:
+        return found
+    stemmer_found = stemmer(language)
+    return word if stemmer_found is None else stemmer_found.stemWord(word)
 
 
 def terms(text: str, language: str | None = None) -> list[str]:
