@@ -44,6 +44,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import apsw
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 try:
@@ -366,7 +368,7 @@ class Fts5Search:
     name = "fts5"
 
     def __init__(self, path: Path):
-        self.index = SearchIndex(sqlite3.connect(path, check_same_thread=False))
+        self.index = SearchIndex(apsw.Connection(str(path)))  # as SearchIndex.open reads it
 
     def search(self, query: SearchQuery) -> list[tuple[int, float]]:
         return self.index.search(query).ranked[:TOP]
@@ -664,7 +666,8 @@ def report(results: dict) -> str:
         "# Search index candidates: SQLite FTS5 vs tantivy (issue 27)",
         "",
         f"Machine: {results['machine']}; load average at start {results['load']}. "
-        f"SQLite {sqlite3.sqlite_version}; tantivy-py {results['tantivy_version']}. "
+        f"SQLite {sqlite3.sqlite_version} (writing), {apsw.sqlite_lib_version()} (reading); "
+        f"tantivy-py {results['tantivy_version']}. "
         f"Run: {results['run_seconds']:.0f} s. Both engines get the same analyzed pages "
         f"(rules.text.pagefields, analysis digest {results['digest']}) from pickles under {CACHE}; "
         f"tse_scrapy/fulltext digest {results['fulltext_digest']}.",

@@ -212,7 +212,6 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
     # The oracle: FTS5's own count of the rows matching each term as a phrase.
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
     monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)  # several statements
-    monkeypatch.setattr(matching, "DOCUMENT_COUNTS_KEPT", 50)  # and the counts kept cleared on the way
     with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
         words = [word for (word,) in db.execute("SELECT word FROM vocabulary ORDER BY word LIMIT 40")]
         terms = [
@@ -228,15 +227,24 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
             "installation",
         ]
         for table in ("fts", "titles_fts", "anchors_fts"):
-            vocabulary = matching.Vocabulary(db)
-            vocabulary.count(terms, table)
+            expected = {}
             for term in terms:
                 quoted = '"' + term.replace('"', '""') + '"'
-                expected = db.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quoted,)).fetchone()[0]
-                assert vocabulary.documents(term, table) == expected, (table, term)
-        assert (
-            sum(matching.Vocabulary(db).documents(term) > 0 for term in terms) > 10
-        )  # not a test of absent words only
+                sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+                expected[(term, table)] = db.execute(sql, (quoted,)).fetchone()[0]
+            vocabulary = matching.Vocabulary(db)
+            vocabulary.count(terms, table)
+            assert vocabulary._documents == expected  # counted together, none left to look up one by one
+            # Kept to DOCUMENT_COUNTS_KEPT: cleared on the way, and still right.
+            monkeypatch.setattr(matching, "DOCUMENT_COUNTS_KEPT", 10)
+            vocabulary = matching.Vocabulary(db)
+            vocabulary.count(terms, table)
+            assert 0 < len(vocabulary._documents) <= 10
+            assert {(term, table): vocabulary.documents(term, table) for term in terms} == expected
+            monkeypatch.undo()
+            monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)
+            if table == "fts":
+                assert sum(count > 0 for count in expected.values()) > 10  # not a test of absent words only
 
 
 def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, monkeypatch):
@@ -255,20 +263,30 @@ def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, mon
 
     monkeypatch.setattr(SearchIndex, "_scores", counting("scored", SearchIndex._scores))
     monkeypatch.setattr(SearchIndex, "_matching", counting("matched", SearchIndex._matching))
-    one = {query: engine_answer(fixture_pages, tmp_path / "index", query) for query in queries}
-    assert statements["scored"] >= 8
+    one = {
+        (query, language): engine_answer(fixture_pages, tmp_path / "index", query, language)
+        for query in queries
+        for language in (None, "en", "ja")
+    }
+    assert statements["scored"] >= 24
     matched = statements["matched"]
     # The matching expression written another way (the same pages): a statement each.
     written_apart = matching.Compiled.all_of_but_everywhere
     monkeypatch.setattr(
         matching.Compiled, "all_of_but_everywhere", lambda self, *arguments: f"({written_apart(self, *arguments)})"
     )
-    two = {query: engine_answer(fixture_pages, tmp_path / "index", query) for query in queries}
+    two = {
+        (query, language): engine_answer(fixture_pages, tmp_path / "index", query, language)
+        for query in queries
+        for language in (None, "en", "ja")
+    }
     assert statements["matched"] - matched > matched
     assert two == one
-    assert sum(bool(ranked) for ranked, _ in one.values()) >= 10
+    assert sum(bool(ranked) for ranked, _ in one.values()) >= 20
+    # The language filter keeps some pages and leaves out others.
+    assert any(one[query, "ja"][0] != one[query, None][0] and one[query, "ja"][0] for query in queries)
 
 
-def engine_answer(pages, indexfile, query):
-    answer = QueryEngine(pages, IndexReader(indexfile)).answer(query, "relevance")
+def engine_answer(pages, indexfile, query, language=None):
+    answer = QueryEngine(pages, IndexReader(indexfile)).answer(query, "relevance", language=language)
     return answer.ranked, answer.partial

@@ -464,6 +464,8 @@ def packed_head(digest=b"d", language=b"en", size=b"10", count=b"1", terms=b"a",
         b"not a head",
         b"d\x00en\x00no size\x001\x00a\x00" + array("H", (0, 2, 0, 0, 0, 1)).tobytes(),
         packed_head(count=b"2"),  # terms missing
+        packed_head(count=b"01"),  # a count not written as packed writes it
+        packed_head(count=b" 1"),
         packed_head()[:-1],  # numbers cut short
         packed_head(numbers=(1, 2, 0, 0, 0, 1)),  # the first term's places not at the start
         packed_head(numbers=()),
@@ -587,7 +589,9 @@ def test_a_heads_places_are_those_of_its_terms_found_whole(terms, others):
 def test_a_heads_places_table():
     head = searchsnippet.snippet_head("in installation instal Éé 书店 in", None)
     assert head.terms == ("in", "installation", "instal", "ee", "书店")
-    wanted = {"in", "inst", "instal", "installatio", "installation", "n", "e", "ee", "书", "书店", "", "in instal"}
+    # (A term holding a space, which no query gives, is not found across two terms.)
+    wanted = {"in", "inst", "instal", "installatio", "installation", "n", "e", "ee", "书", "书店", ""}
+    wanted.add("in installation")
     places = head.places(wanted)
     assert {term: list(words) for term, (words, _) in places.items()} == {
         "in": [0, 5],

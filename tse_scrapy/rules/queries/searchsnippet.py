@@ -94,8 +94,11 @@ class Head:
         listed = b" " + self.listed
         found = {}
         for term in wanted:
+            encoded = term.encode("utf-8", "surrogatepass")
+            if b" " in encoded:  # no term holds a space (" term " would match across two)
+                continue
             # Where " term " stands: the spaces before it count the terms before it.
-            place = listed.find(b" %b " % term.encode("utf-8", "surrogatepass"))
+            place = listed.find(b" %b " % encoded)
             if place == -1:
                 continue
             index = listed.count(b" ", 0, place)
@@ -163,7 +166,9 @@ def unpacked_head(blob: object) -> Head | None:
         head = Head(digest.decode(), language.decode(), int(size), listed, int(count), read)
     except (UnicodeDecodeError, ValueError):
         return None
-    if listed.count(b" ") != head.count or len(read) <= head.count or read[0] != 0:
+    if count != str(head.count).encode() or listed.count(b" ") != head.count:
+        return None
+    if len(read) <= head.count or read[0] != 0:
         return None
     if head._spans_at > len(read) or (len(read) - head._spans_at) % 2:  # the parts do not add up
         return None
