@@ -1,6 +1,7 @@
 """Latency of `tse serve` with rank=relevance, this checkout against another commit's code, side by
 side in the same rounds (the known-item bench's all-sites index, titles as typed, 8 keep-alive
-clients, the first page of results).  `.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
+clients, the first page of results), and the server's CPU a request (all its processes).
+`.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
 other commit is checked out as a git worktree under bench/work, and serves an index its own `tse index`
 wrote there (its search index's format may be another).  Prints one line a round and the medians."""
 
@@ -26,6 +27,7 @@ from bench.known_item_bench import (
     known_items,
     sites,
 )
+from bench.search_bench import cpu_seconds
 
 
 def run(commit: str, rounds: int) -> list[str]:
@@ -39,7 +41,7 @@ def run(commit: str, rounds: int) -> list[str]:
     command = [*tse_from(other), "index", str(KNOWN / "pages" / ALL), str(other_index), "--jobs", "2"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # written anew: the pages may have changed
     indexes = {commit: other_index, "this checkout": index_path(ALL)}
-    found: dict[str, list[tuple[float, float, float, int]]] = {name: [] for name in contenders}
+    found: dict[str, list[tuple[float, float, float, int, float]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):
         order = list(contenders) if number % 2 == 0 else list(contenders)[::-1]
@@ -48,20 +50,23 @@ def run(commit: str, rounds: int) -> list[str]:
             try:
                 server.first_answer("/healthz")
                 ask_all(server.port, [api_path(query, "relevance") for query in queries[:WARM_UP]], CLIENTS)
+                used = cpu_seconds(server.process.pid)
                 measured = _latency_round(server.port, queries, "relevance", number, None)  # the first page
+                used = (cpu_seconds(server.process.pid) - used) * 1000 / len(measured.latencies)
             finally:
                 server.stop()
-            found[name].append((measured.p50, measured.p99, measured.rate, measured.errors))
+            found[name].append((measured.p50, measured.p99, measured.rate, measured.errors, used))
             lines.append(
                 f"round {number + 1} {name}: p50 {measured.p50:.1f} ms, p99 {measured.p99:.1f} ms, "
-                f"{measured.rate:.0f} requests/s, {measured.errors} errors"
+                f"{measured.rate:.0f} requests/s, {measured.errors} errors, server CPU {used:.2f} ms a request"
             )
             print(lines[-1], flush=True)
     for name, values in found.items():
         lines.append(
             f"{name}: median p50 {statistics.median(v[0] for v in values):.1f} ms, "
             f"p99 {statistics.median(v[1] for v in values):.1f} ms, "
-            f"{statistics.median(v[2] for v in values):.0f} requests/s, errors {sum(v[3] for v in values)}"
+            f"{statistics.median(v[2] for v in values):.0f} requests/s, errors {sum(v[3] for v in values)}, "
+            f"server CPU {statistics.median(v[4] for v in values):.2f} ms a request"
         )
     return lines
 
