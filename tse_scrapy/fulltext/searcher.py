@@ -147,10 +147,10 @@ class SearchIndex:
 
         documents = self.vocabulary.documents
         # Which pages match: every required group (or, when no page has them all, any), without
-        # scoring: FTS5 then only walks the lists of pages, not every position of every word.
-        # Scored without the groups whose words are on most pages (no weight in FTS5's BM25, the
-        # most positions to read): the pages matched hold them anyway.  A query of only such words
-        # is ranked by the titles and anchor text alone.
+        # scoring unless the scoring expression is the same: FTS5 then only walks the lists of
+        # pages, not every position of every word.  Scored without the groups whose words are on
+        # most pages (no weight in FTS5's BM25, the most positions to read): the pages matched hold
+        # them anyway.  A query of only such words is ranked by the titles and anchor text alone.
         matching = compiled.all_of_but_everywhere(documents, self.pages)
         scoring = compiled.rare(documents, self.pages, " AND ")
         scored: list[tuple[int, float]] | None = None

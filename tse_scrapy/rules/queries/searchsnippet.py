@@ -66,7 +66,7 @@ class Head:
 
     def packed(self) -> bytes:
         fields = [self.digest, self.language, str(self.size), str(self.count)]
-        header = "\x00".join(fields).encode() + b"\x00" + self.listed[:-1]
+        header = _encoded("\x00".join(fields)) + b"\x00" + self.listed[:-1]
         numbers = array("H", self.numbers)
         if sys.byteorder == "big":  # stored little-endian
             numbers.byteswap()
