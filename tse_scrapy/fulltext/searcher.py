@@ -36,7 +36,7 @@ from .matching import Compiled, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
 # The search index's connection: apsw's when opened by ``SearchIndex.open``; the standard library's
-# works as well (a test's, a bench's).
+# works as well (the tests').
 Connection = apsw.Connection | sqlite3.Connection
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
