@@ -31,6 +31,10 @@ COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
+# The search index's connection: apsw's when opened by ``SearchIndex.open``; the standard library's
+# works as well (the tests').
+Connection = apsw.Connection | sqlite3.Connection
+
 # What a snippet marks: sequences of positions, each the terms a word there may give.
 Marks = list[tuple[frozenset[str], ...]]
 
@@ -88,7 +92,7 @@ class Compiled:
 class Vocabulary:
     """The index's terms (FTS5's vocabulary) and words (for corrections), read as needed."""
 
-    def __init__(self, db: sqlite3.Connection | apsw.Connection):
+    def __init__(self, db: Connection):
         self.db = db
         for table in ("fts", "titles_fts", "anchors_fts"):
             db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
@@ -100,18 +104,15 @@ class Vocabulary:
         key = (term, table)
         found = self._documents.get(key)
         if found is None:
-            # fts5vocab counts a term's pages by walking its list: a common word costs milliseconds, so
-            # the counts are kept (the index is read-only; the cache is bounded).
-            row = self.db.execute(f"SELECT doc FROM temp.{table}_terms WHERE term = ?", (term,)).fetchone()
-            found = row[0] if row else 0
-            if len(self._documents) >= DOCUMENT_COUNTS_KEPT:
-                self._documents.clear()
-            self._documents[key] = found
+            self.count((term,), table)
+            found = self._documents[key]
         return found
 
     def count(self, terms: Iterable[str], table: str = "fts") -> None:
         """Count the pages of each of *terms* in *table* not counted yet, for ``documents``: a few
         statements, not one a term (fts5vocab's statement costs about four times its term)."""
+        # fts5vocab counts a term's pages by walking its list: a common word costs milliseconds, so
+        # the counts are kept (the index is read-only; the cache is bounded).
         documents = self._documents
         missing = [term for term in dict.fromkeys(terms) if (term, table) not in documents]
         for start in range(0, len(missing), COUNTED_TOGETHER):

@@ -32,12 +32,8 @@ import apsw
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
-from .matching import Compiled, Marks, Vocabulary, compile_query
+from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
-
-# The search index's connection: apsw's when opened by ``SearchIndex.open``; the standard library's
-# works as well (the tests').
-Connection = apsw.Connection | sqlite3.Connection
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
 # the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed

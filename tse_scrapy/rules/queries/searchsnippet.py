@@ -94,7 +94,7 @@ class Head:
         listed = b" " + self.listed
         found = {}
         for term in wanted:
-            encoded = term.encode("utf-8", "surrogatepass")
+            encoded = _encoded(term)
             if b" " in encoded:  # no term holds a space (" term " would match across two)
                 continue
             # Where " term " stands: the spaces before it count the terms before it.
