@@ -73,6 +73,11 @@ class Compiled:
         ]
         return joiner.join(f"({expression})" for expression in kept) or None
 
+    def fewest(self, documents: Callable[[str], int]) -> int | None:
+        """The fewest pages a required group of words holds (its terms' pages added up): all groups
+        together match no more.  None when no group is of words (phrases, prefix queries)."""
+        return min((sum(map(documents, terms)) for _, _, terms in self.groups if terms), default=None)
+
     def all_of_but_everywhere(self, documents: Callable[[str], int], pages: int) -> str:
         """``all_of`` without the groups one of whose terms is on every one of the *pages*: such a
         group matches every page, so leaving it out matches the same pages, and its list (every

@@ -32,6 +32,7 @@ import apsw
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
+from .bm25function import ROWS_SCORED_HERE, Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
@@ -80,7 +81,13 @@ class SearchIndex:
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
         self.pages = len(self.page_languages)
         self.vocabulary = Vocabulary(db)
-        self._bm25 = f"bm25(fts, {', '.join(str(TEXT_FIELDS[name]) for name in FIELDS)})"
+        weights = [TEXT_FIELDS[name] for name in FIELDS]
+        self._bm25 = f"bm25(fts, {', '.join(map(str, weights))})"
+        # The same scores without FTS5's walk of each phrase's rows, where few rows match (bm25function.py).
+        self._few_rows_bm25: str | None = None
+        if isinstance(db, apsw.Connection) and Bm25Function.usable(weights):
+            Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
+            self._few_rows_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -149,11 +156,12 @@ class SearchIndex:
         # them anyway.  A query of only such words is ranked by the titles and anchor text alone.
         matching = compiled.all_of_but_everywhere(documents, self.pages)
         scoring = compiled.rare(documents, self.pages, " AND ")
+        bm25 = self._body_bm25(scoring, compiled.fewest(documents))
         scored: list[tuple[int, float]] | None = None
         if scoring == matching:
             # (Most queries: no common word, no exclusion.)  The scores' statement matches the same
             # pages: one statement, not two walks of the same lists.
-            scored = self._scores("fts", self._bm25, scoring)
+            scored = self._scores("fts", bm25, scoring)
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
@@ -161,6 +169,7 @@ class SearchIndex:
         if not matched and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
+            bm25 = self._bm25  # any group: as many rows as all of them hold
         if not matched:
             return Found([], False, compiled.marks, compiled.corrections)
         scores = dict.fromkeys(matched, 0.0)
@@ -170,7 +179,7 @@ class SearchIndex:
         if scored is not None:
             _add_weighed(scores, scored, 1.0)
         elif scoring:
-            self._add_scores(scores, "fts", self._bm25, 1.0, scoring)
+            self._add_scores(scores, "fts", bm25, 1.0, scoring)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if not expression:
@@ -181,6 +190,14 @@ class SearchIndex:
             self._add_phrase_bonus(scores, compiled.phrase)
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
+
+    def _body_bm25(self, expression: str | None, rows: int | None) -> str:
+        """The bm25() to score *expression* over the fts table with, matching at most *rows* rows (None:
+        not known): FTS5's own, or the same in Python where few rows match and no prefix query is in
+        it (``bm25function``: it counts a word's rows from the vocabulary, which a prefix's are not)."""
+        if self._few_rows_bm25 is None or rows is None or rows > ROWS_SCORED_HERE or not expression:
+            return self._bm25
+        return self._bm25 if "*" in expression else self._few_rows_bm25
 
     def snippet_heads(self, doc_ids: list[int]) -> dict[int, Head]:
         """What the snippets of the pages *doc_ids* work out first, stored when they were indexed (a

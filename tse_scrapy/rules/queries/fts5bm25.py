@@ -1,4 +1,5 @@
-"""SQLite FTS5's ``bm25()`` worked out in Python, for a field whose rows are kept in memory (titles).
+"""SQLite FTS5's ``bm25()`` worked out in Python: for a field whose rows are kept in memory (titles),
+and for the rows an FTS5 auxiliary function is given (``fulltext/bm25function.py``).
 
 FTS5 scores a row of a one-column table (``fts5Bm25Function``, fts5_aux.c) as
 
@@ -9,11 +10,13 @@ FTS5 scores a row of a one-column table (``fts5Bm25Function``, fts5_aux.c) as
 
 with N the table's rows, n(i) the rows holding phrase i, f(i) its instances in
 the row, D the row's tokens, avgdl the table's tokens over N; k1 = 1.2, b =
-0.75.  Every phrase of the expression counts, one written twice twice.  Asked
-of FTS5, each query walks each phrase's whole list of rows to count n(i), and
-every row holding any phrase is scored; here n(i) is counted once a phrase
-(the index is read-only) and only the rows asked for are scored, to the same
-float (the same operations in the same order).
+0.75.  In a table of several columns, f(i) counts each instance its column's
+weight and D is the row's tokens in all its columns.  Every phrase of the
+expression counts, one written twice twice.  Asked of FTS5, each query walks
+each phrase's whole list of rows to count n(i), and every row holding any
+phrase is scored; here n(i) is counted once a phrase (the index is read-only)
+and only the rows asked for are scored, to the same float (the same
+operations in the same order).
 """
 
 from __future__ import annotations
@@ -102,12 +105,18 @@ def bm25(
     frequencies = [tokens.count(phrase[0]) if len(phrase) == 1 else instances(tokens, phrase) for phrase in phrases]
     if not any(frequencies):
         return None
+    return score(frequencies, idfs, len(tokens), average)
+
+
+def score(frequencies: Sequence[float], idfs: Sequence[float], length: int, average: float) -> float:
+    """The ``bm25()`` of a row of *length* tokens whose phrases (their *idfs*) stand *frequencies* times
+    (each instance counted its column's weight) in a table whose rows hold *average* tokens."""
     # FTS5 works this out again for each phrase, to the same float.
-    saturation = K1 * (1 - B + B * float(len(tokens)) / average)
-    score = 0.0
+    saturation = K1 * (1 - B + B * float(length) / average)
+    total = 0.0
     for value, frequency in zip(idfs, frequencies, strict=True):
-        score += value * ((frequency * (K1 + 1.0)) / (frequency + saturation))
-    return -1.0 * score
+        total += value * ((frequency * (K1 + 1.0)) / (frequency + saturation))
+    return -1.0 * total
 
 
 def averages(record: bytes) -> tuple[int, int]:
