@@ -57,11 +57,16 @@ class Bm25Function:
             weighed = [float(weights[column]) if column < len(weights) else 1.0 for column in range(columns)]
             data = api.aux_data = (idfs, average, weighed)
         idfs, average, weighed = data
-        locations = api.phrase_locations
-        frequencies = [
-            sum(weight * len(offsets) for weight, offsets in zip(weighed, locations(number), strict=True) if offsets)
-            for number in range(len(idfs))
-        ]
+        # Each phrase's instances a column it is in (most of a query's phrases, word forms joined by
+        # OR, are in none of a row's columns), times the column's weight; a weight of 0 adds nothing.
+        columns_holding, offsets = api.phrase_columns, api.phrase_column_offsets
+        frequencies = []
+        for number in range(len(idfs)):
+            frequency = 0.0
+            for column in columns_holding(number):
+                if weighed[column]:
+                    frequency += weighed[column] * len(offsets(number, column))
+            frequencies.append(frequency)
         return fts5bm25.score(frequencies, idfs, api.column_size(-1), average)
 
     def _rows_holding(self, api: apsw.FTS5ExtensionApi, number: int) -> int:
