@@ -308,9 +308,13 @@ class KeptField:
         if not phrases_held:
             return True
         rows = self._read(scores.keys())
+        # A row holding no phrase's first token holds no phrase: not scored (most of the matched
+        # pages' anchor text, and a partial match's titles).
+        firsts = frozenset(phrase[0] for phrase in phrases_held)
         for doc_id in scores:
             tokens = rows.get(doc_id)
-            score = fts5bm25.bm25(tokens, phrases_held, idfs, self.average) if tokens else None
+            held_any = tokens and not firsts.isdisjoint(tokens)
+            score = fts5bm25.bm25(tokens, phrases_held, idfs, self.average) if held_any else None
             if score is not None:
                 scores[doc_id] -= weight * score
         return True
