@@ -4,19 +4,21 @@ and on the multilingual fixture's index as ``tse`` reads it."""
 
 import contextlib
 import math
+import sqlite3
 
 import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.fts5scores import WORDS, same_scores
 from tests.support.multilingual import fixture_pages
 from tests.support.pages import write_pages
-from tests.test_fts5bm25 import WORDS, same_scores
 from tse_scrapy.fulltext import bm25function, searcher
 from tse_scrapy.fulltext.bm25function import Bm25Function
-from tse_scrapy.fulltext.matching import Vocabulary, compile_query
+from tse_scrapy.fulltext.matching import Compiled, Vocabulary, compile_query
 from tse_scrapy.fulltext.searcher import SearchIndex
+from tse_scrapy.fulltext.store import search_path
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.rules.queries import fts5bm25
@@ -85,6 +87,30 @@ def test_scores_are_fts5s_to_the_last_bit(rows, deleted_share, queries):
             assert same_scores(ours, theirs), expression
 
 
+def test_a_phrase_of_several_words_is_counted_once(monkeypatch):
+    walks = []
+    walked = bm25function._walked
+    monkeypatch.setattr(bm25function, "_walked", lambda api, number: walks.append(number) or walked(api, number))
+    rows = {1: ("", "", "", "boot loader de"), 2: ("boot loader", "", "", ""), 3: ("", "", "", "loader boot")}
+    with contextlib.closing(fts_table(rows)) as db:
+        function = Bm25Function(db, "fts", Vocabulary(db), "tse_bm25")
+        for _ in range(3):
+            ours, theirs = both(db, '("boot loader") AND ("de" OR "boot")', (0.0, 2.0, 1.0, 1.0))
+            assert ours == theirs and set(ours) == {1, 2}  # 2: only in the title, weighed 0
+        assert function._held == {("boot", "loader"): 2}
+        assert walks == [0]  # the words' rows are the vocabulary's; the phrase's walked once
+
+
+def test_two_calls_in_a_statement_weigh_each_their_columns():
+    rows = {1: ("boot", "boot de", "", "de"), 2: ("", "", "boot", "boot boot loader")}
+    with contextlib.closing(fts_table(rows)) as db:
+        Bm25Function(db, "fts", Vocabulary(db), "tse_bm25")
+        sql = "SELECT rowid, {0}(fts, 1, 1, 1, 1), {0}(fts, 0, 5, 1, 2) FROM fts WHERE fts MATCH ?"
+        ours = db.execute(sql.format("tse_bm25"), ('"boot" OR "de"',)).fetchall()
+        assert ours == db.execute(sql.format("bm25"), ('"boot" OR "de"',)).fetchall()
+        assert all(first != second for _, first, second in ours)
+
+
 def test_a_row_scores_as_the_formula_says():
     # One phrase twice in a row of 10 tokens, a table of 5 tokens a row, IDF 1.5: k1 = 1.2, b = 0.75.
     saturation = 1.2 * (1 - 0.75 + 0.75 * 10 / 5)  # 2.1
@@ -92,20 +118,74 @@ def test_a_row_scores_as_the_formula_says():
     assert fts5bm25.score([0.0, 1.0], [7.0, 1.0], 5, 5.0) == -(2.2 / 2.2)  # a phrase not in the row adds 0
 
 
-def test_a_phrase_of_several_words_is_counted_once():
-    rows = {1: ("", "", "", "boot loader de"), 2: ("boot loader", "", "", ""), 3: ("", "", "", "loader boot")}
-    with contextlib.closing(fts_table(rows)) as db:
-        function = Bm25Function(db, "fts", Vocabulary(db), "tse_bm25")
-        for _ in range(2):
-            ours, theirs = both(db, '("boot loader") AND ("de" OR "boot")', (0.0, 2.0, 1.0, 1.0))
-            assert ours == theirs and set(ours) == {1, 2}  # 2: only in the title, weighed 0
-        assert function._held == {("boot", "loader"): 2}
+def test_more_hits_than_rows_is_nan_as_in_c():
+    # A damaged table: C's log() of a negative number is NaN, kept by FTS5 (SQLite then gives NULL).
+    assert math.isnan(fts5bm25.idf(2, 4))
+    assert fts5bm25.idf(10, 9) == fts5bm25.LEAST_IDF
+    scores = {1: 0.0, 2: 0.0}
+    searcher._add_weighed(scores, [(1, None), (2, -1.5), (3, -1.0)], 2.0)
+    assert scores == {1: 0.0, 2: 3.0}
 
 
 def test_whole_number_weights_only():
     assert Bm25Function.usable([0.0, 2.0, 1.0, 1.0])
     assert not Bm25Function.usable([0.5, 1.0])
     assert not Bm25Function.usable([2.0**40])
+
+
+@pytest.mark.parametrize(
+    "expression, plain",
+    [
+        ('("a") AND ("b c" OR "d")', True),
+        ('"a"', True),
+        ('"a" "b"', True),  # side by side: an AND
+        ('("a")AND("b")', True),
+        ('"a""b"', True),  # "" is a quote inside the phrase
+        ('"установка" OR "安装 装"', True),
+        ('"a"*', False),  # a prefix query
+        ('("a"*) AND ("b")', False),
+        ('{title}: "a"', False),  # a column filter
+        ('title : "a"', False),
+        ('^"a"', False),  # the first token of a column
+        ('NEAR("a" "b")', False),
+        ('"a" NOT "b"', False),
+        ("a", False),  # a bareword
+        ('"a', False),
+        ("", False),
+        ("AND", False),
+        ("()", False),
+    ],
+)
+def test_plain_phrases(expression, plain):
+    assert fts5bm25.plain_phrases(expression) is plain
+
+
+phrase_text = st.lists(st.sampled_from([*WORDS, "x_y", "A"]), min_size=1, max_size=3).map(" ".join)
+
+
+@given(
+    groups=st.lists(st.lists(phrase_text, min_size=1, max_size=3), min_size=1, max_size=4),
+    spoiler=st.sampled_from(["*", "{body}: ", "^", "NEAR(", " NOT ", "body:", "bare"]),
+    where=st.randoms(use_true_random=False),
+)
+def test_plain_phrases_property(groups, spoiler, where):
+    expression = " AND ".join("(" + " OR ".join(f'"{phrase}"' for phrase in group) + ")" for group in groups)
+    assert fts5bm25.plain_phrases(expression)
+    # Anything else, put after a phrase or before one, makes it not plain.
+    quotes = [index for index, character in enumerate(expression) if character == '"']
+    at = where.choice(quotes[1::2]) + 1 if spoiler == "*" else where.choice(quotes[0::2])
+    assert not fts5bm25.plain_phrases(expression[:at] + spoiler + expression[at:])
+
+
+def test_the_scoring_cost_is_of_the_groups_scored():
+    pages = {"a": 3, "b": 4, "c": 10, "d": 90, "e": 60}
+    groups = [("x", "x", ["a", "b"]), ("y", "y", ["c"]), ("p", "p", []), ("z", "z", ["d", "e"])]
+    compiled = Compiled("", "", None, groups=groups)
+    # z's words are on more than half the pages: rare() leaves it out, and so does the cost.
+    assert compiled.rare(pages.get, 100, " AND ") == "(x) AND (y) AND (p)"
+    assert compiled.scoring_cost(pages.get, 100) == (7, 17)
+    assert compiled.scoring_cost(pages.get, 1000) == (7, 167)
+    assert Compiled("", "", None, groups=[("p", "p", [])]).scoring_cost(pages.get, 100) is None
 
 
 @pytest.fixture(scope="module")
@@ -150,23 +230,33 @@ def test_searches_answer_alike_whichever_scores_them(fixture_index, monkeypatch)
     bm25 = Bm25Function._bm25
     monkeypatch.setattr(Bm25Function, "_bm25", lambda *arguments: calls.append(1) or bm25(*arguments))
     answers = {}
-    for rows_here in (0, 10**9):
-        monkeypatch.setattr(searcher, "ROWS_SCORED_HERE", rows_here)
+    for here in (False, True):
+        monkeypatch.setattr(Bm25Function, "worth_it", staticmethod(lambda rows, phrases, walked, here=here: here))
         index = opened(fixture_index)
-        answers[rows_here] = [index.search(parse_search_query(query)) for query in queries]
+        answers[here] = [index.search(parse_search_query(query)) for query in queries]
         index.close()
-        if rows_here == 0:
+        if not here:
             assert not calls
     assert len(calls) >= len(queries)  # the function scored rows of most queries
-    assert [found.ranked for found in answers[0]] == [found.ranked for found in answers[10**9]]
-    assert sum(1 for found in answers[0] if found.ranked) >= len(titles) // 2
+    assert [found.ranked for found in answers[False]] == [found.ranked for found in answers[True]]
+    assert sum(1 for found in answers[False] if found.ranked) >= len(titles) // 2
 
 
-def test_a_prefix_query_is_fts5s_to_score(fixture_index):
-    # A single character of a bigram script is a prefix query: its rows are not the vocabulary's count.
+def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
     index = opened(fixture_index)
-    assert index._body_bm25('("日"*) AND ("debian")', 1) == index._bm25
-    assert index._body_bm25('("debian")', 1) != index._bm25
-    assert index._body_bm25('("debian")', bm25function.ROWS_SCORED_HERE + 1) == index._bm25
+    few = (1, 1_000)  # one row at most, a thousand rows walked
+    assert index._body_bm25('("debian") AND ("guide" OR "guid")', few) == index._few_rows_bm25
+    assert index._body_bm25('("日"*) AND ("debian")', few) == index._bm25  # a prefix: not one word's rows
+    assert index._body_bm25('{body}: ("debian")', few) == index._bm25
+    assert index._body_bm25('("debian") AND ("guide" OR "guid")', (1_400, 1_000)) == index._bm25  # 3 phrases
     assert index._body_bm25('("debian")', None) == index._bm25
+    assert index._body_bm25(None, few) == index._bm25
     index.close()
+    with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:  # no auxiliary functions
+        assert SearchIndex(db)._body_bm25('("debian")', few) == SearchIndex(db)._bm25
+
+
+def test_a_phrase_of_a_row_scored_costs_four_rows_walked():
+    assert Bm25Function.worth_it(8, 10, 20)
+    assert not Bm25Function.worth_it(8, 10, 19)
+    assert not Bm25Function.worth_it(166, 20, 166)  # 20 rare phrases OR'd: FTS5's walk is short

@@ -3,13 +3,13 @@ same floats as SQLite's own, which is the oracle here."""
 
 import contextlib
 import math
-import platform
 import sqlite3
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.fts5scores import WORDS, same_scores
 from tests.support.multilingual import fixture_pages
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import searcher
@@ -102,9 +102,6 @@ def test_a_damaged_averages_record_is_refused():
         fts5bm25.averages(b"\x05")
 
 
-WORDS = ["a", "boot", "loader", "de", "sécurité", "установка", "インス", "ンス", "安装", "نصب", "3", "11"]
-
-
 def fts5_table(rows):
     """An in-memory FTS5 table as the search index makes its titles_fts, and a table of its rows' texts."""
     db = sqlite3.connect(":memory:")
@@ -148,14 +145,6 @@ def test_the_averages_record_is_fts5s_rows_and_tokens():
 
 
 phrase_strategy = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)
-
-
-def same_scores(kept, asked):
-    """Equal to the last bit where SQLite's C does the operations one at a time, as on x86-64; a C
-    compiler fusing multiplies and adds (aarch64's default) moves a score by an ulp."""
-    if platform.machine().lower() in ("x86_64", "amd64"):
-        return kept == asked
-    return kept.keys() == asked.keys() and all(math.isclose(kept[k], asked[k], rel_tol=1e-12) for k in kept)
 
 
 @settings(max_examples=150, deadline=None)

@@ -68,15 +68,25 @@ class Compiled:
         None when all are common."""
         kept = [
             loose_expression if loose else expression
-            for expression, loose_expression, terms in self.groups
-            if not terms or any(documents(term) * 2 <= pages for term in terms)
+            for expression, loose_expression, _ in self._rare(documents, pages)
         ]
         return joiner.join(f"({expression})" for expression in kept) or None
 
-    def fewest(self, documents: Callable[[str], int]) -> int | None:
-        """The fewest pages a required group of words holds (its terms' pages added up): all groups
-        together match no more.  None when no group is of words (phrases, prefix queries)."""
-        return min((sum(map(documents, terms)) for _, _, terms in self.groups if terms), default=None)
+    def _rare(self, documents: Callable[[str], int], pages: int) -> list[tuple[str, str, list[str]]]:
+        """The groups ``rare`` keeps."""
+        return [
+            group for group in self.groups if not (terms := group[2]) or any(documents(t) * 2 <= pages for t in terms)
+        ]
+
+    def scoring_cost(self, documents: Callable[[str], int], pages: int) -> tuple[int, int] | None:
+        """For ``rare``'s groups joined by AND: at most how many pages match them all (the fewest
+        pages a group of words holds, its terms' pages added up), and how many pages hold its words
+        in all (what FTS5's bm25() walks to weigh them).  None when no group is of words (phrases,
+        prefix queries)."""
+        words = [terms for _, _, terms in self._rare(documents, pages) if terms]
+        if not words:
+            return None
+        return min(sum(map(documents, terms)) for terms in words), sum(documents(t) for terms in words for t in terms)
 
     def all_of_but_everywhere(self, documents: Callable[[str], int], pages: int) -> str:
         """``all_of`` without the groups one of whose terms is on every one of the *pages*: such a

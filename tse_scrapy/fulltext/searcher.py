@@ -32,7 +32,7 @@ import apsw
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
-from .bm25function import ROWS_SCORED_HERE, Bm25Function
+from .bm25function import Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
 from .store import FIELDS, check, search_path
 
@@ -84,10 +84,10 @@ class SearchIndex:
         weights = [TEXT_FIELDS[name] for name in FIELDS]
         self._bm25 = f"bm25(fts, {', '.join(map(str, weights))})"
         # The same scores without FTS5's walk of each phrase's rows, where few rows match (bm25function.py).
-        self._few_rows_bm25: str | None = None
+        self._bm25_function: Bm25Function | None = None
         if isinstance(db, apsw.Connection) and Bm25Function.usable(weights):
-            Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
-            self._few_rows_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
+            self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
+        self._few_rows_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -156,8 +156,8 @@ class SearchIndex:
         # them anyway.  A query of only such words is ranked by the titles and anchor text alone.
         matching = compiled.all_of_but_everywhere(documents, self.pages)
         scoring = compiled.rare(documents, self.pages, " AND ")
-        bm25 = self._body_bm25(scoring, compiled.fewest(documents))
-        scored: list[tuple[int, float]] | None = None
+        bm25 = self._body_bm25(scoring, compiled.scoring_cost(documents, self.pages))
+        scored: list[tuple[int, float | None]] | None = None
         if scoring == matching:
             # (Most queries: no common word, no exclusion.)  The scores' statement matches the same
             # pages: one statement, not two walks of the same lists.
@@ -191,13 +191,17 @@ class SearchIndex:
         ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
-    def _body_bm25(self, expression: str | None, rows: int | None) -> str:
-        """The bm25() to score *expression* over the fts table with, matching at most *rows* rows (None:
-        not known): FTS5's own, or the same in Python where few rows match and no prefix query is in
-        it (``bm25function``: it counts a word's rows from the vocabulary, which a prefix's are not)."""
-        if self._few_rows_bm25 is None or rows is None or rows > ROWS_SCORED_HERE or not expression:
+    def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
+        """The bm25() to score *expression* over the fts table with (*cost*: ``Compiled.scoring_cost``,
+        None: not known): FTS5's own, or the same worked out in Python (``bm25function``) where that
+        costs less and the expression is plain phrases, as that function needs."""
+        if self._bm25_function is None or cost is None or not expression:
             return self._bm25
-        return self._bm25 if "*" in expression else self._few_rows_bm25
+        rows, walked = cost
+        phrases = expression.count('"') // 2
+        if not fts5bm25.plain_phrases(expression) or not Bm25Function.worth_it(rows, phrases, walked):
+            return self._bm25
+        return self._few_rows_bm25
 
     def snippet_heads(self, doc_ids: list[int]) -> dict[int, Head]:
         """What the snippets of the pages *doc_ids* work out first, stored when they were indexed (a
@@ -249,7 +253,7 @@ class SearchIndex:
         page an answer."""
         _add_weighed(scores, self._scores(table, bm25, expression), weight)
 
-    def _scores(self, table: str, bm25: str, expression: str) -> list[tuple[int, float]]:
+    def _scores(self, table: str, bm25: str, expression: str) -> list[tuple[int, float | None]]:
         """The pages of *table* that match *expression*, each with its *bm25*."""
         return self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
 
@@ -362,10 +366,11 @@ def _expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
     return None if found is None else tuple(found)
 
 
-def _add_weighed(scores: dict[int, float], found: list[tuple[int, float]], weight: float) -> None:
-    """Each bm25() of *found* (lower for better matches) of a page in *scores*, times *weight*, added."""
+def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]], weight: float) -> None:
+    """Each bm25() of *found* (lower for better matches) of a page in *scores*, times *weight*, added
+    (none for a NULL score: a damaged table's, which FTS5 scores NaN)."""
     for doc_id, score in found:
-        if doc_id in scores:
+        if doc_id in scores and score is not None:
             scores[doc_id] -= weight * score
 
 

@@ -1,5 +1,5 @@
 """SQLite FTS5's ``bm25()`` worked out in Python: for a field whose rows are kept in memory (titles),
-and for the rows an FTS5 auxiliary function is given (``fulltext/bm25function.py``).
+and for the rows an FTS5 auxiliary function is given.
 
 FTS5 scores a row of a one-column table (``fts5Bm25Function``, fts5_aux.c) as
 
@@ -36,6 +36,9 @@ _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 # The pieces of a match expression: a quoted phrase (and the * of a prefix query after it), a
 # parenthesis, OR, anything else.
 _PIECE = re.compile(r'"((?:[^"]|"")*)"(\*?)|(\()|(\))|(OR)(?![^\s()"])|(\S)')
+# The pieces of an expression for ``plain_phrases``: a quoted phrase with whatever follows it up to a
+# separator (a prefix query's *), a parenthesis, a run of anything else.
+_PLAIN_PIECE = re.compile(r'"(?:[^"]|"")*"[^\s()"]*|[()]|[^\s()"]+|"')
 
 
 def ascii_tokens(text: str) -> tuple[str, ...]:
@@ -79,8 +82,19 @@ def expression_phrases(expression: str) -> list[tuple[str, ...]] | None:
 
 def idf(rows: int, hits: int) -> float:
     """The IDF of a phrase held by *hits* of a table's *rows*."""
-    value = math.log((rows - hits + 0.5) / (hits + 0.5))
-    return value if value > 0.0 else LEAST_IDF
+    ratio = (rows - hits + 0.5) / (hits + 0.5)
+    # More hits than rows (a damaged table): C's log() of a negative number is NaN, which FTS5 keeps.
+    value = math.log(ratio) if ratio > 0.0 else math.nan
+    return LEAST_IDF if value <= 0.0 else value
+
+
+def plain_phrases(expression: str) -> bool:
+    """Whether *expression* is quoted phrases joined by AND and OR, in parentheses or not: nothing
+    that changes which rows a phrase is counted in (a column filter, ``^``, a prefix query ``"x"*``,
+    NEAR, NOT)."""
+    pieces = _PLAIN_PIECE.findall(expression)
+    phrases = [piece for piece in pieces if piece not in ("(", ")", "AND", "OR")]
+    return bool(phrases) and all(len(piece) > 1 and piece.endswith('"') for piece in phrases)
 
 
 def instances(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
