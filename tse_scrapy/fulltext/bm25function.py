@@ -17,6 +17,7 @@ only then).  Only on apsw's connections: the standard library's sqlite3 has no F
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import apsw
@@ -64,24 +65,30 @@ class Bm25Function:
             rows = api.row_count
             average = float(api.column_total_size(-1)) / float(rows)
             idfs = [fts5bm25.idf(rows, self._rows_holding(api, number)) for number in range(len(api.phrases))]
-            kept = api.aux_data = (idfs, average, {})
-        idfs, average, weights_read = kept
+            kept = api.aux_data = (idfs, average, {}, any(map(math.isnan, idfs)))
+        idfs, average, weights_read, damaged = kept
+        if damaged:  # more rows hold a phrase than the table has: FTS5 scores every row NaN
+            return math.nan
         column_weights = weights_read.get(weights)
         if column_weights is None:
             given = len(weights)
             columns = range(api.column_count)
             column_weights = weights_read[weights] = [float(weights[c]) if c < given else 1.0 for c in columns]
-        # Each phrase's instances a column it is in (most of a query's phrases, word forms joined by
-        # OR, are in none of a row's columns), times the column's weight; a weight of 0 adds nothing.
+        # The phrases in the row (most of a query's, word forms joined by OR, are not), each with its
+        # instances a column times the column's weight (a weight of 0 adds nothing): a phrase not in
+        # the row adds exactly 0.0 to FTS5's sum, so leaving it out gives the same float.
         columns_holding, offsets = api.phrase_columns, api.phrase_column_offsets
-        frequencies = []
-        for number in range(len(idfs)):
-            frequency = 0.0
-            for column in columns_holding(number):
-                if column_weights[column]:
-                    frequency += column_weights[column] * len(offsets(number, column))
-            frequencies.append(frequency)
-        return fts5bm25.score(frequencies, idfs, api.column_size(-1), average)
+        frequencies, held = [], []
+        for number, value in enumerate(idfs):
+            columns = columns_holding(number)
+            if columns:
+                frequency = 0.0
+                for column in columns:
+                    if column_weights[column]:
+                        frequency += column_weights[column] * len(offsets(number, column))
+                frequencies.append(frequency)
+                held.append(value)
+        return fts5bm25.score(frequencies, held, api.column_size(-1), average)
 
     def _rows_holding(self, api: apsw.FTS5ExtensionApi, number: int) -> int:
         """How many rows hold phrase *number* of the statement's expression."""
