@@ -245,7 +245,7 @@ def test_searches_answer_alike_whichever_scores_them(fixture_index, monkeypatch)
 def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
     index = opened(fixture_index)
     few = (1, 1_000)  # one row at most, a thousand rows walked
-    assert index._body_bm25('("debian") AND ("guide" OR "guid")', few) == index._few_rows_bm25
+    assert index._body_bm25('("debian") AND ("guide" OR "guid")', few) == index._python_bm25
     assert index._body_bm25('("日"*) AND ("debian")', few) == index._bm25  # a prefix: not one word's rows
     assert index._body_bm25('{body}: ("debian")', few) == index._bm25
     assert index._body_bm25('("debian") AND ("guide" OR "guid")', (1_400, 1_000)) == index._bm25  # 3 phrases

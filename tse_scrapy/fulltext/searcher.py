@@ -83,11 +83,11 @@ class SearchIndex:
         self.vocabulary = Vocabulary(db)
         weights = [TEXT_FIELDS[name] for name in FIELDS]
         self._bm25 = f"bm25(fts, {', '.join(map(str, weights))})"
-        # The same scores without FTS5's walk of each phrase's rows, where few rows match (bm25function.py).
+        # The same scores without FTS5's walk of each phrase's rows, where that costs less (bm25function.py).
         self._bm25_function: Bm25Function | None = None
         if isinstance(db, apsw.Connection) and Bm25Function.usable(weights):
             self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
-        self._few_rows_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
+        self._python_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -169,7 +169,7 @@ class SearchIndex:
         if not matched and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
-            bm25 = self._bm25  # any group: as many rows as all of them hold
+            bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched:
             return Found([], False, compiled.marks, compiled.corrections)
         scores = dict.fromkeys(matched, 0.0)
@@ -201,7 +201,7 @@ class SearchIndex:
         phrases = expression.count('"') // 2
         if not fts5bm25.plain_phrases(expression) or not Bm25Function.worth_it(rows, phrases, walked):
             return self._bm25
-        return self._few_rows_bm25
+        return self._python_bm25
 
     def snippet_heads(self, doc_ids: list[int]) -> dict[int, Head]:
         """What the snippets of the pages *doc_ids* work out first, stored when they were indexed (a

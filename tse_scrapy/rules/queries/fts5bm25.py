@@ -37,7 +37,7 @@ _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 # parenthesis, OR, anything else.
 _PIECE = re.compile(r'"((?:[^"]|"")*)"(\*?)|(\()|(\))|(OR)(?![^\s()"])|(\S)')
 # The pieces of an expression for ``plain_phrases``: a quoted phrase with whatever follows it up to a
-# separator (a prefix query's *), a parenthesis, a run of anything else.
+# separator (a prefix query's *), a parenthesis, a run of anything else, a quote left open.
 _PLAIN_PIECE = re.compile(r'"(?:[^"]|"")*"[^\s()"]*|[()]|[^\s()"]+|"')
 
 
