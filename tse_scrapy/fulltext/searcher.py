@@ -312,8 +312,7 @@ class KeptField:
         if not phrases_held:
             return True
         rows = self._read(scores.keys())
-        # A row holding no phrase's first token holds no phrase: not scored (most of the matched
-        # pages' anchor text, and a partial match's titles).
+        # A row holding no phrase's first token holds no phrase: not scored (FTS5 would not return it).
         firsts = frozenset(phrase[0] for phrase in phrases_held)
         for doc_id in scores:
             tokens = rows.get(doc_id)
