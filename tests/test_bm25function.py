@@ -253,7 +253,8 @@ def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
     assert index._body_bm25(None, few) == index._bm25
     index.close()
     with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:  # no auxiliary functions
-        assert SearchIndex(db)._body_bm25('("debian")', few) == SearchIndex(db)._bm25
+        read_by_sqlite3 = SearchIndex(db)
+        assert read_by_sqlite3._body_bm25('("debian")', few) == read_by_sqlite3._bm25
 
 
 def test_a_phrase_of_a_row_scored_costs_four_rows_walked():
