@@ -93,12 +93,17 @@ def test_a_phrase_of_several_words_is_counted_once(monkeypatch):
     monkeypatch.setattr(bm25function, "_walked", lambda api, number: walks.append(number) or walked(api, number))
     rows = {1: ("", "", "", "boot loader de"), 2: ("boot loader", "", "", ""), 3: ("", "", "", "loader boot")}
     with contextlib.closing(fts_table(rows)) as db:
-        function = Bm25Function(db, "fts", Vocabulary(db), "tse_bm25")
+        vocabulary = Vocabulary(db)
+        Bm25Function(db, "fts", vocabulary, "tse_bm25")
+        counts = []
+        # (A tracer returns true to let the statement run.)
+        db.exec_trace = lambda _cursor, sql, _bindings: ("count(*)" in sql and counts.append(sql)) or True
         for _ in range(3):
             ours, theirs = both(db, '("boot loader") AND ("de" OR "boot")', (0.0, 2.0, 1.0, 1.0))
             assert ours == theirs and set(ours) == {1, 2}  # 2: only in the title, weighed 0
-        assert function._held == {("boot", "loader"): 2}
-        assert walks == [0]  # the words' rows are the vocabulary's; the phrase's walked once
+        assert vocabulary._phrases == {(("boot", "loader"), "fts"): 2}
+        # The words' rows are the vocabulary's; the phrase's counted once, and no phrase walked.
+        assert len(counts) == 1 and walks == []
 
 
 def test_two_calls_in_a_statement_weigh_each_their_columns():

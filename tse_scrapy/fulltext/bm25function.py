@@ -4,9 +4,9 @@ phrase's rows.
 To weigh a phrase, FTS5's own ``bm25()`` counts the rows holding it by walking its whole list of rows
 (``xQueryPhrase``), each statement again: on the known-item bench that walk was four fifths of the
 scoring statement, whose median matches 8 rows.  This function takes a word's count from the
-vocabulary (kept for the query's words anyway, ``matching.Vocabulary``) and walks only a phrase of
-several words, once a phrase (the index is read-only); each matched row is then scored in Python
-(``rules.queries.fts5bm25.score``), which costs more a row than FTS5's C: ``worth_it`` says when.
+vocabulary (kept for the query's words anyway, ``matching.Vocabulary``), and a phrase of several
+words' from there too, counted once (the index is read-only); each matched row is then scored in
+Python (``rules.queries.fts5bm25.score``), which costs more a row than FTS5's C: ``worth_it`` says when.
 
 The contract, which ``SearchIndex`` keeps: an expression of plain quoted phrases joined by AND and OR
 (``fts5bm25.plain_phrases``: a column filter, ``^`` or a prefix query would make a word's rows other
@@ -25,8 +25,6 @@ import apsw
 from ..rules.queries import fts5bm25
 from .matching import Vocabulary
 
-# Phrases of several words whose rows are counted and kept (an entry is a few hundred bytes).
-PHRASE_COUNTS_KEPT = 100_000
 # A phrase of a row scored here costs about as much as FTS5's walk of this many rows of a list: the
 # rule that scored the known-item bench's scoring statements fastest (see ``worth_it``).
 ROWS_WALKED_A_PHRASE_SCORED = 4
@@ -39,7 +37,6 @@ class Bm25Function:
     def __init__(self, db: apsw.Connection, table: str, vocabulary: Vocabulary, name: str):
         self.table = table
         self._vocabulary = vocabulary
-        self._held: dict[tuple[str | None, ...], int] = {}  # a phrase of several words (no None) -> its rows
         db.register_fts5_function(name, self._bm25)
 
     @staticmethod
@@ -91,19 +88,12 @@ class Bm25Function:
         return fts5bm25.score(frequencies, held, api.column_size(-1), average)
 
     def _rows_holding(self, api: apsw.FTS5ExtensionApi, number: int) -> int:
-        """How many rows hold phrase *number* of the statement's expression."""
+        """How many rows hold phrase *number* of the statement's expression: the vocabulary's count
+        (a word's counted together with the query's others, a longer phrase's kept)."""
         phrase = api.phrases[number]
         if None in phrase:  # a token FTS5 does not give: walked each time
             return _walked(api, number)
-        if len(phrase) == 1:
-            return self._vocabulary.documents(phrase[0], self.table)
-        found = self._held.get(phrase)
-        if found is None:
-            found = _walked(api, number)
-            if len(self._held) >= PHRASE_COUNTS_KEPT:
-                self._held.clear()
-            self._held[phrase] = found
-        return found
+        return self._vocabulary.holding(phrase, self.table)  # type: ignore[arg-type]  (no None in it)
 
 
 def _walked(api: apsw.FTS5ExtensionApi, number: int) -> int:

@@ -27,6 +27,7 @@ TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
 DOCUMENT_COUNTS_KEPT = 100_000
+PHRASE_COUNTS_KEPT = 100_000  # phrases of several words whose pages are counted and kept
 COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
@@ -113,6 +114,7 @@ class Vocabulary:
             db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
         self._by_length: dict[int, list[str]] | None = None
         self._documents: dict[tuple[str, str], int] = {}
+        self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
 
     def documents(self, term: str, table: str = "fts") -> int:
         """How many pages hold *term* in *table* (fts, titles_fts or anchors_fts)."""
@@ -121,6 +123,23 @@ class Vocabulary:
         if found is None:
             self.count((term,), table)
             found = self._documents[key]
+        return found
+
+    def holding(self, phrase: tuple[str, ...], table: str = "fts") -> int:
+        """How many pages hold *phrase* (tokens at consecutive positions) in *table*: a word's as
+        ``documents`` counts them, a longer phrase's counted by FTS5 once and kept."""
+        if len(phrase) == 1:
+            return self.documents(phrase[0], table)
+        key = (phrase, table)
+        found = self._phrases.get(key)
+        if found is None:
+            found = 0
+            if phrase:
+                sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+                found = self.db.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchone()[0]
+            if len(self._phrases) >= PHRASE_COUNTS_KEPT:
+                self._phrases.clear()
+            self._phrases[key] = found
         return found
 
     def count(self, terms: Iterable[str], table: str = "fts") -> None:

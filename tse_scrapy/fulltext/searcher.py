@@ -48,13 +48,12 @@ PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
 # The titles and the anchor text are scored from memory (KeptField) for at most KEPT_SCORED matched
 # pages (more: by FTS5, which scores only the rows holding a phrase); each field's rows read are kept
-# to KEPT_TOKENS tokens in all (about 15 MB: the 20,000-page bench's titles hold 126,000), and
-# PHRASE_COUNTS_KEPT phrases' counts.  The anchor text only where all of it holds at most
-# ANCHOR_TOKENS words: a page's can hold thousands (the 20,000-page bench's 1.26 million would take
-# about 77 MB, and rows forgotten would be read again and again).
+# to KEPT_TOKENS tokens in all (about 15 MB: the 20,000-page bench's titles hold 126,000); the
+# phrases' counts are the vocabulary's (matching.Vocabulary.holding).  The anchor text only where all
+# of it holds at most ANCHOR_TOKENS words: a page's can hold thousands (the 20,000-page bench's 1.26
+# million would take about 77 MB, and rows forgotten would be read again and again).
 KEPT_SCORED = 500
 KEPT_TOKENS = 200_000
-PHRASE_COUNTS_KEPT = 100_000
 ANCHOR_TOKENS = 200_000
 EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memory
 
@@ -82,12 +81,13 @@ class SearchIndex:
         self.pages = len(self.page_languages)
         self.vocabulary = Vocabulary(db)
         weights = [TEXT_FIELDS[name] for name in FIELDS]
-        self._bm25 = f"bm25(fts, {', '.join(map(str, weights))})"
+        arguments = ", ".join(map(str, weights))
+        self._bm25 = f"bm25(fts, {arguments})"
         # The same scores without FTS5's walk of each phrase's rows, where that costs less (bm25function.py).
         self._bm25_function: Bm25Function | None = None
         if isinstance(db, apsw.Connection) and Bm25Function.usable(weights):
             self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
-        self._python_bm25 = f"tse_bm25(fts, {', '.join(map(str, weights))})"
+        self._python_bm25 = f"tse_bm25(fts, {arguments})"
         self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -292,7 +292,6 @@ class KeptField:
         self.average = float(tokens) / float(self.count) if self.count else 0.0
         self.rows: dict[int, tuple[str, ...]] = {}
         self._tokens_kept = 0
-        self._held: dict[tuple[str, ...], int] = {}
 
     def add_scores(self, scores: dict[int, float], weight: float, expression: str) -> bool:
         """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
@@ -342,19 +341,7 @@ class KeptField:
 
     def held(self, phrase: tuple[str, ...]) -> int:
         """How many rows hold *phrase*."""
-        if len(phrase) == 1:  # a word: the rows holding it, as the vocabulary counts them (together)
-            return self.vocabulary.documents(phrase[0], self.table)
-        found = self._held.get(phrase)
-        if found is None:
-            found = 0
-            if phrase:
-                quoted = '"' + " ".join(phrase) + '"'
-                sql = f"SELECT count(*) FROM {self.table} WHERE {self.table} MATCH ?"
-                found = self.db.execute(sql, (quoted,)).fetchone()[0]
-            if len(self._held) >= PHRASE_COUNTS_KEPT:
-                self._held.clear()
-            self._held[phrase] = found
-        return found
+        return self.vocabulary.holding(phrase, self.table)
 
 
 @lru_cache(maxsize=EXPRESSIONS_KEPT)
