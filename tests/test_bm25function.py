@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.fts5scores import WORDS, same_scores
+from tests.support.fts5scores import WORDS, quoted, same_scores
 from tests.support.multilingual import fixture_pages
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import bm25function, searcher
@@ -53,10 +53,6 @@ def both(db, expression, weights):
     ours = dict(db.execute(sql.format("tse_bm25", arguments), (expression,)).fetchall())
     theirs = dict(db.execute(sql.format("bm25", arguments), (expression,)).fetchall())
     return ours, theirs
-
-
-def quoted(phrase):
-    return '"' + " ".join(phrase) + '"'
 
 
 text_strategy = st.lists(st.sampled_from(WORDS), max_size=8).map(" ".join)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.fts5scores import WORDS, same_scores
+from tests.support.fts5scores import WORDS, quoted, same_scores
 from tests.support.multilingual import fixture_pages
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import searcher
@@ -187,10 +187,6 @@ def test_kept_scores_are_fts5s_to_the_last_bit(rows, queries, kept_tokens):
                 assert field._tokens_kept <= kept_tokens or field.rows.keys() <= last_read
         finally:
             searcher.KEPT_TOKENS = original
-
-
-def quoted(phrase):
-    return '"' + " ".join(phrase) + '"'
 
 
 def varint(value):

@@ -1,5 +1,5 @@
 """What the tests of FTS5's bm25() worked out in Python share: the words of their random tables (every
-script, digits), and how equal a score must be to SQLite's own."""
+script, digits), a phrase as an FTS5 expression, and how equal a score must be to SQLite's own."""
 
 import math
 import platform
@@ -13,3 +13,8 @@ def same_scores(kept, asked):
     if platform.machine().lower() in ("x86_64", "amd64"):
         return kept == asked
     return kept.keys() == asked.keys() and all(math.isclose(kept[k], asked[k], rel_tol=1e-12) for k in kept)
+
+
+def quoted(phrase):
+    """*phrase* (its tokens) as an FTS5 phrase."""
+    return '"' + " ".join(phrase) + '"'
