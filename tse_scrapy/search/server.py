@@ -17,12 +17,14 @@ import sys
 
 import uvicorn
 import uvicorn._subprocess
+import uvicorn.supervisors.multiprocess
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 
 from ..index.engine import QueryEngine
 from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
+from .balancing import BalancedConfig, BalancedServer, ConnectionShares
 
 LOGGING = {"log_level": "warning", "access_log": False, "lifespan": "off"}
 
@@ -62,6 +64,10 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
         if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
             # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
             uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
+            # ... and builds each worker's server from this class: one that shares the connections
+            # evenly among the workers, by counts in memory the forked workers share (balancing.py).
+            uvicorn.supervisors.multiprocess.Server = BalancedServer  # type: ignore[misc]
+            config = BalancedConfig(app, ConnectionShares(workers), factory=True, workers=workers, **LOGGING)
             # A forked worker would keep the supervisor's handlers (which only queue a signal) until
             # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
             os.register_at_fork(after_in_child=_default_signals)

@@ -1,0 +1,161 @@
+"""`tse serve --workers N` shares kept-alive connections evenly among its workers, and a stopped
+worker does not hold new connections back (a real server; connections counted in /proc)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import signal
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack, closing
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.conftest import BIN, ROOT, clean_env
+from tests.support.searchsite import write_search_site
+from tests.support.serving import tse_serve
+from tse_scrapy.search.balancing import WAIT_LIMIT, takes_connection
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked and counted in /proc")
+
+
+@pytest.mark.parametrize(
+    ("held", "fewest_elsewhere", "waited", "takes"),
+    [
+        (0, None, 0.0, True),  # the only worker
+        (5, None, 0.0, True),
+        (0, 0, 0.0, True),  # as few as any other: either may take it
+        (3, 3, 0.0, True),
+        (1, 0, 0.0, False),  # another holds fewer: it is theirs
+        (4, 1, 0.0, False),
+        (4, 1, WAIT_LIMIT / 2, False),
+        (4, 1, WAIT_LIMIT, True),  # left waiting long enough: the other may be busy or stopped
+        (1, 0, 1.0, True),
+    ],
+)
+def test_who_takes_a_connection(held, fewest_elsewhere, waited, takes):
+    assert takes_connection(held, fewest_elsewhere, waited) is takes
+
+
+@given(st.integers(0, 1000), st.none() | st.integers(0, 1000), st.floats(0, 10))
+def test_the_worker_holding_fewest_always_takes_and_none_waits_past_the_limit(held, fewest, waited):
+    if fewest is None or held <= fewest or waited >= WAIT_LIMIT:
+        assert takes_connection(held, fewest, waited)
+    # Waiting longer never turns a taken connection into a refused one.
+    if takes_connection(held, fewest, waited):
+        assert takes_connection(held, fewest, waited + 1.0)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _connections_by_worker(server_pid: int, port: int) -> Counter[int]:
+    """How many established connections to *port* each worker process of the server holds."""
+    established = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                established.add(fields[9])  # the socket's inode
+    held: Counter[int] = Counter()
+    for worker in _children(server_pid):
+        held[worker] += 0
+        fd_dir = Path(f"/proc/{worker}/fd")
+        for fd in fd_dir.iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in established:
+                held[worker] += 1
+    return held
+
+
+def _answered(connection: http.client.HTTPConnection) -> None:
+    connection.request("GET", "/api/search?q=cat")
+    response = connection.getresponse()
+    assert response.status == 200
+    response.read()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    pages, index = write_search_site(tmp_path_factory.mktemp("balancing"))
+    command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
+    with tse_serve(command, clean_env(), ROOT) as run:
+        port = int(run.base.rsplit(":", 1)[1])
+        # A worker still starting takes no connections, and rightly: wait until both answer.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with ExitStack() as stack:
+                for _ in range(4):
+                    _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
+                serving = [count for count in _connections_by_worker(run.process.pid, port).values() if count]
+            _wait_for_no_connections(run.process.pid, port)
+            if len(serving) == 2:
+                break
+            time.sleep(0.1)
+        yield run, port
+
+
+def test_connections_opened_at_once_are_shared_evenly(served):
+    run, port = served
+    for _ in range(3):
+        with ExitStack() as stack:
+            connections = [
+                stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10)))
+                for _ in range(8)
+            ]
+            for connection in connections:  # all connect before any asks: the burst a bench starts with
+                connection.connect()
+            for connection in connections:
+                _answered(connection)
+            held = _connections_by_worker(run.process.pid, port)
+            assert sorted(held.values()) == [4, 4], held
+        _wait_for_no_connections(run.process.pid, port)
+
+
+def test_a_stopped_worker_does_not_hold_new_connections_back(served):
+    run, port = served
+    workers = _children(run.process.pid)
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGSTOP)
+    try:
+        with ExitStack() as stack:
+            began = time.monotonic()
+            for _ in range(6):
+                connection = stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10)))
+                _answered(connection)
+            # Each waited at most about WAIT_LIMIT for the stopped worker before the other took it.
+            assert time.monotonic() - began < 5
+            held = _connections_by_worker(run.process.pid, port)
+            assert held[workers[1]] == 6, held
+    finally:
+        os.kill(workers[0], signal.SIGCONT)
+    _wait_for_no_connections(run.process.pid, port)
+    # Awake again, it takes its share of new connections.
+    with ExitStack() as stack:
+        for _ in range(4):
+            _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
+        assert sorted(_connections_by_worker(run.process.pid, port).values()) == [2, 2]
+
+
+def _wait_for_no_connections(server_pid: int, port: int) -> None:
+    deadline = time.monotonic() + 10
+    while sum(_connections_by_worker(server_pid, port).values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
