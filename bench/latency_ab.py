@@ -1,6 +1,7 @@
 """Latency of `tse serve` with rank=relevance, this checkout against another commit's code, side by
 side in the same rounds (the known-item bench's all-sites index, titles as typed, 8 keep-alive
-clients, the first page of results), and the server's CPU a request (all its processes).
+clients, the first page of results), the server's CPU a request (all its processes), and how many of
+the clients' connections each worker process holds.
 `.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
 other commit is checked out as a git worktree under bench/work, and serves an index its own `tse index`
 wrote there (its search index's format may be another).  Prints one line a round and the medians."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
+import threading
 
 from bench.common import BIN, WORK
 from bench.index_bench import tse_from, worktree
@@ -27,7 +29,7 @@ from bench.known_item_bench import (
     known_items,
     sites,
 )
-from bench.search_bench import cpu_seconds
+from bench.search_bench import connections_held, cpu_seconds
 
 
 def run(commit: str, rounds: int) -> list[str]:
@@ -51,14 +53,20 @@ def run(commit: str, rounds: int) -> list[str]:
                 server.first_answer("/healthz")
                 ask_all(server.port, [api_path(query, "relevance") for query in queries[:WARM_UP]], CLIENTS)
                 used = cpu_seconds(server.process.pid)
+                # How the clients' kept-alive connections are shared among the workers, a second in.
+                split: list[list[int]] = []
+                looked = threading.Timer(1.0, _look, (split, server.process.pid, server.port))
+                looked.start()
                 measured = _latency_round(server.port, queries, "relevance", number, None)  # the first page
+                looked.join()
                 used = (cpu_seconds(server.process.pid) - used) * 1000 / len(measured.latencies)
             finally:
                 server.stop()
             found[name].append((measured.p50, measured.p99, measured.rate, measured.errors, used))
             lines.append(
                 f"round {number + 1} {name}: p50 {measured.p50:.1f} ms, p99 {measured.p99:.1f} ms, "
-                f"{measured.rate:.0f} requests/s, {measured.errors} errors, server CPU {used:.2f} ms a request"
+                f"{measured.rate:.0f} requests/s, {measured.errors} errors, server CPU {used:.2f} ms a request, "
+                f"connections a worker {split[0] if split else '?'}"
             )
             print(lines[-1], flush=True)
     for name, values in found.items():
@@ -69,6 +77,10 @@ def run(commit: str, rounds: int) -> list[str]:
             f"server CPU {statistics.median(v[4] for v in values):.2f} ms a request"
         )
     return lines
+
+
+def _look(split: list[list[int]], pid: int, port: int) -> None:
+    split.append(connections_held(pid, port))
 
 
 if __name__ == "__main__":

@@ -300,6 +300,32 @@ def test_a_snippet_from_a_stored_head_is_the_snippet_worked_out(words, sequences
         searchsnippet.FIRST_READ = kept
 
 
+@given(
+    st.lists(st.lists(st.sampled_from([*HEAD_WORDS, "書", "本"]), max_size=200), min_size=1, max_size=4),
+    st.lists(
+        st.lists(st.sampled_from(["install", "debian", "cai", "3", "スト", "书店", "書", "strasse"]), max_size=2),
+        max_size=3,
+    ),
+    st.sampled_from(LANGUAGES),
+)
+def test_marks_prepared_once_give_each_texts_snippet(texts, sequences, language):
+    """A page of results prepares its query's marks once (``PreparedMarks``) for all its snippets: each
+    is the snippet of the marks as given, with its head and without."""
+    sequences = marks(*[[[word] for word in sequence] for sequence in sequences])
+    prepared = searchsnippet.PreparedMarks(sequences)
+    languages = (None, language)
+    for words in texts:
+        text = " ".join(words)
+        head = searchsnippet.snippet_head(text, language)
+        for given_head in (head, None):
+            assert searchsnippet.snippet(text, prepared, languages, size=40, head=given_head) == searchsnippet.snippet(
+                text, sequences, languages, size=40, head=given_head
+            )
+        assert searchsnippet.marked_ranges(text, prepared, languages) == searchsnippet.marked_ranges(
+            text, sequences, languages
+        )
+
+
 @given(st.lists(st.sampled_from([*HEAD_WORDS, "cats", "Dogs", "ΌΤΑΝ", "ǅ"]), max_size=300), st.sampled_from(LANGUAGES))
 def test_a_heads_words_are_the_analyzers(words, language):
     text = " ".join(words)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..atomicfile import partial_path
 from ..rules.files import pagedir
@@ -48,9 +48,8 @@ CREATE TABLE files (doc_id INTEGER PRIMARY KEY, size INTEGER NOT NULL, mtime_ns 
 """
 
 
-@dataclass(frozen=True)
-class Document:
-    """What a search result shows of a page."""
+class Document(NamedTuple):
+    """What a search result shows of a page (a named tuple: a page of results reads ten a request)."""
 
     doc_id: int
     url: str

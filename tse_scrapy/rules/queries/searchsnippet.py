@@ -85,20 +85,21 @@ class Head:
         """How many words the first read holds."""
         return (len(self.numbers) - self._spans_at) // 2
 
-    def places(self, wanted: set[str]) -> dict[str, tuple[Sequence[int], Sequence[int]]] | None:
+    def places(self, wanted: Iterable[str]) -> dict[str, tuple[Sequence[int], Sequence[int]]] | None:
         """The terms of *wanted* that the words give, each with its words' numbers and its ranks
         among their terms; None for a damaged head (a term's places not in the second part, or
         a word that is not there)."""
+        return self._places(_listed_patterns(wanted))
+
+    def _places(self, patterns: Iterable[tuple[str, bytes]]) -> dict[str, tuple[Sequence[int], Sequence[int]]] | None:
+        """``places`` of the terms of *patterns* (``_listed_patterns``)."""
         numbers, count = self.numbers, self.count
         at, end = count + 1, numbers[count]
         listed = b" " + self.listed
         found = {}
-        for term in wanted:
-            encoded = _encoded(term)
-            if b" " in encoded:  # no term holds a space (" term " would match across two)
-                continue
+        for term, pattern in patterns:
             # Where " term " stands: the spaces before it count the terms before it.
-            place = listed.find(b" %b " % encoded)
+            place = listed.find(pattern)
             if place == -1:
                 continue
             index = listed.count(b" ", 0, place)
@@ -179,6 +180,37 @@ def _encoded(term: str) -> bytes:
     return term.encode("utf-8", "surrogatepass")
 
 
+def _listed_patterns(terms: Iterable[str]) -> list[tuple[str, bytes]]:
+    """Each of *terms* with what it is in a head's list of terms (" term "); a term holding a space is
+    left out (no term holds one: " a b " would match across two)."""
+    patterns = []
+    for term in terms:
+        encoded = _encoded(term)
+        if b" " not in encoded:
+            patterns.append((term, b" %b " % encoded))
+    return patterns
+
+
+class PreparedMarks:
+    """A query's marks (see ``marked_ranges``) and what reading a text for them needs, worked out
+    once for the snippets of all its results."""
+
+    __slots__ = ("longest", "patterns", "sequences", "starts", "wanted", "words_only")
+
+    def __init__(self, sequences: Collection[Sequence[Collection[str]]]):
+        self.sequences = sequences
+        self.wanted = {term for sequence in sequences for terms in sequence for term in terms}
+        # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
+        self.starts = {term for term in self.wanted if len(term) == 1 and analysis.is_segmented(term)}
+        self.longest = max((len(sequence) for sequence in sequences), default=0)
+        self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
+        self.patterns = _listed_patterns(self.wanted)
+
+
+def _prepared(marks: PreparedMarks | Collection[Sequence[Collection[str]]]) -> PreparedMarks:
+    return marks if isinstance(marks, PreparedMarks) else PreparedMarks(marks)
+
+
 def first_read(text: str) -> str:
     """What a snippet reads of *text* first: its first FIRST_READ characters and the word then begun,
     else all of it."""
@@ -197,7 +229,7 @@ def _digest(text: str) -> str:
 
 def marked_ranges(
     text: str,
-    marks: Collection[Sequence[Collection[str]]],
+    marks: PreparedMarks | Collection[Sequence[Collection[str]]],
     languages: Iterable[str | None],
     window: int | None = None,
 ) -> list[tuple[int, int]]:
@@ -205,13 +237,13 @@ def marked_ranges(
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
     single character of a bigram script marks the bigrams it starts.  With *window*, the text is
     read only to *window* characters past the first mark (what a snippet can show)."""
-    found, _ = _found(text, marks, tuple(languages), window)
+    found, _ = _found(text, _prepared(marks), tuple(languages), window)
     return _merged(found)
 
 
 def _found(
     text: str,
-    marks: Collection[Sequence[Collection[str]]],
+    prepared: PreparedMarks,
     languages: tuple[str | None, ...],
     window: int | None,
     head: Head | None = None,
@@ -219,13 +251,10 @@ def _found(
     """The marks of *text*, the first being the first found reading it word by word (their last
     words' order: it places the window), and whether the text read was enough: it reaches *window*
     characters past the first mark (more would change nothing).  *head*: *text*'s own, stored."""
-    wanted = {term for sequence in marks for terms in sequence for term in terms}
-    # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
-    starts = {term for term in wanted if len(term) == 1 and analysis.is_segmented(term)}
-    longest = max((len(sequence) for sequence in marks), default=0)
-    places = head.places(wanted) if head is not None and not starts else None
+    marks, wanted, starts, longest = prepared.sequences, prepared.wanted, prepared.starts, prepared.longest
+    places = head._places(prepared.patterns) if head is not None and not starts else None
     if head is not None and places is not None:
-        marked = _head_marks(head, places, marks, window, len(text))
+        marked = _head_marks(head, places, prepared, window, len(text))
         if marked is not None:
             return marked
     # (A damaged head gives None: the text is read then.)
@@ -281,7 +310,7 @@ def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 def _window_ranges(
     text: str,
-    marks: Collection[Sequence[Collection[str]]],
+    marks: PreparedMarks,
     languages: tuple[str | None, ...],
     window: int,
     head: Head | None = None,
@@ -316,15 +345,16 @@ def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> b
 def _head_marks(
     head: Head,
     places: dict[str, tuple[Sequence[int], Sequence[int]]],
-    marks: Collection[Sequence[Collection[str]]],
+    prepared: PreparedMarks,
     window: int | None,
     length: int,
 ) -> tuple[list[tuple[int, int]], bool] | None:
     """What ``_found`` finds in *head*'s first read (of *length* characters), from the *places* of
     the terms it wants, by set operations on the words' numbers instead of a word at a time: the
     same marks, and the same first one (which places the window).  None for a damaged head."""
-    if all(len(sequence) == 1 for sequence in marks):
+    if prepared.words_only:
         return _word_marks(head, places, window, length)
+    marks = prepared.sequences
     numbers = {term: set(words) for term, (words, _) in places.items()}
 
     def giving(terms: Collection[str]) -> set[int]:
@@ -452,7 +482,7 @@ def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
 
 def snippet(
     text: str,
-    marks: Collection[Sequence[Collection[str]]],
+    marks: PreparedMarks | Collection[Sequence[Collection[str]]],
     languages: Iterable[str | None] = (None,),
     size: int = SNIPPET_CHARACTERS,
     head: Head | None = None,
@@ -460,7 +490,7 @@ def snippet(
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… ".  *head*:
     the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s)."""
-    ranges = _window_ranges(text, marks, tuple(languages), size, head)
+    ranges = _window_ranges(text, _prepared(marks), tuple(languages), size, head)
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:
