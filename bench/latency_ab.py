@@ -12,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from bench.common import BIN, WORK
 from bench.index_bench import tse_from, worktree
@@ -32,17 +33,23 @@ from bench.known_item_bench import (
 from bench.search_bench import connections_held, cpu_seconds
 
 
-def run(commit: str, rounds: int) -> list[str]:
+def servers(commit: str) -> tuple[dict[str, list[str]], dict[str, Path]]:
+    """The ``tse`` command of *commit* (a worktree under bench/work) and of this checkout, and the
+    all-sites index each serves (*commit*'s written by its own ``tse index``)."""
     build(sites())
-    items, _, _ = known_items(KNOWN / "pages" / ALL, lambda _: ("", ""))
-    queries = [item.title for item in items]
     other = worktree(WORK / f"latency-{commit}", commit)
     contenders = {commit: tse_from(other), "this checkout": [str(BIN / "tse")]}
     other_index = WORK / f"latency-{commit}-index" / "all-sites.index"
     other_index.parent.mkdir(parents=True, exist_ok=True)
     command = [*tse_from(other), "index", str(KNOWN / "pages" / ALL), str(other_index), "--jobs", "2"]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)  # written anew: the pages may have changed
-    indexes = {commit: other_index, "this checkout": index_path(ALL)}
+    return contenders, {commit: other_index, "this checkout": index_path(ALL)}
+
+
+def run(commit: str, rounds: int) -> list[str]:
+    contenders, indexes = servers(commit)
+    items, _, _ = known_items(KNOWN / "pages" / ALL, lambda _: ("", ""))
+    queries = [item.title for item in items]
     found: dict[str, list[tuple[float, float, float, int, float]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):

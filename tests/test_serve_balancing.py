@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
 from pathlib import Path
 
@@ -119,15 +120,39 @@ def test_connections_opened_at_once_are_shared_evenly(served):
         with ExitStack() as stack:
             connections = [
                 stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10)))
-                for _ in range(8)
+                for _ in range(16)
             ]
             for connection in connections:  # all connect before any asks: the burst a bench starts with
                 connection.connect()
             for connection in connections:
                 _answered(connection)
-            held = _connections_by_worker(run.process.pid, port)
-            assert sorted(held.values()) == [4, 4], held
+            held = sorted(_connections_by_worker(run.process.pid, port).values())
+            # 8 and 8, or one off where a worker was kept from the CPU past WAIT_LIMIT (left to the
+            # kernel they were 2 and 14, 0 and 16).
+            assert sum(held) == 16 and held[1] - held[0] <= 2, held
         _wait_for_no_connections(run.process.pid, port)
+
+
+def test_short_connections_at_once_are_all_answered(served):
+    """Many clients each asking once and closing: every one answered, and no connection is left
+    counted (a worker not watching is woken when it may take one)."""
+    run, port = served
+
+    def ask_once(_: int) -> int:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        try:
+            connection.request("GET", "/healthz", headers={"Connection": "close"})
+            response = connection.getresponse()
+            response.read()
+            return response.status
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(ask_once, range(400)))
+    assert statuses == [200] * 400
+    _wait_for_no_connections(run.process.pid, port)
+    assert sum(_connections_by_worker(run.process.pid, port).values()) == 0
 
 
 def test_a_stopped_worker_does_not_hold_new_connections_back(served):
@@ -150,9 +175,10 @@ def test_a_stopped_worker_does_not_hold_new_connections_back(served):
     _wait_for_no_connections(run.process.pid, port)
     # Awake again, it takes its share of new connections.
     with ExitStack() as stack:
-        for _ in range(4):
+        for _ in range(8):
             _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
-        assert sorted(_connections_by_worker(run.process.pid, port).values()) == [2, 2]
+        held = sorted(_connections_by_worker(run.process.pid, port).values())
+        assert sum(held) == 8 and held[1] - held[0] <= 2, held
 
 
 def _wait_for_no_connections(server_pid: int, port: int) -> None:

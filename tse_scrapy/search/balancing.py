@@ -5,11 +5,14 @@ kernel wakes first takes what is waiting (libuv accepts every connection
 queued).  Kept-alive connections then stay where they landed: 8 clients were
 seen split 7 to 1, and all 8 on one worker while the other core sat idle
 (about half the searches a second, and twice the median).  Here each worker
-accepts a connection itself, and only while it holds no more connections
-than the fewest any other worker holds (nginx's ``least_conn``, among
-processes); the counts live in memory the forked workers share.  A worker
-never waits on another for long: a connection left waiting WAIT_LIMIT seconds
-is taken by the first worker to look (one may be busy with a long search).
+accepts connections itself, and watches the socket only while it holds no
+more connections than the fewest any other worker holds (nginx's
+``least_conn``, among processes).  The counts live in memory the forked
+workers share; a worker whose count rises wakes, through a pipe, the workers
+that stopped watching and may now hold the fewest, and a worker whose own
+count falls looks again at once, so that a connection never waits on a
+sleeping worker.  Nor on a busy or stopped one for long: a connection left
+waiting WAIT_LIMIT seconds is taken by a worker that sees it.
 
 uvicorn 0.54 (pinned) builds each worker's server from
 ``uvicorn.supervisors.multiprocess.Server``; ``serve_forever`` makes that
@@ -27,16 +30,18 @@ import select
 import socket
 from collections.abc import Callable
 from multiprocessing.sharedctypes import RawArray
+from pathlib import Path
 from typing import Any
 
 import uvicorn
 
-# How long a worker holding more connections than another leaves a new one to it before looking
-# again, and how long at most a connection waits for the worker holding the fewest.
-RECHECK_SECONDS = 0.002
+# How long a connection may wait for the worker holding the fewest (busy with a long search, or
+# stopped) before another that sees it takes it; a worker not watching looks this often.
 WAIT_LIMIT = 0.02
 # After the process ran out of file descriptors (EMFILE): how long before accepting again.
 RESOURCES_PAUSE = 0.1
+# Slots for workers uvicorn adds (SIGTTIN) or starts before stopping the old ones (SIGHUP).
+SPARE_SLOTS = 8
 
 
 def takes_connection(held: int, fewest_elsewhere: int | None, waited: float) -> bool:
@@ -47,42 +52,67 @@ def takes_connection(held: int, fewest_elsewhere: int | None, waited: float) -> 
 
 class ConnectionShares:
     """Each worker's count of open connections, in memory shared by the processes forked after it is
-    made.  A worker claims a slot when it starts (a slot whose process is gone is free again)."""
+    made, and a pipe a worker to wake it.  A worker claims a slot when it starts (a slot whose process
+    is gone is free again)."""
 
     def __init__(self, workers: int):
-        # Twice the workers: uvicorn starts new workers before stopping the old on SIGHUP.
-        self.pids = RawArray(ctypes.c_int, 2 * workers)
-        self.counts = RawArray(ctypes.c_int, 2 * workers)
+        slots = 2 * workers + SPARE_SLOTS
+        self.pids = RawArray(ctypes.c_int, slots)
+        self.counts = RawArray(ctypes.c_int, slots)
+        self.waiting = RawArray(ctypes.c_byte, slots)  # 1: not watching the socket, to be woken
         self.lock = multiprocessing.get_context("fork").Lock()
+        self.pipes = [os.pipe() for _ in range(slots)]
+        for pipe in self.pipes:
+            for end in pipe:
+                os.set_blocking(end, False)
 
     def claim(self) -> int | None:
         """This process's slot, or None when every slot is another live worker's."""
         with self.lock:
             for slot, pid in enumerate(self.pids):
                 if pid == 0 or not _alive(pid):
-                    self.pids[slot], self.counts[slot] = os.getpid(), 0
+                    self.pids[slot], self.counts[slot], self.waiting[slot] = os.getpid(), 0, 0
                     return slot
         return None
 
     def release(self, slot: int) -> None:
         with self.lock:
             if self.pids[slot] == os.getpid():
-                self.pids[slot], self.counts[slot] = 0, 0
+                self.pids[slot], self.counts[slot], self.waiting[slot] = 0, 0, 0
 
-    def fewest_elsewhere(self, slot: int) -> int | None:
-        """The fewest connections a live worker other than *slot*'s holds (None: there is none)."""
-        counts = [self.counts[other] for other, pid in enumerate(self.pids) if other != slot and pid and _alive(pid)]
-        return min(counts, default=None)
+    def fewest_elsewhere(self, slot: int | None) -> int | None:
+        """The fewest connections a worker other than *slot*'s holds (None: there is none)."""
+        pids, counts = self.pids, self.counts
+        return min((counts[other] for other in range(len(pids)) if other != slot and pids[other]), default=None)
+
+    def forget_the_dead(self, slot: int | None) -> None:
+        """Frees the slots of workers that are gone (killed, say): their counts would hold others back."""
+        for other, pid in enumerate(self.pids):
+            if other != slot and pid and not _alive(pid):
+                with self.lock:
+                    if self.pids[other] == pid:
+                        self.pids[other], self.counts[other], self.waiting[other] = 0, 0, 0
+
+    def wake(self, slot: int | None, held: int) -> None:
+        """Wakes the waiting workers holding no more than *held*: now that *slot*'s worker holds
+        *held*, one of them may hold the fewest."""
+        pids, counts, waiting = self.pids, self.counts, self.waiting
+        for other in range(len(pids)):
+            if waiting[other] and other != slot and pids[other] and counts[other] <= held:
+                waiting[other] = 0
+                try:
+                    os.write(self.pipes[other][1], b"\0")
+                except BlockingIOError:  # the pipe is full: it has been woken already
+                    pass
 
 
 def _alive(pid: int) -> bool:
+    """Whether process *pid* runs (a zombie, killed and not yet reaped, does not)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return False
-    except PermissionError:  # another user's process has taken the number: not a worker
-        return False
-    return True
+    return state not in ("Z", "X")
 
 
 class BalancedConfig(uvicorn.Config):
@@ -98,32 +128,22 @@ class BalancedServer(uvicorn.Server):
 
     def __init__(self, config: uvicorn.Config):
         super().__init__(config)
-        self._acceptors: list[_Acceptor] = []
-        self._slot: int | None = None
+        self._acceptor: _Acceptor | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         shares = getattr(self.config, "shares", None)
-        if not isinstance(shares, ConnectionShares) or not sockets:
+        if not isinstance(shares, ConnectionShares) or not sockets or len(sockets) != 1:
             await super().startup(sockets=sockets)
             return
         await super().startup(sockets=[])  # everything but the listening: done below
-        self._slot = shares.claim()
-        connections = _CountedConnections(self._publish)
-        self.server_state.connections = connections
-        loop = asyncio.get_running_loop()
-        for sock in sockets:
-            acceptor = _Acceptor(loop, sock, self._protocol, self._held, self._fewest_elsewhere, self._publish)
-            acceptor.watch()
-            self._acceptors.append(acceptor)
-        self._publish()
+        acceptor = self._acceptor = _Acceptor(asyncio.get_running_loop(), sockets[0], shares, self._protocol)
+        # uvicorn's protocols add and discard themselves here: each change is counted at once.
+        self.server_state.connections = _CountedConnections(acceptor.changed)
+        acceptor.start(self.server_state.connections)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for acceptor in self._acceptors:
-            acceptor.stop()
-        shares = getattr(self.config, "shares", None)
-        if isinstance(shares, ConnectionShares) and self._slot is not None:
-            shares.release(self._slot)
-            self._slot = None
+        if self._acceptor is not None:
+            await self._acceptor.stop()  # the connections it accepted are then uvicorn's to close
         await super().shutdown(sockets=sockets)
 
     def _protocol(self) -> asyncio.Protocol:
@@ -131,17 +151,6 @@ class BalancedServer(uvicorn.Server):
         return self.config.http_protocol_class(  # type: ignore[call-arg]
             config=self.config, server_state=self.server_state, app_state=self.lifespan.state
         )
-
-    def _held(self) -> int:
-        return len(self.server_state.connections) + sum(acceptor.pending for acceptor in self._acceptors)
-
-    def _fewest_elsewhere(self) -> int | None:
-        shares = self.config.shares  # type: ignore[attr-defined]
-        return None if self._slot is None else shares.fewest_elsewhere(self._slot)
-
-    def _publish(self) -> None:
-        if self._slot is not None:
-            self.config.shares.counts[self._slot] = self._held()  # type: ignore[attr-defined]
 
 
 class _CountedConnections(set):  # type: ignore[type-arg]
@@ -161,57 +170,103 @@ class _CountedConnections(set):  # type: ignore[type-arg]
 
 
 class _Acceptor:
-    """Accepts on a listening socket while ``takes_connection`` says so, and connects each
-    accepted socket to a new protocol."""
+    """One worker's accepting: it watches the listening socket while ``takes_connection`` says so,
+    else waits to be woken (by its pipe, its own count falling, or every WAIT_LIMIT seconds), and
+    connects each accepted socket to a new protocol."""
 
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
         sock: socket.socket,
+        shares: ConnectionShares,
         protocol: Callable[[], asyncio.Protocol],
-        held: Callable[[], int],
-        fewest_elsewhere: Callable[[], int | None],
-        changed: Callable[[], None],
     ):
-        self.loop, self.sock, self.protocol = loop, sock, protocol
-        self.held, self.fewest_elsewhere, self.changed = held, fewest_elsewhere, changed
+        self.loop, self.sock, self.shares, self.protocol = loop, sock, shares, protocol
+        self.slot = shares.claim()
+        self.connections: set[Any] = set()
         self.pending = 0  # accepted, not yet connected to a protocol
-        self.waiting_since: float | None = None  # when this worker first left the waiting connection
+        self.published = 0
+        self.watching = False
+        self.waiting_since: float | None = None  # when a connection was first left to another worker
         self.timer: asyncio.TimerHandle | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.stopped = False
         sock.setblocking(False)
 
-    def watch(self) -> None:
-        self.timer = None
-        if not self.stopped:
-            self.loop.add_reader(self.sock.fileno(), self._ready)
+    def start(self, connections: set[Any]) -> None:
+        self.connections = connections
+        if self.slot is not None:
+            self.loop.add_reader(self.shares.pipes[self.slot][0], self._woken)
+        self.changed()
+        self._watch()
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         self.stopped = True
+        self._unwatch()
         if self.timer is not None:
             self.timer.cancel()
-        self.loop.remove_reader(self.sock.fileno())
+        if self.slot is not None:
+            self.loop.remove_reader(self.shares.pipes[self.slot][0])
+            self.shares.release(self.slot)
+        if self.tasks:  # accepted just now: let them reach uvicorn's set, which it closes next
+            await asyncio.wait(set(self.tasks), timeout=1)
 
-    def _later(self, seconds: float, then: Callable[[], None]) -> None:
-        self.loop.remove_reader(self.sock.fileno())
-        self.timer = self.loop.call_later(seconds, then)
+    def held(self) -> int:
+        return len(self.connections) + self.pending
+
+    def changed(self) -> None:
+        """Publishes this worker's count; wakes the waiting workers it may now hold more than, or
+        itself when it may now hold the fewest."""
+        held = self.held()
+        if self.slot is not None:
+            self.shares.counts[self.slot] = held
+        if held > self.published:
+            self.shares.wake(self.slot, held)
+        elif held < self.published and not self.watching and not self.stopped:
+            self._reconsider()
+        self.published = held
+
+    def _watch(self) -> None:
+        if not self.watching and not self.stopped:
+            self.watching = True
+            if self.slot is not None:
+                self.shares.waiting[self.slot] = 0
+            self.loop.add_reader(self.sock.fileno(), self._ready)
+
+    def _unwatch(self) -> None:
+        if self.watching:
+            self.watching = False
+            self.loop.remove_reader(self.sock.fileno())
+
+    def _wait(self) -> None:
+        """Stops watching until woken, or WAIT_LIMIT seconds."""
+        self._unwatch()
+        if self.slot is not None:
+            self.shares.waiting[self.slot] = 1
+        if self.timer is None:
+            self.timer = self.loop.call_later(WAIT_LIMIT, self._looked)
+
+    def _takes(self) -> bool:
+        waited = 0.0 if self.waiting_since is None else self.loop.time() - self.waiting_since
+        return takes_connection(self.held(), self.shares.fewest_elsewhere(self.slot), waited)
 
     def _ready(self) -> None:
-        now = self.loop.time()
-        waited = 0.0 if self.waiting_since is None else now - self.waiting_since
-        if not takes_connection(self.held(), self.fewest_elsewhere(), waited):
-            if self.waiting_since is None:
-                self.waiting_since = now
-            self._later(RECHECK_SECONDS, self._recheck)
-            return
+        """A connection waits."""
+        if not self._takes():
+            self.shares.forget_the_dead(self.slot)  # a killed worker's count held this one back?
+            if not self._takes():
+                if self.waiting_since is None:
+                    self.waiting_since = self.loop.time()
+                self._wait()
+                return
         try:
             connection, _ = self.sock.accept()
         except (BlockingIOError, InterruptedError):  # another worker took it
             self.waiting_since = None
             return
         except OSError:  # out of file descriptors, say: the connection waits in the queue meanwhile
-            self._later(RESOURCES_PAUSE, self.watch)
+            self._unwatch()
+            self.loop.call_later(RESOURCES_PAUSE, self._watch)
             return
         self.waiting_since = None
         connection.setblocking(False)
@@ -223,11 +278,31 @@ class _Acceptor:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    def _recheck(self) -> None:
-        readable, _, _ = select.select([self.sock], [], [], 0)
-        if not readable:  # another worker took it
+    def _woken(self) -> None:
+        try:
+            os.read(self.shares.pipes[self.slot][0], 4096)  # type: ignore[index]
+        except BlockingIOError:
+            pass
+        if not self.watching and not self.stopped:
+            self._reconsider()
+
+    def _looked(self) -> None:
+        """WAIT_LIMIT seconds without watching: a connection still waiting is noted, and taken when
+        it has waited so long."""
+        self.timer = None
+        if self.watching or self.stopped:
+            return
+        if not select.select([self.sock], [], [], 0)[0]:
             self.waiting_since = None
-        self.watch()
+        elif self.waiting_since is None:
+            self.waiting_since = self.loop.time()
+        self._reconsider()
+
+    def _reconsider(self) -> None:
+        if self._takes():
+            self._watch()
+        else:
+            self._wait()
 
     async def _connect(self, connection: socket.socket) -> None:
         try:
