@@ -59,7 +59,10 @@ class ConnectionShares:
         slots = 2 * workers + SPARE_SLOTS
         self.pids = RawArray(ctypes.c_int, slots)
         self.counts = RawArray(ctypes.c_int, slots)
-        self.waiting = RawArray(ctypes.c_byte, slots)  # 1: not watching the socket, to be woken
+        self.asleep = RawArray(ctypes.c_byte, slots)  # 1: not watching the socket, to be woken
+        # 1: left a connection waiting WAIT_LIMIT (stopped, or busy with a long search): passed over
+        # until it runs again (it clears its own mark).
+        self.unresponsive = RawArray(ctypes.c_byte, slots)
         self.lock = multiprocessing.get_context("fork").Lock()
         self.pipes = [os.pipe() for _ in range(slots)]
         for pipe in self.pipes:
@@ -71,19 +74,32 @@ class ConnectionShares:
         with self.lock:
             for slot, pid in enumerate(self.pids):
                 if pid == 0 or not _alive(pid):
-                    self.pids[slot], self.counts[slot], self.waiting[slot] = os.getpid(), 0, 0
+                    self._clear(slot, os.getpid())
                     return slot
         return None
 
     def release(self, slot: int) -> None:
         with self.lock:
             if self.pids[slot] == os.getpid():
-                self.pids[slot], self.counts[slot], self.waiting[slot] = 0, 0, 0
+                self._clear(slot, 0)
+
+    def _clear(self, slot: int, pid: int) -> None:
+        self.pids[slot], self.counts[slot], self.asleep[slot], self.unresponsive[slot] = pid, 0, 0, 0
 
     def fewest_elsewhere(self, slot: int | None) -> int | None:
-        """The fewest connections a worker other than *slot*'s holds (None: there is none)."""
-        pids, counts = self.pids, self.counts
-        return min((counts[other] for other in range(len(pids)) if other != slot and pids[other]), default=None)
+        """The fewest connections a responsive worker other than *slot*'s holds (None: there is none)."""
+        pids, counts, unresponsive = self.pids, self.counts, self.unresponsive
+        return min(
+            (counts[other] for other in range(len(pids)) if other != slot and pids[other] and not unresponsive[other]),
+            default=None,
+        )
+
+    def pass_over(self, slot: int | None, fewest: int) -> None:
+        """Marks unresponsive the workers but *slot*'s holding *fewest*: one of them left a connection
+        waiting WAIT_LIMIT."""
+        for other in range(len(self.pids)):
+            if other != slot and self.pids[other] and self.counts[other] == fewest:
+                self.unresponsive[other] = 1
 
     def forget_the_dead(self, slot: int | None) -> None:
         """Frees the slots of workers that are gone (killed, say): their counts would hold others back."""
@@ -91,15 +107,15 @@ class ConnectionShares:
             if other != slot and pid and not _alive(pid):
                 with self.lock:
                     if self.pids[other] == pid:
-                        self.pids[other], self.counts[other], self.waiting[other] = 0, 0, 0
+                        self._clear(other, 0)
 
     def wake(self, slot: int | None, held: int) -> None:
-        """Wakes the waiting workers holding no more than *held*: now that *slot*'s worker holds
+        """Wakes the sleeping workers holding no more than *held*: now that *slot*'s worker holds
         *held*, one of them may hold the fewest."""
-        pids, counts, waiting = self.pids, self.counts, self.waiting
+        pids, counts, asleep = self.pids, self.counts, self.asleep
         for other in range(len(pids)):
-            if waiting[other] and other != slot and pids[other] and counts[other] <= held:
-                waiting[other] = 0
+            if asleep[other] and other != slot and pids[other] and counts[other] <= held:
+                asleep[other] = 0
                 try:
                     os.write(self.pipes[other][1], b"\0")
                 except BlockingIOError:  # the pipe is full: it has been woken already
@@ -138,7 +154,7 @@ class BalancedServer(uvicorn.Server):
         await super().startup(sockets=[])  # everything but the listening: done below
         acceptor = self._acceptor = _Acceptor(asyncio.get_running_loop(), sockets[0], shares, self._protocol)
         # uvicorn's protocols add and discard themselves here: each change is counted at once.
-        self.server_state.connections = _CountedConnections(acceptor.changed)
+        self.server_state.connections = _CountedConnections(acceptor.added, acceptor.changed)
         acceptor.start(self.server_state.connections)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
@@ -156,23 +172,23 @@ class BalancedServer(uvicorn.Server):
 class _CountedConnections(set):  # type: ignore[type-arg]
     """uvicorn's set of a server's connections, saying each change (its protocols add and discard)."""
 
-    def __init__(self, changed: Callable[[], None]):
+    def __init__(self, added: Callable[[], None], discarded: Callable[[], None]):
         super().__init__()
-        self.changed = changed
+        self.added, self.discarded = added, discarded
 
     def add(self, connection: Any) -> None:
         super().add(connection)
-        self.changed()
+        self.added()
 
     def discard(self, connection: Any) -> None:
         super().discard(connection)
-        self.changed()
+        self.discarded()
 
 
 class _Acceptor:
     """One worker's accepting: it watches the listening socket while ``takes_connection`` says so,
-    else waits to be woken (by its pipe, its own count falling, or every WAIT_LIMIT seconds), and
-    connects each accepted socket to a new protocol."""
+    else sleeps until woken (by its pipe, its own count falling, or WAIT_LIMIT), and connects each
+    accepted socket to a new protocol."""
 
     def __init__(
         self,
@@ -184,10 +200,10 @@ class _Acceptor:
         self.loop, self.sock, self.shares, self.protocol = loop, sock, shares, protocol
         self.slot = shares.claim()
         self.connections: set[Any] = set()
-        self.pending = 0  # accepted, not yet connected to a protocol
+        self.pending = 0  # accepted, not yet uvicorn's (its protocol adds itself to the set)
         self.published = 0
         self.watching = False
-        self.waiting_since: float | None = None  # when a connection was first left to another worker
+        self.left_since: float | None = None  # when this worker first left a waiting connection to another
         self.timer: asyncio.TimerHandle | None = None
         self.tasks: set[asyncio.Task[None]] = set()
         self.stopped = False
@@ -197,12 +213,11 @@ class _Acceptor:
         self.connections = connections
         if self.slot is not None:
             self.loop.add_reader(self.shares.pipes[self.slot][0], self._woken)
-        self.changed()
         self._watch()
 
     async def stop(self) -> None:
-        self.stopped = True
         self._unwatch()
+        self.stopped = True
         if self.timer is not None:
             self.timer.cancel()
         if self.slot is not None:
@@ -214,15 +229,23 @@ class _Acceptor:
     def held(self) -> int:
         return len(self.connections) + self.pending
 
+    def added(self) -> None:
+        """A protocol made for an accepted connection joined uvicorn's set: no longer pending."""
+        self.pending = max(0, self.pending - 1)
+        self.changed()
+
     def changed(self) -> None:
-        """Publishes this worker's count; wakes the waiting workers it may now hold more than, or
-        itself when it may now hold the fewest."""
+        """Publishes this worker's count; wakes the sleeping workers it may now hold more than, or
+        looks again when it may now hold the fewest."""
+        if self.stopped:
+            return
         held = self.held()
         if self.slot is not None:
             self.shares.counts[self.slot] = held
+            self.shares.unresponsive[self.slot] = 0  # it runs
         if held > self.published:
             self.shares.wake(self.slot, held)
-        elif held < self.published and not self.watching and not self.stopped:
+        elif held < self.published and not self.watching:
             self._reconsider()
         self.published = held
 
@@ -230,7 +253,7 @@ class _Acceptor:
         if not self.watching and not self.stopped:
             self.watching = True
             if self.slot is not None:
-                self.shares.waiting[self.slot] = 0
+                self.shares.asleep[self.slot] = 0
             self.loop.add_reader(self.sock.fileno(), self._ready)
 
     def _unwatch(self) -> None:
@@ -238,37 +261,49 @@ class _Acceptor:
             self.watching = False
             self.loop.remove_reader(self.sock.fileno())
 
-    def _wait(self) -> None:
-        """Stops watching until woken, or WAIT_LIMIT seconds."""
+    def _sleep(self) -> None:
+        """Stops watching until woken, or until a connection it left has waited WAIT_LIMIT."""
         self._unwatch()
         if self.slot is not None:
-            self.shares.waiting[self.slot] = 1
+            self.shares.asleep[self.slot] = 1  # flagged first, then checked: a wake-up is not missed
+        if self._takes():
+            self._watch()
+            return
         if self.timer is None:
-            self.timer = self.loop.call_later(WAIT_LIMIT, self._looked)
+            # uvloop's clock counts milliseconds: a millisecond more, so that the limit is reached.
+            began = self.loop.time() if self.left_since is None else self.left_since
+            self.timer = self.loop.call_at(began + WAIT_LIMIT + 0.001, self._timer_fired)
 
     def _takes(self) -> bool:
-        waited = 0.0 if self.waiting_since is None else self.loop.time() - self.waiting_since
+        waited = 0.0 if self.left_since is None else self.loop.time() - self.left_since
         return takes_connection(self.held(), self.shares.fewest_elsewhere(self.slot), waited)
 
     def _ready(self) -> None:
         """A connection waits."""
+        if self.slot is not None:
+            self.shares.unresponsive[self.slot] = 0  # it runs
         if not self._takes():
             self.shares.forget_the_dead(self.slot)  # a killed worker's count held this one back?
             if not self._takes():
-                if self.waiting_since is None:
-                    self.waiting_since = self.loop.time()
-                self._wait()
+                if self.left_since is None:
+                    self.left_since = self.loop.time()
+                self._sleep()
                 return
+        if self.left_since is not None:
+            # Taken after WAIT_LIMIT: the worker it was left to is passed over until it runs again
+            # (else each connection would wait for it again).
+            fewest = self.shares.fewest_elsewhere(self.slot)
+            if fewest is not None and self.held() > fewest:
+                self.shares.pass_over(self.slot, fewest)
+            self.left_since = None
         try:
             connection, _ = self.sock.accept()
         except (BlockingIOError, InterruptedError):  # another worker took it
-            self.waiting_since = None
             return
         except OSError:  # out of file descriptors, say: the connection waits in the queue meanwhile
             self._unwatch()
             self.loop.call_later(RESOURCES_PAUSE, self._watch)
             return
-        self.waiting_since = None
         connection.setblocking(False)
         if connection.family in (socket.AF_INET, socket.AF_INET6):
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -283,32 +318,36 @@ class _Acceptor:
             os.read(self.shares.pipes[self.slot][0], 4096)  # type: ignore[index]
         except BlockingIOError:
             pass
+        if self.slot is not None:
+            self.shares.unresponsive[self.slot] = 0  # it runs
         if not self.watching and not self.stopped:
             self._reconsider()
 
-    def _looked(self) -> None:
-        """WAIT_LIMIT seconds without watching: a connection still waiting is noted, and taken when
-        it has waited so long."""
+    def _timer_fired(self) -> None:
+        """Asleep since WAIT_LIMIT: a connection still waiting is noted (and taken when it has waited
+        so long), and a worker gone is forgotten."""
         self.timer = None
+        if self.slot is not None:
+            self.shares.unresponsive[self.slot] = 0  # it runs
         if self.watching or self.stopped:
             return
         if not select.select([self.sock], [], [], 0)[0]:
-            self.waiting_since = None
-        elif self.waiting_since is None:
-            self.waiting_since = self.loop.time()
+            self.left_since = None
+        elif self.left_since is None:
+            self.left_since = self.loop.time()
+        self.shares.forget_the_dead(self.slot)
         self._reconsider()
 
     def _reconsider(self) -> None:
         if self._takes():
             self._watch()
         else:
-            self._wait()
+            self._sleep()
 
     async def _connect(self, connection: socket.socket) -> None:
         try:
             await self.loop.connect_accepted_socket(self.protocol, connection)
-        except OSError:  # the client has gone already
+        except OSError:  # the client has gone already: no protocol joined the set
             connection.close()
-        finally:
-            self.pending -= 1
+            self.pending = max(0, self.pending - 1)
             self.changed()
