@@ -12,7 +12,8 @@ workers share; a worker whose count rises wakes, through a pipe, the workers
 that stopped watching and may now hold the fewest, and a worker whose own
 count falls looks again at once, so that a connection never waits on a
 sleeping worker.  Nor on a busy or stopped one for long: a connection left
-waiting WAIT_LIMIT seconds is taken by a worker that sees it.
+waiting WAIT_LIMIT seconds is taken by a worker that sees it, and the worker
+it waited for is passed over until it runs again.
 
 uvicorn 0.54 (pinned) builds each worker's server from
 ``uvicorn.supervisors.multiprocess.Server``; ``serve_forever`` makes that
