@@ -53,4 +53,6 @@ def test_the_delay_counts_from_the_end_of_the_previous_request(tmp_path, serve):
     assert [hit.key for hit in hits[:2]] == ["/robots.txt", "/index.html"]
     assert len(hits) == 4 and server.max_active == 1
     pauses = [later.time - earlier.done for earlier, later in itertools.pairwise(hits)]
-    assert min(pauses) >= 1.0, pauses
+    # The server notes an answer done once its write returns, which the crawler may have read a
+    # moment before (a CI run saw 0.9986 s): 10 ms of slack, against the 0.4 s without the rule.
+    assert min(pauses) >= 1.0 - 0.01, pauses

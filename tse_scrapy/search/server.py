@@ -4,7 +4,8 @@ With several workers, uvicorn's own supervisor runs one process each (each
 opens the index), all accepting on the same socket: a search uses one core,
 so this is how a server uses the machine's cores.  The workers are forked,
 not spawned: they start with every module imported (about 0.2 s sooner), and
-open the index themselves (an SQLite connection must not cross a fork).
+open the index themselves (an SQLite connection must not cross a fork).  On
+Linux they share the connections evenly (``balancing``).
 """
 
 from __future__ import annotations
