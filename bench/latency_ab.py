@@ -30,7 +30,7 @@ from bench.known_item_bench import (
     known_items,
     sites,
 )
-from bench.search_bench import connections_held, cpu_seconds
+from bench.search_bench import connections_by_worker, cpu_seconds
 
 
 def servers(commit: str) -> tuple[dict[str, list[str]], dict[str, Path]]:
@@ -87,7 +87,7 @@ def run(commit: str, rounds: int) -> list[str]:
 
 
 def _look(split: list[list[int]], pid: int, port: int) -> None:
-    split.append(connections_held(pid, port))
+    split.append(sorted(connections_by_worker(pid, port).values()))
 
 
 if __name__ == "__main__":

@@ -141,22 +141,29 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
-def connections_held(pid: int, port: int) -> list[int]:
-    """How many established connections to *port* each worker process of server *pid* holds, fewest
-    first (read in /proc: each worker's socket inodes among the established ones)."""
+def connections_by_worker(pid: int, port: int) -> dict[int, int]:
+    """How many established connections to *port* each worker process of server *pid* holds (read in
+    /proc: each worker's socket inodes among the established ones)."""
     established = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":  # 01: established
                 established.add(f"socket:[{fields[9]}]")
-    held = []
+    held = {}
     for member in process_tree(pid)[1:]:
         try:
-            held.append(sum(os.readlink(fd) in established for fd in Path(f"/proc/{member}/fd").iterdir()))
+            held[member] = sum(_link(fd) in established for fd in Path(f"/proc/{member}/fd").iterdir())
         except OSError:  # gone meanwhile
             continue
-    return sorted(held)
+    return held
+
+
+def _link(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:  # closed meanwhile
+        return ""
 
 
 def cpu_seconds(pid: int) -> float:

@@ -8,15 +8,14 @@ import os
 import signal
 import sys
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.search_bench import connections_by_worker, process_tree
 from tests.conftest import BIN, ROOT, clean_env
 from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
@@ -52,41 +51,6 @@ def test_the_worker_holding_fewest_always_takes_and_none_waits_past_the_limit(he
         assert takes_connection(held, fewest, waited + 1.0)
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _connections_by_worker(server_pid: int, port: int) -> Counter[int]:
-    """How many established connections to *port* each worker process of the server holds."""
-    established = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
-                established.add(fields[9])  # the socket's inode
-    held: Counter[int] = Counter()
-    for worker in _children(server_pid):
-        held[worker] += 0
-        fd_dir = Path(f"/proc/{worker}/fd")
-        for fd in fd_dir.iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:[") and target[8:-1] in established:
-                held[worker] += 1
-    return held
-
-
 def _answered(connection: http.client.HTTPConnection) -> None:
     connection.request("GET", "/api/search?q=cat")
     response = connection.getresponse()
@@ -106,7 +70,7 @@ def served(tmp_path_factory):
             with ExitStack() as stack:
                 for _ in range(4):
                     _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
-                serving = [count for count in _connections_by_worker(run.process.pid, port).values() if count]
+                serving = [count for count in connections_by_worker(run.process.pid, port).values() if count]
             _wait_for_no_connections(run.process.pid, port)
             if len(serving) == 2:
                 break
@@ -126,7 +90,7 @@ def test_connections_opened_at_once_are_shared_evenly(served):
                 connection.connect()
             for connection in connections:
                 _answered(connection)
-            held = sorted(_connections_by_worker(run.process.pid, port).values())
+            held = sorted(connections_by_worker(run.process.pid, port).values())
             # Left to the kernel they were 1 and 7, 0 and 8, 2 and 14, 0 and 16.
             assert held == [count // 2, count // 2], held
         _wait_for_no_connections(run.process.pid, port)
@@ -151,12 +115,12 @@ def test_short_connections_at_once_are_all_answered(served):
         statuses = list(pool.map(ask_once, range(400)))
     assert statuses == [200] * 400
     _wait_for_no_connections(run.process.pid, port)
-    assert sum(_connections_by_worker(run.process.pid, port).values()) == 0
+    assert sum(connections_by_worker(run.process.pid, port).values()) == 0
 
 
 def test_a_stopped_worker_does_not_hold_new_connections_back(served):
     run, port = served
-    workers = _children(run.process.pid)
+    workers = process_tree(run.process.pid)[1:]
     assert len(workers) == 2
     os.kill(workers[0], signal.SIGSTOP)
     try:
@@ -167,7 +131,7 @@ def test_a_stopped_worker_does_not_hold_new_connections_back(served):
                 _answered(connection)
             # Each waited at most about WAIT_LIMIT for the stopped worker before the other took it.
             assert time.monotonic() - began < 5
-            held = _connections_by_worker(run.process.pid, port)
+            held = connections_by_worker(run.process.pid, port)
             assert held[workers[1]] == 6, held
     finally:
         os.kill(workers[0], signal.SIGCONT)
@@ -176,7 +140,7 @@ def test_a_stopped_worker_does_not_hold_new_connections_back(served):
     with ExitStack() as stack:
         for _ in range(8):
             _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
-        held = sorted(_connections_by_worker(run.process.pid, port).values())
+        held = sorted(connections_by_worker(run.process.pid, port).values())
         assert sum(held) == 8 and held[1] - held[0] <= 2, held
 
 
@@ -190,7 +154,7 @@ def test_a_stopped_worker_holding_fewer_is_passed_over(served):
         ]
         for connection in kept:
             _answered(connection)
-        held = _connections_by_worker(run.process.pid, port)
+        held = connections_by_worker(run.process.pid, port)
         assert sorted(held.values()) == [1, 2], held
         fewer = min(held, key=held.__getitem__)
         os.kill(fewer, signal.SIGSTOP)
@@ -209,5 +173,5 @@ def test_a_stopped_worker_holding_fewer_is_passed_over(served):
 
 def _wait_for_no_connections(server_pid: int, port: int) -> None:
     deadline = time.monotonic() + 10
-    while sum(_connections_by_worker(server_pid, port).values()) and time.monotonic() < deadline:
+    while sum(connections_by_worker(server_pid, port).values()) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -243,12 +243,17 @@ class _Acceptor:
         held = self.held()
         if self.slot is not None:
             self.shares.counts[self.slot] = held
-            self.shares.unresponsive[self.slot] = 0  # it runs
+        self._runs()
         if held > self.published:
             self.shares.wake(self.slot, held)
         elif held < self.published and not self.watching:
             self._reconsider()
         self.published = held
+
+    def _runs(self) -> None:
+        """Clears this worker's mark of unresponsive (``ConnectionShares.pass_over``): it runs."""
+        if self.slot is not None:
+            self.shares.unresponsive[self.slot] = 0
 
     def _watch(self) -> None:
         if not self.watching and not self.stopped:
@@ -281,8 +286,7 @@ class _Acceptor:
 
     def _ready(self) -> None:
         """A connection waits."""
-        if self.slot is not None:
-            self.shares.unresponsive[self.slot] = 0  # it runs
+        self._runs()
         if not self._takes():
             self.shares.forget_the_dead(self.slot)  # a killed worker's count held this one back?
             if not self._takes():
@@ -319,8 +323,7 @@ class _Acceptor:
             os.read(self.shares.pipes[self.slot][0], 4096)  # type: ignore[index]
         except BlockingIOError:
             pass
-        if self.slot is not None:
-            self.shares.unresponsive[self.slot] = 0  # it runs
+        self._runs()
         if not self.watching and not self.stopped:
             self._reconsider()
 
@@ -328,8 +331,7 @@ class _Acceptor:
         """Asleep since WAIT_LIMIT: a connection still waiting is noted (and taken when it has waited
         so long), and a worker gone is forgotten."""
         self.timer = None
-        if self.slot is not None:
-            self.shares.unresponsive[self.slot] = 0  # it runs
+        self._runs()
         if self.watching or self.stopped:
             return
         if not select.select([self.sock], [], [], 0)[0]:

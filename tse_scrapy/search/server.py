@@ -61,7 +61,6 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
         os.environ[ENVIRONMENT_INDEX] = str(engine.index.path)
         os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
         app = "tse_scrapy.search.app:create_app_from_environment"
-        config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
         if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
             # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
             uvicorn._subprocess.spawn = multiprocessing.get_context("fork")  # type: ignore[assignment]
@@ -72,6 +71,8 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
             # A forked worker would keep the supervisor's handlers (which only queue a signal) until
             # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
             os.register_at_fork(after_in_child=_default_signals)
+        else:
+            config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
     except KeyboardInterrupt:
