@@ -258,7 +258,19 @@ def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
         assert read_by_sqlite3._body_bm25('("debian")', few) == read_by_sqlite3._bm25
 
 
-def test_a_phrase_of_a_row_scored_costs_four_rows_walked():
-    assert Bm25Function.worth_it(8, 10, 20)
-    assert not Bm25Function.worth_it(8, 10, 19)
-    assert not Bm25Function.worth_it(166, 20, 166)  # 20 rare phrases OR'd: FTS5's walk is short
+@pytest.mark.parametrize(
+    ("rows", "phrases", "walked", "here"),
+    [
+        (8, 10, 20, True),  # a title's words, most in no page: FTS5 sets up 10 phrases for 8 rows
+        (166, 20, 166, True),  # a misspelt word's corrections
+        (80, 1, 0, True),
+        (81, 1, 0, False),
+        (81, 1, 50, True),  # a row more for each 50 walked
+        (260, 3, 1_000, True),
+        (261, 3, 1_000, False),
+        (1_434, 2, 3_766, False),  # the 20,000-page bench's titles: their median rows, 2.6 walked a row
+        (14_391, 1, 14_391, False),  # "computer" in those pages: 47 ms here, 15 ms by FTS5
+    ],
+)
+def test_rows_are_scored_here_up_to_80_a_phrase_and_one_for_50_walked(rows, phrases, walked, here):
+    assert Bm25Function.worth_it(rows, phrases, walked) is here

@@ -1,8 +1,10 @@
 """tse index / indextest / query end to end on hand-made page directories."""
 
+import contextlib
 import os
 import pty
 import select
+import sqlite3
 import subprocess
 import time
 
@@ -10,6 +12,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
+from tse_scrapy.index.docstore import docs_path
 
 PAGES = {  # docID: (URL, body); the worked example of the tests below
     1: ("http://h/one.html", b"<html>cat cat dog</html>"),
@@ -116,6 +119,26 @@ def test_same_answers_without_the_sidecar(engine):
     with_sidecar = query(engine, everything)
     os.remove(str(engine[1]) + ".bin")
     assert query(engine, everything) == with_sidecar
+
+
+def test_bm25_reads_the_lengths_from_their_index_or_from_every_row(engine):
+    pages, index = engine
+    everything = "cat\ncat or dog\nemu and cat or dog\nyak\n"
+
+    def bm25() -> bytes:
+        result = run_tse("query", pages, index, "--rank", "bm25", input=everything.encode())
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        return result.stdout
+
+    with contextlib.closing(sqlite3.connect(docs_path(index))) as db:
+        plan = db.execute("EXPLAIN QUERY PLAN SELECT doc_id, length FROM docs").fetchall()
+    assert "COVERING INDEX docs_lengths" in str(plan)
+    with_index = bm25()
+    assert b"score" in with_index
+    with contextlib.closing(sqlite3.connect(docs_path(index))) as db:  # as a store written before it
+        db.execute("DROP INDEX docs_lengths")
+        db.commit()
+    assert bm25() == with_index
 
 
 class Terminal:

@@ -25,9 +25,10 @@ import apsw
 from ..rules.queries import fts5bm25
 from .matching import Vocabulary
 
-# A phrase of a row scored here costs about as much as FTS5's walk of this many rows of a list: the
-# rule that scored the known-item bench's scoring statements fastest (see ``worth_it``).
-ROWS_WALKED_A_PHRASE_SCORED = 4
+# What FTS5's bm25() costs besides its scoring of a row, in rows scored here: a phrase of the
+# statement (its setup and walk) about 80, and its walk about one row for 50 walked (``worth_it``).
+ROWS_SCORED_A_PHRASE = 80
+ROWS_WALKED_A_ROW_SCORED = 50
 
 
 class Bm25Function:
@@ -47,11 +48,13 @@ class Bm25Function:
     @staticmethod
     def worth_it(rows: int, phrases: int, walked: int) -> bool:
         """Whether scoring here beats FTS5's own for an expression of *phrases* phrases matching at
-        most *rows* rows, whose words' lists FTS5 would walk *walked* rows of.  On the 2,139 scoring
-        statements of the known-item titles (bench/RESULTS.md): 0.225 ms a statement on average so,
-        0.220 ms all scored here, 0.387 ms all by FTS5; this rule leaves to FTS5 the statements of
-        many rare phrases (a misspelt word's corrections), where its walk is short."""
-        return rows * phrases <= ROWS_WALKED_A_PHRASE_SCORED * walked
+        most *rows* rows, whose words' lists FTS5 would walk *walked* rows of.  A row costs about 3 µs
+        here, about 0.8 µs in FTS5, which pays 30-300 µs a phrase to set up and 0.06 µs a row walked.
+        Measured on the scoring statements of the known-item titles (2,661, typed and with a typo) and
+        of 500 titles of the 20,000-page bench (bench/RESULTS.md): within 7 % of the faster of the two
+        on every statement set, where an earlier rule (a phrase of a row as 4 rows walked) scored the
+        20,000 pages' statements 3 times as slowly as FTS5 (2.39 s against 0.79 s)."""
+        return rows * ROWS_WALKED_A_ROW_SCORED <= phrases * ROWS_SCORED_A_PHRASE * ROWS_WALKED_A_ROW_SCORED + walked
 
     def _bm25(self, api: apsw.FTS5ExtensionApi, *weights: float) -> float:
         # The phrases' IDFs and the average row, once a statement (kept by FTS5 for the statement's

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import apsw
-from rapidfuzz import process
-from rapidfuzz.distance import OSA
 
 from ..rules.queries.searchquery import Clause, SearchQuery
 from ..rules.text import analysis
@@ -169,6 +167,10 @@ class Vocabulary:
         candidates = [
             known for size in range(len(word) - edits, len(word) + edits + 1) for known in self._by_length.get(size, ())
         ]
+        # Imported here: `tse serve` starts sooner without it, and only a misspelt word needs it.
+        from rapidfuzz import process
+        from rapidfuzz.distance import OSA
+
         found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=CANDIDATES)
         return [(known, distance) for known, distance, _ in sorted(found, key=lambda match: (match[1], match[0]))]
 

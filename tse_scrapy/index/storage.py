@@ -31,6 +31,7 @@ from bisect import bisect_left
 from collections.abc import ItemsView, Iterator, KeysView, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 
@@ -107,7 +108,7 @@ class IndexReader:
         if sidecar is None:
             return False
         self._offsets, self._pairs = sidecar.offsets, sidecar.pairs
-        self._words = sidecar.words
+        self._sidecar = sidecar
         self._word_positions: dict[bytes, int] | None = None  # made at the first word looked up
         return True
 
@@ -115,7 +116,7 @@ class IndexReader:
     def _positions(self) -> dict[bytes, int]:
         # Made when first needed: a server ranking by relevance never looks a word up here.
         if self._word_positions is None:
-            self._word_positions = {word: position for position, word in enumerate(self._words)}
+            self._word_positions = {word: position for position, word in enumerate(self._sidecar.words)}
         return self._word_positions
 
 
@@ -197,13 +198,19 @@ def _file_key(status: os.stat_result) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class Sidecar:
-    """A sidecar's sections: the sorted words, the offsets (in pairs) of each word's postings and
-    the end, and the docID/count numbers, viewed in place (*width* bytes each)."""
+    """A sidecar's sections: the sorted words (one a line), the offsets (in pairs) of each word's
+    postings and the end, and the docID/count numbers, viewed in place (*width* bytes each)."""
 
-    words: list[bytes]
+    lines: bytes
     offsets: memoryview
     pairs: memoryview
     width: int
+
+    @cached_property
+    def words(self) -> list[bytes]:
+        """The sorted words, split when first needed (4-8 ms for the 101,588 words of 20,000 pages, which a server
+        ranking by relevance never looks up)."""
+        return self.lines.split(b"\n") if self.lines else []
 
 
 def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar | None:
@@ -226,7 +233,7 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
     offsets = view[position : position + 4 * (words + 1)].cast(_UINT32)
     position = _aligned(position + 4 * (words + 1))
     numbers = view[position : position + 2 * width * pairs].cast(_UINT16 if width == 2 else _UINT32)
-    return Sidecar(blob.split(b"\n") if words else [], offsets, numbers, width)
+    return Sidecar(blob, offsets, numbers, width)
 
 
 def _encode_sidecar(index: Index, text: bytes) -> bytes:

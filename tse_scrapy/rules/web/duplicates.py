@@ -33,8 +33,6 @@ from html.entities import html5
 from itertools import combinations
 from urllib.parse import urljoin, urlsplit
 
-from w3lib.url import safe_url_string
-
 from .urls import clean_href, normalize_url
 
 HEAD_BYTES = 64 * 1024  # where <link rel=canonical> is looked for: the head, to its end or this many bytes
@@ -307,6 +305,9 @@ def _written(base: str, href: str) -> str | None:
     that is not a usable http(s) URL."""
     if len(href) > MAX_URL_CHARACTERS:
         return None
+    # Imported here: it brings urllib.request, http.client and email, which a querier never needs.
+    from w3lib.url import safe_url_string
+
     try:
         url = safe_url_string(urljoin(base, href).split("#", 1)[0])
         parts = urlsplit(url)
