@@ -3,14 +3,17 @@ hostile pages, refused when it belongs to another index."""
 
 import contextlib
 import sqlite3
+from unittest import mock
 
 import pytest
 import Stemmer
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import run_tse
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
-from tse_scrapy.fulltext import matching
+from tse_scrapy.fulltext import matching, store
 from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
@@ -167,6 +170,36 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     answer = engine.answer("installation", "relevance")
     assert answer.error and "run tse index again" in answer.error
+
+
+_TARGETS = ["http://h/a", "http://h/b", "http://h/c", "http://elsewhere/"]
+_ANCHOR = st.text(alphabet="xyz", min_size=1, max_size=3)
+
+
+@given(
+    links=st.lists(
+        st.lists(st.tuples(st.sampled_from(_TARGETS), st.lists(_ANCHOR, min_size=1, max_size=40).map(" ".join))),
+        max_size=120,
+    ),
+    joined_every=st.sampled_from([2, 3, store.ANCHORS_JOINED]),
+)
+def test_anchors_are_gathered_in_page_order_to_their_bound(links, joined_every):
+    pages_at = {"http://h/a": [1], "http://h/b": [2, 3], "http://h/c": [4]}  # b: a URL two pages share
+    sources = list(enumerate(links, start=1))  # page 1 links to itself too: not its anchor
+    # As SearchIndexWriter.finish's docstring says: each target's anchors in the linking pages'
+    # order, a page's links in their order, until a target has ANCHOR_TERMS terms.
+    expected: dict[int, list[str]] = {}
+    held = dict.fromkeys(pages_at, 0)
+    for source, page_links in sources:
+        for target, terms in page_links:
+            if target in pages_at and held[target] + len(terms.split()) <= ANCHOR_TERMS:
+                held[target] += len(terms.split())
+                for doc_id in pages_at[target]:
+                    if doc_id != source:
+                        expected.setdefault(doc_id, []).append(terms)
+    with mock.patch.object(store, "ANCHORS_JOINED", joined_every):  # the joins made often
+        gathered = store.gather_anchors(pages_at, sources)
+    assert gathered == {doc_id: " ".join(terms) for doc_id, terms in sorted(expected.items())}
 
 
 def anchor_terms(indexfile) -> dict[int, str]:
