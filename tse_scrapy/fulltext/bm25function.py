@@ -26,9 +26,11 @@ from ..rules.queries import fts5bm25
 from .matching import Vocabulary
 
 # What FTS5's bm25() costs besides its scoring of a row, in rows scored here: a phrase of the
-# statement (its setup and walk) about 80, and its walk about one row for 50 walked (``worth_it``).
+# statement (its setup and walk) about 80, and its walk about one row for 50 walked; a row scored
+# here costs a sixteenth more for each phrase of the statement, which it looks at (``worth_it``).
 ROWS_SCORED_A_PHRASE = 80
 ROWS_WALKED_A_ROW_SCORED = 50
+PHRASES_DOUBLING_A_ROW = 16
 
 
 class Bm25Function:
@@ -48,13 +50,15 @@ class Bm25Function:
     @staticmethod
     def worth_it(rows: int, phrases: int, walked: int) -> bool:
         """Whether scoring here beats FTS5's own for an expression of *phrases* phrases matching at
-        most *rows* rows, whose words' lists FTS5 would walk *walked* rows of.  A row costs about 3 µs
-        here, about 0.8 µs in FTS5, which pays 30-300 µs a phrase to set up and 0.06 µs a row walked.
-        Measured on the scoring statements of the known-item titles (2,661, typed and with a typo) and
-        of 500 titles of the 20,000-page bench (bench/RESULTS.md): within 7 % of the faster of the two
-        on every statement set, where an earlier rule (a phrase of a row as 4 rows walked) scored the
-        20,000 pages' statements 3 times as slowly as FTS5 (2.39 s against 0.79 s)."""
-        return rows * ROWS_WALKED_A_ROW_SCORED <= phrases * ROWS_SCORED_A_PHRASE * ROWS_WALKED_A_ROW_SCORED + walked
+        most *rows* rows, whose words' lists FTS5 would walk *walked* rows of: whether
+        rows x (1 + phrases / 16) <= 80 x phrases + walked / 50.  A row costs about 3 us here, more
+        with more phrases, about 0.8 us in FTS5, which pays 30-300 us a phrase to set up and 0.06 us
+        a row walked.  Measured on each body scoring statement of the known-item titles (typed, with a
+        typo, and 3 to 8 words joined by OR) and of the 20,000-page bench's titles and OR queries
+        (bench/RESULTS.md): within 10 % of the faster way on every set; an earlier rule (a phrase of
+        a row as 4 rows walked) scored the 20,000 pages' titles 3 times as slowly as FTS5."""
+        scored = rows * (PHRASES_DOUBLING_A_ROW + phrases) * ROWS_WALKED_A_ROW_SCORED
+        return scored <= PHRASES_DOUBLING_A_ROW * (phrases * ROWS_SCORED_A_PHRASE * ROWS_WALKED_A_ROW_SCORED + walked)
 
     def _bm25(self, api: apsw.FTS5ExtensionApi, *weights: float) -> float:
         # The phrases' IDFs and the average row, once a statement (kept by FTS5 for the statement's

@@ -139,9 +139,11 @@ def live_fingerprint(directory: str | os.PathLike, last: int) -> str:
     prefix, descriptor = os.path.join(os.fspath(directory), ""), None
     if os.stat in os.supports_dir_fd:
         try:
-            prefix, descriptor = "", os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            # O_PATH: a directory the user may search but not list is opened too (stat needs no more).
+            flags = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0)
+            prefix, descriptor = "", os.open(directory, flags)
         except OSError:
-            return "changed"
+            pass  # stat'ed by path, as before
     try:
         lines = []
         for doc_id in range(1, last + 1):

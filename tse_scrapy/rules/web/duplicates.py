@@ -305,7 +305,7 @@ def _written(base: str, href: str) -> str | None:
     that is not a usable http(s) URL."""
     if len(href) > MAX_URL_CHARACTERS:
         return None
-    # Imported here: it brings urllib.request, http.client and email, which a querier never needs.
+    # Imported here: it brings urllib.request, which a querier never needs.
     from w3lib.url import safe_url_string
 
     try:
