@@ -69,7 +69,7 @@ FIELDS = ("title", "headings", "url", "body")
 # (a link in every page's menu must not make one page's anchors the size of the site).
 ANCHOR_TERMS = 2_000
 # A page's anchor texts are joined every this many while they are gathered: one string object, not
-# one an anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -60 MB).
+# one an anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -43 MB).
 ANCHORS_JOINED = 64
 
 _SCHEMA = f"""
