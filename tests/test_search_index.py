@@ -29,7 +29,7 @@ QUERIES = ["installation", "debian", "установка", "インストール",
 
 def rows(indexfile):
     with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
-        tables = ("pages", "anchors", "links", "vocabulary", "beyond", "heads")
+        tables = ("pages", "anchors", "links", "vocabulary", "beyond", "heads", "term_counts")
         return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
 
 
@@ -241,8 +241,10 @@ def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
     assert matching._phrase(words, ["en", "fr"]) == " OR ".join(f'"{" ".join(row)}"' for row in rows)
 
 
-def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_path, monkeypatch):
-    # The oracle: FTS5's own count of the rows matching each term as a phrase.
+@pytest.mark.parametrize("counted", [True, False], ids=["term_counts", "fts5vocab"])
+def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_path, monkeypatch, counted):
+    # The oracle: FTS5's own count of the rows matching each term as a phrase; the counts read from
+    # the index's term_counts table (written by tse index) or counted by fts5vocab (an index without it).
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
     monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)  # several statements
     with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
@@ -265,12 +267,12 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
                 quoted = '"' + term.replace('"', '""') + '"'
                 sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
                 expected[(term, table)] = db.execute(sql, (quoted,)).fetchone()[0]
-            vocabulary = matching.Vocabulary(db)
+            vocabulary = matching.Vocabulary(db, counted)
             vocabulary.count(terms, table)
             assert vocabulary._documents == expected  # counted together, none left to look up one by one
             # Kept to DOCUMENT_COUNTS_KEPT: cleared on the way, and still right.
             monkeypatch.setattr(matching, "DOCUMENT_COUNTS_KEPT", 10)
-            vocabulary = matching.Vocabulary(db)
+            vocabulary = matching.Vocabulary(db, counted)
             vocabulary.count(terms, table)
             assert 0 < len(vocabulary._documents) <= 10
             assert {(term, table): vocabulary.documents(term, table) for term in terms} == expected
@@ -278,6 +280,23 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
             monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)
             if table == "fts":
                 assert sum(count > 0 for count in expected.values()) > 10  # not a test of absent words only
+
+
+def test_term_counts_are_read_only_when_counted_with_the_index_they_belong_with(fixture_pages, tmp_path):
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary._counted
+    expected = engine.answer("installation debian", "relevance").ranked
+    assert expected
+    # As a version of tse index that does not count leaves it after an update: the counts of an
+    # older index, not to be read; the terms are counted by FTS5 then, and answers are the same.
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        db.execute("UPDATE term_counts SET pages = pages + 1000")
+        db.execute("UPDATE meta SET value = 'older' WHERE key = ?", (store.COUNTED_WITH,))
+        db.commit()
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
+    assert engine.answer("installation debian", "relevance").ranked == expected
 
 
 def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, monkeypatch):

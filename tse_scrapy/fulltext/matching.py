@@ -106,10 +106,14 @@ class Compiled:
 class Vocabulary:
     """The index's terms (FTS5's vocabulary) and words (for corrections), read as needed."""
 
-    def __init__(self, db: Connection):
+    def __init__(self, db: Connection, counted: bool = False):
+        """*counted*: whether the index's term_counts table holds its terms' page counts (``store.py``);
+        else they are counted by FTS5 (fts5vocab) as needed."""
         self.db = db
-        for table in ("fts", "titles_fts", "anchors_fts"):
-            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
+        self._counted = counted
+        if not counted:
+            for table in ("fts", "titles_fts", "anchors_fts"):
+                db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, row)")
         self._by_length: dict[int, list[str]] | None = None
         self._documents: dict[tuple[str, str], int] = {}
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
@@ -143,15 +147,19 @@ class Vocabulary:
     def count(self, terms: Iterable[str], table: str = "fts") -> None:
         """Count the pages of each of *terms* in *table* not counted yet, for ``documents``: a few
         statements, not one a term (fts5vocab's statement costs about four times its term)."""
-        # fts5vocab counts a term's pages by walking its list: a common word costs milliseconds, so
-        # the counts are kept (the index is read-only; the cache is bounded).
+        # Read from term_counts, or counted by fts5vocab, which walks a term's list (a common word
+        # costs milliseconds); either way kept (the index is read-only; the cache is bounded).
         documents = self._documents
         missing = [term for term in dict.fromkeys(terms) if (term, table) not in documents]
         for start in range(0, len(missing), COUNTED_TOGETHER):
             chunk = missing[start : start + COUNTED_TOGETHER]
             marks = ",".join("?" * len(chunk))
-            sql = f"SELECT term, doc FROM temp.{table}_terms WHERE term IN ({marks})"
-            found = dict(self.db.execute(sql, chunk))
+            if self._counted:
+                sql = f"SELECT term, pages FROM term_counts WHERE tbl = ? AND term IN ({marks})"
+                found = dict(self.db.execute(sql, (table, *chunk)))
+            else:
+                sql = f"SELECT term, doc FROM temp.{table}_terms WHERE term IN ({marks})"
+                found = dict(self.db.execute(sql, chunk))
             if len(documents) + len(chunk) > DOCUMENT_COUNTS_KEPT:
                 documents.clear()
             documents.update(((term, table), found.get(term, 0)) for term in chunk)
