@@ -34,6 +34,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from itertools import chain, filterfalse
 from typing import NamedTuple, TypeVar
 
 import Stemmer
@@ -249,32 +250,24 @@ def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> 
     spelled = _WORD_RUN.findall(text.replace("_", " "))
     if text.isascii():
         return spelled
-    # Folded a distinct word at a time (a page has a fourth as many distinct words as words, most of
-    # them ASCII), then looked up word by word in C: folding never moves a word's bounds (it drops
-    # marks, which are inside words, or spells a letter as letters).
-    folded = dict.fromkeys(spelled, "")
-    segmented = emptied = False
-    for run in folded:
-        if run.isascii():
-            folded[run] = run
-            continue
-        plain = folded[run] = run.translate(_FOLDED)
-        if spellings is not None and plain != run:
-            spellings.setdefault(plain, run)  # distinct, in order: the first spelling wins
-        segmented = segmented or bool(_BIGRAM_CHAR.search(plain))
-        emptied = emptied or not plain
-    runs = list(map(folded.__getitem__, spelled))
-    if not segmented:
-        return [run for run in runs if run] if emptied else runs
-    found: list[str] = []
-    for run in runs:
-        if not _BIGRAM_CHAR.search(run):
-            if run:
-                found.append(run)
-            continue
-        for segmented_run, word in _SCRIPT_RUN.findall(run):
-            found.extend(bigrams(segmented_run) if segmented_run else [word])
-    return found
+    # An ASCII run is its own word (most are); the others are analyzed once each (distinct), then
+    # every run is looked up in C, an ASCII one giving itself (a 1-tuple, made in C).  Folding never
+    # moves a run's bounds: it drops marks, which are inside runs, or spells a letter as letters.
+    analyzed: dict[str, tuple[str, ...]] = {}
+    for run in dict.fromkeys(filterfalse(str.isascii, spelled)):
+        plain = run.translate(_FOLDED)
+        if plain != run:
+            analyzed[run] = (plain,) if plain else ()
+            if spellings is not None:
+                spellings.setdefault(plain, run)  # distinct, in order: the first spelling wins
+        if _BIGRAM_CHAR.search(plain):
+            found: list[str] = []
+            for segmented_run, word in _SCRIPT_RUN.findall(plain):
+                found.extend(bigrams(segmented_run) if segmented_run else [word])
+            analyzed[run] = tuple(found)
+    if not analyzed:
+        return spelled
+    return list(chain.from_iterable(map(analyzed.get, spelled, zip(spelled))))
 
 
 def words_of_each(texts: list[str]) -> list[list[str]]:
