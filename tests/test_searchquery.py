@@ -447,6 +447,61 @@ def test_a_heads_marks_are_those_read_word_by_word(words, sequences, size, first
         searchsnippet.FIRST_READ = kept
 
 
+@given(
+    st.lists(
+        st.sampled_from([*HEAD_WORDS, "書", "ß", "a\u0301b", "installations", "x" * 30]), min_size=10, max_size=300
+    ),
+    st.lists(
+        st.lists(
+            st.sampled_from(
+                ["install", "debian", "systeme", "установк", "cai", "3", "11", "スト", "书店", "書", "strasse", "file"]
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from(LANGUAGES),
+    st.integers(min_value=1, max_value=400),
+    st.integers(min_value=1, max_value=100),
+    st.integers(min_value=2, max_value=5),
+    st.booleans(),
+)
+def test_a_snippets_marks_read_in_parts_are_those_of_the_whole_text(
+    words, terms, language, window, first_read, growth, with_head
+):
+    """A snippet reads longer and longer beginnings of its text, and after the first read only the
+    words past it (past one of its last words through which no mark runs): the marks that reading
+    the whole text word by word with the window finds (``marked_ranges``), with a head and without."""
+    text, sequences = " ".join(words), marks(*[[[term] for term in sequence] for sequence in terms])
+    kept = searchsnippet.FIRST_READ, searchsnippet.READ_GROWTH
+    try:
+        searchsnippet.FIRST_READ, searchsnippet.READ_GROWTH = first_read, growth
+        head = searchsnippet.snippet_head(text, language) if with_head else None
+        languages = (None, language)
+        expected = searchsnippet.marked_ranges(text, sequences, languages, window)
+        prepared = searchsnippet.PreparedMarks(sequences)
+        assert searchsnippet._window_ranges(text, prepared, languages, window, head) == expected
+    finally:
+        searchsnippet.FIRST_READ, searchsnippet.READ_GROWTH = kept
+
+
+def test_the_window_read_on_is_placed_by_the_first_reads_first_mark():
+    # The first read (to the space after 17 characters) holds "3.11" twice: the window of 27 from
+    # its first runs to character 27, so "debian" at 19 is marked and the one at 28 is not, though
+    # the words read on past the first read would place a window of their own further on.
+    text = "3.11 3.11 y x z,11 debian 3 debian,3 11 y y"
+    sequences = marks([["3"], ["11"]], [["debian"]])
+    kept = searchsnippet.FIRST_READ
+    try:
+        searchsnippet.FIRST_READ = 17
+        prepared = searchsnippet.PreparedMarks(sequences)
+        assert searchsnippet._window_ranges(text, prepared, (None, "en"), 27) == [(0, 4), (5, 9), (19, 25)]
+    finally:
+        searchsnippet.FIRST_READ = kept
+
+
 def test_the_first_mark_of_a_head_is_the_first_the_words_give():
     # "python" ends two marks ("11 python" and "3 11 python"); the one the reading tries first places
     # the window, and so whether "a b", ending just past it, is marked (visible: no space to cut at).

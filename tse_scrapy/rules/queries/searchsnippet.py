@@ -247,10 +247,13 @@ def _found(
     languages: tuple[str | None, ...],
     window: int | None,
     head: Head | None = None,
+    first: tuple[int, int] | None = None,
 ) -> tuple[list[tuple[int, int]], bool]:
     """The marks of *text*, the first being the first found reading it word by word (their last
     words' order: it places the window), and whether the text read was enough: it reaches *window*
-    characters past the first mark (more would change nothing).  *head*: *text*'s own, stored."""
+    characters past the first mark (more would change nothing).  *head*: *text*'s own, stored.
+    *first*: the first mark, found before *text* (where it stands from *text*'s start: before it),
+    which then places the window and comes first in the marks (no head then)."""
     marks, wanted, starts, longest = prepared.sequences, prepared.wanted, prepared.starts, prepared.longest
     places = head._places(prepared.patterns) if head is not None and not starts else None
     if head is not None and places is not None:
@@ -265,7 +268,7 @@ def _found(
         words = _folded_words(folded, languages, wanted)
     else:
         words = analysis.tokens_giving(text, languages, wanted, starts)
-    found: list[tuple[int, int]] = []
+    found: list[tuple[int, int]] = [] if first is None else [first]
     if longest == 1 and not starts:
         # Every mark is one word, and every word read gives a term of one: each is a mark.
         for token, _ in words:
@@ -330,8 +333,73 @@ def _window_ranges(
         found, stopped = _found(text[:cut], marks, languages, window, head if length == FIRST_READ else None)
         if stopped:
             return _merged(found)
+        if length == FIRST_READ:
+            start = _read_on_from(text, cut, marks, languages)
+            if start is not None:
+                return _merged(_marks_read_on(text, start, found, marks, languages, window))
         length *= READ_GROWTH
     return _merged(_found(text, marks, languages, window, head if len(first) == len(text) else None)[0])
+
+
+# Words of the first read looked at, from its end, for one through which no mark runs (``_read_on_from``).
+READ_ON_TRIES = 8
+
+
+def _read_on_from(
+    text: str, read: int, marks: PreparedMarks, languages: tuple[str | None, ...]
+) -> int | None:
+    """Where ``_window_ranges`` can go on reading *text* past its first read, ``text[:read]`` (cut
+    at a space), without reading that again: the words read from there on are those of the whole
+    text, and so are the marks ending past it.  *read* itself when every mark is one word (a mark
+    needs no word before it); else the end of one of the first read's last words that gives no
+    wanted term (no mark runs through it) and is a whole word of its own script (not a bigram);
+    None when there is none (or a character of a bigram script is wanted alone)."""
+    if marks.starts:
+        return None
+    if marks.longest <= 1:
+        return read
+    runs = analysis.word_runs_at(text[max(0, read - 400) : read])[1:]  # (the first may be cut)
+    offset = max(0, read - 400)
+    for start, run in reversed(runs[-READ_ON_TRIES:]):
+        if analysis.has_bigram_script(run) or not analysis.words(run):
+            continue  # several words of its own, or none (no mark's words are kept apart by it)
+        if next(analysis.tokens_giving(run, languages, marks.wanted), None) is None:
+            return offset + start + len(run)
+    return None
+
+
+def _marks_read_on(
+    text: str,
+    start: int,
+    found: list[tuple[int, int]],
+    marks: PreparedMarks,
+    languages: tuple[str | None, ...],
+    window: int,
+) -> list[tuple[int, int]]:
+    """What ``_window_ranges`` finds when the first read gave the marks *found* without reaching the
+    window: the text read on from *start* (``_read_on_from``), as far as it would have been read
+    from its beginning, the marks found there added (those ending in the first read again: merged)."""
+
+    def shifted(marks_past: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return [(start + mark_start, start + mark_end) for mark_start, mark_end in marks_past]
+
+    if found:
+        # The first mark places the window: read on to the first space past it.
+        end = text.find(" ", found[0][0] + window + 1)
+        read_on = text[start:] if end == -1 else text[start:end]
+        first = (found[0][0] - start, found[0][1] - start)
+        return found + shifted(_found(read_on, marks, languages, window, first=first)[0][1:])
+    # No mark in the first read: the first found on places the window.
+    length = FIRST_READ * READ_GROWTH
+    while length < len(text):
+        cut = text.find(" ", length)
+        if cut == -1:
+            break
+        past, stopped = _found(text[start:cut], marks, languages, window)
+        if stopped:
+            return shifted(past)
+        length *= READ_GROWTH
+    return shifted(_found(text[start:], marks, languages, window)[0])
 
 
 def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:
