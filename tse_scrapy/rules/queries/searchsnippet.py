@@ -345,9 +345,7 @@ def _window_ranges(
 READ_ON_TRIES = 8
 
 
-def _read_on_from(
-    text: str, read: int, marks: PreparedMarks, languages: tuple[str | None, ...]
-) -> int | None:
+def _read_on_from(text: str, read: int, marks: PreparedMarks, languages: tuple[str | None, ...]) -> int | None:
     """Where ``_window_ranges`` can go on reading *text* past its first read, ``text[:read]`` (cut
     at a space), without reading that again: the words read from there on are those of the whole
     text, and so are the marks ending past it.  *read* itself when every mark is one word (a mark
