@@ -19,6 +19,7 @@ from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.index.update import update_index
 from tse_scrapy.rules.queries import searchsnippet
 from tse_scrapy.rules.queries.searchsnippet import snippet
 from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
@@ -297,6 +298,44 @@ def test_term_counts_are_read_only_when_counted_with_the_index_they_belong_with(
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
     assert engine.answer("installation debian", "relevance").ranked == expected
+
+
+def test_term_counts_left_by_an_update_that_does_not_count_are_not_read(tmp_path, monkeypatch):
+    # Page 1's title and body swap words: the SPEC index (words and counts) stays the same, the
+    # titles' counts change ("foo" on one title, not two; "bar" on one).  An update by a version of
+    # tse index that does not count (no _count_terms) leaves the counts of before: not to be read.
+    def page(title, body):
+        return f"<html><title>{title}</title><p>{body}</p></html>".encode()
+
+    write_pages(
+        tmp_path / "pages",
+        {1: ("http://h/a.html", 0, page("foo", "bar")), 2: ("http://h/b.html", 0, page("foo", "baz"))},
+    )
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    write_pages(tmp_path / "pages", {1: ("http://h/a.html", 0, page("bar", "foo"))})
+    monkeypatch.setattr(store, "_count_terms", lambda db: None)
+    assert update_index(tmp_path / "pages", tmp_path / "index") is None
+    monkeypatch.undo()
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
+    assert engine.search_index.vocabulary.documents("foo", "titles_fts") == 1
+    # Counted again by an update that counts: read.
+    write_pages(tmp_path / "pages", {2: ("http://h/b.html", 0, page("foo", "qux"))})
+    assert update_index(tmp_path / "pages", tmp_path / "index") is None
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary._counted
+    assert engine.search_index.vocabulary.documents("foo", "titles_fts") == 1
+    assert engine.search_index.vocabulary.documents("bar", "titles_fts") == 1
+
+
+def test_term_counts_said_counted_but_gone_are_not_read(fixture_pages, tmp_path):
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+        db.execute("DROP TABLE term_counts")
+        db.commit()
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
+    assert engine.answer("installation debian", "relevance").ranked
 
 
 def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, monkeypatch):

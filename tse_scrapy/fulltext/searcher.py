@@ -34,7 +34,7 @@ from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from .bm25function import Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
-from .store import COUNTED_WITH, FIELDS, check, search_path
+from .store import COUNTED_WITH, FIELDS, check, counted_key, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
 # the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed
@@ -79,7 +79,9 @@ class SearchIndex:
         # Read from the index on languages (the pages' rows hold their bodies: a scan of them is slow).
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
         self.pages = len(self.page_languages)
-        self.vocabulary = Vocabulary(db, meta.get(COUNTED_WITH, "") == meta.get("index_digest"))
+        # The term counts the index keeps, where they are those of its tables as they are now.
+        counted = meta.get(COUNTED_WITH, "")
+        self.vocabulary = Vocabulary(db, bool(counted) and counted == counted_key(db) and _has_table(db, "term_counts"))
         weights = [TEXT_FIELDS[name] for name in FIELDS]
         arguments = ", ".join(map(str, weights))
         self._bm25 = f"bm25(fts, {arguments})"
@@ -363,3 +365,7 @@ def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]]
 def _size(rows: dict[int, tuple[str, ...]]) -> int:
     """What *rows* count for in KEPT_TOKENS: their tokens, and one a row."""
     return sum(map(len, rows.values())) + len(rows)
+
+
+def _has_table(db: Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None

@@ -45,6 +45,7 @@ through deletions, so an updated index answers as a full build does.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import pickle
 import shutil
@@ -54,6 +55,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
+
+import apsw
 
 from ..atomicfile import partial_path
 from ..rules.queries.searchsnippet import snippet_head
@@ -94,9 +97,11 @@ CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, content='', tokenize='a
 """
 FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "anchors_fts", "beyond_fts")
 # The tables whose terms' page counts are kept in term_counts (``_count_terms``), and the meta key
-# naming the SPEC index they were counted with.
+# naming what they were counted from (``counted_key``).
 COUNTED_TABLES = ("fts", "titles_fts", "anchors_fts")
 COUNTED_WITH = "terms_counted_with"
+# The row of an FTS5 table's %_data table holding its structure (FTS5_STRUCTURE_ROWID in fts5_index.c).
+_FTS5_STRUCTURE = 10
 
 
 def search_path(indexfile: str | os.PathLike) -> Path:
@@ -180,7 +185,7 @@ class SearchIndexWriter:
         _group_duplicates(self.db)
         _write_meta(self.db, index_size, index_digest)
         _merge_segments(self.db)
-        _count_terms(self.db, index_digest)
+        _count_terms(self.db)
         self.db.commit()
         self.db.close()
         os.replace(partial_path(self.path), self.path)
@@ -237,7 +242,7 @@ def update(
         _group_duplicates(db)
         _write_meta(db, *new)
         _merge_segments(db)
-        _count_terms(db, new[1])
+        _count_terms(db)
         db.commit()
     except BaseException:
         db.close()
@@ -447,13 +452,30 @@ def _merge_segments(db: sqlite3.Connection) -> None:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
-def _count_terms(db: sqlite3.Connection, index_digest: bytes) -> None:
+def counted_key(db: sqlite3.Connection | apsw.Connection) -> str:
+    """What the COUNTED_TABLES hold, as far as term counts go: a digest of each one's FTS5 structure
+    record (its segments and its count of writes, which every write changes), "" when one cannot
+    be read.  The SPEC index's digest would not do: a page whose title and body swap words leaves
+    it as it is, and changes the titles' counts."""
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        for table in COUNTED_TABLES:
+            row = db.execute(f"SELECT block FROM {table}_data WHERE id = ?", (_FTS5_STRUCTURE,)).fetchone()
+            if row is None or not isinstance(row[0], bytes):
+                return ""
+            digest.update(len(row[0]).to_bytes(8, "little") + row[0])
+    except (sqlite3.Error, apsw.Error):
+        return ""
+    return digest.hexdigest()
+
+
+def _count_terms(db: sqlite3.Connection) -> None:
     """How many pages hold each term of the COUNTED_TABLES, counted anew (a build's and an update's
     alike): FTS5 counts a term's pages by walking its list, a common word's in milliseconds, which a
     query would pay the first time a process meets the word; the whole vocabulary once here costs
-    about half a second on the 20,000-page bench.  Recorded as counted with the SPEC index
-    *index_digest*: a search index changed by a version of ``tse index`` that does not count (an
-    older one) is read without them (``matching.Vocabulary``)."""
+    about half a second on the 20,000-page bench.  Recorded with ``counted_key``: a search index
+    changed since (by a version of ``tse index`` that does not count, an older one) is read without
+    them (``matching.Vocabulary``)."""
     db.execute(
         "CREATE TABLE IF NOT EXISTS term_counts (tbl TEXT NOT NULL, term TEXT NOT NULL, pages INTEGER NOT NULL,"
         " PRIMARY KEY (tbl, term)) WITHOUT ROWID"
@@ -463,7 +485,7 @@ def _count_terms(db: sqlite3.Connection, index_digest: bytes) -> None:
         db.execute(f"CREATE VIRTUAL TABLE temp.{table}_counted USING fts5vocab(main, {table}, row)")
         db.execute(f"INSERT INTO term_counts SELECT ?, term, doc FROM temp.{table}_counted", (table,))
         db.execute(f"DROP TABLE temp.{table}_counted")
-    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (COUNTED_WITH, index_digest.hex()))
+    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (COUNTED_WITH, counted_key(db)))
 
 
 def _compressed(text: str) -> bytes:
