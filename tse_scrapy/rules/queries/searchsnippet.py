@@ -325,20 +325,37 @@ def _window_ranges(
     first = first_read(text)
     if head is not None and not _head_serves(head, first, languages):
         head = None
-    length = FIRST_READ
+    if len(first) == len(text):
+        return _merged(_found(text, marks, languages, window, head)[0])
+    found, stopped = _found(first, marks, languages, window, head)
+    if stopped:
+        return _merged(found)
+    start = _read_on_from(text, len(first), marks, languages)
+    if start is None:  # read again from the start
+        return _merged(_marks_past_first_read(text, 0, marks, languages, window))
+    return _merged(_marks_read_on(text, start, found, marks, languages, window))
+
+
+def _marks_past_first_read(
+    text: str, start: int, marks: PreparedMarks, languages: tuple[str | None, ...], window: int
+) -> list[tuple[int, int]]:
+    """The marks of ``text[start:]``, where they stand in *text*, read (from *start*) to READ_GROWTH
+    times the first read, then READ_GROWTH times that, ..., until the window past the first mark is
+    read (or the text is)."""
+    length = FIRST_READ * READ_GROWTH
     while length < len(text):
         cut = text.find(" ", length)
         if cut == -1:
             break
-        found, stopped = _found(text[:cut], marks, languages, window, head if length == FIRST_READ else None)
+        found, stopped = _found(text[start:cut], marks, languages, window)
         if stopped:
-            return _merged(found)
-        if length == FIRST_READ:
-            start = _read_on_from(text, cut, marks, languages)
-            if start is not None:
-                return _merged(_marks_read_on(text, start, found, marks, languages, window))
+            return _shifted(found, start)
         length *= READ_GROWTH
-    return _merged(_found(text, marks, languages, window, head if len(first) == len(text) else None)[0])
+    return _shifted(_found(text[start:], marks, languages, window)[0], start)
+
+
+def _shifted(marks: list[tuple[int, int]], by: int) -> list[tuple[int, int]]:
+    return [(start + by, end + by) for start, end in marks]
 
 
 # Words of the first read looked at, from its end, for one through which no mark runs (``_read_on_from``).
@@ -356,8 +373,8 @@ def _read_on_from(text: str, read: int, marks: PreparedMarks, languages: tuple[s
         return None
     if marks.longest <= 1:
         return read
-    runs = analysis.word_runs_at(text[max(0, read - 400) : read])[1:]  # (the first may be cut)
     offset = max(0, read - 400)
+    runs = analysis.word_runs_at(text[offset:read])[1:]  # (the first may be cut)
     for start, run in reversed(runs[-READ_ON_TRIES:]):
         if analysis.has_bigram_script(run) or not analysis.words(run):
             continue  # several words of its own, or none (no mark's words are kept apart by it)
@@ -377,27 +394,13 @@ def _marks_read_on(
     """What ``_window_ranges`` finds when the first read gave the marks *found* without reaching the
     window: the text read on from *start* (``_read_on_from``), as far as it would have been read
     from its beginning, the marks found there added (those ending in the first read again: merged)."""
-
-    def shifted(marks_past: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        return [(start + mark_start, start + mark_end) for mark_start, mark_end in marks_past]
-
-    if found:
-        # The first mark places the window: read on to the first space past it.
-        end = text.find(" ", found[0][0] + window + 1)
-        read_on = text[start:] if end == -1 else text[start:end]
-        first = (found[0][0] - start, found[0][1] - start)
-        return found + shifted(_found(read_on, marks, languages, window, first=first)[0][1:])
-    # No mark in the first read: the first found on places the window.
-    length = FIRST_READ * READ_GROWTH
-    while length < len(text):
-        cut = text.find(" ", length)
-        if cut == -1:
-            break
-        past, stopped = _found(text[start:cut], marks, languages, window)
-        if stopped:
-            return shifted(past)
-        length *= READ_GROWTH
-    return shifted(_found(text[start:], marks, languages, window)[0])
+    if not found:  # (no mark in the first read: the first found on places the window)
+        return _marks_past_first_read(text, start, marks, languages, window)
+    # The first mark places the window: read on to the first space past it.
+    end = text.find(" ", found[0][0] + window + 1)
+    read_on = text[start:] if end == -1 else text[start:end]
+    first = (found[0][0] - start, found[0][1] - start)
+    return found + _shifted(_found(read_on, marks, languages, window, first=first)[0][1:], start)
 
 
 def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> bool:
