@@ -4,7 +4,6 @@ and on the multilingual fixture's index as ``tse`` reads it."""
 
 import contextlib
 import math
-import sqlite3
 
 import apsw
 import pytest
@@ -243,7 +242,7 @@ def test_searches_answer_alike_whichever_scores_them(fixture_index, monkeypatch)
     assert sum(1 for found in answers[False] if found.ranked) >= len(titles) // 2
 
 
-def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
+def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index, monkeypatch):
     index = opened(fixture_index)
     few = (1, 1_000)  # one row at most, a thousand rows walked
     assert index._body_bm25('("debian") AND ("guide" OR "guid")', few) == index._python_bm25
@@ -253,9 +252,11 @@ def test_fts5_scores_what_the_function_cannot_or_should_not(fixture_index):
     assert index._body_bm25('("debian")', None) == index._bm25
     assert index._body_bm25(None, few) == index._bm25
     index.close()
-    with contextlib.closing(sqlite3.connect(search_path(fixture_index))) as db:  # no auxiliary functions
-        read_by_sqlite3 = SearchIndex(db)
-        assert read_by_sqlite3._body_bm25('("debian")', few) == read_by_sqlite3._bm25
+    monkeypatch.setattr(Bm25Function, "usable", staticmethod(lambda weights: False))  # weights it cannot score
+    with contextlib.closing(apsw.Connection(str(search_path(fixture_index)))) as db:
+        without = SearchIndex(db)
+        assert without._bm25_function is None
+        assert without._body_bm25('("debian")', few) == without._bm25
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,11 @@
 hostile pages, refused when it belongs to another index."""
 
 import contextlib
-import sqlite3
+import resource
+import signal
 from unittest import mock
 
+import apsw
 import pytest
 import Stemmer
 from hypothesis import given
@@ -28,10 +30,20 @@ from tse_scrapy.search.app import _results
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
 
 
+def opened(indexfile):
+    return contextlib.closing(apsw.Connection(str(search_path(indexfile))))
+
+
 def rows(indexfile):
-    with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
-        tables = ("pages", "anchors", "links", "vocabulary", "beyond", "heads", "term_counts")
-        return {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
+    """The search index's tables, and what each FTS5 table holds: every term where it stands (its
+    fts5vocab instance table; its shadow tables say the same in a form that a build's history changes)."""
+    with opened(indexfile) as db:
+        tables = ("pages", "anchors", "links", "vocabulary", "heads", "term_counts", "same", "groups")
+        found = {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
+        for table in store.FTS_TABLES:
+            db.execute(f"CREATE VIRTUAL TABLE temp.{table}_held USING fts5vocab(main, {table}, instance)")
+            found[table] = sorted(db.execute(f"SELECT * FROM temp.{table}_held").fetchall())
+        return found
 
 
 def answers(pages, indexfile):
@@ -58,7 +70,7 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     index = engine.search_index
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         stored = {doc_id for (doc_id,) in db.execute("SELECT doc_id FROM heads")}
     # Every page has one, in every script (Japanese, Chinese and Korean text too).
     assert stored == set(index.page_languages)
@@ -83,14 +95,12 @@ def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages,
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     before = app_results(engine, "installation")
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         db.execute("UPDATE heads SET head = 'not a head' WHERE doc_id % 2 = 0")
         db.execute("UPDATE heads SET head = zeroblob(300000) WHERE doc_id % 3 = 0")
-        db.commit()
     assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         db.execute("DROP TABLE heads")
-        db.commit()
     assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
 
 
@@ -114,7 +124,7 @@ def test_hostile_pages_are_bounded(tmp_path):
         },
     )
     assert run_tse("index", pages, tmp_path / "index").returncode == 0
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         (anchors,) = db.execute("SELECT terms FROM anchors WHERE doc_id = 1").fetchone()
         (links,) = db.execute("SELECT count(*) FROM links").fetchone()
     assert ANCHOR_TERMS - 40 < len(anchors.split()) <= ANCHOR_TERMS  # 100 pages link to it with 40 words each
@@ -173,6 +183,29 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
     assert answer.error and "run tse index again" in answer.error
 
 
+def _files_of_at_most(size):
+    # Like a full disk: writing past *size* bytes fails (EFBIG).
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+    return limit
+
+
+def test_a_search_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(fixture_pages, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_tse("index", fixture_pages, out / "index").returncode == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    assert len(before["index.search"]) > 400_000 > len(before["index.docs"])  # only the search index fails
+    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2", preexec_fn=_files_of_at_most(400_000))
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    assert f"{out / 'index'}.search: " in stderr
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
+
+
 _TARGETS = ["http://h/a", "http://h/b", "http://h/c", "http://elsewhere/"]
 _ANCHOR = st.text(alphabet="xyz", min_size=1, max_size=3)
 
@@ -204,7 +237,7 @@ def test_anchors_are_gathered_in_page_order_to_their_bound(links, joined_every):
 
 
 def anchor_terms(indexfile) -> dict[int, str]:
-    with contextlib.closing(sqlite3.connect(search_path(indexfile))) as db:
+    with opened(indexfile) as db:
         return dict(db.execute("SELECT doc_id, terms FROM anchors"))
 
 
@@ -248,7 +281,7 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
     # the index's term_counts table (written by tse index) or counted by fts5vocab (an index without it).
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
     monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)  # several statements
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         words = [word for (word,) in db.execute("SELECT word FROM vocabulary ORDER BY word LIMIT 40")]
         terms = [
             *words,
@@ -291,10 +324,9 @@ def test_term_counts_are_read_only_when_counted_with_the_index_they_belong_with(
     assert expected
     # As a version of tse index that does not count leaves it after an update: the counts of an
     # older index, not to be read; the terms are counted by FTS5 then, and answers are the same.
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         db.execute("UPDATE term_counts SET pages = pages + 1000")
         db.execute("UPDATE meta SET value = 'older' WHERE key = ?", (store.COUNTED_WITH,))
-        db.commit()
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
     assert engine.answer("installation debian", "relevance").ranked == expected
@@ -330,9 +362,8 @@ def test_term_counts_left_by_an_update_that_does_not_count_are_not_read(tmp_path
 
 def test_term_counts_said_counted_but_gone_are_not_read(fixture_pages, tmp_path):
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
-    with contextlib.closing(sqlite3.connect(search_path(tmp_path / "index"))) as db:
+    with opened(tmp_path / "index") as db:
         db.execute("DROP TABLE term_counts")
-        db.commit()
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert isinstance(engine.search_index, SearchIndex) and not engine.search_index.vocabulary._counted
     assert engine.answer("installation debian", "relevance").ranked

@@ -339,6 +339,9 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     """What a user's files can make a command fail with: one line on stderr, exit *status*."""
     import sqlite3
 
+    import apsw
+
+    from .fulltext.store import SEARCH_SUFFIX
     from .index.docstore import DOCS_SUFFIX
     from .index.indexer import PageDirError, WorkerDied
     from .rules.files.indexfile import IndexFileError
@@ -350,6 +353,8 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
         raise _Failed(_one_line(command, str(error), status)) from None
     except sqlite3.Error as error:  # the document store beside the index
         raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
+    except apsw.Error as error:  # the search index beside it (a full disk, say)
+        raise _Failed(_one_line(command, f"{path}{SEARCH_SUFFIX}: {error}", status)) from None
     except OSError as error:
         raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}", status)) from None
 

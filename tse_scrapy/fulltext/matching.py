@@ -11,7 +11,6 @@ script matches the bigrams it starts (a prefix query).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -30,9 +29,8 @@ COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
 
-# The search index's connection: apsw's when opened by ``SearchIndex.open``; the standard library's
-# works as well (the tests').
-Connection = apsw.Connection | sqlite3.Connection
+# The search index's connection: apsw's (the system's SQLite cannot read its tables: store.py).
+Connection = apsw.Connection
 
 # What a snippet marks: sequences of positions, each the terms a word there may give.
 Marks = list[tuple[frozenset[str], ...]]

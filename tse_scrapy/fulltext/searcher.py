@@ -12,15 +12,14 @@ and added; pages holding the query's words as a phrase gain a bonus.
 
 The index is read with apsw's own SQLite (3.54), not the system's (Debian 12:
 3.40): its FTS5 matches and scores the known-item bench's queries about a fifth
-faster, to the same rows and floats (docs/search.md).  The writer stays on the
-standard library's sqlite3: the file format is the same.
+faster, to the same rows and floats (docs/search.md), and the system's cannot
+read the index's tables (``contentless_delete``, store.py).
 """
 
 from __future__ import annotations
 
 import heapq
 import os
-import sqlite3
 import sys
 from collections.abc import Collection, Set
 from dataclasses import dataclass, field
@@ -76,7 +75,6 @@ class SearchIndex:
         self.db = db
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
-        # Read from the index on languages (the pages' rows hold their bodies: a scan of them is slow).
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
         self.pages = len(self.page_languages)
         # The term counts the index keeps, where they are those of its tables as they are now.
@@ -87,10 +85,10 @@ class SearchIndex:
         self._bm25 = f"bm25(fts, {arguments})"
         # The same scores without FTS5's walk of each phrase's rows, where that costs less (bm25function.py).
         self._bm25_function: Bm25Function | None = None
-        if isinstance(db, apsw.Connection) and Bm25Function.usable(weights):
+        if Bm25Function.usable(weights):
             self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
         self._python_bm25 = f"tse_bm25(fts, {arguments})"
-        self._has_beyond = db.execute("SELECT 1 FROM beyond LIMIT 1").fetchone() is not None
+        self._has_beyond = db.execute("SELECT 1 FROM beyond_fts LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
         # The titles' and anchor texts' scores worked out from their words (see KeptField).
@@ -219,7 +217,7 @@ class SearchIndex:
                     head = unpacked_head(blob)
                     if head is not None:
                         found[doc_id] = head
-        except (sqlite3.Error, apsw.Error):  # a file altered since it was written: the table is gone
+        except apsw.Error:  # a file altered since it was written: the table is gone
             return {}
         return found
 

@@ -5,24 +5,22 @@ reference's).  Its tables:
 
 - ``fts``: a page's title, headings, URL words and body, as index terms
   (``rules.text.pagefields``; the ``ascii`` tokenizer only splits them at the
-  spaces), for matching and the body's score.  Contentless: the text is not
-  stored twice;
+  spaces), for matching and the body's score.  Contentless, with deletes
+  (``contentless_delete``, SQLite 3.43): the text is not stored at all, and a
+  page's rows are deleted by its docID;
 - ``phrases_fts``: the title's and body's words again, unstemmed (accents
   folded), for quoted phrases, which match the words as typed;
 - ``titles_fts``: the title again, scored apart: its own length and document
   frequencies (a word on every page is rare in titles), as BM25F normalizes
   each field by its own length;
-- ``pages``: each page's URL, language and fields as they were indexed (the
-  body compressed): removing a page's row from a contentless FTS5 table takes
-  the values it was inserted with;
+- ``pages``: each page's URL, language and title terms;
 - ``anchors_fts`` and ``anchors``: the anchor text of the links from other
   pages to a page (gathered once every page is read, so the big table is
-  filled as pages come in), and what each row was inserted with;
+  filled as pages come in), and its terms (scored in Python: ``searcher.KeptField``);
 - ``links``: each page's links (target URL, anchor terms), compressed, so that
   anchors can be gathered again when pages change;
-- ``beyond_fts`` and ``beyond``: the terms and words of a long page past its
-  body's bounds (``pagefields.BEYOND_CHARACTERS``), for exclusions only, and
-  what each row was inserted with;
+- ``beyond_fts``: the terms and words of a long page past its body's bounds
+  (``pagefields.BEYOND_CHARACTERS``), for exclusions only;
 - ``same``: each page's content digest (of its title's and body's words) and
   the canonical URL it names (noted at crawl time), and ``groups``: for each
   page in a group of duplicates (same digest, or joined by a canonical URL
@@ -40,6 +38,9 @@ Written whole into ``.NAME.partial`` and renamed into place; ``update``
 applies the changes of ``tse index --update`` to a copy, renamed likewise:
 FTS5 keeps its statistics (pages, lengths, document frequencies) exact
 through deletions, so an updated index answers as a full build does.
+
+Written and read with apsw's SQLite: the system's (Python's ``sqlite3``, 3.40
+on Debian 12) has no ``contentless_delete``.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ import hashlib
 import os
 import pickle
 import shutil
-import sqlite3
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -65,8 +65,9 @@ from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_diges
 
 SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
-# 5: heads; 6: heads as terms and places, for text in any script
-FORMAT = "6"
+# 5: heads; 6: heads as terms and places, for text in any script; 7: contentless_delete FTS5 tables, no
+# copy of what they were given (pages' bodies, beyond)
+FORMAT = "7"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -75,25 +76,24 @@ ANCHOR_TERMS = 2_000
 # one an anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -43 MB).
 ANCHORS_JOINED = 64
 
+# No copy of the text kept, by FTS5 or beside it: FTS5 deletes a row by its docID.
+_CONTENTLESS = "content='', contentless_delete=1, tokenize='ascii'"
 _SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL,
-                    headings TEXT NOT NULL, url_terms TEXT NOT NULL, body BLOB NOT NULL,
-                    title_words TEXT NOT NULL, body_words BLOB NOT NULL);
+CREATE TABLE pages (doc_id INTEGER PRIMARY KEY, url TEXT NOT NULL, lang TEXT NOT NULL, title TEXT NOT NULL);
 CREATE INDEX pages_by_url ON pages (url);
 CREATE INDEX pages_by_language ON pages (lang);
 CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
-CREATE TABLE beyond (doc_id INTEGER PRIMARY KEY, terms BLOB NOT NULL, words BLOB NOT NULL);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
-CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, content='', tokenize='ascii');
-CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, content='', tokenize='ascii');
-CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='', tokenize='ascii');
-CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, content='', tokenize='ascii');
-CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, content='', tokenize='ascii');
+CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, {_CONTENTLESS});
+CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, {_CONTENTLESS});
+CREATE VIRTUAL TABLE titles_fts USING fts5(title, {_CONTENTLESS});
+CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, {_CONTENTLESS});
+CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, {_CONTENTLESS});
 """
 FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "anchors_fts", "beyond_fts")
 # The tables whose terms' page counts are kept in term_counts (``_count_terms``), and the meta key
@@ -109,16 +109,12 @@ def search_path(indexfile: str | os.PathLike) -> Path:
 
 
 class PackedPage(NamedTuple):
-    """A page's fields as the writer inserts them, made in the indexing worker (``packed``): the large
-    ones compressed as the pages, beyond and links tables keep them, and the content digest, so that
-    the writer, one process for all the workers, only decompresses what FTS5 reads."""
+    """A page's fields as the writer inserts them, made in the indexing worker (``packed``): its links
+    compressed as the links table keeps them, the content digest and the snippet's head, so that the
+    writer, one process for all the workers, does only what must be done once."""
 
-    fields: PageFields  # body, body_words, beyond, beyond_words and links left empty: they are below
-    body: bytes
-    body_words: bytes
-    beyond: bytes  # b"" for a page that is all body
-    beyond_words: bytes
-    links: bytes  # "target\tterms" lines, b"" for no links
+    fields: PageFields  # links left empty: they are below
+    links: bytes  # "target\tterms" lines, compressed; b"" for no links
     digest: str
     head: bytes  # the snippet's head of the page's stored text (searchsnippet.Head.packed), b"" for none
 
@@ -126,27 +122,28 @@ class PackedPage(NamedTuple):
         return _decode_links(self.links) if self.links else []
 
 
-def packed(fields: PageFields, text: str) -> bytes:
-    """*fields* as a ``PackedPage``, for the trip from an indexing worker to the writer: a range's
-    fields waiting for their turn would be tens of megabytes uncompressed (its pages' terms and words
-    twice); *text*: the page's text as the document store keeps it, which results show."""
+def packed(fields: PageFields, text: str, *, compressed: bool = False) -> bytes:
+    """*fields* as a ``PackedPage``, pickled for the trip from an indexing worker to the writer (its
+    text as UTF-8, about 40 KB a wikipedia page); *compressed* for one kept a while (an update holds
+    every changed page's: a third of that); *text*: the page's text as the document store keeps it,
+    which results show."""
     head = snippet_head(text, fields.language or None)
     listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
     page = PackedPage(
-        dataclasses.replace(fields, body="", body_words="", beyond="", beyond_words="", links=()),
-        _compressed(fields.body),
-        _compressed(fields.body_words),
-        _compressed(fields.beyond) if fields.beyond else b"",
-        _compressed(fields.beyond_words) if fields.beyond else b"",
+        dataclasses.replace(fields, links=()),
         _compressed(listed) if listed else b"",
         content_digest(fields.title_words, fields.body_words),
         head.packed() if head is not None else b"",
     )
-    return pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
+    blob = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
+    return zlib.compress(blob, 1) if compressed else blob
 
 
 def unpacked(blob: bytes) -> PackedPage:
     """The page ``packed`` made (in a worker process of this indexer: never read from outside)."""
+    # A pickle (protocol 2 and up) starts with 0x80, a zlib stream of ours with 0x78.
+    if blob[:1] != b"\x80":
+        blob = zlib.decompress(blob)
     # Bytes of our own worker, through its pipe (which multiprocessing pickles anyway).
     page = pickle.loads(blob)
     assert isinstance(page, PackedPage)
@@ -161,14 +158,16 @@ class SearchIndexWriter:
         """*canonicals*: URL -> the canonical URL the page's Link headers name (``rules/files/pagenotes.py``)."""
         self.path = Path(path)
         self.canonicals = canonicals or {}
+        self._prepared = False
         partial = partial_path(self.path)
         partial.unlink(missing_ok=True)
-        self.db = sqlite3.connect(partial, check_same_thread=False)
+        self.db = apsw.Connection(str(partial))
         try:
             _fast_writes(self.db)
-            self.db.executescript(_SCHEMA)
+            self.db.execute(_SCHEMA)
             _merges_left_to_the_end(self.db)
-        except sqlite3.Error:
+            self.db.execute("BEGIN")  # one transaction: the file is a partial one until renamed
+        except apsw.Error:
             self.db.close()
             raise
 
@@ -179,14 +178,22 @@ class SearchIndexWriter:
         """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
         self.db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", sorted(spellings.items()))
 
-    def finish(self, index_size: int, index_digest: bytes) -> None:
-        """Gather the anchors, record the SPEC index the search index belongs with, put it in place."""
+    def prepare(self) -> None:
+        """Gather the anchors, group the duplicates, merge and count, and write it all to the partial
+        file: what can fail (a full disk) done before the SPEC index is put in place."""
         _index_anchors(self.db, _gather_anchors(self.db, None))
         _group_duplicates(self.db)
-        _write_meta(self.db, index_size, index_digest)
         _merge_segments(self.db)
         _count_terms(self.db)
-        self.db.commit()
+        self.db.execute("COMMIT")
+        self._prepared = True
+
+    def finish(self, index_size: int, index_digest: bytes) -> None:
+        """Record the SPEC index the search index belongs with (``prepare`` first), put it in place."""
+        if not self._prepared:
+            self.prepare()
+        with self.db:  # a transaction
+            _write_meta(self.db, index_size, index_digest)
         self.db.close()
         os.replace(partial_path(self.path), self.path)
 
@@ -209,8 +216,8 @@ def update(
 ) -> str | None:
     """Apply an update to the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*: the pages *removed* (gone or changed) lose their rows,
-    the pages *added* (new or changed: URL and fields) gain theirs, and the pages whose anchor text
-    changed with them get it anew.  The result answers every query as a full build does.
+    the pages *added* (new or changed: URL and ``packed`` fields) gain theirs, and the pages whose
+    anchor text changed with them get it anew.  The result answers every query as a full build does.
 
     Returns why it cannot (missing, of another index: nothing written), else None."""
     path = search_path(indexfile)
@@ -219,9 +226,10 @@ def update(
         return problem
     partial = partial_path(path)
     shutil.copyfile(path, partial)
-    db = sqlite3.connect(partial, check_same_thread=False)
+    db = apsw.Connection(str(partial))
     try:
         _fast_writes(db)
+        db.execute("BEGIN")
         # The URLs whose anchors may change: those the removed and added pages link(ed) to, and
         # the pages added (a new URL may be linked to by pages that did not change).
         targets: set[str] = set()
@@ -243,7 +251,7 @@ def update(
         _write_meta(db, *new)
         _merge_segments(db)
         _count_terms(db)
-        db.commit()
+        db.execute("COMMIT")
     except BaseException:
         db.close()
         partial.unlink(missing_ok=True)
@@ -258,12 +266,13 @@ def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     if not path.is_file():
         return f"no search index {path}"
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        db = apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=flags)
         try:
             meta = dict(db.execute("SELECT key, value FROM meta"))
         finally:
             db.close()
-    except sqlite3.Error as error:
+    except apsw.Error as error:
         return f"{path} cannot be read ({error})"
     if meta.get("format") != FORMAT:
         return f"{path} was written by another version of tse index"
@@ -272,9 +281,9 @@ def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     return None
 
 
-def _fast_writes(db: sqlite3.Connection) -> None:
+def _fast_writes(db: apsw.Connection) -> None:
     # The file is a partial one, renamed into place when whole: a crash leaves only a partial file.
-    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA journal_mode=OFF").fetchall()
     db.execute("PRAGMA synchronous=OFF")
     # 16 MB of pages cached (the rest is in the system's file cache): the writer's share of the
     # indexer's memory bound (bench/RESULTS.md: 20,000 pages under 250 MB).
@@ -282,49 +291,33 @@ def _fast_writes(db: sqlite3.Connection) -> None:
 
 
 def _insert_page(
-    db: sqlite3.Connection, doc_id: int, url: str, page: PackedPage, noted_canonical: str | None = None
+    db: apsw.Connection, doc_id: int, url: str, page: PackedPage, noted_canonical: str | None = None
 ) -> None:
     """*noted_canonical*: the one the page's Link headers named (``.tse-canonical``); its head's is in *page*."""
     fields = page.fields
     canonical = agreed_canonical(noted_canonical, fields.canonical)
     db.execute("INSERT INTO same VALUES (?, ?, ?)", (doc_id, page.digest, canonical or ""))
-    db.execute(
-        "INSERT INTO pages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            doc_id,
-            url,
-            fields.language,
-            fields.title,
-            fields.headings,
-            fields.url,
-            page.body,
-            fields.title_words,
-            page.body_words,
-        ),
-    )
+    db.execute("INSERT INTO pages VALUES (?, ?, ?, ?)", (doc_id, url, fields.language, fields.title))
     db.execute(
         "INSERT INTO fts(rowid, title, headings, url, body) VALUES (?, ?, ?, ?, ?)",
-        (doc_id, fields.title, fields.headings, fields.url, _decompressed(page.body)),
+        (doc_id, fields.title, fields.headings, fields.url, fields.body),
     )
     db.execute(
-        "INSERT INTO phrases_fts(rowid, title, body) VALUES (?, ?, ?)",
-        (doc_id, fields.title_words, _decompressed(page.body_words)),
+        "INSERT INTO phrases_fts(rowid, title, body) VALUES (?, ?, ?)", (doc_id, fields.title_words, fields.body_words)
     )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
     if page.head:
         db.execute("INSERT INTO heads VALUES (?, ?)", (doc_id, page.head))
-    if page.beyond:
-        db.execute("INSERT INTO beyond VALUES (?, ?, ?)", (doc_id, page.beyond, page.beyond_words))
+    if fields.beyond:
         db.execute(
-            "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)",
-            (doc_id, _decompressed(page.beyond), _decompressed(page.beyond_words)),
+            "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)", (doc_id, fields.beyond, fields.beyond_words)
         )
     if page.links:
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
     db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", fields.vocabulary)
 
 
-def _links_of(db: sqlite3.Connection, doc_id: int) -> list[tuple[str, str]]:
+def _links_of(db: apsw.Connection, doc_id: int) -> list[tuple[str, str]]:
     row = db.execute("SELECT links FROM links WHERE source = ?", (doc_id,)).fetchone()
     return _decode_links(row[0]) if row else []
 
@@ -333,12 +326,12 @@ def _decode_links(blob: bytes) -> list[tuple[str, str]]:
     return [tuple(line.split("\t", 1)) for line in _decompressed(blob).split("\n")]  # type: ignore[misc]
 
 
-def _all_links(db: sqlite3.Connection) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+def _all_links(db: apsw.Connection) -> Iterator[tuple[int, list[tuple[str, str]]]]:
     for source, blob in db.execute("SELECT source, links FROM links ORDER BY source"):
         yield source, _decode_links(blob)
 
 
-def _gather_anchors(db: sqlite3.Connection, targets: set[str] | None) -> dict[int, str]:
+def _gather_anchors(db: apsw.Connection, targets: set[str] | None) -> dict[int, str]:
     """The anchor terms of the pages at *targets* (None: every page) from the links of the pages."""
     pages_at: dict[str, list[int]] = {}
     for doc_id, url in db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id"):
@@ -373,50 +366,28 @@ def gather_anchors(
     return {doc_id: " ".join(terms) for doc_id, terms in sorted(gathered.items())}
 
 
-def _index_anchors(db: sqlite3.Connection, anchors: dict[int, str]) -> None:
+def _index_anchors(db: apsw.Connection, anchors: dict[int, str]) -> None:
     for doc_id, terms in sorted(anchors.items()):
         db.execute("INSERT INTO anchors VALUES (?, ?)", (doc_id, terms))
         db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
 
 
-def _delete_anchors(db: sqlite3.Connection, doc_id: int) -> None:
-    row = db.execute("SELECT terms FROM anchors WHERE doc_id = ?", (doc_id,)).fetchone()
-    if row is not None:
-        db.execute("INSERT INTO anchors_fts(anchors_fts, rowid, anchors) VALUES ('delete', ?, ?)", (doc_id, row[0]))
-        db.execute("DELETE FROM anchors WHERE doc_id = ?", (doc_id,))
+def _delete_anchors(db: apsw.Connection, doc_id: int) -> None:
+    db.execute("DELETE FROM anchors_fts WHERE rowid = ?", (doc_id,))
+    db.execute("DELETE FROM anchors WHERE doc_id = ?", (doc_id,))
 
 
-def _delete_page(db: sqlite3.Connection, doc_id: int) -> None:
-    row = db.execute(
-        "SELECT title, headings, url_terms, body, title_words, body_words FROM pages WHERE doc_id = ?", (doc_id,)
-    ).fetchone()
-    if row is None:
-        return
-    title, headings, url_terms, body, title_words, body_words = row
-    db.execute(
-        "INSERT INTO fts(fts, rowid, title, headings, url, body) VALUES ('delete', ?, ?, ?, ?, ?)",
-        (doc_id, title, headings, url_terms, _decompressed(body)),
-    )
-    db.execute(
-        "INSERT INTO phrases_fts(phrases_fts, rowid, title, body) VALUES ('delete', ?, ?, ?)",
-        (doc_id, title_words, _decompressed(body_words)),
-    )
-    db.execute("INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', ?, ?)", (doc_id, title))
-    beyond = db.execute("SELECT terms, words FROM beyond WHERE doc_id = ?", (doc_id,)).fetchone()
-    if beyond is not None:
-        terms, words = map(_decompressed, beyond)
-        db.execute(
-            "INSERT INTO beyond_fts(beyond_fts, rowid, terms, words) VALUES ('delete', ?, ?, ?)", (doc_id, terms, words)
-        )
-        db.execute("DELETE FROM beyond WHERE doc_id = ?", (doc_id,))
-    _delete_anchors(db, doc_id)
-    db.execute("DELETE FROM same WHERE doc_id = ?", (doc_id,))
-    db.execute("DELETE FROM heads WHERE doc_id = ?", (doc_id,))
-    db.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
+def _delete_page(db: apsw.Connection, doc_id: int) -> None:
+    # A docID a table does not hold (a page without text past its body) is deleted from it as well:
+    # FTS5 then changes nothing (its statistics neither).
+    for table in FTS_TABLES:
+        db.execute(f"DELETE FROM {table} WHERE rowid = ?", (doc_id,))
+    for table in ("anchors", "same", "heads", "pages"):
+        db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
 
 
-def _group_duplicates(db: sqlite3.Connection) -> None:
+def _group_duplicates(db: apsw.Connection) -> None:
     """Fill ``groups`` anew from every page's digest and canonical URL (a canonical URL outside
     the index joins nothing: the page stands alone)."""
     urls = dict(db.execute("SELECT doc_id, url FROM pages"))
@@ -436,7 +407,7 @@ def _group_duplicates(db: sqlite3.Connection) -> None:
     db.executemany("INSERT INTO groups VALUES (?, ?)", sorted(groups.items()))
 
 
-def _merges_left_to_the_end(db: sqlite3.Connection) -> None:
+def _merges_left_to_the_end(db: apsw.Connection) -> None:
     """FTS5's segments left unmerged while pages are added (but in 64s: a level of 64 is merged), as
     ``_merge_segments`` merges them all at the end anyway: each term's list is written about twice,
     not once a level of 4 (the writer's instructions -16 % on 1,000 pages, bench/RESULTS.md)."""
@@ -445,14 +416,14 @@ def _merges_left_to_the_end(db: sqlite3.Connection) -> None:
         db.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 64)")
 
 
-def _merge_segments(db: sqlite3.Connection) -> None:
+def _merge_segments(db: apsw.Connection) -> None:
     """Each FTS5 table's segments merged into one: a query then reads one list a term, not one a
     segment (the 20,000-page bench: 8.3 to 7.2 ms a query, median, for 2 % of a build's time)."""
     for table in FTS_TABLES:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
-def counted_key(db: sqlite3.Connection | apsw.Connection) -> str:
+def counted_key(db: apsw.Connection) -> str:
     """What the COUNTED_TABLES hold, as far as term counts go: a digest of each one's FTS5 structure
     record (its segments and its count of writes, which every write changes), "" when one cannot
     be read.  The SPEC index's digest would not do: a page whose title and body swap words leaves
@@ -464,12 +435,12 @@ def counted_key(db: sqlite3.Connection | apsw.Connection) -> str:
             if row is None or not isinstance(row[0], bytes):
                 return ""
             digest.update(len(row[0]).to_bytes(8, "little") + row[0])
-    except (sqlite3.Error, apsw.Error):
+    except apsw.Error:
         return ""
     return digest.hexdigest()
 
 
-def _count_terms(db: sqlite3.Connection) -> None:
+def _count_terms(db: apsw.Connection) -> None:
     """How many pages hold each term of the COUNTED_TABLES, counted anew (a build's and an update's
     alike): FTS5 counts a term's pages by walking its list, a common word's in milliseconds, which a
     query would pay the first time a process meets the word; the whole vocabulary once here costs
@@ -496,7 +467,7 @@ def _decompressed(blob: bytes) -> str:
     return zlib.decompress(blob).decode("utf-8")
 
 
-def _write_meta(db: sqlite3.Connection, index_size: int, index_digest: bytes) -> None:
+def _write_meta(db: apsw.Connection, index_size: int, index_digest: bytes) -> None:
     languages = sorted(language for (language,) in db.execute("SELECT DISTINCT lang FROM pages") if language)
     meta = {
         "format": FORMAT,

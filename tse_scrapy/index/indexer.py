@@ -200,6 +200,9 @@ def write_index_files(
                     if on_page is not None:
                         on_page(len(indexed.statuses))
                 workers.stop()  # idle, or past the end: their memory is given back before the last merge
+                # Written before the SPEC index is put in place: a search index that cannot be (a full
+                # disk) leaves every file of the index as it was.
+                search.prepare()
                 runs = tiers.final()
                 width = number_width(highest_number(runs))
                 with IndexFileWriter(indexfile, width, scratch) as index:

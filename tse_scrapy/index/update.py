@@ -96,7 +96,7 @@ def _update(
     present: list[int] = []
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
-    fields: dict[int, tuple[str, bytes]] = {}  # packed: a large update keeps them compressed
+    fields: dict[int, tuple[str, bytes]] = {}  # packed, compressed: a large update holds them all
     for found in scan.files(changed):  # reads only the pages new or changed
         if found.gone or (found.page is not None and found.page.url in notes.noindex):
             continue  # gone, or never an answer (noindex): as a full build leaves it out
@@ -111,7 +111,7 @@ def _update(
             shown = page_text(read.page.body, read.charset)  # decoded once, as a full build does
             row = rows[found.doc_id] = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
             page = page_fields(row.doc[1], read.page.body, read.charset, shown)
-            fields[found.doc_id] = (row.doc[1], search_store.packed(page, row.doc[4]))
+            fields[found.doc_id] = (row.doc[1], search_store.packed(page, row.doc[4], compressed=True))
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
