@@ -26,7 +26,7 @@ from tests.support.pages import write_pages
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
 from tse_scrapy.index.pagefiles import PageScan
-from tse_scrapy.index.runs import RunPostings, RunTiers, merge_runs
+from tse_scrapy.index.runs import FieldsWriter, RunPostings, RunTiers, merge_runs, read_fields
 from tse_scrapy.index.storage import (
     IndexFileWriter,
     IndexReader,
@@ -109,6 +109,43 @@ def test_splitting_into_runs_never_changes_the_index(pages, run_pages, fan_in):
         one_pass(directory / "pages", directory / "one.index")
         write_index_files(directory / "pages", directory / "runs.index", run_pages=run_pages, fan_in=fan_in)
         assert index_files(directory / "runs.index") == index_files(directory / "one.index")
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 2**32 - 1),
+            st.text(st.characters(blacklist_categories=()), max_size=30),  # lone surrogates too
+            st.binary(max_size=300),
+        ),
+        max_size=20,
+    )
+)
+def test_a_fields_file_gives_back_its_records(records):
+    with tempfile.TemporaryDirectory() as name:
+        path = Path(name) / "run-1.fields"
+        with FieldsWriter(path) as fields:
+            for record in records:
+                fields.add(*record)
+        assert fields.pages == len(records)
+        assert list(read_fields(path)) == records
+
+
+@pytest.mark.parametrize(
+    "url, fields",
+    [
+        ("http://h/a", b""),  # a record of nothing but its header and URL
+        ("", b"\x80\x05"),
+        ("http://h/caf\u00e9?q=\udcff", b"x" * 70_000),  # a URL decoded with surrogateescape; a large page
+        ("http://h/\U0001f600", b"\n\x00"),
+    ],
+)
+def test_a_fields_files_records_as_written(tmp_path, url, fields):
+    path = tmp_path / "run-1.fields"
+    with FieldsWriter(path) as written:
+        written.add(7, url, fields)
+        written.add(9, url, fields)
+    assert list(read_fields(path)) == [(7, url, fields), (9, url, fields)]
 
 
 def test_large_numbers_take_four_bytes_even_when_a_run_fits_in_two(tmp_path):

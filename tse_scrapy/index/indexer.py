@@ -45,11 +45,10 @@ from ..rules.text.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import PageScan
-from .runs import Run, RunPostings, RunTiers, highest_number, merge_runs, number_width
+from .runs import FieldsWriter, Run, RunPostings, RunTiers, highest_number, merge_runs, number_width, read_fields
 from .storage import IndexFileWriter
 
-# Pages a run holds, whose rows and fields a worker sends at once: about 16 MB pickled for 500
-# wikipedia pages (the 20,000-page bench's workers peak at 126 MB, 185 MB with ranges of 1,000).
+# Pages a run holds, whose rows a worker sends at once (their search-index fields go to a file).
 RUN_PAGES = 500
 # Runs merged at once: open files and the merge's heap stay small (``runs.RunTiers``).
 MERGE_FAN_IN = 64
@@ -119,7 +118,7 @@ class RangeIndexed:
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
-    fields: list[tuple[int, str, bytes]]  # the search index's: docID, URL, fields (no vocabulary), packed
+    fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, no vocabulary), None for no page
     vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields), once a range
     warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
@@ -133,25 +132,27 @@ def index_range(
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
     postings = RunPostings()
-    rows, statuses, fields, warnings = [], [], [], []
+    rows, statuses, warnings = [], [], []
     vocabulary: dict[str, str] = {}
-    for found in scan.files(start=start, stop=stop):
-        statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
-        if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
-            continue
-        read = readable(found.page, notes)  # a PDF as its text
-        if read.warning:
-            warnings.append((found.doc_id, found.page.url, read.warning))
-        counts = word_counts(read.page.body)
-        postings.add(found.doc_id, counts)
-        shown = page_text(read.page.body, read.charset)  # decoded once, for the store and the search index
-        row = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
-        rows.append(row)
-        page = page_fields(row.doc[1], read.page.body, read.charset, shown)
-        for word, spelling in page.vocabulary:
-            vocabulary.setdefault(word, spelling)
-        fields.append((found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4])))
-    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, fields, vocabulary, warnings)
+    with FieldsWriter(run.with_name(run.name + ".fields")) as fields:
+        for found in scan.files(start=start, stop=stop):
+            statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
+            if found.page is None or found.page.url in notes.noindex:  # gone, or never an answer (noindex)
+                continue
+            read = readable(found.page, notes)  # a PDF as its text
+            if read.warning:
+                warnings.append((found.doc_id, found.page.url, read.warning))
+            counts = word_counts(read.page.body)
+            postings.add(found.doc_id, counts)
+            shown = page_text(read.page.body, read.charset)  # decoded once, for the store and the search index
+            row = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
+            rows.append(row)
+            page = page_fields(row.doc[1], read.page.body, read.charset, shown)
+            for word, spelling in page.vocabulary:
+                vocabulary.setdefault(word, spelling)
+            fields.add(found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4]))
+    spilled = fields.path if fields.pages else None
+    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, spilled, vocabulary, warnings)
 
 
 def write_index_files(
@@ -190,8 +191,10 @@ def write_index_files(
                         scan.record(doc_id, size, mtime_ns)
                     for rows in indexed.rows:
                         docs.insert(rows)
-                    for doc_id, url, fields in indexed.fields:
-                        search.add(doc_id, url, unpacked(fields))
+                    if indexed.fields is not None:
+                        for doc_id, url, fields in read_fields(indexed.fields):
+                            search.add(doc_id, url, unpacked(fields))
+                        indexed.fields.unlink()
                     search.add_vocabulary(indexed.vocabulary)
                     for warning in indexed.warnings if on_warning is not None else ():
                         on_warning(*warning)

@@ -17,6 +17,14 @@ A run file is a sequence of records, one a word, in word order::
 ``RunTiers`` merges the runs as they come, ``fan_in`` runs of a tier into one
 run of the next, so each posting is rewritten once a tier: log_fan_in(runs)
 times in all, never once a merge.
+
+A range's search-index fields are spilled beside its run as they are made
+(``FieldsWriter``) and read back a page at a time by the writer
+(``read_fields``): a range's pages are never all in memory, whatever their
+size, in the worker or the writer.  A fields file is a sequence of records,
+one a page, in docID order::
+
+    <III: docID, URL bytes, fields bytes> URL fields
 """
 
 from __future__ import annotations
@@ -188,3 +196,35 @@ class RunTiers:
 
 def highest_number(runs: Iterable[Run]) -> int:
     return max((run.highest for run in runs), default=0)
+
+
+class FieldsWriter:
+    """A range's fields file at *path*, written a page at a time (``with``: closed on leaving)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._file = open(path, "wb", buffering=_BUFFER)  # noqa: SIM115 -- closed by __exit__
+        self.pages = 0
+
+    def add(self, doc_id: int, url: str, fields: bytes) -> None:
+        """Add page *doc_id*'s *fields* (``fulltext.store.packed``), the pages in docID order."""
+        encoded = url.encode("utf-8", "surrogatepass")
+        self._file.write(_RECORD.pack(doc_id, len(encoded), len(fields)))
+        self._file.write(encoded)
+        self._file.write(fields)
+        self.pages += 1
+
+    def __enter__(self) -> FieldsWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._file.close()
+
+
+def read_fields(path: Path) -> Iterator[tuple[int, str, bytes]]:
+    """The records of the fields file *path*: (docID, URL, fields), in docID order."""
+    with open(path, "rb", buffering=_BUFFER) as data:
+        read = data.read
+        while header := read(_RECORD.size):
+            doc_id, url_size, fields_size = _RECORD.unpack(header)
+            yield doc_id, read(url_size).decode("utf-8", "surrogatepass"), read(fields_size)
