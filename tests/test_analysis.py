@@ -333,6 +333,35 @@ def test_tokens_giving_in_a_bigram_script_table(text, wanted, starts, found):
     assert [(token.start, follows) for token, follows in given_tokens] == found
 
 
+def test_the_bytes_split_at_are_no_words_for_every_character():
+    # The analyzer splits text in C at ASCII characters that are no letter or digit and at whitespace,
+    # before the pattern reads what is left: none of them may be a word's character.
+    differ = [
+        code
+        for code in range(0x110000)
+        if (chr(code).isspace() or (code < 0x80 and analysis._ASCII_NOT_IN_WORDS[code] == 0x20))
+        and code != ord("_")
+        and analysis._WORD_RUN.match(chr(code))
+    ]
+    assert differ == []
+    assert all(analysis._ASCII_NOT_IN_WORDS[code] == code for code in range(0x80, 0x100))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("«café»—crème, l'été", ["cafe", "creme", "l", "ete"]),  # punctuation inside a piece split at
+        ("日本。テスト、語", ["日本", "テス", "スト", "語"]),
+        ("a\u00a0b\u3000c\u2028d\x85e", ["a", "b", "c", "d", "e"]),  # whitespace past ASCII
+        ("snake_case_ο_λόγος", ["snake", "case", "ο", "λογοσ"]),  # case folding: final sigma a sigma
+        ("ipv6 — Ｐython３", ["ipv6", "python3"]),
+        ("\u0301\u0301 ǰ", ["j"]),  # marks alone fold to nothing: no word
+    ],
+)
+def test_words_split_at_every_character_that_is_no_words(text, expected):
+    assert analysis.words(text) == expected
+
+
 def test_is_word_character_is_the_regular_expressions_for_every_character():
     differ = [
         code

@@ -29,19 +29,20 @@ COLUMNS = ("title", "headings", "url", "body")
 
 def fts_table(rows, deleted=()):
     """An in-memory FTS5 table of four columns as the search index makes its fts table (with the
-    tables the vocabulary reads beside it), *deleted* rows taken out as ``--update`` takes them out."""
+    tables the vocabulary reads beside it), *deleted* rows taken out as ``--update`` takes them out
+    (by docID: contentless_delete tables), not yet merged away."""
     db = apsw.Connection(":memory:")
     columns = ", ".join(COLUMNS)
-    db.execute(f"CREATE VIRTUAL TABLE fts USING fts5({columns}, content='', tokenize='ascii')")
+    options = "content='', contentless_delete=1, tokenize='ascii'"
+    db.execute(f"CREATE VIRTUAL TABLE fts USING fts5({columns}, {options})")
     for table in ("titles_fts", "anchors_fts"):
-        db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, content='', tokenize='ascii')")
+        db.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(text, {options})")
     with db:
         for doc_id, texts in rows.items():
             db.execute(f"INSERT INTO fts(rowid, {columns}) VALUES (?, ?, ?, ?, ?)", (doc_id, *texts))
-    with db:  # in a transaction of its own: the deletions are segments of their own
-        sql = f"INSERT INTO fts(fts, rowid, {columns}) VALUES ('delete', ?, ?, ?, ?, ?)"
+    with db:  # in a transaction of its own: the deletions are tombstones of their own
         for doc_id in deleted:
-            db.execute(sql, (doc_id, *rows[doc_id]))
+            db.execute("DELETE FROM fts WHERE rowid = ?", (doc_id,))
     return db
 
 

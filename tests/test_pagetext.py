@@ -390,3 +390,33 @@ def test_snippet_is_a_window_of_the_texts_terms(text, words, size):
     assert ranges == highlighted
     occurs = any(run.lower() in words for run in re.findall("[A-Za-z]+", text))
     assert bool(ranges) == occurs
+
+
+# Control characters are no more visible than whitespace: made spaces, whether the page holds them as
+# they are or as character references; characters that only look empty stay.
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (b"<p>a\x01b</p>", "a b"),
+        (b"<p>nul\x00l \x7fdel</p>", "nul l del"),
+        (b"<p>x\xc2\x85y</p>", "x y"),  # NEL, a C1 control and whitespace
+        (b"<p>a&#x9f;b</p>", "a\u0178b"),  # a reference to 0x9F is windows-1252's: a letter
+        (b"<p>so\xc2\xadft zero\xe2\x80\x8bwidth</p>", "so\u00adft zero\u200bwidth"),  # unprintable, kept
+        (b"<p>tab\there\n\xe2\x80\xa8sep</p>", "tab here sep"),
+    ],
+)
+def test_control_characters_are_spaces(body, expected):
+    assert visible_text(body) == expected
+
+
+_CONTROLS_AND_SPACES = list("ab &;#x19\x00\x01\x1b\x1c\x7f\x85\x9f\xa0\xad\u200b\u2028<>p")
+
+
+@given(st.text(alphabet=st.sampled_from(_CONTROLS_AND_SPACES), max_size=60))
+def test_control_characters_are_spaces_property(text):
+    # Written plainly: every control character made a space, then whitespace collapsed.
+    shown = visible_text(text.encode("utf-8"), 10_000)
+    expected = visible_text(re.sub(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]", " ", text).encode("utf-8"), 10_000)
+    if "&" not in text:  # a reference may name a control character, made a space after it is decoded
+        assert shown == expected
+    assert not re.search(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]", shown)

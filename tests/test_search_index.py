@@ -2,6 +2,7 @@
 hostile pages, refused when it belongs to another index."""
 
 import contextlib
+import os
 import resource
 import signal
 from unittest import mock
@@ -192,20 +193,69 @@ def _files_of_at_most(size):
     return limit
 
 
-def test_a_search_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(fixture_pages, tmp_path):
+@pytest.mark.parametrize("limit", [10_000, 100_000, 300_000, 600_000])
+def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(fixture_pages, tmp_path, limit):
     out = tmp_path / "out"
     out.mkdir()
     assert run_tse("index", fixture_pages, out / "index").returncode == 0
     before = {path.name: path.read_bytes() for path in out.iterdir()}
-    # Only the search index fails: the document store fits, and so does the spilled fields file of the
-    # one range (about 450 KB).
+    # 600 KB: only the search index fails (the document store fits, and so does the spilled fields
+    # file of the one range, about 450 KB); less, the store or the spilled fields too.
     assert len(before["index.search"]) > 600_000 > len(before["index.docs"])
-    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2", preexec_fn=_files_of_at_most(600_000))
+    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2", preexec_fn=_files_of_at_most(limit))
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
-    assert f"{out / 'index'}.search: " in stderr
+    if limit == 600_000:
+        assert f"{out / 'index'}.search: " in stderr
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
+
+
+@pytest.mark.parametrize("limit", [100_000, 300_000, 600_000])
+def test_an_update_that_cannot_be_written_fails_in_one_line_and_leaves_no_partial_file(tmp_path, limit):
+    pages = write_fixture_directory(tmp_path / "pages")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_tse("index", pages, out / "index").returncode == 0
+    (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
+    result = run_tse("index", pages, out / "index", "--update", preexec_fn=_files_of_at_most(limit))
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    assert sorted(path.name for path in out.iterdir()) == [
+        "index",
+        "index.bin",
+        "index.docs",
+        "index.search",
+        "index.stamp",
+    ]
+    # The SPEC index may be the new one already (the search index is written last): the next update
+    # or a full build mends the pair, and meanwhile rank=relevance says so.
+    assert run_tse("index", pages, out / "index", "--update").returncode == 0
+    found = run_tse("query", pages, out / "index", "--rank", "relevance", input=b"orchard\n")
+    assert found.returncode == 0 and b"Matches 1 documents" in found.stdout, found.stdout
+
+
+def test_an_index_in_a_directory_whose_name_is_not_utf8(fixture_pages, tmp_path):
+    out = tmp_path / os.fsdecode(b"caf\xe9")  # Latin-1 bytes, as an old file system may hold
+    out.mkdir()
+    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2")
+    assert result.returncode == 0, result.stderr
+    assert run_tse("index", fixture_pages, out / "index", "--update").returncode == 0
+    found = run_tse("query", fixture_pages, out / "index", "--rank", "relevance", input=b"installation\n")
+    assert found.returncode == 0 and b"Matches" in found.stdout, found.stdout
+
+
+def test_a_search_index_damaged_once_opened_is_an_answer_not_a_traceback(fixture_pages, tmp_path):
+    assert run_tse("index", fixture_pages, tmp_path / "index").returncode == 0
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    assert engine.answer("installation", "relevance").ranked  # opened, its checks passed
+    with open(search_path(tmp_path / "index"), "r+b") as search:  # its FTS5 pages zeroed, its meta kept
+        size = search.seek(0, os.SEEK_END)
+        search.seek(size // 4)
+        search.write(bytes(size // 2))
+    answers = [engine.answer(query, "relevance") for query in QUERIES]
+    assert any(answer.error and "cannot read the search index" in answer.error for answer in answers), answers
 
 
 _TARGETS = ["http://h/a", "http://h/b", "http://h/c", "http://elsewhere/"]

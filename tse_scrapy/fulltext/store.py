@@ -1,4 +1,4 @@
-"""The search index file, ``INDEXFILE.search``: an SQLite database with two FTS5 tables.
+"""The search index file, ``INDEXFILE.search``: an SQLite database of FTS5 tables and tables beside them.
 
 Written by ``tse index`` beside the SPEC index (which stays exactly the
 reference's).  Its tables:
@@ -31,6 +31,8 @@ reference's).  Its tables:
   how pages spell them, for typo tolerance and "did you mean";
 - ``heads``: what a snippet reads first of a page's stored text whatever the
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
+- ``term_counts``: how many pages hold each term of ``fts``, ``titles_fts`` and
+  ``anchors_fts`` (``_count_terms``);
 - ``meta``: the SPEC index it was written with (size and digest) and the
   languages of its pages.
 
@@ -161,7 +163,7 @@ class SearchIndexWriter:
         self._prepared = False
         partial = partial_path(self.path)
         partial.unlink(missing_ok=True)
-        self.db = apsw.Connection(str(partial))
+        self.db = _opened_for_writing(partial)
         try:
             _fast_writes(self.db)
             self.db.execute(_SCHEMA)
@@ -169,6 +171,7 @@ class SearchIndexWriter:
             self.db.execute("BEGIN")  # one transaction: the file is a partial one until renamed
         except apsw.Error:
             self.db.close()
+            partial.unlink(missing_ok=True)
             raise
 
     def add(self, doc_id: int, url: str, page: PackedPage) -> None:
@@ -225,9 +228,10 @@ def update(
     if problem:
         return problem
     partial = partial_path(path)
-    shutil.copyfile(path, partial)
-    db = apsw.Connection(str(partial))
+    db: apsw.Connection | None = None
     try:
+        shutil.copyfile(path, partial)
+        db = _opened_for_writing(partial)
         _fast_writes(db)
         db.execute("BEGIN")
         # The URLs whose anchors may change: those the removed and added pages link(ed) to, and
@@ -253,7 +257,8 @@ def update(
         _count_terms(db)
         db.execute("COMMIT")
     except BaseException:
-        db.close()
+        if db is not None:
+            db.close()
         partial.unlink(missing_ok=True)
         raise
     db.close()
@@ -279,6 +284,13 @@ def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     if meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
         return f"{path} does not match the index"
     return None
+
+
+def _opened_for_writing(path: Path) -> apsw.Connection:
+    # By its file URI: apsw takes a path as UTF-8, which a directory's name need not be (the URI
+    # percent-encodes its bytes).
+    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+    return apsw.Connection(path.resolve().as_uri(), flags=flags)
 
 
 def _fast_writes(db: apsw.Connection) -> None:

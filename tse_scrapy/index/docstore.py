@@ -118,6 +118,8 @@ class DocStoreWriter:
             self.db.executescript(_SCHEMA)
         except sqlite3.Error:
             self.db.close()
+            if self.path is not None:
+                partial_path(self.path).unlink(missing_ok=True)
             raise
 
     def add(

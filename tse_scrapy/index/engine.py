@@ -140,7 +140,12 @@ class QueryEngine:
         index = self.search_index
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
-        found = index.search(query, self.docs.lengths.keys(), self.gone, language)
+        import apsw  # (the search index's: imported with it)
+
+        try:
+            found = index.search(query, self.docs.lengths.keys(), self.gone, language)
+        except apsw.Error as error:  # damaged since it was opened (its checks passed)
+            return Answer(None, f"rank=relevance cannot read the search index ({error}): run tse index again")
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         return Answer(None, None, ranked, query, found.partial, found.marks, found.corrections, aliases)
 

@@ -34,6 +34,7 @@ import os
 import struct
 from array import array
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
@@ -209,16 +210,28 @@ class FieldsWriter:
     def add(self, doc_id: int, url: str, fields: bytes) -> None:
         """Add page *doc_id*'s *fields* (``fulltext.store.packed``), the pages in docID order."""
         encoded = url.encode("utf-8", "surrogatepass")
-        self._file.write(_RECORD.pack(doc_id, len(encoded), len(fields)))
-        self._file.write(encoded)
-        self._file.write(fields)
+        with self._named_in_errors():
+            self._file.write(_RECORD.pack(doc_id, len(encoded), len(fields)))
+            self._file.write(encoded)
+            self._file.write(fields)
         self.pages += 1
 
     def __enter__(self) -> FieldsWriter:
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._file.close()
+        with self._named_in_errors():
+            self._file.close()
+
+    @contextmanager
+    def _named_in_errors(self) -> Iterator[None]:
+        # A buffered file's write or close that fails (a full disk) does not say which file it was.
+        try:
+            yield
+        except OSError as error:
+            if error.filename is not None:
+                raise
+            raise OSError(error.errno, error.strerror, str(self.path)) from error
 
 
 def read_fields(path: Path) -> Iterator[tuple[int, str, bytes]]:
