@@ -6,9 +6,10 @@ processes with ``jobs`` > 1), each range into a sorted run spilled to a
 temporary directory beside the index (``index/runs.py``); the runs are then
 merged by word into the text index and its sidecar, streamed out, while the
 document store and the search index (``fulltext/store.py``: the workers
-analyze each page's fields too) receive each range's rows in docID order.  The temporary
-directory is removed whatever happens, and the index's files are put in place
-only once all of them are ready.  On an error or Ctrl-C the workers are
+analyze each page's fields too, spilled to a file beside the run) receive each
+range's rows in docID order.  The temporary directory is removed whatever
+happens, and the index's files are put in place only once all of them are
+ready (the search index written to its partial file before any is).  On an error or Ctrl-C the workers are
 stopped at once (terminated, waited for) and later Ctrl-Cs are ignored until
 that is done: none is left running, no temporary file is left behind.
 
