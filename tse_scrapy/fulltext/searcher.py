@@ -33,7 +33,7 @@ from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from .bm25function import Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
-from .store import COUNTED_WITH, FIELDS, check, counted_key, search_path
+from .store import COUNTED_WITH, FIELDS, check, connect, counted_key, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
 # the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed
@@ -114,9 +114,7 @@ class SearchIndex:
             return problem
         try:
             # Read with apsw's SQLite (a newer FTS5 than the system's: see the module's docstring).
-            flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-            db = apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=flags)
-            return cls(db)
+            return cls(connect(path))
         except apsw.Error as error:
             return f"{path} cannot be read ({error})"
 

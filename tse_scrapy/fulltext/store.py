@@ -163,7 +163,7 @@ class SearchIndexWriter:
         self._prepared = False
         partial = partial_path(self.path)
         partial.unlink(missing_ok=True)
-        self.db = _opened_for_writing(partial)
+        self.db = connect(partial, writable=True)
         try:
             _fast_writes(self.db)
             self.db.execute(_SCHEMA)
@@ -231,7 +231,7 @@ def update(
     db: apsw.Connection | None = None
     try:
         shutil.copyfile(path, partial)
-        db = _opened_for_writing(partial)
+        db = connect(partial, writable=True)
         _fast_writes(db)
         db.execute("BEGIN")
         # The URLs whose anchors may change: those the removed and added pages link(ed) to, and
@@ -271,8 +271,7 @@ def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     if not path.is_file():
         return f"no search index {path}"
     try:
-        flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
-        db = apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=flags)
+        db = connect(path)
         try:
             meta = dict(db.execute("SELECT key, value FROM meta"))
         finally:
@@ -286,11 +285,15 @@ def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     return None
 
 
-def _opened_for_writing(path: Path) -> apsw.Connection:
-    # By its file URI: apsw takes a path as UTF-8, which a directory's name need not be (the URI
-    # percent-encodes its bytes).
-    flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
-    return apsw.Connection(path.resolve().as_uri(), flags=flags)
+def connect(path: Path, *, writable: bool = False) -> apsw.Connection:
+    """The search index file *path* opened with apsw, read-only unless *writable* (created if need be).
+    By its file URI: apsw takes a path as UTF-8, which a directory's name need not be (the URI
+    percent-encodes its bytes)."""
+    if writable:
+        return apsw.Connection(
+            path.resolve().as_uri(), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+        )
+    return apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
 
 def _fast_writes(db: apsw.Connection) -> None:

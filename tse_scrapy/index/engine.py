@@ -15,6 +15,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+import apsw
+
 from ..fulltext.matching import Marks
 from ..fulltext.searcher import SearchIndex
 from ..rules.files import pagedir
@@ -140,8 +142,6 @@ class QueryEngine:
         index = self.search_index
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
-        import apsw  # (the search index's: imported with it)
-
         try:
             found = index.search(query, self.docs.lengths.keys(), self.gone, language)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
