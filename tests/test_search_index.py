@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tests.conftest import run_tse
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
+from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, store
 from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
@@ -212,25 +213,42 @@ def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(f
 
 
 @pytest.mark.parametrize("limit", [100_000, 300_000, 600_000])
-def test_an_update_that_cannot_be_written_fails_in_one_line_and_leaves_no_partial_file(tmp_path, limit):
+def test_an_update_that_cannot_be_written_fails_in_one_line_and_changes_nothing(tmp_path, limit):
     pages = write_fixture_directory(tmp_path / "pages")
     out = tmp_path / "out"
     out.mkdir()
     assert run_tse("index", pages, out / "index").returncode == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    # Every limit is under the search index's size: its copy fails, before any file is put in place.
+    assert len(before["index.search"]) > 600_000
     (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
     result = run_tse("index", pages, out / "index", "--update", preexec_fn=_files_of_at_most(limit))
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
-    assert sorted(path.name for path in out.iterdir()) == [
-        "index",
-        "index.bin",
-        "index.docs",
-        "index.search",
-        "index.stamp",
-    ]
-    # The SPEC index may be the new one already (the search index is written last): the next update
-    # or a full build mends the pair, and meanwhile rank=relevance says so.
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
+    assert run_tse("index", pages, out / "index", "--update").returncode == 0
+    found = run_tse("query", pages, out / "index", "--rank", "relevance", input=b"orchard\n")
+    assert found.returncode == 0 and b"Matches 1 documents" in found.stdout, found.stdout
+
+
+def test_an_update_whose_other_files_cannot_be_written_leaves_the_search_index_as_it_was(tmp_path):
+    pages = write_fixture_directory(tmp_path / "pages")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_tse("index", pages, out / "index").returncode == 0
+    before = {path.name: path.read_bytes() for path in out.iterdir()}
+    (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
+    # The search index is written (to its partial file) first; then the store cannot be: a directory
+    # stands where its partial file goes.
+    blocker = partial_path(out / "index.docs")
+    blocker.mkdir()
+    result = run_tse("index", pages, out / "index", "--update")
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    blocker.rmdir()
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # the search partial gone too
     assert run_tse("index", pages, out / "index", "--update").returncode == 0
     found = run_tse("query", pages, out / "index", "--rank", "relevance", input=b"orchard\n")
     assert found.returncode == 0 and b"Matches 1 documents" in found.stdout, found.stdout

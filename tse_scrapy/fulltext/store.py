@@ -209,20 +209,36 @@ class SearchIndexWriter:
             partial_path(self.path).unlink(missing_ok=True)
 
 
-def update(
+@dataclasses.dataclass(frozen=True)
+class PreparedUpdate:
+    """An updated search index written whole to its partial file, not yet in place."""
+
+    partial: Path
+    path: Path
+
+    def put_in_place(self) -> None:
+        os.replace(self.partial, self.path)
+
+    def discard(self) -> None:
+        self.partial.unlink(missing_ok=True)
+
+
+def prepare_update(
     indexfile: str | os.PathLike,
     old: tuple[int, bytes],
     new: tuple[int, bytes],
     removed: Iterable[int],
     added: dict[int, tuple[str, bytes]],
     canonicals: dict[str, str] | None = None,
-) -> str | None:
-    """Apply an update to the search index beside *indexfile*, written with the SPEC index *old*
-    (size, digest), for the SPEC index *new*: the pages *removed* (gone or changed) lose their rows,
-    the pages *added* (new or changed: URL and ``packed`` fields) gain theirs, and the pages whose
-    anchor text changed with them get it anew.  The result answers every query as a full build does.
+) -> PreparedUpdate | str:
+    """Write an update of the search index beside *indexfile*, written with the SPEC index *old*
+    (size, digest), for the SPEC index *new*, to its partial file: the pages *removed* (gone or
+    changed) lose their rows, the pages *added* (new or changed: URL and ``packed`` fields) gain
+    theirs, and the pages whose anchor text changed with them get it anew.  The result answers every
+    query as a full build does once put in place (``PreparedUpdate.put_in_place``), after the SPEC
+    index: what can fail (a full disk) fails before any file of the index is changed.
 
-    Returns why it cannot (missing, of another index: nothing written), else None."""
+    Returns why it cannot (missing, of another index: nothing written)."""
     path = search_path(indexfile)
     problem = check(path, *old)
     if problem:
@@ -262,8 +278,7 @@ def update(
         partial.unlink(missing_ok=True)
         raise
     db.close()
-    os.replace(partial, path)
-    return None
+    return PreparedUpdate(partial, path)
 
 
 def check(path: Path, index_size: int, index_digest: bytes) -> str | None:

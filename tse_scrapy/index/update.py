@@ -11,8 +11,9 @@ postings of untouched words from the old sidecar, and the store is written
 anew with the unchanged pages' rows copied from the old one.  The result is
 what a full ``tse index`` of the directory writes, byte for byte.  The search
 index (``INDEXFILE.search``) loses the rows of the pages removed and gains
-those of the pages read (``fulltext.store.update``): it answers every query
-as a full build's does.
+those of the pages read (``fulltext.store.prepare_update``): it answers every
+query as a full build's does.  As in a full build, it is written before any
+file is put in place and put in place last.
 
 An index without a usable store (missing, of an older format, not written
 with this text index), without a matching sidecar or without a matching
@@ -120,22 +121,31 @@ def _update(
         new_text, new_sidecar = merge(text, sidecar, stored.words(removed), added)
     except (_Mismatch, zlib.error) as error:
         return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
-    # The store is written anew, row by row in the order of a full index (the unchanged rows copied
-    # from the old store): the same file, byte for byte, at the cost of a copy.  All three files are
-    # put in place only once everything is ready, each atomically, in the order of a full index:
-    # a store that does not match its text is never taken as valid.
-    with DocStoreWriter(docs_path(indexfile)) as docs:
-        for doc_id in present:
-            docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
-        new_digest = text_digest(new_text)
-        write_atomically(indexfile, new_text)
-        write_atomically(sidecar_path(indexfile), new_sidecar)
-        write_stamp(indexfile, new_digest)
-        docs.finish(len(new_text), new_digest, scan)
-    # The search index last, as a full index writes it: changed before it is, it is not taken as the
+    new_digest = text_digest(new_text)
+    # The search index written first, to its partial file, as a full index writes it: a full disk
+    # there changes no file.  It is put in place last: changed before it is, it is not taken as the
     # new index's (its record of the index it belongs with says the old one).
     old = (len(text), text_digest(text))
-    return search_store.update(indexfile, old, (len(new_text), new_digest), removed, fields, notes.canonicals)
+    search = search_store.prepare_update(indexfile, old, (len(new_text), new_digest), removed, fields, notes.canonicals)
+    if isinstance(search, str):
+        return search
+    try:
+        # The store is written anew, row by row in the order of a full index (the unchanged rows
+        # copied from the old store): the same file, byte for byte, at the cost of a copy.  The files
+        # are put in place only once everything is ready, each atomically, in the order of a full
+        # index: a store that does not match its text is never taken as valid.
+        with DocStoreWriter(docs_path(indexfile)) as docs:
+            for doc_id in present:
+                docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
+            write_atomically(indexfile, new_text)
+            write_atomically(sidecar_path(indexfile), new_sidecar)
+            write_stamp(indexfile, new_digest)
+            docs.finish(len(new_text), new_digest, scan)
+    except BaseException:
+        search.discard()
+        raise
+    search.put_in_place()
+    return None
 
 
 def merge(
