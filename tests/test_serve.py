@@ -35,6 +35,58 @@ def test_a_real_server_answers_searches(server):
     assert f"{MANY} documents match" in html and "page 2 of 3" in html
 
 
+def _exchange(base: str, data: bytes, pieces: int = 1) -> bytes:
+    """What the server at *base* answers to *data*, sent in *pieces* writes, read until it closes
+    the connection or goes quiet for a second."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        size = -(-len(data) // pieces)
+        try:
+            for start in range(0, len(data), size):
+                connection.sendall(data[start : start + size])
+        except OSError:  # closed by the server before all was sent (its answer is read below)
+            pass
+        connection.settimeout(1)
+        answer = b""
+        try:
+            while chunk := connection.recv(65536):
+                answer += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return answer
+
+
+def _get(path: str, header: bytes = b"", close: bool = False) -> bytes:
+    return b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s\r\n" % (
+        path.encode(),
+        header,
+        b"Connection: close\r\n" if close else b"",
+    )
+
+
+def test_a_request_head_past_the_bound_is_refused_431(server):
+    # 1 MB in one write, and 100 KB a kilobyte at a time: both past the 64 KB bound.
+    for size, pieces in ((1_000_000, 1), (100_000, 100)):
+        answer = _exchange(server, _get("/healthz", b"X-Big: " + b"a" * size + b"\r\n"), pieces)
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+        assert answer.endswith(b"Request header fields too large.\n")
+    # The worker that refused is free at once: a search is answered.
+    with urllib.request.urlopen(f"{server}/search?q=emu", timeout=10) as response:
+        assert response.status == 200
+
+
+def test_request_heads_within_the_bound_are_answered_however_they_come(server):
+    # A 40 KB header; then 300 requests on one kept-alive connection (about 240 KB of heads in all,
+    # each one small); then 100 requests pipelined in one write (over 64 KB in that write).
+    answer = _exchange(server, _get("/healthz", b"X-Big: " + b"a" * 40_000 + b"\r\n", close=True))
+    assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"ok"), answer[:200]
+    padding = b"X-Pad: " + b"p" * 700 + b"\r\n"
+    for pieces in (300, 1):
+        requests = [_get("/healthz", padding) for _ in range(299)] + [_get("/healthz", padding, close=True)]
+        answer = _exchange(server, b"".join(requests), pieces)
+        assert answer.count(b"HTTP/1.1 200 ") == 300 and b" 431 " not in answer, answer[-300:]
+
+
 def refusal(*args):
     result = run_tse("serve", *args, timeout=60)
     lines = result.stderr.decode().splitlines()

@@ -26,8 +26,10 @@ from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 from ..index.engine import QueryEngine
 from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
 from .balancing import BalancedConfig, BalancedServer, ConnectionShares
+from .protocol import BoundedHttpToolsProtocol
 
-LOGGING = {"log_level": "warning", "access_log": False, "lifespan": "off"}
+# uvicorn logs only warnings; its HTTP protocol is httptools with the request head bounded.
+UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "off", "http": BoundedHttpToolsProtocol}
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -53,7 +55,7 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
     hosts = allowed_hosts(sock.getsockname()[0])
     try:
         if workers == 1:
-            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **LOGGING)).run(sockets=[sock])
+            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **UVICORN_OPTIONS)).run(sockets=[sock])
             return True
         # Each worker process opens the index anew (see create_app_from_environment).
         engine.close()
@@ -67,12 +69,12 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
             # ... and builds each worker's server from this class: one that shares the connections
             # evenly among the workers, by counts in memory the forked workers share (balancing.py).
             uvicorn.supervisors.multiprocess.Server = BalancedServer  # type: ignore[misc]
-            config = BalancedConfig(app, ConnectionShares(workers), factory=True, workers=workers, **LOGGING)
+            config = BalancedConfig(app, ConnectionShares(workers), factory=True, workers=workers, **UVICORN_OPTIONS)
             # A forked worker would keep the supervisor's handlers (which only queue a signal) until
             # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
             os.register_at_fork(after_in_child=_default_signals)
         else:
-            config = uvicorn.Config(app, factory=True, workers=workers, **LOGGING)
+            config = uvicorn.Config(app, factory=True, workers=workers, **UVICORN_OPTIONS)
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
     except KeyboardInterrupt:
