@@ -114,6 +114,37 @@ def test_many_queries_and_no_final_newline(engine):
     )
 
 
+@pytest.mark.parametrize("rank", ["tse", "relevance"])
+def test_an_endless_line_is_not_held_whole(engine, rank):
+    # 30 MB of letters on one line, then a query: the long line answered as too long, in bounded
+    # memory, and the next line answered as usual.
+    pages, index = engine
+    text = b"emu" * 10_000_000 + b"\nemu\n"
+    limit = 200 * 1024 * 1024  # address space: far less than the line held whole several times over
+    result = subprocess.run(
+        [
+            "/bin/sh",
+            "-c",
+            f'ulimit -v {limit // 1024} && exec "$0" "$@"',
+            BIN / "tse",
+            "query",
+            pages,
+            index,
+            "--rank",
+            rank,
+        ],
+        input=text,
+        capture_output=True,
+        env=clean_env(),
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == "Error: the query is too long (at most 2,000,000 characters)."
+    assert lines[1].startswith("Query: emu") and "doc   2" in result.stdout.decode()
+
+
 def test_same_answers_without_the_sidecar(engine):
     everything = "cat\ncat or dog\nemu and cat or dog\nyak\n"
     with_sidecar = query(engine, everything)

@@ -12,6 +12,11 @@ from .engine import Answer, QueryEngine
 from .storage import IndexReader
 
 PROMPT = "Query? "
+# A line is read to at most this many characters: one endless line (hostile input) is not held whole.
+# A longer one is read on to its end and answered as too long, whatever the rank: twice the 1 MB
+# line answered in bounded time and memory (bench/RESULTS.md); rank=relevance refuses more than
+# 1,000 characters anyway.
+MAX_LINE_CHARACTERS = 2_000_000
 DIVIDER = "-" * 47
 SCORE_FORMATS = {
     "tse": "score {:3d} doc {:3d}: {}\n",
@@ -122,9 +127,15 @@ def run(querier: Querier, stdin: TextIO | None = None, stdout: TextIO | None = N
             if interactive:
                 stdout.write(PROMPT)
                 stdout.flush()
-            line = stdin.readline()
+            line = stdin.readline(MAX_LINE_CHARACTERS + 1)
             if not line:
                 break
+            if len(line) > MAX_LINE_CHARACTERS and not line.endswith("\n"):
+                while (rest := stdin.readline(MAX_LINE_CHARACTERS)) and not rest.endswith("\n"):
+                    pass
+                stdout.write(f"Error: the query is too long (at most {MAX_LINE_CHARACTERS:,} characters).\n")
+                stdout.flush()
+                continue
             line = line.removesuffix("\n")
         stdout.write(querier.answer(line))
         stdout.flush()
