@@ -1,22 +1,33 @@
 """Two candidate full-text libraries for the search index (issue 27), on the same analyzed input.
 
 Candidate 1 is SQLite FTS5, as ``tse index`` writes it (``fulltext/store.py``,
-queried by ``fulltext/searcher.py``); candidate 2 is tantivy (tantivy-py), fed
-the very same index terms (``rules.text.pagefields``: already normalized, folded,
-stemmed and cut into CJK bigrams; tantivy only splits them at the spaces).
+format 7: contentless_delete tables, written and read with apsw's SQLite, as
+the system's cannot read them; queried by ``fulltext/searcher.py``); candidate
+2 is tantivy (tantivy-py), fed the very same index terms
+(``rules.text.pagefields``: already normalized, folded, stemmed and cut into
+CJK bigrams; tantivy only splits them at the spaces).
 
 1. **Build**: wall time, CPU time (every thread), peak RSS and size on disk,
    on the known-item all-sites directory and on wikipedia-copies-20000.  The
    pages are analyzed once (2 processes) into pickles under /tmp/candidates/,
-   so that only the engines' own indexing is timed, each in a fresh process.
+   with what an indexing worker gives the writer (``store.packed``: the links
+   compressed, the content digest, the snippet's head), so that only the
+   engines' own indexing is timed, each in a fresh process.  FTS5 is built
+   twice: whole (``SearchIndexWriter``, every side table) and its FTS5 tables
+   alone (all five of them: fts, phrases_fts, titles_fts, anchors_fts,
+   beyond_fts; tantivy is given no counterpart of phrases_fts and beyond_fts).
 2. **Known-item MRR@100**: each page's title as the query, on the
    installation guide in every language, both engines given the same parsed
    query and the same forms (folded word and its stems in the index's
    languages); titles two pages share are left out.
 3. **Latency**: 1,000 seeded random titles, one by one, in-process, after 50
    not counted, on all-sites and on the 20,000 pages.
-4. **Update**: 5 pages removed and added back changed; are the scores of 20
+4. **Update**: 5 pages removed and added back changed (FTS5:
+   ``store.prepare_update`` then ``put_in_place``); are the scores of 20
    queries those of a fresh build of the same pages?
+
+Smaller runs: ``CANDIDATES_SMALL=1`` leaves out the 20,000 pages,
+``CANDIDATES_BUILD_RUNS=1`` builds each index once (default 2, the fastest kept).
 
 Prints a markdown report and writes it to /tmp/candidates/report.md.
 Alone: ``python -m bench.candidates_bench``.
@@ -35,7 +46,6 @@ import random
 import re
 import resource
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -58,11 +68,11 @@ from tse_scrapy.fulltext import searcher as fts5_searcher
 from tse_scrapy.fulltext import store
 from tse_scrapy.fulltext.matching import word_forms
 from tse_scrapy.fulltext.searcher import SearchIndex
+from tse_scrapy.index.docstore import TEXT_LIMIT
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.queries.searchquery import Clause, SearchQuery, SearchQueryError, parse_search_query
 from tse_scrapy.rules.text import analysis
-from tse_scrapy.rules.text.pagefields import PageFields, page_fields
-from tse_scrapy.rules.text.pagetext import page_title
+from tse_scrapy.rules.text.pagefields import PageFields, page_fields, page_text
 
 OUT = Path("/tmp/candidates")
 CACHE = OUT / "cache"
@@ -86,34 +96,58 @@ TANTIVY_THREADS = 2
 TERMS = "terms"  # the tantivy analyzer: split at whitespace, nothing else (the terms are analyzed already)
 FIELDS = ("title", "headings", "url", "body")
 WEIGHTS = {"title": 10.0, "headings": 3.0, "url": 3.0, "body": 1.0, "anchors": 1.0}
-# The source the analyzed pages depend on: a cache made with other source is made again (the
-# 20,000 pages excepted: minutes to make; the report says when their cache is of other source).
-ANALYSIS_SOURCES = ("analysis.py", "pagefields.py", "pagetext.py")
+# The source the analyzed pages depend on (under tse_scrapy/): a cache made with other source is made
+# again (the 20,000 pages excepted: minutes to make; the report says when their cache is of other source).
+ANALYSIS_SOURCES = (
+    "rules/text/*.py",  # analysis, pagefields, pagetext, encodings, words
+    "rules/web/urls.py",  # the links' targets
+    "rules/web/duplicates.py",  # the canonical URL, the content digest
+    "rules/queries/searchsnippet.py",  # the snippet's head
+    "fulltext/store.py",  # packed
+)
+# What a cache holds: made again, the 20,000 pages' too, when this changes.
+CACHE_FORMAT = "2"
 
-Doc = tuple[int, str, str, PageFields]  # docID, URL, title as page_title gives it, fields
+# docID, URL, title (as the document store keeps it), fields (with links and vocabulary), and the
+# page as an indexing worker gives it to the writer (store.PackedPage: no links or vocabulary in its
+# fields; the links compressed, the content digest, the snippet's head).
+Doc = tuple[int, str, str, PageFields, store.PackedPage]
 
 
 # ---------------------------------------------------------------- analysis, once
 
 
 def analysis_digest() -> str:
-    digest = hashlib.sha256()
-    for name in ANALYSIS_SOURCES:
-        digest.update((ROOT / "tse_scrapy" / "rules" / name).read_bytes())
+    digest = hashlib.sha256(CACHE_FORMAT.encode())
+    for pattern in ANALYSIS_SOURCES:
+        paths = sorted((ROOT / "tse_scrapy").glob(pattern))
+        if not paths:
+            raise SystemExit(f"bench: no tse_scrapy/{pattern}: ANALYSIS_SOURCES names source that is gone")
+        for path in paths:
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
-def _analyze(task: tuple[str, int]) -> tuple[int, str, str, dict]:
-    directory, doc_id = task
+def read_text(directory: str | Path, doc_id: int) -> tuple[str, PageFields, str, str]:
+    """A page as the indexer reads it (decoded once, ``page_text``): its URL, fields, title and the
+    text the document store keeps (which ``store.packed`` makes the snippet's head of)."""
     page = pagedir.read_page(directory, doc_id)
-    fields = page_fields(page.url, page.body)
+    shown = page_text(page.body)
+    return page.url, page_fields(page.url, page.body, None, shown), shown.title, shown.visible_text(TEXT_LIMIT)
+
+
+def _analyze(task: tuple[str, int]) -> tuple[int, str, str, dict, bytes, str, bytes]:
+    directory, doc_id = task
+    url, fields, title, text = read_text(directory, doc_id)
     values = {field.name: getattr(fields, field.name) for field in dataclasses.fields(fields)}
-    return doc_id, page.url, page_title(page.body), values
+    # What the indexing worker sends the writer (indexer.index_range), kept but for the fields.
+    page = store.unpacked(store.packed(dataclasses.replace(fields, vocabulary=()), text))
+    return doc_id, url, title, values, page.links, page.digest, page.head
 
 
 def cache_paths(directory: Path, digest: str) -> tuple[Path, Path]:
     """The pickle of a directory's analyzed pages, and the small one of its titles and languages."""
-    stem = directory.name if directory == BIG else f"{directory.name}-{digest}"
+    stem = f"{directory.name}-v{CACHE_FORMAT}" if directory == BIG else f"{directory.name}-{digest}"
     return CACHE / f"{stem}.pickle", CACHE / f"{stem}.meta.pickle"
 
 
@@ -138,7 +172,7 @@ def analyze_all(directories: list[Path], digest: str) -> dict[str, dict]:
     return infos
 
 
-def write_cache(directory: Path, docs: list[tuple[int, str, str, dict]], seconds: float, digest: str) -> None:
+def write_cache(directory: Path, docs: list[tuple], seconds: float, digest: str) -> None:
     data, meta = cache_paths(directory, digest)
     for path, value in (
         (data, docs),
@@ -146,11 +180,9 @@ def write_cache(directory: Path, docs: list[tuple[int, str, str, dict]], seconds
             meta,
             {
                 "pages": len(docs),
-                "languages": sorted({values["language"] for _, _, _, values in docs if values["language"]}),
-                "titles": [(doc_id, title) for doc_id, _, title, _ in docs],
-                "terms_mb": sum(
-                    len(values[name]) for _, _, _, values in docs for name in ("title", "headings", "url", "body")
-                )
+                "languages": sorted({doc[3]["language"] for doc in docs if doc[3]["language"]}),
+                "titles": [(doc[0], doc[2]) for doc in docs],
+                "terms_mb": sum(len(doc[3][name]) for doc in docs for name in ("title", "headings", "url", "body"))
                 / 1e6,
                 "seconds": seconds,
                 "digest": digest,
@@ -164,28 +196,39 @@ def write_cache(directory: Path, docs: list[tuple[int, str, str, dict]], seconds
 
 
 def load_docs(path: Path) -> list[Doc]:
+    docs = []
     with open(path, "rb") as data:
-        return [(doc_id, url, title, PageFields(**values)) for doc_id, url, title, values in pickle.load(data)]
+        for doc_id, url, title, values, links, digest, head in pickle.load(data):
+            fields = PageFields(**values)
+            page = store.PackedPage(dataclasses.replace(fields, links=(), vocabulary=()), links, digest, head)
+            docs.append((doc_id, url, title, fields, page))
+    return docs
 
 
 # ---------------------------------------------------------------- building
 
 
 def build_fts5(path: Path, docs: Sequence[Doc]) -> None:
-    """The search index as ``tse index`` writes it: fts, anchors_fts and their side tables."""
-    writer = store.SearchIndexWriter(path)
-    for doc_id, url, _, fields in docs:
-        writer.add(doc_id, url, fields)
-    writer.add_vocabulary({})
-    writer.finish(0, b"")
+    """The search index as ``tse index`` writes it (``indexer.write_index_files``): each page's
+    PackedPage added, the pages' vocabulary (the first spelling of a word, in docID order, as the
+    indexer's ranges give it), then ``finish``: anchors gathered, duplicates grouped, segments merged,
+    terms counted, meta written, the file renamed into place."""
+    with store.SearchIndexWriter(path) as writer:
+        spellings: dict[str, str] = {}
+        for doc_id, url, _, fields, page in docs:
+            writer.add(doc_id, url, page)
+            for word, spelling in fields.vocabulary:
+                spellings.setdefault(word, spelling)
+        writer.add_vocabulary(spellings)
+        writer.finish(0, b"")
 
 
 def gather_anchors(docs: Sequence[Doc]) -> dict[int, str]:
     """store.gather_anchors over pages in memory: each page's anchor terms, as FTS5's are gathered."""
     pages_at: dict[str, list[int]] = {}
-    for doc_id, url, _, _ in docs:
+    for doc_id, url, *_ in docs:
         pages_at.setdefault(url, []).append(doc_id)
-    return store.gather_anchors(pages_at, ((source, list(fields.links)) for source, _, _, fields in docs))
+    return store.gather_anchors(pages_at, ((doc[0], list(doc[3].links)) for doc in docs))
 
 
 def tantivy_schema() -> tantivy.Schema:
@@ -226,40 +269,62 @@ def build_tantivy(path: Path, docs: Sequence[Doc]) -> None:
     index = _register(tantivy.Index(tantivy_schema(), str(path), reuse=False))
     writer = index.writer(TANTIVY_HEAP, TANTIVY_THREADS)
     anchors = gather_anchors(docs)
-    for doc_id, _, _, fields in docs:
+    for doc_id, _, _, fields, _ in docs:
         writer.add_document(tantivy_document(doc_id, fields, anchors.get(doc_id, "")))
     writer.commit()
     writer.wait_merging_threads()
 
 
 def build_fts5_only(path: Path, docs: Sequence[Doc]) -> None:
-    """Only what the engine needs, for tantivy's like: the fts and anchors_fts tables, the anchors
-    gathered in Python (no pages, links or vocabulary tables, which an update and corrections need)."""
+    """Only what the engine needs, for tantivy's like: store.py's FTS5 tables, written as the writer
+    writes them (journal off, merges left to the end, then each table's segments merged into one),
+    the anchors gathered in Python (no pages, links, vocabulary, heads, duplicates or term counts,
+    which an update, corrections, snippets and grouping need)."""
     path.unlink(missing_ok=True)
-    db = sqlite3.connect(path)
-    for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-32000"):
-        db.execute(f"PRAGMA {pragma}")
-    # The FTS5 tables of store.py's schema, whatever they are now (fts, titles_fts, anchors_fts).
-    virtual = [line for line in store._SCHEMA.splitlines() if line.startswith("CREATE VIRTUAL TABLE")]
-    db.executescript("\n".join(virtual))
-    page_tables = {line.split()[3]: FTS5_COLUMNS.get(line.split()[3]) for line in virtual}
-    page_tables.pop("anchors_fts", None)
-    for table_name, columns in page_tables.items():
-        if columns is None:
-            raise SystemExit(f"bench: store.py has an FTS5 table this bench does not know: {table_name}")
-    for doc_id, _, _, fields in docs:
-        for table_name, columns in page_tables.items():
-            db.execute(
-                f"INSERT INTO {table_name}(rowid, {', '.join(columns)}) VALUES (?, {', '.join('?' for _ in columns)})",
-                (doc_id, *(getattr(fields, column) for column in columns)),
-            )
-    for doc_id, terms in gather_anchors(docs).items():
-        db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
-    db.commit()
-    db.close()
+    db = store.connect(path, writable=True)  # apsw's SQLite: contentless_delete needs 3.43
+    try:
+        store._fast_writes(db)
+        # The FTS5 tables of store.py's schema, whatever they are now (fts, phrases_fts, ...).
+        virtual = [line for line in store._SCHEMA.splitlines() if line.startswith("CREATE VIRTUAL TABLE")]
+        db.execute("\n".join(virtual))
+        store._merges_left_to_the_end(db)
+        page_tables: dict[str, tuple[str, list[str]]] = {}  # table: its INSERT, the attributes inserted
+        for line in virtual:
+            table_name = line.split()[3]
+            columns = [part.strip() for part in line[line.index("(") + 1 : line.rindex(")")].split(",")]
+            columns = [column for column in columns if "=" not in column]
+            if table_name == "anchors_fts":
+                continue
+            known = FTS5_COLUMNS.get(table_name)
+            if known is None or list(known) != columns:
+                raise SystemExit(f"bench: store.py has an FTS5 table this bench does not know: {line}")
+            marks = ", ".join("?" for _ in columns)
+            insert = f"INSERT INTO {table_name}(rowid, {', '.join(columns)}) VALUES (?, {marks})"
+            page_tables[table_name] = (insert, list(known.values()))
+        db.execute("BEGIN")
+        for doc_id, _, _, fields, _ in docs:
+            for table_name, (insert, attributes) in page_tables.items():
+                values = [getattr(fields, attribute) for attribute in attributes]
+                if table_name in FTS5_IF_ANY and not any(values):
+                    continue
+                db.execute(insert, (doc_id, *values))
+        for doc_id, terms in gather_anchors(docs).items():
+            db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
+        store._merge_segments(db)
+        db.execute("COMMIT")
+    finally:
+        db.close()
 
 
-FTS5_COLUMNS = {"fts": FIELDS, "titles_fts": ("title",)}
+# store.py's FTS5 tables but anchors_fts: each column -> the PageFields attribute inserted in it (as
+# store._insert_page inserts them); rows of FTS5_IF_ANY only for pages with something to put in them.
+FTS5_COLUMNS = {
+    "fts": {name: name for name in FIELDS},
+    "phrases_fts": {"title": "title_words", "body": "body_words"},
+    "titles_fts": {"title": "title"},
+    "beyond_fts": {"terms": "beyond", "words": "beyond_words"},
+}
+FTS5_IF_ANY = {"beyond_fts"}
 # The engines searched; and what is built (and timed) on the big directories.
 BUILDERS: dict[str, Callable[[Path, Sequence[Doc]], None]] = {"fts5": build_fts5, "tantivy": build_tantivy}
 BUILDS = {"fts5": build_fts5, "fts5 (FTS tables only)": build_fts5_only, "tantivy": build_tantivy}
@@ -338,15 +403,23 @@ def measured_build(engine: str, directory: Path, digest: str) -> dict:
 
 
 def fts5_sizes(path: Path) -> str:
-    """The FTS5 tables' share of the file, and the rest's (pages, links, vocabulary, anchors)."""
-    db = sqlite3.connect(path)
+    """Each FTS5 table's share of the file (its shadow tables), and the rest's (pages, links,
+    vocabulary, anchors, same, groups, heads, term_counts, meta and their indexes)."""
+    db = store.connect(path)  # apsw's SQLite, read-only (dbstat is compiled in)
     try:
         sizes = dict(db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"))
     finally:
         db.close()
-    fts = sum(size for name, size in sizes.items() if "fts_" in name)  # fts_data, titles_fts_idx ...
+    by_table: Counter = Counter()
+    for name, size in sizes.items():
+        for table in store.FTS_TABLES:
+            if name.startswith(table + "_"):  # fts_data, titles_fts_idx ...
+                by_table[table] += size
+                break
+    fts = sum(by_table.values())
     rest = sum(sizes.values()) - fts
-    return f"FTS5 tables {fts / 1e6:.1f} MB, side tables {rest / 1e6:.1f} MB"
+    tables = ", ".join(f"{table} {by_table[table] / 1e6:.1f}" for table in store.FTS_TABLES)
+    return f"FTS5 tables {fts / 1e6:.1f} MB ({tables}), side tables {rest / 1e6:.1f} MB"
 
 
 def tantivy_sizes(path: Path) -> str:
@@ -368,7 +441,7 @@ class Fts5Search:
     name = "fts5"
 
     def __init__(self, path: Path):
-        self.index = SearchIndex(apsw.Connection(str(path)))  # as SearchIndex.open reads it
+        self.index = SearchIndex(store.connect(path))  # as SearchIndex.open reads it (apsw, read-only)
 
     def search(self, query: SearchQuery) -> list[tuple[int, float]]:
         return self.index.search(query).ranked[:TOP]
@@ -495,11 +568,13 @@ def mrr_part(guides: list[Path], digest: str, infos: dict[str, dict]) -> tuple[l
         for engine, build in BUILDERS.items():
             build(index_path(engine, directory.name), docs)
         # The anchors tantivy was given are those FTS5 gathered.
-        db = sqlite3.connect(index_path("fts5", directory.name))
-        if dict(db.execute("SELECT doc_id, terms FROM anchors")) != gather_anchors(docs):
-            anchor_mismatches += 1
-        db.close()
-        titles = [(doc_id, title) for doc_id, _, title, _ in docs]
+        db = store.connect(index_path("fts5", directory.name))
+        try:
+            if dict(db.execute("SELECT doc_id, terms FROM anchors")) != gather_anchors(docs):
+                anchor_mismatches += 1
+        finally:
+            db.close()
+        titles = [(doc[0], doc[2]) for doc in docs]
         rows.append(known_item_row(directory.name, len(docs), titles, languages))
     return rows, anchor_mismatches
 
@@ -578,20 +653,25 @@ def compare(updated: list[tuple[int, float]], fresh: list[tuple[int, float]]) ->
 
 def update_part(directory: Path, digest: str, languages: list[str]) -> dict:
     docs = load_docs(cache_paths(directory, digest)[0])
-    items = known_items([(doc_id, title) for doc_id, _, title, _ in docs])
+    items = known_items([(doc[0], doc[2]) for doc in docs])
     rng = random.Random(SEED)
     changed_ids = sorted(rng.sample([doc_id for doc_id, _, _ in items], UPDATED_PAGES))
-    changed: dict[int, tuple[str, PageFields]] = {}
-    final_docs = []
+    # The changed pages as tse index --update gives them to store.prepare_update (update.py: URL and
+    # store.packed of the fields, vocabulary included, compressed), their text read again.
+    changed: dict[int, tuple[str, bytes]] = {}
+    final_docs: list[Doc] = []
     appended = {}
-    for doc_id, url, title, fields in docs:
-        final = fields
+    for doc_id, url, title, fields, page in docs:
+        final, final_page = fields, page
         if doc_id in changed_ids:
             word = (fields.title.split() or ["debian"])[0]  # a word its own title query looks for
             appended[doc_id] = word
             final = dataclasses.replace(fields, body=f"{fields.body} {word}")
-            changed[doc_id] = (url, final)
-        final_docs.append((doc_id, url, title, final))
+            text = read_text(directory, doc_id)[3]
+            changed[doc_id] = (url, store.packed(final, text, compressed=True))
+            final_page = dataclasses.replace(page.fields, body=final.body)
+            final_page = store.PackedPage(final_page, page.links, page.digest, page.head)
+        final_docs.append((doc_id, url, title, final, final_page))
     others = [item for item in items if item[0] not in changed_ids]
     queries = [item for item in items if item[0] in changed_ids] + rng.sample(others, UPDATE_QUERIES - len(changed_ids))
     where = INDEXES / "update"
@@ -599,13 +679,16 @@ def update_part(directory: Path, digest: str, languages: list[str]) -> dict:
     where.mkdir(parents=True)
     result: dict = {"directory": directory.name, "changed": changed_ids, "appended": appended}
 
-    # FTS5: the project's own update (contentless 'delete' with the values inserted), then a fresh build.
+    # FTS5: the project's own update (a copy of the file, each changed page's rows deleted by its docID
+    # from the contentless_delete tables and inserted anew, anchors, groups, merges and counts redone,
+    # renamed into place), then a fresh build.
     build_fts5(where / "updated.index.search", docs)
     began = time.perf_counter()
-    problem = store.update(where / "updated.index", (0, b""), (0, b""), changed_ids, changed)
+    prepared = store.prepare_update(where / "updated.index", (0, b""), (0, b""), changed_ids, changed)
+    if isinstance(prepared, str):
+        raise SystemExit(f"bench: FTS5 update refused: {prepared}")
+    prepared.put_in_place()
     result["fts5_update_seconds"] = time.perf_counter() - began
-    if problem:
-        raise SystemExit(f"bench: FTS5 update refused: {problem}")
     build_fts5(where / "fresh.index.search", final_docs)
     updated, fresh = Fts5Search(where / "updated.index.search"), Fts5Search(where / "fresh.index.search")
     result["fts5"] = [compare(updated.search(query), fresh.search(query)) for _, _, query in queries]
@@ -625,8 +708,9 @@ def update_part(directory: Path, digest: str, languages: list[str]) -> dict:
     began = time.perf_counter()
     for doc_id in changed_ids:
         writer.delete_documents_by_query(tantivy.Query.term_query(index.schema, "doc_id", doc_id))
-    for doc_id, (_url, fields) in changed.items():
-        writer.add_document(tantivy_document(doc_id, fields, anchors.get(doc_id, "")))
+    for doc_id, _, _, fields, _ in final_docs:
+        if doc_id in changed:
+            writer.add_document(tantivy_document(doc_id, fields, anchors.get(doc_id, "")))
     writer.commit()
     writer.wait_merging_threads()
     result["tantivy_update_seconds"] = time.perf_counter() - began
@@ -666,7 +750,7 @@ def report(results: dict) -> str:
         "# Search index candidates: SQLite FTS5 vs tantivy (issue 27)",
         "",
         f"Machine: {results['machine']}; load average at start {results['load']}. "
-        f"SQLite {sqlite3.sqlite_version} (writing), {apsw.sqlite_lib_version()} (reading); "
+        f"SQLite {apsw.sqlite_lib_version()} (apsw's, writing and reading: store.connect); "
         f"tantivy-py {results['tantivy_version']}. "
         f"Run: {results['run_seconds']:.0f} s. Both engines get the same analyzed pages "
         f"(rules.text.pagefields, analysis digest {results['digest']}) from pickles under {CACHE}; "
@@ -688,9 +772,15 @@ def report(results: dict) -> str:
     )
     parts += ["", "## 1. Build", ""]
     parts.append(
-        "Each build alone in a fresh process, the analyzed pages loaded before it. FTS5: "
-        "`SearchIndexWriter` add + finish (one transaction, journal off, synchronous off; also writes the "
-        "pages/links/vocabulary/anchors side tables and gathers anchors). tantivy: anchors gathered in Python, "
+        "Each build alone in a fresh process, the analyzed pages loaded before it (for FTS5 the `PackedPage` "
+        "an indexing worker sends the writer: links compressed, content digest, snippet head, made untimed). "
+        "fts5: `SearchIndexWriter` add + add_vocabulary + finish (format 7: one transaction, journal off, "
+        "synchronous off; the FTS5 tables fts, phrases_fts, titles_fts, anchors_fts, beyond_fts and the side "
+        "tables pages/links/vocabulary/anchors/same/groups/heads/term_counts; anchors gathered, duplicates "
+        "grouped, each FTS5 table's segments merged into one, terms counted). fts5 (FTS tables only): the "
+        "five FTS5 tables alone, written and merged as the writer does, anchors gathered in Python (tantivy "
+        "gets no counterpart of phrases_fts, the title's and body's words again unstemmed, nor of beyond_fts). "
+        "tantivy: anchors gathered in Python, "
         f"`add_document` each page, `commit` (fsyncs), `wait_merging_threads`; {TANTIVY_THREADS} threads, "
         f"{TANTIVY_HEAP // 1_000_000} MB heap. CPU = user + system of every thread (getrusage RUSAGE_SELF); "
         "peak RSS delta = VmHWM (reset before the build) - VmRSS before."
@@ -776,8 +866,9 @@ def report(results: dict) -> str:
     parts.append(
         f"Anchor sets given to tantivy equal to FTS5's `anchors` table in {len(mrr) - results['anchor_mismatches']} "
         f"of {len(mrr)} directories. FTS5 = the project's `SearchIndex.search` as it is now ({fts5_ranking()}; "
-        "typo corrections); tantivy = per-field BM25 (each field its own length and document frequencies), "
-        f"weights {WEIGHTS}, a clause's forms: the best (dismax), no phrase bonus, no corrections."
+        "typo corrections; quoted phrases matched as typed); tantivy = per-field BM25 (each field its own "
+        f"length and document frequencies), weights {WEIGHTS}, a clause's forms: the best (dismax), no phrase "
+        "bonus, no corrections, quoted phrases matched stemmed."
     )
     parts += ["", f"## 3. Latency ({LATENCY_QUERIES:,} random titles, one by one, in-process, after {WARM_UP})", ""]
     rows = []
@@ -798,7 +889,8 @@ def report(results: dict) -> str:
     parts.append("")
     parts.append(
         "Times include parsing the query and making the forms (stemming in each language of the index); FTS5's "
-        "also looks up each form in fts5vocab and sorts every match, tantivy collects the top 100."
+        "also looks up each form's page count (the index's term_counts table, kept in memory once read) and "
+        "sorts every match, tantivy collects the top 100."
     )
     update = results["update"]
     parts += [
@@ -837,11 +929,20 @@ def report(results: dict) -> str:
         f"Changed docIDs {update['changed']} (appended {sorted(set(update['appended'].values()))}). tantivy after the "
         f"update: num_docs {state['updated']['num_docs']} in {state['updated']['segments']} segments "
         f"(fresh: {state['fresh']['num_docs']} in {state['fresh']['segments']}); doc_freq of the appended words "
-        f"in body {state['updated']['doc_freq']} (fresh {state['fresh']['doc_freq']}): deleted documents stay in "
-        "tantivy's statistics until their segment is merged, and tantivy-py exposes no merge. "
-        f"`delete_documents_by_term('doc_id', n)` on the unsigned field left num_docs at "
-        f"{update['tantivy_docs_after_delete_by_term']} of {update['pages']} (it deletes nothing); "
-        "`delete_documents_by_query(term_query(...))` works.",
+        f"in body {state['updated']['doc_freq']} (fresh {state['fresh']['doc_freq']})"
+        + (
+            ": deleted documents stay in tantivy's statistics until their segment is merged, and tantivy-py "
+            "exposes no merge. "
+            if state["updated"]["doc_freq"] != state["fresh"]["doc_freq"]
+            else ". "
+        )
+        + f"`delete_documents_by_term('doc_id', n)` on the unsigned field left num_docs at "
+        f"{update['tantivy_docs_after_delete_by_term']} of {update['pages']}"
+        + (
+            " (it deletes nothing); `delete_documents_by_query(term_query(...))` works."
+            if update["tantivy_docs_after_delete_by_term"] == update["pages"]
+            else "."
+        ),
     ]
     return "\n".join(parts) + "\n"
 
