@@ -381,6 +381,28 @@ def test_the_suggestion_is_the_word_as_pages_spell_it(client, page, word, typo):
     assert suggestion is not None and word.casefold() in suggestion.casefold(), (typo, suggestion)
 
 
+# Typos that another language's stemmer turns into a term some page holds ("necessaries" is the
+# plural of an English word, stemmed "necessari" as "necessary" is): no page has them as words.
+STEMMED_TYPOS = [
+    ("fr/ch02s05.html", "nécessaires", "necessaries"),
+    ("fr/ch04s07.html", "Vérifier", "verifeir"),
+]
+
+
+@pytest.mark.parametrize(("page", "word", "typo"), STEMMED_TYPOS, ids=[typo for _, _, typo in STEMMED_TYPOS])
+def test_a_typo_held_only_by_a_stem_is_corrected_when_a_close_word_is_on_more_pages(client, page, word, typo):
+    page = page_named(page)
+    assert word in page.title and not holds(page, typo)
+    body = search(client, typo)
+    assert body["suggestion"] == word.casefold(), (typo, body["suggestion"])
+    assert page.doc_id in doc_ids(body)[:3], (typo, [PAGES[d].name for d in doc_ids(body)[:3]])
+
+
+@pytest.mark.parametrize("word", ["installations", "installing", "Recovering", "automática"])
+def test_a_word_pages_hold_is_never_corrected(client, word):
+    assert search(client, word)["suggestion"] is None
+
+
 def test_did_you_mean_and_the_language_menu_on_the_html_page(client):
     html = client.get("/search", params={"q": "Recoevring"}).text
     notice = re.search(r'<p class="notice">(.*?)</p>', html, re.S)

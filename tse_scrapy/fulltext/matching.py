@@ -180,6 +180,10 @@ class Vocabulary:
         found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=CANDIDATES)
         return [(known, distance) for known, distance, _ in sorted(found, key=lambda match: (match[1], match[0]))]
 
+    def is_word(self, word: str) -> bool:
+        """Whether a page holds *word* (folded) as a word, of those kept for corrections (``closest``)."""
+        return self.db.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
+
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
         return row[0] if row else word
@@ -258,7 +262,10 @@ def _clause(
         return (f'"{word}"*', None) if len(word) == 1 else (f'"{word}"', [word])
     forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
-    if compiled is not None and not held and len(word) >= ONE_EDIT_FROM:
+    # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
+    # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
+    misspelt = not held or (held[0] != word and not vocabulary.is_word(word))
+    if compiled is not None and misspelt and len(word) >= ONE_EDIT_FROM:
         # The closest words the index holds; at the same distance, the one on the most pages first.
         corrected = []
         closest = vocabulary.closest(word)
@@ -268,8 +275,11 @@ def _clause(
                 pages = max(vocabulary.documents(form) for form in known_held)
                 corrected.append((distance, -pages, known, known_held))
         corrected.sort()
-        if corrected:
+        # Held by stems only, the word is taken as misspelt when a close word is on more pages than
+        # its stems are (a word of the same stem never is: "installations" is not corrected).
+        if corrected and (not held or -corrected[0][1] > max(map(vocabulary.documents, held))):
             compiled.corrections[clause.text] = vocabulary.spelling(corrected[0][2])
+            held = []
             for _, _, _, known_held in corrected[:CORRECTIONS]:
                 held += [form for form in known_held if form not in held]
     # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
