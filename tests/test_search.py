@@ -143,11 +143,29 @@ def test_pagination(client):
     assert re.search(r'<ol class="results" start="11">', second)
     last = client.get("/search", params={"q": "emu", "page": 3, "rank": "tse"}).text
     assert len(re.findall(r"<li>", last)) == 5 and 'rel="next"' not in last
-    past = client.get("/search", params={"q": "emu", "page": 4, "rank": "tse"})
-    assert past.status_code == 200 and "<li>" not in past.text
+    for page in (4, 1_000_000):  # past the last page: its previous page is the last
+        past = client.get("/search", params={"q": "emu", "page": page, "rank": "tse"})
+        assert past.status_code == 200 and "<li>" not in past.text
+        previous = unescape(re.search(r'<a rel="prev" href="([^"]+)"', past.text).group(1))
+        assert "page=3" in previous and 'rel="next"' not in past.text
     assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
     status, body = api(client, q="emu", page=2, per_page=100, rank="tse")
     assert status == 200 and body["results"] == [] and body["total"] == 25
+
+
+@pytest.mark.parametrize("control", ["\u202e", "\u202b", "\u2067", "\u200f", "\u061c"])
+def test_a_direction_control_typed_is_shown_by_its_code_point_in_the_title_and_the_error(client, control):
+    # rank=tse refuses it as a bad character; relevance takes it as no word.  Either way the page's
+    # title and message name it, and the text after it reads in its own direction.
+    for rank in ("tse", "relevance"):
+        html = client.get("/search", params={"q": f"cat{control}x", "rank": rank}).text
+        title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
+        assert control not in title and f"U+{ord(control):04X}" in title, title
+        message = re.search(r'<p class="error" role="alert">(.*?)</p>', html, re.S)
+        if message:
+            assert control not in message.group(1) and f"U+{ord(control):04X}" in message.group(1)
+    html = client.get("/search", params={"q": f"{control}cat", "rank": "tse"}).text
+    assert re.search(r'<p class="error" role="alert">Error: bad character &#39;U\+[0-9A-F]{4}&#39;', html), html
 
 
 @pytest.mark.parametrize(

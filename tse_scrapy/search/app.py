@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
@@ -38,6 +39,11 @@ PER_PAGE = 10
 MAX_PER_PAGE = 100
 MAX_PAGE = 1_000_000
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
+# The characters that change the direction of the text after them (an override, an embedding, an
+# isolate, a mark): typed in a query, they are shown by their code points where the query is not in
+# an element of its own (the page's title, an error's message), not let reverse what follows.
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
 # The app's own pages: inline style only, forms to the app only.
 PAGE_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -134,7 +140,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
             results=_results(engine, answer, page, PER_PAGE, notes.pdfs),
-            prev_url=_search_url(line, ranking, page - 1, language) if page > 1 else None,
+            # Past the last page: the last is the one before.
+            prev_url=_search_url(line, ranking, min(page - 1, pages), language) if page > 1 else None,
             next_url=_search_url(line, ranking, page + 1, language) if page < pages else None,
         )
         return _page(request, "results.html", context)
