@@ -403,6 +403,23 @@ def test_a_word_pages_hold_is_never_corrected(client, word):
     assert search(client, word)["suggestion"] is None
 
 
+@pytest.mark.parametrize(
+    ("typed", "once"),
+    [
+        ("installation installation", "installation"),
+        ("Installation OR installation", "installation"),
+        ("vérifier verifier", "vérifier"),
+        ("系统 系统", "系统"),
+        ("installation OR partition partition OR installation", "installation OR partition"),
+    ],
+)
+def test_a_word_typed_twice_counts_once(client, typed, once):
+    def ranked(query):
+        return [(result["docid"], result["score"]) for result in search(client, query)["results"]]
+
+    assert ranked(typed) == ranked(once) != []
+
+
 def test_did_you_mean_and_the_language_menu_on_the_html_page(client):
     html = client.get("/search", params={"q": "Recoevring"}).text
     notice = re.search(r'<p class="notice">(.*?)</p>', html, re.S)

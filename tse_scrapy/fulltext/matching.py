@@ -197,7 +197,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     # The pages of every form of every word counted together (see Vocabulary.count).
     words = [clause.words[0] for clause in (*query.clauses, *query.excluded) if len(clause.words) == 1]
     vocabulary.count(form for word in words for form in word_forms(word, languages))
-    for alternatives in query.required:
+    for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
         terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
@@ -242,6 +242,18 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     if single and len(query.required) > 1:
         compiled.phrase = _phrase(words, languages)
     return compiled
+
+
+def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
+    """The required groups of a query, each with its alternatives once, each once: a word typed twice
+    (``debian debian``, ``the OR the``) is matched and scored as once, at the cost of once."""
+    groups: dict[frozenset[tuple[tuple[str, ...], bool]], list[Clause]] = {}
+    for alternatives in required:
+        distinct: dict[tuple[tuple[str, ...], bool], Clause] = {}
+        for clause in alternatives:
+            distinct.setdefault((clause.words, clause.quoted), clause)  # the first as typed
+        groups.setdefault(frozenset(distinct), list(distinct.values()))
+    return list(groups.values())
 
 
 def _clause(
