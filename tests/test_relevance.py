@@ -470,6 +470,16 @@ def test_the_language_filter_keeps_that_language_only(client, lang, query):
     assert len(search(client, query)["results"]) > len(ids)  # without the filter, more
 
 
+def test_a_language_no_page_is_in_is_refused_with_the_index_languages(client):
+    response = client.get("/api/search", params={"q": "debian", "lang": "xx"})
+    assert response.status_code == 400
+    message = response.json()["error"]
+    assert message.startswith("no page of the index is in language xx (its languages: ")
+    assert all(page.lang in message for page in PAGES.values())
+    html = client.get("/search", params={"q": "debian", "lang": "xx"})
+    assert html.status_code == 400 and "no page of the index is in language xx" in html.text
+
+
 @pytest.mark.parametrize("rank", ["bm25", "tse"])
 def test_the_language_filter_needs_rank_relevance(client, rank):
     response = client.get("/api/search", params={"q": "debian", "rank": rank, "lang": "fr"})

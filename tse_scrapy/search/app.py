@@ -120,7 +120,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         try:
             ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
             # The page's language choice stays in its form whatever the ranking: only relevance uses it.
-            language = _language(request, ranking) if ranking == "relevance" else None
+            language = _language(request, ranking, languages) if ranking == "relevance" else None
         except BadParameter as error:
             return _page(request, "results.html", {**common(line, shown_rank), "error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
@@ -152,7 +152,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             ranking = _ranking(request, default_rank)
             page = _number(request, "page", 1, MAX_PAGE)
             per_page = _number(request, "per_page", PER_PAGE, MAX_PER_PAGE)
-            language = _language(request, ranking)
+            language = _language(request, ranking, languages)
         except BadParameter as error:
             return _json({"error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
@@ -296,7 +296,8 @@ def _ranking(request: Request, default: str) -> str:
     return ranking
 
 
-def _language(request: Request, ranking: str) -> str | None:
+def _language(request: Request, ranking: str, known: list[str]) -> str | None:
+    """The lang= asked for, one of the index's languages *known*."""
     language = request.query_params.get("lang") or None
     if language is None:
         return None
@@ -304,6 +305,9 @@ def _language(request: Request, ranking: str) -> str | None:
         raise BadParameter("lang= needs rank=relevance")
     if not (2 <= len(language) <= 3 and language.isascii() and language.isalpha() and language.islower()):
         raise BadParameter("lang must be a language code such as en, fr or ja")
+    if language not in known:
+        held = ", ".join(sorted(known)) or "none"
+        raise BadParameter(f"no page of the index is in language {language} (its languages: {held})")
     return language
 
 
