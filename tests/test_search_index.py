@@ -482,3 +482,26 @@ def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, mon
 def engine_answer(pages, indexfile, query, language=None):
     answer = QueryEngine(pages, IndexReader(indexfile)).answer(query, "relevance", language=language)
     return answer.ranked, answer.partial
+
+
+def test_a_word_is_a_pages_word_after_an_update_as_after_a_build(tmp_path):
+    # is_word answers from the words the pages have now: an update that drops the only page holding
+    # "kernle" (its vocabulary table keeps the words of pages gone) answers as a fresh build.
+    def page(text):
+        return f"<html lang='en'><title>t</title><p>{text}</p></html>".encode()
+
+    write_pages(
+        tmp_path / "pages",
+        {1: ("http://h/a.html", 0, page("kernel build 1")), 2: ("http://h/b.html", 0, page("a kernle typo"))},
+    )
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary.is_word("kernle")
+    write_pages(tmp_path / "pages", {2: ("http://h/b.html", 0, page("a kernel typo mended"))})
+    assert update_index(tmp_path / "pages", tmp_path / "index") is None
+    write_index_files(tmp_path / "pages", tmp_path / "fresh", jobs=1)
+    for index in ("index", "fresh"):
+        engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / index))
+        assert isinstance(engine.search_index, SearchIndex)
+        vocabulary = engine.search_index.vocabulary
+        assert not vocabulary.is_word("kernle") and vocabulary.is_word("kernel") and vocabulary.is_word("mended")

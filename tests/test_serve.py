@@ -2,6 +2,7 @@
 
 import shutil
 import socket
+import time
 import urllib.request
 
 import pytest
@@ -65,8 +66,9 @@ def _get(path: str, header: bytes = b"", close: bool = False) -> bytes:
 
 
 def test_a_request_head_past_the_bound_is_refused_431(server):
-    # 1 MB in one write, and 100 KB a kilobyte at a time: both past the 64 KB bound.
-    for size, pieces in ((1_000_000, 1), (100_000, 100)):
+    # 1 MB in one write, and 600 KB a kilobyte at a time: both past the 64 KB bound, and more than
+    # the server's reads can take at once (256 KB), however the writes come together.
+    for size, pieces in ((1_000_000, 1), (600_000, 600)):
         answer = _exchange(server, _get("/healthz", b"X-Big: " + b"a" * size + b"\r\n"), pieces)
         assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
         assert answer.endswith(b"Request header fields too large.\n")
@@ -77,7 +79,7 @@ def test_a_request_head_past_the_bound_is_refused_431(server):
 
 def test_request_heads_within_the_bound_are_answered_however_they_come(server):
     # A 40 KB header; then 300 requests on one kept-alive connection (about 240 KB of heads in all,
-    # each one small); then 100 requests pipelined in one write (over 64 KB in that write).
+    # each one small), sent a request a write, then all in one write (over 64 KB in that write).
     answer = _exchange(server, _get("/healthz", b"X-Big: " + b"a" * 40_000 + b"\r\n", close=True))
     assert answer.startswith(b"HTTP/1.1 200 ") and answer.endswith(b"ok"), answer[:200]
     padding = b"X-Pad: " + b"p" * 700 + b"\r\n"
@@ -85,6 +87,15 @@ def test_request_heads_within_the_bound_are_answered_however_they_come(server):
         requests = [_get("/healthz", padding) for _ in range(299)] + [_get("/healthz", padding, close=True)]
         answer = _exchange(server, b"".join(requests), pieces)
         assert answer.count(b"HTTP/1.1 200 ") == 300 and b" 431 " not in answer, answer[-300:]
+    # A small head in two reads, then a body of 70 KB: the body is no head (refused as a POST: 405).
+    host, port = server.removeprefix("http://").split(":")
+    request = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 70000\r\nConnection: close\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request[:5])
+        time.sleep(0.2)  # (read apart)
+        connection.sendall(request[5:] + b"b" * 70_000)
+        answer = connection.recv(200)
+    assert answer.startswith(b"HTTP/1.1 405 "), answer
 
 
 def refusal(*args):

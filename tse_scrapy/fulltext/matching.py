@@ -5,8 +5,11 @@ index (the query's language is not known; a page's words were stemmed in the
 page's), only the forms the index holds.  A word none of whose forms the
 index holds matches the index's words within one edit (from 5 characters)
 or two (from 9), a transposition counting as one (OSA distance, as Lucene's
-fuzzy queries), bigram scripts excepted.  A single character of a bigram
-script matches the bigrams it starts (a prefix query).
+fuzzy queries), bigram scripts excepted; so does a word no page has as a
+word, held only by stems, when a close word is on more pages than those
+stems and shares none of them (another language's stem: "deiban").  A single
+character of a bigram script matches the bigrams it starts (a prefix query).
+A word or group typed twice is matched and scored once.
 """
 
 from __future__ import annotations
@@ -181,8 +184,11 @@ class Vocabulary:
         return [(known, distance) for known, distance, _ in sorted(found, key=lambda match: (match[1], match[0]))]
 
     def is_word(self, word: str) -> bool:
-        """Whether a page holds *word* (folded) as a word, of those kept for corrections (``closest``)."""
-        return self.db.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
+        """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word.
+        Asked of phrases_fts, whose words an update keeps exact (the vocabulary table keeps the
+        words of pages gone: ``closest`` keeps only those the index holds)."""
+        sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
+        return self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None
 
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
@@ -212,6 +218,15 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
             )
         else:
             plain.append(" OR ".join(loose))
+    # A word typed twice, compiled once: corrected wherever it was typed ("Recoevring recoevring").
+    corrected_words = {
+        (clause.words, clause.quoted): compiled.corrections[clause.text]
+        for clause in query.clauses
+        if clause.text in compiled.corrections
+    }
+    for clause in query.clauses:
+        if (clause.words, clause.quoted) in corrected_words:
+            compiled.corrections.setdefault(clause.text, corrected_words[(clause.words, clause.quoted)])
     compiled.plain_any_of = " OR ".join(f"({loose})" for loose in plain) or None
     # Quoted exclusions leave out the pages holding the words as typed, found apart.
     exclusion = "".join(
@@ -288,8 +303,15 @@ def _clause(
                 corrected.append((distance, -pages, known, known_held))
         corrected.sort()
         # Held by stems only, the word is taken as misspelt when a close word is on more pages than
-        # its stems are (a word of the same stem never is: "installations" is not corrected).
-        if corrected and (not held or -corrected[0][1] > max(map(vocabulary.documents, held))):
+        # its stems are, and no close word shares a stem with it ("routers" is a form of "router",
+        # whatever "routes" is on; nor is "installations" corrected).
+        if corrected and (
+            not held
+            or (
+                -corrected[0][1] > max(map(vocabulary.documents, held))
+                and not any(set(held).intersection(known_held) for *_, known_held in corrected)
+            )
+        ):
             compiled.corrections[clause.text] = vocabulary.spelling(corrected[0][2])
             held = []
             for _, _, _, known_held in corrected[:CORRECTIONS]:

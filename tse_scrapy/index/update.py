@@ -141,10 +141,9 @@ def _update(
             write_atomically(sidecar_path(indexfile), new_sidecar)
             write_stamp(indexfile, new_digest)
             docs.finish(len(new_text), new_digest, scan)
-    except BaseException:
-        search.discard()
-        raise
-    search.put_in_place()
+        search.put_in_place()
+    finally:
+        search.discard()  # (none left once in place)
     return None
 
 

@@ -18,45 +18,50 @@ _REFUSED = b"Request header fields too large.\n"
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` refusing a request whose head takes more than MAX_REQUEST_HEAD_BYTES.
 
-    The bytes are counted as they arrive, a read at a time, while a request's head is not yet whole.
-    A read in which the request began counts whole (a request most often starts a read), but not when
-    another request ended in it (pipelined: httptools does not say where the next began), so a head
-    is refused at most one read (256 KB) past the bound."""
+    The bytes are counted as they arrive, a read at a time, while a request's head is begun and not
+    yet whole. A read in which the request began counts whole (a request most often starts a read),
+    but not when another request ended in it (pipelined: httptools does not say where the next
+    began), nor when the head is whole in it: a head is refused at most one read (256 KB) past the
+    bound."""
 
     _head_bytes = 0  # of the request whose head is being read
-    _in_head = True  # between requests too (a kept-alive connection waiting)
+    _mid_head = False  # a request's head is begun and not yet whole
     _begun = 0  # requests begun on the connection
     _ended = 0  # requests ended on the connection
 
     def data_received(self, data: bytes) -> None:
-        begun, ended, was_in_head = self._begun, self._ended, self._in_head
+        begun, ended = self._begun, self._ended
         super().data_received(data)
-        if not self._in_head:
+        if not self._mid_head:
             return
-        if self._begun == begun and was_in_head:  # a read wholly inside the head
+        if self._begun == begun:  # the whole read inside the head
             self._head_bytes += len(data)
-        elif self._begun == begun + 1 and self._ended == ended:  # the head began in this read
+        elif self._ended == ended:  # the head began in this read, no request ended before it
             self._head_bytes = len(data)
         if self._head_bytes > MAX_REQUEST_HEAD_BYTES and not self.transport.is_closing():
             self._refuse()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._in_head = True
+        self._mid_head = True
         self._head_bytes = 0
         self._begun += 1
 
     def on_headers_complete(self) -> None:
-        self._in_head = False
+        self._mid_head = False
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._in_head = True  # until the next request begins
         self._ended += 1
 
     def _refuse(self) -> None:
         self.logger.warning("A request's head was refused: more than %d bytes.", MAX_REQUEST_HEAD_BYTES)
+        if self.cycle is not None and not self.cycle.response_complete:
+            # An earlier request pipelined on the connection is still being answered: a 431 now
+            # would be read as its answer. The connection is closed without one.
+            self.transport.close()
+            return
         self.transport.write(
             b"".join(
                 (
