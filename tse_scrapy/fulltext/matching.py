@@ -118,6 +118,7 @@ class Vocabulary:
         self._by_length: dict[int, list[str]] | None = None
         self._documents: dict[tuple[str, str], int] = {}
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
+        self._words: dict[str, bool] = {}  # is_word's answers
 
     def documents(self, term: str, table: str = "fts") -> int:
         """How many pages hold *term* in *table* (fts, titles_fts or anchors_fts)."""
@@ -187,8 +188,14 @@ class Vocabulary:
         """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word.
         Asked of phrases_fts, whose words an update keeps exact (the vocabulary table keeps the
         words of pages gone: ``closest`` keeps only those the index holds)."""
-        sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
-        return self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None
+        found = self._words.get(word)
+        if found is None:
+            sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
+            found = self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None
+            if len(self._words) >= DOCUMENT_COUNTS_KEPT:
+                self._words.clear()
+            self._words[word] = found
+        return found
 
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
@@ -291,8 +298,11 @@ def _clause(
     held = [form for form in forms if vocabulary.documents(form)]
     # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
     # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
-    misspelt = not held or (held[0] != word and not vocabulary.is_word(word))
-    if compiled is not None and misspelt and len(word) >= ONE_EDIT_FROM:
+    if (
+        compiled is not None
+        and len(word) >= ONE_EDIT_FROM
+        and (not held or (held[0] != word and not vocabulary.is_word(word)))
+    ):
         # The closest words the index holds; at the same distance, the one on the most pages first.
         corrected = []
         closest = vocabulary.closest(word)
