@@ -306,8 +306,9 @@ def _language(request: Request, ranking: str, known: list[str]) -> str | None:
     if not (2 <= len(language) <= 3 and language.isascii() and language.isalpha() and language.islower()):
         raise BadParameter("lang must be a language code such as en, fr or ja")
     if known and language not in known:  # (no search index: the answer says so)
-        held = ", ".join(sorted(known)) or "none"
-        raise BadParameter(f"no page of the index is in language {language} (its languages: {held})")
+        raise BadParameter(
+            f"no page of the index is in language {language} (its languages: {', '.join(sorted(known))})"
+        )
     return language
 
 
