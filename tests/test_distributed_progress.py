@@ -3,10 +3,9 @@ the lines of the links it pushes when it stops (real worker, real Redis,
 a site served on 127.0.0.1)."""
 
 import re
-import resource
-import signal
 
 from tests.conftest import crawl_site
+from tests.support.fulldisk import files_of_at_most
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule
 
@@ -86,12 +85,6 @@ def test_a_workers_log_keeps_each_pages_link_order(redis_url, serve, tmp_path):
     assert sorted(runs["worker"].splitlines()) == sorted(runs["single"].splitlines())
 
 
-def big_pages_cannot_be_written():
-    # Like a full disk: a page file past 64 KiB fails with EFBIG.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
-
-
 def test_a_worker_stopped_by_an_error_logs_the_links_it_pushes(redis_url, serve, tmp_path):
     site, server = interleaved_site(tmp_path / "site", serve)
     # mixed.html's links are found, then its page file cannot be written: the
@@ -101,7 +94,14 @@ def test_a_worker_stopped_by_an_error_logs_the_links_it_pushes(redis_url, serve,
     out = tmp_path / "out"
     out.mkdir()
     done = crawl_site(
-        server, out, 3, *ONE_AT_A_TIME, "--redis", redis_url, "-v", preexec_fn=big_pages_cannot_be_written
+        server,
+        out,
+        3,
+        *ONE_AT_A_TIME,
+        "--redis",
+        redis_url,
+        "-v",
+        preexec_fn=files_of_at_most(64 * 1024),  # a page file past 64 KiB fails
     )
     stdout, stderr = done.stdout.decode(), done.stderr.decode()
     assert done.returncode == 1

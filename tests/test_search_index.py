@@ -3,8 +3,6 @@ hostile pages, refused when it belongs to another index."""
 
 import contextlib
 import os
-import resource
-import signal
 from unittest import mock
 
 import apsw
@@ -14,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import run_tse
+from tests.support.fulldisk import files_of_at_most
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
 from tse_scrapy.atomicfile import partial_path
@@ -185,15 +184,6 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
     assert answer.error and "run tse index again" in answer.error
 
 
-def _files_of_at_most(size):
-    # Like a full disk: writing past *size* bytes fails (EFBIG).
-    def limit():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-
-    return limit
-
-
 @pytest.mark.parametrize("limit", [10_000, 100_000, 300_000, 600_000])
 def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(fixture_pages, tmp_path, limit):
     out = tmp_path / "out"
@@ -203,7 +193,7 @@ def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(f
     # 600 KB: only the search index fails (the document store fits, and so does the spilled fields
     # file of the one range, about 450 KB); less, the store or the spilled fields too.
     assert len(before["index.search"]) > 600_000 > len(before["index.docs"])
-    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2", preexec_fn=_files_of_at_most(limit))
+    result = run_tse("index", fixture_pages, out / "index", "--jobs", "2", preexec_fn=files_of_at_most(limit))
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
@@ -212,46 +202,47 @@ def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(f
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
 
 
-@pytest.mark.parametrize("limit", [100_000, 300_000, 600_000])
-def test_an_update_that_cannot_be_written_fails_in_one_line_and_changes_nothing(tmp_path, limit):
+def _failed_update(tmp_path, block=None, **options):
+    """The fixture's pages indexed, one changed ("orchard" added), then ``tse index --update`` run with
+    *options* after *block* (given the index's directory; returns what undoes it, run after the
+    update): the update must fail in one line, every file of the index as it was; then an update
+    without hindrance finds the change."""
     pages = write_fixture_directory(tmp_path / "pages")
     out = tmp_path / "out"
     out.mkdir()
     assert run_tse("index", pages, out / "index").returncode == 0
     before = {path.name: path.read_bytes() for path in out.iterdir()}
-    # Every limit is under the search index's size: its copy fails, before any file is put in place.
-    assert len(before["index.search"]) > 600_000
     (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
-    result = run_tse("index", pages, out / "index", "--update", preexec_fn=_files_of_at_most(limit))
+    unblock = block(out) if block else None
+    result = run_tse("index", pages, out / "index", "--update", **options)
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
+    if unblock:
+        unblock()
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
     assert run_tse("index", pages, out / "index", "--update").returncode == 0
     found = run_tse("query", pages, out / "index", "--rank", "relevance", input=b"orchard\n")
     assert found.returncode == 0 and b"Matches 1 documents" in found.stdout, found.stdout
+    return before
+
+
+@pytest.mark.parametrize("limit", [100_000, 300_000, 600_000])
+def test_an_update_that_cannot_be_written_fails_in_one_line_and_changes_nothing(tmp_path, limit):
+    before = _failed_update(tmp_path, preexec_fn=files_of_at_most(limit))
+    # Every limit is under the search index's size: its copy fails, before any file is put in place.
+    assert len(before["index.search"]) > 600_000
 
 
 def test_an_update_whose_other_files_cannot_be_written_leaves_the_search_index_as_it_was(tmp_path):
-    pages = write_fixture_directory(tmp_path / "pages")
-    out = tmp_path / "out"
-    out.mkdir()
-    assert run_tse("index", pages, out / "index").returncode == 0
-    before = {path.name: path.read_bytes() for path in out.iterdir()}
-    (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
     # The search index is written (to its partial file) first; then the store cannot be: a directory
-    # stands where its partial file goes.
-    blocker = partial_path(out / "index.docs")
-    blocker.mkdir()
-    result = run_tse("index", pages, out / "index", "--update")
-    assert result.returncode == 1
-    stderr = result.stderr.decode()
-    assert "Traceback" not in stderr and len(stderr.splitlines()) == 1, stderr
-    blocker.rmdir()
-    assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # the search partial gone too
-    assert run_tse("index", pages, out / "index", "--update").returncode == 0
-    found = run_tse("query", pages, out / "index", "--rank", "relevance", input=b"orchard\n")
-    assert found.returncode == 0 and b"Matches 1 documents" in found.stdout, found.stdout
+    # stands where its partial file goes.  The search index's partial file must be gone too.
+    def block(out):
+        blocker = partial_path(out / "index.docs")
+        blocker.mkdir()
+        return blocker.rmdir
+
+    _failed_update(tmp_path, block)
 
 
 def test_an_index_in_a_directory_whose_name_is_not_utf8(fixture_pages, tmp_path):

@@ -12,7 +12,6 @@ import ipaddress
 import json
 import os
 import random
-import resource
 import signal
 import subprocess
 import time
@@ -28,6 +27,7 @@ from scrapy.utils.test import get_crawler
 
 import tse_scrapy.settings as project_settings
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.fulldisk import files_of_at_most
 from tests.support.killat import run_tse_until
 from tests.support.pages import saved_pages, snapshot
 from tests.support.sitegen import generate_site, write_site
@@ -289,12 +289,6 @@ def test_every_page_saved_before_a_kill_has_its_record(tmp_path, serve):
 LIMIT = 256 * 1024
 
 
-def small_file_limit():
-    # Like a full disk: writing past LIMIT bytes to any one file fails with EFBIG.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
-
-
 def test_a_warc_that_cannot_be_written_stops_the_crawl_and_resume_repairs_it(tmp_path, serve):
     names = [f"p{i}.html" for i in range(12)]
     site = write_site(tmp_path / "site", {"index.html": names, **{name: [] for name in names}})
@@ -307,7 +301,7 @@ def test_a_warc_that_cannot_be_written_stops_the_crawl_and_resume_repairs_it(tmp
     out = tmp_path / "out"
     out.mkdir()
     warc = tmp_path / "full.warc.gz"
-    result = crawl_site(server, out, 1, "--warc", warc, preexec_fn=small_file_limit, timeout=120)
+    result = crawl_site(server, out, 1, "--warc", warc, preexec_fn=files_of_at_most(LIMIT), timeout=120)
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr

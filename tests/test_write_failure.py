@@ -1,22 +1,15 @@
 """A page that cannot be written stops the crawl: non-zero exit, a valid directory."""
 
 import os
-import resource
-import signal
 
 import pytest
 
 from tests.conftest import crawl_site, scrapy_crawl_site
+from tests.support.fulldisk import files_of_at_most
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 
 LIMIT = 256 * 1024  # room for the crawl state; not for the big page
-
-
-def small_file_limit():
-    # Like a full disk: writing past LIMIT bytes fails with EFBIG.
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
 
 
 @pytest.mark.parametrize("command", ["tse", "scrapy"])
@@ -28,7 +21,7 @@ def test_write_failure_stops_the_crawl(tmp_path, serve, command):
     out.mkdir()
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
     run = crawl_site if command == "tse" else scrapy_crawl_site
-    result = run(server, out, 1, preexec_fn=small_file_limit, timeout=120)
+    result = run(server, out, 1, preexec_fn=files_of_at_most(LIMIT), timeout=120)
     assert result.returncode != 0
     stderr = result.stderr.decode()
     assert "Traceback" not in stderr
