@@ -4,9 +4,9 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install run serve test browser nginx redis pdfs lint bench deploy clean
+.PHONY: install compiled run serve test browser nginx redis pdfs lint bench deploy clean
 
-install: $(STAMP)
+install: $(STAMP) compiled
 
 # requirements.txt is the pinned lock of everything pyproject.toml declares, extras included.
 $(STAMP): requirements.txt pyproject.toml
@@ -17,6 +17,12 @@ $(STAMP): requirements.txt pyproject.toml
 	@# every start would compile tse_scrapy again (0.1 s of CPU a crawl).
 	$(PY) -m compileall -q tse_scrapy
 	touch $(STAMP)
+
+# A search's modules compiled with Cython next to their sources, again only when their source changed
+# (tse_scrapy/compiled.py: a changed source is used as it is until then); without a C compiler, it
+# says so and the sources are used.
+compiled: $(STAMP)
+	@$(PY) -m tse_scrapy.devtools.compile
 
 # Serve the demo site on 127.0.0.1 and crawl it into data/demo, one page a second.
 run: install
@@ -69,4 +75,5 @@ deploy: install
 
 # Removes what the build made; never data/, where crawls are kept.
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info tse_scrapy/compiled-modules.json
+	find tse_scrapy -name '*.so' -delete
