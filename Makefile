@@ -75,5 +75,5 @@ deploy: install
 
 # Removes what the build made; never data/, where crawls are kept.
 clean:
-	rm -rf $(VENV) build *.egg-info tse_scrapy/compiled-modules.json
-	find tse_scrapy -name '*.so' -delete
+	rm -rf $(VENV) build *.egg-info tse_scrapy/compiled-modules.json tse_scrapy/.compiled-modules.json.*
+	find tse_scrapy \( -name '*.so' -o -name '.*.so.*' \) -delete

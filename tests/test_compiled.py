@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +28,18 @@ def python(code: str, *, cwd=ROOT, **env) -> str:
     return result.stdout
 
 
+def can_compile() -> bool:
+    """Whether `make` can compile here: Cython, a C compiler and the Python headers."""
+    try:
+        import Cython  # noqa: F401
+    except ImportError:
+        return False
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(compiler) is not None and Path(sysconfig.get_path("include"), "Python.h").is_file()
+
+
+@pytest.mark.skipif(os.environ.get(compiled.PURE_PYTHON) == "1", reason="TSE_PURE_PYTHON=1: the sources asked for")
+@pytest.mark.skipif(not can_compile(), reason="no Cython, C compiler or Python headers: `make` runs the sources")
 def test_make_compiled_every_module_of_a_search_and_they_are_used():
     # `make test` compiles them first; run from a fresh interpreter, as `tse serve` would be.
     loaded = json.loads(
@@ -92,14 +107,22 @@ def test_a_changed_source_is_used_as_it_is_until_compiled_again(tmp_path):
     # Edited after it was compiled: the folder's finder would take the stale copy; this one takes the source.
     source.write_text("def answer() -> str:\n    return 'second'\n")
     assert importing(root, manifest) == ("second", False)
-    # The same bytes again, with a new time: still not the copy's source as far as the finder can tell.
-    source.write_text("def answer() -> str:\n    return 'first'\n")
-    os.utime(source, ns=(1, 1))
-    assert importing(root, manifest) == ("first", False)
     # Compiled again (only what changed), then the copy again; nothing left to compile after.
     assert compiler.build(root, ("pkg.fast",), manifest, root / "build") == ["pkg.fast"]
-    assert importing(root, manifest) == ("first", True)
+    assert importing(root, manifest) == ("second", True)
     assert compiler.build(root, ("pkg.fast",), manifest, root / "build") == []
+    # Put back with a time older than the build's own files (cp -p, tar x): used as it is, then
+    # compiled anew, not taken from what the build made before.
+    source.write_text("def answer() -> str:\n    return 'third'\n")
+    os.utime(source, ns=(1, 1))
+    assert importing(root, manifest) == ("third", False)
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build") == ["pkg.fast"]
+    assert importing(root, manifest) == ("third", True)
+    # The same size and time as listed, but other bytes: compiled again.
+    source.write_text("def answer() -> str:\n    return 'fifth'\n")
+    os.utime(source, ns=(1, 1))
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build") == ["pkg.fast"]
+    assert importing(root, manifest) == ("fifth", True)
 
 
 @pytest.mark.parametrize(
@@ -160,22 +183,28 @@ def test_without_cython_make_says_so_and_the_sources_are_used(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def fixture_index(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("multilingual")
-    pages = write_fixture_directory(directory / "pages")
-    index = directory / "index"
-    result = run_tse("index", pages, index)
-    assert result.returncode == 0, result.stderr
-    return pages, index
+def fixture_pages_directory(tmp_path_factory):
+    return write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
+
+
+def test_the_compiled_modules_index_as_the_sources_do(fixture_pages_directory, tmp_path):
+    # The indexer uses three of them (the analysis, the SPEC index's writer, the document store).
+    for name, env in (("compiled", {}), ("source", {compiled.PURE_PYTHON: "1"})):
+        result = run_tse("index", fixture_pages_directory, tmp_path / f"{name}.index", env=clean_env(**env))
+        assert result.returncode == 0, result.stderr
+    for suffix in ("", ".bin", ".docs", ".search"):
+        written = (tmp_path / f"compiled.index{suffix}").read_bytes()
+        assert written == (tmp_path / f"source.index{suffix}").read_bytes(), suffix
 
 
 ANSWERS = """
-import json, sys
+import importlib, json, sys
+from tse_scrapy import compiled
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search import app
 engine = QueryEngine(sys.argv[1], IndexReader(sys.argv[2]), True)
-out = []
+out = [sorted(name for name in compiled.MODULES if compiled.loaded_compiled(importlib.import_module(name)))]
 for rank, query in json.load(sys.stdin):
     answer = engine.answer(query, rank, limit_size=True)
     if isinstance(answer, str) or answer is None:
@@ -187,8 +216,12 @@ print(json.dumps(out, ensure_ascii=False))
 """
 
 
-def test_the_compiled_modules_answer_as_the_sources_do(fixture_index):
-    pages, index = fixture_index
+@pytest.mark.skipif(os.environ.get(compiled.PURE_PYTHON) == "1", reason="TSE_PURE_PYTHON=1: the sources asked for")
+@pytest.mark.skipif(not can_compile(), reason="no Cython, C compiler or Python headers: `make` runs the sources")
+def test_the_compiled_modules_answer_as_the_sources_do(fixture_pages_directory, tmp_path):
+    pages, index = fixture_pages_directory, tmp_path / "index"
+    result = run_tse("index", pages, index)
+    assert result.returncode == 0, result.stderr
     titles = [page.title for page in fixture_pages()]
     queries = [("relevance", title) for title in titles]
     queries += [("relevance", title.replace(max(title.split(), key=len), max(title.split(), key=len)[::-1]))
@@ -206,6 +239,7 @@ def test_the_compiled_modules_answer_as_the_sources_do(fixture_index):
         return json.loads(result.stdout)
 
     as_compiled, from_source = answers(), answers(TSE_PURE_PYTHON="1")
-    assert len(as_compiled) == len(queries)
-    assert sum(1 for answer in as_compiled if len(answer) == 4 and answer[3]) > len(titles)  # most found pages
-    assert as_compiled == from_source
+    assert as_compiled[0] == sorted(compiled.MODULES) and from_source[0] == []
+    assert len(as_compiled) == len(queries) + 1
+    assert sum(1 for answer in as_compiled[1:] if len(answer) == 4 and answer[3]) > len(titles)  # most found pages
+    assert as_compiled[1:] == from_source[1:]

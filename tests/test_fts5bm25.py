@@ -66,6 +66,15 @@ def test_expression_phrases(expression, phrases):
     assert fts5bm25.expression_phrases(expression) == phrases
 
 
+def test_deep_nesting_is_not_read_and_ends_nothing():
+    # Compiled (tse_scrapy/compiled.py), a recursion per group would run past the C stack and end
+    # the process; bounded, such an expression is one for FTS5 to score.
+    nested = "(" * fts5bm25.MAX_NESTING + '"a"' + ")" * fts5bm25.MAX_NESTING
+    assert fts5bm25.expression_phrases(nested) == [("a",)]
+    assert fts5bm25.expression_phrases("(" + nested + ")") is None
+    assert fts5bm25.expression_phrases("(" * 200_000 + '"a"' + ")" * 200_000) is None
+
+
 @pytest.mark.parametrize(
     "tokens, phrase, count",
     [

@@ -8,9 +8,10 @@ or a C compiler it says so in one line and exits 0: the modules then run from th
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -36,30 +37,72 @@ def source_of(root: Path, module: str) -> Path:
 def build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int = 2) -> list[str]:
     """Compile those of *modules* (packages under *root*) whose copy *manifest* does not list as
     current, next to their sources, and list them in *manifest*; the modules compiled, in order.
-    Raises CompileError, leaving *manifest* listing only copies still current."""
+    One build at a time in *build_dir* (a second waits).  Raises CompileError, leaving *manifest*
+    listing only copies still current."""
+    try:
+        build_dir.mkdir(parents=True, exist_ok=True)
+        with open(build_dir / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # two `make`s at once: one after the other
+            return _build(root, modules, manifest, build_dir, jobs)
+    except OSError as error:  # a read-only tree, a full disk: one line, not a traceback
+        raise CompileError(f"{error.strerror or error}: {error.filename or build_dir}") from None
+
+
+def _build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int) -> list[str]:
     finder = compiled.CompiledFinder(modules, manifest)
+    made_with = _made_with()
     entries = {
         module: entry
         for module, entry in finder._entries().items()
-        if module in modules and finder._current_copy(module, str(source_of(root, module)))
+        if module in modules
+        and finder._current_copy(module, str(source_of(root, module)))
+        and entry.get("sha256") == _digest(source_of(root, module))
+        and entry.get("made_with") == made_with
     }
     wanted = [module for module in modules if module not in entries]
     if not wanted:
         return []
     _write_manifest(manifest, entries)  # the copies about to be replaced are no longer listed
-    # Each source's size and time before it is read: one changed while compiling is not listed as current.
-    statuses = {module: os.stat(source_of(root, module)) for module in wanted}
+    # Each source as it was before it was read: one changed while compiling is not listed as current.
+    before = {module: _source_state(root, module) for module in wanted}
     built = _compiled_files(root, wanted, build_dir, jobs)
     for module in wanted:
-        source = source_of(root, module)
-        target = source.with_name(built[module].name)
-        partial = target.with_name(f".{target.name}.partial")
-        shutil.copyfile(built[module], partial)
-        os.replace(partial, target)  # a process that loaded the copy before keeps its own
-        status = statuses[module]
-        entries[module] = {"file": target.name, "size": status.st_size, "mtime_ns": status.st_mtime_ns}
+        target = source_of(root, module).with_name(built[module].name)
+        _write_whole(target, built[module].read_bytes(), 0o755)  # a process that loaded the copy before keeps its own
+        if _source_state(root, module) == before[module]:
+            size, mtime_ns, digest = before[module]
+            entries[module] = {
+                "file": target.name,
+                "size": size,
+                "mtime_ns": mtime_ns,
+                "sha256": digest,
+                "made_with": made_with,
+            }
     _write_manifest(manifest, entries)
     return wanted
+
+
+def _source_state(root: Path, module: str) -> tuple[int, int, str]:
+    """A source's size, modification time and digest (not its whole status: reading it changes its access time)."""
+    source = source_of(root, module)
+    status = os.stat(source)
+    return status.st_size, status.st_mtime_ns, _digest(source)
+
+
+def _digest(source: Path) -> str:
+    try:
+        return hashlib.sha256(source.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _made_with() -> str:
+    """What else a copy depends on: the compiler's version and its directives."""
+    try:
+        from Cython import __version__
+    except ImportError:
+        __version__ = "none"
+    return f"Cython {__version__} {json.dumps(DIRECTIVES, sort_keys=True)}"
 
 
 def _compiled_files(root: Path, modules: list[str], build_dir: Path, jobs: int) -> dict[str, Path]:
@@ -70,7 +113,6 @@ def _compiled_files(root: Path, modules: list[str], build_dir: Path, jobs: int) 
     except ImportError as error:
         raise CompileError(f"{error.name} is not installed") from None
     log = build_dir / "compile.log"
-    build_dir.mkdir(parents=True, exist_ok=True)
     try:
         with _output_to(log):
             extensions = cythonize(
@@ -79,12 +121,14 @@ def _compiled_files(root: Path, modules: list[str], build_dir: Path, jobs: int) 
                 compiler_directives={"language_level": 3, **DIRECTIVES},
                 nthreads=jobs,
                 quiet=True,
+                force=True,  # not by the files' times: a source put back with an older time is compiled too
             )
             distribution = Distribution({"ext_modules": extensions, "script_name": "compile"})
             command = distribution.get_command_obj("build_ext")
             command.build_lib = str(build_dir / "lib")
             command.build_temp = str(build_dir / "temp")
             command.parallel = jobs
+            command.force = True
             command.ensure_finalized()
             command.run()
             built = {module: Path(command.get_ext_fullpath(module)) for module in modules}
@@ -118,9 +162,21 @@ def _output_to(log: Path) -> Iterator[None]:
 
 
 def _write_manifest(manifest: Path, entries: dict[str, dict[str, object]]) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=manifest.parent, prefix=f".{manifest.name}.", delete=False) as out:
-        json.dump(dict(sorted(entries.items())), out, indent=1)
-    os.replace(out.name, manifest)
+    _write_whole(manifest, json.dumps(dict(sorted(entries.items())), indent=1).encode(), 0o644)
+
+
+def _write_whole(path: Path, data: bytes, mode: int) -> None:
+    """*data* put at *path* whole, through a file of a name of its own (two builds never share one)."""
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(data)
+        os.chmod(partial, mode)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def main() -> int:
@@ -130,7 +186,7 @@ def main() -> int:
         print(f"compile: {error}; the search runs from the Python sources", file=sys.stderr)
         return 0
     if done:
-        print(f"compile: {len(done)} modules compiled with Cython")
+        print(f"compile: {len(done)} of a search's modules compiled with Cython")
     return 0
 
 

@@ -28,6 +28,9 @@ from collections.abc import Sequence
 K1 = 1.2
 B = 0.75
 LEAST_IDF = 1e-6
+# Groups nested deeper than this in an expression are not read (FTS5 scores it): the expressions
+# the searcher builds nest one deep.
+MAX_NESTING = 100
 
 # The ascii tokenizer's separators: ASCII characters other than letters and digits (every other
 # character is part of a token); ASCII letters are lowered.
@@ -55,16 +58,22 @@ def expression_phrases(expression: str) -> list[tuple[str, ...]] | None:
     phrases: list[tuple[str, ...]] = []
     pieces = list(_PIECE.finditer(expression))
     position = 0
+    depth = 0
 
     def alternatives() -> bool:  # a phrase or a group, then any number of "OR" and another
-        nonlocal position
+        nonlocal position, depth
         while True:
             if position == len(pieces):
                 return False
             phrase, star, opening = pieces[position].group(1, 2, 3)
             position += 1
             if opening:
-                if not alternatives() or position == len(pieces) or not pieces[position].group(4):
+                depth += 1
+                # (Compiled, a recursion past the C stack would end the process, not raise.)
+                if depth > MAX_NESTING or not alternatives():
+                    return False
+                depth -= 1
+                if position == len(pieces) or not pieces[position].group(4):
                     return False
                 position += 1
             elif phrase is None or star:
