@@ -62,16 +62,16 @@ class CompiledFinder:
                 break
         else:  # not in a folder (a zipped egg): the usual finders' to find
             return None
-        compiled = None if os.environ.get(PURE_PYTHON) == "1" else self._current_copy(fullname, source)
+        compiled = None if os.environ.get(PURE_PYTHON) == "1" else self.current_copy(fullname, source)
         if compiled is None:
             # Named explicitly: in the folder the compiled copy would come first.
             return importlib.util.spec_from_file_location(fullname, source)
         loader = importlib.machinery.ExtensionFileLoader(fullname, compiled)
         return importlib.util.spec_from_file_location(fullname, compiled, loader=loader)
 
-    def _current_copy(self, fullname: str, source: str) -> str | None:
+    def current_copy(self, fullname: str, source: str) -> str | None:
         """The compiled copy of *fullname* when the manifest lists one made from *source* as it is now."""
-        entry = self._entries().get(fullname)
+        entry = self.entries().get(fullname)
         file = entry.get("file") if isinstance(entry, dict) else None
         name = fullname.rpartition(".")[2]
         if file not in [name + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES]:
@@ -85,7 +85,8 @@ class CompiledFinder:
         copy = os.path.join(os.path.dirname(source), file)
         return copy if os.path.isfile(copy) else None
 
-    def _entries(self) -> dict[str, dict[str, object]]:
+    def entries(self) -> dict[str, dict[str, object]]:
+        """The manifest's entries by module, read once (none when it cannot be read)."""
         if self._manifest is None:
             try:
                 found = json.loads(self.manifest_path.read_text(encoding="utf-8"))

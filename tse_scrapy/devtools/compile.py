@@ -53,9 +53,9 @@ def _build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, 
     made_with = _made_with()
     entries = {
         module: entry
-        for module, entry in finder._entries().items()
+        for module, entry in finder.entries().items()
         if module in modules
-        and finder._current_copy(module, str(source_of(root, module)))
+        and finder.current_copy(module, str(source_of(root, module)))
         and entry.get("sha256") == _digest(source_of(root, module))
         and entry.get("made_with") == made_with
     }
