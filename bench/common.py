@@ -28,7 +28,7 @@ MEMORY_OUT = Path("/dev/shm") if Path("/dev/shm").is_dir() else WORK
 
 
 @functools.cache
-def compile_bytecode(code: Path) -> None:
+def compile_code(code: Path) -> None:
     """Compile the tse_scrapy of *code* to bytecode (once a run), as pip does when it
     installs a package.  This machine sets PYTHONDONTWRITEBYTECODE, so the editable
     install would compile each of its modules again at every start: 0.08-0.1 s of

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, compile_bytecode, env_with_proxy, measure, time_queries
+from bench.common import BIN, REPEAT, ROOT, SHARED, WORK, compile_code, env_with_proxy, measure, time_queries
 from tests.support.reference import build_page_directory
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.index.querier import Querier
@@ -207,8 +207,8 @@ def worktree(directory: Path, commit: str) -> Path:
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
         subprocess.run(["git", "worktree", "add", "--detach", str(directory), commit], cwd=ROOT, check=True)
     # Both sides of a comparison compiled alike, however the bench is run.
-    compile_bytecode(directory)
-    compile_bytecode(ROOT)
+    compile_code(directory)
+    compile_code(ROOT)
     return directory
 
 

@@ -30,7 +30,7 @@ from bench import (
     search_index_bench,
     update_bench,
 )
-from bench.common import ROOT, SHARED, compile_bytecode, machine, unpack_mirror
+from bench.common import ROOT, SHARED, compile_code, machine, unpack_mirror
 
 
 def main() -> int:
@@ -38,7 +38,7 @@ def main() -> int:
         print(f"bench: {SHARED}/mirror.tar.xz not found; the benchmarks need the reference mirror", file=sys.stderr)
         return 1
     mirror = unpack_mirror()
-    compile_bytecode(ROOT)
+    compile_code(ROOT)
     # A child's peak RSS includes its parent's at fork time: the benchmarks
     # that load pages or an index in this process (in-link counts, query
     # timing) come after every measured child process.  search_bench holds no

@@ -38,8 +38,14 @@ def can_compile() -> bool:
     return shutil.which(compiler) is not None and Path(sysconfig.get_path("include"), "Python.h").is_file()
 
 
-@pytest.mark.skipif(os.environ.get(compiled.PURE_PYTHON) == "1", reason="TSE_PURE_PYTHON=1: the sources asked for")
-@pytest.mark.skipif(not can_compile(), reason="no Cython, C compiler or Python headers: `make` runs the sources")
+# The tests of the copies `make test` made: none where it cannot compile, or runs the sources as asked.
+compiled_by_make = pytest.mark.skipif(
+    os.environ.get(compiled.PURE_PYTHON) == "1" or not can_compile(),
+    reason="TSE_PURE_PYTHON=1, or no Cython, C compiler or Python headers: `make` runs the sources",
+)
+
+
+@compiled_by_make
 def test_make_compiled_every_module_of_a_search_and_they_are_used():
     # `make test` compiles them first; run from a fresh interpreter, as `tse serve` would be.
     loaded = json.loads(
@@ -216,8 +222,7 @@ print(json.dumps(out, ensure_ascii=False))
 """
 
 
-@pytest.mark.skipif(os.environ.get(compiled.PURE_PYTHON) == "1", reason="TSE_PURE_PYTHON=1: the sources asked for")
-@pytest.mark.skipif(not can_compile(), reason="no Cython, C compiler or Python headers: `make` runs the sources")
+@compiled_by_make
 def test_the_compiled_modules_answer_as_the_sources_do(fixture_pages_directory, tmp_path):
     pages, index = fixture_pages_directory, tmp_path / "index"
     result = run_tse("index", pages, index)
