@@ -25,6 +25,7 @@ from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.index.update import update_index
 from tse_scrapy.rules.queries import searchsnippet
+from tse_scrapy.rules.queries.searchquery import parse_search_query
 from tse_scrapy.rules.queries.searchsnippet import snippet
 from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LINKS
 from tse_scrapy.search.app import _results
@@ -352,6 +353,29 @@ def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
     rows = [words, [english.stemWord(word) for word in words], [french.stemWord(word) for word in words]]
     assert len({" ".join(row) for row in rows}) == 3
     assert matching._phrase(words, ["en", "fr"]) == " OR ".join(f'"{" ".join(row)}"' for row in rows)
+
+
+def test_the_phrase_bonus_leaves_out_only_the_variants_no_page_can_hold(fixture_pages, tmp_path):
+    # The oracle: FTS5's own count of each term's pages, and its matches of the phrase with every variant.
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    index = QueryEngine(fixture_pages, IndexReader(tmp_path / "index")).search_index
+    dropped, matched = 0, set()
+    for line in ("installing debian", "the installation system", "debian reference", "установка системы"):
+        query = parse_search_query(line)
+        words = [word for clause in query.clauses for word in clause.words]
+        every = matching._phrase(words, index.languages).split(" OR ")
+        held = matching.compile_query(query, index.vocabulary, index.languages).phrase
+        kept = held.split(" OR ") if held else []
+        for variant in every:
+            counts = [
+                index.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (f'"{term}"',)).fetchone()[0]
+                for term in variant.strip('"').split(" ")
+            ]
+            assert (variant in kept) == all(counts), (line, variant, counts)
+        dropped += len(every) - len(kept)
+        matched |= index._matching(" OR ".join(every))
+        assert index._matching(" OR ".join(every)) == (index._matching(held) if held else set())
+    assert dropped and matched  # (some variant was a stem no page has; some phrase is a page's)
 
 
 @pytest.mark.parametrize("counted", [True, False], ids=["term_counts", "fts5vocab"])

@@ -262,7 +262,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     words = [word for clause in query.clauses for word in clause.words]
     single = all(len(alternatives) == 1 for alternatives in query.required)
     if single and len(query.required) > 1:
-        compiled.phrase = _phrase(words, languages)
+        compiled.phrase = _held_phrase(words, languages, vocabulary)
     return compiled
 
 
@@ -378,7 +378,20 @@ def _held(word: str, vocabulary: Vocabulary, languages: Sequence[str]) -> list[s
 
 def _phrase(words: list[str], languages: Sequence[str]) -> str:
     """Words at consecutive positions, stemmed alike in one of the languages (or not at all)."""
+    return " OR ".join(f'"{variant}"' for variant in _phrase_variants(words, languages))
+
+
+def _held_phrase(words: list[str], languages: Sequence[str], vocabulary: Vocabulary) -> str | None:
+    """``_phrase`` without the variants holding a term no page has (most of a word's stems in the
+    index's other languages), which match nothing: FTS5 looks each term up, a phrase at a time
+    (a title of the known-item bench: 5 variants, 3 held, 0.20 -> 0.14 ms); None when none is held."""
+    variants = _phrase_variants(words, languages)
+    vocabulary.count(term for variant in variants for term in variant.split(" "))  # (counted together)
+    held = [variant for variant in variants if all(vocabulary.documents(term) for term in variant.split(" "))]
+    return " OR ".join(f'"{variant}"' for variant in held) or None
+
+
+def _phrase_variants(words: list[str], languages: Sequence[str]) -> list[str]:
     # Each word's column of stems, one a language: a variant is a row across them.
     columns = [_stems(word, tuple(languages)) for word in words]
-    variants = dict.fromkeys(" ".join(column[row] for column in columns) for row in range(len(languages) + 1))
-    return " OR ".join(f'"{variant}"' for variant in variants)
+    return list(dict.fromkeys(" ".join(column[row] for column in columns) for row in range(len(languages) + 1)))
