@@ -19,7 +19,6 @@ from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, store
 from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
-from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
@@ -107,21 +106,26 @@ def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages,
     assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
 
 
-def test_a_search_takes_no_lock_on_the_files_it_reads(fixture_pages, tmp_path):
-    """tse index changes no file of an index in place (it renames new ones over them): a search opens
-    the search index and the document store immutable, and a lock another program holds on either
-    (an exclusive one: no reader that locks could read) does not stop it."""
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
-    expected = app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation")
-    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))  # its files opened at its first search
-    holders = [apsw.Connection(str(path)) for path in (search_path(tmp_path / "index"), docs_path(tmp_path / "index"))]
-    try:
-        for holder in holders:
-            holder.execute("BEGIN EXCLUSIVE")
-        assert app_results(engine, "installation") == expected
-    finally:
-        for holder in holders:
-            holder.close()
+def test_the_search_index_opened_is_the_one_checked(fixture_pages, tmp_path, monkeypatch):
+    # Another search index renamed over it while it is opened (a tse index --update ending then) is
+    # not taken for the one its SPEC index was checked against: the connection checked is kept.
+    write_index_files(fixture_pages, tmp_path / "a", jobs=1)
+    write_index_files(write_pages(tmp_path / "other", {1: ("http://h/one", 0, b"pear")}), tmp_path / "b", jobs=1)
+    opened_first = store.connect
+
+    def connect_then_replaced(path, **options):
+        db = opened_first(path, **options)
+        if path == search_path(tmp_path / "a") and search_path(tmp_path / "b").exists():
+            os.replace(search_path(tmp_path / "b"), path)
+        return db
+
+    monkeypatch.setattr(store, "connect", connect_then_replaced)
+    reader = IndexReader(tmp_path / "a")
+    index = SearchIndex.open(tmp_path / "a", reader.size, reader.digest)
+    assert not isinstance(index, str), index
+    assert dict(index.db.execute("SELECT key, value FROM meta"))["index_digest"] == reader.digest.hex()
+    assert index.pages > 1  # the fixture's pages, not the other index's one
+    index.close()
 
 
 def app_results(engine, query):

@@ -33,7 +33,7 @@ from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from .bm25function import Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
-from .store import COUNTED_WITH, FIELDS, check, connect, counted_key, search_path
+from .store import COUNTED_WITH, FIELDS, counted_key, open_checked, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
 # the BM25 of its headings, URL words and body (FTS5's bm25() over the fts table, each field weighed
@@ -109,13 +109,14 @@ class SearchIndex:
     def open(cls, indexfile: str | os.PathLike, index_size: int, index_digest: bytes) -> SearchIndex | str:
         """The search index written with that SPEC index, or why there is none."""
         path = search_path(indexfile)
-        problem = check(path, index_size, index_digest)
-        if problem:
-            return problem
+        # Read with apsw's SQLite (a newer FTS5 than the system's: see the module's docstring).
+        db = open_checked(path, index_size, index_digest)
+        if isinstance(db, str):
+            return db
         try:
-            # Read with apsw's SQLite (a newer FTS5 than the system's: see the module's docstring).
-            return cls(connect(path))
+            return cls(db)
         except apsw.Error as error:
+            db.close()
             return f"{path} cannot be read ({error})"
 
     def search(

@@ -285,21 +285,37 @@ def prepare_update(
 
 def check(path: Path, index_size: int, index_digest: bytes) -> str | None:
     """Why the search index *path* is not the one of that SPEC index, or None when it is."""
+    found = open_checked(path, index_size, index_digest)
+    if isinstance(found, str):
+        return found
+    found.close()
+    return None
+
+
+def open_checked(path: Path, index_size: int, index_digest: bytes) -> apsw.Connection | str:
+    """The search index *path* opened read-only, when it is the one of that SPEC index (checked on
+    this connection: a file renamed over it after a check and before an opening would be another);
+    else why it is not."""
     if not path.is_file():
         return f"no search index {path}"
     try:
         db = connect(path)
-        try:
-            meta = dict(db.execute("SELECT key, value FROM meta"))
-        finally:
-            db.close()
     except apsw.Error as error:
         return f"{path} cannot be read ({error})"
+    try:
+        meta = dict(db.execute("SELECT key, value FROM meta"))
+    except apsw.Error as error:
+        db.close()
+        return f"{path} cannot be read ({error})"
+    problem = None
     if meta.get("format") != FORMAT:
-        return f"{path} was written by another version of tse index"
-    if meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
-        return f"{path} does not match the index"
-    return None
+        problem = f"{path} was written by another version of tse index"
+    elif meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
+        problem = f"{path} does not match the index"
+    if problem is not None:
+        db.close()
+        return problem
+    return db
 
 
 def connect(path: Path, *, writable: bool = False) -> apsw.Connection:
@@ -310,11 +326,7 @@ def connect(path: Path, *, writable: bool = False) -> apsw.Connection:
         return apsw.Connection(
             path.resolve().as_uri(), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
         )
-    # Immutable: tse index and --update never change a search index in place (they write a new file and
-    # rename it over the old), so the file a reader opened stays as it was: SQLite need not lock it and
-    # look for changes at each statement (about 80 system calls a search of the known-item bench).
-    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-    return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+    return apsw.Connection(f"{path.resolve().as_uri()}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
 
 
 def _fast_writes(db: apsw.Connection) -> None:

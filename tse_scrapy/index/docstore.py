@@ -193,9 +193,7 @@ class DocStore:
             return None
         db = None
         try:
-            # Immutable, as the search index (fulltext/store.py: connect): written whole, then renamed.
-            uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-            db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
             meta = dict(db.execute("SELECT key, value FROM meta"))
             store = cls(db, from_file=True)
             # A format 1 store has no gone pages: its docIDs are 1..N.
