@@ -25,9 +25,11 @@ from tests.support.pages import write_pages
 from tests.support.reference import triples
 from tests.support.serving import tse_serve
 from tse_scrapy import cli
+from tse_scrapy.fulltext.store import search_path
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader, sidecar_path
+from tse_scrapy.index.update import update_index
 from tse_scrapy.rules.files import pagedir
 
 # fmt: off
@@ -404,3 +406,19 @@ def test_any_changes_update_equals_fresh(rounds):
             assert tables(root / "index") == tables(fresh)
             assert docs_path(root / "index").read_bytes() == docs_path(fresh).read_bytes()
         shutil.rmtree(pages)
+
+
+def test_a_store_whose_words_are_damaged_stops_the_update_and_its_search_index_is_left_as_it_was(site):
+    # The search index is updated while the text index is merged (a thread): the merge failing on a
+    # damaged row of the store stops it, its partial file removed, every file of the index as it was.
+    pages, indexfile = site
+    rewrite(pages, 3, body(3, extra="quince"))
+    with contextlib.closing(sqlite3.connect(docs_path(indexfile))) as db:
+        db.execute("UPDATE files SET words = x'00ff' WHERE doc_id = 3")  # not a zlib stream
+        db.commit()
+    search = search_path(indexfile)
+    before = {**files_of(indexfile), str(search): search.read_bytes()}
+    problem = update_index(pages, indexfile)
+    assert problem is not None and f"does not match {indexfile}" in problem, problem
+    assert {**files_of(indexfile), str(search): search.read_bytes()} == before
+    assert sorted(path.name for path in indexfile.parent.iterdir() if "partial" in path.name) == []
