@@ -409,8 +409,8 @@ def test_any_changes_update_equals_fresh(rounds):
 
 
 def test_a_store_whose_words_are_damaged_stops_the_update_and_its_search_index_is_left_as_it_was(site):
-    # The search index is updated while the text index is merged (a thread): the merge failing on a
-    # damaged row of the store stops it, its partial file removed, every file of the index as it was.
+    # The text index's merge failing on a damaged row of the store stops the update in one line before
+    # the search index is written: every file of the index as it was, no partial file left.
     pages, indexfile = site
     rewrite(pages, 3, body(3, extra="quince"))
     with contextlib.closing(sqlite3.connect(docs_path(indexfile))) as db:

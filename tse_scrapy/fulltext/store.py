@@ -55,7 +55,7 @@ import os
 import pickle
 import shutil
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -228,14 +228,13 @@ class PreparedUpdate:
 def prepare_update(
     indexfile: str | os.PathLike,
     old: tuple[int, bytes],
-    new: tuple[int, bytes] | Callable[[], tuple[int, bytes]],
+    new: tuple[int, bytes],
     removed: Iterable[int],
     added: dict[int, tuple[str, bytes]],
     canonicals: dict[str, str] | None = None,
 ) -> PreparedUpdate | str:
     """Write an update of the search index beside *indexfile*, written with the SPEC index *old*
-    (size, digest), for the SPEC index *new* (or what gives it, called last: the update can run
-    while the SPEC index is merged), to its partial file: the pages *removed* (gone or
+    (size, digest), for the SPEC index *new*, to its partial file: the pages *removed* (gone or
     changed) lose their rows, the pages *added* (new or changed: URL and ``packed`` fields) gain
     theirs, and the pages whose anchor text changed with them get it anew.  The result answers every
     query as a full build does once put in place (``PreparedUpdate.put_in_place``), after the SPEC
@@ -271,9 +270,9 @@ def prepare_update(
                 _delete_anchors(db, doc_id)
         _index_anchors(db, gathered)
         _group_duplicates(db)
+        _write_meta(db, *new)
         _merge_segments(db)
         _count_terms(db)
-        _write_meta(db, *(new() if callable(new) else new))
         db.execute("COMMIT")
     except BaseException:
         if db is not None:

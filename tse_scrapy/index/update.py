@@ -28,7 +28,6 @@ from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from ..atomicfile import write_atomically
@@ -47,10 +46,6 @@ _UINT32 = "I" if array("I").itemsize == 4 else "L"
 
 class _Mismatch(Exception):
     """The store's words and the index's postings disagree: only a full index is safe."""
-
-
-class _MergeFailed(Exception):
-    """Given to the search index's update for the new text index's size and digest: there is none."""
 
 
 def update_index(
@@ -123,27 +118,16 @@ def _update(
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
         return None
+    try:
+        new_text, new_sidecar = merge(text, sidecar, stored.words(removed), added)
+    except (_Mismatch, zlib.error) as error:
+        return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
+    new_digest = text_digest(new_text)
     # The search index written first, to its partial file, as a full index writes it: a full disk
     # there changes no file.  It is put in place last: changed before it is, it is not taken as the
-    # new index's (its record of the index it belongs with says the old one).  It is written while
-    # the text index is merged, in a thread: its work is SQLite's (FTS5's deletes, inserts and
-    # merges), which lets other threads run, the merge's is Python's; it records the new text
-    # index's size and digest last, once the merge gives them.
-    merged: Future[tuple[int, bytes]] = Future()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tse-search-update") as pool:
-        old = (len(text), digest)
-        job = pool.submit(search_store.prepare_update, indexfile, old, merged.result, removed, fields, notes.canonicals)
-        try:
-            new_text, new_sidecar = merge(text, sidecar, stored.words(removed), added)
-            new_digest = text_digest(new_text)
-        except BaseException as error:
-            merged.set_exception(_MergeFailed())  # the search index's update stops and removes its file
-            wait([job])
-            if isinstance(error, (_Mismatch, zlib.error)):
-                return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
-            raise
-        merged.set_result((len(new_text), new_digest))
-        search = job.result()  # (raises what the search index's update raised)
+    # new index's (its record of the index it belongs with says the old one).
+    old = (len(text), digest)  # (worked out by update_index)
+    search = search_store.prepare_update(indexfile, old, (len(new_text), new_digest), removed, fields, notes.canonicals)
     if isinstance(search, str):
         return search
     try:
