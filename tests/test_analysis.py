@@ -259,6 +259,65 @@ def test_odd_text_words_are_those_of_each_run_alone(text):
     assert analysis.words(text) == _words_a_word_at_a_time(text)
 
 
+# ``words`` normalizes only the pieces of a text holding a character that is not ASCII, its ASCII
+# capitals made small first: the words and spellings of normalizing the whole text first.
+def _words_and_spellings_of_the_whole_text(text: str) -> tuple[list[str], list[tuple[str, str]]]:
+    spellings: dict[str, str] = {}
+    found = analysis._words_of_normalized(analysis.normalize(text), spellings)
+    return found, list(spellings.items())
+
+
+def _words_and_spellings(text: str) -> tuple[list[str], list[tuple[str, str]]]:
+    found, spellings = analysis.words_and_spellings(text)
+    return found, list(spellings.items())  # in their order: the first spelling of a word wins
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "H\u0302\u0331 Ｈ\u0302\u0331",  # "h" composes with U+0331, "H" does not
+        "A\uff9e\u0331 H\uff9e\u0331",  # a half-width voiced mark is NFKC's U+3099, a mark
+        "a<\u0338b =\u0338 >\u0338",  # ASCII punctuation that composes: "≮", "≠", "≯"
+        "Cafe\u0301 CAFE\u0301 École ÉCOLE Ǆemal ǅ",
+        "Tiếng Việt, no\u00a0break\u00a0space, Ｆｕｌｌ－ｗｉｄｔｈ, ¨a ﬁne ½",
+    ],
+)
+def test_words_normalized_a_piece_at_a_time_are_those_of_the_whole_text(text):
+    assert _words_and_spellings(text) == _words_and_spellings_of_the_whole_text(text)
+    assert analysis.words(text) == _words_a_word_at_a_time(text)
+
+
+_CAPITALS_AND_MARKS = st.text(
+    alphabet=st.sampled_from(list("AHhIiKkSsZz<=>._ é\u0301\u0302\u0307\u0323\u0331\u0338\uff9e\u00a0\u3000İẞǅΣς日ｶ¨")),
+    max_size=40,
+)
+
+
+@given(_CAPITALS_AND_MARKS)
+def test_words_normalized_a_piece_at_a_time_property(text):
+    assert _words_and_spellings(text) == _words_and_spellings_of_the_whole_text(text)
+
+
+def test_only_marks_compose_with_what_precedes_them():
+    # What lets ``words`` split a text before normalizing it: the second of every canonical pair (what
+    # composes with the character before it) is a mark, and no ASCII separator composes but "<", "=",
+    # ">" with U+0338; every character str.split splits at stays a space.
+    pairs = 0
+    for code in range(0x110000):
+        decomposition = unicodedata.decomposition(chr(code))
+        if not decomposition or decomposition.startswith("<") or len(decomposition.split()) != 2:
+            continue
+        first, second = (chr(int(part, 16)) for part in decomposition.split())
+        pairs += 1
+        assert unicodedata.category(second)[0] == "M" and not analysis._starts_alone(second)
+        assert not first.isascii() or first.isalnum() or (first in "<=>" and second == "\u0338")
+    assert pairs > 900
+    spaces = [chr(code) for code in range(0x110000) if chr(code).isspace()]
+    assert all(analysis.normalize(space).isspace() for space in spaces)
+    assert not analysis._starts_alone("\u0331") and not analysis._starts_alone("\uff9e")
+    assert analysis._starts_alone("é") and analysis._starts_alone("\u00a0")
+
+
 def _giving_a_token_at_a_time(text, languages, wanted, starts):
     """What ``tokens_giving`` gives, written plainly: each run's words analyzed alone (``words``, no
     memo), a bigram a token where normalizing kept the run's length, and the filter."""

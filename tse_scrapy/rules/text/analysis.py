@@ -83,6 +83,12 @@ _WORD_CHARACTER = re.compile(f"[^\\W_]|[{_MARKS}]")
 # holds it; no word does); the bytes of the other characters as they are.  No whitespace character
 # is a word character, nor is any character _WORD_RUN does not take in ASCII (tests/test_analysis.py).
 _ASCII_NOT_IN_WORDS = bytes(byte if byte >= 0x80 or chr(byte).isalnum() else 0x20 for byte in range(256))
+# The same, with the ASCII capitals made small letters (``words``: a text split before it is normalized).
+_ASCII_LOWERED_NOT_IN_WORDS = _ASCII_NOT_IN_WORDS.translate(
+    bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+)
+# A small ASCII letter and the character after it, when that one is not ASCII (see ``_words_of_pieces``).
+_LETTER_THEN_OTHER = re.compile(r"[a-z]([^\x00-\x7f])")
 _SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+)|([^{_BIGRAM_RANGES}]+)")
 
 # Marks dropped by folding.
@@ -240,14 +246,57 @@ def fold(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of *text*, normalized and folded, bigram scripts segmented (no stemming)."""
-    return _words_of_normalized(normalize(text))
+    return _words_of(text, None)
 
 
 def words_and_spellings(text: str) -> tuple[list[str], dict[str, str]]:
     """``words`` of *text*, and how the page spells (normalized, not folded) each folded word that
     folding changed (its first spelling)."""
     spellings: dict[str, str] = {}
-    return _words_of_normalized(normalize(text), spellings), spellings
+    return _words_of(text, spellings), spellings
+
+
+def _words_of(text: str, spellings: dict[str, str] | None) -> list[str]:
+    """``_words_of_normalized(normalize(text), spellings)``, most often without normalizing the whole
+    text: see ``_words_of_pieces``."""
+    if text.isascii():
+        return _words_of_normalized(text.lower(), spellings)
+    encoded = text.encode("utf-8", "surrogatepass").translate(_ASCII_LOWERED_NOT_IN_WORDS)
+    return _words_of_pieces(text, encoded.decode("utf-8", "surrogatepass").split(), spellings)
+
+
+def _words_of_pieces(text: str, pieces: list[str], spellings: dict[str, str] | None) -> list[str]:
+    # NFKC of a whole page costs a third of its analysis: one character that is not NFKC (a no-break
+    # space) and the whole text is decomposed and composed again.  Here only the pieces holding a
+    # character that is not ASCII are normalized, a distinct one once.  *pieces* are *text* split at
+    # whitespace and at every ASCII character that is no letter or digit, its ASCII capitals made
+    # small.  That gives the words and spellings of normalizing first (tests/test_analysis.py) when:
+    # - NFKC composes nothing across those characters: true of all but "<", "=" and ">" with U+0338
+    #   after them ("≮", "≠", "≯"); a text holding U+0338 is normalized whole;
+    # - an ASCII capital made small before NFKC is the small letter NFKC and case folding would give:
+    #   true unless a mark follows it, which may compose with the small letter and not the capital
+    #   ("h" + U+0331 is U+1E96, "H" + U+0331 has no such letter); a text holding an ASCII letter
+    #   followed by a character that starts with a mark (``_starts_alone``) is normalized whole.
+    distinct = dict.fromkeys(filterfalse(str.isascii, pieces))
+    if "\u0338" in text or not all(map(_starts_alone, _LETTER_THEN_OTHER.findall(" ".join(distinct)))):
+        return _words_of_normalized(normalize(text), spellings)
+    analyzed: dict[str, tuple[str, ...]] = {}
+    for piece in distinct:
+        found = _words_of_normalized(normalize(piece), spellings)
+        if found != [piece]:
+            analyzed[piece] = tuple(found)
+    if not analyzed:
+        return pieces
+    return list(chain.from_iterable(map(analyzed.get, pieces, zip(pieces))))
+
+
+@lru_cache(maxsize=4096)
+def _starts_alone(character: str) -> bool:
+    """Whether NFKD makes *character* start with a character that is no mark: then an ASCII letter
+    before it neither composes with it or what follows it nor is reordered with a mark after it (a
+    character that composes with an ASCII letter is a mark: tests/test_analysis.py)."""
+    first = unicodedata.normalize("NFKD", character)[:1]
+    return unicodedata.combining(first) == 0 and unicodedata.category(first)[0] != "M"
 
 
 def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> list[str]:

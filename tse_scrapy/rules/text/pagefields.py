@@ -52,6 +52,7 @@ _ANCHOR = re.compile(
     r"<a(?=[\s>])[^>]*?\shref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))[^>]*>(.{0,2000}?)</a\s*>", re.I | re.S
 )
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_ABSOLUTE_HTTP = ("http://", "https://")
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,8 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
     same_host = resolve.origin + "/"
     for match in _ANCHOR.finditer(text):
         href = match.group(1) or match.group(2) or match.group(3) or ""
+        if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):
+            continue  # to another host (most links), known without resolving it: see _as_written
         if "&" in href:
             href = html.unescape(href)
         href = clean_href(href)  # as a browser and the crawl take it: no tab or newline inside
@@ -202,6 +205,13 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if link_terms:
             found.append((target, link_terms))
     return found
+
+
+def _as_written(href: str) -> bool:
+    """Whether an absolute *href* holds no character reference, tab or newline: then the target it
+    resolves to (``clean_href``, then ``LinkResolver``: ends stripped, fragment cut) is a prefix of it,
+    and is on the page's host only when *href* starts with the host's URL too."""
+    return "&" not in href and "\t" not in href and "\n" not in href and "\r" not in href
 
 
 def _joined(terms: list[str]) -> str:
