@@ -123,6 +123,19 @@ def test_update_equals_a_fresh_index_after_changes_new_and_gone_pages(site, tmp_
     assert [row[0] for row in tables(indexfile)["docs"]] == [1, 2, 4, 5, 6, 8, 9, 10, 11, 12]
 
 
+def test_pages_edited_with_a_word_more_update_equals_fresh(site, tmp_path):
+    # Most words of such a page are on it as often as before: their lines are copied, not merged.
+    pages, indexfile = site
+    for doc_id, added in ((2, b"walnut"), (4, b"walnut walnut"), (9, b"zyzzyva")):
+        rewrite(pages, doc_id, body(doc_id) + b"<p>%s</p>" % added)
+    index(pages, indexfile, "--update")
+    assert_same_as_fresh(pages, indexfile, tmp_path / "fresh")
+    found = triples(indexfile.read_bytes())
+    assert ("zyzzyva", 9, 1) in found and ("orchard", 9, 2) in found
+    walnuts = body(4).decode().count("walnut")
+    assert ("walnut", 4, walnuts + 2) in found
+
+
 def test_a_second_update_and_a_page_that_comes_back(site, tmp_path):
     pages, indexfile = site
     pagedir.write_gone(pages, [4])
@@ -348,6 +361,8 @@ def test_gone_pages_are_not_served(tmp_path):
 CHANGES = st.lists(
     st.one_of(
         st.tuples(st.just("change"), st.integers(1, 8), st.integers(0, 10**6)),
+        # An edit keeping most of the page: its other words on it as often as before.
+        st.tuples(st.just("extend"), st.integers(1, 8), st.integers(0, 10**6)),
         st.tuples(st.just("add"), st.just(0), st.integers(0, 10**6)),
         st.tuples(st.just("gone"), st.integers(1, 8), st.just(0)),
         st.tuples(st.just("back"), st.integers(1, 8), st.just(0)),
@@ -365,6 +380,10 @@ def apply(pages: Path, changes: list[tuple[str, int, int]]) -> None:
     for kind, doc_id, seed in changes:
         if kind == "change" and doc_id <= last and doc_id not in touched:
             rewrite(pages, doc_id, body(seed, words=seed % 50))
+            touched.add(doc_id)
+        elif kind == "extend" and doc_id <= last and doc_id not in touched:
+            word = VOCABULARY[seed % len(VOCABULARY)].encode()
+            rewrite(pages, doc_id, pagedir.read_page(pages, doc_id).body + b"<p>%s</p>" % word)
             touched.add(doc_id)
         elif kind == "add" and last + 1 not in touched:
             last = add(pages, body(seed, words=seed % 50, extra=f"fresh{'xyz'[seed % 3]}"))

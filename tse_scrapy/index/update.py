@@ -155,9 +155,11 @@ def merge(
     words it had) lose their postings and the pages *added* (docID: word counts) gain theirs.
 
     A docID both removed and added is a page that changed.  Only the lines of
-    the words of those pages change, and only where those pages are in them:
-    everything else is copied as byte slices of the old text and sidecar, so
-    the Python work is per posting that changes, not per posting."""
+    the words of those pages can change, and only where those pages are in
+    them (a word on a changed page as often as before leaves its pair, and
+    most often its line, as it was): everything else is copied as byte slices
+    of the old text and sidecar, so the Python work is per posting of those
+    pages, not per posting."""
     # word -> (docID, whether its line holds it now, its new count or 0), ascending docIDs
     changes: defaultdict[bytes, list[tuple[int, bool, int]]] = defaultdict(list)
     highest = 0  # the highest number added: the old ones fit the old sidecar's width
@@ -198,14 +200,21 @@ def merge(
         if position is None:  # a new word: before the first old word that sorts after it
             copy(end := bisect_left(old_words, word, cursor))
             line, postings = word, pairs[0:0]
+            word_changes = changes[word]
         else:
+            postings = pairs[2 * offsets[position] : 2 * offsets[position + 1]]
+            # Most words of a page that changed are on it as often as before: their lines stay as
+            # they are, copied with the untouched ones.
+            word_changes = _changing(postings, changes[word])
+            if not word_changes:
+                continue
             copy(end := position)
-            line, postings = lines[position], pairs[2 * offsets[position] : 2 * offsets[position + 1]]
+            line = lines[position]
             if not line.startswith(word + b" "):
                 raise _Mismatch(f"the sidecar's word {word!r} is not its line's")
             end += 1
         cursor = end
-        merged, left = _merge_line(word, line, postings, changes[word], numbers)
+        merged, left = _merge_line(word, line, postings, word_changes, numbers)
         if left:  # a word whose pages are all gone has no line
             new_lines.append(merged)
             new_words.append(word)
@@ -236,6 +245,24 @@ class _Numbers:
         if self._array.itemsize == 2 or number_type(max(self._array, default=0)) == self._array.typecode:
             return self._array
         return array(number_type(0), self._array)  # every number fits 2 bytes now
+
+
+def _changing(postings: memoryview, changes: list[tuple[int, bool, int]]) -> list[tuple[int, bool, int]]:
+    """The *changes* (ascending docIDs) that change a word's line, whose sidecar numbers are
+    *postings*: not those of a page the line holds with the same count (a change the line does not
+    bear out is kept: ``_merge_line`` finds it wrong)."""
+    doc_ids, counts = postings[0::2], postings[1::2]
+    size = len(doc_ids)
+    changing = []
+    start = 0
+    for change in changes:
+        doc_id, held, count = change
+        if held:
+            start = bisect_left(doc_ids, doc_id, start)
+            if start < size and doc_ids[start] == doc_id and counts[start] == count:
+                continue
+        changing.append(change)
+    return changing
 
 
 def _merge_line(
