@@ -178,10 +178,12 @@ class SearchIndexWriter:
 
     def add(self, doc_id: int, url: str, page: PackedPage) -> None:
         _insert_page(self.db, doc_id, url, page, self.canonicals.get(url))
+        if page.fields.vocabulary:
+            self.add_vocabulary(_first_spellings(page, {}))
 
     def add_vocabulary(self, spellings: dict[str, str]) -> None:
         """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
-        self.db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", sorted(spellings.items()))
+        _insert_vocabulary(self.db, spellings)
 
     def prepare(self) -> None:
         """Gather the anchors, group the duplicates, merge and count, and write it all to the partial
@@ -258,12 +260,17 @@ def prepare_update(
         for doc_id in sorted(set(removed)):
             targets.update(target for target, _ in _links_of(db, doc_id))
             _delete_page(db, doc_id)
+        # The pages' words added in one sorted statement, not a page's at a time: a word is on many
+        # pages, and the table's B-tree is walked once.
+        spellings: dict[str, str] = {}
         for doc_id in sorted(added):
             url, blob = added[doc_id]
             page = unpacked(blob)
             _insert_page(db, doc_id, url, page, (canonicals or {}).get(url))
             targets.update(target for target, _ in page.links_listed())
             targets.add(url)
+            _first_spellings(page, spellings)
+        _insert_vocabulary(db, spellings)
         gathered = _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
             if url in targets:
@@ -362,7 +369,19 @@ def _insert_page(
         )
     if page.links:
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
-    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", fields.vocabulary)
+
+
+def _first_spellings(page: PackedPage, spellings: dict[str, str]) -> dict[str, str]:
+    """*spellings* with the words of *page* (``PageFields.vocabulary``) it does not have yet, each
+    with its spelling there."""
+    for word, spelling in page.fields.vocabulary:
+        spellings.setdefault(word, spelling)
+    return spellings
+
+
+def _insert_vocabulary(db: apsw.Connection, spellings: dict[str, str]) -> None:
+    """*spellings* added to the vocabulary, where its words are not in it yet (the first spelling kept)."""
+    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", sorted(spellings.items()))
 
 
 def _links_of(db: apsw.Connection, doc_id: int) -> list[tuple[str, str]]:
