@@ -9,6 +9,7 @@ import math
 import os
 import random
 import resource
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -435,6 +436,51 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
         finally:
             os.kill(process.pid, signal.SIGCONT)
         assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
+    assert files_in(tmp_path / "out") == before
+
+
+@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C"])
+def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
+    # `tse index --update` reads the pages that changed with the same workers: every page here.
+    psutil = pytest.importorskip("psutil")
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    for name in [".crawler", *map(str, range(1, 2001))]:  # a quarter of them: time enough
+        shutil.copy2(many_pages / name, pages / name)
+    (tmp_path / "out").mkdir()
+    assert run_tse("index", pages, tmp_path / "out" / "index", "--jobs", "2").returncode == 0
+    for path in pages.iterdir():
+        if path.name != ".crawler":
+            os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
+    before = files_in(tmp_path / "out")
+    command = [str(BIN / "tse"), "index", str(pages), str(tmp_path / "out" / "index"), "--update", "--jobs", "2"]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        cwd=ROOT,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as at a terminal
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while len(workers := [child.pid for child in psutil.Process(process.pid).children()]) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.01)
+        if how == "a worker killed":
+            os.kill(workers[0], signal.SIGKILL)
+            assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
+        else:
+            os.killpg(process.pid, signal.SIGINT)  # the whole process group, workers included
+            time.sleep(0.1)
+            with contextlib.suppress(ProcessLookupError):  # (all gone already)
+                os.killpg(process.pid, signal.SIGINT)  # impatient: again, while the workers are being stopped
+            assert_stopped_cleanly(process, workers, 130, "tse index: interrupted")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
     assert files_in(tmp_path / "out") == before
 
 

@@ -26,6 +26,7 @@ from tests.support.reference import triples
 from tests.support.serving import tse_serve
 from tse_scrapy import cli
 from tse_scrapy.fulltext.store import search_path
+from tse_scrapy.index import update
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader, sidecar_path
@@ -134,6 +135,22 @@ def test_pages_edited_with_a_word_more_update_equals_fresh(site, tmp_path):
     assert ("zyzzyva", 9, 1) in found and ("orchard", 9, 2) in found
     walnuts = body(4).decode().count("walnut")
     assert ("walnut", 4, walnuts + 2) in found
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_update_read_in_ranges_by_workers_equals_a_fresh_index(tmp_path, monkeypatch, jobs):
+    # Ranges of 3 docIDs: changed, new, gone and unchanged pages in several ranges, handed out ahead.
+    monkeypatch.setattr(update, "RANGE_PAGES", 3)
+    pages = make_site(tmp_path / "pages", 20)
+    index(pages, tmp_path / "index")
+    rewrite(pages, 2, body(2) + b"<p>walnut</p>")
+    rewrite(pages, 13, body(113, 30))
+    new = add(pages, body(300, extra="newcomer"))
+    pagedir.write_gone(pages, [5, 11])
+    assert update_index(pages, tmp_path / "index", jobs=jobs) is None
+    assert_same_as_fresh(pages, tmp_path / "index", tmp_path / "fresh")
+    found = triples((tmp_path / "index").read_bytes())
+    assert ("newcomer", new, 1) in found and not any(doc_id in (5, 11) for _, doc_id, _ in found)
 
 
 def test_a_second_update_and_a_page_that_comes_back(site, tmp_path):

@@ -343,7 +343,8 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
     from .fulltext.store import SEARCH_SUFFIX
     from .index.docstore import DOCS_SUFFIX
-    from .index.indexer import PageDirError, WorkerDied
+    from .index.indexer import PageDirError
+    from .index.workers import WorkerDied
     from .rules.files.indexfile import IndexFileError
     from .rules.files.pagedir import PageFileError
 
@@ -372,7 +373,7 @@ def index(options: argparse.Namespace) -> int:
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
         if options.update:
-            problem = update_index(options.pagedir, options.indexfile, warn)
+            problem = update_index(options.pagedir, options.indexfile, warn, options.jobs)
             if problem is None:
                 return OK
             warnings.clear()
