@@ -205,7 +205,8 @@ def worktree(directory: Path, commit: str) -> Path:
     """A git worktree of *commit* at *directory* (made once), compiled as this checkout is."""
     if not (directory / "tse_scrapy" / "cli.py").is_file():
         subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
-        subprocess.run(["git", "worktree", "add", "--detach", str(directory), commit], cwd=ROOT, check=True)
+        # Quiet: its "HEAD is now at ..." line went to stdout, which a section of RESULTS.md is made of.
+        subprocess.run(["git", "worktree", "add", "--quiet", "--detach", str(directory), commit], cwd=ROOT, check=True)
     # Both sides of a comparison compiled alike, however the bench is run.
     compile_code(directory)
     compile_code(ROOT)

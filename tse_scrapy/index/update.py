@@ -4,7 +4,9 @@ The document store beside the index (``INDEXFILE.docs``, format 2) records,
 per page indexed, its file's size, mtime and inode and its distinct words.
 A walk over the page directory (stat only) finds the pages that are new or
 whose file changed (read and tokenized again) and those that are gone or
-whose file went away (their rows and postings removed).  The new text index
+whose file went away (their rows and postings removed); the walk and the
+reading are shared among ``--jobs`` worker processes as a full build's
+(``index/workers.py``).  The new text index
 is the old one with only the lines of the words those pages had or have
 rebuilt, the others copied as they are; the sidecar likewise copies the
 postings of untouched words from the old sidecar, and the store is written

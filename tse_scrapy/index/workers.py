@@ -56,9 +56,9 @@ def interrupts_during_cleanup_ignored() -> Iterator[Callable[[], None]]:
 
 
 def ranges_in_order(
-    workers: Workers, run_pages: int, more: Callable[[int], tuple[object, ...]] = lambda start: ()
+    workers: Workers, range_pages: int, more: Callable[[int], tuple[object, ...]] = lambda start: ()
 ) -> Iterator[Any]:
-    """The result of each range of *run_pages* docIDs, in docID order, until the one where the
+    """The result of each range of *range_pages* docIDs, in docID order, until the one where the
     directory ends (its result's ``ended``); *more*: what else a range's work is given, by its start.
 
     Ranges are handed out ahead (two a worker) since the end is not known before
@@ -67,8 +67,8 @@ def ranges_in_order(
 
     def hand_out() -> None:
         nonlocal next_start
-        workers.hand_out(next_start, next_start + run_pages, *more(next_start))
-        next_start += run_pages
+        workers.hand_out(next_start, next_start + range_pages, *more(next_start))
+        next_start += range_pages
 
     for _ in range(workers.ahead):
         hand_out()
@@ -143,12 +143,12 @@ class Workers:
         start = self._handed_out.popleft()
         while start not in self._returned:
             self._receive()
-        indexed, error, remote_traceback = self._returned.pop(start)
+        result, error, remote_traceback = self._returned.pop(start)
         if isinstance(error, MemoryError):
             raise WorkerDied("a worker process ran out of memory")
         if error is not None:
             raise error from _RemoteTraceback(remote_traceback)
-        return indexed
+        return result
 
     def _receive(self) -> None:
         """Wait for a result from any worker, or for a worker's death."""
