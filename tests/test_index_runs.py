@@ -475,7 +475,7 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path,
             os.killpg(process.pid, signal.SIGINT)  # the whole process group, workers included
             time.sleep(0.1)
             with contextlib.suppress(ProcessLookupError):  # (all gone already)
-                os.killpg(process.pid, signal.SIGINT)  # impatient: again, while the workers are being stopped
+                os.killpg(process.pid, signal.SIGINT)  # impatient: again, while it stops or on its way out
             assert_stopped_cleanly(process, workers, 130, "tse index: interrupted")
     finally:
         with contextlib.suppress(ProcessLookupError):

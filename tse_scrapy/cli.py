@@ -372,13 +372,13 @@ def index(options: argparse.Namespace) -> int:
     with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
-        if options.update:
-            problem = update_index(options.pagedir, options.indexfile, warn, options.jobs)
-            if problem is None:
-                return OK
-            warnings.clear()
-            sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
         try:
+            if options.update:
+                problem = update_index(options.pagedir, options.indexfile, warn, options.jobs)
+                if problem is None:
+                    return OK
+                warnings.clear()
+                sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
             with _index_progress_bar(options.pagedir) as bar:
                 write_index_files(
                     options.pagedir,

@@ -66,7 +66,8 @@ def update_index(
 
     Returns None when done (or when nothing changed: then nothing is written),
     else why the index cannot be updated (nothing written: index every page).
-    A page that is not a page file raises ``pagedir.PageFileError``, and
+    A page that is not a page file raises ``pagedir.PageFileError``, a worker
+    process that dies or runs out of memory ``workers.WorkerDied``, and
     nothing is written either.
     """
     try:
@@ -111,6 +112,8 @@ def _update(
     workers: Workers | None = None
     with interrupts_during_cleanup_ignored() as ignore_interrupts:
         try:
+            # Forked with the store's connection open: the workers never use it (only its keys, read
+            # already), and they leave by os._exit or a signal, never closing it.
             workers = Workers(jobs, functools.partial(read_range, directory, scan.gone, notes, stored.keys))
             for ranged in ranges_in_order(workers, RANGE_PAGES):
                 for doc_id, size, mtime_ns in ranged.statuses:
@@ -195,8 +198,8 @@ def read_range(
     start: int,
     stop: int,
 ) -> RangeRead:
-    """Walk pages *start* to *stop* - 1 of *directory*, reading only those whose file is not the one
-    of *keys* (the store's record: new or changed), with what the crawl *notes* of them.
+    """Walk pages *start* to *stop* - 1 of *directory* (or to its end), reading only those whose file
+    is not the one of *keys* (the store's record: new or changed), with what the crawl *notes* of them.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
