@@ -350,11 +350,12 @@ def files_in(directory: Path) -> dict[str, bytes]:
 
 
 @contextlib.contextmanager
-def indexing_mid_work(pages: Path, indexfile: Path):
-    """`tse index --jobs 2` in its own process group (as a shell starts it), once its workers have
-    written a run: the process and its workers' pids.  Whatever is left of the group is killed after."""
+def indexing_mid_work(pages: Path, indexfile: Path, *flags: str):
+    """`tse index --jobs 2` (and *flags*) in its own process group (as a shell starts it), once its
+    workers are at work (a full build: once they have written a run): the process and its workers'
+    pids.  Whatever is left of the group is killed after."""
     psutil = pytest.importorskip("psutil")
-    command = [str(BIN / "tse"), "index", str(pages), str(indexfile), "--jobs", "2"]
+    command = [str(BIN / "tse"), "index", str(pages), str(indexfile), "--jobs", "2", *flags]
     process = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
@@ -366,9 +367,15 @@ def indexing_mid_work(pages: Path, indexfile: Path):
         # ignores SIGINT for its children, and tse index leaves an ignored Ctrl-C alone).
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+    def at_work() -> bool:
+        if "--update" in flags:  # (no runs: its workers, started, are at work)
+            return len(psutil.Process(process.pid).children()) >= 2
+        return any(indexfile.parent.glob(f".{indexfile.name}.*.runs/run-*"))
+
     try:
         deadline = time.monotonic() + 30
-        while not any(indexfile.parent.glob(f".{indexfile.name}.*.runs/run-*")):
+        while not at_work():
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.01)
         workers = [child.pid for child in psutil.Process(process.pid).children()]
@@ -442,7 +449,6 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
 @pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C"])
 def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
     # `tse index --update` reads the pages that changed with the same workers: every page here.
-    psutil = pytest.importorskip("psutil")
     pages = tmp_path / "pages"
     pages.mkdir()
     for name in [".crawler", *map(str, range(1, 2001))]:  # a quarter of them: time enough
@@ -453,21 +459,7 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path,
         if path.name != ".crawler":
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
     before = files_in(tmp_path / "out")
-    command = [str(BIN / "tse"), "index", str(pages), str(tmp_path / "out" / "index"), "--update", "--jobs", "2"]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=clean_env(),
-        cwd=ROOT,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # Ctrl-C as at a terminal
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while len(workers := [child.pid for child in psutil.Process(process.pid).children()]) < 2:
-            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
-            time.sleep(0.01)
+    with indexing_mid_work(pages, tmp_path / "out" / "index", "--update") as (process, workers):
         if how == "a worker killed":
             os.kill(workers[0], signal.SIGKILL)
             assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
@@ -477,10 +469,6 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path,
             with contextlib.suppress(ProcessLookupError):  # (all gone already)
                 os.killpg(process.pid, signal.SIGINT)  # impatient: again, while it stops or on its way out
             assert_stopped_cleanly(process, workers, 130, "tse index: interrupted")
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
     assert files_in(tmp_path / "out") == before
 
 
