@@ -3,6 +3,8 @@ hostile pages, refused when it belongs to another index."""
 
 import contextlib
 import os
+import threading
+import time
 from unittest import mock
 
 import apsw
@@ -19,6 +21,7 @@ from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, store
 from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
+from tse_scrapy.index import indexer
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
@@ -58,9 +61,15 @@ def fixture_pages(tmp_path_factory):
     return write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
 
 
-@pytest.mark.parametrize("jobs, run_pages", [(2, 1), (2, 7), (1, 3)])
-def test_the_same_search_index_whatever_the_workers_and_ranges(fixture_pages, tmp_path, jobs, run_pages):
+@pytest.mark.parametrize(
+    "jobs, run_pages, sent_words", [(2, 1, None), (2, 7, None), (1, 3, None), (1, 2, 40), (2, 3, 150)]
+)
+def test_the_same_search_index_whatever_the_workers_and_ranges(
+    fixture_pages, tmp_path, monkeypatch, jobs, run_pages, sent_words
+):
     write_index_files(fixture_pages, tmp_path / "one", jobs=1, run_pages=1000)
+    if sent_words is not None:  # the vocabulary's words a process remembers sending, forgotten often
+        monkeypatch.setattr(indexer, "SENT_WORDS", sent_words)
     write_index_files(fixture_pages, tmp_path / "other", jobs=jobs, run_pages=run_pages)
     assert rows(tmp_path / "other") == rows(tmp_path / "one")
     found = answers(fixture_pages, tmp_path / "one")
@@ -205,6 +214,37 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     answer = engine.answer("installation", "relevance")
     assert answer.error and "run tse index again" in answer.error
+
+
+@pytest.mark.parametrize("where", ["the SPEC index's merge", "the search index's thread"])
+def test_an_error_at_the_end_stops_the_search_index_thread_and_changes_nothing(
+    fixture_pages, tmp_path, monkeypatch, where
+):
+    # The last part of a build: the SPEC index merged while a thread merges the search index's segments.
+    write_index_files(fixture_pages, tmp_path / "index")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    merging = threading.Event()
+    merge_segments = store._merge_segments
+
+    def merge_in_thread(db, tables=store.FTS_TABLES):
+        if threading.current_thread() is not threading.main_thread():
+            merging.set()
+            if where == "the search index's thread":
+                raise apsw.FullError("database or disk is full")
+            time.sleep(0.5)  # still at work when the SPEC index's merge fails
+        return merge_segments(db, tables)
+
+    def failing_merge(runs, width):
+        assert merging.wait(10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "_merge_segments", merge_in_thread)
+    if where == "the SPEC index's merge":
+        monkeypatch.setattr(indexer, "merge_runs", failing_merge)
+    with pytest.raises(KeyboardInterrupt if where == "the SPEC index's merge" else apsw.FullError):
+        write_index_files(fixture_pages, tmp_path / "index", jobs=2)
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("search-index")]
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before  # no partial file left
 
 
 @pytest.mark.parametrize("limit", [10_000, 100_000, 300_000, 600_000])

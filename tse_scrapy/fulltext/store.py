@@ -55,7 +55,9 @@ import os
 import pickle
 import shutil
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple
@@ -100,6 +102,8 @@ CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, {_CONTENTLESS});
 CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, {_CONTENTLESS});
 """
 FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "anchors_fts", "beyond_fts")
+# Those filled as pages are added (anchors_fts is filled once every page is: ``prepare``).
+PAGES_FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "beyond_fts")
 # The tables whose terms' page counts are kept in term_counts (``_count_terms``), and the meta key
 # naming what they were counted from (``counted_key``).
 COUNTED_TABLES = ("fts", "titles_fts", "anchors_fts")
@@ -185,15 +189,36 @@ class SearchIndexWriter:
         """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
         _insert_vocabulary(self.db, spellings)
 
-    def prepare(self) -> None:
-        """Gather the anchors, group the duplicates, merge and count, and write it all to the partial
-        file: what can fail (a full disk) done before the SPEC index is put in place."""
+    def prepare(self, merged: tuple[str, ...] = ()) -> None:
+        """Gather the anchors, group the duplicates, merge (the FTS5 tables but those *merged*
+        already) and count, and write it all to the partial file: what can fail (a full disk) done
+        before the SPEC index is put in place."""
         _index_anchors(self.db, _gather_anchors(self.db, None))
         _group_duplicates(self.db)
-        _merge_segments(self.db)
+        _merge_segments(self.db, tuple(table for table in FTS_TABLES if table not in merged))
         _count_terms(self.db)
         self.db.execute("COMMIT")
         self._prepared = True
+
+    @contextmanager
+    def preparing(self) -> Iterator[Callable[[], None]]:
+        """``prepare`` begun beside the caller's own work (the SPEC index's merge): within, the
+        segments of the tables of the pages (all there are once every page is added) are merged in a
+        thread, SQLite's work, which runs without the GIL, on the second core.  The function given
+        waits for it (raising its error) and does the rest of ``prepare``.  Left with an error, the
+        thread's work is interrupted and waited for: nothing uses the file once this is left."""
+        with ThreadPoolExecutor(1, thread_name_prefix="search-index") as thread:
+            merging = thread.submit(_merge_segments, self.db, PAGES_FTS_TABLES)
+
+            def prepare() -> None:
+                merging.result()
+                self.prepare(merged=PAGES_FTS_TABLES)
+
+            try:
+                yield prepare
+            except BaseException:
+                self.db.interrupt()  # (from any thread) its statement stops at once; the thread is waited for
+                raise
 
     def finish(self, index_size: int, index_digest: bytes) -> None:
         """Record the SPEC index the search index belongs with (``prepare`` first), put it in place."""
@@ -483,10 +508,10 @@ def _merges_left_to_the_end(db: apsw.Connection) -> None:
         db.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 64)")
 
 
-def _merge_segments(db: apsw.Connection) -> None:
+def _merge_segments(db: apsw.Connection, tables: tuple[str, ...] = FTS_TABLES) -> None:
     """Each FTS5 table's segments merged into one: a query then reads one list a term, not one a
     segment (the 20,000-page bench: 8.3 to 7.2 ms a query, median, for 2 % of a build's time)."""
-    for table in FTS_TABLES:
+    for table in tables:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
