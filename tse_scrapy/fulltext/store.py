@@ -54,6 +54,7 @@ import hashlib
 import os
 import pickle
 import shutil
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -103,7 +104,7 @@ CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, {_CONTENTLESS});
 """
 FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "anchors_fts", "beyond_fts")
 # Those filled as pages are added (anchors_fts is filled once every page is: ``prepare``).
-PAGES_FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "beyond_fts")
+PAGES_FTS_TABLES = tuple(table for table in FTS_TABLES if table != "anchors_fts")
 # The tables whose terms' page counts are kept in term_counts (``_count_terms``), and the meta key
 # naming what they were counted from (``counted_key``).
 COUNTED_TABLES = ("fts", "titles_fts", "anchors_fts")
@@ -201,14 +202,24 @@ class SearchIndexWriter:
         self._prepared = True
 
     @contextmanager
-    def preparing(self) -> Iterator[Callable[[], None]]:
+    def preparing(self, on_error: Callable[[], object] = lambda: None) -> Iterator[Callable[[], None]]:
         """``prepare`` begun beside the caller's own work (the SPEC index's merge): within, the
         segments of the tables of the pages (all there are once every page is added) are merged in a
         thread, SQLite's work, which runs without the GIL, on the second core.  The function given
-        waits for it (raising its error) and does the rest of ``prepare``.  Left with an error, the
-        thread's work is interrupted and waited for: nothing uses the file once this is left."""
-        with ThreadPoolExecutor(1, thread_name_prefix="search-index") as thread:
-            merging = thread.submit(_merge_segments, self.db, PAGES_FTS_TABLES)
+        waits for it (raising its error) and does the rest of ``prepare``.  Left with an error,
+        *on_error* is called (the indexer's: Ctrl-C ignored from then on), and the thread stops after
+        the table it is merging, its statement interrupted, and is waited for: nothing uses the file
+        once this is left."""
+        stopping = threading.Event()
+
+        def merge() -> None:
+            for table in PAGES_FTS_TABLES:
+                if stopping.is_set():
+                    return
+                _merge_segments(self.db, (table,))
+
+        with ThreadPoolExecutor(1, thread_name_prefix="search-index") as executor:
+            merging = executor.submit(merge)
 
             def prepare() -> None:
                 merging.result()
@@ -217,7 +228,10 @@ class SearchIndexWriter:
             try:
                 yield prepare
             except BaseException:
-                self.db.interrupt()  # (from any thread) its statement stops at once; the thread is waited for
+                on_error()
+                stopping.set()
+                # (From any thread.)  A statement at work stops; between two, the next is not begun.
+                self.db.interrupt()
                 raise
 
     def finish(self, index_size: int, index_digest: bytes) -> None:

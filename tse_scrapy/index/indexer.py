@@ -46,9 +46,10 @@ from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 RUN_PAGES = 500
 # Runs merged at once: open files and the merge's heap stay small (``runs.RunTiers``).
 MERGE_FAN_IN = 64
-# The vocabulary's words a process remembers giving back for the ranges it indexed before (then it
-# forgets them and starts again: about 15 MB): a word is given back once, not once a range, as the
-# writer keeps a word's first spelling and takes each process's ranges in the order it indexed them.
+# The vocabulary's words a process indexing ranges remembers giving back for the ranges it indexed
+# before (then it forgets them and starts again: about 15 MB): a word is given back once, not once a
+# range, as the writer keeps a word's first spelling and takes each process's ranges in the order it
+# indexed them.
 # On the 20,000-page bench: 1,862,085 words given back -> 200,298, the writer's inserts 4.1 -> 0.4 s.
 SENT_WORDS = 200_000
 
@@ -114,7 +115,7 @@ class RangeIndexed:
     statuses: list[tuple[int, int, int]]
     ended: bool
     fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, no vocabulary), None for no page
-    vocabulary: dict[str, str]  # the pages' words for typo tolerance (see PageFields) not given back before
+    vocabulary: dict[str, str]  # the pages' words for typo tolerance (PageFields) not given back before: SENT_WORDS
     warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
 
@@ -155,11 +156,12 @@ def index_range(
                 vocabulary.setdefault(word, spelling)
             fields.add(found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4]))
     spilled = fields.path if fields.pages else None
+    written = postings.write(run)
     fresh = {word: spelling for word, spelling in vocabulary.items() if word not in sent}
     if len(sent) + len(fresh) > SENT_WORDS:
         sent.clear()
-    sent.update(fresh)
-    return RangeIndexed(postings.write(run), rows, statuses, scan.ended, spilled, fresh, warnings)
+    sent.update(fresh)  # last: once the range can no longer fail
+    return RangeIndexed(written, rows, statuses, scan.ended, spilled, fresh, warnings)
 
 
 def write_index_files(
@@ -213,7 +215,7 @@ def write_index_files(
                 # The search index's last work beside the SPEC index's merge (the 20,000-page bench: the
                 # build's end 8 -> 6 s).  It is written before the SPEC index is put in place: a search
                 # index that cannot be (a full disk) leaves every file of the index as it was.
-                with search.preparing() as search_prepared:
+                with search.preparing(on_error=ignore_interrupts) as search_prepared:
                     runs = tiers.final()
                     width = number_width(highest_number(runs))
                     with IndexFileWriter(indexfile, width, scratch) as index:
