@@ -232,7 +232,7 @@ def test_an_error_at_the_end_stops_the_search_index_thread_and_changes_nothing(
             merging.set()
             if where == "the search index's thread":
                 raise apsw.FullError("database or disk is full")
-            time.sleep(0.5)  # still at work when the SPEC index's merge fails
+            time.sleep(1)  # still at work when the SPEC index's merge fails
             merged_in_thread.append(tables)
         return merge_segments(db, tables)
 
