@@ -94,6 +94,55 @@ def test_tokens_keep_offsets_in_the_text_as_written():
     assert found[-1].terms == ("securite", "securit")  # unstemmed and stemmed, accents folded
 
 
+# Real text with symbols NFKC spells with letters: the Debian installation guide (it, zh_CN, ko, da)
+# and Python's docs.  The symbol separates words, as in the text (not "unixtm", "core™i7").
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "strumenti software liberi da usare con Unix™ e sistemi",
+            ["strumenti", "software", "liberi", "da", "usare", "con", "unix", "e", "sistemi"],
+        ),
+        (
+            "开发了大量用于 Unix™ 的自由软件",
+            ["开发", "发了", "了大", "大量", "量用", "用于", "unix", "的自", "自由", "由软", "软件"],
+        ),
+        ("유닉스(Unix™) 및", ["유닉", "닉스", "unix", "및"]),
+        ("인텔™에서", ["인텔", "에서"]),
+        ("Intel® Core™ i7-4960HQ processor", ["intel", "core", "i7", "4960hq", "processor"]),
+        ("brug med Unix™ og", ["brug", "med", "unix", "og"]),
+        ("5㎏ №5 30℃ Ⓐ", ["5", "5", "30"]),
+    ],
+)
+def test_symbols_spelt_with_letters_separate_words(text, expected):
+    assert analysis.words(text) == expected
+    # ... as snippets read the text, a word run at a time, where it stands.
+    assert [token.terms[0] for token in analysis.tokens(text)] == expected
+
+
+def test_a_soft_hyphen_is_inside_a_word_for_snippets_too():
+    text = "Die Instal\u00adlation von Debian"
+    assert analysis.words(text) == ["die", "installation", "von", "debian"]
+    found = list(analysis.tokens(text, ["de"]))
+    assert [text[token.start : token.end] for token in found] == ["Die", "Instal\u00adlation", "von", "Debian"]
+    assert found[1].terms[0] == "installation"
+
+
+def test_the_symbols_spelt_with_letters_are_all_listed():
+    # Worked out from Unicode as analysis.py says: no word character, an NFKC form holding a letter or
+    # digit, none of a bigram script.
+    expected = set()
+    for code in range(0x80, 0x110000):
+        character = chr(code)
+        if 0xD800 <= code <= 0xDFFF or analysis._WORD_CHARACTER.match(character) or character == "_":
+            continue
+        spelt = unicodedata.normalize("NFKC", character)
+        if spelt != character and any(c.isalnum() for c in spelt) and not analysis._BIGRAM_CHAR.search(spelt):
+            expected.add(code)
+    listed = {code for code in range(0x80, 0x110000) if analysis._SPELT_SYMBOLS.match(chr(code))}
+    assert listed == expected and ord("™") in listed
+
+
 def test_words_of_each_is_words_of_each_text():
     texts = ["Ａb Ç", "日本語", "", "x_y", "a\x00b"]
     assert analysis.words_of_each(texts) == [analysis.words(text.replace("\x00", " ")) for text in texts]

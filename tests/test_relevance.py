@@ -20,6 +20,7 @@ from starlette.testclient import TestClient
 from tests.conftest import run_tse
 from tests.support.multilingual import FixturePage, fixture_pages, page_named, write_fixture_directory
 from tests.support.pages import write_pages
+from tse_scrapy.fulltext import matching
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search.app import create_app
@@ -410,6 +411,14 @@ def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_
     client = app_client(pages, index_pages(pages, tmp_path / "index"))
     body = search(client, "routers", known={})
     assert body["suggestion"] is None and sorted(doc_ids(body)) == [1, 2, 3], body
+
+
+def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(client, monkeypatch):
+    # A word's search among close words costs milliseconds: a query of 100 made-up words took a second.
+    typos = "Reqiurements herutnerfahren Вылкючение"
+    assert search(client, typos)["suggestion"].casefold() == "requirements herunterfahren выключение"
+    monkeypatch.setattr(matching, "LOOKED_UP", 2)
+    assert search(client, typos)["suggestion"].casefold() == "requirements herunterfahren вылкючение"
 
 
 def test_a_word_typed_twice_is_corrected_wherever_it_was_typed(client):

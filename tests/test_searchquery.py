@@ -99,6 +99,10 @@ def marks(*sequences):
         # A single character: the bigrams it starts (not one ending a run: docs/search.md says why).
         ("书店和书", [[["书"]]], ["书店"]),
         ("nothing here", [[["cat"]]], []),
+        # A mark takes the combining marks of its last character: the tone mark of ที่ ("here", Thai).
+        ("ที่นี่", [[["ที"]]], ["ที่"]),
+        ("Die Instal\u00adlation von Debian", [[["installation"]]], ["Instal\u00adlation"]),
+        ("开发了大量用于 Unix™ 的自由软件工具和类 Unix 操作系统", [[["unix"]]], ["Unix", "Unix"]),
     ],
 )
 def test_snippet_marks(text, sequences, marked):

@@ -26,8 +26,14 @@ ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
+# A query's first this many words the index does not hold are looked for among close words, the others
+# taken as typed: a word's search costs about 5 ms (a query of 100 made-up words took a second).
+LOOKED_UP = 10
 DOCUMENT_COUNTS_KEPT = 100_000
 PHRASE_COUNTS_KEPT = 100_000  # phrases of several words whose pages are counted and kept
+# ... holding this many words in all: a phrase can be a hyphenated word of hundreds (a query of them,
+# each new, kept 0.8 GB in 30 s when only the phrases were counted).
+PHRASE_WORDS_KEPT = 200_000
 COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
@@ -60,6 +66,7 @@ class Compiled:
     plain_any_of: str | None = None
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+    looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
 
     def rare(self, documents: Callable[[str], int], pages: int, joiner: str, loose: bool = False) -> str | None:
         """The groups (*loose*: their loose expressions) joined by *joiner* (" AND ", " OR ") leaving
@@ -118,6 +125,7 @@ class Vocabulary:
         self._by_length: dict[int, list[str]] | None = None
         self._documents: dict[tuple[str, str], int] = {}
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
+        self._phrase_words = 0  # the words of the phrases kept
         self._words: dict[str, bool] = {}  # is_word's answers
 
     def documents(self, term: str, table: str = "fts") -> int:
@@ -141,9 +149,11 @@ class Vocabulary:
             if phrase:
                 sql = f"SELECT count(*) FROM {table} WHERE {table} MATCH ?"
                 found = self.db.execute(sql, ('"' + " ".join(phrase) + '"',)).fetchone()[0]
-            if len(self._phrases) >= PHRASE_COUNTS_KEPT:
+            if len(self._phrases) >= PHRASE_COUNTS_KEPT or self._phrase_words + len(phrase) > PHRASE_WORDS_KEPT:
                 self._phrases.clear()
+                self._phrase_words = 0
             self._phrases[key] = found
+            self._phrase_words += len(phrase)
         return found
 
     def count(self, terms: Iterable[str], table: str = "fts") -> None:
@@ -301,9 +311,11 @@ def _clause(
     if (
         compiled is not None
         and len(word) >= ONE_EDIT_FROM
+        and compiled.looked_up < LOOKED_UP
         and (not held or (held[0] != word and not vocabulary.is_word(word)))
     ):
         # The closest words the index holds; at the same distance, the one on the most pages first.
+        compiled.looked_up += 1
         corrected = []
         closest = vocabulary.closest(word)
         vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))

@@ -55,6 +55,7 @@ KEPT_SCORED = 500
 KEPT_TOKENS = 200_000
 ANCHOR_TOKENS = 200_000
 EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memory
+EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a query's can be tens of KB)
 
 
 @dataclass
@@ -343,10 +344,17 @@ class KeptField:
         return self.vocabulary.holding(phrase, self.table)
 
 
-@lru_cache(maxsize=EXPRESSIONS_KEPT)
 def _expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
-    """``fts5bm25.expression_phrases``, kept: the titles and the anchor text are scored for the same
-    expression, and queries repeat."""
+    """``fts5bm25.expression_phrases``, kept when short: the titles and the anchor text are scored for
+    the same expression, and queries repeat."""
+    if len(expression) <= EXPRESSION_KEPT_CHARACTERS:
+        return _kept_expression_phrases(expression)
+    found = fts5bm25.expression_phrases(expression)
+    return None if found is None else tuple(found)
+
+
+@lru_cache(maxsize=EXPRESSIONS_KEPT)
+def _kept_expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
     found = fts5bm25.expression_phrases(expression)
     return None if found is None else tuple(found)
 

@@ -33,8 +33,10 @@ reference's).  Its tables:
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
 - ``term_counts``: how many pages hold each term of ``fts``, ``titles_fts`` and
   ``anchors_fts`` (``_count_terms``);
-- ``meta``: the SPEC index it was written with (size and digest) and the
-  languages of its pages.
+- ``meta``: the SPEC index it was written with (size and digest), the text
+  analysis that made its terms (``analysis.ANALYSIS_VERSION``: another one's
+  terms would not meet this one's queries, nor an update's pages the others)
+  and the languages of its pages.
 
 Written whole into ``.NAME.partial`` and renamed into place; ``prepare_update``
 applies the changes of ``tse index --update`` to a copy, renamed likewise
@@ -67,6 +69,7 @@ import apsw
 
 from ..atomicfile import partial_path
 from ..rules.queries.searchsnippet import snippet_head
+from ..rules.text.analysis import ANALYSIS_VERSION
 from ..rules.text.pagefields import PageFields
 from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
 
@@ -354,7 +357,7 @@ def open_checked(path: Path, index_size: int, index_digest: bytes) -> apsw.Conne
         db.close()
         return f"{path} cannot be read ({error})"
     problem = None
-    if meta.get("format") != FORMAT:
+    if meta.get("format") != FORMAT or meta.get("analysis") != ANALYSIS_VERSION:
         problem = f"{path} was written by another version of tse index"
     elif meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
         problem = f"{path} does not match the index"
@@ -577,6 +580,7 @@ def _write_meta(db: apsw.Connection, index_size: int, index_digest: bytes) -> No
     languages = sorted(language for (language,) in db.execute("SELECT DISTINCT lang FROM pages") if language)
     meta = {
         "format": FORMAT,
+        "analysis": ANALYSIS_VERSION,
         "index_size": str(index_size),
         "index_digest": index_digest.hex(),
         "languages": " ".join(languages),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import unicodedata
 from array import array
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -301,6 +302,26 @@ def _found(
     return found, bool(found) and window is not None and len(text) > found[0][0] + window
 
 
+def _whole_characters(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """*ranges* (merged) of *text*, each widened to the combining marks it cuts off: a bigram is two
+    characters of the text, and in Thai, Lao, Khmer or Myanmar the second may carry a vowel or tone
+    mark after it (ที่), or the first be one; a mark is shown with the letter it sits on."""
+    widened = False
+    size = len(text)
+    found = []
+    for start, end in ranges:
+        while end < size and text[end] >= "\u0300" and unicodedata.category(text[end])[0] == "M":
+            end += 1
+            widened = True
+        while 0 < start < size and text[start] >= "\u0300" and unicodedata.category(text[start])[0] == "M":
+            if text[start - 1].isspace():
+                break
+            start -= 1
+            widened = True
+        found.append((start, end))
+    return _merged(found) if widened else ranges
+
+
 def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(found):
@@ -559,7 +580,7 @@ def snippet(
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… ".  *head*:
     the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s)."""
-    ranges = _window_ranges(text, _prepared(marks), tuple(languages), size, head)
+    ranges = _whole_characters(text, _window_ranges(text, _prepared(marks), tuple(languages), size, head))
     first = ranges[0][0] if ranges else 0
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:

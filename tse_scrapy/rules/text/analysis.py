@@ -4,6 +4,8 @@ One analyzer for pages and queries, so that both sides meet:
 
 1. **Normalize**: Unicode NFKC (full-width letters, ligatures, compatibility
    forms become plain ones), then case folding (``Straße`` → ``strasse``).
+   Symbols that NFKC spells with letters (``™`` → ``TM``, ``№``, ``㎏``,
+   ``Ⓐ``) separate words first, as in the text: ``Unix™`` is ``unix``.
 2. **Fold accents**: combining marks of Latin, Greek and Cyrillic letters,
    Arabic vowel marks and Hebrew points are dropped, and a few letters that
    are not decomposed by Unicode are spelled plainly (``đ`` → ``d``, ``ø`` →
@@ -74,7 +76,9 @@ def _mark_ranges() -> str:
     return "".join(chr(first) if first == last else f"{chr(first)}-{chr(last)}" for first, last in ranges)
 
 
-_MARKS = _mark_ranges() + "\u200c\u200d"
+# The soft hyphen sits inside words too ("Instal\u00adlation"): dropped by ``normalize`` as the joiners
+# (in a bigram script's run, like them, it still cuts the run where snippets read it).
+_MARKS = _mark_ranges() + "\u200c\u200d\u00ad"
 # A word: a run of letters, digits and marks ("_" is made a space first: \w holds it).  A run holding a
 # character of a bigram script is cut again into runs in those scripts and runs outside them.
 _WORD_RUN = re.compile(f"[\\w{_MARKS}]+")
@@ -90,6 +94,18 @@ _ASCII_LOWERED_NOT_IN_WORDS = _ASCII_NOT_IN_WORDS.translate(
 # A small ASCII letter and the character after it, when that one is not ASCII (see ``_words_of_pieces``).
 _LETTER_THEN_OTHER = re.compile(r"[a-z]([^\x00-\x7f])")
 _SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+)|([^{_BIGRAM_RANGES}]+)")
+# The characters that are no word's (neither letter, digit nor mark) but that NFKC spells with letters
+# or digits: letterlike symbols (™ → "TM", № → "No", ℃ → "°C"), letters in circles or parentheses
+# (Ⓐ, ⒜, 🄐), the squared units (㎏ → "kg").  They are made spaces before NFKC: "Unix™" is the word
+# "unix", as a letter run of the text and as snippets read it (``tokens``), not "unixtm".  Those that NFKC
+# spells in a bigram script are left to it (a PDF's text often holds Kangxi radicals for the Han
+# ideographs they look like).  Listed, not worked out on import (a scan of Unicode: about a second);
+# tests/test_analysis.py works them out again.
+_SPELT_SYMBOLS = re.compile(
+    "[\u20a8\u2100\u2101\u2103\u2105\u2106\u2109\u2116\u2120-\u2122\u213b\u249c-\u24e9\u3250"
+    "\u32cc-\u32cf\u3371-\u337a\u3380-\u33df\u33ff\ufdfc\U0001f110-\U0001f12e\U0001f130-\U0001f14f"
+    "\U0001f16a-\U0001f16c\U0001f190]"
+)
 
 # Marks dropped by folding.
 _FOLDED_MARKS = re.compile(
@@ -176,7 +192,8 @@ def _folded_run(found: re.Match[str]) -> str:
 # folding, letters) and the Snowball stemmers' (what is worked out once and kept, as snippet heads,
 # names them, and is not taken from another).  ANALYSIS_REVISION counts changes of this code that
 # change words, folding or stems.
-ANALYSIS_REVISION = 1
+# 2: the symbols NFKC spells with letters separate words (_SPELT_SYMBOLS).
+ANALYSIS_REVISION = 2
 ANALYSIS_VERSION = f"{ANALYSIS_REVISION} unicode {unicodedata.unidata_version} snowball {Stemmer.version()}"
 
 STEMMERS = {
@@ -229,11 +246,16 @@ class Token(NamedTuple):
 
 
 def normalize(text: str) -> str:
-    """NFKC, then case folding; joiners and soft hyphens, which sit inside words, dropped."""
+    """NFKC, then case folding; joiners and soft hyphens, which sit inside words, dropped; the symbols
+    NFKC would spell with letters made spaces first (see _SPELT_SYMBOLS)."""
     if text.isascii():
         return text.lower()
     return (
-        unicodedata.normalize("NFKC", text).casefold().replace("\u200c", "").replace("\u200d", "").replace("\u00ad", "")
+        unicodedata.normalize("NFKC", _SPELT_SYMBOLS.sub(" ", text))
+        .casefold()
+        .replace("\u200c", "")
+        .replace("\u200d", "")
+        .replace("\u00ad", "")
     )
 
 
@@ -398,8 +420,8 @@ def word_positions(text: str, words: Collection[str]) -> list[tuple[int, str]]:
 
 def _is_word_character(character: str) -> bool:
     """``_WORD_CHARACTER.match(character)``, most often without the regular expression: \\w less "_"
-    is ``str.isalnum`` (re's own definition), and no mark or joiner comes before U+0300."""
-    return character.isalnum() or (character >= "\u0300" and _WORD_CHARACTER.match(character) is not None)
+    is ``str.isalnum`` (re's own definition), and no mark or joiner comes before the soft hyphen."""
+    return character.isalnum() or (character >= "\u00ad" and _WORD_CHARACTER.match(character) is not None)
 
 
 def has_word_between(text: str, start: int, end: int) -> bool:
