@@ -631,3 +631,33 @@ def test_a_long_expression_s_phrases_are_not_kept():
     assert searcher._kept_expression_phrases.cache_info().currsize == 0
     assert searcher._expression_phrases('"w1 x1" OR "w2"') == (("w1", "x1"), ("w2",))
     assert searcher._kept_expression_phrases.cache_info().currsize == 1
+
+
+def test_a_character_ending_a_run_is_excluded(tmp_path):
+    # Real text of the Debian reference (ja): 章 ends the run 序章, 項 the run 免責事項.  A query of one
+    # character matches the bigrams it starts (docs/search.md: not a run's last character); excluded, a
+    # page holding it anywhere is left out (phrases_fts's ends: pagefields.run_ends).
+    def page(text):
+        return f'<html lang="ja"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
+
+    write_pages(
+        tmp_path / "pages",
+        {
+            1: ("http://h/1.html", 0, page("目次 序章 1. 免責事項 2. Debian とはなにか")),
+            2: ("http://h/2.html", 0, page("2. Debian とはなにか 3. 本書について")),
+            3: ("http://h/3.html", 0, page("章立て Debian")),
+        },
+    )
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+
+    def found(query):
+        return sorted(doc_id for doc_id, _ in engine.answer(query, "relevance").ranked)
+
+    assert found("Debian") == [1, 2, 3]
+    assert found("Debian -章") == found('Debian -"章"') == [2]
+    assert found("Debian -項") == found('Debian -"項"') == [2, 3]
+    # Quoted, one character is found as unquoted (not only where it stands alone between two runs).
+    assert found("章") == found('"章"') == [3]
+    # A phrase ending in one character: the bigrams it starts stand after the others ("目次 序章").
+    assert found('"目次 序"') == found("目次 序") == [1]

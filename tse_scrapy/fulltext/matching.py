@@ -250,6 +250,16 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded if not clause.quoted
     )
     compiled.exact_excluded = [_exact(clause) for clause in query.excluded if clause.quoted]
+    # One character of a bigram script also where it ends a run (phrases_fts's ends), where it starts
+    # no bigram for the fts expression's NOT to see.
+    compiled.exact_excluded += [
+        _quoted(clause.words[0])
+        for clause in query.excluded
+        if not clause.quoted
+        and len(clause.words) == 1
+        and len(clause.words[0]) == 1
+        and analysis.is_segmented(clause.words[0])
+    ]
     if query.excluded:
         compiled.excluded = " OR ".join(
             f"({{words}} : ({_exact(clause)}))"
@@ -356,7 +366,15 @@ def _excluded(clause: Clause, vocabulary: Vocabulary, languages: Sequence[str]) 
 
 def _exact(clause: Clause) -> str:
     """A quoted clause's words as typed (accents folded), consecutive, for phrases_fts."""
-    return '"' + " ".join(clause.words) + '"'
+    return _quoted(" ".join(clause.words))
+
+
+def _quoted(phrase: str) -> str:
+    """*phrase* (terms separated by spaces) as an FTS5 phrase; ending in a single character of a bigram
+    script, a prefix phrase: that character is found in the bigrams it starts, as it is unquoted (and
+    in phrases_fts, where it ends a run: its ends column, pagefields.run_ends)."""
+    last = phrase[phrase.rfind(" ") + 1 :]
+    return f'"{phrase}"*' if len(last) == 1 and analysis.is_segmented(last) else f'"{phrase}"'
 
 
 def _loose(clause: Clause) -> str | None:
@@ -390,7 +408,7 @@ def _held(word: str, vocabulary: Vocabulary, languages: Sequence[str]) -> list[s
 
 def _phrase(words: list[str], languages: Sequence[str]) -> str:
     """Words at consecutive positions, stemmed alike in one of the languages (or not at all)."""
-    return " OR ".join(f'"{variant}"' for variant in _phrase_variants(words, languages))
+    return " OR ".join(map(_quoted, _phrase_variants(words, languages)))
 
 
 def _held_phrase(words: list[str], languages: Sequence[str], vocabulary: Vocabulary) -> str | None:
