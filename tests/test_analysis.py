@@ -523,3 +523,34 @@ def test_a_word_stemmed_alone_is_the_stemmers(words, language):
     name = analysis.STEMMERS.get(language or "")
     expected = [Stemmer.Stemmer(name).stemWord(word) for word in words] if name else words
     assert found == expected
+
+
+# The characters of a bigram script a text's words hold (a query of one character matches the bigrams
+# it starts; these tell a page holding it only at a run's end): real text of the Debian reference
+# (ja), the installation guide (zh_CN, ko, with a half-width katakana's NFKC).
+@pytest.mark.parametrize(
+    "text, characters",
+    [
+        ("目次 序章 1. 免責事項", ["目", "次", "序", "章", "免", "責", "事", "項"]),
+        ("用于 Unix™ 的自由", ["用", "于", "的", "自", "由"]),
+        ("데비안 설치", ["데", "비", "안", "설", "치"]),
+        ("ﾃｷｽﾄ", ["テ", "キ", "ス", "ト"]),
+        ("書 Debian", ["書"]),
+        ("Debian GNU/Linux Ελληνικά", []),
+    ],
+)
+def test_characters_of_bigram_scripts(text, characters):
+    words, spellings, found = analysis.words_spellings_and_characters(text)
+    assert found == characters
+    assert (words, spellings) == analysis.words_and_spellings(text)
+
+
+_SEGMENTED_TEXT = st.text(alphabet=st.sampled_from("日本語の章序目次テキストｷｽ한국어 .,a1-「」é"), max_size=60)
+
+
+@given(_SEGMENTED_TEXT)
+def test_the_characters_are_those_of_the_words(text):
+    words, _, characters = analysis.words_spellings_and_characters(text)
+    assert characters == list(
+        dict.fromkeys(character for word in words for character in word if analysis.is_segmented(character))
+    )

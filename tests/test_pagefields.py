@@ -1,5 +1,5 @@
 """The links a page gives the search index (``pagefields.anchors``): those to its own host, with their
-anchor text's terms; the characters ending a run of a bigram script (``pagefields.run_ends``)."""
+anchor text's terms."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text import analysis
-from tse_scrapy.rules.text.pagefields import anchors, run_ends
+from tse_scrapy.rules.text.pagefields import anchors
 
 PAGE = "http://127.0.0.1:8080/docs/index.html"
 
@@ -72,31 +71,3 @@ def test_every_link_to_the_host_is_kept_in_order(hrefs):
             expected.setdefault(target, terms)
     together = anchors("".join(f'<a href="{href}">word</a>' for href in hrefs), PAGE, None)
     assert together == list(expected.items())
-
-
-# The characters ending a run of a bigram script (pagefields.run_ends): real text of the Debian
-# reference (ja), the installation guide (zh_CN, ko).
-@pytest.mark.parametrize(
-    "text, ends",
-    [
-        ("目次 序章 1. 免責事項 2. Debian とはなにか", ["次", "章", "項", "か"]),
-        ("开发了大量用于 Unix™ 的自由软件", ["于", "件"]),
-        ("데비안 설치 안내서", ["안", "치", "서"]),
-        ("序章序章", ["章"]),  # (章 starts 章序: it ends only the run)
-        ("書 Debian", []),  # a run of one character is its own word
-        ("Debian GNU/Linux", []),
-    ],
-)
-def test_run_ends(text, ends):
-    assert run_ends(analysis.words(text)) == ends
-
-
-_SEGMENTED_TEXT = st.text(alphabet=st.sampled_from("日本語の章序目次テキスト한국어 .,a1-「」"), max_size=60)
-
-
-@given(_SEGMENTED_TEXT)
-def test_every_character_of_a_bigram_script_is_a_word_start_or_a_run_end(text):
-    # What a query of one character finds: the words it starts ("c"*) and the run ends.
-    words = analysis.words(text)
-    found = {word[0] for word in words} | set(run_ends(words))
-    assert all(character in found for character in text if analysis.is_segmented(character))

@@ -636,7 +636,7 @@ def test_a_long_expression_s_phrases_are_not_kept():
 def test_a_character_ending_a_run_is_excluded(tmp_path):
     # Real text of the Debian reference (ja): 章 ends the run 序章, 項 the run 免責事項.  A query of one
     # character matches the bigrams it starts (docs/search.md: not a run's last character); excluded, a
-    # page holding it anywhere is left out (phrases_fts's ends: pagefields.run_ends).
+    # page holding it anywhere is left out (phrases_fts's characters).
     def page(text):
         return f'<html lang="ja"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
 

@@ -250,8 +250,8 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded if not clause.quoted
     )
     compiled.exact_excluded = [_exact(clause) for clause in query.excluded if clause.quoted]
-    # One character of a bigram script also where it ends a run (phrases_fts's ends), where it starts
-    # no bigram for the fts expression's NOT to see.
+    # One character of a bigram script also where it ends a run, starting no bigram for the fts
+    # expression's NOT to see (phrases_fts's characters).
     compiled.exact_excluded += [
         _quoted(clause.words[0])
         for clause in query.excluded
@@ -372,7 +372,7 @@ def _exact(clause: Clause) -> str:
 def _quoted(phrase: str) -> str:
     """*phrase* (terms separated by spaces) as an FTS5 phrase; ending in a single character of a bigram
     script, a prefix phrase: that character is found in the bigrams it starts, as it is unquoted (and
-    in phrases_fts, where it ends a run: its ends column, pagefields.run_ends)."""
+    in phrases_fts, where it ends a run: its characters column)."""
     last = phrase[phrase.rfind(" ") + 1 :]
     return f'"{phrase}"*' if len(last) == 1 and analysis.is_segmented(last) else f'"{phrase}"'
 

@@ -9,10 +9,11 @@ reference's).  Its tables:
   (``contentless_delete``, SQLite 3.43): the text is not stored at all, and a
   page's rows are deleted by its docID;
 - ``phrases_fts``: the title's and body's words again, unstemmed (accents
-  folded), for quoted phrases, which match the words as typed; and ``ends``,
-  the characters of a bigram script ending a run (``pagefields.run_ends``),
-  so that ``-c`` (one such character) leaves out a page holding it there
-  (not in ``fts``: its tokens would change the pages' lengths, and scores);
+  folded), for quoted phrases, which match the words as typed; and
+  ``characters``, each character of a bigram script the page holds, once,
+  so that ``-c`` (one such character) leaves out a page holding it at a
+  run's end, where it starts no bigram (not in ``fts``: its tokens would
+  change the pages' lengths, and scores);
 - ``titles_fts``: the title again, scored apart: its own length and document
   frequencies (a word on every page is rare in titles), as BM25F normalizes
   each field by its own length;
@@ -79,8 +80,9 @@ from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_diges
 SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
 # 5: heads; 6: heads as terms and places, for text in any script; 7: contentless_delete FTS5 tables, no
-# copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending a run)
-FORMAT = "8"
+# copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
+# a run); 9: its characters column instead (every character of a bigram script)
+FORMAT = "9"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -103,7 +105,7 @@ CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical T
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, {_CONTENTLESS});
-CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, ends, {_CONTENTLESS});
+CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, characters, {_CONTENTLESS});
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, {_CONTENTLESS});
 CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, {_CONTENTLESS});
 CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, {_CONTENTLESS});
@@ -403,8 +405,8 @@ def _insert_page(
         (doc_id, fields.title, fields.headings, fields.url, fields.body),
     )
     db.execute(
-        "INSERT INTO phrases_fts(rowid, title, body, ends) VALUES (?, ?, ?, ?)",
-        (doc_id, fields.title_words, fields.body_words, fields.ends),
+        "INSERT INTO phrases_fts(rowid, title, body, characters) VALUES (?, ?, ?, ?)",
+        (doc_id, fields.title_words, fields.body_words, fields.characters),
     )
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
     if page.head:

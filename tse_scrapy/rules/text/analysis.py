@@ -278,16 +278,27 @@ def words_and_spellings(text: str) -> tuple[list[str], dict[str, str]]:
     return _words_of(text, spellings), spellings
 
 
-def _words_of(text: str, spellings: dict[str, str] | None) -> list[str]:
-    """``_words_of_normalized(normalize(text), spellings)``, most often without normalizing the whole
-    text: see ``_words_of_pieces``."""
+def words_spellings_and_characters(text: str) -> tuple[list[str], dict[str, str], list[str]]:
+    """``words_and_spellings`` of *text*, and the characters of a bigram script its words hold, once
+    each (found as its runs are cut into bigrams: a query of one character matches the bigrams it
+    starts, and those tell where it only ends a run)."""
+    spellings: dict[str, str] = {}
+    characters: dict[str, None] = {}
+    return _words_of(text, spellings, characters), spellings, list(characters)
+
+
+def _words_of(text: str, spellings: dict[str, str] | None, characters: dict[str, None] | None = None) -> list[str]:
+    """``_words_of_normalized(normalize(text), spellings, characters)``, most often without normalizing
+    the whole text: see ``_words_of_pieces``."""
     if text.isascii():
         return _words_of_normalized(text.lower(), spellings)
     encoded = text.encode("utf-8", "surrogatepass").translate(_ASCII_LOWERED_NOT_IN_WORDS)
-    return _words_of_pieces(text, encoded.decode("utf-8", "surrogatepass").split(), spellings)
+    return _words_of_pieces(text, encoded.decode("utf-8", "surrogatepass").split(), spellings, characters)
 
 
-def _words_of_pieces(text: str, pieces: list[str], spellings: dict[str, str] | None) -> list[str]:
+def _words_of_pieces(
+    text: str, pieces: list[str], spellings: dict[str, str] | None, characters: dict[str, None] | None
+) -> list[str]:
     # NFKC of a whole page costs a third of its analysis: one character that is not NFKC (a no-break
     # space) and the whole text is decomposed and composed again.  Here only the pieces holding a
     # character that is not ASCII are normalized, a distinct one once.  *pieces* are *text* split at
@@ -301,10 +312,10 @@ def _words_of_pieces(text: str, pieces: list[str], spellings: dict[str, str] | N
     #   followed by a character that starts with a mark (``_starts_alone``) is normalized whole.
     distinct = dict.fromkeys(filterfalse(str.isascii, pieces))
     if "\u0338" in text or not all(map(_starts_alone, _LETTER_THEN_OTHER.findall(" ".join(distinct)))):
-        return _words_of_normalized(normalize(text), spellings)
+        return _words_of_normalized(normalize(text), spellings, characters)
     analyzed: dict[str, tuple[str, ...]] = {}
     for piece in distinct:
-        found = _words_of_normalized(normalize(piece), spellings)
+        found = _words_of_normalized(normalize(piece), spellings, characters)
         if found != [piece]:
             analyzed[piece] = tuple(found)
     if not analyzed:
@@ -321,7 +332,9 @@ def _starts_alone(character: str) -> bool:
     return unicodedata.combining(first) == 0 and unicodedata.category(first)[0] != "M"
 
 
-def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> list[str]:
+def _words_of_normalized(
+    text: str, spellings: dict[str, str] | None = None, characters: dict[str, None] | None = None
+) -> list[str]:
     # The text split in C at every ASCII character that is no letter or digit ("_" too) and at
     # whitespace: an ASCII piece is a word (most are); a piece holding another character may hold
     # several runs, split at the other characters that are no word's ("«", "—", "。"), and is analyzed
@@ -334,7 +347,7 @@ def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> 
         return pieces
     analyzed: dict[str, tuple[str, ...]] = {}
     for piece in dict.fromkeys(filterfalse(str.isascii, pieces)):
-        found = [word for run in _WORD_RUN.findall(piece) for word in _words_of_run(run, spellings)]
+        found = [word for run in _WORD_RUN.findall(piece) for word in _words_of_run(run, spellings, characters)]
         if found != [piece]:
             analyzed[piece] = tuple(found)
     if not analyzed:
@@ -342,9 +355,10 @@ def _words_of_normalized(text: str, spellings: dict[str, str] | None = None) -> 
     return list(chain.from_iterable(map(analyzed.get, pieces, zip(pieces))))
 
 
-def _words_of_run(run: str, spellings: dict[str, str] | None) -> list[str]:
+def _words_of_run(run: str, spellings: dict[str, str] | None, characters: dict[str, None] | None) -> list[str]:
     """The words of a run of word characters: itself (ASCII), folded, its bigrams in a bigram script;
-    how the page spelled it recorded in *spellings* when folding changed it (its first spelling)."""
+    how the page spelled it recorded in *spellings* when folding changed it (its first spelling), the
+    characters of its bigram scripts in *characters*."""
     if run.isascii():
         return [run]
     plain = run.translate(_FOLDED)
@@ -354,6 +368,8 @@ def _words_of_run(run: str, spellings: dict[str, str] | None) -> list[str]:
         found: list[str] = []
         for segmented_run, word in _SCRIPT_RUN.findall(plain):
             found.extend(bigrams(segmented_run) if segmented_run else [word])
+            if segmented_run and characters is not None:
+                characters.update(dict.fromkeys(segmented_run))
         return found
     return [plain] if plain else []
 

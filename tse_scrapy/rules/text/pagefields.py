@@ -75,9 +75,9 @@ class PageFields:
     beyond_words: str = ""
     # The canonical URL its head names (<link rel="canonical">), normalized; "" for none or itself.
     canonical: str = ""
-    # The characters of a bigram script that end a run in its title or body and start no bigram
-    # there (``run_ends``), once each: where a query of one character does not find it (``-c`` does).
-    ends: str = ""
+    # The characters of a bigram script its title and body hold, once each: a query of one character
+    # matches the bigrams it starts, and these tell a page holding it only at a run's end (``-c``).
+    characters: str = ""
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -122,11 +122,11 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     text, whole = read.text, read.visible
     visible = _cut_at_word(whole, BODY_CHARACTERS)
     language = page_language(text[:4000], visible) or ""
-    body_words, spellings = analysis.words_and_spellings(visible)
+    body_words, spellings, characters = analysis.words_spellings_and_characters(visible)
     beyond_words = _beyond_words(whole[len(visible) :], body_words)
     body_words = body_words[:BODY_TERMS]
     title = read.title
-    title_words, title_spellings = analysis.words_and_spellings(title)
+    title_words, title_spellings, title_characters = analysis.words_spellings_and_characters(title)
     spellings = {**title_spellings, **spellings}
     kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
     if not "".join(kept).isascii():
@@ -134,8 +134,6 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     vocabulary = tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
-    joined_words = _joined(body_words)
-    ends = run_ends(title_words) + run_ends(body_words) if analysis.has_bigram_script(title + joined_words) else []
     return PageFields(
         language=language,
         title=_joined(terms(title_words, language)),
@@ -145,23 +143,12 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         links=tuple(anchors(text, url, language)),
         vocabulary=vocabulary,
         title_words=_joined(title_words),
-        body_words=joined_words,
+        body_words=_joined(body_words),
         beyond=_joined(terms(beyond_words, language)),
         beyond_words=_joined(beyond_words),
         canonical=head_canonical(url, body),
-        ends=_joined(list(dict.fromkeys(ends))),
+        characters=_joined(list(dict.fromkeys(title_characters + characters))),
     )
-
-
-def run_ends(words: list[str]) -> list[str]:
-    """The last characters of the runs of a bigram script in *words* (``analysis.words``) that start no
-    bigram after them: a query of one character finds the bigrams it starts (``"c"*``), and a run's
-    last character (``章`` of ``序章``, before a full stop) starts none.  In order, not once each."""
-    found = []
-    for word, after in zip(words, [*words[1:], ""], strict=False):  # each word, the next ("" after the last)
-        if len(word) == 2 and analysis.is_segmented(word) and not after.startswith(word[1]):
-            found.append(word[1])
-    return found
 
 
 def head_canonical(url: str, body: bytes) -> str:
