@@ -150,7 +150,7 @@ def test_words_of_each_is_words_of_each_text():
 
 
 def test_spellings_are_the_page_spelling_of_folded_words():
-    found, spellings = analysis.words_and_spellings("Authenticité et sécurité, SÉCURITÉ")
+    found, spellings, _ = analysis.words_spellings_and_characters("Authenticité et sécurité, SÉCURITÉ")
     assert found == ["authenticite", "et", "securite", "securite"]
     assert spellings == {"authenticite": "authenticité", "securite": "sécurité"}
 
@@ -317,7 +317,7 @@ def _words_and_spellings_of_the_whole_text(text: str) -> tuple[list[str], list[t
 
 
 def _words_and_spellings(text: str) -> tuple[list[str], list[tuple[str, str]]]:
-    found, spellings = analysis.words_and_spellings(text)
+    found, spellings, _ = analysis.words_spellings_and_characters(text)
     return found, list(spellings.items())  # in their order: the first spelling of a word wins
 
 
@@ -540,9 +540,9 @@ def test_a_word_stemmed_alone_is_the_stemmers(words, language):
     ],
 )
 def test_characters_of_bigram_scripts(text, characters):
-    words, spellings, found = analysis.words_spellings_and_characters(text)
+    words, _, found = analysis.words_spellings_and_characters(text)
     assert found == characters
-    assert (words, spellings) == analysis.words_and_spellings(text)
+    assert words == analysis.words(text)
 
 
 _SEGMENTED_TEXT = st.text(alphabet=st.sampled_from("日本語の章序目次テキストｷｽ한국어 .,a1-「」é"), max_size=60)

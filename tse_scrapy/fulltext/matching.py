@@ -249,16 +249,12 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     exclusion = "".join(
         f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded if not clause.quoted
     )
-    compiled.exact_excluded = [_exact(clause) for clause in query.excluded if clause.quoted]
-    # One character of a bigram script also where it ends a run, starting no bigram for the fts
-    # expression's NOT to see (phrases_fts's characters).
-    compiled.exact_excluded += [
-        _quoted(clause.words[0])
+    # Quoted exclusions, and one character of a bigram script also where it ends a run, starting no
+    # bigram for the fts expression's NOT to see (phrases_fts's characters).
+    compiled.exact_excluded = [
+        _exact(clause)
         for clause in query.excluded
-        if not clause.quoted
-        and len(clause.words) == 1
-        and len(clause.words[0]) == 1
-        and analysis.is_segmented(clause.words[0])
+        if clause.quoted or (len(clause.words) == 1 and _one_segmented_character(clause.words[0]))
     ]
     if query.excluded:
         compiled.excluded = " OR ".join(
@@ -373,8 +369,12 @@ def _quoted(phrase: str) -> str:
     """*phrase* (terms separated by spaces) as an FTS5 phrase; ending in a single character of a bigram
     script, a prefix phrase: that character is found in the bigrams it starts, as it is unquoted (and
     in phrases_fts, where it ends a run: its characters column)."""
-    last = phrase[phrase.rfind(" ") + 1 :]
-    return f'"{phrase}"*' if len(last) == 1 and analysis.is_segmented(last) else f'"{phrase}"'
+    return f'"{phrase}"*' if _one_segmented_character(phrase[phrase.rfind(" ") + 1 :]) else f'"{phrase}"'
+
+
+def _one_segmented_character(term: str) -> bool:
+    """Whether *term* is one character of a bigram script (a prefix of the bigrams it starts)."""
+    return len(term) == 1 and analysis.is_segmented(term)
 
 
 def _loose(clause: Clause) -> str | None:

@@ -271,17 +271,11 @@ def words(text: str) -> list[str]:
     return _words_of(text, None)
 
 
-def words_and_spellings(text: str) -> tuple[list[str], dict[str, str]]:
-    """``words`` of *text*, and how the page spells (normalized, not folded) each folded word that
-    folding changed (its first spelling)."""
-    spellings: dict[str, str] = {}
-    return _words_of(text, spellings), spellings
-
-
 def words_spellings_and_characters(text: str) -> tuple[list[str], dict[str, str], list[str]]:
-    """``words_and_spellings`` of *text*, and the characters of a bigram script its words hold, once
-    each (found as its runs are cut into bigrams: a query of one character matches the bigrams it
-    starts, and those tell where it only ends a run)."""
+    """``words`` of *text*; how the page spells (normalized, not folded) each folded word that folding
+    changed (its first spelling); and the characters of a bigram script its words hold, once each
+    (found as its runs are cut into bigrams: a query of one character matches the bigrams it starts,
+    and those tell where it only ends a run)."""
     spellings: dict[str, str] = {}
     characters: dict[str, None] = {}
     return _words_of(text, spellings, characters), spellings, list(characters)
