@@ -369,7 +369,8 @@ def test_only_marks_compose_with_what_precedes_them():
 
 def _giving_a_token_at_a_time(text, languages, wanted, starts):
     """What ``tokens_giving`` gives, written plainly: each run's words analyzed alone (``words``, no
-    memo), a bigram a token where normalizing kept the run's length, and the filter."""
+    memo), a bigram a token where normalizing kept the run's length, then its last character alone
+    when it is one of *starts*, and the filter."""
     tokens = []
     for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
         for script_run in analysis._SCRIPT_RUN.finditer(word_run.group()):
@@ -377,6 +378,8 @@ def _giving_a_token_at_a_time(text, languages, wanted, starts):
             found = analysis.words(piece)
             if found and script_run.group(1) and len(found) == max(1, len(piece) - 1):
                 tokens += [((pair,), start + index, start + index + len(pair)) for index, pair in enumerate(found)]
+                if len(piece) > 1 and found[-1][1:] in starts:
+                    tokens.append(((found[-1][1:],), start + len(piece) - 1, start + len(piece)))
             elif found:
                 stems = [
                     word
@@ -400,11 +403,11 @@ def test_tokens_giving_say_which_follow_one_another():
 
 
 @given(
-    st.lists(st.sampled_from(["a", "b", "book", "Books", "日本語", "ｶﾞ", "é", "_", "ab", "の"]), max_size=12).map(
+    st.lists(st.sampled_from(["a", "b", "book", "Books", "日本語", "ｶﾞ", "ｱｲｳ", "é", "_", "ab", "の"]), max_size=12).map(
         " ".join
     ),
-    st.sets(st.sampled_from(["a", "b", "book", "日本", "本語", "ab", "ガ"]), max_size=3),
-    st.sets(st.sampled_from(["日", "語"]), max_size=1),
+    st.sets(st.sampled_from(["a", "b", "book", "日本", "本語", "ab", "ガ", "イウ"]), max_size=3),
+    st.sets(st.sampled_from(["日", "語", "ア", "ウ"]), max_size=2),
 )
 def test_tokens_giving_is_the_tokens_giving_a_wanted_term(text, wanted, starts):
     assert list(analysis.tokens_giving(text, ["en"], wanted, starts)) == list(
@@ -429,7 +432,11 @@ def test_tokens_giving_in_long_runs_of_a_bigram_script(text, wanted, starts):
     [
         ("日日日", {"日日"}, set(), [(0, False), (1, True)]),  # overlapping bigrams
         ("本日本語", {"日本", "本語"}, set(), [(1, False), (2, True)]),
-        ("日本語", set(), {"語"}, []),  # the last character starts no bigram
+        ("日本語", set(), {"語"}, [(2, False)]),  # the last character, which starts no bigram, alone
+        ("日本語", {"本語"}, {"語"}, [(1, False), (2, True)]),
+        ("日本語 book", {"book"}, {"語"}, [(2, False), (4, True)]),
+        ("日本語 book", {"本語", "book"}, set(), [(1, False), (4, True)]),
+        ("日本 語", set(), {"語"}, [(3, False)]),  # a run of one character is its own term
         ("日本語", set(), {"本"}, [(1, False)]),
         ("book 日本", {"book", "日本"}, set(), [(0, False), (5, True)]),
         ("日本 book", {"book", "日本"}, set(), [(0, False), (3, True)]),

@@ -633,10 +633,10 @@ def test_a_long_expression_s_phrases_are_not_kept():
     assert searcher._kept_expression_phrases.cache_info().currsize == 1
 
 
-def test_a_character_ending_a_run_is_excluded(tmp_path):
+def test_a_character_ending_a_run_is_found_and_excluded(tmp_path):
     # Real text of the Debian reference (ja): 章 ends the run 序章, 項 the run 免責事項.  A query of one
-    # character matches the bigrams it starts (docs/search.md: not a run's last character); excluded, a
-    # page holding it anywhere is left out (phrases_fts's characters).
+    # character matches the bigrams it starts, and a page holding it anywhere (phrases_fts's characters:
+    # also where it ends a run, starting no bigram); excluded, a page holding it anywhere is left out.
     def page(text):
         return f'<html lang="ja"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
 
@@ -654,10 +654,24 @@ def test_a_character_ending_a_run_is_excluded(tmp_path):
     def found(query):
         return sorted(doc_id for doc_id, _ in engine.answer(query, "relevance").ranked)
 
+    def ranked(query):
+        answer = engine.answer(query, "relevance")
+        return [doc_id for doc_id, _ in answer.ranked], answer.partial
+
     assert found("Debian") == [1, 2, 3]
     assert found("Debian -章") == found('Debian -"章"') == [2]
     assert found("Debian -項") == found('Debian -"項"') == [2, 3]
+    # Where it starts a bigram (章立), the page ranks above one holding it only where a run ends (序章).
     # Quoted, one character is found as unquoted (not only where it stands alone between two runs).
-    assert found("章") == found('"章"') == [3]
+    assert ranked("章") == ranked('"章"') == ([3, 1], False)
+    assert ranked("項") == ranked("項 OR 項") == ([1], False)
+    assert ranked("章 OR 項") == ([3, 1], False)
+    # With other words, excluded ones, and as a partial match.
+    assert found("章 Debian") == found("Debian 章") == [1, 3]
+    assert found("章 免責") == found("章 -立て") == found("章 1 -本書") == [1]
+    assert found("章 項") == [1]
+    assert found("章 -Debian") == found("章 -章") == found("項 -目次") == []
+    assert ranked("項 nonesuchword") == ([1], True)
+    assert ranked("章 なにか") == ([1], False)
     # A phrase ending in one character: the bigrams it starts stand after the others ("目次 序章").
     assert found('"目次 序"') == found("目次 序") == [1]

@@ -96,8 +96,10 @@ def marks(*sequences):
             ["スモークテスト"],
         ),
         ("一种方法 和 方法将销", [[["方法"], ["法将"], ["将销"]]], ["方法将销"]),
-        # A single character: the bigrams it starts (not one ending a run: docs/search.md says why).
-        ("书店和书", [[["书"]]], ["书店"]),
+        # A single character: the bigrams it starts, and itself where it ends a run (starting none).
+        ("书店和书", [[["书"]]], ["书店", "书"]),
+        ("书店和书。", [[["书"]]], ["书店", "书"]),
+        ("我的猫", [[["猫"]]], ["猫"]),
         ("nothing here", [[["cat"]]], []),
         # A mark takes the combining marks of its last character: the tone mark of ที่ ("here", Thai).
         ("ที่นี่", [[["ที"]]], ["ที่"]),
@@ -126,8 +128,16 @@ def test_snippet_ranges_lie_in_the_snippet(text, words):
 
 def ranges_word_by_word(text, sequences, languages):
     """The marks found by reading every word with analysis.tokens (what the fast path must equal),
-    overlapping or touching ones joined."""
+    and a run's last character alone where a single character of a bigram script is wanted (it starts
+    no bigram), overlapping or touching ones joined."""
     tokens = list(analysis.tokens(text, languages))
+    alone = {term for sequence in sequences for terms in sequence for term in terms if len(term) == 1}
+    for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
+        for run in analysis._SCRIPT_RUN.finditer(word_run.group()):
+            found, end = analysis.words(run.group(1) or ""), word_run.start() + run.end()
+            if len(run.group()) > 1 and len(found) == len(run.group()) - 1 and found[-1][1:] in alone:
+                tokens.append(analysis.Token((found[-1][1:],), end - 1, end))
+    tokens.sort(key=lambda token: (token.start, token.end))
 
     def gives(token, terms):
         # A single character of a bigram script gives the bigrams it starts.

@@ -8,7 +8,9 @@ or two (from 9), a transposition counting as one (OSA distance, as Lucene's
 fuzzy queries), bigram scripts excepted; so does a word no page has as a
 word, held only by stems, when a close word is on more pages than those
 stems and shares none of them (another language's stem: "deiban").  A single
-character of a bigram script matches the bigrams it starts (a prefix query).
+character of a bigram script matches the bigrams it starts (a prefix query),
+and the pages holding it anywhere (phrases_fts's characters: also where it
+ends a run, starting no bigram).
 A word or group typed twice is matched and scored once.
 """
 
@@ -64,6 +66,13 @@ class Compiled:
     exact: list[tuple[list[str], str | None]] = field(default_factory=list)
     exact_excluded: list[str] = field(default_factory=list)
     plain_any_of: str | None = None
+    # The required groups of single characters of a bigram script, each as a phrases_fts expression
+    # over its characters column (where a character ending a run is, starting no bigram for fts's
+    # prefix query to match); the other groups' all_of (None for none) and the excluded clauses' fts
+    # expression (None for none), which the pages holding those characters must answer too.
+    characters: list[str] = field(default_factory=list)
+    others_all_of: str | None = None
+    excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
@@ -220,18 +229,25 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     # The pages of every form of every word counted together (see Vocabulary.count).
     words = [clause.words[0] for clause in (*query.clauses, *query.excluded) if len(clause.words) == 1]
     vocabulary.count(form for word in words for form in word_forms(word, languages))
+    others = []
     for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
+        if _characters_only(alternatives):
+            # Quoted or not, one character is itself: found by its prefix query, or held anywhere.
+            held = " OR ".join(f'"{clause.words[0]}"' for clause in alternatives)
+            compiled.characters.append(f"characters : ({held})")
+        else:
+            others.append(" OR ".join(expression for expression, _ in clauses))
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
         terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
         loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((" OR ".join(expression for expression, _ in clauses), " OR ".join(loose), terms))
-        if any(clause.quoted for clause in alternatives):
-            others = [
+        if any(clause.quoted for clause in alternatives) and not _characters_only(alternatives):
+            unquoted = [
                 expression for clause, (expression, _) in zip(alternatives, clauses, strict=True) if not clause.quoted
             ]
             compiled.exact.append(
-                ([_exact(clause) for clause in alternatives if clause.quoted], " OR ".join(others) or None)
+                ([_exact(clause) for clause in alternatives if clause.quoted], " OR ".join(unquoted) or None)
             )
         else:
             plain.append(" OR ".join(loose))
@@ -246,9 +262,8 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
             compiled.corrections.setdefault(clause.text, corrected_words[(clause.words, clause.quoted)])
     compiled.plain_any_of = " OR ".join(f"({loose})" for loose in plain) or None
     # Quoted exclusions leave out the pages holding the words as typed, found apart.
-    exclusion = "".join(
-        f" NOT ({_clause(clause, vocabulary, languages, None)[0]})" for clause in query.excluded if not clause.quoted
-    )
+    excluded = [_clause(clause, vocabulary, languages, None)[0] for clause in query.excluded if not clause.quoted]
+    exclusion = "".join(f" NOT ({expression})" for expression in excluded)
     # Quoted exclusions, and one character of a bigram script also where it ends a run, starting no
     # bigram for the fts expression's NOT to see (phrases_fts's characters).
     compiled.exact_excluded = [
@@ -272,6 +287,10 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     else:
         compiled.any_of = compiled.all_of
     compiled.exclusion = exclusion
+    if compiled.characters:
+        required = " AND ".join(f"({group})" for group in others)
+        compiled.others_all_of = (f"({required}){exclusion}" if exclusion else required) if others else None
+        compiled.excluded_any = " OR ".join(f"({expression})" for expression in excluded) or None
     if exclusion:
         compiled.all_of = f"({compiled.all_of}){exclusion}"
         compiled.any_of = f"({compiled.any_of}){exclusion}"
@@ -370,6 +389,11 @@ def _quoted(phrase: str) -> str:
     script, a prefix phrase: that character is found in the bigrams it starts, as it is unquoted (and
     in phrases_fts, where it ends a run: its characters column)."""
     return f'"{phrase}"*' if _one_segmented_character(phrase[phrase.rfind(" ") + 1 :]) else f'"{phrase}"'
+
+
+def _characters_only(alternatives: Sequence[Clause]) -> bool:
+    """Whether each of a group's *alternatives* is one character of a bigram script, quoted or not."""
+    return all(len(clause.words) == 1 and _one_segmented_character(clause.words[0]) for clause in alternatives)
 
 
 def _one_segmented_character(term: str) -> bool:

@@ -3,9 +3,10 @@
 Which pages match is one FTS5 query: every required group, or (when no page
 has them all) any of them, flagged as partial matches; scored in the same
 statement when the scoring expression is the matching one (most queries), else
-matched without scores.  Their scores are BM25F-style, from FTS5's ``bm25()``:
-the headings, URL words and
-body in one table (FTS5 sums each field's term frequency times its weight,
+matched without scores.  A single character of a bigram script also matches
+the pages holding it where it ends a run (another statement, over phrases_fts).
+Their scores are BM25F-style, from FTS5's ``bm25()``: the headings, URL words
+and body in one table (FTS5 sums each field's term frequency times its weight,
 then saturates once by the row's length), the title and the anchor text each
 in a table of its own (their own lengths and document frequencies), weighted
 and added; pages holding the query's words as a phrase gain a bonus.
@@ -165,9 +166,13 @@ class SearchIndex:
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
+        if compiled.characters:
+            matched |= self._exactly(wanted(self._holding_characters(compiled, " AND ")), compiled, False)
         partial = False
         if not matched and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
+            if compiled.characters:
+                matched |= wanted(self._holding_characters(compiled, " OR "))
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
             bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched:
@@ -225,6 +230,17 @@ class SearchIndex:
         """The pages of *table* that match *expression*."""
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return set(chain.from_iterable(rows))
+
+    def _holding_characters(self, compiled: Compiled, joiner: str) -> set[int]:
+        """The pages holding the query's single characters of a bigram script (``Compiled.characters``)
+        anywhere, all of them or any (*joiner*), that answer its other groups (" AND ") and none of its
+        excluded clauses: those ending a run start no bigram for the fts expression to find."""
+        found = self._matching(joiner.join(f"({group})" for group in compiled.characters), "phrases_fts")
+        if joiner == " AND " and compiled.others_all_of:
+            found &= self._matching(compiled.others_all_of)
+        elif compiled.excluded_any and found:
+            found -= self._matching(compiled.excluded_any)
+        return found
 
     def _exactly(self, matched: set[int], compiled: Compiled, partial: bool) -> set[int]:
         """The pages of *matched* whose quoted phrases stand as typed (FTS5 matched them stemmed): with

@@ -563,8 +563,9 @@ def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Tok
 def tokens_giving(
     text: str, languages: Iterable[str | None], wanted: AbstractSet[str], starts: AbstractSet[str] = frozenset()
 ) -> Iterator[tuple[Token, bool]]:
-    """The ``tokens`` of *text* that give a term of *wanted*, or start with a character of *starts*,
-    each with whether it follows the one before with no other word between: what a snippet marks.
+    """The ``tokens`` of *text* that give a term of *wanted*, or start with a character of *starts*
+    (and a run's last character alone when it is one: it starts no bigram), each with whether it
+    follows the one before with no other word between: what a snippet marks.
     Lazy; the other words are passed over without a token made (a bigram script has one a character)."""
     return _tokens(text, tuple(languages), wanted, starts)
 
@@ -606,9 +607,10 @@ def _tokens(
                 start = word_run.start() + script_run.start()
                 last = -1 if follows else -2  # the bigram kept last, -1 standing for a word kept before
                 for index in _pairs_at(piece, pairs, starters):  # the bigrams not kept are not made
-                    yield Token((piece[index : index + 2],), start + index, start + index + 2), index == last + 1
+                    pair = piece[index : index + 2]  # (the run's last character alone: a starter there)
+                    yield Token((pair,), start + index, start + index + len(pair)), index == last + 1
                     last = index
-                follows = last == len(piece) - 2
+                follows = last >= len(piece) - 2  # the last bigram kept, or the last character alone
                 continue
             analyzed = bigrams(piece) if plain else words(piece)
             if not analyzed:
@@ -621,6 +623,9 @@ def _tokens(
                         follows = True
                     else:
                         follows = False
+                if starts and len(piece) > 1 and analyzed[-1][1:] in starts:  # the last character, a starter
+                    yield Token((analyzed[-1][1:],), start + len(piece) - 1, start + len(piece)), follows
+                    follows = True
             else:
                 found = _variants(analyzed, languages)
                 keep = kept(found)
@@ -631,19 +636,20 @@ def _tokens(
 
 def _pairs_at(piece: str, pairs: list[str], starters: list[str]) -> list[int]:
     """Where the bigrams of *piece* (a run of a bigram script, of 2 characters or more) that are one
-    of *pairs* or start with one of *starters* stand (a bigram's index is its first character's), in order."""
+    of *pairs* or start with one of *starters* stand (a bigram's index is its first character's), and
+    its last character when it is one of *starters* (a page holding it only there is found by the
+    characters it holds: ``PageFields.characters``), in order."""
     found = set()
     for pair in pairs:
         at = piece.find(pair)
         while at != -1:
             found.add(at)
             at = piece.find(pair, at + 1)  # bigrams overlap
-    last = len(piece) - 1  # the last character starts no bigram
     for character in starters:
-        at = piece.find(character, 0, last)
+        at = piece.find(character)
         while at != -1:
             found.add(at)
-            at = piece.find(character, at + 1, last)
+            at = piece.find(character, at + 1)
     return sorted(found)
 
 
