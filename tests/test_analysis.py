@@ -369,8 +369,9 @@ def test_only_marks_compose_with_what_precedes_them():
 
 def _giving_a_token_at_a_time(text, languages, wanted, starts):
     """What ``tokens_giving`` gives, written plainly: each run's words analyzed alone (``words``, no
-    memo), a bigram a token where normalizing kept the run's length, then its last character alone
-    when it is one of *starts*, and the filter."""
+    memo), a bigram a token where normalizing kept the run's length, and the filter; then a run's last
+    character alone when it is one of *starts*, following nothing (None), the words about it
+    following one another."""
     tokens = []
     for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
         for script_run in analysis._SCRIPT_RUN.finditer(word_run.group()):
@@ -379,7 +380,7 @@ def _giving_a_token_at_a_time(text, languages, wanted, starts):
             if found and script_run.group(1) and len(found) == max(1, len(piece) - 1):
                 tokens += [((pair,), start + index, start + index + len(pair)) for index, pair in enumerate(found)]
                 if len(piece) > 1 and found[-1][1:] in starts:
-                    tokens.append(((found[-1][1:],), start + len(piece) - 1, start + len(piece)))
+                    tokens.append(((found[-1][1:],), start + len(piece) - 1, None))
             elif found:
                 stems = [
                     word
@@ -390,6 +391,9 @@ def _giving_a_token_at_a_time(text, languages, wanted, starts):
                 tokens.append((tuple(dict.fromkeys(found + stems)), start, start + len(piece)))
     follows = False
     for terms, start, end in tokens:
+        if end is None:
+            yield analysis.Token(terms, start, start + 1), None
+            continue
         if not wanted.isdisjoint(terms) or (starts and terms[0][:1] in starts):
             yield analysis.Token(terms, start, end), follows
             follows = True
@@ -432,10 +436,10 @@ def test_tokens_giving_in_long_runs_of_a_bigram_script(text, wanted, starts):
     [
         ("日日日", {"日日"}, set(), [(0, False), (1, True)]),  # overlapping bigrams
         ("本日本語", {"日本", "本語"}, set(), [(1, False), (2, True)]),
-        ("日本語", set(), {"語"}, [(2, False)]),  # the last character, which starts no bigram, alone
-        ("日本語", {"本語"}, {"語"}, [(1, False), (2, True)]),
-        ("日本語 book", {"book"}, {"語"}, [(2, False), (4, True)]),
-        ("日本語 book", {"本語", "book"}, set(), [(1, False), (4, True)]),
+        ("日本語", set(), {"語"}, [(2, None)]),  # the last character, which starts no bigram, alone
+        ("日本語", {"本語"}, {"語"}, [(1, False), (2, None)]),
+        ("日本語 book", {"book"}, {"語"}, [(2, None), (4, False)]),
+        ("日本語 book", {"本語", "book"}, {"語"}, [(1, False), (2, None), (4, True)]),  # (a phrase unbroken)
         ("日本 語", set(), {"語"}, [(3, False)]),  # a run of one character is its own term
         ("日本語", set(), {"本"}, [(1, False)]),
         ("book 日本", {"book", "日本"}, set(), [(0, False), (5, True)]),

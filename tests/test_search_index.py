@@ -673,5 +673,38 @@ def test_a_character_ending_a_run_is_found_and_excluded(tmp_path):
     assert found("章 -Debian") == found("章 -章") == found("項 -目次") == []
     assert ranked("項 nonesuchword") == ([1], True)
     assert ranked("章 なにか") == ([1], False)
+    # Among other alternatives (a word, a phrase), and typed quoted and not (one group, not two).
+    assert found("章 OR nonesuchword") == found('章 OR "nonesuch word"') == found('nonesuchword OR "章"') == [1, 3]
+    assert found("項 OR 立て") == found('"項" OR "章立"') == [1, 3]
+    assert found("(章 OR nonesuchword) 免責") == found('"免責事項" 章 OR 立て') == found('"目次" "章" OR "立て"') == [1]
+    assert engine.answer('章 "章"', "relevance").ranked == engine.answer("章", "relevance").ranked
     # A phrase ending in one character: the bigrams it starts stand after the others ("目次 序章").
     assert found('"目次 序"') == found("目次 序") == [1]
+
+
+def test_a_character_ending_a_run_takes_nothing_from_the_other_words(tmp_path):
+    # A page holding the character only where a run ends (序章) is scored by the query's other words as
+    # when they are typed alone (the character adds nothing, and takes nothing away), and comes after
+    # the pages where it starts a bigram (章立て), which rank as they would without it.
+    def page(text):
+        return f'<html lang="ja"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
+
+    pages = {
+        1: ("http://h/1.html", 0, page("序章 kernel kernel kernel linux")),
+        2: ("http://h/2.html", 0, page("章立て kernel " + "とはなにか " * 40)),
+    }
+    for doc_id in range(3, 12):
+        pages[doc_id] = (f"http://h/{doc_id}.html", 0, page(f"目次 {doc_id} とはなにか"))
+    write_pages(tmp_path / "pages", pages)
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+
+    def scores(query):
+        return dict(engine.answer(query, "relevance").ranked)
+
+    alone = scores("kernel linux")
+    assert alone[1] > 0
+    assert scores("章 kernel linux")[1] == pytest.approx(alone[1])
+    assert scores("linux 章")[1] == pytest.approx(scores("linux")[1])
+    assert list(scores("kernel")) == [1, 2]  # (in rank order)
+    assert list(scores("章 kernel")) == [2, 1]

@@ -100,6 +100,10 @@ def marks(*sequences):
         ("书店和书", [[["书"]]], ["书店", "书"]),
         ("书店和书。", [[["书"]]], ["书店", "书"]),
         ("我的猫", [[["猫"]]], ["猫"]),
+        # ... but in no phrase (the index has no term for it there: "章 1" does not find 序章 1).
+        ("序章 1. 免責事項", [[["章"], ["1"]]], []),
+        ("序章 1. 免責事項", [[["章"]], [["1"]]], ["章", "1"]),
+        ("序章", [[["序"], ["章"]]], []),
         ("nothing here", [[["cat"]]], []),
         # A mark takes the combining marks of its last character: the tone mark of ที่ ("here", Thai).
         ("ที่นี่", [[["ที"]]], ["ที่"]),
@@ -128,16 +132,16 @@ def test_snippet_ranges_lie_in_the_snippet(text, words):
 
 def ranges_word_by_word(text, sequences, languages):
     """The marks found by reading every word with analysis.tokens (what the fast path must equal),
-    and a run's last character alone where a single character of a bigram script is wanted (it starts
-    no bigram), overlapping or touching ones joined."""
+    and a run's last character where a single character of a bigram script is a mark alone (it starts
+    no bigram; in no phrase), overlapping or touching ones joined."""
     tokens = list(analysis.tokens(text, languages))
-    alone = {term for sequence in sequences for terms in sequence for term in terms if len(term) == 1}
+    alone = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0] if len(term) == 1}
+    run_ends = []
     for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
         for run in analysis._SCRIPT_RUN.finditer(word_run.group()):
-            found, end = analysis.words(run.group(1) or ""), word_run.start() + run.end()
-            if len(run.group()) > 1 and len(found) == len(run.group()) - 1 and found[-1][1:] in alone:
-                tokens.append(analysis.Token((found[-1][1:],), end - 1, end))
-    tokens.sort(key=lambda token: (token.start, token.end))
+            words, end = analysis.words(run.group(1) or ""), word_run.start() + run.end()
+            if len(run.group()) > 1 and len(words) == len(run.group()) - 1 and words[-1][1:] in alone:
+                run_ends.append((end - 1, end))
 
     def gives(token, terms):
         # A single character of a bigram script gives the bigrams it starts.
@@ -145,7 +149,7 @@ def ranges_word_by_word(text, sequences, languages):
             len(term) == 1 and analysis.is_segmented(term) and token.terms[0].startswith(term) for term in terms
         )
 
-    found = []
+    found = run_ends
     for index in range(len(tokens)):
         for sequence in sequences:
             window = tokens[index : index + len(sequence)]

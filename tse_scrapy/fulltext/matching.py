@@ -61,16 +61,18 @@ class Compiled:
     excluded: str | None = None  # any excluded clause over beyond_fts (the text past a page's body)
     groups: list[tuple[str, str, list[str]]] = field(default_factory=list)
     # Quoted phrases match the words as typed, in phrases_fts (all_of and any_of match them stemmed:
-    # a superset).  Each required group holding one: its quoted phrases and its other clauses'
-    # expression; the excluded quoted phrases; any group without a quoted clause (partial matches).
-    exact: list[tuple[list[str], str | None]] = field(default_factory=list)
+    # a superset).  Each required group holding one: its quoted phrases, its other clauses' expression
+    # and its single characters' (``characters``); the excluded quoted phrases; any group without a
+    # quoted clause (partial matches).
+    exact: list[tuple[list[str], str | None, str | None]] = field(default_factory=list)
     exact_excluded: list[str] = field(default_factory=list)
     plain_any_of: str | None = None
-    # The required groups of single characters of a bigram script, each as a phrases_fts expression
-    # over its characters column (where a character ending a run is, starting no bigram for fts's
-    # prefix query to match); the other groups' all_of (None for none) and the excluded clauses' fts
-    # expression (None for none), which the pages holding those characters must answer too.
-    characters: list[str] = field(default_factory=list)
+    # A single character of a bigram script matches the bigrams it starts (fts) and the pages holding
+    # it anywhere: where it ends a run it starts none.  Each required group holding one: a phrases_fts
+    # expression over its characters column, and the group's fts expression when it has other
+    # alternatives (None for none); the other groups' all_of (None for none) and the excluded clauses'
+    # fts expression (None for none), which the pages holding those characters must answer too.
+    characters: list[tuple[str, str | None]] = field(default_factory=list)
     others_all_of: str | None = None
     excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
@@ -232,23 +234,27 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     others = []
     for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
-        if _characters_only(alternatives):
-            # Quoted or not, one character is itself: found by its prefix query, or held anywhere.
-            held = " OR ".join(f'"{clause.words[0]}"' for clause in alternatives)
-            compiled.characters.append(f"characters : ({held})")
+        expression = " OR ".join(expression for expression, _ in clauses)
+        # Quoted or not, one character is itself: found by its prefix query, or held anywhere.
+        single = [clause.words[0] for clause in alternatives if _single_character(clause)]
+        held = " OR ".join(f'"{character}"' for character in single)
+        characters = f"characters : ({held})" if single else None
+        if characters:
+            compiled.characters.append((characters, expression if len(single) < len(alternatives) else None))
         else:
-            others.append(" OR ".join(expression for expression, _ in clauses))
+            others.append(expression)
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
         terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
         loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
-        compiled.groups.append((" OR ".join(expression for expression, _ in clauses), " OR ".join(loose), terms))
-        if any(clause.quoted for clause in alternatives) and not _characters_only(alternatives):
+        compiled.groups.append((expression, " OR ".join(loose), terms))
+        if any(clause.quoted and not _single_character(clause) for clause in alternatives):
             unquoted = [
-                expression for clause, (expression, _) in zip(alternatives, clauses, strict=True) if not clause.quoted
+                expression
+                for clause, (expression, _) in zip(alternatives, clauses, strict=True)
+                if not clause.quoted or _single_character(clause)
             ]
-            compiled.exact.append(
-                ([_exact(clause) for clause in alternatives if clause.quoted], " OR ".join(unquoted) or None)
-            )
+            phrases = [_exact(clause) for clause in alternatives if clause.quoted and not _single_character(clause)]
+            compiled.exact.append((phrases, " OR ".join(unquoted) or None, characters))
         else:
             plain.append(" OR ".join(loose))
     # A word typed twice, compiled once: corrected wherever it was typed ("Recoevring recoevring").
@@ -308,7 +314,8 @@ def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]
     for alternatives in required:
         distinct: dict[tuple[tuple[str, ...], bool], Clause] = {}
         for clause in alternatives:
-            distinct.setdefault((clause.words, clause.quoted), clause)  # the first as typed
+            # (the first as typed; one character is itself, quoted or not)
+            distinct.setdefault((clause.words, clause.quoted and not _single_character(clause)), clause)
         groups.setdefault(frozenset(distinct), list(distinct.values()))
     return list(groups.values())
 
@@ -391,9 +398,9 @@ def _quoted(phrase: str) -> str:
     return f'"{phrase}"*' if _one_segmented_character(phrase[phrase.rfind(" ") + 1 :]) else f'"{phrase}"'
 
 
-def _characters_only(alternatives: Sequence[Clause]) -> bool:
-    """Whether each of a group's *alternatives* is one character of a bigram script, quoted or not."""
-    return all(len(clause.words) == 1 and _one_segmented_character(clause.words[0]) for clause in alternatives)
+def _single_character(clause: Clause) -> bool:
+    """Whether *clause* is one character of a bigram script, quoted or not."""
+    return len(clause.words) == 1 and _one_segmented_character(clause.words[0])
 
 
 def _one_segmented_character(term: str) -> bool:

@@ -166,18 +166,18 @@ class SearchIndex:
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
-        if compiled.characters:
-            matched |= self._exactly(wanted(self._holding_characters(compiled, " AND ")), compiled, False)
+        # Pages holding a single character of a bigram script only where it ends a run: not matched
+        # by fts, scored below by the words they hold (as partial matches are), ranked after the others.
+        ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False)
         partial = False
-        if not matched and compiled.any_of != compiled.all_of:
+        if not matched and not ending_runs and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
-            if compiled.characters:
-                matched |= wanted(self._holding_characters(compiled, " OR "))
+            ending_runs = wanted(self._ending_runs(compiled, matched, partial=True))
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
             bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
-        if not matched:
+        if not matched and not ending_runs:
             return Found([], False, compiled.marks, compiled.corrections)
-        scores = dict.fromkeys(matched, 0.0)
+        scores = dict.fromkeys(matched | ending_runs, 0.0)
         terms = [term for _, _, group_terms in compiled.groups for term in group_terms]
         for table in self.kept:
             self.vocabulary.count(terms, table)
@@ -185,6 +185,8 @@ class SearchIndex:
             _add_weighed(scores, scored, 1.0)
         elif scoring:
             self._add_scores(scores, "fts", bm25, 1.0, scoring)
+        if ending_runs and not partial and (loose := compiled.rare(documents, self.pages, " OR ", True)):
+            _add_weighed(scores, [row for row in self._scores("fts", self._bm25, loose) if row[0] in ending_runs], 1.0)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if not expression:
@@ -193,7 +195,9 @@ class SearchIndex:
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase)
-        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        # The pages holding a character only where it ends a run after the others: only where it starts
+        # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
+        ranked = sorted(scores.items(), key=lambda pair: (pair[0] in ending_runs, -pair[1], pair[0]))
         return Found(ranked, partial, compiled.marks, compiled.corrections)
 
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
@@ -231,14 +235,26 @@ class SearchIndex:
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return set(chain.from_iterable(rows))
 
-    def _holding_characters(self, compiled: Compiled, joiner: str) -> set[int]:
-        """The pages holding the query's single characters of a bigram script (``Compiled.characters``)
-        anywhere, all of them or any (*joiner*), that answer its other groups (" AND ") and none of its
-        excluded clauses: those ending a run start no bigram for the fts expression to find."""
-        found = self._matching(joiner.join(f"({group})" for group in compiled.characters), "phrases_fts")
-        if joiner == " AND " and compiled.others_all_of:
-            found &= self._matching(compiled.others_all_of)
-        elif compiled.excluded_any and found:
+    def _ending_runs(self, compiled: Compiled, matched: set[int], partial: bool = False) -> set[int]:
+        """The pages not in *matched* that answer the query (*partial*: any of its groups) through a
+        single character of a bigram script held where it ends a run, starting no bigram for the fts
+        expression to find (``Compiled.characters``), and none of its excluded clauses.  Most queries
+        have no such character; with one, most pages holding it are matched: the other groups' lists
+        are read only when some are not."""
+        if not compiled.characters:
+            return set()
+        holding = " OR ".join(f"({characters})" for characters, _ in compiled.characters)
+        found = self._matching(holding, "phrases_fts") - matched
+        if not partial:
+            groups = compiled.characters
+            for characters, expression in groups if len(groups) > 1 or groups[0][1] else ():  # each answered
+                if found:
+                    held = self._matching(characters, "phrases_fts")
+                    found &= held | self._matching(expression) if expression else held
+            if found and compiled.others_all_of:
+                found &= self._matching(compiled.others_all_of)
+                return found
+        if found and compiled.excluded_any:
             found -= self._matching(compiled.excluded_any)
         return found
 
@@ -248,19 +264,21 @@ class SearchIndex:
         if not matched or not compiled.exact:
             return matched
 
-        def answering(phrases: list[str], others: str | None) -> set[int]:
+        def answering(phrases: list[str], others: str | None, characters: str | None) -> set[int]:
             found = self._matching(others) & matched if others else set()
             for phrase in phrases:
                 found |= self._matching(phrase, "phrases_fts") & matched
+            if characters:  # (held where they end a run: see _ending_runs)
+                found |= self._matching(characters, "phrases_fts") & matched
             return found
 
         if partial:
             kept = self._matching(compiled.plain_any_of) & matched if compiled.plain_any_of else set()
-            for phrases, others in compiled.exact:
-                kept |= answering(phrases, others)
+            for phrases, others, characters in compiled.exact:
+                kept |= answering(phrases, others, characters)
             return kept
-        for phrases, others in compiled.exact:
-            matched = matched & answering(phrases, others)
+        for phrases, others, characters in compiled.exact:
+            matched = matched & answering(phrases, others, characters)
         return matched
 
     def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:

@@ -196,13 +196,15 @@ class PreparedMarks:
     """A query's marks (see ``marked_ranges``) and what reading a text for them needs, worked out
     once for the snippets of all its results."""
 
-    __slots__ = ("longest", "patterns", "sequences", "starts", "wanted", "words_only")
+    __slots__ = ("alone", "longest", "patterns", "sequences", "starts", "wanted", "words_only")
 
     def __init__(self, sequences: Collection[Sequence[Collection[str]]]):
         self.sequences = sequences
         self.wanted = {term for sequence in sequences for terms in sequence for term in terms}
-        # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
+        # A single character of a bigram script (a prefix query) is given by the bigrams it starts, and
+        # marked alone where it ends a run (a mark of one word: the index finds it there only so).
         self.starts = {term for term in self.wanted if len(term) == 1 and analysis.is_segmented(term)}
+        self.alone = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0]} & self.starts
         self.longest = max((len(sequence) for sequence in sequences), default=0)
         self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
         self.patterns = _listed_patterns(self.wanted)
@@ -236,8 +238,9 @@ def marked_ranges(
 ) -> list[tuple[int, int]]:
     """The ``[start, end)`` ranges of *text* where one of *marks* stands: a sequence of consecutive
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
-    single character of a bigram script marks the bigrams it starts.  With *window*, the text is
-    read only to *window* characters past the first mark (what a snippet can show)."""
+    single character of a bigram script marks the bigrams it starts, and alone it marks itself where
+    it ends a run.  With *window*, the text is read only to *window* characters past the first mark
+    (what a snippet can show)."""
     found, _ = _found(text, _prepared(marks), tuple(languages), window)
     return _merged(found)
 
@@ -256,13 +259,14 @@ def _found(
     *first*: the first mark, found before *text* (where it stands from *text*'s start: before it),
     which then places the window and comes first in the marks (no head then)."""
     marks, wanted, starts, longest = prepared.sequences, prepared.wanted, prepared.starts, prepared.longest
+    alone = prepared.alone
     places = head._places(prepared.patterns) if head is not None and not starts else None
     if head is not None and places is not None:
         marked = _head_marks(head, places, prepared, window, len(text))
         if marked is not None:
             return marked
     # (A damaged head gives None: the text is read then.)
-    words: Iterable[tuple[analysis.Token, bool]]
+    words: Iterable[tuple[analysis.Token, bool | None]]
     if (folded := analysis.aligned_fold(text)) is not None and not analysis.has_bigram_script(folded):
         # Folding kept every character in its place (most text): the folded text's words are the
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
@@ -286,6 +290,10 @@ def _found(
     for token, follows in words:
         if window is not None and found and token.start > found[0][0] + window:
             return found, True
+        if follows is None:  # a run's last character alone: a mark of its own, in no phrase
+            if token.terms[0] in alone:
+                found.append((token.start, token.end))
+            continue
         if not follows:  # a word that gives no term of any mark came between: no mark runs through it
             recent.clear()
         recent.append(token)

@@ -275,7 +275,7 @@ def words_spellings_and_characters(text: str) -> tuple[list[str], dict[str, str]
     """``words`` of *text*; how the page spells (normalized, not folded) each folded word that folding
     changed (its first spelling); and the characters of a bigram script its words hold, once each
     (found as its runs are cut into bigrams: a query of one character matches the bigrams it starts,
-    and those tell where it only ends a run)."""
+    and those find the pages holding it where it ends a run, starting none)."""
     spellings: dict[str, str] = {}
     characters: dict[str, None] = {}
     return _words_of(text, spellings, characters), spellings, list(characters)
@@ -562,17 +562,21 @@ def tokens(text: str, languages: Iterable[str | None] = (None,)) -> Iterator[Tok
 
 def tokens_giving(
     text: str, languages: Iterable[str | None], wanted: AbstractSet[str], starts: AbstractSet[str] = frozenset()
-) -> Iterator[tuple[Token, bool]]:
-    """The ``tokens`` of *text* that give a term of *wanted*, or start with a character of *starts*
-    (and a run's last character alone when it is one: it starts no bigram), each with whether it
-    follows the one before with no other word between: what a snippet marks.
-    Lazy; the other words are passed over without a token made (a bigram script has one a character)."""
+) -> Iterator[tuple[Token, bool | None]]:
+    """The ``tokens`` of *text* that give a term of *wanted*, or start with a character of *starts*,
+    each with whether it follows the one before with no other word between: what a snippet marks.
+    Lazy; the other words are passed over without a token made (a bigram script has one a character).
+
+    Also a run's last character alone, where it is one of *starts* and each character of the run is a
+    bigram's, with None for whether it follows: it starts no bigram, and a page holding it only there
+    is found by the characters it holds (``PageFields.characters``); it is a mark of its own, in no
+    phrase (the index has no such term), and the words on either side of it follow one another."""
     return _tokens(text, tuple(languages), wanted, starts)
 
 
 def _tokens(
     text: str, languages: tuple[str | None, ...], wanted: AbstractSet[str] | None, starts: AbstractSet[str]
-) -> Iterator[tuple[Token, bool]]:
+) -> Iterator[tuple[Token, bool | None]]:
     # A word's terms, worked out once in a process (see MEMO_WORDS): they depend only on the languages
     # that have a stemmer, in their order.
     variants = _memo(_variant_memos, stemming_languages(languages))
@@ -607,10 +611,12 @@ def _tokens(
                 start = word_run.start() + script_run.start()
                 last = -1 if follows else -2  # the bigram kept last, -1 standing for a word kept before
                 for index in _pairs_at(piece, pairs, starters):  # the bigrams not kept are not made
-                    pair = piece[index : index + 2]  # (the run's last character alone: a starter there)
-                    yield Token((pair,), start + index, start + index + len(pair)), index == last + 1
+                    if index == len(piece) - 1:  # the run's last character, a starter (see tokens_giving)
+                        yield Token((piece[index],), start + index, start + index + 1), None
+                        continue
+                    yield Token((piece[index : index + 2],), start + index, start + index + 2), index == last + 1
                     last = index
-                follows = last >= len(piece) - 2  # the last bigram kept, or the last character alone
+                follows = last == len(piece) - 2
                 continue
             analyzed = bigrams(piece) if plain else words(piece)
             if not analyzed:
@@ -623,9 +629,8 @@ def _tokens(
                         follows = True
                     else:
                         follows = False
-                if starts and len(piece) > 1 and analyzed[-1][1:] in starts:  # the last character, a starter
-                    yield Token((analyzed[-1][1:],), start + len(piece) - 1, start + len(piece)), follows
-                    follows = True
+                if starts and len(piece) > 1 and analyzed[-1][1:] in starts:  # its last character, alone
+                    yield Token((analyzed[-1][1:],), start + len(piece) - 1, start + len(piece)), None
             else:
                 found = _variants(analyzed, languages)
                 keep = kept(found)

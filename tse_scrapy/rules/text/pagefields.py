@@ -76,7 +76,8 @@ class PageFields:
     # The canonical URL its head names (<link rel="canonical">), normalized; "" for none or itself.
     canonical: str = ""
     # The characters of a bigram script its title and body hold, once each: a query of one character
-    # matches the bigrams it starts, and these tell a page holding it only at a run's end (``-c``).
+    # matches the bigrams it starts, and these find (and ``-c`` leaves out) a page holding it only at a
+    # run's end.  From the text read for the body (BODY_CHARACTERS), past its BODY_TERMS on the longest.
     characters: str = ""
 
 
