@@ -150,6 +150,7 @@ class SearchIndex:
             return found
 
         documents = self.vocabulary.documents
+        alone = compiled.character_groups  # (groups of single characters only)
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring unless the scoring expression is the same: FTS5 then only walks the lists of
         # pages, not every position of every word.  Scored without the groups whose words are on
@@ -185,8 +186,12 @@ class SearchIndex:
             _add_weighed(scores, scored, 1.0)
         elif scoring:
             self._add_scores(scores, "fts", bm25, 1.0, scoring)
-        if ending_runs and not partial and (loose := compiled.rare(documents, self.pages, " OR ", True)):
-            _add_weighed(scores, [row for row in self._scores("fts", self._bm25, loose) if row[0] in ending_runs], 1.0)
+        # Not by the prefix queries of the characters alone, the costliest lists to read: most of those
+        # pages hold none of their bigrams.
+        words = compiled.rare(documents, self.pages, " OR ", True, alone) if ending_runs and not partial else None
+        if words:
+            found = self._scores("fts", self._bm25, words)
+            _add_weighed(scores, [row for row in found if row[0] in ending_runs], 1.0)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if not expression:
