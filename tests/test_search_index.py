@@ -682,10 +682,10 @@ def test_a_character_ending_a_run_is_found_and_excluded(tmp_path):
     assert found('"目次 序"') == found("目次 序") == [1]
 
 
-def test_a_character_ending_a_run_takes_nothing_from_the_other_words(tmp_path):
-    # A page holding the character only where a run ends (序章) is scored by the query's other words as
-    # when they are typed alone (the character adds nothing, and takes nothing away), and comes after
-    # the pages where it starts a bigram (章立て), which rank as they would without it.
+def test_a_character_ending_a_run_adds_nothing_and_comes_after(tmp_path):
+    # A page holding the character only where a run ends (序章) is scored by the query's words it holds
+    # (the character adds nothing, and takes nothing away), and comes after the pages where it starts a
+    # bigram (章立て), which rank as they would without it.
     def page(text):
         return f'<html lang="ja"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
 
@@ -708,3 +708,19 @@ def test_a_character_ending_a_run_takes_nothing_from_the_other_words(tmp_path):
     assert scores("linux 章")[1] == pytest.approx(scores("linux")[1])
     assert list(scores("kernel")) == [1, 2]  # (in rank order)
     assert list(scores("章 kernel")) == [2, 1]
+
+
+def test_a_page_answering_through_a_character_ending_a_run_comes_after_exact_phrases(tmp_path):
+    # `"running dogs" OR 章`: pages 2 and 4 hold the phrase only stemmed (run dog), which the quotes
+    # refuse, and 章 only where a run ends: they answer through 章 alone, after the pages holding the
+    # phrase as typed (1) or 章 starting a bigram (3).
+    def page(text):
+        return f'<html lang="en"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode()
+
+    texts = {1: "running dogs everywhere", 2: "run dog 序章", 3: "章立て", 4: "run dog run dog 序章 dogs"}
+    pages = {doc_id: (f"http://h/{doc_id}.html", 0, page(text)) for doc_id, text in texts.items()}
+    write_pages(tmp_path / "pages", pages)
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    ranked = [doc_id for doc_id, _ in engine.answer('"running dogs" OR 章', "relevance").ranked]
+    assert sorted(ranked[:2]) == [1, 3] and sorted(ranked[2:]) == [2, 4]

@@ -16,7 +16,7 @@ A word or group typed twice is matched and scored once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import apsw
@@ -73,29 +73,20 @@ class Compiled:
     # alternatives (None for none); the other groups' all_of (None for none) and the excluded clauses'
     # fts expression (None for none), which the pages holding those characters must answer too.
     characters: list[tuple[str, str | None]] = field(default_factory=list)
-    character_groups: set[str] = field(default_factory=set)  # the fts expressions of groups of them alone
     others_all_of: str | None = None
     excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
 
-    def rare(
-        self,
-        documents: Callable[[str], int],
-        pages: int,
-        joiner: str,
-        loose: bool = False,
-        but: Collection[str] = (),
-    ) -> str | None:
+    def rare(self, documents: Callable[[str], int], pages: int, joiner: str, loose: bool = False) -> str | None:
         """The groups (*loose*: their loose expressions) joined by *joiner* (" AND ", " OR ") leaving
         out those all of whose terms are in more than half the *pages* (by *documents*): FTS5's BM25
-        gives such a term no weight (an IDF at most 0 counts 1e-6), and scoring it costs the most; and
-        those whose expression is one of *but*.  None when all are left out."""
+        gives such a term no weight (an IDF at most 0 counts 1e-6), and scoring it costs the most.
+        None when all are common."""
         kept = [
             loose_expression if loose else expression
             for expression, loose_expression, _ in self._rare(documents, pages)
-            if expression not in but
         ]
         return joiner.join(f"({expression})" for expression in kept) or None
 
@@ -250,8 +241,6 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         characters = f"characters : ({held})" if single else None
         if characters:
             compiled.characters.append((characters, expression if len(single) < len(alternatives) else None))
-            if len(single) == len(alternatives):
-                compiled.character_groups.add(expression)
         else:
             others.append(expression)
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.

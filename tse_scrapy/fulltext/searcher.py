@@ -150,7 +150,6 @@ class SearchIndex:
             return found
 
         documents = self.vocabulary.documents
-        alone = compiled.character_groups  # (groups of single characters only)
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring unless the scoring expression is the same: FTS5 then only walks the lists of
         # pages, not every position of every word.  Scored without the groups whose words are on
@@ -167,9 +166,9 @@ class SearchIndex:
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
-        # Pages holding a single character of a bigram script only where it ends a run: not matched
-        # by fts, scored below by the words they hold (as partial matches are), ranked after the others.
-        ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False)
+        # Pages answering through a single character of a bigram script held where it ends a run: not
+        # matched by fts, scored below by the words they hold, ranked after the others.
+        ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False, True)
         partial = False
         if not matched and not ending_runs and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
@@ -186,10 +185,9 @@ class SearchIndex:
             _add_weighed(scores, scored, 1.0)
         elif scoring:
             self._add_scores(scores, "fts", bm25, 1.0, scoring)
-        # Not by the prefix queries of the characters alone, the costliest lists to read: most of those
-        # pages hold none of their bigrams.
-        words = compiled.rare(documents, self.pages, " OR ", True, alone) if ending_runs and not partial else None
-        if words:
+        # (A query of one group: they hold nothing else it could score.)
+        words = compiled.rare(documents, self.pages, " OR ") if ending_runs and len(compiled.groups) > 1 else None
+        if words and not partial:
             found = self._scores("fts", self._bm25, words)
             _add_weighed(scores, [row for row in found if row[0] in ending_runs], 1.0)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
@@ -199,7 +197,7 @@ class SearchIndex:
             if not self.kept[table].add_scores(scores, weight, expression):
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
-            self._add_phrase_bonus(scores, compiled.phrase)
+            self._add_phrase_bonus(scores, compiled.phrase, ending_runs)
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
         ranked = sorted(scores.items(), key=lambda pair: (pair[0] in ending_runs, -pair[1], pair[0]))
@@ -252,7 +250,7 @@ class SearchIndex:
         found = self._matching(holding, "phrases_fts") - matched
         if not partial:
             groups = compiled.characters
-            for characters, expression in groups if len(groups) > 1 or groups[0][1] else ():  # each answered
+            for characters, expression in groups if len(groups) > 1 else ():  # (one: answered by any)
                 if found:
                     held = self._matching(characters, "phrases_fts")
                     found &= held | self._matching(expression) if expression else held
@@ -263,27 +261,28 @@ class SearchIndex:
             found -= self._matching(compiled.excluded_any)
         return found
 
-    def _exactly(self, matched: set[int], compiled: Compiled, partial: bool) -> set[int]:
+    def _exactly(self, matched: set[int], compiled: Compiled, partial: bool, characters: bool = False) -> set[int]:
         """The pages of *matched* whose quoted phrases stand as typed (FTS5 matched them stemmed): with
-        every group holding one answered so (*partial*: any group answered)."""
+        every group holding one answered so (*partial*: any group answered); *characters*: also by a
+        single character of the group held where it ends a run (``_ending_runs``)."""
         if not matched or not compiled.exact:
             return matched
 
-        def answering(phrases: list[str], others: str | None, characters: str | None) -> set[int]:
+        def answering(phrases: list[str], others: str | None, held: str | None) -> set[int]:
             found = self._matching(others) & matched if others else set()
             for phrase in phrases:
                 found |= self._matching(phrase, "phrases_fts") & matched
-            if characters:  # (held where they end a run: see _ending_runs)
-                found |= self._matching(characters, "phrases_fts") & matched
+            if held and characters:
+                found |= self._matching(held, "phrases_fts") & matched
             return found
 
         if partial:
             kept = self._matching(compiled.plain_any_of) & matched if compiled.plain_any_of else set()
-            for phrases, others, characters in compiled.exact:
-                kept |= answering(phrases, others, characters)
+            for phrases, others, held in compiled.exact:
+                kept |= answering(phrases, others, held)
             return kept
-        for phrases, others, characters in compiled.exact:
-            matched = matched & answering(phrases, others, characters)
+        for phrases, others, held in compiled.exact:
+            matched = matched & answering(phrases, others, held)
         return matched
 
     def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:
@@ -296,8 +295,10 @@ class SearchIndex:
         """The pages of *table* that match *expression*, each with its *bm25*."""
         return self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
 
-    def _add_phrase_bonus(self, scores: dict[int, float], phrase: str) -> None:
-        best = set(heapq.nsmallest(PHRASE_CANDIDATES, scores, key=lambda doc_id: (-scores[doc_id], doc_id)))
+    def _add_phrase_bonus(self, scores: dict[int, float], phrase: str, after: Set[int]) -> None:
+        """The bonus of the first PHRASE_CANDIDATES pages (but those ranked *after* the others) that hold *phrase*."""
+        candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
+        best = set(heapq.nsmallest(PHRASE_CANDIDATES, candidates, key=lambda doc_id: (-scores[doc_id], doc_id)))
         # The phrase over every page, not restricted by rowid: FTS5 would evaluate it once per rowid.
         for doc_id in self._matching(phrase) & best:
             scores[doc_id] *= 1 + PHRASE_BONUS
