@@ -235,12 +235,42 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
     [
         ('cat OR dog "hot dog" -emu -"big cat"', {}, 'cat OR dog "hot dog" -emu -"big cat"'),
         ("instalaltion debian", {"instalaltion": "installation"}, "installation debian"),
+        # The punctuation typed with a corrected word is kept (brackets stay balanced).
+        (
+            "(instalaltion debian) OR guide",
+            {"(instalaltion": "installation"},
+            "(installation debian) OR guide",
+        ),
+        ("instalaltion, debian", {"instalaltion,": "installation"}, "installation, debian"),
+        (
+            "«sécuritée» ¿instalaltion?",
+            {"«sécuritée»": "sécurité", "¿instalaltion?": "instalación"},
+            "«sécurité» ¿instalación?",
+        ),
+        ("(re\u0301sume\u0301e)", {"(re\u0301sume\u0301e)": "résumé"}, "(résumé)"),  # (a mark is the word's)
+        ("(ที่นี่x)", {"(ที่นี่x)": "ที่นี่"}, "(ที่นี่)"),
         ('"instalaltion" -instalaltion', {"instalaltion": "installation"}, '"instalaltion" -instalaltion'),
         ('open "quote runs on', {}, 'open "quote runs on"'),
     ],
 )
 def test_a_query_typed_again(line, corrections, typed):
     assert parse_search_query(line).typed(corrections) == typed
+
+
+@given(
+    st.lists(
+        st.sampled_from(["(instalaltion", "debian)", "OR", "«sécuritée»", "guiide,", "-emu", '"big cat"', "¿y?", "z"]),
+        min_size=1,
+        max_size=8,
+    ).map(" ".join)
+)
+def test_a_word_corrected_as_it_is_leaves_the_query_as_typed(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:  # (only excluded words)
+        return
+    corrections = {clause.text: clause.text.strip("()«»,¿?") for clause in query.clauses if not clause.quoted}
+    assert query.typed(corrections) == query.typed()
 
 
 # Pages' words in several scripts (real words: Debian's installation guide in those languages).

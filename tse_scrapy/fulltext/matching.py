@@ -286,9 +286,9 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         )
     compiled.all_of = " AND ".join(f"({group})" for group, _, _ in compiled.groups)
     # The partial matches: any group, and a word of a bigram script by any of its bigrams (a typo in
-    # it breaks the bigrams around it, not the others).  A query of one group has none: a word of a
-    # bigram script is not matched by its pieces alone (スト is in インストール and in スモークテスト).
-    if len(compiled.groups) > 1:
+    # it breaks the bigrams around it, not the others), a query of that word alone too (インストルール
+    # finds インストール, ranked by the bigrams a page holds; flagged partial as the others).
+    if len(compiled.groups) > 1 or any(loose != expression for expression, loose, _ in compiled.groups):
         compiled.any_of = " OR ".join(f"({loose})" for _, loose, _ in compiled.groups)
     else:
         compiled.any_of = compiled.all_of

@@ -40,10 +40,16 @@ class Clause:
         return self.quoted or len(self.words) > 1
 
     def typed(self, corrections: dict[str, str] | None = None) -> str:
-        """The clause as it would be typed again (a word replaced by its correction, if any)."""
+        """The clause as it would be typed again (a word replaced by its correction, if any: the
+        punctuation typed before and after it kept, as in ``(instalaltion`` or ``instalaltion,``)."""
         if self.quoted:
             return f'"{self.text}"'
-        return (corrections or {}).get(self.text, self.text)
+        corrected = (corrections or {}).get(self.text)
+        if corrected is None:
+            return self.text
+        runs = analysis.word_runs_at(self.text)  # (one at least: a clause has a word)
+        start, (end, last) = runs[0][0], runs[-1]
+        return self.text[:start] + corrected + self.text[end + len(last) :]
 
 
 @dataclass(frozen=True)
