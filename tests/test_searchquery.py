@@ -249,6 +249,11 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
         ),
         ("(re\u0301sume\u0301e)", {"(re\u0301sume\u0301e)": "résumé"}, "(résumé)"),  # (a mark is the word's)
         ("(ที่นี่x)", {"(ที่นี่x)": "ที่นี่"}, "(ที่นี่)"),
+        (
+            "⼈⼉⼊⼋⼌",
+            {"⼈⼉⼊⼋⼌": "人儿入八冂"},
+            "人儿入八冂",
+        ),  # (Kangxi radicals: Han once NFKC, no word run as typed)
         ('"instalaltion" -instalaltion', {"instalaltion": "installation"}, '"instalaltion" -instalaltion'),
         ('open "quote runs on', {}, 'open "quote runs on"'),
     ],

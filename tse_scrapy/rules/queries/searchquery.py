@@ -47,7 +47,9 @@ class Clause:
         corrected = (corrections or {}).get(self.text)
         if corrected is None:
             return self.text
-        runs = analysis.word_runs_at(self.text)  # (one at least: a clause has a word)
+        runs = analysis.word_runs_at(self.text)
+        if not runs:  # (a word NFKC makes of what is no letter or digit as typed)
+            return corrected
         start, (end, last) = runs[0][0], runs[-1]
         return self.text[:start] + corrected + self.text[end + len(last) :]
 
