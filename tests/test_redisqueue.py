@@ -143,6 +143,20 @@ def test_a_url_keeps_its_reserved_doc_id_and_is_saved_once(redis_url):
     assert crawl.free_doc_ids() == []
 
 
+def test_only_one_worker_cleans_up_a_finished_crawl_even_after_its_keys_are_removed(redis_url):
+    # Worker B found the crawl over (its status) while worker A was cleaning up; A has removed the
+    # keys, its finishing mark with them.  B must not clean up again: the crawl's last docID would
+    # read 0 and every page file be "past" it (a distributed test lost all its pages so, rarely).
+    server = redis.Redis.from_url(redis_url)
+    a, b = RedisCrawl(server, "t"), RedisCrawl(server, "t")
+    a.create({"seeds": ["http://a.test/"]})
+    over = b.status()
+    assert over["exists"] and a.claim_finish() and not b.claim_finish()
+    a.remove()
+    assert not b.claim_finish() and a.last_doc_id() == 0
+    assert not server.exists(a.keys.finishing)  # (nothing left behind either)
+
+
 def leased_again_after_expiry(redis_url):
     """Worker W1 leases u and its lease runs out; W2 leases u again.  Returns the crawl,
     both workers' queues and both requests of u (W1's stale one, W2's current one)."""

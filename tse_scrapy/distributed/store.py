@@ -112,6 +112,17 @@ return {reserve_doc_id(KEYS[2], ARGV[1], KEYS[3], KEYS[4], KEYS[5]), 0}
 )
 
 
+# The finishing mark taken only while the crawl's keys are there: a worker that found the crawl over
+# (RedisCrawl.status) while another was cleaning up would otherwise take it again once the other had
+# removed the keys, mark and all, and clean up a crawl whose last docID then reads 0: every page
+# file "past" it removed (seen, rarely, in tests/test_distributed_outage.py).
+_CLAIM_FINISH = """
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if redis.call('set', KEYS[2], 1, 'NX') then return 1 end
+return 0
+"""
+
+
 class CountingRedis(redis.Redis):
     """A Redis client that counts its round trips (``round_trips``): what a
     worker pays per page, whatever the command, script or pipeline."""
@@ -203,6 +214,7 @@ class RedisCrawl:
         self.name = name
         self.keys = CrawlKeys(name)
         self._reserve = server.register_script(_RESERVE)
+        self._claim_finish = server.register_script(_CLAIM_FINISH)
 
     # -- parameters --------------------------------------------------------
     def parameters(self) -> dict[str, Any] | None:
@@ -304,8 +316,9 @@ class RedisCrawl:
         return bool(self.server.exists(self.keys.keep))
 
     def claim_finish(self) -> bool:
-        """True for exactly one worker of a finished crawl: the one that cleans up."""
-        return bool(self.server.set(self.keys.finishing, 1, nx=True))
+        """True for exactly one worker of a finished crawl, while its keys are there: the one that
+        cleans up (see _CLAIM_FINISH)."""
+        return bool(self._claim_finish(keys=[self.keys.params, self.keys.finishing]))
 
     def remove(self) -> int:
         """Remove the crawl's keys, but its quarantine (what no worker could read stays for its operator)."""
