@@ -273,9 +273,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     # Quoted exclusions, and one character of a bigram script also where it ends a run, starting no
     # bigram for the fts expression's NOT to see (phrases_fts's characters).
     compiled.exact_excluded = [
-        _exact(clause)
-        for clause in query.excluded
-        if clause.quoted or (len(clause.words) == 1 and _one_segmented_character(clause.words[0]))
+        _exact(clause) for clause in query.excluded if clause.quoted or _single_character(clause)
     ]
     if query.excluded:
         compiled.excluded = " OR ".join(

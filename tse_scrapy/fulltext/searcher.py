@@ -185,9 +185,9 @@ class SearchIndex:
             _add_weighed(scores, scored, 1.0)
         elif scoring:
             self._add_scores(scores, "fts", bm25, 1.0, scoring)
-        # (A query of one group: they hold nothing else it could score.)
-        words = compiled.rare(documents, self.pages, " OR ") if ending_runs and len(compiled.groups) > 1 else None
-        if words and not partial:
+        # (Partial matches are all scored so above; with one group they hold nothing else it could score.)
+        scored_apart = ending_runs and not partial and len(compiled.groups) > 1
+        if scored_apart and (words := compiled.rare(documents, self.pages, " OR ")):
             found = self._scores("fts", self._bm25, words)
             _add_weighed(scores, [row for row in found if row[0] in ending_runs], 1.0)
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):

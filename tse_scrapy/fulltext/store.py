@@ -11,9 +11,9 @@ reference's).  Its tables:
 - ``phrases_fts``: the title's and body's words again, unstemmed (accents
   folded), for quoted phrases, which match the words as typed; and
   ``characters``, each character of a bigram script the page holds, once,
-  so that ``-c`` (one such character) leaves out a page holding it at a
-  run's end, where it starts no bigram (not in ``fts``: its tokens would
-  change the pages' lengths, and scores);
+  so that a query of one such character finds, and ``-c`` leaves out, a
+  page holding it at a run's end, where it starts no bigram (not in
+  ``fts``: its tokens would change the pages' lengths, and scores);
 - ``titles_fts``: the title again, scored apart: its own length and document
   frequencies (a word on every page is rare in titles), as BM25F normalizes
   each field by its own length;
