@@ -73,10 +73,84 @@ def test_accents_are_optional(typed, written):
         ("本手册介绍安装方法", "zh"),
         ("Đây là một cuốn sách của người Việt và những người khác", "vi"),
         ("12 34 56", None),
+        # The Debian installation guide's pages, which do not say their language: with accents folded
+        # these were taken for none, Spanish, none, Czech, none and Italian.
+        (
+            "Ens alegrem que us hàgiu decidit a provar Debian i estem segurs que trobareu que la distribució"
+            " Debian de GNU/Linux és única.",
+            "ca",
+        ),
+        (
+            "Aquest document es revisa constantment. Per trobar la informació d'última hora sobre el llançament"
+            " 12 del sistema Debian GNU/Linux assegureu-vos de comprovar les pàgines",
+            "ca",
+        ),
+        (
+            "O Debian Installer, também conhecido como “ d-i ” , é o sistema de software para instalar um sistema"
+            " Debian básico e funcional.",
+            "pt",
+        ),
+        (
+            "Este documento está constantemente a ser revisto. Assegure-se de que verifica as páginas de Debian"
+            " 12 para verificar a existência de informação de última hora acerca do lançamento",
+            "pt",
+        ),
+        (
+            "GNU/Linux je operační systém, což je skupina programů, které vám mimo jiné umožňují komunikovat s"
+            " počítačem a spouštět další programy.",
+            "cs",
+        ),
+        (
+            "Tiết đoạn này sẽ giúp đỡ bạn quyết định những kiểu vật chứa nào bạn có thể sử dụng để cài đặt hệ"
+            " thống Debian.",
+            "vi",
+        ),
+        (
+            "Appendix E. Administrivia Table of Contents E.1. About This Document E.2. Contributing to This"
+            " Document E.3. Major Contributions E.4. Trademark Acknowledgement",
+            "en",
+        ),
     ],
 )
 def test_language_detection(text, expected):
     assert analysis.detect_language(text) == expected
+    # Accents as written, in either Unicode form (Vietnamese is often written decomposed).
+    assert analysis.detect_language(unicodedata.normalize("NFD", text)) == expected
+
+
+@given(
+    st.lists(
+        st.sampled_from(sorted({word for listed in analysis._COMMON_WORDS.values() for word in listed.split()})),
+        max_size=150,
+    )
+)
+def test_detection_reads_accents_in_either_unicode_form(common_words):
+    text = " ".join(common_words)
+    assert analysis.detect_language(unicodedata.normalize("NFD", text)) == analysis.detect_language(text)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1.3. Què és Debian GNU/Linux?", {"1", "3", "què", "és", "debian", "gnu", "linux"}),
+        ("A.1. Preliminaries", {"a", "1", "preliminaries"}),
+        ("Ｐｙｔｈｏｎ ３.４ ﬁle_name", {"python", "3", "4", "file", "name"}),  # NFKC; "_" separates
+        ("Straße", {"strasse"}),  # case folded
+        ("Κεφάλαιο 2. Απαιτήσεις", {"κεφάλαιο", "2", "απαιτήσεισ"}),  # accents kept; final sigma folded
+        ("Tiết đoạn này", {"tiết", "đoạn", "này"}),
+        ("第2章 システム要件", {"第2章", "システム要件"}),  # runs not cut into bigrams
+        ("الفصل 2. متطلبات", {"الفصل", "2", "متطلبات"}),
+        ("Unix™", {"unix"}),
+        ("!!", set()),
+    ],
+)
+def test_written_words(text, expected):
+    assert analysis.written_words(text) == expected
+
+
+@given(st.text(max_size=100))
+def test_written_words_are_the_same_in_either_unicode_form(text):
+    assert analysis.written_words(unicodedata.normalize("NFD", text)) == analysis.written_words(text)
 
 
 @pytest.mark.parametrize(

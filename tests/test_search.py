@@ -148,6 +148,7 @@ def test_pagination(client):
         assert past.status_code == 200 and "<li>" not in past.text
         previous = unescape(re.search(r'<a rel="prev" href="([^"]+)"', past.text).group(1))
         assert "page=3" in previous and 'rel="next"' not in past.text
+        assert f"page {page} of 3" not in past.text and "past the last page (3)" in past.text
     assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
     status, body = api(client, q="emu", page=2, per_page=100, rank="tse")
     assert status == 200 and body["results"] == [] and body["total"] == 25
@@ -166,6 +167,16 @@ def test_a_direction_control_typed_is_shown_by_its_code_point_in_the_title_and_t
             assert control not in message.group(1) and f"U+{ord(control):04X}" in message.group(1)
     html = client.get("/search", params={"q": f"{control}cat", "rank": "tse"}).text
     assert re.search(r'<p class="error" role="alert">Error: bad character &#39;U\+[0-9A-F]{4}&#39;', html), html
+
+
+@pytest.mark.parametrize("rank", ["tse", "relevance"])
+def test_a_control_character_typed_is_never_echoed_into_the_page(client, rank):
+    # A NUL (or another C0/C1 control) is a parse error in HTML: shown as U+FFFD wherever the query is.
+    for typed in ("cat\x00emu", "cat \x01\x7f\x9b emu", "\x00"):
+        response = client.get("/search", params={"q": typed, "rank": rank})
+        assert response.status_code in (200, 400)
+        assert not re.search("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]", response.text), repr(response.text)
+        assert "\ufffd" in response.text
 
 
 @pytest.mark.parametrize(

@@ -724,3 +724,53 @@ def test_a_page_answering_through_a_character_ending_a_run_comes_after_exact_phr
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
     ranked = [doc_id for doc_id, _ in engine.answer('"running dogs" OR 章', "relevance").ranked]
     assert sorted(ranked[:2]) == [1, 3] and sorted(ranked[2:]) == [2, 4]
+
+
+# Real pages of the Debian installation guide (installation-guide-amd64): titles that fold and stem
+# alike across languages, each with its page's first sentence.
+TYPED_TITLES = {
+    1: ("pt", "A.1. Preliminares", "Se encontrar bugs durante a instalação, por favor consulte a Secção 5.4.7"),
+    2: ("en", "A.1. Preliminaries", "If you encounter bugs during your install, please refer to Section 5.4.7"),
+    3: ("it", "A.1. Preliminari", "Se durante l'installazione si scopre qualche bug, per favore si veda Sezione 5.4.7"),
+    4: (
+        "ca",
+        "A.1. Preliminars",
+        "Si trobeu errors al llarg de la instal·lació per favor dirigiu-vos a la Secció 5.4.7",
+    ),
+    5: (
+        "ro",
+        "A.1. Preliminarii",
+        "Dacă întâmpinați erori în timpul instalării, vă rugăm să consultați Secțiune 5.4.7",
+    ),
+    6: ("es", "1.3. ¿Qué es Debian GNU/Linux?", "La combinación de la filosofía y metodología de Debian"),
+    7: ("ca", "1.3. Què és Debian GNU/Linux?", "La combinació de la filosofia i metodologia Debian"),
+}
+
+
+def test_the_page_whose_title_was_typed_comes_first(tmp_path):
+    # Their words stem alike (Preliminaries, Preliminares) or fold alike (Què és, Qué es), so the
+    # index's terms score them about equally: the page whose title holds the words as typed, accents
+    # included, ranks first, whatever the other pages' scores.
+    pages = {
+        doc_id: (
+            f"http://h/{language}/{doc_id}.html",
+            0,
+            f'<html lang="{language}"><title>{title}</title><p>{text}'.encode(),
+        )
+        for doc_id, (language, title, text) in TYPED_TITLES.items()
+    }
+    # Other pages, so that the titles' words are as rare as in a real site (in 7 pages every word's
+    # weight is an artefact of a handful of pages).
+    for doc_id in range(8, 38):
+        pages[doc_id] = (
+            f"http://h/en/{doc_id}.html",
+            0,
+            f"<title>Chapter {doc_id}</title><p>Section {doc_id}".encode(),
+        )
+    write_pages(tmp_path / "pages", pages)
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    for doc_id, (_, title, _) in TYPED_TITLES.items():
+        assert docs(engine, title)[0] == doc_id, (title, docs(engine, title))
+    assert set(docs(engine, "que es debian")) == {6, 7}  # typed without accents: both, as before
+    assert docs(engine, "A.1. Preliminari")[1:]  # the pages whose words stem alike are still found, after it

@@ -79,6 +79,43 @@ def test_any_line_parses_or_is_refused_with_a_message(line):
         assert query.required and all(clause.words for clause in query.clauses + list(query.excluded))
 
 
+# Titles of the Debian installation guide and the Python docs, and queries typed for them.
+@pytest.mark.parametrize(
+    "title, query, answered",
+    [
+        ("1.3. Què és Debian GNU/Linux?", "1.3. Què és Debian GNU/Linux?", True),
+        ("1.3. ¿Qué es Debian GNU/Linux?", "1.3. Què és Debian GNU/Linux?", False),  # the accents typed differ
+        ("1.3. ¿Qué es Debian GNU/Linux?", "que es debian", True),  # typed without them: any accents
+        ("1.3. Què és Debian GNU/Linux?", "que es debian", True),
+        ("1.3. Que es Debian", "què és", False),
+        ("Vérifier", "vérifier verifier", True),
+        ("A.1. Preliminaries", "A.1. Preliminares", False),
+        ("A.1. Preliminaries", "preliminaries OR preliminares", True),  # one of a group's alternatives
+        ("A.1. Preliminaries", 'preliminaries -"A.1."', True),  # excluded words are not typed for the title
+        ("What's New In Python 3.4", "what's new in PYTHON 3.4", True),  # case folded
+        ("Ｐｙｔｈｏｎ ３.４", "python 3.4", True),  # noqa: RUF001 (NFKC: full-width letters are the point)
+        ("Глава 2. Системные требования", "системные требования", True),
+        ("Κεφάλαιο 2. Απαιτήσεις συστήματος", "απαιτησεις", True),  # (typed without its accent)
+        ("Κεφάλαιο 2. Απαιτησεις συστήματος", "απαιτήσεις", False),
+        ("第2章 システム要件", "システム要件", True),
+        ("第2章システム要件", "システム要件", False),  # a run of a bigram script is one word here
+        ("第2章 システム要件", "第2章", True),
+        ("الفصل 2. متطلبات النظام", "متطلبات النظام", True),
+    ],
+)
+def test_a_title_answers_the_query_as_typed(title, query, answered):
+    assert parse_search_query(query).answered_as_typed(title) is answered
+
+
+@given(st.text(max_size=200))
+def test_a_line_is_answered_as_typed_by_its_own_words(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        return
+    assert query.answered_as_typed(line)
+
+
 # Snippets: marks are sequences of positions (a phrase, a word of several bigrams).
 def marks(*sequences):
     return [tuple(frozenset(position) for position in sequence) for sequence in sequences]

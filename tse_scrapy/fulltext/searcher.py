@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import os
 import sys
-from collections.abc import Collection, Set
+from collections.abc import Callable, Collection, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -46,6 +46,13 @@ ANCHOR_WEIGHT = 0.5
 # Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
 PHRASE_BONUS = 0.5
 PHRASE_CANDIDATES = 200
+# The first TYPED_TITLE_CANDIDATES pages whose title holds the query's words as typed (the accents typed
+# included) gain this share of their score: the index's terms are folded and stemmed, so that `Preliminaries`
+# finds `Preliminares` (Portuguese) and `Què és` finds `Qué es` (Spanish) as well as the page that says
+# them, which must not rank below (bench/RESULTS.md: with Catalan and Portuguese pages stemmed as such,
+# such pages took the first place from the page whose title was typed).
+TYPED_TITLE_BONUS = 0.5
+TYPED_TITLE_CANDIDATES = 20
 # The titles and the anchor text are scored from memory (KeptField) for at most KEPT_SCORED matched
 # pages (more: by FTS5, which scores only the rows holding a phrase); each field's rows read are kept
 # to KEPT_TOKENS tokens in all (about 15 MB: the 20,000-page bench's titles hold 126,000); the
@@ -127,9 +134,10 @@ class SearchIndex:
         pages: Set[int] | None = None,
         gone: Set[int] = frozenset(),
         language: str | None = None,
+        titles: Callable[[list[int]], dict[int, str]] | None = None,
     ) -> Found:
         """The pages that answer *query*, best first: of *pages* (None: any), not *gone*, and in
-        *language* when given."""
+        *language* when given; *titles*: the titles of pages, as shown (for TYPED_TITLE_BONUS)."""
         compiled = compile_query(query, self.vocabulary, self.languages)
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
@@ -198,6 +206,8 @@ class SearchIndex:
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase, ending_runs)
+        if titles is not None and len(scores) > 1:
+            _add_typed_title_bonus(scores, query, titles, ending_runs)
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
         ranked = sorted(scores.items(), key=lambda pair: (pair[0] in ending_runs, -pair[1], pair[0]))
@@ -397,6 +407,18 @@ def _expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
 def _kept_expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | None:
     found = fts5bm25.expression_phrases(expression)
     return None if found is None else tuple(found)
+
+
+def _add_typed_title_bonus(
+    scores: dict[int, float], query: SearchQuery, titles: Callable[[list[int]], dict[int, str]], after: Set[int]
+) -> None:
+    """The bonus of the first TYPED_TITLE_CANDIDATES pages (but those ranked *after* the others) whose
+    title holds the query's words as typed."""
+    candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
+    best = heapq.nsmallest(TYPED_TITLE_CANDIDATES, candidates, key=lambda doc_id: (-scores[doc_id], doc_id))
+    for doc_id, title in titles(best).items():
+        if query.answered_as_typed(title):
+            scores[doc_id] *= 1 + TYPED_TITLE_BONUS
 
 
 def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]], weight: float) -> None:

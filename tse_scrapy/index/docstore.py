@@ -229,6 +229,10 @@ class DocStore:
         """The URLs of the pages *doc_ids* that have a row, in a few statements (not one a page)."""
         return dict(self._rows("doc_id, url", doc_ids))
 
+    def titles(self, doc_ids: list[int]) -> dict[int, str]:
+        """The titles of the pages *doc_ids* that have a row ("" for none)."""
+        return dict(self._rows("doc_id, title", doc_ids))
+
     def document(self, doc_id: int) -> Document | None:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None

@@ -143,7 +143,7 @@ class QueryEngine:
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
         try:
-            found = index.search(query, self.docs.lengths.keys(), self.gone, language)
+            found = index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
             return Answer(None, f"rank=relevance cannot read the search index ({error}): run tse index again")
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)

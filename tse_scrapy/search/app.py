@@ -44,6 +44,18 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 # an element of its own (the page's title, an error's message), not let reverse what follows.
 _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
+# Control characters other than whitespace (a NUL typed in a query, one in a URL) are parse errors in
+# HTML, which browsers drop or show as they like: every value a page shows has them as U+FFFD.
+_HTML_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+
+
+def _without_controls(value: object) -> object:
+    if isinstance(value, str) and not value.isprintable():  # isprintable: most values, at C speed
+        return _HTML_CONTROLS.sub("\ufffd", value)
+    return value
+
+
+TEMPLATES.env.finalize = _without_controls
 # The app's own pages: inline style only, forms to the app only.
 PAGE_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"

@@ -65,6 +65,21 @@ class SearchQuery:
     def clauses(self) -> list[Clause]:
         return [clause for alternatives in self.required for clause in alternatives]
 
+    def answered_as_typed(self, text: str) -> bool:
+        """Whether *text* (a title) holds, for each required group, every word of one of its clauses as
+        typed (``analysis.written_words``): a word typed with accents with those accents, one typed
+        without them with any (accents are optional: ``verifier`` is as typed in ``Vérifier``)."""
+        written = analysis.written_words(text)
+        folded = {analysis.fold(word) for word in written}
+
+        def held(word: str) -> bool:
+            return word in written or (word in folded and analysis.fold(word) == word)
+
+        return all(
+            any(all(map(held, analysis.written_words(clause.text))) for clause in alternatives)
+            for alternatives in self.required
+        )
+
     def typed(self, corrections: dict[str, str] | None = None) -> str:
         """The query as it would be typed again, its words replaced by their *corrections* (typed ->
         found); excluded words are not corrected."""
