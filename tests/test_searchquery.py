@@ -116,6 +116,35 @@ def test_a_line_is_answered_as_typed_by_its_own_words(line):
     assert query.answered_as_typed(line)
 
 
+def _answered_word_by_word(query, title):
+    """``answered_as_typed`` as its docstring says it, without its quick first look at the text."""
+    written = analysis.written_words(title)
+    folded = {analysis.fold(word) for word in written}
+    return all(
+        any(
+            all(
+                word in written or (word in folded and analysis.fold(word) == word)
+                for word in analysis.written_words(clause.text)
+            )
+            for clause in group
+        )
+        for group in query.required
+    )
+
+
+# Letters that fold or case-fold alike (dotless i, long s): the point.
+_LETTERS_ACCENTED_OR_NOT = st.text(alphabet="aeEéÉèıIİßsſ日本 -.'\"", max_size=30)  # noqa: RUF001
+
+
+@given(_LETTERS_ACCENTED_OR_NOT, _LETTERS_ACCENTED_OR_NOT)
+def test_a_title_answers_as_typed_word_by_word(title, line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        return
+    assert query.answered_as_typed(title) == _answered_word_by_word(query, title)
+
+
 # Snippets: marks are sequences of positions (a phrase, a word of several bigrams).
 def marks(*sequences):
     return [tuple(frozenset(position) for position in sequence) for sequence in sequences]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..text import analysis
 from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
@@ -65,20 +66,39 @@ class SearchQuery:
     def clauses(self) -> list[Clause]:
         return [clause for alternatives in self.required for clause in alternatives]
 
+    @cached_property
+    def _typed_words(self) -> tuple[tuple[frozenset[str], ...], ...]:
+        """Each required group's clauses' words as typed (``analysis.written_words``)."""
+        return tuple(tuple(analysis.written_words(clause.text) for clause in group) for group in self.required)
+
     def answered_as_typed(self, text: str) -> bool:
         """Whether *text* (a title) holds, for each required group, every word of one of its clauses as
         typed (``analysis.written_words``): a word typed with accents with those accents, one typed
         without them with any (accents are optional: ``verifier`` is as typed in ``Vérifier``)."""
-        written = analysis.written_words(text)
+        normalized = analysis.normalize(text)
+        # First whether each word is in the text at all (a search's first pages' titles: most are not),
+        # which costs a tenth of cutting the text into words.
+        folded_text: str | None = None
+
+        def appears(word: str) -> bool:
+            nonlocal folded_text
+            if word in normalized:
+                return True
+            if analysis.fold(word) != word:
+                return False
+            if folded_text is None:
+                folded_text = analysis.fold(normalized)
+            return word in folded_text
+
+        if not all(any(all(map(appears, words)) for words in group) for group in self._typed_words):
+            return False
+        written = frozenset(analysis.word_runs_of(normalized))
         folded = {analysis.fold(word) for word in written}
 
         def held(word: str) -> bool:
             return word in written or (word in folded and analysis.fold(word) == word)
 
-        return all(
-            any(all(map(held, analysis.written_words(clause.text))) for clause in alternatives)
-            for alternatives in self.required
-        )
+        return all(any(all(map(held, words)) for words in group) for group in self._typed_words)
 
     def typed(self, corrections: dict[str, str] | None = None) -> str:
         """The query as it would be typed again, its words replaced by their *corrections* (typed ->

@@ -264,7 +264,7 @@ def normalize(text: str) -> str:
 def written_words(text: str) -> frozenset[str]:
     """The words of *text* as written: ``normalize``'s runs of letters, digits and marks, accents kept
     (``Què`` is not ``Qué``) and bigram scripts not cut (a run is one word)."""
-    return frozenset(_WORD_RUN.findall(normalize(text).replace("_", " ")))
+    return frozenset(word_runs_of(normalize(text)))
 
 
 def fold(text: str) -> str:
