@@ -110,6 +110,13 @@ def test_accents_are_optional(typed, written):
             " Document E.3. Major Contributions E.4. Trademark Acknowledgement",
             "en",
         ),
+        # git's release notes (/usr/share/doc/git/RelNotes/2.28.1.txt): "v2" is a version, not Czech "v".
+        (
+            "Git v2.28.1 Release Notes ========================= This release merges up the fixes that appear in"
+            " v2.17.6, v2.18.5, v2.19.6, v2.20.5, v2.21.4, v2.22.5, v2.23.4, v2.24.4, v2.25.5, v2.26.3 and v2.27.1"
+            " to address the security issue CVE-2021-21300; see the release notes for these versions for details.",
+            "en",
+        ),
     ],
 )
 def test_language_detection(text, expected):

@@ -149,6 +149,8 @@ def test_pagination(client):
         previous = unescape(re.search(r'<a rel="prev" href="([^"]+)"', past.text).group(1))
         assert "page=3" in previous and 'rel="next"' not in past.text
         assert f"page {page} of 3" not in past.text and "past the last page (3)" in past.text
+    nothing = client.get("/search", params={"q": "zzzqqqxx", "page": 2, "rank": "tse"}).text
+    assert "0 documents match" in nothing and "past the last page" not in nothing
     assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
     status, body = api(client, q="emu", page=2, per_page=100, rank="tse")
     assert status == 200 and body["results"] == [] and body["total"] == 25

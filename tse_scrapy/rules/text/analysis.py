@@ -730,7 +730,8 @@ _COMMON = {
     language: frozenset(unicodedata.normalize("NFC", listed).casefold().split())
     for language, listed in _COMMON_WORDS.items()
 }
-_DETECTED_WORD = re.compile(r"[^\W\d_]+")
+_DETECTED_WORD = re.compile(r"[^\W_]+")
+_HAS_DIGIT = re.compile(r"\d")
 
 
 def detect_language(text: str) -> str | None:
@@ -752,8 +753,13 @@ def detect_language(text: str) -> str | None:
             return "uk"
         return "sr" if _SERBIAN_LETTERS.search(sample) else "ru"
     # Words as written, case folded; a capital letter alone is a label ("E.1. About"), not the word
-    # it spells in lower case (Portuguese "e", Czech "a").
-    counted = [word.casefold() for word in _DETECTED_WORD.findall(sample) if len(word) > 1 or word.islower()]
+    # it spells in lower case (Portuguese "e", Czech "a"), and a word with digits is a name or a
+    # number ("v2.28.1", "i386"), whose letters are not the Czech "v" or the Catalan "i".
+    counted = [
+        word.casefold()
+        for word in _DETECTED_WORD.findall(sample)
+        if (len(word) > 1 or word.islower()) and not _HAS_DIGIT.search(word)
+    ]
     best, best_count = None, 2  # at least three common words
     for language, common in _COMMON.items():
         count = sum(1 for word in counted if word in common)
