@@ -434,6 +434,20 @@ def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(clie
     assert search(client, typos)["suggestion"].casefold() == "requirements herunterfahren вылкючение"
 
 
+@pytest.mark.parametrize("typo", ["l'authetnicité", "L’authetnicité des", "d'instlalation"])
+def test_a_misspelt_word_joined_to_another_by_punctuation_is_corrected(client, typo):
+    # Words joined by an apostrophe are a phrase ("l'authenticité" is the phrase "l authenticite"); a
+    # misspelt one was not corrected, and the phrase found nothing.
+    page = page_named("fr/ch04s07.html")  # 4.7. Vérifier l'authenticité des fichiers d'installation
+    body = search(client, typo)
+    assert body["suggestion"] and body["suggestion"].casefold() in (
+        "l'authenticité",
+        "l’authenticité des",
+        "d'installation",
+    ), body["suggestion"]
+    assert not body["partial"] and page.doc_id in doc_ids(body)[:3], [PAGES[d].name for d in doc_ids(body)[:3]]
+
+
 def test_a_word_typed_twice_is_corrected_wherever_it_was_typed(client):
     assert search(client, "Recoevring recoevring")["suggestion"] == "recovering recovering"
 

@@ -228,9 +228,17 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     languages = tuple(languages)
     compiled = Compiled("", "", None)
     plain = []
-    # The pages of every form of every word counted together (see Vocabulary.count).
+    # The pages of every form of every word counted together (see Vocabulary.count), and of the words
+    # of phrases that may be corrected (_corrected_phrase: their forms only for those no page holds).
     words = [clause.words[0] for clause in (*query.clauses, *query.excluded) if len(clause.words) == 1]
-    vocabulary.count(form for word in words for form in word_forms(word, languages))
+    phrases_words = [
+        word
+        for clause in query.clauses
+        if len(clause.words) > 1 and not clause.quoted
+        for word in clause.words
+        if len(word) >= ONE_EDIT_FROM
+    ]
+    vocabulary.count([*(form for word in words for form in word_forms(word, languages)), *phrases_words])
     others = []
     for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
@@ -324,11 +332,14 @@ def _clause(
     """The expression of one clause and the terms it matches (None for a phrase or a prefix); with
     *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
+        words = list(clause.words)
         if compiled is not None:
+            if not clause.quoted:
+                words = _corrected_phrase(clause, vocabulary, languages, compiled)
             # Quoted: the words as typed; a word of several terms (6.2, what's): any forms.
             forms = (lambda word: [word]) if clause.quoted else (lambda word: word_forms(word, languages))
-            compiled.marks.append(tuple(frozenset(forms(word)) for word in clause.words))
-        return _phrase(list(clause.words), languages), None
+            compiled.marks.append(tuple(frozenset(forms(word)) for word in words))
+        return _phrase(words, languages), None
     (word,) = clause.words
     if analysis.is_segmented(word):
         if compiled is not None:
@@ -336,44 +347,87 @@ def _clause(
         return (f'"{word}"*', None) if len(word) == 1 else (f'"{word}"', [word])
     forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
-    # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
-    # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
-    if (
-        compiled is not None
-        and len(word) >= ONE_EDIT_FROM
-        and compiled.looked_up < LOOKED_UP
-        and (not held or (held[0] != word and not vocabulary.is_word(word)))
-    ):
-        # The closest words the index holds; at the same distance, the one on the most pages first.
-        compiled.looked_up += 1
-        corrected = []
-        closest = vocabulary.closest(word)
-        vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
-        for known, distance in closest:
-            if known_held := _held(known, vocabulary, languages):
-                pages = max(vocabulary.documents(form) for form in known_held)
-                corrected.append((distance, -pages, known, known_held))
-        corrected.sort()
-        # Held by stems only, the word is taken as misspelt when a close word is on more pages than
-        # its stems are, and no close word shares a stem with it ("routers" is a form of "router",
-        # whatever "routes" is on; nor is "installations" corrected).
-        if corrected and (
-            not held
-            or (
-                -corrected[0][1] > max(map(vocabulary.documents, held))
-                and not any(set(held).intersection(known_held) for *_, known_held in corrected)
-            )
-        ):
-            compiled.corrections[clause.text] = vocabulary.spelling(corrected[0][2])
-            held = []
-            for _, _, _, known_held in corrected[:CORRECTIONS]:
-                held += [form for form in known_held if form not in held]
+    found = _corrections(word, held, vocabulary, languages, compiled) if compiled is not None else []
+    if found and compiled is not None:
+        compiled.corrections[clause.text] = vocabulary.spelling(found[0][0])
+        held = []
+        for _, known_held in found:
+            held += [form for form in known_held if form not in held]
     # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
     # must not count once a form; and the expression stays short.
     held = held or forms[:1]
     if compiled is not None:
         compiled.marks.append((frozenset(held),))
     return " OR ".join(f'"{form}"' for form in held), held
+
+
+def _corrections(
+    word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+) -> list[tuple[str, list[str]]]:
+    """The closest words the index holds for *word* (folded; its forms *held* are those the index
+    holds) when it is taken as misspelt, best first, at most CORRECTIONS, each with its forms held;
+    [] when it is not, or none is close (at most LOOKED_UP words a query are looked for)."""
+    # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
+    # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
+    if not (
+        len(word) >= ONE_EDIT_FROM
+        and compiled.looked_up < LOOKED_UP
+        and (not held or (held[0] != word and not vocabulary.is_word(word)))
+    ):
+        return []
+    # The closest words the index holds; at the same distance, the one on the most pages first.
+    compiled.looked_up += 1
+    corrected = []
+    closest = vocabulary.closest(word)
+    vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
+    for known, distance in closest:
+        if known_held := _held(known, vocabulary, languages):
+            pages = max(vocabulary.documents(form) for form in known_held)
+            corrected.append((distance, -pages, known, known_held))
+    corrected.sort()
+    # Held by stems only, the word is taken as misspelt when a close word is on more pages than
+    # its stems are, and no close word shares a stem with it ("routers" is a form of "router",
+    # whatever "routes" is on; nor is "installations" corrected).
+    if corrected and (
+        not held
+        or (
+            -corrected[0][1] > max(map(vocabulary.documents, held))
+            and not any(set(held).intersection(known_held) for *_, known_held in corrected)
+        )
+    ):
+        return [(known, known_held) for _, _, known, known_held in corrected[:CORRECTIONS]]
+    return []
+
+
+def _corrected_phrase(
+    clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+) -> list[str]:
+    """The words of an unquoted clause of several words (``l'instalaltion``), each misspelt one
+    replaced by its closest word, the correction recorded as the clause typed again; the words as
+    they are when none is, or when they are not the runs typed (NFKC made or joined some, a run of
+    a bigram script is several)."""
+    runs = analysis.word_runs_at(clause.text)
+    words = list(clause.words)
+    if len(runs) != len(words) or any(
+        analysis.fold(analysis.normalize(run)) != word for (_, run), word in zip(runs, words, strict=True)
+    ):
+        return words
+    replaced = {}
+    for number, word in enumerate(words):
+        # (A short word is never looked up, nor one the index holds as it is: it is as typed.)
+        if len(word) >= ONE_EDIT_FROM and not analysis.is_segmented(word) and not vocabulary.documents(word):
+            found = _corrections(word, _held(word, vocabulary, languages), vocabulary, languages, compiled)
+            if found:
+                replaced[number] = found[0][0]
+    if not replaced:
+        return words
+    # The typed text from its first run to its last, each corrected run replaced (Clause.typed).
+    pieces, position = [], runs[0][0]
+    for number, (start, run) in enumerate(runs):
+        pieces += [clause.text[position:start], vocabulary.spelling(replaced[number]) if number in replaced else run]
+        position = start + len(run)
+    compiled.corrections[clause.text] = "".join(pieces)
+    return [replaced.get(number, word) for number, word in enumerate(words)]
 
 
 def _excluded(clause: Clause, vocabulary: Vocabulary, languages: Sequence[str]) -> str:
