@@ -447,17 +447,12 @@ def _quoted(phrase: str) -> str:
     """*phrase* (terms separated by spaces) as an FTS5 phrase; ending in a single character of a bigram
     script, a prefix phrase: that character is found in the bigrams it starts, as it is unquoted (and
     in phrases_fts, where it ends a run: its characters column)."""
-    return f'"{phrase}"*' if _one_segmented_character(phrase[phrase.rfind(" ") + 1 :]) else f'"{phrase}"'
+    return f'"{phrase}"*' if analysis.is_one_segmented_character(phrase[phrase.rfind(" ") + 1 :]) else f'"{phrase}"'
 
 
 def _single_character(clause: Clause) -> bool:
     """Whether *clause* is one character of a bigram script, quoted or not."""
-    return len(clause.words) == 1 and _one_segmented_character(clause.words[0])
-
-
-def _one_segmented_character(term: str) -> bool:
-    """Whether *term* is one character of a bigram script (a prefix of the bigrams it starts)."""
-    return len(term) == 1 and analysis.is_segmented(term)
+    return len(clause.words) == 1 and analysis.is_one_segmented_character(clause.words[0])
 
 
 def _loose(clause: Clause) -> str | None:

@@ -203,7 +203,7 @@ class PreparedMarks:
         self.wanted = {term for sequence in sequences for terms in sequence for term in terms}
         # A single character of a bigram script (a prefix query) is given by the bigrams it starts, and
         # marked alone where it ends a run (a mark of one word: the index finds it there only so).
-        self.starts = {term for term in self.wanted if len(term) == 1 and analysis.is_segmented(term)}
+        self.starts = set(filter(analysis.is_one_segmented_character, self.wanted))
         self.alone = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0]} & self.starts
         self.longest = max((len(sequence) for sequence in sequences), default=0)
         self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
@@ -575,7 +575,7 @@ def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
     if any(term in terms for term in token_terms):
         return True
     # A single character of a bigram script (a prefix query) marks the bigrams it starts.
-    return any(len(term) == 1 and analysis.is_segmented(term) and token_terms[0].startswith(term) for term in terms)
+    return any(analysis.is_one_segmented_character(term) and token_terms[0].startswith(term) for term in terms)
 
 
 def snippet(

@@ -467,6 +467,12 @@ def is_segmented(word: str) -> bool:
     return bool(_BIGRAM_CHAR.match(word))
 
 
+def is_one_segmented_character(term: str) -> bool:
+    """Whether *term* is one character of a script cut into bigrams: a query's prefix of the bigrams
+    it starts, found alone where it ends a run."""
+    return len(term) == 1 and is_segmented(term)
+
+
 def language_code(tag: str | None) -> str | None:
     """The ISO 639 code of a language tag (``fr-CA`` → ``fr``), or None."""
     if not tag:
