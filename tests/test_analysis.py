@@ -110,6 +110,19 @@ def test_accents_are_optional(typed, written):
             " Document E.3. Major Contributions E.4. Trademark Acknowledgement",
             "en",
         ),
+        # The Japanese guide's E.4 (a title and a sentence, kanji and a quarter short of kana): not Chinese.
+        (
+            "E.4. 商標表示 付録E 付記 E.4. 商標表示 すべての商標には、それぞれに所有者がいます。 E.3. 多大な貢献"
+            " 付録F GNU General Public License",
+            "ja",
+        ),
+        # The Vietnamese guide's chapter 5 contents: section titles, few common words, some English.
+        (
+            "Chương 5. Khởi động Hệ thống Cài đặt Mục lục 5.1. Khởi động trình cài đặt trên 64-bit PC 5.1.1. Khởi"
+            " động từ thanh bộ nhớ USB 5.1.2. Booting from optical disc (CD/DVD) 5.1.3. Booting from Linux using"
+            " GRUB 5.1.4. Khởi động bằng TFTP",
+            "vi",
+        ),
         # git's release notes (/usr/share/doc/git/RelNotes/2.28.1.txt): "v2" is a version, not Czech "v".
         (
             "Git v2.28.1 Release Notes ========================= This release merges up the fixes that appear in"

@@ -524,6 +524,14 @@ def test_the_language_filter_keeps_that_language_only(client, lang, query):
     assert len(search(client, query)["results"]) > len(ids)  # without the filter, more
 
 
+@pytest.mark.parametrize("tag", ["FR", "fr-CA", "fr_BE", " fr "])
+def test_the_language_filter_takes_a_tag_as_browsers_send_it(client, tag):
+    response = client.get("/api/search", params={"q": "Debian", "per_page": 100, "lang": tag})
+    assert response.status_code == 200, response.text
+    body = response.json()  # the filter applied, as its code
+    assert body["lang"] == "fr" and doc_ids(body) == doc_ids(search(client, "Debian", lang="fr"))
+
+
 def test_a_language_no_page_is_in_is_refused_with_the_index_languages(client):
     response = client.get("/api/search", params={"q": "debian", "lang": "xx"})
     assert response.status_code == 400

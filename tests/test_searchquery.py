@@ -101,6 +101,9 @@ def test_any_line_parses_or_is_refused_with_a_message(line):
         ("第2章システム要件", "システム要件", False),  # a run of a bigram script is one word here
         ("第2章 システム要件", "第2章", True),
         ("الفصل 2. متطلبات النظام", "متطلبات النظام", True),
+        # Romanian typed with a cedilla (older keyboards), written with a comma below, and back.
+        ("2.5. Cerințe de memorie și spațiu pe disc", "Cerinţe de memorie şi spaţiu", True),
+        ("Cerinţe şi spaţiu", "cerințe și spațiu", True),
     ],
 )
 def test_a_title_answers_the_query_as_typed(title, query, answered):

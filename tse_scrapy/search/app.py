@@ -32,6 +32,7 @@ from ..rules.files import pagedir
 from ..rules.files.pagenotes import read_page_notes
 from ..rules.queries import searchsnippet
 from ..rules.queries.query import is_blank
+from ..rules.text import analysis
 from ..rules.text.encodings import browser_label, page_encoding
 from ..rules.text.pagetext import snippet
 
@@ -310,12 +311,13 @@ def _ranking(request: Request, default: str) -> str:
 
 def _language(request: Request, ranking: str, known: list[str]) -> str | None:
     """The lang= asked for, one of the index's languages *known*."""
-    language = request.query_params.get("lang") or None
-    if language is None:
+    asked = request.query_params.get("lang") or None
+    if asked is None:
         return None
     if ranking != "relevance":
         raise BadParameter("lang= needs rank=relevance")
-    if not (2 <= len(language) <= 3 and language.isascii() and language.isalpha() and language.islower()):
+    language = analysis.language_code(asked)  # a tag as browsers send them: PT, pt-BR, zh_CN
+    if language is None:
         raise BadParameter("lang must be a language code such as en, fr or ja")
     if known and language not in known:  # (no search index: the answer says so)
         raise BadParameter(

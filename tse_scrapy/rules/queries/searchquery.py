@@ -75,7 +75,7 @@ class SearchQuery:
         """Whether *text* (a title) holds, for each required group, every word of one of its clauses as
         typed (``analysis.written_words``): a word typed with accents with those accents, one typed
         without them with any (accents are optional: ``verifier`` is as typed in ``Vérifier``)."""
-        normalized = analysis.normalize(text)
+        normalized = analysis.written(text)
         # First whether each word is in the text at all (a search's first pages' titles: most are not),
         # which costs a tenth of cutting the text into words.
         folded_text: str | None = None

@@ -261,10 +261,19 @@ def normalize(text: str) -> str:
     )
 
 
+# Romanian's s and t with a comma below, as older keyboards and encodings type them: with a cedilla.
+_COMMA_BELOW = str.maketrans("şţ", "șț")
+
+
+def written(text: str) -> str:
+    """*text* ``normalize``d, its accents kept; s and t with a cedilla as with a comma below."""
+    return normalize(text).translate(_COMMA_BELOW)
+
+
 def written_words(text: str) -> frozenset[str]:
-    """The words of *text* as written: ``normalize``'s runs of letters, digits and marks, accents kept
+    """The words of *text* as written: ``written``'s runs of letters, digits and marks, accents kept
     (``Què`` is not ``Qué``) and bigram scripts not cut (a run is one word)."""
-    return frozenset(word_runs_of(normalize(text)))
+    return frozenset(word_runs_of(written(text)))
 
 
 def fold(text: str) -> str:
@@ -690,10 +699,15 @@ _SCRIPT_LANGUAGES = (
     (re.compile("[\u0530-\u058f]"), "hy"),
     (re.compile("[\u3040-\u30ff]"), "ja"),
     (re.compile("[\uac00-\ud7af]"), "ko"),
-    (re.compile("[\u4e00-\u9fff]"), "zh"),
+    (re.compile("[\u4e00-\u9fff]"), None),  # Han: Chinese, or Japanese with some kana, below
     (re.compile("[\u0e00-\u0e7f]"), "th"),
     (re.compile("[\u0400-\u04ff]"), None),  # Cyrillic: below
 )
+_KANA = re.compile("[\u3040-\u30ff]")
+# The letters only Vietnamese writes among the Latin-script languages (ơ ư ă đ and the vowels with a
+# tone mark below or a hook, the Latin Extended Additional block): a table of contents of section
+# titles holds few of its common words.
+_VIETNAMESE_LETTERS = re.compile("[ăđơưĂĐƠƯ\u1ea0-\u1ef9]")
 _PERSIAN_LETTERS = re.compile("[پچژگ]")
 _UKRAINIAN_LETTERS = re.compile("[іїєґ]")
 _SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
@@ -755,6 +769,9 @@ def detect_language(text: str) -> str | None:
             return language
         if pattern.pattern.startswith("[\u0600"):
             return "fa" if _PERSIAN_LETTERS.search(sample) else "ar"
+        if pattern.pattern.startswith("[\u4e00"):
+            # Kana are Japanese only: a twentieth of the letters (a title and a sentence of kanji hold few).
+            return "ja" if len(_KANA.findall(sample)) * 20 >= letters else "zh"
         if _UKRAINIAN_LETTERS.search(sample):
             return "uk"
         return "sr" if _SERBIAN_LETTERS.search(sample) else "ru"
@@ -766,6 +783,8 @@ def detect_language(text: str) -> str | None:
         for word in _DETECTED_WORD.findall(sample)
         if (len(word) > 1 or word.islower()) and not _HAS_DIGIT.search(word)
     ]
+    if len(_VIETNAMESE_LETTERS.findall(sample)) * 10 >= letters:
+        return "vi"
     best, best_count = None, 2  # at least three common words
     for language, common in _COMMON.items():
         count = sum(1 for word in counted if word in common)
