@@ -704,10 +704,10 @@ _SCRIPT_LANGUAGES = (
     (re.compile("[\u0400-\u04ff]"), None),  # Cyrillic: below
 )
 _KANA = re.compile("[\u3040-\u30ff]")
-# The letters only Vietnamese writes among the Latin-script languages (ơ ư ă đ and the vowels with a
-# tone mark below or a hook, the Latin Extended Additional block): a table of contents of section
-# titles holds few of its common words.
-_VIETNAMESE_LETTERS = re.compile("[ăđơưĂĐƠƯ\u1ea0-\u1ef9]")
+# Letters only Vietnamese writes among the Latin-script languages (ơ ư đ and the vowels with a tone
+# mark below or a hook, the Latin Extended Additional block; not ă, a twentieth of Romanian's letters):
+# a table of contents of section titles holds few of its common words.
+_VIETNAMESE_LETTERS = re.compile("[đơưĐƠƯ\u1ea0-\u1ef9]")
 _PERSIAN_LETTERS = re.compile("[پچژگ]")
 _UKRAINIAN_LETTERS = re.compile("[іїєґ]")
 _SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
