@@ -307,8 +307,7 @@ class SearchIndex:
 
     def _add_phrase_bonus(self, scores: dict[int, float], phrase: str, after: Set[int]) -> None:
         """The bonus of the first PHRASE_CANDIDATES pages (but those ranked *after* the others) that hold *phrase*."""
-        candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
-        best = set(heapq.nsmallest(PHRASE_CANDIDATES, candidates, key=lambda doc_id: (-scores[doc_id], doc_id)))
+        best = set(_first(scores, PHRASE_CANDIDATES, after))
         # The phrase over every page, not restricted by rowid: FTS5 would evaluate it once per rowid.
         for doc_id in self._matching(phrase) & best:
             scores[doc_id] *= 1 + PHRASE_BONUS
@@ -414,11 +413,15 @@ def _add_typed_title_bonus(
 ) -> None:
     """The bonus of the first TYPED_TITLE_CANDIDATES pages (but those ranked *after* the others) whose
     title holds the query's words as typed."""
-    candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
-    best = heapq.nsmallest(TYPED_TITLE_CANDIDATES, candidates, key=lambda doc_id: (-scores[doc_id], doc_id))
-    for doc_id, title in titles(best).items():
+    for doc_id, title in titles(_first(scores, TYPED_TITLE_CANDIDATES, after)).items():
         if query.answered_as_typed(title):
             scores[doc_id] *= 1 + TYPED_TITLE_BONUS
+
+
+def _first(scores: dict[int, float], count: int, after: Set[int]) -> list[int]:
+    """The first *count* pages of *scores* as they rank, but those ranked *after* the others."""
+    candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
+    return heapq.nsmallest(count, candidates, key=lambda doc_id: (-scores[doc_id], doc_id))
 
 
 def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]], weight: float) -> None:

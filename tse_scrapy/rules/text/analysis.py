@@ -690,6 +690,7 @@ def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[s
 
 
 # Language detection, for pages that do not say theirs: the script, then (Latin) common words.
+_KANA = re.compile("[\u3040-\u30ff]")
 _SCRIPT_LANGUAGES = (
     (re.compile("[\u0370-\u03ff\u1f00-\u1fff]"), "el"),
     (re.compile("[\u0600-\u06ff]"), None),  # Arabic script: Arabic or Persian, below
@@ -697,13 +698,12 @@ _SCRIPT_LANGUAGES = (
     (re.compile("[\u0900-\u097f]"), "hi"),
     (re.compile("[\u0b80-\u0bff]"), "ta"),
     (re.compile("[\u0530-\u058f]"), "hy"),
-    (re.compile("[\u3040-\u30ff]"), "ja"),
+    (_KANA, "ja"),
     (re.compile("[\uac00-\ud7af]"), "ko"),
     (re.compile("[\u4e00-\u9fff]"), None),  # Han: Chinese, or Japanese with some kana, below
     (re.compile("[\u0e00-\u0e7f]"), "th"),
     (re.compile("[\u0400-\u04ff]"), None),  # Cyrillic: below
 )
-_KANA = re.compile("[\u3040-\u30ff]")
 # Letters only Vietnamese writes among the Latin-script languages (ơ ư đ and the vowels with a tone
 # mark below or a hook, the Latin Extended Additional block; not ă, a twentieth of Romanian's letters):
 # a table of contents of section titles holds few of its common words.
@@ -716,8 +716,8 @@ _SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
 # for each (they cancel out: the words of one alone decide); the lists of languages that share many
 # words (Romance, West Slavic) are about as long, so that none wins by its list's length, and the
 # English one short, as manuals translated in part hold English paragraphs.  On the known-item
-# bench's pages (bench/RESULTS.md) 89 of 2,256 wrongly detected, against 211 with the accent-folded
-# lists of distinctive words before (Catalan 24 of 84 right -> 83).
+# bench's pages (bench/RESULTS.md), with the script rules above, 82 of 2,256 wrongly detected, against 211
+# with the accent-folded lists of distinctive words before (Catalan 24 of 84 right -> 83).
 _COMMON_WORDS = {
     "en": "the and of to is that for with are this on be by was which from",
     "fr": "de la le et les des à en un une du est que il pour qui dans ce pas sur au ne se par plus avec sont"
@@ -775,6 +775,8 @@ def detect_language(text: str) -> str | None:
         if _UKRAINIAN_LETTERS.search(sample):
             return "uk"
         return "sr" if _SERBIAN_LETTERS.search(sample) else "ru"
+    if len(_VIETNAMESE_LETTERS.findall(sample)) * 10 >= letters:
+        return "vi"
     # Words as written, case folded; a capital letter alone is a label ("E.1. About"), not the word
     # it spells in lower case (Portuguese "e", Czech "a"), and a word with digits is a name or a
     # number ("v2.28.1", "i386"), whose letters are not the Czech "v" or the Catalan "i".
@@ -783,8 +785,6 @@ def detect_language(text: str) -> str | None:
         for word in _DETECTED_WORD.findall(sample)
         if (len(word) > 1 or word.islower()) and not _HAS_DIGIT.search(word)
     ]
-    if len(_VIETNAMESE_LETTERS.findall(sample)) * 10 >= letters:
-        return "vi"
     best, best_count = None, 2  # at least three common words
     for language, common in _COMMON.items():
         count = sum(1 for word in counted if word in common)
