@@ -3,6 +3,7 @@
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
 import itertools
+import re
 import unicodedata
 
 import pytest
@@ -659,3 +660,36 @@ def test_the_characters_are_those_of_the_words(text):
     assert characters == list(
         dict.fromkeys(character for word in words for character in word if analysis.is_segmented(character))
     )
+
+
+# A quick look for a folded word in lowercased text (snippets past the stored text): the word as
+# the page writes it, accents, full-width forms and ligature letters included.
+@pytest.mark.parametrize(
+    "folded, text, found",
+    [
+        ("ubersetzung", "die übersetzung von quellcode", "übersetzung"),
+        ("strasse", "die straße", "straße"),
+        ("aeroport", "æroport", "æroport"),
+        ("debian", "ｄｅｂｉａｎ の インストール", "ｄｅｂｉａｎ"),
+        ("προσβασιμοτητ", "5.2. προσβασιμότητα", "προσβασιμότητ"),
+        ("ustanovka", "установка", None),  # no transliteration
+        ("cafe", "café crème", "café"),
+        ("cafe", "cafe", "cafe"),
+        ("разметк", "при разметке", "разметк"),
+        ("kiem tra", "kiểm tra", "kiểm tra"),
+    ],
+)
+def test_unfolded_pattern(folded, text, found):
+    match = re.search(analysis.unfolded_pattern(folded), text)
+    assert (match.group() if match else None) == found
+
+
+_FOLDING_LETTERS = "abcdeèéêëàâäçïîôöùûüñøåæœßαάεέηήιίοόυύωώаеиоуё" + "ＡＢａｂ０１"
+
+
+@given(st.text(alphabet=st.sampled_from(_FOLDING_LETTERS), min_size=1, max_size=20))
+def test_unfolded_pattern_matches_what_folds_to_its_word(written):
+    # Lowercased and composed as pages are: what folds (normalized) to a word is matched by its pattern.
+    text = unicodedata.normalize("NFC", written).lower()
+    folded = analysis.fold(analysis.normalize(text))
+    assert re.fullmatch(analysis.unfolded_pattern(folded), text)

@@ -5,6 +5,8 @@ import contextlib
 import os
 import threading
 import time
+import zlib
+from pathlib import Path
 from unittest import mock
 
 import apsw
@@ -43,7 +45,7 @@ def rows(indexfile):
     """The search index's tables, and what each FTS5 table holds: every term where it stands (its
     fts5vocab instance table; its shadow tables say the same in a form that a build's history changes)."""
     with opened(indexfile) as db:
-        tables = ("pages", "anchors", "links", "vocabulary", "heads", "term_counts", "same", "groups")
+        tables = ("pages", "anchors", "links", "vocabulary", "heads", "rests", "term_counts", "same", "groups")
         found = {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
         for table in store.FTS_TABLES:
             db.execute(f"CREATE VIRTUAL TABLE temp.{table}_held USING fts5vocab(main, {table}, instance)")
@@ -204,6 +206,46 @@ def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
     assert updated == fresh
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
     assert docs(engine, "filler -aardvark") == [1] and docs(engine, "filler -zebra") == [2]
+
+
+MANUAL = Path("/usr/share/debian-reference")  # debian-reference-en (make test installs it)
+
+
+@pytest.mark.skipif(
+    not (MANUAL / "ch01.en.html").is_file(), reason="debian-reference-en is missing (make test installs it)"
+)
+def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
+    # The Debian Reference's first chapter (86,000 characters of text): "workstation" only past the
+    # document store's text, which results show (at about 12,000 characters).
+    chapters = [MANUAL / f"ch0{number}.en.html" for number in (1, 2)]
+    pages = {
+        number: (f"https://www.debian.org/doc/manuals/debian-reference/{path.name}", 0, path.read_bytes())
+        for number, path in enumerate(chapters, start=1)
+    }
+    write_pages(tmp_path / "pages", pages)
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    assert "workstation" not in engine.document(1).text.lower()
+    (shown,) = [result for result in app_results(engine, "workstation") if result[0] == 1]
+    _, snippet_text, highlights = shown
+    assert snippet_text.startswith("… ")
+    assert {snippet_text[start:end].lower() for start, end in highlights} == {"workstation"}
+    # A damaged or overlong row, or none: the snippet of the stored text, unmarked (no error).
+    unmarked = engine.document(1).text[:100]
+    for damage in ("UPDATE rests SET rest = 'not compressed'", "UPDATE rests SET rest = ?", "DROP TABLE rests"):
+        with opened(tmp_path / "index") as db:
+            db.execute(damage, (zlib.compress(b"work" * 5_000_000),) if "?" in damage else ())
+        engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+        (shown,) = [result for result in app_results(engine, "workstation") if result[0] == 1]
+        assert shown[1].startswith(unmarked) and not shown[2]
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
+    # An update of a page (the second chapter becomes the third) keeps the rows a build writes.
+    write_pages(tmp_path / "pages", {2: (pages[2][0], 0, (MANUAL / "ch03.en.html").read_bytes())})
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index", "--update").returncode == 0
+    assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
+    updated, fresh = rows(tmp_path / "index"), rows(tmp_path / "fresh")
+    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))
+    assert updated == fresh and len(fresh["rests"]) == 2
 
 
 def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):

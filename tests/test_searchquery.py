@@ -1,4 +1,5 @@
 """The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
+# ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
 from array import array
 
@@ -6,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.multilingual import fixture_pages
 from tse_scrapy.rules.queries import searchsnippet
 from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
 from tse_scrapy.rules.queries.searchquery import SearchQueryError, parse_search_query
@@ -93,7 +95,7 @@ def test_any_line_parses_or_is_refused_with_a_message(line):
         ("A.1. Preliminaries", "preliminaries OR preliminares", True),  # one of a group's alternatives
         ("A.1. Preliminaries", 'preliminaries -"A.1."', True),  # excluded words are not typed for the title
         ("What's New In Python 3.4", "what's new in PYTHON 3.4", True),  # case folded
-        ("Ｐｙｔｈｏｎ ３.４", "python 3.4", True),  # noqa: RUF001 (NFKC: full-width letters are the point)
+        ("Ｐｙｔｈｏｎ ３.４", "python 3.4", True),
         ("Глава 2. Системные требования", "системные требования", True),
         ("Κεφάλαιο 2. Απαιτήσεις συστήματος", "απαιτησεις", True),  # (typed without its accent)
         ("Κεφάλαιο 2. Απαιτησεις συστήματος", "απαιτήσεις", False),
@@ -136,7 +138,7 @@ def _answered_word_by_word(query, title):
 
 
 # Letters that fold or case-fold alike (dotless i, long s): the point.
-_LETTERS_ACCENTED_OR_NOT = st.text(alphabet="aeEéÉèıIİßsſ日本 -.'\"", max_size=30)  # noqa: RUF001
+_LETTERS_ACCENTED_OR_NOT = st.text(alphabet="aeEéÉèıIİßsſ日本 -.'\"", max_size=30)
 
 
 @given(_LETTERS_ACCENTED_OR_NOT, _LETTERS_ACCENTED_OR_NOT)
@@ -759,6 +761,99 @@ def test_a_head_of_such_text_is_used(text, language, one, other):
         == searchsnippet.snippet(text, marks([[other]]), (None, language))
         != worked_out
     )
+
+
+def fixture_text(*folders):
+    """The visible text of the multilingual fixture's pages in *folders*, one after the other."""
+    return " ".join(page.text for folder in folders for page in fixture_pages() if page.name.startswith(f"{folder}/"))
+
+
+def query_marks(word, language):
+    """The marks of a query of one *word*: its words (bigrams: a sequence), each unstemmed or stemmed."""
+    return [tuple(frozenset({term, analysis.stem_word(term, language)}) for term in analysis.words(word))]
+
+
+# A page's text past what its results show (real pages' text, the mark past its first 2,000
+# characters): the snippet around the first word giving the query's terms, "… " before it.
+@pytest.mark.parametrize(
+    "folders, word, language, starts, marked",
+    [
+        (
+            ["en"],
+            "lowmem",
+            "en",
+            "… so. It can however be enabled manually by appending the lowmem=1",
+            ["lowmem", "lowmem"],
+        ),
+        # Typed without accents; a stem (разметка, разметке).
+        (["de"], "qualitatsstandards", "de", "… für Freie Software und das Paket entspricht", ["Qualitätsstandards"]),
+        (["ru"], "разметка", "ru", "… чтобы выделить место для Debian GNU/Linux. Всегда при", ["разметке"]),
+        (["el"], "δίσκο", "el", "… Τι είναι το GNU/Linux; 2.5. Απαιτήσεις Μνήμης", ["Δίσκου", "Δίσκου", "δίσκο"]),
+        (["vi"], "Murdock", "vi", "… Mềm Tự Do. Dự Án Debian mới tạo trong năm 1993", ["Murdock"]),
+        # Bigram scripts: the word's bigrams together.
+        (["ja"], "メーリングリスト", "ja", "… (#debian あるいは #debian-boot)", ["メーリングリスト"]),
+        (["ko"], "브라우저", "ko", "… 들어 있습니다. dhelp 를 설치하면", ["브라우저", "브라우저", "브라우저"]),
+        (["zh_CN"], "探测", "zh", "… 模式只是借助安装程序强大的硬件", ["探测"]),
+        # Right to left, past English text.
+        (["en", "ar"], "المستند", "ar", "… اخترتها. الآن اطبع صفحة اختبار.", ["مستند", "المستند"]),
+        (["en", "fa"], "موجودیت", "fa", "… داخل یک توضیح یا دستورالعمل", ["موجودیت", "موجودیت\u200cهای", "موجودیت"]),
+    ],
+)
+def test_a_later_snippet_is_around_the_first_mark_in_the_text(folders, word, language, starts, marked):
+    text = fixture_text(*folders)
+    plain = analysis.fold(analysis.normalize(marked[0]))
+    assert plain not in analysis.fold(analysis.normalize(text[:2000]))  # (the mark is well into the text)
+    shown, ranges = searchsnippet.later_snippet(text, query_marks(word, language), (None, language))
+    assert shown.startswith(starts)
+    assert [shown[start:end] for start, end in ranges] == marked
+
+
+def test_a_later_snippet_of_text_without_spaces_reads_a_bounded_window():
+    text = fixture_text("ja", "zh_CN").replace(" ", "")  # (as Japanese and Chinese are written)
+    shown, ranges = searchsnippet.later_snippet(text, query_marks("探测", "zh"), (None, "zh"))
+    assert shown.startswith("… ") and shown.endswith(" …") and len(shown) <= searchsnippet.SNIPPET_CHARACTERS + 4
+    assert [shown[start:end] for start, end in ranges] == ["探测"]
+
+
+def test_a_later_snippet_of_text_without_a_mark_is_none():
+    text = fixture_text("en", "ru")
+    assert searchsnippet.later_snippet(text, query_marks("zyzzyva", "en"), (None, "en")) is None
+    assert searchsnippet.later_snippet(text, [], (None, "en")) is None
+    assert searchsnippet.later_snippet("", query_marks("debian", "en"), (None, "en")) is None
+
+
+def test_a_later_snippet_reads_at_most_its_tries_of_places():
+    # Places holding "cat" inside a longer word, apart (the quick look passes, no word gives the term).
+    place = "concatenate " + "a dog sat " * 50
+    found = place * (searchsnippet.LATER_TRIES - 1) + "the cat sat"
+    shown, ranges = searchsnippet.later_snippet(found, query_marks("cat", "en"), (None, "en"))
+    assert [shown[start:end] for start, end in ranges] == ["cat"]
+    too_far = place * searchsnippet.LATER_TRIES + "the cat sat"
+    assert searchsnippet.later_snippet(too_far, query_marks("cat", "en"), (None, "en")) is None
+
+
+def test_a_later_snippet_looks_for_the_telling_words_first():
+    # "B.1. Introduction": the phrase b 1 is looked for only where no page's word introduction is.
+    text = "a b c 1 2 " * 400 + "see the introduction here"
+    query = [(frozenset({"b"}), frozenset({"1"})), (frozenset({"introduction", "introduct"}),)]
+    shown, ranges = searchsnippet.later_snippet(text, query, (None, "en"))
+    assert [shown[start:end] for start, end in ranges] == ["introduction"]
+    shown, ranges = searchsnippet.later_snippet("a b c " * 20 + "b 1", query, (None, "en"))
+    assert [shown[start:end] for start, end in ranges] == ["b 1"]
+    assert searchsnippet.later_snippet("b c 1 " * 400 + "b 1", query, (None, "en")) is None  # b and 1 everywhere
+
+
+@given(
+    st.lists(st.sampled_from(["alpha", "beta", "gamma", "δέλτα", "эпсилон", "ζήτα", "書", "ab"]), max_size=1500),
+    st.integers(min_value=0),
+    st.sampled_from(["zebra", "zebras", "Zèbre", "ЗЕБРА"]),
+)
+def test_a_later_snippet_finds_a_word_anywhere_and_shows_it(filler, at, word):
+    at %= len(filler) + 1
+    text = " ".join([*filler[:at], word, *filler[at:]])
+    shown, ranges = searchsnippet.later_snippet(text, query_marks(word, "en"), (None, "en"))
+    assert shown.startswith("… ") and len(shown) <= searchsnippet.SNIPPET_CHARACTERS + 4
+    assert [shown[start:end] for start, end in ranges] == [word]
 
 
 def test_a_first_read_without_spaces_past_the_bound_has_no_head():

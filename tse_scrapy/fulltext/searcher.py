@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import os
 import sys
+import zlib
 from collections.abc import Callable, Collection, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,6 +33,7 @@ import apsw
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
+from ..rules.text.pagefields import REST_CHARACTERS
 from .bm25function import Bm25Function
 from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
 from .store import COUNTED_WITH, FIELDS, counted_key, open_checked, search_path
@@ -64,6 +66,8 @@ KEPT_TOKENS = 200_000
 ANCHOR_TOKENS = 200_000
 EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memory
 EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a query's can be tens of KB)
+# A page's rest (store.py) read to at most this many bytes: REST_CHARACTERS of four bytes each.
+REST_BYTES = 4 * REST_CHARACTERS
 
 
 @dataclass
@@ -239,6 +243,23 @@ class SearchIndex:
                     head = unpacked_head(blob)
                     if head is not None:
                         found[doc_id] = head
+        except apsw.Error:  # a file altered since it was written: the table is gone
+            return {}
+        return found
+
+    def rests(self, doc_ids: list[int]) -> dict[int, str]:
+        """The text past the stored text of each of the pages *doc_ids* that has one (``store.py``'s
+        rests), for the snippets of pages that match only there; bounded (REST_BYTES), a damaged
+        one left out."""
+        found: dict[int, str] = {}
+        try:
+            marks = ",".join("?" * len(doc_ids))
+            for doc_id, blob in self.db.execute(f"SELECT doc_id, rest FROM rests WHERE doc_id IN ({marks})", doc_ids):
+                inflate = zlib.decompressobj()
+                try:
+                    found[doc_id] = inflate.decompress(blob, REST_BYTES).decode("utf-8", "replace")
+                except (TypeError, zlib.error):
+                    continue
         except apsw.Error:  # a file altered since it was written: the table is gone
             return {}
         return found

@@ -35,6 +35,9 @@ reference's).  Its tables:
   how pages spell them, for typo tolerance and "did you mean";
 - ``heads``: what a snippet reads first of a page's stored text whatever the
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
+- ``rests``: the visible text past the document store's (``pagefields.REST_CHARACTERS``
+  more), compressed, for the snippet of a page that matches only there
+  (``searchsnippet.later_snippet``);
 - ``term_counts``: how many pages hold each term of ``fts``, ``titles_fts`` and
   ``anchors_fts`` (``_count_terms``);
 - ``meta``: the SPEC index it was written with (size and digest), the text
@@ -81,8 +84,8 @@ SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
 # 5: heads; 6: heads as terms and places, for text in any script; 7: contentless_delete FTS5 tables, no
 # copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
-# a run); 9: its characters column instead (every character of a bigram script)
-FORMAT = "9"
+# a run); 9: its characters column instead (every character of a bigram script); 10: rests
+FORMAT = "10"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -104,6 +107,7 @@ CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT 
 CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
+CREATE TABLE rests (doc_id INTEGER PRIMARY KEY, rest BLOB NOT NULL);
 CREATE VIRTUAL TABLE fts USING fts5({", ".join(FIELDS)}, {_CONTENTLESS});
 CREATE VIRTUAL TABLE phrases_fts USING fts5(title, body, characters, {_CONTENTLESS});
 CREATE VIRTUAL TABLE titles_fts USING fts5(title, {_CONTENTLESS});
@@ -134,16 +138,17 @@ class PackedPage(NamedTuple):
     links: bytes  # "target\tterms" lines, compressed; b"" for no links
     digest: str
     head: bytes  # the snippet's head of the page's stored text (searchsnippet.Head.packed), b"" for none
+    rest: bytes = b""  # the text past the stored text (PageText.text_past), compressed; b"" for none
 
     def links_listed(self) -> list[tuple[str, str]]:
         return _decode_links(self.links) if self.links else []
 
 
-def packed(fields: PageFields, text: str, *, compressed: bool = False) -> bytes:
+def packed(fields: PageFields, text: str, rest: str = "", *, compressed: bool = False) -> bytes:
     """*fields* as a ``PackedPage``, pickled for the trip from an indexing worker to the writer (its
     text as UTF-8, about 40 KB a wikipedia page); *compressed* for one kept a while (an update holds
     every changed page's: a third of that); *text*: the page's text as the document store keeps it,
-    which results show."""
+    which results show; *rest*: the text past it (``PageText.text_past``)."""
     head = snippet_head(text, fields.language or None)
     listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
     page = PackedPage(
@@ -151,6 +156,7 @@ def packed(fields: PageFields, text: str, *, compressed: bool = False) -> bytes:
         _compressed(listed) if listed else b"",
         content_digest(fields.title_words, fields.body_words),
         head.packed() if head is not None else b"",
+        _compressed(rest) if rest else b"",
     )
     blob = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
     return zlib.compress(blob, 1) if compressed else blob
@@ -411,6 +417,8 @@ def _insert_page(
     db.execute("INSERT INTO titles_fts(rowid, title) VALUES (?, ?)", (doc_id, fields.title))
     if page.head:
         db.execute("INSERT INTO heads VALUES (?, ?)", (doc_id, page.head))
+    if page.rest:
+        db.execute("INSERT INTO rests VALUES (?, ?)", (doc_id, page.rest))
     if fields.beyond:
         db.execute(
             "INSERT INTO beyond_fts(rowid, terms, words) VALUES (?, ?, ?)", (doc_id, fields.beyond, fields.beyond_words)
@@ -497,7 +505,7 @@ def _delete_page(db: apsw.Connection, doc_id: int) -> None:
     # FTS5 then changes nothing (its statistics neither).
     for table in FTS_TABLES:
         db.execute(f"DELETE FROM {table} WHERE rowid = ?", (doc_id,))
-    for table in ("anchors", "same", "heads", "pages"):
+    for table in ("anchors", "same", "heads", "rests", "pages"):
         db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
 

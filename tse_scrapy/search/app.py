@@ -279,15 +279,27 @@ def _results(
     if answer.search_query is not None and not isinstance(engine.search_index, str):
         heads = engine.search_index.snippet_heads(shown_ids)
     marks = searchsnippet.PreparedMarks(answer.marks)  # worked out once for the page's snippets
+    snippets = {}
+    for doc_id, _ in shown:
+        document = documents.get(doc_id)
+        text = document.text if document else ""
+        if answer.search_query is not None:
+            lang = languages.get(doc_id, "") or None
+            snippets[doc_id] = searchsnippet.snippet(text, marks, (None, lang), head=heads.get(doc_id))
+        else:
+            snippets[doc_id] = snippet(text, words)
+    # A page that matched past the text the store keeps (a long one) shows where it did.
+    unmarked = [doc_id for doc_id, (_, highlights) in snippets.items() if not highlights]
+    if answer.search_query is not None and marks.wanted and unmarked and not isinstance(engine.search_index, str):
+        for doc_id, rest in engine.search_index.rests(unmarked).items():
+            later = searchsnippet.later_snippet(rest, marks, (None, languages.get(doc_id) or None))
+            if later is not None:
+                snippets[doc_id] = later
     for doc_id, score in shown:
         document = documents.get(doc_id)
-        url, title, text = (document.url, document.title, document.text) if document else ("", "", "")
-        lang = ""
-        if answer.search_query is not None:
-            lang = languages.get(doc_id, "")
-            snippet_text, highlights = searchsnippet.snippet(text, marks, (None, lang or None), head=heads.get(doc_id))
-        else:
-            snippet_text, highlights = snippet(text, words)
+        url, title = (document.url, document.title) if document else ("", "")
+        lang = languages.get(doc_id, "") if answer.search_query is not None else ""
+        snippet_text, highlights = snippets[doc_id]
         live = url.lower().startswith(("http://", "https://"))
         also = tuple(alias_urls[alias] for alias in answer.aliases.get(doc_id, ()) if alias in alias_urls)
         result = Result(doc_id, url, score, title or url, snippet_text, highlights, live, lang, also, url in pdfs)

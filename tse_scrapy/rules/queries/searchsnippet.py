@@ -11,6 +11,7 @@ Chinese, Japanese and Thai put no spaces between words.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 import unicodedata
 from array import array
@@ -338,6 +339,130 @@ def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             merged.append((start, end))
     return merged
+
+
+# A page's text past the text results show (``later_snippet``): at most LATER_TRIES places where a
+# wanted term may stand are read word by word, from LATER_MARGIN characters before such a place to as
+# far after it as a window reaches (``_later_reads``).
+LATER_TRIES = 6
+LATER_MARGIN = 100
+LATER_SPACE = 100  # a read ends at the first space this close to its bound, else at the bound
+
+
+def later_snippet(
+    rest: str,
+    marks: PreparedMarks | Collection[Sequence[Collection[str]]],
+    languages: Iterable[str | None] = (None,),
+    size: int = SNIPPET_CHARACTERS,
+) -> tuple[str, list[tuple[int, int]]] | None:
+    """``snippet`` of *rest*, the text of a page past the text its results show (which holds no
+    mark), as a part of the page ("… " before it); None when no mark is found.  Bounded: only the
+    places where a mark may stand are read (``_looked_for``: the telling ones, else the others), at
+    most LATER_TRIES of them."""
+    prepared = _prepared(marks)
+    lowered = rest.lower()
+    if len(lowered) != len(rest):  # (lowercasing spelled a letter as two: İ)
+        lowered = "".join(
+            letter if len(letter) == 1 else character
+            for character, letter in zip(rest, map(str.lower, rest), strict=True)
+        )
+    tries = 0
+    for pieces in _looked_for(prepared.sequences):
+        for first, last in _later_reads(rest, lowered, pieces, size):
+            tries += 1
+            shown, ranges = snippet(rest[first:last], prepared, languages, size)
+            if ranges:
+                return _as_later(shown, ranges, last < len(rest))
+            if tries == LATER_TRIES:
+                return None
+        if tries:
+            return None
+    return None
+
+
+def _later_reads(rest: str, lowered: str, pieces: Collection[str], size: int) -> Iterator[tuple[int, int]]:
+    """What ``later_snippet`` reads of *rest* (*lowered*: it lowercased, letter for letter): around
+    each place holding one of *pieces* (folded), in order, but those a read before takes in; the
+    places where the text spells a piece as it is (most), else, when there is none, where it does
+    with accents (``analysis.unfolded_pattern``)."""
+    ordered = sorted(pieces, key=len, reverse=True)  # the longest first where two start alike
+    plain = re.compile("|".join(map(re.escape, ordered)))
+    patterns = [plain] if rest.isascii() else [plain, re.compile("|".join(map(analysis.unfolded_pattern, ordered)))]
+    last = -1
+    for places in patterns:
+        for found in places.finditer(lowered):
+            at = found.start()
+            if at >= last - size:  # (else a read before takes it in, with a window's room)
+                last = _space_after(rest, at + size + LATER_MARGIN)
+                yield _space_before(rest, at - LATER_MARGIN), last
+        if last != -1:
+            return
+
+
+def _looked_for(sequences: Iterable[Sequence[Collection[str]]]) -> list[set[str]]:
+    """What the places where one of the marks *sequences* may stand hold, normalized and folded: the
+    telling pieces, then the others (when any).  A mark's piece: a word of a bigram script whole (its
+    bigrams joined); else those of the position whose pieces are the longest, each a term but its
+    last character (a stem may end otherwise than its word: happi, happy), a short one whole.  Telling
+    ones are of 3 characters or more (2 of a bigram script): a letter or a digit is almost everywhere."""
+    telling: set[str] = set()
+    short: set[str] = set()
+    for sequence in sequences:
+        pieces = _bigrams_joined(sequence)
+        if pieces is None:
+            options = [{term[:-1] if len(term) > 3 else term for term in terms if term} for terms in sequence]
+            pieces = max((option for option in options if option), key=_telling, default=set())
+        if pieces:
+            (telling if _telling(pieces) >= 3 else short).update(pieces)
+    return [found for found in (telling, short) if found]
+
+
+def _telling(pieces: Collection[str]) -> int:
+    """How telling a place holding one of *pieces* is: the length of the shortest (3 for 2 characters
+    of a bigram script)."""
+    return min(3 if len(piece) == 2 and analysis.is_segmented(piece) else len(piece) for piece in pieces)
+
+
+def _bigrams_joined(sequence: Sequence[Collection[str]]) -> set[str] | None:
+    """The word of a bigram script whose bigrams are *sequence* (one a position, each starting with
+    the last character of the one before), as one piece; None for another mark."""
+    if len(sequence) < 2 or any(len(terms) != 1 for terms in sequence):
+        return None
+    bigrams = [next(iter(terms)) for terms in sequence]
+    if any(len(bigram) != 2 or not analysis.is_segmented(bigram) for bigram in bigrams):
+        return None
+    if any(before[1] != after[0] for before, after in pairwise(bigrams)):
+        return None
+    return {bigrams[0][0] + "".join(bigram[1] for bigram in bigrams)}
+
+
+def _space_after(text: str, at: int) -> int:
+    """Where *text* can be cut at or after *at*: its first space there, within LATER_SPACE characters
+    (text in a script written without spaces is cut where it stands); its length past its end."""
+    if at >= len(text):
+        return len(text)
+    space = text.find(" ", at, at + LATER_SPACE)
+    return at if space == -1 else space
+
+
+def _space_before(text: str, at: int) -> int:
+    """Where *text* can be cut at or before *at*: after its last space there, within LATER_SPACE
+    characters, else at *at*; 0 before its start."""
+    if at <= 0:
+        return 0
+    space = text.rfind(" ", max(0, at - LATER_SPACE), at)
+    return at if space == -1 else space + 1
+
+
+def _as_later(shown: str, ranges: list[tuple[int, int]], cut_after: bool) -> tuple[str, list[tuple[int, int]]]:
+    """*shown*, a snippet of a part of a page's text past its start, with "… " before it (and after
+    it, when the part stops before the text does), its *ranges* moved with it."""
+    if not shown.startswith(ELLIPSIS):
+        shown = f"{ELLIPSIS} {shown}"
+        ranges = _shifted(ranges, 2)
+    if cut_after and not shown.endswith(ELLIPSIS):
+        shown = f"{shown} {ELLIPSIS}"
+    return shown, ranges
 
 
 def _window_ranges(

@@ -476,6 +476,47 @@ def is_segmented(word: str) -> bool:
     return bool(_BIGRAM_CHAR.match(word))
 
 
+def unfolded_pattern(folded: str) -> str:
+    """A regular expression matching, in lowercased text, what *folded* (``fold``'s) may be folded
+    from, most of it: each letter with or without an accent, or full-width (as NFKC would make it),
+    ae as æ, ss as ß ...  Not the marks written apart (decomposed text) nor other compatibility
+    characters: for a quick look at a text, not its words."""
+    singles, pairs = _unfolded_letters()
+    pattern = []
+    at = 0
+    while at < len(folded):
+        letter, pair = folded[at], folded[at : at + 2]
+        if pair in pairs:
+            pattern.append(f"(?:{_any_of(letter, singles)}{_any_of(pair[1], singles)}|[{re.escape(pairs[pair])}])")
+            at += 2
+        else:
+            pattern.append(_any_of(letter, singles))
+            at += 1
+    return "".join(pattern)
+
+
+def _any_of(letter: str, singles: dict[str, str]) -> str:
+    """A character class of *letter* and what folds into it (*singles*), or *letter* alone."""
+    sources = singles.get(letter)
+    return f"[{re.escape(letter + sources)}]" if sources else re.escape(letter)
+
+
+@lru_cache(maxsize=1)
+def _unfolded_letters() -> tuple[dict[str, str], dict[str, str]]:
+    """What folding spells as one letter (its letters with accents, and full-width forms), and as two
+    (æ, ß ...), each by what it spells."""
+    singles: dict[str, str] = {}
+    pairs: dict[str, str] = {"ss": "ß"}
+    for code, folded in _FOLDED.items():
+        if folded and len(folded) == 1:
+            singles[folded] = singles.get(folded, "") + chr(code)
+        elif folded and len(folded) == 2:
+            pairs[folded] = pairs.get(folded, "") + chr(code)
+    for plain in "abcdefghijklmnopqrstuvwxyz0123456789":  # full-width forms, U+FF10-U+FF5A
+        singles[plain] = singles.get(plain, "") + chr(ord(plain) + 0xFEE0)
+    return singles, pairs
+
+
 def is_one_segmented_character(term: str) -> bool:
     """Whether *term* is one character of a script cut into bigrams: a query's prefix of the bigrams
     it starts, found alone where it ends a run."""

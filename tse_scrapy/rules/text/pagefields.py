@@ -37,6 +37,9 @@ BODY_TERMS = 50_000
 BEYOND_CHARACTERS = 2_000_000
 BEYOND_TERMS = 300_000
 BEYOND_OVERLAP = 100
+# The visible text past what the document store keeps (its first characters) to this many more, kept
+# by the search index for snippets of pages that match only there (``PageText.text_past``).
+REST_CHARACTERS = 30_000
 MAX_LINKS = 1_000
 ANCHOR_CHARACTERS = 200
 HEADING_CHARACTERS = 5_000
@@ -105,6 +108,13 @@ class PageText:
         """``pagetext.visible_text`` of the page with *limit* (at most BEYOND_CHARACTERS): a word-cut
         prefix of the visible text, as that function cuts it."""
         return _cut_at_word(self.visible, limit)
+
+    def text_past(self, stored: str) -> str:
+        """The visible text past *stored* (``visible_text`` of a smaller limit: a prefix of it), to
+        REST_CHARACTERS more, cut at a word; "" when *stored* is all of it."""
+        if len(stored) >= len(self.visible):
+            return ""
+        return _cut_at_word(self.visible, len(stored) + REST_CHARACTERS)[len(stored) :].lstrip(" ")
 
 
 def page_text(body: bytes, http_charset: str | None = None) -> PageText:
