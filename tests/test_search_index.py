@@ -816,3 +816,17 @@ def test_the_page_whose_title_was_typed_comes_first(tmp_path):
         assert docs(engine, title)[0] == doc_id, (title, docs(engine, title))
     assert set(docs(engine, "que es debian")) == {6, 7}  # typed without accents: both, as before
     assert docs(engine, "A.1. Preliminari")[1:]  # the pages whose words stem alike are still found, after it
+
+
+def test_the_page_whose_whole_title_was_typed_gains_the_larger_bonus():
+    # A translation whose rarer stem scores it half again as much (the real case: `5.2. Accessibility`
+    # behind the French `5.2. Accessibilité`, 95.0 against 89.7 with the half) ranks after the page
+    # whose whole title was typed; a title holding more than was typed gains the half only.
+    titles = {1: "5.2. Accessibilité", 2: "5.2. Accessibility", 3: "5.2. Accessibility and more", 4: "Other"}
+    scores = {1: 95.0, 2: 59.8, 3: 59.8, 4: 70.0}
+    query = parse_search_query("5.2. Accessibility")
+    searcher._add_typed_title_bonus(
+        scores, query, lambda doc_ids: {doc_id: titles[doc_id] for doc_id in doc_ids}, set()
+    )
+    assert scores == pytest.approx({1: 95.0, 2: 59.8 * 2, 3: 59.8 * 1.5, 4: 70.0})
+    assert sorted(scores, key=scores.get, reverse=True)[0] == 2

@@ -138,6 +138,44 @@ def _answered_word_by_word(query, title):
 
 
 # Letters that fold or case-fold alike (dotless i, long s): the point.
+# A query that is a page's whole title (each of the title's words typed): the larger title bonus.
+@pytest.mark.parametrize(
+    "title, query, whole",
+    [
+        ("5.2. Accessibility", "5.2. Accessibility", True),
+        ("5.2. Accessibility", "accessibility 5.2", True),  # its words, in any order
+        ("5.2. Accessibility", "Accessibility", False),  # not its number
+        ("5.2. Accessibilité", "5.2. accessibilite", True),  # typed without accents: any
+        ("5.2. Accessibilite", "5.2. accessibilité", False),  # typed with them: those
+        ("1.3. ¿Qué es Debian GNU/Linux?", "1.3. ¿Qué es Debian GNU/Linux?", True),
+        ("1.3. ¿Qué es Debian GNU/Linux?", "que es debian", False),
+        ("A.1. Preliminaries", "A.1. Preliminaries OR Preliminares", True),
+        ("A.1. Preliminaries", "A.1. Preliminaries -draft", True),  # excluded words are not the title's
+        ("第2章 システム要件", "第2章 システム要件", True),
+        ("第2章 システム要件", "システム要件", False),
+        ("الفصل 2. متطلبات النظام", "الفصل 2. متطلبات النظام", True),
+        ("Cerințe și spațiu", "Cerinţe şi spaţiu", True),  # a cedilla typed, a comma below written
+        ("Chapter 2", "chapter 2 installation", False),  # not answered as typed
+    ],
+)
+def test_a_query_is_a_whole_title(title, query, whole):
+    assert parse_search_query(query).is_whole_title(title) is whole
+
+
+@given(
+    st.lists(st.text(alphabet="aeéèıßsſ日本1", min_size=1, max_size=6), min_size=1, max_size=6),
+    st.text(alphabet="xyz", min_size=1, max_size=4),
+)
+def test_a_line_of_words_is_its_own_whole_title_and_no_more(words, more):
+    line = " ".join(words)
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        return
+    assert query.is_whole_title(line)
+    assert query.is_whole_title(f"{line} {more}") is (more.lower() in analysis.written_words(line))
+
+
 _LETTERS_ACCENTED_OR_NOT = st.text(alphabet="aeEéÉèıIİßsſ日本 -.'\"", max_size=30)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 
 from ..text import analysis
 from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
@@ -99,6 +100,16 @@ class SearchQuery:
             return word in written or (word in folded and analysis.fold(word) == word)
 
         return all(any(all(map(held, words)) for words in group) for group in self._typed_words)
+
+    def is_whole_title(self, text: str) -> bool:
+        """Whether *text* (a title) answers the query as typed (``answered_as_typed``) and holds no
+        word that was not typed: the whole title was (``5.2. Accessibility``, not ``Accessibility``),
+        each of its words as one typed (with the accents typed, or any when typed without)."""
+        if not self.answered_as_typed(text):
+            return False
+        typed = frozenset().union(*chain.from_iterable(self._typed_words))
+        plain = {word for word in typed if analysis.fold(word) == word}
+        return all(word in typed or analysis.fold(word) in plain for word in analysis.written_words(text))
 
     def typed(self, corrections: dict[str, str] | None = None) -> str:
         """The query as it would be typed again, its words replaced by their *corrections* (typed ->
