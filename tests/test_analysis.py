@@ -693,3 +693,27 @@ def test_unfolded_pattern_matches_what_folds_to_its_word(written):
     text = unicodedata.normalize("NFC", written).lower()
     folded = analysis.fold(analysis.normalize(text))
     assert re.fullmatch(analysis.unfolded_pattern(folded), text)
+
+
+@pytest.mark.parametrize(
+    "text, may",
+    [
+        ("plain ascii — and a dash", False),
+        ("café", True),
+        ("ｄｅｂｉａｎ", True),
+        ("straße", True),
+        ("中文文本", False),
+        ("установка", False),
+        ("ё", True),
+        ("", False),
+    ],
+)
+def test_may_be_folded(text, may):
+    assert analysis.may_be_folded(text) is may
+
+
+@given(st.text(alphabet=st.sampled_from("abcé—ß中ёуｄ ."), max_size=40))
+def test_text_that_may_not_be_folded_is_its_own_folded_form(text):
+    lowered = text.lower()
+    if not analysis.may_be_folded(lowered):
+        assert analysis.fold(analysis.normalize(lowered)) == lowered

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text.pagefields import anchors
+from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, PageText, anchors
 
 PAGE = "http://127.0.0.1:8080/docs/index.html"
 
@@ -71,3 +71,40 @@ def test_every_link_to_the_host_is_kept_in_order(hrefs):
             expected.setdefault(target, terms)
     together = anchors("".join(f'<a href="{href}">word</a>' for href in hrefs), PAGE, None)
     assert together == list(expected.items())
+
+
+# The text past what the document store keeps (the search index's rests), in every script.
+@pytest.mark.parametrize(
+    "visible, limit, past",
+    [
+        ("one two three four", 7, "three four"),
+        ("one two three four", 8, "three four"),  # (the store keeps "one two": cut before a space)
+        ("one two", 20, ""),
+        # Chinese with few spaces: the store keeps what comes before the last space within its limit.
+        ("首页 新闻 关于我们 " + "中文文本没有空格。" * 3, 12, "中文文本没有空格。" * 3),
+    ],
+)
+def test_the_text_past_the_stored_text(visible, limit, past):
+    read = PageText("", "", visible)
+    assert read.text_past(read.visible_text(limit)) == past
+
+
+def test_the_text_past_is_bounded_and_cut_at_a_word():
+    visible = "首页 新闻 关于我们 " + "中文文本没有空格。" * 5000  # (45,000 characters without a space)
+    read = PageText("", "", visible)
+    past = read.text_past(read.visible_text(5_000))
+    assert past == visible[11 : 11 + REST_CHARACTERS]
+    words = " ".join(["word"] * 20_000)
+    read = PageText("", "", words)
+    past = read.text_past(read.visible_text(5_000))
+    assert len(past) <= REST_CHARACTERS and past.startswith("word") and past.endswith("word")
+
+
+@given(st.text(alphabet=st.sampled_from("ab 中é"), max_size=300), st.integers(min_value=1, max_value=100))
+def test_the_text_past_follows_the_stored_text(text, limit):
+    visible = " ".join(text.split())  # (single-spaced, as visible text is)
+    read = PageText("", "", visible)
+    stored = read.visible_text(limit)
+    past = read.text_past(stored)
+    assert visible.startswith(stored) and visible[len(stored) :].lstrip(" ").startswith(past)
+    assert bool(past) == bool(visible[len(stored) :].strip())

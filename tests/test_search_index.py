@@ -238,6 +238,7 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
         engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
         (shown,) = [result for result in app_results(engine, "workstation") if result[0] == 1]
         assert shown[1].startswith(unmarked) and not shown[2]
+        assert all(len(rest) <= searcher.REST_BYTES for rest in engine.search_index.rests([1, 2]).values())
     assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
     # An update of a page (the second chapter becomes the third) keeps the rows a build writes.
     write_pages(tmp_path / "pages", {2: (pages[2][0], 0, (MANUAL / "ch03.en.html").read_bytes())})

@@ -143,7 +143,9 @@ def _answered_word_by_word(query, title):
     "title, query, whole",
     [
         ("5.2. Accessibility", "5.2. Accessibility", True),
-        ("5.2. Accessibility", "accessibility 5.2", True),  # its words, in any order
+        ("5.2. Accessibility", "accessibility 5.2", False),  # its words, not in its order
+        ("Debian Reference", "debian reference", True),
+        ("Référence Debian", "Debian Reference", False),  # (a translation: its words, another order)
         ("5.2. Accessibility", "Accessibility", False),  # not its number
         ("5.2. Accessibilité", "5.2. accessibilite", True),  # typed without accents: any
         ("5.2. Accessibilite", "5.2. accessibilité", False),  # typed with them: those
@@ -173,7 +175,7 @@ def test_a_line_of_words_is_its_own_whole_title_and_no_more(words, more):
     except SearchQueryError:
         return
     assert query.is_whole_title(line)
-    assert query.is_whole_title(f"{line} {more}") is (more.lower() in analysis.written_words(line))
+    assert query.is_whole_title(f"{line} {more}") is False  # (a word not typed)
 
 
 _LETTERS_ACCENTED_OR_NOT = st.text(alphabet="aeEéÉèıIİßsſ日本 -.'\"", max_size=30)
@@ -205,9 +207,10 @@ def marks(*sequences):
             ["スモークテスト"],
         ),
         ("一种方法 和 方法将销", [[["方法"], ["法将"], ["将销"]]], ["方法将销"]),
-        # A single character: the bigrams it starts, and itself where it ends a run (starting none).
-        ("书店和书", [[["书"]]], ["书店", "书"]),
-        ("书店和书。", [[["书"]]], ["书店", "书"]),
+        # A single character: itself, where it starts a bigram and where it ends a run (starting none).
+        ("书店和书", [[["书"]]], ["书", "书"]),
+        ("书店和书。", [[["书"]]], ["书", "书"]),
+        ("书店", [[["书店"]]], ["书店"]),
         ("我的猫", [[["猫"]]], ["猫"]),
         # ... but in no phrase (the index has no term for it there: "章 1" does not find 序章 1).
         ("序章 1. 免責事項", [[["章"], ["1"]]], []),
@@ -860,14 +863,68 @@ def test_a_later_snippet_of_text_without_a_mark_is_none():
     assert searchsnippet.later_snippet("", query_marks("debian", "en"), (None, "en")) is None
 
 
-def test_a_later_snippet_reads_at_most_its_tries_of_places():
-    # Places holding "cat" inside a longer word, apart (the quick look passes, no word gives the term).
-    place = "concatenate " + "a dog sat " * 50
-    found = place * (searchsnippet.LATER_TRIES - 1) + "the cat sat"
-    shown, ranges = searchsnippet.later_snippet(found, query_marks("cat", "en"), (None, "en"))
+def test_a_later_snippet_looks_at_most_at_its_places_and_reads_at_most_its_tries():
+    # "cat" inside longer words: places looked at, not read (their words give no wanted term).
+    inside = "concatenate " * (searchsnippet.LATER_PLACES - 1)
+    shown, ranges = searchsnippet.later_snippet(inside + "the cat sat", query_marks("cat", "en"), (None, "en"))
     assert [shown[start:end] for start, end in ranges] == ["cat"]
-    too_far = place * searchsnippet.LATER_TRIES + "the cat sat"
-    assert searchsnippet.later_snippet(too_far, query_marks("cat", "en"), (None, "en")) is None
+    too_many = "concatenate " * searchsnippet.LATER_PLACES + "the cat sat"
+    assert searchsnippet.later_snippet(too_many, query_marks("cat", "en"), (None, "en")) is None
+    # The phrase "new york", its words everywhere but never together: each window read gives no mark.
+    phrase = [(frozenset({"new"}), frozenset({"york"}))]
+    apart = "york and new days " * 20
+    shown, ranges = searchsnippet.later_snippet(apart + "in new york", phrase, (None, "en"))
+    assert [shown[start:end] for start, end in ranges] == ["new york"]
+    too_far = apart * 20 + "in new york"  # (6 windows read: no more)
+    assert searchsnippet.later_snippet(too_far, phrase, (None, "en")) is None
+
+
+# Places whose words give no wanted term are passed over, however many come first; a word written
+# with accents is found past a place spelled without them; a read never cuts a word of a script with
+# spaces (its piece would be a word of its own).
+@pytest.mark.parametrize(
+    "text, word, language, marked",
+    [
+        ("when where " * 400 + "whetted your appetite", "whetted", "en", ["whetted"]),
+        ("Asia oriental " * 50 + "los países asiáticos", "asiaticos", "es", ["asiáticos"]),
+        ("Asia oriental " * 50 + "los países asiáticos", "asiáticos", "es", ["asiáticos"]),
+        ("lorem ipsum " * 300 + "İngilizce öğretmeni", "ingilizce", "tr", ["İngilizce"]),
+        ("Ｄｅｂｉａｎ " * 3 + "の" * 300 + " ｄｅｂｉａｎ", "debian", "ja", ["Ｄｅｂｉａｎ"] * 3),
+        ("中文文本没有空格" * 40 + "在Windows系统" + "中文" * 40, "win", "en", None),
+        ("dog," * 60 + "catalog," + "dog," * 60, "cat", "en", None),
+        ("," * 150 + "e\u0301catalog and more", "catalog", "en", None),  # (écatalog)
+    ],
+)
+def test_a_later_snippet_reads_only_where_a_word_gives_a_wanted_term(text, word, language, marked):
+    found = searchsnippet.later_snippet(text, query_marks(word, language), (None, language))
+    if marked is None:
+        assert found is None
+    else:
+        shown, ranges = found
+        assert [shown[start:end] for start, end in ranges][: len(marked)] == marked
+
+
+def test_a_later_snippet_looks_for_the_longest_pieces_only():
+    query = [(frozenset({f"word{number:03d}x"}),) for number in range(100)]
+    looked = searchsnippet._later_pieces(searchsnippet.PreparedMarks(query))
+    assert [len(kind.pieces) for kind in looked] == [searchsnippet.LATER_PIECES]
+
+
+# A read is cut at a space near its bound, else where no word of a script with spaces is cut.
+@pytest.mark.parametrize(
+    "text, at, before, after",
+    [
+        ("one two three", 5, 4, 7),
+        ("中文在Windows系统中文", 6, 3, 10),  # (in "Windows": its ends; a bigram script is cut anywhere)
+        ("中文文本没有空格", 4, 4, 4),
+        ("x,e\u0301catalog,y", 4, 2, 11),  # (between a letter and its mark: the word's ends)
+        ("abc", 0, 0, 0),
+        ("abc", 3, 3, 3),
+    ],
+)
+def test_a_later_read_is_cut_between_words(text, at, before, after):
+    assert searchsnippet._cut_before(text, at) == before
+    assert searchsnippet._cut_after(text, at) == after
 
 
 def test_a_later_snippet_looks_for_the_telling_words_first():

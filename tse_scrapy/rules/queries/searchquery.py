@@ -102,20 +102,32 @@ class SearchQuery:
         return all(any(all(map(held, words)) for words in group) for group in self._typed_words)
 
     def is_whole_title(self, text: str) -> bool:
-        """Whether *text* (a title) answers the query as typed (``answered_as_typed``) and holds no
-        word that was not typed: the whole title was (``5.2. Accessibility``, not ``Accessibility``),
-        each of its words as one typed (with the accents typed, or any when typed without)."""
+        """Whether *text* (a title) is the query typed: its words are the query's, in the order typed
+        (``5.2. Accessibility``, not ``Accessibility`` nor ``Référence Debian`` for ``Debian
+        Reference``), each as typed (with the accents typed, or any when typed without); a query of
+        alternatives (OR) only needs the title to hold no word none of them typed."""
         if not self.answered_as_typed(text):
             return False
-        typed = frozenset().union(*chain.from_iterable(self._typed_words))
-        plain = {word for word in typed if analysis.fold(word) == word}
-        return all(word in typed or analysis.fold(word) in plain for word in analysis.written_words(text))
+        title = analysis.word_runs_of(analysis.written(text))
+        if all(len(group) == 1 for group in self.required):
+            typed = [
+                word for (clause,) in self.required for word in analysis.word_runs_of(analysis.written(clause.text))
+            ]
+            return len(typed) == len(title) and all(map(_typed_as, title, typed))
+        every = frozenset().union(*chain.from_iterable(self._typed_words))
+        return all(any(_typed_as(word, one) for one in every) for word in title)
 
     def typed(self, corrections: dict[str, str] | None = None) -> str:
         """The query as it would be typed again, its words replaced by their *corrections* (typed ->
         found); excluded words are not corrected."""
         shown = [" OR ".join(clause.typed(corrections) for clause in alternatives) for alternatives in self.required]
         return " ".join(shown + ["-" + clause.typed() for clause in self.excluded])
+
+
+def _typed_as(word: str, typed: str) -> bool:
+    """Whether a title's *word* is the word *typed* (both ``analysis.written``): the same, or *typed*
+    without accents and *word* the same without its."""
+    return word == typed or (analysis.fold(typed) == typed and analysis.fold(word) == typed)
 
 
 def parse_search_query(line: str) -> SearchQuery:

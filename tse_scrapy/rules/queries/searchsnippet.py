@@ -197,7 +197,7 @@ class PreparedMarks:
     """A query's marks (see ``marked_ranges``) and what reading a text for them needs, worked out
     once for the snippets of all its results."""
 
-    __slots__ = ("alone", "longest", "patterns", "sequences", "starts", "wanted", "words_only")
+    __slots__ = ("alone", "later", "longest", "patterns", "sequences", "starts", "wanted", "words_only")
 
     def __init__(self, sequences: Collection[Sequence[Collection[str]]]):
         self.sequences = sequences
@@ -209,6 +209,7 @@ class PreparedMarks:
         self.longest = max((len(sequence) for sequence in sequences), default=0)
         self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
         self.patterns = _listed_patterns(self.wanted)
+        self.later: list[_LaterPieces] | None = None  # what later_snippet looks for (``_later_pieces``)
 
 
 def _prepared(marks: PreparedMarks | Collection[Sequence[Collection[str]]]) -> PreparedMarks:
@@ -239,8 +240,8 @@ def marked_ranges(
 ) -> list[tuple[int, int]]:
     """The ``[start, end)`` ranges of *text* where one of *marks* stands: a sequence of consecutive
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
-    single character of a bigram script marks the bigrams it starts, and alone it marks itself where
-    it ends a run.  With *window*, the text is read only to *window* characters past the first mark
+    single character of a bigram script is found in the bigrams it starts, and alone where it ends a
+    run: alone, it marks itself there.  With *window*, the text is read only to *window* characters past the first mark
     (what a snippet can show)."""
     found, _ = _found(text, _prepared(marks), tuple(languages), window)
     return _merged(found)
@@ -307,7 +308,12 @@ def _found(
                 _gives(recent[len(recent) - len(sequence) + offset].terms, terms)
                 for offset, terms in enumerate(sequence)
             ):
-                found.append((recent[len(recent) - len(sequence)].start, token.end))
+                start = recent[len(recent) - len(sequence)].start
+                if len(sequence) == 1 and starts and token.terms[0] not in sequence[0]:
+                    # A single character typed, given by the bigram it starts: that character is marked.
+                    found.append((start, start + 1))
+                else:
+                    found.append((start, token.end))
     return found, bool(found) and window is not None and len(text) > found[0][0] + window
 
 
@@ -341,12 +347,16 @@ def _merged(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-# A page's text past the text results show (``later_snippet``): at most LATER_TRIES places where a
-# wanted term may stand are read word by word, from LATER_MARGIN characters before such a place to as
-# far after it as a window reaches (``_later_reads``).
+# A page's text past the text results show (``later_snippet``): the places where a mark may stand are
+# found by a search for its pieces (``_LaterPieces``), at most LATER_PLACES of them; where the word
+# there gives a wanted term, from LATER_MARGIN characters before it to a window's width after it is
+# read word by word, at most LATER_TRIES times.
+LATER_PLACES = 200
 LATER_TRIES = 6
 LATER_MARGIN = 100
-LATER_SPACE = 100  # a read ends at the first space this close to its bound, else at the bound
+LATER_PIECES = 16  # the longest pieces of a kind looked for (a query may have a hundred words)
+LATER_SPACE = 100  # a read is cut at a space this close to its bound ...
+LATER_WORD = 64  # ... else at a word's end this close (never inside a word of a script with spaces but a longer one)
 
 
 def later_snippet(
@@ -356,61 +366,78 @@ def later_snippet(
     size: int = SNIPPET_CHARACTERS,
 ) -> tuple[str, list[tuple[int, int]]] | None:
     """``snippet`` of *rest*, the text of a page past the text its results show (which holds no
-    mark), as a part of the page ("… " before it); None when no mark is found.  Bounded: only the
-    places where a mark may stand are read (``_looked_for``: the telling ones, else the others), at
-    most LATER_TRIES of them."""
+    mark), as a part of the page ("… " before it); None when no mark is found.  Bounded: the pieces
+    of the marks are looked for (the telling ones first, spelled as they are, then with accents), at
+    most LATER_PLACES places are looked at, and at most LATER_TRIES of them read."""
     prepared = _prepared(marks)
-    lowered = rest.lower()
-    if len(lowered) != len(rest):  # (lowercasing spelled a letter as two: İ)
-        lowered = "".join(
-            letter if len(letter) == 1 else character
-            for character, letter in zip(rest, map(str.lower, rest), strict=True)
-        )
-    tries = 0
-    for pieces in _looked_for(prepared.sequences):
-        for first, last in _later_reads(rest, lowered, pieces, size):
-            tries += 1
-            shown, ranges = snippet(rest[first:last], prepared, languages, size)
-            if ranges:
-                return _as_later(shown, ranges, last < len(rest))
-            if tries == LATER_TRIES:
-                return None
-        if tries:
+    languages = tuple(languages)
+    stemming = analysis.stemming_languages(languages)
+    lowered = _lowered(rest)
+    spellings = [False, True] if analysis.may_be_folded(rest) else [False]  # (accented)
+    places = tries = 0
+    for pieces in _later_pieces(prepared):
+        for accented in spellings:
+            last = -1
+            for found in pieces.pattern(accented).finditer(lowered):
+                places += 1
+                if places > LATER_PLACES:
+                    return None
+                at = found.start()
+                if at < last - LATER_MARGIN or not _gives_wanted(rest, at, found.end(), prepared.wanted, stemming):
+                    continue  # (read already, or its word gives no wanted term: "when" for "whetted")
+                tries += 1
+                first, last = _cut_before(rest, at - LATER_MARGIN), _cut_after(rest, at + size + LATER_MARGIN)
+                shown, ranges = snippet(rest[first:last], prepared, languages, size)
+                if ranges:
+                    return _as_later(shown, ranges, last < len(rest))
+                if tries == LATER_TRIES:
+                    return None
+        if tries:  # (the other pieces only where these stand nowhere)
             return None
     return None
 
 
-def _later_reads(rest: str, lowered: str, pieces: Collection[str], size: int) -> Iterator[tuple[int, int]]:
-    """What ``later_snippet`` reads of *rest* (*lowered*: it lowercased, letter for letter): around
-    each place holding one of *pieces* (folded), in order, but those a read before takes in; the
-    places where the text spells a piece as it is (most), else, when there is none, where it does
-    with accents (``analysis.unfolded_pattern``)."""
-    ordered = sorted(pieces, key=len, reverse=True)  # the longest first where two start alike
-    plain = re.compile("|".join(map(re.escape, ordered)))
-    patterns = [plain] if rest.isascii() else [plain, re.compile("|".join(map(analysis.unfolded_pattern, ordered)))]
-    last = -1
-    for places in patterns:
-        for found in places.finditer(lowered):
-            at = found.start()
-            if at >= last - size:  # (else a read before takes it in, with a window's room)
-                last = _space_after(rest, at + size + LATER_MARGIN)
-                yield _space_before(rest, at - LATER_MARGIN), last
-        if last != -1:
-            return
+class _LaterPieces:
+    """Pieces of a query's marks, looked for in lowercased text (``later_snippet``): the longest
+    LATER_PIECES, as they are or with any accents (``analysis.unfolded_pattern``: compiled when
+    first needed, as it can cost milliseconds)."""
+
+    __slots__ = ("_patterns", "pieces")
+
+    def __init__(self, pieces: Iterable[str]):
+        self.pieces = sorted(pieces, key=lambda piece: (-len(piece), piece))[:LATER_PIECES]
+        self._patterns: dict[bool, re.Pattern[str]] = {}
+
+    def pattern(self, accented: bool) -> re.Pattern[str]:
+        found = self._patterns.get(accented)
+        if found is None:
+            spelled = analysis.unfolded_pattern if accented else re.escape
+            # The longest first where two start alike.
+            found = self._patterns[accented] = re.compile("|".join(map(spelled, self.pieces)))
+        return found
+
+
+def _later_pieces(prepared: PreparedMarks) -> list[_LaterPieces]:
+    """The pieces ``later_snippet`` looks for, worked out once for a query's results."""
+    if prepared.later is None:
+        prepared.later = [_LaterPieces(pieces) for pieces in _looked_for(prepared.sequences)]
+    return prepared.later
 
 
 def _looked_for(sequences: Iterable[Sequence[Collection[str]]]) -> list[set[str]]:
     """What the places where one of the marks *sequences* may stand hold, normalized and folded: the
     telling pieces, then the others (when any).  A mark's piece: a word of a bigram script whole (its
     bigrams joined); else those of the position whose pieces are the longest, each a term but its
-    last character (a stem may end otherwise than its word: happi, happy), a short one whole.  Telling
-    ones are of 3 characters or more (2 of a bigram script): a letter or a digit is almost everywhere."""
+    last character (a stem may end otherwise than its word: happi, happy), one of 4 or fewer whole
+    (whet, not "whe" of every "when").  Telling
+    ones are of 3 characters or more (2 of a bigram script): a word of one or two letters or digits is
+    almost everywhere."""
     telling: set[str] = set()
     short: set[str] = set()
     for sequence in sequences:
         pieces = _bigrams_joined(sequence)
         if pieces is None:
-            options = [{term[:-1] if len(term) > 3 else term for term in terms if term} for terms in sequence]
+            options = [{term[:-1] if len(term) > 4 else term for term in terms if term} for terms in sequence]
             pieces = max((option for option in options if option), key=_telling, default=set())
         if pieces:
             (telling if _telling(pieces) >= 3 else short).update(pieces)
@@ -436,22 +463,66 @@ def _bigrams_joined(sequence: Sequence[Collection[str]]) -> set[str] | None:
     return {bigrams[0][0] + "".join(bigram[1] for bigram in bigrams)}
 
 
-def _space_after(text: str, at: int) -> int:
-    """Where *text* can be cut at or after *at*: its first space there, within LATER_SPACE characters
-    (text in a script written without spaces is cut where it stands); its length past its end."""
-    if at >= len(text):
-        return len(text)
-    space = text.find(" ", at, at + LATER_SPACE)
-    return at if space == -1 else space
+def _lowered(text: str) -> str:
+    """*text* lowercased letter for letter (İ, which lowercasing spells as two, as i)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(letter[:1] for letter in map(str.lower, text))
 
 
-def _space_before(text: str, at: int) -> int:
-    """Where *text* can be cut at or before *at*: after its last space there, within LATER_SPACE
-    characters, else at *at*; 0 before its start."""
+def _gives_wanted(text: str, start: int, end: int, wanted: set[str], stemming: tuple[str, ...]) -> bool:
+    """Whether the word of *text* holding ``text[start:end]`` (a piece found there) gives a term of
+    *wanted*, unstemmed or stemmed in one of the languages *stemming* (a piece of a bigram script
+    is taken at its word)."""
+    if analysis.has_bigram_script(text[start:end]):
+        return True
+    offset = max(0, start - LATER_WORD)
+    around = text[offset : end + LATER_WORD]
+    held = [run for at, run in analysis.word_runs_at(around) if at < end - offset and at + len(run) > start - offset]
+    words = analysis.words(" ".join(held))
+    terms = set(words)
+    for language in stemming:
+        terms.update(analysis.stem(words, language))
+    return not terms.isdisjoint(wanted)
+
+
+def _cut_before(text: str, at: int) -> int:
+    """Where a read of *text* starts, at or before *at*: after a space within LATER_SPACE characters,
+    else at the start of the word of a script with spaces that *at* is in (LATER_WORD at most)."""
     if at <= 0:
         return 0
     space = text.rfind(" ", max(0, at - LATER_SPACE), at)
-    return at if space == -1 else space + 1
+    if space != -1:
+        return space + 1
+    start = at
+    while start > 0 and at - start < LATER_WORD and _cuts_a_word(text, start):
+        start -= 1
+    return start
+
+
+def _cut_after(text: str, at: int) -> int:
+    """Where a read of *text* ends, at or after *at*: at a space within LATER_SPACE characters, else at
+    the end of the word of a script with spaces that *at* is in (LATER_WORD at most); its length past
+    its end."""
+    if at >= len(text):
+        return len(text)
+    space = text.find(" ", at, at + LATER_SPACE)
+    if space != -1:
+        return space
+    end = at
+    while end < len(text) and end - at < LATER_WORD and _cuts_a_word(text, end):
+        end += 1
+    return end
+
+
+def _cuts_a_word(text: str, at: int) -> bool:
+    """Whether *text* cut at *at* is cut inside a word of a script with spaces ("Win|dows", "e|\u0301")."""
+    return (
+        0 < at < len(text)
+        and analysis.is_spaced_word_character(text[at - 1])
+        and analysis.is_spaced_word_character(text[at])
+    )
 
 
 def _as_later(shown: str, ranges: list[tuple[int, int]], cut_after: bool) -> tuple[str, list[tuple[int, int]]]:
@@ -699,7 +770,7 @@ def _index(items: Sequence[str], item: str, start: int) -> int:
 def _gives(token_terms: tuple[str, ...], terms: Collection[str]) -> bool:
     if any(term in terms for term in token_terms):
         return True
-    # A single character of a bigram script (a prefix query) marks the bigrams it starts.
+    # A single character of a bigram script (a prefix query) is given by the bigrams it starts.
     return any(analysis.is_one_segmented_character(term) and token_terms[0].startswith(term) for term in terms)
 
 

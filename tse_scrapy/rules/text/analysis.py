@@ -451,6 +451,12 @@ def _is_word_character(character: str) -> bool:
     return character.isalnum() or (character >= "\u00ad" and _WORD_CHARACTER.match(character) is not None)
 
 
+def is_spaced_word_character(character: str) -> bool:
+    """Whether *character* is a letter, digit or mark of a script written with spaces between words
+    (not one cut into bigrams): text cut between two such characters cuts a word."""
+    return _is_word_character(character) and not _BIGRAM_CHAR.match(character)
+
+
 def has_word_between(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` holds a run of letters, digits or marks ("_" separating)."""
     return _WORD_CHARACTER.search(text, start, end) is not None
@@ -476,11 +482,17 @@ def is_segmented(word: str) -> bool:
     return bool(_BIGRAM_CHAR.match(word))
 
 
+def may_be_folded(text: str) -> bool:
+    """Whether *text* holds a character ``unfolded_pattern`` matches for another (a letter with an
+    accent, a full-width form, æ, ß ...): else its words are spelled as their folded forms."""
+    return not text.isascii() and _unfolded_characters().search(text) is not None
+
+
 def unfolded_pattern(folded: str) -> str:
     """A regular expression matching, in lowercased text, what *folded* (``fold``'s) may be folded
     from, most of it: each letter with or without an accent, or full-width (as NFKC would make it),
-    ae as æ, ss as ß ...  Not the marks written apart (decomposed text) nor other compatibility
-    characters: for a quick look at a text, not its words."""
+    ae as æ, ss as ß, fi as ﬁ ...  Not the marks written apart (decomposed text) nor other
+    compatibility characters: for a quick look at a text, not its words."""
     singles, pairs = _unfolded_letters()
     pattern = []
     at = 0
@@ -506,7 +518,7 @@ def _unfolded_letters() -> tuple[dict[str, str], dict[str, str]]:
     """What folding spells as one letter (its letters with accents, and full-width forms), and as two
     (æ, ß ...), each by what it spells."""
     singles: dict[str, str] = {}
-    pairs: dict[str, str] = {"ss": "ß"}
+    pairs: dict[str, str] = {"ss": "ß", "ff": "ﬀ", "fi": "ﬁ", "fl": "ﬂ"}  # (case folding's, NFKC's)
     for code, folded in _FOLDED.items():
         if folded and len(folded) == 1:
             singles[folded] = singles.get(folded, "") + chr(code)
@@ -515,6 +527,15 @@ def _unfolded_letters() -> tuple[dict[str, str], dict[str, str]]:
     for plain in "abcdefghijklmnopqrstuvwxyz0123456789":  # full-width forms, U+FF10-U+FF5A
         singles[plain] = singles.get(plain, "") + chr(ord(plain) + 0xFEE0)
     return singles, pairs
+
+
+@lru_cache(maxsize=1)
+def _unfolded_characters() -> re.Pattern[str]:
+    """Every character ``unfolded_pattern`` matches for another."""
+    singles, pairs = _unfolded_letters()
+    return re.compile(
+        f"[{_character_class({ord(c) for sources in (*singles.values(), *pairs.values()) for c in sources})}]"
+    )
 
 
 def is_one_segmented_character(term: str) -> bool:

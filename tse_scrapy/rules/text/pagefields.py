@@ -114,7 +114,10 @@ class PageText:
         REST_CHARACTERS more, cut at a word; "" when *stored* is all of it."""
         if len(stored) >= len(self.visible):
             return ""
-        return _cut_at_word(self.visible, len(stored) + REST_CHARACTERS)[len(stored) :].lstrip(" ")
+        # Cut at a word of the rest itself: text with few spaces (Chinese, Japanese) may have none
+        # between the stored text's end and the bound.  (The text is single-spaced: one space at most to strip.)
+        rest = self.visible[len(stored) : len(stored) + REST_CHARACTERS + 2].lstrip(" ")
+        return _cut_at_word(rest, REST_CHARACTERS)
 
 
 def page_text(body: bytes, http_charset: str | None = None) -> PageText:
