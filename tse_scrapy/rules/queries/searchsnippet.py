@@ -240,9 +240,9 @@ def marked_ranges(
 ) -> list[tuple[int, int]]:
     """The ``[start, end)`` ranges of *text* where one of *marks* stands: a sequence of consecutive
     words (a phrase; a word of several bigrams), each giving one of the terms of its position.  A
-    single character of a bigram script is found in the bigrams it starts, and alone where it ends a
-    run: alone, it marks itself there.  With *window*, the text is read only to *window* characters past the first mark
-    (what a snippet can show)."""
+    single character of a bigram script is found where it starts a bigram and, alone, where it ends
+    a run: it marks itself there.  With *window*, the text is read only to *window* characters past
+    the first mark (what a snippet can show)."""
     found, _ = _found(text, _prepared(marks), tuple(languages), window)
     return _merged(found)
 
