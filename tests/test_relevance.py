@@ -648,3 +648,26 @@ def test_an_updated_index_answers_as_a_fresh_one(tmp_path):
     for query in UPDATE_QUERIES:
         assert answers(updated, query) == answers(fresh, query), query
     assert answers(updated, "Debian", lang="en") == answers(fresh, "Debian", lang="en")
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ('"l\'authetnicité des fichiers"', '"l\'authenticité des fichiers"'),
+        (
+            "\"vérifier l'authenticité des fichiers d'instlalation\"",
+            "\"vérifier l'authenticité des fichiers d'installation\"",
+        ),
+    ],
+)
+def test_a_misspelt_word_in_quotes_is_corrected(client, typed, meant):
+    # The phrase as typed is on no page (one of its words is on none): the one meant is suggested and found.
+    page = page_named("fr/ch04s07.html")  # 4.7. Vérifier l'authenticité des fichiers d'installation
+    body = search(client, typed)
+    assert body["suggestion"] and body["suggestion"].casefold() == meant.casefold(), body["suggestion"]
+    assert page.doc_id in doc_ids(body)[:3], [PAGES[d].name for d in doc_ids(body)[:3]]
+
+
+@pytest.mark.parametrize("typed", ['"boot loader"', '"installations"', '"Recovering"', '"le système"'])
+def test_a_quoted_phrase_of_words_pages_hold_is_never_corrected(client, typed):
+    assert search(client, typed)["suggestion"] is None

@@ -227,6 +227,7 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     """The FTS5 expressions of *query* over an index of pages in *languages*."""
     languages = tuple(languages)
     compiled = Compiled("", "", None)
+    query = _quoted_corrected(query, vocabulary, languages, compiled)
     plain = []
     # The pages of every form of every word counted together (see Vocabulary.count), and of the words
     # of phrases that may be corrected (_corrected_phrase: their forms only for those no page holds).
@@ -311,6 +312,25 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     if single and len(query.required) > 1:
         compiled.phrase = _held_phrase(words, languages, vocabulary)
     return compiled
+
+
+def _quoted_corrected(
+    query: SearchQuery, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+) -> SearchQuery:
+    """*query* with each required quoted phrase holding a misspelt word (``_corrected_phrase``: one no
+    page holds, close to one pages hold) as corrected, the correction recorded: the phrase as typed
+    matches no page, the corrected one what the person meant ("Did you mean", results for it)."""
+    required = []
+    for alternatives in query.required:
+        group = []
+        for clause in alternatives:
+            if clause.quoted and not _single_character(clause):
+                words = _corrected_phrase(clause, vocabulary, languages, compiled)
+                if words != list(clause.words):
+                    clause = Clause(compiled.corrections[clause.text], tuple(words), quoted=True)
+            group.append(clause)
+        required.append(tuple(group))
+    return SearchQuery(tuple(required), query.excluded)
 
 
 def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
@@ -402,8 +422,8 @@ def _corrections(
 def _corrected_phrase(
     clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
 ) -> list[str]:
-    """The words of an unquoted clause of several words (``l'instalaltion``), each misspelt one
-    replaced by its closest word, the correction recorded as the clause typed again; the words as
+    """The words of a quoted clause or an unquoted one of several words (``l'instalaltion``), each
+    misspelt one replaced by its closest word, the correction recorded as the clause typed again; the words as
     they are when none is, or when they are not the runs typed (NFKC made or joined some, a run of
     a bigram script is several)."""
     runs = analysis.word_runs_at(clause.text)

@@ -44,9 +44,9 @@ class Clause:
     def typed(self, corrections: dict[str, str] | None = None) -> str:
         """The clause as it would be typed again (a word replaced by its correction, if any: the
         punctuation typed before and after it kept, as in ``(instalaltion`` or ``instalaltion,``)."""
-        if self.quoted:
-            return f'"{self.text}"'
         corrected = (corrections or {}).get(self.text)
+        if self.quoted:
+            return f'"{corrected or self.text}"'
         if corrected is None:
             return self.text
         runs = analysis.word_runs_at(self.text)
