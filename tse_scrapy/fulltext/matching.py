@@ -434,11 +434,22 @@ def _corrected_phrase(
         return words
     replaced = {}
     for number, word in enumerate(words):
-        # (A short word is never looked up, nor one the index holds as it is: it is as typed.)
-        if len(word) >= ONE_EDIT_FROM and not analysis.is_segmented(word) and not vocabulary.documents(word):
+        # (A short word is never looked up, nor one the index holds as it is: it is as typed.  Quoted, a
+        # word is as typed when a page has it as a word, and no other form of it is taken for it: a
+        # close word sharing a stem with it is that word in another form, "requirement" is not corrected
+        # to "requirements", quoted.)
+        if len(word) < ONE_EDIT_FROM or analysis.is_segmented(word):
+            continue
+        if clause.quoted:
+            forms = set(word_forms(word, languages))
+            found = [] if vocabulary.is_word(word) else _corrections(word, [], vocabulary, languages, compiled)
+            found = [(known, held) for known, held in found if forms.isdisjoint(held)]
+        elif not vocabulary.documents(word):
             found = _corrections(word, _held(word, vocabulary, languages), vocabulary, languages, compiled)
-            if found:
-                replaced[number] = found[0][0]
+        else:
+            found = []
+        if found:
+            replaced[number] = found[0][0]
     if not replaced:
         return words
     # The typed text from its first run to its last, each corrected run replaced (Clause.typed).
