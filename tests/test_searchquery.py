@@ -245,7 +245,8 @@ def test_snippet_ranges_lie_in_the_snippet(text, words):
 def ranges_word_by_word(text, sequences, languages):
     """The marks found by reading every word with analysis.tokens (what the fast path must equal),
     and a run's last character where a single character of a bigram script is a mark alone (it starts
-    no bigram; in no phrase), overlapping or touching ones joined."""
+    no bigram; in no phrase), overlapping or touching ones joined; such a character alone given by a
+    bigram it starts marks itself, not the bigram."""
     tokens = list(analysis.tokens(text, languages))
     alone = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0] if len(term) == 1}
     run_ends = []
@@ -268,7 +269,10 @@ def ranges_word_by_word(text, sequences, languages):
             if len(window) == len(sequence) and all(
                 gives(token, terms) for token, terms in zip(window, sequence, strict=True)
             ):
-                found.append((window[0].start, window[-1].end))
+                if len(sequence) == 1 and not set(window[0].terms) & set(sequence[0]):
+                    found.append((window[0].start, window[0].start + 1))  # one character typed: itself
+                else:
+                    found.append((window[0].start, window[-1].end))
     joined = []
     for start, end in sorted(set(found)):
         if joined and joined[-1][1] >= start:
