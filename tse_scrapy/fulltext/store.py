@@ -77,7 +77,7 @@ import apsw
 from ..atomicfile import partial_path
 from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.analysis import ANALYSIS_VERSION
-from ..rules.text.pagefields import PageFields
+from ..rules.text.pagefields import PageFields, PageText
 from ..rules.web.duplicates import EMPTY_DIGEST, agreed_canonical, duplicate_groups, words_digest
 
 SEARCH_SUFFIX = ".search"
@@ -145,12 +145,13 @@ class PackedPage(NamedTuple):
         return _decode_links(self.links) if self.links else []
 
 
-def packed(fields: PageFields, text: str, rest: str = "", *, compressed: bool = False) -> bytes:
+def packed(fields: PageFields, text: str, read: PageText, *, compressed: bool = False) -> bytes:
     """*fields* as a ``PackedPage``, pickled for the trip from an indexing worker to the writer (its
     text as UTF-8, about 40 KB a wikipedia page); *compressed* for one kept a while (an update holds
     every changed page's: a third of that); *text*: the page's text as the document store keeps it,
-    which results show; *rest*: the text past it (``PageText.text_past``)."""
+    which results show; *read*: the page as read (``page_text``), whose text past *text* is kept."""
     head = snippet_head(text, fields.language or None)
+    rest = read.text_past(text)
     listed = "\n".join(f"{target}\t{terms}" for target, terms in fields.links)
     page = PackedPage(
         dataclasses.replace(fields, links=()),

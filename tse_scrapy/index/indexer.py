@@ -154,10 +154,7 @@ def index_range(
             page = page_fields(row.doc[1], read.page.body, read.charset, shown)
             for word, spelling in page.vocabulary:
                 vocabulary.setdefault(word, spelling)
-            text = row.doc[4]
-            fields.add(
-                found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), text, shown.text_past(text))
-            )
+            fields.add(found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4], shown))
     spilled = fields.path if fields.pages else None
     written = postings.write(run)
     fresh = {word: spelling for word, spelling in vocabulary.items() if word not in sent}

@@ -219,8 +219,9 @@ def read_range(
         # The rows, not the page: a large update keeps only what the store keeps.
         shown = page_text(page.body, charset)  # decoded once, as a full build does
         row = page_rows(found.doc_id, page, counts, found.key, charset, shown)
-        fields = page_fields(row.doc[1], page.body, charset, shown)
-        packed = search_store.packed(fields, row.doc[4], shown.text_past(row.doc[4]), compressed=True)
+        packed = search_store.packed(
+            page_fields(row.doc[1], page.body, charset, shown), row.doc[4], shown, compressed=True
+        )
         read.append(PageRead(found.doc_id, counts, row, row.doc[1], packed))
     return RangeRead(statuses, present, read, warnings, scan.ended)
 
