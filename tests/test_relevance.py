@@ -240,6 +240,28 @@ def test_an_excluded_word_is_in_no_result(client, case):
     assert any(holds(PAGES[d], a) for d in doc_ids(body)), (f"{a} -{b}", [PAGES[d].name for d in doc_ids(body)])
 
 
+# Another language's stem of a word typed is another word on a page of another language: "their" is
+# "the" stemmed in Spanish, "does" "do" in French and "dos" in German; the English pages hold "the" and
+# "do" as the English words.
+@pytest.mark.parametrize(("word", "page_name"), [("their", "en/ch01s01.html"), ("does", "en/ch08s06.html")])
+def test_a_word_finds_no_page_through_another_languages_stem_of_it(client, word, page_name):
+    assert [page.name for page in PAGES.values() if holds(page, word)] == [page_name]
+    body = search(client, word)
+    assert [PAGES[doc_id].name for doc_id in doc_ids(body)] == [page_name]
+    # ... nor marks the other language's stem on the page: "the" is no "their".
+    assert {piece.casefold() for piece in marked(result_for(body, page_named(page_name)))} == {word}
+
+
+def test_an_excluded_word_leaves_in_the_pages_holding_another_languages_stem_of_it(client):
+    # "-their" leaves out the page holding "their", not those holding "the" (its Spanish stem).
+    holding_the = [page for page in PAGES.values() if holds(page, "debian") and holds(page, "the")]
+    kept = [page.name for page in holding_the if not holds(page, "their")]
+    assert len(kept) >= 2
+    found = [PAGES[doc_id].name for doc_id in doc_ids(search(client, "debian -their"))]
+    assert set(kept) <= set(found), sorted(set(kept) - set(found))
+    assert not [name for name in found if holds(page_named(name), "their")]
+
+
 def test_a_stemmed_match_is_marked_as_the_page_writes_it(client):
     page = page_named("en/ch02s05.html")  # "2.5. Memory and Disk Space Requirements"
     assert not holds(page, "requirement")
@@ -410,6 +432,25 @@ def test_a_typo_held_only_by_a_stem_is_corrected_when_a_close_word_is_on_more_pa
     body = search(client, typo)
     assert body["suggestion"] == word.casefold(), (typo, body["suggestion"])
     assert page.doc_id in doc_ids(body)[:3], (typo, [PAGES[d].name for d in doc_ids(body)[:3]])
+
+
+# Typos held only by a stem of some languages (the English "gui" of "guieds", the French "clar" of
+# "clarie"): such a stem counts for those languages' share of the pages, as it is another word on
+# the others' (matching._pages_of), and a close word on more pages is the correction.
+@pytest.mark.parametrize(
+    ("page", "word", "typo"),
+    [
+        ("en/ch01s01.html", "guides", "guieds"),
+        ("en/ch02s05.html", "former", "fromer"),
+        ("fr/ch01s01.html", "claire", "clarie"),
+    ],
+)
+def test_a_typo_held_by_some_languages_stem_is_corrected_to_a_word_on_more_pages(client, page, word, typo):
+    page = page_named(page)
+    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
+    body = search(client, typo)
+    assert body["suggestion"] == word, (typo, body["suggestion"])
+    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
 
 
 def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_word(tmp_path):

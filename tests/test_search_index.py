@@ -447,6 +447,53 @@ def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
     assert matching._phrase(words, ["en", "fr"]) == " OR ".join(f'"{" ".join(row)}"' for row in rows)
 
 
+@pytest.mark.parametrize(
+    ("words", "forms", "languages", "restricted"),
+    [
+        # Snowball's stems, as written: "in" is the Catalan stem of "init", "instal" the English and
+        # "install" the French one of "installation"; German keeps "installation" whole.
+        (["init"], ["init", "in"], ("ca", "en"), {"in": {"ca"}}),
+        (
+            ["installation"],
+            ["installation", "instal", "install"],
+            ("de", "en", "fr"),
+            {"instal": {"en"}, "install": {"fr"}},
+        ),
+        # The stem of every language of the index, or the word itself: matched in any.
+        (["installation"], ["installation", "instal"], ("en",), {}),
+        (["books"], ["books", "book"], ("da", "en"), {}),
+        # A correction's two words: a form is restricted to the languages it is a stem of either in.
+        (["installer", "installed"], ["installer", "instal", "installed"], ("en", "ja"), {"instal": {"en"}}),
+        ([], [], (), {}),
+    ],
+)
+def test_the_forms_a_word_matches_in_some_languages_only(words, forms, languages, restricted):
+    assert matching.stemmed_only_in(words, forms, languages) == restricted
+
+
+def test_forms_restricted_are_those_not_every_languages_stem_of_a_word():
+    # PyStemmer is the oracle: a form is restricted to exactly the languages whose stem of a word it is.
+    languages = ("ca", "de", "en", "es", "fr", "it", "ja", "ru")
+    stemmers = {
+        language: Stemmer.Stemmer(name)
+        for language, name in zip(
+            languages, ("catalan", "german", "english", "spanish", "french", "italian", None, "russian"), strict=True
+        )
+        if name
+    }
+    for word in ("init", "unix", "partito", "installation", "their", "does", "установки"):
+        stems = {
+            language: stemmers[language].stemWord(word) if language in stemmers else word for language in languages
+        }
+        forms = list(dict.fromkeys([word, *stems.values()]))
+        expected = {
+            form: {language for language, stem in stems.items() if stem == form}
+            for form in forms
+            if form != word and sum(stem == form for stem in stems.values()) < len(languages)
+        }
+        assert matching.stemmed_only_in([word], forms, languages) == expected, word
+
+
 def test_the_phrase_bonus_leaves_out_only_the_variants_no_page_can_hold(fixture_pages, tmp_path):
     # The oracle: FTS5's own count of each term's pages, and its matches of the phrase with every variant.
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)

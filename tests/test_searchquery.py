@@ -998,3 +998,36 @@ def test_a_heads_places_table():
         "ee": [3],
         "书店": [4],
     }
+
+
+# A page's marks: without another language's stems of a word typed (matching.stemmed_only_in).
+INIT = {"in": frozenset({"ca"})}
+
+
+@pytest.mark.parametrize(
+    ("marks", "only_in", "language", "kept"),
+    [
+        ([(frozenset({"init", "in"}),)], INIT, "en", [(frozenset({"init"}),)]),
+        ([(frozenset({"init", "in"}),)], INIT, "ca", [(frozenset({"init", "in"}),)]),
+        ([(frozenset({"init", "in"}),)], INIT, None, [(frozenset({"init"}),)]),
+        # A mark left with a position of nothing is no mark; the other marks stay.
+        ([(frozenset({"in"}),), (frozenset({"python"}),)], INIT, "en", [(frozenset({"python"}),)]),
+        ([(frozenset({"in"}), frozenset({"python"}))], INIT, "fr", []),
+        ([(frozenset({"in"}), frozenset({"python"}))], {}, "fr", [(frozenset({"in"}), frozenset({"python"}))]),
+    ],
+)
+def test_a_pages_marks_leave_out_other_languages_stems(marks, only_in, language, kept):
+    assert searchsnippet.marks_in(marks, only_in, language) == kept
+
+
+@given(
+    st.lists(st.lists(st.frozensets(st.sampled_from("abcdef"), min_size=1), min_size=1, max_size=3), max_size=4),
+    st.dictionaries(st.sampled_from("abcdef"), st.frozensets(st.sampled_from(["ca", "en", "fr"]))),
+    st.sampled_from(["ca", "en", "fr", None]),
+)
+def test_a_pages_marks_are_the_marks_with_only_its_languages_terms(marks, only_in, language):
+    kept = searchsnippet.marks_in(marks, only_in, language)
+    allowed = {term for term in "abcdef" if term not in only_in or language in only_in[term]}
+    expected = [tuple(position & allowed for position in sequence) for sequence in marks]
+    assert kept == [sequence for sequence in expected if all(sequence)]
+    assert searchsnippet.marks_in(marks, {}, language) == [tuple(map(frozenset, sequence)) for sequence in marks]

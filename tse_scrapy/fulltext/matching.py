@@ -76,6 +76,14 @@ class Compiled:
     others_all_of: str | None = None
     excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
+    # The forms that are the stems of a word typed (or of its correction) in some of the index's
+    # languages only, with those languages (``stemmed_only_in``): each required group of words's terms
+    # and its such forms, for the pages of the other languages to be checked
+    # (``SearchIndex._in_their_languages``); and for the marks, every such form the query marks only so.
+    restricted: list[tuple[list[str], dict[str, frozenset[str]]]] = field(default_factory=list)
+    mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Each excluded word's such forms, left out of ``exclusion`` (``SearchIndex._excluded_in_their_languages``).
+    excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
 
@@ -138,6 +146,7 @@ class Vocabulary:
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
         self._phrase_words = 0  # the words of the phrases kept
         self._words: dict[str, bool] = {}  # is_word's answers
+        self._language_pages: dict[str, int] | None = None
 
     def documents(self, term: str, table: str = "fts") -> int:
         """How many pages hold *term* in *table* (fts, titles_fts or anchors_fts)."""
@@ -218,6 +227,13 @@ class Vocabulary:
             self._words[word] = found
         return found
 
+    def share(self, languages: Iterable[str]) -> float:
+        """The share of the index's pages that are in *languages*."""
+        if self._language_pages is None:
+            self._language_pages = dict(self.db.execute("SELECT lang, count(*) FROM pages GROUP BY lang"))
+        every = sum(self._language_pages.values())
+        return sum(self._language_pages.get(language, 0) for language in languages) / every if every else 0.0
+
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
         return row[0] if row else word
@@ -241,9 +257,14 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     ]
     vocabulary.count([*(form for word in words for form in word_forms(word, languages)), *phrases_words])
     others = []
+    unrestricted: set[str] = set()  # the forms some clause matches in any language
     for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
-        expression = " OR ".join(expression for expression, _ in clauses)
+        expression = " OR ".join(expression for expression, _, _ in clauses)
+        restricted = _group_restricted(clauses)
+        unrestricted.update(form for _, found, only in clauses for form in found or () if form not in (only or {}))
+        if restricted:
+            compiled.restricted.append(([term for _, found, _ in clauses for term in found or ()], restricted))
         # Quoted or not, one character is itself: found by its prefix query, or held anywhere.
         single = [clause.words[0] for clause in alternatives if _single_character(clause)]
         held = " OR ".join(f'"{character}"' for character in single)
@@ -253,13 +274,15 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         else:
             others.append(expression)
         # A group with a phrase or a prefix query (no terms listed) is never left out as common.
-        terms = [] if any(found is None for _, found in clauses) else [term for _, found in clauses for term in found]
-        loose = [_loose(clause) or expression for clause, (expression, _) in zip(alternatives, clauses, strict=True)]
+        terms = (
+            [] if any(found is None for _, found, _ in clauses) else [term for _, found, _ in clauses for term in found]
+        )
+        loose = [_loose(clause) or expression for clause, (expression, _, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((expression, " OR ".join(loose), terms))
         if any(clause.quoted and not _single_character(clause) for clause in alternatives):
             unquoted = [
                 expression
-                for clause, (expression, _) in zip(alternatives, clauses, strict=True)
+                for clause, (expression, _, _) in zip(alternatives, clauses, strict=True)
                 if not clause.quoted or _single_character(clause)
             ]
             phrases = [_exact(clause) for clause in alternatives if clause.quoted and not _single_character(clause)]
@@ -276,8 +299,26 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
         if (clause.words, clause.quoted) in corrected_words:
             compiled.corrections.setdefault(clause.text, corrected_words[(clause.words, clause.quoted)])
     compiled.plain_any_of = " OR ".join(f"({loose})" for loose in plain) or None
+    # A form marked in a phrase, or matched in any language by a clause, is marked in any language.
+    unrestricted.update(
+        term for sequence in compiled.marks if len(sequence) > 1 for terms in sequence for term in terms
+    )
+    for _, restricted in compiled.restricted:
+        for form, where in restricted.items():
+            if form not in unrestricted:
+                compiled.mark_languages[form] = compiled.mark_languages.get(form, frozenset()) | where
     # Quoted exclusions leave out the pages holding the words as typed, found apart.
-    excluded = [_clause(clause, vocabulary, languages, None)[0] for clause in query.excluded if not clause.quoted]
+    # A form that is an excluded word's stem in some languages only leaves out the pages of those
+    # languages holding it (``excluded_restricted``), not the others, where it is another word.
+    excluded = []
+    for clause in query.excluded:
+        if not clause.quoted:
+            expression, held, only = _clause(clause, vocabulary, languages, None)
+            if only:
+                compiled.excluded_restricted.append(only)
+                expression = " OR ".join(f'"{form}"' for form in held or () if form not in only)
+            if expression:
+                excluded.append(expression)
     exclusion = "".join(f" NOT ({expression})" for expression in excluded)
     # Quoted exclusions, and one character of a bigram script also where it ends a run, starting no
     # bigram for the fts expression's NOT to see (phrases_fts's characters).
@@ -348,9 +389,10 @@ def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]
 
 def _clause(
     clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled | None
-) -> tuple[str, list[str] | None]:
-    """The expression of one clause and the terms it matches (None for a phrase or a prefix); with
-    *compiled*, what it marks and corrects is recorded there."""
+) -> tuple[str, list[str] | None, dict[str, frozenset[str]] | None]:
+    """The expression of one clause, the terms it matches (None for a phrase or a prefix) and those of
+    them that are stems in some of the *languages* only (``stemmed_only_in``; None for a phrase or a
+    word of a bigram script); with *compiled*, what it marks and corrects is recorded there."""
     if clause.is_phrase:
         words = list(clause.words)
         if compiled is not None:
@@ -359,12 +401,12 @@ def _clause(
             # Quoted: the words as typed; a word of several terms (6.2, what's): any forms.
             forms = (lambda word: [word]) if clause.quoted else (lambda word: word_forms(word, languages))
             compiled.marks.append(tuple(frozenset(forms(word)) for word in words))
-        return _phrase(words, languages), None
+        return _phrase(words, languages), None, None
     (word,) = clause.words
     if analysis.is_segmented(word):
         if compiled is not None:
             compiled.marks.append((frozenset([word]),))
-        return (f'"{word}"*', None) if len(word) == 1 else (f'"{word}"', [word])
+        return (f'"{word}"*', None, None) if len(word) == 1 else (f'"{word}"', [word], None)
     forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
     found = _corrections(word, held, vocabulary, languages, compiled) if compiled is not None else []
@@ -378,7 +420,42 @@ def _clause(
     held = held or forms[:1]
     if compiled is not None:
         compiled.marks.append((frozenset(held),))
-    return " OR ".join(f'"{form}"' for form in held), held
+    typed = [known for known, _ in found] or [word]
+    return " OR ".join(f'"{form}"' for form in held), held, stemmed_only_in(typed, held, languages)
+
+
+def stemmed_only_in(words: list[str], forms: list[str], languages: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Those of *forms* (of *words*, folded) that are none of the words, and their stem in only some
+    of the index's *languages*, each with those languages.  A page's terms are its words stemmed in its
+    own language: a page of another language holding such a form holds it as the stem of another word
+    ("in", the Catalan stem of "init", is "in" on an English page)."""
+    columns = [_stems(word, tuple(languages))[1:] for word in words]
+    found = {}
+    for form in forms:
+        if form in words:
+            continue
+        where = frozenset(
+            language for column in columns for language, stem in zip(languages, column, strict=True) if stem == form
+        )
+        if len(where) < len(languages):
+            found[form] = where
+    return found
+
+
+def _group_restricted(
+    clauses: list[tuple[str, list[str] | None, dict[str, frozenset[str]] | None]],
+) -> dict[str, frozenset[str]]:
+    """The forms a required group (its clauses, ``_clause``'s) matches in some languages only, with
+    those languages; none when a clause is a phrase or a word of a bigram script (not checked)."""
+    if any(only is None for _, _, only in clauses):
+        return {}
+    everywhere = {form for _, found, only in clauses for form in found or () if form not in (only or {})}
+    restricted: dict[str, frozenset[str]] = {}
+    for _, _, only in clauses:
+        for form, where in (only or {}).items():
+            if form not in everywhere:
+                restricted[form] = restricted.get(form, frozenset()) | where
+    return restricted
 
 
 def _corrections(
@@ -402,8 +479,7 @@ def _corrections(
     vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
     for known, distance in closest:
         if known_held := _held(known, vocabulary, languages):
-            pages = max(vocabulary.documents(form) for form in known_held)
-            corrected.append((distance, -pages, known, known_held))
+            corrected.append((distance, -_pages_of(known, known_held, vocabulary, languages), known, known_held))
     corrected.sort()
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than
     # its stems are, and no close word shares a stem with it ("routers" is a form of "router",
@@ -411,12 +487,24 @@ def _corrections(
     if corrected and (
         not held
         or (
-            -corrected[0][1] > max(map(vocabulary.documents, held))
+            -corrected[0][1] > _pages_of(word, held, vocabulary, languages)
             and not any(set(held).intersection(known_held) for *_, known_held in corrected)
         )
     ):
         return [(known, known_held) for _, _, known, known_held in corrected[:CORRECTIONS]]
     return []
+
+
+def _pages_of(word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]) -> float:
+    """About how many pages hold *word* (its forms *held*): the most any form is on, a form that is its
+    stem in some languages only counted for their share of the pages (``stemmed_only_in``): "part",
+    the Italian stem of "partito", is mostly the English "part", and "partition" is what "partiton"
+    means."""
+    restricted = stemmed_only_in([word], held, languages)
+    return max(
+        vocabulary.documents(form) * (vocabulary.share(restricted[form]) if form in restricted else 1.0)
+        for form in held
+    )
 
 
 def _corrected_phrase(

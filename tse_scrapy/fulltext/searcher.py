@@ -23,7 +23,7 @@ import heapq
 import os
 import sys
 import zlib
-from collections.abc import Callable, Collection, Set
+from collections.abc import Callable, Collection, Iterable, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -72,6 +72,9 @@ EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memo
 EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a query's can be tens of KB)
 # A page's rest (store.py) read to at most this many bytes: REST_CHARACTERS of four bytes each.
 REST_BYTES = 4 * REST_CHARACTERS
+# Looking a page up in a form's list (FTS5 seeks it: about 13 us) costs about what reading this many
+# rows of a list whole does: fewer pages than a list's rows / this are looked up one by one.
+ROWID_LOOKUP_ROWS = 40
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Found:
     partial: bool = False
     marks: Marks = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+    # The terms of *marks* to mark only in pages of some languages (``Compiled.mark_languages``).
+    mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 class SearchIndex:
@@ -93,6 +98,11 @@ class SearchIndex:
         meta = dict(db.execute("SELECT key, value FROM meta"))
         self.languages = meta.get("languages", "").split()
         self.page_languages: dict[int, str] = dict(db.execute("SELECT doc_id, lang FROM pages"))
+        # (Each language's pages, for set operations: a query of common words matches most pages.)
+        grouped: dict[str, set[int]] = {}
+        for doc_id, language in self.page_languages.items():
+            grouped.setdefault(language, set()).add(doc_id)
+        self.language_pages = {language: frozenset(pages) for language, pages in grouped.items()}
         self.pages = len(self.page_languages)
         # The term counts the index keeps, where they are those of its tables as they are now.
         counted = meta.get(COUNTED_WITH, "")
@@ -155,14 +165,18 @@ class SearchIndex:
         for phrase in compiled.exact_excluded:
             excluded |= self._matching(phrase, "phrases_fts")
 
+        holding: dict[tuple[str, ...], set[int]] = {}  # the pages holding forms, read once a search
+
         def wanted(found: set[int]) -> set[int]:
             # Set operations, not a test a page: a query of common words matches most pages.
             if pages is not None:
                 found &= pages
             found -= gone
             found -= excluded
+            if compiled.excluded_restricted:
+                found -= self._excluded_in_their_languages(found, compiled, holding)
             if language is not None:
-                found = {doc_id for doc_id in found if self.page_languages.get(doc_id) == language}
+                found &= self.language_pages.get(language, frozenset())
             return found
 
         documents = self.vocabulary.documents
@@ -182,6 +196,7 @@ class SearchIndex:
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
+        matched = self._in_their_languages(matched, compiled, holding)
         # Pages answering through a single character of a bigram script held where it ends a run: not
         # matched by fts, scored below by the words they hold, ranked after the others.
         ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False, True)
@@ -192,7 +207,7 @@ class SearchIndex:
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
             bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched and not ending_runs:
-            return Found([], False, compiled.marks, compiled.corrections)
+            return Found([], False, compiled.marks, compiled.corrections, compiled.mark_languages)
         scores = dict.fromkeys(matched | ending_runs, 0.0)
         terms = [term for _, _, group_terms in compiled.groups for term in group_terms]
         for table in self.kept:
@@ -219,7 +234,7 @@ class SearchIndex:
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
         ranked = sorted(scores.items(), key=lambda pair: (pair[0] in ending_runs, -pair[1], pair[0]))
-        return Found(ranked, partial, compiled.marks, compiled.corrections)
+        return Found(ranked, partial, compiled.marks, compiled.corrections, compiled.mark_languages)
 
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
         """The bm25() to score *expression* over the fts table with (*cost*: ``Compiled.scoring_cost``,
@@ -272,6 +287,81 @@ class SearchIndex:
         """The pages of *table* that match *expression*."""
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return set(chain.from_iterable(rows))
+
+    def _in_their_languages(
+        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]]
+    ) -> set[int]:
+        """*matched* without the pages that answer a required group only through forms that are not the
+        stems of its words in their language (``Compiled.restricted``): "in", the Catalan stem of
+        "init", is on most English pages as the English "in".  The pages holding a form are read once
+        a form; a page holding one that is not its language's is kept when it holds one that is,
+        looked up page by page when they are few (FTS5 seeks each: about ROWID_LOOKUP_ROWS rows'
+        worth of a list read whole).  *holding*: the pages holding forms read so far (``_holding``)."""
+        if not matched or not compiled.restricted:
+            return matched
+        documents = self.vocabulary.documents
+
+        def pages_holding(forms: tuple[str, ...]) -> set[int]:
+            return self._holding(forms, holding)
+
+        by_language = {language: matched & pages for language, pages in self.language_pages.items()}
+        for forms, restricted in compiled.restricted:
+            # The pages holding a form not their language's, by the forms that are (most hold none such).
+            suspects: dict[tuple[str, ...], set[int]] = {}
+            for language, pages in by_language.items():
+                others = tuple(form for form, where in restricted.items() if language not in where)
+                if others and pages:
+                    own = tuple(form for form in forms if form not in others)
+                    suspects.setdefault(own, set()).update(pages & pages_holding(others))
+            dropped: set[int] = set()
+            for own, held in suspects.items():
+                if not held:
+                    continue
+                if not own:
+                    dropped |= held
+                elif len(held) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
+                    dropped |= held - self._matching_among(own, held)
+                else:
+                    dropped |= held - pages_holding(own)
+            if dropped:
+                for pages in by_language.values():
+                    pages -= dropped
+        return set().union(*by_language.values())
+
+    def _excluded_in_their_languages(
+        self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]]
+    ) -> set[int]:
+        """The pages of *found* holding an excluded word's form that is its stem in their language only
+        in some (``Compiled.excluded_restricted``; the others are in the expressions' NOT)."""
+        dropped: set[int] = set()
+        for restricted in compiled.excluded_restricted:
+            for language, pages in self.language_pages.items():
+                own = tuple(form for form, where in restricted.items() if language in where)
+                if own and (candidates := found & pages):
+                    dropped |= candidates & self._holding(own, holding)
+        return dropped
+
+    def _holding(self, forms: tuple[str, ...], holding: dict[tuple[str, ...], set[int]]) -> set[int]:
+        """The pages holding any of *forms* in fts, each form's read once into *holding*."""
+        found = holding.get(forms)
+        if found is None:
+            if len(forms) == 1:
+                found = holding[forms] = self._matching(f'"{forms[0]}"')
+            else:
+                found = holding[forms] = set().union(*(self._holding((form,), holding) for form in forms))
+        return found
+
+    def _matching_among(self, forms: Iterable[str], doc_ids: set[int]) -> set[int]:
+        """Those of the pages *doc_ids* holding any of *forms* (FTS5 seeks each page: few pages)."""
+        expression = " OR ".join(f'"{form}"' for form in forms)
+        found: set[int] = set()
+        ordered = sorted(doc_ids)
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})"
+            found.update(chain.from_iterable(self.db.execute(sql, (expression, *chunk))))
+        return found
 
     def _ending_runs(self, compiled: Compiled, matched: set[int], partial: bool = False) -> set[int]:
         """The pages not in *matched* that answer the query (*partial*: any of its groups) through a

@@ -50,6 +50,8 @@ class Answer:
     # rank=relevance: a result -> the other pages of its group of duplicates that answered
     # (the same content, or joined by a canonical URL), shown as "also at".
     aliases: dict[int, list[int]] = field(default_factory=dict)
+    # rank=relevance: the terms of *marks* to mark only in pages of some languages.
+    mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def words(self) -> list[str]:
@@ -147,7 +149,9 @@ class QueryEngine:
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
             return Answer(None, f"rank=relevance cannot read the search index ({error}): run tse index again")
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
-        return Answer(None, None, ranked, query, found.partial, found.marks, found.corrections, aliases)
+        return Answer(
+            None, None, ranked, query, found.partial, found.marks, found.corrections, aliases, found.mark_languages
+        )
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)

@@ -278,21 +278,34 @@ def _results(
     heads = {}
     if answer.search_query is not None and not isinstance(engine.search_index, str):
         heads = engine.search_index.snippet_heads(shown_ids)
-    marks = searchsnippet.PreparedMarks(answer.marks)  # worked out once for the page's snippets
+    # The marks worked out once for the page's snippets: once a language of its pages when some terms
+    # are marked only in some (another language's stems of a word typed).
+    prepared: dict[str, searchsnippet.PreparedMarks] = {}
+
+    def marks_for(doc_id: int) -> searchsnippet.PreparedMarks:
+        language = (languages.get(doc_id) or "") if answer.mark_languages else ""
+        if language not in prepared:
+            marks = answer.marks
+            if answer.mark_languages:
+                marks = searchsnippet.marks_in(marks, answer.mark_languages, language or None)
+            prepared[language] = searchsnippet.PreparedMarks(marks)
+        return prepared[language]
+
     snippets = {}
     for doc_id, _ in shown:
         document = documents.get(doc_id)
         text = document.text if document else ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "") or None
-            snippets[doc_id] = searchsnippet.snippet(text, marks, (None, lang), head=heads.get(doc_id))
+            snippets[doc_id] = searchsnippet.snippet(text, marks_for(doc_id), (None, lang), head=heads.get(doc_id))
         else:
             snippets[doc_id] = snippet(text, words)
     # A page that matched past the text the store keeps (a long one) shows where it did.
     unmarked = [doc_id for doc_id, (_, highlights) in snippets.items() if not highlights]
-    if answer.search_query is not None and marks.wanted and unmarked and not isinstance(engine.search_index, str):
-        for doc_id, rest in engine.search_index.rests(unmarked).items():
-            later = searchsnippet.later_snippet(rest, marks, (None, languages.get(doc_id) or None))
+    if answer.search_query is not None and unmarked and not isinstance(engine.search_index, str):
+        unmarked = [doc_id for doc_id in unmarked if marks_for(doc_id).wanted]
+        for doc_id, rest in engine.search_index.rests(unmarked).items() if unmarked else ():
+            later = searchsnippet.later_snippet(rest, marks_for(doc_id), (None, languages.get(doc_id) or None))
             if later is not None:
                 snippets[doc_id] = later
     for doc_id, score in shown:

@@ -15,7 +15,7 @@ import re
 import sys
 import unicodedata
 from array import array
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, pairwise
 
@@ -210,6 +210,24 @@ class PreparedMarks:
         self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
         self.patterns = _listed_patterns(self.wanted)
         self.later: list[_LaterPieces] | None = None  # what later_snippet looks for (``_later_pieces``)
+
+
+def marks_in(
+    marks: Sequence[Sequence[Collection[str]]], only_in: Mapping[str, Collection[str]], language: str | None
+) -> list[tuple[frozenset[str], ...]]:
+    """*marks* for a page in *language* (None: not known): without the terms *only_in* gives other
+    languages than it, another language's stems of a word typed, which the page holds as another word
+    ("in", the Catalan stem of "init", on an English page); a mark left with a position of no term is
+    left out."""
+    kept = []
+    for sequence in marks:
+        terms = tuple(
+            frozenset(term for term in position if term not in only_in or language in only_in[term])
+            for position in sequence
+        )
+        if all(terms):
+            kept.append(terms)
+    return kept
 
 
 def _prepared(marks: PreparedMarks | Collection[Sequence[Collection[str]]]) -> PreparedMarks:
