@@ -216,6 +216,22 @@ def test_limits_are_exact(client):
     assert "at most 1000 characters and 100 words" in api(client, q=" ".join(["cat"] * 101))[1]["error"]
 
 
+def test_an_or_with_nothing_to_join_is_left_out_by_the_api_and_the_querier(client, site):
+    # "or" is on no page: as a required word, it made every answer a partial one.
+    lines = {"cat OR": "cat", "OR cat": "cat", "-dog OR cat OR": "cat -dog", "cat OR ! dog": "cat OR dog"}
+    for line, meant in lines.items():
+        answer, expected = api(client, q=line)[1], api(client, q=meant)[1]
+        assert answer == {**expected, "query": line} and answer["results"] and not answer["partial"], line
+    pages, index = site
+    typed = "".join(f"{line}\n" for line in lines).encode()
+    result = run_tse("query", pages, index, "--rank", "relevance", input=typed)
+    assert result.returncode == 0, result.stderr
+    meant = run_tse(
+        "query", pages, index, "--rank", "relevance", input="".join(f"{m}\n" for m in lines.values()).encode()
+    )
+    assert result.stdout == meant.stdout and result.stdout.decode().count("Query: cat\n") == 2
+
+
 # BM25 worked by hand for "dog or cat" on PAGES + 25 emu pages: N = 30.
 def test_bm25_by_hand(client, site):
     status, body = api(client, q="dog or cat", rank="bm25")

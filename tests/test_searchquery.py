@@ -35,8 +35,13 @@ def shown(line):
         ("cat OR dog emu", [["cat", "dog"], ["emu"]], []),
         ("cat or dog", [["cat"], ["or"], ["dog"]], []),  # lowercase: a word
         ("cat and dog", [["cat"], ["and"], ["dog"]], []),
-        ("OR cat", [["or"], ["cat"]], []),  # OR with nothing before it: a word
-        ("cat OR", [["cat"], ["or"]], []),
+        # An OR with no clause to join on one side is left out (a query of ORs alone: the word, below).
+        ("OR cat", [["cat"]], []),
+        ("cat OR", [["cat"]], []),
+        ("debian OR python OR", [["debian", "python"]], []),
+        ("-python OR debian", [["debian"]], ["python"]),
+        ("cat -dog OR emu", [["cat"], ["emu"]], ["dog"]),  # (not cat OR emu: the OR is next to -dog)
+        ("debian OR ! python", [["debian", "python"]], []),  # (punctuation alone is as if not typed)
         ("6.2 aptitude", [["6+2"], ["aptitude"]], []),  # a word of several terms is a phrase of them
         ("What's New", [["what+s"], ["new"]], []),
         ("日本語", [["日本+本語"]], []),
@@ -79,6 +84,29 @@ def test_any_line_parses_or_is_refused_with_a_message(line):
         assert str(error)
     else:
         assert query.required and all(clause.words for clause in query.clauses + list(query.excluded))
+
+
+_OR_PIECES = st.lists(
+    st.sampled_from(["OR", "OR", "cat", "dog", "or", "-emu", '"hot dog"', '-"big cat"', "!", "-!", '"OR"']), max_size=8
+).map(" ".join)
+
+
+@given(_OR_PIECES)
+def test_an_or_with_no_clause_on_one_side_is_left_out(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        assert "OR" not in line.split()  # (ORs alone are the word: never nothing to find)
+        return
+    typed_or = [clause for clause in query.clauses if clause.text == "OR" and not clause.quoted]
+    if typed_or:  # the word "or", found where nothing else is
+        assert typed_or == query.clauses and all(clause.words == ("or",) for clause in typed_or)
+    else:  # a dangling OR changes nothing
+        assert parse_search_query(f"OR {line} OR") == query
+        assert parse_search_query(f"{line} -emu OR") == parse_search_query(f"{line} -emu")
+        doubled = " ".join("OR OR" if piece == "OR" else piece for piece in line.split(" "))
+        assert parse_search_query(doubled) == query  # (OR OR: one OR)
+    assert parse_search_query(query.typed()) == query  # (what "Did you mean" shows means the same)
 
 
 # Titles of the Debian installation guide and the Python docs, and queries typed for them.
@@ -373,6 +401,9 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
         # A quoted word corrected (it is when no page holds it: the phrase matches none), an excluded one never.
         ('"instalaltion" -instalaltion', {"instalaltion": "installation"}, '"installation" -instalaltion'),
         ('open "quote runs on', {}, 'open "quote runs on"'),
+        # An OR left out is not typed again.
+        ("instalaltion OR", {"instalaltion": "installation"}, "installation"),
+        ("-python OR debian OR", {}, "debian -python"),
     ],
 )
 def test_a_query_typed_again(line, corrections, typed):
