@@ -213,7 +213,23 @@ def test_limits_are_exact(client):
     assert api(client, q=longest + "x")[0] == 400  # 1,001 characters
     assert api(client, q=" ".join(["cat"] * 100))[0] == 200
     assert api(client, q=" ".join(["cat"] * 101))[0] == 400
-    assert "at most 1000 characters and 100 words" in api(client, q=" ".join(["cat"] * 101))[1]["error"]
+    assert api(client, q=" ".join(["cat"] * 101))[1]["error"] == "Error: the query has too many words (at most 100)."
+
+
+def test_a_query_over_a_limit_gets_one_message_from_the_api_the_page_and_the_querier(client, site):
+    over = {
+        "x" * 1001: "Error: the query is too long (at most 1,000 characters).",
+        " ".join(["cat"] * 101): "Error: the query has too many words (at most 100).",
+    }
+    for line, message in over.items():
+        for rank in ("relevance", "tse", "bm25"):
+            assert api(client, q=line, rank=rank) == (400, {"error": message})
+            page = client.get("/search", params={"q": line, "rank": rank})
+            assert page.status_code == 400 and message in unescape(page.text)
+    pages, index = site
+    typed = "".join(f"{line}\n" for line in over).encode()
+    result = run_tse("query", pages, index, "--rank", "relevance", input=typed)
+    assert result.returncode == 0 and result.stdout.decode().splitlines() == list(over.values()), result
 
 
 def test_an_or_with_nothing_to_join_is_left_out_by_the_api_and_the_querier(client, site):

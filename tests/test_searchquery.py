@@ -1,6 +1,7 @@
 """The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
+import re
 from array import array
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.support.multilingual import fixture_pages
 from tse_scrapy.rules.queries import searchsnippet
-from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 from tse_scrapy.rules.queries.searchquery import SearchQueryError, parse_search_query
 from tse_scrapy.rules.text import analysis
 
@@ -63,13 +64,32 @@ def test_parse(line, required, excluded):
         ('""', "no letters or digits"),
         ("-cat", "not excluded"),
         ("-cat -dog", "not excluded"),
-        ("x" * (MAX_QUERY_CHARACTERS + 1), "too long"),
-        (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "too many words"),
+        ("x" * (MAX_QUERY_CHARACTERS + 1), "Error: the query is too long (at most 1,000 characters)."),
+        (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "Error: the query has too many words (at most 100)."),
+        ('"cat"' * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),  # (one to split)
     ],
 )
 def test_refused(line, message):
-    with pytest.raises(SearchQueryError, match=message):
+    with pytest.raises(SearchQueryError, match=re.escape(message)):
         parse_search_query(line)
+
+
+@given(
+    st.lists(st.sampled_from(["cat", '"hot dog"', '"a""b"', "x" * 30, "OR", "-emu", "!"]), min_size=90, max_size=110)
+)
+def test_a_query_over_a_limit_is_refused_as_the_search_box_refuses_any_query(pieces):
+    line = " ".join(pieces)
+    try:
+        parse_search_query(line)
+    except SearchQueryError as error:
+        refused = str(error)
+    else:
+        refused = None
+    if (problem := size_error(line)) is not None:
+        assert refused == problem  # (the page and the API refuse it so in any ranking)
+    else:
+        # More pieces than words to split ('"a""b"' is two), or no word to find (all -emu and !).
+        assert refused in (None, TOO_MANY_WORDS) or refused.startswith("Nothing to find"), refused
 
 
 def test_the_limits_are_exact():

@@ -23,7 +23,7 @@ from functools import cached_property
 from itertools import chain
 
 from ..text import analysis
-from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
@@ -135,11 +135,11 @@ def _typed_as(word: str, typed: str) -> bool:
 
 def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
-    if len(line) > MAX_QUERY_CHARACTERS:
-        raise SearchQueryError(f"The query is too long: at most {MAX_QUERY_CHARACTERS:,} characters.")
+    if problem := size_error(line):
+        raise SearchQueryError(problem)
     pieces = list(_PIECE.finditer(line))
-    if len(pieces) > MAX_QUERY_WORDS:
-        raise SearchQueryError(f"The query has too many words: at most {MAX_QUERY_WORDS}.")
+    if len(pieces) > MAX_QUERY_WORDS:  # (quoted ones written together: '"a""b"' is two)
+        raise SearchQueryError(TOO_MANY_WORDS)
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
     ors: list[Clause] = []  # the ORs typed, as the word "or": what is found when nothing else is
