@@ -2,7 +2,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.queries.query import Query, QueryError, is_blank, parse_query, rank, score, structure_error
+from tse_scrapy.rules.queries.query import (
+    Query,
+    QueryError,
+    is_blank,
+    parse_query,
+    rank,
+    score,
+    size_error,
+    structure_error,
+)
 
 ERRORS = [
     ("cat-dog", "Error: bad character '-' in query."),
@@ -70,6 +79,19 @@ def lookup(word):
 )
 def test_scores(line, ranked):
     assert rank(score(parse_query(line), lookup)) == ranked
+
+
+# What a search box refuses (the page, the API, and tse query --rank relevance alike): the limit named.
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("x" * 1001, "Error: the query is too long (at most 1,000 characters)."),
+        (" ".join(["cat"] * 101), "Error: the query has too many words (at most 100)."),
+        (" ".join(["x" * 20] * 101), "Error: the query is too long (at most 1,000 characters)."),  # both: characters
+    ],
+)
+def test_size_error(line, message):
+    assert size_error(line) == message
 
 
 def test_blank():

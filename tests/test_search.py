@@ -213,7 +213,39 @@ def test_limits_are_exact(client):
     assert api(client, q=longest + "x")[0] == 400  # 1,001 characters
     assert api(client, q=" ".join(["cat"] * 100))[0] == 200
     assert api(client, q=" ".join(["cat"] * 101))[0] == 400
-    assert "at most 1000 characters and 100 words" in api(client, q=" ".join(["cat"] * 101))[1]["error"]
+    assert api(client, q=" ".join(["cat"] * 101))[1]["error"] == "Error: the query has too many words (at most 100)."
+
+
+def test_a_query_over_a_limit_gets_one_message_from_the_api_the_page_and_the_querier(client, site):
+    over = {
+        "x" * 1001: "Error: the query is too long (at most 1,000 characters).",
+        " ".join(["cat"] * 101): "Error: the query has too many words (at most 100).",
+    }
+    for line, message in over.items():
+        for rank in ("relevance", "tse", "bm25"):
+            assert api(client, q=line, rank=rank) == (400, {"error": message})
+            page = client.get("/search", params={"q": line, "rank": rank})
+            assert page.status_code == 400 and message in unescape(page.text)
+    pages, index = site
+    typed = "".join(f"{line}\n" for line in over).encode()
+    result = run_tse("query", pages, index, "--rank", "relevance", input=typed)
+    assert result.returncode == 0 and result.stdout.decode().splitlines() == list(over.values()), result
+
+
+def test_an_or_with_nothing_to_join_is_left_out_by_the_api_and_the_querier(client, site):
+    # "or" is on no page: as a required word, it made every answer a partial one.
+    lines = {"cat OR": "cat", "OR cat": "cat", "-dog OR cat OR": "cat -dog", "cat OR ! dog": "cat OR dog"}
+    for line, meant in lines.items():
+        answer, expected = api(client, q=line)[1], api(client, q=meant)[1]
+        assert answer == {**expected, "query": line} and answer["results"] and not answer["partial"], line
+    pages, index = site
+    typed = "".join(f"{line}\n" for line in lines).encode()
+    result = run_tse("query", pages, index, "--rank", "relevance", input=typed)
+    assert result.returncode == 0, result.stderr
+    meant = run_tse(
+        "query", pages, index, "--rank", "relevance", input="".join(f"{m}\n" for m in lines.values()).encode()
+    )
+    assert result.stdout == meant.stdout and result.stdout.decode().count("Query: cat\n") == 2
 
 
 # BM25 worked by hand for "dog or cat" on PAGES + 25 emu pages: N = 30.

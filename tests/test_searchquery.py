@@ -1,6 +1,7 @@
 """The search box's query language (rules/queries/searchquery.py) and its snippets (rules/queries/searchsnippet.py)."""
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
+import re
 from array import array
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.support.multilingual import fixture_pages
 from tse_scrapy.rules.queries import searchsnippet
-from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 from tse_scrapy.rules.queries.searchquery import SearchQueryError, parse_search_query
 from tse_scrapy.rules.text import analysis
 
@@ -35,8 +36,13 @@ def shown(line):
         ("cat OR dog emu", [["cat", "dog"], ["emu"]], []),
         ("cat or dog", [["cat"], ["or"], ["dog"]], []),  # lowercase: a word
         ("cat and dog", [["cat"], ["and"], ["dog"]], []),
-        ("OR cat", [["or"], ["cat"]], []),  # OR with nothing before it: a word
-        ("cat OR", [["cat"], ["or"]], []),
+        # An OR with no clause to join on one side is left out (a query of ORs alone: the word, below).
+        ("OR cat", [["cat"]], []),
+        ("cat OR", [["cat"]], []),
+        ("debian OR python OR", [["debian", "python"]], []),
+        ("-python OR debian", [["debian"]], ["python"]),
+        ("cat -dog OR emu", [["cat"], ["emu"]], ["dog"]),  # (not cat OR emu: the OR is next to -dog)
+        ("debian OR ! python", [["debian", "python"]], []),  # (punctuation alone is as if not typed)
         ("6.2 aptitude", [["6+2"], ["aptitude"]], []),  # a word of several terms is a phrase of them
         ("What's New", [["what+s"], ["new"]], []),
         ("日本語", [["日本+本語"]], []),
@@ -58,13 +64,32 @@ def test_parse(line, required, excluded):
         ('""', "no letters or digits"),
         ("-cat", "not excluded"),
         ("-cat -dog", "not excluded"),
-        ("x" * (MAX_QUERY_CHARACTERS + 1), "too long"),
-        (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "too many words"),
+        ("x" * (MAX_QUERY_CHARACTERS + 1), "Error: the query is too long (at most 1,000 characters)."),
+        (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "Error: the query has too many words (at most 100)."),
+        ('"cat"' * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),  # (one to split)
     ],
 )
 def test_refused(line, message):
-    with pytest.raises(SearchQueryError, match=message):
+    with pytest.raises(SearchQueryError, match=re.escape(message)):
         parse_search_query(line)
+
+
+@given(
+    st.lists(st.sampled_from(["cat", '"hot dog"', '"a""b"', "x" * 30, "OR", "-emu", "!"]), min_size=90, max_size=110)
+)
+def test_a_query_over_a_limit_is_refused_as_the_search_box_refuses_any_query(pieces):
+    line = " ".join(pieces)
+    try:
+        parse_search_query(line)
+    except SearchQueryError as error:
+        refused = str(error)
+    else:
+        refused = None
+    if (problem := size_error(line)) is not None:
+        assert refused == problem  # (the page and the API refuse it so in any ranking)
+    else:
+        # More pieces than words to split ('"a""b"' is two), or no word to find (all -emu and !).
+        assert refused in (None, TOO_MANY_WORDS) or refused.startswith("Nothing to find"), refused
 
 
 def test_the_limits_are_exact():
@@ -79,6 +104,29 @@ def test_any_line_parses_or_is_refused_with_a_message(line):
         assert str(error)
     else:
         assert query.required and all(clause.words for clause in query.clauses + list(query.excluded))
+
+
+_OR_PIECES = st.lists(
+    st.sampled_from(["OR", "OR", "cat", "dog", "or", "-emu", '"hot dog"', '-"big cat"', "!", "-!", '"OR"']), max_size=8
+).map(" ".join)
+
+
+@given(_OR_PIECES)
+def test_an_or_with_no_clause_on_one_side_is_left_out(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        assert "OR" not in line.split()  # (ORs alone are the word: never nothing to find)
+        return
+    typed_or = [clause for clause in query.clauses if clause.text == "OR" and not clause.quoted]
+    if typed_or:  # the word "or", found where nothing else is
+        assert typed_or == query.clauses and all(clause.words == ("or",) for clause in typed_or)
+    else:  # a dangling OR changes nothing
+        assert parse_search_query(f"OR {line} OR") == query
+        assert parse_search_query(f"{line} -emu OR") == parse_search_query(f"{line} -emu")
+        doubled = " ".join("OR OR" if piece == "OR" else piece for piece in line.split(" "))
+        assert parse_search_query(doubled) == query  # (OR OR: one OR)
+    assert parse_search_query(query.typed()) == query  # (what "Did you mean" shows means the same)
 
 
 # Titles of the Debian installation guide and the Python docs, and queries typed for them.
@@ -373,6 +421,9 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
         # A quoted word corrected (it is when no page holds it: the phrase matches none), an excluded one never.
         ('"instalaltion" -instalaltion', {"instalaltion": "installation"}, '"installation" -instalaltion'),
         ('open "quote runs on', {}, 'open "quote runs on"'),
+        # An OR left out is not typed again.
+        ("instalaltion OR", {"instalaltion": "installation"}, "installation"),
+        ("-python OR debian OR", {}, "debian -python"),
     ],
 )
 def test_a_query_typed_again(line, corrections, typed):

@@ -1,8 +1,11 @@
 """`tse serve` as a user runs it: a real server on 127.0.0.1, refusals at start, and a real browser."""
 
+import json
+import os
 import shutil
 import socket
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -125,6 +128,41 @@ def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
         port = taken.getsockname()[1]
         message = refusal(pages, index, "--port", port)
     assert message == f"tse serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def _api_status(base: str, query: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{base}/api/search?{query}", timeout=10) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
+def test_a_search_index_that_cannot_be_used_is_one_line_at_start(site, tmp_path):
+    pages, index = site
+    damaged, missing = tmp_path / "damaged" / "index", tmp_path / "missing" / "index"
+    for copy in (damaged, missing):
+        copy.parent.mkdir()
+        for file in index.parent.glob(f"{index.name}*"):  # (beside the same pages: the store matches)
+            shutil.copy2(file, copy.parent / file.name)
+    search = damaged.with_name("index.search")
+    os.truncate(search, search.stat().st_size // 4)
+    missing.with_name("index.search").unlink()  # as an index written before the search index existed
+    whys = {
+        damaged: f"{search} cannot be read (database disk image is malformed)",
+        missing: f"no search index {missing}.search",
+    }
+    for copy, why in whys.items():
+        with tse_serve([str(BIN / "tse"), "serve", str(pages), str(copy)], clean_env(), ROOT) as run:
+            status, body = _api_status(run.base, "q=cat")
+            assert (status, body["rank"], body["total"]) == (200, "tse", 5)
+            status, body = _api_status(run.base, "q=cat&rank=relevance")
+            assert status == 400 and body["error"].endswith(f"{why}: run tse index again")
+        assert run.process.returncode == 0, run.stderr
+        assert run.stderr.splitlines() == [
+            f"tse serve: the search index cannot be used, so results use rank=tse: {why}: run tse index again",
+            f"tse serve: searching {pages} on {run.base}/ (Ctrl-C to stop)",
+        ]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root)")

@@ -491,6 +491,9 @@ def serve(options: argparse.Namespace) -> int:
     if workers > 1 and not engine.docs.from_file:
         sys.stderr.write(f"tse serve: one process, not {workers}: run tse index to store titles and snippets\n")
         workers = 1
+    # Opened here as each worker opens it: what would make every search rank=tse, said once.
+    if isinstance(problem := engine.search_index, str):
+        sys.stderr.write(f"tse serve: the search index cannot be used, so results use rank=tse: {problem}\n")
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
     if not serve_forever(engine, sock, workers):
         return _one_line("serve", "a worker process could not start (see above)")

@@ -21,6 +21,9 @@ OPERATORS = ("and", "or")
 # What a search box accepts (the querier, like the reference, answers any line).
 MAX_QUERY_CHARACTERS = 1000
 MAX_QUERY_WORDS = 100
+# What it says of a longer query, whatever the ranking (the search box's query language too).
+TOO_LONG = f"Error: the query is too long (at most {MAX_QUERY_CHARACTERS:,} characters)."
+TOO_MANY_WORDS = f"Error: the query has too many words (at most {MAX_QUERY_WORDS})."
 _BAD_CHARACTER = re.compile(r"[^A-Za-z \t\n\r\f\v]")
 
 
@@ -41,9 +44,11 @@ def is_blank(line: str) -> bool:
 
 
 def size_error(line: str) -> str | None:
-    """Why a search box refuses *line* for its size, or None."""
-    if len(line) > MAX_QUERY_CHARACTERS or len(line.split()) > MAX_QUERY_WORDS:
-        return f"Error: the query is too long (at most {MAX_QUERY_CHARACTERS} characters and {MAX_QUERY_WORDS} words)."
+    """Why a search box refuses *line* for its size (the limit it is over), or None."""
+    if len(line) > MAX_QUERY_CHARACTERS:
+        return TOO_LONG
+    if len(line.split()) > MAX_QUERY_WORDS:
+        return TOO_MANY_WORDS
     return None
 
 

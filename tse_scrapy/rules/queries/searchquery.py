@@ -4,12 +4,15 @@
 - ``"quoted phrases"``: the words as typed (no other forms) at consecutive positions (in CJK,
   consecutive characters); a quote left open runs to the end of the line;
 - ``-word`` and ``-"phrase"``: no page holding it;
-- ``OR`` (in capitals) between two words or phrases: either.  Lowercase ``and``
-  and ``or`` are words here (they are operators only for ``rank=tse`` and ``rank=bm25``).
+- ``OR`` (in capitals) between two words or phrases: either (``OR OR`` is one ``OR``).  An ``OR``
+  with no word or phrase to find on one side (first, last, next to a ``-word``) is left out, as a
+  search box's user means; a query with nothing else to find (``OR``, ``OR -word``) looks for
+  the word "or".  Lowercase ``and`` and ``or`` are words here (they are operators only for
+  ``rank=tse`` and ``rank=bm25``).
 
 A word that analyzes to several terms (``6.2``, ``what's``, ``日本語``) is a
-phrase of them.  Punctuation alone is nothing; a query with nothing left to
-find gets a message.  Pure functions: no index here.
+phrase of them.  Punctuation alone is nothing, as if not typed (``cat OR ! dog`` is ``cat OR
+dog``); a query with nothing left to find gets a message.  Pure functions: no index here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from functools import cached_property
 from itertools import chain
 
 from ..text import analysis
-from .query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS
+from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 
@@ -132,34 +135,39 @@ def _typed_as(word: str, typed: str) -> bool:
 
 def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
-    if len(line) > MAX_QUERY_CHARACTERS:
-        raise SearchQueryError(f"The query is too long: at most {MAX_QUERY_CHARACTERS:,} characters.")
+    if problem := size_error(line):
+        raise SearchQueryError(problem)
     pieces = list(_PIECE.finditer(line))
-    if len(pieces) > MAX_QUERY_WORDS:
-        raise SearchQueryError(f"The query has too many words: at most {MAX_QUERY_WORDS}.")
+    if len(pieces) > MAX_QUERY_WORDS:  # (quoted ones written together: '"a""b"' is two)
+        raise SearchQueryError(TOO_MANY_WORDS)
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
-    join_next = False  # the last piece was OR between two clauses
-    for number, piece in enumerate(pieces):
+    ors: list[Clause] = []  # the ORs typed, as the word "or": what is found when nothing else is
+    after_required = False  # the last clause was a required one (ORs between: one OR)
+    joined = False  # ... and an OR stands after it: the next required clause is its alternative
+    for piece in pieces:
         minus, quoted, plain = piece.group(1), piece.group(2), piece.group(3)
-        if plain == "OR" and required and number + 1 < len(pieces):
-            join_next = True
+        if plain == "OR":
+            ors.append(Clause(plain, tuple(analysis.words(plain))))
+            joined = after_required
             continue
         negative = bool(minus) or (plain is not None and plain.startswith("-") and len(plain) > 1)
         text = quoted if quoted is not None else plain.removeprefix("-") if negative else plain
         clause = Clause(text, tuple(analysis.words(text)), quoted is not None)
-        if not clause.words:
-            join_next = False
+        if not clause.words:  # (nothing, as if not typed)
             continue
         if negative:
             excluded.append(clause)
-        elif join_next and required:
+        elif joined:
             required[-1].append(clause)
         else:
             required.append([clause])
-        join_next = False
+        after_required, joined = not negative, False
     if not required:
-        if excluded:
+        if ors:  # nothing to find but ORs: the word, as a person looking for it means
+            required = [[clause] for clause in ors]
+        elif excluded:
             raise SearchQueryError("Nothing to find: a query needs a word that is not excluded (-word).")
-        raise SearchQueryError("Nothing to find: the query has no letters or digits.")
+        else:
+            raise SearchQueryError("Nothing to find: the query has no letters or digits.")
     return SearchQuery(tuple(tuple(alternatives) for alternatives in required), tuple(excluded))
