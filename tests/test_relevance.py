@@ -453,6 +453,21 @@ def test_a_typo_held_by_some_languages_stem_is_corrected_to_a_word_on_more_pages
     assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
 
 
+# Typos held only by a stem another close word shares, farther than the closest word: "entusiasten"
+# is stemmed "entusiast" as the Spanish "entusiastas" (two edits) is, and is one edit from the German
+# "enthusiasten"; "verwendar" is "verwenden"'s stem (two edits), one edit from "verwendbar".
+@pytest.mark.parametrize(
+    ("page", "word", "typo"),
+    [("de/ch01s01.html", "enthusiasten", "entusiasten"), ("de/ch01s04.html", "verwendbar", "verwendar")],
+)
+def test_a_typo_sharing_a_stem_only_with_a_farther_word_is_corrected_to_the_closest(client, page, word, typo):
+    page = page_named(page)
+    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
+    body = search(client, typo)
+    assert body["suggestion"] == word, (typo, body["suggestion"])
+    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+
+
 def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_word(tmp_path):
     # "routers" is on no page; its stem is "router"'s, on 3 pages; "routes", one edit away, is on 8.
     def page(text: bytes) -> bytes:

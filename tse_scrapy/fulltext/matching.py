@@ -482,13 +482,20 @@ def _corrections(
             corrected.append((distance, -_pages_of(known, known_held, vocabulary, languages), known, known_held))
     corrected.sort()
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than
-    # its stems are, and no close word shares a stem with it ("routers" is a form of "router",
-    # whatever "routes" is on; nor is "installations" corrected).
+    # its stems are, and no closest word shares a stem with it ("routers" is a form of "router",
+    # whatever "routes" is on; nor is "installations" corrected).  A farther one sharing a stem does
+    # not keep it as typed: "colections" is one edit from "collections", two from the Spanish
+    # "colectivos" (stemmed "colect" as "colections" is in Spanish).
+    closest_distance = corrected[0][0] if corrected else 0
     if corrected and (
         not held
         or (
             -corrected[0][1] > _pages_of(word, held, vocabulary, languages)
-            and not any(set(held).intersection(known_held) for *_, known_held in corrected)
+            and not any(
+                set(held).intersection(known_held)
+                for distance, _, _, known_held in corrected
+                if distance <= closest_distance
+            )
         )
     ):
         return [(known, known_held) for _, _, known, known_held in corrected[:CORRECTIONS]]
