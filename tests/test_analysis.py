@@ -189,6 +189,30 @@ def test_tokens_keep_offsets_in_the_text_as_written():
     assert found[-1].terms == ("securite", "securit")  # unstemmed and stemmed, accents folded
 
 
+# Half-width katakana, whose sound marks NFKC composes with the letter before (ﾃﾞ is デ): each bigram
+# where the characters it is made of stand, so that a word of several bigrams is marked whole.
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        ("ﾃﾞﾋﾞｱﾝ", [("デビ", "ﾃﾞﾋﾞ"), ("ビア", "ﾋﾞｱ"), ("アン", "ｱﾝ")]),
+        ("の ｶﾞｲﾄﾞ", [("の", "の"), ("ガイ", "ｶﾞｲ"), ("イド", "ｲﾄﾞ")]),
+        ("xﾃﾞ", [("x", "x"), ("デ", "ﾃﾞ")]),
+        ("ｲﾝｽﾄｰﾙ", [("イン", "ｲﾝ"), ("ンス", "ﾝｽ"), ("スト", "ｽﾄ"), ("トー", "ﾄｰ"), ("ール", "ｰﾙ")]),
+    ],
+)
+def test_tokens_of_half_width_katakana_stand_where_their_characters_do(text, pieces):
+    found = [(token.terms[0], text[token.start : token.end]) for token in analysis.tokens(text, [None])]
+    assert found == pieces
+
+
+@given(st.text(alphabet=st.sampled_from("ﾃﾞﾋﾞｱﾝｶﾞｲﾄﾟﾊｰﾙのア 日x"), max_size=30))
+def test_a_tokens_characters_normalized_are_its_term(text):
+    # NFKC is the oracle: where a run's bigrams can be placed, each stands on the characters giving it.
+    for token in analysis.tokens(text, [None]):
+        if len(token.terms) == 1:
+            assert analysis.fold(analysis.normalize(text[token.start : token.end])) == token.terms[0], text
+
+
 # Real text with symbols NFKC spells with letters: the Debian installation guide (it, zh_CN, ko, da)
 # and Python's docs.  The symbol separates words, as in the text (not "unixtm", "core™i7").
 @pytest.mark.parametrize(
@@ -464,18 +488,28 @@ def test_only_marks_compose_with_what_precedes_them():
 
 def _giving_a_token_at_a_time(text, languages, wanted, starts):
     """What ``tokens_giving`` gives, written plainly: each run's words analyzed alone (``words``, no
-    memo), a bigram a token where normalizing kept the run's length, and the filter; then a run's last
-    character alone when it is one of *starts*, following nothing (None), the words about it
-    following one another."""
+    memo), a bigram a token where its characters can be placed in the text (``_character_spans``), and
+    the filter; then a run's last character alone when it is one of *starts*, following nothing
+    (None), the words about it following one another."""
     tokens = []
     for word_run in analysis._WORD_RUN.finditer(text.replace("_", " ")):
         for script_run in analysis._SCRIPT_RUN.finditer(word_run.group()):
             piece, start = script_run.group(), word_run.start() + script_run.start()
             found = analysis.words(piece)
-            if found and script_run.group(1) and len(found) == max(1, len(piece) - 1):
-                tokens += [((pair,), start + index, start + index + len(pair)) for index, pair in enumerate(found)]
-                if len(piece) > 1 and found[-1][1:] in starts:
-                    tokens.append(((found[-1][1:],), start + len(piece) - 1, None))
+            spans = _character_spans(piece) if found and script_run.group(1) else None
+            if spans is not None and len(spans) != len(found) + len(found[0]) - 1:
+                spans = (
+                    [(index, index + 1) for index in range(len(piece))]
+                    if len(found) == max(1, len(piece) - 1)
+                    else None
+                )
+            if spans is not None:
+                tokens += [
+                    ((pair,), start + spans[index][0], start + spans[index + len(pair) - 1][1], False)
+                    for index, pair in enumerate(found)
+                ]
+                if len(found[-1]) == 2 and found[-1][1:] in starts:
+                    tokens.append(((found[-1][1:],), start + spans[-1][0], start + spans[-1][1], True))
             elif found:
                 stems = [
                     word
@@ -483,17 +517,34 @@ def _giving_a_token_at_a_time(text, languages, wanted, starts):
                     if language in analysis.STEMMERS
                     for word in Stemmer.Stemmer(analysis.STEMMERS[language]).stemWords(found)
                 ]
-                tokens.append((tuple(dict.fromkeys(found + stems)), start, start + len(piece)))
+                tokens.append((tuple(dict.fromkeys(found + stems)), start, start + len(piece), False))
     follows = False
-    for terms, start, end in tokens:
-        if end is None:
-            yield analysis.Token(terms, start, start + 1), None
+    for terms, start, end, alone in tokens:
+        if alone:
+            yield analysis.Token(terms, start, end), None
             continue
         if not wanted.isdisjoint(terms) or (starts and terms[0][:1] in starts):
             yield analysis.Token(terms, start, end), follows
             follows = True
         else:
             follows = False
+
+
+def _character_spans(piece):
+    """Where each character of *piece* normalized (and folded) comes from in it, read from the lengths
+    of its prefixes normalized: from the character whose addition made it to the last before the next
+    one's (a character composed of several spans them; each of those one is spelled as spans it)."""
+    if len(piece) > analysis.SPANNED_RUN:
+        return None
+    lengths = [len(analysis.fold(analysis.normalize(piece[:end]))) for end in range(len(piece) + 1)]
+    if lengths != sorted(lengths):
+        return None
+    spans = []
+    for character in range(lengths[-1]):
+        first = min(end for end in range(1, len(piece) + 1) if lengths[end] > character) - 1
+        last = max(end for end in range(len(piece) + 1) if lengths[end] <= character + 1)
+        spans.append((first, max(first + 1, last)))
+    return spans
 
 
 def test_tokens_giving_say_which_follow_one_another():

@@ -269,6 +269,9 @@ def marks(*sequences):
         ("ที่นี่", [[["ที"]]], ["ที่"]),
         ("Die Instal\u00adlation von Debian", [[["installation"]]], ["Instal\u00adlation"]),
         ("开发了大量用于 Unix™ 的自由软件工具和类 Unix 操作系统", [[["unix"]]], ["Unix", "Unix"]),
+        # Half-width katakana: デビアン typed, ﾃﾞﾋﾞｱﾝ written (NFKC composes each sound mark).
+        ("ﾊﾝｶｸ ｶﾀｶﾅ の ﾃﾞﾋﾞｱﾝ ｲﾝｽﾄｰﾙ ｶﾞｲﾄﾞ", [[["デビ"], ["ビア"], ["アン"]]], ["ﾃﾞﾋﾞｱﾝ"]),
+        ("ﾊﾝｶｸ ｶﾀｶﾅ の ﾃﾞﾋﾞｱﾝ ｲﾝｽﾄｰﾙ ｶﾞｲﾄﾞ", [[["ガイ"], ["イド"]]], ["ｶﾞｲﾄﾞ"]),
     ],
 )
 def test_snippet_marks(text, sequences, marked):

@@ -707,7 +707,20 @@ def _tokens(
             if not analyzed:
                 continue
             start = word_run.start() + script_run.start()
-            if segmented and len(analyzed) == max(1, len(piece) - 1):
+            # Normalized, the run may be of another length (half-width katakana with sound marks: ﾃﾞ is
+            # デ): each bigram where the characters it was made of stand, when that can be told.
+            spans = _normalized_spans(piece, analyzed) if segmented and not plain else None
+            if spans is not None:
+                for index, pair in enumerate(analyzed):
+                    if wanted is None or pair in wanted or (starts and pair[:1] in starts):
+                        end = start + spans[index + len(pair) - 1][1]
+                        yield Token((pair,), start + spans[index][0], end), follows
+                        follows = True
+                    else:
+                        follows = False
+                if starts and len(analyzed[-1]) == 2 and analyzed[-1][1:] in starts:  # its last character, alone
+                    yield Token((analyzed[-1][1:],), start + spans[-1][0], start + spans[-1][1]), None
+            elif segmented and len(analyzed) == max(1, len(piece) - 1):
                 for index, pair in enumerate(analyzed):  # a token a character: the check inline
                     if wanted is None or pair in wanted or (starts and pair[:1] in starts):
                         yield Token((pair,), start + index, start + index + len(pair)), follows
@@ -722,6 +735,32 @@ def _tokens(
                 if keep:
                     yield Token(found, start, start + len(piece)), follows
                 follows = keep
+
+
+# Runs of a bigram script at most this long whose normalizing changed their length are read character
+# by character (each prefix normalized again: quadratic); a longer one is one token, marked whole.
+SPANNED_RUN = 64
+
+
+def _normalized_spans(piece: str, analyzed: list[str]) -> list[tuple[int, int]] | None:
+    """Where each character of ``fold(normalize(piece))`` comes from in *piece* (``[start, end)``), when
+    they are the characters of *analyzed* (the bigrams *piece* gives, or its one character), else
+    None: a character composed of several (ﾃﾞ) spans them, and the characters one is spelled as
+    (㌀: アパート) each span it."""
+    if len(piece) > SPANNED_RUN or not analyzed:
+        return None
+    characters = len(analyzed) + len(analyzed[0]) - 1
+    spans: list[tuple[int, int]] = []
+    made = 0
+    for end in range(1, len(piece) + 1):
+        length = len(fold(normalize(piece[:end])))
+        if length < made or (length == made and not spans):
+            return None
+        if length == made:  # composed with the character before
+            spans[-1] = (spans[-1][0], end)
+        spans.extend([(end - 1, end)] * (length - made))
+        made = length
+    return spans if len(spans) == characters else None
 
 
 def _pairs_at(piece: str, pairs: list[str], starters: list[str]) -> list[int]:
