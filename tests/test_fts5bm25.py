@@ -284,3 +284,20 @@ def test_many_matched_pages_are_left_to_fts5(fixture_index, monkeypatch):
         index = SearchIndex(db)
         assert not index.kept["titles_fts"].add_scores(dict.fromkeys([1, 2, 3], 0.0), TITLE_WEIGHT, '"debian"')
         assert index.kept["titles_fts"].add_scores(dict.fromkeys([1, 2], 0.0), TITLE_WEIGHT, '"debian"')
+
+
+def test_a_term_of_some_languages_only_is_scored_on_their_pages_only():
+    # "in" is the Catalan stem of "init" and the English "in": on the English pages, the titles score
+    # as FTS5 scores "init" alone; on the Catalan page, as it scores both.
+    rows = {1: "log in", 2: "init scripts in debian", 3: "in init", 4: "instal·lar en un sistema in"}
+    languages = {1: "en", 2: "en", 3: "ca", 4: "ca"}
+    expression = '"init" OR "in"'
+    with contextlib.closing(fts5_table(rows)) as db:
+        field = KeptField(db, "titles_fts", "SELECT doc_id, text FROM texts WHERE doc_id IN ({})", Vocabulary(db))
+        kept = dict.fromkeys(rows, 0.0)
+        assert field.add_scores(kept, TITLE_WEIGHT, expression, {"in": frozenset({"ca"})}, languages.__getitem__)
+        english = fts5_scores(db, [1, 2], '"init"')
+        catalan = fts5_scores(db, [3, 4], expression)
+        # (The IDFs are the whole expression's: each phrase's own, as FTS5 works them out.)
+        assert same_scores(kept, {**english, **catalan})
+        assert kept[1] == 0.0 and kept[2] > 0.0

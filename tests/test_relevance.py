@@ -252,6 +252,22 @@ def test_a_word_finds_no_page_through_another_languages_stem_of_it(client, word,
     assert {piece.casefold() for piece in marked(result_for(body, page_named(page_name)))} == {word}
 
 
+@pytest.mark.parametrize("query", ["their zzzyqx", 'their OR "zzzyqx qxzzy"'])
+def test_partial_matches_and_or_groups_hold_a_word_in_their_languages_only(client, query):
+    # "zzzyqx" is on no page (partial matches: the pages answering some word), and a phrase on none in
+    # an OR group: the answers are still the pages holding "their", not those holding "the".
+    assert [PAGES[doc_id].name for doc_id in doc_ids(search(client, query))] == ["en/ch01s01.html"]
+
+
+def test_pages_whose_words_are_not_stemmed_answer_a_words_english_stem(client):
+    # Japanese, Chinese and Korean have no stemmer: a page's words are as written, and "boot" there is
+    # English ("booting"'s stem), as on the English pages.
+    holding = {page.name for page in PAGES.values() if page.lang in ("ja", "zh", "ko") and holds(page, "boot")}
+    assert len(holding) >= 3
+    found = {PAGES[doc_id].name for doc_id in doc_ids(search(client, "booting"))}
+    assert holding <= found, sorted(holding - found)
+
+
 def test_an_excluded_word_leaves_in_the_pages_holding_another_languages_stem_of_it(client):
     # "-their" leaves out the page holding "their", not those holding "the" (its Spanish stem).
     holding_the = [page for page in PAGES.values() if holds(page, "debian") and holds(page, "the")]
@@ -446,6 +462,20 @@ def test_a_typo_held_only_by_a_stem_is_corrected_when_a_close_word_is_on_more_pa
     ],
 )
 def test_a_typo_held_by_some_languages_stem_is_corrected_to_a_word_on_more_pages(client, page, word, typo):
+    page = page_named(page)
+    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
+    body = search(client, typo)
+    assert body["suggestion"] == word, (typo, body["suggestion"])
+    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+
+
+# Typos whose stems are held only where they are other words, on pages of other languages: "imaegs"
+# is stemmed "imag" in German, on no German page (the English and French "images" are "imag" there),
+# "vraios" "vrai" in Spanish, the French "vrai".
+@pytest.mark.parametrize(
+    ("page", "word", "typo"), [("en/ch02s05.html", "images", "imaegs"), ("es/ch07s03.html", "varios", "vraios")]
+)
+def test_a_typo_held_only_by_other_languages_pages_is_corrected(client, page, word, typo):
     page = page_named(page)
     assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
     body = search(client, typo)

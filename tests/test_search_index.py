@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import run_tse
+from tests.support import multilingual
 from tests.support.fulldisk import files_of_at_most
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
@@ -206,6 +207,21 @@ def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
     assert updated == fresh
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
     assert docs(engine, "filler -aardvark") == [1] and docs(engine, "filler -zebra") == [2]
+
+
+def test_an_excluded_words_other_language_stems_past_the_body_leave_a_page_in(tmp_path):
+    # "the" is the Spanish stem of "their" (PyStemmer below): past a long English page's body it is the
+    # English "the", and "-their" keeps the page; "-aardvark" (there too) leaves it out.
+    assert Stemmer.Stemmer("spanish").stemWord("their") == "the"
+    spanish = next(page for page in multilingual.fixture_pages() if page.name == "es/ch01s01.html")
+    pages = {1: ("http://h/long.html", 0, long_page("the aardvark")), 2: (spanish.url, 1, spanish.body)}
+    write_pages(tmp_path / "pages", pages)
+    assert run_tse("index", tmp_path / "pages", tmp_path / "index").returncode == 0
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    assert engine.search_index.page_languages == {1: "en", 2: "es"}
+    assert docs(engine, "filler") == [1]
+    assert docs(engine, "filler -their") == [1]
+    assert docs(engine, "filler -aardvark") == []
 
 
 MANUAL = Path("/usr/share/debian-reference")  # debian-reference-en (make test installs it)
@@ -463,7 +479,9 @@ def test_a_query_words_forms_are_its_stems_in_each_language_of_the_index():
         (["installation"], ["installation", "instal"], ("en",), {}),
         (["books"], ["books", "book"], ("da", "en"), {}),
         # A correction's two words: a form is restricted to the languages it is a stem of either in.
-        (["installer", "installed"], ["installer", "instal", "installed"], ("en", "ja"), {"instal": {"en"}}),
+        (["installer", "installed"], ["installer", "instal", "installed"], ("en", "fr"), {"instal": {"en"}}),
+        # A language without a stemmer (its pages' words are as written) restricts nothing.
+        (["installation"], ["installation", "instal"], ("en", "ja", "zh"), {}),
         ([], [], (), {}),
     ],
 )
@@ -489,7 +507,7 @@ def test_forms_restricted_are_those_not_every_languages_stem_of_a_word():
         expected = {
             form: {language for language, stem in stems.items() if stem == form}
             for form in forms
-            if form != word and sum(stem == form for stem in stems.values()) < len(languages)
+            if form != word and sum(stem == form for stem in stems.values()) < len(stemmers)
         }
         assert matching.stemmed_only_in([word], forms, languages) == expected, word
 

@@ -1064,6 +1064,9 @@ INIT = {"in": frozenset({"ca"})}
         ([(frozenset({"init", "in"}),)], INIT, "en", [(frozenset({"init"}),)]),
         ([(frozenset({"init", "in"}),)], INIT, "ca", [(frozenset({"init", "in"}),)]),
         ([(frozenset({"init", "in"}),)], INIT, None, [(frozenset({"init"}),)]),
+        # A page whose words are not stemmed (Japanese has no stemmer) holds English stems.
+        ([(frozenset({"booting", "boot"}),)], {"boot": frozenset({"en"})}, "ja", [(frozenset({"booting", "boot"}),)]),
+        ([(frozenset({"init", "in"}),)], INIT, "ja", [(frozenset({"init"}),)]),
         # A mark left with a position of nothing is no mark; the other marks stay.
         ([(frozenset({"in"}),), (frozenset({"python"}),)], INIT, "en", [(frozenset({"python"}),)]),
         ([(frozenset({"in"}), frozenset({"python"}))], INIT, "fr", []),
@@ -1081,7 +1084,8 @@ def test_a_pages_marks_leave_out_other_languages_stems(marks, only_in, language,
 )
 def test_a_pages_marks_are_the_marks_with_only_its_languages_terms(marks, only_in, language):
     kept = searchsnippet.marks_in(marks, only_in, language)
-    allowed = {term for term in "abcdef" if term not in only_in or language in only_in[term]}
+    stems = "en" if language is None else language  # (a page of no language said holds English stems)
+    allowed = {term for term in "abcdef" if term not in only_in or stems in only_in[term]}
     expected = [tuple(position & allowed for position in sequence) for sequence in marks]
     assert kept == [sequence for sequence in expected if all(sequence)]
     assert searchsnippet.marks_in(marks, {}, language) == [tuple(map(frozenset, sequence)) for sequence in marks]

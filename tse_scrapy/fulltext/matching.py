@@ -2,12 +2,14 @@
 
 Each word matches its folded form and its stem in every language of the
 index (the query's language is not known; a page's words were stemmed in the
-page's), only the forms the index holds.  A word none of whose forms the
-index holds matches the index's words within one edit (from 5 characters)
-or two (from 9), a transposition counting as one (OSA distance, as Lucene's
-fuzzy queries), bigram scripts excepted; so does a word no page has as a
-word, held only by stems, when a close word is on more pages than those
-stems and shares none of them (another language's stem: "deiban").  A single
+page's), only the forms the index holds; a stem of some languages only, on
+the pages of those languages (``stemmed_only_in``: the searcher checks the
+others').  A word none of whose forms the index holds matches the index's
+words within one edit (from 5 characters) or two (from 9), a transposition
+counting as one (OSA distance, as Lucene's fuzzy queries), bigram scripts
+excepted; so does a word no page has as a word, held only by stems (on pages
+of their languages), when a close word is on more pages than those stems and
+none of the closest shares one (another language's stem: "deiban").  A single
 character of a bigram script matches the bigrams it starts (a prefix query),
 and the pages holding it anywhere (phrases_fts's characters: also where it
 ends a run, starting no bigram).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import apsw
 
@@ -45,6 +48,17 @@ Connection = apsw.Connection
 
 # What a snippet marks: sequences of positions, each the terms a word there may give.
 Marks = list[tuple[frozenset[str], ...]]
+# What ``_clause`` gives: a clause's expression, its terms, those of them stems of some languages only.
+ClauseCompiled = tuple[str, list[str] | None, dict[str, frozenset[str]] | None]
+
+
+class Restricted(NamedTuple):
+    """A required group of a query holding forms some languages' stems only (``Compiled.restricted``)."""
+
+    group: int  # its number in Compiled.groups
+    terms: list[str]  # the terms of its words
+    forms: dict[str, frozenset[str]]  # those of them stems in some languages only, with those languages
+    others: str | None  # the expression of its clauses that are no word (any language), None for none
 
 
 @dataclass
@@ -77,12 +91,14 @@ class Compiled:
     excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
     # The forms that are the stems of a word typed (or of its correction) in some of the index's
-    # languages only, with those languages (``stemmed_only_in``): each required group of words's terms
-    # and its such forms, for the pages of the other languages to be checked
-    # (``SearchIndex._in_their_languages``); and for the marks, every such form the query marks only so.
-    restricted: list[tuple[list[str], dict[str, frozenset[str]]]] = field(default_factory=list)
+    # languages only, with those languages (``stemmed_only_in``), for the pages of the others to be
+    # checked (``SearchIndex._in_their_languages``): of each required group holding such forms, its
+    # number in ``groups``, its terms, those forms, and the expression of its clauses that are no
+    # word (phrases, bigram scripts: matched in any language), None for none; for the marks, every
+    # such form the query marks only so; each excluded word's, left out of ``exclusion`` and
+    # ``excluded`` (``SearchIndex._excluded_in_their_languages``).
+    restricted: list[Restricted] = field(default_factory=list)
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
-    # Each excluded word's such forms, left out of ``exclusion`` (``SearchIndex._excluded_in_their_languages``).
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
@@ -146,7 +162,8 @@ class Vocabulary:
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
         self._phrase_words = 0  # the words of the phrases kept
         self._words: dict[str, bool] = {}  # is_word's answers
-        self._language_pages: dict[str, int] | None = None
+        self._language_pages: dict[str, int] | None = None  # language -> its pages ("" for none said)
+        self._documents_in: dict[tuple[str, frozenset[str]], int] = {}
 
     def documents(self, term: str, table: str = "fts") -> int:
         """How many pages hold *term* in *table* (fts, titles_fts or anchors_fts)."""
@@ -228,11 +245,37 @@ class Vocabulary:
         return found
 
     def share(self, languages: Iterable[str]) -> float:
-        """The share of the index's pages that are in *languages*."""
+        """The share of the index's pages whose words hold the stems of *languages*
+        (``analysis.stems_language``)."""
+        counted = self._with_unstemmed(languages)
+        every = sum(self._language_pages.values())
+        return sum(self._language_pages[language] for language in counted) / every if every else 0.0
+
+    def documents_in(self, term: str, languages: frozenset[str]) -> int:
+        """How many pages whose words hold the stems of *languages* (``analysis.stems_language``) hold
+        *term* in fts (its list read: a few terms a query, those a misspelt word is held by)."""
+        key = (term, languages)
+        found = self._documents_in.get(key)
+        if found is None:
+            counted = sorted(self._with_unstemmed(languages))
+            marks = ",".join("?" * len(counted))
+            sql = (
+                "SELECT count(*) FROM fts JOIN pages ON pages.doc_id = fts.rowid"
+                f" WHERE fts MATCH ? AND pages.lang IN ({marks})"
+            )
+            found = self.db.execute(sql, (f'"{term}"', *counted)).fetchone()[0] if counted else 0
+            if len(self._documents_in) >= DOCUMENT_COUNTS_KEPT:
+                self._documents_in.clear()
+            self._documents_in[key] = found
+        return found
+
+    def _with_unstemmed(self, languages: Iterable[str]) -> set[str]:
+        """The languages of the index's pages ("" for none said) whose words hold the stems of
+        *languages* (``analysis.stems_language``)."""
         if self._language_pages is None:
             self._language_pages = dict(self.db.execute("SELECT lang, count(*) FROM pages GROUP BY lang"))
-        every = sum(self._language_pages.values())
-        return sum(self._language_pages.get(language, 0) for language in languages) / every if every else 0.0
+        wanted = set(languages)
+        return {language for language in self._language_pages if analysis.stems_language(language) in wanted}
 
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
@@ -261,10 +304,13 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     for alternatives in _distinct_groups(query.required):
         clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
         expression = " OR ".join(expression for expression, _, _ in clauses)
-        restricted = _group_restricted(clauses)
-        unrestricted.update(form for _, found, only in clauses for form in found or () if form not in (only or {}))
+        everywhere = _everywhere(clauses)
+        unrestricted |= everywhere
+        restricted = _group_restricted(clauses, everywhere)
         if restricted:
-            compiled.restricted.append(([term for _, found, _ in clauses for term in found or ()], restricted))
+            terms_of_words = [term for _, found, only in clauses if only is not None for term in found or ()]
+            not_words = " OR ".join(expression for expression, _, only in clauses if only is None) or None
+            compiled.restricted.append(Restricted(len(compiled.groups), terms_of_words, restricted, not_words))
         # Quoted or not, one character is itself: found by its prefix query, or held anywhere.
         single = [clause.words[0] for clause in alternatives if _single_character(clause)]
         held = " OR ".join(f'"{character}"' for character in single)
@@ -303,8 +349,8 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     unrestricted.update(
         term for sequence in compiled.marks if len(sequence) > 1 for terms in sequence for term in terms
     )
-    for _, restricted in compiled.restricted:
-        for form, where in restricted.items():
+    for restricted in compiled.restricted:
+        for form, where in restricted.forms.items():
             if form not in unrestricted:
                 compiled.mark_languages[form] = compiled.mark_languages.get(form, frozenset()) | where
     # Quoted exclusions leave out the pages holding the words as typed, found apart.
@@ -314,6 +360,9 @@ def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequenc
     for clause in query.excluded:
         if not clause.quoted:
             expression, held, only = _clause(clause, vocabulary, languages, None)
+            if only is not None:
+                # (Every form, also those no page's body holds: the text past long pages' bodies too.)
+                only = stemmed_only_in(list(clause.words), word_forms(clause.words[0], languages), languages)
             if only:
                 compiled.excluded_restricted.append(only)
                 expression = " OR ".join(f'"{form}"' for form in held or () if form not in only)
@@ -389,7 +438,7 @@ def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]
 
 def _clause(
     clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled | None
-) -> tuple[str, list[str] | None, dict[str, frozenset[str]] | None]:
+) -> ClauseCompiled:
     """The expression of one clause, the terms it matches (None for a phrase or a prefix) and those of
     them that are stems in some of the *languages* only (``stemmed_only_in``; None for a phrase or a
     word of a bigram script); with *compiled*, what it marks and corrects is recorded there."""
@@ -426,10 +475,12 @@ def _clause(
 
 def stemmed_only_in(words: list[str], forms: list[str], languages: Sequence[str]) -> dict[str, frozenset[str]]:
     """Those of *forms* (of *words*, folded) that are none of the words, and their stem in only some
-    of the index's *languages*, each with those languages.  A page's terms are its words stemmed in its
-    own language: a page of another language holding such a form holds it as the stem of another word
-    ("in", the Catalan stem of "init", is "in" on an English page)."""
+    of the index's *languages* (``analysis.stems_language`` of each: a page whose words are not
+    stemmed holds English stems), each with those languages.  A page's terms are its words stemmed
+    in its own language: a page of another language holding such a form holds it as the stem of
+    another word ("in", the Catalan stem of "init", is "in" on an English page)."""
     columns = [_stems(word, tuple(languages))[1:] for word in words]
+    stemmed = len(set(map(analysis.stems_language, languages)))
     found = {}
     for form in forms:
         if form in words:
@@ -437,19 +488,19 @@ def stemmed_only_in(words: list[str], forms: list[str], languages: Sequence[str]
         where = frozenset(
             language for column in columns for language, stem in zip(languages, column, strict=True) if stem == form
         )
-        if len(where) < len(languages):
+        if len(where) < stemmed:
             found[form] = where
     return found
 
 
-def _group_restricted(
-    clauses: list[tuple[str, list[str] | None, dict[str, frozenset[str]] | None]],
-) -> dict[str, frozenset[str]]:
-    """The forms a required group (its clauses, ``_clause``'s) matches in some languages only, with
-    those languages; none when a clause is a phrase or a word of a bigram script (not checked)."""
-    if any(only is None for _, _, only in clauses):
-        return {}
-    everywhere = {form for _, found, only in clauses for form in found or () if form not in (only or {})}
+def _everywhere(clauses: list[ClauseCompiled]) -> set[str]:
+    """The terms some of a group's *clauses* matches in any language (none a stem of some only)."""
+    return {form for _, found, only in clauses for form in found or () if form not in (only or {})}
+
+
+def _group_restricted(clauses: list[ClauseCompiled], everywhere: set[str]) -> dict[str, frozenset[str]]:
+    """The forms a required group's word *clauses* match in some languages only, with those languages
+    (but those another clause matches in any: *everywhere*)."""
     restricted: dict[str, frozenset[str]] = {}
     for _, _, only in clauses:
         for form, where in (only or {}).items():
@@ -472,6 +523,9 @@ def _corrections(
         and (not held or (held[0] != word and not vocabulary.is_word(word)))
     ):
         return []
+    # Its stems held only where they are another word (on pages of other languages than theirs: the
+    # searcher leaves those out) hold nothing: "pythno"'s Czech stem "pythn" is on no Czech page.
+    held = _held_in_their_languages(word, held, vocabulary, languages)
     # The closest words the index holds; at the same distance, the one on the most pages first.
     compiled.looked_up += 1
     corrected = []
@@ -502,11 +556,18 @@ def _corrections(
     return []
 
 
+def _held_in_their_languages(word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]) -> list[str]:
+    """Those of *word*'s forms *held* that some page holds as that word's form: the word itself, or a
+    stem of some languages only (``stemmed_only_in``) on a page of one of them (``documents_in``)."""
+    restricted = stemmed_only_in([word], held, languages)
+    return [form for form in held if form not in restricted or vocabulary.documents_in(form, restricted[form])]
+
+
 def _pages_of(word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]) -> float:
     """About how many pages hold *word* (its forms *held*): the most any form is on, a form that is its
-    stem in some languages only counted for their share of the pages (``stemmed_only_in``): "part",
-    the Italian stem of "partito", is mostly the English "part", and "partition" is what "partiton"
-    means."""
+    stem in some languages only counted for their share of the pages (``stemmed_only_in``; read
+    exactly, a form's list would be read for each of 50 close words): "part", the Italian stem of
+    "partito", is mostly the English "part", and "partition" is what "partiton" means."""
     restricted = stemmed_only_in([word], held, languages)
     return max(
         vocabulary.documents(form) * (vocabulary.share(restricted[form]) if form in restricted else 1.0)
@@ -558,10 +619,13 @@ def _corrected_phrase(
 
 def _excluded(clause: Clause, vocabulary: Vocabulary, languages: Sequence[str]) -> str:
     """An unquoted excluded clause over the text past a page's body: a word in every form (also those
-    no page's body holds, which the fts expression leaves out), else as ``_clause`` compiles it."""
+    no page's body holds, which the fts expression leaves out) but the stems of some languages only
+    (``Compiled.excluded_restricted``), else as ``_clause`` compiles it."""
     if clause.is_phrase or analysis.is_segmented(clause.words[0]):
         return _clause(clause, vocabulary, languages, None)[0]
-    return " OR ".join(f'"{form}"' for form in word_forms(clause.words[0], languages))
+    forms = word_forms(clause.words[0], languages)
+    only = stemmed_only_in(list(clause.words), forms, languages)
+    return " OR ".join(f'"{form}"' for form in forms if form not in only)
 
 
 def _exact(clause: Clause) -> str:

@@ -23,7 +23,7 @@ import heapq
 import os
 import sys
 import zlib
-from collections.abc import Callable, Collection, Iterable, Set
+from collections.abc import Callable, Collection, Mapping, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -33,9 +33,10 @@ import apsw
 from ..rules.queries import fts5bm25
 from ..rules.queries.searchquery import SearchQuery
 from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
+from ..rules.text import analysis
 from ..rules.text.pagefields import REST_CHARACTERS
 from .bm25function import Bm25Function
-from .matching import Compiled, Connection, Marks, Vocabulary, compile_query
+from .matching import Compiled, Connection, Marks, Restricted, Vocabulary, compile_query
 from .store import COUNTED_WITH, FIELDS, counted_key, open_checked, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
@@ -73,8 +74,9 @@ EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a que
 # A page's rest (store.py) read to at most this many bytes: REST_CHARACTERS of four bytes each.
 REST_BYTES = 4 * REST_CHARACTERS
 # Looking a page up in a form's list (FTS5 seeks it: about 13 us) costs about what reading this many
-# rows of a list whole does: fewer pages than a list's rows / this are looked up one by one.
+# rows of a list whole does: fewer pages than the lists' rows / this / the forms are looked up one by one.
 ROWID_LOOKUP_ROWS = 40
+MATCHED_AMONG = 500  # at most this many pages are looked up one by one (_matching_in)
 
 
 @dataclass
@@ -103,6 +105,8 @@ class SearchIndex:
         for doc_id, language in self.page_languages.items():
             grouped.setdefault(language, set()).add(doc_id)
         self.language_pages = {language: frozenset(pages) for language, pages in grouped.items()}
+        # The language whose stems a page of each language holds (``analysis.stems_language``).
+        self.stems_languages = {language: analysis.stems_language(language) for language in self.language_pages}
         self.pages = len(self.page_languages)
         # The term counts the index keeps, where they are those of its tables as they are now.
         counted = meta.get(COUNTED_WITH, "")
@@ -200,10 +204,13 @@ class SearchIndex:
         # Pages answering through a single character of a bigram script held where it ends a run: not
         # matched by fts, scored below by the words they hold, ranked after the others.
         ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False, True)
+        ending_runs = self._in_their_languages(ending_runs, compiled, holding)
         partial = False
         if not matched and not ending_runs and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
+            matched = self._in_their_languages(matched, compiled, holding, partial=True)
             ending_runs = wanted(self._ending_runs(compiled, matched, partial=True))
+            ending_runs = self._in_their_languages(ending_runs, compiled, holding, partial=True)
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
             bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched and not ending_runs:
@@ -225,7 +232,9 @@ class SearchIndex:
             expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", partial)
             if not expression:
                 continue
-            if not self.kept[table].add_scores(scores, weight, expression):
+            if not self.kept[table].add_scores(
+                scores, weight, expression, compiled.mark_languages, self._stems_language
+            ):
                 self._add_scores(scores, table, f"bm25({table})", weight, expression)
         if compiled.phrase and len(scores) > 1:
             self._add_phrase_bonus(scores, compiled.phrase, ending_runs)
@@ -288,79 +297,120 @@ class SearchIndex:
         rows = self.db.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))
         return set(chain.from_iterable(rows))
 
+    def _stems_language(self, doc_id: int) -> str:
+        """The language whose stems page *doc_id* holds (``analysis.stems_language``)."""
+        return self.stems_languages.get(self.page_languages.get(doc_id, ""), analysis.UNSTEMMED_AS)
+
     def _in_their_languages(
-        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]]
+        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]], partial: bool = False
     ) -> set[int]:
-        """*matched* without the pages that answer a required group only through forms that are not the
-        stems of its words in their language (``Compiled.restricted``): "in", the Catalan stem of
-        "init", is on most English pages as the English "in".  The pages holding a form are read once
-        a form; a page holding one that is not its language's is kept when it holds one that is,
-        looked up page by page when they are few (FTS5 seeks each: about ROWID_LOOKUP_ROWS rows'
-        worth of a list read whole).  *holding*: the pages holding forms read so far (``_holding``)."""
+        """*matched* without the pages that answer a required group (*partial*: every group they answer)
+        only through forms that are not the stems of its words in their language
+        (``Compiled.restricted``): "in", the Catalan stem of "init", is on most English pages as the
+        English "in".  *holding*: the pages holding forms read so far (``_holding``)."""
         if not matched or not compiled.restricted:
             return matched
-        documents = self.vocabulary.documents
+        # The pages matched, by the language whose stems they hold (``analysis.stems_language``).
+        by_language: dict[str, set[int]] = {}
+        for language, pages in self.language_pages.items():
+            by_language.setdefault(self.stems_languages[language], set()).update(matched & pages)
+        wrong = [self._answering_otherwise(group, by_language, holding) for group in compiled.restricted]
+        suspects = set().union(*wrong)
+        if not partial or not suspects:
+            return matched - suspects
+        # A partial match is kept when it answers some group in its language: a group of no such
+        # forms, or one of its language's forms of one.
+        restricted = {group.group: group for group in compiled.restricted}
+        kept: set[int] = set()
+        for language, pages in by_language.items():
+            if doubted := pages & suspects:
+                expressions = []
+                for number, (_, loose, _) in enumerate(compiled.groups):
+                    group = restricted.get(number)
+                    if group is None:
+                        expressions.append(loose)
+                        continue
+                    own = [form for form in group.terms if language in group.forms.get(form, (language,))]
+                    expressions += [f'"{form}"' for form in own] + ([group.others] if group.others else [])
+                if expressions:
+                    kept |= self._matching_in(" OR ".join(f"({expression})" for expression in expressions), doubted)
+        return matched - (suspects - kept)
 
-        def pages_holding(forms: tuple[str, ...]) -> set[int]:
-            return self._holding(forms, holding)
-
-        by_language = {language: matched & pages for language, pages in self.language_pages.items()}
-        for forms, restricted in compiled.restricted:
-            # The pages holding a form not their language's, by the forms that are (most hold none such).
-            suspects: dict[tuple[str, ...], set[int]] = {}
+    def _answering_otherwise(
+        self, group: Restricted, by_language: dict[str, set[int]], holding: dict[tuple[str, ...], set[int]]
+    ) -> set[int]:
+        """The pages of *by_language* holding forms of *group* that are not their language's, and none
+        that is nor its clauses that are no word: those a form holds are read once a form; a few
+        pages are looked up one by one (FTS5 seeks each page in each form's list: ROWID_LOOKUP_ROWS)."""
+        # (A language's pages matched against each form's: a set operation the size of the fewer.)
+        doubted: dict[str, set[int]] = {}
+        for form, where in group.forms.items():
+            pages_holding = self._holding((form,), holding)
             for language, pages in by_language.items():
-                others = tuple(form for form, where in restricted.items() if language not in where)
-                if others and pages:
-                    own = tuple(form for form in forms if form not in others)
-                    suspects.setdefault(own, set()).update(pages & pages_holding(others))
-            dropped: set[int] = set()
-            for own, held in suspects.items():
-                if not held:
-                    continue
-                if not own:
-                    dropped |= held
-                elif len(held) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
-                    dropped |= held - self._matching_among(own, held)
-                else:
-                    dropped |= held - pages_holding(own)
-            if dropped:
-                for pages in by_language.values():
-                    pages -= dropped
-        return set().union(*by_language.values())
+                if language not in where and (found := pages & pages_holding):
+                    doubted.setdefault(language, set()).update(found)
+        suspects: dict[tuple[str, ...], set[int]] = {}
+        for language, pages in doubted.items():
+            own = tuple(form for form in group.terms if language in group.forms.get(form, (language,)))
+            suspects.setdefault(own, set()).update(pages)
+        wrong: set[int] = set()
+        for own, held in suspects.items():
+            if held and group.others:
+                held = held - self._matching_in(group.others, held)
+            if held and own:
+                documents = self.vocabulary.documents
+                if len(held) * len(own) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
+                    held = held - self._matching_in(" OR ".join(f'"{form}"' for form in own), held)
+                else:  # the forms' pages read, the commonest first, until no page is left in doubt
+                    for form in sorted(own, key=documents, reverse=True):
+                        if not held:
+                            break
+                        held = held - self._holding((form,), holding)
+            wrong |= held
+        return wrong
 
     def _excluded_in_their_languages(
         self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]]
     ) -> set[int]:
-        """The pages of *found* holding an excluded word's form that is its stem in their language only
-        in some (``Compiled.excluded_restricted``; the others are in the expressions' NOT)."""
+        """The pages of *found* holding an excluded word's form that is its stem in some languages only
+        (``Compiled.excluded_restricted``; the others are in the expressions' NOT), anywhere, when it is
+        their language's (``analysis.stems_language``)."""
         dropped: set[int] = set()
         for restricted in compiled.excluded_restricted:
             for language, pages in self.language_pages.items():
-                own = tuple(form for form, where in restricted.items() if language in where)
+                stems = self.stems_languages[language]
+                own = tuple(form for form, where in restricted.items() if stems in where)
                 if own and (candidates := found & pages):
                     dropped |= candidates & self._holding(own, holding)
+                    if self._has_beyond:
+                        dropped |= candidates & self._holding(own, holding, "beyond_fts")
         return dropped
 
-    def _holding(self, forms: tuple[str, ...], holding: dict[tuple[str, ...], set[int]]) -> set[int]:
-        """The pages holding any of *forms* in fts, each form's read once into *holding*."""
-        found = holding.get(forms)
+    def _holding(
+        self, forms: tuple[str, ...], holding: dict[tuple[str, ...], set[int]], table: str = "fts"
+    ) -> set[int]:
+        """The pages holding any of *forms* in *table* (fts, or the terms past long pages' bodies in
+        beyond_fts), each form's read once into *holding*."""
+        key = (table, *forms)
+        found = holding.get(key)
         if found is None:
             if len(forms) == 1:
-                found = holding[forms] = self._matching(f'"{forms[0]}"')
+                expression = f'"{forms[0]}"' if table == "fts" else f'{{terms}} : "{forms[0]}"'
+                found = holding[key] = self._matching(expression, table)
             else:
-                found = holding[forms] = set().union(*(self._holding((form,), holding) for form in forms))
+                found = holding[key] = set().union(*(self._holding((form,), holding, table) for form in forms))
         return found
 
-    def _matching_among(self, forms: Iterable[str], doc_ids: set[int]) -> set[int]:
-        """Those of the pages *doc_ids* holding any of *forms* (FTS5 seeks each page: few pages)."""
-        expression = " OR ".join(f'"{form}"' for form in forms)
+    def _matching_in(self, expression: str, doc_ids: set[int]) -> set[int]:
+        """Those of the pages *doc_ids* matching *expression* in fts: FTS5 seeks each page (few pages), or
+        (more than MATCHED_AMONG) the pages of the whole expression are read."""
+        if len(doc_ids) > MATCHED_AMONG:
+            return self._matching(expression) & doc_ids
         found: set[int] = set()
         ordered = sorted(doc_ids)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})"
-            found.update(chain.from_iterable(self.db.execute(sql, (expression, *chunk))))
+        marks = ",".join("?" * len(ordered))
+        sql = f"SELECT rowid FROM fts WHERE fts MATCH ? AND rowid IN ({marks})"
+        found.update(chain.from_iterable(self.db.execute(sql, (expression, *ordered))))
         return found
 
     def _ending_runs(self, compiled: Compiled, matched: set[int], partial: bool = False) -> set[int]:
@@ -457,11 +507,20 @@ class KeptField:
         self.rows: dict[int, tuple[str, ...]] = {}
         self._tokens_kept = 0
 
-    def add_scores(self, scores: dict[int, float], weight: float, expression: str) -> bool:
+    def add_scores(
+        self,
+        scores: dict[int, float],
+        weight: float,
+        expression: str,
+        only_in: Mapping[str, Collection[str]] | None = None,
+        stems_language: Callable[[int], str] | None = None,
+    ) -> bool:
         """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
         ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
         expression other than phrases joined by OR (a prefix query, say), more than KEPT_SCORED
-        pages, an averages record not read, a table of more tokens than *largest*."""
+        pages, an averages record not read, a table of more tokens than *largest*.  A term of
+        *only_in* (``Compiled.mark_languages``) counts only on the pages of its languages (by
+        *stems_language*): elsewhere it is another word, and the bm25() is that of the others."""
         phrases = _expression_phrases(expression)
         if phrases is None or len(scores) > KEPT_SCORED or not self.readable:
             return False
@@ -475,12 +534,34 @@ class KeptField:
         if not phrases_held:
             return True
         rows = self._read(scores.keys())
-        # A row holding no phrase's first token holds no phrase: not scored (FTS5 would not return it).
-        firsts = frozenset(phrase[0] for phrase in phrases_held)
+        # The phrases scored on a page of a language, their IDFs, and their first tokens: a row holding
+        # no phrase's first token holds no phrase, and is not scored (FTS5 would not return it).
+        every = (phrases_held, idfs, frozenset(phrase[0] for phrase in phrases_held))
+        by_language: dict[str, tuple[list[tuple[str, ...]], list[float], frozenset[str]]] = {}
+
+        def scored(doc_id: int) -> tuple[list[tuple[str, ...]], list[float], frozenset[str]]:
+            if not only_in or stems_language is None:
+                return every
+            language = stems_language(doc_id)
+            found = by_language.get(language)
+            if found is None:
+                kept = [
+                    (phrase, idf)
+                    for phrase, idf in zip(phrases_held, idfs, strict=True)
+                    if len(phrase) > 1 or phrase[0] not in only_in or language in only_in[phrase[0]]
+                ]
+                found = by_language[language] = (
+                    [phrase for phrase, _ in kept],
+                    [idf for _, idf in kept],
+                    frozenset(phrase[0] for phrase, _ in kept),
+                )
+            return found
+
         for doc_id in scores:
             tokens = rows.get(doc_id)
+            phrases, phrase_idfs, firsts = scored(doc_id)
             held_any = tokens and not firsts.isdisjoint(tokens)
-            score = fts5bm25.bm25(tokens, phrases_held, idfs, self.average) if held_any else None
+            score = fts5bm25.bm25(tokens, phrases, phrase_idfs, self.average) if held_any else None
             if score is not None:
                 scores[doc_id] -= weight * score
         return True

@@ -150,7 +150,14 @@ class QueryEngine:
             return Answer(None, f"rank=relevance cannot read the search index ({error}): run tse index again")
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         return Answer(
-            None, None, ranked, query, found.partial, found.marks, found.corrections, aliases, found.mark_languages
+            None,
+            ranked=ranked,
+            search_query=query,
+            partial=found.partial,
+            marks=found.marks,
+            corrections=found.corrections,
+            aliases=aliases,
+            mark_languages=found.mark_languages,
         )
 
     def document(self, doc_id: int) -> Document | None:

@@ -218,7 +218,9 @@ def marks_in(
     """*marks* for a page in *language* (None: not known): without the terms *only_in* gives other
     languages than it, another language's stems of a word typed, which the page holds as another word
     ("in", the Catalan stem of "init", on an English page); a mark left with a position of no term is
-    left out."""
+    left out.  A page whose words are not stemmed (no language said, or one without a stemmer) holds
+    English stems (``analysis.stems_language``)."""
+    language = analysis.stems_language(language)
     kept = []
     for sequence in marks:
         terms = tuple(

@@ -600,6 +600,23 @@ def stemming_languages(languages: Iterable[str | None]) -> tuple[str, ...]:
     return tuple(code for code in dict.fromkeys(languages) if code is not None and stemmer(code))
 
 
+def is_stemmed(language: str | None) -> bool:
+    """Whether the words of a page in *language* (None or "" for none said) are stemmed (it has a
+    stemmer): else they are indexed as written."""
+    return bool(language) and stemmer(language) is not None
+
+
+# The language whose stems a query word matches on a page whose words are not stemmed (no language
+# said, or one without a stemmer): English, that of most words in Latin letters in Japanese, Chinese
+# or Korean text ("boot" on a Japanese page answers "booting"; "in" there is no Catalan stem of "init").
+UNSTEMMED_AS = "en"
+
+
+def stems_language(language: str | None) -> str:
+    """The language whose stems of a query word a page in *language* holds (see UNSTEMMED_AS)."""
+    return language if language and is_stemmed(language) else UNSTEMMED_AS
+
+
 def stem(terms: list[str], language: str | None) -> list[str]:
     """*terms* stemmed in *language* (as they are where it has no stemmer).  Bigrams and numbers are
     left as they are by every stemmer, as is a word of another script."""
