@@ -896,3 +896,22 @@ def test_the_page_whose_whole_title_was_typed_gains_the_larger_bonus():
     )
     assert scores == pytest.approx({1: 95.0, 2: 59.8 * 2, 3: 59.8 * 1.5, 4: 70.0})
     assert sorted(scores, key=scores.get, reverse=True)[0] == 2
+
+
+def test_the_pages_of_forms_kept_between_searches_are_bounded_and_change_no_answer(
+    fixture_pages, tmp_path, monkeypatch
+):
+    # Stems of some languages only ("the" is "their"'s Spanish stem) have their pages read and kept
+    # (searcher.FORM_PAGES_KEPT); a bound of a few pages keeps the last form's and answers the same.
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    queries = ["their", "does", "init", "installation", "their zzzyqx", "debian -their", "booting", "their"]
+    fresh = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    expected = [fresh.answer(query, "relevance").ranked for query in queries]
+    monkeypatch.setattr(searcher, "FORM_PAGES_KEPT", 5)
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
+    index = engine.search_index
+    for query, ranked in zip(queries, expected, strict=True):
+        assert engine.answer(query, "relevance").ranked == ranked, query
+        assert index._form_pages_kept == sum(len(pages) + 1 for pages in index._form_pages.values())
+        assert index._form_pages_kept <= 5 or len(index._form_pages) == 1
+    assert index._form_pages  # (some form's pages were read)

@@ -42,6 +42,7 @@ PHRASE_WORDS_KEPT = 200_000
 COUNTED_TOGETHER = 500  # terms counted in a statement
 FORMS_KEPT = 10_000  # the query words whose stems in an index's languages a process keeps (queries repeat words)
 _stems_kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+_restricted_kept: dict[tuple[tuple[str, ...], ...], dict[str, frozenset[str]]] = {}  # stemmed_only_in's answers
 
 # The search index's connection: apsw's (the system's SQLite cannot read its tables: store.py).
 Connection = apsw.Connection
@@ -479,6 +480,10 @@ def stemmed_only_in(words: list[str], forms: list[str], languages: Sequence[str]
     stemmed holds English stems), each with those languages.  A page's terms are its words stemmed
     in its own language: a page of another language holding such a form holds it as the stem of
     another word ("in", the Catalan stem of "init", is "in" on an English page)."""
+    key = (tuple(words), tuple(forms), tuple(languages))
+    found = _restricted_kept.get(key)
+    if found is not None:
+        return found
     columns = [_stems(word, tuple(languages))[1:] for word in words]
     stemmed = len(set(map(analysis.stems_language, languages)))
     found = {}
@@ -490,6 +495,9 @@ def stemmed_only_in(words: list[str], forms: list[str], languages: Sequence[str]
         )
         if len(where) < stemmed:
             found[form] = where
+    if len(_restricted_kept) >= FORMS_KEPT:
+        _restricted_kept.clear()
+    _restricted_kept[key] = found
     return found
 
 

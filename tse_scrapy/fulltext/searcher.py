@@ -77,6 +77,10 @@ REST_BYTES = 4 * REST_CHARACTERS
 # rows of a list whole does: fewer pages than the lists' rows / this / the forms are looked up one by one.
 ROWID_LOOKUP_ROWS = 40
 MATCHED_AMONG = 500  # at most this many pages are looked up one by one (_matching_in)
+# The pages holding a form, read for the stems of some languages only (_holding), kept by a process
+# for the next searches (a query's words recur: "installation", "debian"), to this many pages in all
+# (about 8 MB).
+FORM_PAGES_KEPT = 200_000
 
 
 @dataclass
@@ -105,6 +109,8 @@ class SearchIndex:
         for doc_id, language in self.page_languages.items():
             grouped.setdefault(language, set()).add(doc_id)
         self.language_pages = {language: frozenset(pages) for language, pages in grouped.items()}
+        self._form_pages: dict[tuple[str, str], frozenset[int]] = {}  # see FORM_PAGES_KEPT
+        self._form_pages_kept = 0
         # The language whose stems a page of each language holds (``analysis.stems_language``).
         self.stems_languages = {language: analysis.stems_language(language) for language in self.language_pages}
         self.pages = len(self.page_languages)
@@ -169,7 +175,7 @@ class SearchIndex:
         for phrase in compiled.exact_excluded:
             excluded |= self._matching(phrase, "phrases_fts")
 
-        holding: dict[tuple[str, ...], set[int]] = {}  # the pages holding forms, read once a search
+        holding: dict[tuple[str, ...], Set[int]] = {}  # the pages holding forms, read once a search
 
         def wanted(found: set[int]) -> set[int]:
             # Set operations, not a test a page: a query of common words matches most pages.
@@ -302,7 +308,7 @@ class SearchIndex:
         return self.stems_languages.get(self.page_languages.get(doc_id, ""), analysis.UNSTEMMED_AS)
 
     def _in_their_languages(
-        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]], partial: bool = False
+        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], Set[int]], partial: bool = False
     ) -> set[int]:
         """*matched* without the pages that answer a required group (*partial*: every group they answer)
         only through forms that are not the stems of its words in their language
@@ -337,17 +343,30 @@ class SearchIndex:
         return matched - (suspects - kept)
 
     def _answering_otherwise(
-        self, group: Restricted, by_language: dict[str, set[int]], holding: dict[tuple[str, ...], set[int]]
+        self, group: Restricted, by_language: dict[str, set[int]], holding: dict[tuple[str, ...], Set[int]]
     ) -> set[int]:
         """The pages of *by_language* holding forms of *group* that are not their language's, and none
         that is nor its clauses that are no word: those a form holds are read once a form; a few
         pages are looked up one by one (FTS5 seeks each page in each form's list: ROWID_LOOKUP_ROWS)."""
         # (A language's pages matched against each form's: a set operation the size of the fewer.)
+        # A form's pages are read only when pages of a language it is not a stem of were matched (looked
+        # up one by one when they are few: a title's words match few pages, a stem may be on thousands).
         doubted: dict[str, set[int]] = {}
         for form, where in group.forms.items():
-            pages_holding = self._holding((form,), holding)
-            for language, pages in by_language.items():
-                if language not in where and (found := pages & pages_holding):
+            elsewhere = [
+                (language, pages) for language, pages in by_language.items() if pages and language not in where
+            ]
+            if not elsewhere:
+                continue
+            asked = set().union(*(pages for _, pages in elsewhere))
+            if ("fts", form) not in self._form_pages and len(asked) * ROWID_LOOKUP_ROWS < self.vocabulary.documents(
+                form
+            ):
+                pages_holding = self._matching_in(f'"{form}"', asked)
+            else:
+                pages_holding = self._holding((form,), holding)
+            for language, pages in elsewhere:
+                if found := pages & pages_holding:
                     doubted.setdefault(language, set()).update(found)
         suspects: dict[tuple[str, ...], set[int]] = {}
         for language, pages in doubted.items():
@@ -359,7 +378,8 @@ class SearchIndex:
                 held = held - self._matching_in(group.others, held)
             if held and own:
                 documents = self.vocabulary.documents
-                if len(held) * len(own) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
+                kept = sum(("fts", form) in self._form_pages for form in own)
+                if kept < len(own) and len(held) * len(own) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
                     held = held - self._matching_in(" OR ".join(f'"{form}"' for form in own), held)
                 else:  # the forms' pages read, the commonest first, until no page is left in doubt
                     for form in sorted(own, key=documents, reverse=True):
@@ -370,7 +390,7 @@ class SearchIndex:
         return wrong
 
     def _excluded_in_their_languages(
-        self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], set[int]]
+        self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], Set[int]]
     ) -> set[int]:
         """The pages of *found* holding an excluded word's form that is its stem in some languages only
         (``Compiled.excluded_restricted``; the others are in the expressions' NOT), anywhere, when it is
@@ -387,18 +407,29 @@ class SearchIndex:
         return dropped
 
     def _holding(
-        self, forms: tuple[str, ...], holding: dict[tuple[str, ...], set[int]], table: str = "fts"
-    ) -> set[int]:
+        self, forms: tuple[str, ...], holding: dict[tuple[str, ...], Set[int]], table: str = "fts"
+    ) -> Set[int]:
         """The pages holding any of *forms* in *table* (fts, or the terms past long pages' bodies in
-        beyond_fts), each form's read once into *holding*."""
+        beyond_fts), each form's read once into *holding* (and kept: FORM_PAGES_KEPT)."""
         key = (table, *forms)
         found = holding.get(key)
         if found is None:
             if len(forms) == 1:
-                expression = f'"{forms[0]}"' if table == "fts" else f'{{terms}} : "{forms[0]}"'
-                found = holding[key] = self._matching(expression, table)
+                found = holding[key] = self._form_holding(forms[0], table)
             else:
                 found = holding[key] = set().union(*(self._holding((form,), holding, table) for form in forms))
+        return found
+
+    def _form_holding(self, form: str, table: str) -> frozenset[int]:
+        key = (table, form)
+        found = self._form_pages.pop(key, None)  # (put back last: the last used)
+        if found is None:
+            expression = f'"{form}"' if table == "fts" else f'{{terms}} : "{form}"'
+            found = frozenset(self._matching(expression, table))
+            self._form_pages_kept += len(found) + 1
+            while self._form_pages_kept > FORM_PAGES_KEPT and self._form_pages:
+                self._form_pages_kept -= len(self._form_pages.pop(next(iter(self._form_pages)))) + 1
+        self._form_pages[key] = found
         return found
 
     def _matching_in(self, expression: str, doc_ids: set[int]) -> set[int]:

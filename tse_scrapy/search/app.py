@@ -280,7 +280,8 @@ def _results(
         heads = engine.search_index.snippet_heads(shown_ids)
     # The marks worked out once for the page's snippets: once a language of its pages when some terms
     # are marked only in some (another language's stems of a word typed).
-    prepared: dict[str, searchsnippet.PreparedMarks] = {}
+    prepared: dict[str, searchsnippet.PreparedMarks] = {}  # by language
+    alike: dict[tuple[tuple[frozenset[str], ...], ...], searchsnippet.PreparedMarks] = {}  # by the marks
 
     def marks_for(doc_id: int) -> searchsnippet.PreparedMarks:
         language = (languages.get(doc_id) or "") if answer.mark_languages else ""
@@ -288,7 +289,10 @@ def _results(
             marks = answer.marks
             if answer.mark_languages:
                 marks = searchsnippet.marks_in(marks, answer.mark_languages, language or None)
-            prepared[language] = searchsnippet.PreparedMarks(marks)
+            key = tuple(map(tuple, marks))
+            if key not in alike:
+                alike[key] = searchsnippet.PreparedMarks(marks)
+            prepared[language] = alike[key]
         return prepared[language]
 
     snippets = {}
