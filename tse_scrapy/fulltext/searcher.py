@@ -346,11 +346,9 @@ class SearchIndex:
         self, group: Restricted, by_language: dict[str, set[int]], holding: dict[tuple[str, ...], Set[int]]
     ) -> set[int]:
         """The pages of *by_language* holding forms of *group* that are not their language's, and none
-        that is nor its clauses that are no word: those a form holds are read once a form; a few
-        pages are looked up one by one (FTS5 seeks each page in each form's list: ROWID_LOOKUP_ROWS)."""
-        # (A language's pages matched against each form's: a set operation the size of the fewer.)
-        # A form's pages are read only when pages of a language it is not a stem of were matched (looked
-        # up one by one when they are few: a title's words match few pages, a stem may be on thousands).
+        that is nor its clauses that are no word.  A form's pages are read only when pages of a
+        language it is not a stem of were matched, or those pages looked up one by one when that costs
+        less (``_looked_up_one_by_one``: a title's words match few pages, a stem may be on thousands)."""
         doubted: dict[str, set[int]] = {}
         for form, where in group.forms.items():
             elsewhere = [
@@ -359,9 +357,7 @@ class SearchIndex:
             if not elsewhere:
                 continue
             asked = set().union(*(pages for _, pages in elsewhere))
-            if ("fts", form) not in self._form_pages and len(asked) * ROWID_LOOKUP_ROWS < self.vocabulary.documents(
-                form
-            ):
+            if self._looked_up_one_by_one((form,), asked):
                 pages_holding = self._matching_in(f'"{form}"', asked)
             else:
                 pages_holding = self._holding((form,), holding)
@@ -377,17 +373,22 @@ class SearchIndex:
             if held and group.others:
                 held = held - self._matching_in(group.others, held)
             if held and own:
-                documents = self.vocabulary.documents
-                kept = sum(("fts", form) in self._form_pages for form in own)
-                if kept < len(own) and len(held) * len(own) * ROWID_LOOKUP_ROWS < sum(map(documents, own)):
+                if self._looked_up_one_by_one(own, held):
                     held = held - self._matching_in(" OR ".join(f'"{form}"' for form in own), held)
                 else:  # the forms' pages read, the commonest first, until no page is left in doubt
-                    for form in sorted(own, key=documents, reverse=True):
+                    for form in sorted(own, key=self.vocabulary.documents, reverse=True):
                         if not held:
                             break
                         held = held - self._holding((form,), holding)
             wrong |= held
         return wrong
+
+    def _looked_up_one_by_one(self, forms: tuple[str, ...], doc_ids: set[int]) -> bool:
+        """Whether seeking the pages *doc_ids* in the lists of *forms* (FTS5 seeks each page in each
+        list: ROWID_LOOKUP_ROWS) costs less than reading the lists whole (and none is kept)."""
+        if all(("fts", form) in self._form_pages for form in forms):
+            return False
+        return len(doc_ids) * len(forms) * ROWID_LOOKUP_ROWS < sum(map(self.vocabulary.documents, forms))
 
     def _excluded_in_their_languages(
         self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], Set[int]]
@@ -421,6 +422,7 @@ class SearchIndex:
         return found
 
     def _form_holding(self, form: str, table: str) -> frozenset[int]:
+        """The pages holding *form* in *table*, read or kept (FORM_PAGES_KEPT: the least used dropped)."""
         key = (table, form)
         found = self._form_pages.pop(key, None)  # (put back last: the last used)
         if found is None:
