@@ -61,6 +61,10 @@ class Restricted(NamedTuple):
     forms: dict[str, frozenset[str]]  # those of them stems in some languages only, with those languages
     others: str | None  # the expression of its clauses that are no word (any language), None for none
 
+    def own(self, language: str) -> tuple[str, ...]:
+        """The terms the group's words give a page holding *language*'s stems (``analysis.stems_language``)."""
+        return tuple(term for term in self.terms if language in self.forms.get(term, (language,)))
+
 
 @dataclass
 class Compiled:

@@ -77,7 +77,7 @@ REST_BYTES = 4 * REST_CHARACTERS
 # rows of a list whole does: fewer pages than the lists' rows / this / the forms are looked up one by one.
 ROWID_LOOKUP_ROWS = 40
 MATCHED_AMONG = 500  # at most this many pages are looked up one by one (_matching_in)
-# The pages holding a form, read for the stems of some languages only (_holding), kept by a process
+# The pages holding a form, read for the stems of some languages only (_form_holding), kept by a process
 # for the next searches (a query's words recur: "installation", "debian"), to this many pages in all
 # (about 8 MB).
 FORM_PAGES_KEPT = 200_000
@@ -111,8 +111,13 @@ class SearchIndex:
         self.language_pages = {language: frozenset(pages) for language, pages in grouped.items()}
         self._form_pages: dict[tuple[str, str], frozenset[int]] = {}  # see FORM_PAGES_KEPT
         self._form_pages_kept = 0
-        # The language whose stems a page of each language holds (``analysis.stems_language``).
+        # The language whose stems a page of each language holds (``analysis.stems_language``), and the
+        # pages holding each language's stems.
         self.stems_languages = {language: analysis.stems_language(language) for language in self.language_pages}
+        by_stems: dict[str, set[int]] = {}
+        for language, pages in self.language_pages.items():
+            by_stems.setdefault(self.stems_languages[language], set()).update(pages)
+        self.stems_language_pages = {language: frozenset(pages) for language, pages in by_stems.items()}
         self.pages = len(self.page_languages)
         # The term counts the index keeps, where they are those of its tables as they are now.
         counted = meta.get(COUNTED_WITH, "")
@@ -175,8 +180,6 @@ class SearchIndex:
         for phrase in compiled.exact_excluded:
             excluded |= self._matching(phrase, "phrases_fts")
 
-        holding: dict[tuple[str, ...], Set[int]] = {}  # the pages holding forms, read once a search
-
         def wanted(found: set[int]) -> set[int]:
             # Set operations, not a test a page: a query of common words matches most pages.
             if pages is not None:
@@ -184,7 +187,7 @@ class SearchIndex:
             found -= gone
             found -= excluded
             if compiled.excluded_restricted:
-                found -= self._excluded_in_their_languages(found, compiled, holding)
+                found -= self._excluded_in_their_languages(found, compiled)
             if language is not None:
                 found &= self.language_pages.get(language, frozenset())
             return found
@@ -206,17 +209,17 @@ class SearchIndex:
             matched = self._exactly(wanted({doc_id for doc_id, _ in scored}), compiled, False)
         else:
             matched = self._exactly(wanted(self._matching(matching)), compiled, False)
-        matched = self._in_their_languages(matched, compiled, holding)
+        matched = self._in_their_languages(matched, compiled)
         # Pages answering through a single character of a bigram script held where it ends a run: not
         # matched by fts, scored below by the words they hold, ranked after the others.
         ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False, True)
-        ending_runs = self._in_their_languages(ending_runs, compiled, holding)
+        ending_runs = self._in_their_languages(ending_runs, compiled)
         partial = False
         if not matched and not ending_runs and compiled.any_of != compiled.all_of:
             matched, partial = self._exactly(wanted(self._matching(compiled.any_of)), compiled, True), True
-            matched = self._in_their_languages(matched, compiled, holding, partial=True)
+            matched = self._in_their_languages(matched, compiled, partial=True)
             ending_runs = wanted(self._ending_runs(compiled, matched, partial=True))
-            ending_runs = self._in_their_languages(ending_runs, compiled, holding, partial=True)
+            ending_runs = self._in_their_languages(ending_runs, compiled, partial=True)
             scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
             bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched and not ending_runs:
@@ -307,20 +310,16 @@ class SearchIndex:
         """The language whose stems page *doc_id* holds (``analysis.stems_language``)."""
         return self.stems_languages.get(self.page_languages.get(doc_id, ""), analysis.UNSTEMMED_AS)
 
-    def _in_their_languages(
-        self, matched: set[int], compiled: Compiled, holding: dict[tuple[str, ...], Set[int]], partial: bool = False
-    ) -> set[int]:
+    def _in_their_languages(self, matched: set[int], compiled: Compiled, partial: bool = False) -> set[int]:
         """*matched* without the pages that answer a required group (*partial*: every group they answer)
         only through forms that are not the stems of its words in their language
         (``Compiled.restricted``): "in", the Catalan stem of "init", is on most English pages as the
-        English "in".  *holding*: the pages holding forms read so far (``_holding``)."""
+        English "in"."""
         if not matched or not compiled.restricted:
             return matched
         # The pages matched, by the language whose stems they hold (``analysis.stems_language``).
-        by_language: dict[str, set[int]] = {}
-        for language, pages in self.language_pages.items():
-            by_language.setdefault(self.stems_languages[language], set()).update(matched & pages)
-        wrong = [self._answering_otherwise(group, by_language, holding) for group in compiled.restricted]
+        by_language = {language: matched & pages for language, pages in self.stems_language_pages.items()}
+        wrong = [self._answering_otherwise(group, by_language) for group in compiled.restricted]
         suspects = set().union(*wrong)
         if not partial or not suspects:
             return matched - suspects
@@ -336,15 +335,13 @@ class SearchIndex:
                     if group is None:
                         expressions.append(loose)
                         continue
-                    own = [form for form in group.terms if language in group.forms.get(form, (language,))]
-                    expressions += [f'"{form}"' for form in own] + ([group.others] if group.others else [])
+                    expressions += [f'"{form}"' for form in group.own(language)]
+                    expressions += [group.others] if group.others else []
                 if expressions:
                     kept |= self._matching_in(" OR ".join(f"({expression})" for expression in expressions), doubted)
         return matched - (suspects - kept)
 
-    def _answering_otherwise(
-        self, group: Restricted, by_language: dict[str, set[int]], holding: dict[tuple[str, ...], Set[int]]
-    ) -> set[int]:
+    def _answering_otherwise(self, group: Restricted, by_language: dict[str, set[int]]) -> set[int]:
         """The pages of *by_language* holding forms of *group* that are not their language's, and none
         that is nor its clauses that are no word.  A form's pages are read only when pages of a
         language it is not a stem of were matched, or those pages looked up one by one when that costs
@@ -360,14 +357,13 @@ class SearchIndex:
             if self._looked_up_one_by_one((form,), asked):
                 pages_holding = self._matching_in(f'"{form}"', asked)
             else:
-                pages_holding = self._holding((form,), holding)
+                pages_holding = self._form_holding(form)
             for language, pages in elsewhere:
                 if found := pages & pages_holding:
                     doubted.setdefault(language, set()).update(found)
         suspects: dict[tuple[str, ...], set[int]] = {}
         for language, pages in doubted.items():
-            own = tuple(form for form in group.terms if language in group.forms.get(form, (language,)))
-            suspects.setdefault(own, set()).update(pages)
+            suspects.setdefault(group.own(language), set()).update(pages)
         wrong: set[int] = set()
         for own, held in suspects.items():
             if held and group.others:
@@ -379,7 +375,7 @@ class SearchIndex:
                     for form in sorted(own, key=self.vocabulary.documents, reverse=True):
                         if not held:
                             break
-                        held = held - self._holding((form,), holding)
+                        held = held - self._form_holding(form)
             wrong |= held
         return wrong
 
@@ -390,39 +386,23 @@ class SearchIndex:
             return False
         return len(doc_ids) * len(forms) * ROWID_LOOKUP_ROWS < sum(map(self.vocabulary.documents, forms))
 
-    def _excluded_in_their_languages(
-        self, found: set[int], compiled: Compiled, holding: dict[tuple[str, ...], Set[int]]
-    ) -> set[int]:
+    def _excluded_in_their_languages(self, found: set[int], compiled: Compiled) -> set[int]:
         """The pages of *found* holding an excluded word's form that is its stem in some languages only
         (``Compiled.excluded_restricted``; the others are in the expressions' NOT), anywhere, when it is
         their language's (``analysis.stems_language``)."""
         dropped: set[int] = set()
+        tables = ("fts", "beyond_fts") if self._has_beyond else ("fts",)
         for restricted in compiled.excluded_restricted:
-            for language, pages in self.language_pages.items():
-                stems = self.stems_languages[language]
-                own = tuple(form for form, where in restricted.items() if stems in where)
-                if own and (candidates := found & pages):
-                    dropped |= candidates & self._holding(own, holding)
-                    if self._has_beyond:
-                        dropped |= candidates & self._holding(own, holding, "beyond_fts")
+            for language, pages in self.stems_language_pages.items():
+                if candidates := found & pages:
+                    for form, where in restricted.items():
+                        for table in tables if language in where else ():
+                            dropped |= candidates & self._form_holding(form, table)
         return dropped
 
-    def _holding(
-        self, forms: tuple[str, ...], holding: dict[tuple[str, ...], Set[int]], table: str = "fts"
-    ) -> Set[int]:
-        """The pages holding any of *forms* in *table* (fts, or the terms past long pages' bodies in
-        beyond_fts), each form's read once into *holding* (and kept: FORM_PAGES_KEPT)."""
-        key = (table, *forms)
-        found = holding.get(key)
-        if found is None:
-            if len(forms) == 1:
-                found = holding[key] = self._form_holding(forms[0], table)
-            else:
-                found = holding[key] = set().union(*(self._holding((form,), holding, table) for form in forms))
-        return found
-
-    def _form_holding(self, form: str, table: str) -> frozenset[int]:
-        """The pages holding *form* in *table*, read or kept (FORM_PAGES_KEPT: the least used dropped)."""
+    def _form_holding(self, form: str, table: str = "fts") -> frozenset[int]:
+        """The pages holding *form* in *table* (fts, or the terms past long pages' bodies in beyond_fts),
+        read or kept (FORM_PAGES_KEPT: the least used dropped)."""
         key = (table, form)
         found = self._form_pages.pop(key, None)  # (put back last: the last used)
         if found is None:
