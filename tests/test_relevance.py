@@ -450,6 +450,14 @@ def test_a_typo_held_only_by_a_stem_is_corrected_when_a_close_word_is_on_more_pa
     assert page.doc_id in doc_ids(body)[:3], (typo, [PAGES[d].name for d in doc_ids(body)[:3]])
 
 
+def assert_corrected(client, page: FixturePage, word: str, typo: str) -> None:
+    """*typo*, on no page, suggests *word*, which *page* holds, and finds *page*."""
+    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
+    body = search(client, typo)
+    assert body["suggestion"] == word, (typo, body["suggestion"])
+    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+
+
 # Typos held only by a stem of some languages (the English "gui" of "guieds", the French "clar" of
 # "clarie"): such a stem counts for those languages' share of the pages, as it is another word on
 # the others' (matching._pages_of), and a close word on more pages is the correction.
@@ -462,11 +470,7 @@ def test_a_typo_held_only_by_a_stem_is_corrected_when_a_close_word_is_on_more_pa
     ],
 )
 def test_a_typo_held_by_some_languages_stem_is_corrected_to_a_word_on_more_pages(client, page, word, typo):
-    page = page_named(page)
-    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
-    body = search(client, typo)
-    assert body["suggestion"] == word, (typo, body["suggestion"])
-    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+    assert_corrected(client, page_named(page), word, typo)
 
 
 # Typos whose stems are held only where they are other words, on pages of other languages: "imaegs"
@@ -476,11 +480,7 @@ def test_a_typo_held_by_some_languages_stem_is_corrected_to_a_word_on_more_pages
     ("page", "word", "typo"), [("en/ch02s05.html", "images", "imaegs"), ("es/ch07s03.html", "varios", "vraios")]
 )
 def test_a_typo_held_only_by_other_languages_pages_is_corrected(client, page, word, typo):
-    page = page_named(page)
-    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
-    body = search(client, typo)
-    assert body["suggestion"] == word, (typo, body["suggestion"])
-    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+    assert_corrected(client, page_named(page), word, typo)
 
 
 # Typos held only by a stem another close word shares, farther than the closest word: "entusiasten"
@@ -491,11 +491,7 @@ def test_a_typo_held_only_by_other_languages_pages_is_corrected(client, page, wo
     [("de/ch01s01.html", "enthusiasten", "entusiasten"), ("de/ch01s04.html", "verwendbar", "verwendar")],
 )
 def test_a_typo_sharing_a_stem_only_with_a_farther_word_is_corrected_to_the_closest(client, page, word, typo):
-    page = page_named(page)
-    assert holds(page, word) and not any(holds(other, typo) for other in PAGES.values())
-    body = search(client, typo)
-    assert body["suggestion"] == word, (typo, body["suggestion"])
-    assert page.doc_id in doc_ids(body), (typo, [PAGES[d].name for d in doc_ids(body)])
+    assert_corrected(client, page_named(page), word, typo)
 
 
 def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_word(tmp_path):
