@@ -37,6 +37,11 @@ TERMS = [
     ("العربية\u200f الفصحى", None, ["العربیة", "الفصحی"]),
     ("کتاب\u200fها", "fa", ["کتاب"]),
     ("Un\u200bicode", None, ["un", "icode"]),
+    # Catalan's "l·l" is inside its word (the installation guide's title in Catalan), as typed with
+    # or without the dot; a middle dot between spaced words, as a menu's separator, is no word.
+    ("Guia d'instal·lació de Debian", "ca", ["guia", "d", "installac", "de", "deb"]),
+    ("paral·lels col·lecció", "ca", ["parall", "collecc"]),
+    ("Inici · Documentació", None, ["inici", "documentacio"]),
     ("Tiếng Việt đây", "vi", ["tieng", "viet", "day"]),
     ("日本語のテキスト", "ja", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
     ("安装", "zh", ["安装"]),
@@ -417,12 +422,12 @@ def test_word_positions_are_where_word_runs_stand(text, misses):
 
 
 # Text of the characters analysis treats apart: marks alone and joined, joiners, soft hyphens, marks
-# of direction, "_",
+# of direction, middle dots (and the Greek ano teleia, a middle dot in NFKC), "_",
 # half-width kana and voiced marks, Hangul jamo, compatibility ideographs, ß, dotted İ, final sigma,
 # Arabic and Persian letters, letters past U+FFFF, accented Latin.
 _ODD_TEXT = st.text(
     alphabet=st.sampled_from(
-        list("ab é\u0301\u200c\u200d\u00ad\u2060\ufeff\u200f\u202e_ｶﾞｧ\u1100\u1161\uf900日本ßİςكيأ\U00020000ẞǰ. ")
+        list("ab é\u0301\u200c\u200d\u00ad\u2060\ufeff\u200f\u202e·\u0387_ｶﾞｧ\u1100\u1161\uf900日本ßİςكيأ\U00020000ẞǰ. ")
     ),
     max_size=60,
 )

@@ -508,6 +508,57 @@ def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_
     assert body["suggestion"] is None and sorted(doc_ids(body)) == [1, 2, 3], body
 
 
+# Real sentences of the Debian installation guide (installation-guide-amd64, en and ca, ch02s02.html)
+# and of Python's docs.
+ENGLISH_FIRMWARE = [
+    b"some USB devices and even some hard disk controllers also require firmware.",
+    b"appropriate firmware file to be installed in the system.",
+    b"images can include non-free firmware packages.",
+]
+CATALAN_FIRMWARE = (
+    "En bastants dispositius antics que necessiten microprogramari (\u00abfirmware\u00bb) per a funcionar."
+).encode()
+# Python's docs (python3.11-doc) and the Catalan guide's chapter on RAID (partman-raid).
+PYTHON_EXCEPTION = [
+    b"or propagate an exception if one occurred.",
+    b"stateless case (which might raise an exception).",
+    b"with an exception set).",
+]
+CATALAN_EXCEPT = (
+    "\u00c9s similar a RAID5 excepte pel fet que utilitza dos dispositius de paritat en comptes d'un."
+).encode()
+
+
+def _language_page(language: str, text: bytes) -> bytes:
+    return f'<html lang="{language}"><head><title>t</title></head><body><p>'.encode() + text + b"</p></body></html>"
+
+
+def test_a_typo_sharing_a_stem_only_in_a_language_of_few_of_the_close_words_pages_is_corrected(tmp_path):
+    # "firmwre" and "firmware" are both "firmw" in Catalan; "firmware" is on English pages mostly, where
+    # it is "firmwar": a typo, not a Catalan form of it (it was kept as typed, with Catalan pages only).
+    texts = [("en", text) for text in ENGLISH_FIRMWARE] + [("ca", CATALAN_FIRMWARE)]
+    pages = write_pages(
+        tmp_path / "pages",
+        {n: (f"http://h/{n}", 0, _language_page(language, text)) for n, (language, text) in enumerate(texts, 1)},
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    body = search(client, "firmwre", known={})
+    assert body["suggestion"] == "firmware" and sorted(doc_ids(body)) == [1, 2, 3, 4], body
+
+
+def test_a_typo_whose_stem_in_one_language_is_a_close_words_stem_in_another_is_corrected(tmp_path):
+    # "exceptoin" is "except" in Catalan, as "excepte" is; "except" is "exception"'s English stem: a
+    # coincidence across two languages, not a form of "exception" (it was kept as typed).
+    texts = [("en", text) for text in PYTHON_EXCEPTION] + [("ca", CATALAN_EXCEPT)]
+    pages = write_pages(
+        tmp_path / "pages",
+        {n: (f"http://h/{n}", 0, _language_page(language, text)) for n, (language, text) in enumerate(texts, 1)},
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    body = search(client, "exceptoin", known={})
+    assert body["suggestion"] == "exception" and sorted(doc_ids(body)) == [1, 2, 3], body
+
+
 def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(client, monkeypatch):
     # A word's search among close words costs milliseconds: a query of 100 made-up words took a second.
     typos = "Reqiurements herutnerfahren Вылкючение"

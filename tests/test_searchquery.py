@@ -270,6 +270,7 @@ def marks(*sequences):
         ("Die Instal\u00adlation von Debian", [[["installation"]]], ["Instal\u00adlation"]),
         # A word joiner and a right-to-left mark inside a word: the whole word marked.
         ("Built with Word\u2060press and PHP", [[["wordpress"]]], ["Word\u2060press"]),
+        ("Guia d'instal·lació de Debian", [[["installacio"]]], ["instal·lació"]),
         ("دليل التثبيت\u200fات", [[["التثبیتات"]]], ["التثبيت\u200fات"]),
         ("开发了大量用于 Unix™ 的自由软件工具和类 Unix 操作系统", [[["unix"]]], ["Unix", "Unix"]),
         # Half-width katakana: デビアン typed, ﾃﾞﾋﾞｱﾝ written (NFKC composes each sound mark).

@@ -9,7 +9,8 @@ words within one edit (from 5 characters) or two (from 9), a transposition
 counting as one (OSA distance, as Lucene's fuzzy queries), bigram scripts
 excepted; so does a word no page has as a word, held only by stems (on pages
 of their languages), when a close word is on more pages than those stems and
-none of the closest shares one (another language's stem: "deiban").  A single
+none of the closest is another form of it (stemmed alike in a language most
+of its pages are in): "deiban" is another language's stem.  A single
 character of a bigram script matches the bigrams it starts (a prefix query),
 and the pages holding it anywhere (phrases_fts's characters: also where it
 ends a run, starting no bigram).
@@ -548,7 +549,7 @@ def _corrections(
             corrected.append((distance, -_pages_of(known, known_held, vocabulary, languages), known, known_held))
     corrected.sort()
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than
-    # its stems are, and no closest word shares a stem with it ("routers" is a form of "router",
+    # its stems are, and no closest word is another form of it ("routers" is a form of "router",
     # whatever "routes" is on; nor is "installations" corrected).  A farther one sharing a stem does
     # not keep it as typed: "colections" is one edit from "collections", two from the Spanish
     # "colectivos" (stemmed "colect" as "colections" is in Spanish).
@@ -558,14 +559,31 @@ def _corrections(
         or (
             -corrected[0][1] > _pages_of(word, held, vocabulary, languages)
             and not any(
-                set(held).intersection(known_held)
-                for distance, _, _, known_held in corrected
+                _is_a_form_of(word, known, -pages, held, vocabulary, languages)
+                for distance, pages, known, _ in corrected
                 if distance <= closest_distance
             )
         )
     ):
         return [(known, known_held) for _, _, known, known_held in corrected[:CORRECTIONS]]
     return []
+
+
+def _is_a_form_of(
+    word: str, known: str, pages: float, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]
+) -> bool:
+    """Whether *word* (its forms *held*) is another form of *known* (on about *pages* pages): both stemmed
+    alike in a language, a stem some page holds, and in a language most of *known*'s pages are in.  A
+    stem shared across two languages is a coincidence ("exceptoin" is the Catalan "except", the English
+    stem of "exception"), and so is one shared in a language of few of its pages: "firmwre" and
+    "firmware" are both "firmw" in Catalan, but "firmware" is on English pages mostly (where it is
+    "firmwar"), and "firmwre" is a typo of it, not a Catalan word."""
+    word_stems, known_stems = _stems(word, tuple(languages))[1:], _stems(known, tuple(languages))[1:]
+    shared: dict[str, set[str]] = {}  # a stem both have in some languages, those languages
+    for language, stem, known_stem in zip(languages, word_stems, known_stems, strict=True):
+        if stem == known_stem and stem in held:
+            shared.setdefault(stem, set()).add(language)
+    return any(2 * vocabulary.documents_in(stem, frozenset(where)) >= pages for stem, where in shared.items())
 
 
 def _held_in_their_languages(word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]) -> list[str]:
