@@ -57,6 +57,65 @@ def test_parse(line, required, excluded):
     assert shown(line) == (required, excluded)
 
 
+# The typographic double quotes are quote marks as '"' is (phones, pasted text, other languages).
+@pytest.mark.parametrize(
+    "line, required, excluded",
+    [
+        ("“gnu debian” linux", [["“gnu+debian"], ["linux"]], []),
+        ("„Debian GNU/Linux“ installieren", [["“debian+gnu+linux"], ["installieren"]], []),
+        ("„gnu debian” linux", [["“gnu+debian"], ["linux"]], []),
+        ("«guide d’installation» debian", [["“guide+d+installation"], ["debian"]], []),
+        ("« gnu debian » linux", [["“gnu+debian"], ["linux"]], []),  # (French: spaces inside)
+        ("»gnu debian« linux", [["“gnu+debian"], ["linux"]], []),  # (Danish, German: reversed)
+        ("«Руководство по установке»", [["“руководство+по+установке"]], []),
+        ("「日本語 入門」", [["“日本+本語+入門"]], []),
+        ("『インストール』 ガイド", [["“イン+ンス+スト+トー+ール"], ["ガイ+イド"]], []),
+        ("“安装 指南”", [["“安装+指南"]], []),
+        ("＂gnu debian＂ linux", [["“gnu+debian"], ["linux"]], []),
+        ("שלום “עולם”", [["שלום"], ["“עולם"]], []),
+        ("“a” “b”", [["“a"], ["“b"]], []),  # two phrases, not one from the first mark to the last
+        ("„Ärger“ OR „Ende“", [["“arger", "“ende"]], []),
+        ("cat -“hot dog”", [["cat"]], ["“hot+dog"]),
+        ("debian -«guide d’installation»", [["debian"]], ["“guide+d+installation"]),
+        ("open “quote runs to the end", [["open"], ["“quote+runs+to+the+end"]], []),  # (as '"' left open)
+        ("「開いた 括弧", [["“開い+いた+括弧"]], []),
+        # The single curly quotes are apostrophes: no phrase.
+        ("what’s “new” ‘debian’", [["what+s"], ["“new"], ["debian"]], []),
+        ("„l’installation“ l’installation", [["“l+installation"], ["l+installation"]], []),
+    ],
+)
+def test_typographic_double_quotes_make_a_phrase(line, required, excluded):
+    assert shown(line) == (required, excluded)
+
+
+# AND in capitals changes nothing (every clause is required already); lowercase "and" is a word.
+@pytest.mark.parametrize(
+    "line, required, excluded",
+    [
+        ("debian AND linux", [["debian"], ["linux"]], []),
+        ("anderen AND Linux", [["anderen"], ["linux"]], []),
+        ("AND debian", [["debian"]], []),
+        ("debian AND", [["debian"]], []),
+        ("debian AND AND linux", [["debian"], ["linux"]], []),
+        ("cat OR dog AND emu", [["cat", "dog"], ["emu"]], []),
+        ("cat AND dog OR emu", [["cat"], ["dog", "emu"]], []),
+        ("cat OR AND dog", [["cat", "dog"]], []),  # (as if not typed)
+        ("debian AND -ubuntu", [["debian"]], ["ubuntu"]),
+        ("Руководство AND установке", [["руководство"], ["установке"]], []),
+        ("日本語 AND 入門", [["日本+本語"], ["入門"]], []),
+        ('"debian AND linux" AND gnu', [["“debian+and+linux"], ["gnu"]], []),  # quoted: a word
+        ("“Tom AND Jerry”", [["“tom+and+jerry"]], []),
+        ("debian and AND linux", [["debian"], ["and"], ["linux"]], []),  # lowercase: a word
+        ("debian And AND linux", [["debian"], ["and"], ["linux"]], []),
+        # Nothing else to find: the words, as ORs alone are.
+        ("OR AND", [["or"], ["and"]], []),
+        ("AND -dog OR", [["and"], ["or"]], ["dog"]),
+    ],
+)
+def test_and_in_capitals_changes_nothing(line, required, excluded):
+    assert shown(line) == (required, excluded)
+
+
 @pytest.mark.parametrize(
     "line, message",
     [
@@ -67,6 +126,8 @@ def test_parse(line, required, excluded):
         ("x" * (MAX_QUERY_CHARACTERS + 1), "Error: the query is too long (at most 1,000 characters)."),
         (" ".join(["cat"] * (MAX_QUERY_WORDS + 1)), "Error: the query has too many words (at most 100)."),
         ('"cat"' * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),  # (one to split)
+        ("“cat”" * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),
+        ("-“hot dog”", "not excluded"),
     ],
 )
 def test_refused(line, message):
@@ -127,6 +188,59 @@ def test_an_or_with_no_clause_on_one_side_is_left_out(line):
         doubled = " ".join("OR OR" if piece == "OR" else piece for piece in line.split(" "))
         assert parse_search_query(doubled) == query  # (OR OR: one OR)
     assert parse_search_query(query.typed()) == query  # (what "Did you mean" shows means the same)
+
+
+_TYPOGRAPHIC_QUOTES = "“”„«»「」『』＂"
+
+
+@given(
+    st.lists(
+        st.sampled_from(["cat", "hot dog", "日本語", "what’s", "OR", "AND", "-", '"', '-"', '""', "!", "«", "-emu"]),
+        max_size=10,
+    ),
+    st.lists(st.sampled_from(_TYPOGRAPHIC_QUOTES), min_size=10, max_size=10),
+    st.sampled_from(["", " "]),
+)
+def test_typographic_quotes_parse_as_ascii_ones(pieces, marks, between):
+    # Each '"' of a line made a typographic mark, any (opening or closing, of any pair): the same query.
+    ascii_line = between.join(pieces)
+    typographic = iter(marks * 3)
+    line = "".join(next(typographic) if character == '"' else character for character in ascii_line)
+    try:
+        expected = shown(ascii_line)
+    except SearchQueryError as error:
+        with pytest.raises(SearchQueryError, match=re.escape(str(error))):
+            parse_search_query(line)
+        return
+    assert shown(line) == expected
+    query = parse_search_query(line)
+    assert parse_search_query(query.typed()) == query  # (what "Did you mean" shows means the same)
+
+
+def is_operator(clause):
+    """Whether *clause* is an OR or AND typed (found as a word when nothing else is)."""
+    return clause.text in ("OR", "AND") and not clause.quoted
+
+
+@given(
+    st.lists(
+        st.sampled_from(["AND", "AND", "OR", "cat", "dog", "and", "-emu", '"hot dog"', '"AND"', "“big AND cat”", "!"]),
+        max_size=8,
+    )
+)
+def test_and_in_capitals_is_as_if_not_typed(pieces):
+    # The same query without its ANDs, unless they and ORs are all there is to find (then the words).
+    without = " ".join(piece for piece in pieces if piece != "AND")
+    try:
+        expected = parse_search_query(without)
+    except SearchQueryError:
+        expected = None
+    if expected is not None and not all(map(is_operator, expected.clauses)):
+        assert parse_search_query(" ".join(pieces)) == expected
+    elif "AND" in pieces or "OR" in pieces:  # nothing else to find: the ORs and ANDs typed, as words
+        query = parse_search_query(" ".join(pieces))
+        assert all(map(is_operator, query.clauses))
+        assert [clause.text for clause in query.clauses] == [piece for piece in pieces if piece in ("OR", "AND")]
 
 
 # Titles of the Debian installation guide and the Python docs, and queries typed for them.
@@ -414,10 +528,13 @@ def test_a_snippet_read_from_beginnings_is_the_whole_texts(words, sequences, fir
         ),
         ("instalaltion, debian", {"instalaltion,": "installation"}, "installation, debian"),
         (
-            "«sécuritée» ¿instalaltion?",
-            {"«sécuritée»": "sécurité", "¿instalaltion?": "instalación"},
-            "«sécurité» ¿instalación?",
+            "¡sécuritée! ¿instalaltion?",
+            {"¡sécuritée!": "sécurité", "¿instalaltion?": "instalación"},
+            "¡sécurité! ¿instalación?",
         ),
+        # A phrase in typographic quotes is typed again in ASCII ones; a quote mark in a word is kept.
+        ("«sécuritée» debian", {"sécuritée": "sécurité"}, '"sécurité" debian'),
+        ("“gnu debian” instalaltion”", {"instalaltion”": "installation"}, '"gnu debian" installation”'),
         ("(re\u0301sume\u0301e)", {"(re\u0301sume\u0301e)": "résumé"}, "(résumé)"),  # (a mark is the word's)
         ("(ที่นี่x)", {"(ที่นี่x)": "ที่นี่"}, "(ที่นี่)"),
         (

@@ -2,13 +2,19 @@
 
 - plain words: pages with all of them first, then (when none has all) the best partial matches;
 - ``"quoted phrases"``: the words as typed (no other forms) at consecutive positions (in CJK,
-  consecutive characters); a quote left open runs to the end of the line;
+  consecutive characters); a quote left open runs to the end of the line.  The typographic double
+  quotes are ``"`` (``“…”``, ``„…“``, ``«…»``, ``»…«``, ``「…」``, ``『…』``, the full-width one
+  U+FF02: what phones, pasted text and other languages type); the single ones (U+2018, U+2019)
+  are apostrophes, inside words;
 - ``-word`` and ``-"phrase"``: no page holding it;
 - ``OR`` (in capitals) between two words or phrases: either (``OR OR`` is one ``OR``).  An ``OR``
   with no word or phrase to find on one side (first, last, next to a ``-word``) is left out, as a
   search box's user means; a query with nothing else to find (``OR``, ``OR -word``) looks for
-  the word "or".  Lowercase ``and`` and ``or`` are words here (they are operators only for
-  ``rank=tse`` and ``rank=bm25``).
+  the word "or".
+- ``AND`` (in capitals): left out, wherever it stands (all words are required already:
+  ``cat AND dog`` is ``cat dog``); a query with nothing else to find (``AND``, ``OR AND``) looks
+  for the words.  Lowercase ``and`` and ``or`` are words here (they are operators only for
+  ``rank=tse`` and ``rank=bm25``), and so are ``"AND"`` and ``"OR"`` quoted.
 
 A word that analyzes to several terms (``6.2``, ``what's``, ``日本語``) is a
 phrase of them.  Punctuation alone is nothing, as if not typed (``cat OR ! dog`` is ``cat OR
@@ -26,6 +32,12 @@ from ..text import analysis
 from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+
+# Each typographic double quote, opening or closing, is ``"``: pairs then match as ASCII ones do
+# (``„a“ „b“`` is two phrases), one mark for one, so the query keeps its length.  The curly
+# single quotes are left alone: U+2019 is the apostrophe of "what's" and "l'installation" typed on a phone.
+_AS_ASCII_QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u00ab\u00bb\u300c\u300d\u300e\u300f\uff02", '"'))
+_OPERATORS = ("OR", "AND")  # (in capitals; AND changes nothing: every clause is required already)
 
 
 class SearchQueryError(ValueError):
@@ -137,19 +149,22 @@ def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
     if problem := size_error(line):
         raise SearchQueryError(problem)
-    pieces = list(_PIECE.finditer(line))
+    pieces = list(_PIECE.finditer(line.translate(_AS_ASCII_QUOTES)))
     if len(pieces) > MAX_QUERY_WORDS:  # (quoted ones written together: '"a""b"' is two)
         raise SearchQueryError(TOO_MANY_WORDS)
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
-    ors: list[Clause] = []  # the ORs typed, as the word "or": what is found when nothing else is
+    operators: list[Clause] = []  # the ORs and ANDs typed, as words: what is found when nothing else is
     after_required = False  # the last clause was a required one (ORs between: one OR)
     joined = False  # ... and an OR stands after it: the next required clause is its alternative
     for piece in pieces:
         minus, quoted, plain = piece.group(1), piece.group(2), piece.group(3)
-        if plain == "OR":
-            ors.append(Clause(plain, tuple(analysis.words(plain))))
-            joined = after_required
+        if plain is not None:  # (as typed: "Did you mean" shows a word's own quote marks, as in 'foo”')
+            plain = line[piece.start(3) : piece.end(3)]
+        if plain in _OPERATORS:
+            operators.append(Clause(plain, tuple(analysis.words(plain))))
+            if plain == "OR":
+                joined = after_required
             continue
         negative = bool(minus) or (plain is not None and plain.startswith("-") and len(plain) > 1)
         text = quoted if quoted is not None else plain.removeprefix("-") if negative else plain
@@ -164,8 +179,8 @@ def parse_search_query(line: str) -> SearchQuery:
             required.append([clause])
         after_required, joined = not negative, False
     if not required:
-        if ors:  # nothing to find but ORs: the word, as a person looking for it means
-            required = [[clause] for clause in ors]
+        if operators:  # nothing to find but ORs and ANDs: the words, as a person looking for them means
+            required = [[clause] for clause in operators]
         elif excluded:
             raise SearchQueryError("Nothing to find: a query needs a word that is not excluded (-word).")
         else:
