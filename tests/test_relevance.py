@@ -559,6 +559,39 @@ def test_a_typo_whose_stem_in_one_language_is_a_close_words_stem_in_another_is_c
     assert body["suggestion"] == "exception" and sorted(doc_ids(body)) == [1, 2, 3], body
 
 
+# The installation guide in German and English (installation-guide-amd64, de/ch06s03.html, en/ch06s*).
+GERMAN_PARTITIONING = [
+    "Partitionierungsprogramme bieten immer eine M\u00f6glichkeit, existierende Partitionen anzuzeigen, ohne"
+    " \u00c4nderungen vorzunehmen.",
+    "Obwohl dies in den meisten F\u00e4llen sehr gut funktioniert, sind \u00c4nderungen an der Partitionierung"
+    " einer Festplatte von Natur aus eine gef\u00e4hrliche Aktion.",
+]
+ENGLISH_PARTITIONING = [
+    "This concludes the guided partitioning.",
+    "This type of automated partitioning is easy to get wrong.",
+    "Recommended partitioning tool in Debian.",
+]
+
+
+def test_with_results_kept_to_a_language_a_typo_is_corrected_to_a_word_of_that_language(tmp_path):
+    # "Partitionierng" is closest to the German "partitionierung"; with lang=en that word would find no
+    # page: the English "partitioning" is the correction there (the German one was, answering 0 pages).
+    texts = [("de", text) for text in GERMAN_PARTITIONING] + [("en", text) for text in ENGLISH_PARTITIONING]
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            n: (f"http://h/{n}", 0, _language_page(language, text.encode()))
+            for n, (language, text) in enumerate(texts, 1)
+        },
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    assert search(client, "Partitionierng", known={})["suggestion"] == "partitionierung"
+    body = search(client, "Partitionierng", known={}, lang="en")
+    assert body["suggestion"] == "partitioning" and sorted(doc_ids(body)) == [3, 4, 5], body
+    following = search(client, body["suggestion"], known={}, lang="en")
+    assert sorted(doc_ids(following)) == [3, 4, 5], following
+
+
 def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(client, monkeypatch):
     # A word's search among close words costs milliseconds: a query of 100 made-up words took a second.
     typos = "Reqiurements herutnerfahren Вылкючение"

@@ -108,6 +108,9 @@ class Compiled:
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
+    # Whether a page of the language the results are kept to (``lang=``) holds a form; None for any
+    # language.  A word is corrected only to words such pages hold (``_corrections``).
+    in_kept_language: Callable[[str], bool] | None = None
 
     def rare(self, documents: Callable[[str], int], pages: int, joiner: str, loose: bool = False) -> str | None:
         """The groups (*loose*: their loose expressions) joined by *joiner* (" AND ", " OR ") leaving
@@ -288,10 +291,16 @@ class Vocabulary:
         return row[0] if row else word
 
 
-def compile_query(query: SearchQuery, vocabulary: Vocabulary, languages: Sequence[str]) -> Compiled:
-    """The FTS5 expressions of *query* over an index of pages in *languages*."""
+def compile_query(
+    query: SearchQuery,
+    vocabulary: Vocabulary,
+    languages: Sequence[str],
+    in_kept_language: Callable[[str], bool] | None = None,
+) -> Compiled:
+    """The FTS5 expressions of *query* over an index of pages in *languages*; *in_kept_language*: whether
+    a page of the language the results are kept to holds a form (``Compiled.in_kept_language``)."""
     languages = tuple(languages)
-    compiled = Compiled("", "", None)
+    compiled = Compiled("", "", None, in_kept_language=in_kept_language)
     query = _quoted_corrected(query, vocabulary, languages, compiled)
     plain = []
     # The pages of every form of every word counted together (see Vocabulary.count), and of the words
@@ -528,6 +537,12 @@ def _corrections(
     """The closest words the index holds for *word* (folded; its forms *held* are those the index
     holds) when it is taken as misspelt, best first, at most CORRECTIONS, each with its forms held;
     [] when it is not, or none is close (at most LOOKED_UP words a query are looked for)."""
+    # Results kept to a language: the forms its pages do not hold are as if held by none (the closest
+    # word is then one its pages hold: "partitionierng" with lang=en is "partitioning", not the German
+    # "partitionierung", which would find nothing).
+    in_kept_language = compiled.in_kept_language
+    if in_kept_language is not None:
+        held = [form for form in held if in_kept_language(form)]
     # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
     # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
     if not (
@@ -545,7 +560,10 @@ def _corrections(
     closest = vocabulary.closest(word)
     vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
     for known, distance in closest:
-        if known_held := _held(known, vocabulary, languages):
+        known_held = _held(known, vocabulary, languages)
+        if in_kept_language is not None:
+            known_held = [form for form in known_held if in_kept_language(form)]
+        if known_held:
             corrected.append((distance, -_pages_of(known, known_held, vocabulary, languages), known, known_held))
     corrected.sort()
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than

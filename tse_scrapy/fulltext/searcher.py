@@ -171,7 +171,14 @@ class SearchIndex:
     ) -> Found:
         """The pages that answer *query*, best first: of *pages* (None: any), not *gone*, and in
         *language* when given; *titles*: the titles of pages, as shown (for TYPED_TITLE_BONUS)."""
-        compiled = compile_query(query, self.vocabulary, self.languages)
+        in_kept_language = None
+        if language is not None:
+            kept_pages = self.language_pages.get(language, frozenset())
+
+            def in_kept_language(form: str) -> bool:
+                return not self._form_holding(form).isdisjoint(kept_pages)
+
+        compiled = compile_query(query, self.vocabulary, self.languages, in_kept_language)
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
         excluded: set[int] = set()
