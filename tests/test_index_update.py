@@ -458,3 +458,32 @@ def test_a_store_whose_words_are_damaged_stops_the_update_and_its_search_index_i
     assert problem is not None and f"does not match {indexfile}" in problem, problem
     assert {**files_of(indexfile), str(search): search.read_bytes()} == before
     assert sorted(path.name for path in indexfile.parent.iterdir() if "partial" in path.name) == []
+
+
+def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_same_index(tmp_path):
+    # SPEC 3: the walk ends at the first page that cannot be opened, and so does the index; the
+    # user is told, on stderr, which pages that leaves out.
+    pages = make_site(tmp_path / "pages", 10)
+    reference = make_site(tmp_path / "reference", 5)  # pages 1..5: what the index holds without page 6
+    (pages / "6").unlink()
+    gone = pages / ".tse-gone"
+    warning = (
+        "tse index: warning: page file 6 is missing: page files 7 to 10 are not indexed (the index stops at"
+        f" the first missing page; to remove a page, keep its file and list its docID in {gone})\n"
+    )
+    assert run_tse("index", reference, tmp_path / "reference.index").returncode == 0
+    expected = (tmp_path / "reference.index").read_bytes()
+    for options in [("--jobs", "1"), ("--jobs", "2"), ("--update",)]:
+        result = run_tse("index", pages, tmp_path / "index", *options)
+        assert (result.returncode, result.stdout, result.stderr.decode()) == (0, b"", warning), options
+        assert (tmp_path / "index").read_bytes() == expected, options
+    (pages / "8").unlink()
+    (pages / "9").unlink()
+    (pages / "10").unlink()
+    result = run_tse("index", pages, tmp_path / "index", "--update")  # one page file past the end
+    assert result.stderr.decode() == warning.replace("page files 7 to 10 are", "page file 7 is")
+    (pages / "7").unlink()
+    for options in [(), ("--update",)]:  # the directory's end: nothing to say
+        result = run_tse("index", pages, tmp_path / "index", *options)
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b""), options
+        assert (tmp_path / "index").read_bytes() == expected, options

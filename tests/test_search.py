@@ -399,3 +399,70 @@ def test_a_server_on_loopback_answers_only_loopback_names(site):
     for host in ("evil.example:8000", "attacker.test"):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
     assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None and allowed_hosts("::1") is None
+
+
+def _two_languages(root):
+    """The app over pages in English and in French, each holding "debian"."""
+    pages = write_pages(
+        root / "pages",
+        {
+            1: ("http://h/en.html", 0, b"<html lang='en'><title>Debian</title><body>debian installer</body></html>"),
+            2: ("http://h/fr.html", 0, b"<html lang='fr'><title>Debian</title><body>debian en fran\xc3\xa7ais</body>"),
+            3: ("http://h/en2.html", 0, b"<html lang='en'><title>More</title><body>debian once more</body></html>"),
+        },
+    )
+    assert run_tse("index", pages, root / "index").returncode == 0
+    return TestClient(create_app(QueryEngine(pages, IndexReader(root / "index"))))
+
+
+LANGUAGE_IGNORED = "The language choice applies only to relevance ranking: these results are in all languages."
+
+
+@pytest.mark.parametrize("rank", ["tse", "bm25"])
+def test_the_page_says_a_language_chosen_applies_only_to_relevance_and_keeps_the_choice(tmp_path, rank):
+    client = _two_languages(tmp_path)
+    page = client.get("/search", params={"q": "debian", "rank": rank, "lang": "FR"})
+    assert page.status_code == 200
+    html = page.text
+    assert re.findall(r'<p class="notice">([^<]*)</p>', html) == [LANGUAGE_IGNORED]
+    assert "3 documents match" in html  # every language's pages
+    assert '<option value="fr" selected>fr</option>' in html  # the menu keeps the choice
+    assert '<option value="" selected' not in html
+    # relevance: the choice is used, and nothing to say; no choice: nothing to say
+    for params in ({"rank": "relevance", "lang": "fr"}, {"rank": rank}):
+        html = client.get("/search", params={"q": "debian", **params}).text
+        assert LANGUAGE_IGNORED not in html and 'class="error"' not in html
+    assert "1 document matches" in client.get("/search", params={"q": "debian", "lang": "fr"}).text
+    # the API still refuses it
+    assert api(client, q="debian", rank=rank, lang="fr") == (400, {"error": "lang= needs rank=relevance"})
+
+
+def _damaged_fts(index) -> None:
+    """*index*'s search index with the pages of its body's FTS5 data overwritten by random
+    bytes (the file's size and its other pages as they were)."""
+    import apsw
+
+    path = f"{index}.search"
+    db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    numbers = [number for (number,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'fts_data'")]
+    (size,) = db.execute("PRAGMA page_size").fetchone()
+    db.close()
+    assert numbers
+    bytes_of = random.Random(7)
+    with open(path, "r+b") as search:
+        for number in numbers:
+            search.seek((number - 1) * size)
+            search.write(bytes_of.randbytes(size))
+
+
+def test_a_search_index_damaged_where_a_search_reads_is_503_not_400(tmp_path):
+    pages, index = write_search_site(tmp_path)
+    _damaged_fts(index)
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    message = "rank=relevance cannot read the search index (database disk image is malformed): run tse index again"
+    assert api(client, q="cat", rank="relevance") == (503, {"error": message})
+    page = client.get("/search", params={"q": "cat", "rank": "relevance"})
+    assert page.status_code == 503 and f'<p class="error" role="alert">{message}</p>' in page.text
+    # the query's own errors are still 400, and the SPEC index still answers
+    assert api(client, q="-cat", rank="relevance")[0] == 400
+    assert api(client, q="cat", rank="tse")[0] == 200

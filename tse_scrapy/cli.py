@@ -369,24 +369,27 @@ def index(options: argparse.Namespace) -> int:
     def warn(doc_id: int, url: str, why: str) -> None:
         warnings.append((doc_id, url, why))
 
+    ends: list[int] = []  # where the walk ended (the last: an update may give way to a full build)
     with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
         try:
+            problem = None
             if options.update:
-                problem = update_index(options.pagedir, options.indexfile, warn, options.jobs)
-                if problem is None:
-                    return OK
-                warnings.clear()
-                sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
-            with _index_progress_bar(options.pagedir) as bar:
-                write_index_files(
-                    options.pagedir,
-                    options.indexfile,
-                    jobs=options.jobs,
-                    on_page=bar.update if bar is not None else None,
-                    on_warning=warn,
-                )
+                problem = update_index(options.pagedir, options.indexfile, warn, options.jobs, ends.append)
+                if problem is not None:
+                    warnings.clear()
+                    sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
+            if not options.update or problem is not None:
+                with _index_progress_bar(options.pagedir) as bar:
+                    write_index_files(
+                        options.pagedir,
+                        options.indexfile,
+                        jobs=options.jobs,
+                        on_page=bar.update if bar is not None else None,
+                        on_warning=warn,
+                        on_end=ends.append,
+                    )
         except MemoryError:  # in this process (a worker's is WorkerDied): a huge page, say
             raise _Failed(_one_line("index", "out of memory")) from None
         except KeyboardInterrupt:
@@ -396,7 +399,26 @@ def index(options: argparse.Namespace) -> int:
 
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             raise
+    if ends:
+        _warn_of_pages_past_the_end(options.pagedir, ends[-1])
     return OK
+
+
+def _warn_of_pages_past_the_end(directory: str, end: int) -> None:
+    """One line on stderr when the walk ended at docID *end* with page files past it, which the
+    index leaves out as SPEC 3's indexer does (it reads pages 1, 2, ... until one cannot be opened)."""
+    from .index.pagefiles import page_files_past
+
+    past = page_files_past(directory, end)
+    if past is None:
+        return
+    there, highest = past
+    left_out = f"page file {highest} is" if highest == end + 1 else f"page files {end + 1} to {highest} are"
+    sys.stderr.write(
+        f"tse index: warning: page file {end} {'cannot be opened' if there else 'is missing'}: {left_out} "
+        "not indexed (the index stops at the first missing page; to remove a page, keep its file and "
+        f"list its docID in {os.path.join(directory, '.tse-gone')})\n"
+    )
 
 
 # PDFs without text named one a line, at most this many; the rest counted.

@@ -52,6 +52,9 @@ class Answer:
     aliases: dict[int, list[int]] = field(default_factory=dict)
     # rank=relevance: the terms of *marks* to mark only in pages of some languages.
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
+    # *error* is the index's, not the query's: a search index found damaged while it was read
+    # (`tse serve` answers 503, not 400: the same query answers once the index is written again).
+    index_failed: bool = False
 
     @property
     def words(self) -> list[str]:
@@ -147,7 +150,8 @@ class QueryEngine:
         try:
             found = index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
-            return Answer(None, f"rank=relevance cannot read the search index ({error}): run tse index again")
+            message = f"rank=relevance cannot read the search index ({error}): run tse index again"
+            return Answer(None, message, index_failed=True)
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         return Answer(
             None,

@@ -175,10 +175,12 @@ def write_index_files(
     fan_in: int = MERGE_FAN_IN,
     on_page: Callable[[int], object] | None = None,
     on_warning: Callable[[int, str, str], object] | None = None,
+    on_end: Callable[[int], object] | None = None,
 ) -> None:
     """Index the pages of *directory* into *indexfile*, its sidecar and its document store,
     with *jobs* worker processes (1: none); call *on_page* with the number of page files read,
-    *on_warning* with (docID, URL, why) for each PDF that gave no text.
+    *on_warning* with (docID, URL, why) for each PDF that gave no text, *on_end* with the docID
+    where the walk ended (the first page file that could not be opened) once every page is read.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it, and a
     worker process that dies or runs out of memory ``WorkerDied``; then, as on any error
@@ -214,6 +216,8 @@ def write_index_files(
                     if on_page is not None:
                         on_page(len(indexed.statuses))
                 workers.stop()  # idle, or past the end: their memory is given back before the last merge
+                if on_end is not None:
+                    on_end(scan.last + 1)
                 # The search index's last work beside the SPEC index's merge (the 20,000-page bench: the
                 # build's end 8 -> 6 s).  It is written before the SPEC index is put in place: a search
                 # index that cannot be (a full disk) leaves every file of the index as it was.

@@ -60,9 +60,11 @@ def update_index(
     indexfile: str | os.PathLike,
     on_warning: Callable[[int, str, str], object] | None = None,
     jobs: int = 1,
+    on_end: Callable[[int], object] | None = None,
 ) -> str | None:
     """Update *indexfile*, its sidecar and its document store to the pages of *directory*, the pages
-    new or changed read by *jobs* worker processes (1: none).
+    new or changed read by *jobs* worker processes (1: none); call *on_end* with the docID where the
+    walk ended (the first page file that could not be opened) once every page is walked.
 
     Returns None when done (or when nothing changed: then nothing is written),
     else why the index cannot be updated (nothing written: index every page).
@@ -86,7 +88,7 @@ def update_index(
         sidecar = read_sidecar(indexfile, len(text), digest)
         if sidecar is None:
             return f"no sidecar {sidecar_path(indexfile)} matches {indexfile}"
-        return _update(directory, Path(indexfile), text, digest, sidecar, stored, on_warning, jobs)
+        return _update(directory, Path(indexfile), text, digest, sidecar, stored, on_warning, jobs, on_end)
     finally:
         stored.close()
 
@@ -100,6 +102,7 @@ def _update(
     stored: StoredPages,
     on_warning: Callable[[int, str, str], object] | None,
     jobs: int,
+    on_end: Callable[[int], object] | None = None,
 ) -> str | None:
     scan = PageScan(directory)  # the record of the walk (its fingerprint and last docID), from the ranges'
     notes = read_page_notes(directory)  # read here once; forked workers inherit it
@@ -131,6 +134,8 @@ def _update(
             if workers is not None:
                 workers.stop()
             raise
+    if on_end is not None:
+        on_end(scan.last + 1)
     kept = set(present)
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:

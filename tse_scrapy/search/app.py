@@ -130,17 +130,22 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             return RedirectResponse("/", status_code=303)
         asked = request.query_params.get("rank")
         shown_rank = asked if asked in RANKINGS else default_rank
+        # The page's language choice stays in its form whatever the ranking (only relevance uses
+        # it: with another, the results are in every language, and the page says so).
+        kept = _kept_language(request, languages)
         try:
             ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
-            # The page's language choice stays in its form whatever the ranking: only relevance uses it.
             language = _language(request, ranking, languages) if ranking == "relevance" else None
         except BadParameter as error:
-            return _page(request, "results.html", {**common(line, shown_rank), "error": str(error)}, 400)
+            return _page(request, "results.html", {**common(line, shown_rank, kept), "error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
-        context = common(line, ranking, language)
+        shown_language = language if ranking == "relevance" else kept
+        context = common(line, ranking, shown_language)
         if answer is None or answer.error:
             context["error"] = answer.error if answer else "Error: the query is empty."
-            return _page(request, "results.html", context, 400)
+            return _page(request, "results.html", context, _error_status(answer))
+        if ranking != "relevance" and request.query_params.get("lang"):
+            context["language_ignored"] = True
         pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
         suggestion = _suggestion(answer)
         context.update(
@@ -148,14 +153,14 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             total=len(answer.ranked),
             partial=answer.partial,
             suggestion=suggestion,
-            suggestion_url=_search_url(suggestion, ranking, 1, language) if suggestion else None,
+            suggestion_url=_search_url(suggestion, ranking, 1, shown_language) if suggestion else None,
             page=page,
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
             results=_results(engine, answer, page, PER_PAGE, notes.pdfs),
             # Past the last page: the last is the one before.
-            prev_url=_search_url(line, ranking, min(page - 1, pages), language) if page > 1 else None,
-            next_url=_search_url(line, ranking, page + 1, language) if page < pages else None,
+            prev_url=_search_url(line, ranking, min(page - 1, pages), shown_language) if page > 1 else None,
+            next_url=_search_url(line, ranking, page + 1, shown_language) if page < pages else None,
         )
         return _page(request, "results.html", context)
 
@@ -170,7 +175,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             return _json({"error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
         if answer is None or answer.error:
-            return _json({"error": answer.error if answer else "Error: the query is empty."}, 400)
+            return _json({"error": answer.error if answer else "Error: the query is empty."}, _error_status(answer))
         results = _results(engine, answer, page, per_page, notes.pdfs)
         content: dict[str, Any] = {
             "query": line,
@@ -353,6 +358,20 @@ def _language(request: Request, ranking: str, known: list[str]) -> str | None:
             f"no page of the index is in language {language} (its languages: {', '.join(sorted(known))})"
         )
     return language
+
+
+def _kept_language(request: Request, known: list[str]) -> str | None:
+    """The lang= asked for as the page's language menu shows it: one of the index's languages
+    *known*, else None ("All languages")."""
+    asked = request.query_params.get("lang") or None
+    language = analysis.language_code(asked) if asked else None
+    return language if language in known else None
+
+
+def _error_status(answer: Answer | None) -> int:
+    """An answer's error as an HTTP status: 503 when the index failed (the server's fault, until
+    `tse index` is run again), 400 when the query did (the client's)."""
+    return 503 if answer is not None and answer.index_failed else 400
 
 
 def _number(request: Request, name: str, default: int, highest: int) -> int:
