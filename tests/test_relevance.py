@@ -333,6 +333,20 @@ def test_a_typo_in_a_word_of_a_bigram_script_alone_gives_partial_matches(client,
     assert body["partial"] is True and doc_ids(body)[0] == page_named(name).doc_id, typo
 
 
+@pytest.mark.parametrize(
+    "query, language, word",
+    [("Debian설치", "ko", "설치"), ("Debian을설치", "ko", "설치"), ("Debianのインストール", "ja", "インストール")],
+)
+def test_a_latin_word_typed_against_a_bigram_script_gives_partial_matches(client, query, language, word):
+    # Japanese and Korean join a particle or the next word to a Latin one; no page has them as one
+    # phrase: the pages holding its words and bigrams are the partial matches (there were none), the
+    # first one in that script holding its word ("Debian", on most pages, weighs little).
+    body = search(client, query)
+    first = PAGES[doc_ids(body)[0]] if body["results"] else None
+    assert body["partial"] is True and first is not None, (query, body["total"])
+    assert first.lang == language and holds(first, word), (query, first.name)
+
+
 def test_every_result_has_its_pages_language(client):
     for query in ("Debian", "Linux", "1.1", "システム", "시스템", "系统", "یک", "هذه", "Debian OR هذه OR یک"):
         body = search(client, query)  # search() checks each result's lang against the page's

@@ -694,8 +694,11 @@ def _single_character(clause: Clause) -> bool:
 
 
 def _loose(clause: Clause) -> str | None:
-    """An unquoted word of several bigrams as any of them, else None."""
-    if clause.quoted or len(clause.words) < 2 or not all(analysis.is_segmented(word) for word in clause.words):
+    """An unquoted word of several bigrams, or of bigrams and words of other scripts typed together, as
+    any of them (the words as written), else None.  Japanese and Korean join a particle to a Latin
+    word ("Debian을설치", "apt-getでインストール"): the best partial matches, where no page has the
+    phrase."""
+    if clause.quoted or len(clause.words) < 2 or not any(analysis.is_segmented(word) for word in clause.words):
         return None
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(clause.words))
 
