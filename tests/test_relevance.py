@@ -606,6 +606,35 @@ def test_with_results_kept_to_a_language_a_typo_is_corrected_to_a_word_of_that_l
     assert sorted(doc_ids(following)) == [3, 4, 5], following
 
 
+# The Catalan installation guide (installation-guide-amd64, ca/ch03s01.html and ch03s04.html).
+CATALAN_INSTALLATION = [
+    "Nombrosos sistemes operatius d'\u00fas generalitzat poden requerir una instal\u00b7laci\u00f3 completa quan es"
+    " donen fallades cr\u00edtiques o quan cal actualitzar-los.",
+    "A continuaci\u00f3 hi ha les respostes recomanades de diverses fases de la instal\u00b7laci\u00f3.",
+]
+
+
+@pytest.mark.parametrize(
+    "query", ["instal\u00b7laci\u00f3 completa", "installaci\u00f3 completa", "instal laci\u00f3 completa"]
+)
+def test_a_catalan_word_with_a_middle_dot_is_found_with_it_without_it_or_a_space_for_it(tmp_path, query):
+    # "instal\u00b7laci\u00f3" is one word: typed with its dot, without, or with a space for the dot (as
+    # "letters only" types it: the two words typed apart also match the word they make joined).
+    texts = [("ca", text) for text in CATALAN_INSTALLATION] + [("en", text.decode()) for text in ENGLISH_FIRMWARE]
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            n: (f"http://h/{n}", 0, _language_page(language, text.encode()))
+            for n, (language, text) in enumerate(texts, 1)
+        },
+    )
+    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    body = search(client, query, known={})
+    assert body["partial"] is False and doc_ids(body) == [1], body
+    marked = [result["snippet"][start:end] for result in body["results"] for start, end in result["highlights"]]
+    assert marked == ["instal\u00b7laci\u00f3", "completa"], marked
+
+
 def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(client, monkeypatch):
     # A word's search among close words costs milliseconds: a query of 100 made-up words took a second.
     typos = "Reqiurements herutnerfahren Вылкючение"

@@ -171,6 +171,7 @@ class Vocabulary:
         self._phrases: dict[tuple[tuple[str, ...], str], int] = {}
         self._phrase_words = 0  # the words of the phrases kept
         self._words: dict[str, bool] = {}  # is_word's answers
+        self._listed: dict[str, bool] = {}  # listed's answers
         self._language_pages: dict[str, int] | None = None  # language -> its pages ("" for none said)
         self._documents_in: dict[tuple[str, frozenset[str]], int] = {}
 
@@ -286,6 +287,17 @@ class Vocabulary:
         wanted = set(languages)
         return {language for language in self._language_pages if analysis.stems_language(language) in wanted}
 
+    def listed(self, word: str) -> bool:
+        """Whether the vocabulary lists *word* (folded, of VOCABULARY_MIN characters or more): a page
+        holds it, or held it before an update (a seek in its table, not a walk of an FTS5 list)."""
+        found = self._listed.get(word)
+        if found is None:
+            found = self.db.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
+            if len(self._listed) >= DOCUMENT_COUNTS_KEPT:
+                self._listed.clear()
+            self._listed[word] = found
+        return found
+
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
         return row[0] if row else word
@@ -302,6 +314,7 @@ def compile_query(
     languages = tuple(languages)
     compiled = Compiled("", "", None, in_kept_language=in_kept_language)
     query = _quoted_corrected(query, vocabulary, languages, compiled)
+    query = _with_joined_words(query, vocabulary)
     plain = []
     # The pages of every form of every word counted together (see Vocabulary.count), and of the words
     # of phrases that may be corrected (_corrected_phrase: their forms only for those no page holds).
@@ -436,6 +449,29 @@ def _quoted_corrected(
             group.append(clause)
         required.append(tuple(group))
     return SearchQuery(tuple(required), query.excluded)
+
+
+def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuery:
+    """*query* with two words typed one after the other also matching the word they make joined, where
+    the vocabulary lists it: an alternative of both (a page holding both words anywhere still answers
+    both).  A word a page spells with a character dropped inside it (the middle dot of Catalan's
+    "instal·lació") is found typed with a space there ("instal lació"), and so is "Word press"."""
+    groups = [list(alternatives) for alternatives in query.required]
+    plain = [
+        len(group) == 1 and not group[0].is_phrase and not analysis.is_segmented(group[0].words[0]) for group in groups
+    ]
+    for number in range(len(groups) - 1):
+        if not (plain[number] and plain[number + 1]):
+            continue
+        first, second = groups[number][0], groups[number + 1][0]
+        joined = first.words[0] + second.words[0]
+        if len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined):
+            clause = Clause(first.text + second.text, (joined,))
+            groups[number].append(clause)
+            groups[number + 1].append(clause)
+    if all(len(group) == len(alternatives) for group, alternatives in zip(groups, query.required, strict=True)):
+        return query
+    return SearchQuery(tuple(map(tuple, groups)), query.excluded)
 
 
 def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
