@@ -42,6 +42,10 @@ TERMS = [
     ("Guia d'instal·lació de Debian", "ca", ["guia", "d", "installac", "de", "deb"]),
     ("paral·lels col·lecció", "ca", ["parall", "collecc"]),
     ("Inici · Documentació", None, ["inici", "documentacio"]),
+    # Between two letters only (UAX #29's MidLetter): between digits it separates, as the Greek ano
+    # teleia (a middle dot in NFKC) does where a space follows it.
+    ("1 kW·h = 3,6·10 MJ", None, ["1", "kwh", "3", "6", "10", "mj"]),
+    ("λόγος\u0387 άλλος", None, ["λογοσ", "αλλοσ"]),
     ("Tiếng Việt đây", "vi", ["tieng", "viet", "day"]),
     ("日本語のテキスト", "ja", ["日本", "本語", "語の", "のテ", "テキ", "キス", "スト"]),
     ("安装", "zh", ["安装"]),

@@ -468,7 +468,8 @@ def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_sam
     (pages / "6").unlink()
     gone = pages / ".tse-gone"
     warning = (
-        "tse index: warning: page file 6 is missing: page files 7 to 10 are not indexed (the index stops at"
+        "tse index: warning: page file 6 is missing: the 4 page files past it, up to 10, are not indexed (the"
+        " index stops at"
         f" the first missing page; to remove a page, keep its file and list its docID in {gone})\n"
     )
     assert run_tse("index", reference, tmp_path / "reference.index").returncode == 0
@@ -478,10 +479,14 @@ def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_sam
         assert (result.returncode, result.stdout, result.stderr.decode()) == (0, b"", warning), options
         assert (tmp_path / "index").read_bytes() == expected, options
     (pages / "8").unlink()
-    (pages / "9").unlink()
+    (pages / "9").unlink()  # files past the end with gaps between them: counted, not a range of docIDs
+    result = run_tse("index", pages, tmp_path / "index", "--update")
+    assert result.stderr.decode() == warning.replace("the 4 page files", "the 2 page files")
     (pages / "10").unlink()
     result = run_tse("index", pages, tmp_path / "index", "--update")  # one page file past the end
-    assert result.stderr.decode() == warning.replace("page files 7 to 10 are", "page file 7 is")
+    assert result.stderr.decode() == warning.replace(
+        "the 4 page files past it, up to 10, are", "the page file past it, 7, is"
+    )
     (pages / "7").unlink()
     for options in [(), ("--update",)]:  # the directory's end: nothing to say
         result = run_tse("index", pages, tmp_path / "index", *options)

@@ -70,6 +70,8 @@ def test_parse(line, required, excluded):
         ("«Руководство по установке»", [["“руководство+по+установке"]], []),
         ("「日本語 入門」", [["“日本+本語+入門"]], []),
         ("『インストール』 ガイド", [["“イン+ンス+スト+トー+ール"], ["ガイ+イド"]], []),
+        ("〝日本語 入門〟", [["“日本+本語+入門"]], []),  # (the double prime quotes: Japanese, Chinese)
+        ("‟gnu debian” linux", [["“gnu+debian"], ["linux"]], []),
         ("“安装 指南”", [["“安装+指南"]], []),
         ("＂gnu debian＂ linux", [["“gnu+debian"], ["linux"]], []),
         ("שלום “עולם”", [["שלום"], ["“עולם"]], []),
@@ -190,7 +192,7 @@ def test_an_or_with_no_clause_on_one_side_is_left_out(line):
     assert parse_search_query(query.typed()) == query  # (what "Did you mean" shows means the same)
 
 
-_TYPOGRAPHIC_QUOTES = "“”„«»「」『』＂"
+_TYPOGRAPHIC_QUOTES = "“”„‟«»「」『』〝〞〟＂"
 
 
 @given(
@@ -385,6 +387,7 @@ def marks(*sequences):
         # A word joiner and a right-to-left mark inside a word: the whole word marked.
         ("Built with Word\u2060press and PHP", [[["wordpress"]]], ["Word\u2060press"]),
         ("Guia d'instal·lació de Debian", [[["installacio"]]], ["instal·lació"]),
+        ("Energia: 2·10 kW·h", [[["10"]], [["kwh"]]], ["10", "kW·h"]),
         ("دليل التثبيت\u200fات", [[["التثبیتات"]]], ["التثبيت\u200fات"]),
         ("开发了大量用于 Unix™ 的自由软件工具和类 Unix 操作系统", [[["unix"]]], ["Unix", "Unix"]),
         # Half-width katakana: デビアン typed, ﾃﾞﾋﾞｱﾝ written (NFKC composes each sound mark).

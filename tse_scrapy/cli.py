@@ -412,8 +412,13 @@ def _warn_of_pages_past_the_end(directory: str, end: int) -> None:
     past = page_files_past(directory, end)
     if past is None:
         return
-    there, highest = past
-    left_out = f"page file {highest} is" if highest == end + 1 else f"page files {end + 1} to {highest} are"
+    there, count, highest = past
+    # (The files past it need not follow one another: their count and the last, not a range.)
+    left_out = (
+        f"the page file past it, {highest}, is"
+        if count == 1
+        else f"the {count} page files past it, up to {highest}, are"
+    )
     sys.stderr.write(
         f"tse index: warning: page file {end} {'cannot be opened' if there else 'is missing'}: {left_out} "
         "not indexed (the index stops at the first missing page; to remove a page, keep its file and "

@@ -110,18 +110,19 @@ class PageScan:
             raise pagedir.PageFileError(f"{path}: {error}") from None
 
 
-def page_files_past(directory: str | os.PathLike, end: int) -> tuple[bool, int] | None:
+def page_files_past(directory: str | os.PathLike, end: int) -> tuple[bool, int, int] | None:
     """Where a walk of *directory* that ended at docID *end* (a page file it could not open) left
-    page files behind: whether file *end* is there (but could not be opened) and the highest docID
-    of a page file past it; None when there is none.  One listing of the directory, no file stat'ed."""
+    page files behind: whether file *end* is there (but could not be opened), how many page files
+    there are past it and the highest docID of them; None when there is none.  One listing of the
+    directory, no file stat'ed."""
     try:
         names = os.listdir(directory)
     except OSError:
         return None
     # (A name with leading zeros is no docID's file: the walk opens "12", never "012".)
     numbers = {int(name) for name in names if pagedir.is_page_name(name) and not name.startswith("0")}
-    highest = max(numbers, default=0)
-    return (end in numbers, highest) if highest > end else None
+    past = [number for number in numbers if number > end]
+    return (end in numbers, len(past), max(past)) if past else None
 
 
 def fingerprint(statuses: Iterable[tuple[int, os.stat_result]], gone: Iterable[int]) -> str:

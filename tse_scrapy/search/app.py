@@ -144,7 +144,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         if answer is None or answer.error:
             context["error"] = answer.error if answer else "Error: the query is empty."
             return _page(request, "results.html", context, _error_status(answer))
-        if ranking != "relevance" and request.query_params.get("lang"):
+        if ranking != "relevance" and kept is not None:  # (a language of the search index: none without one)
             context["language_ignored"] = True
         pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
         suggestion = _suggestion(answer)

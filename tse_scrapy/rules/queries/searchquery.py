@@ -3,9 +3,9 @@
 - plain words: pages with all of them first, then (when none has all) the best partial matches;
 - ``"quoted phrases"``: the words as typed (no other forms) at consecutive positions (in CJK,
   consecutive characters); a quote left open runs to the end of the line.  The typographic double
-  quotes are ``"`` (``“…”``, ``„…“``, ``«…»``, ``»…«``, ``「…」``, ``『…』``, the full-width one
-  U+FF02: what phones, pasted text and other languages type); the single ones (U+2018, U+2019)
-  are apostrophes, inside words;
+  quotes are ``"`` (``“…”``, ``„…“``, ``‟…”``, ``«…»``, ``»…«``, ``「…」``, ``『…』``, ``〝…〞``,
+  the full-width one U+FF02: what phones, pasted text and other languages type); the single ones
+  (U+2018, U+2019) are apostrophes, inside words;
 - ``-word`` and ``-"phrase"``: no page holding it;
 - ``OR`` (in capitals) between two words or phrases: either (``OR OR`` is one ``OR``).  An ``OR``
   with no word or phrase to find on one side (first, last, next to a ``-word``) is left out, as a
@@ -36,7 +36,9 @@ _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 # Each typographic double quote, opening or closing, is ``"``: pairs then match as ASCII ones do
 # (``„a“ „b“`` is two phrases), one mark for one, so the query keeps its length.  The curly
 # single quotes are left alone: U+2019 is the apostrophe of "what's" and "l'installation" typed on a phone.
-_AS_ASCII_QUOTES = str.maketrans(dict.fromkeys("\u201c\u201d\u201e\u00ab\u00bb\u300c\u300d\u300e\u300f\uff02", '"'))
+_AS_ASCII_QUOTES = str.maketrans(
+    dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\u300c\u300d\u300e\u300f\u301d\u301e\u301f\uff02", '"')
+)
 _OPERATORS = ("OR", "AND")  # (in capitals; AND changes nothing: every clause is required already)
 
 

@@ -76,20 +76,26 @@ def _mark_ranges() -> str:
     return "".join(chr(first) if first == last else f"{chr(first)}-{chr(last)}" for first, last in ranges)
 
 
-# The characters a word may hold that are not its letters, and that ``normalize`` drops: the invisible
-# formatting characters, which do not cut a word (UAX #29 ignores them between letters): the soft
-# hyphen ("Instal\u00adlation"), the joiners (ZWNJ and ZWJ, the word joiner U+2060, the zero-width
-# no-break space U+FEFF that older text uses as one) and the marks of direction (LRM, RLM, ALM and the
-# embeddings and isolates, which right-to-left text copied about holds); and the middle dot of
-# Catalan's "l·l" (UAX #29: inside a word), with the hyphenation point: "instal·lació" is one word, as
-# typed with or without its dot, not "instal" (the English stem of "install") and "lació".  In a bigram
-# script's run they still cut the run where snippets read it.
-DROPPED_IN_WORDS = "\u00ad\u00b7\u061c\u200c-\u200f\u2027\u202a-\u202e\u2060\u2066-\u2069\ufeff"
+# The invisible formatting characters a word may hold, which do not cut it (UAX #29 ignores them
+# between letters) and ``normalize`` drops: the soft hyphen ("Instal\u00adlation"), the joiners (ZWNJ
+# and ZWJ, the word joiner U+2060, the zero-width no-break space U+FEFF that older text uses as one)
+# and the marks of direction (LRM, RLM, ALM and the embeddings, overrides and isolates, which
+# right-to-left text copied about holds).  In a bigram script's run they still cut the run where
+# snippets read it.
+DROPPED_IN_WORDS = "\u00ad\u061c\u200c-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
 _DROPPED_IN_WORDS = re.compile(f"[{DROPPED_IN_WORDS}]")
 _MARKS = _mark_ranges() + DROPPED_IN_WORDS
-# A word: a run of letters, digits and marks ("_" is made a space first: \w holds it).  A run holding a
-# character of a bigram script is cut again into runs in those scripts and runs outside them.
-_WORD_RUN = re.compile(f"[\\w{_MARKS}]+")
+# The middle dot between two letters is inside a word (UAX #29's MidLetter), dropped too: Catalan's
+# "instal\u00b7laci\u00f3" is one word, found typed with or without its dot, not "instal" (the English
+# stem of "install") and "laci\u00f3"; so are the hyphenation point and the Greek ano teleia (a middle
+# dot in NFKC).  Elsewhere it separates, as any punctuation: "2\u00b710", "Home \u00b7 About".
+_INNER_DOTS = "\u00b7\u0387\u2027"
+_LETTER = "[^\\W\\d_]"
+_INNER_DOT = re.compile(f"[{_INNER_DOTS}](?<={_LETTER}[{_INNER_DOTS}])(?={_LETTER})")  # (the dot first: fast)
+# A word: a run of letters, digits and marks ("_" is made a space first: \w holds it), a middle dot
+# between two letters inside it.  A run holding a character of a bigram script is cut again into runs
+# in those scripts and runs outside them.
+_WORD_RUN = re.compile(f"[\\w{_MARKS}]+(?:{_INNER_DOT.pattern}[\\w{_MARKS}]+)*")
 _WORD_CHARACTER = re.compile(f"[^\\W_]|[{_MARKS}]")
 # The bytes of UTF-8 text with every ASCII character that is no letter or digit a space, and "_" (\w
 # holds it; no word does); the bytes of the other characters as they are.  No whitespace character
@@ -183,7 +189,7 @@ def _character_class(codes: Iterable[int]) -> str:
 # The characters folding drops or spells as several (not one character for one).
 _NOT_ONE_CHARACTER = re.compile(
     f"[{_character_class(code for code, folded in _FOLDED.items() if folded is None or len(folded) != 1)}"
-    f"{DROPPED_IN_WORDS}]"
+    f"{DROPPED_IN_WORDS}]|{_INNER_DOT.pattern}"
 )
 # Only text holding one of these can change when folded (a fast test that skips most of a page).
 _FOLDABLE = re.compile(f"[{_character_class(_FOLDED)}]")
@@ -203,9 +209,10 @@ def _folded_run(found: re.Match[str]) -> str:
 # 2: the symbols NFKC spells with letters separate words (_SPELT_SYMBOLS).
 # 3: languages detected by their commonest words as written (accents kept): other stems for the pages
 #    now detected otherwise.
-# 4: the word joiner, the zero-width no-break space, the marks of direction and the middle dot are
-#    dropped inside words as the other joiners are (DROPPED_IN_WORDS), no longer cutting them.
-ANALYSIS_REVISION = 4
+# 4: the word joiner, the zero-width no-break space and the marks of direction are dropped inside
+#    words as the other joiners are (DROPPED_IN_WORDS), no longer cutting them.
+# 5: the middle dot between two letters (Catalan's l\u00b7l) is dropped, no longer cutting its word.
+ANALYSIS_REVISION = 5
 ANALYSIS_VERSION = f"{ANALYSIS_REVISION} unicode {unicodedata.unidata_version} snowball {Stemmer.version()}"
 
 STEMMERS = {
@@ -258,13 +265,15 @@ class Token(NamedTuple):
 
 
 def normalize(text: str) -> str:
-    """NFKC, then case folding; the characters that sit inside words but are no letters
-    (DROPPED_IN_WORDS: joiners, soft hyphens, marks of direction, middle dots) dropped; the symbols
-    NFKC would spell with letters made spaces first (see _SPELT_SYMBOLS)."""
+    """NFKC, then case folding; the characters that sit inside words but are no letters dropped (the
+    joiners, soft hyphens and marks of direction of DROPPED_IN_WORDS, and a middle dot between two
+    letters); the symbols NFKC would spell with letters made spaces first (see _SPELT_SYMBOLS)."""
     if text.isascii():
         return text.lower()
     normalized = unicodedata.normalize("NFKC", _SPELT_SYMBOLS.sub(" ", text)).casefold()
-    return _DROPPED_IN_WORDS.sub("", normalized) if _DROPPED_IN_WORDS.search(normalized) else normalized
+    if _DROPPED_IN_WORDS.search(normalized):
+        normalized = _DROPPED_IN_WORDS.sub("", normalized)
+    return _INNER_DOT.sub("", normalized) if "\u00b7" in normalized or "\u2027" in normalized else normalized
 
 
 # Romanian's s and t with a comma below, as older keyboards and encodings type them: with a cedilla.
