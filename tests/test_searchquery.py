@@ -388,6 +388,8 @@ def marks(*sequences):
         ("Built with Word\u2060press and PHP", [[["wordpress"]]], ["Word\u2060press"]),
         ("Guia d'instal·lació de Debian", [[["installacio"]]], ["instal·lació"]),
         ("Energia: 2·10 kW·h", [[["10"]], [["kwh"]]], ["10", "kW·h"]),
+        # A name written in Chinese with a middle dot (Leonardo da Vinci): the bigrams across it, as indexed.
+        ("《蒙娜丽莎》是列奥纳多·达·芬奇的画作", [[["达芬"], ["芬奇"]]], ["达·芬奇"]),
         ("دليل التثبيت\u200fات", [[["التثبیتات"]]], ["التثبيت\u200fات"]),
         ("开发了大量用于 Unix™ 的自由软件工具和类 Unix 操作系统", [[["unix"]]], ["Unix", "Unix"]),
         # Half-width katakana: デビアン typed, ﾃﾞﾋﾞｱﾝ written (NFKC composes each sound mark).

@@ -107,7 +107,9 @@ _ASCII_LOWERED_NOT_IN_WORDS = _ASCII_NOT_IN_WORDS.translate(
 )
 # A small ASCII letter and the character after it, when that one is not ASCII (see ``_words_of_pieces``).
 _LETTER_THEN_OTHER = re.compile(r"[a-z]([^\x00-\x7f])")
-_SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+)|([^{_BIGRAM_RANGES}]+)")
+# (A middle dot between two characters of a bigram script is inside their run, as inside any word:
+# a name written in Chinese, "\u8fbe\u00b7\u82ac\u5947", is the run its index terms come from.)
+_SCRIPT_RUN = re.compile(f"([{_BIGRAM_RANGES}]+(?:[{_INNER_DOTS}][{_BIGRAM_RANGES}]+)*)|([^{_BIGRAM_RANGES}]+)")
 # The characters that are no word's (neither letter, digit nor mark) but that NFKC spells with letters
 # or digits: letterlike symbols (™ → "TM", № → "No", ℃ → "°C"), letters in circles or parentheses
 # (Ⓐ, ⒜, 🄐), the squared units (㎏ → "kg").  They are made spaces before NFKC: "Unix™" is the word
@@ -212,7 +214,8 @@ def _folded_run(found: re.Match[str]) -> str:
 # 4: the word joiner, the zero-width no-break space and the marks of direction are dropped inside
 #    words as the other joiners are (DROPPED_IN_WORDS), no longer cutting them.
 # 5: the middle dot between two letters (Catalan's l\u00b7l) is dropped, no longer cutting its word.
-ANALYSIS_REVISION = 5
+# 6: ... nor, for snippets (the heads kept in the search index), a run of a bigram script.
+ANALYSIS_REVISION = 6
 ANALYSIS_VERSION = f"{ANALYSIS_REVISION} unicode {unicodedata.unidata_version} snowball {Stemmer.version()}"
 
 STEMMERS = {
@@ -723,7 +726,12 @@ def _tokens(
         for script_run in _SCRIPT_RUN.finditer(run):
             segmented, piece = script_run.group(1), script_run.group()
             # Normalized text in these scripts (most of it) is its own words: no case, no accents to fold.
-            plain = segmented and unicodedata.is_normalized("NFKC", piece) and piece.casefold() == piece
+            plain = (
+                segmented
+                and unicodedata.is_normalized("NFKC", piece)
+                and piece.casefold() == piece
+                and not _INNER_DOT.search(piece)
+            )
             if plain and wanted is not None and len(piece) > 1:
                 start = word_run.start() + script_run.start()
                 last = -1 if follows else -2  # the bigram kept last, -1 standing for a word kept before
@@ -785,6 +793,8 @@ def _normalized_spans(piece: str, analyzed: list[str]) -> list[tuple[int, int]] 
     spans: list[tuple[int, int]] = []
     made = 0
     for end in range(1, len(piece) + 1):
+        if piece[end - 1] in _INNER_DOTS and end < len(piece):  # dropped once a letter follows: no span
+            continue
         length = len(fold(normalize(piece[:end])))
         if length < made or (length == made and not spans):
             return None
