@@ -522,40 +522,45 @@ def test_a_form_no_page_has_of_a_word_pages_have_is_not_corrected_to_a_commoner_
     assert body["suggestion"] is None and sorted(doc_ids(body)) == [1, 2, 3], body
 
 
-# Real sentences of the Debian installation guide (installation-guide-amd64, en and ca, ch02s02.html)
-# and of Python's docs.
+# Real sentences of the Debian installation guide (installation-guide-amd64, en and ca, ch02s02.html).
 ENGLISH_FIRMWARE = [
-    b"some USB devices and even some hard disk controllers also require firmware.",
-    b"appropriate firmware file to be installed in the system.",
-    b"images can include non-free firmware packages.",
+    "some USB devices and even some hard disk controllers also require firmware.",
+    "appropriate firmware file to be installed in the system.",
+    "images can include non-free firmware packages.",
 ]
 CATALAN_FIRMWARE = (
     "En bastants dispositius antics que necessiten microprogramari (\u00abfirmware\u00bb) per a funcionar."
-).encode()
+)
 # Python's docs (python3.11-doc) and the Catalan guide's chapter on RAID (partman-raid).
 PYTHON_EXCEPTION = [
-    b"or propagate an exception if one occurred.",
-    b"stateless case (which might raise an exception).",
-    b"with an exception set).",
+    "or propagate an exception if one occurred.",
+    "stateless case (which might raise an exception).",
+    "with an exception set).",
 ]
-CATALAN_EXCEPT = (
-    "\u00c9s similar a RAID5 excepte pel fet que utilitza dos dispositius de paritat en comptes d'un."
-).encode()
+CATALAN_EXCEPT = "\u00c9s similar a RAID5 excepte pel fet que utilitza dos dispositius de paritat en comptes d'un."
 
 
-def _language_page(language: str, text: bytes) -> bytes:
-    return f'<html lang="{language}"><head><title>t</title></head><body><p>'.encode() + text + b"</p></body></html>"
+def sentences_client(tmp_path, texts: list[tuple[str, str]]) -> TestClient:
+    """The app over an index of one page a (language, sentence) of *texts*, docIDs 1, 2, ... in order."""
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            n: (
+                f"http://h/{n}",
+                0,
+                f'<html lang="{language}"><head><title>t</title></head><body><p>{text}</p></body></html>'.encode(),
+            )
+            for n, (language, text) in enumerate(texts, 1)
+        },
+    )
+    return app_client(pages, index_pages(pages, tmp_path / "index"))
 
 
 def test_a_typo_sharing_a_stem_only_in_a_language_of_few_of_the_close_words_pages_is_corrected(tmp_path):
     # "firmwre" and "firmware" are both "firmw" in Catalan; "firmware" is on English pages mostly, where
     # it is "firmwar": a typo, not a Catalan form of it (it was kept as typed, with Catalan pages only).
     texts = [("en", text) for text in ENGLISH_FIRMWARE] + [("ca", CATALAN_FIRMWARE)]
-    pages = write_pages(
-        tmp_path / "pages",
-        {n: (f"http://h/{n}", 0, _language_page(language, text)) for n, (language, text) in enumerate(texts, 1)},
-    )
-    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    client = sentences_client(tmp_path, texts)
     body = search(client, "firmwre", known={})
     assert body["suggestion"] == "firmware" and sorted(doc_ids(body)) == [1, 2, 3, 4], body
 
@@ -564,11 +569,7 @@ def test_a_typo_whose_stem_in_one_language_is_a_close_words_stem_in_another_is_c
     # "exceptoin" is "except" in Catalan, as "excepte" is; "except" is "exception"'s English stem: a
     # coincidence across two languages, not a form of "exception" (it was kept as typed).
     texts = [("en", text) for text in PYTHON_EXCEPTION] + [("ca", CATALAN_EXCEPT)]
-    pages = write_pages(
-        tmp_path / "pages",
-        {n: (f"http://h/{n}", 0, _language_page(language, text)) for n, (language, text) in enumerate(texts, 1)},
-    )
-    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    client = sentences_client(tmp_path, texts)
     body = search(client, "exceptoin", known={})
     assert body["suggestion"] == "exception" and sorted(doc_ids(body)) == [1, 2, 3], body
 
@@ -591,14 +592,7 @@ def test_with_results_kept_to_a_language_a_typo_is_corrected_to_a_word_of_that_l
     # "Partitionierng" is closest to the German "partitionierung"; with lang=en that word would find no
     # page: the English "partitioning" is the correction there (the German one was, answering 0 pages).
     texts = [("de", text) for text in GERMAN_PARTITIONING] + [("en", text) for text in ENGLISH_PARTITIONING]
-    pages = write_pages(
-        tmp_path / "pages",
-        {
-            n: (f"http://h/{n}", 0, _language_page(language, text.encode()))
-            for n, (language, text) in enumerate(texts, 1)
-        },
-    )
-    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    client = sentences_client(tmp_path, texts)
     assert search(client, "Partitionierng", known={})["suggestion"] == "partitionierung"
     body = search(client, "Partitionierng", known={}, lang="en")
     assert body["suggestion"] == "partitioning" and sorted(doc_ids(body)) == [3, 4, 5], body
@@ -620,15 +614,8 @@ CATALAN_INSTALLATION = [
 def test_a_catalan_word_with_a_middle_dot_is_found_with_it_without_it_or_a_space_for_it(tmp_path, query):
     # "instal\u00b7laci\u00f3" is one word: typed with its dot, without, or with a space for the dot (as
     # "letters only" types it: the two words typed apart also match the word they make joined).
-    texts = [("ca", text) for text in CATALAN_INSTALLATION] + [("en", text.decode()) for text in ENGLISH_FIRMWARE]
-    pages = write_pages(
-        tmp_path / "pages",
-        {
-            n: (f"http://h/{n}", 0, _language_page(language, text.encode()))
-            for n, (language, text) in enumerate(texts, 1)
-        },
-    )
-    client = app_client(pages, index_pages(pages, tmp_path / "index"))
+    texts = [("ca", text) for text in CATALAN_INSTALLATION] + [("en", text) for text in ENGLISH_FIRMWARE]
+    client = sentences_client(tmp_path, texts)
     body = search(client, query, known={})
     assert body["partial"] is False and doc_ids(body) == [1], body
     marked = [result["snippet"][start:end] for result in body["results"] for start, end in result["highlights"]]
