@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import apsw
 
@@ -245,14 +245,8 @@ class Vocabulary:
         """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word.
         Asked of phrases_fts, whose words an update keeps exact (the vocabulary table keeps the
         words of pages gone: ``closest`` keeps only those the index holds)."""
-        found = self._words.get(word)
-        if found is None:
-            sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
-            found = self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None
-            if len(self._words) >= DOCUMENT_COUNTS_KEPT:
-                self._words.clear()
-            self._words[word] = found
-        return found
+        sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
+        return _remembered(self._words, word, lambda: self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None)
 
     def share(self, languages: Iterable[str]) -> float:
         """The share of the index's pages whose words hold the stems of *languages*
@@ -264,20 +258,17 @@ class Vocabulary:
     def documents_in(self, term: str, languages: frozenset[str]) -> int:
         """How many pages whose words hold the stems of *languages* (``analysis.stems_language``) hold
         *term* in fts (its list read: a few terms a query, those a misspelt word is held by)."""
-        key = (term, languages)
-        found = self._documents_in.get(key)
-        if found is None:
+
+        def count() -> int:
             counted = sorted(self._with_unstemmed(languages))
             marks = ",".join("?" * len(counted))
             sql = (
                 "SELECT count(*) FROM fts JOIN pages ON pages.doc_id = fts.rowid"
                 f" WHERE fts MATCH ? AND pages.lang IN ({marks})"
             )
-            found = self.db.execute(sql, (f'"{term}"', *counted)).fetchone()[0] if counted else 0
-            if len(self._documents_in) >= DOCUMENT_COUNTS_KEPT:
-                self._documents_in.clear()
-            self._documents_in[key] = found
-        return found
+            return self.db.execute(sql, (f'"{term}"', *counted)).fetchone()[0] if counted else 0
+
+        return _remembered(self._documents_in, (term, languages), count)
 
     def _with_unstemmed(self, languages: Iterable[str]) -> set[str]:
         """The languages of the index's pages ("" for none said) whose words hold the stems of
@@ -290,17 +281,28 @@ class Vocabulary:
     def listed(self, word: str) -> bool:
         """Whether the vocabulary lists *word* (folded, of VOCABULARY_MIN characters or more): a page
         holds it, or held it before an update (a seek in its table, not a walk of an FTS5 list)."""
-        found = self._listed.get(word)
-        if found is None:
-            found = self.db.execute("SELECT 1 FROM vocabulary WHERE word = ?", (word,)).fetchone() is not None
-            if len(self._listed) >= DOCUMENT_COUNTS_KEPT:
-                self._listed.clear()
-            self._listed[word] = found
-        return found
+        sql = "SELECT 1 FROM vocabulary WHERE word = ?"
+        return _remembered(self._listed, word, lambda: self.db.execute(sql, (word,)).fetchone() is not None)
 
     def spelling(self, word: str) -> str:
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
         return row[0] if row else word
+
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+def _remembered(kept: dict[_Key, _Value], key: _Key, work_out: Callable[[], _Value]) -> _Value:
+    """*kept*'s answer for *key*, worked out and kept when it has none (DOCUMENT_COUNTS_KEPT answers at
+    most: then it starts again)."""
+    found = kept.get(key)
+    if found is None:
+        found = work_out()
+        if len(kept) >= DOCUMENT_COUNTS_KEPT:
+            kept.clear()
+        kept[key] = found
+    return found
 
 
 def compile_query(
