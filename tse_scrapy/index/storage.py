@@ -83,6 +83,7 @@ class IndexReader:
         with open(self.path, "rb") as file:
             status = os.fstat(file.fileno())
             self.size = status.st_size
+            self.key = file_key(status)  # of the very file read: ``tse serve`` looks for another written in its place
             text = None
             digest = stamped_digest(self.path, status)
             if digest is None:  # no stamp of this very file: hash it
@@ -176,7 +177,7 @@ class SidecarPostings(Mapping[int, int]):
 
 def write_stamp(path: str | os.PathLike, digest: bytes) -> None:
     """Record that the text index at *path*, as it is now, has *digest* (see the module's doc)."""
-    size, mtime_ns, inode = _file_key(os.stat(path))
+    size, mtime_ns, inode = file_key(os.stat(path))
     write_atomically(stamp_path(path), b"%d %d %d %s\n" % (size, mtime_ns, inode, digest.hex().encode()))
 
 
@@ -185,14 +186,15 @@ def stamped_digest(path: str | os.PathLike, status: os.stat_result) -> bytes | N
     file that has *status* now (same size, modification time and inode), else None."""
     try:
         fields = stamp_path(path).read_bytes().split()
-        if len(fields) == 4 and tuple(map(int, fields[:3])) == _file_key(status):
+        if len(fields) == 4 and tuple(map(int, fields[:3])) == file_key(status):
             return bytes.fromhex(fields[3].decode("ascii"))
     except (OSError, ValueError):
         pass
     return None
 
 
-def _file_key(status: os.stat_result) -> tuple[int, int, int]:
+def file_key(status: os.stat_result) -> tuple[int, int, int]:
+    """What tells a file from another written in its place (renamed there: another inode)."""
     return status.st_size, status.st_mtime_ns, status.st_ino
 
 

@@ -29,12 +29,12 @@ from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.pagecontent import readable
 from ..index.storage import IndexReader
 from ..rules.files import pagedir
-from ..rules.files.pagenotes import read_page_notes
 from ..rules.queries import searchsnippet
 from ..rules.queries.query import is_blank
 from ..rules.text import analysis
 from ..rules.text.encodings import browser_label, page_encoding
 from ..rules.text.pagetext import snippet
+from .served import Served, ServedIndex
 
 PER_PAGE = 10
 MAX_PER_PAGE = 100
@@ -109,22 +109,28 @@ def allowed_hosts(host: str) -> list[str] | None:
 
 
 def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette:
-    """The app over one query engine (its index and page directory, opened once);
-    with *hosts*, requests whose Host header names another are refused (400)."""
+    """The app over a query engine (its index and page directory, opened once, and again when
+    ``tse index`` writes the index anew: ``served``); with *hosts*, requests whose Host header names
+    another are refused (400)."""
+    index = ServedIndex(engine)
 
-    # rank=relevance by default where the index has its search index; else SPEC 4's scores.
-    default_rank = "tse" if isinstance(engine.search_index, str) else "relevance"
-    languages = [] if isinstance(engine.search_index, str) else engine.search_index.languages
-    notes = read_page_notes(engine.directory)  # the pages' HTTP charsets and PDFs, noted at crawl time
-
-    def common(line: str, rank: str, language: str | None = None) -> dict[str, Any]:
-        relevance = default_rank == "relevance"
-        return {"query": line, "rank": rank, "lang": language or "", "languages": languages, "relevance": relevance}
+    def common(served: Served, line: str, rank: str, language: str | None = None) -> dict[str, Any]:
+        relevance = served.default_rank == "relevance"
+        return {
+            "query": line,
+            "rank": rank,
+            "lang": language or "",
+            "languages": served.languages,
+            "relevance": relevance,
+        }
 
     async def home(request: Request) -> Response:
-        return _page(request, "home.html", common("", default_rank))
+        served = await index.fresh()
+        return _page(request, "home.html", common(served, "", served.default_rank))
 
     async def search(request: Request) -> Response:
+        served = await index.fresh()
+        engine, default_rank, languages = served.engine, served.default_rank, served.languages
         line = request.query_params.get("q", "")
         if is_blank(line):
             return RedirectResponse("/", status_code=303)
@@ -137,10 +143,10 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
             language = _language(request, ranking, languages) if ranking == "relevance" else None
         except BadParameter as error:
-            return _page(request, "results.html", {**common(line, shown_rank, kept), "error": str(error)}, 400)
+            return _page(request, "results.html", {**common(served, line, shown_rank, kept), "error": str(error)}, 400)
         answer = engine.answer(line, ranking, limit_size=True, language=language)
         shown_language = language if ranking == "relevance" else kept
-        context = common(line, ranking, shown_language)
+        context = common(served, line, ranking, shown_language)
         if answer is None or answer.error:
             context["error"] = answer.error if answer else "Error: the query is empty."
             return _page(request, "results.html", context, _error_status(answer))
@@ -157,7 +163,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             page=page,
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
-            results=_results(engine, answer, page, PER_PAGE, notes.pdfs),
+            results=_results(engine, answer, page, PER_PAGE, served.notes.pdfs),
             # Past the last page: the last is the one before.
             prev_url=_search_url(line, ranking, min(page - 1, pages), shown_language) if page > 1 else None,
             next_url=_search_url(line, ranking, page + 1, shown_language) if page < pages else None,
@@ -165,6 +171,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         return _page(request, "results.html", context)
 
     async def api_search(request: Request) -> Response:
+        served = await index.fresh()
+        engine, default_rank, languages = served.engine, served.default_rank, served.languages
         line = request.query_params.get("q", "")
         try:
             ranking = _ranking(request, default_rank)
@@ -176,7 +184,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         answer = engine.answer(line, ranking, limit_size=True, language=language)
         if answer is None or answer.error:
             return _json({"error": answer.error if answer else "Error: the query is empty."}, _error_status(answer))
-        results = _results(engine, answer, page, per_page, notes.pdfs)
+        results = _results(engine, answer, page, per_page, served.notes.pdfs)
         content: dict[str, Any] = {
             "query": line,
             "rank": ranking,
@@ -204,7 +212,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         ]
         return _json(content)
 
-    def saved_page(doc_id: int) -> pagedir.Page | None:
+    def saved_page(engine: QueryEngine, doc_id: int) -> pagedir.Page | None:
         """Page file *doc_id*, or None: a docID with no page, a gone page, a file not readable."""
         if doc_id not in engine.docs.lengths:
             return None
@@ -214,7 +222,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             return None
 
     async def saved_copy(request: Request) -> Response:
-        page = saved_page(request.path_params["doc_id"])
+        served = await index.fresh()
+        notes = served.notes
+        page = saved_page(served.engine, request.path_params["doc_id"])
         if page is None:
             return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
         if page.url in notes.pdfs:
@@ -232,8 +242,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     async def saved_pdf(request: Request) -> Response:
         """The PDF as fetched, to download (never shown in the browser from here)."""
         doc_id = request.path_params["doc_id"]
-        page = saved_page(doc_id)
-        if page is None or page.url not in notes.pdfs:
+        served = await index.fresh()
+        page = saved_page(served.engine, doc_id)
+        if page is None or page.url not in served.notes.pdfs:
             return PlainTextResponse("no such PDF\n", 404, headers=SAFE_HEADERS)
         headers = {
             **SAFE_HEADERS,

@@ -1,0 +1,114 @@
+"""A running `tse serve` answers from the index `tse index` writes anew, once it is whole."""
+
+import json
+import os
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import write_pages
+from tests.support.searchsite import write_search_site
+from tests.support.serving import tse_serve
+from tests.support.wait import wait_until
+
+# Longer than a server process's look at the files (served.CHECK_SECONDS) and its opening of the index.
+SETTLED = 3.0
+INDEX_FILES = ("", ".bin", ".stamp", ".docs", ".search")
+
+
+def _api(base: str, query: str) -> dict:
+    try:
+        with urllib.request.urlopen(f"{base}/api/search?{query}", timeout=10) as response:
+            return {"status": response.status, **json.load(response)}
+    except urllib.error.HTTPError as error:
+        return {"status": error.code, **json.load(error)}
+
+
+def _wombats(base: str, rank: str = "relevance") -> list[str]:
+    """The URLs of the pages answering "wombat", as one request answers (a connection of its own:
+    with two server processes, the requests go to both)."""
+    answer = _api(base, f"q=wombat&rank={rank}")
+    assert answer["status"] == 200, answer
+    return sorted(result["url"] for result in answer["results"])
+
+
+def _every_process_answers(base: str, expected: list[str], rank: str = "relevance") -> bool:
+    return all(_wombats(base, rank) == expected for _ in range(8))
+
+
+def _changed(pages) -> None:
+    """Page 2 now holds "wombat", and a page 31 with it is added (as a crawl --update leaves them)."""
+    write_pages(
+        pages,
+        {
+            2: ("http://h/dogs.html", 0, b"<title>Dogs</title><body>dog dog dog, one cat and a wombat</body>"),
+            31: ("http://h/wombat.html", 1, b"<title>Wombats</title><body>the wombat digs</body>"),
+        },
+    )
+
+
+WOMBAT_PAGES = ["http://h/dogs.html", "http://h/wombat.html"]
+
+
+def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
+    pages, index = write_search_site(tmp_path)
+    command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
+    with tse_serve(command, clean_env(), ROOT) as run:
+        assert _wombats(run.base) == []
+        _changed(pages)
+        result = run_tse("index", pages, index, "--update")
+        assert result.returncode == 0, result.stderr
+        wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the new index never answered")
+        assert _every_process_answers(run.base, WOMBAT_PAGES, rank="tse")
+        with urllib.request.urlopen(f"{run.base}/doc/31", timeout=10) as response:
+            assert b"the wombat digs" in response.read()
+        with urllib.request.urlopen(f"{run.base}/search?q=wombat", timeout=10) as response:
+            assert "Wombats" in response.read().decode()
+        # A full build written anew too (its files replaced again), a page gone from it.
+        (pages / "31").unlink()
+        result = run_tse("index", pages, index)
+        assert result.returncode == 0, result.stderr
+        wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES[:1]), 20, "the rebuilt index never answered")
+    assert run.process.returncode == 0, run.stderr
+    assert "changed but cannot be opened" not in run.stderr
+
+
+def _moved_in(source, target, suffixes) -> None:
+    """The files of index *source* with *suffixes* put in place of *target*'s, as tse index renames them."""
+    for suffix in suffixes:
+        shutil.copy2(f"{source}{suffix}", f"{target}{suffix}.new")
+        os.replace(f"{target}{suffix}.new", f"{target}{suffix}")
+
+
+def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
+    pages, index = write_search_site(tmp_path)
+    command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
+    with tse_serve(command, clean_env(), ROOT) as run:
+        before = _api(run.base, "q=cat")
+        assert before["total"] == 5 and before["rank"] == "relevance"
+        _changed(pages)
+        written = tmp_path / "new" / "index"
+        written.parent.mkdir()
+        result = run_tse("index", pages, written)
+        assert result.returncode == 0, result.stderr
+        # The new index and its sidecar in place, its document store and search index not yet: the
+        # server answers as before, from whole files (titles from the store, rank=relevance).
+        _moved_in(written, index, (".stamp", "", ".bin"))
+        time.sleep(SETTLED)
+        for _ in range(8):
+            assert _api(run.base, "q=cat") == before
+            assert _wombats(run.base) == []
+        _moved_in(written, index, (".docs",))
+        time.sleep(SETTLED)
+        assert _every_process_answers(run.base, [])
+        _moved_in(written, index, (".search",))
+        wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the whole new index never answered")
+        # The index's files removed: the server goes on answering from the one it opened.
+        for suffix in INDEX_FILES:
+            os.unlink(f"{index}{suffix}")
+        time.sleep(SETTLED)
+        assert _every_process_answers(run.base, WOMBAT_PAGES)
+    assert run.process.returncode == 0, run.stderr
+    assert f"tse serve: {index} changed but cannot be opened (" in run.stderr
