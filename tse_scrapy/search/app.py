@@ -110,7 +110,7 @@ def allowed_hosts(host: str) -> list[str] | None:
 
 def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette:
     """The app over a query engine (its index and page directory, opened once, and again when
-    ``tse index`` writes the index anew: ``served``); with *hosts*, requests whose Host header names
+    ``tse index`` writes the index anew: ``served.ServedIndex``); with *hosts*, requests whose Host header names
     another are refused (400)."""
     index = ServedIndex(engine)
 
@@ -125,11 +125,11 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         }
 
     async def home(request: Request) -> Response:
-        served = await index.fresh()
+        served = index.current()
         return _page(request, "home.html", common(served, "", served.default_rank))
 
     async def search(request: Request) -> Response:
-        served = await index.fresh()
+        served = index.current()
         engine, default_rank, languages = served.engine, served.default_rank, served.languages
         line = request.query_params.get("q", "")
         if is_blank(line):
@@ -171,7 +171,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         return _page(request, "results.html", context)
 
     async def api_search(request: Request) -> Response:
-        served = await index.fresh()
+        served = index.current()
         engine, default_rank, languages = served.engine, served.default_rank, served.languages
         line = request.query_params.get("q", "")
         try:
@@ -222,7 +222,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             return None
 
     async def saved_copy(request: Request) -> Response:
-        served = await index.fresh()
+        served = index.current()
         notes = served.notes
         page = saved_page(served.engine, request.path_params["doc_id"])
         if page is None:
@@ -242,7 +242,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     async def saved_pdf(request: Request) -> Response:
         """The PDF as fetched, to download (never shown in the browser from here)."""
         doc_id = request.path_params["doc_id"]
-        served = await index.fresh()
+        served = index.current()
         page = saved_page(served.engine, doc_id)
         if page is None or page.url not in served.notes.pdfs:
             return PlainTextResponse("no such PDF\n", 404, headers=SAFE_HEADERS)

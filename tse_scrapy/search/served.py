@@ -4,9 +4,9 @@
 rename it into place, one after the other (the index and its sidecar, then the
 document store, then the search index).  A server process looks at most once
 every CHECK_SECONDS at those files (size, modification time, inode); when one
-is another, the request that saw it opens the index again in a thread (the
-requests meanwhile are answered from the index open), and the process answers
-from the new one only when it is whole: its document store and search index
+is another, it opens the index again in a thread (the requests meanwhile, the
+one that saw it too, are answered from the index open), and it answers from
+the new one only when it is whole: its document store and search index
 written with it, as usable as those it replaces.  A rewrite caught halfway
 (the index new, the document store not yet) is tried again when the files
 change again; an index removed or unreadable leaves the process answering from
@@ -15,6 +15,7 @@ the one it has, said in one line on stderr.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -71,12 +72,12 @@ class Served:
 
 
 class ServedIndex:
-    """The index a server process answers from: ``fresh()`` gives the newest whole one."""
+    """The index a server process answers from: ``current()`` gives the newest whole one."""
 
     def __init__(
         self, engine: QueryEngine, check_seconds: float = CHECK_SECONDS, clock: Callable[[], float] = time.monotonic
     ):
-        self.current = Served.of(engine)
+        self._current = Served.of(engine)
         self._path = Path(engine.index.path)
         # The keys of the files opened: the index's that of the very file read (written anew since, it
         # is another), the others' as they are now (opened with it, they were checked against it).
@@ -84,35 +85,38 @@ class ServedIndex:
         self._check_seconds = check_seconds
         self._clock = clock
         self._next_check = clock() + check_seconds
-        self._opening = False
+        self._opening: asyncio.Future[None] | None = None  # (kept: a task only weakly held may vanish)
 
-    async def fresh(self) -> Served:
-        """The index to answer from: the one open, or one written anew since, once it is whole."""
+    def current(self) -> Served:
+        """The index to answer from: the one open, or one written anew and found whole since.  Called in
+        the event loop, where a task opens a new one in a thread: no request waits for it."""
         now = self._clock()
-        if now < self._next_check or self._opening:
-            return self.current
+        if now < self._next_check or self._opening is not None:
+            return self._current
         self._next_check = now + self._check_seconds
         keys = index_file_keys(self._path)
-        if keys == self._seen:
-            return self.current
-        self._seen = keys  # tried once: again only when a file changes again
-        self._opening = True
+        if keys != self._seen:
+            self._seen = keys  # tried once: again only when a file changes again
+            self._opening = asyncio.ensure_future(self._open_anew())
+        return self._current
+
+    async def _open_anew(self) -> None:
         try:
             opened = await run_in_threadpool(self._opened)
         finally:
-            self._opening = False
+            self._opening = None
         if opened is not None:
-            replaced, self.current = self.current, opened
-            replaced.engine.close()  # (no request is using it: they run in this thread, without awaiting)
-        return self.current
+            replaced, self._current = self._current, opened
+            # No request is using it: they run in the event loop, and none uses the engine across an await.
+            replaced.engine.close()
 
     def _opened(self) -> Served | None:
         """The index at the path opened anew, when it is as whole as the one open; else None."""
         engine = None
         try:
-            engine = QueryEngine(self.current.engine.directory, IndexReader(self._path))
+            engine = QueryEngine(self._current.engine.directory, IndexReader(self._path))
             opened = Served.of(engine)
-            if all(new >= old for new, old in zip(opened.usable(), self.current.usable(), strict=True)):
+            if all(new >= old for new, old in zip(opened.usable(), self._current.usable(), strict=True)):
                 return opened
         except Exception as error:  # whatever the new files hold, the server goes on answering
             logger.warning(
