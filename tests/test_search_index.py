@@ -697,6 +697,36 @@ def test_a_word_is_a_pages_word_after_an_update_as_after_a_build(tmp_path):
         assert not vocabulary.is_word("kernle") and vocabulary.is_word("kernel") and vocabulary.is_word("mended")
 
 
+def test_a_word_an_update_leaves_no_page_holding_is_no_correction_as_after_a_build(tmp_path):
+    # A page changes one form of a word for another with its stem ("frobnicating" to "frobnicated"):
+    # the vocabulary table keeps the old one, whose stem the index still holds; it must not be offered
+    # (a "Did you mean" to a word no page has), as a fresh build offers nothing.
+    def page(text):
+        return f"<html lang='en'><title>t</title><p>{text}</p></html>".encode()
+
+    write_pages(
+        tmp_path / "pages",
+        {1: ("http://h/a.html", 0, page("frobnicating widgets")), 2: ("http://h/b.html", 0, page("other text"))},
+    )
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    answer = engine.answer("frobnicatingg", "relevance")
+    assert answer.corrections == {"frobnicatingg": "frobnicating"} and [d for d, _ in answer.ranked] == [1]
+    write_pages(tmp_path / "pages", {1: ("http://h/a.html", 0, page("frobnicated widgets"))})
+    assert update_index(tmp_path / "pages", tmp_path / "index") is None
+    write_index_files(tmp_path / "pages", tmp_path / "fresh", jobs=1)
+    found = {}
+    for index in ("index", "fresh"):
+        engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / index))
+        found[index] = [
+            (answer.corrections, answer.ranked)
+            for answer in map(engine.answer, ("frobnicatingg", "frobnicatng", "frobnicatedd"), ["relevance"] * 3)
+        ]
+    assert found["index"] == found["fresh"]
+    assert found["fresh"][0] == ({}, [])
+    assert found["fresh"][2] == ({"frobnicatedd": "frobnicated"}, found["fresh"][2][1])
+
+
 def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_every_page(fixture_pages, tmp_path):
     # Its terms are another analysis's (an older tse, another Unicode or Snowball version): a query's
     # would not meet them, nor would an update's pages the others'.

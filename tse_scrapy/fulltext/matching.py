@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
 import apsw
@@ -224,8 +225,9 @@ class Vocabulary:
             documents.update(((term, table), found.get(term, 0)) for term in chunk)
 
     def closest(self, word: str) -> list[tuple[str, int]]:
-        """The words within the edits allowed for *word*'s length and their distances, closest first
-        (at most CANDIDATES)."""
+        """The words within the edits allowed for *word*'s length that a page holds (``is_word``: the
+        vocabulary table keeps the words of pages an update changed), and their distances, closest
+        first (at most CANDIDATES)."""
         edits = 2 if len(word) >= TWO_EDITS_FROM else 1
         if self._by_length is None:
             self._by_length = {}
@@ -238,13 +240,17 @@ class Vocabulary:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
-        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=CANDIDATES)
-        return [(known, distance) for known, distance, _ in sorted(found, key=lambda match: (match[1], match[0]))]
+        # Every word within the edits, in the order the CANDIDATES closest were taken (by distance, then as
+        # listed), the first that pages hold kept: an update's words gone take no place of a build's.
+        found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=None)
+        found.sort(key=lambda match: (match[1], match[2]))
+        held = islice(((known, distance) for known, distance, _ in found if self.is_word(known)), CANDIDATES)
+        return sorted(held, key=lambda match: (match[1], match[0]))
 
     def is_word(self, word: str) -> bool:
         """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word.
         Asked of phrases_fts, whose words an update keeps exact (the vocabulary table keeps the
-        words of pages gone: ``closest`` keeps only those the index holds)."""
+        words of pages gone: ``closest`` keeps only the words it says pages hold)."""
         sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
         return _remembered(self._words, word, lambda: self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None)
 

@@ -49,8 +49,9 @@ Written whole into ``.NAME.partial`` and renamed into place; ``prepare_update``
 applies the changes of ``tse index --update`` to a copy, renamed likewise
 (``PreparedUpdate.put_in_place``): FTS5 keeps its statistics (pages, lengths,
 document frequencies) exact through deletions, so an updated index answers as
-a full build does (the vocabulary table keeps the words of pages gone: only
-the words the FTS5 tables hold are taken from it).
+a full build does (the vocabulary table keeps the words of pages gone or
+changed: only the words phrases_fts holds as words are taken from it,
+``Vocabulary.closest``).
 
 Written and read with apsw's SQLite: the system's (Python's ``sqlite3``, 3.40
 on Debian 12) has no ``contentless_delete``.
