@@ -600,6 +600,76 @@ def test_with_results_kept_to_a_language_a_typo_is_corrected_to_a_word_of_that_l
     assert sorted(doc_ids(following)) == [3, 4, 5], following
 
 
+# Debian's reference (debian-reference, ch02 in English, French and Japanese: the Japanese has the typo),
+# and the installation guide (installation-guide-amd64, apds03.html in English, French and Catalan).
+ENGLISH_DEBIAN = [
+    "The Debian system is 100% free and its packages are hosted by Debian servers in the main area.",
+    "The Debian system offers a consistent set of binary packages through its versioned binary dependency"
+    " declaration mechanism in the control file fields.",
+    "Download the debootstrap .deb from the pool, copy the package to the work folder, and extract the files from it.",
+]
+FRENCH_DEBIAN = [
+    "Le syst\u00e8me Debian est totalement libre et ses paquets sont h\u00e9berg\u00e9s par les serveurs"
+    " Debian dans la section main de l\u2019archive.",
+    "Le syst\u00e8me Debian offre un ensemble coh\u00e9rent de paquets binaires par l\u2019interm\u00e9diaire"
+    " de son m\u00e9canisme de d\u00e9claration de d\u00e9pendances binaires versionn\u00e9es.",
+    "T\u00e9l\u00e9chargez le debootstrap .deb \u00e0 partir de pool, copiez le paquet dans le r\u00e9pertoire"
+    " de travail, et d\u00e9compressez les fichiers.",
+]
+CATALAN_DEB = (
+    "Descarregueu el \u00ab.deb\u00bb debootstrap del repositori, copieu el paquet al directori i extraieu-ne"
+    " els fitxers."
+)
+JAPANESE_DEBAIN = (
+    "\u3042\u306a\u305f\u306e 100% \u30d5\u30ea\u30fc\u30bd\u30d5\u30c8\u30a6\u30a8\u30a2\u30fc\u306e"
+    " Debain \u30b7\u30b9\u30c6\u30e0\u3078\u306e\u6c5a\u67d3"
+)
+
+
+@pytest.mark.parametrize(("language", "pages"), [("en", [1, 2]), ("fr", [4, 5])])
+def test_with_results_kept_to_a_language_a_word_only_another_languages_page_has_is_corrected(tmp_path, language, pages):
+    # "Debain", a typo on one Japanese page, is a word the index holds: kept as typed (the documented
+    # rule), it finds that page (and the Catalan one by its stem).  With lang=en or lang=fr no page of
+    # the language has it: it was kept as typed all the same (its Catalan stem "deb" is a word there),
+    # and found nothing, without a suggestion; it is "debian" there ("debain" and "debian" share that
+    # stem in Catalan only).
+    texts = [("en", text) for text in ENGLISH_DEBIAN] + [("fr", text) for text in FRENCH_DEBIAN]
+    client = sentences_client(tmp_path, [*texts, ("ca", CATALAN_DEB), ("ja", JAPANESE_DEBAIN)])
+    body = search(client, "debain", known={})
+    assert body["suggestion"] is None and doc_ids(body) == [8, 7], body  # (the Catalan page by its stem)
+    body = search(client, "debain", known={}, lang=language)
+    assert body["suggestion"] == "debian" and sorted(doc_ids(body)) == pages, body
+    following = search(client, body["suggestion"], known={}, lang=language)
+    assert sorted(doc_ids(following)) == pages, following
+
+
+# The installation guide (installation-guide-amd64: fr/pr01.html and ch01s03.html, ca/ch01s08.html).
+FRENCH_INSTALLER = [
+    "Nous comprenons bien que beaucoup d'entre vous voudront installer Debian sans lire ce manuel ; la"
+    " conception de l'installateur le permet.",
+    "Ces outils donnent \u00e0 l'administrateur d'un syst\u00e8me Debian un contr\u00f4le complet sur les"
+    " paquets install\u00e9s sur le syst\u00e8me ; c'est, par exemple, la possibilit\u00e9 d'installer un seul"
+    " paquet ou celle de mettre \u00e0 jour l'ensemble du syst\u00e8me.",
+]
+CATALAN_INSTALLAR = (
+    "La vostra llibertat per instal\u00b7lar i utilitzar el sistema us la d\u00f3na directament Debian al"
+    " basar-se en programari lliure."
+)
+
+
+def test_with_results_kept_to_a_language_the_suggestion_is_a_word_of_that_language(tmp_path):
+    # "instalaar" is one edit from the Catalan "instal\u00b7lar" (folded "installar"), whose French stem
+    # "install" French pages hold: with lang=fr it was suggested, and the suggestion, a word no French
+    # page has, typed, found nothing there.  The suggestion is a word pages of the language have.
+    texts = [("fr", text) for text in FRENCH_INSTALLER] + [("ca", CATALAN_INSTALLAR)]
+    client = sentences_client(tmp_path, texts)
+    assert search(client, "instalaar", known={})["suggestion"] == "installar"
+    body = search(client, "instalaar", known={}, lang="fr")
+    assert body["suggestion"] == "installer" and sorted(doc_ids(body)) == [1, 2], body
+    following = search(client, body["suggestion"], known={}, lang="fr")
+    assert sorted(doc_ids(following)) == [1, 2], following
+
+
 # The Catalan installation guide (installation-guide-amd64, ca/ch03s01.html and ch03s04.html).
 CATALAN_INSTALLATION = [
     "Nombrosos sistemes operatius d'\u00fas generalitzat poden requerir una instal\u00b7laci\u00f3 completa quan es"

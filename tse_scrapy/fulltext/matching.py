@@ -68,6 +68,14 @@ class Restricted(NamedTuple):
         return tuple(term for term in self.terms if language in self.forms.get(term, (language,)))
 
 
+class KeptLanguage(NamedTuple):
+    """The language the results are kept to (``lang=``), as corrections see it."""
+
+    language: str  # its code
+    pages_holding: Callable[[str], int]  # how many of its pages hold a form (in fts)
+    holds_word: Callable[[str], bool]  # whether one of its pages has a word as a word (in phrases_fts)
+
+
 @dataclass
 class Compiled:
     """FTS5 expressions of a query: all required clauses, any of them, and the phrase of all its words
@@ -109,9 +117,9 @@ class Compiled:
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
-    # Whether a page of the language the results are kept to (``lang=``) holds a form; None for any
-    # language.  A word is corrected only to words such pages hold (``_corrections``).
-    in_kept_language: Callable[[str], bool] | None = None
+    # The language the results are kept to (``lang=``), None for any: a word is corrected as if its
+    # pages were the index's (``_corrections``).
+    kept_language: KeptLanguage | None = None
 
     def rare(self, documents: Callable[[str], int], pages: int, joiner: str, loose: bool = False) -> str | None:
         """The groups (*loose*: their loose expressions) joined by *joiner* (" AND ", " OR ") leaving
@@ -315,12 +323,12 @@ def compile_query(
     query: SearchQuery,
     vocabulary: Vocabulary,
     languages: Sequence[str],
-    in_kept_language: Callable[[str], bool] | None = None,
+    kept_language: KeptLanguage | None = None,
 ) -> Compiled:
-    """The FTS5 expressions of *query* over an index of pages in *languages*; *in_kept_language*: whether
-    a page of the language the results are kept to holds a form (``Compiled.in_kept_language``)."""
+    """The FTS5 expressions of *query* over an index of pages in *languages*; *kept_language*: the
+    language the results are kept to (``Compiled.kept_language``)."""
     languages = tuple(languages)
-    compiled = Compiled("", "", None, in_kept_language=in_kept_language)
+    compiled = Compiled("", "", None, kept_language=kept_language)
     query = _quoted_corrected(query, vocabulary, languages, compiled)
     query = _with_joined_words(query, vocabulary)
     plain = []
@@ -581,18 +589,20 @@ def _corrections(
     """The closest words the index holds for *word* (folded; its forms *held* are those the index
     holds) when it is taken as misspelt, best first, at most CORRECTIONS, each with its forms held;
     [] when it is not, or none is close (at most LOOKED_UP words a query are looked for)."""
-    # Results kept to a language: the forms its pages do not hold are as if held by none (the closest
-    # word is then one its pages hold: "partitionierng" with lang=en is "partitioning", not the German
-    # "partitionierung", which would find nothing).
-    in_kept_language = compiled.in_kept_language
-    if in_kept_language is not None:
-        held = [form for form in held if in_kept_language(form)]
+    # Results kept to a language: its pages are as if they were the index's.  The forms they do not hold
+    # are as if held by none, and the words they do not have as if no page had them: the close words
+    # are theirs ("partitionierng" with lang=en is "partitioning", not the German "partitionierung",
+    # which would find nothing there), and a word one page of another language has is corrected
+    # ("debain", on one Japanese page, is "debian" with lang=en).
+    kept = compiled.kept_language
+    if kept is not None:
+        held = [form for form in held if kept.pages_holding(form)]
     # A word no page holds, or one held only by stems when no page has it as a word: the Hungarian
     # stem of "deiban" is "dei", an Italian word, and that of "debain" is "deb", a word of its own.
     if not (
         len(word) >= ONE_EDIT_FROM
         and compiled.looked_up < LOOKED_UP
-        and (not held or (held[0] != word and not vocabulary.is_word(word)))
+        and (not held or (held[0] != word and not _is_word(word, vocabulary, kept)))
     ):
         return []
     # Its stems held only where they are another word (on pages of other languages than theirs: the
@@ -604,11 +614,13 @@ def _corrections(
     closest = vocabulary.closest(word)
     vocabulary.count(form for known, _ in closest for form in word_forms(known, languages))
     for known, distance in closest:
+        if kept is not None and not kept.holds_word(known):
+            continue
         known_held = _held(known, vocabulary, languages)
-        if in_kept_language is not None:
-            known_held = [form for form in known_held if in_kept_language(form)]
+        if kept is not None:
+            known_held = [form for form in known_held if kept.pages_holding(form)]
         if known_held:
-            corrected.append((distance, -_pages_of(known, known_held, vocabulary, languages), known, known_held))
+            corrected.append((distance, -_pages(known, known_held, vocabulary, languages, kept), known, known_held))
     corrected.sort()
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than
     # its stems are, and no closest word is another form of it ("routers" is a form of "router",
@@ -619,9 +631,9 @@ def _corrections(
     if corrected and (
         not held
         or (
-            -corrected[0][1] > _pages_of(word, held, vocabulary, languages)
+            -corrected[0][1] > _pages(word, held, vocabulary, languages, kept)
             and not any(
-                _is_a_form_of(word, known, -pages, held, vocabulary, languages)
+                _is_a_form_of(word, known, -pages, held, vocabulary, languages, kept)
                 for distance, pages, known, _ in corrected
                 if distance <= closest_distance
             )
@@ -631,20 +643,50 @@ def _corrections(
     return []
 
 
+def _is_word(word: str, vocabulary: Vocabulary, kept: KeptLanguage | None) -> bool:
+    """Whether a page has *word* as a word: one of the language the results are kept to, if any."""
+    return vocabulary.is_word(word) if kept is None else kept.holds_word(word)
+
+
+def _pages(
+    word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], kept: KeptLanguage | None
+) -> float:
+    """``_pages_of``; with the results kept to a language, how many of its pages hold a form of *held*,
+    those that are *word*'s stems in other languages only left out (there they are other words)."""
+    if kept is None:
+        return _pages_of(word, held, vocabulary, languages)
+    restricted = stemmed_only_in([word], held, languages)
+    stems_language = analysis.stems_language(kept.language)
+    return max(
+        kept.pages_holding(form) if form not in restricted or stems_language in restricted[form] else 0 for form in held
+    )
+
+
 def _is_a_form_of(
-    word: str, known: str, pages: float, held: list[str], vocabulary: Vocabulary, languages: Sequence[str]
+    word: str,
+    known: str,
+    pages: float,
+    held: list[str],
+    vocabulary: Vocabulary,
+    languages: Sequence[str],
+    kept: KeptLanguage | None = None,
 ) -> bool:
     """Whether *word* (its forms *held*) is another form of *known* (on about *pages* pages): both stemmed
     alike in a language, a stem some page holds, and in a language most of *known*'s pages are in.  A
     stem shared across two languages is a coincidence ("exceptoin" is the Catalan "except", the English
     stem of "exception"), and so is one shared in a language of few of its pages: "firmwre" and
     "firmware" are both "firmw" in Catalan, but "firmware" is on English pages mostly (where it is
-    "firmwar"), and "firmwre" is a typo of it, not a Catalan word."""
+    "firmwar"), and "firmwre" is a typo of it, not a Catalan word.  With the results kept to a language,
+    its pages are the index's: a stem shared in other languages is a coincidence there ("debain" and
+    "debian" are both "deb" in Catalan, not in French)."""
     word_stems, known_stems = _stems(word, tuple(languages))[1:], _stems(known, tuple(languages))[1:]
     shared: dict[str, set[str]] = {}  # a stem both have in some languages, those languages
     for language, stem, known_stem in zip(languages, word_stems, known_stems, strict=True):
         if stem == known_stem and stem in held:
             shared.setdefault(stem, set()).add(language)
+    if kept is not None:
+        stems_language = analysis.stems_language(kept.language)
+        return any(2 * kept.pages_holding(stem) >= pages for stem, where in shared.items() if stems_language in where)
     return any(2 * vocabulary.documents_in(stem, frozenset(where)) >= pages for stem, where in shared.items())
 
 
@@ -690,9 +732,15 @@ def _corrected_phrase(
             continue
         if clause.quoted:
             forms = set(word_forms(word, languages))
-            found = [] if vocabulary.is_word(word) else _corrections(word, [], vocabulary, languages, compiled)
+            found = (
+                []
+                if _is_word(word, vocabulary, compiled.kept_language)
+                else _corrections(word, [], vocabulary, languages, compiled)
+            )
             found = [(known, held) for known, held in found if forms.isdisjoint(held)]
-        elif not vocabulary.documents(word):
+        elif not (
+            vocabulary.documents(word) if compiled.kept_language is None else compiled.kept_language.pages_holding(word)
+        ):
             found = _corrections(word, _held(word, vocabulary, languages), vocabulary, languages, compiled)
         else:
             found = []

@@ -36,7 +36,7 @@ from ..rules.queries.searchsnippet import HEAD_BYTES, Head, unpacked_head
 from ..rules.text import analysis
 from ..rules.text.pagefields import REST_CHARACTERS
 from .bm25function import Bm25Function
-from .matching import Compiled, Connection, Marks, Restricted, Vocabulary, compile_query
+from .matching import Compiled, Connection, KeptLanguage, Marks, Restricted, Vocabulary, compile_query
 from .store import COUNTED_WITH, FIELDS, counted_key, open_checked, search_path
 
 # Weights, chosen on the known-item benchmark (bench/RESULTS.md, docs/search.md).  A page's score is
@@ -171,14 +171,15 @@ class SearchIndex:
     ) -> Found:
         """The pages that answer *query*, best first: of *pages* (None: any), not *gone*, and in
         *language* when given; *titles*: the titles of pages, as shown (for TYPED_TITLE_BONUS)."""
-        in_kept_language = None
+        kept_language = None
         if language is not None:
             kept_pages = self.language_pages.get(language, frozenset())
-
-            def in_kept_language(form: str) -> bool:
-                return not self._form_holding(form).isdisjoint(kept_pages)
-
-        compiled = compile_query(query, self.vocabulary, self.languages, in_kept_language)
+            kept_language = KeptLanguage(
+                language,
+                lambda form: len(self._form_holding(form) & kept_pages),
+                lambda word: not self._form_holding(word, "phrases_fts").isdisjoint(kept_pages),
+            )
+        compiled = compile_query(query, self.vocabulary, self.languages, kept_language)
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
         excluded: set[int] = set()
@@ -408,12 +409,12 @@ class SearchIndex:
         return dropped
 
     def _form_holding(self, form: str, table: str = "fts") -> frozenset[int]:
-        """The pages holding *form* in *table* (fts, or the terms past long pages' bodies in beyond_fts),
-        read or kept (FORM_PAGES_KEPT: the least used dropped)."""
+        """The pages holding *form* in *table* (fts, the words of phrases_fts, or the terms past long pages'
+        bodies in beyond_fts), read or kept (FORM_PAGES_KEPT: the least used dropped)."""
         key = (table, form)
         found = self._form_pages.pop(key, None)  # (put back last: the last used)
         if found is None:
-            expression = f'"{form}"' if table == "fts" else f'{{terms}} : "{form}"'
+            expression = f'{{terms}} : "{form}"' if table == "beyond_fts" else f'"{form}"'
             found = frozenset(self._matching(expression, table))
             self._form_pages_kept += len(found) + 1
             while self._form_pages_kept > FORM_PAGES_KEPT and self._form_pages:
