@@ -331,6 +331,7 @@ def test_a_typo_in_a_word_of_a_bigram_script_alone_gives_partial_matches(client,
     assert not any(holds(page, typo) for page in PAGES.values())
     body = search(client, typo)
     assert body["partial"] is True and doc_ids(body)[0] == page_named(name).doc_id, typo
+    assert word[:-1] in marked(body["results"][0]), marked(body["results"][0])  # its bigrams that matched
 
 
 @pytest.mark.parametrize(
@@ -345,6 +346,9 @@ def test_a_latin_word_typed_against_a_bigram_script_gives_partial_matches(client
     first = PAGES[doc_ids(body)[0]] if body["results"] else None
     assert body["partial"] is True and first is not None, (query, body["total"])
     assert first.lang == language and holds(first, word), (query, first.name)
+    # What matched is marked: the word of the bigram script (its bigrams joined), which the phrase
+    # typed, held by no page, marked nowhere.
+    assert word in marked(result_for(body, first)), (query, marked(result_for(body, first)))
 
 
 def test_every_result_has_its_pages_language(client):

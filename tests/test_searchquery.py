@@ -1089,9 +1089,19 @@ def test_a_later_snippet_reads_only_where_a_word_gives_a_wanted_term(text, word,
         assert [shown[start:end] for start, end in ranges][: len(marked)] == marked
 
 
+def test_a_later_snippet_looks_for_a_phrase_where_its_rarest_word_stands():
+    # "os.path.join" on the page of os.path (Python's docs): "path" is everywhere, "join" in one place;
+    # the phrase was looked for at "path" only, whose first places (LATER_TRIES) hold no "join".
+    text = "os.path.exists(path) returns True if path refers to an existing path. " * 40
+    text += "os.path.join(path, *paths) joins one or more path segments."
+    phrase = [(frozenset({"os"}), frozenset({"path"}), frozenset({"join"}))]
+    shown, ranges = searchsnippet.later_snippet(text, phrase, (None, "en"))
+    assert [shown[start:end] for start, end in ranges] == ["os.path.join"]
+
+
 def test_a_later_snippet_looks_for_the_longest_pieces_only():
     query = [(frozenset({f"word{number:03d}x"}),) for number in range(100)]
-    looked = searchsnippet._later_pieces(searchsnippet.PreparedMarks(query))
+    looked = searchsnippet._later_pieces(searchsnippet.PreparedMarks(query), "")
     assert [len(kind.pieces) for kind in looked] == [searchsnippet.LATER_PIECES]
 
 

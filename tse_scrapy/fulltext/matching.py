@@ -105,6 +105,9 @@ class Compiled:
     others_all_of: str | None = None
     excluded_any: str | None = None
     marks: Marks = field(default_factory=list)
+    # What partial matches mark besides: each word of a clause that they match by any of its words
+    # (``_loose``), which they hold apart, as its phrase's marks do not mark them ("설치" of "Debian을설치").
+    loose_marks: Marks = field(default_factory=list)
     # The forms that are the stems of a word typed (or of its correction) in some of the index's
     # languages only, with those languages (``stemmed_only_in``), for the pages of the others to be
     # checked (``SearchIndex._in_their_languages``): of each required group holding such forms, its
@@ -369,6 +372,9 @@ def compile_query(
         )
         loose = [_loose(clause) or expression for clause, (expression, _, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((expression, " OR ".join(loose), terms))
+        for clause in alternatives:
+            if _loose(clause) is not None:
+                compiled.loose_marks += [(frozenset([word]),) for word in dict.fromkeys(clause.words)]
         if any(clause.quoted and not _single_character(clause) for clause in alternatives):
             unquoted = [
                 expression

@@ -260,7 +260,8 @@ class SearchIndex:
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
         ranked = sorted(scores.items(), key=lambda pair: (pair[0] in ending_runs, -pair[1], pair[0]))
-        return Found(ranked, partial, compiled.marks, compiled.corrections, compiled.mark_languages)
+        marks = compiled.marks + compiled.loose_marks if partial else compiled.marks
+        return Found(ranked, partial, marks, compiled.corrections, compiled.mark_languages)
 
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
         """The bm25() to score *expression* over the fts table with (*cost*: ``Compiled.scoring_cost``,

@@ -209,7 +209,9 @@ class PreparedMarks:
         self.longest = max((len(sequence) for sequence in sequences), default=0)
         self.words_only = all(len(sequence) == 1 for sequence in sequences)  # every mark one word
         self.patterns = _listed_patterns(self.wanted)
-        self.later: list[_LaterPieces] | None = None  # what later_snippet looks for (``_later_pieces``)
+        # What later_snippet looks for: each mark's places (``_places_looked_for``), and the pieces a text's
+        # places give (``_later_pieces``), compiled once for the results.
+        self.later: tuple[list[list[set[str]]], dict[frozenset[str], _LaterPieces]] | None = None
 
 
 def marks_in(
@@ -395,7 +397,7 @@ def later_snippet(
     lowered = _lowered(rest)
     spellings = [False, True] if analysis.may_be_folded(rest) else [False]  # (accented)
     places = tries = 0
-    for pieces in _later_pieces(prepared):
+    for pieces in _later_pieces(prepared, lowered):
         for accented in spellings:
             last = -1
             for found in pieces.pattern(accented).finditer(lowered):
@@ -437,28 +439,49 @@ class _LaterPieces:
         return found
 
 
-def _later_pieces(prepared: PreparedMarks) -> list[_LaterPieces]:
-    """The pieces ``later_snippet`` looks for, worked out once for a query's results."""
+def _later_pieces(prepared: PreparedMarks, lowered: str) -> list[_LaterPieces]:
+    """The pieces ``later_snippet`` looks for in *lowered* (a page's text, lowercased), each kind
+    compiled once for a query's results."""
     if prepared.later is None:
-        prepared.later = [_LaterPieces(pieces) for pieces in _looked_for(prepared.sequences)]
-    return prepared.later
+        prepared.later = [_places_looked_for(sequence) for sequence in prepared.sequences], {}
+    places, compiled = prepared.later
+    found = []
+    for pieces in _looked_for(places, lowered):
+        key = frozenset(pieces)
+        if key not in compiled:
+            compiled[key] = _LaterPieces(pieces)
+        found.append(compiled[key])
+    return found
 
 
-def _looked_for(sequences: Iterable[Sequence[Collection[str]]]) -> list[set[str]]:
-    """What the places where one of the marks *sequences* may stand hold, normalized and folded: the
-    telling pieces, then the others (when any).  A mark's piece: a word of a bigram script whole (its
-    bigrams joined); else those of the position whose pieces are the longest, each a term but its
-    last character (a stem may end otherwise than its word: happi, happy), one of 4 or fewer whole
-    (whet, not "whe" of every "when").  Telling
-    ones are of 3 characters or more (2 of a bigram script): a word of one or two letters or digits is
-    almost everywhere."""
+def _places_looked_for(sequence: Sequence[Collection[str]]) -> list[set[str]]:
+    """What a place where the mark *sequence* may stand can be found by, normalized and folded, each
+    a choice: a word of a bigram script whole (its bigrams joined); else the pieces of any one of its
+    positions, each a term but its last character (a stem may end otherwise than its word: happi,
+    happy), one of 4 or fewer whole (whet, not "whe" of every "when")."""
+    pieces = _bigrams_joined(sequence)
+    if pieces is not None:
+        return [pieces]
+    options = [{term[:-1] if len(term) > 4 else term for term in terms if term} for terms in sequence]
+    return [option for option in options if option]
+
+
+def _looked_for(places: Iterable[list[set[str]]], lowered: str) -> list[set[str]]:
+    """What the places where the marks may stand hold (*places*: each mark's choices), in *lowered*:
+    the telling pieces, then the others (when any).  A mark's pieces: its most telling choice, the
+    one *lowered* holds the fewest times of those as telling (the rarest word of a phrase: "join", not
+    "path", of "os.path.join" on the page of os.path), then the longest.  Telling ones are of 3
+    characters or more (2 of a bigram script): a word of one or two letters or digits is almost everywhere."""
     telling: set[str] = set()
     short: set[str] = set()
-    for sequence in sequences:
-        pieces = _bigrams_joined(sequence)
-        if pieces is None:
-            options = [{term[:-1] if len(term) > 4 else term for term in terms if term} for terms in sequence]
-            pieces = max((option for option in options if option), key=_telling, default=set())
+    for choices in places:
+        if len(choices) > 1:
+            pieces = max(
+                choices,
+                key=lambda option: (min(_telling(option), 3), -sum(map(lowered.count, option)), _telling(option)),
+            )
+        else:
+            pieces = choices[0] if choices else set()
         if pieces:
             (telling if _telling(pieces) >= 3 else short).update(pieces)
     return [found for found in (telling, short) if found]
