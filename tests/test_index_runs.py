@@ -166,7 +166,7 @@ def test_a_bad_page_is_one_line_and_changes_nothing(tmp_path, jobs):
     result = run_tse("index", pages, indexfile, "--jobs", jobs)
     assert result.returncode == 1
     assert result.stderr.decode().splitlines() == [f"tse index: {pages}/12: not a page file (URL, depth, page)"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "pages"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.lock", "pages"]  # (the lock file stays)
     assert indexfile.read_bytes() == b"pear 1 1\n"
 
 
@@ -342,6 +342,7 @@ def existing_index(directory: Path) -> dict[str, bytes]:
     for name, data in (("index", b"pear 1 1\n"), ("index.bin", b"old sidecar"), ("index.docs", b"old store")):
         (directory / name).write_bytes(data)
     (directory / "index.stamp").write_bytes(b"9 9 9 00\n")
+    (directory / "index.lock").write_bytes(b"")  # as `tse index` leaves it (its holder's ID removed)
     return files_in(directory)
 
 

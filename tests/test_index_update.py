@@ -187,7 +187,7 @@ def test_no_change_writes_nothing_and_reads_no_page(site, tmp_path):
     index(pages, tmp_path / "fresh")
     assert b"zebra 3 1" in (tmp_path / "fresh").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir() if "fresh" not in p.name) == [
-        "index", "index.bin", "index.docs", "index.search", "index.stamp", "pages"
+        "index", "index.bin", "index.docs", "index.lock", "index.search", "index.stamp", "pages"
     ]  # fmt: skip
 
 
@@ -281,8 +281,8 @@ def test_a_malformed_page_leaves_the_index_files_as_they_were(site, tmp_path):
     assert result.stderr.decode().splitlines() == [f"tse index: {pages}/4: not a page file (URL, depth, page)"]
     assert result.stderr == full.stderr
     assert files_of(indexfile) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "index", "index.bin", "index.docs", "index.search", "index.stamp", "pages"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # (a lock file stays, even the failed build's)
+        "full.lock", "index", "index.bin", "index.docs", "index.lock", "index.search", "index.stamp", "pages"
     ]  # fmt: skip
 
 

@@ -344,13 +344,14 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     from .fulltext.store import SEARCH_SUFFIX
     from .index.docstore import DOCS_SUFFIX
     from .index.indexer import PageDirError
+    from .index.indexlock import IndexLocked
     from .index.workers import WorkerDied
     from .rules.files.indexfile import IndexFileError
     from .rules.files.pagedir import PageFileError
 
     try:
         yield
-    except (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied) as error:
+    except (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied, IndexLocked) as error:
         raise _Failed(_one_line(command, str(error), status)) from None
     except sqlite3.Error as error:  # the document store beside the index
         raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
@@ -362,6 +363,7 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
 def index(options: argparse.Namespace) -> int:
     from .index.indexer import check_page_directory, write_index_files
+    from .index.indexlock import index_lock
     from .index.update import update_index
 
     warnings: list[tuple[int, str, str]] = []
@@ -373,32 +375,35 @@ def index(options: argparse.Namespace) -> int:
     with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir)
         _require_writable(options.indexfile)
-        try:
-            problem = None
-            if options.update:
-                problem = update_index(options.pagedir, options.indexfile, warn, options.jobs, ends.append)
-                if problem is not None:
-                    warnings.clear()
-                    sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
-            if not options.update or problem is not None:
-                with _index_progress_bar(options.pagedir) as bar:
-                    write_index_files(
-                        options.pagedir,
-                        options.indexfile,
-                        jobs=options.jobs,
-                        on_page=bar.update if bar is not None else None,
-                        on_warning=warn,
-                        on_end=ends.append,
-                    )
-        except MemoryError:  # in this process (a worker's is WorkerDied): a huge page, say
-            raise _Failed(_one_line("index", "out of memory")) from None
-        except KeyboardInterrupt:
-            # Workers stopped, temporary files removed: it exits, and a Ctrl-C more would only make
-            # the interpreter die of SIGINT on the way out instead of exiting 130.
-            import signal
+        # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
+        # before it writes anything (the update and the full build it may give way to alike).
+        with index_lock(options.indexfile):
+            try:
+                problem = None
+                if options.update:
+                    problem = update_index(options.pagedir, options.indexfile, warn, options.jobs, ends.append)
+                    if problem is not None:
+                        warnings.clear()
+                        sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
+                if not options.update or problem is not None:
+                    with _index_progress_bar(options.pagedir) as bar:
+                        write_index_files(
+                            options.pagedir,
+                            options.indexfile,
+                            jobs=options.jobs,
+                            on_page=bar.update if bar is not None else None,
+                            on_warning=warn,
+                            on_end=ends.append,
+                        )
+            except MemoryError:  # in this process (a worker's is WorkerDied): a huge page, say
+                raise _Failed(_one_line("index", "out of memory")) from None
+            except KeyboardInterrupt:
+                # Workers stopped, temporary files removed: it exits, and a Ctrl-C more would only make
+                # the interpreter die of SIGINT on the way out instead of exiting 130.
+                import signal
 
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            raise
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                raise
     if ends:
         _warn_of_pages_past_the_end(options.pagedir, ends[-1])
     return OK
@@ -458,12 +463,14 @@ def _index_progress_bar(directory: str) -> ContextManager:
 
 
 def indextest(options: argparse.Namespace) -> int:
+    from .index.indexlock import index_lock
     from .index.storage import read_index, write_index
 
     with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
         _require_writable(options.new)
-        write_index(options.new, loaded, sidecar=False)
+        with index_lock(options.new, "tse indextest"):  # NEWINDEX is not written by two at once either
+            write_index(options.new, loaded, sidecar=False)
     return OK
 
 

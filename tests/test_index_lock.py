@@ -1,0 +1,225 @@
+"""One `tse index` of an INDEXFILE at a time: a second one (a full build or --update, or `tse indextest`
+writing it) started while one writes it exits at once in one line, changing nothing; real processes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import snapshot
+from tests.support.searchsite import write_search_site
+from tests.support.serving import tse_serve
+from tests.support.wait import wait_until, while_running
+from tse_scrapy.index.indexlock import IndexLocked, index_lock, lock_path
+
+psutil = pytest.importorskip("psutil")
+
+
+def refusal(command: str, indexfile: Path, pid: int) -> bytes:
+    """The one line of a `tse COMMAND` refused while process *pid* writes *indexfile*."""
+    return (
+        f"tse {command}: another tse index is writing {indexfile} (process {pid}); try again once it is done\n".encode()
+    )
+
+
+def writers(pages: Path, indexfile: Path) -> list[tuple[str, list[object]]]:
+    """Every command that writes *indexfile*, the full build last but one: (its name, its arguments).
+    `tse indextest` copies a small index written beside it (made here)."""
+    old = indexfile.with_name("old.index")
+    old.write_bytes(b"cat 1 1\n")
+    return [
+        ("indextest", ["indextest", old, indexfile]),
+        ("index", ["index", pages, indexfile]),
+        ("index", ["index", pages, indexfile, "--update"]),
+    ]
+
+
+def assert_refused(pages: Path, indexfile: Path, holder: int) -> None:
+    """Each writer of *indexfile* exits 1 with one line naming *holder*, and no file beside the index
+    changes (not even a time).  At once: a writer that waited for the lock would wait forever here."""
+    commands = writers(pages, indexfile)
+    before = snapshot(indexfile.parent)
+    for command, arguments in commands:
+        result = run_tse(*arguments, timeout=60)
+        assert (result.returncode, result.stdout, result.stderr) == (1, b"", refusal(command, indexfile, holder))
+        assert snapshot(indexfile.parent) == before
+
+
+def assert_whole(pages: Path, indexfile: Path) -> None:
+    """*indexfile* is a whole index of *pages*: an update finds its files matching one another and the
+    pages, and writes nothing (but its lock file: the update's process ID, then nothing)."""
+
+    def files() -> dict:
+        return {name: state for name, state in snapshot(indexfile.parent).items() if name != lock_path(indexfile).name}
+
+    before = files()
+    result = run_tse("index", pages, indexfile, "--update")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert files() == before
+
+
+@pytest.fixture
+def site(tmp_path) -> tuple[Path, Path]:
+    """A small page directory and its index, alone in a directory of its own."""
+    return write_search_site(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def many_pages() -> Iterator[Path]:
+    """3,000 pages of 5 KB: `tse index` of them writes for a second or more, time to stop it mid-work."""
+    with tempfile.TemporaryDirectory() as name:
+        directory = Path(name) / "pages"
+        directory.mkdir()
+        (directory / ".crawler").touch()
+        rng = random.Random(7)
+        vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(4000)]
+        for doc_id in range(1, 3001):
+            text = " ".join(rng.choices(vocabulary, k=700))
+            (directory / str(doc_id)).write_bytes(f"http://h/{doc_id}\n1\n<p>{text}</p>\n".encode())
+        yield directory
+
+
+@contextlib.contextmanager
+def tse_index_holding_the_lock(pages: Path, indexfile: Path, *flags: str) -> Iterator[subprocess.Popen]:
+    """A real `tse index PAGES INDEXFILE` (and *flags*) in a process group of its own, stopped (SIGSTOP,
+    its workers too) once its lock file names it: it holds the lock and is writing.  On leaving it goes
+    on (SIGCONT); on an error its group is killed."""
+    command = [str(BIN / "tse"), "index", str(pages), str(indexfile), *flags]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT, start_new_session=True
+    )
+    holding = f"{process.pid} tse index\n".encode()
+
+    def holds_the_lock() -> bool:
+        return lock_path(indexfile).is_file() and lock_path(indexfile).read_bytes() == holding
+
+    try:
+        wait_until(while_running(process, holds_the_lock, "taking the lock"), 60, "tse index never took the lock")
+        os.killpg(process.pid, signal.SIGSTOP)
+        assert process.poll() is None and holds_the_lock()  # stopped before it was done
+        yield process
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise
+    with contextlib.suppress(ProcessLookupError):  # (killed by the test: its workers are)
+        os.killpg(process.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("holder", ["a full build", "an update"])
+def test_while_tse_index_writes_another_one_is_refused_at_once_and_changes_nothing(many_pages, tmp_path, holder):
+    indexfile = tmp_path / "out" / "index"
+    indexfile.parent.mkdir()
+    flags: list[str] = []
+    if holder == "an update":  # of every page: they all look changed
+        assert run_tse("index", many_pages, indexfile).returncode == 0
+        for page in many_pages.iterdir():
+            if page.name != ".crawler":
+                os.utime(page, ns=(0, page.stat().st_mtime_ns + 10**9))
+        flags = ["--update"]
+    with tse_index_holding_the_lock(many_pages, indexfile, *flags) as first:
+        assert_refused(many_pages, indexfile, first.pid)
+        # Another INDEXFILE is not held: its tse index runs meanwhile.
+        other = run_tse("index", many_pages, tmp_path / "other", "--jobs", "1")
+        assert (other.returncode, other.stderr) == (0, b"")
+    assert first.communicate(timeout=120) == (b"", b"")
+    assert first.returncode == 0
+    assert lock_path(indexfile).read_bytes() == b""  # emptied, left in place
+    assert_whole(many_pages, indexfile)  # the first run's index, whole; the next run succeeds
+    assert indexfile.read_bytes() == (tmp_path / "other").read_bytes()
+
+
+def test_the_lock_held_through_the_module_refuses_every_writer_then_lets_the_next_one_write(site):
+    pages, indexfile = site
+    with index_lock(indexfile):
+        assert lock_path(indexfile).read_bytes() == f"{os.getpid()} tse index\n".encode()
+        assert_refused(pages, indexfile, os.getpid())
+        with pytest.raises(IndexLocked) as refused, index_lock(indexfile):  # in this process too
+            pass
+        assert str(refused.value) == (
+            f"another tse index is writing {indexfile} (process {os.getpid()}); try again once it is done"
+        )
+    assert lock_path(indexfile).read_bytes() == b""
+    for _, arguments in writers(pages, indexfile):
+        result = run_tse(*arguments)
+        assert (result.returncode, result.stderr) == (0, b"")
+    assert_whole(pages, indexfile)
+
+
+def test_a_lock_file_that_does_not_say_who_holds_it_is_a_refusal_all_the_same(site):
+    pages, indexfile = site
+    with index_lock(indexfile):
+        lock_path(indexfile).write_bytes(b"\xff not a process\n")
+        result = run_tse("index", pages, indexfile, "--update")
+    assert (result.returncode, result.stderr.decode()) == (
+        1,
+        f"tse index: another process is writing {indexfile}; try again once it is done\n",
+    )
+
+
+def test_indexes_of_two_indexfiles_do_not_block_each_other(site, tmp_path):
+    pages, indexfile = site
+    other = tmp_path / "other.index"
+    with index_lock(indexfile), index_lock(other.with_name("third.index")):  # two locks at once in one process
+        result = run_tse("index", pages, other)
+        assert (result.returncode, result.stderr) == (0, b"")
+        assert run_tse("index", pages, indexfile).stderr == refusal("index", indexfile, os.getpid())
+    assert other.read_bytes() == indexfile.read_bytes()
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def test_readers_take_no_lock(site):
+    pages, indexfile = site
+    with index_lock(indexfile):
+        query = run_tse("query", pages, indexfile, input=b"cat\n")
+        assert query.returncode == 0 and b"Matches" in query.stdout, query.stderr
+        serve = [str(BIN / "tse"), "serve", str(pages), str(indexfile), "--workers", "1"]
+        with tse_serve(serve, clean_env(), ROOT) as run:
+            assert get_json(f"{run.base}/api/search?q=cat")["total"] > 0
+    assert run.process.returncode == 0, run.stderr
+
+
+def test_a_tse_index_killed_leaves_no_lock_even_with_its_workers_alive(many_pages, tmp_path):
+    # A forked worker has a copy of the lock's descriptor: it must not keep the lock once its parent is gone.
+    indexfile = tmp_path / "out" / "index"
+    indexfile.parent.mkdir()
+    with tse_index_holding_the_lock(many_pages, indexfile, "--jobs", "2") as first:
+        try:
+            os.killpg(first.pid, signal.SIGCONT)
+            # Both workers at work (a file of a range each): well past their start, where they drop their copy.
+            workers = wait_until(
+                lambda: (
+                    len(list(indexfile.parent.glob(".index.*.runs/run-*"))) >= 2
+                    and len(children := psutil.Process(first.pid).children()) == 2
+                    and children
+                ),
+                60,
+                "tse index's two workers never got to work",
+            )
+            os.killpg(first.pid, signal.SIGSTOP)  # the workers stay, stopped, as long as the test needs
+            first.kill()  # kill -9 of tse index itself
+            assert first.wait(timeout=30) == -signal.SIGKILL
+            assert all(worker.is_running() for worker in workers)
+            result = run_tse("index", many_pages, indexfile, "--jobs", "1", timeout=120)
+            assert (result.returncode, result.stderr) == (0, b"")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(first.pid, signal.SIGKILL)  # the workers
+    first.communicate(timeout=30)  # (its pipes, once its workers are gone too)
+    assert_whole(many_pages, indexfile)
