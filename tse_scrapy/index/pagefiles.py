@@ -41,6 +41,7 @@ class PageFile:
 
 
 def file_key(status: os.stat_result) -> FileKey:
+    """What tells a file from another written in its place (renamed there: another inode)."""
     return status.st_size, status.st_mtime_ns, status.st_ino
 
 

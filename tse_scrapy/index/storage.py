@@ -37,6 +37,7 @@ from types import TracebackType
 
 from ..atomicfile import partial_path, write_atomically
 from ..rules.files.indexfile import Index, format_index, parse_index
+from .pagefiles import file_key
 from .runs import number_type
 
 SIDECAR_SUFFIX = ".bin"
@@ -191,11 +192,6 @@ def stamped_digest(path: str | os.PathLike, status: os.stat_result) -> bytes | N
     except (OSError, ValueError):
         pass
     return None
-
-
-def file_key(status: os.stat_result) -> tuple[int, int, int]:
-    """What tells a file from another written in its place (renamed there: another inode)."""
-    return status.st_size, status.st_mtime_ns, status.st_ino
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from starlette.concurrency import run_in_threadpool
 from ..fulltext.store import search_path
 from ..index.docstore import docs_path
 from ..index.engine import QueryEngine
-from ..index.storage import IndexReader, file_key, sidecar_path
+from ..index.pagefiles import file_key
+from ..index.storage import IndexReader, sidecar_path
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 
 # How often a server process looks for an index written anew (a stat of four files).
