@@ -13,7 +13,9 @@ from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
 from tests.support.wait import wait_until
 
-# Longer than a server process's look at the files (served.CHECK_SECONDS) and its opening of the index.
+# Longer than a server process's look at the files (served.CHECK_SECONDS) and its opening of the index;
+# a process answers from the new index that soon whatever its requests (each connection here a request
+# of its own: the two processes may answer them in any share).
 SETTLED = 3.0
 INDEX_FILES = ("", ".bin", ".stamp", ".docs", ".search")
 
@@ -61,6 +63,7 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
         result = run_tse("index", pages, index, "--update")
         assert result.returncode == 0, result.stderr
         wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the new index never answered")
+        time.sleep(SETTLED)  # (the other process too, whether or not it had a request meanwhile)
         assert _every_process_answers(run.base, WOMBAT_PAGES, rank="tse")
         with urllib.request.urlopen(f"{run.base}/doc/31", timeout=10) as response:
             assert b"the wombat digs" in response.read()
@@ -105,6 +108,7 @@ def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
         assert _every_process_answers(run.base, [])
         _moved_in(written, index, (".search",))
         wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the whole new index never answered")
+        time.sleep(SETTLED)
         # The index's files removed: the server goes on answering from the one it opened.
         for suffix in INDEX_FILES:
             os.unlink(f"{index}{suffix}")

@@ -2,11 +2,11 @@
 
 ``tse index`` and ``tse index --update`` write each file of the index whole and
 rename it into place, one after the other (the index and its sidecar, then the
-document store, then the search index).  A server process looks at most once
-every CHECK_SECONDS at those files (size, modification time, inode); when one
-is another, it opens the index again in a thread (the requests meanwhile, the
-one that saw it too, are answered from the index open), and it answers from
-the new one only when it is whole: its document store and search index
+document store, then the search index).  A server process looks every
+CHECK_SECONDS at those files (size, modification time, inode), from its first
+request on; when one is another, it opens the index again in a thread (the
+requests meanwhile are answered from the index open), and it answers from the
+new one only when it is whole: its document store and search index
 written with it, as usable as those it replaces.  A rewrite caught halfway
 (the index new, the document store not yet) is tried again when the files
 change again; an index removed or unreadable leaves the process answering from
@@ -16,10 +16,9 @@ the one it has, said in one line on stderr.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,41 +74,39 @@ class Served:
 class ServedIndex:
     """The index a server process answers from: ``current()`` gives the newest whole one."""
 
-    def __init__(
-        self, engine: QueryEngine, check_seconds: float = CHECK_SECONDS, clock: Callable[[], float] = time.monotonic
-    ):
+    def __init__(self, engine: QueryEngine, check_seconds: float = CHECK_SECONDS):
         self._current = Served.of(engine)
         self._path = Path(engine.index.path)
         # The keys of the files opened: the index's that of the very file read (written anew since, it
         # is another), the others' as they are now (opened with it, they were checked against it).
         self._seen = (engine.index.key, *index_file_keys(self._path)[1:])
         self._check_seconds = check_seconds
-        self._clock = clock
-        self._next_check = clock() + check_seconds
-        self._opening: asyncio.Future[None] | None = None  # (kept: a task only weakly held may vanish)
+        self._watching: asyncio.Task[None] | None = None  # (kept: a task only weakly held may vanish)
 
     def current(self) -> Served:
         """The index to answer from: the one open, or one written anew and found whole since.  Called in
-        the event loop, where a task opens a new one in a thread: no request waits for it."""
-        now = self._clock()
-        if now < self._next_check or self._opening is not None:
-            return self._current
-        self._next_check = now + self._check_seconds
-        keys = index_file_keys(self._path)
-        if keys != self._seen:
-            self._seen = keys  # tried once: again only when a file changes again
-            self._opening = asyncio.ensure_future(self._open_anew())
+        the event loop, where the first call starts the task that looks for a new one (``_watch``)."""
+        if self._watching is None:
+            self._watching = asyncio.get_running_loop().create_task(self._watch())
         return self._current
 
-    async def _open_anew(self) -> None:
-        try:
+    async def _watch(self) -> None:
+        """Every CHECK_SECONDS, the index's files looked at; when one changed, the index opened again in a
+        thread (no request waits for it), answered from once it is whole.  Whatever the process's
+        requests: each of a server's processes answers from the new index within seconds of another."""
+        while True:
+            await asyncio.sleep(self._check_seconds)
+            keys = index_file_keys(self._path)
+            if keys == self._seen:
+                continue
+            self._seen = keys  # tried once: again only when a file changes again
             opened = await run_in_threadpool(self._opened)
-        finally:
-            self._opening = None
-        if opened is not None:
-            replaced, self._current = self._current, opened
-            # No request is using it: they run in the event loop, and none uses the engine across an await.
-            replaced.engine.close()
+            if opened is not None:
+                replaced, self._current = self._current, opened
+                # No request is using it: they run in the event loop, and none uses the engine across an
+                # await.  (Closing is the end of its use: a failure there leaves nothing to do.)
+                with contextlib.suppress(Exception):
+                    replaced.engine.close()
 
     def _opened(self) -> Served | None:
         """The index at the path opened anew, when it is as whole as the one open; else None."""
