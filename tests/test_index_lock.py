@@ -123,10 +123,10 @@ def test_while_tse_index_writes_another_one_is_refused_at_once_and_changes_nothi
     indexfile = tmp_path / "out" / "index"
     indexfile.parent.mkdir()
     flags: list[str] = []
-    if holder == "an update":  # of every page: they all look changed
+    if holder == "an update":  # of two pages in three: they look changed (more would be a full build)
         assert run_tse("index", many_pages, indexfile).returncode == 0
         for page in many_pages.iterdir():
-            if page.name != ".crawler":
+            if page.name != ".crawler" and int(page.name) % 3:
                 os.utime(page, ns=(0, page.stat().st_mtime_ns + 10**9))
         flags = ["--update"]
     with tse_index_holding_the_lock(many_pages, indexfile, *flags) as first:

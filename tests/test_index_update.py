@@ -252,6 +252,28 @@ def test_without_an_index_update_indexes_every_page(tmp_path):
     assert_same_as_fresh(pages, tmp_path / "index", tmp_path / "fresh")
 
 
+def test_most_pages_changed_give_way_to_a_full_build_and_fewer_do_not(tmp_path):
+    # A copy of the pages without their files' times (cp -r) changes every file's key: the update read
+    # every page and rewrote every row, slower than a full build (1.4 times its time on 2,256 pages).
+    pages = make_site(tmp_path / "pages", update.FULL_BUILD_PAGES)
+    index(pages, tmp_path / "index")
+    copied = tmp_path / "copy"
+    shutil.copytree(pages, copied, copy_function=shutil.copyfile)  # (new files: new inodes, new times)
+    for suffix in ("", ".bin", ".docs", ".search"):
+        shutil.copy2(f"{tmp_path}/index{suffix}", f"{tmp_path}/copied{suffix}")
+    line = fallback_line(index(copied, tmp_path / "copied", "--update"))
+    assert line == (
+        f"tse index: cannot update: {update.FULL_BUILD_PAGES} of its {update.FULL_BUILD_PAGES} page files are new or"
+        " changed, which a full build indexes sooner; indexing every page"
+    )
+    assert_same_as_fresh(copied, tmp_path / "copied", tmp_path / "fresh")
+    # Three quarters changed: updated.
+    for doc_id in range(1, int(update.FULL_BUILD_SHARE * update.FULL_BUILD_PAGES) + 1):
+        rewrite(copied, doc_id, body(1000 + doc_id))
+    assert index(copied, tmp_path / "copied", "--update").stderr == b""
+    assert_same_as_fresh(copied, tmp_path / "copied", tmp_path / "fresh")
+
+
 def test_a_store_of_an_older_version_or_another_index_is_not_used(site, tmp_path):
     pages, indexfile = site
     with contextlib.closing(sqlite3.connect(docs_path(indexfile))) as db:  # as tse index wrote it before --update
