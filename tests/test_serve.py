@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.searchsite import MANY, write_search_site
 from tests.support.serving import tse_serve
+from tse_scrapy.search.protocol import MAX_REQUEST_HEAD_BYTES
 
 CHROMIUM = shutil.which("chromium")
 
@@ -80,6 +81,26 @@ def test_a_request_head_past_the_bound_is_refused_431(server):
         assert response.status == 200
 
 
+def test_a_request_head_is_bounded_to_the_byte_however_it_comes(server):
+    # A head of the bound exactly is answered, a byte more refused: in one write, as many reads as
+    # the kernel makes of it (one, most often: once 64-200 KB in one read went unrefused), or a
+    # kilobyte at a time; the byte in the request line (which past 64 KB once made httptools'
+    # parse_url fail: 400) or in a header.
+    for extra, status in ((0, b"200"), (1, b"431")):
+        for pieces in (1, 70):
+            line = _get("/healthz?", close=True)
+            size = MAX_REQUEST_HEAD_BYTES + extra - len(line)
+            in_line = line.replace(b"?", b"?q=" + b"u" * (size - 2))
+            in_header = line.replace(b"\r\n\r\n", b"\r\nX-Pad: " + b"p" * (size - 9) + b"\r\n\r\n")
+            for request in (in_line, in_header):
+                assert len(request) == MAX_REQUEST_HEAD_BYTES + extra
+                answer = _exchange(server, request, pieces)
+                assert answer.startswith(b"HTTP/1.1 " + status + b" "), (extra, pieces, answer[:200])
+    # Past the bound and past httptools' 64 KB for a URL, in one write: 431, not 400.
+    answer = _exchange(server, _get("/healthz?q=" + "u" * 150_000))
+    assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+
+
 def test_request_heads_within_the_bound_are_answered_however_they_come(server):
     # A 40 KB header; then 300 requests on one kept-alive connection (about 240 KB of heads in all,
     # each one small), sent a request a write, then all in one write (over 64 KB in that write).
@@ -122,6 +143,11 @@ def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
     for port in ("70000", "-5", "http"):
         assert f"a port is a number from 0 to 65535: {port}" in refusal(pages, index, f"--port={port}")
     assert refusal(pages, index, "--workers", "0") == "tse serve: --workers must be from 1 to 64: 0"
+    for seconds in ("0.5", "nan"):
+        assert refusal(pages, index, f"--head-timeout={seconds}") == (
+            f"tse serve: --head-timeout must be from 1 to 3600 seconds: {seconds}"
+        )
+    assert "invalid float value: 'soon'" in refusal(pages, index, "--head-timeout", "soon")
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()

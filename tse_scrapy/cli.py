@@ -280,6 +280,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="server processes, each answering on its own core (default: the cores, at most 4)",
     )
+    serve.add_argument(
+        "--head-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="close a connection whose request line and headers are not whole within SECONDS "
+        "of its start or of the previous answer (default 15; from 1 to 3600)",
+    )
     return parser
 
 
@@ -504,12 +511,16 @@ def serve(options: argparse.Namespace) -> int:
     from .index.storage import IndexReader
 
     try:
+        from .search.protocol import REQUEST_HEAD_SECONDS
         from .search.server import listen, serve_forever
     except ImportError as error:
         return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
     # Everything is checked and loaded before the server answers anything.
     if options.workers is not None and not 1 <= options.workers <= 64:
         return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
+    head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
+    if not 1 <= head_seconds <= 3600:  # (nan and inf too)
+        return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
     with _one_line_errors("serve", options.indexfile, USAGE):
         check_page_directory(options.pagedir)
         engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
@@ -529,7 +540,7 @@ def serve(options: argparse.Namespace) -> int:
     if isinstance(problem := engine.search_index, str):
         sys.stderr.write(f"tse serve: the search index cannot be used, so results use rank=tse: {problem}\n")
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
-    if not serve_forever(engine, sock, workers):
+    if not serve_forever(engine, sock, workers, head_seconds):
         return _one_line("serve", "a worker process could not start (see above)")
     return OK
 

@@ -1,37 +1,97 @@
-"""uvicorn's HTTP/1.1 protocol (httptools), with the size of a request's head bounded.
+"""uvicorn's HTTP/1.1 protocol (httptools), with a request's head bounded in size and in time.
 
-httptools sets no bound on the request line and headers: a client sending a
-header of 100 MB was read whole, in 12 s of a worker's time (httptools joins
-a header's pieces as they come) and 200 MB of memory. A request whose head
-grows past MAX_REQUEST_HEAD_BYTES is answered 431 and its connection closed.
+Size: httptools sets no bound on the request line and headers: a client sending
+a header of 100 MB was read whole, in 12 s of a worker's time (httptools joins
+a header's pieces as they come) and 200 MB of memory.  A request whose head
+takes more than MAX_REQUEST_HEAD_BYTES is answered 431 and its connection
+closed.
+
+Time: uvicorn closes a kept-alive connection 5 s after an answer when nothing
+more comes, but waits without end for a connection's first request, and for the
+rest of a head once a byte of it has come: connections that sent nothing, or a
+head a few bytes at a time (slowloris), each held a file descriptor for good
+(2,000 were held).  A request's head must be whole within REQUEST_HEAD_SECONDS
+of the connection's start, or of the answer before it; else the connection is
+closed, answered 408 first when part of a request had come.
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 # What a request's line and headers may take: nginx's default is 4 buffers of 8 KB, h11's 16 KB.
 MAX_REQUEST_HEAD_BYTES = 64 * 1024
+# How long a request's head may take to come whole.  A client writes its head at once (a few KB,
+# one or two packets): 15 s leaves it a first packet lost three times (TCP's retransmissions, 1 + 2 +
+# 4 s) and outlasts the 10 s Chrome keeps a connection it opened ahead of a request unused; nginx and
+# Node.js wait 60 s.  A connection holds a file descriptor at most this long without a request.
+REQUEST_HEAD_SECONDS: float = 15.0
+# A client that has not yet taken the whole previous answer (some of it still waits in the server's
+# buffer) is not timed: this often it is looked at again, and the next head's time starts once it has.
+DRAIN_CHECK_SECONDS: float = 1.0
 _REFUSED = b"Request header fields too large.\n"
+_TIMED_OUT = b"Request timeout.\n"
+
+
+class _HeadRefused(Exception):
+    """Raised in a parser callback once the request is refused: the parser stops there."""
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """``HttpToolsProtocol`` refusing a request whose head takes more than MAX_REQUEST_HEAD_BYTES.
+    """``HttpToolsProtocol`` refusing a request whose head takes more than MAX_REQUEST_HEAD_BYTES,
+    and closing a connection whose next request's head is not whole within *head_seconds*.
 
-    The bytes are counted as they arrive, a read at a time, while a request's head is begun and not
-    yet whole. A read in which the request began counts whole (a request most often starts a read),
+    The head's bytes are counted twice.  While it is begun and not yet whole, as they arrive, a read
+    at a time: a read in which the request began counts whole (a request most often starts a read),
     but not when another request ended in it (pipelined: httptools does not say where the next
-    began), nor when the head is whole in it: a head is refused at most one read (256 KB) past the
-    bound."""
+    began; such a head, not yet whole, may pass the bound by that read).  Once whole, as parsed: its
+    line and headers as written with one space and CRLF (the spaces a client adds around a value
+    are not kept, nor counted).
+
+    The head's time runs from the connection's start, and from the end of each answer not followed
+    by a pipelined request, until the head is whole: never while a request is answered, nor while
+    the client is still taking the answer (DRAIN_CHECK_SECONDS)."""
 
     _head_bytes = 0  # of the request whose head is being read
     _mid_head = False  # a request's head is begun and not yet whole
     _begun = 0  # requests begun on the connection
     _ended = 0  # requests ended on the connection
 
+    def __init__(self, *args: Any, head_seconds: float = REQUEST_HEAD_SECONDS, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.head_seconds = head_seconds
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_head_clock()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_clock()
+        super().connection_lost(exc)
+
     def data_received(self, data: bytes) -> None:
+        # uvicorn 0.54's (pinned), but for a refusal raised from within the parser (_HeadRefused):
+        # answered 431 already, where uvicorn would answer 400 to any error the parser raises.
         begun, ended = self._begun, self._ended
-        super().data_received(data)
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            if not isinstance(error.__context__, _HeadRefused):
+                message = "Invalid HTTP request received."
+                self.logger.warning(message)
+                self.send_400_response(message)
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
         if not self._mid_head:
             return
         if self._begun == begun:  # the whole read inside the head
@@ -49,28 +109,79 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._mid_head = False
+        self._stop_head_clock()
+        # Whole within one read, the head was not counted as it came; a request line past 64 KB would
+        # fail httptools' parse_url (16-bit offsets), which uvicorn answers 400.
+        if self._parsed_head_bytes() > MAX_REQUEST_HEAD_BYTES:
+            self._refuse()
+            raise _HeadRefused  # what follows the head in the read is not parsed
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._ended += 1
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # The latest request answered (none pipelined after it, started now): the next one's head is timed.
+        if self.cycle.response_complete and not self.transport.is_closing():
+            self._start_head_clock()
+
+    def _parsed_head_bytes(self) -> int:
+        """The request's line and headers, as parsed, written with one space and CRLF."""
+        line = len(self.parser.get_method()) + 1 + len(self.url) + len(b" HTTP/1.1\r\n")
+        return line + sum(len(name) + len(b": ") + len(value) + len(b"\r\n") for name, value in self.headers) + 2
+
+    def _start_head_clock(self) -> None:
+        """The next request's head has head_seconds from now, or from when the client has taken the
+        previous answer (looked at again every DRAIN_CHECK_SECONDS until then)."""
+        self._stop_head_clock()
+        if self.transport.is_closing():
+            return
+        if self.transport.get_write_buffer_size():
+            self._head_timer = self.loop.call_later(DRAIN_CHECK_SECONDS, self._start_head_clock)
+        else:
+            self._head_timer = self.loop.call_later(self.head_seconds, self._head_timed_out)
+
+    def _stop_head_clock(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport.is_closing():
+            return
+        if self._mid_head:
+            # Part of a request came: its client waits for an answer, and is told (as Node.js and
+            # Apache's mod_reqtimeout do; nginx closes without one).
+            self._answer_and_close(408, _TIMED_OUT)
+        else:
+            # Nothing of a request came: nothing waits for an answer, and one sent unasked would be
+            # read as the answer to the request the client sends next (closed as the keep-alive does).
+            self.transport.close()
+
     def _refuse(self) -> None:
         self.logger.warning("A request's head was refused: more than %d bytes.", MAX_REQUEST_HEAD_BYTES)
         if self.cycle is not None and not self.cycle.response_complete:
             # An earlier request pipelined on the connection is still being answered: a 431 now
             # would be read as its answer. The connection is closed without one.
+            self._stop_head_clock()
             self.transport.close()
             return
+        self._answer_and_close(431, _REFUSED)
+
+    def _answer_and_close(self, status: int, body: bytes) -> None:
+        self._stop_head_clock()
         self.transport.write(
             b"".join(
                 (
-                    STATUS_LINE[431],
+                    STATUS_LINE[status],
                     *(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers),
                     b"content-type: text/plain; charset=utf-8\r\n",
-                    b"content-length: %d\r\n" % len(_REFUSED),
+                    b"content-length: %d\r\n" % len(body),
                     b"connection: close\r\n\r\n",
-                    _REFUSED,
+                    body,
                 )
             )
         )

@@ -10,6 +10,7 @@ Linux they share the connections evenly (``balancing``).
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import signal
@@ -26,10 +27,10 @@ from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 from ..index.engine import QueryEngine
 from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
 from .balancing import BalancedConfig, BalancedServer, ConnectionShares
-from .protocol import BoundedHttpToolsProtocol
+from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 
-# uvicorn logs only warnings; its HTTP protocol is httptools with the request head bounded.
-UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "off", "http": BoundedHttpToolsProtocol}
+# uvicorn logs only warnings; its HTTP protocol (serve_forever) is httptools with the request head bounded.
+UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "off"}
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -48,14 +49,19 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) -> bool:
+def serve_forever(
+    engine: QueryEngine, sock: socket.socket, workers: int = 1, head_seconds: float = REQUEST_HEAD_SECONDS
+) -> bool:
     """Answer on *sock* until Ctrl-C or SIGTERM, the usual ways to stop a server (uvicorn logs only
-    warnings); False when a worker process could not start (its page directory or index changed)."""
+    warnings), closing a connection whose request's head is not whole within *head_seconds*; False
+    when a worker process could not start (its page directory or index changed)."""
     supervisor = None
     hosts = allowed_hosts(sock.getsockname()[0])
+    # uvicorn makes each connection's protocol with this (a module's class and a number: it pickles, for spawn).
+    options = {**UVICORN_OPTIONS, "http": functools.partial(BoundedHttpToolsProtocol, head_seconds=head_seconds)}
     try:
         if workers == 1:
-            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **UVICORN_OPTIONS)).run(sockets=[sock])
+            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **options)).run(sockets=[sock])
             return True
         # Each worker process opens the index anew (see create_app_from_environment).
         engine.close()
@@ -69,12 +75,12 @@ def serve_forever(engine: QueryEngine, sock: socket.socket, workers: int = 1) ->
             # ... and builds each worker's server from this class: one that shares the connections
             # evenly among the workers, by counts in memory the forked workers share (balancing.py).
             uvicorn.supervisors.multiprocess.Server = BalancedServer  # type: ignore[misc]
-            config = BalancedConfig(app, ConnectionShares(workers), factory=True, workers=workers, **UVICORN_OPTIONS)
+            config = BalancedConfig(app, ConnectionShares(workers), factory=True, workers=workers, **options)
             # A forked worker would keep the supervisor's handlers (which only queue a signal) until
             # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
             os.register_at_fork(after_in_child=_default_signals)
         else:
-            config = uvicorn.Config(app, factory=True, workers=workers, **UVICORN_OPTIONS)
+            config = uvicorn.Config(app, factory=True, workers=workers, **options)
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()
     except KeyboardInterrupt:
