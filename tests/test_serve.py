@@ -191,6 +191,31 @@ def test_a_search_index_that_cannot_be_used_is_one_line_at_start(site, tmp_path)
         ]
 
 
+def test_pages_copied_without_their_times_are_said_so_at_start(site, tmp_path):
+    # cp -r of a crawl and its index: the store records the page files' times, which the copy does not
+    # keep; the server said only "no document store matches", and searched with rank=tse.
+    pages, index = site
+    copied = tmp_path / "copy"
+    shutil.copytree(pages, copied / "pages", copy_function=shutil.copyfile)
+    for file in index.parent.glob(f"{index.name}*"):
+        shutil.copyfile(file, copied / file.name)
+    why = (
+        f"the page files of {copied / 'pages'} are not those {copied / 'index'}.docs was written with (changed since,"
+        " or copied without their times: cp -a keeps them)"
+    )
+    command = [str(BIN / "tse"), "serve", str(copied / "pages"), str(copied / "index"), "--workers", "2"]
+    with tse_serve(command, clean_env(), ROOT) as run:
+        status, body = _api_status(run.base, "q=cat")
+        assert (status, body["rank"], body["total"]) == (200, "tse", 5)
+    assert run.process.returncode == 0, run.stderr
+    assert run.stderr.splitlines() == [
+        f"{why}: reading the pages for titles and snippets",
+        "tse serve: one process, not 2: run tse index to store titles and snippets",
+        f"tse serve: the search index cannot be used, so results use rank=tse: {why}: run tse index again",
+        f"tse serve: searching {copied / 'pages'} on {run.base}/ (Ctrl-C to stop)",
+    ]
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it as root)")
 def test_in_a_real_browser(server, tmp_path):
     from playwright.sync_api import sync_playwright

@@ -185,12 +185,12 @@ class DocStore:
         index_digest: bytes,
         directory: str | os.PathLike,
         check_pages: bool = True,
-    ) -> DocStore | None:
+    ) -> DocStore | str:
         """The store written with this index and these page files (not compared without
-        *check_pages*), or None (missing, stale, corrupt)."""
+        *check_pages*), or why there is none (missing, stale, corrupt), for the user."""
         path = docs_path(indexfile)
         if not path.is_file():
-            return None
+            return f"no document store {path}"
         db = None
         try:
             db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
@@ -198,17 +198,22 @@ class DocStore:
             store = cls(db, from_file=True)
             # A format 1 store has no gone pages: its docIDs are 1..N.
             last = int(meta.get("last", store.pages))
-            if (
-                meta.get("index_size") == str(index_size)
-                and meta.get("index_digest") == index_digest.hex()
-                and (not check_pages or meta.get("pages") == live_fingerprint(directory, last))
-            ):
+            if meta.get("index_size") != str(index_size) or meta.get("index_digest") != index_digest.hex():
+                problem = f"{path} was not written with {indexfile}"
+            elif check_pages and meta.get("pages") != live_fingerprint(directory, last):
+                # The page files' sizes, times and inodes, as the store recorded them: a copy made
+                # without the times (cp -r) is other files, whatever they hold.
+                problem = (
+                    f"the page files of {directory} are not those {path} was written with (changed since,"
+                    " or copied without their times: cp -a keeps them)"
+                )
+            else:
                 return store
-        except sqlite3.Error:
-            pass
+        except (sqlite3.Error, ValueError) as error:
+            problem = f"{path} cannot be read ({error})"
         if db is not None:
             db.close()
-        return None
+        return problem
 
     @classmethod
     def build(cls, directory: str | os.PathLike, index_size: int = 0, index_digest: bytes = b"") -> DocStore:

@@ -73,14 +73,16 @@ class QueryEngine:
         self.gone = pagedir.gone_docs(directory)
         self._docs: DocStore | None = None
         self._stored_docs_checked = False
+        self._docs_problem = ""  # why there is no store written with the index and pages (stored_docs)
         self._search: SearchIndex | str | None = None
 
     def stored_docs(self) -> DocStore | None:
         """The document store written with the index and these page files, or None (opened once, never built)."""
         if not self._stored_docs_checked:
-            self._docs = DocStore.open(
+            found = DocStore.open(
                 self.index.path, self.index.size, self.index.digest, self.directory, not self.pages_checked
             )
+            self._docs, self._docs_problem = (None, found) if isinstance(found, str) else (found, "")
             self._stored_docs_checked = True
         return self._docs if self._docs is not None and self._docs.from_file else None
 
@@ -90,9 +92,7 @@ class QueryEngine:
         if self._docs is None:
             self._docs = self.stored_docs()
             if self._docs is None:
-                logger.warning(
-                    "no document store matches %s: reading the pages for titles and snippets", self.index.path
-                )
+                logger.warning("%s: reading the pages for titles and snippets", self._docs_problem)
                 self._docs = DocStore.build(self.directory, self.index.size, self.index.digest)
         return self._docs
 
@@ -101,7 +101,7 @@ class QueryEngine:
         """The search index written with the index and these pages (opened once), or why there is none."""
         if self._search is None:
             if self.stored_docs() is None:
-                self._search = f"no document store matches {self.index.path}: run tse index again"
+                self._search = f"{self._docs_problem}: run tse index again"
             else:
                 self._search = SearchIndex.open(self.index.path, self.index.size, self.index.digest)
                 if isinstance(self._search, str):
