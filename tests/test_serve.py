@@ -191,7 +191,7 @@ def test_a_search_index_that_cannot_be_used_is_one_line_at_start(site, tmp_path)
         ]
 
 
-def test_pages_copied_without_their_times_are_said_so_at_start(site, tmp_path):
+def test_pages_copied_without_their_times_are_said_so_after_a_port_taken(site, tmp_path):
     # cp -r of a crawl and its index: the store records the page files' times, which the copy does not
     # keep; the server said only "no document store matches", and searched with rank=tse.
     pages, index = site
@@ -203,6 +203,13 @@ def test_pages_copied_without_their_times_are_said_so_at_start(site, tmp_path):
         f"the page files of {copied / 'pages'} are not those {copied / 'index'}.docs was written with (changed since,"
         " or copied without their times: cp -a keeps them)"
     )
+    # A port taken is said at once, alone, before the pages are read for titles and snippets.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        line = refusal(copied / "pages", copied / "index", "--port", str(port))
+        assert line == f"tse serve: cannot listen on 127.0.0.1:{port}: Address already in use"
     command = [str(BIN / "tse"), "serve", str(copied / "pages"), str(copied / "index"), "--workers", "2"]
     with tse_serve(command, clean_env(), ROOT) as run:
         status, body = _api_status(run.base, "q=cat")

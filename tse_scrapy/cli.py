@@ -524,11 +524,18 @@ def serve(options: argparse.Namespace) -> int:
     with _one_line_errors("serve", options.indexfile, USAGE):
         check_page_directory(options.pagedir)
         engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
-        engine.docs  # noqa: B018 (opened, or built from the pages, now)
     try:
         sock = listen(options.host, options.port)
     except OSError as error:
         return _one_line("serve", f"cannot listen on {options.host}:{options.port}: {error.strerror}", USAGE)
+    # The document store opened, or built from the pages (a while without one), once the port is the
+    # server's: a port taken is said at once.
+    try:
+        with _one_line_errors("serve", options.indexfile, USAGE):
+            engine.docs  # noqa: B018
+    except BaseException:
+        sock.close()
+        raise
     host, port = sock.getsockname()[:2]
     host = f"[{host}]" if ":" in host else host
     # Each worker opens the index and its document store itself: without a store to open, one process.
