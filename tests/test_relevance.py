@@ -750,6 +750,16 @@ def test_did_you_mean_and_the_language_menu_on_the_html_page(client):
     assert notice and "Did you mean" in notice.group(1) and "recovering" in notice.group(1).casefold()
     menu = re.search(r'<select id="lang" name="lang">(.*?)</select>', html, re.S)
     assert menu and set(re.findall(r'<option value="(\w+)"', menu.group(1))) == {p.lang for p in PAGES.values()}
+    # Each language by its name and code (the codes alone were shown).
+    names = dict(re.findall(r'<option value="(\w+)">([^<]*)</option>', menu.group(1)))
+    assert {code: names[code] for code in ("en", "fa", "ja", "ko", "vi", "zh")} == {
+        "en": "English (en)",
+        "fa": "Persian (fa)",
+        "ja": "Japanese (ja)",
+        "ko": "Korean (ko)",
+        "vi": "Vietnamese (vi)",
+        "zh": "Chinese (zh)",
+    }
     html = client.get("/search", params={"q": "اختر طابعة شبكة"}).text
     item = re.search(r'<li lang="ar">(.*?)</li>', html, re.S).group(1)
     assert re.search(r'<div class="title" dir="auto">', item) and re.search(r'<div class="snippet" dir="auto">', item)

@@ -426,7 +426,7 @@ def test_the_page_says_a_language_chosen_applies_only_to_relevance_and_keeps_the
     html = page.text
     assert re.findall(r'<p class="notice">([^<]*)</p>', html) == [LANGUAGE_IGNORED]
     assert "3 documents match" in html  # every language's pages
-    assert '<option value="fr" selected>fr</option>' in html  # the menu keeps the choice
+    assert '<option value="fr" selected>French (fr)</option>' in html  # the menu keeps the choice
     assert '<option value="" selected' not in html
     # relevance: the choice is used, and nothing to say; no choice: nothing to say
     for params in ({"rank": "relevance", "lang": "fr"}, {"rank": rank}):

@@ -57,6 +57,23 @@ def _without_controls(value: object) -> object:
 
 
 TEMPLATES.env.finalize = _without_controls
+# The language menu's names of the languages the analysis knows without a stemmer (those with one are
+# named by their stemmer's name: ``analysis.STEMMERS``); another code is shown as it is.
+_LANGUAGE_NAMES = {
+    "be": "Belarusian", "bg": "Bulgarian", "bn": "Bengali", "he": "Hebrew", "hr": "Croatian", "is": "Icelandic",
+    "ja": "Japanese", "ka": "Georgian", "km": "Khmer", "ko": "Korean", "lo": "Lao", "lv": "Latvian",
+    "mk": "Macedonian", "ms": "Malay", "my": "Burmese", "sk": "Slovak", "sl": "Slovenian", "sq": "Albanian",
+    "th": "Thai", "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+}  # fmt: skip
+
+
+def language_label(code: str) -> str:
+    """How the language menu names *code*: its English name and the code ("French (fr)"), else the code."""
+    name = _LANGUAGE_NAMES.get(code) or analysis.STEMMERS.get(code, "").capitalize()
+    return f"{name} ({code})" if name else code
+
+
+TEMPLATES.env.filters["language_label"] = language_label
 # The app's own pages: inline style only, forms to the app only.
 PAGE_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
