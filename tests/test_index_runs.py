@@ -449,7 +449,8 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
 
 @pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C"])
 def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
-    # `tse index --update` reads the pages that changed with the same workers: every page here.
+    # `tse index --update` reads the pages that changed with the same workers: two in three here (more
+    # would be a full build).
     pages = tmp_path / "pages"
     pages.mkdir()
     for name in [".crawler", *map(str, range(1, 2001))]:  # a quarter of them: time enough
@@ -457,7 +458,7 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path,
     (tmp_path / "out").mkdir()
     assert run_tse("index", pages, tmp_path / "out" / "index", "--jobs", "2").returncode == 0
     for path in pages.iterdir():
-        if path.name != ".crawler":
+        if path.name != ".crawler" and int(path.name) % 3:
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
     before = files_in(tmp_path / "out")
     with indexing_mid_work(pages, tmp_path / "out" / "index", "--update") as (process, workers):
