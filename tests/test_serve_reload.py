@@ -1,5 +1,6 @@
 """A running `tse serve` answers from the index `tse index` writes anew, once it is whole."""
 
+import http.client
 import json
 import os
 import shutil
@@ -13,10 +14,11 @@ from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
 from tests.support.wait import wait_until
 
-# Longer than a server process's look at the files (served.CHECK_SECONDS) and its opening of the index;
+# Longer than a server process's looks at the files (served.CHECK_SECONDS: the files settled, then
+# opened) and its opening of the index;
 # a process answers from the new index that soon whatever its requests (each connection here a request
 # of its own: the two processes may answer them in any share).
-SETTLED = 3.0
+SETTLED = 4.0
 INDEX_FILES = ("", ".bin", ".stamp", ".docs", ".search")
 
 
@@ -37,6 +39,23 @@ def _wombats(base: str, rank: str = "relevance") -> list[str]:
 
 
 def _every_process_answers(base: str, expected: list[str], rank: str = "relevance") -> bool:
+    """Whether "wombat" is answered by *expected*, asked on two connections open at once (the server's
+    two processes share connections evenly: one each) and on eight of their own."""
+    host, port = base.removeprefix("http://").split(":")
+    connections = [http.client.HTTPConnection(host, int(port), timeout=10) for _ in range(2)]
+    try:
+        for connection in connections:
+            connection.connect()
+        for connection in connections * 2:
+            connection.request("GET", f"/api/search?q=wombat&rank={rank}")
+            response = connection.getresponse()
+            answer = json.load(response)
+            assert response.status == 200, answer
+            if sorted(result["url"] for result in answer["results"]) != expected:
+                return False
+    finally:
+        for connection in connections:
+            connection.close()
     return all(_wombats(base, rank) == expected for _ in range(8))
 
 
@@ -58,12 +77,12 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
     pages, index = write_search_site(tmp_path)
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
     with tse_serve(command, clean_env(), ROOT) as run:
-        assert _wombats(run.base) == []
+        # (No search before the change: a process that had no request takes the new index too.)
         _changed(pages)
         result = run_tse("index", pages, index, "--update")
         assert result.returncode == 0, result.stderr
-        wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the new index never answered")
-        time.sleep(SETTLED)  # (the other process too, whether or not it had a request meanwhile)
+        time.sleep(SETTLED)
+        assert _every_process_answers(run.base, WOMBAT_PAGES)
         assert _every_process_answers(run.base, WOMBAT_PAGES, rank="tse")
         with urllib.request.urlopen(f"{run.base}/doc/31", timeout=10) as response:
             assert b"the wombat digs" in response.read()
@@ -75,7 +94,7 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
         assert result.returncode == 0, result.stderr
         wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES[:1]), 20, "the rebuilt index never answered")
     assert run.process.returncode == 0, run.stderr
-    assert "changed but cannot be opened" not in run.stderr
+    assert "written anew but" not in run.stderr  # (a rewrite's files are taken once settled)
 
 
 def _moved_in(source, target, suffixes) -> None:
@@ -115,4 +134,12 @@ def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
         time.sleep(SETTLED)
         assert _every_process_answers(run.base, WOMBAT_PAGES)
     assert run.process.returncode == 0, run.stderr
-    assert f"tse serve: {index} changed but cannot be opened (" in run.stderr
+    # Said once a process for the files it could not use: the half-written ones (twice: each half), gone.
+    warnings = [line for line in run.stderr.splitlines() if "written anew" in line]
+    assert len(warnings) == 6, warnings
+    half, gone = (
+        f"tse serve: {index} was written anew but cannot be used (",
+        f"tse serve: {index} was written anew but cannot be opened (",
+    )
+    assert sorted(line.split("(")[0] + "(" for line in warnings) == [gone] * 2 + [half] * 4, warnings
+    assert all(line.endswith("): answering from the index open") for line in warnings), warnings

@@ -87,6 +87,12 @@ class QueryEngine:
         return self._docs if self._docs is not None and self._docs.from_file else None
 
     @property
+    def docs_problem(self) -> str:
+        """Why there is no document store written with the index and these page files ("" when there is one)."""
+        self.stored_docs()
+        return self._docs_problem
+
+    @property
     def docs(self) -> DocStore:
         """The document store written with the index, else one built from the pages (once)."""
         if self._docs is None:

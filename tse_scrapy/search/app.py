@@ -8,9 +8,11 @@ that nothing in it can run or load.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlencode
@@ -274,7 +276,16 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     async def healthz(request: Request) -> Response:
         return PlainTextResponse("ok", headers=SAFE_HEADERS)
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        watching = index.watch()  # from the start: a process that had no request takes a new index too
+        try:
+            yield
+        finally:
+            watching.cancel()
+
     return Starlette(
+        lifespan=lifespan,
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
         routes=[
             Route("/", home),

@@ -30,7 +30,7 @@ from .balancing import BalancedConfig, BalancedServer, ConnectionShares
 from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 
 # uvicorn logs only warnings; its HTTP protocol (serve_forever) is httptools with the request head bounded.
-UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "off"}
+UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "on"}
 
 
 def listen(host: str, port: int) -> socket.socket:
