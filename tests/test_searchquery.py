@@ -1099,6 +1099,17 @@ def test_a_later_snippet_looks_for_a_phrase_where_its_rarest_word_stands():
     assert [shown[start:end] for start, end in ranges] == ["os.path.join"]
 
 
+def test_a_later_snippet_counts_a_phrases_words_without_their_accents():
+    # "syst\u00e8me" everywhere, written with its accent, counted as "systeme" (the piece looked for):
+    # counted as written, it was on no place, taken as the rarest word, and no place held the phrase.
+    text = (
+        "Le syst\u00e8me est pr\u00eat et le syst\u00e8me d\u00e9marre. " * 40 + "Monter un syst\u00e8me de fichiers."
+    )
+    phrase = [(frozenset({"systeme"}), frozenset({"de"}), frozenset({"fichiers", "fichi"}))]
+    shown, ranges = searchsnippet.later_snippet(text, phrase, (None, "fr"))
+    assert [shown[start:end] for start, end in ranges] == ["syst\u00e8me de fichiers"]
+
+
 def test_a_later_snippet_looks_for_the_longest_pieces_only():
     query = [(frozenset({f"word{number:03d}x"}),) for number in range(100)]
     looked = searchsnippet._later_pieces(searchsnippet.PreparedMarks(query), "")
