@@ -21,7 +21,7 @@ from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
 from tests.support.wait import wait_until
-from tse_scrapy.search.protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
+from tse_scrapy.search.protocol import DRAIN_CHECK_SECONDS, REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 
 # The bound the server under test is given (--head-timeout), short to keep the tests short; and how
 # much later than it a close may be seen (the machine's 2 cores are shared).
@@ -227,3 +227,24 @@ def test_no_time_runs_while_the_client_takes_a_big_answer_slowly():
             data += connection.recv(65536) or pytest.fail(f"closed: {data[-300:]!r}")
     first, second = data.split(b"HTTP/1.1 ")[1:]
     assert first.startswith(b"200 ") and first.endswith(b"b" * 1000) and second.startswith(b"200 "), data[-300:]
+
+
+def test_a_client_taking_nothing_of_its_answer_is_cut_off():
+    # It asks for a big answer and takes none of it: the answer waited in the server's full buffer,
+    # holding the connection for good.  Taken slowly, it is not cut (the test above).
+    with _in_process_server() as port, closing(socket.socket()) as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        connection.connect(("127.0.0.1", port))
+        connection.sendall(b"GET /big HTTP/1.1\r\nHost: a\r\n\r\n")
+        time.sleep(SHORT + 2 * DRAIN_CHECK_SECONDS + MARGIN)
+        connection.settimeout(10)
+        received, closed = 0, False
+        try:
+            while chunk := connection.recv(65536):
+                received += len(chunk)
+            closed = True
+        except ConnectionResetError:
+            closed = True
+        except TimeoutError:  # the whole answer taken, and the connection kept: not cut
+            pass
+    assert closed and received < BIG, received

@@ -28,7 +28,8 @@ MAX_REQUEST_HEAD_BYTES = 64 * 1024
 # How long a request's head may take to come whole.  A client writes its head at once (a few KB,
 # one or two packets): 15 s leaves it a first packet lost three times (TCP's retransmissions, 1 + 2 +
 # 4 s) and outlasts the 10 s Chrome keeps a connection it opened ahead of a request unused; nginx and
-# Node.js wait 60 s.  A connection holds a file descriptor at most this long without a request.
+# Node.js wait 60 s.  A connection holds a file descriptor at most this long without a request, or
+# without its client taking any of an answer waiting for it.
 REQUEST_HEAD_SECONDS: float = 15.0
 # A client that has not yet taken the whole previous answer (some of it still waits in the server's
 # buffer) is not timed: this often it is looked at again, and the next head's time starts once it has.
@@ -54,17 +55,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     The head's time runs from the connection's start, and from the end of each answer not followed
     by a pipelined request, until the head is whole: never while a request is answered, nor while
-    the client is still taking the answer (DRAIN_CHECK_SECONDS)."""
+    the client is still taking the answer (DRAIN_CHECK_SECONDS).  A client that takes nothing of an
+    answer waiting for it (the server's buffer full, or not emptied at its end) for *head_seconds* has
+    its connection aborted: one taking it slowly is not."""
 
     _head_bytes = 0  # of the request whose head is being read
     _mid_head = False  # a request's head is begun and not yet whole
     _begun = 0  # requests begun on the connection
     _ended = 0  # requests ended on the connection
+    _unsent = 0  # what waited in the write buffer at the last look, while an answer waits for its client
+    _unsent_since = 0.0  # the loop's time since which the client has taken none of it
 
     def __init__(self, *args: Any, head_seconds: float = REQUEST_HEAD_SECONDS, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.head_seconds = head_seconds
         self._head_timer: asyncio.TimerHandle | None = None
+        self._send_timer: asyncio.TimerHandle | None = None  # while writing is paused (the buffer full)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -72,7 +78,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_clock()
+        self._stop_send_clock()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._stop_send_clock()
+        self._begin_waiting_to_send()
+        self._send_timer = self.loop.call_later(DRAIN_CHECK_SECONDS, self._look_at_sending)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stop_send_clock()
 
     def data_received(self, data: bytes) -> None:
         # uvicorn 0.54's (pinned), but for a refusal raised from within the parser (_HeadRefused):
@@ -125,6 +142,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
         # The latest request answered (none pipelined after it, started now): the next one's head is timed.
         if self.cycle.response_complete and not self.transport.is_closing():
+            self._begin_waiting_to_send()
             self._start_head_clock()
 
     def _parsed_head_bytes(self) -> int:
@@ -139,6 +157,9 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self.transport.is_closing():
             return
         if self.transport.get_write_buffer_size():
+            if self._taken_nothing():
+                self.transport.abort()
+                return
             self._head_timer = self.loop.call_later(DRAIN_CHECK_SECONDS, self._start_head_clock)
         else:
             self._head_timer = self.loop.call_later(self.head_seconds, self._head_timed_out)
@@ -147,6 +168,35 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _begin_waiting_to_send(self) -> None:
+        """What waits for the client to take it is looked at from now (``_taken_nothing``)."""
+        self._unsent, self._unsent_since = self.transport.get_write_buffer_size(), self.loop.time()
+
+    def _taken_nothing(self) -> bool:
+        """Whether the client has taken nothing of what waits for it for head_seconds: the write buffer
+        has not changed (looked at every DRAIN_CHECK_SECONDS; nothing is added to it meanwhile: writing
+        is paused, or the answer is whole)."""
+        unsent = self.transport.get_write_buffer_size()
+        if unsent != self._unsent:
+            self._unsent_since = self.loop.time()
+        self._unsent = unsent
+        return self.loop.time() - self._unsent_since >= self.head_seconds
+
+    def _look_at_sending(self) -> None:
+        """While writing is paused: the connection aborted once its client has taken nothing for head_seconds."""
+        self._send_timer = None
+        if self.transport.is_closing():
+            return
+        if self._taken_nothing():
+            self.transport.abort()
+            return
+        self._send_timer = self.loop.call_later(DRAIN_CHECK_SECONDS, self._look_at_sending)
+
+    def _stop_send_clock(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
