@@ -25,7 +25,6 @@ search index is not updated: the caller indexes every page instead.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import zlib
 from array import array
@@ -185,8 +184,9 @@ def _update(
 def _pages_to_read(directory: str | os.PathLike, gone: frozenset[int], keys: dict[int, FileKey]) -> tuple[int, int]:
     """How many of the page files of *directory* (not *gone*) are not those of *keys* (new or
     changed), and how many there are: a walk of their status only (a millisecond a hundred pages)."""
-    read = pages = 0
-    for doc_id in itertools.count(1):
+    doc_id = read = pages = 0
+    while True:
+        doc_id += 1
         try:
             key = file_key(os.stat(pagedir.page_path(directory, doc_id)))
         except OSError:  # the walk's end (SPEC 3): where the update's own walk ends too
@@ -194,7 +194,6 @@ def _pages_to_read(directory: str | os.PathLike, gone: frozenset[int], keys: dic
         if doc_id not in gone:
             pages += 1
             read += keys.get(doc_id) != key
-    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,7 @@ SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-refe
 ENVIRONMENT_PAGEDIR = "TSE_SERVE_PAGEDIR"
 ENVIRONMENT_INDEX = "TSE_SERVE_INDEX"
 ENVIRONMENT_HOSTS = "TSE_SERVE_HOSTS"
+ENVIRONMENT_CHECKED = "TSE_SERVE_CHECKED"  # the file key of the index whose store the parent found matching the pages
 # A server on loopback answers only requests addressed to loopback: another site's page in
 # the user's browser cannot read it through a name of its own that resolves to 127.0.0.1.
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
@@ -300,8 +301,11 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
 
 def create_app_from_environment() -> Starlette:
     """The app of one worker process: the page directory and index its parent checked."""
-    # Forked by the parent right after it found the store matching the page files: not stat'ed again.
-    engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], IndexReader(os.environ[ENVIRONMENT_INDEX]), True)
+    # Forked by the parent right after it found the store matching the page files: not stat'ed again,
+    # unless the index is another by now (a worker started again once tse index wrote it anew).
+    index = IndexReader(os.environ[ENVIRONMENT_INDEX])
+    checked = os.environ.get(ENVIRONMENT_CHECKED) == " ".join(map(str, index.key))
+    engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], index, checked)
     engine.docs  # noqa: B018 (opened now, before the first request)
     hosts = os.environ.get(ENVIRONMENT_HOSTS)
     return create_app(engine, hosts.split(",") if hosts else None)

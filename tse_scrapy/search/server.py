@@ -25,7 +25,14 @@ from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 
 from ..index.engine import QueryEngine
-from .app import ENVIRONMENT_HOSTS, ENVIRONMENT_INDEX, ENVIRONMENT_PAGEDIR, allowed_hosts, create_app
+from .app import (
+    ENVIRONMENT_CHECKED,
+    ENVIRONMENT_HOSTS,
+    ENVIRONMENT_INDEX,
+    ENVIRONMENT_PAGEDIR,
+    allowed_hosts,
+    create_app,
+)
 from .balancing import BalancedConfig, BalancedServer, ConnectionShares
 from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 
@@ -68,6 +75,7 @@ def serve_forever(
         os.environ[ENVIRONMENT_PAGEDIR] = str(engine.directory)
         os.environ[ENVIRONMENT_INDEX] = str(engine.index.path)
         os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
+        os.environ[ENVIRONMENT_CHECKED] = " ".join(map(str, engine.index.key))
         app = "tse_scrapy.search.app:create_app_from_environment"
         if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
             # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
