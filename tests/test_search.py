@@ -207,6 +207,20 @@ def test_api_refuses_bad_input_with_400(client, params):
     assert status == 400 and list(body) == ["error"] and body["error"], body
 
 
+def test_a_query_string_that_is_not_utf8_is_refused_not_searched_with_replacement_characters(client):
+    # "deb%C3ian": a byte that starts a character and no character after it; Starlette reads it as
+    # U+FFFD, and "deb\ufffdian" was searched (0 results, no word of it said wrong).
+    message = "the query string must be UTF-8: a percent-escape in it is no character"
+    for query in ("q=deb%C3ian", "q=cat&lang=%FF", "q=%E6%97%A5%E6%9C"):
+        answer = client.get(f"/api/search?{query}")
+        assert (answer.status_code, answer.json()) == (400, {"error": message}), query
+        page = client.get(f"/search?{query}")
+        assert page.status_code == 400 and message in unescape(page.text), query
+    # A replacement character typed (its UTF-8, escaped), and any other character, are searched.
+    assert client.get("/api/search?q=%EF%BF%BD%20cat").status_code == 200
+    assert client.get("/api/search?q=%E6%97%A5%E6%9C%AC").status_code == 200
+
+
 def test_limits_are_exact(client):
     longest = " ".join(["x" * 9] * 99 + ["x" * 10])  # 1,000 characters, 100 words
     assert len(longest) == 1000 and api(client, q=longest) == (200, {**api(client, q=longest)[1], "total": 0})

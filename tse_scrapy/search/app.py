@@ -15,7 +15,7 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import orjson
 from starlette.applications import Starlette
@@ -160,6 +160,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         # it: with another, the results are in every language, and the page says so).
         kept = _kept_language(request, languages)
         try:
+            _check_utf8(request)
             ranking, page = _ranking(request, default_rank), _number(request, "page", 1, MAX_PAGE)
             language = _language(request, ranking, languages) if ranking == "relevance" else None
         except BadParameter as error:
@@ -195,6 +196,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         engine, default_rank, languages = served.engine, served.default_rank, served.languages
         line = request.query_params.get("q", "")
         try:
+            _check_utf8(request)
             ranking = _ranking(request, default_rank)
             page = _number(request, "page", 1, MAX_PAGE)
             per_page = _number(request, "per_page", PER_PAGE, MAX_PER_PAGE)
@@ -377,6 +379,18 @@ def _suggestion(answer: Answer) -> str | None:
     if not answer.corrections or answer.search_query is None:
         return None
     return answer.search_query.typed(answer.corrections)
+
+
+def _check_utf8(request: Request) -> None:
+    """BadParameter when the URL's query has percent-escapes of bytes that are no UTF-8 (Starlette
+    reads each such byte as U+FFFD: ``deb%C3ian`` was a search for "deb\ufffdian")."""
+    query = request.scope.get("query_string", b"")
+    if b"%" not in query:
+        return
+    try:
+        parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise BadParameter("the query string must be UTF-8: a percent-escape in it is no character") from None
 
 
 def _ranking(request: Request, default: str) -> str:
