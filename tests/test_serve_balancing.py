@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import os
 import signal
+import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -116,6 +117,23 @@ def test_short_connections_at_once_are_all_answered(served):
     assert statuses == [200] * 400
     _wait_for_no_connections(run.process.pid, port)
     assert sum(connections_by_worker(run.process.pid, port).values()) == 0
+
+
+def test_a_burst_of_connections_all_connect_at_once(served):
+    # 1,000 connections opened as fast as a client can: the two workers take them one at a time by
+    # turns, and the kernel's queue of connections not yet taken held 128; past it a connection's
+    # SYN was dropped and sent again a second later (7.2 s for the 1,000, a second for some).
+    run, port = served
+    waits = []
+    with ExitStack() as stack:
+        for _ in range(1000):
+            began = time.monotonic()
+            stack.enter_context(closing(socket.create_connection(("127.0.0.1", port), timeout=30)))
+            waits.append(time.monotonic() - began)
+        with closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as connection:
+            _answered(connection)  # (answered meanwhile)
+    assert max(waits) < 0.9, sorted(waits)[-5:]  # none waited for a SYN sent again (1 s)
+    _wait_for_no_connections(run.process.pid, port)
 
 
 def test_a_stopped_worker_does_not_hold_new_connections_back(served):

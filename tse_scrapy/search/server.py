@@ -38,6 +38,8 @@ from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 
 # uvicorn logs only warnings; its HTTP protocol (serve_forever) is httptools with the request head bounded.
 UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "on"}
+# Connections the kernel holds for the workers to take (capped by net.core.somaxconn).
+BACKLOG = 2048
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -49,7 +51,9 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(128)
+        # uvicorn's own backlog: a burst of connections waits for the workers, which take them one at a
+        # time by turns (balancing), where 128 dropped some for a second (the kernel's SYN sent again).
+        sock.listen(BACKLOG)
     except OSError:
         sock.close()
         raise
