@@ -468,11 +468,11 @@ def _places_looked_for(sequence: Sequence[Collection[str]]) -> list[set[str]]:
 
 def _looked_for(places: Iterable[list[set[str]]], lowered: str) -> list[set[str]]:
     """What the places where the marks may stand hold (*places*: each mark's choices), in *lowered*:
-    the telling pieces, then the others (when any).  A mark's pieces: its most telling choice, the
-    one *lowered* holds the fewest times (counted without accents, as the pieces are) of those as telling
-    (the rarest word of a phrase: "join", not "path", of "os.path.join" on the page of os.path), then
-    the longest.  Telling ones are of 3
-    characters or more (2 of a bigram script): a word of one or two letters or digits is almost everywhere."""
+    the telling pieces, then the others (when any).  A mark's pieces: of its most telling choices, the
+    one *lowered* holds the fewest times (counted without accents, as the pieces are spelled: the
+    rarest word of a phrase, "join", not "path", of "os.path.join" on the page of os.path), then the
+    longest.  Telling ones are of 3 characters or more (2 of a bigram script): a word of one or two
+    letters or digits is almost everywhere."""
     telling: set[str] = set()
     short: set[str] = set()
     counted: str | None = None  # the text as its pieces are spelled (folded), where a choice is made
