@@ -674,24 +674,34 @@ def engine_answer(pages, indexfile, query, language=None):
     return answer.ranked, answer.partial
 
 
+def _indexed_english_pages(tmp_path, texts: dict[int, str]) -> QueryEngine:
+    """English pages of *texts* (docID: text) written under tmp_path/pages and indexed into tmp_path/index."""
+    _write_english_pages(tmp_path, texts)
+    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
+    return QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+
+
+def _updated_and_built_afresh(tmp_path, texts: dict[int, str]) -> list[QueryEngine]:
+    """*texts* written over those pages, tmp_path/index updated and tmp_path/fresh built: their engines."""
+    _write_english_pages(tmp_path, texts)
+    assert update_index(tmp_path / "pages", tmp_path / "index") is None
+    write_index_files(tmp_path / "pages", tmp_path / "fresh", jobs=1)
+    return [QueryEngine(tmp_path / "pages", IndexReader(tmp_path / index)) for index in ("index", "fresh")]
+
+
+def _write_english_pages(tmp_path, texts: dict[int, str]) -> None:
+    page = "<html lang='en'><title>t</title><p>{}</p></html>"
+    write_pages(
+        tmp_path / "pages", {n: (f"http://h/{n}.html", 0, page.format(text).encode()) for n, text in texts.items()}
+    )
+
+
 def test_a_word_is_a_pages_word_after_an_update_as_after_a_build(tmp_path):
     # is_word answers from the words the pages have now: an update that drops the only page holding
     # "kernle" (its vocabulary table keeps the words of pages gone) answers as a fresh build.
-    def page(text):
-        return f"<html lang='en'><title>t</title><p>{text}</p></html>".encode()
-
-    write_pages(
-        tmp_path / "pages",
-        {1: ("http://h/a.html", 0, page("kernel build 1")), 2: ("http://h/b.html", 0, page("a kernle typo"))},
-    )
-    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
-    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    engine = _indexed_english_pages(tmp_path, {1: "kernel build 1", 2: "a kernle typo"})
     assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary.is_word("kernle")
-    write_pages(tmp_path / "pages", {2: ("http://h/b.html", 0, page("a kernel typo mended"))})
-    assert update_index(tmp_path / "pages", tmp_path / "index") is None
-    write_index_files(tmp_path / "pages", tmp_path / "fresh", jobs=1)
-    for index in ("index", "fresh"):
-        engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / index))
+    for engine in _updated_and_built_afresh(tmp_path, {2: "a kernel typo mended"}):
         assert isinstance(engine.search_index, SearchIndex)
         vocabulary = engine.search_index.vocabulary
         assert not vocabulary.is_word("kernle") and vocabulary.is_word("kernel") and vocabulary.is_word("mended")
@@ -701,30 +711,18 @@ def test_a_word_an_update_leaves_no_page_holding_is_no_correction_as_after_a_bui
     # A page changes one form of a word for another with its stem ("frobnicating" to "frobnicated"):
     # the vocabulary table keeps the old one, whose stem the index still holds; it must not be offered
     # (a "Did you mean" to a word no page has), as a fresh build offers nothing.
-    def page(text):
-        return f"<html lang='en'><title>t</title><p>{text}</p></html>".encode()
-
-    write_pages(
-        tmp_path / "pages",
-        {1: ("http://h/a.html", 0, page("frobnicating widgets")), 2: ("http://h/b.html", 0, page("other text"))},
-    )
-    write_index_files(tmp_path / "pages", tmp_path / "index", jobs=1)
-    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    engine = _indexed_english_pages(tmp_path, {1: "frobnicating widgets", 2: "other text"})
     answer = engine.answer("frobnicatingg", "relevance")
     assert answer.corrections == {"frobnicatingg": "frobnicating"} and [d for d, _ in answer.ranked] == [1]
-    write_pages(tmp_path / "pages", {1: ("http://h/a.html", 0, page("frobnicated widgets"))})
-    assert update_index(tmp_path / "pages", tmp_path / "index") is None
-    write_index_files(tmp_path / "pages", tmp_path / "fresh", jobs=1)
-    found = {}
-    for index in ("index", "fresh"):
-        engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / index))
-        found[index] = [
-            (answer.corrections, answer.ranked)
-            for answer in map(engine.answer, ("frobnicatingg", "frobnicatng", "frobnicatedd"), ["relevance"] * 3)
-        ]
-    assert found["index"] == found["fresh"]
-    assert found["fresh"][0] == ({}, [])
-    assert found["fresh"][2] == ({"frobnicatedd": "frobnicated"}, found["fresh"][2][1])
+
+    def corrected(engine: QueryEngine) -> list[tuple[dict[str, str], list[tuple[int, float]]]]:
+        answers = [engine.answer(query, "relevance") for query in ("frobnicatingg", "frobnicatng", "frobnicatedd")]
+        return [(answer.corrections, answer.ranked) for answer in answers]
+
+    updated, fresh = map(corrected, _updated_and_built_afresh(tmp_path, {1: "frobnicated widgets"}))
+    assert updated == fresh
+    assert fresh[0] == ({}, [])
+    assert fresh[2] == ({"frobnicatedd": "frobnicated"}, fresh[2][1])
 
 
 def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_every_page(fixture_pages, tmp_path):
