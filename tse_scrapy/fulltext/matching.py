@@ -654,6 +654,11 @@ def _is_word(word: str, vocabulary: Vocabulary, kept: KeptLanguage | None) -> bo
     return vocabulary.is_word(word) if kept is None else kept.holds_word(word)
 
 
+def _pages_holding(form: str, vocabulary: Vocabulary, kept: KeptLanguage | None) -> int:
+    """How many pages hold *form*: of the language the results are kept to, if any."""
+    return vocabulary.documents(form) if kept is None else kept.pages_holding(form)
+
+
 def _pages(
     word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], kept: KeptLanguage | None
 ) -> float:
@@ -744,9 +749,7 @@ def _corrected_phrase(
                 else _corrections(word, [], vocabulary, languages, compiled)
             )
             found = [(known, held) for known, held in found if forms.isdisjoint(held)]
-        elif not (
-            vocabulary.documents(word) if compiled.kept_language is None else compiled.kept_language.pages_holding(word)
-        ):
+        elif not _pages_holding(word, vocabulary, compiled.kept_language):
             found = _corrections(word, _held(word, vocabulary, languages), vocabulary, languages, compiled)
         else:
             found = []
