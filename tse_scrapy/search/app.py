@@ -384,9 +384,11 @@ def _suggestion(answer: Answer) -> str | None:
 def _check_utf8(request: Request) -> None:
     """BadParameter when the URL's query has percent-escapes of bytes that are no UTF-8 (Starlette
     reads each such byte as U+FFFD: ``deb%C3ian`` was a search for "deb\ufffdian")."""
-    query = request.scope.get("query_string", b"")
-    if b"%" not in query:
+    # A byte that is no UTF-8 is read as U+FFFD: only a query holding one is parsed again, strictly (a
+    # replacement character may also be typed).
+    if not any("\ufffd" in key or "\ufffd" in value for key, value in request.query_params.multi_items()):
         return
+    query = request.scope.get("query_string", b"")
     try:
         parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
