@@ -948,6 +948,15 @@ def test_a_misspelt_word_in_quotes_is_corrected(client, typed, meant):
     assert page.doc_id in doc_ids(body)[:3], [PAGES[d].name for d in doc_ids(body)[:3]]
 
 
+def test_a_corrected_phrase_no_page_holds_is_not_suggested(client):
+    # Corrected, the phrase is still on no page ("fichiers d'installation" is, not in this order): a
+    # "Did you mean" would lead to no result again; the same correction that finds pages is suggested.
+    assert search(client, "\"d'installation fichiers\"")["total"] == 0
+    body = search(client, "\"d'instlalation fichiers\"")
+    assert body["total"] == 0 and body["suggestion"] is None
+    assert search(client, "\"fichiers d'instlalation\"")["suggestion"] == "\"fichiers d'installation\""
+
+
 # Quoted, a word is as typed: one pages hold is never corrected, nor one that no page holds in that form
 # (another form of it is not what was quoted: "requirement", where pages say "Requirements").
 @pytest.mark.parametrize(

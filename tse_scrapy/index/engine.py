@@ -165,7 +165,9 @@ class QueryEngine:
             search_query=query,
             partial=found.partial,
             marks=found.marks,
-            corrections=found.corrections,
+            # A correction is suggested for what it finds: one finding nothing (a quoted phrase no page
+            # holds once corrected either) would send the person to an empty page again.
+            corrections=found.corrections if ranked else {},
             aliases=aliases,
             mark_languages=found.mark_languages,
         )
