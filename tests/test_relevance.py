@@ -951,10 +951,10 @@ def test_a_misspelt_word_in_quotes_is_corrected(client, typed, meant):
 def test_a_corrected_phrase_no_page_holds_is_not_suggested(client):
     # Corrected, the phrase is still on no page ("fichiers d'installation" is, not in this order): a
     # "Did you mean" would lead to no result again; the same correction that finds pages is suggested.
-    assert search(client, "\"d'installation fichiers\"")["total"] == 0
-    body = search(client, "\"d'instlalation fichiers\"")
+    assert search(client, '"d\'installation fichiers"')["total"] == 0
+    body = search(client, '"d\'instlalation fichiers"')
     assert body["total"] == 0 and body["suggestion"] is None
-    assert search(client, "\"fichiers d'instlalation\"")["suggestion"] == "\"fichiers d'installation\""
+    assert search(client, '"fichiers d\'instlalation"')["suggestion"] == '"fichiers d\'installation"'
 
 
 # Quoted, a word is as typed: one pages hold is never corrected, nor one that no page holds in that form
