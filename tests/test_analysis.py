@@ -3,8 +3,10 @@
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
 import itertools
+import json
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 import Stemmer
@@ -149,6 +151,27 @@ def test_accents_are_optional(typed, written):
             " to address the security issue CVE-2021-21300; see the release notes for these versions for details.",
             "en",
         ),
+        # The Arabic script's languages.  Article 1 of the Universal Declaration of Human Rights, as the
+        # Unicode Consortium's "UDHR in Unicode" gives it in Persian (pes), Arabic (arb) and Urdu (urd).
+        # The first Persian sentence has none of پ چ ژ گ (it was taken for Arabic): its yeh is ی, not ي.
+        ("تمام افراد بشر آزاد بدنیا میایند و از لحاظ حیثیت و حقوق با هم برابرند.", "fa"),
+        (
+            "يولد جميع الناس أحرارًا متساوين في الكرامة والحقوق. وقد وهبوا عقلاً وضميرًا وعليهم أن يعامل بعضهم بعضًا"
+            " بروح الإخاء.",
+            "ar",
+        ),
+        # Urdu's پ and چ were taken for Persian; its ے and ں, and its heh U+06C1, are its own.
+        (
+            "تمام انسان آزاد اور حقوق و عزت کے اعتبار سے برابر پیدا ہوئے ہیں۔ انہیں ضمیر اور عقل ودیعت ہوئی ہے۔ اس"
+            " لیے انہیں ایک دوسرے کے ساتھ بھائی چارے کا سلوک کرنا چاہیے۔",
+            "ur",
+        ),
+        # Sentences of glib's and GTK 2's Persian catalogs (libglib2.0-data, libgtk2.0-common): none of
+        # پ چ ژ گ either, ی and ک in nearly every word.
+        ("شناسه‌های کاربری باید برای نمونه و کارساز یکی باشد", "fa"),
+        ("حافظه برای بار کردن تصویر کافی نیست، برای آزاد کردن حافظه خروج از بعضی برنامه‌ها را امتحان کنید", "fa"),
+        # Arabic naming the Persian language in Persian: one ی among Arabic's ي is a word quoted.
+        ("يولد جميع الناس أحرارًا متساوين في الكرامة والحقوق (فارسی).", "ar"),
     ],
 )
 def test_language_detection(text, expected):
@@ -194,10 +217,122 @@ def test_written_words_are_the_same_in_either_unicode_form(text):
 
 @pytest.mark.parametrize(
     "tag, code",
-    [("fr", "fr"), ("fr-CA", "fr"), ("zh_CN", "zh"), ("EN-us", "en"), ("", None), ("x", None), ("1234", None)],
+    [
+        ("fr", "fr"),
+        ("fr-CA", "fr"),
+        ("zh_CN", "zh"),
+        ("EN-us", "en"),
+        ("", None),
+        ("x", None),
+        ("1234", None),
+        # The ISO 639-1 codes withdrawn for others (old pages, Java's locales): the new code.
+        ("iw", "he"),
+        ("iw-IL", "he"),
+        ("in", "id"),
+        ("in_ID", "id"),
+        ("ji", "yi"),
+        ("jw", "jv"),
+        ("mo", "ro"),
+        # ISO 639-2 codes, terminology (T) and bibliographic (B): the ISO 639-1 code, a region after it
+        # read as after a code of two letters.
+        ("eng", "en"),
+        ("ENG-us", "en"),
+        ("fra", "fr"),
+        ("fre", "fr"),
+        ("fre_CA", "fr"),
+        ("deu", "de"),
+        ("ger", "de"),
+        ("zho", "zh"),
+        ("chi", "zh"),
+        ("fas", "fa"),
+        ("per", "fa"),
+        ("heb", "he"),
+        ("ara", "ar"),
+        ("urd", "ur"),
+        ("jpn", "ja"),
+        ("kor", "ko"),
+        ("ell", "el"),
+        ("gre", "el"),
+        ("srp", "sr"),
+        ("nob", "nb"),
+        ("nor", "no"),
+        # A code of three letters with none of two: kept (Hawaiian, Cantonese).
+        ("haw", "haw"),
+        ("yue-HK", "yue"),
+        # No one language: undetermined, multiple, none, uncoded (as if none were said: detected).
+        ("und", None),
+        ("mul", None),
+        ("zxx", None),
+        ("mis", None),
+        # Still no tag.
+        ("engl", None),
+        ("eng1", None),
+        ("e-ng", None),
+    ],
 )
 def test_language_codes(tag, code):
     assert analysis.language_code(tag) == code
+
+
+@pytest.mark.parametrize(
+    ("folded", "written"),
+    [
+        # Case folding makes every sigma U+03C3; Greek writes the one ending a word U+03C2.
+        ("εγκατάστασησ", "εγκατάστασης"),
+        ("σασ ενθαρρύνουμε", "σας ενθαρρύνουμε"),
+        ("πακέτα τησ επίσημησ διανομήσ.", "πακέτα της επίσημης διανομής."),
+        ("σύστημα", "σύστημα"),  # inside a word: U+03C3
+        ("σ", "σ"),  # a letter alone
+        ("αβσ1", "αβσ1"),  # a digit after it: inside the word (a letter and digit run)
+        ("debian", "debian"),
+    ],
+)
+def test_with_final_sigma(folded, written):
+    assert analysis.with_final_sigma(folded) == written
+
+
+@given(st.text(alphabet=st.sampled_from("σςαά \u0301.1x"), max_size=30))
+def test_with_final_sigma_changes_only_a_sigma(text):
+    written = analysis.with_final_sigma(text)
+    assert analysis.with_final_sigma(written) == written
+    assert all(a == b or (a, b) == ("\u03c3", "\u03c2") for a, b in zip(text, written, strict=True))
+
+
+@given(st.text(alphabet=st.sampled_from("σαά \u0301x"), max_size=30))
+def test_with_final_sigma_writes_it_as_lowercasing_does(text):
+    # Python's lower() writes a capital sigma ending a word ς (Unicode's Final_Sigma context; a digit
+    # after it, or a "." before it, left out: words of ours differ there from lower()'s).
+    assert analysis.with_final_sigma(text) == text.upper().lower()
+
+
+# The languages the analysis knows something of: a stemmer, common words, a script.
+KNOWN_LANGUAGES = (
+    set(analysis.STEMMERS)
+    | set(analysis._COMMON_WORDS)
+    | {"el", "ar", "fa", "ur", "he", "hi", "ta", "hy", "ja", "ko", "zh", "th", "uk", "sr", "ru", "vi"}
+)
+
+
+@pytest.mark.parametrize("code", sorted(KNOWN_LANGUAGES))
+def test_every_known_language_is_read_from_its_code_of_two_or_three_letters(code):
+    assert analysis.language_code(code) == code
+    assert code in {analysis.language_code(three) for three in analysis._CODES if len(three) == 3}
+
+
+ISO_639_2 = Path("/usr/share/iso-codes/json/iso_639-2.json")  # Debian's iso-codes
+
+
+@pytest.mark.skipif(not ISO_639_2.is_file(), reason="needs Debian's iso-codes")
+def test_the_three_letter_codes_are_iso_639_2s_own():
+    languages = json.loads(ISO_639_2.read_text(encoding="utf-8"))["639-2"]
+    expected = {}
+    for language in languages:
+        for three in (language["alpha_3"], language.get("bibliographic")):
+            if three and len(three) == 3:
+                expected[three] = language.get("alpha_2", three)
+    # (Those of no one language, "Undetermined languages" and the like, are no language: see test_language_codes.)
+    expected.update(dict.fromkeys(("und", "mul", "zxx", "mis")))
+    assert {three: analysis.language_code(three) for three in expected} == expected
 
 
 def test_tokens_keep_offsets_in_the_text_as_written():

@@ -114,6 +114,61 @@ def test_many_queries_and_no_final_newline(engine):
     )
 
 
+# Python decodes stdin strictly in UTF-8 locales other than C.UTF-8 (en_US.UTF-8, say); so does this.
+STRICT_LOCALE = {"PYTHONIOENCODING": "utf-8:strict"}
+
+
+@pytest.mark.parametrize("rank", ["tse", "relevance"])
+def test_a_closed_stdin_is_the_end_of_input_and_a_closed_stdout_one_line(engine, rank):
+    # `tse query ... <&-` read from a stdin Python sees as None (a traceback); `>&-` wrote to None.
+    pages, index = engine
+    shell = f"{BIN / 'tse'} query {pages} {index} --rank {rank}"
+    closed_in = subprocess.run(["sh", "-c", shell + " <&-"], capture_output=True, env=clean_env(), timeout=60)
+    assert (closed_in.returncode, closed_in.stdout, closed_in.stderr) == (0, b"", b"")
+    closed_out = subprocess.run(
+        ["sh", "-c", shell + " >&- </dev/null"], capture_output=True, env=clean_env(), timeout=60
+    )
+    assert closed_out.returncode == 1
+    assert closed_out.stderr == b"tse query: standard output is closed: the answers would be lost\n"
+
+
+@pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])
+def test_relevance_refuses_a_line_that_is_not_utf8_and_goes_on(engine, locale):
+    pages, index = engine
+    lines = [
+        b"emu\xe9",  # Latin-1
+        b"yak",
+        b"deb\xffian",
+        b"\xef\xbf\xbd",  # U+FFFD typed as UTF-8: text
+        b"\xed\xb2\x80",  # a surrogate encoded as UTF-8: none
+    ]
+    result = run_tse(
+        "query", pages, index, "--rank", "relevance", input=b"\n".join(lines) + b"\n", env=clean_env(**locale)
+    )
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    assert result.stdout.decode() == (
+        "Error: the query must be UTF-8 text.\n"
+        "Query: yak\nNo documents match.\n" + D + "Error: the query must be UTF-8 text.\n"
+        "Nothing to find: the query has no letters or digits.\n"
+        "Error: the query must be UTF-8 text.\n"
+    )
+
+
+@pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])
+@pytest.mark.parametrize("rank", ["tse", "bm25"])
+def test_bytes_that_are_no_utf8_are_bad_characters_as_the_reference_says(engine, rank, locale):
+    pages, index = engine
+    text = b"emu\xe9\ndeb\xffian\n\xef\xbf\xbd\nyak\n"
+    result = run_tse("query", pages, index, "--rank", rank, input=text, env=clean_env(**locale))
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    assert result.stdout == (
+        b"Error: bad character '\xe9' in query.\n"
+        b"Error: bad character '\xff' in query.\n"
+        b"Error: bad character '\xef\xbf\xbd' in query.\n"
+        b"Query: yak \nNo documents match.\n" + D.encode()
+    )
+
+
 @pytest.mark.parametrize("rank", ["tse", "relevance"])
 def test_an_endless_line_is_not_held_whole(engine, rank):
     # 30 MB of letters on one line, then a query: the long line answered as too long, in bounded
@@ -249,6 +304,29 @@ def test_bad_invocations(engine, tmp_path):
     assert "no directory" in one_line_failure(run_tse("index", pages, tmp_path / "nodir" / "index"))
     assert "is a directory" in one_line_failure(run_tse("index", pages, tmp_path))
     assert "is a directory" in one_line_failure(run_tse("indextest", index, tmp_path))
+
+
+SWAPPED = "; the arguments are PAGEDIR INDEXFILE: were they swapped?"
+
+
+@pytest.mark.parametrize("command, status", [("index", 1), ("query", 1), ("serve", 2)])
+def test_swapped_arguments_are_said_in_the_same_line(engine, tmp_path, command, status):
+    pages, index = engine
+    files = sorted(os.listdir(pages))
+    before = index.read_bytes()
+    result = run_tse(command, index, pages, input=b"")
+    assert result.returncode == status
+    assert (
+        one_line_failure(result) == f"tse {command}: {index} is not a crawler directory (no readable .crawler){SWAPPED}"
+    )
+    assert sorted(os.listdir(pages)) == files and index.read_bytes() == before
+    # No hint unless INDEXFILE is a crawler directory and PAGEDIR a file.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for pagedir, indexfile in ((index, bare), (bare, pages), (index, tmp_path / "missing")):
+        result = run_tse(command, pagedir, indexfile, input=b"")
+        assert result.returncode == status
+        assert one_line_failure(result) == f"tse {command}: {pagedir} is not a crawler directory (no readable .crawler)"
 
 
 def test_malformed_index_is_named_with_its_line(engine, tmp_path):

@@ -696,6 +696,78 @@ def test_a_catalan_word_with_a_middle_dot_is_found_with_it_without_it_or_a_space
     assert marked == ["instal\u00b7laci\u00f3", "completa"], marked
 
 
+# Sentences of the Python 3.11 documentation (python3.11-doc: library/index.html, howto/unicode.html).
+PYTHON_INSTALLATION_AND_LATIN = [
+    "Support for building and installing Python modules into an existing Python installation.",
+    "Accented characters in the Latin-1 set are also included.",
+]
+
+
+@pytest.mark.parametrize(
+    "typed", ["instal lation", "python instal lation", "instal\x01lation", "instal lation installation"]
+)
+def test_two_words_a_page_has_joined_are_not_corrected(tmp_path, typed):
+    # The words typed apart match the word they make joined; neither is taken as misspelt then: "lation"
+    # (one edit from "latin") is not corrected, no "Did you mean instal latin" above the page of
+    # "installation".  A control character typed between them is a space, as on the pages.
+    client = sentences_client(tmp_path, [("en", text) for text in PYTHON_INSTALLATION_AND_LATIN])
+    assert search(client, "lation", known={})["suggestion"] == "latin"  # (alone, it is corrected)
+    body = search(client, typed, known={})
+    assert body["suggestion"] is None and body["partial"] is False and doc_ids(body) == [1], body
+
+
+# The installation guide in Greek (installation-guide-amd64: el/ch01s08.html).
+GREEK_NON_FREE = (
+    "Σημειώστε ότι το Σχέδιο Debian διαθέτει, σαν μια πραγματική προσφορά στους χρήστες του, μερικά πακέτα που"
+    " δεν πληρούν τα κριτήρια ώστε να είναι ελεύθερα. Αυτά τα πακέτα δεν είναι όμως μέρος της επίσημης διανομής."
+)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("επίσημηςς", "επίσημης"), ("διανομηςς", "διανομής")])
+def test_a_greek_suggestion_ends_its_words_with_a_final_sigma(tmp_path, typed, meant):
+    # Case folding makes every sigma U+03C3: "Did you mean" showed how the page spelled it, folded.
+    client = sentences_client(tmp_path, [("el", GREEK_NON_FREE)])
+    body = search(client, typed, known={})
+    assert body["suggestion"] == meant and doc_ids(body) == [1], body
+
+
+# Sentences of the installation guide (installation-guide-amd64: en/apbs01.html, en/ch05s04.html).
+PRESEEDING_AND_EMAIL = [
+    "There are three methods that can be used for preseeding.",
+    "The following table shows which preseeding methods can be used with which installation methods.",
+    "Make sure that you use an e-mail address that you do not mind being made public.",
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "pages"),
+    [
+        ("pre-seeding", [1, 2]),
+        ("pre-seeding methods", [1, 2]),
+        ("e-mail address", [3]),
+        # Excluded, it leaves out the pages writing the word too (as "-preseeding" would).
+        ("methods -pre-seeding", []),
+        ("pre-seeding -pre-seeding", []),
+    ],
+)
+def test_two_words_joined_by_punctuation_also_match_the_word_they_make(tmp_path, typed, pages):
+    # "pre-seeding" was the phrase "pre seeding", on no page: nothing found (nor suggested, "pre-seeing"
+    # finding nothing either); the word it makes joined is one pages write.
+    client = sentences_client(tmp_path, [("en", text) for text in PRESEEDING_AND_EMAIL])
+    body = search(client, typed, known={})
+    assert sorted(doc_ids(body)) == pages and body["suggestion"] is None and body["partial"] is False, body
+
+
+@pytest.mark.parametrize("typed", ["deb\x01ian", "deb\x00ian", "instal\x7flation"])
+def test_a_control_character_in_a_query_is_a_space(client, typed):
+    # As on the pages: "deb\x01ian" is "deb ian", which also finds "debian"; never in a suggestion.
+    body = search(client, typed)
+    assert body["suggestion"] is None and doc_ids(body) == doc_ids(
+        search(client, re.sub("[\x00-\x1f\x7f]", " ", typed))
+    )
+    assert doc_ids(body)
+
+
 def test_only_a_querys_first_unknown_words_are_looked_for_among_close_words(client, monkeypatch):
     # A word's search among close words costs milliseconds: a query of 100 made-up words took a second.
     typos = "Reqiurements herutnerfahren Вылкючение"
@@ -810,6 +882,70 @@ def test_the_language_filter_takes_a_tag_as_browsers_send_it(client, tag):
     assert response.status_code == 200, response.text
     body = response.json()  # the filter applied, as its code
     assert body["lang"] == "fr" and doc_ids(body) == doc_ids(search(client, "Debian", lang="fr"))
+
+
+# ISO 639-2's codes, terminology (eng) and bibliographic (fre), are the pages' two-letter ones.
+@pytest.mark.parametrize(
+    ("tag", "code", "query"),
+    [
+        ("eng", "en", "Debian"),
+        ("ENG-us", "en", "Debian"),
+        ("fra", "fr", "Debian"),
+        ("fre", "fr", "Debian"),
+        ("ger", "de", "Debian"),
+        ("chi", "zh", "Debian"),
+        ("jpn", "ja", "Debian"),
+        ("ara", "ar", "هذه OR یک"),
+        ("per", "fa", "هذه OR یک"),
+    ],
+)
+def test_the_language_filter_takes_a_three_letter_code(client, tag, code, query):
+    response = client.get("/api/search", params={"q": query, "per_page": 100, "lang": tag})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["lang"] == code and doc_ids(body) == doc_ids(search(client, query, lang=code))
+
+
+def test_a_withdrawn_code_no_page_is_in_is_refused_as_its_new_one(client):
+    response = client.get("/api/search", params={"q": "debian", "lang": "in"})  # Indonesian's old code
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("no page of the index is in language id (its languages: ")
+
+
+# Real sentences: the installation guide's ch01s01 in Indonesian and English (installation-guide-amd64),
+# a message of python-apt's Hebrew catalog (python-apt-common).
+INDONESIAN_WHAT_IS_DEBIAN = (
+    "Debian adalah sebuah organisasi sukarelawan yang didedikasikan untuk mengembangkan perangkat lunak bebas dan"
+    " mempromosikan cita-cita komunitas perangkat lunak bebas."
+)
+ENGLISH_WHAT_IS_DEBIAN = (
+    "Debian is an all-volunteer organization dedicated to developing free software and promoting the ideals of"
+    " the Free Software community."
+)
+HEBREW_UBUNTU_CD = 'תקליטור אובונטו 6.06 LTS "Dapper Drake"'
+
+
+def test_pages_declaring_a_withdrawn_or_three_letter_code_are_in_its_two_letter_language(tmp_path):
+    # <html lang="in"> (Java's locales wrote Indonesian and Hebrew so), "eng-US", "iw": the page is in
+    # id, en, he; and lang= finds it asked either way.
+    texts = [("in", INDONESIAN_WHAT_IS_DEBIAN), ("eng-US", ENGLISH_WHAT_IS_DEBIAN), ("iw", HEBREW_UBUNTU_CD)]
+    client = sentences_client(tmp_path, texts)
+    query = "Debian OR אובונטו"
+    body = search(client, query, known={})
+    assert sorted((result["docid"], result["lang"]) for result in body["results"]) == [(1, "id"), (2, "en"), (3, "he")]
+    for asked, code, doc_id in [
+        ("in", "id", 1),
+        ("id", "id", 1),
+        ("ind", "id", 1),
+        ("eng", "en", 2),
+        ("en", "en", 2),
+        ("iw", "he", 3),
+        ("he-IL", "he", 3),
+        ("heb", "he", 3),
+    ]:
+        response = client.get("/api/search", params={"q": query, "lang": asked})
+        assert response.status_code == 200, (asked, response.text)
+        assert (response.json()["lang"], doc_ids(response.json())) == (code, [doc_id]), asked
 
 
 def test_a_language_no_page_is_in_is_refused_with_the_index_languages(client):

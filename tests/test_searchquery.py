@@ -51,10 +51,24 @@ def shown(line):
         ("cat - dog", [["cat"], ["dog"]], []),  # a lone minus is no exclusion
         ("cat !!! dog", [["cat"], ["dog"]], []),  # punctuation alone is nothing
         ("دليل -التثبيت", [["دلیل"]], ["التثبیت"]),
+        # A control character is a space, as on the pages (pagetext: shown and indexed as one).
+        ("deb\x01ian", [["deb"], ["ian"]], []),
+        ("debian\x00python -\x7fjava", [["debian"], ["python"], ["java"]], []),  # (a lone minus, as "- java")
+        ('"boot\x9bloader"', [["“boot+loader"]], []),
     ],
 )
 def test_parse(line, required, excluded):
     assert shown(line) == (required, excluded)
+
+
+@given(st.text(alphabet=st.sampled_from('ab -"\x00\x01\x08\x0e\x1b\x7f\x85\x9fé日'), max_size=40))
+def test_no_clause_holds_a_control_character(line):
+    try:
+        query = parse_search_query(line)
+    except SearchQueryError:
+        return
+    for clause in [*query.clauses, *query.excluded]:
+        assert not any(c < " " or "\x7f" <= c <= "\x9f" for c in clause.text + "".join(clause.words)), clause
 
 
 # The typographic double quotes are quote marks as '"' is (phones, pasted text, other languages).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import sys
@@ -380,7 +381,7 @@ def index(options: argparse.Namespace) -> int:
 
     ends: list[int] = []  # where the walk ended (the last: an update may give way to a full build)
     with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
-        check_page_directory(options.pagedir)
+        check_page_directory(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
         # before it writes anything (the update and the full build it may give way to alike).
@@ -486,13 +487,21 @@ def query(options: argparse.Namespace) -> int:
     from .index.querier import Querier, run
     from .index.storage import IndexReader
 
+    if sys.stdout is None:  # closed (``>&-``): the answers could go nowhere
+        return _one_line("query", "standard output is closed: the answers would be lost")
     with _one_line_errors("query", options.indexfile):
-        check_page_directory(options.pagedir)
+        check_page_directory(options.pagedir, options.indexfile)
         querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
         if options.rank == "bm25":
             querier.engine.docs  # noqa: B018 (opened now: a page it must read fails here, in one line)
         if options.rank == "relevance" and isinstance(problem := querier.engine.search_index, str):
             raise _Failed(_one_line("query", f"--rank relevance needs the search index: {problem}"))
+    # Bytes that are no text in the locale's encoding are read as lone surrogates and written back as
+    # the bytes they were, whatever the locale (Python decodes strictly but in the C, POSIX and C.UTF-8
+    # locales): rank=tse answers them as bad characters, rank=relevance as no UTF-8, never a traceback.
+    for stream in (sys.stdin, sys.stdout):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="surrogateescape")
     try:
         run(querier)
     except KeyboardInterrupt:
@@ -522,7 +531,7 @@ def serve(options: argparse.Namespace) -> int:
     if not 1 <= head_seconds <= 3600:  # (nan and inf too)
         return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
     with _one_line_errors("serve", options.indexfile, USAGE):
-        check_page_directory(options.pagedir)
+        check_page_directory(options.pagedir, options.indexfile)
         engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
     try:
         sock = listen(options.host, options.port)

@@ -302,8 +302,10 @@ class Vocabulary:
         return _remembered(self._listed, word, lambda: self.db.execute(sql, (word,)).fetchone() is not None)
 
     def spelling(self, word: str) -> str:
+        """How pages spell *word* (the first spelling the index met, case folded: a Greek word's last
+        sigma written ς again)."""
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
-        return row[0] if row else word
+        return analysis.with_final_sigma(row[0] if row else word)
 
 
 _Key = TypeVar("_Key")
@@ -349,7 +351,10 @@ def compile_query(
     others = []
     unrestricted: set[str] = set()  # the forms some clause matches in any language
     for alternatives in _distinct_groups(query.required):
-        clauses = [_clause(clause, vocabulary, languages, compiled) for clause in alternatives]
+        # Two words a page has joined (``_with_joined_words``: a word of the index) are not misspelt:
+        # neither is corrected ("instal lation" finds "installation", and suggests no "instal latin").
+        joined = any(isinstance(clause, JoinedWord) for clause in alternatives)
+        clauses = [_clause(clause, vocabulary, languages, compiled, not joined) for clause in alternatives]
         expression = " OR ".join(expression for expression, _, _ in clauses)
         everywhere = _everywhere(clauses)
         unrestricted |= everywhere
@@ -473,27 +478,52 @@ def _quoted_corrected(
     return SearchQuery(tuple(required), query.excluded)
 
 
+@dataclass(frozen=True)
+class JoinedWord(Clause):
+    """The word two words typed make joined, an alternative ``_with_joined_words`` adds to theirs (never
+    equal to a clause typed: ``instal lation installation`` tells the one added from the one typed)."""
+
+
 def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuery:
     """*query* with two words typed one after the other also matching the word they make joined, where
     the vocabulary lists it: an alternative of both (a page holding both words anywhere still answers
     both).  A word a page spells with a character dropped inside it (the middle dot of Catalan's
-    "instal·lació") is found typed with a space there ("instal lació"), and so is "Word press"."""
+    "instal·lació") is found typed with a space there ("instal lació"), and so is "Word press"; two
+    words joined by punctuation (a phrase) also match the word they make: "pre-seeding" finds the pages
+    that write "preseeding", "e-mail" those that write "email"."""
     groups = [list(alternatives) for alternatives in query.required]
     plain = [
         len(group) == 1 and not group[0].is_phrase and not analysis.is_segmented(group[0].words[0]) for group in groups
     ]
+    for group in groups:
+        if len(group) == 1 and (joined_phrase := _joined_phrase(group[0], vocabulary)) is not None:
+            group.append(joined_phrase)
+    # (Excluded, a phrase's word leaves out the pages writing it: "-pre-seeding" those of "preseeding".)
+    excluded = [*query.excluded]
+    excluded += [joined for clause in query.excluded if (joined := _joined_phrase(clause, vocabulary)) is not None]
     for number in range(len(groups) - 1):
         if not (plain[number] and plain[number + 1]):
             continue
         first, second = groups[number][0], groups[number + 1][0]
         joined = first.words[0] + second.words[0]
         if len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined):
-            clause = Clause(first.text + second.text, (joined,))
+            clause = JoinedWord(first.text + second.text, (joined,))
             groups[number].append(clause)
             groups[number + 1].append(clause)
-    if all(len(group) == len(alternatives) for group, alternatives in zip(groups, query.required, strict=True)):
+    if len(excluded) == len(query.excluded) and all(
+        len(group) == len(alternatives) for group, alternatives in zip(groups, query.required, strict=True)
+    ):
         return query
-    return SearchQuery(tuple(map(tuple, groups)), query.excluded)
+    return SearchQuery(tuple(map(tuple, groups)), tuple(excluded))
+
+
+def _joined_phrase(clause: Clause, vocabulary: Vocabulary) -> JoinedWord | None:
+    """The word the two words of an unquoted *clause* (joined by punctuation: ``pre-seeding``) make
+    joined, where the vocabulary lists it; else None."""
+    if clause.quoted or len(clause.words) != 2 or any(map(analysis.is_segmented, clause.words)):
+        return None
+    joined = "".join(clause.words)
+    return JoinedWord(joined, (joined,)) if len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined) else None
 
 
 def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
@@ -510,15 +540,20 @@ def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]
 
 
 def _clause(
-    clause: Clause, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled | None
+    clause: Clause,
+    vocabulary: Vocabulary,
+    languages: Sequence[str],
+    compiled: Compiled | None,
+    corrected: bool = True,
 ) -> ClauseCompiled:
     """The expression of one clause, the terms it matches (None for a phrase or a prefix) and those of
     them that are stems in some of the *languages* only (``stemmed_only_in``; None for a phrase or a
-    word of a bigram script); with *compiled*, what it marks and corrects is recorded there."""
+    word of a bigram script); with *compiled*, what it marks and corrects (unless not *corrected*) is
+    recorded there."""
     if clause.is_phrase:
         words = list(clause.words)
         if compiled is not None:
-            if not clause.quoted:
+            if not clause.quoted and corrected:
                 words = _corrected_phrase(clause, vocabulary, languages, compiled)
             # Quoted: the words as typed; a word of several terms (6.2, what's): any forms.
             forms = (lambda word: [word]) if clause.quoted else (lambda word: word_forms(word, languages))
@@ -531,7 +566,7 @@ def _clause(
         return (f'"{word}"*', None, None) if len(word) == 1 else (f'"{word}"', [word], None)
     forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
-    found = _corrections(word, held, vocabulary, languages, compiled) if compiled is not None else []
+    found = _corrections(word, held, vocabulary, languages, compiled) if compiled is not None and corrected else []
     if found and compiled is not None:
         compiled.corrections[clause.text] = vocabulary.spelling(found[0][0])
         held = []

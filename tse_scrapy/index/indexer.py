@@ -58,17 +58,36 @@ class PageDirError(ValueError):
     """The page directory cannot be indexed; the message is for the user."""
 
 
-def check_page_directory(directory: str | os.PathLike) -> None:
-    """PAGEDIR must hold a readable ``.crawler`` and a readable ``1``."""
+def check_page_directory(directory: str | os.PathLike, indexfile: str | os.PathLike | None = None) -> None:
+    """PAGEDIR must hold a readable ``.crawler`` and a readable ``1``.
+
+    *indexfile*: the command's INDEXFILE (``PAGEDIR INDEXFILE``), for a hint in the same line when the
+    two look swapped (PAGEDIR a file, INDEXFILE a crawler directory)."""
     for name, problem in (
         (pagedir.MARKER, "is not a crawler directory (no readable .crawler)"),
         ("1", "has no readable page 1"),
     ):
-        try:
-            with open(pagedir.page_path(directory, name), "rb"):
-                pass
-        except OSError:
-            raise PageDirError(f"{directory} {problem}") from None
+        if not _readable(pagedir.page_path(directory, name)):
+            if name == pagedir.MARKER and indexfile is not None and _swapped(directory, indexfile):
+                problem += "; the arguments are PAGEDIR INDEXFILE: were they swapped?"
+            raise PageDirError(f"{directory} {problem}")
+
+
+def _readable(path: str | os.PathLike) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
+
+
+def _swapped(directory: str | os.PathLike, indexfile: str | os.PathLike) -> bool:
+    """Whether PAGEDIR *directory* is a file and INDEXFILE *indexfile* a crawler directory."""
+    return (
+        os.path.isfile(directory)
+        and os.path.isdir(indexfile)
+        and _readable(pagedir.page_path(indexfile, pagedir.MARKER))
+    )
 
 
 def build_index(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 from typing import TextIO
@@ -18,6 +19,11 @@ PROMPT = "Query? "
 # 1,000 characters anyway.
 MAX_LINE_CHARACTERS = 2_000_000
 DIVIDER = "-" * 47
+# rank=relevance: a line with bytes that are no UTF-8, which stdin hands over as lone surrogates
+# (surrogateescape: ``tse query`` reads them so whatever the locale).  rank=tse and bm25 answer such
+# a line as the reference does: a bad character.  (A U+FFFD typed as UTF-8 is text.)
+NOT_UTF8 = "Error: the query must be UTF-8 text."
+_UNDECODED = re.compile("[\ud800-\udfff]")
 SCORE_FORMATS = {
     "tse": "score {:3d} doc {:3d}: {}\n",
     "bm25": "score {:8.3f} doc {:3d}: {}\n",
@@ -38,6 +44,8 @@ class Querier:
 
     def answer(self, line: str) -> str:
         """The output for one input line (without its newline), possibly empty."""
+        if self.ranking == "relevance" and _UNDECODED.search(line):
+            return NOT_UTF8 + "\n"
         answer = self.engine.answer(line, self.ranking)
         if answer is None:
             return ""
@@ -110,6 +118,8 @@ def run(querier: Querier, stdin: TextIO | None = None, stdout: TextIO | None = N
     """Answer every line of *stdin* until EOF; prompt only on a terminal."""
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
+    if stdin is None:  # closed (``<&-``): no query to read, as at the end of input
+        return
     interactive = stdin.isatty()
     if interactive:
         try:

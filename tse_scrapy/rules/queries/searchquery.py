@@ -18,7 +18,8 @@
 
 A word that analyzes to several terms (``6.2``, ``what's``, ``日本語``) is a
 phrase of them.  Punctuation alone is nothing, as if not typed (``cat OR ! dog`` is ``cat OR
-dog``); a query with nothing left to find gets a message.  Pure functions: no index here.
+dog``); a query with nothing left to find gets a message.  A control character is a space, as
+on the pages (``deb\x01ian`` is ``deb ian``).  Pure functions: no index here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from functools import cached_property
 from itertools import chain
 
 from ..text import analysis
+from ..text.pagetext import CONTROL_CHARACTERS
 from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
@@ -39,6 +41,10 @@ _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _AS_ASCII_QUOTES = str.maketrans(
     dict.fromkeys("\u201c\u201d\u201e\u201f\u00ab\u00bb\u300c\u300d\u300e\u300f\u301d\u301e\u301f\uff02", '"')
 )
+# The control characters a page's text shows as spaces (the others are whitespace already): typed, or
+# pasted with a query, they separate words as they do on the pages, and are never part of a word, nor
+# of a "Did you mean".
+_CONTROLS_AS_SPACES = str.maketrans(dict.fromkeys(CONTROL_CHARACTERS, " "))
 _OPERATORS = ("OR", "AND")  # (in capitals; AND changes nothing: every clause is required already)
 
 
@@ -151,6 +157,7 @@ def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
     if problem := size_error(line):
         raise SearchQueryError(problem)
+    line = line.translate(_CONTROLS_AS_SPACES)  # (one character for one: the query keeps its length)
     pieces = list(_PIECE.finditer(line.translate(_AS_ASCII_QUOTES)))
     if len(pieces) > MAX_QUERY_WORDS:  # (quoted ones written together: '"a""b"' is two)
         raise SearchQueryError(TOO_MANY_WORDS)

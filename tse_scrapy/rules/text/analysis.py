@@ -215,7 +215,9 @@ def _folded_run(found: re.Match[str]) -> str:
 #    words as the other joiners are (DROPPED_IN_WORDS), no longer cutting them.
 # 5: the middle dot between two letters (Catalan's l\u00b7l) is dropped, no longer cutting its word.
 # 6: ... nor, for snippets (the heads kept in the search index), a run of a bigram script.
-ANALYSIS_REVISION = 6
+# 7: a page's declared language read as its ISO 639-1 code (``iw`` and ``heb`` are ``he``: _CODES), and
+#    Arabic-script text without one told Persian or Urdu by its yeh, keheh and Urdu's own letters.
+ANALYSIS_REVISION = 7
 ANALYSIS_VERSION = f"{ANALYSIS_REVISION} unicode {unicodedata.unidata_version} snowball {Stemmer.version()}"
 
 STEMMERS = {
@@ -256,6 +258,40 @@ STEMMERS = {
     "yi": "yiddish",
 }
 _LANGUAGE_TAG = re.compile(r"[a-z]{2,3}")
+# Every ISO 639-2 code of a language that has an ISO 639-1 code, to that code: the terminology code
+# ("T", ``fra``), then the bibliographic one where it differs ("B", ``fre``).  From the ISO 639-2
+# Registration Authority's list (Library of Congress, https://www.loc.gov/standards/iso639-2/), as
+# Debian's iso-codes ships it (/usr/share/iso-codes/json/iso_639-2.json, iso-codes 4.15.0).  A three-
+# letter code not here has no two-letter one (``haw``, ``yue``) and is kept as it is.
+_ISO_639_2 = (
+    "aar=aa abk=ab afr=af aka=ak amh=am ara=ar arg=an asm=as ava=av ave=ae aym=ay aze=az bak=ba bam=bm bel=be "
+    "ben=bn bih=bh bis=bi bod=bo bos=bs bre=br bul=bg cat=ca ces=cs cha=ch che=ce chu=cu chv=cv cor=kw cos=co "
+    "cre=cr cym=cy dan=da deu=de div=dv dzo=dz ell=el eng=en epo=eo est=et eus=eu ewe=ee fao=fo fas=fa fij=fj "
+    "fin=fi fra=fr fry=fy ful=ff gla=gd gle=ga glg=gl glv=gv grn=gn guj=gu hat=ht hau=ha heb=he her=hz hin=hi "
+    "hmo=ho hrv=hr hun=hu hye=hy ibo=ig ido=io iii=ii iku=iu ile=ie ina=ia ind=id ipk=ik isl=is ita=it jav=jv "
+    "jpn=ja kal=kl kan=kn kas=ks kat=ka kau=kr kaz=kk khm=km kik=ki kin=rw kir=ky kom=kv kon=kg kor=ko kua=kj "
+    "kur=ku lao=lo lat=la lav=lv lim=li lin=ln lit=lt ltz=lb lub=lu lug=lg mah=mh mal=ml mar=mr mkd=mk mlg=mg "
+    "mlt=mt mon=mn mri=mi msa=ms mya=my nau=na nav=nv nbl=nr nde=nd ndo=ng nep=ne nld=nl nno=nn nob=nb nor=no "
+    "nya=ny oci=oc oji=oj ori=or orm=om oss=os pan=pa pli=pi pol=pl por=pt pus=ps que=qu roh=rm ron=ro run=rn "
+    "rus=ru sag=sg san=sa sin=si slk=sk slv=sl sme=se smo=sm sna=sn snd=sd som=so sot=st spa=es sqi=sq srd=sc "
+    "srp=sr ssw=ss sun=su swa=sw swe=sv tah=ty tam=ta tat=tt tel=te tgk=tg tgl=tl tha=th tir=ti ton=to tsn=tn "
+    "tso=ts tuk=tk tur=tr twi=tw uig=ug ukr=uk urd=ur uzb=uz ven=ve vie=vi vol=vo wln=wa wol=wo xho=xh yid=yi "
+    "yor=yo zha=za zho=zh zul=zu "
+    "alb=sq arm=hy baq=eu bur=my chi=zh cze=cs dut=nl fre=fr geo=ka ger=de gre=el ice=is mac=mk mao=mi may=ms "
+    "per=fa rum=ro slo=sk tib=bo wel=cy"
+)
+# The codes withdrawn for others, still in old pages and in Java's locales (before Java 17,
+# ``new Locale("he")`` is ``iw``): ISO 639-1's Hebrew, Indonesian, Yiddish (1989), Javanese and
+# Moldavian (Romanian), and ISO 639-2's Moldavian and bibliographic Serbian and Croatian (2008).
+_WITHDRAWN_CODES = {"iw": "he", "in": "id", "ji": "yi", "jw": "jv", "mo": "ro", "mol": "ro", "scc": "sr", "scr": "hr"}
+# ISO 639-2's codes of no one language: undetermined, multiple, no linguistic content, uncoded.  A page
+# saying one is as a page saying none (its language detected).
+_NO_LANGUAGE = frozenset({"und", "mul", "zxx", "mis"})
+# A language's code as read from a tag, to the one pages and queries are known by.
+_CODES = {
+    **dict(pair.split("=") for pair in _ISO_639_2.split()),
+    **_WITHDRAWN_CODES,
+}
 
 
 class Token(NamedTuple):
@@ -299,6 +335,18 @@ def fold(text: str) -> str:
     if text.isascii() or not _FOLDABLE.search(text):
         return text
     return _FOLDABLE_RUN.sub(_folded_run, text)
+
+
+# A sigma ending a word: a letter (and its marks) before it, no letter or digit after (its marks aside).
+_WORD_FINAL_SIGMA = re.compile(f"([^\\W\\d_][{_MARKS}]*)\u03c3(?![{_MARKS}]*[^\\W_])")
+
+
+def with_final_sigma(text: str) -> str:
+    """Normalized *text* as Greek writes it: case folding makes every sigma U+03C3, the one ending a word
+    is ς ("εγκατάστασησ" is "εγκατάστασης": how a page wrote a word, shown in a "Did you mean")."""
+    if "\u03c3" not in text:
+        return text
+    return _WORD_FINAL_SIGMA.sub("\\1\u03c2", text)
 
 
 def words(text: str) -> list[str]:
@@ -563,13 +611,18 @@ def is_one_segmented_character(term: str) -> bool:
 
 
 def language_code(tag: str | None) -> str | None:
-    """The ISO 639 code of a language tag (``fr-CA`` → ``fr``), or None."""
+    """The ISO 639 code of a language tag (``fr-CA`` → ``fr``), or None: its primary subtag, as
+    ISO 639-1 writes it where it has a code of two letters (``iw`` → ``he``, ``eng-US`` → ``en``,
+    ``fre`` → ``fr``: _CODES); another one of three letters as it is (``haw``); None for ``und``
+    and the other codes of no one language."""
     if not tag:
         return None
     found = _LANGUAGE_TAG.match(tag.strip().lower().replace("_", "-"))
     if found is None or (len(tag.strip()) > found.end() and tag.strip()[found.end()] not in "-_"):
         return None
-    return found.group()
+    if found.group() in _NO_LANGUAGE:
+        return None
+    return _CODES.get(found.group(), found.group())
 
 
 @lru_cache(maxsize=64)
@@ -836,7 +889,7 @@ def _variants(analyzed: list[str], languages: tuple[str | None, ...]) -> tuple[s
 _KANA = re.compile("[\u3040-\u30ff]")
 _SCRIPT_LANGUAGES = (
     (re.compile("[\u0370-\u03ff\u1f00-\u1fff]"), "el"),
-    (re.compile("[\u0600-\u06ff]"), None),  # Arabic script: Arabic or Persian, below
+    (re.compile("[\u0600-\u06ff]"), None),  # Arabic script: Arabic, Persian or Urdu, below
     (re.compile("[\u0590-\u05ff]"), "he"),
     (re.compile("[\u0900-\u097f]"), "hi"),
     (re.compile("[\u0b80-\u0bff]"), "ta"),
@@ -851,7 +904,21 @@ _SCRIPT_LANGUAGES = (
 # mark below or a hook, the Latin Extended Additional block; not ă, a twentieth of Romanian's letters):
 # a table of contents of section titles holds few of its common words.
 _VIETNAMESE_LETTERS = re.compile("[đơưĐƠƯ\u1ea0-\u1ef9]")
+# The Arabic script's languages told apart by their letters.  Persian and Urdu write yeh and keheh
+# (ی ک, U+06CC U+06A9) in nearly every sentence, where Arabic writes yeh, kaf and alef maksura (ي ك ى,
+# U+064A U+0643 U+0649); and پ چ ژ گ, which Arabic has not, but a sentence often holds none: of the
+# 890 messages of 20 characters of the script or more in this machine's Persian catalogs
+# (/usr/share/locale/fa, iso-codes' left out), 272 have none of them, taken for Arabic when these
+# alone told Persian, and 10 (none of ی ک either) still are; none of the 1,723 Arabic ones is taken
+# for another language.  Urdu has letters of its own besides (ٹ ڈ ڑ ں ے ۓ, and the hehs U+06C1 and
+# U+06BE, this one for any h in older text), an eighth of the script's characters in the Universal
+# Declaration's preamble: Urdu when they are a fiftieth, and more than Arabic's letters (a word
+# quoted is not the text).  Persian typed on an Arabic keyboard (ي ك for ی ک) is told by پ چ ژ گ
+# alone, a quarter as many as ي ك ى there: Persian when more than a tenth.
+_URDU_LETTERS = re.compile("[ٹڈڑںےۓ\u06c1\u06be]")
+_PERSIAN_YEH_KEHEH = re.compile("[یک]")
 _PERSIAN_LETTERS = re.compile("[پچژگ]")
+_ARABIC_LETTERS = re.compile("[يكى]")
 _UKRAINIAN_LETTERS = re.compile("[іїєґ]")
 _SERBIAN_LETTERS = re.compile("[ђјљњћџ]")
 # The commonest words of each language, accents as written (with accents folded, Catalan "és" is
@@ -897,6 +964,18 @@ _DETECTED_WORD = re.compile(r"[^\W_]+")
 _HAS_DIGIT = re.compile(r"\d")
 
 
+def _arabic_script_language(sample: str, in_script: int) -> str:
+    """Urdu, Persian or Arabic: the language of *sample*, *in_script* of whose characters are the
+    Arabic script's, by the letters only some of them write."""
+    arabic = len(_ARABIC_LETTERS.findall(sample))
+    urdu = len(_URDU_LETTERS.findall(sample))
+    if urdu > arabic and urdu * 50 >= in_script:
+        return "ur"
+    if len(_PERSIAN_YEH_KEHEH.findall(sample)) > arabic or len(_PERSIAN_LETTERS.findall(sample)) * 10 > arabic:
+        return "fa"
+    return "ar"
+
+
 def detect_language(text: str) -> str | None:
     """A guess of the language of *text* (an ISO 639 code), or None; from its first 2,000 characters."""
     # In NFC: a decomposed text's letters are those of its script (Hangul syllables, not jamo) and its
@@ -906,12 +985,13 @@ def detect_language(text: str) -> str | None:
     if not letters:
         return None
     for pattern, language in _SCRIPT_LANGUAGES:
-        if len(pattern.findall(sample)) * 4 < letters:
+        in_script = len(pattern.findall(sample))
+        if in_script * 4 < letters:
             continue
         if language is not None:
             return language
         if pattern.pattern.startswith("[\u0600"):
-            return "fa" if _PERSIAN_LETTERS.search(sample) else "ar"
+            return _arabic_script_language(sample, in_script)
         if pattern.pattern.startswith("[\u4e00"):
             # Kana are Japanese only: a twentieth of the letters (a title and a sentence of kanji hold few).
             return "ja" if len(_KANA.findall(sample)) * 20 >= letters else "zh"

@@ -55,8 +55,9 @@ _TITLE_OR_SKIPPED = re.compile(rf"<(?=[A-Za-z!])(?:{_COMMENT}|{_HIDDEN_ELEMENT}|
 _TITLE_END = re.compile(r"</title(?=[\s/>])", re.I)
 _TAG = re.compile(r"<[A-Za-z/!?][^>]*>")
 # Control characters (NUL included) are no more visible than whitespace
-# (str.split's, which takes in the non-breaking spaces of &nbsp;).
-_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]+")
+# (str.split's, which takes in the non-breaking spaces of &nbsp;): these are the others.
+CONTROL_CHARACTERS = "".join(map(chr, [*range(0x00, 0x09), *range(0x0E, 0x1C), *range(0x7F, 0xA0)]))
+_CONTROLS = re.compile(f"[{re.escape(CONTROL_CHARACTERS)}]+")
 # Where a page's text can be cut and cleaned in two parts: an entity holds no
 # whitespace, control character or "&", and a whitespace run ends before "&".
 _CLEAN_CUT = re.compile(r"(?<=[\s\x00-\x1f\x7f-\x9f])|(?=&)")
