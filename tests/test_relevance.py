@@ -758,6 +758,24 @@ def test_two_words_joined_by_punctuation_also_match_the_word_they_make(tmp_path,
     assert sorted(doc_ids(body)) == pages and body["suggestion"] is None and body["partial"] is False, body
 
 
+# A sentence of the installation guide (en/ch06s03.html) and two of the Python docs (library/unittest.html,
+# library/ctypes.html): "loads" is on more pages than "loader", both one edit from "loadr".
+BOOT_LOADER_AND_LOADS = [
+    ("en", "Grub is a flexible and robust boot loader and a good default choice for new users and old hands alike."),
+    ("en", "Test discovery loads tests by importing them."),
+    ("en", "Class which loads shared libraries."),
+]
+
+
+def test_a_misspelt_word_of_a_phrase_is_the_close_word_making_a_phrase_pages_hold(tmp_path):
+    # "boot-loadr" was "Did you mean boot-loads" (as close as "loader", on more pages), a phrase on no
+    # page: the close word that makes the phrase one a page holds is taken.
+    client = sentences_client(tmp_path, BOOT_LOADER_AND_LOADS)
+    assert search(client, "loadr", known={})["suggestion"] == "loads"  # (alone, the commonest)
+    body = search(client, "boot-loadr", known={})
+    assert body["suggestion"] == "boot-loader" and doc_ids(body) == [1], body
+
+
 @pytest.mark.parametrize("typed", ["deb\x01ian", "deb\x00ian", "instal\x7flation"])
 def test_a_control_character_in_a_query_is_a_space(client, typed):
     # As on the pages: "deb\x01ian" is "deb ian", which also finds "debian"; never in a suggestion.

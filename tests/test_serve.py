@@ -11,8 +11,10 @@ import urllib.request
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.pages import write_pages
 from tests.support.searchsite import MANY, write_search_site
 from tests.support.serving import tse_serve
+from tse_scrapy.rules.files import pagedir
 from tse_scrapy.search.protocol import MAX_REQUEST_HEAD_BYTES
 
 CHROMIUM = shutil.which("chromium")
@@ -154,6 +156,25 @@ def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
         port = taken.getsockname()[1]
         message = refusal(pages, index, "--port", port)
     assert message == f"tse serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+
+
+def test_another_crawls_directory_is_refused(site, tmp_path):
+    # A page directory that is not the index's crawl (its page 1 another URL) was served with rank=tse,
+    # the index's docIDs shown as that directory's pages (blank where it had none); a crawl changed in
+    # place (page 1 the same URL) is still served, from its pages.
+    pages, index = site
+    other = write_pages(tmp_path / "other", {1: ("http://elsewhere/index.html", 0, b"<title>Elsewhere</title> cat")})
+    line = refusal(other, index)
+    assert line == (
+        f"tse serve: {other} is not the crawl {index} was written from (its page 1 is"
+        f" http://elsewhere/index.html, the index's {pagedir.read_page_url(pages, 1)})"
+    )
+    changed = tmp_path / "changed"
+    shutil.copytree(pages, changed)
+    (changed / "2").write_bytes(pagedir.encode_page(pagedir.Page(pagedir.read_page_url(pages, 2), 0, b"<p>new</p>")))
+    with tse_serve([str(BIN / "tse"), "serve", str(changed), str(index)], clean_env(), ROOT) as run:
+        assert _api_status(run.base, "q=cat")[0] == 200
+    assert run.process.returncode == 0, run.stderr
 
 
 def _api_status(base: str, query: str) -> tuple[int, dict]:

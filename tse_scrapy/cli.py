@@ -515,6 +515,7 @@ def query(options: argparse.Namespace) -> int:
 
 
 def serve(options: argparse.Namespace) -> int:
+    from .index.docstore import other_crawl
     from .index.engine import QueryEngine
     from .index.indexer import check_page_directory
     from .index.storage import IndexReader
@@ -532,6 +533,8 @@ def serve(options: argparse.Namespace) -> int:
         return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
     with _one_line_errors("serve", options.indexfile, USAGE):
         check_page_directory(options.pagedir, options.indexfile)
+        if problem := other_crawl(options.indexfile, options.pagedir):
+            return _one_line("serve", problem, USAGE)
         engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
     try:
         sock = listen(options.host, options.port)

@@ -768,7 +768,8 @@ def _corrected_phrase(
         analysis.fold(analysis.normalize(run)) != word for (_, run), word in zip(runs, words, strict=True)
     ):
         return words
-    replaced = {}
+    replaced: dict[int, str] = {}
+    candidates: dict[int, list[str]] = {}  # each misspelt word's close words, the closest first
     for number, word in enumerate(words):
         # (A short word is never looked up, nor one the index holds as it is: it is as typed.  Quoted, a
         # word is as typed when a page has it as a word, and no other form of it is taken for it: a
@@ -790,8 +791,10 @@ def _corrected_phrase(
             found = []
         if found:
             replaced[number] = found[0][0]
+            candidates[number] = [known for known, _ in found]
     if not replaced:
         return words
+    _choose_held_phrase(words, replaced, candidates, vocabulary)
     # The typed text from its first run to its last, each corrected run replaced (Clause.typed).
     pieces, position = [], runs[0][0]
     for number, (start, run) in enumerate(runs):
@@ -799,6 +802,27 @@ def _corrected_phrase(
         position = start + len(run)
     compiled.corrections[clause.text] = "".join(pieces)
     return [replaced.get(number, word) for number, word in enumerate(words)]
+
+
+def _choose_held_phrase(
+    words: list[str], replaced: dict[int, str], candidates: dict[int, list[str]], vocabulary: Vocabulary
+) -> None:
+    """*replaced* (a phrase's misspelt words, by their place in *words*: their closest word) changed, a
+    word at a time, to the first of its *candidates* that makes the phrase one pages hold as words,
+    when the closest does not: "boot-loadr" is "boot loader", not "boot loads" (as close, on more
+    pages).  A phrase with a misspelt word only: a count of pages (kept) for each close word tried."""
+
+    def held(choice: dict[int, str]) -> bool:
+        phrase = tuple(choice.get(number, word) for number, word in enumerate(words))
+        return vocabulary.holding(phrase, "phrases_fts") > 0
+
+    if held(replaced):
+        return
+    for number, close in candidates.items():
+        for known in close[1:]:
+            if held({**replaced, number: known}):
+                replaced[number] = known
+                return
 
 
 def _excluded(clause: Clause, vocabulary: Vocabulary, languages: Sequence[str]) -> str:

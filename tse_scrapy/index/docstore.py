@@ -72,6 +72,34 @@ class Rows:
     file: tuple[int, int, int, int, bytes] | None
 
 
+def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> str | None:
+    """Why *directory* is not the crawl the index *indexfile* was written from, when its document store
+    says so: the page file of the store's first page names another URL (``tse serve PAGEDIR INDEXFILE``
+    given another crawl's directory would answer with its pages for the index's).  None when it is, or
+    when nothing tells (no store, one that cannot be read, that page gone)."""
+    path = docs_path(indexfile)
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT doc_id, url FROM docs ORDER BY doc_id LIMIT 1").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    if row is None:
+        return None
+    doc_id, url = row
+    try:
+        found = pagedir.read_page_url(directory, doc_id)
+    except OSError:
+        return None
+    if found == url:
+        return None
+    return (
+        f"{directory} is not the crawl {indexfile} was written from (its page {doc_id} is {found}, the index's {url})"
+    )
+
+
 def page_rows(
     doc_id: int,
     page: pagedir.Page,
