@@ -130,6 +130,13 @@ def test_a_closed_stdin_is_the_end_of_input_and_a_closed_stdout_one_line(engine,
     )
     assert closed_out.returncode == 1
     assert closed_out.stderr == b"tse query: standard output is closed: the answers would be lost\n"
+    # A full disk: one line, no traceback (there was one).
+    with open("/dev/full", "wb") as full:
+        command = [str(BIN / "tse"), "query", str(pages), str(index), "--rank", rank]
+        result = subprocess.run(
+            command, input=b"emu\n", stdout=full, stderr=subprocess.PIPE, env=clean_env(), timeout=60
+        )
+    assert (result.returncode, result.stderr) == (1, b"tse query: No space left on device\n")
 
 
 @pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])

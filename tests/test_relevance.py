@@ -731,11 +731,19 @@ def test_a_greek_suggestion_ends_its_words_with_a_final_sigma(tmp_path, typed, m
     assert body["suggestion"] == meant and doc_ids(body) == [1], body
 
 
-# Sentences of the installation guide (installation-guide-amd64: en/apbs01.html, en/ch05s04.html).
+# Sentences of the installation guide (installation-guide-amd64: en/apbs01.html, en/ch05s04.html,
+# en/ch02s01.html) and of the Python docs (library/importlib.html, two).
 PRESEEDING_AND_EMAIL = [
     "There are three methods that can be used for preseeding.",
     "The following table shows which preseeding methods can be used with which installation methods.",
     "Make sure that you use an e-mail address that you do not mind being made public.",
+    "Installations on laptops nowadays usually work out of the box, including things like automatically"
+    " suspending the system on closing the lid and laptop specfic hardware buttons like those for disabling"
+    " the wifi interfaces (\u201cairplane mode\u201d).",
+    "An abstract base class for a loader which implements the optional PEP 302 protocol for loaders that"
+    " inspect modules.",
+    "For those same reasons, the loader\u2019s create_module() method must return None or a type for which its"
+    " __class__ attribute can be mutated along with not using slots.",
 ]
 
 
@@ -746,8 +754,16 @@ PRESEEDING_AND_EMAIL = [
         ("pre-seeding methods", [1, 2]),
         ("e-mail address", [3]),
         # Excluded, it leaves out the pages writing the word too (as "-preseeding" would).
-        ("methods -pre-seeding", []),
+        ("methods -pre-seeding", [6]),  # (6: "method", not pre-seeding)
         ("pre-seeding -pre-seeding", []),
+        # In an OR, as alone ("pre-seeding OR airplane" found only the page of "airplane").
+        ("pre-seeding OR airplane", [1, 2, 4]),
+        # A word joined of fewer than 5 letters, which the vocabulary does not list.
+        ("wi-fi", [4]),
+        ("laptops -wi-fi", []),
+        # Not by an apostrophe: "loader's" is no "loaders" (whose stem is "loader"'s: every loader).
+        ("loader\u2019s", [6]),
+        ('"pre-seeding"', []),  # quoted: as typed
     ],
 )
 def test_two_words_joined_by_punctuation_also_match_the_word_they_make(tmp_path, typed, pages):
@@ -1109,6 +1125,10 @@ def test_a_corrected_phrase_no_page_holds_is_not_suggested(client):
     body = search(client, '"d\'instlalation fichiers"')
     assert body["total"] == 0 and body["suggestion"] is None
     assert search(client, '"fichiers d\'instlalation"')["suggestion"] == '"fichiers d\'installation"'
+    # Found, a query may still suggest what finds nothing: the word corrected to the one it excludes.
+    assert search(client, "instalaltion")["suggestion"] == "installation"
+    assert search(client, "installation -installation")["total"] == 0
+    assert search(client, "instalaltion -installation")["suggestion"] is None
 
 
 # Quoted, a word is as typed: one pages hold is never corrected, nor one that no page holds in that form

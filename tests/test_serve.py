@@ -167,7 +167,18 @@ def test_another_crawls_directory_is_refused(site, tmp_path):
     line = refusal(other, index)
     assert line == (
         f"tse serve: {other} is not the crawl {index} was written from (its page 1 is"
-        f" http://elsewhere/index.html, the index's {pagedir.read_page_url(pages, 1)})"
+        f" 'http://elsewhere/index.html', the index's {pagedir.read_page_url(pages, 1)!r})"
+    )
+    # Its first pages another crawl's first pages (a crawl of the first site of several): the index's
+    # last page is none of its.
+    last = max(int(name) for name in os.listdir(pages) if name.isdigit())
+    first_pages = tmp_path / "first"
+    shutil.copytree(pages, first_pages)
+    (first_pages / str(last)).unlink()
+    line = refusal(first_pages, index)
+    assert line == (
+        f"tse serve: {first_pages} is not the crawl {index} was written from (it has no page {last},"
+        f" the index's {pagedir.read_page_url(pages, last)!r})"
     )
     changed = tmp_path / "changed"
     shutil.copytree(pages, changed)

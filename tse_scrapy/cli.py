@@ -511,6 +511,9 @@ def query(options: argparse.Namespace) -> int:
         # The reader went away (`tse query ... | head`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return BROKEN_PIPE
+    except OSError as error:  # a full disk (`> /dev/full`), an input or output that fails: one line
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (nothing left to flush at exit)
+        return _one_line("query", error.strerror or str(error))
     return OK
 
 

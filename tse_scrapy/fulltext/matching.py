@@ -19,6 +19,7 @@ A word or group typed twice is matched and scored once.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -28,6 +29,7 @@ import apsw
 
 from ..rules.queries.searchquery import Clause, SearchQuery
 from ..rules.text import analysis
+from ..rules.text.pagefields import VOCABULARY_MIN
 
 ONE_EDIT_FROM = 5
 TWO_EDITS_FROM = 9
@@ -496,8 +498,7 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
         len(group) == 1 and not group[0].is_phrase and not analysis.is_segmented(group[0].words[0]) for group in groups
     ]
     for group in groups:
-        if len(group) == 1 and (joined_phrase := _joined_phrase(group[0], vocabulary)) is not None:
-            group.append(joined_phrase)
+        group += [joined for clause in list(group) if (joined := _joined_phrase(clause, vocabulary)) is not None]
     # (Excluded, a phrase's word leaves out the pages writing it: "-pre-seeding" those of "preseeding".)
     excluded = [*query.excluded]
     excluded += [joined for clause in query.excluded if (joined := _joined_phrase(clause, vocabulary)) is not None]
@@ -518,12 +519,23 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
 
 
 def _joined_phrase(clause: Clause, vocabulary: Vocabulary) -> JoinedWord | None:
-    """The word the two words of an unquoted *clause* (joined by punctuation: ``pre-seeding``) make
-    joined, where the vocabulary lists it; else None."""
+    """The word the two words of an unquoted *clause* joined by a hyphen or a dash (``pre-seeding``,
+    ``wi-fi``) make joined, where a page has it as a word; else None.  Not by an apostrophe or a dot:
+    "Debian's" is no "debians" (whose stem is every Debian page's), "os.path" no "ospath"."""
     if clause.quoted or len(clause.words) != 2 or any(map(analysis.is_segmented, clause.words)):
         return None
+    runs = analysis.word_runs_at(clause.text)
+    if len(runs) != 2:
+        return None
+    (start, first), (second_start, _) = runs
+    between = clause.text[start + len(first) : second_start]
+    if not between or not all(unicodedata.category(character) == "Pd" for character in between):
+        return None
     joined = "".join(clause.words)
-    return JoinedWord(joined, (joined,)) if len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined) else None
+    # (The vocabulary lists the words of VOCABULARY_MIN characters or more; a shorter one, "wifi", is
+    # looked for among the pages' words.)
+    held = vocabulary.listed(joined) if len(joined) >= VOCABULARY_MIN else vocabulary.is_word(joined)
+    return JoinedWord(joined, (joined,)) if held else None
 
 
 def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:

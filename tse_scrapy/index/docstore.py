@@ -74,30 +74,45 @@ class Rows:
 
 def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> str | None:
     """Why *directory* is not the crawl the index *indexfile* was written from, when its document store
-    says so: the page file of the store's first page names another URL (``tse serve PAGEDIR INDEXFILE``
-    given another crawl's directory would answer with its pages for the index's).  None when it is, or
-    when nothing tells (no store, one that cannot be read, that page gone)."""
+    says so: the page file of the store's first, middle or last page names another URL, or is missing
+    and not gone (``tse serve PAGEDIR INDEXFILE`` given another crawl's directory would answer with its
+    pages for the index's, blank where it has none; one crawl's pages may begin another's).  None when
+    they all agree, or when nothing tells (no store, one that cannot be read, a page file unreadable)."""
     path = docs_path(indexfile)
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            row = db.execute("SELECT doc_id, url FROM docs ORDER BY doc_id LIMIT 1").fetchone()
+            first, last, count = db.execute("SELECT min(doc_id), max(doc_id), count(*) FROM docs").fetchone()
+            middle = db.execute("SELECT doc_id FROM docs ORDER BY doc_id LIMIT 1 OFFSET ?", (count // 2,)).fetchone()
+            looked_at = sorted({first, last, middle[0]}) if count else []
+            urls = dict(
+                db.execute(
+                    f"SELECT doc_id, url FROM docs WHERE doc_id IN ({','.join('?' * len(looked_at))})", looked_at
+                )
+            )
         finally:
             db.close()
     except sqlite3.Error:
         return None
-    if row is None:
-        return None
-    doc_id, url = row
-    try:
-        found = pagedir.read_page_url(directory, doc_id)
-    except OSError:
-        return None
-    if found == url:
-        return None
-    return (
-        f"{directory} is not the crawl {indexfile} was written from (its page {doc_id} is {found}, the index's {url})"
-    )
+    gone = pagedir.gone_docs(directory)
+    for doc_id, url in sorted(urls.items()):
+        try:
+            found = pagedir.read_page_url(directory, doc_id)
+        except FileNotFoundError:
+            if doc_id in gone:  # (gone since: the server leaves it out)
+                continue
+            return (
+                f"{directory} is not the crawl {indexfile} was written from (it has no page {doc_id},"
+                f" the index's {url!r})"
+            )
+        except OSError:
+            continue
+        if found != url:
+            return (
+                f"{directory} is not the crawl {indexfile} was written from (its page {doc_id} is {found!r},"
+                f" the index's {url!r})"
+            )
+    return None
 
 
 def page_rows(

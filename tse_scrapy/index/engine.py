@@ -159,18 +159,33 @@ class QueryEngine:
             message = f"rank=relevance cannot read the search index ({error}): run tse index again"
             return Answer(None, message, index_failed=True)
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
+        corrections = found.corrections
+        if corrections and not (ranked and self._finds_pages(query.typed(corrections), language)):
+            # A suggestion is made for what it finds: one finding nothing (a quoted phrase no page holds
+            # once corrected either, "instalaltion -installation") would lead to an empty page again.
+            corrections = {}
         return Answer(
             None,
             ranked=ranked,
             search_query=query,
             partial=found.partial,
             marks=found.marks,
-            # A correction is suggested for what it finds: one finding nothing (a quoted phrase no page
-            # holds once corrected either) would send the person to an empty page again.
-            corrections=found.corrections if ranked else {},
+            corrections=corrections,
             aliases=aliases,
             mark_languages=found.mark_languages,
         )
+
+    def _finds_pages(self, line: str, language: str | None) -> bool:
+        """Whether the query *line* (a suggestion) finds a page: searched as typed (a typo's search, a
+        few milliseconds more)."""
+        try:
+            query = parse_search_query(line)
+            index = self.search_index
+            return not isinstance(index, str) and bool(
+                index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles).ranked
+            )
+        except (SearchQueryError, apsw.Error):
+            return False
 
     def document(self, doc_id: int) -> Document | None:
         return self.docs.document(doc_id)
