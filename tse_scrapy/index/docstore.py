@@ -78,24 +78,20 @@ def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> s
     and not gone (``tse serve PAGEDIR INDEXFILE`` given another crawl's directory would answer with its
     pages for the index's, blank where it has none; one crawl's pages may begin another's).  None when
     they all agree, or when nothing tells (no store, one that cannot be read, a page file unreadable)."""
-    path = docs_path(indexfile)
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        db = _read_only(docs_path(indexfile))
         try:
-            first, last, count = db.execute("SELECT min(doc_id), max(doc_id), count(*) FROM docs").fetchone()
-            middle = db.execute("SELECT doc_id FROM docs ORDER BY doc_id LIMIT 1 OFFSET ?", (count // 2,)).fetchone()
-            looked_at = sorted({first, last, middle[0]}) if count else []
-            urls = dict(
-                db.execute(
-                    f"SELECT doc_id, url FROM docs WHERE doc_id IN ({','.join('?' * len(looked_at))})", looked_at
-                )
-            )
+            urls = db.execute(
+                "SELECT doc_id, url FROM docs WHERE doc_id IN ((SELECT min(doc_id) FROM docs),"
+                " (SELECT doc_id FROM docs ORDER BY doc_id LIMIT 1 OFFSET (SELECT count(*) / 2 FROM docs)),"
+                " (SELECT max(doc_id) FROM docs)) ORDER BY doc_id"
+            ).fetchall()
         finally:
             db.close()
     except sqlite3.Error:
         return None
     gone = pagedir.gone_docs(directory)
-    for doc_id, url in sorted(urls.items()):
+    for doc_id, url in urls:
         try:
             found = pagedir.read_page_url(directory, doc_id)
         except FileNotFoundError:
@@ -113,6 +109,12 @@ def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> s
                 f" the index's {url!r})"
             )
     return None
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """The store *path* opened read-only (by its file URI: a directory's name need not be UTF-8), for
+    any thread (the server's reads run in threads)."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
 
 def page_rows(
@@ -236,7 +238,7 @@ class DocStore:
             return f"no document store {path}"
         db = None
         try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            db = _read_only(path)
             meta = dict(db.execute("SELECT key, value FROM meta"))
             store = cls(db, from_file=True)
             # A format 1 store has no gone pages: its docIDs are 1..N.
@@ -320,7 +322,7 @@ class StoredPages:
             return f"no document store {path}"
         db = None
         try:
-            db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+            db = _read_only(path)
             meta = dict(db.execute("SELECT key, value FROM meta"))
             if meta.get("format") != FORMAT:
                 problem = f"{path} was written by an older tse index"

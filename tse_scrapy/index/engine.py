@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from ..fulltext.matching import Marks
-from ..fulltext.searcher import SearchIndex
+from ..fulltext.searcher import Found, SearchIndex
 from ..rules.files import pagedir
 from ..rules.queries import query as rules
 from ..rules.queries.query import Query, QueryError
@@ -154,13 +154,13 @@ class QueryEngine:
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
         try:
-            found = index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles)
+            found = self._found(index, query, language)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
             message = f"rank=relevance cannot read the search index ({error}): run tse index again"
             return Answer(None, message, index_failed=True)
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         corrections = found.corrections
-        if corrections and not (ranked and self._finds_pages(query.typed(corrections), language)):
+        if corrections and not (ranked and self._finds_pages(index, query.typed(corrections), language)):
             # A suggestion is made for what it finds: one finding nothing (a quoted phrase no page holds
             # once corrected either, "instalaltion -installation") would lead to an empty page again.
             corrections = {}
@@ -175,15 +175,15 @@ class QueryEngine:
             mark_languages=found.mark_languages,
         )
 
-    def _finds_pages(self, line: str, language: str | None) -> bool:
+    def _found(self, index: SearchIndex, query: SearchQuery, language: str | None) -> Found:
+        """What the search index *index* finds for *query* among this index's pages (raises apsw.Error)."""
+        return index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles)
+
+    def _finds_pages(self, index: SearchIndex, line: str, language: str | None) -> bool:
         """Whether the query *line* (a suggestion) finds a page: searched as typed (a typo's search, a
         few milliseconds more)."""
         try:
-            query = parse_search_query(line)
-            index = self.search_index
-            return not isinstance(index, str) and bool(
-                index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles).ranked
-            )
+            return bool(self._found(index, parse_search_query(line), language).ranked)
         except (SearchQueryError, apsw.Error):
             return False
 
