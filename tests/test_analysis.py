@@ -275,6 +275,32 @@ def test_language_codes(tag, code):
 
 
 @pytest.mark.parametrize(
+    ("tag", "code"),
+    [
+        ("und", "und"),
+        ("UND", "und"),
+        ("und-Latn", "und"),
+        ("mul_Arab", "mul"),
+        (" zxx ", "zxx"),
+        ("mis", "mis"),
+        ("undx", None),  # no tag
+        ("fr", None),  # a language
+        ("en-und", None),  # English, a subtag after it
+        ("", None),
+    ],
+)
+def test_no_language_codes(tag, code):
+    assert analysis.no_language_code(tag) == code
+
+
+@given(st.text(alphabet=st.sampled_from("undmlzxisfrUND-_ "), max_size=8))
+def test_a_tag_names_a_language_or_no_one_language_never_both(tag):
+    assert analysis.language_code(tag) is None or analysis.no_language_code(tag) is None
+    if analysis.no_language_code(tag) is not None:
+        assert analysis.language_code(tag) is None
+
+
+@pytest.mark.parametrize(
     ("folded", "written"),
     [
         # Case folding makes every sigma U+03C3; Greek writes the one ending a word U+03C2.

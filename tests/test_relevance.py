@@ -992,6 +992,17 @@ def test_a_language_no_page_is_in_is_refused_with_the_index_languages(client):
     assert html.status_code == 400 and "no page of the index is in language xx" in html.text
 
 
+@pytest.mark.parametrize("asked", ["und", "MUL", "zxx-Latn", "mis"])
+def test_a_code_of_no_one_language_is_refused_saying_so(client, asked):
+    # ISO 639-2's undetermined, multiple, no linguistic content, uncoded: a filter of none of the languages.
+    code = asked.lower().split("-")[0]
+    message = f"lang={code} names no one language: leave lang out to search every language"
+    response = client.get("/api/search", params={"q": "debian", "lang": asked})
+    assert (response.status_code, response.json()) == (400, {"error": message})
+    html = client.get("/search", params={"q": "debian", "lang": asked})
+    assert html.status_code == 400 and message in html.text
+
+
 @pytest.mark.parametrize("rank", ["bm25", "tse"])
 def test_the_language_filter_needs_rank_relevance(client, rank):
     response = client.get("/api/search", params={"q": "debian", "rank": rank, "lang": "fr"})

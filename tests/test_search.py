@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 from tests.conftest import run_tse
 from tests.support.pages import write_pages
 from tests.support.reference import build_page_directory
-from tests.support.searchsite import MANY, PAGES, write_search_site
+from tests.support.searchsite import MANY, PAGES, changed_counter_bumped, damaged_fts, write_search_site
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search.app import allowed_hosts, create_app
@@ -451,29 +451,16 @@ def test_the_page_says_a_language_chosen_applies_only_to_relevance_and_keeps_the
     assert api(client, q="debian", rank=rank, lang="fr") == (400, {"error": "lang= needs rank=relevance"})
 
 
-def _damaged_fts(index) -> None:
-    """*index*'s search index with the pages of its body's FTS5 data overwritten by random
-    bytes (the file's size and its other pages as they were)."""
-    import apsw
-
-    path = f"{index}.search"
-    db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    numbers = [number for (number,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'fts_data'")]
-    (size,) = db.execute("PRAGMA page_size").fetchone()
-    db.close()
-    assert numbers
-    bytes_of = random.Random(7)
-    with open(path, "r+b") as search:
-        for number in numbers:
-            search.seek((number - 1) * size)
-            search.write(bytes_of.randbytes(size))
-
-
 def test_a_search_index_damaged_where_a_search_reads_is_503_not_400(tmp_path):
     pages, index = write_search_site(tmp_path)
-    _damaged_fts(index)
     client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
-    message = "rank=relevance cannot read the search index (database disk image is malformed): run tse index again"
+    assert api(client, q="emu", rank="relevance")[0] == 200  # opened, its checks passed
+    damaged_fts(index)  # then damaged, and changed as SQLite sees it: its pages read again
+    changed_counter_bumped(index)
+    message = (
+        "rank=relevance cannot read the search index (database disk image is malformed):"
+        " run tse index again without --update"
+    )
     assert api(client, q="cat", rank="relevance") == (503, {"error": message})
     page = client.get("/search", params={"q": "cat", "rank": "relevance"})
     assert page.status_code == 503 and f'<p class="error" role="alert">{message}</p>' in page.text

@@ -20,6 +20,7 @@ from tests.support import multilingual
 from tests.support.fulldisk import files_of_at_most
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
+from tests.support.searchsite import damaged_fts
 from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, searcher, store
 from tse_scrapy.fulltext.searcher import SearchIndex
@@ -380,6 +381,21 @@ def test_an_index_in_a_directory_whose_name_is_not_utf8(fixture_pages, tmp_path)
     assert run_tse("index", fixture_pages, out / "index", "--update").returncode == 0
     found = run_tse("query", fixture_pages, out / "index", "--rank", "relevance", input=b"installation\n")
     assert found.returncode == 0 and b"Matches" in found.stdout, found.stdout
+
+
+def test_an_update_writes_anew_a_search_index_damaged_where_every_search_reads(fixture_pages, tmp_path):
+    index = tmp_path / "index"
+    assert run_tse("index", fixture_pages, index).returncode == 0
+    damaged_fts(index)  # its meta as written: the SPEC index's size and digest match
+    refused = run_tse("query", fixture_pages, index, "--rank", "relevance", input=b"installation\n")
+    assert refused.returncode == 1 and refused.stdout == b"", refused
+    assert refused.stderr.decode().count("\n") == 1 and "cannot be read" in refused.stderr.decode()
+    # Nothing else changed, yet the update does not leave it so: it writes every file anew.
+    updated = run_tse("index", fixture_pages, index, "--update")
+    assert updated.returncode == 0, updated.stderr
+    assert "cannot update" in updated.stderr.decode() and "indexing every page" in updated.stderr.decode()
+    found = run_tse("query", fixture_pages, index, "--rank", "relevance", input=b"installation\n")
+    assert found.returncode == 0 and b"Matches" in found.stdout and found.stderr == b"", found
 
 
 def test_a_search_index_damaged_once_opened_is_an_answer_not_a_traceback(fixture_pages, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from tests.conftest import run_tse
@@ -41,3 +42,31 @@ def write_search_site(root: Path) -> tuple[Path, Path]:
     result = run_tse("index", pages, root / "index")
     assert result.returncode == 0, result.stderr
     return pages, root / "index"
+
+
+def changed_counter_bumped(index: Path) -> None:
+    """One more on *index*'s search index's file change counter (bytes 24-27 of its header), as a
+    writer leaves it: a connection open on it reads its pages again, not from its cache."""
+    with open(f"{index}.search", "r+b") as search:
+        search.seek(24)
+        counter = int.from_bytes(search.read(4), "big")
+        search.seek(24)
+        search.write(((counter + 1) % 2**32).to_bytes(4, "big"))
+
+
+def damaged_fts(index: Path) -> None:
+    """*index*'s search index with the pages of its body's FTS5 data overwritten by random
+    bytes (the file's size and its other pages as they were)."""
+    import apsw
+
+    path = f"{index}.search"
+    db = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    numbers = [number for (number,) in db.execute("SELECT pageno FROM dbstat WHERE name = 'fts_data'")]
+    (size,) = db.execute("PRAGMA page_size").fetchone()
+    db.close()
+    assert numbers
+    bytes_of = random.Random(7)
+    with open(path, "r+b") as search:
+        for number in numbers:
+            search.seek((number - 1) * size)
+            search.write(bytes_of.randbytes(size))

@@ -117,6 +117,8 @@ CREATE VIRTUAL TABLE anchors_fts USING fts5(anchors, {_CONTENTLESS});
 CREATE VIRTUAL TABLE beyond_fts USING fts5(terms, words, {_CONTENTLESS});
 """
 FTS_TABLES = ("fts", "phrases_fts", "titles_fts", "anchors_fts", "beyond_fts")
+# The tables besides FTS_TABLES every search reads (a search does without heads or rests: unmarked snippets).
+_SEARCHED_TABLES = ("pages", "vocabulary")
 # Those filled as pages are added (anchors_fts is filled once every page is: ``prepare``).
 PAGES_FTS_TABLES = tuple(table for table in FTS_TABLES if table != "anchors_fts")
 # The tables whose terms' page counts are kept in term_counts (``_count_terms``), and the meta key
@@ -367,6 +369,7 @@ def open_checked(path: Path, index_size: int, index_digest: bytes) -> apsw.Conne
         return f"{path} cannot be read ({error})"
     try:
         meta = dict(db.execute("SELECT key, value FROM meta"))
+        _first_rows_read(db)
     except apsw.Error as error:
         db.close()
         return f"{path} cannot be read ({error})"
@@ -379,6 +382,16 @@ def open_checked(path: Path, index_size: int, index_digest: bytes) -> apsw.Conne
         db.close()
         return problem
     return db
+
+
+def _first_rows_read(db: apsw.Connection) -> None:
+    """Read the first row of each table every search reads, each FTS5 table's structure with it: a
+    search index damaged there (an FTS5 table's configuration or structure, a table's root) raises
+    at its opening, where ``tse index --update`` takes it for one to write anew and a server for one
+    it cannot serve, not at each search.  Damage deeper in shows when a search reads it: reading the
+    whole file (``PRAGMA quick_check``) takes seconds on a large index."""
+    for table in (*_SEARCHED_TABLES, *FTS_TABLES):
+        db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
 
 
 def connect(path: Path, *, writable: bool = False) -> apsw.Connection:

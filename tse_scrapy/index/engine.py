@@ -156,7 +156,7 @@ class QueryEngine:
         try:
             found = self._found(index, query, language)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
-            message = f"rank=relevance cannot read the search index ({error}): run tse index again"
+            message = f"rank=relevance cannot read the search index ({error}): run tse index again without --update"
             return Answer(None, message, index_failed=True)
         ranked, aliases = collapse_duplicates(found.ranked, index.representatives)
         corrections = found.corrections

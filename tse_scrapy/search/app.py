@@ -410,6 +410,8 @@ def _language(request: Request, ranking: str, known: list[str]) -> str | None:
     if ranking != "relevance":
         raise BadParameter("lang= needs rank=relevance")
     language = analysis.language_code(asked)  # a tag as browsers send them: PT, pt-BR, zh_CN
+    if language is None and (code := analysis.no_language_code(asked)):
+        raise BadParameter(f"lang={code} names no one language: leave lang out to search every language")
     if language is None:
         raise BadParameter("lang must be a language code such as en, fr or ja")
     if known and language not in known:  # (no search index: the answer says so)

@@ -625,6 +625,16 @@ def language_code(tag: str | None) -> str | None:
     return _CODES.get(found.group(), found.group())
 
 
+def no_language_code(tag: str) -> str | None:
+    """The code of *tag* when it is one of ISO 639-2's codes of no one language (``und``, ``mul``,
+    ``zxx``, ``mis``), alone or with subtags (``und-Latn``); else None."""
+    found = _LANGUAGE_TAG.match(tag.strip().lower().replace("_", "-"))
+    if found is None or found.group() not in _NO_LANGUAGE:
+        return None
+    rest = tag.strip()[found.end() :]
+    return found.group() if not rest or rest[0] in "-_" else None
+
+
 @lru_cache(maxsize=64)
 def stemmer(language: str | None) -> Stemmer.Stemmer | None:
     """The Snowball stemmer of *language* (an ISO 639 code), or None when there is none."""
