@@ -195,6 +195,24 @@ def test_readers_take_no_lock(site):
     assert run.process.returncode == 0, run.stderr
 
 
+def _workers_without_the_lock(pid: int, indexfile: Path, seen: list[str]) -> list | None:
+    """The two worker processes of the tse index *pid*, once a range is at work and neither has
+    *indexfile*'s lock file open; else None, and what was seen instead last in *seen*."""
+    try:
+        children = psutil.Process(pid).children()
+        runs = list(indexfile.parent.glob(".index.*.runs/run-*"))
+        lock = str(lock_path(indexfile))
+        holding = [child.pid for child in children if lock in (file.path for file in child.open_files())]
+        statuses = [child.status() for child in children]
+    except psutil.Error as error:  # (one ending or starting)
+        seen[:] = [repr(error)]
+        return None
+    if len(children) == 2 and runs and not holding:
+        return children
+    seen[:] = [f"{len(children)} children {statuses}, {len(runs)} run files, {holding=}"]
+    return None
+
+
 def test_a_tse_index_killed_leaves_no_lock_even_with_its_workers_alive(many_pages, tmp_path):
     # A forked worker has a copy of the lock's descriptor: it must not keep the lock once its parent is gone.
     indexfile = tmp_path / "out" / "index"
@@ -202,16 +220,15 @@ def test_a_tse_index_killed_leaves_no_lock_even_with_its_workers_alive(many_page
     with tse_index_holding_the_lock(many_pages, indexfile, "--jobs", "2") as first:
         try:
             os.killpg(first.pid, signal.SIGCONT)
-            # Both workers at work (a file of a range each): well past their start, where they drop their copy.
-            workers = wait_until(
-                lambda: (
-                    len(list(indexfile.parent.glob(".index.*.runs/run-*"))) >= 2
-                    and len(children := psutil.Process(first.pid).children()) == 2
-                    and children
-                ),
-                60,
-                "tse index's two workers never got to work",
-            )
+            # Both workers started and at work, their copies of the lock dropped (a worker stopped between its
+            # fork and that would keep the lock: the test's doing, not tse index's).
+            seen: list[str] = []
+            try:
+                workers = wait_until(
+                    lambda: _workers_without_the_lock(first.pid, indexfile, seen), 60, "no two workers"
+                )
+            except AssertionError as error:
+                raise AssertionError(f"{error}; last seen: {seen}") from None
             os.killpg(first.pid, signal.SIGSTOP)  # the workers stay, stopped, as long as the test needs
             first.kill()  # kill -9 of tse index itself
             assert first.wait(timeout=30) == -signal.SIGKILL

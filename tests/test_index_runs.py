@@ -26,7 +26,7 @@ from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
-from tse_scrapy.index.pagefiles import PageScan
+from tse_scrapy.index.pagefiles import PageScan, file_key
 from tse_scrapy.index.runs import FieldsWriter, RunPostings, RunTiers, merge_runs, read_fields
 from tse_scrapy.index.storage import (
     IndexFileWriter,
@@ -34,6 +34,8 @@ from tse_scrapy.index.storage import (
     SidecarPostings,
     sidecar_path,
     stamp_path,
+    stamped_digest,
+    stamped_sidecar,
     text_digest,
     write_index,
 )
@@ -234,6 +236,92 @@ def test_a_copied_index_is_hashed_and_its_sidecar_used(reference, tmp_path):
         (tmp_path / path.name.replace("one-pass", "copy")).write_bytes(path.read_bytes())
     reader = IndexReader(tmp_path / "copy.index")  # the stamp names another file: the digest is computed
     assert reader.from_sidecar and reader.digest == IndexReader(expected).digest
+
+
+def _damaged(path: Path, how: str) -> None:
+    """The file at *path* damaged *how*, as a disk, a copy cut short or a stray write leaves one."""
+    data = path.read_bytes()
+    if how == "cut to half, an even size":
+        path.write_bytes(data[: len(data) // 2 // 2 * 2])
+    elif how == "cut after its header":
+        path.write_bytes(data[:100])
+    elif how == "bytes after its end":
+        path.write_bytes(data + b"\0" * 8)
+    else:  # overwritten in place, its size kept ("bytes overwritten at 1/3", "... at 2/3")
+        at = len(data) * int(how[-3]) // 3
+        time.sleep(0.05)  # past the file system clock's tick: as a later write leaves it
+        with open(path, "r+b") as file:
+            file.seek(at)
+            file.write(b"\xff" * 40)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "cut to half, an even size",
+        "cut after its header",
+        "bytes after its end",
+        "overwritten at 1/3",
+        "overwritten at 2/3",
+    ],
+)
+def test_a_damaged_sidecar_is_not_used(reference, tmp_path, how):
+    # (A tester's find: a traceback, or "No documents match." for a word on 24 pages, exit 0.)
+    pages, _ = reference
+    indexfile = tmp_path / "index"
+    write_index_files(pages, indexfile)
+    plain = tmp_path / "plain.index"  # the same text, no sidecar: what the querier must answer
+    plain.write_bytes(indexfile.read_bytes())
+    queries = b"kiwi\npear\nkiwi or pear\n"
+    expected = run_tse("query", pages, plain, input=queries)
+    assert IndexReader(indexfile).from_sidecar
+    _damaged(sidecar_path(indexfile), how)
+    assert not IndexReader(indexfile).from_sidecar
+    answer = run_tse("query", pages, indexfile, input=queries)
+    assert (answer.returncode, answer.stdout, answer.stderr) == (0, expected.stdout, b"")
+    # An update does not take its postings for the old ones: it indexes every page, and writes a whole one.
+    updated = run_tse("index", pages, indexfile, "--update")
+    assert updated.returncode == 0 and b"cannot update: no sidecar" in updated.stderr, updated.stderr
+    assert IndexReader(indexfile).from_sidecar
+
+
+def test_a_copied_sidecar_is_hashed_and_used_its_damaged_copy_not(reference, tmp_path):
+    pages, _ = reference
+    write_index_files(pages, tmp_path / "index")
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("index", "index.bin", "index.stamp"):
+        shutil.copy(tmp_path / name, copy / name)  # new inodes and times: the stamp is not theirs
+    assert IndexReader(copy / "index").from_sidecar  # hashed, as written
+    data = bytearray((copy / "index.bin").read_bytes())
+    data[-1] ^= 1  # a count changed: the size and the header as written
+    (copy / "index.bin").write_bytes(data)
+    assert not IndexReader(copy / "index").from_sidecar
+
+
+def test_an_update_with_nothing_changed_writes_a_missing_or_stale_stamp_again(reference, tmp_path):
+    # (A tester's find: with INDEXFILE.stamp removed, every later start hashed the text again.)
+    pages, _ = reference
+    indexfile = tmp_path / "index"
+    write_index_files(pages, indexfile)
+    stamp = stamp_path(indexfile).read_bytes()
+    stamp_path(indexfile).unlink()
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    assert run_tse("index", pages, indexfile, "--update").returncode == 0
+    assert stamp_path(indexfile).read_bytes() == stamp  # as the build wrote it: the same files
+    after = {
+        path.name: path.read_bytes() for path in tmp_path.iterdir() if path.name not in ("index.stamp", "index.lock")
+    }
+    assert after == before
+    # A copy (new inodes and times: its stamp is the original's) is stamped as it is.
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("index", "index.bin", "index.docs", "index.search", "index.stamp"):
+        shutil.copy(tmp_path / name, copy / name)
+    assert stamped_digest(copy / "index", os.stat(copy / "index")) is None
+    assert run_tse("index", pages, copy / "index", "--update").returncode == 0
+    assert stamped_digest(copy / "index", os.stat(copy / "index")) == text_digest((copy / "index").read_bytes())
+    assert stamped_sidecar(copy / "index") == file_key(os.stat(copy / "index.bin"))
 
 
 @settings(max_examples=50, deadline=None)

@@ -55,20 +55,24 @@ def shown(line):
         ("deb\x01ian", [["deb"], ["ian"]], []),
         ("debian\x00python -\x7fjava", [["debian"], ["python"], ["java"]], []),  # (a lone minus, as "- java")
         ('"boot\x9bloader"', [["“boot+loader"]], []),
+        # So is the zero-width space (pasted from web text): not punctuation making a phrase ("deb+ian").
+        ("deb\u200bian", [["deb"], ["ian"]], []),
+        ("sécurité\u200bréseau -wifi", [["securite"], ["reseau"]], ["wifi"]),
+        ('"boot\u200bloader"', [["“boot+loader"]], []),  # (quoted: a phrase, as with a space)
     ],
 )
 def test_parse(line, required, excluded):
     assert shown(line) == (required, excluded)
 
 
-@given(st.text(alphabet=st.sampled_from('ab -"\x00\x01\x08\x0e\x1b\x7f\x85\x9fé日'), max_size=40))
+@given(st.text(alphabet=st.sampled_from('ab -"\x00\x01\x08\x0e\x1b\x7f\x85\x9f\u200bé日'), max_size=40))
 def test_no_clause_holds_a_control_character(line):
     try:
         query = parse_search_query(line)
     except SearchQueryError:
         return
     for clause in [*query.clauses, *query.excluded]:
-        assert not any(c < " " or "\x7f" <= c <= "\x9f" for c in clause.text + "".join(clause.words)), clause
+        assert not any(c < " " or "\x7f" <= c <= "\x9f" or c == "\u200b" for c in clause.text + "".join(clause.words))
 
 
 # The typographic double quotes are quote marks as '"' is (phones, pasted text, other languages).

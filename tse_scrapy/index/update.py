@@ -44,7 +44,7 @@ from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, file_key
 from .runs import number_type
-from .storage import Sidecar, encode_sidecar, read_sidecar, sidecar_path, text_digest, write_stamp
+from .storage import Sidecar, encode_sidecar, read_sidecar, restamp, sidecar_path, text_digest, write_stamp
 from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
@@ -81,7 +81,9 @@ def update_index(
     nothing is written either.
     """
     try:
-        text = Path(indexfile).read_bytes()
+        with open(indexfile, "rb") as file:
+            status = os.fstat(file.fileno())
+            text = file.read()
     except FileNotFoundError:
         return f"no index {indexfile} to update"
     digest = text_digest(text)
@@ -96,7 +98,13 @@ def update_index(
         sidecar = read_sidecar(indexfile, len(text), digest)
         if sidecar is None:
             return f"no sidecar {sidecar_path(indexfile)} matches {indexfile}"
-        return _update(directory, Path(indexfile), text, digest, sidecar, stored, on_warning, jobs, on_end)
+        problem = _update(directory, Path(indexfile), text, digest, sidecar, stored, on_warning, jobs, on_end)
+        if problem is None:
+            # The files just read and checked (the text hashed, the sidecar matched), or written: a
+            # stamp that is missing or does not describe them (a copy, a stamp removed) is written
+            # again, as a build leaves one, so that a reader need not hash the text at each start.
+            restamp(indexfile, digest, status)
+        return problem
     finally:
         stored.close()
 

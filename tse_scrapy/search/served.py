@@ -12,6 +12,20 @@ search index written with it where the open one's were.  Else, or when the new
 files cannot be opened at all, it says why in one line on stderr, once for
 those files, goes on answering from the index it has, and tries again when the
 files change, or RETRY_SECONDS later.
+
+It looks at ``PAGEDIR/.tse-gone`` too (``tse crawl --update`` writes it whole,
+or removes it): once it is another file (or none) and has stayed so for one
+look, it reads it in a thread, and from then on answers without the pages it
+lists, as a server started on these files would: no result of any ranking,
+not counted in BM25's statistics, 404 for their ``/doc/DOCID``.  The index
+open stays open (a document store and search index written before the pages
+went are still used, where a server started now would not use them); the
+pages the list no longer holds are answers again (those gone when the index
+was written are not in it: ``tse index`` brings them back).  An index whose
+document store was built from the pages is opened again, its store built
+again from the pages as they are.  A list that cannot be read is said in one
+line on stderr, once for that file, and the pages gone are those of the list
+before.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from starlette.concurrency import run_in_threadpool
 
@@ -31,16 +46,21 @@ from ..index.docstore import docs_path
 from ..index.engine import QueryEngine
 from ..index.pagefiles import file_key
 from ..index.storage import IndexReader, sidecar_path
+from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 
-# How often a server process looks for an index written anew (a stat of four files), and how long after
-# a new index it could not use it tries the same files again (a failure may pass: too many open files).
+# How often a server process looks for an index written anew and a new gone list (a stat of five files), and
+# how long after a new index it could not use it tries the same files again (a failure may pass: too many
+# open files).
 CHECK_SECONDS = 1.0
 RETRY_SECONDS = 30.0
 
 logger = logging.getLogger(__name__)
 
-FileKeys = tuple[tuple[int, int, int] | None, ...]
+FileKey = tuple[int, int, int] | None
+FileKeys = tuple[FileKey, ...]
+# The key of a gone list not known yet (a process's first look reads the list, whatever its key).
+UNKNOWN: FileKey = (-1, -1, -1)
 
 
 def index_file_keys(indexfile: Path) -> FileKeys:
@@ -52,6 +72,30 @@ def index_file_keys(indexfile: Path) -> FileKeys:
         except OSError:
             keys.append(None)
     return tuple(keys)
+
+
+def gone_file_key(directory: str | os.PathLike) -> FileKey:
+    """The ``file_key`` of ``PAGEDIR/.tse-gone`` (None when there is none)."""
+    try:
+        return file_key(os.stat(os.path.join(directory, pagedir.GONE_NAME)))
+    except OSError:
+        return None
+
+
+@dataclass(frozen=True)
+class GoneList:
+    """A gone list read anew, for an index open whose store was written with it (``tse index``): the gone
+    pages, and the document lengths BM25 counts without them (``DocStore.lengths`` and its average)."""
+
+    gone: frozenset[int]
+    lengths: dict[int, int]
+    average_length: float
+
+    def given_to(self, engine: QueryEngine) -> None:
+        """*engine* answering without these gone pages (called in the event loop: no request sees it half done)."""
+        docs = engine.docs
+        engine.gone = self.gone
+        docs.lengths, docs.pages, docs.average_length = self.lengths, len(self.lengths), self.average_length
 
 
 @dataclass(frozen=True)
@@ -91,9 +135,15 @@ class ServedIndex:
     def __init__(self, engine: QueryEngine, check_seconds: float = CHECK_SECONDS, retry_seconds: float = RETRY_SECONDS):
         self._current = Served.of(engine)
         self._path = Path(engine.index.path)
+        self._directory = engine.directory
         # The keys of the files open: the index's that of the very file read (written anew since, it is
         # another), the others' as they are now (opened with it, they were checked against it).
         self._open = (engine.index.key, *index_file_keys(self._path)[1:])
+        # The key of the gone list the engine open answers with (read again at the first look: it may have
+        # changed since the engine read it), and its store's document lengths as opened (with every page
+        # the list then held taken out: kept once a list changes, to take others out).
+        self._gone_key = UNKNOWN
+        self._stored_lengths: dict[int, int] | None = None
         self._check_seconds = check_seconds
         self._retry_seconds = retry_seconds
         self._watching: asyncio.Task[None] | None = None  # (kept: a task only weakly held may vanish)
@@ -116,29 +166,86 @@ class ServedIndex:
         return self._watching
 
     async def _watch(self) -> None:
-        """Every CHECK_SECONDS, the index's files looked at, and a new index, settled, taken when usable."""
-        before = self._open  # the files' keys at the look before
+        """Every CHECK_SECONDS, the index's files and the gone list looked at; a new index, settled, taken
+        when usable; a new gone list, settled, answered with."""
+        before = (self._open, gone_file_key(self._directory))  # the files' keys at the look before
         tried, retry_at = None, 0.0  # the keys of the last new files not taken, and when to try them again
+        gone_tried: FileKey = UNKNOWN  # the key of the last gone list that could not be read
         while True:
             await asyncio.sleep(self._check_seconds)
-            keys = index_file_keys(self._path)
-            settled, before = keys == before, keys
+            keys, gone_key = index_file_keys(self._path), gone_file_key(self._directory)
+            settled, before = (keys, gone_key) == before, (keys, gone_key)
             now = time.monotonic()
-            if keys == self._open or not settled or (keys == tried and now < retry_at):
+            if not settled:
                 continue
-            opened, why = await run_in_threadpool(self._opened)
-            if opened is None:
+            if keys != self._open and not (keys == tried and now < retry_at):
+                opened, why = await run_in_threadpool(self._opened)
+                if opened is not None:
+                    # (It read the gone list as it was after this look, or as it is now: compared next time.)
+                    self._take(opened, keys, gone_key)
+                    continue
                 if keys != tried:  # said once for these files
                     logger.warning(
                         "tse serve: %s was written anew but %s: answering from the index open", self._path, why
                     )
                 tried, retry_at = keys, now + self._retry_seconds
+            if gone_key in (self._gone_key, gone_tried):
                 continue
-            replaced, self._current, self._open = self._current, opened, keys
-            # No request is using it: they run in the event loop, and none uses the engine across an
-            # await.  (Closing is the end of its use: a failure there leaves nothing to do.)
-            with contextlib.suppress(Exception):
-                replaced.engine.close()
+            served = self._current
+            try:
+                renewed = await run_in_threadpool(self._gone_renewed, served, keys == self._open)
+            except Exception as error:  # (a list that is none, pages not read): said once for this list
+                logger.warning("tse serve: the gone pages cannot be read again (%s): answering as before", error)
+                gone_tried = gone_key
+                continue
+            if isinstance(renewed, GoneList):
+                renewed.given_to(served.engine)
+            elif isinstance(renewed, Served):
+                self._take(renewed, self._open, gone_key)
+                continue
+            elif renewed is None:  # (the index open is not the one at the path: the list is read again later)
+                continue
+            self._gone_key = gone_key
+
+    def _take(self, opened: Served, keys: FileKeys, gone_key: FileKey) -> None:
+        """Answer from *opened*, of the index files with *keys* and the gone list with *gone_key*."""
+        replaced, self._current, self._open = self._current, opened, keys
+        self._gone_key, self._stored_lengths = gone_key, None
+        # No request is using it: they run in the event loop, and none uses the engine across an
+        # await.  (Closing is the end of its use: a failure there leaves nothing to do; the index it
+        # may share with *opened* is not closed.)
+        with contextlib.suppress(Exception):
+            replaced.engine.close()
+
+    def _gone_renewed(self, served: Served, index_open: bool) -> GoneList | Served | Literal[False] | None:
+        """What the gone list, read again, makes of *served* (in a thread; raises OSError or PageFileError
+        for a list that cannot be read): False when it lists the pages *served* answers without; else
+        its pages taken out of *served*'s store's lengths; or, for a store built from the pages (none
+        written with the index), the index open with a store built again from the pages (None: not now,
+        the index at the path is not the one open, which is taken first)."""
+        engine = served.engine
+        gone = pagedir.gone_docs(self._directory)
+        if gone == engine.gone:
+            return False
+        if engine.stored_docs() is None:
+            if not index_open:
+                return None
+            # As a server started now opens it: the store built again from the pages, here, not in the loop.
+            opened = QueryEngine(self._directory, engine.index)
+            try:
+                renewed = Served.of(opened)
+                opened.docs  # noqa: B018
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    opened.close()
+                raise
+            return renewed
+        if self._stored_lengths is None:  # the store's lengths as opened, before any list changed them
+            self._stored_lengths = dict(engine.docs.lengths)
+        lengths = {doc_id: length for doc_id, length in self._stored_lengths.items() if doc_id not in gone}
+        # As DocStore counts them: the same statistics, the same BM25 scores, as a store built without them.
+        average = sum(lengths.values()) / len(lengths) if lengths else 0.0
+        return GoneList(gone, lengths, average)
 
     def _opened(self) -> tuple[Served | None, str]:
         """The index at the path opened anew when it is as usable as the one open, else None and why."""

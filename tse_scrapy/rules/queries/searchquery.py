@@ -43,8 +43,11 @@ _AS_ASCII_QUOTES = str.maketrans(
 )
 # The control characters a page's text shows as spaces (the others are whitespace already): typed, or
 # pasted with a query, they separate words as they do on the pages, and are never part of a word, nor
-# of a "Did you mean".
-_CONTROLS_AS_SPACES = str.maketrans(dict.fromkeys(CONTROL_CHARACTERS, " "))
+# of a "Did you mean".  So does the zero-width space U+200B, the invisible character text copied from
+# the web holds most (a word break where words are not spaced, as in Thai): a space, not punctuation
+# making a phrase of the words on either side ("deb\u200bian" is "deb ian", which finds "debian" joined).
+ZERO_WIDTH_SPACE = "\u200b"
+_CONTROLS_AS_SPACES = str.maketrans(dict.fromkeys(CONTROL_CHARACTERS + ZERO_WIDTH_SPACE, " "))
 _OPERATORS = ("OR", "AND")  # (in capitals; AND changes nothing: every clause is required already)
 
 
