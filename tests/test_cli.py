@@ -126,3 +126,59 @@ def test_help():
     assert result.returncode == 0 and b"crawl" in result.stdout
     result = run_tse("crawl", "--help")
     assert result.returncode == 0 and b"MAXDEPTH" in result.stdout and b"--order" in result.stdout
+
+
+# Numeric crawl options that would make no sense, given to a good crawl: refused like a bad argument.
+BAD_OPTIONS = {
+    # A negative limit stopped the crawl before its first request, and it never ended.
+    "max-pages negative": ["--max-pages", "-3"],
+    "max-pages negative, one word": ["--max-pages=-1"],
+    # Scrapy's CLOSESPIDER_PAGECOUNT=0 is no limit at all: not what --max-pages 0 says.
+    "max-pages zero": ["--max-pages", "0"],
+    "max-pages not an integer": ["--max-pages", "1.5"],
+    "max-pages not a number": ["--max-pages", "abc"],
+    "page limit setting negative": ["-s", "CLOSESPIDER_PAGECOUNT=-3"],
+    "page limit setting not a number": ["-s", "TSE_MAX_PAGES=many"],
+    "redis patience negative": ["--redis-patience", "-1"],
+    "redis patience not a number": ["--redis-patience", "nan"],
+}
+
+
+@pytest.mark.parametrize("case", BAD_OPTIONS)
+def test_tse_crawl_refuses_bad_numbers(site, case):
+    server, pagedir = site
+    args = ("crawl", f"{server.url}/index.html", pagedir, "1", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    result = run_tse(*args, *BAD_OPTIONS[case], timeout=60)
+    assert_refused(result, server, pagedir)
+    assert result.returncode == 2
+
+
+def test_the_page_limit_is_no_spider_argument(site):
+    # max_pages given to the spider was ignored: -3 or 5, the whole site was crawled.
+    server, pagedir = site
+    for value in ("-3", "5"):
+        options = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
+        options = [x for option in [*options, f"max_pages={value}"] for x in ("-a", option)]
+        result = run_scrapy("crawl", "tse", *options, "-s", "DOWNLOAD_DELAY=0", timeout=60)
+        assert_refused(result, server, pagedir)
+        assert result.returncode == 2 and "CLOSESPIDER_PAGECOUNT" in result.stderr.decode()
+
+
+def test_a_page_limit_of_one_is_kept(site):
+    server, pagedir = site
+    args = ("crawl", f"{server.url}/index.html", pagedir, "1", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    result = run_tse(*args, "--max-pages", "1", timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(os.listdir(pagedir)) == [".crawler", "1"]
+
+
+@pytest.mark.parametrize("argument", ["resume=maybe", "update=perhaps", "pdf=nope", "sitemaps=2", "render=maybe"])
+def test_every_yes_no_spider_argument_is_yes_or_no(site, argument):
+    # resume=maybe was taken as no (a fresh crawl, exit 0), where pdf=nope was refused.
+    server, pagedir = site
+    options = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/", argument]
+    result = run_scrapy("crawl", "tse", *[x for a in options for x in ("-a", a)], "-s", "DOWNLOAD_DELAY=0", timeout=60)
+    assert_refused(result, server, pagedir)
+    name, value = argument.split("=")
+    assert result.stderr.decode() == f"scrapy crawl tse: {name} must be yes or no: {value}\n"
+    assert result.returncode == 2

@@ -1,13 +1,15 @@
 """End-to-end crawls of generated sites served on 127.0.0.1 by a real server."""
 
 import json
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import clean_env, crawl_site
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.net import free_port
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 from tse_scrapy.devtools.siteserver import Rule
@@ -320,3 +322,120 @@ def test_the_next_page_is_on_its_way_before_a_page_file_is_written(tmp_path, ser
     assert pages == model_crawl(site, 10, "tse")
     # Each page but the last: the next one has been handed to the downloader.
     assert json.loads(watched.read_text()) == [1] * (len(pages) - 1) + [0]
+
+
+NOTHING_SAVED = "the seed URL could not be fetched ({why}): nothing was saved"
+
+
+@pytest.mark.parametrize(
+    "case, why",
+    [
+        ("nothing listens", "connection refused"),
+        ("the seed is missing", "HTTP 404"),
+        ("robots.txt answers 503", "robots.txt answered HTTP 503"),
+        ("robots.txt forbids it", "robots.txt forbids it"),
+    ],
+)
+def test_a_seed_that_cannot_be_fetched_is_said_once_at_the_end(tmp_path, serve, case, why):
+    # It was "0 pages saved, 1 failed" and exit 0, with only Scrapy's robots.txt errors to say why.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    url = server.url
+    if case == "nothing listens":
+        url = f"http://127.0.0.1:{free_port()}"
+    elif case == "the seed is missing":
+        server.rules["/index.html"] = Rule(status=404)
+    elif case == "robots.txt answers 503":
+        server.rules["/robots.txt"] = Rule(status=503)
+    else:
+        server.rules["/robots.txt"] = Rule(status=200, body=b"User-agent: *\nDisallow: /index.html\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    fast = ("--prefix", f"{url}/", "-s", "DOWNLOAD_DELAY=0", "-s", "RETRY_TIMES=0")
+    result = run_tse("crawl", f"{url}/index.html", out, 1, *fast, timeout=120)
+    # SPEC 2.4: a failed fetch is no error; stdout is the reference's log.
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode() == f" 0    Failed: {url}/index.html\n"
+    lines = result.stderr.decode().splitlines()
+    assert lines[-1] == "tse crawl: " + NOTHING_SAVED.format(why=why), lines
+    assert sum("seed URL" in line for line in lines) == 1
+    assert sorted(os.listdir(out)) == [".crawler"]
+
+
+def test_a_failed_seed_is_said_by_scrapy_crawl_too_and_only_a_seed(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "gone.html"], "a.html": []})
+    server = serve(site.root)
+    server.rules["/index.html"] = Rule(status=404, times=1)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = scrapy_crawl_site(server, out, 1, "-s", "LOG_LEVEL=WARNING", timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr.decode().splitlines()[-1] == "scrapy crawl tse: " + NOTHING_SAVED.format(why="HTTP 404")
+    # The seed saved, another page failed: nothing to say about the seed.
+    again = tmp_path / "again"
+    again.mkdir()
+    result = crawl_site(server, again, 1)
+    assert result.returncode == 0 and f"Failed: {server.url}/gone.html" in result.stdout.decode()
+    assert "seed URL" not in result.stderr.decode()
+
+
+def test_of_several_seeds_the_failed_ones_are_named(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    seeds = f"{server.url}/index.html,{server.url}/missing.html"
+    result = run_tse("crawl", seeds, out, 0, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0", timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    last = result.stderr.decode().splitlines()[-1]
+    assert last == f"tse crawl: 1 of 2 seed URLs could not be fetched: {server.url}/missing.html (HTTP 404)"
+
+
+def test_an_honoured_crawl_delay_is_said_at_the_default_log_level(tmp_path, serve):
+    # It was logged at INFO: tse crawl's terminal (from WARNING) never showed it, though the docs said so.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.5\n")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1, timeout=120)
+    assert result.returncode == 0, result.stderr.decode()
+    said = [line for line in result.stderr.decode().splitlines() if "Crawl-delay" in line]
+    host = server.url.removeprefix("http://")
+    assert len(said) == 1 and said[0].endswith(f"robots.txt asks for a Crawl-delay of 0.5 s: honoured for {host}")
+
+
+def test_a_worker_joining_a_crawl_under_way_shows_no_deprecation_warning(tmp_path, serve, redis_url):
+    # scrapy_redis's scheduler says "Resuming crawl" with Spider.log(), deprecated by Scrapy: the
+    # warning appeared on the joining worker's otherwise quiet stderr.
+    import redis
+
+    from tests.support.wait import wait_until, while_running
+
+    names = [f"p{i}.html" for i in range(6)]
+    server = serve(write_site(tmp_path / "site", {"index.html": names, **{name: [] for name in names}}).root)
+    out = tmp_path / "out"
+    out.mkdir()
+    distributed = ("--redis", redis_url, "--name", "joining", "--no-progress", "-s", "TSE_LEASE_SECONDS=1")
+    command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "1", "--prefix", f"{server.url}/"]
+    first = subprocess.Popen(
+        [*command, *distributed, "-s", "DOWNLOAD_DELAY=2"],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    frontier = redis.Redis.from_url(redis_url)
+    try:
+        # The seed saved: its links wait in the shared frontier.
+        queued = while_running(first, lambda: frontier.zcard("tse:joining:frontier") > 1, "queueing the seed's links")
+        wait_until(queued, 60, "the seed's links never reached the frontier", 0.02)
+    finally:
+        first.kill()
+        first.wait()
+    second = run_tse("crawl", *distributed, "-s", "DOWNLOAD_DELAY=0", timeout=120)
+    assert second.returncode == 0, second.stderr.decode()
+    assert sorted(int(name) for name in os.listdir(out) if name.isdigit()) == list(range(1, 8))  # all saved
+    stderr = second.stderr.decode()
+    assert "Warning" not in stderr and "deprecated" not in stderr, stderr
+    assert stderr.splitlines()[-1].startswith("tse crawl: "), stderr

@@ -114,7 +114,7 @@ def test_a_worker_shows_waiting_for_redis_and_tse_status_says_so(site, tmp_path)
         server.stop()
         done = run_tse("status", "--redis", server.url, "w", timeout=30)
         assert done.returncode == 1
-        assert done.stderr.decode().startswith(f"tse status: crawl w: waiting for Redis at {server.url}")
+        assert done.stderr.decode() == f"tse status: cannot reach Redis at {server.url}: connection refused\n"
         server.start()
         ((status, _, err),) = finish([worker], timeout=180)
     finally:

@@ -7,6 +7,9 @@ import time
 import pytest
 from scrapy.utils.test import get_crawler
 
+from tests.conftest import crawl_site, scrapy_crawl_site
+from tests.support.fulldisk import files_of_at_most
+from tests.support.sitegen import write_site
 from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.crawl.outcome import crawl_failure
 from tse_scrapy.crawl.pipeline import WRITES_LOOKED_AT, PageDirPipeline
@@ -39,10 +42,25 @@ def test_crawl_failure_reasons():
     assert crawl_failure(crawler) is None
     stats.set_value("spider_exceptions/count", 2)
     assert "raised 2 exception" in crawl_failure(crawler)
-    stats.set_value("finish_reason", "shutdown")
-    assert crawl_failure(crawler) == "crawl stopped: shutdown"
+    stats.set_value("finish_reason", "closespider_timeout")
+    assert crawl_failure(crawler) == "crawl stopped: closespider_timeout"
+    stats.set_value("finish_reason", "shutdown")  # Ctrl-C: how to go on
+    assert crawl_failure(crawler) == "the crawl was stopped by Ctrl-C (or SIGTERM): go on with --resume"
+    assert crawl_failure(crawler, "scrapy crawl tse").endswith(": go on with -a resume=yes")
     stats.set_value("finish_reason", None)  # stopped at once by a second Ctrl-C: the crawl never closed
-    assert crawl_failure(crawler).startswith("the crawl was stopped before it could finish")
+    assert crawl_failure(crawler) == "the crawl was stopped at once by a second Ctrl-C: go on with --resume"
+    for setting, go_on in [
+        ({"TSE_STATE_ENABLED": False}, "it kept no crawl state (TSE_STATE_ENABLED=False), so it cannot be resumed"),
+        ({"JOBDIR": "jobs"}, "run the same command again to go on (its state is in JOBDIR)"),
+        (
+            {"TSE_REDIS_URL": "redis://127.0.0.1:1"},
+            "start the worker again: it joins the distributed crawl where it is",
+        ),
+    ]:
+        other = get_crawler(settings_dict=setting)
+        other.stats.open_spider()
+        other.stats.set_value("finish_reason", "shutdown")
+        assert crawl_failure(other).endswith(go_on)
     stats.set_value("tse/error", "cannot write page file d/3: No space left on device")
     assert crawl_failure(crawler) == "cannot write page file d/3: No space left on device"
 
@@ -88,3 +106,24 @@ def test_page_writes_move_to_threads_when_the_file_system_is_slow(tmp_path, monk
     # Timed inline for a while, then handed to threads: the reactor no longer waits.
     assert inline == [True] * WRITES_LOOKED_AT + [False] * 8
     assert [page.url for _, page in pagedir.read_pages(tmp_path)][-1] == f"http://h/{WRITES_LOOKED_AT + 7}.html"
+
+
+@pytest.mark.parametrize("command", ["tse", "scrapy"])
+def test_a_page_that_cannot_be_written_is_named_in_the_log_not_dumped(tmp_path, serve, command):
+    # Scrapy's "Dropped: [Errno 27] File too large" came with the item's repr: the whole page on stderr.
+    limit = 256 * 1024  # room for the crawl state, not for the page
+    site = write_site(tmp_path / "site", {"index.html": ["big.html"]})
+    (site.root / "big.html").write_bytes(b"<html>" + b"x" * 4 * limit + b"</html>")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    run = crawl_site if command == "tse" else scrapy_crawl_site
+    result = run(server, out, 1, preexec_fn=files_of_at_most(limit), timeout=120)
+    assert result.returncode == 1
+    stderr = result.stderr.decode()
+    assert stderr.splitlines()[-1].endswith(f"cannot write page file {out}/2: File too large")
+    assert "xxxxxxxxxx" not in stderr and len(result.stderr) < 20_000
+    dropped = [line for line in stderr.splitlines() if "Dropped:" in line]
+    assert len(dropped) == 1 and dropped[0].endswith("Dropped: [Errno 27] File too large"), dropped
+    after = stderr.splitlines()[stderr.splitlines().index(dropped[0]) + 1]
+    assert after == f"PageItem {server.url}/big.html (depth 1, 1.0 MB)"

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
 from tse_scrapy.index.docstore import docs_path
+from tse_scrapy.resume.statedb import CrawlStateDB, state_path
 
 PAGES = {  # docID: (URL, body); the worked example of the tests below
     1: ("http://h/one.html", b"<html>cat cat dog</html>"),
@@ -334,6 +335,48 @@ def test_swapped_arguments_are_said_in_the_same_line(engine, tmp_path, command, 
         result = run_tse(command, pagedir, indexfile, input=b"")
         assert result.returncode == status
         assert one_line_failure(result) == f"tse {command}: {pagedir} is not a crawler directory (no readable .crawler)"
+
+
+def test_an_index_is_not_written_over_the_crawls_own_files(engine, tmp_path):
+    # (A tester's find: `tse index p0 p0/1` wrote the index over page 1, exit 0; p0/.crawler,
+    # .tse-gone and .tse-pages.sqlite likewise, and the crawl could no longer be indexed or updated.)
+    pages, _ = engine
+    (pages / ".tse-gone").write_text("")
+    before = {name: (pages / name).read_bytes() for name in os.listdir(pages)}
+    for written, said in [
+        (pages / "1", f"{pages / '1'} is a page file of the crawl {pages}"),
+        (pages / "." / "2", f"{pages / '.' / '2'} is a page file of the crawl {pages}"),
+        (pages / "5", f"{pages / '5'} is a page file of the crawl {pages}"),  # no page 5 yet: the crawl's next
+        (pages / ".crawler", f"{pages / '.crawler'} is one of the crawl {pages}'s own files"),
+        (pages / ".tse-gone", f"{pages / '.tse-gone'} is one of the crawl {pages}'s own files"),
+    ]:
+        for update in ([], ["--update"]):
+            refused = run_tse("index", pages, written, *update)
+            assert refused.returncode == 1
+            assert one_line_failure(refused) == f"tse index: {said}: write the index elsewhere"
+    assert {name: (pages / name).read_bytes() for name in os.listdir(pages)} == before
+    # Another name in PAGEDIR is the user's: the crawl still indexes (the index's files are not pages).
+    assert run_tse("index", pages, pages / "index").returncode == 0
+    assert run_tse("index", pages, tmp_path / "again.index").returncode == 0
+    assert (tmp_path / "again.index").read_bytes() == (pages / "index").read_bytes()
+
+
+def test_an_unfinished_crawl_is_indexed_with_a_warning(engine, tmp_path):
+    # (A tester's find: `tse index` of a directory still being crawled, or stopped, said nothing.)
+    pages, _ = engine
+    state = CrawlStateDB(state_path(pages))  # as a crawl starts: its state first, removed once finished
+    state.set_arguments({"seed": "http://h/one.html", "depth": 1})
+    state.db.close()
+    warned = run_tse("index", pages, tmp_path / "part.index")
+    assert warned.returncode == 0 and warned.stdout == b""
+    assert warned.stderr.decode() == (
+        f"tse index: warning: {pages} holds a crawl not finished (still running, or stopped: tse crawl --resume"
+        " goes on with it): indexing the pages saved so far\n"
+    )
+    assert (tmp_path / "part.index").read_bytes() == (tmp_path / "index").read_bytes()  # the pages it has
+    for path in pages.glob(".tse-state.sqlite*"):
+        path.unlink()
+    assert run_tse("index", pages, tmp_path / "part.index").stderr == b""
 
 
 def test_malformed_index_is_named_with_its_line(engine, tmp_path):

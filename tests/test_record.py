@@ -100,7 +100,9 @@ def test_a_recorded_crawl_matches_what_it_wrote(demo, tmp_path):
     report = tmp_path / "report.html"
     made = run_tse("report", record, "--out", report)
     assert made.returncode == 0, made.stderr.decode()
-    counts = f"{len(entries)} requests, {len(written)} pages saved, 2 failed, from 1 record file"
+    sent = sum(entry["start"] is not None for entry in entries)  # notes.html, refused by robots.txt, was not
+    assert sent == len(entries) - 1
+    counts = f"{sent} requests, 1 page refused before sending, {len(written)} pages saved, 2 failed, from 1 record file"
     assert made.stderr.decode() == f"tse report: wrote {report}: {counts}\n"
     html = lxml.html.fromstring(report.read_bytes())
     totals = {cell.get("data-total"): cell.text_content().strip() for cell in html.xpath("//*[@data-total]")}

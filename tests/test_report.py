@@ -36,7 +36,8 @@ CRAWL = """\
 """
 
 CRAWL_TOTALS = {
-    "requests": "9",
+    "requests": "8",  # sent: the page robots.txt refused was not
+    "not_sent": "1",
     "pages_saved": "4",
     "pages_failed": "3",
     "ignored_external": "2",
@@ -84,7 +85,8 @@ def test_totals_and_pages_per_depth(tmp_path):
         "2": "1",
     }
     assert summary == ReportSummary(
-        requests=9,
+        requests=8,
+        not_sent=1,
         pages_saved=4,
         pages_failed=3,
         ignored_external=2,
@@ -101,7 +103,8 @@ def test_totals_and_pages_per_depth(tmp_path):
         bad_lines=0,
     )
     assert summary.describe() == (
-        f"wrote {tmp_path / 'report.html'}: 9 requests, 4 pages saved, 3 failed, from 1 record file"
+        f"wrote {tmp_path / 'report.html'}: 8 requests, 1 page refused before sending, 4 pages saved, 3 failed, "
+        "from 1 record file"
     )
     lead = page.xpath('//p[@class="lead"]')[0].text_content()
     assert " ".join(lead.split()) == (
@@ -206,6 +209,7 @@ def test_the_files_of_two_workers_make_one_report(tmp_path):
     summary, page = report(tmp_path, *TWO_WORKERS)
     assert total_values(page) | {"pages_per_minute": None} == {
         "requests": "4",
+        "not_sent": "0",
         "pages_saved": "3",
         "pages_failed": "1",
         "ignored_external": "5",
@@ -262,7 +266,9 @@ def test_a_last_line_without_its_newline_but_whole_is_kept(tmp_path):
 
 def test_an_over_long_line_is_skipped_and_the_next_one_read(tmp_path):
     long_line = '{"url":"http://h/long","outcome":"saved","pad":"' + "x" * MAX_LINE + '"}\n'
-    text = '{"url":"http://h/1","outcome":"saved"}\n' + long_line + '{"url":"http://h/3","outcome":"failed"}\n'
+    text = (
+        '{"url":"http://h/1","outcome":"saved"}\n' + long_line + '{"url":"http://h/3","outcome":"failed","start":1}\n'
+    )
     summary, page = report(tmp_path, text)
     assert (summary.requests, summary.pages_saved, summary.pages_failed, summary.bad_lines) == (2, 1, 1, 1)
     reasons = [reason.text_content() for reason in page.xpath('//ul[@class="reasons"]/li')]
@@ -446,11 +452,13 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
         return
     totals = read_records(paths).totals()
     generated = [record for record in generated if record.outcome != "moved"]  # not requests
+    refused = [record for record in generated if record.outcome == "failed" and record.start is None]  # never sent
     saved = [record for record in generated if record.outcome == "saved"]
     starts = [record.start for record in generated if record.start is not None]
     times = starts + [record.end for record in generated if record.end is not None]
     wall = max(times) - min(starts) if starts else 0.0
-    assert totals.requests == len(generated)
+    assert totals.requests == len(generated) - len(refused)
+    assert totals.not_sent == len(refused)
     assert totals.pages_saved == len(saved)
     assert totals.pages_failed == sum(record.outcome == "failed" for record in generated)
     for kind in IGNORED_KINDS:
@@ -458,7 +466,7 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
     assert totals.bytes == sum(record.bytes for record in generated)
     assert totals.wall_seconds == pytest.approx(max(wall, 0.0))
     assert totals.pages_per_minute == (pytest.approx(len(saved) / wall * 60) if wall > 0 else 0)
-    assert totals.hosts == len({record.host for record in generated} - {""})
+    assert totals.hosts == len({record.host for record in generated if record not in refused} - {""})
     assert totals.workers == max(len({record.worker for record in generated} - {None}), 1)
     assert totals.max_depth == max((record.depth for record in saved), default=0)
 
@@ -489,9 +497,10 @@ def test_any_records_make_a_report(tmp_path, generated):
     (tmp_path / "wild.jsonl").write_text("".join(format_record(record) for record in generated))
     summary = write_report([tmp_path / "wild.jsonl"], tmp_path / "wild.html")
     page = lxml.html.parse(str(tmp_path / "wild.html")).getroot()
-    requests = [record for record in generated if record.outcome != "moved"]
+    lines = [record for record in generated if record.outcome != "moved"]
+    requests = [record for record in lines if not (record.outcome == "failed" and record.start is None)]
     assert summary.requests == len(requests) and total_values(page)["requests"] == str(len(requests))
-    assert total_values(page)["bytes"] == str(sum(record.bytes for record in requests))
+    assert total_values(page)["bytes"] == str(sum(record.bytes for record in lines))
     assert all(page.xpath(f'//figure[@id="{figure_id}"]/svg') for figure_id in FIGURES)
     assert not page.xpath("//script")
 
@@ -562,3 +571,91 @@ def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypa
     assert found.link_targets_capped
     write_report([path], tmp_path / "report.html")
     assert "distinct link targets only" in (tmp_path / "report.html").read_text()
+
+
+# The record of a `tse crawl --sitemaps` of one host, as the crawl writes it (times are seconds after
+# 1764522000): robots.txt names a sitemap index, which names pages.xml, which names b.html; index.html
+# links to a.html, to secret.html (robots.txt refuses it) and to away.html (a redirect off the site).
+SITEMAPS_CRAWL = """\
+{"url":"http://h.test/robots.txt","doc":null,"depth":0,"host":"h.test","outcome":"robots","status":200,"failure":null,"bytes":93,"start":1764522000.0,"end":1764522000.01,"wait":0.0,"worker":null}
+{"url":"http://h.test/sitemap-index.xml","doc":null,"depth":0,"host":"h.test","outcome":"unsaved","status":200,"failure":null,"bytes":164,"start":1764522000.1,"end":1764522000.11,"wait":0.07,"worker":null}
+{"url":"http://h.test/pages.xml","doc":null,"depth":0,"host":"h.test","outcome":"unsaved","status":200,"failure":null,"bytes":141,"start":1764522000.2,"end":1764522000.21,"wait":0.0,"worker":null}
+{"url":"http://h.test/b.html","doc":1,"depth":0,"host":"h.test","outcome":"saved","status":200,"failure":null,"bytes":73,"start":1764522000.3,"end":1764522000.31,"wait":0.0,"worker":null}
+{"url":"http://h.test/index.html","doc":2,"depth":0,"host":"h.test","outcome":"saved","status":200,"failure":null,"bytes":166,"start":1764522000.4,"end":1764522000.41,"wait":0.0,"worker":null,"links":["http://h.test/a.html","http://h.test/secret.html","http://h.test/away.html"]}
+{"url":"http://h.test/away.html","doc":null,"depth":1,"host":"h.test","outcome":"redirect","status":302,"failure":null,"bytes":0,"start":1764522000.5,"end":1764522000.51,"wait":0.0,"worker":null,"ignored":{"external":1}}
+{"url":"http://elsewhere.invalid/page.html","doc":null,"depth":1,"host":"elsewhere.invalid","outcome":"failed","status":null,"failure":"offsite","bytes":0,"start":null,"end":null,"wait":0.0,"worker":null}
+{"url":"http://h.test/secret.html","doc":null,"depth":1,"host":"h.test","outcome":"failed","status":null,"failure":"robots.txt","bytes":0,"start":null,"end":null,"wait":0.0,"worker":null}
+{"url":"http://h.test/a.html","doc":3,"depth":1,"host":"h.test","outcome":"saved","status":200,"failure":null,"bytes":73,"start":1764522000.6,"end":1764522000.61,"wait":0.0,"worker":null}
+"""
+
+
+def svg_labels(page, figure_id):
+    return [
+        comment.text.strip() for comment in page.xpath(f'//figure[@id="{figure_id}"]/svg')[0].iter(lxml.etree.Comment)
+    ]
+
+
+def test_requests_are_those_sent_and_the_pages_refused_before_sending_are_said_apart(tmp_path):
+    # The crawl's summary line says 7 requests: the two refused pages were never sent.
+    summary, page = report(tmp_path, SITEMAPS_CRAWL)
+    assert (summary.requests, summary.not_sent, summary.pages_failed, summary.hosts) == (7, 2, 2, 1)
+    assert summary.describe() == (
+        f"wrote {tmp_path / 'report.html'}: 7 requests, 2 pages refused before sending, 3 pages saved, 2 failed, "
+        "from 1 record file"
+    )
+    totals = {
+        cell.get("data-total"): (cell.text, cell.getnext().text_content())
+        for cell in page.xpath('//table[@id="totals"]//td[@data-total]')
+    }
+    assert totals["requests"][0] == "7"
+    assert totals["not_sent"] == ("2", "refused by offsite 1, robots.txt 1")
+    assert totals["hosts"][0] == "1"  # elsewhere.invalid was never asked
+    assert " ".join(page.xpath('//ul[@id="record-files"]/li')[0].text_content().split()).endswith(": 7 requests")
+    assert "h.test (7)" in svg_labels(page, "fig-timeline")  # the same count as the totals
+    # The refused pages are failed pages all the same, by their reason.
+    assert [label for label in svg_labels(page, "fig-outcomes") if label.startswith("failed")] == [
+        "failed: offsite",
+        "failed: robots.txt",
+    ]
+    # Without a refused page, the note says what would be counted there.
+    _, plain = report(tmp_path, CRAWL.replace('"failure":"robots.txt","start":null', '"start":1764522006.0'))
+    assert plain.xpath('//td[@data-total="not_sent"]')[0].text == "0"
+
+
+def test_sitemap_fetches_are_shown_as_sitemaps_not_unsaved_pages(tmp_path):
+    _, page = report(tmp_path, SITEMAPS_CRAWL)
+    labels = svg_labels(page, "fig-outcomes")
+    # The axis ticks, the axis label, each bar's label, each bar's count, the title.
+    bars = labels[labels.index("requests (links, in the ignored rows)") + 1 : -1]
+    rows = dict(zip(bars[: len(bars) // 2], bars[len(bars) // 2 :], strict=True))
+    assert rows == {
+        "saved": "3",
+        "failed: offsite": "1",
+        "failed: robots.txt": "1",
+        "redirect": "1",
+        "robots": "1",
+        "sitemap": "2",
+        "link ignored: external": "1",
+    }
+    slowest = {row[0]: row[3] for row in table_rows(page, "slowest")}
+    assert slowest["http://h.test/sitemap-index.xml"] == slowest["http://h.test/pages.xml"] == "sitemap"
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ('{"url":"http://h/sitemap.xml","outcome":"failed","status":404,"start":1,"end":2}', "sitemap"),
+        ('{"url":"http://h/maps/pages.xml.gz","outcome":"unsaved","status":200,"start":1,"end":2}', "sitemap"),
+        ('{"url":"http://h/SiteMap_1","outcome":"unsaved","status":200,"start":1,"end":2}', "sitemap"),
+        ('{"url":"http://h/robots.txt","outcome":"unsaved","status":200,"start":1,"end":2}', "robots"),
+        # A page the crawl stopped before saving, a page at depth 1, one never sent, a saved one.
+        ('{"url":"http://h/index.html","outcome":"unsaved","status":200,"start":1,"end":2}', "unsaved"),
+        ('{"url":"http://h/feed.xml","depth":1,"outcome":"unsaved","status":200,"start":1,"end":2}', "unsaved"),
+        ('{"url":"http://h/sitemap.xml","outcome":"failed","failure":"robots.txt"}', "failed"),
+        ('{"url":"http://h/sitemap.xml","outcome":"saved","doc":1,"start":1,"end":2}', "saved"),
+        ('{"url":"http://[::1/sitemap.xml","outcome":"unsaved","start":1,"end":2}', "unsaved"),  # not a URL
+    ],
+)
+def test_what_a_request_is_shown_as(tmp_path, line, kind):
+    found = read_records([write(tmp_path / "r.jsonl", line + "\n")])
+    assert dict(found.outcomes) == {kind: 1}

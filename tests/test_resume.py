@@ -413,3 +413,48 @@ def test_the_page_directory_lock_is_held_by_one_crawl_of_any_process(tmp_path):
     first.release()  # once let go, again is nothing
     lock_page_directory(tmp_path).release()
     lock_page_directory(tmp_path / "gone").release()  # a directory that cannot be opened is not locked
+
+
+@pytest.mark.parametrize("how", ["tse", "tse --log-file", "tse --update", "scrapy"])
+def test_ctrl_c_says_once_how_to_go_on(tmp_path, serve, how):
+    # It said "CRITICAL: The crawl failed: crawl stopped: shutdown", then "tse crawl: crawl stopped:
+    # shutdown": the same failure twice, and not a word of --resume.
+    site = generate_site(tmp_path / "site", pages=12, fanout=3, seed=4)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    log = tmp_path / "crawl.log"
+    args = [f"{server.url}/index.html", str(out), "3"]
+    options = ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0.5"]
+    if how == "scrapy":
+        spider_args = [f"seed={args[0]}", f"pagedir={out}", "depth=3", f"prefix={server.url}/"]
+        command = [str(BIN / "scrapy"), "crawl", "tse", *(x for a in spider_args for x in ("-a", a))]
+        command += ["-s", "DOWNLOAD_DELAY=0.5", "-s", "LOG_LEVEL=WARNING"]
+    else:
+        command = [str(BIN / "tse"), "crawl", *args, *options]
+        if how == "tse --log-file":
+            command += ["--log-file", str(log)]
+        if how == "tse --update":
+            assert run_tse("crawl", *args, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0").returncode == 0
+            command += ["--update"]
+    before = len(server.hits)
+    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: len(server.hits) >= before + 3, 60, "the crawl did not start")
+    finally:
+        process.send_signal(signal.SIGINT)
+        stderr = process.communicate(timeout=60)[1].decode()
+    assert process.returncode == 1, stderr  # docs/robustness.md: a crawl stopped by Ctrl-C exits 1
+    go_on = {"tse --update": "--update --resume", "scrapy": "-a resume=yes"}.get(how, "--resume")
+    program = "scrapy crawl tse" if how == "scrapy" else "tse crawl"
+    said = f"{program}: the crawl was stopped by Ctrl-C (or SIGTERM): go on with {go_on}"
+    lines = stderr.splitlines()
+    assert lines[-1] == said, lines
+    assert [line for line in lines if "stopped" in line] == [said]
+    assert "CRITICAL" not in stderr and "Traceback" not in stderr
+    if how == "tse --log-file":  # the log file ends with it, once
+        logged = [line for line in log.read_text().splitlines() if "The crawl failed" in line]
+        assert len(logged) == 1 and logged[0].endswith(f"CRITICAL: The crawl failed: {said.split(': ', 1)[1]}")
+    if how != "scrapy":  # and so it does
+        resumed = run_tse("crawl", *args, *options[:2], "-s", "DOWNLOAD_DELAY=0", *go_on.split(), timeout=120)
+        assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_scrapy, run_tse, scrapy_crawl_site
 from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
 from tests.support.sitegen import generate_site, write_site
@@ -126,6 +126,12 @@ def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_cra
         assert gone_entries[url + name] in (404, None)  # 404 when still linked, None when unreachable
     counts = f"{len(new)} new, {len(changed)} changed, {len(unchanged)} unchanged, {len(gone_urls)} gone"
     assert f"updated {out}: {counts}".encode() in result.stderr
+    # The summary's pages: those the update checked, and of them the page files it wrote (it said
+    # "N pages saved", the unchanged ones counted with the written ones).
+    checked, written = len(new) + len(changed) + len(unchanged), len(new) + len(changed)
+    summary = result.stderr.decode().splitlines()[-1]
+    assert summary.startswith(f"tse crawl: {checked} pages checked, {written} written, "), summary
+    assert "saved" not in summary
 
     asked = [hit for hit in update_hits if "If-None-Match" in hit.headers]
     if validators:
@@ -156,6 +162,7 @@ def test_a_second_update_with_nothing_changed_rewrites_nothing(tmp_path, serve):
     answers = [hit for hit in server.hits[first_hits:] if hit.key != "/robots.txt"]
     assert len(answers) >= len(before)
     assert b"0 new, 0 changed, %d unchanged, 0 gone" % len(before) in result.stderr
+    assert f"tse crawl: {len(before)} pages checked, 0 written, ".encode() in result.stderr
 
 
 def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
@@ -380,3 +387,30 @@ def test_an_update_through_nginx_asks_only_for_what_changed(tmp_path, nginx, mir
     assert live_pages(out) == live_pages(fresh)
     kinds = {e["url"].rsplit("/", 1)[1]: e["change"] for e in changes(listed)}
     assert kinds["B.html"] == "changed" and kinds["E.html"] == "gone"
+
+
+def test_an_update_names_the_option_that_differs_in_words(tmp_path, serve):
+    # It said "pdf was yes and is now None", "render was None and is now yes", "deny was  and is now x".
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--sitemaps", "--pdf", "--validators").returncode == 0
+    before = tree(out)
+    for options, differs in (
+        (["--sitemaps"], "pdf was given and is now not given"),
+        (["--sitemaps", "--pdf", "--deny", "x"], "deny was (none) and is now x"),
+        (["--sitemaps", "--pdf", "--deny-ext", "gif"], "deny_ext was not given and is now gif"),
+    ):
+        result = crawl_site(server, out, 1, "--update", *options)
+        assert result.stderr.decode() == f"tse crawl: cannot update: {differs}\n", options
+        assert result.returncode == 2
+    assert tree(out) == before
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert crawl_site(server, plain, 1, "--validators").returncode == 0
+    arguments = [f"seed={server.url}/index.html", f"pagedir={plain}", "depth=1", f"prefix={server.url}/"]
+    arguments += ["update=yes", "sitemaps=yes"]
+    result = run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], "-s", "DOWNLOAD_DELAY=0")
+    assert result.stderr.decode() == "scrapy crawl tse: cannot update: sitemaps was not given and is now given\n"
+    assert result.returncode == 2

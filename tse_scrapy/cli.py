@@ -45,6 +45,27 @@ def _jobs(text: str) -> int:
     return int(text)
 
 
+def _page_limit(text: str) -> int:
+    """--max-pages: a whole number of pages, at least 1 (0 would be no limit, a negative one no end)."""
+    from .rules.crawling.crawlargs import ArgumentError, check_page_limit
+
+    try:
+        return check_page_limit(text, "--max-pages", none=False)
+    except ArgumentError:
+        raise argparse.ArgumentTypeError(f"a whole number of pages, at least 1: {text}") from None
+
+
+def _patience(text: str) -> float:
+    """--redis-patience: seconds, 0 or more (0: a worker stops at the first outage)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):  # (nan too: it would wait for ever)
+        raise argparse.ArgumentTypeError(f"the patience is a number of seconds, 0 or more: {text}")
+    return seconds
+
+
 def _setting(text: str) -> tuple[str, str]:
     name, equals, value = text.partition("=")
     if not equals or not name:
@@ -126,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="--links html: load HTML pages in headless Chromium and keep the document its scripts render "
         "(docs/crawling.md)",
     )
-    crawl.add_argument("--max-pages", dest="max_pages", type=int, metavar="N", help="stop after exactly N saved pages")
+    crawl.add_argument(
+        "--max-pages", dest="max_pages", type=_page_limit, metavar="N", help="stop after exactly N saved pages (N >= 1)"
+    )
     crawl.add_argument(
         "--resume", action="store_true", help="continue the interrupted crawl whose pages are in PAGEDIR"
     )
@@ -181,9 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crawl.add_argument(
         "--redis-patience",
-        type=float,
+        type=_patience,
         metavar="SECONDS",
-        help="how long a worker waits for an unreachable Redis before it stops (default 300)",
+        help="how long a worker waits for an unreachable Redis before it stops (default 300; 0: not at all)",
     )
     crawl.add_argument(
         "--migrate",
@@ -370,7 +393,7 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
 
 def index(options: argparse.Namespace) -> int:
-    from .index.indexer import check_page_directory, write_index_files
+    from .index.indexer import check_index_outside_crawl, check_page_directory, unfinished_crawl, write_index_files
     from .index.indexlock import index_lock
     from .index.update import update_index
 
@@ -382,7 +405,10 @@ def index(options: argparse.Namespace) -> int:
     ends: list[int] = []  # where the walk ended (the last: an update may give way to a full build)
     with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir, options.indexfile)
+        check_index_outside_crawl(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
+        if unfinished := unfinished_crawl(options.pagedir):
+            sys.stderr.write(f"tse index: warning: {unfinished}\n")
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
         # before it writes anything (the update and the full build it may give way to alike).
         with index_lock(options.indexfile):
@@ -602,6 +628,7 @@ def import_command(options: argparse.Namespace) -> int:
 
 
 def status(options: argparse.Namespace) -> int:
+    import re
     import time
 
     from .rules.crawling.crawlargs import ArgumentError
@@ -617,6 +644,18 @@ def status(options: argparse.Namespace) -> int:
     except ArgumentError as error:
         return _one_line("status", str(error))
     shown_url = mask_secrets(redis_url(options.redis))
+
+    def unreachable(error: redis.RedisError) -> str:
+        """What went wrong, short: "connection refused", not redis-py's "Error 111 connecting to HOST:PORT. ..."."""
+        text = str(error).strip()
+        if not isinstance(error, redis.ConnectionError | redis.TimeoutError):  # MASTERDOWN, LOADING ...
+            return f"Redis at {shown_url} is not serving: {text}"
+        found = re.fullmatch(r"Error -?\d+ (?:connecting|reading|writing) (?:to|from) \S+?\. (.+)", text, re.DOTALL)
+        reason = (found[1] if found else text).rstrip(".") or type(error).__name__
+        if reason[1:2].islower():  # a sentence, not a Redis error code
+            reason = reason[:1].lower() + reason[1:]
+        return f"cannot reach Redis at {shown_url}: {reason}"
+
     try:
         while True:
             try:
@@ -624,9 +663,9 @@ def status(options: argparse.Namespace) -> int:
             except redis.RedisError as error:
                 if not is_outage(error):
                     return _one_line("status", f"Redis at {shown_url} refused: {error}")
-                if not options.every:
-                    return _one_line("status", f"crawl {options.name}: waiting for Redis at {shown_url} ({error})")
-                print(f"crawl {options.name}: waiting for Redis ({error})", flush=True)
+                if not options.every:  # once: no wait, exit 1
+                    return _one_line("status", unreachable(error))
+                print(f"crawl {options.name}: {unreachable(error)}; asking again in {options.every:g} s", flush=True)
                 time.sleep(options.every)
                 continue
             if not shown["exists"] and not shown["quarantined"]:
@@ -676,7 +715,7 @@ def crawl(options: argparse.Namespace) -> int:
     )
     spider_args["resume"] = "yes" if options.resume else None
     spider_args["update"] = "yes" if options.update else None
-    given = dict(options.settings)
+    given = dict(options.settings)  # checked with the arguments (prepare_crawl: their values, the page limit)
     if options.render:
         from .crawl.downloader.render import renderer_missing
 
@@ -728,7 +767,7 @@ def crawl(options: argparse.Namespace) -> int:
     if process.bootstrap_failed:
         return FAILED
     if crawler.stats.get_value("finish_reason") is not None:
-        sys.stderr.write(f"tse crawl: {summary_line(crawler.stats.get_stats())}\n")
+        sys.stderr.write(f"tse crawl: {summary_line(crawler.stats.get_stats(), update=options.update)}\n")
     return crawl_outcome("tse crawl", crawler)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,7 +18,15 @@ from typing import Any
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, start_mode
 from .resume.statedb import UnreadableDatabase
-from .rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args, check_same_crawl, is_yes
+from .rules.crawling.crawlargs import (
+    ArgumentError,
+    CrawlArgs,
+    check_crawl_args,
+    check_same_crawl,
+    check_setting_values,
+    check_yes_no_arguments,
+    is_yes,
+)
 from .rules.files import pagedir
 from .update import catalog
 
@@ -63,9 +72,12 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     refused, or has nothing to do, lets it go.  With TSE_REDIS_URL, the
     distributed crawl is created in Redis (first worker) or joined (later ones).
     """
+    check_yes_no_arguments(spider_args)
     if setting("TSE_REDIS_URL"):
+        check_setting_values(setting_defaults(), setting)
         return _prepare_distributed_crawl(spider_args, setting)
     args = check_crawl_args(**spider_args)
+    check_setting_values(setting_defaults(), setting)
     lock = lock_page_directory(args.pagedir)
     try:
         start = _prepare_local_crawl(args, spider_args, setting)
@@ -76,6 +88,28 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
         lock.release()
         return start
     return replace(start, lock=lock)
+
+
+# Settings whose default is an int that Scrapy reads as a float (``settings.getfloat``): 2.5 is good.
+# (tests/test_crawl_settings.py checks the list against every getfloat in Scrapy and in tse_scrapy.)
+READ_AS_FLOAT = ("DNS_TIMEOUT", "DOWNLOAD_TIMEOUT")
+
+
+def setting_defaults() -> dict[str, Any]:
+    """Every setting's default, Scrapy's (``scrapy.settings.default_settings``) overridden by the
+    project's (``tse_scrapy/settings.py``), as ``check_setting_values`` reads them: a default's type
+    says how Scrapy converts the setting (an int read as a float is given as a float)."""
+    from scrapy.settings import default_settings
+
+    from . import settings as project
+
+    defaults: dict[str, Any] = {}
+    for module in (default_settings, project):
+        defaults.update((name, getattr(module, name)) for name in dir(module) if name.isupper())
+    for name in READ_AS_FLOAT:
+        if type(defaults.get(name)) is int:
+            defaults[name] = float(defaults[name])
+    return defaults
 
 
 def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
@@ -125,6 +159,17 @@ def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) ->
             f"a distributed crawl needs the redis extra (pip install tse-scrapy[redis]): {error}"
         ) from None
     check_no_page_limit(setting)
+    # scrapy_redis's scheduler says "Resuming crawl (N requests scheduled)" with Spider.log(), which
+    # Scrapy deprecates: a worker joining a crawl under way would show the deprecation warning on an
+    # otherwise quiet stderr, about code that is not the project's.  Only that warning is silenced.
+    from scrapy.exceptions import ScrapyDeprecationWarning
+
+    warnings.filterwarnings(
+        "ignore",
+        message=r"Spider\.log\(\) is deprecated",
+        category=ScrapyDeprecationWarning,
+        module=r"scrapy_redis\.",
+    )
     crawl, args, _ = create_or_join_crawl(
         setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args, is_yes(setting("TSE_REDIS_MIGRATE"))
     )

@@ -108,6 +108,8 @@ EXTENSIONS = {
     "tse_scrapy.crawl.extensions.politeness.Politeness": 500,
     "tse_scrapy.crawl.extensions.progress.CrawlProgress": 600,
     "tse_scrapy.crawl.extensions.gcthreshold.GcThreshold": 700,
+    # A seed that could not be fetched, and why: said in one line at the end (crawl/outcome.py).
+    "tse_scrapy.crawl.seeds.SeedFailures": 800,
 }
 # Python's cycle collector walks young objects every TSE_GC_THRESHOLD net
 # allocations while a crawl runs (Python's default: 700; 0 keeps it).

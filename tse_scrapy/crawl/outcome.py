@@ -13,22 +13,33 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
+from ..rules.crawling.crawlargs import is_yes
 from ..rules.crawling.eta import format_clock
+from ..rules.crawling.secrets import mask_secrets
 from ..rules.crawling.units import format_size
+from .seeds import seed_failure_line
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
-def crawl_failure(crawler: Crawler) -> str | None:
-    """Why the finished crawl failed, in one line, or None if it succeeded."""
+# Scrapy's finish reason when a signal (Ctrl-C, SIGTERM) stopped the crawl gracefully.
+SHUTDOWN = "shutdown"
+
+
+def crawl_failure(crawler: Crawler, program: str = "tse crawl") -> str | None:
+    """Why the finished crawl failed, in one line, or None if it succeeded.
+
+    A crawl stopped by Ctrl-C says how *program* goes on with it."""
     stats = crawler.stats
     error = stats.get_value("tse/error")
     if error:
         return error
     reason = stats.get_value("finish_reason")
     if reason is None:
-        return "the crawl was stopped before it could finish (a second Ctrl-C stops at once)"
+        return f"the crawl was stopped at once by a second Ctrl-C: {how_to_go_on(crawler, program)}"
+    if reason == SHUTDOWN:
+        return f"the crawl was stopped by Ctrl-C (or SIGTERM): {how_to_go_on(crawler, program)}"
     if reason not in SUCCESS_REASONS:
         return f"crawl stopped: {reason}"
     exceptions = stats.get_value("spider_exceptions/count")
@@ -37,21 +48,62 @@ def crawl_failure(crawler: Crawler) -> str | None:
     return None
 
 
+def how_to_go_on(crawler: Crawler, program: str) -> str:
+    """How *program* goes on with the interrupted crawl of *crawler* (docs/robustness.md)."""
+    settings = crawler.settings
+    if settings.get("TSE_REDIS_URL"):
+        return "start the worker again: it joins the distributed crawl where it is"
+    if not settings.getbool("TSE_STATE_ENABLED", True):
+        return "it kept no crawl state (TSE_STATE_ENABLED=False), so it cannot be resumed"
+    if settings.get("JOBDIR"):
+        return "run the same command again to go on (its state is in JOBDIR)"
+    update = is_yes(getattr(getattr(crawler, "spider", None), "update", None))
+    if program.startswith("scrapy"):
+        return "go on with " + ("-a update=yes -a resume=yes" if update else "-a resume=yes")
+    return "go on with " + ("--update --resume" if update else "--resume")
+
+
 def report(program: str, crawler: Crawler) -> int:
-    """Print the failure (if any) as one line on stderr; return the exit status."""
-    failure = crawl_failure(crawler)
+    """Say on stderr, in one line each, which seeds could not be fetched (if any) and why the crawl
+    failed (if it did); return the exit status."""
+    stats = crawler.stats
+    seeds = len(getattr(getattr(crawler, "spider", None), "seeds", ()) or ())
+    seed_line = seed_failure_line(stats.get_stats(), seeds)
+    if seed_line:
+        sys.stderr.write(f"{program}: {mask_secrets(seed_line)}\n")
+    failure = crawl_failure(crawler, program)
     if failure is None:
         return OK
-    # Last in the log (scrapyd shows a failed job as "finished": its log says why)...
-    logging.getLogger("tse").critical("The crawl failed: %s", failure)
-    # ...and one plain line on stderr.
+    # Last in the log (scrapyd shows a failed job as "finished": its log says why), and one plain
+    # line on stderr: the same line once when the log is on stderr too.
+    if not _log_reaches_stderr():
+        logging.getLogger("tse").critical("The crawl failed: %s", failure)
     sys.stderr.write(f"{program}: {failure}\n")
     return FAILED
 
 
-def summary_line(stats: Mapping[str, Any]) -> str:
-    """The crawl in one line, from its stats: pages, links ignored, requests, bytes, time, pace."""
+def _log_reaches_stderr() -> bool:
+    """Whether a CRITICAL log record would be written to stderr (Scrapy's log without LOG_FILE)."""
+    for handler in logging.getLogger().handlers:
+        if (
+            isinstance(handler, logging.StreamHandler)
+            and not isinstance(handler, logging.FileHandler)
+            and handler.stream in (sys.stderr, sys.__stderr__)
+            and handler.level <= logging.CRITICAL
+        ):
+            return True
+    return False
+
+
+def summary_line(stats: Mapping[str, Any], update: bool = False) -> str:
+    """The crawl in one line, from its stats: pages, links ignored, requests, bytes, time, pace.
+
+    An *update* says the pages it checked (fetched, or found not modified) and, of those, the
+    page files it wrote (new and changed pages): its unchanged pages keep their files."""
     saved = stats.get("tse/pages_saved", 0)
+    pages = f"{_count(saved, 'page')} saved"
+    if update:
+        pages = f"{_count(saved, 'page')} checked, {stats.get('tse/pages_written', 0)} written"
     seconds = stats.get("elapsed_time_seconds") or 0.0
     ignored = {
         "external": stats.get("offsite/filtered", 0),
@@ -60,7 +112,7 @@ def summary_line(stats: Mapping[str, Any]) -> str:
     }
     per_minute = saved / seconds * 60 if seconds else 0.0
     line = (
-        f"{_count(saved, 'page')} saved, {stats.get('tse/pages_failed', 0)} failed, "
+        f"{pages}, {stats.get('tse/pages_failed', 0)} failed, "
         f"{_count(sum(ignored.values()), 'link')} ignored ({', '.join(f'{n} {kind}' for kind, n in ignored.items())}); "
         f"{_count(stats.get('downloader/request_count', 0), 'request')}, "
         f"{format_size(stats.get('downloader/response_bytes', 0))} in {format_clock(seconds, floor=True)}, "

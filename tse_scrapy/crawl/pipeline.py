@@ -161,6 +161,7 @@ class PageDirPipeline:
                 # The next page's request goes out first: its fetch hides the writing.
                 await engine_turn(self.crawler)
                 await self.write(doc_id, item)
+                self.crawler.stats.inc_value("tse/pages_written")  # (an update's unchanged pages are not)
             if self.state is not None:
                 # A page not written now had no ``writing`` commit: its links are committed with it.
                 self.state.saved(item.state_row, doc_id, with_links=not write)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
+from ..resume.statedb import STATE_NAME
 from ..rules.files import pagedir
 from ..rules.files.indexfile import Index
 from ..rules.files.pagenotes import NotedPages, read_page_notes
@@ -71,6 +72,37 @@ def check_page_directory(directory: str | os.PathLike, indexfile: str | os.PathL
             if name == pagedir.MARKER and indexfile is not None and _swapped(directory, indexfile):
                 problem += "; the arguments are PAGEDIR INDEXFILE: were they swapped?"
             raise PageDirError(f"{directory} {problem}")
+
+
+def check_index_outside_crawl(directory: str | os.PathLike, indexfile: str | os.PathLike) -> None:
+    """INDEXFILE must not be a file of the crawl PAGEDIR: a page file (``1``, ``2`` ...) or one of its
+    records (``.crawler``, ``.tse-gone`` ...: its hidden files), which writing the index would
+    overwrite, leaving a crawl that can no longer be indexed, updated or resumed.  Another name in
+    PAGEDIR (``PAGEDIR/index``) is the user's choice."""
+    name = Path(indexfile).name
+    if not (name.isdigit() or name.startswith(".")):
+        return
+    try:
+        inside = Path(indexfile).parent.resolve().samefile(Path(directory).resolve())
+    except OSError:  # (a parent that does not exist is no crawl's: the writer says so)
+        return
+    if inside:
+        what = (
+            f"a page file of the crawl {directory}" if name.isdigit() else f"one of the crawl {directory}'s own files"
+        )
+        raise PageDirError(f"{indexfile} is {what}: write the index elsewhere")
+
+
+def unfinished_crawl(directory: str | os.PathLike) -> str | None:
+    """What to say of PAGEDIR when it holds a crawl not finished (its durable state is there: a crawl
+    running, or stopped before its end, which ``--resume`` finishes), else None.  Its pages saved so
+    far are indexed all the same: the index is then of part of the crawl."""
+    if not os.path.exists(os.path.join(directory, STATE_NAME)):
+        return None
+    return (
+        f"{directory} holds a crawl not finished (still running, or stopped: tse crawl --resume goes on with"
+        " it): indexing the pages saved so far"
+    )
 
 
 def _readable(path: str | os.PathLike) -> bool:

@@ -57,6 +57,7 @@ OUTCOME_COLORS = {
     "redirect": "#1e88e5",
     "retried": "#ef6c00",
     "robots": "#7b1fa2",
+    "sitemap": "#00897b",
     "unsaved": "#78909c",
 }
 IGNORED_COLOR = "#b0bec5"
@@ -90,7 +91,7 @@ def _depth_at(saved_per_depth: Sequence[tuple[int, int]], place: float) -> str:
 
 
 def outcomes_figure(outcomes: Mapping[str, int], failures: Mapping[str, int], ignored: Mapping[str, int]) -> str:
-    """Horizontal bars: requests by outcome (failures by reason), then links ignored by kind."""
+    """Horizontal bars: requests by outcome (failures by reason, sitemap fetches apart), then links ignored by kind."""
     rows: list[tuple[str, int, str]] = []  # (label, count, color), top row first
     rows.append(("saved", outcomes.get("saved", 0), SAVED))
     reasons = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
@@ -98,7 +99,7 @@ def outcomes_figure(outcomes: Mapping[str, int], failures: Mapping[str, int], ig
         rows.append((f"failed: {_label(reason)}", count, FAILED))
     rest = sum(count for _, count in reasons[FAILURE_ROWS:])
     rows.append(("failed: other reasons", rest, FAILED))
-    for outcome in ("redirect", "retried", "robots", "unsaved"):
+    for outcome in ("redirect", "retried", "robots", "sitemap", "unsaved"):
         rows.append((outcome, outcomes.get(outcome, 0), OUTCOME_COLORS[outcome]))
     for kind in IGNORED_KINDS:
         rows.append((f"link ignored: {kind}", ignored.get(kind, 0), IGNORED_COLOR))

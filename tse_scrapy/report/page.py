@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -56,6 +57,8 @@ class ReportSummary(Totals):
             f"{self.pages_failed} failed",
             "from " + _count(self.files, "record file"),
         ]
+        if self.not_sent:  # failed pages too, never sent: no request
+            parts.insert(1, _count(self.not_sent, "page") + " refused before sending")
         if self.bad_lines:
             parts.append(_count(self.bad_lines, "bad line") + " skipped")
         return f"wrote {self.out_path}: {', '.join(parts)}"
@@ -94,7 +97,7 @@ def render_report(records: Records) -> str:
     timeline_requests = sum(len(starts) for starts in records.starts_per_host.values())
     return _TEMPLATES.get_template("report.html").render(
         totals=totals,
-        totals_rows=_totals_rows(totals),
+        totals_rows=_totals_rows(totals, records.not_sent),
         wall_time=_duration(totals.wall_seconds),
         period=_period(records),
         files=records.files,
@@ -130,7 +133,8 @@ def _draw_figures(records: Records, *, rates: bool) -> list[dict]:
         ),
         dict(
             id="fig-outcomes",
-            caption="What became of each request (failures by reason), and the links found but not followed, "
+            caption="What became of each request (failures by reason: robots.txt and offsite ones were never sent; "
+            "sitemap: a --sitemaps sitemap file fetched), and the links found but not followed, "
             "by why: off the site (external), already seen (duplicate), or refused by a rule (denied).",
             svg=figures.outcomes_figure(records.outcomes, records.failures, records.ignored),
         ),
@@ -152,7 +156,7 @@ def _draw_figures(records: Records, *, rates: bool) -> list[dict]:
     ]
 
 
-def _totals_rows(totals: Totals) -> list[dict]:
+def _totals_rows(totals: Totals, not_sent: Counter[str]) -> list[dict]:
     """Rows of the totals table: the total's name, what it is, its plain value, and a note for the reader."""
 
     def row(name: str, label: str, note: str = "") -> dict:
@@ -161,7 +165,8 @@ def _totals_rows(totals: Totals) -> list[dict]:
         return dict(name=name, label=label, plain=plain, note=note)
 
     return [
-        row("requests", "Requests", "record lines other than moved ones"),
+        row("requests", "Requests sent", "robots.txt and sitemap fetches, redirect hops and retries included"),
+        row("not_sent", "Pages refused before sending", _refused_note(not_sent)),
         row("pages_saved", "Pages saved"),
         row("pages_failed", "Pages failed"),
         row("ignored_external", "Links ignored: external", "off the crawled site"),
@@ -174,6 +179,14 @@ def _totals_rows(totals: Totals) -> list[dict]:
         row("workers", "Workers"),
         row("max_depth", "Deepest saved page", "links from the seed"),
     ]
+
+
+def _refused_note(not_sent: Counter[str]) -> str:
+    """What refused the pages never sent: "robots.txt 1, offsite 1" (the most first), or what could have."""
+    if not not_sent:
+        return "by robots.txt, or off the site: not requests"
+    reasons = sorted(not_sent.items(), key=lambda item: (-item[1], item[0]))
+    return "refused by " + ", ".join(f"{_shown(reason)} {count:,}" for reason, count in reasons)
 
 
 def _period(records: Records) -> str | None:

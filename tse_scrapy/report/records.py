@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
+from urllib.parse import urlsplit
 
 from ..rules.files.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
 
@@ -40,7 +41,7 @@ class RecordFile:
 
     path: str
     records: int = 0
-    requests: int = 0  # the records that are requests (not ``moved`` lines)
+    requests: int = 0  # the records that are requests sent (not ``moved`` lines, nor pages refused before sending)
     bad_lines: int = 0
     torn_last_line: bool = False
     reasons: list[str] = field(default_factory=list)
@@ -56,7 +57,8 @@ class RecordFile:
 class Totals:
     """The crawl's totals, as the report's totals table shows them."""
 
-    requests: int  # record lines read, other than ``moved`` ones
+    requests: int  # requests sent: record lines other than ``moved`` ones and pages refused before sending
+    not_sent: int  # ``failed`` lines of pages refused before they were sent (robots.txt, offsite)
     pages_saved: int
     pages_failed: int
     ignored_external: int
@@ -94,12 +96,13 @@ class Records:
     """What the report shows of the requests in one or several record files."""
 
     files: list[RecordFile] = field(default_factory=list)
-    requests: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)  # by OUTCOMES
-    failures: Counter[str] = field(default_factory=Counter)  # failed requests by reason ("http 404", "timeout")
+    requests: int = 0  # requests sent
+    outcomes: Counter[str] = field(default_factory=Counter)  # by request_kind: OUTCOMES and "sitemap"
+    failures: Counter[str] = field(default_factory=Counter)  # failed pages by reason ("http 404", "robots.txt")
+    not_sent: Counter[str] = field(default_factory=Counter)  # failed pages never sent, by reason ("robots.txt")
     ignored: Counter[str] = field(default_factory=Counter)  # ignored links by IGNORED_KINDS
     saved_per_depth: Counter[int] = field(default_factory=Counter)
-    requests_per_host: Counter[str] = field(default_factory=Counter)
+    requests_per_host: Counter[str] = field(default_factory=Counter)  # requests sent
     workers: set[str] = field(default_factory=set)
     bytes: int = 0
     first_start: float | None = None
@@ -118,19 +121,23 @@ class Records:
     _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
 
     def add(self, record: RequestRecord) -> bool:
-        """Count one request in every aggregate; False for a record that is not a request."""
+        """Count one record in every aggregate; False for a record that is not a request sent."""
         if record.outcome == "moved":
             return False  # a saved page given a freed docID at the end of a distributed crawl
-        self.requests += 1
-        self.outcomes[record.outcome] += 1
-        if record.outcome == "failed":
+        shown_as = request_kind(record)
+        sent = not is_refused(record)
+        self.requests += sent
+        self.outcomes[shown_as] += 1
+        if shown_as == "failed":
             self.failures[failure_reason(record)] += 1
+            if not sent:
+                self.not_sent[failure_reason(record)] += 1
         if record.outcome == "saved":
             self.saved_per_depth[record.depth] += 1
             self.page_sizes.append(record.bytes)
         for kind, count in record.ignored.items():
             self.ignored[kind] += count
-        if record.host:
+        if record.host and sent:  # a host off the site, refused, was never asked
             self.requests_per_host[record.host] += 1
         if record.worker is not None:
             self.workers.add(record.worker)
@@ -140,8 +147,8 @@ class Records:
         if record.links and url not in self.scanned_pages:
             self.scanned_pages.add(url)
             self._count_links({hash(link) for link in record.links})
-        self._add_times(record)
-        return True
+        self._add_times(record, shown_as)
+        return sent
 
     def _count_links(self, targets: set[int]) -> None:
         if len(self.in_links) + len(targets) > MAX_LINK_TARGETS:
@@ -150,7 +157,7 @@ class Records:
             targets = known
         self.in_links.update(targets)
 
-    def _add_times(self, record: RequestRecord) -> None:
+    def _add_times(self, record: RequestRecord, shown_as: str) -> None:
         for time in (record.start, record.end):
             if time is not None and (self.last_time is None or time > self.last_time):
                 self.last_time = time
@@ -163,7 +170,7 @@ class Records:
         if elapsed is None:
             return
         self.response_times.append(elapsed)
-        slow = SlowRequest(record.url, elapsed, record.status, record.failure, record.outcome)
+        slow = SlowRequest(record.url, elapsed, record.status, record.failure, shown_as)
         # Ties go to the earlier request: the later one has the smaller key.
         entry = (elapsed, -self.requests, slow)
         if len(self._slowest) < TOP:
@@ -184,6 +191,7 @@ class Records:
         saved = self.outcomes["saved"]
         return Totals(
             requests=self.requests,
+            not_sent=sum(self.not_sent.values()),
             pages_saved=saved,
             pages_failed=self.outcomes["failed"],
             ignored_external=self.ignored["external"],
@@ -215,6 +223,40 @@ class Records:
     def slowest(self) -> list[SlowRequest]:
         """The slowest requests, slowest first (ties in record order)."""
         return [slow for _, _, slow in sorted(self._slowest, key=lambda entry: entry[:2], reverse=True)]
+
+
+def is_refused(record: RequestRecord) -> bool:
+    """Whether *record* is a page refused before it was sent (by robots.txt, off the site): a ``failed`` line
+    without a start time.  Such a line is not a request: the crawl's summary line does not count it."""
+    return record.outcome == "failed" and record.start is None
+
+
+# How the last segment of a sitemap URL's path ends (in lower case), when it does not say "sitemap".
+_SITEMAP_ENDINGS = (".xml", ".xml.gz", ".txt", ".txt.gz", ".gz")
+
+
+def request_kind(record: RequestRecord) -> str:
+    """What the report shows a request as: its outcome, but ``sitemap`` for the fetch of a sitemap file.
+
+    The crawl fetches a ``--sitemaps`` sitemap outside its scheduler, so that the
+    record calls it ``unsaved`` (or ``failed``, a 404 at ``PREFIX/sitemap.xml``
+    say): no line says "sitemap".  Such a line is a request sent at depth 0,
+    neither saved nor a redirect, whose URL names an XML, text or gzip file or a
+    sitemap; the same line for ``/robots.txt`` (read for its ``Sitemap:`` lines
+    when robots.txt is not obeyed) is a ``robots`` fetch.
+    """
+    if record.outcome not in ("unsaved", "failed") or record.depth != 0 or record.start is None:
+        return record.outcome
+    try:
+        path = urlsplit(record.url).path.lower()
+    except ValueError:  # not a URL (a record is input like any other)
+        return record.outcome
+    if path == "/robots.txt":
+        return "robots"
+    name = path.rsplit("/", 1)[-1]
+    if "sitemap" in name or name.endswith(_SITEMAP_ENDINGS):
+        return "sitemap"
+    return record.outcome
 
 
 def failure_reason(record: RequestRecord) -> str:

@@ -18,6 +18,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.misc import build_from_crawler
 
+from .record import failure_reason
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -41,6 +43,9 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
         self.bodies: dict[str, bytes] = {}  # netloc -> its robots.txt as fetched (a 200's), for Sitemap: lines
+        # netloc -> why its robots.txt could not be read ("connection refused", "robots.txt answered HTTP 503"),
+        # the reason its pages are refused (said when a seed is: crawl/seeds.py)
+        self.unreachable: dict[str, str] = {}
         logger = logging.getLogger(RobotsTxtMiddleware.__module__)
         if not any(isinstance(f, _NoTraceback) for f in logger.filters):
             logger.addFilter(_NoTraceback())
@@ -56,6 +61,7 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             self.bodies[netloc] = bytes(response.body[:KEPT_ROBOTS_BYTES])
         if response.status >= 500:
             self._stats.inc_value("tse/robotstxt_unreachable")
+            self.unreachable[netloc] = f"robots.txt answered HTTP {response.status}"
             response = response.replace(body=DISALLOW_ALL)
         await super()._parse_robots(response, netloc, request)
 
@@ -65,6 +71,7 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             return
         self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
         self._stats.inc_value("tse/robotstxt_unreachable")
+        self.unreachable[netloc] = failure_reason(exc)
         waiting = self._parsers[netloc]
         parser = build_from_crawler(self._parserimpl, self.crawler, DISALLOW_ALL)
         self._parsers[netloc] = parser

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from time import monotonic
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import Request, Spider, signals
 from scrapy.core.downloader import Slot
@@ -66,6 +67,10 @@ class Politeness:
         delay = robots_crawl_delay(robotparser, self.user_agent)
         slot = self._slot(request)
         if delay and slot is not None and delay > slot.delay:
-            logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, request.url)
+            # At WARNING, shown on tse crawl's quiet terminal (once per host: robots.txt is read once):
+            # the crawl of that host is slower than its DOWNLOAD_DELAY says.
+            logger.warning(
+                "robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, urlsplit(request.url).netloc
+            )
             slot.delay = delay
             self.crawler.stats.set_value("tse/crawl_delay", delay)

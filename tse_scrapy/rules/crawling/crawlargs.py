@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,6 +15,10 @@ from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 
 ORDERS = ("tse", "bfs", "priority")
+# The spider's yes/no arguments (``-a NAME=yes``); anything but yes or no is refused.
+YES_NO_ARGUMENTS = ("pdf", "sitemaps", "render", "resume", "update")
+# The settings that limit a crawl's pages (``spiders/tse.py`` takes the first as the second).
+PAGE_LIMIT_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "TSE_MAX_PAGES")
 MAX_DEPTH = 10
 _CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -80,13 +84,20 @@ def check_crawl_args(
     pdf: Any = None,
     sitemaps: Any = None,
     render: Any = None,
+    max_pages: Any = None,
     **_ignored: Any,
 ) -> CrawlArgs:
     """Return the checked arguments, or raise ArgumentError.
 
     ``seed`` may list several URLs, comma-separated.  Other keyword arguments
-    (``resume``, scrapyd's ``_job``, ...) are ignored.
+    (``resume``, scrapyd's ``_job``, ...) are ignored, but for ``max_pages``:
+    the page limit is a setting, and a limit given as an argument would not be kept.
     """
+    if max_pages is not None:
+        raise ArgumentError(
+            f"max_pages is not a spider argument: give the page limit as the setting "
+            f"-s CLOSESPIDER_PAGECOUNT=N (a whole number, 0 for none): {max_pages}"
+        )
     for name, value in (("seed", seed), ("pagedir", pagedir), ("depth", depth)):
         if value is None or value == "":
             raise ArgumentError(f"missing argument: {name}")
@@ -141,6 +152,13 @@ def extension_rule(deny_ext: str | None, pdf: bool) -> bool | frozenset[str]:
     return TSE_AND_PDF if pdf else True
 
 
+def check_yes_no_arguments(arguments: Mapping[str, Any]) -> None:
+    """Raise ArgumentError naming the first yes/no spider argument (``resume``, ``pdf`` ...) that is
+    neither yes nor no: ``-a resume=maybe`` is not taken as no."""
+    for name in YES_NO_ARGUMENTS:
+        _check_yes_no(arguments.get(name), name)
+
+
 def _check_yes_no(value: Any, name: str) -> bool:
     """A yes/no option given as ``-a NAME=yes`` (or True/False from the command line)."""
     if value is None or value is False or value == "":
@@ -161,7 +179,18 @@ def check_same_crawl(args: CrawlArgs, stored: dict[str, Any], action: str, names
     identity = args.identity()
     for name in identity if names is None else names:
         if stored.get(name) != identity[name]:
-            raise ArgumentError(f"cannot {action}: {name} was {stored.get(name)} and is now {identity[name]}")
+            was, now = _shown(name, stored.get(name)), _shown(name, identity[name])
+            raise ArgumentError(f"cannot {action}: {name} was {was} and is now {now}")
+
+
+def _shown(name: str, value: Any) -> str:
+    """A value of a crawl's identity as the user reads it: a yes/no option ``given`` or ``not given``,
+    an option left out ``not given``, an empty list ``(none)``."""
+    if name in YES_NO_ARGUMENTS:
+        return "given" if is_yes(value) else "not given"
+    if value is None:
+        return "not given"
+    return str(value) if str(value) != "" else "(none)"
 
 
 def check_no_pages(pagedir: str) -> None:
@@ -221,6 +250,62 @@ def _check_prefixes(prefix: Any) -> tuple[str, ...]:
             raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {given}")
         prefixes.append(normalized)
     return tuple(prefixes)
+
+
+def check_page_limit(value: Any, name: str, *, none: bool = True) -> int:
+    """The page limit *value* (``--max-pages``, ``CLOSESPIDER_PAGECOUNT``) as an int, or ArgumentError
+    naming *name*: a whole number of pages, at least 1, or 0 (no limit, the setting's default) when *none*.
+    A negative limit would stop the crawl before its first request, and then it would never end."""
+    text = str(value).strip()
+    lowest = 0 if none else 1
+    if not (text.isascii() and text.lstrip("+").isdigit()) or int(text) < lowest:
+        kind = "a whole number of pages, 0 for no limit" if none else "a whole number of pages, at least 1"
+        raise ArgumentError(f"{name} must be {kind}: {value}")
+    return int(text)
+
+
+def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], Any]) -> None:
+    """Raise ArgumentError (``-s NAME must be a number: VALUE``) for the first setting given a value
+    Scrapy cannot read: one whose default (in *defaults*) is an int, a float or a bool must convert as
+    Scrapy's ``Settings.getint``, ``getfloat`` and ``getbool`` convert it, and the page limits must be
+    whole numbers, 0 or more (``check_page_limit``).  *setting* reads a setting's value (None: not set).
+
+    Scrapy reads most settings once the crawl has begun: a value it cannot convert would end the crawl
+    with a traceback, after its state was made (and a negative page limit would never let it end)."""
+    for name in PAGE_LIMIT_SETTINGS:
+        value = setting(name)
+        if value is not None:
+            check_page_limit(value, f"-s {name}")
+    for name, default in defaults.items():
+        kind = _SETTING_KINDS.get(type(default))
+        value = setting(name) if kind is not None else None
+        if value is None:
+            continue
+        convert, wanted = kind
+        try:
+            convert(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ArgumentError(f"-s {name} must be {wanted}: {value}") from None
+
+
+def _as_bool(value: Any) -> bool:
+    """As Scrapy's ``Settings.getbool``: an int (0 or not), or True/False spelt True, true, False, false."""
+    try:
+        return bool(int(value))
+    except (TypeError, ValueError):
+        if value in ("True", "true"):
+            return True
+        if value in ("False", "false"):
+            return False
+        raise ValueError(value) from None
+
+
+# A default's type: how Scrapy converts a value given to it (getint, getfloat, getbool), and what that wants.
+_SETTING_KINDS: dict[type, tuple[Callable[[Any], Any], str]] = {
+    bool: (_as_bool, "True or False (or 1 or 0)"),
+    int: (int, "a whole number"),
+    float: (float, "a number"),
+}
 
 
 def _check_depth(depth: Any) -> int:

@@ -1,0 +1,128 @@
+"""Settings given to a crawl (``-s NAME=VALUE``): a value Scrapy cannot read is refused like a bad
+argument, in one line, before anything is written or fetched (docs/robustness.md)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import scrapy
+from scrapy.settings import Settings
+
+from tests.conftest import run_scrapy, run_tse
+from tests.support.sitegen import write_site
+from tse_scrapy.crawlstart import READ_AS_FLOAT, setting_defaults
+from tse_scrapy.rules.crawling.crawlargs import ArgumentError, check_setting_values
+
+
+@pytest.fixture
+def site(tmp_path, serve):
+    server = serve(write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []}).root)
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    return server, pagedir
+
+
+def tse_crawl(server, pagedir, *options):
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    return run_tse("crawl", seed, pagedir, 1, "--prefix", prefix, *options, timeout=60)
+
+
+def scrapy_crawl(server, pagedir, *options):
+    arguments = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
+    return run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], *options, timeout=60)
+
+
+BAD_VALUES = {
+    # (the setting given, what the one line says it must be)
+    "DOWNLOAD_DELAY=abc": "a number",
+    "CONCURRENT_REQUESTS=x": "a whole number",
+    "RETRY_TIMES=z": "a whole number",
+    "DOWNLOAD_MAXSIZE=big": "a whole number",
+    "CONCURRENT_REQUESTS=1.5": "a whole number",  # getint("1.5") raises
+    "RETRY_ENABLED=yes": "True or False (or 1 or 0)",  # getbool knows no yes
+    "TSE_STATE_ENABLED=maybe": "True or False (or 1 or 0)",
+    "TSE_RENDER_TIMEOUT=soon": "a number",  # one of the project's own
+    "CLOSESPIDER_PAGECOUNT=-3": "a whole number of pages, 0 for no limit",  # the crawl never ended
+    "TSE_MAX_PAGES=many": "a whole number of pages, 0 for no limit",
+}
+
+
+# Each value through one of the two commands in turn (both check in crawlstart.prepare_crawl): half the
+# crawls of every value through both, for the suite's time.
+@pytest.mark.parametrize(
+    ("given", "program"),
+    [(given, ("tse crawl", "scrapy crawl tse")[number % 2]) for number, given in enumerate(BAD_VALUES)],
+)
+def test_a_setting_scrapy_cannot_read_is_refused_in_one_line(site, program, given):
+    # It was a traceback ("Task exception was never retrieved ... could not convert string to
+    # float: 'abc'"), exit 1, and a crawl state left behind that refused the next good command.
+    server, pagedir = site
+    run = tse_crawl if program == "tse crawl" else scrapy_crawl
+    result = run(server, pagedir, "-s", given)
+    name, value = given.split("=", 1)
+    assert result.stderr.decode() == f"{program}: -s {name} must be {BAD_VALUES[given]}: {value}\n"
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert server.hits == []
+    assert os.listdir(pagedir) == []
+    again = run(server, pagedir, "-s", "DOWNLOAD_DELAY=0")
+    assert again.returncode == 0, again.stderr.decode()
+    assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        ("-s", "DOWNLOAD_TIMEOUT=2.5"),  # an int default that Scrapy reads as a float
+        ("-s", "RETRY_ENABLED=false", "-s", "COOKIES_ENABLED=1"),
+        ("-s", "CONCURRENT_REQUESTS= 2 ", "-s", "TSE_MAX_PAGES=0"),
+    ],
+)
+def test_values_scrapy_reads_are_taken(site, given):
+    server, pagedir = site
+    result = tse_crawl(server, pagedir, "-s", "DOWNLOAD_DELAY=0", *given)
+    assert result.returncode == 0, result.stderr.decode()
+    assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+
+
+# Values as a -s gives them (text), and as code may set them.
+VALUES = ["0", "1", "2", "-4", " 7 ", "+3", "1_000", "1.5", "1e3", "nan", "-inf", "", "abc", "True", "true", "TRUE"]
+VALUES += ["False", "false", "yes", "0x10", "١٢", 3, 2.5, True, False, None, [1]]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=repr)
+@pytest.mark.parametrize(("default", "read"), [(1, "getint"), (1.0, "getfloat"), (True, "getbool")])
+def test_a_value_is_refused_exactly_when_scrapy_cannot_convert_it(value, default, read):
+    settings = Settings({"NAME": default})
+    settings.set("NAME", value)
+    try:
+        getattr(settings, read)("NAME")
+        scrapy_reads_it = True
+    except (TypeError, ValueError, OverflowError):
+        scrapy_reads_it = False
+    try:
+        check_setting_values({"NAME": default}, {"NAME": value}.get)
+        refused = False
+    except ArgumentError:
+        refused = True
+    assert refused == (not scrapy_reads_it and value is not None)  # None: not set
+
+
+def test_every_default_read_as_a_float_is_checked_as_one():
+    # A setting whose default is an int but that Scrapy (or this project) reads with getfloat takes
+    # 2.5: it must be in READ_AS_FLOAT, or check_setting_values would refuse what Scrapy reads.
+    sources = [*Path(scrapy.__file__).parent.rglob("*.py"), *Path("tse_scrapy").rglob("*.py")]
+    read = re.compile(r"get(float|int|bool)\(\s*[\"']([A-Z][A-Z0-9_]+)[\"']")
+    defaults = setting_defaults()
+    kinds = {float: "float", int: "int", bool: "bool"}
+    mismatched = {
+        name
+        for path in sources
+        for kind, name in read.findall(path.read_text(encoding="utf-8"))
+        if type(defaults.get(name)) in kinds and kinds[type(defaults[name])] != kind
+    }
+    assert mismatched == set()
+    assert {name for name in READ_AS_FLOAT if type(defaults[name]) is float} == set(READ_AS_FLOAT)

@@ -1,0 +1,85 @@
+"""The seeds that could not be fetched, and why: said in one line at the end of a crawl.
+
+A crawl whose seed fails saves nothing and exits 0 (SPEC 2.4: a failed fetch
+is not an error), with only Scrapy's log of a robots.txt that could not be
+read to tell why.  ``SeedFailures`` hears each failed page (``page_done``)
+and keeps a seed's reason in the stats (``tse/seed_failures``: [URL, reason]
+pairs); ``seed_failure_line`` turns them into the line ``outcome.report``
+writes on stderr.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ..rules.crawling.secrets import mask_url
+from ..rules.web.urls import normalize_url
+from .signals import page_done
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+SEED_FAILURES = "tse/seed_failures"  # stat: [URL, reason] for each seed that could not be fetched
+
+
+class SeedFailures:
+    """An extension that notes in the stats each seed whose fetch failed, with the reason (see the
+    module's docstring)."""
+
+    def __init__(self, crawler: Crawler):
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SeedFailures:
+        """The extension (``EXTENSIONS`` in settings.py), listening to ``page_done``."""
+        extension = cls(crawler)
+        crawler.signals.connect(extension.page_done, signal=page_done)
+        return extension
+
+    def page_done(self, request: Request, status: int | None = None, reason: str | None = None, **_: Any) -> None:
+        if request.meta.get("depth", 0) != 0:
+            return
+        spider = self.crawler.spider
+        seeds = getattr(spider, "seeds", ())
+        first_url = request.meta.get("redirect_urls", [request.url])[0]
+        url = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url
+        if url not in seeds:
+            return  # a sitemap's URL, at depth 0 too
+        failures = self.crawler.stats.get_value(SEED_FAILURES) or []
+        if all(seed != url for seed, _ in failures):
+            self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, self._why(url, status, reason)]])
+
+    def _why(self, url: str, status: int | None, reason: str | None) -> str:
+        if status is not None:
+            return f"HTTP {status}"
+        if reason == "robots.txt":
+            # Refused by robots.txt: because it forbids the page, or because it could not be
+            # read (then the crawler stays out of the server, and that is the reason to give).
+            from .downloader.robots import TseRobotsTxtMiddleware
+
+            robots = self.crawler.get_downloader_middleware(TseRobotsTxtMiddleware)
+            unreachable = robots.unreachable.get(urlsplit(url).netloc) if robots is not None else None
+            return unreachable or "robots.txt forbids it"
+        return {
+            "offsite": "redirected out of the prefixes",
+            "denied": "refused by --allow, --deny or --deny-ext",
+            "ignored": "ignored",
+            None: "unknown",
+        }.get(reason, reason or "unknown")
+
+
+def seed_failure_line(stats: Mapping[str, Any], seeds: int) -> str | None:
+    """The one line that says which of the crawl's *seeds* (their number) could not be fetched and
+    why, or None when none failed."""
+    failures = stats.get(SEED_FAILURES) or []
+    if not failures:
+        return None
+    nothing = ": nothing was saved" if not stats.get("tse/pages_saved") else ""
+    if seeds <= 1 and len(failures) == 1:
+        return f"the seed URL could not be fetched ({failures[0][1]}){nothing}"
+    told = ", ".join(f"{mask_url(url)} ({why})" for url, why in failures)
+    return f"{len(failures)} of {max(seeds, len(failures))} seed URLs could not be fetched{nothing}: {told}"
