@@ -59,6 +59,11 @@ GOOD_LINES = [
         '{"url":"http://h/b","doc":2,"outcome":"moved","worker":"w1","moved_from":5}',
         RequestRecord(url="http://h/b", outcome="moved", doc=2, worker="w1", moved_from=5),
     ),
+    # A sitemap file fetched for --sitemaps, answered 404: a sitemap line, not a failed page.
+    (
+        '{"url":"http://h/sitemap.xml","outcome":"sitemap","status":404,"start":10,"end":11}',
+        RequestRecord(url="http://h/sitemap.xml", outcome="sitemap", status=404, start=10.0, end=11.0),
+    ),
     # null optional counts take their defaults.
     (
         '{"url":"http://h/","outcome":"unsaved","depth":null,"bytes":null,"wait":null,"host":null}',

@@ -48,6 +48,12 @@ def test_the_report_counts_the_requests_the_crawl_sent(tmp_path, serve):
     assert sent == warc_requests == len(server.hits) == 7
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     assert len(lines) == sent + 2
+    # The record says which lines are the sitemap files (it said "unsaved": a tester's find).
+    assert sorted(line["url"].rsplit("/", 1)[1] for line in lines if line["outcome"] == "sitemap") == [
+        "pages.xml",
+        "sitemap-index.xml",
+    ]
+    assert "unsaved" not in {line["outcome"] for line in lines}
 
     report = tmp_path / "report.html"
     made = run_tse("report", record, "--out", report)

@@ -238,9 +238,9 @@ _SITEMAP_ENDINGS = (".xml", ".xml.gz", ".txt", ".txt.gz", ".gz")
 def request_kind(record: RequestRecord) -> str:
     """What the report shows a request as: its outcome, but ``sitemap`` for the fetch of a sitemap file.
 
-    The crawl fetches a ``--sitemaps`` sitemap outside its scheduler, so that the
-    record calls it ``unsaved`` (or ``failed``, a 404 at ``PREFIX/sitemap.xml``
-    say): no line says "sitemap".  Such a line is a request sent at depth 0,
+    The crawl records a ``--sitemaps`` sitemap fetch as ``sitemap``; a record written
+    before that was an outcome calls it ``unsaved`` (or ``failed``, a 404 at
+    ``PREFIX/sitemap.xml`` say), and the report tells it by its URL: a request sent at depth 0,
     neither saved nor a redirect, whose URL names an XML, text or gzip file or a
     sitemap; the same line for ``/robots.txt`` (read for its ``Sitemap:`` lines
     when robots.txt is not obeyed) is a ``robots`` fetch.

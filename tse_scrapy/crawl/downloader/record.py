@@ -28,6 +28,7 @@ from twisted.python.failure import Failure
 from ...exitcodes import WRITE_ERROR
 from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
 from ..signals import page_done
+from .offsite import SITEMAP_REQUEST
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -224,6 +225,8 @@ class CrawlRecordMiddleware:
         key = _page_key(request)
         if _is_robots(request):
             self._write(attempt, "robots")
+        elif request.meta.get(SITEMAP_REQUEST):  # (whatever its status: a sitemap is no page that failed)
+            self._write(attempt, "sitemap")
         elif key is None:
             self._write(attempt, "redirect" if attempt.redirect else "failed" if response.status != 200 else "unsaved")
         else:
@@ -239,7 +242,10 @@ class CrawlRecordMiddleware:
         attempt.failure = failure_reason(exception)
         key = _page_key(request)
         if key is None:
-            self._write(attempt, "robots" if _is_robots(request) else "failed")
+            self._write(
+                attempt,
+                "robots" if _is_robots(request) else "sitemap" if request.meta.get(SITEMAP_REQUEST) else "failed",
+            )
         else:
             self.pending[key] = attempt
 

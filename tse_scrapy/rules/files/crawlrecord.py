@@ -12,7 +12,9 @@ Each line says what happened to one request the crawler made::
 ``failed`` (the page's last attempt: an HTTP status other than 200, or
 ``failure``, a short reason such as ``timeout`` or ``robots.txt``),
 ``redirect`` (a 3xx answer that was followed), ``retried`` (an attempt that
-failed and was tried again), ``robots`` (a robots.txt fetch) and ``unsaved``
+failed and was tried again), ``robots`` (a robots.txt fetch), ``sitemap`` (a
+sitemap file fetched for ``--sitemaps``, whatever its answer: records written
+before it was an outcome call it ``unsaved`` or ``failed``) and ``unsaved``
 (fetched, not saved: the crawl stopped first, or the page was dropped).
 A page read back from its file on resume (written just before a kill) has a
 ``saved`` line with no times.  ``moved`` is not a request: at the end of a
@@ -36,7 +38,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "unsaved", "moved")
+OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "sitemap", "unsaved", "moved")
 IGNORED_KINDS = ("external", "duplicate", "denied")
 
 # Bounds on a line read back (a record file is input like any other), and on the links
