@@ -3,16 +3,18 @@ argument, in one line, before anything is written or fetched (docs/robustness.md
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
 
 import pytest
 import scrapy
-from scrapy.settings import Settings
+from scrapy.settings import Settings, default_settings
 
 from tests.conftest import run_scrapy, run_tse
 from tests.support.sitegen import write_site
+from tse_scrapy import settings as project
 from tse_scrapy.crawlstart import READ_AS_FLOAT, setting_defaults
 from tse_scrapy.rules.crawling.crawlargs import ArgumentError, check_setting_values
 
@@ -37,14 +39,16 @@ def scrapy_crawl(server, pagedir, *options):
 
 BAD_VALUES = {
     # (the setting given, what the one line says it must be)
-    "DOWNLOAD_DELAY=abc": "a number",
+    "DOWNLOAD_DELAY=abc": "a number, 0 or more",
+    "DOWNLOAD_DELAY=inf": "a number, 0 or more",  # (a review's find: no page fetched, no end, its state left)
     "CONCURRENT_REQUESTS=x": "a whole number",
     "RETRY_TIMES=z": "a whole number",
     "DOWNLOAD_MAXSIZE=big": "a whole number",
     "CONCURRENT_REQUESTS=1.5": "a whole number",  # getint("1.5") raises
     "RETRY_ENABLED=yes": "True or False (or 1 or 0)",  # getbool knows no yes
     "TSE_STATE_ENABLED=maybe": "True or False (or 1 or 0)",
-    "TSE_RENDER_TIMEOUT=soon": "a number",  # one of the project's own
+    "TSE_RENDER_TIMEOUT=soon": "a number, 0 or more",  # one of the project's own
+    "LOG_LEVEL=debug": "one of CRITICAL, FATAL, ERROR, WARNING, WARN, INFO, DEBUG, NOTSET",  # a traceback
     "CLOSESPIDER_PAGECOUNT=-3": "a whole number of pages, 0 for no limit",  # the crawl never ended
     "TSE_MAX_PAGES=many": "a whole number of pages, 0 for no limit",
 }
@@ -108,6 +112,9 @@ def test_a_value_is_refused_exactly_when_scrapy_cannot_convert_it(value, default
         refused = False
     except ArgumentError:
         refused = True
+    # A number read as a float must also be finite and 0 or more (a delay of inf never ends the crawl).
+    if scrapy_reads_it and read == "getfloat" and value is not None:
+        scrapy_reads_it = 0 <= float(value) < math.inf
     assert refused == (not scrapy_reads_it and value is not None)  # None: not set
 
 
@@ -125,4 +132,10 @@ def test_every_default_read_as_a_float_is_checked_as_one():
         if type(defaults.get(name)) in kinds and kinds[type(defaults[name])] != kind
     }
     assert mismatched == set()
-    assert {name for name in READ_AS_FLOAT if type(defaults[name]) is float} == set(READ_AS_FLOAT)
+    # Each name listed has an int default of its own, and is read with getfloat.
+    raw = {name: getattr(module, name) for module in (default_settings, project) for name in dir(module)}
+    assert all(type(raw[name]) is int for name in READ_AS_FLOAT)
+    floats = {
+        name for path in sources for kind, name in read.findall(path.read_text(encoding="utf-8")) if kind == "float"
+    }
+    assert set(READ_AS_FLOAT) <= floats

@@ -1,6 +1,7 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scrapy.settings import Settings
 
 from tse_scrapy.rules.crawling.crawlargs import (
     ArgumentError,
@@ -8,6 +9,7 @@ from tse_scrapy.rules.crawling.crawlargs import (
     check_crawl_name,
     check_same_crawl,
     crawl_name,
+    setting_is_on,
 )
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
@@ -119,3 +121,17 @@ def test_check_same_crawl(tmp_path, stored, names, message):
         with pytest.raises(ArgumentError) as raised:
             check_same_crawl(args, full, "update", names)
         assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [(None, False), ("1", True), ("2", True), ("0", False), ("True", True), ("false", False), (True, True), (0, False)],
+)
+def test_setting_is_on(value, on):
+    # As Scrapy's getbool reads it ("2" is on: is_yes, for the spider's arguments, says no).
+    assert setting_is_on(value) is on
+
+
+@given(st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from(["0", "1", "7", "True", "true", "False", "false"])))
+def test_setting_is_on_as_scrapy_reads_it(value):
+    assert setting_is_on(value) == Settings({"NAME": value}).getbool("NAME")

@@ -12,6 +12,7 @@ import resource
 import shutil
 import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import tempfile
@@ -247,6 +248,14 @@ def _damaged(path: Path, how: str) -> None:
         path.write_bytes(data[:100])
     elif how == "bytes after its end":
         path.write_bytes(data + b"\0" * 8)
+    elif how.startswith("its header's count of"):  # (a review's find: its size the same, its sections cut elsewhere)
+        at = {"words": 32, "bytes of words": 40}[how.removeprefix("its header's count of ")]
+        time.sleep(0.05)
+        with open(path, "r+b") as file:
+            file.seek(at)
+            count = struct.unpack("<Q", file.read(8))[0]
+            file.seek(at)
+            file.write(struct.pack("<Q", count - 1))
     else:  # overwritten in place, its size kept ("bytes overwritten at 1/3", "... at 2/3")
         at = len(data) * int(how[-3]) // 3
         time.sleep(0.05)  # past the file system clock's tick: as a later write leaves it
@@ -263,6 +272,8 @@ def _damaged(path: Path, how: str) -> None:
         "bytes after its end",
         "overwritten at 1/3",
         "overwritten at 2/3",
+        "its header's count of words",
+        "its header's count of bytes of words",
     ],
 )
 def test_a_damaged_sidecar_is_not_used(reference, tmp_path, how):

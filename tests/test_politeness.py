@@ -1,10 +1,14 @@
 """Politeness at default settings, measured on a real server's request log."""
 
 import itertools
+import math
+
+import pytest
 
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
+from tse_scrapy.crawl.extensions.politeness import crawl_delay_said
 from tse_scrapy.devtools.siteserver import Rule
 
 LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
@@ -36,6 +40,33 @@ def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
     assert result.returncode == 0, result.stderr.decode()
     assert len(server.hits) == 3
     assert min(gaps(server)) >= 2.0, gaps(server)
+
+
+@pytest.mark.parametrize("asked", ["1e9", "3600"])
+def test_a_crawl_delay_past_the_bound_is_capped(tmp_path, serve, asked):
+    # A hostile robots.txt (a review's find): "Crawl-delay: 1e9" stalled its host's crawl for good.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    (site.root / "robots.txt").write_text(f"User-agent: *\nCrawl-delay: {asked}\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    result = run_tse(
+        "crawl", seed, tmp_path / "out", 1, "--prefix", prefix, "-s", "TSE_MAX_CRAWL_DELAY=1.5", timeout=60
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(server.hits) == 3 and 1.5 <= min(gaps(server)) < 5, gaps(server)
+    host = prefix.split("/")[2]
+    said = f"robots.txt asks for a Crawl-delay of {float(asked):g} s: 1.5 s honoured for {host} (TSE_MAX_CRAWL_DELAY)"
+    assert said in result.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("delay", "at_most", "honoured"),
+    [(2.0, 60.0, 2.0), (60.0, 60.0, 60.0), (61.0, 60.0, 60.0), (1e9, 60.0, 60.0), (math.inf, 60.0, 60.0)],
+)
+def test_crawl_delay_said(delay, at_most, honoured):
+    found, line = crawl_delay_said(delay, at_most, "h")
+    assert found == honoured and line.endswith("honoured for h" if delay <= at_most else "(TSE_MAX_CRAWL_DELAY)")
 
 
 def test_the_delay_counts_from_the_end_of_the_previous_request(tmp_path, serve):

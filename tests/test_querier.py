@@ -355,7 +355,12 @@ def test_an_index_is_not_written_over_the_crawls_own_files(engine, tmp_path):
             assert refused.returncode == 1
             assert one_line_failure(refused) == f"tse index: {said}: write the index elsewhere"
     assert {name: (pages / name).read_bytes() for name in os.listdir(pages)} == before
-    # Another name in PAGEDIR is the user's: the crawl still indexes (the index's files are not pages).
+    # Another name in PAGEDIR is the user's: the crawl still indexes (the index's files are not pages),
+    # "01" and "٣" too, which no page file is named.
+    for name in ("01", "\u0663"):
+        assert run_tse("index", pages, pages / name).returncode == 0
+        for path in pages.glob(f"{name}*"):
+            path.unlink()
     assert run_tse("index", pages, pages / "index").returncode == 0
     assert run_tse("index", pages, tmp_path / "again.index").returncode == 0
     assert (tmp_path / "again.index").read_bytes() == (pages / "index").read_bytes()

@@ -26,6 +26,7 @@ from .rules.crawling.crawlargs import (
     check_setting_values,
     check_yes_no_arguments,
     is_yes,
+    setting_is_on,
 )
 from .rules.files import pagedir
 from .update import catalog
@@ -115,8 +116,8 @@ def setting_defaults() -> dict[str, Any]:
 def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     update = is_yes(spider_args.get("update"))
     resume = is_yes(spider_args.get("resume"))
-    keeps_catalog = update or is_yes(setting("TSE_VALIDATORS"))
-    no_state = setting("TSE_STATE_ENABLED") is not None and not is_yes(setting("TSE_STATE_ENABLED"))
+    keeps_catalog = update or setting_is_on(setting("TSE_VALIDATORS"))
+    no_state = setting("TSE_STATE_ENABLED") is not None and not setting_is_on(setting("TSE_STATE_ENABLED"))
     if no_state and keeps_catalog:
         raise ArgumentError("an update, and validators, need the crawl state (TSE_STATE_ENABLED)")
     if keeps_catalog and setting("JOBDIR"):
@@ -150,7 +151,7 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
 
 
 def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
-    if is_yes(spider_args.get("update")) or is_yes(setting("TSE_VALIDATORS")):
+    if is_yes(spider_args.get("update")) or setting_is_on(setting("TSE_VALIDATORS")):
         raise ArgumentError("an update, and validators, are for a crawl of one process: drop --redis")
     try:
         from .distributed.join import check_no_page_limit, create_or_join_crawl
@@ -171,7 +172,7 @@ def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) ->
         module=r"scrapy_redis\.",
     )
     crawl, args, _ = create_or_join_crawl(
-        setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args, is_yes(setting("TSE_REDIS_MIGRATE"))
+        setting("TSE_REDIS_URL"), setting("TSE_CRAWL_NAME"), spider_args, setting_is_on(setting("TSE_REDIS_MIGRATE"))
     )
     _check_output_files(setting, args.pagedir, append=True)  # a worker may restart and go on with its WARC
     return CrawlStart(args, distributed_name=crawl.name)

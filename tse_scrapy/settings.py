@@ -21,6 +21,9 @@ DOWNLOAD_DELAY = 1.0
 # Scrapy 2.19 spells RANDOMIZE_DOWNLOAD_DELAY=False this way (the old name
 # still works but warns); the default jitter of +-50% would break the 1 s rule.
 DOWNLOAD_DELAY_JITTER = 0.0
+# A robots.txt Crawl-delay longer than DOWNLOAD_DELAY is honoured up to this many seconds: a site's
+# robots.txt is input like any other, and "Crawl-delay: 1e9" would stall its part of the crawl for good.
+TSE_MAX_CRAWL_DELAY = 60.0
 CONCURRENT_REQUESTS = 1
 # A page that takes longer, or is larger, fails (logged Failed, no docID).
 # 32 MB is 30 times the largest page of the reference sites.

@@ -27,7 +27,7 @@ from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
 
-from ..crawl.extensions.politeness import robots_crawl_delay, robots_user_agent
+from ..crawl.extensions.politeness import crawl_delay_said, robots_crawl_delay, robots_user_agent
 from .extension import distributed_crawl
 from .keys import politeness_key
 from .outage import RedisOutage
@@ -52,8 +52,10 @@ class RedisPolitenessMiddleware:
         user_agent: str | None = None,
         stats: StatsCollector | None = None,
         outage: RedisOutage | None = None,
+        max_crawl_delay: float = HOLD_AT_MOST,
     ):
         self.server = server
+        self.max_crawl_delay = max_crawl_delay
         self.delay = delay
         self.user_agent = user_agent
         self.stats = stats
@@ -74,6 +76,7 @@ class RedisPolitenessMiddleware:
             robots_user_agent(settings),
             crawler.stats,
             distributed.outage,
+            settings.getfloat("TSE_MAX_CRAWL_DELAY"),
         )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware
@@ -136,10 +139,11 @@ class RedisPolitenessMiddleware:
 
     def robots_parsed(self, robotparser: Any, request: Request) -> None:
         delay = robots_crawl_delay(robotparser, self.user_agent)
-        delay = min(delay, HOLD_AT_MOST) if delay else delay  # a lease longer is taken over (process_request)
         host, current = self.host_delay(request)
         if delay and delay > current:
-            logger.info("robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, host)
+            # (At most TSE_MAX_CRAWL_DELAY, below HOLD_AT_MOST: a lease longer is taken over, process_request.)
+            delay, said = crawl_delay_said(delay, min(self.max_crawl_delay, HOLD_AT_MOST), host)
+            logger.info("%s", said)
             self.crawl_delays[host] = delay
             # robots.txt has just been fetched: the longer delay counts from now,
             # for the other workers too (they learn it from their own robots.txt).

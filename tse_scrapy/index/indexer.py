@@ -80,16 +80,15 @@ def check_index_outside_crawl(directory: str | os.PathLike, indexfile: str | os.
     overwrite, leaving a crawl that can no longer be indexed, updated or resumed.  Another name in
     PAGEDIR (``PAGEDIR/index``) is the user's choice."""
     name = Path(indexfile).name
-    if not (name.isdigit() or name.startswith(".")):
+    page_file = name.isascii() and name.isdigit() and name == str(int(name)) and name != "0"  # 1, 2 ... not 01
+    if not (page_file or name.startswith(".")):
         return
     try:
         inside = Path(indexfile).parent.resolve().samefile(Path(directory).resolve())
     except OSError:  # (a parent that does not exist is no crawl's: the writer says so)
         return
     if inside:
-        what = (
-            f"a page file of the crawl {directory}" if name.isdigit() else f"one of the crawl {directory}'s own files"
-        )
+        what = f"a page file of the crawl {directory}" if page_file else f"one of the crawl {directory}'s own files"
         raise PageDirError(f"{indexfile} is {what}: write the index elsewhere")
 
 

@@ -3,10 +3,10 @@
 Beside the text index (``rules.files.indexfile``) the indexer writes
 ``INDEXFILE.bin``, the same postings in a form the querier opens without
 parsing: a table of words and offsets into one array of docID/count numbers.
-It records the text file's size and BLAKE2b digest, and the digest of its own
-sections; a sidecar that does not match its text file, or whose size or
-sections are not what its header says (damaged), is ignored: postings are then
-read from the text.
+It records the text file's size and BLAKE2b digest, and a digest of its own
+header's counts and sections; a sidecar that does not match its text file, or
+whose size, counts or sections are not as written (damaged), is ignored:
+postings are then read from the text.
 
 Hashing a large text index on every start would cost more than the rest of
 the start, so ``tse index`` also writes ``INDEXFILE.stamp``: the text file's
@@ -47,8 +47,10 @@ from .runs import number_type
 SIDECAR_SUFFIX = ".bin"
 STAMP_SUFFIX = ".stamp"
 _MAGIC = b"TSEIDX02"
-# magic, text digest, text size, words, bytes of words, pairs, bytes per number, digest of what follows
+# magic, text digest, text size, words, bytes of words, pairs, bytes per number, and the digest of the
+# header's fields before it and of the sections (``_sealed``): a count changed cuts the sections elsewhere
 _HEADER = struct.Struct("<8s16sQQQQQ16s")
+_SEAL = 16  # the header's last field
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
 _UINT16 = "H"
 
@@ -259,7 +261,7 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
             # Mapped, not read: the postings are paged in as queries need them.
             data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
             key = file_key(os.fstat(file.fileno()))
-        magic, found_digest, found_size, words, words_bytes, pairs, width, sections = _HEADER.unpack_from(data)
+        magic, found_digest, found_size, words, words_bytes, pairs, width, seal = _HEADER.unpack_from(data)
     except (OSError, ValueError, struct.error):  # ValueError: an empty file cannot be mapped
         return None
     if magic != _MAGIC or found_size != size or found_digest != digest or width not in (2, 4):
@@ -269,12 +271,22 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
     if len(data) != numbers_at + 2 * width * pairs:  # cut short, or more than it says
         return None
     view = memoryview(data)
-    if key != stamped_sidecar(path) and hashlib.blake2b(view[_HEADER.size :], digest_size=16).digest() != sections:
-        return None
+    if key != stamped_sidecar(path):
+        body = hashlib.blake2b(view[_HEADER.size :], digest_size=16).digest()
+        if _sealed(data[: _HEADER.size - _SEAL], body) != seal:
+            return None
     blob = data[_HEADER.size : _HEADER.size + words_bytes]
     offsets = view[offsets_at:numbers_at].cast(_UINT32)[: words + 1]
     numbers = view[numbers_at:].cast(_UINT16 if width == 2 else _UINT32)
+    # (Cheap, whatever the stamp says: the sections agree with the counts.)
+    if offsets[0] != 0 or offsets[words] != pairs or blob.count(b"\n") != max(words - 1, 0):
+        return None
     return Sidecar(blob, offsets, numbers, width)
+
+
+def _sealed(fields: bytes, sections: bytes) -> bytes:
+    """The header's last field: the digest of its *fields* before it and of the *sections*' digest."""
+    return hashlib.blake2b(fields + sections, digest_size=16).digest()
 
 
 def _encode_sidecar(index: Index, text: bytes) -> bytes:
@@ -302,11 +314,9 @@ def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes
         parts.append(b"\0" * (_aligned(written) - written))
         parts.append(section)
     body = b"".join(parts)
-    sections = hashlib.blake2b(body, digest_size=16).digest()
-    header = _HEADER.pack(
-        _MAGIC, text_digest(text), len(text), len(words), len(blob), len(pairs) // 2, pairs.itemsize, sections
-    )
-    return header + body
+    fields = (_MAGIC, text_digest(text), len(text), len(words), len(blob), len(pairs) // 2, pairs.itemsize)
+    unsealed = _HEADER.pack(*fields, bytes(_SEAL))[: _HEADER.size - _SEAL]
+    return _HEADER.pack(*fields, _sealed(unsealed, hashlib.blake2b(body, digest_size=16).digest())) + body
 
 
 def text_digest(text: bytes) -> bytes:
@@ -386,19 +396,10 @@ class IndexFileWriter:
                         while chunk := section.read(1 << 20):
                             out.write(chunk)
                             sections.update(chunk)
+                fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
+                unsealed = _HEADER.pack(*fields, bytes(_SEAL))[: _HEADER.size - _SEAL]
                 out.seek(0)
-                out.write(
-                    _HEADER.pack(
-                        _MAGIC,
-                        digest,
-                        self._size,
-                        self._words,
-                        self._words_bytes,
-                        self._pairs,
-                        self.width,
-                        sections.digest(),
-                    )
-                )
+                out.write(_HEADER.pack(*fields, _sealed(unsealed, sections.digest())))
             os.replace(partial_path(self.path), self.path)
             os.replace(sidecar, sidecar_path(self.path))
         except BaseException:

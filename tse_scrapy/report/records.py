@@ -238,12 +238,11 @@ _SITEMAP_ENDINGS = (".xml", ".xml.gz", ".txt", ".txt.gz", ".gz")
 def request_kind(record: RequestRecord) -> str:
     """What the report shows a request as: its outcome, but ``sitemap`` for the fetch of a sitemap file.
 
-    The crawl records a ``--sitemaps`` sitemap fetch as ``sitemap``; a record written
-    before that was an outcome calls it ``unsaved`` (or ``failed``, a 404 at
-    ``PREFIX/sitemap.xml`` say), and the report tells it by its URL: a request sent at depth 0,
-    neither saved nor a redirect, whose URL names an XML, text or gzip file or a
-    sitemap; the same line for ``/robots.txt`` (read for its ``Sitemap:`` lines
-    when robots.txt is not obeyed) is a ``robots`` fetch.
+    The crawl records a ``--sitemaps`` sitemap fetch as ``sitemap``; a record written before that
+    was an outcome calls it ``unsaved`` (or ``failed``, a 404 at ``PREFIX/sitemap.xml`` say), and the
+    report tells it by its URL: a request sent at depth 0, neither saved nor a redirect, whose URL
+    names an XML, text or gzip file; the same line for ``/robots.txt`` (read for its ``Sitemap:``
+    lines when robots.txt is not obeyed) is a ``robots`` fetch.
     """
     if record.outcome not in ("unsaved", "failed") or record.depth != 0 or record.start is None:
         return record.outcome
@@ -254,7 +253,7 @@ def request_kind(record: RequestRecord) -> str:
     if path == "/robots.txt":
         return "robots"
     name = path.rsplit("/", 1)[-1]
-    if "sitemap" in name or name.endswith(_SITEMAP_ENDINGS):
+    if name.endswith(_SITEMAP_ENDINGS):  # (not "sitemap" in the name: a seed sitemap.html is a page)
         return "sitemap"
     return record.outcome
 

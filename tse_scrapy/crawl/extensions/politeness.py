@@ -30,10 +30,25 @@ def robots_user_agent(settings: BaseSettings) -> str:
 
 
 def robots_crawl_delay(robotparser: Any, user_agent: str) -> float | None:
-    """The Crawl-delay robots.txt sets for *user_agent* (Scrapy's parser is protego's)."""
+    """The Crawl-delay robots.txt sets for *user_agent* (Scrapy's parser is protego's), None for none
+    or one that is no number of seconds above 0 (protego takes ``nan``)."""
     crawl_delay = getattr(getattr(robotparser, "rp", None), "crawl_delay", None)
     delay = crawl_delay(user_agent) if crawl_delay else None
-    return float(delay) if delay else None
+    try:
+        seconds = float(delay) if delay else None
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
+
+
+def crawl_delay_said(delay: float, at_most: float, host: str) -> tuple[float, str]:
+    """The Crawl-delay honoured (*delay*, or *at_most* when longer) and the line that says so."""
+    if delay <= at_most:
+        return delay, f"robots.txt asks for a Crawl-delay of {delay:.1f} s: honoured for {host}"
+    return (
+        at_most,
+        f"robots.txt asks for a Crawl-delay of {delay:g} s: {at_most:.1f} s honoured for {host} (TSE_MAX_CRAWL_DELAY)",
+    )
 
 
 class Politeness:
@@ -45,6 +60,7 @@ class Politeness:
             raise NotConfigured  # distributed/politeness.py keeps the clock in Redis
         self.crawler = crawler
         self.user_agent = robots_user_agent(crawler.settings)
+        self.max_crawl_delay = crawler.settings.getfloat("TSE_MAX_CRAWL_DELAY")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Politeness:
@@ -67,10 +83,9 @@ class Politeness:
         delay = robots_crawl_delay(robotparser, self.user_agent)
         slot = self._slot(request)
         if delay and slot is not None and delay > slot.delay:
+            delay, said = crawl_delay_said(delay, self.max_crawl_delay, urlsplit(request.url).netloc)
             # At WARNING, shown on tse crawl's quiet terminal (once per host: robots.txt is read once):
             # the crawl of that host is slower than its DOWNLOAD_DELAY says.
-            logger.warning(
-                "robots.txt asks for a Crawl-delay of %.1f s: honoured for %s", delay, urlsplit(request.url).netloc
-            )
+            logger.warning("%s", said)
             slot.delay = delay
             self.crawler.stats.set_value("tse/crawl_delay", delay)

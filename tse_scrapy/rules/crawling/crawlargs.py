@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -270,12 +271,19 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
     Scrapy's ``Settings.getint``, ``getfloat`` and ``getbool`` convert it, and the page limits must be
     whole numbers, 0 or more (``check_page_limit``).  *setting* reads a setting's value (None: not set).
 
+    A number read as a float (a delay, a timeout, a patience) must be finite and 0 or more besides:
+    Scrapy reads ``inf`` and ``nan``, and a delay of ``inf`` never fetched a page nor let the crawl end,
+    one of ``nan`` or ``-1`` dropped the politeness delay.  ``LOG_LEVEL`` must be a level's name.
+
     Scrapy reads most settings once the crawl has begun: a value it cannot convert would end the crawl
     with a traceback, after its state was made (and a negative page limit would never let it end)."""
     for name in PAGE_LIMIT_SETTINGS:
         value = setting(name)
         if value is not None:
             check_page_limit(value, f"-s {name}")
+    level = setting("LOG_LEVEL")
+    if level is not None and not isinstance(level, int) and level not in _LOG_LEVELS:
+        raise ArgumentError(f"-s LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}: {level}")
     for name, default in defaults.items():
         kind = _SETTING_KINDS.get(type(default))
         value = setting(name) if kind is not None else None
@@ -286,6 +294,13 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
             convert(value)
         except (TypeError, ValueError, OverflowError):
             raise ArgumentError(f"-s {name} must be {wanted}: {value}") from None
+
+
+def setting_is_on(value: Any) -> bool:
+    """A boolean setting's value (None: not set, off) as Scrapy's ``Settings.getbool`` reads it, once
+    ``check_setting_values`` has let it through: ``2`` is on there, as for Scrapy (``is_yes`` is for
+    the spider's yes/no arguments)."""
+    return value is not None and _as_bool(value)
 
 
 def _as_bool(value: Any) -> bool:
@@ -300,12 +315,22 @@ def _as_bool(value: Any) -> bool:
         raise ValueError(value) from None
 
 
+def _as_duration(value: Any) -> float:
+    """As Scrapy's ``Settings.getfloat``, but only a finite number, 0 or more (ValueError else)."""
+    number = float(value)
+    if not 0 <= number < math.inf:  # (nan is no number 0 or more)
+        raise ValueError(value)
+    return number
+
+
 # A default's type: how Scrapy converts a value given to it (getint, getfloat, getbool), and what that wants.
 _SETTING_KINDS: dict[type, tuple[Callable[[Any], Any], str]] = {
     bool: (_as_bool, "True or False (or 1 or 0)"),
     int: (int, "a whole number"),
-    float: (float, "a number"),
+    float: (_as_duration, "a number, 0 or more"),
 }
+# The names logging (and so Scrapy's LOG_LEVEL) knows, in capitals: "debug" is no level of Python's.
+_LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG", "NOTSET")
 
 
 def _check_depth(depth: Any) -> int:
