@@ -248,7 +248,7 @@ def test_pages_copied_without_their_times_are_said_so_after_a_port_taken(site, t
         assert (status, body["rank"], body["total"]) == (200, "tse", 5)
     assert run.process.returncode == 0, run.stderr
     assert run.stderr.splitlines() == [
-        f"{why}: reading the pages for titles and snippets",
+        f"tse serve: {why}: reading the pages for titles and snippets",  # (a tester's find: no prefix)
         "tse serve: one process, not 2: run tse index to store titles and snippets",
         f"tse serve: the search index cannot be used, so results use rank=tse: {why}: run tse index again",
         f"tse serve: searching {copied / 'pages'} on {run.base}/ (Ctrl-C to stop)",

@@ -346,6 +346,22 @@ def _one_line(command: str, message: str, status: int = FAILED) -> int:
     return status
 
 
+def _index_warnings_said_by(command: str) -> None:
+    """The index's warnings (``tse_scrapy.index``'s loggers: "no document store ...: reading the pages for
+    titles and snippets") said on stderr as `tse COMMAND: message`, as the command's own lines are: without
+    a handler, Python's last resort wrote the bare message.  For the commands that are no Scrapy crawl
+    (which configures logging itself); a forked server worker keeps it."""
+    logger = logging.getLogger("tse_scrapy.index")
+    for handler in [h for h in logger.handlers if getattr(h, "tse_command", None)]:
+        logger.removeHandler(handler)  # (a command run before in this process: one line a warning)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"tse {command}: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    handler.tse_command = command  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 class Refused(ValueError):
     """A file argument that cannot be used; the message is for the user."""
 
@@ -515,6 +531,7 @@ def query(options: argparse.Namespace) -> int:
 
     if sys.stdout is None:  # closed (``>&-``): the answers could go nowhere
         return _one_line("query", "standard output is closed: the answers would be lost")
+    _index_warnings_said_by("query")
     with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir, options.indexfile)
         querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
@@ -554,6 +571,7 @@ def serve(options: argparse.Namespace) -> int:
         from .search.server import listen, serve_forever
     except ImportError as error:
         return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
+    _index_warnings_said_by("serve")
     # Everything is checked and loaded before the server answers anything.
     if options.workers is not None and not 1 <= options.workers <= 64:
         return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
