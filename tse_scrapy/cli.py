@@ -56,14 +56,13 @@ def _page_limit(text: str) -> int:
 
 
 def _patience(text: str) -> float:
-    """--redis-patience: seconds, 0 or more (0: a worker stops at the first outage)."""
+    """--redis-patience: seconds, 0 or more (0: a worker stops at the first outage; nan would wait for ever)."""
+    from .rules.crawling.crawlargs import duration_seconds
+
     try:
-        seconds = float(text)
+        return duration_seconds(text)
     except ValueError:
-        seconds = -1.0
-    if not 0 <= seconds < float("inf"):  # (nan too: it would wait for ever)
-        raise argparse.ArgumentTypeError(f"the patience is a number of seconds, 0 or more: {text}")
-    return seconds
+        raise argparse.ArgumentTypeError(f"the patience is a number of seconds, 0 or more: {text}") from None
 
 
 def _setting(text: str) -> tuple[str, str]:

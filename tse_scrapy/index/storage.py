@@ -212,7 +212,7 @@ def restamp(path: str | os.PathLike, digest: bytes, status: os.stat_result) -> N
         return
     if file_key(now) != file_key(status):
         return
-    if stamped_digest(path, now) != digest or stamped_sidecar(path) != sidecar:
+    if _stamp(path) != (file_key(now), digest, sidecar):
         write_stamp(path, digest)
 
 
@@ -289,6 +289,12 @@ def _sealed(fields: bytes, sections: bytes) -> bytes:
     return hashlib.blake2b(fields + sections, digest_size=16).digest()
 
 
+def _header(fields: tuple[object, ...], sections: bytes) -> bytes:
+    """The header of a sidecar: its *fields* (magic to bytes per number), sealed with its *sections*' digest."""
+    unsealed = _HEADER.pack(*fields, bytes(_SEAL))[: _HEADER.size - _SEAL]
+    return _HEADER.pack(*fields, _sealed(unsealed, sections))
+
+
 def _encode_sidecar(index: Index, text: bytes) -> bytes:
     words = sorted(index)
     offsets = array(_UINT32, [0])
@@ -315,8 +321,7 @@ def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes
         parts.append(section)
     body = b"".join(parts)
     fields = (_MAGIC, text_digest(text), len(text), len(words), len(blob), len(pairs) // 2, pairs.itemsize)
-    unsealed = _HEADER.pack(*fields, bytes(_SEAL))[: _HEADER.size - _SEAL]
-    return _HEADER.pack(*fields, _sealed(unsealed, hashlib.blake2b(body, digest_size=16).digest())) + body
+    return _header(fields, hashlib.blake2b(body, digest_size=16).digest()) + body
 
 
 def text_digest(text: bytes) -> bytes:
@@ -397,9 +402,8 @@ class IndexFileWriter:
                             out.write(chunk)
                             sections.update(chunk)
                 fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
-                unsealed = _HEADER.pack(*fields, bytes(_SEAL))[: _HEADER.size - _SEAL]
                 out.seek(0)
-                out.write(_HEADER.pack(*fields, _sealed(unsealed, sections.digest())))
+                out.write(_header(fields, sections.digest()))
             os.replace(partial_path(self.path), self.path)
             os.replace(sidecar, sidecar_path(self.path))
         except BaseException:

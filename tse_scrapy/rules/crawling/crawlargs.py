@@ -315,7 +315,7 @@ def _as_bool(value: Any) -> bool:
         raise ValueError(value) from None
 
 
-def _as_duration(value: Any) -> float:
+def duration_seconds(value: Any) -> float:
     """As Scrapy's ``Settings.getfloat``, but only a finite number, 0 or more (ValueError else)."""
     number = float(value)
     if not 0 <= number < math.inf:  # (nan is no number 0 or more)
@@ -327,7 +327,7 @@ def _as_duration(value: Any) -> float:
 _SETTING_KINDS: dict[type, tuple[Callable[[Any], Any], str]] = {
     bool: (_as_bool, "True or False (or 1 or 0)"),
     int: (int, "a whole number"),
-    float: (_as_duration, "a number, 0 or more"),
+    float: (duration_seconds, "a number, 0 or more"),
 }
 # The names logging (and so Scrapy's LOG_LEVEL) knows, in capitals: "debug" is no level of Python's.
 _LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG", "NOTSET")
