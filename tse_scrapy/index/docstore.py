@@ -218,9 +218,14 @@ class DocStore:
         self.db = db
         self.from_file = from_file  # else built in memory from the pages
         # Gone pages have no row: they are no document, and not counted in N nor avgdl.
-        self.lengths: dict[int, int] = dict(db.execute("SELECT doc_id, length FROM docs"))
-        self.pages = len(self.lengths)
-        self.average_length = sum(self.lengths.values()) / self.pages if self.pages else 0.0
+        self.count(dict(db.execute("SELECT doc_id, length FROM docs")))
+
+    def count(self, lengths: dict[int, int]) -> None:
+        """Count the documents of *lengths* (docID: dl) as BM25 does (N, avgdl), and only those (a
+        server leaves out the pages a crawl said gone since)."""
+        self.lengths = lengths
+        self.pages = len(lengths)
+        self.average_length = sum(lengths.values()) / self.pages if self.pages else 0.0
 
     @classmethod
     def open(

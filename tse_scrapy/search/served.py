@@ -85,17 +85,15 @@ def gone_file_key(directory: str | os.PathLike) -> FileKey:
 @dataclass(frozen=True)
 class GoneList:
     """A gone list read anew, for an index open whose store was written with it (``tse index``): the gone
-    pages, and the document lengths BM25 counts without them (``DocStore.lengths`` and its average)."""
+    pages, and the document lengths of the others, which BM25 counts (``DocStore.count``)."""
 
     gone: frozenset[int]
     lengths: dict[int, int]
-    average_length: float
 
     def given_to(self, engine: QueryEngine) -> None:
         """*engine* answering without these gone pages (called in the event loop: no request sees it half done)."""
-        docs = engine.docs
         engine.gone = self.gone
-        docs.lengths, docs.pages, docs.average_length = self.lengths, len(self.lengths), self.average_length
+        engine.docs.count(self.lengths)
 
 
 @dataclass(frozen=True)
@@ -243,9 +241,8 @@ class ServedIndex:
         if self._stored_lengths is None:  # the store's lengths as opened, before any list changed them
             self._stored_lengths = dict(engine.docs.lengths)
         lengths = {doc_id: length for doc_id, length in self._stored_lengths.items() if doc_id not in gone}
-        # As DocStore counts them: the same statistics, the same BM25 scores, as a store built without them.
-        average = sum(lengths.values()) / len(lengths) if lengths else 0.0
-        return GoneList(gone, lengths, average)
+        # Counted as DocStore counts them: the same BM25 scores as a store built without them.
+        return GoneList(gone, lengths)
 
     def _opened(self) -> tuple[Served | None, str]:
         """The index at the path opened anew when it is as usable as the one open, else None and why."""
