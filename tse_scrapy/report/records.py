@@ -231,7 +231,8 @@ def is_refused(record: RequestRecord) -> bool:
     return record.outcome == "failed" and record.start is None
 
 
-# How the last segment of a sitemap URL's path ends (in lower case), when it does not say "sitemap".
+# How the last segment of a sitemap URL's path ends (in lower case), in a record written before the
+# crawl said ``sitemap`` (request_kind).
 _SITEMAP_ENDINGS = (".xml", ".xml.gz", ".txt", ".txt.gz", ".gz")
 
 
