@@ -453,6 +453,33 @@ def test_spellings_are_the_page_spelling_of_folded_words():
     assert spellings == {"authenticite": "authenticité", "securite": "sécurité"}
 
 
+# German as the installation guide writes it (installation-guide-amd64, de/): case folding spells ß "ss".
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("C.1. Anzahl und Größe der Debian-Partitionen", {"grosse": "größe"}),
+        ("E-Mails nach außerhalb verschicken", {"ausserhalb": "außerhalb"}),
+        ("sollten standardmäßig Protokolleinträge", {"standardmassig": "standardmäßig"}),
+        ("GRÖẞE, dann Größe", {"grosse": "größe"}),  # the capital sharp s; the first spelling
+        ("Straße2 und Maß_nahme", {"strasse2": "straße2", "mass": "maß"}),  # "_" separates
+        ("Die Strasse", {}),  # written with ss: nothing to keep
+        ("日本ß", {}),  # a run cut into bigrams: no one word
+        ("Größe der Partitionen", {"grosse": "größe"}),
+    ],
+)
+def test_sharp_s_spellings_keep_the_sharp_s(text, expected):
+    assert analysis.sharp_s_spellings(text) == expected
+
+
+@given(st.text(alphabet=st.sampled_from("aßẞSsöÖ\u0301_ 日-"), max_size=40))
+def test_sharp_s_spellings_spell_the_words_of_the_text(text):
+    found = analysis.sharp_s_spellings(text)
+    for word, spelling in found.items():
+        assert word in analysis.words(text) and analysis.words(spelling) == [word] and "ß" in spelling
+        assert spelling.replace("ß", "ss") == analysis.normalize(spelling)  # normalized but for its ß
+    assert found == {} or "ß" in text or "ẞ" in text
+
+
 # Properties, over any text.
 @given(st.text(max_size=300))
 def test_words_are_folded_normalized_runs(text):

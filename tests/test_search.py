@@ -207,6 +207,20 @@ def test_api_refuses_bad_input_with_400(client, params):
     assert status == 400 and list(body) == ["error"] and body["error"], body
 
 
+@pytest.mark.parametrize("rank", ["tse", "bm25"])
+def test_a_word_in_another_alphabet_under_the_tse_rankings_says_why(client, rank):
+    # "Error: bad character 'é' in query." alone read as a fault (a tester's find): it says which
+    # ranking reads every language, and the querier's own message is kept in front.
+    hint = f"rank={rank} reads words of ASCII letters only, as the TSE querier does: rank=relevance reads any language."
+    status, body = api(client, q="réseau", rank=rank)
+    assert (status, body) == (400, {"error": f"Error: bad character 'é' in query. {hint}"}), body
+    page = client.get("/search", params={"q": "réseau", "rank": rank})
+    assert page.status_code == 400 and hint in unescape(page.text)
+    assert api(client, q="réseau", rank="relevance")[0] == 200
+    # Another of the querier's errors says only itself.
+    assert api(client, q="and cat", rank=rank)[1] == {"error": "Error: 'and' cannot be first"}
+
+
 def test_a_query_string_that_is_not_utf8_is_refused_not_searched_with_replacement_characters(client):
     # "deb%C3ian": a byte that starts a character and no character after it; Starlette reads it as
     # U+FFFD, and "deb\ufffdian" was searched (0 results, no word of it said wrong).

@@ -19,6 +19,7 @@ A word or group typed twice is matched and scored once.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import NamedTuple, TypeVar
 
 import apsw
 
-from ..rules.queries.searchquery import Clause, SearchQuery
+from ..rules.queries.searchquery import Clause, SearchQuery, cased_like
 from ..rules.text import analysis
 from ..rules.text.pagefields import VOCABULARY_MIN
 
@@ -121,6 +122,14 @@ class Compiled:
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+    # A run of a bigram script typed without spaces (as Chinese and Japanese are typed) is a phrase
+    # of its bigrams; the pages holding each of its characters anywhere answer it too, ranked after
+    # those holding it as typed (``SearchIndex._apart``).  Each required group: a phrases_fts expression
+    # over its characters column for such a run, else its fts expression (table, expression); and the
+    # excluded clauses' fts expression (None for none).  Empty for a query without such a run.
+    apart: list[tuple[str, str]] = field(default_factory=list)
+    apart_excluded: str | None = None
+    apart_bigrams: list[str] = field(default_factory=list)  # those runs' bigrams, each once (scoring)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
     # The language the results are kept to (``lang=``), None for any: a word is corrected as if its
     # pages were the index's (``_corrections``).
@@ -352,10 +361,15 @@ def compile_query(
     vocabulary.count([*(form for word in words for form in word_forms(word, languages)), *phrases_words])
     others = []
     unrestricted: set[str] = set()  # the forms some clause matches in any language
+    aparts: list[str | None] = []  # each group's run of a bigram script as its characters (_apart)
+    apart_bigrams: list[str] = []  # and those runs' bigrams
     for alternatives in _distinct_groups(query.required):
+        aparts.append(_apart(alternatives[0]) if len(alternatives) == 1 else None)
+        if aparts[-1] is not None:
+            apart_bigrams += alternatives[0].words
         # Two words a page has joined (``_with_joined_words``: a word of the index) are not misspelt:
         # neither is corrected ("instal lation" finds "installation", and suggests no "instal latin").
-        joined = any(isinstance(clause, JoinedWord) for clause in alternatives)
+        joined = any(isinstance(clause, JoinedWord | SplitWord) for clause in alternatives)
         clauses = [_clause(clause, vocabulary, languages, compiled, not joined) for clause in alternatives]
         expression = " OR ".join(expression for expression, _, _ in clauses)
         everywhere = _everywhere(clauses)
@@ -401,6 +415,11 @@ def compile_query(
     for clause in query.clauses:
         if (clause.words, clause.quoted) in corrected_words:
             compiled.corrections.setdefault(clause.text, corrected_words[(clause.words, clause.quoted)])
+    # A word's correction in the case it was typed in, each time ("Recoevring recoevring"); a phrase's
+    # words were (_corrected_phrase).
+    for clause in query.clauses:
+        if not clause.is_phrase and clause.text in compiled.corrections:
+            compiled.corrections[clause.text] = cased_like(compiled.corrections[clause.text], clause.text)
     compiled.plain_any_of = " OR ".join(f"({loose})" for loose in plain) or None
     # A form marked in a phrase, or matched in any language by a clause, is marked in any language.
     unrestricted.update(
@@ -426,6 +445,15 @@ def compile_query(
             if expression:
                 excluded.append(expression)
     exclusion = "".join(f" NOT ({expression})" for expression in excluded)
+    # (Not with OR, nor with a single character: their pages are found otherwise.)
+    single = all(len(alternatives) == 1 for alternatives in query.required)
+    if any(aparts) and single and not compiled.characters:
+        compiled.apart = [
+            ("phrases_fts", apart) if apart else ("fts", expression)
+            for apart, (expression, _, _) in zip(aparts, compiled.groups, strict=True)
+        ]
+        compiled.apart_excluded = " OR ".join(f"({expression})" for expression in excluded) or None
+        compiled.apart_bigrams = list(dict.fromkeys(apart_bigrams))
     # Quoted exclusions, and one character of a bigram script also where it ends a run, starting no
     # bigram for the fts expression's NOT to see (phrases_fts's characters).
     compiled.exact_excluded = [
@@ -455,7 +483,6 @@ def compile_query(
         compiled.all_of = f"({compiled.all_of}){exclusion}"
         compiled.any_of = f"({compiled.any_of}){exclusion}"
     words = [word for clause in query.clauses for word in clause.words]
-    single = all(len(alternatives) == 1 for alternatives in query.required)
     if single and len(query.required) > 1:
         compiled.phrase = _held_phrase(words, languages, vocabulary)
     return compiled
@@ -486,6 +513,15 @@ class JoinedWord(Clause):
     equal to a clause typed: ``instal lation installation`` tells the one added from the one typed)."""
 
 
+class SplitWord(Clause):
+    """The runs of letters and of digits of a word typed, apart (a phrase), an alternative
+    ``_with_joined_words`` adds to it (``_split_word``)."""
+
+
+# The runs of letters and of digits of a word ("debian12": "debian", "12").
+_LETTERS_OR_DIGITS = re.compile(r"\d+|[^\W\d_]+")
+
+
 def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuery:
     """*query* with two words typed one after the other also matching the word they make joined, where
     the vocabulary lists it: an alternative of both (a page holding both words anywhere still answers
@@ -499,6 +535,8 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
     ]
     for group in groups:
         group += [joined for clause in list(group) if (joined := _joined_phrase(clause, vocabulary)) is not None]
+        if len(group) == 1 and (split := _split_word(group[0], vocabulary)) is not None:
+            group.append(split)
     # (Excluded, a phrase's word leaves out the pages writing it: "-pre-seeding" those of "preseeding".)
     excluded = [*query.excluded]
     excluded += [joined for clause in query.excluded if (joined := _joined_phrase(clause, vocabulary)) is not None]
@@ -536,6 +574,19 @@ def _joined_phrase(clause: Clause, vocabulary: Vocabulary) -> JoinedWord | None:
     # looked for among the pages' words.)
     held = vocabulary.listed(joined) if len(joined) >= VOCABULARY_MIN else vocabulary.is_word(joined)
     return JoinedWord(joined, (joined,)) if held else None
+
+
+def _split_word(clause: Clause, vocabulary: Vocabulary) -> SplitWord | None:
+    """An unquoted word of letters and digits that no page has as a word, as its runs of letters and
+    of digits typed apart, where pages write them so: "debian12" is "Debian 12", "PEP8" "PEP 8" (it
+    found nothing, a tester's find); else None.  A word pages have ("python3", "utf8") is as typed."""
+    if clause.is_phrase:
+        return None
+    (word,) = clause.words
+    parts = _LETTERS_OR_DIGITS.findall(word)
+    if len(parts) < 2 or "".join(parts) != word or analysis.is_segmented(word) or vocabulary.is_word(word):
+        return None
+    return SplitWord(clause.text, tuple(parts))
 
 
 def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
@@ -578,9 +629,13 @@ def _clause(
         return (f'"{word}"*', None, None) if len(word) == 1 else (f'"{word}"', [word], None)
     forms = word_forms(word, languages)
     held = [form for form in forms if vocabulary.documents(form)]
-    found = _corrections(word, held, vocabulary, languages, compiled) if compiled is not None and corrected else []
+    found = (
+        _corrections(word, held, vocabulary, languages, compiled, clause.text)
+        if compiled is not None and corrected
+        else []
+    )
     if found and compiled is not None:
-        compiled.corrections[clause.text] = vocabulary.spelling(found[0][0])
+        compiled.corrections[clause.text] = vocabulary.spelling(found[0][0])  # (cased at the end)
         held = []
         for _, known_held in found:
             held += [form for form in known_held if form not in held]
@@ -637,11 +692,12 @@ def _group_restricted(clauses: list[ClauseCompiled], everywhere: set[str]) -> di
 
 
 def _corrections(
-    word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+    word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled, typed: str = ""
 ) -> list[tuple[str, list[str]]]:
     """The closest words the index holds for *word* (folded; its forms *held* are those the index
-    holds) when it is taken as misspelt, best first, at most CORRECTIONS, each with its forms held;
-    [] when it is not, or none is close (at most LOOKED_UP words a query are looked for)."""
+    holds; *typed*: the word as typed, its accents kept) when it is taken as misspelt, best first, at
+    most CORRECTIONS, each with its forms held; [] when it is not, or none is close (at most LOOKED_UP
+    words a query are looked for)."""
     # Results kept to a language: its pages are as if they were the index's.  The forms they do not hold
     # are as if held by none, and the words they do not have as if no page had them: the close words
     # are theirs ("partitionierng" with lang=en is "partitioning", not the German "partitionierung",
@@ -675,6 +731,14 @@ def _corrections(
         if known_held:
             corrected.append((distance, -_pages(known, known_held, vocabulary, languages, kept), known, known_held))
     corrected.sort()
+    written = analysis.written(typed) if typed and not typed.isascii() else ""
+    if len(corrected) > 1 and written and analysis.fold(written) != written:
+        # Typed with accents: at the same distance, the words that pages spell closest to them first
+        # ("réseu" is "réseau", as far from "reseu" as "reset" is, which more pages hold).
+        from rapidfuzz.distance import OSA
+
+        spelt = {known: OSA.distance(written, vocabulary.spelling(known)) for _, _, known, _ in corrected}
+        corrected.sort(key=lambda found: (found[0], spelt[found[2]], found[1], found[2]))
     # Held by stems only, the word is taken as misspelt when a close word is on more pages than
     # its stems are, and no closest word is another form of it ("routers" is a form of "router",
     # whatever "routes" is on; nor is "installations" corrected).  A farther one sharing a stem does
@@ -794,11 +858,13 @@ def _corrected_phrase(
             found = (
                 []
                 if _is_word(word, vocabulary, compiled.kept_language)
-                else _corrections(word, [], vocabulary, languages, compiled)
+                else _corrections(word, [], vocabulary, languages, compiled, runs[number][1])
             )
             found = [(known, held) for known, held in found if forms.isdisjoint(held)]
         elif not _pages_holding(word, vocabulary, compiled.kept_language):
-            found = _corrections(word, _held(word, vocabulary, languages), vocabulary, languages, compiled)
+            found = _corrections(
+                word, _held(word, vocabulary, languages), vocabulary, languages, compiled, runs[number][1]
+            )
         else:
             found = []
         if found:
@@ -810,7 +876,8 @@ def _corrected_phrase(
     # The typed text from its first run to its last, each corrected run replaced (Clause.typed).
     pieces, position = [], runs[0][0]
     for number, (start, run) in enumerate(runs):
-        pieces += [clause.text[position:start], vocabulary.spelling(replaced[number]) if number in replaced else run]
+        spelled = cased_like(vocabulary.spelling(replaced[number]), run) if number in replaced else run
+        pieces += [clause.text[position:start], spelled]
         position = start + len(run)
     compiled.corrections[clause.text] = "".join(pieces)
     return [replaced.get(number, word) for number, word in enumerate(words)]
@@ -873,6 +940,16 @@ def _loose(clause: Clause) -> str | None:
     if clause.quoted or len(clause.words) < 2 or not any(analysis.is_segmented(word) for word in clause.words):
         return None
     return " OR ".join(f'"{word}"' for word in dict.fromkeys(clause.words))
+
+
+def _apart(clause: Clause) -> str | None:
+    """An unquoted word of a bigram script of three characters or more (a run typed without spaces) as
+    each of its characters anywhere (phrases_fts's characters column), else None: "设置网络" (set up
+    the network) is answered by a page saying "网络设置" or "通过网络 ... 设置" too, after those saying it."""
+    if clause.quoted or len(clause.words) < 2 or not all(map(analysis.is_segmented, clause.words)):
+        return None
+    held = " AND ".join(f'"{character}"' for character in dict.fromkeys("".join(clause.words)))
+    return f"characters : ({held})"
 
 
 def word_forms(word: str, languages: Sequence[str]) -> list[str]:

@@ -52,6 +52,10 @@ class Answer:
     aliases: dict[int, list[int]] = field(default_factory=dict)
     # rank=relevance: the terms of *marks* to mark only in pages of some languages.
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
+    # rank=relevance: the pages answering a run of Chinese or Japanese by its characters apart, and
+    # what they mark instead of *marks* (``Found.apart``).
+    apart: frozenset[int] = frozenset()
+    apart_marks: Marks = field(default_factory=list)
     # *error* is the index's, not the query's: a search index found damaged while it was read
     # (`tse serve` answers 503, not 400: the same query answers once the index is written again).
     index_failed: bool = False
@@ -115,19 +119,25 @@ class QueryEngine:
         return self._search
 
     def answer(
-        self, line: str, ranking: str = "tse", *, limit_size: bool = False, language: str | None = None
+        self,
+        line: str,
+        ranking: str = "tse",
+        *,
+        limit_size: bool = False,
+        language: str | None = None,
+        preferred: str | None = None,
     ) -> Answer | None:
         """The answer to one query line; None for a blank line (SPEC 4: nothing to print).
 
         *limit_size* refuses lines longer than a search box accepts; *language* keeps only the
-        pages in that language (rank=relevance only).
+        pages in that language, *preferred* ranks them higher (rank=relevance only).
         """
         if rules.is_blank(line):
             return None
         if limit_size and (problem := rules.size_error(line)):
             return Answer(None, problem)
         if ranking == "relevance":
-            return self._relevance(line, language)
+            return self._relevance(line, language, preferred)
         try:
             query = rules.parse_query(line)
         except QueryError as error:
@@ -145,7 +155,7 @@ class QueryEngine:
             )
         return Answer(query, None, rules.rank(scores))
 
-    def _relevance(self, line: str, language: str | None) -> Answer:
+    def _relevance(self, line: str, language: str | None, preferred: str | None = None) -> Answer:
         try:
             query = parse_search_query(line)
         except SearchQueryError as error:
@@ -154,7 +164,7 @@ class QueryEngine:
         if isinstance(index, str):
             return Answer(None, f"rank=relevance needs the search index: {index}")
         try:
-            found = self._found(index, query, language)
+            found = self._found(index, query, language, preferred)
         except apsw.Error as error:  # damaged since it was opened (its checks passed)
             message = f"rank=relevance cannot read the search index ({error}): run tse index again without --update"
             return Answer(None, message, index_failed=True)
@@ -173,11 +183,15 @@ class QueryEngine:
             corrections=corrections,
             aliases=aliases,
             mark_languages=found.mark_languages,
+            apart=found.apart,
+            apart_marks=found.apart_marks,
         )
 
-    def _found(self, index: SearchIndex, query: SearchQuery, language: str | None) -> Found:
+    def _found(
+        self, index: SearchIndex, query: SearchQuery, language: str | None, preferred: str | None = None
+    ) -> Found:
         """What the search index *index* finds for *query* among this index's pages (raises apsw.Error)."""
-        return index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles)
+        return index.search(query, self.docs.lengths.keys(), self.gone, language, self.docs.titles, preferred)
 
     def _finds_pages(self, index: SearchIndex, line: str, language: str | None) -> bool:
         """Whether the query *line* (a suggestion) finds a page: searched as typed (a typo's search, a

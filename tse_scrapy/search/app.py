@@ -32,8 +32,9 @@ from ..index.pagecontent import readable
 from ..index.storage import IndexReader
 from ..rules.files import pagedir
 from ..rules.queries import searchsnippet
-from ..rules.queries.query import is_blank
+from ..rules.queries.query import BAD_CHARACTER, is_blank
 from ..rules.text import analysis
+from ..rules.text.acceptlanguage import preferred_languages
 from ..rules.text.encodings import browser_label, page_encoding
 from ..rules.text.pagetext import snippet
 from .served import Served, ServedIndex
@@ -165,11 +166,12 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             language = _language(request, ranking, languages) if ranking == "relevance" else None
         except BadParameter as error:
             return _page(request, "results.html", {**common(served, line, shown_rank, kept), "error": str(error)}, 400)
-        answer = engine.answer(line, ranking, limit_size=True, language=language)
+        preferred = _preferred_language(request, languages) if language is None else None
+        answer = engine.answer(line, ranking, limit_size=True, language=language, preferred=preferred)
         shown_language = language if ranking == "relevance" else kept
         context = common(served, line, ranking, shown_language)
         if answer is None or answer.error:
-            context["error"] = answer.error if answer else "Error: the query is empty."
+            context["error"] = _error_message(answer, ranking)
             return _page(request, "results.html", context, _error_status(answer))
         if ranking != "relevance" and kept is not None:  # (a language of the search index: none without one)
             context["language_ignored"] = True
@@ -189,7 +191,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             prev_url=_search_url(line, ranking, min(page - 1, pages), shown_language) if page > 1 else None,
             next_url=_search_url(line, ranking, page + 1, shown_language) if page < pages else None,
         )
-        return _page(request, "results.html", context)
+        return _by_reader(_page(request, "results.html", context))
 
     async def api_search(request: Request) -> Response:
         served = index.current()
@@ -203,9 +205,10 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             language = _language(request, ranking, languages)
         except BadParameter as error:
             return _json({"error": str(error)}, 400)
-        answer = engine.answer(line, ranking, limit_size=True, language=language)
+        preferred = _preferred_language(request, languages) if language is None else None
+        answer = engine.answer(line, ranking, limit_size=True, language=language, preferred=preferred)
         if answer is None or answer.error:
-            return _json({"error": answer.error if answer else "Error: the query is empty."}, _error_status(answer))
+            return _json({"error": _error_message(answer, ranking)}, _error_status(answer))
         results = _results(engine, answer, page, per_page, served.notes.pdfs)
         content: dict[str, Any] = {
             "query": line,
@@ -232,7 +235,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             }
             for result in results
         ]
-        return _json(content)
+        return _by_reader(_json(content))
 
     def saved_page(engine: QueryEngine, doc_id: int) -> pagedir.Page | None:
         """Page file *doc_id*, or None: a docID with no page, a gone page, a file not readable."""
@@ -330,20 +333,22 @@ def _results(
         heads = engine.search_index.snippet_heads(shown_ids)
     # The marks worked out once for the page's snippets: once a language of its pages when some terms
     # are marked only in some (another language's stems of a word typed).
-    prepared: dict[str, searchsnippet.PreparedMarks] = {}  # by language
+    # (A page answering a run of Chinese or Japanese by its characters apart marks its bigrams.)
+    prepared: dict[tuple[str, bool], searchsnippet.PreparedMarks] = {}  # by language, and apart or not
     alike: dict[tuple[tuple[frozenset[str], ...], ...], searchsnippet.PreparedMarks] = {}  # by the marks
 
     def marks_for(doc_id: int) -> searchsnippet.PreparedMarks:
         language = (languages.get(doc_id) or "") if answer.mark_languages else ""
-        if language not in prepared:
-            marks = answer.marks
+        kind = (language, doc_id in answer.apart)
+        if kind not in prepared:
+            marks = answer.apart_marks if kind[1] else answer.marks
             if answer.mark_languages:
                 marks = searchsnippet.marks_in(marks, answer.mark_languages, language or None)
             key = tuple(map(tuple, marks))
             if key not in alike:
                 alike[key] = searchsnippet.PreparedMarks(marks)
-            prepared[language] = alike[key]
-        return prepared[language]
+            prepared[kind] = alike[key]
+        return prepared[kind]
 
     snippets = {}
     for doc_id, _ in shown:
@@ -421,12 +426,30 @@ def _language(request: Request, ranking: str, known: list[str]) -> str | None:
     return language
 
 
+def _preferred_language(request: Request, known: list[str]) -> str | None:
+    """The first of the languages the reader's browser asks for (``Accept-Language``) that the index's
+    pages are in (*known*), or None: its pages rank higher where no lang= keeps the results to one."""
+    return next((code for code in preferred_languages(request.headers.get("accept-language")) if code in known), None)
+
+
 def _kept_language(request: Request, known: list[str]) -> str | None:
     """The lang= asked for as the page's language menu shows it: one of the index's languages
     *known*, else None ("All languages")."""
     asked = request.query_params.get("lang") or None
     language = analysis.language_code(asked) if asked else None
     return language if language in known else None
+
+
+def _error_message(answer: Answer | None, ranking: str) -> str:
+    """What an answer that is no results says: the querier's message; with rank=tse or rank=bm25, a
+    character of a word in another alphabet says why (a tester took "bad character 'é'" for a fault)."""
+    if answer is None:
+        return "Error: the query is empty."
+    message = answer.error or ""
+    if ranking != "relevance" and message.startswith(BAD_CHARACTER) and not answer.index_failed:
+        message += f" rank={ranking} reads words of ASCII letters only, as the TSE querier does:"
+        message += " rank=relevance reads any language."
+    return message
 
 
 def _error_status(answer: Answer | None) -> int:
@@ -454,6 +477,12 @@ def _search_url(line: str, ranking: str, page: int, language: str | None = None)
 def _page(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     headers = {**SAFE_HEADERS, "Content-Security-Policy": PAGE_POLICY}
     return TEMPLATES.TemplateResponse(request, template, context, status_code=status, headers=headers)
+
+
+def _by_reader(response: Response) -> Response:
+    """*response*, saying that it is ranked by the reader's Accept-Language (for caches between)."""
+    response.headers["Vary"] = "Accept-Language"
+    return response
 
 
 def _json(content: dict[str, Any], status: int = 200) -> Response:

@@ -43,6 +43,9 @@ def is_blank(line: str) -> bool:
     return not line.strip(" \t\n\r\f\v")
 
 
+BAD_CHARACTER = "Error: bad character "  # (the start of the message of a line holding one)
+
+
 def size_error(line: str) -> str | None:
     """Why a search box refuses *line* for its size (the limit it is over), or None."""
     if len(line) > MAX_QUERY_CHARACTERS:
@@ -56,7 +59,7 @@ def parse_query(line: str) -> Query:
     """Parse one input line (not blank); raise QueryError for a bad character."""
     bad = _BAD_CHARACTER.search(line)
     if bad:
-        raise QueryError(f"Error: bad character '{bad.group()}' in query.")
+        raise QueryError(f"{BAD_CHARACTER}'{bad.group()}' in query.")
     tokens = tuple(line.lower().split())
     clauses: list[list[str]] = [[]]
     for token in tokens:

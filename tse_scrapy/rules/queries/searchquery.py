@@ -156,6 +156,20 @@ def _typed_as(word: str, typed: str) -> bool:
     return word == typed or (analysis.fold(typed) == typed and analysis.fold(word) == typed)
 
 
+def cased_like(spelling: str, typed: str) -> str:
+    """A correction's *spelling* (as pages spell it, case folded) in the case of the word *typed*:
+    capitals where it was typed in capitals (of two letters or more), a capital first where it began
+    with one ("Debain" suggests "Debian", not "debian"), else as it is."""
+    letters = [character for character in typed if character.isalpha()]
+    if not letters or not spelling:
+        return spelling
+    if len(letters) > 1 and all(map(str.isupper, letters)):
+        return spelling.upper()
+    if letters[0].isupper():
+        return spelling[0].upper() + spelling[1:]
+    return spelling
+
+
 def parse_search_query(line: str) -> SearchQuery:
     """The query *line* means; SearchQueryError when it is too long or has nothing to find."""
     if problem := size_error(line):

@@ -364,6 +364,27 @@ def words_spellings_and_characters(text: str) -> tuple[list[str], dict[str, str]
     return _words_of(text, spellings, characters), spellings, list(characters)
 
 
+# A run of letters, digits and marks ("_" separating) holding a sharp s.
+_SHARP_S_RUN = re.compile(f"(?:[^\\W_]|[{_MARKS}])*[\u00df\u1e9e](?:[^\\W_]|[{_MARKS}])*")
+
+
+def sharp_s_spellings(text: str) -> dict[str, str]:
+    """How *text* spells each folded word it writes with a sharp s (ß, or the capital ẞ), which case
+    folding spells "ss": normalized with its ß kept (``Straße`` is ``strasse``, spelled ``straße``),
+    the first spelling of a word.  ``words_spellings_and_characters`` gives the folded spelling
+    (``strasse``): a "Did you mean" shows a German word as German writes it with this one."""
+    if "\u00df" not in text and "\u1e9e" not in text:  # (most pages: two searches in C)
+        return {}
+    found: dict[str, str] = {}
+    for run in _SHARP_S_RUN.findall(text):
+        folded = words(run)
+        if len(folded) == 1:  # (a run of a bigram script is cut into several)
+            # Case folding and NFKC change a character at a time, none across a ß.
+            pieces = run.replace("\u1e9e", "\u00df").split("\u00df")
+            found.setdefault(folded[0], "\u00df".join(map(normalize, pieces)))
+    return found
+
+
 def _words_of(text: str, spellings: dict[str, str] | None, characters: dict[str, None] | None = None) -> list[str]:
     """``_words_of_normalized(normalize(text), spellings, characters)``, most often without normalizing
     the whole text: see ``_words_of_pieces``."""

@@ -141,7 +141,13 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     body_words = body_words[:BODY_TERMS]
     title = read.title
     title_words, title_spellings, title_characters = analysis.words_spellings_and_characters(title)
-    spellings = {**title_spellings, **spellings}
+    # (a word written with ß spelled so: case folding spells it ss)
+    spellings = {
+        **title_spellings,
+        **spellings,
+        **analysis.sharp_s_spellings(title),
+        **analysis.sharp_s_spellings(visible),
+    }
     kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
     if not "".join(kept).isascii():
         kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
