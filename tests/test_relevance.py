@@ -850,6 +850,38 @@ def test_a_name_typed_with_its_number_joined_finds_the_pages_writing_them_apart(
     assert doc_ids(body) == pages and body["partial"] is False, body
 
 
+# Debian's reference in Japanese (ch02, where "Debian" is misspelt) and ten sentences of the installation
+# guide in English.
+DEBAIN_ONCE = [("ja", "あなたの 100% フリーソフトウエアーの Debain システムへの汚染を防ぐ")] + [
+    ("en", text)
+    for text in [
+        "Create and mount the partitions on which Debian will be installed.",
+        "For a Debian GNU/Linux server we recommend tftpd-hpa.",
+        "ISC DHCP server (the isc-dhcp-server Debian package).",
+        "In some cases the driver you need may not be available as a Debian package.",
+        "Looks for and mounts a Debian installation media.",
+        "Many, many Debian users and developers contributed to this document.",
+        "Now you've got a real Debian system, though rather lean, on disk.",
+        "Basics of the Debian Package Management System.",
+        "Chapter 7, Booting Into Your New Debian System.",
+        "Installing Debian GNU/Linux using PPP over Ethernet.",
+    ]
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("debain", "debian"), ("Debain", "Debian"), ("debain system", "debian system")]
+)
+def test_a_typo_one_page_made_is_searched_as_typed_and_its_commoner_word_suggested(tmp_path, typed, meant):
+    # A page has "Debain": it was never taken as misspelt, and no "Did you mean" (a tester's find).
+    # It still finds that page as typed; the suggestion, ten times commoner, finds the others.
+    client = sentences_client(tmp_path, DEBAIN_ONCE)
+    body = search(client, typed, known={})
+    assert body["suggestion"] == meant and doc_ids(body)[0] == 1, body
+    assert len(doc_ids(search(client, "debian", known={}))) == 10
+    assert search(client, "debain", known={}, lang="ja")["suggestion"] is None  # (held there: as typed)
+
+
 # A sentence of the installation guide in French (fr/ch06s04.html) and three of the Python docs.
 RESEAU_AND_RESET = [
     ("fr", "Choisissez l'option de ne pas configurer le réseau et utilisez seulement les paquets du CD."),

@@ -39,6 +39,10 @@ CANDIDATES = 50  # the words within its edits looked at for a misspelt word
 # A query's first this many words the index does not hold are looked for among close words, the others
 # taken as typed: a word's search costs about 5 ms (a query of 100 made-up words took a second).
 LOOKED_UP = 10
+# A word on this many pages or fewer as a word (a typo some page made: "debain", "pythn") that a close
+# word is on SUGGESTED_TIMES as many pages as: that word is suggested, the word typed still searched.
+RARE_TYPED = 2
+SUGGESTED_TIMES = 10
 DOCUMENT_COUNTS_KEPT = 100_000
 PHRASE_COUNTS_KEPT = 100_000  # phrases of several words whose pages are counted and kept
 # ... holding this many words in all: a phrase can be a hyphenated word of hundreds (a query of them,
@@ -275,6 +279,12 @@ class Vocabulary:
         words of pages gone: ``closest`` keeps only the words it says pages hold)."""
         sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
         return _remembered(self._words, word, lambda: self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None)
+
+    def pages_having(self, word: str, most: int) -> int:
+        """How many pages have *word* as a word (``is_word``), counted to *most* + 1 at most (FTS5
+        stops there: a common word costs no more than a rare one)."""
+        sql = "SELECT count(*) FROM (SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT ?)"
+        return self.db.execute(sql, ('"' + word + '"', most + 1)).fetchone()[0]
 
     def share(self, languages: Iterable[str]) -> float:
         """The share of the index's pages whose words hold the stems of *languages*
@@ -639,6 +649,8 @@ def _clause(
         held = []
         for _, known_held in found:
             held += [form for form in known_held if form not in held]
+    elif compiled is not None and corrected and (suggested := _suggested(word, vocabulary, languages, compiled)):
+        compiled.corrections[clause.text] = vocabulary.spelling(suggested)  # (its pages found as typed)
     # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
     # must not count once a form; and the expression stays short.
     held = held or forms[:1]
@@ -758,6 +770,37 @@ def _corrections(
     ):
         return [(known, known_held) for _, _, known, known_held in corrected[:CORRECTIONS]]
     return []
+
+
+def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled) -> str | None:
+    """The word to suggest for *word* (folded), which is not taken as misspelt (``_corrections``: a
+    page has it), when it is on RARE_TYPED pages or fewer as a word and the closest word on the most
+    pages is on SUGGESTED_TIMES as many or more: a typo a page made ("debain", on one Japanese page,
+    and by the Catalan stem "deb" on every Catalan page of Debian), "Did you mean debian" above its
+    pages.  None otherwise, and with the results kept to a language (corrected there already)."""
+    if (
+        compiled.kept_language is not None
+        or len(word) < ONE_EDIT_FROM
+        or analysis.is_segmented(word)
+        or compiled.looked_up >= LOOKED_UP
+        or vocabulary.documents(word) > RARE_TYPED  # (counted already: most words stop here)
+    ):
+        return None
+    typed_pages = vocabulary.pages_having(word, RARE_TYPED)
+    if typed_pages > RARE_TYPED:  # (a form of a word pages write: "books")
+        return None
+    compiled.looked_up += 1
+    closest = [(distance, known) for known, distance in vocabulary.closest(word) if known != word]
+    if not closest:
+        return None
+    nearest = min(distance for distance, _ in closest)
+    pages = {
+        known: _pages_of(known, _held(known, vocabulary, languages), vocabulary, languages)
+        for distance, known in closest
+        if distance == nearest
+    }
+    best = max(pages, key=lambda known: (pages[known], known))
+    return best if pages[best] >= SUGGESTED_TIMES * max(typed_pages, 1) else None
 
 
 def _is_word(word: str, vocabulary: Vocabulary, kept: KeptLanguage | None) -> bool:
