@@ -347,8 +347,18 @@ def test_a_latin_word_typed_against_a_bigram_script_gives_partial_matches(client
     assert body["partial"] is True and first is not None, (query, body["total"])
     assert first.lang == language and holds(first, word), (query, first.name)
     # What matched is marked: the word of the bigram script (its bigrams joined), which the phrase
-    # typed, held by no page, marked nowhere.
-    assert word in marked(result_for(body, first)), (query, marked(result_for(body, first)))
+    # typed, held by no page, marked nowhere; not a lone particle, on every page (을, の: a tester's find).
+    pieces = marked(result_for(body, first))
+    assert word in pieces and "을" not in pieces and "の" not in pieces, (query, pieces)
+
+
+def test_a_particle_typed_against_a_latin_word_is_not_marked_wherever_a_page_has_it(tmp_path):
+    # (The installation guide in Korean, ko/ch02s02.html.)  "Debian을" is "Debian" and its particle 을:
+    # the partial matches marked every 을 of their snippets.
+    client = sentences_client(tmp_path, [("ko", "하지만 고급 기능을 사용하려면 올바른 펌웨어 파일을 설치해야 합니다.")])
+    body = search(client, "Debian을 설치해야", known={})
+    assert body["partial"] is True and doc_ids(body) == [1], body
+    assert marked(body["results"][0]) == ["설치해야"], marked(body["results"][0])
 
 
 def test_every_result_has_its_pages_language(client):

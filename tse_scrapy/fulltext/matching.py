@@ -405,7 +405,11 @@ def compile_query(
         compiled.groups.append((expression, " OR ".join(loose), terms))
         for clause in alternatives:
             if _loose(clause) is not None:
-                compiled.loose_marks += [(frozenset([word]),) for word in dict.fromkeys(clause.words)]
+                # (Not a single character beside the clause's other words: Korean's particle 을 of
+                # "Debian을" was marked wherever a page has it.)
+                compiled.loose_marks += [
+                    (frozenset([word]),) for word in dict.fromkeys(clause.words) if not _lone_character(word)
+                ]
         if any(clause.quoted and not _single_character(clause) for clause in alternatives):
             unquoted = [
                 expression
@@ -973,6 +977,11 @@ def _quoted(phrase: str) -> str:
 def _single_character(clause: Clause) -> bool:
     """Whether *clause* is one character of a bigram script, quoted or not."""
     return len(clause.words) == 1 and analysis.is_one_segmented_character(clause.words[0])
+
+
+def _lone_character(word: str) -> bool:
+    """Whether *word* is one character of a bigram script (a particle beside a Latin word)."""
+    return len(word) == 1 and analysis.is_segmented(word)
 
 
 def _loose(clause: Clause) -> str | None:
