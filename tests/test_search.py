@@ -217,6 +217,7 @@ def test_a_word_in_another_alphabet_under_the_tse_rankings_says_why(client, rank
     page = client.get("/search", params={"q": "réseau", "rank": rank})
     assert page.status_code == 400 and hint in unescape(page.text)
     assert api(client, q="réseau", rank="relevance")[0] == 200
+    assert api(client, q="réseau", rank="RELEVANCE")[1]["rank"] == "relevance"  # (in any case: a tester's find)
     # Another of the querier's errors says only itself.
     assert api(client, q="and cat", rank=rank)[1] == {"error": "Error: 'and' cannot be first"}
 

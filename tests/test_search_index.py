@@ -247,6 +247,10 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
     _, snippet_text, highlights = shown
     assert snippet_text.startswith("… ")
     assert {snippet_text[start:end].lower() for start, end in highlights} == {"workstation"}
+    # Deeper: "udpkg" is at character 67,229 of the second chapter's 97,851 (a snippet of its table of
+    # contents, nothing marked, while the rest kept was 30,000 characters: a tester's find).
+    (shown,) = [result for result in app_results(engine, "udpkg") if result[0] == 2]
+    assert {shown[1][start:end].lower() for start, end in shown[2]} == {"udpkg"}, shown[1]
     # A damaged or overlong row, or none: the snippet of the stored text, unmarked (no error).
     unmarked = engine.document(1).text[:100]
     for damage in ("UPDATE rests SET rest = 'not compressed'", "UPDATE rests SET rest = ?", "DROP TABLE rests"):

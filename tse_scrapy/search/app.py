@@ -401,7 +401,7 @@ def _check_utf8(request: Request) -> None:
 
 
 def _ranking(request: Request, default: str) -> str:
-    ranking = request.query_params.get("rank", default)
+    ranking = request.query_params.get("rank", default).strip().lower()  # (RELEVANCE as relevance)
     if ranking not in RANKINGS:
         raise BadParameter(f"rank must be one of {', '.join(RANKINGS)}")
     return ranking
