@@ -139,3 +139,18 @@ def test_merge_revives_a_gone_page_and_drops_unreached_revisits():
     kinds = {c["docid"]: c["change"] for c in changes}
     assert kinds[6] == "new" and kinds[5] == "gone"
     assert {p.doc_id for p in pages if not p.live} == {1, 2, 3, 4, 5}
+
+
+def test_merge_takes_a_page_robots_txt_forbids_for_gone_and_says_why():
+    visits = {
+        2: {**failed(2, "u2", None), "reason": "robots.txt"},  # the site's robots.txt forbids it now
+        3: failed(3, "u3", None),  # no answer (a timeout): kept
+        4: failed(4, "u4", 410),
+    }
+    _, changes = merge({n: BEFORE[n] for n in (2, 3, 4, 5)}, visits, complete=True, now=1.0)
+    assert [(c["docid"], c["change"], c["status"], c.get("reason")) for c in changes] == [
+        (2, "gone", None, "robots.txt"),
+        (3, "unchanged", None, None),
+        (4, "gone", 410, "http 410"),
+        (5, "gone", None, "not reached"),
+    ]

@@ -283,7 +283,7 @@ def test_a_truncated_archive_keeps_what_was_imported(wget_warc, tmp_path, form, 
     lines = one_line_failure(result)
     # A record cut in its WARC headers reads as one without Content-Length: "damaged at record N".
     assert len(lines) == 2 and str(cut) in lines[0] and re.search(r": (cut short|damaged at record)", lines[0]), lines
-    assert lines[1].startswith("tse import: ") and "1 archives not read to the end" in lines[1]
+    assert lines[1].startswith("tse import: ") and lines[1].endswith("; 1 archive not read to the end")
     found = page_files(pages)
     assert 0 < len(found) < len(expected)
     assert all(expected[url] == body for url, (_, body) in found.items())
@@ -337,10 +337,13 @@ def test_refused_page_directories_and_missing_archives(wget_warc, tmp_path):
     assert result.returncode == 2 and len(one_line_failure(result)) == 1
     assert (full / "1").read_bytes() == b"http://x/\n0\nkept"
     assert sorted(p.name for p in full.iterdir()) == ["1"]
+    # An archive that cannot be read is a bad argument: refused before anything is written.
     result, pages = imported(tmp_path, tmp_path / "absent.warc.gz", wget_warc)
-    assert result.returncode == 1
-    assert "absent.warc.gz" in one_line_failure(result)[0]
-    assert len(page_files(pages)) == len(archived_pages(wget_warc))
+    assert result.returncode == 2
+    assert one_line_failure(result) == [
+        f"tse import: cannot read {tmp_path / 'absent.warc.gz'}: No such file or directory"
+    ]
+    assert list(pages.iterdir()) == []
 
 
 def http_response(status: str, headers: list[tuple[str, str]], body: bytes) -> tuple[StatusAndHeaders, bytes]:

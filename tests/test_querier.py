@@ -382,6 +382,14 @@ def test_an_unfinished_crawl_is_indexed_with_a_warning(engine, tmp_path):
     for path in pages.glob(".tse-state.sqlite*"):
         path.unlink()
     assert run_tse("index", pages, tmp_path / "part.index").stderr == b""
+    # An update not finished is gone on with by --update --resume (it said --resume, which is refused).
+    state = CrawlStateDB(state_path(pages))
+    state.set_arguments({"seed": "http://h/one.html", "depth": 1}, {"catalog": "update"})
+    state.db.close()
+    assert run_tse("index", pages, tmp_path / "part.index").stderr.decode() == (
+        f"tse index: warning: {pages} holds an update not finished (still running, or stopped: tse crawl --update"
+        " --resume goes on with it): indexing the pages saved so far\n"
+    )
 
 
 def test_malformed_index_is_named_with_its_line(engine, tmp_path):

@@ -24,6 +24,23 @@ class _Parser(argparse.ArgumentParser):
         # One line, no usage dump: the reference printed a single message.
         self.exit(USAGE, f"{self.prog}: {message}\n")
 
+    def parse_args(  # type: ignore[override]
+        self, args: list[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        # Arguments no parser took are refused by the command's parser, named as its other errors are
+        # (`tse report: unrecognized arguments: -o x.html`), not by the top one (`tse: ...`).
+        options, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self._subcommands().get(getattr(options, "command", None) or "", self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return options
+
+    def _subcommands(self) -> dict[str, argparse.ArgumentParser]:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return dict(action.choices)
+        return {}
+
 
 def _port(text: str) -> int:
     if not (text.isascii() and text.isdigit() and int(text) <= 65535):
@@ -63,6 +80,17 @@ def _patience(text: str) -> float:
         return duration_seconds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"the patience is a number of seconds, 0 or more: {text}") from None
+
+
+def _interval(text: str) -> float:
+    """status --every: seconds, 0 or more, finite (the rule of the crawl's durations: -1, nan and inf were a
+    traceback from the sleep)."""
+    from .rules.crawling.crawlargs import duration_seconds
+
+    try:
+        return duration_seconds(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the interval is a number of seconds, 0 or more: {text}") from None
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -238,7 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="env",
         help="the crawl's Redis (default: the environment variable TSE_REDIS_URL)",
     )
-    status.add_argument("--every", type=float, metavar="INTERVAL", help="repeat until interrupted")
+    status.add_argument(
+        "--every", type=_interval, metavar="INTERVAL", help="repeat every INTERVAL seconds until interrupted"
+    )
     for name, (summary, description, positionals) in _FILE_COMMANDS.items():
         command = commands.add_parser(name, help=summary, description=description)
         for dest, metavar in positionals:
@@ -408,7 +438,14 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
 
 
 def index(options: argparse.Namespace) -> int:
-    from .index.indexer import check_index_outside_crawl, check_page_directory, unfinished_crawl, write_index_files
+    from .index.indexer import (
+        check_index_outside_crawl,
+        check_page_directory,
+        check_replaces_an_index,
+        remove_leftover_runs,
+        unfinished_crawl,
+        write_index_files,
+    )
     from .index.indexlock import index_lock
     from .index.update import update_index
 
@@ -422,11 +459,14 @@ def index(options: argparse.Namespace) -> int:
         check_page_directory(options.pagedir, options.indexfile)
         check_index_outside_crawl(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
+        check_replaces_an_index(options.indexfile)
         if unfinished := unfinished_crawl(options.pagedir):
             sys.stderr.write(f"tse index: warning: {unfinished}\n")
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
         # before it writes anything (the update and the full build it may give way to alike).
-        with index_lock(options.indexfile):
+        with index_lock(options.indexfile) as held:
+            if held:  # no other tse index of INDEXFILE runs: the temporary directories a killed one left go
+                remove_leftover_runs(options.indexfile)
             try:
                 problem = None
                 if options.update:
@@ -512,12 +552,14 @@ def _index_progress_bar(directory: str) -> ContextManager:
 
 
 def indextest(options: argparse.Namespace) -> int:
+    from .index.indexer import check_replaces_an_index
     from .index.indexlock import index_lock
     from .index.storage import read_index, write_index
 
     with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
         _require_writable(options.new)
+        check_replaces_an_index(options.new)
         with index_lock(options.new, "tse indextest"):  # NEWINDEX is not written by two at once either
             write_index(options.new, loaded, sidecar=False)
     return OK
@@ -645,7 +687,6 @@ def import_command(options: argparse.Namespace) -> int:
 
 
 def status(options: argparse.Namespace) -> int:
-    import re
     import time
 
     from .rules.crawling.crawlargs import ArgumentError
@@ -653,7 +694,7 @@ def status(options: argparse.Namespace) -> int:
     try:
         import redis
 
-        from .distributed.store import RedisCrawl, connect, is_outage, redis_url
+        from .distributed.store import RedisCrawl, connect, is_outage, outage_line, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
     try:
@@ -661,17 +702,6 @@ def status(options: argparse.Namespace) -> int:
     except ArgumentError as error:
         return _one_line("status", str(error))
     shown_url = mask_secrets(redis_url(options.redis))
-
-    def unreachable(error: redis.RedisError) -> str:
-        """What went wrong, short: "connection refused", not redis-py's "Error 111 connecting to HOST:PORT. ..."."""
-        text = str(error).strip()
-        if not isinstance(error, redis.ConnectionError | redis.TimeoutError):  # MASTERDOWN, LOADING ...
-            return f"Redis at {shown_url} is not serving: {text}"
-        found = re.fullmatch(r"Error -?\d+ (?:connecting|reading|writing) (?:to|from) \S+?\. (.+)", text, re.DOTALL)
-        reason = (found[1] if found else text).rstrip(".") or type(error).__name__
-        if reason[1:2].islower():  # a sentence, not a Redis error code
-            reason = reason[:1].lower() + reason[1:]
-        return f"cannot reach Redis at {shown_url}: {reason}"
 
     try:
         while True:
@@ -681,8 +711,11 @@ def status(options: argparse.Namespace) -> int:
                 if not is_outage(error):
                     return _one_line("status", f"Redis at {shown_url} refused: {error}")
                 if not options.every:  # once: no wait, exit 1
-                    return _one_line("status", unreachable(error))
-                print(f"crawl {options.name}: {unreachable(error)}; asking again in {options.every:g} s", flush=True)
+                    return _one_line("status", outage_line(error, shown_url))
+                print(
+                    f"crawl {options.name}: {outage_line(error, shown_url)}; asking again in {options.every:g} s",
+                    flush=True,
+                )
                 time.sleep(options.every)
                 continue
             if not shown["exists"] and not shown["quarantined"]:

@@ -9,6 +9,7 @@ a distributed crawl, created or joined in Redis.
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 import warnings
 from collections.abc import Callable
@@ -16,12 +17,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
-from .resume.startmode import StartMode, start_mode
-from .resume.statedb import UnreadableDatabase
+from .resume.startmode import StartMode, pages_saved, start_mode
+from .resume.statedb import CrawlStateDB, UnreadableDatabase, state_path
 from .rules.crawling.crawlargs import (
+    PAGE_LIMIT_SETTINGS,
     ArgumentError,
     CrawlArgs,
     check_crawl_args,
+    check_page_limit,
     check_same_crawl,
     check_setting_values,
     check_yes_no_arguments,
@@ -42,6 +45,8 @@ class CrawlStart:
     mode: StartMode = StartMode.NEW
     distributed_name: str | None = None  # set for a worker of a distributed crawl
     updated_at: float | None = None  # UPDATED: when the update finished (Unix time)
+    page_limit: int = 0  # LIMIT_REACHED: the page limit asked for, and the pages saved already
+    saved: int = 0
     # The page directory's, held by a crawl of one process that has something to do; released
     # when the crawl has closed.
     lock: PageDirectoryLock | None = field(default=None, compare=False)
@@ -61,6 +66,11 @@ class CrawlStart:
             return (
                 f"{self.args.pagedir} holds an update finished at {when}: nothing to resume "
                 "(to update it again, leave out --resume or -a resume=yes)"
+            )
+        if self.mode is StartMode.LIMIT_REACHED:
+            return (
+                f"the page limit ({self.page_limit}) is already reached: {self.saved} pages saved in "
+                f"{self.args.pagedir}; its crawl is kept: resume it with a higher page limit, or none, to go on"
             )
         return None
 
@@ -94,6 +104,17 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
 # Settings whose default is an int that Scrapy reads as a float (``settings.getfloat``): 2.5 is good.
 # (tests/test_crawl_settings.py checks the list against every getfloat in Scrapy and in tse_scrapy.)
 READ_AS_FLOAT = ("DNS_TIMEOUT", "DOWNLOAD_TIMEOUT")
+
+
+def page_limit(setting: Setting) -> int:
+    """The crawl's page limit (0: none), as the spider takes it: CLOSESPIDER_PAGECOUNT, else
+    TSE_MAX_PAGES (both checked already by ``check_setting_values``)."""
+    for name in PAGE_LIMIT_SETTINGS:
+        value = setting(name)
+        limit = check_page_limit(value, f"-s {name}") if value is not None else 0
+        if limit:
+            return limit
+    return 0
 
 
 def setting_defaults() -> dict[str, Any]:
@@ -131,6 +152,14 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             raise ArgumentError(f"cannot read the page catalog: {error}") from None
     update_finished = finished is not None and finished.outputs == catalog.output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
+    if mode is StartMode.RESUME:
+        # A page limit the crawl has reached already: the scheduler would hand out no page, and the
+        # crawl would end at once on its page limit, its state removed. Nothing is done, and the
+        # state stays for a resume with a higher limit.
+        limit = page_limit(setting)
+        saved = pages_saved(args, setting("JOBDIR")) if limit else 0
+        if limit and saved >= limit:
+            return CrawlStart(args, StartMode.LIMIT_REACHED, page_limit=limit, saved=saved)
     if mode is StartMode.FINISHED:
         return CrawlStart(args, mode)  # nothing will be written: the output files are not looked at
     if mode in (StartMode.UPDATE, StartMode.UPDATED):
@@ -147,7 +176,24 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
         raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume)
+    if mode is not StartMode.RESUME and not no_state:
+        _try_state(args, setting)
     return CrawlStart(args, mode)
+
+
+def _try_state(args: CrawlArgs, setting: Setting) -> None:
+    """Make the new crawl's state and remove it again, or refuse the crawl in one line when it cannot be
+    written (a full disk, a file-size limit): made once Scrapy has started (``CrawlStateExtension``), it
+    failed with a traceback.  A state that cannot be made leaves no file behind (``CrawlStateDB``), so a
+    later crawl starts anew.  (There is no state to keep: a new crawl's has no arguments yet.  Nor is one
+    left: a crawl given EXTENSIONS of its own may keep none.)"""
+    path = state_path(args.pagedir, setting("JOBDIR"))
+    try:
+        CrawlStateDB(path, synchronous=setting("TSE_STATE_SYNCHRONOUS") or "NORMAL").close(remove=True)
+    except sqlite3.Error as error:
+        raise ArgumentError(f"cannot write the crawl state: {error}") from None
+    except OSError as error:
+        raise ArgumentError(f"cannot write the crawl state: {error.strerror or error}") from None
 
 
 def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:

@@ -126,6 +126,8 @@ def summary_line(stats: Mapping[str, Any], update: bool = False) -> str:
         )
     if stats.get("tse/pdfs"):
         line += f"; {_count(stats['tse/pdfs'], 'PDF')}"
+    if stats.get("tse/not_pages"):  # images, binary data ... (--links html): neither saved nor indexed
+        line += f"; {_count(stats['tse/not_pages'], 'answer')} not a page, left out"
     if any(name.startswith("tse/render") for name in stats):  # --render
         line += (
             f"; rendered: {stats.get('tse/rendered', 0)} ({stats.get('tse/render_timeouts', 0)} cut at the timeout, "

@@ -143,7 +143,9 @@ class RedisPolitenessMiddleware:
         if delay and delay > current:
             # (At most TSE_MAX_CRAWL_DELAY, below HOLD_AT_MOST: a lease longer is taken over, process_request.)
             delay, said = crawl_delay_said(delay, min(self.max_crawl_delay, HOLD_AT_MOST), host)
-            logger.info("%s", said)
+            # At WARNING, as a single-machine crawl says it (crawl/extensions/politeness.py): shown on
+            # tse crawl's quiet terminal, once per host and worker (each reads robots.txt once).
+            logger.warning("%s", said)
             self.crawl_delays[host] = delay
             # robots.txt has just been fetched: the longer delay counts from now,
             # for the other workers too (they learn it from their own robots.txt).

@@ -175,6 +175,41 @@ def is_outage(error: BaseException) -> bool:
     return isinstance(error, (redis.ConnectionError, redis.TimeoutError, *_NOT_SERVING))
 
 
+def outage_line(error: redis.RedisError, shown_url: str) -> str:
+    """What an outage (``is_outage``) is, in words, from the type of redis-py's *error* and the OS
+    error under it, not from its message's wording: "cannot reach Redis at URL: connection refused",
+    not "Error 111 connecting to HOST:PORT. Connection refused."; "Redis at URL is not serving: ..."
+    with the server's answer (``LOADING``, ``MASTERDOWN`` ...).  *shown_url*: the URL, its password
+    masked."""
+    # An answer of the server's: MASTERDOWN, READONLY ..., and LOADING (a ConnectionError for redis-py).
+    if isinstance(error, redis.exceptions.BusyLoadingError) or not isinstance(
+        error, redis.ConnectionError | redis.TimeoutError
+    ):
+        return f"Redis at {shown_url} is not serving: {str(error).strip() or type(error).__name__}"
+    return f"cannot reach Redis at {shown_url}: {unreachable_reason(error)}"
+
+
+def unreachable_reason(error: BaseException) -> str:
+    """Why Redis could not be reached, short ("connection refused", "timed out"): the OS error
+    redis-py raised its error from (``__cause__``, else ``__context__``), else its own reason."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, redis.TimeoutError | TimeoutError):  # (socket.timeout is TimeoutError)
+            return "timed out"
+        if isinstance(cause, OSError):
+            return _reason(cause.strerror or str(cause)) or type(cause).__name__
+        cause = cause.__cause__ or cause.__context__
+    return _reason(str(error)) or type(error).__name__  # redis-py's own ("Connection closed by server.")
+
+
+def _reason(text: str) -> str:
+    """*text* as a reason after a colon: stripped, no final full stop, a sentence's capital lowered."""
+    text = text.strip().rstrip(".")
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
 def redis_url(given: str) -> str:
     """The Redis URL *given* stands for: ``env`` is the environment variable TSE_REDIS_URL's
     (so that a password need not appear in a process list)."""

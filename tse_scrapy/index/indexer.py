@@ -23,14 +23,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
-from ..resume.statedb import STATE_NAME
+from ..resume.statedb import CATALOG_UPDATE, STATE_NAME, UnreadableDatabase, stored_meta
 from ..rules.files import pagedir
 from ..rules.files.indexfile import Index
 from ..rules.files.pagenotes import NotedPages, read_page_notes
@@ -92,14 +94,106 @@ def check_index_outside_crawl(directory: str | os.PathLike, indexfile: str | os.
         raise PageDirError(f"{indexfile} is {what}: write the index elsewhere")
 
 
+# How much of an existing INDEXFILE is read to tell an index from another file (an index's first line may
+# be longer: its start tells).
+INDEX_START_BYTES = 64 * 1024
+_WORD = re.compile(rb"[a-z]+")
+_POSITIVE = re.compile(rb"[1-9][0-9]*")
+
+
+def check_replaces_an_index(indexfile: str | os.PathLike) -> None:
+    """INDEXFILE (or indextest's NEWINDEX), when it exists, must be empty or an index: its first line
+    (blank lines before it skipped, as the reader skips them) SPEC 3's ``word docID count [docID
+    count]...``.  Anything else (a WARC, a crawl record, notes, a page file of any crawl: its first line a
+    URL) would be replaced by the index.  Checked before anything is written (the lock file included)."""
+    try:
+        status = os.stat(indexfile)
+    except OSError:  # none (the usual first build), or a path the writer will refuse
+        return
+    if stat.S_ISDIR(status.st_mode):  # (said as before: "is a directory")
+        return
+    if not stat.S_ISREG(status.st_mode):
+        raise PageDirError(f"{indexfile} is not a regular file: write the index elsewhere")
+    if status.st_size == 0:
+        return
+    try:
+        with open(indexfile, "rb") as file:
+            start = file.read(INDEX_START_BYTES)
+    except OSError as error:
+        raise PageDirError(f"{indexfile} cannot be read to check that it is an index: {error.strerror}") from None
+    if not looks_like_an_index(start, whole=len(start) < INDEX_START_BYTES):
+        raise PageDirError(
+            f"{indexfile} exists and is not an index (its first line is no 'word docID count ...'):"
+            " it is left as it is; write the index elsewhere, or remove it first"
+        )
+
+
+def looks_like_an_index(start: bytes, whole: bool) -> bool:
+    """Whether *start*, the start of a file (*whole*: all of it), begins as SPEC 3's index does."""
+    text = start.lstrip()
+    if not text:
+        return whole  # blank: nothing to lose
+    line, newline, _ = text.partition(b"\n")
+    fields = line.split()
+    complete = bool(newline) or whole
+    if not complete:
+        fields = fields[:-1]  # (cut where the read stopped)
+    words, numbers = fields[:1], fields[1:]
+    if not words or not _WORD.fullmatch(words[0]) or not numbers:
+        return False
+    if not all(_POSITIVE.fullmatch(number) for number in numbers):
+        return False
+    return not (complete and len(numbers) % 2)
+
+
+# The temporary directory of a run's runs, beside INDEXFILE: ``.INDEXFILE.XXXXXXXX.runs`` (tempfile.mkdtemp's
+# 8 random characters).
+RUNS_PREFIX, RUNS_SUFFIX = ".", ".runs"
+_RANDOM_PART = re.compile(r"[a-z0-9_]{8}")
+
+
+def remove_leftover_runs(indexfile: str | os.PathLike) -> list[str]:
+    """Remove the temporary directories ``.INDEXFILE.XXXXXXXX.runs`` beside *indexfile* that a ``tse index``
+    killed (``kill -9``: no cleanup) left behind; their names.  Only for a caller holding INDEXFILE's lock
+    (``indexlock.index_lock``): then no other ``tse index`` of INDEXFILE runs, the only one that makes
+    them (a full build, its own made after this), so none is in use.  (The workers of a killed one may
+    still be finishing the range in hand: a run they cannot write ends them as their closed pipe would.)
+    Best effort: what cannot be removed stays for the next run."""
+    indexfile = Path(indexfile)
+    prefix = f"{RUNS_PREFIX}{indexfile.name}."
+    removed = []
+    try:
+        names = os.listdir(indexfile.parent)
+    except OSError:
+        return removed
+    for name in sorted(names):
+        if not (name.startswith(prefix) and name.endswith(RUNS_SUFFIX)):
+            continue
+        if not _RANDOM_PART.fullmatch(name[len(prefix) : -len(RUNS_SUFFIX)]):
+            continue  # another INDEXFILE's (``.INDEXFILE.more.XXXXXXXX.runs``), or not a temporary directory
+        path = indexfile.parent / name
+        if path.is_symlink() or not path.is_dir():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
+            removed.append(name)
+    return removed
+
+
 def unfinished_crawl(directory: str | os.PathLike) -> str | None:
     """What to say of PAGEDIR when it holds a crawl not finished (its durable state is there: a crawl
     running, or stopped before its end, which ``--resume`` finishes), else None.  Its pages saved so
     far are indexed all the same: the index is then of part of the crawl."""
-    if not os.path.exists(os.path.join(directory, STATE_NAME)):
+    path = os.path.join(directory, STATE_NAME)
+    if not os.path.exists(path):
         return None
+    try:
+        update = stored_meta(path, "catalog") == CATALOG_UPDATE
+    except (UnreadableDatabase, OSError):  # (said as a crawl's: the crawl itself says what is wrong)
+        update = False
+    kind, again = ("an update", "tse crawl --update --resume") if update else ("a crawl", "tse crawl --resume")
     return (
-        f"{directory} holds a crawl not finished (still running, or stopped: tse crawl --resume goes on with"
+        f"{directory} holds {kind} not finished (still running, or stopped: {again} goes on with"
         " it): indexing the pages saved so far"
     )
 
@@ -241,7 +335,9 @@ def write_index_files(
     workers: Workers | None = None
     with interrupts_during_cleanup_ignored() as ignore_interrupts:
         try:
-            scratch = Path(tempfile.mkdtemp(prefix=f".{indexfile.name}.", suffix=".runs", dir=indexfile.parent))
+            scratch = Path(
+                tempfile.mkdtemp(prefix=f"{RUNS_PREFIX}{indexfile.name}.", suffix=RUNS_SUFFIX, dir=indexfile.parent)
+            )
             notes = read_page_notes(directory)  # read here once; forked workers inherit it
             workers = Workers(jobs, functools.partial(index_range, directory, scan.gone, notes, set()))
             with (

@@ -42,9 +42,10 @@ def lock_path(indexfile: str | os.PathLike) -> Path:
 
 
 @contextmanager
-def index_lock(indexfile: str | os.PathLike, holder: str = "tse index") -> Iterator[None]:
+def index_lock(indexfile: str | os.PathLike, holder: str = "tse index") -> Iterator[bool]:
     """Hold *indexfile*'s lock within; IndexLocked at once when another holds it (another process, or
-    another lock in this one).  *holder*: what writes the index, named to whoever is refused."""
+    another lock in this one).  *holder*: what writes the index, named to whoever is refused.  Gives
+    whether the lock is held (False: the file system cannot lock, and the index is written without it)."""
     descriptor = _open(lock_path(indexfile))
     if descriptor is not None:
         try:
@@ -57,13 +58,13 @@ def index_lock(indexfile: str | os.PathLike, holder: str = "tse index") -> Itera
             os.close(descriptor)
             descriptor = None
     if descriptor is None:
-        yield
+        yield False
         return
     owner = os.getpid()
     _held.add(descriptor)
     try:
         _rewrite(descriptor, f"{owner} {holder}\n".encode())
-        yield
+        yield True
     finally:
         if os.getpid() == owner:  # (a forked child leaving this block has closed its copy already)
             _held.discard(descriptor)

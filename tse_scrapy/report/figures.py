@@ -54,6 +54,7 @@ FAILED = "#c62828"
 BAR = "#3f6fb5"
 OUTCOME_COLORS = {
     "saved": SAVED,
+    "unchanged": "#81c784",
     "redirect": "#1e88e5",
     "retried": "#ef6c00",
     "robots": "#7b1fa2",
@@ -94,6 +95,7 @@ def outcomes_figure(outcomes: Mapping[str, int], failures: Mapping[str, int], ig
     """Horizontal bars: requests by outcome (failures by reason, sitemap fetches apart), then links ignored by kind."""
     rows: list[tuple[str, int, str]] = []  # (label, count, color), top row first
     rows.append(("saved", outcomes.get("saved", 0), SAVED))
+    rows.append(("unchanged", outcomes.get("unchanged", 0), OUTCOME_COLORS["unchanged"]))
     reasons = sorted(failures.items(), key=lambda item: (-item[1], item[0]))
     for reason, count in reasons[:FAILURE_ROWS]:
         rows.append((f"failed: {_label(reason)}", count, FAILED))

@@ -57,6 +57,8 @@ class ReportSummary(Totals):
             f"{self.pages_failed} failed",
             "from " + _count(self.files, "record file"),
         ]
+        if self.update:  # its unchanged pages were checked, not saved
+            parts[1:2] = [f"an update: {_count(self.pages_saved, 'page')} saved", f"{self.pages_unchanged:,} unchanged"]
         if self.not_sent:  # failed pages too, never sent: no request
             parts.insert(1, _count(self.not_sent, "page") + " refused before sending")
         if self.bad_lines:
@@ -164,10 +166,12 @@ def _totals_rows(totals: Totals, not_sent: Counter[str]) -> list[dict]:
         plain = str(value) if isinstance(value, int) else repr(round(value, 3))
         return dict(name=name, label=label, plain=plain, note=note)
 
+    unchanged = [row("pages_unchanged", "Pages unchanged", "found as they were (304, or the same body): kept")]
     return [
         row("requests", "Requests sent", "robots.txt and sitemap fetches, redirect hops and retries included"),
         row("not_sent", "Pages refused before sending", _refused_note(not_sent)),
-        row("pages_saved", "Pages saved"),
+        row("pages_saved", "Pages saved", "new or changed" if totals.update else ""),
+        *(unchanged if totals.update else ()),
         row("pages_failed", "Pages failed"),
         row("ignored_external", "Links ignored: external", "off the crawled site"),
         row("ignored_duplicate", "Links ignored: duplicate", "already seen"),

@@ -70,6 +70,9 @@ class Totals:
     hosts: int
     workers: int  # 1 for a crawl that names no worker
     max_depth: int  # of a saved page
+    # An update's pages found as they were (304, or the same body): checked, their files kept.
+    pages_unchanged: int = field(default=0, kw_only=True)
+    update: bool = field(default=False, kw_only=True)  # the record is an update's
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class Records:
     scanned_pages: set[int] = field(default_factory=set)
     requested_urls: dict[int, str] = field(default_factory=dict)
     link_targets_capped: bool = False  # MAX_LINK_TARGETS reached: some in-links not counted
+    update: bool = False  # a line says it is an update's (or is an unchanged page, which only an update has)
     _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
 
     def add(self, record: RequestRecord) -> bool:
@@ -128,11 +132,12 @@ class Records:
         sent = not is_refused(record)
         self.requests += sent
         self.outcomes[shown_as] += 1
+        self.update = self.update or record.update or shown_as == "unchanged"
         if shown_as == "failed":
             self.failures[failure_reason(record)] += 1
             if not sent:
                 self.not_sent[failure_reason(record)] += 1
-        if record.outcome == "saved":
+        if shown_as == "saved":
             self.saved_per_depth[record.depth] += 1
             self.page_sizes.append(record.bytes)
         for kind, count in record.ignored.items():
@@ -203,6 +208,8 @@ class Records:
             hosts=len(self.requests_per_host),
             workers=max(len(self.workers), 1),
             max_depth=max(self.saved_per_depth, default=0),
+            pages_unchanged=self.outcomes["unchanged"],
+            update=self.update,
         )
 
     def depth_rows(self) -> list[tuple[int, int]]:
@@ -244,7 +251,12 @@ def request_kind(record: RequestRecord) -> str:
     report tells it by its URL: a request sent at depth 0, neither saved nor a redirect, whose URL
     names an XML, text or gzip file; the same line for ``/robots.txt`` (read for its ``Sitemap:``
     lines when robots.txt is not obeyed) is a ``robots`` fetch.
+
+    A 304 recorded ``saved`` (by a crawl before ``unchanged`` was an outcome) is ``unchanged``:
+    only an update asks with validators, and its file was kept.
     """
+    if record.outcome == "saved" and record.status == 304:
+        return "unchanged"
     if record.outcome not in ("unsaved", "failed") or record.depth != 0 or record.start is None:
         return record.outcome
     try:

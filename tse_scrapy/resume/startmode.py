@@ -14,8 +14,16 @@ import enum
 import os
 
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_no_pages, check_same_crawl
-from ..rules.files.pagedir import holds_pages
-from .statedb import CATALOG_UPDATE, UnreadableDatabase, state_path, stored_arguments, stored_meta
+from ..rules.files.pagedir import holds_pages, page_path
+from .statedb import (
+    CATALOG_UPDATE,
+    CATALOG_VALIDATORS,
+    UnreadableDatabase,
+    query_read_only,
+    state_path,
+    stored_arguments,
+    stored_meta,
+)
 
 
 class StartMode(enum.Enum):
@@ -26,6 +34,7 @@ class StartMode(enum.Enum):
     FINISHED = "finished"  # asked to resume a crawl that has finished: nothing to do
     UPDATE = "update"  # crawl a finished crawl again, in place
     UPDATED = "updated"  # asked to resume an update that has finished: nothing to do
+    LIMIT_REACHED = "limit reached"  # asked to resume a crawl with a page limit it has reached: nothing to do
 
 
 def start_mode(
@@ -68,3 +77,22 @@ def start_mode(
         raise ArgumentError(f"{args.pagedir} holds an interrupted crawl, not an update: continue it with --resume")
     check_same_crawl(args, stored, "resume")
     return StartMode.RESUME
+
+
+def pages_saved(args: CrawlArgs, jobdir: str | os.PathLike | None = None) -> int:
+    """The pages the interrupted crawl of *args* has saved, as its page limit counts them when it
+    resumes (``TseScheduler._restore``): the docIDs it has given (a crawl with a catalog: the pages
+    it has recorded), less those recorded whose files are lost (fetched again).  Read-only;
+    ArgumentError when the state cannot be read."""
+    path = state_path(args.pagedir, jobdir)
+    try:
+        catalog_mode = stored_meta(path, "catalog")
+        if catalog_mode in (CATALOG_UPDATE, CATALOG_VALIDATORS):
+            (count,) = (query_read_only(path, "SELECT COUNT(*) FROM pages") or [(0,)])[0]
+        else:
+            count = int(stored_meta(path, "next_doc_id") or 1) - 1
+        recorded = query_read_only(path, "SELECT doc_id FROM pages") or []
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the crawl state: {error}") from None
+    lost = sum(1 for (doc_id,) in recorded if not page_path(args.pagedir, doc_id).is_file())
+    return count - lost

@@ -97,12 +97,22 @@ class CrawlStateDB:
     """One crawl's state database; ``writing``, ``saved`` and ``finished`` commit, the rest waits for them."""
 
     def __init__(self, path: str | os.PathLike, *, synchronous: str = "NORMAL"):
+        """Open the state at *path*, made if there is none.  A state that cannot be made (a full disk,
+        a file-size limit) raises sqlite3.Error or OSError and leaves no file behind: half made, it
+        would be unreadable, and would keep a new crawl of the directory from starting."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        made = not self.path.exists()
         self.db = sqlite3.connect(self.path, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.executescript(_SCHEMA)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute(f"PRAGMA synchronous={synchronous}")
+            self.db.executescript(_SCHEMA)
+        except sqlite3.Error:
+            self.db.close()
+            if made:
+                self._remove_files()
+            raise
         self._open = False
         # Links found (frontier rows, seen keys) since the last ``writing`` or ``finished``.
         self._held_rows: dict[int, bytes] = {}
@@ -257,11 +267,14 @@ class CrawlStateDB:
         finally:
             self.db.close()
         if remove:
-            for suffix in ("", "-wal", "-shm"):
-                try:
-                    os.remove(str(self.path) + suffix)
-                except FileNotFoundError:
-                    pass
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.remove(str(self.path) + suffix)
+            except FileNotFoundError:
+                pass
 
     def _begin(self) -> None:
         if not self._open:

@@ -11,7 +11,9 @@ one when it is as usable as the one it replaces: its document store and
 search index written with it where the open one's were.  Else, or when the new
 files cannot be opened at all, it says why in one line on stderr, once for
 those files, goes on answering from the index it has, and tries again when the
-files change, or RETRY_SECONDS later.
+files change, or RETRY_SECONDS later.  With several processes (forked, on Linux),
+that line is said by the first of them only (``SaidOnce``): the files are the
+same for all.
 
 It looks at ``PAGEDIR/.tse-gone`` too (``tse crawl --update`` writes it whole,
 or removes it): once it is another file (or none) and has stayed so for one
@@ -32,7 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
+import mmap
+import multiprocessing
 import os
 import time
 from dataclasses import dataclass
@@ -61,6 +66,34 @@ FileKey = tuple[int, int, int] | None
 FileKeys = tuple[FileKey, ...]
 # The key of a gone list not known yet (a process's first look reads the list, whatever its key).
 UNKNOWN: FileKey = (-1, -1, -1)
+
+
+class SaidOnce:
+    """What one of a server's processes said, in memory the processes forked after it is made share: a
+    warning the others would say about the same files is said once, not once a process."""
+
+    _DIGEST = 16
+
+    def __init__(self) -> None:
+        self._said = mmap.mmap(-1, self._DIGEST)  # anonymous and shared: no file
+        self._lock = multiprocessing.get_context("fork").Lock()
+
+    def first(self, what: str) -> bool:
+        """Whether *what* is new: not the last thing said (it is then)."""
+        digest = hashlib.blake2b(what.encode(errors="surrogateescape"), digest_size=self._DIGEST).digest()
+        if not self._lock.acquire(timeout=1):  # (a process killed holding it: said, as before)
+            return True
+        try:
+            if self._said[:] == digest:
+                return False
+            self._said[:] = digest
+            return True
+        finally:
+            self._lock.release()
+
+
+# Set by the server before it forks its processes (``server.serve_forever``); None: each says its own.
+said_once: SaidOnce | None = None
 
 
 def index_file_keys(indexfile: Path) -> FileKeys:
@@ -182,7 +215,8 @@ class ServedIndex:
                     # (It read the gone list as it was after this look, or as it is now: compared next time.)
                     self._take(opened, keys, gone_key)
                     continue
-                if keys != tried:  # said once for these files
+                # Said once for these files, by one process of the server.
+                if keys != tried and (said_once is None or said_once.first(f"{self._path} {keys}")):
                     logger.warning(
                         "tse serve: %s was written anew but %s: answering from the index open", self._path, why
                     )

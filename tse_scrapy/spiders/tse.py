@@ -24,7 +24,7 @@ from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
-from ..rules.text.pdftext import looks_like_pdf
+from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -39,6 +39,7 @@ UNFETCHABLE_URL = "data:,"
 # the offsite middleware will judge exactly this URL, so the spider may judge it first.
 _KEPT_BY_REQUEST = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*\Z")
 _UNKNOWN: Any = object()
+_SNIFF_BYTES = 1024  # the first bytes of an answer that tell what it is (crawled_page_kind)
 
 
 class TseSpider(scrapy.Spider):
@@ -259,8 +260,15 @@ class TseSpider(scrapy.Spider):
         if response.status != 200:
             self._failed(response.request, depth, response.status, f"http {response.status}")
             return
-        log_progress(depth, "Fetched", url)
         pdf = self._is_pdf(response)
+        not_a_page = None if pdf else self._not_a_page(response)
+        if not_a_page:
+            # Neither saved nor indexed: the indexer would read its bytes as text (SPEC 2's
+            # reference saved every 200 answer; ``--links tse`` still does).
+            self.crawler.stats.inc_value("tse/not_pages")
+            self._failed(response.request, depth, None, not_a_page)
+            return
+        log_progress(depth, "Fetched", url)
         directives = self._robots_directives(response, pdf)
         stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
         for directive in directives if stats is not None else ():
@@ -298,12 +306,19 @@ class TseSpider(scrapy.Spider):
         bytes when the server says nothing more precise than binary data."""
         if self.crawl_args.links != "html":
             return False
-        content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
-        if content_type in (b"application/pdf", b"application/x-pdf"):
-            return True
-        return content_type in (b"", b"application/octet-stream", b"binary/octet-stream") and looks_like_pdf(
-            response.body
-        )
+        return crawled_page_kind(_content_type(response), response.body[:_SNIFF_BYTES]) == PDF
+
+    def _not_a_page(self, response: Response) -> str | None:
+        """Why a 200 answer is no page to save (``--links html``): an image, an archive, binary data
+        whose bytes are not HTML's (``crawled_page_kind``); None for a page.  A page read back from
+        its file (resume, a 304 of an update) was judged when it was fetched."""
+        meta = response.meta
+        if self.crawl_args.links != "html" or "tse_replay_doc" in meta or "tse_http_status" in meta:
+            return None
+        content_type = _content_type(response)
+        if crawled_page_kind(content_type, response.body[:_SNIFF_BYTES]) is not None:
+            return None
+        return f"not a page: {media_type(content_type) or 'no Content-Type'}"
 
     def _canonical(self, response: Response, url: str) -> str | None:
         """The canonical URL the page's ``Link:`` headers name, normalized as links are, when it is
@@ -422,6 +437,11 @@ class TseSpider(scrapy.Spider):
             # A link Scrapy cannot even represent (a bad port, host or scheme):
             # an external placeholder keeps it in order in the log.
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
+
+
+def _content_type(response: Response) -> str | None:
+    value = response.headers.get(b"Content-Type")
+    return value.decode("latin-1") if value is not None else None
 
 
 def _validators(headers: Any, archived: str | None) -> dict[str, str | None]:

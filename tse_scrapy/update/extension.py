@@ -33,7 +33,7 @@ from ..rules.files import pagedir
 from ..rules.web.urls import normalize_url
 from . import catalog
 from .catalog import KnownPage, body_digest
-from .merge import merge
+from .merge import ROBOTS_TXT, merge
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -44,6 +44,11 @@ logger = logging.getLogger(__name__)
 # read (--sitemaps): the catalog keeps them, and an update in priority order
 # scores its queued pages again by them (the scheduler).
 sitemaps_read = object()
+
+# Set in a request's meta by the robots.txt middleware when the site's robots.txt, as read, forbids
+# the page (not when a robots.txt that could not be read is taken for "disallow all"): a known page
+# refused so is gone, as a fresh crawl would not save it.
+ROBOTS_FORBIDS = "tse_robots_forbids"
 
 
 def warc_date(moment: float) -> str:
@@ -68,6 +73,9 @@ class UpdateExtension:
         self.fsync = settings.getbool("TSE_FSYNC")
         self.is_update = self.mode == CATALOG_UPDATE
         self.lastmods: dict[str, str] = {}  # URL -> its sitemap's lastmod, read in this crawl (--sitemaps)
+        # For the crawl record (TSE_RECORD): the docIDs an update found as they were, until their line is written.
+        self.recording = bool(settings.get("TSE_RECORD"))
+        self.kept: set[int] = set()
         self._ready = False
 
     def setup(self) -> UpdateExtension:
@@ -144,13 +152,26 @@ class UpdateExtension:
             }
         )
         old = self.before.get(doc_id)
-        return old is None or old.url != url or old.depth != depth or old.digest != digest
+        changed = old is None or old.url != url or old.depth != depth or old.digest != digest
+        if not changed and self.is_update and self.recording:
+            self.kept.add(doc_id)
+        return changed
+
+    def take_kept(self, doc_id: int) -> bool:
+        """Whether page *doc_id*, saved just now, was found as it was (its crawl record line says so once)."""
+        if doc_id in self.kept:
+            self.kept.discard(doc_id)
+            return True
+        return False
 
     def failed(self, request: Request, status: int | None) -> None:
         """A request that gave no page: recorded when it was for a known page."""
         page = self.known_request(request)
         if page is not None:
-            self.state.visit({"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False})
+            visit = {"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False}
+            if request.meta.get(ROBOTS_FORBIDS):
+                visit["reason"] = ROBOTS_TXT
+            self.state.visit(visit)
 
     def reached(self, key: str) -> None:
         """A link to *key* was found (revisits that no link reaches are gone at the end)."""

@@ -3,7 +3,7 @@ catalog after and the list of changes.  No Scrapy import.
 
 A *visit* is what the crawl recorded of one docID: saved (its depth, digest,
 HTTP status 200 or 304, validators), or failed (its HTTP status, or None
-without an answer).
+without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it).
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..rules.crawling.changes import CHANGED, GONE_STATUSES, Version, classify
+from ..rules.crawling.changes import CHANGED, GONE, GONE_STATUSES, Version, classify
 from .catalog import KnownPage
+
+ROBOTS_TXT = "robots.txt"  # a failed visit's reason: the site's robots.txt forbids the page
+# Why a page is gone, in the changes file (``reason``): "http 404", "http 410", ROBOTS_TXT, or
+UNREACHED = "not reached"  # no page of the crawl links to it within the depth any more
 
 
 def merge(
@@ -34,26 +38,30 @@ def merge(
     for doc_id in sorted(before.keys() | visits.keys()):
         old, visit = before.get(doc_id), visits.get(doc_id)
         was = old.version if old is not None and old.live else None
+        reason = UNREACHED
         if visit is not None and visit["saved"] and not (complete and doc_id in unreached):
             now_is: Version | None = Version(visit["depth"], bytes.fromhex(visit["digest"]))
         elif visit is not None and visit["saved"]:
             now_is = None  # no longer linked from the crawl
         elif visit is not None and visit["status"] in GONE_STATUSES:
-            now_is = None
+            now_is, reason = None, f"http {visit['status']}"
+        elif visit is not None and visit.get("reason") == ROBOTS_TXT:
+            now_is, reason = None, ROBOTS_TXT  # a fresh crawl would not fetch it
         elif visit is None and complete:
             now_is = None  # no longer reachable within the depth
         else:
             now_is = was  # a failure that says nothing of the page, or not revisited: kept
         change = classify(was, now_is)
         if change is not None:
-            changes.append(
-                {
-                    "docid": doc_id,
-                    "url": visit["url"] if visit is not None else old.url,
-                    "change": change,
-                    "status": visit["status"] if visit is not None else None,
-                }
-            )
+            entry = {
+                "docid": doc_id,
+                "url": visit["url"] if visit is not None else old.url,
+                "change": change,
+                "status": visit["status"] if visit is not None else None,
+            }
+            if change == GONE:
+                entry["reason"] = reason
+            changes.append(entry)
         pages.append(_after(old, visit, now_is is not None, change, now))
     return pages, changes
 

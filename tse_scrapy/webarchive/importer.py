@@ -73,21 +73,46 @@ class ImportSummary:
 
     def describe(self) -> str:
         """The one-line summary ``tse import`` ends with."""
-        parts = [f"{self.pages} pages saved ({self.pdfs} PDF)" if self.pdfs else f"{self.pages} pages saved"]
-        parts.append(f"{self.records} records read")
+        saved = _count(self.pages, "page") + " saved"
+        parts = [f"{saved} ({self.pdfs} PDF)" if self.pdfs else saved]
+        parts.append(_count(self.records, "record") + " read")
         if self.recaptured:
-            parts.append(f"{self.recaptured} earlier captures replaced")
+            parts.append(_count(self.recaptured, "earlier capture") + " replaced")
         if self.revisits or self.unresolved:
-            parts.append(f"{self.revisits} revisits resolved, {self.unresolved} not found")
+            parts.append(f"{_count(self.revisits, 'revisit')} resolved, {self.unresolved} not found")
         if self.oversized:
             parts.append(f"{self.oversized} over the size bound")
         if self.bad:
-            parts.append(f"{len(self.bad)} archives not read to the end")
+            parts.append(_count(len(self.bad), "archive") + " not read to the end")
         return "; ".join(parts)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 class ImportRefused(Exception):
     """The import cannot start (PAGEDIR not usable); the message is for the user."""
+
+
+def check_archives(paths: Iterable[str]) -> list[str]:
+    """The archives *paths*, each a file that can be opened for reading (not a directory), none given twice
+    (by its identity: two names of one file are one archive); ImportRefused naming the first that is not."""
+    seen: dict[tuple[int, int], str] = {}
+    checked = []
+    for path in paths:
+        try:
+            with open(path, "rb") as archive:
+                identity = os.fstat(archive.fileno())
+        except OSError as error:
+            raise ImportRefused(f"cannot read {path}: {error.strerror or error}") from None
+        key = (identity.st_dev, identity.st_ino)
+        if key in seen:
+            same = "twice" if seen[key] == path else f"twice (as {seen[key]} too)"
+            raise ImportRefused(f"{path} is given {same}")
+        seen[key] = path
+        checked.append(path)
+    return checked
 
 
 def check_import_directory(directory: str) -> None:
@@ -388,6 +413,7 @@ def import_archives(
     """Import the archives *paths* into the empty page directory *directory*; with *record*, write
     the crawl record of the import there too."""
     check_import_directory(directory)
+    paths = check_archives(paths)  # before anything is written
     job = ArchiveImport(directory, pdf=pdf, record=record, warn=warn)
     for path in paths:
         job.read(path)

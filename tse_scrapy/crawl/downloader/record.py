@@ -27,6 +27,7 @@ from twisted.python.failure import Failure
 
 from ...exitcodes import WRITE_ERROR
 from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
+from ...update.extension import UpdateExtension, update_session
 from ..signals import page_done
 from .offsite import SITEMAP_REQUEST
 
@@ -103,6 +104,7 @@ class CrawlRecordMiddleware:
         self.sent: dict[Request, _Attempt] = {}  # attempts on their way
         self.pending: dict[Any, _Attempt] = {}  # page key -> its last attempt, until the page's fate is known
         self.ignored_before = dict.fromkeys(IGNORED_KINDS, 0)
+        self.update: UpdateExtension | None = None  # an update's catalog: every line says "update"
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlRecordMiddleware:
@@ -124,6 +126,8 @@ class CrawlRecordMiddleware:
     # The file
 
     def spider_opened(self, spider: Spider) -> None:
+        session = update_session(self.crawler)
+        self.update = session if session is not None and session.is_update else None
         try:
             self.fd = self._open()
         except OSError as error:
@@ -171,6 +175,7 @@ class CrawlRecordMiddleware:
             wait=max(start - attempt.sent, 0.0) if start is not None else 0.0,
             worker=self.worker,
             ignored=ignored,
+            update=self.update is not None,
         )
         self._write_line(replace(record, **fields) if fields else record)
 
@@ -277,7 +282,8 @@ class CrawlRecordMiddleware:
             self._write(attempt, "unsaved")
             return
         links, more = _bounded(response.meta.get("tse_links", ()))
-        self._write(attempt, "saved", doc=doc, links=links, more_links=more)
+        outcome = "unchanged" if self.update is not None and self.update.take_kept(doc) else "saved"
+        self._write(attempt, outcome, doc=doc, links=links, more_links=more)
 
     def item_not_saved(self, item: Any, response: Response, spider: Spider, **kwargs: Any) -> None:
         attempt = self.pending.pop(_page_key(response.request), None)

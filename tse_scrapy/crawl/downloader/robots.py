@@ -16,12 +16,15 @@ from scrapy import Request
 from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
+from ...update.extension import ROBOTS_FORBIDS
 from .record import failure_reason
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+    from scrapy.robotstxt import RobotParser
 
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 # What is kept of each host's robots.txt for its Sitemap: lines (--sitemaps); Google reads 500 KiB.
@@ -64,6 +67,16 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             self.unreachable[netloc] = f"robots.txt answered HTTP {response.status}"
             response = response.replace(body=DISALLOW_ALL)
         await super()._parse_robots(response, netloc, request)
+
+    def process_request_2(self, rp: RobotParser | None, request: Request) -> None:
+        try:
+            super().process_request_2(rp, request)
+        except IgnoreRequest:
+            if urlparse_cached(request).netloc not in self.unreachable:
+                # The site's robots.txt, as read, forbids the page: an update takes it for gone
+                # (update/extension.py); "disallow all" for a robots.txt not read keeps it.
+                request.meta[ROBOTS_FORBIDS] = True
+            raise
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
         if isinstance(exc, IgnoreRequest):

@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import CloseSpider
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy.utils.request import request_from_dict
 from twisted.python.failure import Failure
 
+from ...exitcodes import PAGE_LIMIT
 from ...resume.extension import CrawlStateExtension, crawl_state
 from ...rules.crawling.eta import FrontierCensus
 from ...rules.files import pagedir
@@ -125,6 +127,7 @@ class TseScheduler(BaseScheduler):
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)
         crawler.signals.connect(scheduler._sitemaps_read, signal=sitemaps_read)
+        crawler.signals.connect(scheduler._spider_idle, signal=signals.spider_idle)
         return scheduler
 
     def _sitemaps_read(self, lastmods: dict[str, str]) -> None:
@@ -190,7 +193,23 @@ class TseScheduler(BaseScheduler):
         return self.df.close(reason)
 
     def has_pending_requests(self) -> bool:
+        """Requests this scheduler will still hand out: none once the page limit is reached (the
+        engine then finds the crawl idle, and it ends on its limit: ``_spider_idle``), though its
+        frontier is not empty.  Said otherwise, a crawl resumed with a limit it had reached waited
+        for ever, for a page it would never be handed."""
+        if self._limit_reached():
+            return False
         return bool(self.frontier) or bool(self.replacements) or bool(self.resumed)
+
+    def _limit_reached(self) -> bool:
+        return bool(self.max_pages) and self.saved >= self.max_pages
+
+    def _spider_idle(self, **kwargs: Any) -> None:
+        """The crawl is idle with its page limit reached: it ends on its limit, not as finished.
+        (The pipeline ends it so at the limit's page; this is for a crawl that starts with its
+        limit reached, which ``crawlstart`` does not let start from the commands.)"""
+        if self._limit_reached():
+            raise CloseSpider(PAGE_LIMIT)
 
     def enqueue_request(self, request: Request) -> bool:
         replaces = request.meta.get("tse_token") in self.in_flight

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 from ..files.pagedir import MARKER, holds_pages
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
+from .secrets import mask_url
 
 ORDERS = ("tse", "bfs", "priority")
 # The spider's yes/no arguments (``-a NAME=yes``); anything but yes or no is refused.
@@ -112,6 +114,7 @@ def check_crawl_args(
             raise ArgumentError(f"--{name} goes with --links html (tse is the reference's)")
     seeds: list[str] = []
     for url in split_list(seed):
+        _check_no_credentials(url, "seed URL")
         normalized = normalize_url(url, extension_rule(deny_ext, with_pdf))
         if normalized is None:
             raise ArgumentError(f"seed URL cannot be normalized: {url}")
@@ -246,11 +249,25 @@ def _check_prefixes(prefix: Any) -> tuple[str, ...]:
         raise ArgumentError("prefix is empty")
     prefixes = []
     for given in split_list(prefix):
+        _check_no_credentials(given, "prefix")
         normalized = normalize_url(given)
         if normalized is None or not normalized.lower().startswith(("http://", "https://")):
             raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {given}")
         prefixes.append(normalized)
     return tuple(prefixes)
+
+
+def _check_no_credentials(url: str, what: str) -> None:
+    """Refuse a URL with a user name or password (``http://user:secret@host/``): the crawler sends
+    none (its links would not carry them either), and Scrapy took the URL's ``user:secret@host`` for
+    a host name, logging the password and writing it in the crawl record.  The URL is shown with its
+    password masked."""
+    try:
+        netloc = urlsplit(url.strip()).netloc
+    except ValueError:  # not a URL at all: normalize_url says so
+        return
+    if "@" in netloc:
+        raise ArgumentError(f"{what} holds a user name or password, not supported: {mask_url(url)}")
 
 
 def check_page_limit(value: Any, name: str, *, none: bool = True) -> int:
@@ -275,6 +292,9 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
     Scrapy reads ``inf`` and ``nan``, and a delay of ``inf`` never fetched a page nor let the crawl end,
     one of ``nan`` or ``-1`` dropped the politeness delay.  ``LOG_LEVEL`` must be a level's name.
 
+    Settings whose default is None (or that have none) but that Scrapy reads as numbers, booleans or
+    names are checked as ``UNTYPED_SETTING_KINDS`` says.
+
     Scrapy reads most settings once the crawl has begun: a value it cannot convert would end the crawl
     with a traceback, after its state was made (and a negative page limit would never let it end)."""
     for name in PAGE_LIMIT_SETTINGS:
@@ -284,8 +304,8 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
     level = setting("LOG_LEVEL")
     if level is not None and not isinstance(level, int) and level not in _LOG_LEVELS:
         raise ArgumentError(f"-s LOG_LEVEL must be one of {', '.join(_LOG_LEVELS)}: {level}")
-    for name, default in defaults.items():
-        kind = _SETTING_KINDS.get(type(default))
+    kinds = [(name, _SETTING_KINDS.get(type(default))) for name, default in defaults.items()]
+    for name, kind in [*kinds, *UNTYPED_SETTING_KINDS.items()]:
         value = setting(name) if kind is not None else None
         if value is None:
             continue
@@ -315,6 +335,21 @@ def _as_bool(value: Any) -> bool:
         raise ValueError(value) from None
 
 
+def _dict_or_bool(value: Any) -> None:
+    """As Scrapy's ``PeriodicLog`` reads ``PERIODIC_LOG_STATS`` and ``PERIODIC_LOG_DELTA``: a dict
+    (``Settings.getdict``: a JSON object, or pairs), else a boolean (``getbool``)."""
+    try:
+        dict(json.loads(value) if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        _as_bool(value)
+
+
+def _tls_version(value: Any) -> None:
+    """As Scrapy reads ``DOWNLOAD_TLS_MIN_VERSION`` and ``DOWNLOAD_TLS_MAX_VERSION``: one of its names."""
+    if value not in TLS_VERSIONS:
+        raise ValueError(value)
+
+
 def duration_seconds(value: Any) -> float:
     """As Scrapy's ``Settings.getfloat``, but only a finite number, 0 or more (ValueError else)."""
     number = float(value)
@@ -328,6 +363,22 @@ _SETTING_KINDS: dict[type, tuple[Callable[[Any], Any], str]] = {
     bool: (_as_bool, "True or False (or 1 or 0)"),
     int: (int, "a whole number"),
     float: (duration_seconds, "a number, 0 or more"),
+}
+# The TLS versions Scrapy knows (scrapy/utils/ssl.py, _STDLIB_VERSION_MAP): another value failed every
+# request of the crawl, http:// ones too ("the seed URL could not be fetched (NotSupported)").
+TLS_VERSIONS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+# Settings with no default, or None, that Scrapy reads as more than text (the type of a default says how
+# the others are read): how each is read, and what that wants.  A value it cannot read was a traceback
+# once the crawl had begun (its state made), or a crawl that fetched nothing.  (AWS_MAX_POOL_CONNECTIONS,
+# read as a whole number, is read by the files and images pipelines only, which a crawl does not use.)
+UNTYPED_SETTING_KINDS: dict[str, tuple[Callable[[Any], Any], str]] = {
+    # Deprecated and gone from Scrapy's defaults, yet still read by its downloader (getint).
+    "CONCURRENT_REQUESTS_PER_IP": (int, "a whole number"),
+    # Read when the PeriodicLog extension is enabled (-s EXTENSIONS=...).
+    "PERIODIC_LOG_STATS": (_dict_or_bool, "a JSON object, or True or False (or 1 or 0)"),
+    "PERIODIC_LOG_DELTA": (_dict_or_bool, "a JSON object, or True or False (or 1 or 0)"),
+    "DOWNLOAD_TLS_MIN_VERSION": (_tls_version, f"one of {', '.join(TLS_VERSIONS)}"),
+    "DOWNLOAD_TLS_MAX_VERSION": (_tls_version, f"one of {', '.join(TLS_VERSIONS)}"),
 }
 # The names logging (and so Scrapy's LOG_LEVEL) knows, in capitals: "debug" is no level of Python's.
 _LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG", "NOTSET")

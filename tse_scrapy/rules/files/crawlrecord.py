@@ -9,8 +9,11 @@ Each line says what happened to one request the crawler made::
      "links": ["http://h/b.html"], "ignored": {"duplicate": 2}}
 
 ``outcome`` is one of ``OUTCOMES``: ``saved`` (``doc`` is its docID),
-``failed`` (the page's last attempt: an HTTP status other than 200, or
-``failure``, a short reason such as ``timeout`` or ``robots.txt``),
+``unchanged`` (an update's page found as it was, a 304 or the same body at
+the same depth: ``doc`` is its docID, its file kept; records written before
+it was an outcome call a 304 ``saved``, with ``status`` 304), ``failed``
+(the page's last attempt: an HTTP status other than 200, or ``failure``, a
+short reason such as ``timeout`` or ``robots.txt``),
 ``redirect`` (a 3xx answer that was followed), ``retried`` (an attempt that
 failed and was tried again), ``robots`` (a robots.txt fetch), ``sitemap`` (a
 sitemap file fetched for ``--sitemaps``, whatever its answer: records written
@@ -28,6 +31,7 @@ request refused before it was sent), ``wait`` the seconds the politeness
 delay held it back.  A scanned page's line lists the links found on it
 (``links``, the first MAX_LINKS; ``more_links`` counts the rest) and counts
 the links ignored since the line before (``ignored``, by ``IGNORED_KINDS``).
+Every line of an update (``tse crawl --update``) says ``"update": true``.
 Optional keys are left out when empty.
 """
 
@@ -38,7 +42,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-OUTCOMES = ("saved", "failed", "redirect", "retried", "robots", "sitemap", "unsaved", "moved")
+OUTCOMES = ("saved", "unchanged", "failed", "redirect", "retried", "robots", "sitemap", "unsaved", "moved")
 IGNORED_KINDS = ("external", "duplicate", "denied")
 
 # Bounds on a line read back (a record file is input like any other), and on the links
@@ -74,6 +78,7 @@ class RequestRecord:
     more_links: int = 0  # links found but not listed (beyond MAX_LINKS or MAX_LINKS_TEXT)
     ignored: dict[str, int] = field(default_factory=dict)
     moved_from: int | None = None  # a ``moved`` line: the docID the page had
+    update: bool = False  # a line of an update
 
     @property
     def elapsed(self) -> float | None:
@@ -101,6 +106,8 @@ def format_record(record: RequestRecord) -> str:
         fields["ignored"] = ignored
     if record.moved_from is not None:
         fields["moved_from"] = record.moved_from
+    if record.update:
+        fields["update"] = True
     return json.dumps(fields, separators=(",", ":")) + "\n"
 
 
@@ -126,6 +133,9 @@ def parse_record(line: str | bytes) -> RequestRecord:
         kind in IGNORED_KINDS and _is_count(count) for kind, count in ignored.items()
     ):
         raise RecordError(f"ignored must map {', '.join(IGNORED_KINDS)} to counts")
+    update = data.get("update", False)
+    if not isinstance(update, bool):
+        raise RecordError("update must be true or false")
     return RequestRecord(
         url=url,
         outcome=outcome,
@@ -143,6 +153,7 @@ def parse_record(line: str | bytes) -> RequestRecord:
         more_links=_count(data, "more_links", 0),
         ignored=dict(ignored),
         moved_from=_count(data, "moved_from", None),
+        update=update,
     )
 
 

@@ -5,7 +5,8 @@ bytes) and over the link graph of the pages kept; the reading of archives is ``w
 
 - A page is a ``200`` response whose ``Content-Type`` is HTML (``text/html``,
   ``application/xhtml+xml``), or a PDF with ``--pdf``; with no type, or only ``octet-stream``, its
-  first bytes decide (``<!doctype html``, ``<html``, ``%PDF-``), as a browser sniffs them.
+  first bytes decide (``<!doctype html``, ``<html``, ``%PDF-``), as a browser sniffs them.  A crawl's
+  answers are judged by the same sniffing (``crawled_page_kind``), but keep any text as a page.
 - Captures of the same URL (after the crawl's normalization) are one page: the last capture's
   bytes, under the docID of the first capture's place (see ``docs/import.md``).
 - Depth is the link distance from the archive's first page; a page no link reaches starts a part
@@ -27,6 +28,10 @@ from ..web.urls import LinkResolver, clean_href, normalize_url
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PDF_TYPES = frozenset({"application/pdf", "application/x-pdf"})
 UNTYPED = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
+# Text a crawl keeps as a page besides text/* (and any type ending +xml or +json): crawled_page_kind.
+TEXT_TYPES = frozenset({"application/xhtml+xml", "application/xml", "application/json"})
+# Media types' top-level kinds: a crawl's answer of one of them is never a page.
+MEDIA_KINDS = frozenset({"image", "audio", "video", "font", "model"})
 HTML = "html"
 PDF = "pdf"
 # Redirects followed from a link to the page it lands on; a longer chain is a loop or a trap.
@@ -77,13 +82,38 @@ def page_kind(content_type: str | None, first_bytes: bytes, pdf: bool) -> str | 
         return None
     if pdf and looks_like_pdf(first_bytes):
         return PDF
+    return HTML if looks_like_html(first_bytes) else None
+
+
+def crawled_page_kind(content_type: str | None, first_bytes: bytes) -> str | None:
+    """``HTML``, ``PDF`` or None (not a page: neither saved nor indexed): what a crawl's 200 answer
+    (``--links html``) with this ``Content-Type`` whose body begins with *first_bytes* is as a page.
+
+    Wider than an import's ``page_kind``, as the crawl always was: any text (``text/*``, XML, JSON) is
+    a page, which the indexer reads as it reads HTML, and a PDF is one with or without ``--pdf``.
+    Media (``image/*``, ``audio/*``, ``video/*``, ``font/*``, ``model/*``) never are; any other type
+    (``application/octet-stream``, none, an archive's, ``application/x-httpd-php``) is a page only
+    when its first bytes are HTML's, as an import sniffs them, or, untyped, a PDF's."""
+    kind = media_type(content_type)
+    if kind.startswith("text/") or kind in TEXT_TYPES or kind.endswith(("+xml", "+json")):
+        return HTML
+    if kind.partition("/")[0] in MEDIA_KINDS:
+        return None
+    if kind in PDF_TYPES or (kind in UNTYPED and looks_like_pdf(first_bytes)):
+        return PDF
+    return HTML if looks_like_html(first_bytes) else None
+
+
+def looks_like_html(first_bytes: bytes) -> bool:
+    """Whether a payload beginning with *first_bytes* opens as an HTML document does (a byte order
+    mark, spaces and comments before ``<!doctype html``, ``<html``, ``<head``, ``<body`` or ``<title``)."""
     head = first_bytes[:_SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n\f").lower()
     while head.startswith(b"<!--"):  # comments before the document
         end = head.find(b"-->")
         if end < 0:
-            return None
+            return False
         head = head[end + 3 :].lstrip(b" \t\r\n\f")
-    return HTML if head.startswith(_SNIFFED) else None
+    return head.startswith(_SNIFFED)
 
 
 def page_links(body: bytes, page_url: str) -> list[str]:

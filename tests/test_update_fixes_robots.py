@@ -1,0 +1,94 @@
+"""An update and robots.txt: a page the site's robots.txt now forbids is gone, as a fresh crawl
+would not save it; a robots.txt that cannot be read (taken for "disallow all") loses no page.
+Real crawls of a real site on 127.0.0.1."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import crawl_site, run_tse
+from tests.support.pages import changes, page_file_states
+from tests.support.sitegen import write_site
+from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.files import pagedir
+
+LINKS = {
+    "index.html": ["a.html", "private/b.html"],
+    "a.html": [],
+    "private/b.html": ["c.html"],
+    "private/c.html": [],
+}
+
+
+def live_pages(directory) -> dict[str, tuple[int, bytes]]:
+    return {page.url: (page.depth, page.body) for _, page in pagedir.read_pages(directory)}
+
+
+def crawled(tmp_path, serve, validators: bool):
+    site = write_site(tmp_path / "site", LINKS)
+    for name in LINKS:  # a word only this page has
+        path = site.root / name
+        path.write_text(path.read_text().replace("</body>", f"<p>only{name.replace('/', '').split('.')[0]}</p></body>"))
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    first = crawl_site(server, out, 2, *(["--validators"] if validators else []))
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    assert len(page_file_states(out)) == 4
+    return site, server, out
+
+
+@pytest.mark.parametrize("validators", [True, False], ids=["validators", "no-catalog"])
+def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, serve, validators):
+    site, server, out = crawled(tmp_path, serve, validators)
+    doc_of = {url: doc for doc, (url, *_) in page_file_states(out).items()}
+    url = server.url
+    (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, 2, "--update", "--changes", listed)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert crawl_site(server, fresh, 2).returncode == 0
+    assert set(live_pages(fresh)) == {f"{url}/index.html", f"{url}/a.html"}
+
+    # Exactly what a fresh crawl saves now: b is refused, and c (only linked from b) unreached.
+    assert live_pages(out) == live_pages(fresh)
+    b, c = doc_of[f"{url}/private/b.html"], doc_of[f"{url}/private/c.html"]
+    assert set(pagedir.gone_docs(out)) == {b, c}
+    entries = {e["url"]: e for e in changes(listed)}
+    assert entries[f"{url}/private/b.html"] == {
+        "docid": b,
+        "url": f"{url}/private/b.html",
+        "change": "gone",
+        "status": None,
+        "reason": "robots.txt",
+    }
+    assert entries[f"{url}/private/c.html"]["change"] == "gone"
+    assert entries[f"{url}/private/c.html"]["reason"] == "not reached"
+    assert {entries[f"{url}/{name}"]["change"] for name in ("index.html", "a.html")} == {"unchanged"}
+    assert "0 new, 0 changed, 2 unchanged, 2 gone" in result.stderr.decode()
+
+    # The index and the querier no longer find it.
+    indexfile = tmp_path / "out.index"
+    assert run_tse("index", out, indexfile).returncode == 0
+    for word, found in (("onlyprivateb", False), ("onlya", True)):
+        query = run_tse("query", out, indexfile, input=f"{word}\n".encode())
+        assert query.returncode == 0
+        assert (f"{url}/private/b.html" in query.stdout.decode() or f"{url}/a.html" in query.stdout.decode()) == found
+
+
+def test_a_robots_txt_that_cannot_be_read_does_not_make_the_seed_gone(tmp_path, serve):
+    _, server, out = crawled(tmp_path, serve, True)
+    before = page_file_states(out)
+    server.rules["/robots.txt"] = Rule(status=503)  # "disallow all" (RFC 9309), but says nothing of the pages
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, 2, "--update", "--changes", listed, "-s", "RETRY_TIMES=0")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert page_file_states(out) == before
+    # The seed, refused for the robots.txt it could not read, is kept as a transient failure is.
+    # (The pages below it, not reached, are gone: as when the seed answers 503.)
+    assert 1 not in pagedir.gone_docs(out)
+    assert changes(listed)[0] == {"docid": 1, "url": f"{server.url}/index.html", "change": "unchanged", "status": None}
+    assert all(e.get("reason") != "robots.txt" for e in changes(listed))
