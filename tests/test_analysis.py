@@ -465,7 +465,13 @@ def test_spellings_are_the_page_spelling_of_folded_words():
         ("Die Strasse", {}),  # written with ss: nothing to keep
         ("日本ß", {}),  # a run cut into bigrams: no one word
         ("Größe der Partitionen", {"grosse": "größe"}),
+        ("x" * 64 + "ß", {"x" * 64 + "ss": "x" * 64 + "ß"}),  # a word of 65 characters
+        ("x" * 65 + "ß " + "ß" + "y" * 65, {}),  # longer runs are no words (not read past SHARP_S_REACH)
+        # A page's run of 200,000 letters beside one ß: read to SHARP_S_REACH, not backtracked over (it
+        # took seconds at 8,000 letters, hours at the body's 500,000: a review's find).
+        ("a" * 200_000 + " Maß " + "ß" * 200_000, {"mass": "maß"}),
     ],
+    ids=lambda value: value[:40] if isinstance(value, str) else None,
 )
 def test_sharp_s_spellings_keep_the_sharp_s(text, expected):
     assert analysis.sharp_s_spellings(text) == expected
@@ -478,6 +484,30 @@ def test_sharp_s_spellings_spell_the_words_of_the_text(text):
         assert word in analysis.words(text) and analysis.words(spelling) == [word] and "ß" in spelling
         assert spelling.replace("ß", "ss") == analysis.normalize(spelling)  # normalized but for its ß
     assert found == {} or "ß" in text or "ẞ" in text
+
+
+@pytest.mark.parametrize(
+    ("run", "pieces"),
+    [
+        ("ネットワークの設定", [("katakana", "ネットワーク"), ("hiragana", "の"), ("han", "設定")]),
+        ("ハードディスクからの起動", [("katakana", "ハードディスク"), ("hiragana", "からの"), ("han", "起動")]),
+        ("设置网络", [("han", "设置网络")]),
+        ("日々の設定", [("han", "日々"), ("hiragana", "の"), ("han", "設定")]),  # 々 is Han's
+        ("ｶﾀｶﾅ漢字", [("katakana", "ｶﾀｶﾅ"), ("han", "漢字")]),
+        ("데비안아카이브", [("other", "데비안아카이브")]),
+        ("ภาษาไทย", [("other", "ภาษาไทย")]),
+        ("", []),
+    ],
+)
+def test_script_pieces(run, pieces):
+    assert analysis.script_pieces(run) == pieces
+
+
+@given(st.text(alphabet=st.sampled_from("設定网络ネットーのからデ안녕々ｶ"), max_size=30))
+def test_script_pieces_cut_a_run_where_its_script_changes(run):
+    pieces = analysis.script_pieces(run)
+    assert "".join(piece for _, piece in pieces) == run
+    assert all(first[0] != second[0] for first, second in itertools.pairwise(pieces))  # (neighbours differ)
 
 
 # Properties, over any text.

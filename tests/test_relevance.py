@@ -823,13 +823,40 @@ def test_a_chinese_run_typed_without_spaces_finds_its_words_apart_after_it(tmp_p
         assert "设置网络" in marks[1] and "设置网络" not in marks[2] and {"设置", "网络"} <= set(marks[2]), marks
 
 
-def test_korean_words_typed_together_find_the_pages_holding_them_apart(tmp_path):
-    # "데비안아카이브" (Debian archive, typed without its space): "no page has every word", and every
-    # page holding one of its syllable pairs.
+def test_korean_words_typed_together_are_partial_matches(tmp_path):
+    # "데비안아카이브" (Debian archive, typed without its space): Hangul is written with spaces, and a
+    # syllable is on most Korean pages (안): no page holds the run, and the pages holding its syllable
+    # pairs are the partial matches, those with both words first.
     client = sentences_client(tmp_path, [("ko", text) for text in KOREAN_ARCHIVE])
     body = search(client, "데비안아카이브", known={})
-    assert sorted(doc_ids(body)) == [1, 2] and body["partial"] is False, body
+    assert body["partial"] is True and sorted(doc_ids(body)[:2]) == [1, 2] and doc_ids(body)[2:] == [3], body
     assert sorted(doc_ids(search(client, "데비안 아카이브", known={}))) == [1, 2]
+
+
+# Debian's reference and installation guide in Japanese (debian-reference-ja ch05, installation-guide-ja
+# ch06s03 and ch08s04): "the network's settings", a heading, then two sentences saying it otherwise.
+JAPANESE_NETWORK = [
+    "5. ネットワークの設定",
+    "ネットワーク設定に続き、ユーザアカウントの作成を行います。",
+    "GUI 経由でネットワークを設定します。",
+    "ユーザアカウントの作成を行います。",
+    "インストーラがダウンしたら、もう一度ロードしてください。",  # ダウン and ロード apart
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "pages", "partial"),
+    [
+        ("ネットワークの設定", [1, 2, 3], False),  # as typed, then its katakana word and kanji apart
+        ("ネットワークの設定 -GUI", [1, 2], False),
+        # A katakana word is held whole or not at all: its bigrams, partial (ウン of アカウント too).
+        ("ダウンロード", [5, 4, 2], True),
+    ],
+)
+def test_a_japanese_run_typed_without_spaces_finds_its_words_apart(tmp_path, typed, pages, partial):
+    client = sentences_client(tmp_path, [("ja", text) for text in JAPANESE_NETWORK])
+    body = search(client, typed, known={})
+    assert doc_ids(body) == pages and body["partial"] is partial, body
 
 
 # Sentences of the installation guide (en/ch02s04.html) and of the Python docs (whatsnew/changelog.html,
@@ -851,6 +878,7 @@ NUMBERED_NAMES = [
         ("PEP8", [2]),
         ("pep8 -comparisons", []),
         ("python3", [4]),  # a word pages have: as typed, not "Python 3"
+        ("pyhton3", [4]),  # a typo of it is corrected still (the split "pyhton 3" stopped it)
         ('"debian12"', []),  # quoted: as typed
     ],
 )
@@ -890,6 +918,16 @@ def test_a_typo_one_page_made_is_searched_as_typed_and_its_commoner_word_suggest
     assert body["suggestion"] == meant and doc_ids(body)[0] == 1, body
     assert len(doc_ids(search(client, "debian", known={}))) == 10
     assert search(client, "debain", known={}, lang="ja")["suggestion"] is None  # (held there: as typed)
+
+
+def test_another_form_of_a_commoner_word_is_no_typo_of_it(tmp_path):
+    # "routers" on one page, "router" on twelve: the plural was suggested its singular (a review's find).
+    texts = [("en", "Broadband routers usually perform NAT for the consumer LAN environment.")] + [
+        ("en", f"The broadband router of room {number} usually performs NAT for the LAN.") for number in range(12)
+    ]
+    client = sentences_client(tmp_path, texts)
+    assert search(client, "routers", known={})["suggestion"] is None
+    assert search(client, "Routers", known={})["suggestion"] is None
 
 
 # A sentence of the installation guide in French (fr/ch06s04.html) and three of the Python docs.

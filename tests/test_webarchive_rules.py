@@ -13,6 +13,7 @@ from tse_scrapy.rules.files.webarchive import (
     MAX_REDIRECTS,
     PDF,
     archived_url,
+    crawled_page_kind,
     landing,
     link_depths,
     may_be_page,
@@ -238,3 +239,40 @@ def test_link_depths_read_each_page_at_most_once_and_what_they_read_places_every
     placed = {page for page, depth in enumerate(depths) if depth == 0}
     placed.update(target for page in log.read for target in links[page])
     assert placed == set(range(len(links)))
+
+
+@pytest.mark.parametrize(
+    ("content_type", "first_bytes", "kind"),
+    [
+        ("text/html; charset=utf-8", b"<!doctype html>", HTML),
+        ("text/plain", b"notes", HTML),  # any text is a page of the crawl
+        ("application/json", b"{}", HTML),
+        ("image/png", b"\x89PNG\r\n\x1a\n", None),
+        ("image/svg+xml", b"<svg xmlns='http://www.w3.org/2000/svg'/>", None),  # an image, though +xml
+        ("application/pdf", b"%PDF-1.7", PDF),
+        ("application/octet-stream", b"%PDF-1.7", PDF),
+        ("application/octet-stream", b"<p>An untyped paragraph</p>", HTML),  # sniffed as browsers do
+        ("application/octet-stream", b"  <!-- x --> <A HREF=x>", HTML),
+        ("application/octet-stream", b"<abbr>x</abbr>", None),  # "<a" not followed by a space or ">"
+        ("application/octet-stream", b"plain words", None),  # binary data said so: not text
+        ("application/x-gzip", b"\x1f\x8b\x08", None),
+        (None, b"<p>Hello</p>", HTML),  # no type at all: sniffed
+        (None, b'<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml">', HTML),
+        (None, b"Plain text, no markup.\n", HTML),
+        (None, b"GIF89a\x01\x00\x01\x00\x00\x00", None),  # binary bytes
+        (None, b"\x00\x01\x02zebrafish", None),
+    ],
+)
+def test_crawled_page_kind(content_type, first_bytes, kind):
+    assert crawled_page_kind(content_type, first_bytes) == kind
+
+
+@given(st.sampled_from(["image/png", "image/svg+xml", "audio/ogg", "video/mp4", "font/woff2"]), st.binary(max_size=64))
+def test_media_is_never_a_page_of_the_crawl(content_type, first_bytes):
+    assert crawled_page_kind(content_type, first_bytes) is None
+
+
+@given(st.binary(max_size=64))
+def test_an_untyped_answer_starting_with_a_nul_is_no_page(first_bytes):
+    kind = crawled_page_kind(None, b"\x00" + first_bytes)  # (binary data: not HTML, a PDF nor text)
+    assert kind is None

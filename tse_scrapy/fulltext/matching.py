@@ -379,7 +379,7 @@ def compile_query(
             apart_bigrams += alternatives[0].words
         # Two words a page has joined (``_with_joined_words``: a word of the index) are not misspelt:
         # neither is corrected ("instal lation" finds "installation", and suggests no "instal latin").
-        joined = any(isinstance(clause, JoinedWord | SplitWord) for clause in alternatives)
+        joined = any(isinstance(clause, JoinedWord) for clause in alternatives)  # (a SplitWord's is: pyhton3)
         clauses = [_clause(clause, vocabulary, languages, compiled, not joined) for clause in alternatives]
         expression = " OR ".join(expression for expression, _, _ in clauses)
         everywhere = _everywhere(clauses)
@@ -791,7 +791,8 @@ def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], comp
     ):
         return None
     typed_pages = vocabulary.pages_having(word, RARE_TYPED)
-    if typed_pages > RARE_TYPED:  # (a form of a word pages write: "books")
+    # (On no page as a word: ``_corrections`` looked it up already.  On more: a word pages write.)
+    if not 1 <= typed_pages <= RARE_TYPED:
         return None
     compiled.looked_up += 1
     closest = [(distance, known) for known, distance in vocabulary.closest(word) if known != word]
@@ -804,7 +805,11 @@ def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], comp
         if distance == nearest
     }
     best = max(pages, key=lambda known: (pages[known], known))
-    return best if pages[best] >= SUGGESTED_TIMES * max(typed_pages, 1) else None
+    if pages[best] < SUGGESTED_TIMES * typed_pages:
+        return None
+    # Another form of the word ("routers" of "router") is no typo of it.
+    held = _held(word, vocabulary, languages)
+    return None if _is_a_form_of(word, best, pages[best], held, vocabulary, languages) else best
 
 
 def _is_word(word: str, vocabulary: Vocabulary, kept: KeptLanguage | None) -> bool:
@@ -995,13 +1000,48 @@ def _loose(clause: Clause) -> str | None:
 
 
 def _apart(clause: Clause) -> str | None:
-    """An unquoted word of a bigram script of three characters or more (a run typed without spaces) as
-    each of its characters anywhere (phrases_fts's characters column), else None: "设置网络" (set up
-    the network) is answered by a page saying "网络设置" or "通过网络 ... 设置" too, after those saying it."""
+    """An unquoted word of a bigram script (a run typed without spaces) as its pieces anywhere, else
+    None: "设置网络" (set up the network) is answered by a page saying "网络设置" or "通过网络 ... 设置"
+    too, after those saying it.  Its Han characters are each held (phrases_fts's characters column: a
+    Han character is a word or part of one), a piece of Katakana, Hangul or another bigram script whole
+    by its bigrams (a character of them is on most pages in its language: ン, ー, 안), Hiragana left
+    out (particles and endings: "ネットワークの設定" is held by a page of "ネットワーク設定").  None
+    when that asks no more than the run's phrase (a piece alone, not Han), or nothing."""
     if clause.quoted or len(clause.words) < 2 or not all(map(analysis.is_segmented, clause.words)):
         return None
-    held = " AND ".join(f'"{character}"' for character in dict.fromkeys("".join(clause.words)))
-    return f"characters : ({held})"
+    characters: list[str] = []
+    bigrams: list[str] = []
+    for run in _runs_of_bigrams(clause.words):
+        for kind, piece in analysis.script_pieces(run):
+            if kind == analysis.HAN or (kind != analysis.HIRAGANA and len(piece) == 1):
+                characters += piece
+            elif kind != analysis.HIRAGANA:
+                bigrams += analysis.bigrams(piece)
+    if not characters and len(bigrams) == len(clause.words):  # (no more than the phrase, order aside)
+        return None
+    held = [
+        f"({column} : ({_all_of(terms)}))"
+        for column, terms in (("characters", characters), ("{title body}", bigrams))
+        if terms
+    ]
+    return " AND ".join(held) or None
+
+
+def _all_of(terms: list[str]) -> str:
+    """An FTS5 expression of every one of *terms* (each once), anywhere."""
+    return " AND ".join('"' + term + '"' for term in dict.fromkeys(terms))
+
+
+def _runs_of_bigrams(words: Sequence[str]) -> list[str]:
+    """The runs a word's bigrams were cut from ("设置", "置网", "网络" is "设置网络"): a bigram not
+    overlapping the one before starts another run (punctuation typed between two: "设置" then "网络")."""
+    runs: list[str] = []
+    for number, word in enumerate(words):
+        if number and len(words[number - 1]) == 2 and len(word) == 2 and words[number - 1][1] == word[0]:
+            runs[-1] += word[1]
+        else:
+            runs.append(word)
+    return runs
 
 
 def word_forms(word: str, languages: Sequence[str]) -> list[str]:

@@ -262,15 +262,16 @@ class TseSpider(scrapy.Spider):
             return
         pdf = self._is_pdf(response)
         not_a_page = None if pdf else self._not_a_page(response)
+        stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
         if not_a_page:
             # Neither saved nor indexed: the indexer would read its bytes as text (SPEC 2's
             # reference saved every 200 answer; ``--links tse`` still does).
-            self.crawler.stats.inc_value("tse/not_pages")
+            if stats is not None:
+                stats.inc_value("tse/not_pages")
             self._failed(response.request, depth, None, not_a_page)
             return
         log_progress(depth, "Fetched", url)
         directives = self._robots_directives(response, pdf)
-        stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
         for directive in directives if stats is not None else ():
             stats.inc_value(f"tse/robots_{directive}")
         if pdf and stats is not None:

@@ -36,7 +36,31 @@ HTML = "html"
 PDF = "pdf"
 # Redirects followed from a link to the page it lands on; a longer chain is a loop or a trap.
 MAX_REDIRECTS = 10
-_SNIFFED = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title")
+# The starts of an HTML document (the WHATWG's MIME sniffing: each followed by a space or ">").
+_SNIFFED = tuple(
+    f"<{tag}".encode()
+    for tag in [
+        "!doctype html",
+        "html",
+        "head",
+        "script",
+        "iframe",
+        "h1",
+        "div",
+        "font",
+        "table",
+        "a",
+        "style",
+        "title",
+        "b",
+        "body",
+        "br",
+        "p",
+    ]
+)
+_TAG_ENDS = b" >\t\n\r\f"
+# A byte only binary data holds (the WHATWG's "binary data byte"): text has none in its first bytes.
+_BINARY_BYTE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 _SNIFF_BYTES = 512
 # An <a> or <area> tag's href, and the first <base href>; a tag is looked into for its first 2,000
 # bytes only, so that a page of unclosed tags costs linear time.
@@ -91,29 +115,40 @@ def crawled_page_kind(content_type: str | None, first_bytes: bytes) -> str | Non
 
     Wider than an import's ``page_kind``, as the crawl always was: any text (``text/*``, XML, JSON) is
     a page, which the indexer reads as it reads HTML, and a PDF is one with or without ``--pdf``.
-    Media (``image/*``, ``audio/*``, ``video/*``, ``font/*``, ``model/*``) never are; any other type
-    (``application/octet-stream``, none, an archive's, ``application/x-httpd-php``) is a page only
-    when its first bytes are HTML's, as an import sniffs them, or, untyped, a PDF's."""
+    Media (``image/*``, ``audio/*``, ``video/*``, ``font/*``, ``model/*``, SVG too) never are; any
+    other type (``application/octet-stream``, an archive's, ``application/x-httpd-php``) is a page only
+    when its first bytes are HTML's, as an import sniffs them, or, untyped, a PDF's.  An answer with
+    no ``Content-Type`` at all is sniffed as browsers do (the WHATWG's MIME sniffing): HTML, an XML
+    document, a PDF, else text when its first bytes hold none that only binary data holds."""
     kind = media_type(content_type)
+    if kind.partition("/")[0] in MEDIA_KINDS:  # (first: image/svg+xml is an image)
+        return None
     if kind.startswith("text/") or kind in TEXT_TYPES or kind.endswith(("+xml", "+json")):
         return HTML
-    if kind.partition("/")[0] in MEDIA_KINDS:
-        return None
     if kind in PDF_TYPES or (kind in UNTYPED and looks_like_pdf(first_bytes)):
         return PDF
-    return HTML if looks_like_html(first_bytes) else None
+    if looks_like_html(first_bytes):
+        return HTML
+    if kind == "" and (_without_mark(first_bytes).startswith(b"<?xml") or not _BINARY_BYTE.search(first_bytes)):
+        return HTML
+    return None
 
 
 def looks_like_html(first_bytes: bytes) -> bool:
     """Whether a payload beginning with *first_bytes* opens as an HTML document does (a byte order
     mark, spaces and comments before ``<!doctype html``, ``<html``, ``<head``, ``<body`` or ``<title``)."""
-    head = first_bytes[:_SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n\f").lower()
+    head = _without_mark(first_bytes).lower()
     while head.startswith(b"<!--"):  # comments before the document
         end = head.find(b"-->")
         if end < 0:
             return False
         head = head[end + 3 :].lstrip(b" \t\r\n\f")
-    return head.startswith(_SNIFFED)
+    return any(head.startswith(start) and head[len(start) : len(start) + 1] in _TAG_ENDS for start in _SNIFFED)
+
+
+def _without_mark(first_bytes: bytes) -> bytes:
+    """The first bytes of a payload, without a UTF-8 byte order mark and the spaces before its start."""
+    return first_bytes[:_SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n\f")
 
 
 def page_links(body: bytes, page_url: str) -> list[str]:

@@ -36,7 +36,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from itertools import chain, filterfalse
+from itertools import chain, filterfalse, groupby
 from typing import NamedTuple, TypeVar
 
 import Stemmer
@@ -364,19 +364,38 @@ def words_spellings_and_characters(text: str) -> tuple[list[str], dict[str, str]
     return _words_of(text, spellings, characters), spellings, list(characters)
 
 
-# A run of letters, digits and marks ("_" separating) holding a sharp s.
-_SHARP_S_RUN = re.compile(f"(?:[^\\W_]|[{_MARKS}])*[\u00df\u1e9e](?:[^\\W_]|[{_MARKS}])*")
+# A word written with a sharp s is read to this many characters each side of it at most (a longer run is
+# no word anyone types, and a page's run of 500,000 letters must not be read once a sharp s).
+SHARP_S_REACH = 64
+_SHARP_S = re.compile("[\u00df\u1e9e]")
 
 
 def sharp_s_spellings(text: str) -> dict[str, str]:
     """How *text* spells each folded word it writes with a sharp s (ß, or the capital ẞ), which case
     folding spells "ss": normalized with its ß kept (``Straße`` is ``strasse``, spelled ``straße``),
     the first spelling of a word.  ``words_spellings_and_characters`` gives the folded spelling
-    (``strasse``): a "Did you mean" shows a German word as German writes it with this one."""
+    (``strasse``): a "Did you mean" shows a German word as German writes it with this one.  Linear:
+    each run holding a sharp s read from it, SHARP_S_REACH characters each side at most."""
     if "\u00df" not in text and "\u1e9e" not in text:  # (most pages: two searches in C)
         return {}
     found: dict[str, str] = {}
-    for run in _SHARP_S_RUN.findall(text):
+    read_to = 0  # the end of the last run read: a sharp s inside it is read already
+    for sharp in _SHARP_S.finditer(text):
+        at = sharp.start()
+        if at < read_to:
+            continue
+        start, end = at, at + 1
+        while start > 0 and at - start < SHARP_S_REACH and _is_word_character(text[start - 1]):
+            start -= 1
+        while end < len(text) and end - at <= SHARP_S_REACH and _is_word_character(text[end]):
+            end += 1
+        read_to = end
+        longer = (start > 0 and _is_word_character(text[start - 1])) or (
+            end < len(text) and _is_word_character(text[end])
+        )
+        if longer:  # (a run longer than a word)
+            continue
+        run = text[start:end]
         folded = words(run)
         if len(folded) == 1:  # (a run of a bigram script is cut into several)
             # Case folding and NFKC change a character at a time, none across a ß.
@@ -562,6 +581,31 @@ def word_runs_at(text: str) -> list[tuple[int, str]]:
 def has_bigram_script(text: str) -> bool:
     """Whether *text* holds a character of a script cut into bigrams."""
     return bool(_BIGRAM_CHAR.search(text))
+
+
+# The kinds of a bigram script's characters a run typed without spaces is read by (``script_pieces``).
+HAN, HIRAGANA, KATAKANA, OTHER_BIGRAM = "han", "hiragana", "katakana", "other"
+_HAN = re.compile(
+    "[\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3038-\u303c\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]"
+)
+_HIRAGANA = re.compile("[\u3040-\u309f]")
+_KATAKANA = re.compile("[\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+
+
+def _script_kind(character: str) -> str:
+    if _HAN.match(character):
+        return HAN
+    if _HIRAGANA.match(character):
+        return HIRAGANA
+    return KATAKANA if _KATAKANA.match(character) else OTHER_BIGRAM
+
+
+def script_pieces(run: str) -> list[tuple[str, str]]:
+    """*run* (of a bigram script) cut where its script changes, each piece with its kind: HAN (its
+    characters are words, or parts of words, of their own), HIRAGANA (Japanese particles and endings),
+    KATAKANA (loanwords: a word whole), OTHER_BIGRAM (Hangul, Thai ...).  "ネットワークの設定" is
+    ネットワーク, の and 設定; the mark of repetition 々 and the ideographic numbers are Han's."""
+    return [(kind, "".join(piece)) for kind, piece in groupby(run, _script_kind)]
 
 
 def is_segmented(word: str) -> bool:
