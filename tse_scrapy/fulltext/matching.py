@@ -43,6 +43,10 @@ LOOKED_UP = 10
 # word is on SUGGESTED_TIMES as many pages as: that word is suggested, the word typed still searched.
 RARE_TYPED = 2
 SUGGESTED_TIMES = 10
+# ... and whose forms are on about this many pages at most (a stem of another language's counted for its
+# share of the pages, ``_pages_of``: "debain" is the Catalan "deb" of 78 pages, 2.9 of 2,256): a word whose
+# stems are on more is not looked for (a statement each, most words of a title in a stemmed language).
+RARE_FORMS = 10
 DOCUMENT_COUNTS_KEPT = 100_000
 PHRASE_COUNTS_KEPT = 100_000  # phrases of several words whose pages are counted and kept
 # ... holding this many words in all: a phrase can be a hyphenated word of hundreds (a query of them,
@@ -653,7 +657,7 @@ def _clause(
         held = []
         for _, known_held in found:
             held += [form for form in known_held if form not in held]
-    elif compiled is not None and corrected and (suggested := _suggested(word, vocabulary, languages, compiled)):
+    elif compiled is not None and corrected and (suggested := _suggested(word, held, vocabulary, languages, compiled)):
         compiled.corrections[clause.text] = vocabulary.spelling(suggested)  # (its pages found as typed)
     # Only the forms the index holds: FTS5 adds up the scores of every term of an OR, so a word
     # must not count once a form; and the expression stays short.
@@ -776,7 +780,9 @@ def _corrections(
     return []
 
 
-def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled) -> str | None:
+def _suggested(
+    word: str, held: list[str], vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+) -> str | None:
     """The word to suggest for *word* (folded), which is not taken as misspelt (``_corrections``: a
     page has it), when it is on RARE_TYPED pages or fewer as a word and the closest word on the most
     pages is on SUGGESTED_TIMES as many or more: a typo a page made ("debain", on one Japanese page,
@@ -787,7 +793,12 @@ def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], comp
         or len(word) < ONE_EDIT_FROM
         or analysis.is_segmented(word)
         or compiled.looked_up >= LOOKED_UP
-        or vocabulary.documents(word) > RARE_TYPED  # (counted already: most words stop here)
+        # (Counted already: most words stop here.  On no page as a term, it is a form of a word pages
+        # write, stemmed otherwise, or on no page at all: ``_corrections`` looked for it.)
+        or not 1 <= vocabulary.documents(word) <= RARE_TYPED
+        # (A word whose forms, its stems, are on more pages is a form of a word pages write: "books".)
+        or not held
+        or _pages_of(word, held, vocabulary, languages) > RARE_FORMS
     ):
         return None
     typed_pages = vocabulary.pages_having(word, RARE_TYPED)
@@ -808,7 +819,6 @@ def _suggested(word: str, vocabulary: Vocabulary, languages: Sequence[str], comp
     if pages[best] < SUGGESTED_TIMES * typed_pages:
         return None
     # Another form of the word ("routers" of "router") is no typo of it.
-    held = _held(word, vocabulary, languages)
     return None if _is_a_form_of(word, best, pages[best], held, vocabulary, languages) else best
 
 

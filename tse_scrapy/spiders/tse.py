@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy import signals
-from scrapy.http import Response
+from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
+from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
@@ -29,7 +30,7 @@ from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 from ..rules.web.urls import normalize_url
-from ..update.extension import sitemaps_read
+from ..update.extension import ROBOTS_FORBIDS, sitemaps_read, transient_failure, update_session
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -40,6 +41,9 @@ UNFETCHABLE_URL = "data:,"
 _KEPT_BY_REQUEST = re.compile(r"[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*\Z")
 _UNKNOWN: Any = object()
 _SNIFF_BYTES = 1024  # the first bytes of an answer that tell what it is (crawled_page_kind)
+# In the meta of an update's request for a known page that failed only for a while: why.  Its saved
+# copy is then parsed in its place (``_saved_copy``).
+KEPT_AFTER_FAILURE = "tse_kept_after_failure"
 
 
 class TseSpider(scrapy.Spider):
@@ -258,7 +262,9 @@ class TseSpider(scrapy.Spider):
         depth = response.meta.get("depth", 0)
         url = self.normalize(response.url) or response.url
         if response.status != 200:
-            self._failed(response.request, depth, response.status, f"http {response.status}")
+            kept = self._failed(response.request, depth, response.status, f"http {response.status}")
+            if kept is not None:
+                yield from self.parse(kept)
             return
         pdf = self._is_pdf(response)
         not_a_page = None if pdf else self._not_a_page(response)
@@ -270,7 +276,8 @@ class TseSpider(scrapy.Spider):
                 stats.inc_value("tse/not_pages")
             self._failed(response.request, depth, None, not_a_page)
             return
-        log_progress(depth, "Fetched", url)
+        if KEPT_AFTER_FAILURE not in response.meta:  # else logged "Failed"
+            log_progress(depth, "Fetched", url)
         directives = self._robots_directives(response, pdf)
         for directive in directives if stats is not None else ():
             stats.inc_value(f"tse/robots_{directive}")
@@ -371,19 +378,60 @@ class TseSpider(scrapy.Spider):
         """
         return self.parse(response)
 
-    def fetch_failed(self, failure: Failure) -> None:
+    def fetch_failed(self, failure: Failure) -> Iterator[scrapy.Request | PageItem] | None:
         request = failure.request
         response = getattr(failure.value, "response", None)  # an HttpError's answer
         status = getattr(response, "status", None)
-        self._failed(request, request.meta.get("depth", 0), status, failure_reason(failure.value))
+        kept = self._failed(request, request.meta.get("depth", 0), status, failure_reason(failure.value))
+        return self.parse(kept) if kept is not None else None
 
     def _failed(
         self, request: scrapy.Request, depth: int, status: int | None = None, reason: str | None = None
-    ) -> None:
+    ) -> HtmlResponse | None:
+        """Log and signal a request that gave no page.  In an update, a known page that failed only
+        for a while is returned as its saved copy, for ``parse`` (its links followed, as after a 304)."""
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         log_progress(depth, "Failed", self.normalize(first_url) or first_url)
         self.crawler.stats.inc_value("tse/pages_failed")
-        self.crawler.signals.send_catch_log(page_done, request=request, status=status, reason=reason)
+        kept = self._saved_copy(request, status, reason)
+        self.crawler.signals.send_catch_log(
+            page_done, request=request, status=status, reason=reason, kept=kept is not None
+        )
+        return kept
+
+    def _saved_copy(self, request: scrapy.Request, status: int | None, reason: str | None) -> HtmlResponse | None:
+        """The saved copy of the known page *request* asked for, when an update's fetch of it failed
+        only for a while (a 5xx, a timeout, a connection refused, its site's robots.txt unreadable):
+        a transient failure loses no page, nor the pages only it links to (docs/updating.md)."""
+        crawler = getattr(self, "crawler", None)
+        update = update_session(crawler) if crawler is not None and crawler.settings.getbool("TSE_UPDATE") else None
+        if update is None or not update.is_update:
+            return None
+        why = reason if transient_failure(status, reason) else self._robots_unreachable(request, reason)
+        copy = update.saved_copy(request, why) if why else None
+        if copy is None:
+            return None
+        page, body = copy
+        # As after a 304 (ConditionalRequestMiddleware): the status the item carries, judged a page before.
+        request.meta["tse_http_status"] = status
+        request.meta[KEPT_AFTER_FAILURE] = why
+        return HtmlResponse(url=page.url, status=200, body=body, request=request, flags=["kept"])
+
+    def _robots_unreachable(self, request: scrapy.Request, reason: str | None) -> str | None:
+        """Why the site's robots.txt could not be read, when that refused *request* ("disallow
+        all"); None when it was read (it forbids the page: gone) or was not the reason."""
+        if reason != "robots.txt" or request.meta.get(ROBOTS_FORBIDS):
+            return None
+        from ..crawl.downloader.robots import TseRobotsTxtMiddleware
+
+        try:
+            robots = self.crawler.get_downloader_middleware(TseRobotsTxtMiddleware)
+        except RuntimeError:  # no engine
+            return None
+        unreachable = robots.unreachable.get(urlparse_cached(request).netloc) if robots is not None else None
+        if not unreachable:
+            return None
+        return unreachable if unreachable.startswith("robots.txt") else f"robots.txt: {unreachable}"
 
     def normalize(self, url: str) -> str | None:
         return normalize_url(url, self.tse_extensions)

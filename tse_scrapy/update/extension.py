@@ -50,6 +50,22 @@ sitemaps_read = object()
 # refused so is gone, as a fresh crawl would not save it.
 ROBOTS_FORBIDS = "tse_robots_forbids"
 
+# Why a request failed (``failure_reason``) without an HTTP status when that says something of the
+# page, not of the site's state for now: the update does not take its saved copy for the page.
+_LASTING_FAILURES = frozenset(
+    {"robots.txt", "offsite", "denied", "ignored", "cancelled (too large?)", "unsupported scheme"}
+)
+_TRANSIENT_STATUSES = (408, 429)  # and every 5xx
+
+
+def transient_failure(status: int | None, reason: str | None) -> bool:
+    """Whether a request that failed with HTTP *status* (None: no answer) for *reason* failed only for a
+    while: a server error, a timeout, a refused or lost connection, a host not found.  (A robots.txt
+    that cannot be read is judged by the spider, which knows why the page was refused.)"""
+    if status is not None:
+        return status >= 500 or status in _TRANSIENT_STATUSES
+    return bool(reason) and reason not in _LASTING_FAILURES and not reason.startswith("not a page")
+
 
 def warc_date(moment: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
@@ -76,6 +92,9 @@ class UpdateExtension:
         # For the crawl record (TSE_RECORD): the docIDs an update found as they were, until their line is written.
         self.recording = bool(settings.get("TSE_RECORD"))
         self.kept: set[int] = set()
+        # docID -> why its fetch failed for a while, for the known pages whose saved copy stands in
+        # for them in this crawl (``saved_copy``), until the copy is recorded (``saved``).
+        self.failures_kept: dict[int, str] = {}
         self._ready = False
 
     def setup(self) -> UpdateExtension:
@@ -116,6 +135,21 @@ class UpdateExtension:
         """The page saved earlier under the URL *request* asks for."""
         return self.by_url.get(normalize_url(request.url, self.tse_extensions) or request.url)
 
+    def saved_copy(self, request: Request, why: str) -> tuple[KnownPage, bytes] | None:
+        """The live page an update knows under the URL *request* asks for, and its saved body, when the
+        request has failed only for a while (*why*, said in the changes file): the update goes on as if
+        the page had answered as before (a 304), its links followed from the copy.  None otherwise:
+        not an update, a page it does not know or knows as gone, a page file it cannot read."""
+        page = self.known_request(request) if self.is_update else None
+        if page is None or not page.live:
+            return None
+        try:
+            body = pagedir.read_page(self.directory, page.doc_id).body
+        except (OSError, pagedir.PageFileError):
+            return None  # a failure, as any other
+        self.failures_kept[page.doc_id] = why
+        return page, body
+
     def is_known_doc(self, doc_id: int) -> bool:
         return doc_id in self.before
 
@@ -136,24 +170,27 @@ class UpdateExtension:
             # Read back on resume: recorded, with the validators of its fetch, when its file was written.
             return False
         digest = body_digest(body)
-        self.state.visit(
-            {
-                "doc_id": doc_id,
-                "url": url,
-                "depth": depth,
-                "digest": digest,
-                "status": status,
-                "saved": True,
-                "revisit": revisit,
-                "etag": validators.get("etag"),
-                "last_modified": validators.get("last_modified"),
-                "fetched": (validators.get("fetched") or warc_date(time.time())) if status == 200 else None,
-                "lastmod": lastmod,
-            }
-        )
         old = self.before.get(doc_id)
+        kept = self.failures_kept.pop(doc_id, None)
+        visit = {
+            "doc_id": doc_id,
+            "url": url,
+            "depth": depth,
+            "digest": digest,
+            "status": status,
+            "saved": True,
+            "revisit": revisit,
+            "etag": validators.get("etag"),
+            "last_modified": validators.get("last_modified"),
+            "fetched": (validators.get("fetched") or warc_date(time.time())) if status == 200 else None,
+            "lastmod": lastmod,
+        }
+        if kept is not None and old is not None:
+            # Its saved copy, the fetch having failed for a while (``saved_copy``): its validators stay.
+            visit.update(kept=kept, etag=old.etag, last_modified=old.last_modified, fetched=old.fetched)
+        self.state.visit(visit)
         changed = old is None or old.url != url or old.depth != depth or old.digest != digest
-        if not changed and self.is_update and self.recording:
+        if not changed and self.is_update and self.recording and kept is None:  # (else recorded as failed)
             self.kept.add(doc_id)
         return changed
 

@@ -4,6 +4,8 @@ catalog after and the list of changes.  No Scrapy import.
 A *visit* is what the crawl recorded of one docID: saved (its depth, digest,
 HTTP status 200 or 304, validators), or failed (its HTTP status, or None
 without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it).
+A known page whose fetch failed for a while is saved from its copy: its visit
+is saved, with the failure's status and ``kept``, why it failed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from .catalog import KnownPage
 ROBOTS_TXT = "robots.txt"  # a failed visit's reason: the site's robots.txt forbids the page
 # Why a page is gone, in the changes file (``reason``): "http 404", "http 410", ROBOTS_TXT, or
 UNREACHED = "not reached"  # no page of the crawl links to it within the depth any more
+KEPT = "kept: "  # a live page's reason, before why its fetch failed for a while ("kept: http 503")
 
 
 def merge(
@@ -61,6 +64,8 @@ def merge(
             }
             if change == GONE:
                 entry["reason"] = reason
+            elif visit is not None and visit.get("kept"):
+                entry["reason"] = KEPT + visit["kept"]
             changes.append(entry)
         pages.append(_after(old, visit, now_is is not None, change, now))
     return pages, changes
@@ -72,6 +77,10 @@ def _after(
     if visit is None or not visit["saved"]:
         assert old is not None  # a failed visit is recorded only for a known page
         return replace(old, live=live)
+    if visit.get("kept") and old is not None:
+        # Its saved copy stood in for it (a failure for a while): no visit in its history, the same
+        # validators; only the depth it was found at may differ.
+        return replace(old, depth=visit["depth"], digest=visit["digest"], live=live)
     fields = {
         "url": visit["url"],
         "depth": visit["depth"],

@@ -328,7 +328,10 @@ class TseScheduler(BaseScheduler):
     def _spider_error(self, failure: Failure, response: Response, **kwargs: Any) -> None:
         self._release(getattr(response, "request", None) or getattr(failure, "request", None))
 
-    def _page_done(self, request: Request, status: int | None = None, **kwargs: Any) -> None:
+    def _page_done(self, request: Request, status: int | None = None, kept: bool = False, **kwargs: Any) -> None:
+        if kept:
+            # Failed for a while, its saved copy stands in for it (an update): in flight until it is saved.
+            return
         if self.update is not None and request.meta.get("tse_token") in self.in_flight:
             self.update.failed(request, status)  # committed by _release
         self._release(request)
