@@ -131,10 +131,11 @@ class Compiled:
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
     # A run of a bigram script typed without spaces (as Chinese and Japanese are typed) is a phrase
-    # of its bigrams; the pages holding each of its characters anywhere answer it too, ranked after
-    # those holding it as typed (``SearchIndex._apart``).  Each required group: a phrases_fts expression
-    # over its characters column for such a run, else its fts expression (table, expression); and the
-    # excluded clauses' fts expression (None for none).  Empty for a query without such a run.
+    # of its bigrams; the pages holding its pieces anywhere (``_apart``: its Han characters, its Katakana
+    # words) answer it too, ranked after those holding it as typed (``SearchIndex._apart``).  Each
+    # required group: a phrases_fts expression of such a run's pieces, else its fts expression (table,
+    # expression); and the excluded clauses' fts expression (None for none).  Empty for a query
+    # without such a run.
     apart: list[tuple[str, str]] = field(default_factory=list)
     apart_excluded: str | None = None
     apart_bigrams: list[str] = field(default_factory=list)  # those runs' bigrams, each once (scoring)
@@ -375,7 +376,7 @@ def compile_query(
     vocabulary.count([*(form for word in words for form in word_forms(word, languages)), *phrases_words])
     others = []
     unrestricted: set[str] = set()  # the forms some clause matches in any language
-    aparts: list[str | None] = []  # each group's run of a bigram script as its characters (_apart)
+    aparts: list[str | None] = []  # each group's run of a bigram script as its pieces (_apart)
     apart_bigrams: list[str] = []  # and those runs' bigrams
     for alternatives in _distinct_groups(query.required):
         aparts.append(_apart(alternatives[0]) if len(alternatives) == 1 else None)

@@ -48,7 +48,7 @@ TITLE_WEIGHT = 2.0
 ANCHOR_WEIGHT = 0.5
 # Pages holding all the words as a phrase (among the first PHRASE_CANDIDATES) gain this share of their score.
 PHRASE_BONUS = 0.5
-# The pages holding a run of a bigram script's characters apart are scored by its bigrams on at most one
+# The pages holding a run of a bigram script's pieces apart are scored by its bigrams on at most one
 # page in this many (``SearchIndex._rarer_bigrams``).
 APART_SCORED_SHARE = 10
 # The pages in the reader's language (its browser's Accept-Language) gain this share of their score (three
@@ -241,8 +241,8 @@ class SearchIndex:
         ending_runs = self._exactly(wanted(self._ending_runs(compiled, matched)), compiled, False, True)
         ending_runs = self._in_their_languages(ending_runs, compiled)
         # A run of a bigram script typed without spaces (as Chinese and Japanese are typed): the pages
-        # holding its characters apart answer too, after those holding it as typed, or alone when none
-        # does (Korean's words typed together: "데비안아카이브"), not flagged partial then.
+        # holding its pieces apart answer too (``matching._apart``), after those holding it as typed, or
+        # alone when none does, not flagged partial then.
         apart = self._apart(compiled, matched) if compiled.apart else set()
         apart = self._in_their_languages(self._exactly(wanted(apart), compiled, False), compiled)
         after_apart = apart if matched else set()
@@ -293,7 +293,7 @@ class SearchIndex:
                 scores[doc_id] *= 1 + PREFERRED_LANGUAGE_BONUS
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
-        # So are those holding a run's characters apart, after those holding it.
+        # So are those holding a run's pieces apart, after those holding it.
         ranked = sorted(
             scores.items(), key=lambda pair: (pair[0] in ending_runs, pair[0] in after_apart, -pair[1], pair[0])
         )
@@ -499,7 +499,7 @@ class SearchIndex:
 
     def _apart(self, compiled: Compiled, matched: set[int]) -> set[int]:
         """The pages not in *matched* that answer every required group, a run of a bigram script by
-        each of its characters anywhere (``Compiled.apart``), and none of the excluded clauses."""
+        its pieces anywhere (``Compiled.apart``), and none of the excluded clauses."""
         found: set[int] | None = None
         for table, expression in compiled.apart:
             pages = self._matching(expression, table)

@@ -52,7 +52,7 @@ class Answer:
     aliases: dict[int, list[int]] = field(default_factory=dict)
     # rank=relevance: the terms of *marks* to mark only in pages of some languages.
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
-    # rank=relevance: the pages answering a run of Chinese or Japanese by its characters apart, and
+    # rank=relevance: the pages answering a run of Chinese or Japanese by its pieces apart, and
     # what they mark instead of *marks* (``Found.apart``).
     apart: frozenset[int] = frozenset()
     apart_marks: Marks = field(default_factory=list)

@@ -333,7 +333,7 @@ def _results(
         heads = engine.search_index.snippet_heads(shown_ids)
     # The marks worked out once for the page's snippets: once a language of its pages when some terms
     # are marked only in some (another language's stems of a word typed).
-    # (A page answering a run of Chinese or Japanese by its characters apart marks its bigrams.)
+    # (A page answering a run of Chinese or Japanese by its pieces apart marks its bigrams.)
     prepared: dict[tuple[str, bool], searchsnippet.PreparedMarks] = {}  # by language, and apart or not
     alike: dict[tuple[tuple[frozenset[str], ...], ...], searchsnippet.PreparedMarks] = {}  # by the marks
 
