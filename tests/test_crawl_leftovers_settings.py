@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import scrapy
 
-from tests.conftest import run_scrapy, run_tse
-from tests.support.sitegen import write_site
+from tests import test_crawl_settings as crawl_settings
+from tests.test_crawl_settings import site  # noqa: F401 - the site fixture
 from tse_scrapy.crawlstart import setting_defaults
 from tse_scrapy.rules.crawling.crawlargs import TLS_VERSIONS, UNTYPED_SETTING_KINDS
 
@@ -38,31 +38,21 @@ GOOD_VALUES = [
 ]
 
 
-@pytest.fixture
-def site(tmp_path, serve):
-    server = serve(write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []}).root)
-    pagedir = tmp_path / "pages"
-    pagedir.mkdir()
-    return server, pagedir
-
-
 def _settings(*given):
     return [x for setting in given for x in ("-s", setting)]
 
 
 def tse_crawl(server, pagedir, *settings):
-    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    return run_tse("crawl", seed, pagedir, 1, "--prefix", prefix, *_settings(*settings), timeout=60)
+    return crawl_settings.tse_crawl(server, pagedir, *_settings(*settings))
 
 
 def scrapy_crawl(server, pagedir, *settings):
-    arguments = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
-    return run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], *_settings(*settings), timeout=60)
+    return crawl_settings.scrapy_crawl(server, pagedir, *_settings(*settings))
 
 
 @pytest.mark.parametrize("program", ["tse crawl", "scrapy crawl tse"])
 @pytest.mark.parametrize(("given", "wanted", "more"), BAD_VALUES)
-def test_a_value_scrapy_cannot_read_is_refused_in_one_line(site, program, given, wanted, more):
+def test_a_value_scrapy_cannot_read_is_refused_in_one_line(site, program, given, wanted, more):  # noqa: F811
     server, pagedir = site
     run = tse_crawl if program == "tse crawl" else scrapy_crawl
     result = run(server, pagedir, "DOWNLOAD_DELAY=0", *more, given)
@@ -75,7 +65,7 @@ def test_a_value_scrapy_cannot_read_is_refused_in_one_line(site, program, given,
 
 
 @pytest.mark.parametrize("given", GOOD_VALUES)
-def test_values_scrapy_reads_are_taken(site, given):
+def test_values_scrapy_reads_are_taken(site, given):  # noqa: F811
     server, pagedir = site
     result = tse_crawl(server, pagedir, "DOWNLOAD_DELAY=0", "EXTENSIONS=" + PERIODIC_LOG, given)
     assert result.returncode == 0, result.stderr.decode()[-3000:]

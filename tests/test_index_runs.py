@@ -24,7 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.pages import write_pages
+from tests.support.pages import write_many_pages, write_pages
+from tests.support.wait import still_running
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
 from tse_scrapy.index.pagefiles import PageScan, file_key
@@ -424,15 +425,7 @@ def many_pages():
     """8,000 pages of 6 KB: `tse index --jobs 2` takes a second or more, time to stop it mid-work, and
     the result of a range (5 KB of text a page for the store) is megabytes, more than a pipe holds."""
     with tempfile.TemporaryDirectory() as name:
-        directory = Path(name) / "pages"
-        directory.mkdir()
-        (directory / ".crawler").touch()
-        rng = random.Random(4)
-        vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(5000)]
-        text = " ".join(rng.choices(vocabulary, k=6_000 // 7)).encode()
-        for doc_id in range(1, 8001):
-            (directory / str(doc_id)).write_bytes(b"http://h/%d\n1\n<p>%s page%d</p>\n" % (doc_id, text, doc_id))
-        yield directory
+        yield write_many_pages(Path(name) / "pages", 8000)
 
 
 def existing_index(directory: Path) -> dict[str, bytes]:
@@ -485,17 +478,6 @@ def indexing_mid_work(pages: Path, indexfile: Path, *flags: str):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)  # a test that failed: no process left behind
         process.communicate()
-
-
-def still_running(pids: list[int]) -> list[int]:
-    """Those of *pids* still running (neither gone nor a zombie waiting to be reaped)."""
-    psutil = pytest.importorskip("psutil")
-    running = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                running.append(pid)
-    return running
 
 
 def assert_stopped_cleanly(process: subprocess.Popen, workers: list[int], status: int, message: str) -> None:

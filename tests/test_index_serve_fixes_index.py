@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
-import random
 import signal
 import subprocess
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.pages import snapshot, write_pages
+from tests.support.pages import snapshot, write_many_pages, write_pages
 from tests.support.wait import wait_until, while_running
 
 PAGES = {1: ("http://h/a.html", 0, b"<p>hello world</p>"), 2: ("http://h/b.html", 1, b"<p>hello there</p>")}
@@ -121,15 +120,7 @@ def test_an_index_of_another_page_directory_is_rebuilt(tmp_path, pages):
 @pytest.fixture(scope="module")
 def many_pages(tmp_path_factory) -> Path:
     """6,000 pages of 6 KB: `tse index --jobs 2` takes a second or more, time to kill it mid-work."""
-    directory = tmp_path_factory.mktemp("many") / "pages"
-    directory.mkdir()
-    (directory / ".crawler").touch()
-    rng = random.Random(4)
-    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(5000)]
-    text = " ".join(rng.choices(vocabulary, k=6_000 // 7)).encode()
-    for doc_id in range(1, 6001):
-        (directory / str(doc_id)).write_bytes(b"http://h/%d\n1\n<p>%s page%d</p>\n" % (doc_id, text, doc_id))
-    return directory
+    return write_many_pages(tmp_path_factory.mktemp("many") / "pages", 6000)
 
 
 def killed_mid_work(pages: Path, indexfile: Path) -> None:

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.searchsite import write_search_site
-from tests.support.wait import wait_until, while_running
+from tests.support.wait import still_running, wait_until, while_running
 
 psutil = pytest.importorskip("psutil")
 
@@ -33,16 +33,6 @@ def answers(port: int | str) -> bool:
             return response.read() == b"ok"
     except OSError:
         return False
-
-
-def still_running(pids: list[int]) -> list[int]:
-    """Those of *pids* still running (neither gone nor a zombie)."""
-    running = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                running.append(pid)
-    return running
 
 
 def workers_of(process: subprocess.Popen, count: int) -> list[int]:

@@ -79,3 +79,18 @@ def snapshot(directory: Path) -> dict:
 def changes(path: Path) -> list[dict]:
     """The entries of a changes file (``--changes``)."""
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_many_pages(directory: Path, count: int) -> Path:
+    """*count* page files of about 6 KB of random words (seeded) and a ``.crawler`` in *directory*: a
+    crawl `tse index --jobs 2` takes a second or more over, time to stop or kill it mid-work."""
+    import random
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / ".crawler").touch()
+    rng = random.Random(4)
+    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(5000)]
+    text = " ".join(rng.choices(vocabulary, k=6_000 // 7)).encode()
+    for doc_id in range(1, count + 1):
+        (directory / str(doc_id)).write_bytes(b"http://h/%d\n1\n<p>%s page%d</p>\n" % (doc_id, text, doc_id))
+    return directory

@@ -40,3 +40,17 @@ def while_running(process: subprocess.Popen, condition: Callable[[], object], wh
         return False
 
     return check
+
+
+def still_running(pids: list[int]) -> list[int]:
+    """Those of *pids* still running (neither gone nor a zombie waiting to be reaped)."""
+    import psutil  # (a test needing it skips without it: pytest.importorskip)
+
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return running
