@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tse_scrapy.index.storage import IndexReader, read_index, sidecar_path, write_index
-from tse_scrapy.rules.files.indexfile import IndexFileError, format_index, parse_index
+from tse_scrapy.rules.files.indexfile import IndexFileError, format_index, looks_like_an_index, parse_index
 
 INDEX = {b"dog": {2: 3, 1: 1}, b"cat": {3: 1, 1: 2}}
 
@@ -77,3 +77,38 @@ def test_write_is_atomic(tmp_path):
         write_index(path, {b"yak": {1: 1}})
     assert read_index(path) == INDEX
     assert IndexReader(path).postings("cat") == {1: 2, 3: 1}
+
+
+@pytest.mark.parametrize(
+    ("start", "whole", "expected"),
+    [
+        (b"able 8 1\nzebra 2 3\n", True, True),
+        (b"\n\n  able 1 2 3 4\n", True, True),  # blank lines first, as the reader skips them
+        (b"", True, True),  # empty or blank: nothing to lose
+        (b"  \n", True, True),
+        (b"able 8 1 9", False, True),  # cut where the read stopped: "9" may go on
+        (b"able 8 1 9", True, False),  # whole: an odd number of numbers
+        (b"able 8", True, False),
+        (b"able\n", True, False),
+        (b"Able 8 1\n", True, False),  # not a lowercase word
+        (b"able 0 1\n", True, False),  # docIDs from 1
+        (b"http://h/1.html\n1\n<html>", True, False),  # a page file
+        (b'{"url": "http://h/"}\n', True, False),  # a crawl record
+        (b"\x1f\x8b\x08\x00", False, False),  # a gzip (a WARC)
+        (b"WARC/1.1\r\nWARC-Type: warcinfo", False, False),
+    ],
+)
+def test_looks_like_an_index(start, whole, expected):
+    assert looks_like_an_index(start, whole) is expected
+
+
+_WORDS = st.binary(min_size=1, max_size=8).map(lambda raw: bytes(97 + byte % 26 for byte in raw))
+_POSTINGS = st.dictionaries(st.integers(1, 10**6), st.integers(1, 10**6), min_size=1, max_size=4)
+
+
+@given(st.dictionaries(_WORDS, _POSTINGS, min_size=1, max_size=5), st.integers(0, 200))
+def test_every_index_written_looks_like_one(index, past_its_first_line):
+    written = format_index(index)
+    assert looks_like_an_index(written, whole=True)
+    cut = written[: written.find(b"\n") + 1 + past_its_first_line]  # (a read cut past its first line)
+    assert looks_like_an_index(cut, whole=False)

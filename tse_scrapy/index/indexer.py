@@ -34,7 +34,7 @@ from pathlib import Path
 from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
 from ..resume.statedb import CATALOG_UPDATE, STATE_NAME, UnreadableDatabase, stored_meta
 from ..rules.files import pagedir
-from ..rules.files.indexfile import Index
+from ..rules.files.indexfile import Index, looks_like_an_index
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 from ..rules.text.pagefields import page_fields, page_text
 from ..rules.text.words import word_counts
@@ -97,8 +97,6 @@ def check_index_outside_crawl(directory: str | os.PathLike, indexfile: str | os.
 # How much of an existing INDEXFILE is read to tell an index from another file (an index's first line may
 # be longer: its start tells).
 INDEX_START_BYTES = 64 * 1024
-_WORD = re.compile(rb"[a-z]+")
-_POSITIVE = re.compile(rb"[1-9][0-9]*")
 
 
 def check_replaces_an_index(indexfile: str | os.PathLike) -> None:
@@ -126,24 +124,6 @@ def check_replaces_an_index(indexfile: str | os.PathLike) -> None:
             f"{indexfile} exists and is not an index (its first line is no 'word docID count ...'):"
             " it is left as it is; write the index elsewhere, or remove it first"
         )
-
-
-def looks_like_an_index(start: bytes, whole: bool) -> bool:
-    """Whether *start*, the start of a file (*whole*: all of it), begins as SPEC 3's index does."""
-    text = start.lstrip()
-    if not text:
-        return whole  # blank: nothing to lose
-    line, newline, _ = text.partition(b"\n")
-    fields = line.split()
-    complete = bool(newline) or whole
-    if not complete:
-        fields = fields[:-1]  # (cut where the read stopped)
-    words, numbers = fields[:1], fields[1:]
-    if not words or not _WORD.fullmatch(words[0]) or not numbers:
-        return False
-    if not all(_POSITIVE.fullmatch(number) for number in numbers):
-        return False
-    return not (complete and len(numbers) % 2)
 
 
 # The temporary directory of a run's runs, beside INDEXFILE: ``.INDEXFILE.XXXXXXXX.runs`` (tempfile.mkdtemp's

@@ -54,5 +54,25 @@ def parse_index(data: bytes, name: str = "index") -> Index:
     return index
 
 
+def looks_like_an_index(start: bytes, whole: bool) -> bool:
+    """Whether *start*, the start of a file (*whole*: all of it), begins as SPEC 3's index does: its
+    first line (blank lines skipped, as ``parse_index`` skips them) a word and docID count pairs, the
+    last field of a line cut where the read stopped left out."""
+    text = start.lstrip()
+    if not text:
+        return whole  # blank: nothing to lose
+    line, newline, _ = text.partition(b"\n")
+    fields = line.split()
+    complete = bool(newline) or whole
+    if not complete:
+        fields = fields[:-1]  # (cut where the read stopped)
+    words, numbers = fields[:1], fields[1:]
+    if not words or not _WORD.fullmatch(words[0]) or not numbers:
+        return False
+    if not all(_INT.fullmatch(number) for number in numbers):
+        return False
+    return not (complete and len(numbers) % 2)
+
+
 def _show(token: bytes) -> str:
     return repr(token.decode("ascii", "replace"))
