@@ -25,7 +25,7 @@ from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search.app import create_app
 
-TOP_KEYS = {"query", "rank", "total", "page", "per_page", "lang", "partial", "suggestion", "results"}
+TOP_KEYS = {"query", "rank", "total", "page", "per_page", "lang", "partial", "missing", "suggestion", "results"}
 RESULT_KEYS = {"docid", "url", "score", "title", "snippet", "highlights", "lang", "also", "pdf"}
 # Scripts written without spaces: a word or phrase there is a run of characters, found as a substring.
 UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -257,6 +257,37 @@ def test_partial_matches_and_or_groups_hold_a_word_in_their_languages_only(clien
     # "zzzyqx" is on no page (partial matches: the pages answering some word), and a phrase on none in
     # an OR group: the answers are still the pages holding "their", not those holding "the".
     assert [PAGES[doc_id].name for doc_id in doc_ids(search(client, query))] == ["en/ch01s01.html"]
+
+
+@pytest.mark.parametrize(
+    "query, missing",
+    [
+        ("their zzzyqx", ["zzzyqx"]),
+        ("zzzyqx their qxzzyq", ["zzzyqx", "qxzzyq"]),
+        ('their "zzzyqx qxzzy"', ['"zzzyqx qxzzy"']),
+        ("their zzzyqx OR qxzzyq", ["zzzyqx OR qxzzyq"]),
+        # Each word on some page, none on a page with the other: no word named.
+        ("fumée Übersetzung", []),
+    ],
+)
+def test_partial_matches_name_the_words_no_page_holds(client, query, missing):
+    assert all(not holds(page, word) for page in PAGES.values() for word in ("zzzyqx", "qxzzyq", "qxzzy"))
+    body = search(client, query)
+    assert body["partial"] is True and body["missing"] == missing and body["results"], body["missing"]
+    page = client.get("/search", params={"q": query}).text
+    notice = re.search(r'<p class="notice">(No page has .*?)</p>', page).group(1)
+    if missing:
+        named = re.findall(r"“<bdi>(.*?)</bdi>”", notice)
+        assert [name.replace("&#34;", '"') for name in named] == missing, notice
+    else:
+        assert notice == "No page has every word: these pages have some of them.", notice
+
+
+def test_a_whole_answer_names_no_missing_word_and_a_corrected_word_is_not_missing(client):
+    assert search(client, "their")["missing"] == []
+    # A misspelt word is corrected, not missing: "their" is on a page, "debain" (debian) on many.
+    body = search(client, "their debain zzzyqx")
+    assert body["partial"] is True and body["missing"] == ["zzzyqx"], body["missing"]
 
 
 def test_pages_whose_words_are_not_stemmed_answer_a_words_english_stem(client):
@@ -1010,6 +1041,9 @@ PRESEEDING_AND_EMAIL = [
         # A word joined of fewer than 5 letters, which the vocabulary does not list.
         ("wi-fi", [4]),
         ("laptops -wi-fi", []),
+        # Typed apart, as "Word press" is (two words of two letters or more).
+        ("Wi Fi", [4]),
+        ("wi fi interfaces", [4]),
         # Not by an apostrophe: "loader's" is no "loaders" (whose stem is "loader"'s: every loader).
         ("loader\u2019s", [6]),
         ('"pre-seeding"', []),  # quoted: as typed
@@ -1288,6 +1322,18 @@ def test_tse_query_answers_japanese_and_arabic(corpus):
     assert blocks[arabic.title][0][1:] == (arabic.doc_id, arabic.url)
 
 
+def test_tse_query_names_the_words_no_page_holds(corpus):
+    pages, index = corpus
+    queries = ["their zzzyqx qxzzyq", "fumée Übersetzung"]
+    result = run_tse("query", pages, index, "--rank", "relevance", input="".join(q + "\n" for q in queries).encode())
+    assert result.returncode == 0, result.stderr.decode()
+    counts = re.findall(r"^Matches \d+ documents \((.*)\):$", result.stdout.decode(), re.M)
+    assert counts == [
+        "partial matches: no document has zzzyqx or qxzzyq",
+        "partial matches: no document has every word",
+    ]
+
+
 def test_tse_query_without_the_search_index_is_one_line(corpus, tmp_path):
     pages, _ = corpus
     index = index_pages(pages, tmp_path / "old.index")
@@ -1403,3 +1449,32 @@ def test_a_corrected_phrase_no_page_holds_is_not_suggested(client):
 )
 def test_a_quoted_phrase_of_words_pages_hold_is_never_corrected(client, typed):
     assert search(client, typed)["suggestion"] is None
+
+
+# Sentences of the installation guide in German (de/apbs04.html, de/ch06s03.html).
+ZEITZONE = "Die Konfiguration der Uhr und der Zeitzone wird von der Voreinstellung gesteuert."
+PARTITIONIERUNG = "B.4.7. Partitionierung: die Möglichkeiten der Voreinstellung der Partitionierung der Festplatte."
+
+
+@pytest.mark.parametrize("before", [0, 3_000, 20_000])
+def test_a_snippet_shows_the_rarer_words_not_the_first_common_one(tmp_path, before):
+    # "der" is on every page, "Partitionierung" on one: its snippet shows where that page holds it,
+    # within the text the store keeps (5,000 characters) or past it (a tester's find: the snippets of
+    # "Partitionierung der Festplatte" showed only "der").
+    filler = " ".join([ZEITZONE] * (before // len(ZEITZONE) + 1)) if before else ""
+    texts = [("de", f"{filler} {PARTITIONIERUNG}".strip()), *[("de", ZEITZONE)] * 3]
+    client = sentences_client(tmp_path, texts)
+    body = search(client, "Partitionierung der Festplatte", known={})
+    assert doc_ids(body) == [1] and not body["partial"], body
+    pieces = marked(body["results"][0])
+    assert "Partitionierung" in pieces and "Festplatte" in pieces and "der" in pieces, body["results"][0]["snippet"]
+
+
+def test_a_typo_of_five_letters_is_corrected_to_a_word_of_four(tmp_path):
+    # The vocabulary lists words of 5 letters or more: "grubb" was corrected to "grubs" (one page),
+    # never to "grub" (most pages: a tester's find).
+    texts = [text for _, text in BOOT_LOADER_AND_LOADS] + ["Grub menu entries.", "Larvae called grubs."]
+    client = sentences_client(tmp_path, [("en", text) for text in texts])
+    body = search(client, "grubb", known={})
+    assert body["suggestion"] == "grub" and sorted(doc_ids(body)) == [1, 4, 5], body  # (grubs: its stem)
+    assert search(client, "GRUBB menu", known={})["suggestion"] == "GRUB menu"

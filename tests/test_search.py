@@ -47,6 +47,19 @@ def test_an_empty_query_redirects_home(client, query):
     assert response.status_code in (302, 303) and response.headers["location"] == "/"
 
 
+@pytest.mark.parametrize("query", ["q=cat", "q=cat&rank=tse&page=2", "q=%C3%A9t%C3%A9", "q=deb%C3ian"])
+def test_a_query_sent_to_the_home_page_goes_to_its_results(client, query):
+    # A browser's site search or a URL typed by hand (/?q=...): the results, not the empty search page.
+    response = client.get(f"/?{query}", follow_redirects=False)
+    assert response.status_code == 303 and response.headers["location"] == f"/search?{query}"
+
+
+@pytest.mark.parametrize("query", ["", "q=", "q=%20", "page=2"])
+def test_the_home_page_without_a_query_is_the_search_page(client, query):
+    response = client.get(f"/?{query}", follow_redirects=False)
+    assert response.status_code == 200 and '<input type="search" id="q" name="q"' in response.text
+
+
 def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
     page = client.get("/search", params={"q": "cat", "rank": "tse"})
     assert page.status_code == 200
@@ -93,7 +106,11 @@ def test_query_errors_show_the_queriers_message(client):
 def test_saved_copy_is_the_saved_bytes_sandboxed(client, site):
     response = client.get("/doc/3")
     assert response.status_code == 200
-    assert response.content == PAGES[3][1]
+    # The saved bytes after a <base> naming the page's URL (escaped: it holds a script tag), so that
+    # its relative links lead to the site's pages; a javascript: URL names none.
+    base = b'<base href="http://h/evil.html?x=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;">'
+    assert response.content == base + PAGES[3][1]
+    assert client.get("/doc/4").content == PAGES[4][1]
     policy = response.headers["content-security-policy"]
     assert "sandbox" in policy and "default-src 'none'" in policy
     assert response.headers["x-content-type-options"] == "nosniff"
@@ -139,7 +156,7 @@ def test_pagination(client):
     assert 'rel="prev"' not in html
     next_url = unescape(re.search(r'<a rel="next" href="([^"]+)"', html).group(1))
     second = client.get(next_url).text
-    assert 'rel="prev"' in second and 'rel="next"' in second
+    assert 'rel="prev"' in second and 'rel="next"' in second and "&larr; Previous</a>" in second
     assert re.search(r'<ol class="results" start="11">', second)
     last = client.get("/search", params={"q": "emu", "page": 3, "rank": "tse"}).text
     assert len(re.findall(r"<li>", last)) == 5 and 'rel="next"' not in last
@@ -149,6 +166,7 @@ def test_pagination(client):
         previous = unescape(re.search(r'<a rel="prev" href="([^"]+)"', past.text).group(1))
         assert "page=3" in previous and 'rel="next"' not in past.text
         assert f"page {page} of 3" not in past.text and "past the last page (3)" in past.text
+        assert re.search(r'<a rel="prev" href="[^"]+">&larr; Last page</a>', past.text)
     nothing = client.get("/search", params={"q": "zzzqqqxx", "page": 2, "rank": "tse"}).text
     assert "0 documents match" in nothing and "past the last page" not in nothing
     assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
@@ -464,6 +482,28 @@ def test_the_page_says_a_language_chosen_applies_only_to_relevance_and_keeps_the
     assert "1 document matches" in client.get("/search", params={"q": "debian", "lang": "fr"}).text
     # the API still refuses it
     assert api(client, q="debian", rank=rank, lang="fr") == (400, {"error": "lang= needs rank=relevance"})
+
+
+def test_no_page_in_the_language_chosen_offers_every_language(tmp_path):
+    # "installer" is on an English page only: kept to French, nothing, and a way out of the filter.
+    client = _two_languages(tmp_path)
+    html = client.get("/search", params={"q": "installer", "lang": "fr"}).text
+    assert "0 documents match" in html
+    link = re.search(r'<p>No page in French \(fr\) matches\. <a href="([^"]+)">Search all languages</a></p>', html)
+    every = client.get(unescape(link.group(1))).text
+    assert "1 document matches" in every and "http://h/en.html" in every
+    # With pages in the language, or no language chosen: not said.
+    for params in ({"q": "debian", "lang": "fr"}, {"q": "zzzqqq"}):
+        assert "Search all languages" not in client.get("/search", params=params).text
+
+
+def test_the_query_is_quoted_in_the_sentences_direction_and_isolated(client):
+    # Quote marks outside an isolate (<bdi>): a right-to-left query or a direction control typed
+    # neither turns them around nor carries the sentence after it (a tester's find).
+    html = client.get("/search", params={"q": "\u062a\u062b\u0628\u064a\u062a cat", "rank": "relevance"}).text
+    count = r'<p class="count">\d+ documents? match(es)? “<bdi>\u062a\u062b\u0628\u064a\u062a cat</bdi>”'
+    assert re.search(count, html)
+    assert "<q" not in html
 
 
 def test_a_search_index_damaged_where_a_search_reads_is_503_not_400(tmp_path):

@@ -1254,3 +1254,69 @@ def test_a_pages_marks_are_the_marks_with_only_its_languages_terms(marks, only_i
     expected = [tuple(position & allowed for position in sequence) for sequence in marks]
     assert kept == [sequence for sequence in expected if all(sequence)]
     assert searchsnippet.marks_in(marks, {}, language) == [tuple(map(frozenset, sequence)) for sequence in marks]
+
+
+# A sentence of the installation guide in German (de/apbs04.html) after a page of other text: "der" is on
+# most German pages, "Partitionierung" on few.
+PARTITIONING = " ".join(["Die Konfiguration der Uhr und der Zeitzone."] * 12) + (
+    " B.4.7. Partitionierung Die Möglichkeiten der Voreinstellung der Partitionierung der Festplatte"
+    " sind auf das beschränkt, was von partman-auto unterstützt wird."
+)
+
+
+@pytest.mark.parametrize(
+    "placing, rarer_marked, placed",
+    [
+        # The rarest word places the window (after the characters shown before it); the other words
+        # in it are marked too.
+        ([[["partitionierung"]]], ["Partitionierung", "Partitionierung", "Festplatte"], True),
+        ([[["festplatte"]], [["partitionierung"]]], ["Partitionierung", "Festplatte"], True),
+        # A placing word the text does not hold: the next; none: the first mark of any ("der").
+        ([[["grub"]], [["festplatte"]]], ["Partitionierung", "Festplatte"], True),
+        ([[["grub"]]], [], False),
+        ([], [], False),
+    ],
+)
+def test_the_rarest_word_the_text_holds_places_the_snippet(placing, rarer_marked, placed):
+    every = marks([["der"]], [["partitionierung"]], [["festplatte"]])
+    placing_marks = searchsnippet.Placing([mark for sequence in placing for mark in marks(sequence)])
+    found = searchsnippet.placed_snippet(PARTITIONING, every, ["de"], placing=placing_marks)
+    snippet, ranges = found[:2]
+    shown = [snippet[start:end] for start, end in ranges]
+    assert [word for word in shown if word != "der"] == rarer_marked and found[2] is placed, snippet
+    assert shown.count("der") >= 2  # the common word marked wherever the window shows it
+    assert snippet.startswith("… " if placed else "Die Konfiguration der Uhr")
+    assert searchsnippet.snippet(PARTITIONING, every, ["de"], placing=placing_marks) == (snippet, ranges)
+
+
+@given(
+    st.lists(st.sampled_from([*HEAD_WORDS, "filler", "words", "der"]), max_size=400),
+    st.lists(
+        st.sampled_from(["install", "debian", "der", "3", "スト", "书店", "strasse", "words"]), min_size=2, max_size=4
+    ),
+    st.sampled_from(LANGUAGES),
+    st.integers(min_value=1, max_value=300),
+)
+def test_a_placed_snippet_from_a_stored_head_is_the_snippet_worked_out(words, terms, language, first_read):
+    """The window a rarer mark places: the same marks read from the stored head as from the text, and
+    that mark's first place among them."""
+    text, sequences = " ".join(words), marks(*[[[term]] for term in terms])
+    placing = searchsnippet.Placing(sequences[1:])
+    kept = searchsnippet.FIRST_READ
+    try:
+        searchsnippet.FIRST_READ = first_read
+        head = searchsnippet.snippet_head(text, language)
+        languages = (None, language)
+        # (A window wider than the characters shown before its first mark: that mark is in it.)
+        size = 2 * searchsnippet.BEFORE_CHARACTERS
+        with_head = searchsnippet.placed_snippet(text, sequences, languages, size=size, head=head, placing=placing)
+        assert with_head == searchsnippet.placed_snippet(text, sequences, languages, size=size, placing=placing)
+        snippet, ranges, placed = with_head
+        holding = [mark for mark in placing.each if searchsnippet.marked_ranges(text, mark, languages)]
+        assert placed is bool(holding)
+        if holding:  # its first place is marked in the snippet
+            first_start, first_end = searchsnippet.marked_ranges(text, holding[0], languages)[0]
+            shown = [snippet[start:end] for start, end in ranges]
+            assert text[first_start:first_end] in shown, (snippet, shown)
+    finally:
+        searchsnippet.FIRST_READ = kept

@@ -33,6 +33,8 @@ from ..rules.text import analysis
 from ..rules.text.pagefields import VOCABULARY_MIN
 
 ONE_EDIT_FROM = 5
+# Two words typed apart are also looked for joined from this many characters (``_with_joined_words``).
+SHORT_JOINED = 4
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
@@ -130,6 +132,11 @@ class Compiled:
     mark_languages: dict[str, frozenset[str]] = field(default_factory=dict)
     excluded_restricted: list[dict[str, frozenset[str]]] = field(default_factory=list)
     corrections: dict[str, str] = field(default_factory=dict)
+    # Each required group as typed (its alternatives joined by " OR "), for a partial answer to name
+    # those no page holds (``SearchIndex._held_by_none``); None for a group that FTS5's expression
+    # alone does not answer: a single character of a bigram script (found where it ends a run too), a
+    # run of one typed without spaces (found by its pieces apart).
+    group_texts: list[str | None] = field(default_factory=list)
     # A run of a bigram script typed without spaces (as Chinese and Japanese are typed) is a phrase
     # of its bigrams; the pages holding its pieces anywhere (``_apart``: its Han characters, its Katakana
     # words) answer it too, ranked after those holding it as typed (``SearchIndex._apart``).  Each
@@ -275,7 +282,12 @@ class Vocabulary:
         # listed), the first that pages hold kept: an update's words gone take no place of a build's.
         found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=None)
         found.sort(key=lambda match: (match[1], match[2]))
-        held = islice(((known, distance) for known, distance, _ in found if self.is_word(known)), CANDIDATES)
+        held = list(islice(((known, distance) for known, distance, _ in found if self.is_word(known)), CANDIDATES))
+        if len(word) == VOCABULARY_MIN:
+            # One letter fewer is a word the vocabulary does not list (too short): looked for among the
+            # pages' words ("grubb" is "grub", on hundreds of pages, before "grubs", on one).
+            shorter = dict.fromkeys(word[:cut] + word[cut + 1 :] for cut in range(len(word)))
+            held += [(known, 1) for known in shorter if self.is_word(known)]
         return sorted(held, key=lambda match: (match[1], match[0]))
 
     def is_word(self, word: str) -> bool:
@@ -408,6 +420,8 @@ def compile_query(
         )
         loose = [_loose(clause) or expression for clause, (expression, _, _) in zip(alternatives, clauses, strict=True)]
         compiled.groups.append((expression, " OR ".join(loose), terms))
+        typed = [clause.typed() for clause in alternatives if type(clause) is Clause]  # (not those added)
+        compiled.group_texts.append(None if single or aparts[-1] is not None else " OR ".join(typed) or None)
         for clause in alternatives:
             if _loose(clause) is not None:
                 # (Not a single character beside the clause's other words: Korean's particle 을 of
@@ -564,7 +578,10 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
             continue
         first, second = groups[number][0], groups[number + 1][0]
         joined = first.words[0] + second.words[0]
-        if len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined):
+        # A shorter word ("Wi Fi": "wifi") is looked for among the pages' words, of two parts of two
+        # characters or more ("is a" is no "isa").
+        short = len(joined) == SHORT_JOINED and min(len(first.words[0]), len(second.words[0])) >= 2
+        if (len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined)) or (short and vocabulary.is_word(joined)):
             clause = JoinedWord(first.text + second.text, (joined,))
             groups[number].append(clause)
             groups[number + 1].append(clause)

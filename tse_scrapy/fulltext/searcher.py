@@ -110,6 +110,10 @@ class Found:
     # snippets mark: *marks* and each bigram of the run (the others mark the run whole).
     apart: frozenset[int] = frozenset()
     apart_marks: Marks = field(default_factory=list)
+    # Partial matches: the required words (groups, as typed) no page of the index holds at all.
+    missing: tuple[str, ...] = ()
+    # Of *marks*, those that place a snippet's window, rarest first (``SearchIndex._placing``).
+    placing: Marks = field(default_factory=list)
 
 
 class SearchIndex:
@@ -299,8 +303,43 @@ class SearchIndex:
         )
         marks = compiled.marks + compiled.loose_marks if partial else compiled.marks
         apart_marks = compiled.marks + compiled.loose_marks if apart else []
+        missing = self._held_by_none(compiled) if partial else ()
         return Found(
-            ranked, partial, marks, compiled.corrections, compiled.mark_languages, frozenset(apart), apart_marks
+            ranked,
+            partial,
+            marks,
+            compiled.corrections,
+            compiled.mark_languages,
+            frozenset(apart),
+            apart_marks,
+            missing,
+            self._placing(marks),
+        )
+
+    def _placing(self, marks: Marks) -> Marks:
+        """The marks that place a snippet's window (``searchsnippet.snippet``), rarest first: all but
+        the commonest, by the pages holding their terms (a phrase's by its rarest word's); none for
+        marks all as common (or one mark): the first mark of any places it then."""
+        if len(marks) < 2:
+            return []
+        documents = self.vocabulary.documents
+        self.vocabulary.count(term for sequence in marks for terms in sequence for term in terms)
+        pages = [min(sum(map(documents, terms)) for terms in sequence) if sequence else 0 for sequence in marks]
+        if min(pages) == max(pages):
+            return []
+        commonest = pages.index(max(pages))
+        order = sorted((count, number) for number, count in enumerate(pages) if number != commonest)
+        return [marks[number] for _, number in order]
+
+    def _held_by_none(self, compiled: Compiled) -> tuple[str, ...]:
+        """The required groups, as typed (``Compiled.group_texts``), that no page of the index holds in
+        any form (their FTS5 expression matches none), for a partial answer to name: a word only some
+        pages of another language hold, or a phrase only stemmed, is not named."""
+        sql = "SELECT 1 FROM fts WHERE fts MATCH ? LIMIT 1"  # (the first page found ends the walk)
+        return tuple(
+            text
+            for (expression, _, _), text in zip(compiled.groups, compiled.group_texts, strict=True)
+            if text is not None and self.db.execute(sql, (expression,)).fetchone() is None
         )
 
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:

@@ -56,6 +56,10 @@ class Answer:
     # what they mark instead of *marks* (``Found.apart``).
     apart: frozenset[int] = frozenset()
     apart_marks: Marks = field(default_factory=list)
+    # rank=relevance, partial matches: the words typed (required groups) no page holds (``Found.missing``).
+    missing: tuple[str, ...] = ()
+    # rank=relevance: those of *marks* that place a snippet's window, rarest first (``Found.placing``).
+    placing: Marks = field(default_factory=list)
     # *error* is the index's, not the query's: a search index found damaged while it was read
     # (`tse serve` answers 503, not 400: the same query answers once the index is written again).
     index_failed: bool = False
@@ -185,6 +189,8 @@ class QueryEngine:
             mark_languages=found.mark_languages,
             apart=found.apart,
             apart_marks=found.apart_marks,
+            missing=found.missing,
+            placing=found.placing,
         )
 
     def _found(

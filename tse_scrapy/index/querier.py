@@ -72,8 +72,9 @@ class Querier:
             )
         if not answer.ranked:
             return lines + "No documents match.\n" + DIVIDER + "\n"
+        missing = " or ".join(answer.missing) or "every word"
         return lines + self._ranked_lines(
-            answer, "partial matches: no document has every word" if answer.partial else "ranked"
+            answer, f"partial matches: no document has {missing}" if answer.partial else "ranked"
         )
 
     def _ranked_lines(self, answer: Answer, how: str) -> str:

@@ -37,6 +37,7 @@ from ..rules.text import analysis
 from ..rules.text.acceptlanguage import preferred_languages
 from ..rules.text.encodings import browser_label, page_encoding
 from ..rules.text.pagetext import snippet
+from ..rules.web.savedcopy import with_base
 from .served import Served, ServedIndex
 
 PER_PAGE = 10
@@ -146,6 +147,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         }
 
     async def home(request: Request) -> Response:
+        if not is_blank(request.query_params.get("q", "")):
+            # A search URL written by hand or by a browser's site search (``/?q=%s``): the results page.
+            return RedirectResponse(f"/search?{request.url.query}", status_code=303)
         served = index.current()
         return _page(request, "home.html", common(served, "", served.default_rank))
 
@@ -181,8 +185,12 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             per_page=PER_PAGE,
             total=len(answer.ranked),
             partial=answer.partial,
+            missing=answer.missing,
+            # (the words but those missing, when a partial answer names these: "the other word", or "some of")
+            others=len(answer.search_query.required) - len(answer.missing) if answer.search_query else 0,
             suggestion=suggestion,
             suggestion_url=_search_url(suggestion, ranking, 1, shown_language) if suggestion else None,
+            every_language_url=_search_url(line, ranking, 1),
             page=page,
             pages=pages,
             first=(page - 1) * PER_PAGE + 1,
@@ -218,7 +226,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             "per_page": per_page,
         }
         if ranking == "relevance":
-            content.update(lang=language, partial=answer.partial, suggestion=_suggestion(answer))
+            content.update(
+                lang=language, partial=answer.partial, missing=list(answer.missing), suggestion=_suggestion(answer)
+            )
         content["results"] = [
             {
                 "docid": result.doc_id,
@@ -259,7 +269,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         else:
             # The charset the page was indexed in (its HTTP header's, noted at crawl time, else its
             # own or detected): the reader sees the text the search found.
-            body, charset = page.body, browser_label(page_encoding(page.body, notes.charset(page.url))[0])
+            encoding = page_encoding(page.body, notes.charset(page.url))[0]
+            # Its relative links lead to the site's pages, not to this server's paths.
+            body, charset = with_base(page.body, page.url, encoding), browser_label(encoding)
         content_type = f"text/html; charset={charset}"
         headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
         return Response(body, headers=headers)
@@ -350,13 +362,33 @@ def _results(
             prepared[kind] = alike[key]
         return prepared[kind]
 
+    # The marks that place a snippet's window (``Answer.placing``), by language.
+    placing: dict[str, searchsnippet.Placing] = {}
+
+    def placing_for(doc_id: int) -> searchsnippet.Placing:
+        language = (languages.get(doc_id) or "") if answer.mark_languages else ""
+        if language not in placing:
+            marks = answer.placing
+            if answer.mark_languages:
+                marks = searchsnippet.marks_in(marks, answer.mark_languages, language or None)
+            placing[language] = searchsnippet.Placing(marks)
+        return placing[language]
+
     snippets = {}
+    unplaced = []  # pages whose stored text holds none of the marks that place a window, but others
     for doc_id, _ in shown:
         document = documents.get(doc_id)
         text = document.text if document else ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "") or None
-            snippets[doc_id] = searchsnippet.snippet(text, marks_for(doc_id), (None, lang), head=heads.get(doc_id))
+            # (A page answering a run by its pieces apart marks them: its first mark places the window.)
+            places = placing_for(doc_id) if answer.placing and doc_id not in answer.apart else None
+            shown_text, highlights, placed = searchsnippet.placed_snippet(
+                text, marks_for(doc_id), (None, lang), head=heads.get(doc_id), placing=places
+            )
+            snippets[doc_id] = (shown_text, highlights)
+            if places is not None and places.each and not placed and highlights:
+                unplaced.append(doc_id)
         else:
             snippets[doc_id] = snippet(text, words)
     # A page that matched past the text the store keeps (a long one) shows where it did.
@@ -365,6 +397,16 @@ def _results(
         unmarked = [doc_id for doc_id in unmarked if marks_for(doc_id).wanted]
         for doc_id, rest in engine.search_index.rests(unmarked).items() if unmarked else ():
             later = searchsnippet.later_snippet(rest, marks_for(doc_id), (None, languages.get(doc_id) or None))
+            if later is not None:
+                snippets[doc_id] = later
+    # A page whose stored text holds only the query's commoner words shows where it holds a rarer one
+    # past it, if it does ("der" of "Partitionierung der Festplatte" found first, a tester's find).
+    if unplaced and not isinstance(engine.search_index, str):
+        for doc_id, rest in engine.search_index.rests(unplaced).items():
+            language = languages.get(doc_id) or None
+            later = searchsnippet.later_snippet(
+                rest, placing_for(doc_id).together, (None, language), shown=marks_for(doc_id)
+            )
             if later is not None:
                 snippets[doc_id] = later
     for doc_id, score in shown:

@@ -386,11 +386,13 @@ def later_snippet(
     marks: PreparedMarks | Collection[Sequence[Collection[str]]],
     languages: Iterable[str | None] = (None,),
     size: int = SNIPPET_CHARACTERS,
+    shown: PreparedMarks | None = None,
 ) -> tuple[str, list[tuple[int, int]]] | None:
     """``snippet`` of *rest*, the text of a page past the text its results show (which holds no
     mark), as a part of the page ("… " before it); None when no mark is found.  Bounded: the pieces
     of the marks are looked for (the telling ones first, spelled as they are, then with accents), at
-    most LATER_PLACES places are looked at, and at most LATER_TRIES of them read."""
+    most LATER_PLACES places are looked at, and at most LATER_TRIES of them read.  *shown*: the
+    marks the snippet shows, where *marks* (some of them) only place it."""
     prepared = _prepared(marks)
     languages = tuple(languages)
     stemming = analysis.stemming_languages(languages)
@@ -409,9 +411,14 @@ def later_snippet(
                     continue  # (read already, or its word gives no wanted term: "when" for "whetted")
                 tries += 1
                 first, last = _cut_before(rest, at - LATER_MARGIN), _cut_after(rest, at + size + LATER_MARGIN)
-                shown, ranges = snippet(rest[first:last], prepared, languages, size)
+                piece = rest[first:last]
+                if shown is None:
+                    text, ranges = snippet(piece, prepared, languages, size)
+                else:
+                    text, ranges, placed = placed_snippet(piece, shown, languages, size, placing=_placing_of(prepared))
+                    ranges = ranges if placed else []
                 if ranges:
-                    return _as_later(shown, ranges, last < len(rest))
+                    return _as_later(text, ranges, last < len(rest))
                 if tries == LATER_TRIES:
                     return None
         if tries:  # (the other pieces only where these stand nowhere)
@@ -827,12 +834,93 @@ def snippet(
     languages: Iterable[str | None] = (None,),
     size: int = SNIPPET_CHARACTERS,
     head: Head | None = None,
+    placing: Placing | None = None,
 ) -> tuple[str, list[tuple[int, int]]]:
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… ".  *head*:
-    the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s)."""
-    ranges = _whole_characters(text, _window_ranges(text, _prepared(marks), tuple(languages), size, head))
-    first = ranges[0][0] if ranges else 0
+    the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s).
+    *placing*: some of *marks*, the first of them *text* holds placing the window at its first
+    place instead (the query's rarest word: not "der" of "Partitionierung der Festplatte", nor
+    "installation" of "grub installation" in an installation guide)."""
+    shown, ranges, _ = placed_snippet(text, marks, languages, size, head, placing)
+    return shown, ranges
+
+
+class Placing:
+    """Marks that place a snippet's window (``snippet``), the first a text holds: each prepared
+    alone, in their order, and all together (looked for past a text's first read)."""
+
+    __slots__ = ("each", "together")
+
+    def __init__(self, sequences: Sequence[Sequence[Collection[str]]]):
+        self.each = [PreparedMarks([sequence]) for sequence in sequences]
+        self.together = PreparedMarks(sequences)
+
+
+def placed_snippet(
+    text: str,
+    marks: PreparedMarks | Collection[Sequence[Collection[str]]],
+    languages: Iterable[str | None] = (None,),
+    size: int = SNIPPET_CHARACTERS,
+    head: Head | None = None,
+    placing: Placing | None = None,
+) -> tuple[str, list[tuple[int, int]], bool]:
+    """``snippet``, and whether one of *placing* placed its window (False without them).
+
+    Where the rarer marks are looked for costs little: the first read by its stored head, the rest
+    of the text as ``later_snippet`` reads a page's rest (their pieces found by a search in C, only
+    those places read word by word), not word by word from its start; and a window the first mark
+    of any places is kept when it shows the rarer mark already (most titles typed)."""
+    prepared, languages = _prepared(marks), tuple(languages)
+    ranges = _whole_characters(text, _window_ranges(text, prepared, languages, size, head))
+    start, end = _bounds(text, ranges[0][0] if ranges else 0, size)
+    placed = False
+    if placing is not None and placing.each:
+        shown = [(a, b) for a, b in ranges if a < end and b > start]
+        if _give_any(text, shown, placing.together.wanted, analysis.stemming_languages(languages)):
+            return (*_cut(text, ranges, start, end), True)  # (most titles typed: the window shows it already)
+        read = first_read(text)
+        served = head if head is not None and _head_serves(head, read, languages) else None
+        for mark in placing.each:
+            found = _found(read, mark, languages, None, served)[0]
+            if found:
+                placed = True
+                if not any(start <= a and b <= end for a, b in found):  # (else the window shows it already)
+                    first = min(a for a, _ in found)
+                    ranges = _marks_around(text, first, prepared, languages, size, served)
+                    start, end = _bounds(text, first, size)
+                break
+        if not placed and len(read) < len(text):
+            later = later_snippet(text[len(read) :], placing.together, languages, size, shown=prepared)
+            if later is not None:
+                return (*later, True)
+    return (*_cut(text, ranges, start, end), placed)
+
+
+def _cut(text: str, ranges: list[tuple[int, int]], start: int, end: int) -> tuple[str, list[tuple[int, int]]]:
+    """``text[start:end]`` as a snippet ("… " where cut) and the *ranges* in it, moved with it."""
+    prefix = ELLIPSIS + " " if start > 0 else ""
+    suffix = " " + ELLIPSIS if end < len(text) else ""
+    shift = len(prefix) - start
+    kept = [(max(a, start) + shift, min(b, end) + shift) for a, b in ranges if a < end and b > start]
+    return prefix + text[start:end] + suffix, kept
+
+
+def _give_any(text: str, ranges: list[tuple[int, int]], wanted: set[str], stemming: tuple[str, ...]) -> bool:
+    """Whether the words marked at *ranges* of *text* give a term of *wanted*, unstemmed or stemmed in
+    one of the languages *stemming*."""
+    for a, b in ranges:
+        words = analysis.words(text[a:b])
+        if not wanted.isdisjoint(words) or any(
+            not wanted.isdisjoint(analysis.stem(words, language)) for language in stemming
+        ):
+            return True
+    return False
+
+
+def _bounds(text: str, first: int, size: int) -> tuple[int, int]:
+    """Where a snippet of about *size* characters of *text* whose first mark is at *first* starts and
+    ends: BEFORE_CHARACTERS before the mark, and cut at spaces where there are some."""
     start = max(0, first - BEFORE_CHARACTERS)
     if start > 0:
         space = text.find(" ", start, first)
@@ -841,8 +929,44 @@ def snippet(
     if end < len(text):
         space = text.rfind(" ", start + size // 2, end)
         end = space if space != -1 else end
-    prefix = ELLIPSIS + " " if start > 0 else ""
-    suffix = " " + ELLIPSIS if end < len(text) else ""
-    shift = len(prefix) - start
-    kept = [(max(a, start) + shift, min(b, end) + shift) for a, b in ranges if a < end and b > start]
-    return prefix + text[start:end] + suffix, kept
+    return start, end
+
+
+# The text read each side of a snippet's window for the marks in it: a phrase (or a bigram) across
+# its edge is read whole, and words cut by a slice's edge are outside the window.
+AROUND_CHARACTERS = 80
+
+
+def _marks_around(
+    text: str, first: int, prepared: PreparedMarks, languages: tuple[str | None, ...], size: int, head: Head | None
+) -> list[tuple[int, int]]:
+    """The marks of *text* in and around the window a snippet shows when a mark at *first* places it:
+    those of the first read from the page's stored *head* (None: no head serves) and the text read on
+    past it (``_read_on_from``) as far as the window, else those of a slice of the text around the window."""
+    end = first + size + AROUND_CHARACTERS
+    read = first_read(text)
+    if head is not None:
+        found = _found(read, prepared, languages, None, head)[0]
+        if end <= len(read):
+            return _whole_characters(text, _merged(found))
+        restart = _read_on_from(text, len(read), prepared, languages)
+        if restart is not None:
+            stop = text.find(" ", min(end, len(text)))
+            piece = text[restart:] if stop == -1 else text[restart:stop]
+            found += _shifted(_found(piece, prepared, languages, None)[0], restart)
+            return _whole_characters(text, _merged(found))
+    begin = max(0, first - BEFORE_CHARACTERS - AROUND_CHARACTERS)
+    space = text.find(" ", begin, first)
+    begin = space + 1 if begin > 0 and space != -1 else begin
+    stop = text.find(" ", min(end, len(text)))
+    piece = text[begin:] if stop == -1 else text[begin:stop]
+    found = _shifted(_found(piece, prepared, languages, None)[0], begin)
+    return _whole_characters(text, _merged(found))
+
+
+def _placing_of(prepared: PreparedMarks) -> Placing:
+    """*prepared*'s marks as one that places a window (``later_snippet``'s piece: the place found
+    there is one of them)."""
+    placing = Placing([])
+    placing.each, placing.together = [prepared], prepared
+    return placing

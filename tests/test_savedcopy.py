@@ -1,0 +1,64 @@
+"""The <base> a saved copy is shown with (rules/web/savedcopy.py): its place and its encoding."""
+
+import codecs
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tse_scrapy.rules.web.savedcopy import base_tag, with_base
+
+URL = "http://h/a b&c.html"
+TAG = '<base href="http://h/a b&amp;c.html">'
+
+
+@pytest.mark.parametrize(
+    "body, encoding, expected",
+    [
+        (b"<html><title>t</title>", "utf_8", TAG.encode() + b"<html><title>t</title>"),
+        # After a byte order mark, which must stay first, and after a doctype (quirks mode otherwise).
+        (codecs.BOM_UTF8 + b"<p>x", "utf_8", codecs.BOM_UTF8 + TAG.encode() + b"<p>x"),
+        (b"<!DOCTYPE html>\n<html>", "utf_8", b"<!DOCTYPE html>" + TAG.encode() + b"\n<html>"),
+        (b"\n  <!doctype HTML PUBLIC '-'><p>", "cp1252", b"\n  <!doctype HTML PUBLIC '-'>" + TAG.encode() + b"<p>"),
+        (
+            codecs.BOM_UTF16_LE + "<!DOCTYPE html><p>é".encode("utf-16-le"),
+            "utf_16_le",
+            codecs.BOM_UTF16_LE + f"<!DOCTYPE html>{TAG}<p>é".encode("utf-16-le"),
+        ),
+        ("<!DOCTYPE html><p>ω".encode("utf-16-be"), "utf_16_be", f"<!DOCTYPE html>{TAG}<p>ω".encode("utf-16-be")),
+        # A doctype later in the page is no leading one.
+        (b"<p>x</p><!DOCTYPE html>", "utf_8", TAG.encode() + b"<p>x</p><!DOCTYPE html>"),
+        ("<p>Привет".encode("cp1251"), "cp1251", TAG.encode() + "<p>Привет".encode("cp1251")),
+        ("<p>日本語".encode("iso2022_jp"), "iso2022_jp", TAG.encode() + "<p>日本語".encode("iso2022_jp")),
+        (b"", "utf_8", TAG.encode()),
+        # No codec by that name: the page as it is.
+        (b"<p>x", "no-such-codec", b"<p>x"),
+    ],
+)
+def test_a_saved_copy_gets_a_base_naming_its_url(body, encoding, expected):
+    assert with_base(body, URL, encoding) == expected
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,x", ""])
+def test_only_a_web_url_is_named(url):
+    assert with_base(b"<p>x", url, "utf_8") == b"<p>x"
+
+
+def test_the_url_cannot_leave_the_attribute():
+    tag = base_tag('http://h/"><script>alert(1)</script>')
+    assert tag == '<base href="http://h/&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;">'
+
+
+ENCODINGS = ["utf_8", "cp1252", "cp1251", "utf_16_le", "utf_16_be", "shift_jis", "gb18030", "iso2022_jp", "euc_kr"]
+
+
+@given(
+    st.binary(max_size=300), st.sampled_from(ENCODINGS), st.sampled_from([b"", b"<!DOCTYPE html>", b" <!doctype x>"])
+)
+def test_the_page_is_kept_whole_around_the_tag(body, encoding, doctype):
+    """Whatever the bytes: the tag, in the page's encoding, inserted once; every byte of the page kept, in order."""
+    page = doctype + body
+    shown = with_base(page, URL, encoding)
+    tag = TAG.encode({"utf_16_le": "utf-16-le", "utf_16_be": "utf-16-be"}.get(encoding, encoding))
+    at = shown.find(tag)
+    assert at != -1 and shown[:at] + shown[at + len(tag) :] == page
