@@ -3,6 +3,7 @@ that ``tse index`` and ``tse query`` search; bad archives give one line and keep
 
 The site is the real Debian Reference (package debian-reference-en: its HTML pages and its PDF
 manual), served by nginx on 127.0.0.1; the archives are made by running wget and tse crawl on it.
+Robots directives are checked on a small site served here, whose answers set X-Robots-Tag headers.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 import zipfile
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.conftest import clean_env, run_tse
+from tests.support.pdfs import pages_pdf, stream
 from tests.support.sitecrawl import query_answers
 from tse_scrapy.webarchive import reader
 from tse_scrapy.webarchive.importer import import_archives
@@ -546,3 +550,174 @@ def test_odd_but_whole_archives_import(tmp_path):
     assert "Traceback" not in result.stderr.decode()
     assert result.returncode == 0, result.stderr.decode()
     assert set(page_files(pages)) == {"http://site.test/a", "http://[oops/", "http://site.test/z"}
+
+
+def word_pdf(word: str) -> bytes:
+    return pages_pdf([4], [stream(b"BT /F1 12 Tf 72 720 Td (%s zebracorn) Tj ET" % word.encode())])
+
+
+PDF_TYPE = ("Content-Type", "application/pdf")
+HTML_TYPE = ("Content-Type", "text/html")
+OCTETS = ("Content-Type", "application/octet-stream")
+TO_DEEP = b"<a href=deep.html>d</a>"
+# Path -> (the response headers, the body); /index.html links to all but b.html and deep.html.
+ROBOTS_SITE = {
+    "/noindex.pdf": ([PDF_TYPE, ("X-Robots-Tag", "noindex")], word_pdf("alpha")),
+    "/none.pdf": ([PDF_TYPE, ("X-Robots-Tag", "none")], word_pdf("bravo")),
+    "/nofollow.pdf": ([PDF_TYPE, ("X-Robots-Tag", "nofollow")], word_pdf("charlie")),
+    "/scoped.pdf": ([PDF_TYPE, ("X-Robots-Tag", "tse-scrapy: noindex")], word_pdf("delta")),
+    "/other-bot.pdf": ([PDF_TYPE, ("X-Robots-Tag", "googlebot: noindex")], word_pdf("echo")),
+    "/two.pdf": (
+        [PDF_TYPE, ("X-Robots-Tag", "googlebot: nofollow"), ("X-Robots-Tag", "noarchive, NoIndex")],
+        word_pdf("foxtrot"),
+    ),
+    "/sniffed.pdf": ([OCTETS, ("X-Robots-Tag", "noindex")], word_pdf("golf")),  # a PDF by its bytes
+    # A robots <meta> in a PDF's bytes is no directive: a PDF has no head.
+    "/meta.pdf": ([PDF_TYPE], word_pdf("hotel").replace(b"\n", b"\n%<meta name=robots content=noindex>\n", 1)),
+    "/sniffed.html": ([OCTETS, ("X-Robots-Tag", "none")], b"<!doctype html><title>india zebracorn</title>" + TO_DEEP),
+    "/nofollow.html": ([HTML_TYPE, ("X-Robots-Tag", "nofollow")], b"<title>juliet zebracorn</title>" + TO_DEEP),
+    "/scoped.html": ([HTML_TYPE, ("X-Robots-Tag", "tse-scrapy: nofollow")], b"<title>kilo</title>" + TO_DEEP),
+    "/meta-nofollow.html": ([HTML_TYPE], b"<meta name=robots content=nofollow><title>lima</title>" + TO_DEEP),
+    # deep.html is three links deep (index, a, b) when no nofollow page's link counts.
+    "/a.html": ([HTML_TYPE], b"<title>mike</title><a href=b.html>b</a>"),
+    "/b.html": ([HTML_TYPE], b"<title>november</title>" + TO_DEEP),
+    "/deep.html": ([HTML_TYPE], b"<title>oscar zebracorn</title>"),
+}  # fmt: skip
+ROBOTS_SITE["/index.html"] = (
+    [HTML_TYPE],
+    b"<title>home</title>"
+    + b"".join(b"<a href=%s>x</a>" % p[1:].encode() for p in ROBOTS_SITE if p not in ("/b.html", "/deep.html")),
+)
+NOINDEX_PATHS = {"/noindex.pdf", "/none.pdf", "/scoped.pdf", "/two.pdf", "/sniffed.pdf", "/sniffed.html"}
+
+
+@pytest.fixture
+def robots_site():
+    """ROBOTS_SITE served on 127.0.0.1 with its headers (a header given twice sent twice); its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            headers, body = ROBOTS_SITE.get(self.path, ([], b""))
+            self.send_response(200 if self.path in ROBOTS_SITE else 404)
+            for name, value in headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def notes_of(pages: Path) -> dict[str, list[str]]:
+    """Each kind of note a page directory holds (.tse-robots ...), its lines of every file, sorted."""
+    return {
+        kind.name: sorted(line for note in kind.iterdir() for line in note.read_text().splitlines())
+        for kind in pages.iterdir()
+        if kind.name.startswith(".tse-") and kind.is_dir()
+    }
+
+
+def noindex_paths(pages: Path, url: str) -> set[str]:
+    lines = notes_of(pages).get(".tse-robots", [])
+    return {line.split("\t")[0].removeprefix(url) for line in lines if line.endswith("\tnoindex")}
+
+
+def saved_links(record: Path) -> dict[str, list[str]]:
+    """URL -> the links its ``saved`` line lists, in a crawl record."""
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    return {line["url"]: line.get("links", []) for line in lines if line["outcome"] == "saved"}
+
+
+def test_robots_directives_of_pdfs_and_other_answers_import_as_crawled(robots_site, tmp_path):
+    """noindex of a PDF (X-Robots-Tag alone, none, bot-scoped, two headers, a PDF sniffed from its
+    bytes) is noted as the crawl notes it, and a nofollow page's links count for no depth."""
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    warc = tmp_path / "crawl.warc.gz"
+    done = run_tse(
+        "crawl", f"{robots_site}/index.html", crawl, "3", "--prefix", f"{robots_site}/", "--pdf", "--warc", warc,
+        "--record", tmp_path / "crawl.jsonl", "-s", "DOWNLOAD_DELAY=0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert noindex_paths(crawl, robots_site) == NOINDEX_PATHS
+    result, pages = imported(tmp_path, warc, options=("--pdf", "--record", tmp_path / "import.jsonl"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert notes_of(pages) == notes_of(crawl)
+    crawled = sorted(p.name for p in crawl.iterdir() if p.name.isdigit())
+    assert len(crawled) == len(ROBOTS_SITE)
+    assert sorted(p.name for p in pages.iterdir() if p.name.isdigit()) == crawled
+    for name in crawled:  # the same docIDs, URLs, depths (deep.html's 3) and bytes
+        assert (pages / name).read_bytes() == (crawl / name).read_bytes(), name
+    assert page_files(pages)[f"{robots_site}/deep.html"][0] == 3
+    links = [saved_links(tmp_path / f"{name}.jsonl") for name in ("crawl", "import")]
+    assert links[0] == links[1] and links[0][f"{robots_site}/nofollow.html"] == []
+    # Searched, the import answers as the crawl does: no noindex page.
+    answers = {}
+    for directory in (crawl, pages):
+        index = tmp_path / f"{directory.name}.index"
+        assert run_tse("index", directory, index).returncode == 0
+        (found,) = query_answers(directory, index, ["zebracorn"], "tse")
+        answers[directory.name] = {url.removeprefix(robots_site) for _, url in found}
+    assert (
+        answers["pages"]
+        == answers["crawl"]
+        == {"/nofollow.pdf", "/other-bot.pdf", "/meta.pdf", "/nofollow.html", "/deep.html"}
+    )
+
+
+def test_a_wget_warc_keeps_a_pdfs_noindex(robots_site, tmp_path):
+    """wget's archive of the site: the same noindex notes as the crawl's, PDFs' too."""
+    work = tmp_path / "wget"
+    done = subprocess.run(
+        ["wget", "-r", "-l", "3", "--no-parent", "-q", "--no-proxy", "-e", "robots=off", "-P", str(work),
+         "--warc-file", str(tmp_path / "site"), f"{robots_site}/index.html"],
+        env=clean_env(), capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 8), done.stderr.decode()[-2000:]
+    result, pages = imported(tmp_path, tmp_path / "site.warc.gz", options=("--pdf",))
+    assert result.returncode == 0, result.stderr.decode()
+    assert {url.removeprefix(robots_site) for url in page_files(pages)} == set(ROBOTS_SITE)
+    assert noindex_paths(pages, robots_site) == NOINDEX_PATHS
+
+
+def test_hand_made_records_robots_directives(tmp_path):
+    """Without a crawl: a PDF's X-Robots-Tag noindex is noted, and the links of a nofollow page (header,
+    bot-scoped header, <meta>, none) count for no depth; another bot's nofollow does not stop them."""
+    html = ("Content-Type", "text/html")
+    to_x = b"<a href='/x'>x</a>"
+    records = [
+        ("/", [html], b"".join(b"<a href='/%s'>l</a>" % p.encode() for p in "12345a")),
+        ("/1", [html, ("X-Robots-Tag", "nofollow")], to_x),
+        ("/2", [html, ("X-Robots-Tag", "tse-scrapy: none")], to_x),
+        ("/3", [html], b"<meta name='robots' content='nofollow'>" + to_x),
+        ("/4", [html, ("x-robots-tag", "noarchive"), ("X-ROBOTS-TAG", "NoFollow")], to_x),
+        ("/5", [html, ("X-Robots-Tag", "googlebot: nofollow")], b"<a href='/y'>y</a>"),
+        ("/a", [html], b"<a href='/b'>b</a>"),
+        ("/b", [html], to_x),
+        ("/x", [html], b"<title>x</title>"),
+        ("/y", [html], b"<title>y</title>"),
+        ("/doc.pdf", [("Content-Type", "application/pdf"), ("X-Robots-Tag", "tse-scrapy: noindex")], word_pdf("p")),
+    ]  # fmt: skip
+    warc = tmp_path / "robots.warc.gz"
+    write_warc(
+        warc,
+        [
+            ("response", f"http://site.test{path}", *http_response("200 OK", headers, body), {})
+            for path, headers, body in records
+        ],
+    )
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    import_archives([str(warc)], str(pages), pdf=True)
+    depths = {url.removeprefix("http://site.test"): depth for url, (depth, _) in page_files(pages).items()}
+    assert (depths["/x"], depths["/y"], depths["/doc.pdf"]) == (3, 2, 0)
+    assert noindex_paths(pages, "http://site.test") == {"/2", "/doc.pdf"}

@@ -514,3 +514,27 @@ def test_one_shot_and_close():
     extractor.close()  # twice is fine
     assert extractor.extract(text_pdf(["Started again"])).text == "Started again"
     extractor.close()
+
+
+def test_a_pdf_read_in_part_is_said_so_not_as_giving_no_text(capsys, monkeypatch):
+    # (A tester's find: a PDF of 2,520 pages was said to give "no text: too large", and counted so,
+    # though its first 2,000 pages were indexed.)
+    from tse_scrapy import cli
+    from tse_scrapy.index import pagecontent
+    from tse_scrapy.rules.files import pagedir
+    from tse_scrapy.rules.files.pagenotes import NotedPages
+
+    url = "http://h/reference.pdf"
+    page = pagedir.Page(url, 0, system_pdf(DEBIAN_REFERENCE))
+    with PdfExtractor(max_pages=3) as extractor:
+        monkeypatch.setattr(pagecontent, "_extractor", extractor)
+        read = pagecontent.readable(page, NotedPages({}, frozenset(), pdfs=frozenset([url])))
+    assert read.warning == TOO_LARGE + pagecontent.PART_INDEXED and b"Osamu Aoki" in read.page.body
+    with cli._pdf_warnings_shown([(7, url, read.warning), (8, "http://h/broken.pdf", DAMAGED)]):
+        pass
+    assert capsys.readouterr().err.splitlines() == [
+        f"tse index: warning: PDF 7 ({url}) was read in part: too large",
+        "tse index: warning: PDF 8 (http://h/broken.pdf) gave no text: damaged",
+        "tse index: 1 PDF(s) indexed without text",
+        "tse index: 1 PDF(s) indexed in part",
+    ]

@@ -37,6 +37,20 @@ BOTH = {NOINDEX, NOFOLLOW}
         (["nofollow"], b'<meta name="robots" content="noindex">', BOTH),  # the most restrictive of both
         ([], b"<meta name=robots content=noindex", set()),  # no end to the tag
         ([], b"<html><body>no meta at all</body></html>", set()),
+        # Where the head holds text, not tags: a commented-out directive (a tester's find: the page was
+        # never indexed), a script's string, the title; after them, a tag again.
+        ([], b'<head><!-- for staging only: <meta name="robots" content="noindex,nofollow"> --></head>', set()),
+        ([], b'<head><script>var tag = \'<meta name="robots" content="noindex">\';</script></head>', set()),
+        ([], b'<style>/* <meta name="robots" content="none"> */</style><title><meta name=robots content=none>', set()),
+        (
+            [],
+            b'<!-- x --><meta name="robots" content="noindex"><!-- <meta name=robots content=nofollow> -->',
+            {NOINDEX},
+        ),
+        ([], b'<script>x</script><meta name="robots" content="nofollow">', {NOFOLLOW}),
+        # An unclosed comment runs to the end; a <noscript> directive counts (read without scripts).
+        ([], b'<!-- <meta name="robots" content="noindex">', set()),
+        ([], b'<noscript><meta name="robots" content="noindex"></noscript>', {NOINDEX}),
     ],
 )
 def test_robots_directives(headers, body, expected):

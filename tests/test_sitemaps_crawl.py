@@ -69,6 +69,7 @@ def serve_site(nginx, tmp_path: Path, robots_names_sitemaps: bool = True):
                 f"{server.url}/bomb.xml.gz",
                 f"{server.url}/chain-1.xml",
                 f"{server.url}/sitemap-index.xml",  # itself: read once
+                f"{server.url}/missing.xml",  # named, and 404: a fault, said (it was silent: a tester's find)
                 "http://elsewhere.invalid/sitemap.xml",  # another host's: never fetched
             )
         )
@@ -121,7 +122,8 @@ def test_the_pages_only_sitemaps_name_are_crawled_and_the_hostile_ones_are_cut(n
     # (300 MB of spaces: libxml2 refuses a text node that big before the 50 MB bound is reached)
     assert re.search(r"bomb\.xml\.gz: (too large|bad XML)", stderr)
     assert "nested more than 3 deep" in stderr
-    assert "sitemaps: 6 read, 2 cut, 3 URLs taken, 3 ignored" in stderr, stderr[-1500:]
+    assert re.search(r"WARNING: Sitemap http://\S+/missing\.xml: http 404", stderr), stderr[-1500:]
+    assert "sitemaps: 6 read, 3 cut, 3 URLs taken, 3 ignored" in stderr, stderr[-1500:]
     # lastmod is kept in the catalog, in UTC.
     catalog = sqlite3.connect(pages / ".tse-pages.sqlite")
     records = {json.loads(r)["url"]: json.loads(r) for (r,) in catalog.execute("SELECT record FROM pages")}
@@ -136,6 +138,14 @@ def test_without_a_sitemap_line_prefix_sitemap_xml_is_read(nginx, tmp_path):
     done = crawl(base, pages)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert set(saved_urls(pages)) == {f"{base}/index.html", f"{base}/a.html", f"{base}/b.html"}
+
+
+def test_a_missing_prefix_sitemap_xml_is_no_fault(nginx, tmp_path):
+    _, base = serve_site(nginx, tmp_path, robots_names_sitemaps=False)
+    (tmp_path / "site" / "docs" / "sitemap.xml").unlink()  # looked for, as robots.txt names none
+    done = crawl(base, tmp_path / "pages")
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "Sitemap " not in stderr and "sitemaps: 0 read, 0 cut" in stderr, stderr[-1500:]
 
 
 def test_without_sitemaps_only_linked_pages_are_crawled(nginx, tmp_path):

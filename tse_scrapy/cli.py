@@ -526,14 +526,22 @@ SHOWN_PDF_WARNINGS = 10
 
 @contextmanager
 def _pdf_warnings_shown(warnings: list[tuple[int, str, str]]) -> Iterator[None]:
-    """On the way out, one line per PDF that gave no text (the first few), and their count."""
+    """On the way out, one line per PDF that gave no text or only part of it (the first few), and
+    their counts."""
+    from .index.pagecontent import PART_INDEXED
+
     try:
         yield
     finally:
         for doc_id, url, why in warnings[:SHOWN_PDF_WARNINGS]:
-            sys.stderr.write(f"tse index: warning: PDF {doc_id} ({mask_url(url)}) gave no text: {why}\n")
-        if warnings:
-            sys.stderr.write(f"tse index: {len(warnings)} PDF(s) indexed without text\n")
+            said = f"was read in part: {why.removesuffix(PART_INDEXED)}" if why.endswith(PART_INDEXED) else None
+            said = said or f"gave no text: {why}"
+            sys.stderr.write(f"tse index: warning: PDF {doc_id} ({mask_url(url)}) {said}\n")
+        in_part = sum(why.endswith(PART_INDEXED) for _, _, why in warnings)
+        if len(warnings) > in_part:
+            sys.stderr.write(f"tse index: {len(warnings) - in_part} PDF(s) indexed without text\n")
+        if in_part:
+            sys.stderr.write(f"tse index: {in_part} PDF(s) indexed in part\n")
 
 
 # A directory with fewer pages is indexed in about a second: no bar.

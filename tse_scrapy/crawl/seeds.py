@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from scrapy import signals
+
 from ..rules.crawling.secrets import mask_url
 from ..rules.web.urls import normalize_url
 from .signals import page_done
@@ -38,7 +40,14 @@ class SeedFailures:
         """The extension (``EXTENSIONS`` in settings.py), listening to ``page_done``."""
         extension = cls(crawler)
         crawler.signals.connect(extension.page_done, signal=page_done)
+        crawler.signals.connect(extension.request_dropped, signal=signals.request_dropped)
         return extension
+
+    def request_dropped(self, request: Request, **_: Any) -> None:
+        """A redirect's next hop the dupefilter dropped: a seed that redirects in a loop failed
+        (the dupefilter logs it "Failed"; no answer came to say why)."""
+        if request.meta.get("tse_redirect_loop"):
+            self.page_done(request, reason="redirect loop")
 
     def page_done(self, request: Request, status: int | None = None, reason: str | None = None, **_: Any) -> None:
         if request.meta.get("depth", 0) != 0:

@@ -60,6 +60,8 @@ class SitemapReader:
         self.crawler = crawler
         self.stats = crawler.stats
         self.prefixes: list[str] = crawler.settings.getlist("TSE_PREFIXES")
+        # The PREFIX/sitemap.xml looked for where robots.txt names none: missing, no fault of the site.
+        self._guessed: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SitemapReader:
@@ -120,7 +122,9 @@ class SitemapReader:
             named = sitemap_urls_in_robots(await self._robots_txt(f"{host}/robots.txt"))
             offsite = self._offsite()
             named = [url for url in named if offsite is None or offsite.on_prefix_host(url)]
-            found += named or [urljoin(prefix, "sitemap.xml") for prefix in prefixes]
+            guessed = [] if named else [urljoin(prefix, "sitemap.xml") for prefix in prefixes]
+            self._guessed.update(guessed)
+            found += named or guessed
         return list(dict.fromkeys(found))
 
     async def _robots_txt(self, url: str) -> bytes:
@@ -143,7 +147,7 @@ class SitemapReader:
         else:
             if response.status == 200:
                 return response.body
-            if response.status in (404, 410):  # no sitemap there: not a fault of the site
+            if response.status in (404, 410) and url in self._guessed:  # none there: no fault of the site
                 if not quiet:
                     self.stats.inc_value("tse/sitemaps_missing")
                     logger.info("No sitemap at %s (http %d)", mask_url(url), response.status)

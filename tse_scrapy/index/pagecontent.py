@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from .pdfs import PdfExtractor
 
 _extractor: PdfExtractor | None = None
+# Ends the warning of a PDF read in part (too long, some pages damaged): its text is indexed as far as read.
+PART_INDEXED = " (part of its text indexed)"
 
 
 @dataclass(frozen=True)
 class Readable:
     """What the indexer reads of a page: the page (a PDF's as HTML), its charset, and why a PDF
-    gave no text (None for a page that did, and for every HTML page)."""
+    gave no text, or only part of it (ending PART_INDEXED; None for a page read whole, and for every
+    HTML page)."""
 
     page: pagedir.Page
     charset: str | None
@@ -44,7 +47,8 @@ def readable(page: pagedir.Page, notes: NotedPages) -> Readable:
         return Readable(page, notes.charset(page.url))
     text = pdf_extractor().extract(page.body)
     html = pdf_as_html(text.title, text.text)
-    return Readable(pagedir.Page(page.url, page.depth, html), "utf-8", text.warning)
+    warning = text.warning + PART_INDEXED if text.warning and text.text.strip() else text.warning
+    return Readable(pagedir.Page(page.url, page.depth, html), "utf-8", warning)
 
 
 def pdf_extractor() -> PdfExtractor:

@@ -53,7 +53,15 @@ ROBOTS_FORBIDS = "tse_robots_forbids"
 # Why a request failed (``failure_reason``) without an HTTP status when that says something of the
 # page, not of the site's state for now: the update does not take its saved copy for the page.
 _LASTING_FAILURES = frozenset(
-    {"robots.txt", "offsite", "denied", "ignored", "cancelled (too large?)", "unsupported scheme"}
+    {
+        "robots.txt",
+        "offsite",
+        "denied",
+        "ignored",
+        "larger than DOWNLOAD_MAXSIZE",
+        "cancelled (too large?)",
+        "unsupported scheme",
+    }
 )
 _TRANSIENT_STATUSES = (408, 429)  # and every 5xx
 

@@ -31,8 +31,8 @@ from ..rules.files.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, T
 from ..rules.files.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
 from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
+from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
-from ..rules.web.robotsmeta import robots_directives
 from .reader import BadArchive, Record, archive_records
 
 NOTES_NAME = "import"
@@ -56,6 +56,8 @@ class Capture:
     date: float | None  # when it was archived (WARC-Date), Unix time
     # The link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS); None until scanned.
     links: list[int] | None = None
+    # Its robots directives (rules.web.robotsmeta), worked out once from headers and payload; None until then.
+    directives: frozenset[str] | None = None
 
 
 @dataclass
@@ -320,27 +322,30 @@ class ArchiveImport:
                 kept.close()
 
     def _links(self, capture: Capture) -> list[int]:
-        """The links of a page (numbered in ``targets``), scanned from the spool the first time."""
+        """The links of a page (numbered in ``targets``), scanned from the spool the first time; none
+        for a PDF or a nofollow page, whose links a crawl does not follow."""
         if capture.links is None:
             found: list[str] = []
             if capture.kind == HTML:
                 self.spool.seek(capture.offset)
-                try:
-                    found = page_links(self.spool.read(capture.size), capture.url)[:MAX_PAGE_LINKS]
-                except ValueError:  # a target URI no link can be resolved against
-                    found = []
+                body = self.spool.read(capture.size)
+                if NOFOLLOW not in _directives(capture, body):
+                    try:
+                        found = page_links(body, capture.url)[:MAX_PAGE_LINKS]
+                    except ValueError:  # a target URI no link can be resolved against
+                        found = []
             capture.links = [self.targets.number(link) for link in found]
         return capture.links
 
     def _note(self, notes: dict[str, PageNotes], capture: Capture, body: bytes) -> None:
         url = capture.url
+        if NOINDEX_DIRECTIVE in _directives(capture, body):
+            notes[ROBOTS].note(url, NOINDEX)
         if capture.kind == PDF_KIND:
             notes[TYPES].note(url, PDF)
             return
         if capture.http_charset:
             notes[CHARSETS].note(url, capture.http_charset)
-        if NOINDEX_DIRECTIVE in robots_directives(capture.robots, body, ROBOTS_TOKEN):
-            notes[ROBOTS].note(url, NOINDEX)
         if capture.links_header:
             named = named_canonical(capture.links_header, b"", url)
             if named:
@@ -386,6 +391,15 @@ class ArchiveImport:
                 )
             )
         write_atomically(self.record, [format_record(line).encode() for line in lines])
+
+
+def _directives(capture: Capture, body: bytes) -> frozenset[str]:
+    """``noindex`` and ``nofollow`` as the crawl reads them for this page: a PDF's X-Robots-Tag only
+    (its bytes are no head to read a <meta> in), an HTML page's header and robots <meta>."""
+    if capture.directives is None:
+        head = b"" if capture.kind == PDF_KIND else body
+        capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN)
+    return capture.directives
 
 
 def _host(url: str) -> str:

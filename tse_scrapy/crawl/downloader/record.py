@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 # The stats that count ignored links, by the record's kinds.
 IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filtered", "denied": "tse/denied"}
 
+TOO_LARGE = "larger than DOWNLOAD_MAXSIZE"
 # Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
 _REASONS = {
     "DownloadTimeoutError": "timeout",
@@ -73,6 +74,8 @@ def failure_reason(error: BaseException) -> str:
         if message.startswith("IgnDeny"):
             return "denied"
         return "ignored"
+    if type(error).__name__ == "DownloadCancelledError" and "larger than download max size" in str(error):
+        return TOO_LARGE  # (Scrapy's message for a body past DOWNLOAD_MAXSIZE: said, not guessed)
     return _REASONS.get(type(error).__name__, type(error).__name__)
 
 

@@ -116,6 +116,13 @@ def check_crawl_args(
     for url in split_list(seed):
         _check_no_credentials(url, "seed URL")
         normalized = normalize_url(url, extension_rule(deny_ext, with_pdf))
+        if normalized is None and normalize_url(url, False) is not None:
+            # A URL the crawl would not fetch for its extension alone (SPEC 1.1 rule 9): say which way in.
+            pdf_url = urlsplit(url).path.lower().endswith(".pdf")
+            way = "--pdf takes PDFs, " if pdf_url and not with_pdf and deny_ext is None else ""
+            raise ArgumentError(
+                f"seed URL is not a page the crawl fetches, by its extension ({way}--deny-ext replaces the rule): {url}"
+            )
         if normalized is None:
             raise ArgumentError(f"seed URL cannot be normalized: {url}")
         if not is_internal(normalized, prefixes):

@@ -22,7 +22,6 @@ joins exact duplicates and pages linked by canonical URLs, and picks each group'
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import html
 import re
@@ -33,6 +32,7 @@ from html.entities import html5
 from itertools import combinations
 from urllib.parse import urljoin, urlsplit
 
+from .headtext import HiddenSpans
 from .urls import clean_href, normalize_url
 
 HEAD_BYTES = 64 * 1024  # where <link rel=canonical> is looked for: the head, to its end or this many bytes
@@ -147,7 +147,7 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
     # Only the tags that can matter are read (a head has dozens of <link>s and scripts): the first
     # <base> and the <link>s around each "canonical", outside comments, scripts, styles, templates
     # and the title, where a "<link" is text.  What is hidden is found only as far as those tags.
-    hidden = _HiddenSpans(lowered)
+    hidden = HiddenSpans(lowered)
     candidates = _tags_holding(head, lowered, b"canonical")
     base = page_url
     for tag in _tags_named(head, lowered, b"<base", hidden):
@@ -191,7 +191,7 @@ def _tags_holding(head: bytes, lowered: bytes, word: bytes) -> list[tuple[int, b
     return found
 
 
-def _tags_named(head: bytes, lowered: bytes, opening: bytes, hidden: _HiddenSpans) -> Iterator[bytes]:
+def _tags_named(head: bytes, lowered: bytes, opening: bytes, hidden: HiddenSpans) -> Iterator[bytes]:
     """The tags of *head* opened by *opening* (lowercased, such as ``b"<base"``) outside hidden spans,
     in order."""
     at = lowered.find(opening)
@@ -200,64 +200,6 @@ def _tags_named(head: bytes, lowered: bytes, opening: bytes, hidden: _HiddenSpan
         if tag is not None and not hidden.covers(at):
             yield tag.group()
         at = lowered.find(opening, tag.end() if tag is not None else at + len(opening))
-
-
-# What HTML reads as text, not tags, in a head: (opening, closing), lowercased.
-_HIDDEN = (
-    (b"<!--", b"-->"),
-    (b"<script", b"</script"),
-    (b"<style", b"</style"),
-    (b"<template", b"</template"),
-    (b"<noscript", b"</noscript"),
-    (b"<title", b"</title"),
-)
-_HIDDEN_OPENING = re.compile(b"|".join(re.escape(opening) for opening, _ in _HIDDEN))
-_HIDDEN_CLOSING = dict(_HIDDEN)
-
-
-class _HiddenSpans:
-    """The [start, end) spans of *lowered* (a lowercased head) inside comments, scripts, styles,
-    templates, noscripts and titles, found from the start only as far as they are asked about;
-    one left open runs to the end."""
-
-    def __init__(self, lowered: bytes):
-        self._lowered = lowered
-        self._spans: list[tuple[int, int]] = []
-        self._starts: list[int] = []  # the spans' starts, for bisect
-        self._position = 0  # where the search for the next span goes on; past the end: all found
-
-    def covers(self, position: int) -> bool:
-        while self._position <= position and self._find_next():
-            pass
-        # The spans are in order and apart: the last one starting at or before *position* decides.
-        index = bisect.bisect_right(self._starts, position) - 1
-        return index >= 0 and position < self._spans[index][1]
-
-    def _find_next(self) -> bool:
-        """Find the next span; False when there is none."""
-        lowered = self._lowered
-        while True:
-            opening = _HIDDEN_OPENING.search(lowered, self._position)
-            if opening is None:
-                self._position = len(lowered) + 1
-                return False
-            start, after = opening.start(), opening.end()
-            name = opening.group()
-            if name != b"<!--" and lowered[after : after + 1].isalnum():
-                self._position = start + 1  # "<scripts", "<titles": another element's name
-                continue
-            end = lowered.find(_HIDDEN_CLOSING[name], after)
-            if end < 0:
-                end = len(lowered)
-            elif name != b"<!--":
-                close = lowered.find(b">", end)
-                end = len(lowered) if close < 0 else close + 1
-            else:
-                end += len(b"-->")
-            self._spans.append((start, end))
-            self._starts.append(start)
-            self._position = end if end > start else start + 1
-            return True
 
 
 def _attributes(tag: bytes) -> dict[str, str]:

@@ -8,13 +8,18 @@ one's user-agent token (or ``*``).  Other directives (``index``, ``follow``,
 ``all``, ``noarchive``, ``max-snippet: 0``, ``unavailable_after: ...``) are
 ignored: none says less than the rest.  ``<meta>`` tags are read in the
 head only (up to ``</head>`` or ``<body>``), where they belong, as search
-engines read them.
+engines read them, and not where the head holds text (``headtext``: a
+commented-out directive, a script's string, the title); inside a
+``<noscript>`` they count, as HTML parses them there for a reader without
+scripts, as this crawler reads pages.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+from .headtext import TEXT_ELEMENTS, HiddenSpans
 
 NOINDEX = "noindex"
 NOFOLLOW = "nofollow"
@@ -63,9 +68,10 @@ def _meta_tags(head: bytes, token: str) -> Iterable[tuple[str, str]]:
     lowered = head.lower()
     if not any(word in lowered for word in wanted):  # most heads hold none: no tag is read
         return
+    hidden = HiddenSpans(lowered, [name for name in TEXT_ELEMENTS if name != "noscript"])
     for tag in _META.finditer(head):
-        lowered = tag.group().lower()
-        if not any(word in lowered for word in wanted):
+        lowered_tag = tag.group().lower()
+        if not any(word in lowered_tag for word in wanted) or hidden.covers(tag.start()):
             continue
         attributes = {
             match.group(1).lower(): next(group for group in match.groups()[1:] if group is not None)
