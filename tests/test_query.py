@@ -88,6 +88,10 @@ def test_scores(line, ranked):
         ("x" * 1001, "Error: the query is too long (at most 1,000 characters)."),
         (" ".join(["cat"] * 101), "Error: the query has too many words (at most 100)."),
         (" ".join(["x" * 20] * 101), "Error: the query is too long (at most 1,000 characters)."),  # both: characters
+        # OR between words is no word (51 words joined by OR were refused: a tester's find); "or" is one.
+        (" OR ".join(["cat"] * 100), None),
+        (" OR ".join(["cat"] * 101), "Error: the query has too many words (at most 100)."),
+        (" or ".join(["cat"] * 51), "Error: the query has too many words (at most 100)."),
     ],
 )
 def test_size_error(line, message):

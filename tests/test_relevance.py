@@ -276,6 +276,8 @@ def test_partial_matches_name_the_words_no_page_holds(client, query, missing):
     assert body["partial"] is True and body["missing"] == missing and body["results"], body["missing"]
     page = client.get("/search", params={"q": query}).text
     notice = re.search(r'<p class="notice">(No page has .*?)</p>', page).group(1)
+    # The count says so too ("2217 documents match" under "No page has every word" read as a contradiction).
+    assert re.search(r'<p class="count">\d+ documents? match(es)? some words of “<bdi>', page), page
     if missing:
         named = re.findall(r"“<bdi>(.*?)</bdi>”", notice)
         assert [name.replace("&#34;", '"') for name in named] == missing, notice

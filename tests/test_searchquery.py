@@ -175,6 +175,8 @@ def test_a_query_over_a_limit_is_refused_as_the_search_box_refuses_any_query(pie
 
 def test_the_limits_are_exact():
     parse_search_query(" ".join(["x" * 9] * 99 + ["x" * 10]))  # 1,000 characters, 100 words
+    either = parse_search_query(" OR ".join(f"w{n}" for n in range(100)))  # 100 words, 99 ORs
+    assert len(either.required) == 1 and len(either.required[0]) == 100
 
 
 @given(st.text(max_size=200))

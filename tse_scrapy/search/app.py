@@ -261,7 +261,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         notes = served.notes
         page = saved_page(served.engine, request.path_params["doc_id"])
         if page is None:
-            return PlainTextResponse("no such document\n", 404, headers=SAFE_HEADERS)
+            return missing(request, f"No such document: {request.path_params['doc_id']}.")
         if page.url in notes.pdfs:
             # A PDF is read as the text the search found in it (extracted again, bounded, in a
             # thread: the server goes on answering), a page as sandboxed as any saved page.
@@ -302,8 +302,20 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         finally:
             watching.cancel()
 
+    async def not_found(request: Request, _error: Exception) -> Response:
+        """A path of no route: JSON under /api/, else the search page saying so (Starlette's was a
+        bare "Not Found", no way back: a tester's find)."""
+        if request.url.path.startswith("/api/"):
+            return _json({"error": f"no such path: {request.url.path}"}, 404)
+        return missing(request, "There is no such page here: search the crawled pages instead.")
+
+    def missing(request: Request, message: str) -> Response:
+        served = index.current()
+        return _page(request, "results.html", {**common(served, "", served.default_rank), "error": message}, 404)
+
     return Starlette(
         lifespan=lifespan,
+        exception_handlers={404: not_found},
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
         routes=[
             Route("/", home),
@@ -439,7 +451,7 @@ def _check_utf8(request: Request) -> None:
     try:
         parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
-        raise BadParameter("the query string must be UTF-8: a percent-escape in it is no character") from None
+        raise BadParameter("the query string must be UTF-8: a percent-escape in it encodes no character") from None
 
 
 def _ranking(request: Request, default: str) -> str:

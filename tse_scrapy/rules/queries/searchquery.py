@@ -176,7 +176,8 @@ def parse_search_query(line: str) -> SearchQuery:
         raise SearchQueryError(problem)
     line = line.translate(_CONTROLS_AS_SPACES)  # (one character for one: the query keeps its length)
     pieces = list(_PIECE.finditer(line.translate(_AS_ASCII_QUOTES)))
-    if len(pieces) > MAX_QUERY_WORDS:  # (quoted ones written together: '"a""b"' is two)
+    # (quoted ones written together: '"a""b"' is two; OR is none)
+    if sum(piece.group() != "OR" for piece in pieces) > MAX_QUERY_WORDS:
         raise SearchQueryError(TOO_MANY_WORDS)
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
