@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import run_tse
 from tests.support.sitecrawl import interrupted_crawl, query_answers
+from tse_scrapy.crawl.downloader import render
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)")
@@ -245,3 +246,168 @@ def test_render_without_a_browser_is_one_line(tmp_path):
         " (apt-get install chromium, or -s TSE_CHROMIUM=PATH)"
     ]
     assert sorted(p.name for p in pages.iterdir()) == []
+
+
+# Pages that send the browser elsewhere while they render: a script during the parse, a script after
+# the load (to a page the crawl reaches by a link too), and a <meta> refresh.
+GOES_AWAY = """<!doctype html>
+<html><head><title>Leaving Early</title></head><body><p id="p">static</p>
+<script>document.getElementById("p").textContent = "written then gone pangolin"; location.href = "away.html";</script>
+<p>parsed after the script wombat: <a href="moved.html">moved here</a></p></body></html>
+"""
+REPLACED = """<!doctype html>
+<html><head><title>Replaced Later</title></head><body><p id="p">static</p><a href="built.html">built</a>
+<script>
+document.getElementById("p").textContent = "replaced later narwhal";
+addEventListener("load", () => setTimeout(() => location.replace("built.html"), 100));
+</script></body></html>
+"""
+REFRESHED = (
+    '<!doctype html><html><head><title>Refreshed</title><meta http-equiv="refresh" content="0; url=target.html">'
+    "</head><body><p>refresh page okapi</p></body></html>"
+)
+
+
+def test_a_page_that_navigates_is_kept_as_rendered(nginx, tmp_path):
+    """Not Chromium's error page: the page as it renders, its navigation cancelled (while it loads) or
+    answered 204 (after); the browser fetches nothing for it, and a <meta> refresh target is no link
+    (as without --render)."""
+    from tests.support.warcs import read_warc
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<html><body><a href="gone.html">1</a> <a href="replaced.html">2</a> <a href="refresh.html">3</a></body></html>'
+    )
+    (site / "gone.html").write_text(GOES_AWAY)
+    (site / "replaced.html").write_text(REPLACED)
+    (site / "refresh.html").write_text(REFRESHED)
+    for name in ("away.html", "built.html", "target.html", "moved.html"):
+        (site / name).write_text(f"<html><head><title>{name}</title></head><body>elsewhere</body></html>")
+    server = nginx(tmp_path / "hosts", origin=site)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    warc = tmp_path / "render.warc.gz"
+    result = run_tse(
+        "crawl", f"{server.url}/index.html", pages, "2", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0",
+        "--render", "--warc", warc, *BOUNDS,
+    )  # fmt: skip
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    found = {name: body.decode("utf-8-sig") for name, body in pages_by_url(pages).items()}
+    # The links of the pages were followed, the places they sent the browser were not.
+    expected = {"index.html", "gone.html", "replaced.html", "refresh.html", "built.html", "moved.html"}
+    assert set(found) == expected, stderr[-3000:]
+    for name, words in {
+        "gone.html": ("<title>Leaving Early</title>", "written then gone pangolin", "parsed after the script wombat"),
+        "replaced.html": ("<title>Replaced Later</title>", "replaced later narwhal"),
+        "refresh.html": ("<title>Refreshed</title>", "refresh page okapi", 'http-equiv="refresh"'),
+    }.items():
+        assert all(word in found[name] for word in words), (name, found[name][:3000])
+        assert "ERR_BLOCKED" not in found[name] and len(found[name]) < 2000, name
+    # Loaded at once, none cut at the timeout.
+    summary = stderr.strip().splitlines()[-1]
+    assert re.search(r"rendered: 6 \(0 cut at the timeout, 0 crashed, 0 failed; ", summary), summary
+    targets = [access.target for access in server.accesses()]
+    assert "/away.html" not in targets and "/target.html" not in targets, targets
+    assert targets.count("/built.html") == 1, targets  # by the crawl, as a link
+    # Nor is the browser's answer to itself archived: only what the server sent.
+    archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
+    assert sorted(url.rsplit("/", 1)[1] for url in archived) == sorted([*expected, "robots.txt"]), archived
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    (answer,) = query_answers(pages, index, ["pangolin wombat"], "relevance")
+    assert [url.rsplit("/", 1)[1] for _, url in answer] == ["gone.html"], answer
+
+
+def test_a_script_from_another_port_of_the_host_is_loaded(nginx, tmp_path):
+    """Chromium's Local Network Access checks would block it (the page, handed over by the route,
+    counts as public); robots.txt still holds for the other server's scripts."""
+    scripts = tmp_path / "scripts"
+    (scripts / "private").mkdir(parents=True)
+    (scripts / "writer.js").write_text('document.getElementById("p").textContent = "written from afar axolotl";')
+    (scripts / "private" / "hidden.js").write_text('document.title = "Hidden Script Ran";')
+    (scripts / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    other = nginx(tmp_path / "other-hosts", origin=scripts)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "far.html").write_text(
+        '<!doctype html><html><head><title>Far Scripts</title></head><body><p id="p">static</p>'
+        f'<script src="{other.url}/writer.js"></script><script src="{other.url}/private/hidden.js"></script>'
+        "</body></html>"
+    )
+    server = nginx(tmp_path / "hosts", origin=site)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = run_tse(
+        "crawl", f"{server.url}/far.html", pages, "1", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0",
+        "--render", *BOUNDS,
+    )  # fmt: skip
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    page = pages_by_url(pages)["far.html"].decode("utf-8-sig")
+    assert "written from afar axolotl" in page, page
+    assert "<title>Far Scripts</title>" in page
+    summary = stderr.strip().splitlines()[-1]
+    assert re.search(r" 1 blocked by robots.txt", summary), summary
+    assert [access.target for access in other.accesses()] == ["/robots.txt", "/writer.js"]
+
+
+def test_feature_switches_keep_playwrights(nginx, tmp_path):
+    """Chromium heeds the last --disable-features only: the crawl's and TSE_RENDER_ARGS' are merged with
+    Playwright's, which keep HTTP pages on HTTP (HttpsUpgrades off).  Without them, this page, at a
+    host name that Chromium upgrades (not 127.0.0.1, not .test), would be taken for an https one, and
+    its JSON asked for over https, which the proxy does not answer."""
+    from tests.conftest import clean_env
+
+    hosts = tmp_path / "hosts"
+    site = hosts / "www.example.com"
+    site.mkdir(parents=True)
+    write_site(site)
+    proxy = nginx(hosts)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = run_tse(
+        "crawl", "http://www.example.com/catalog.html", pages, "0", "--prefix", "http://www.example.com/",
+        "--render", "-s", "DOWNLOAD_DELAY=0", *BOUNDS,
+        "-s", "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24,--disable-features=Translate",
+        env=clean_env(http_proxy=proxy.url),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
+    targets = [access.target for access in proxy.accesses()]
+    assert "http://www.example.com/data/catalog.json" in targets, targets
+
+
+@pytest.mark.parametrize(
+    ("host", "local"),
+    [
+        ("127.0.0.1", True),
+        ("localhost", True),
+        ("docs.localhost", True),
+        ("192.168.1.20", True),
+        ("10.0.0.5", True),
+        ("::1", True),
+        ("fe80::1", True),
+        ("93.184.216.34", False),
+        ("docs.example.org", False),  # a name is not looked up: it may resolve anywhere
+        ("localhost.example.org", False),
+        (None, False),
+    ],
+)
+def test_local_network_checks_are_off_only_for_a_site_on_this_machine_or_a_lan(host, local):
+    # (A public site's scripts must not reach 127.0.0.1 or the LAN through the crawl's browser.)
+    assert render._is_local_host(host) is local
+
+
+def test_the_crawls_features_are_merged_only_where_it_disables_some():
+    defaults = {"--disable-features": ["HttpsUpgrades", "PaintHolding"]}
+    assert render._merged_features(defaults, [], ()) == []  # a public site: Playwright's switches as they are
+    assert render._merged_features(defaults, []) == [
+        "--disable-features=HttpsUpgrades,PaintHolding,LocalNetworkAccessChecks"
+    ]
+    given = ["--enable-features=LocalNetworkAccessChecks"]
+    assert render._merged_features(defaults, given) == [
+        "--disable-features=HttpsUpgrades,PaintHolding",
+        "--enable-features=LocalNetworkAccessChecks",
+    ]

@@ -10,10 +10,13 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager, nullcontext
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
 from .rules.crawling.secrets import mask_secrets, mask_url
+
+if TYPE_CHECKING:
+    from .distributed.store import RedisCrawl
 
 # Each command imports what it needs when it runs: `tse query` starts without
 # loading Scrapy, and a crawl of one process without loading Redis.
@@ -257,7 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print a distributed crawl's pages saved, frontier, leased pages, "
         "URLs seen and workers, once or every INTERVAL seconds.",
     )
-    status.add_argument("name", metavar="NAME")
+    # (NAME optional for argparse: "--redis NAME", as `tse crawl --redis --name X` is typed, takes NAME as
+    # the URL; status() gives it back.)
+    status.add_argument("name", metavar="NAME", nargs="?")
     status.add_argument(
         "--redis",
         metavar="URL",
@@ -695,21 +700,43 @@ def import_command(options: argparse.Namespace) -> int:
 
 
 def status(options: argparse.Namespace) -> int:
-    import time
-
     from .rules.crawling.crawlargs import ArgumentError
 
     try:
-        import redis
+        import redis  # noqa: F401 (the extra's: said in one line when missing)
 
-        from .distributed.store import RedisCrawl, connect, is_outage, outage_line, redis_url
+        from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
+    if options.name is None and options.redis != "env" and "://" not in options.redis:
+        options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
+    if options.name is None:
+        return _one_line("status", "the following arguments are required: NAME", USAGE)
     try:
         crawl = RedisCrawl(connect(options.redis, check=False), options.name)
     except ArgumentError as error:
-        return _one_line("status", str(error))
+        return _one_line("status", str(error), USAGE)
+    except (TypeError, ValueError) as error:  # a URL option redis-py does not take (?ssl_cert_reqs=bogus)
+        return _one_line("status", f"the Redis URL is not one redis-py reads: {error}", USAGE)
     shown_url = mask_secrets(redis_url(options.redis))
+
+    try:
+        return _statuses(options, crawl, shown_url)
+    except BrokenPipeError:
+        # The reader went away (`tse status ... | head -1`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE
+    except (TypeError, ValueError) as error:  # a URL option redis-py takes only when it connects
+        return _one_line("status", f"the Redis URL is not one redis-py reads: {error}", USAGE)
+
+
+def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) -> int:
+    """``tse status``'s lines: once, or every ``--every`` seconds until interrupted."""
+    import time
+
+    import redis
+
+    from .distributed.store import is_outage, outage_line
 
     try:
         while True:

@@ -6,11 +6,13 @@ conditional requests, the WARC); its answer is then handed to the browser as the
 navigation, so the page is not fetched twice.  The browser's own requests (scripts, styles, the
 JSON a script fetches) go out through the crawl's proxy, each checked against its host's
 robots.txt (blocked ones are aborted), at most TSE_RENDER_MAX_REQUESTS a page load; images, media
-and fonts are not fetched (they hold no text and no links).  The page is settled when the network
-is idle, or cut at TSE_RENDER_TIMEOUT and kept as rendered so far.  A renderer that crashes loses
-that page's rendering (the page is kept as fetched, counted) and the next page gets a new one;
-a browser that dies is started again.  Each page load has a browser context of its own, closed
-after it: the browser's memory does not grow with the crawl.  ``docs/crawling.md`` says more.
+and fonts are not fetched (they hold no text and no links).  A page that sends the browser elsewhere
+(a script, a <meta> refresh) is kept as it rendered, the navigation not followed.  The page is
+settled when the network is idle, or cut at TSE_RENDER_TIMEOUT and kept as rendered so far.  A
+renderer that crashes loses that page's rendering (the page is kept as fetched, counted) and the
+next page gets a new one; a browser that dies is started again.  Each page load has a browser
+context of its own, closed after it: the browser's memory does not grow with the crawl.
+``docs/crawling.md`` says more.
 
 Playwright drives Debian's chromium (``executable_path``): no browser is downloaded.  scrapy-
 playwright is not used: it replaces the download handler, so the page would be fetched by the
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -59,6 +62,22 @@ BROWSER_FLAGS = (
     "--no-first-run",
     "--disable-dev-shm-usage",
 )
+# Run in the page before its own scripts: a navigation it starts itself (a script, a <meta> refresh)
+# before it has loaded is cancelled, so that the rest of it is still parsed and run; one after is
+# answered 204 (_PageLoad.route), which would stop a page still loading where it stands.
+STAY_WHILE_LOADING = """
+if (window === window.top && window.navigation)
+  navigation.addEventListener("navigate", (event) => {
+    if (document.readyState !== "complete" && !event.destination.sameDocument && event.cancelable)
+      event.preventDefault();
+  });
+"""
+# Turned off beside Playwright's own: a page handed to Chromium by route.fulfill counts as a public
+# one, so its Local Network Access checks would block what it loads from another port of 127.0.0.1 or
+# from a LAN host (robots.txt still holds for those requests).
+DISABLED_FEATURES = ("LocalNetworkAccessChecks",)
+# Chromium heeds only the last of each: Playwright's, the crawl's and TSE_RENDER_ARGS' are merged into one.
+FEATURE_SWITCHES = ("--disable-features", "--enable-features")
 # Hosts Chromium calls on its own (sign-in, time, updates, hints, safe browsing), seen through a proxy
 # here with every background-networking flag set: sent nowhere (_proxy_pac).  A page's own scripts from
 # them are not fetched either.
@@ -110,6 +129,10 @@ class RenderMiddleware:
         self.stats = crawler.stats
         self.executable = chromium_path(settings.get("TSE_CHROMIUM"))
         self.extra_args = list(settings.getlist("TSE_RENDER_ARGS"))
+        # Chromium's Local Network Access checks are turned off only for a crawl of a site on this
+        # machine or a LAN (every prefix's host an address of those): a public site's scripts are not to
+        # reach 127.0.0.1 or the LAN through the crawl's browser.
+        self.local_site = all(_is_local_host(urlsplit(prefix).hostname) for prefix in settings.getlist("TSE_PREFIXES"))
         # At least a second: Playwright reads a timeout of 0 as none at all.
         self.timeout = max(1.0, settings.getfloat("TSE_RENDER_TIMEOUT"))
         self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
@@ -123,6 +146,9 @@ class RenderMiddleware:
         self._playwright: Any = None
         self._browser: Any = None
         self._starting: asyncio.Lock | None = None
+        # Playwright's feature switches, read once (None: they could not be read)
+        self._default_features: dict[str, list[str]] | None = None
+        self._features_read = False
         self._middlewares: dict[type, Any] = {}  # the robots.txt and WARC middlewares, found once
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -196,6 +222,7 @@ class RenderMiddleware:
         try:
             # On the context, not the page: a window a script opens is held to the same rules.
             await context.route("**/*", load.route)
+            await context.add_init_script(STAY_WHILE_LOADING)
             page = await context.new_page()
             load.page = page
             page.on("crash", load.crashed)
@@ -258,7 +285,8 @@ class RenderMiddleware:
             if self._browser is not None:  # disconnected: it died
                 self.stats.inc_value("tse/render_browser_restarts")
                 logger.warning("The browser went away: starting another")
-            args = [*BROWSER_FLAGS, *self.extra_args]
+            # The feature switches last, merged (_merged_features).
+            args = [*BROWSER_FLAGS, *(arg for arg in self.extra_args if arg.partition("=")[0] not in FEATURE_SWITCHES)]
             if os.geteuid() == 0:  # Chromium's sandbox refuses to run as root
                 args.append("--no-sandbox")
             options: dict[str, Any] = {"executable_path": self.executable, "headless": True, "args": args}
@@ -267,8 +295,34 @@ class RenderMiddleware:
                 options["proxy"] = proxy  # a PAC script cannot carry credentials: Playwright answers the 407s
             else:
                 args += [f"--proxy-pac-url={_proxy_pac(proxy)}", "--proxy-bypass-list=<-loopback>"]
+            disabled = DISABLED_FEATURES if self.local_site else ()
+            if not self._features_read and (disabled or _feature_switches(self.extra_args)):
+                self._default_features = await self._read_default_features(options)
+                self._features_read = True
+            options["args"] = [*args, *_merged_features(self._default_features, self.extra_args, disabled)]
             self._browser = await self._playwright.chromium.launch(**options)
             return self._browser
+
+    async def _read_default_features(self, options: dict[str, Any]) -> dict[str, list[str]] | None:
+        """The feature switches Playwright starts Chromium with, read from the command line a browser
+        started as the crawl's shows (chrome://version); None when it cannot be read."""
+        from playwright.async_api import Error as PlaywrightError
+
+        browser = await self._playwright.chromium.launch(**options)
+        try:
+            page = await browser.new_page()
+            await page.goto("chrome://version", timeout=10_000)
+            command_line = await page.inner_text("#command_line", timeout=10_000)
+        except PlaywrightError as error:
+            logger.warning(
+                "Cannot read the browser's command line (%s): its features are left as they are", first_line(error)
+            )
+            return None
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.close(), timeout=10)
+        # The last of each switch: the one Chromium heeds.
+        return dict(_feature_switches(command_line.split()))
 
     # -- what the browser asks for -------------------------------------------------
     def robots(self) -> TseRobotsTxtMiddleware | None:
@@ -345,8 +399,12 @@ class _PageLoad:
                 elif not self.navigated:  # the page itself (goto): Scrapy's answer
                     self.navigated = True
                     await route.fulfill(status=self.response.status, headers=self._headers(), body=self.response.body)
-                else:  # a script sends the page elsewhere: not this page's rendering
-                    await route.abort("blockedbyclient")
+                else:
+                    # The page sends itself elsewhere (STAY_WHILE_LOADING did not cancel it): a 204 leaves
+                    # the document as rendered so far (an abort would put Chromium's error page in its
+                    # place), and nothing is fetched; a link to that page is the crawl's to follow.
+                    logger.debug("Rendering %s: its navigation to %s not followed", self.response.url, request.url)
+                    await route.fulfill(status=204)
                 return
             scheme = urlsplit(request.url).scheme
             if scheme not in ("http", "https"):
@@ -412,6 +470,52 @@ class _PageLoad:
     async def archived(self) -> None:
         if self.archiving:
             await asyncio.wait(self.archiving, timeout=10)
+
+
+def _feature_switches(args: list[str]) -> list[tuple[str, list[str]]]:
+    """The --disable-features and --enable-features among *args*: (switch, names), in order."""
+    found = []
+    for arg in args:
+        switch, _, value = arg.partition("=")
+        if switch in FEATURE_SWITCHES:
+            found.append((switch, [name for name in value.split(",") if name]))
+    return found
+
+
+def _merged_features(
+    defaults: dict[str, list[str]] | None, extra_args: list[str], disabled: tuple[str, ...] = DISABLED_FEATURES
+) -> list[str]:
+    """One --disable-features and one --enable-features: Playwright's *defaults* (none when they could
+    not be read: then the crawl's *disabled* features are not added either, lest Playwright's be
+    undone), the crawl's, and TSE_RENDER_ARGS', which win."""
+    given: dict[str, list[str]] = {switch: [] for switch in FEATURE_SWITCHES}
+    for switch, names in _feature_switches(extra_args):
+        given[switch] += names
+    known = defaults is not None
+    ours = {"--disable-features": list(disabled) if known else [], "--enable-features": []}
+    other = {"--disable-features": "--enable-features", "--enable-features": "--disable-features"}
+    merged = []
+    for switch in FEATURE_SWITCHES:
+        if not (ours[switch] or given[switch]):
+            continue  # Playwright's own stands
+        names = [*(defaults or {}).get(switch, []), *ours[switch]]
+        names = [name for name in names if name not in given[other[switch]]]
+        merged.append(f"{switch}={','.join(dict.fromkeys([*names, *given[switch]]))}")
+    return merged
+
+
+def _is_local_host(host: str | None) -> bool:
+    """Whether *host* (a URL's) is this machine or a LAN's: ``localhost`` or a loopback, private or
+    link-local address (a name is not looked up: a public one may resolve to anything)."""
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def _browser_proxy() -> dict[str, str] | None:

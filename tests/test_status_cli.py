@@ -1,0 +1,40 @@
+"""`tse status`'s arguments and output, against a real Redis: one line and exit 2 for a URL it cannot
+use, the NAME typed after --redis, and a reader that goes away (a tester's finds: argparse's error, a
+TypeError traceback, a BrokenPipeError traceback)."""
+
+import subprocess
+
+import pytest
+
+from tests.conftest import BIN, clean_env, run_tse
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["redis//x", "http://127.0.0.1:6379/0", "redis://127.0.0.1:port/0", "redis://127.0.0.1:6379/0?ssl_cert_reqs=bogus"],
+)
+def test_a_url_that_cannot_be_used_is_one_line_and_exit_2(url):
+    done = run_tse("status", "--redis", url, "c", timeout=30)
+    err = done.stderr.decode()
+    assert done.returncode == 2 and len(err.splitlines()) == 1 and err.startswith("tse status: "), err
+    assert "Traceback" not in err
+
+
+def test_the_name_typed_after_redis_is_the_name(redis_url):
+    done = run_tse("status", "--redis", "t9", env=clean_env(TSE_REDIS_URL=redis_url), timeout=30)
+    assert done.returncode == 1 and done.stderr.decode() == f"tse status: no crawl named t9 in Redis at {redis_url}\n"
+    missing = run_tse("status", env=clean_env(TSE_REDIS_URL=redis_url), timeout=30)
+    assert missing.returncode == 2 and missing.stderr.decode().endswith("required: NAME\n")
+
+
+def test_a_reader_that_goes_away_ends_it_quietly(redis_server, redis_url):
+    client = redis_server.client()
+    client.set("tse:c:params", "{}")  # a crawl, as far as status reads one
+    for number in range(50):
+        client.rpush("tse:c:quarantine", f'{{"why": "forged {number}", "entry": "x"}}')
+    command = f"{BIN / 'tse'} status --redis {redis_url} c | head -1"
+    done = subprocess.run(command, shell=True, capture_output=True, timeout=60, env=clean_env())
+    assert done.stdout.decode().startswith("crawl c: saved 0") and done.stderr.decode() == "", done.stderr
+    every = f"{BIN / 'tse'} status --redis {redis_url} c --every 0.01 | head -2; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", every], capture_output=True, timeout=60, env=clean_env())
+    assert done.stdout.decode().splitlines()[-1] == "141" and done.stderr.decode() == "", done.stderr
