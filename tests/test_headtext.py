@@ -20,6 +20,10 @@ from tse_scrapy.rules.web.headtext import TEXT_ELEMENTS, HiddenSpans
         (b"<noscript><meta></noscript>", ["script", "title"], [], [10]),
         (b"<!-- open to the end <meta>", TEXT_ELEMENTS, [21], []),
         (b"<style>x</style ><meta>", TEXT_ELEMENTS, [7], [17]),
+        # Comments as HTML ends them: "<!-->" and "<!--->" empty, "--!>" closing one (a review's find).
+        (b"<!--><meta>", TEXT_ELEMENTS, [2], [5]),
+        (b"<!---><meta>", TEXT_ELEMENTS, [2], [6]),
+        (b"<!-- x --!><meta>", TEXT_ELEMENTS, [5], [11]),
     ],
 )
 def test_hidden_spans(head, elements, hidden_at, shown_at):
@@ -34,8 +38,16 @@ def reference(lowered: bytes, position: int) -> bool:
     pattern = re.compile(rb"<!--|<(script|style|template|noscript|title)(?![a-z0-9])")
     while (found := pattern.search(lowered, at)) is not None:
         if found.group() == b"<!--":
-            end = lowered.find(b"-->", found.end())
-            end = len(lowered) if end < 0 else end + 3
+            after = found.end()
+            if lowered[after : after + 1] == b">":
+                end = after + 1
+            elif lowered[after : after + 2] == b"->":
+                end = after + 2
+            else:
+                closes = [
+                    lowered.find(close, after) + len(close) for close in (b"-->", b"--!>") if close in lowered[after:]
+                ]
+                end = min(closes, default=len(lowered))
         else:
             end = lowered.find(b"</" + found.group(1), found.end())
             close = lowered.find(b">", end) if end >= 0 else -1
@@ -49,7 +61,11 @@ def reference(lowered: bytes, position: int) -> bool:
 
 
 @given(
-    st.lists(st.sampled_from([b"<!--", b"-->", b"<script>", b"</script>", b"<title>", b"</title>", b"x", b">", b"<"])),
+    st.lists(
+        st.sampled_from(
+            [b"<!--", b"-->", b"--!>", b"-", b"<script>", b"</script>", b"<title>", b"</title>", b"x", b">"]
+        )
+    ),
     st.data(),
 )
 def test_spans_are_those_a_scan_from_the_start_finds(pieces, data):

@@ -266,6 +266,7 @@ def test_partial_matches_and_or_groups_hold_a_word_in_their_languages_only(clien
         ("zzzyqx their qxzzyq", ["zzzyqx", "qxzzyq"]),
         ('their "zzzyqx qxzzy"', ['"zzzyqx qxzzy"']),
         ("their zzzyqx OR qxzzyq", ["zzzyqx OR qxzzyq"]),
+        ("their zzzyqx zzzyqx", ["zzzyqx"]),  # (typed twice: one word, "the other word" is "their")
         # Each word on some page, none on a page with the other: no word named.
         ("fumée Übersetzung", []),
     ],
@@ -281,6 +282,7 @@ def test_partial_matches_name_the_words_no_page_holds(client, query, missing):
     if missing:
         named = re.findall(r"“<bdi>(.*?)</bdi>”", notice)
         assert [name.replace("&#34;", '"') for name in named] == missing, notice
+        assert notice.endswith(": these pages have the other word."), notice  # ("their", once)
     else:
         assert notice == "No page has every word: these pages have some of them.", notice
 
@@ -1480,3 +1482,12 @@ def test_a_typo_of_five_letters_is_corrected_to_a_word_of_four(tmp_path):
     body = search(client, "grubb", known={})
     assert body["suggestion"] == "grub" and sorted(doc_ids(body)) == [1, 4, 5], body  # (grubs: its stem)
     assert search(client, "GRUBB menu", known={})["suggestion"] == "GRUB menu"
+
+
+def test_two_common_short_words_typed_apart_are_not_the_word_they_make(tmp_path):
+    # (A review's find: "in it" found pages of "init", "so on" of "soon".)  Each is a word of its own on
+    # several pages; "Wi Fi" (pieces on no page) still finds "wifi": test_two_words_joined_...
+    texts = ["The init daemon starts first.", "It is in the box.", "Put it in there.", "A heavy beat.", "Be at home."]
+    client = sentences_client(tmp_path, [("en", text) for text in [*texts, "Be there at noon."]])
+    assert sorted(doc_ids(search(client, "in it", known={}))) == [2, 3]
+    assert sorted(doc_ids(search(client, "be at", known={}))) == [5, 6]

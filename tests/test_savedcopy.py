@@ -10,6 +10,7 @@ from tse_scrapy.rules.web.savedcopy import base_tag, with_base
 
 URL = "http://h/a b&c.html"
 TAG = '<base href="http://h/a b&amp;c.html">'
+XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN">'
 
 
 @pytest.mark.parametrize(
@@ -26,6 +27,17 @@ TAG = '<base href="http://h/a b&amp;c.html">'
             codecs.BOM_UTF16_LE + f"<!DOCTYPE html>{TAG}<p>é".encode("utf-16-le"),
         ),
         ("<!DOCTYPE html><p>ω".encode("utf-16-be"), "utf_16_be", f"<!DOCTYPE html>{TAG}<p>ω".encode("utf-16-be")),
+        # An XHTML prolog, or comments before the doctype: after them (the page stays in standards mode).
+        (XHTML + b"\n<html>", "utf_8", XHTML + TAG.encode() + b"\n<html>"),
+        (b"<!-- built --><!DOCTYPE html><p>", "utf_8", b"<!-- built --><!DOCTYPE html>" + TAG.encode() + b"<p>"),
+        (b"<!-- no doctype --><p>", "utf_8", TAG.encode() + b"<!-- no doctype --><p>"),
+        # A page naming its own base: as it is (its links were written for that one, and the crawl read them so).
+        (b'<html><head><BASE HREF="http://h/docs/"></head><a href="x.html">', "utf_8", None),
+        (
+            b'<html><head><title>t</title></head><body><base href="/late/">',
+            "utf_8",
+            TAG.encode() + b'<html><head><title>t</title></head><body><base href="/late/">',
+        ),
         # A doctype later in the page is no leading one.
         (b"<p>x</p><!DOCTYPE html>", "utf_8", TAG.encode() + b"<p>x</p><!DOCTYPE html>"),
         ("<p>Привет".encode("cp1251"), "cp1251", TAG.encode() + "<p>Привет".encode("cp1251")),
@@ -36,7 +48,7 @@ TAG = '<base href="http://h/a b&amp;c.html">'
     ],
 )
 def test_a_saved_copy_gets_a_base_naming_its_url(body, encoding, expected):
-    assert with_base(body, URL, encoding) == expected
+    assert with_base(body, URL, encoding) == (body if expected is None else expected)
 
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,x", ""])
@@ -61,4 +73,4 @@ def test_the_page_is_kept_whole_around_the_tag(body, encoding, doctype):
     shown = with_base(page, URL, encoding)
     tag = TAG.encode({"utf_16_le": "utf-16-le", "utf_16_be": "utf-16-be"}.get(encoding, encoding))
     at = shown.find(tag)
-    assert at != -1 and shown[:at] + shown[at + len(tag) :] == page
+    assert (at != -1 and shown[:at] + shown[at + len(tag) :] == page) or (shown == page and b"base" in page.lower())

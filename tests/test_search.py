@@ -500,12 +500,14 @@ def test_no_page_in_the_language_chosen_offers_every_language(tmp_path):
     client = _two_languages(tmp_path)
     html = client.get("/search", params={"q": "installer", "lang": "fr"}).text
     assert "0 documents match" in html
-    link = re.search(r'<p>No page in French \(fr\) matches\. <a href="([^"]+)">Search all languages</a></p>', html)
+    link = re.search(r'<p>No page in French \(fr\) matches\. <a href="([^"]+)">1 in all languages</a></p>', html)
     every = client.get(unescape(link.group(1))).text
     assert "1 document matches" in every and "http://h/en.html" in every
-    # With pages in the language, or no language chosen: not said.
-    for params in ({"q": "debian", "lang": "fr"}, {"q": "zzzqqq"}):
-        assert "Search all languages" not in client.get("/search", params=params).text
+    # With pages in the language, no language chosen, none in any language, or the choice ignored
+    # (rank=tse, which says so): not said.
+    for params in ({"q": "debian", "lang": "fr"}, {"q": "zzzqqq"}, {"q": "zzzqqq", "lang": "fr"}):
+        assert "in all languages</a>" not in client.get("/search", params=params).text
+    assert "in all languages</a>" not in client.get("/search", params={"q": "zzzqqq", "lang": "fr", "rank": "tse"}).text
 
 
 def test_the_query_is_quoted_in_the_sentences_direction_and_isolated(client):

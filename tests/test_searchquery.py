@@ -1322,3 +1322,11 @@ def test_a_placed_snippet_from_a_stored_head_is_the_snippet_worked_out(words, te
             assert text[first_start:first_end] in shown, (snippet, shown)
     finally:
         searchsnippet.FIRST_READ = kept
+
+
+def test_one_word_of_a_phrase_does_not_stand_for_the_phrase_that_places_the_snippet():
+    # (A review's find: the window that showed "grub" was kept for the phrase "grub installation".)
+    text = "debian grub " * 300 + "the grub installation step."
+    every = marks([["grub"]], [["grub"], ["instal"]])
+    snippet, ranges = searchsnippet.snippet(text, every, ["en"], placing=searchsnippet.Placing(every[1:]))
+    assert "grub installation" in [snippet[start:end] for start, end in ranges], snippet

@@ -38,3 +38,23 @@ def test_a_reader_that_goes_away_ends_it_quietly(redis_server, redis_url):
     every = f"{BIN / 'tse'} status --redis {redis_url} c --every 0.01 | head -2; echo ${{PIPESTATUS[0]}}"
     done = subprocess.run(["bash", "-c", every], capture_output=True, timeout=60, env=clean_env())
     assert done.stdout.decode().splitlines()[-1] == "141" and done.stderr.decode() == "", done.stderr
+
+
+@pytest.mark.parametrize("every", ["1e10", "86401"])
+def test_an_interval_over_a_day_is_refused(every):
+    # (1e10 was an OverflowError traceback from the sleep: a review's find.)
+    done = run_tse("status", "--redis", "redis://127.0.0.1:1/0", "c", f"--every={every}", timeout=30)
+    message = f"tse status: argument --every: the interval is at most 86,400 seconds (a day): {every}\n"
+    assert (done.returncode, done.stderr.decode()) == (2, message)
+
+
+def test_a_crawl_whose_record_is_lost_is_said_so(redis_server, redis_url):
+    # (A Redis without persistence restarted mid-crawl leaves keys without params: "no crawl named" was
+    # all it said.)
+    redis_server.client().sadd("tse:lost:seen", "x")
+    done = run_tse("status", "--redis", redis_url, "lost", timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        f"tse status: crawl lost in Redis at {redis_url}: its record is lost, 1 leftover key(s) remain: "
+        "remove them (redis-cli --scan --pattern 'tse:lost:*', then DEL each)\n"
+    )

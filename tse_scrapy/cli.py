@@ -85,15 +85,21 @@ def _patience(text: str) -> float:
         raise argparse.ArgumentTypeError(f"the patience is a number of seconds, 0 or more: {text}") from None
 
 
+MAX_INTERVAL = 86_400  # status --every: seconds at most
+
+
 def _interval(text: str) -> float:
     """status --every: seconds, 0 or more, finite (the rule of the crawl's durations: -1, nan and inf were a
     traceback from the sleep)."""
     from .rules.crawling.crawlargs import duration_seconds
 
     try:
-        return duration_seconds(text)
+        seconds = duration_seconds(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"the interval is a number of seconds, 0 or more: {text}") from None
+    if seconds > MAX_INTERVAL:  # (1e10 s was an OverflowError from the sleep: a tester's find)
+        raise argparse.ArgumentTypeError(f"the interval is at most {MAX_INTERVAL:,} seconds (a day): {text}")
+    return seconds
 
 
 def _setting(text: str) -> tuple[str, str]:
@@ -754,6 +760,13 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                 time.sleep(options.every)
                 continue
             if not shown["exists"] and not shown["quarantined"]:
+                if leftovers := crawl.leftover_keys():  # (a Redis without persistence restarted mid-crawl)
+                    return _one_line(
+                        "status",
+                        f"crawl {options.name} in Redis at {shown_url}: its record is lost, {len(leftovers)} "
+                        f"leftover key(s) remain: remove them (redis-cli --scan --pattern 'tse:{options.name}:*', "
+                        "then DEL each)",
+                    )
                 return _one_line("status", f"no crawl named {options.name} in Redis at {shown_url}")
             line = (
                 f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "

@@ -23,6 +23,7 @@ from ..crawl.downloader.record import CrawlRecordMiddleware
 from ..exitcodes import SUCCESS_REASONS
 from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
+from .join import CREATED_HERE
 from .outage import RedisOutage
 from .store import RedisCrawl, connect, redis_url, worker_name
 
@@ -44,6 +45,9 @@ class DistributedCrawlExtension:
         self.crawler = crawler
         url = redis_url(settings["TSE_REDIS_URL"])
         self.crawl = RedisCrawl(connect(url), settings["TSE_CRAWL_NAME"])
+        # From here on, this worker writes only while Redis holds the crawl as it is now.
+        joined = self.crawl.join()
+        self.directory = settings.get("TSE_PAGEDIR")
         # Shared by every component that talks to Redis: they wait out an outage together.
         self.outage = RedisOutage(
             self.crawl.server,
@@ -51,10 +55,29 @@ class DistributedCrawlExtension:
             mask_url(url),
             self.crawl.keys.resumed,
             crawler.stats,
+            self.crawl,
         )
-        if settings.getbool("TSE_REDIS_KEEP"):
+        self.outage.lost_line = lost_line(self.crawl.name, self.outage.shown_url, self.directory)
+        if joined and settings.getbool("TSE_REDIS_KEEP"):
             self.crawl.keep_when_finished()  # whichever worker finishes keeps them
-        self.directory = settings.get("TSE_PAGEDIR")
+        # The politeness is the crawl's, set by its first worker: a worker joining with a smaller
+        # DOWNLOAD_DELAY must not make the crawl less polite.
+        self.host_delay = settings.getfloat("TSE_HOST_DELAY")
+        self.max_crawl_delay = settings.getfloat("TSE_MAX_CRAWL_DELAY")
+        if joined and self.crawl.name in CREATED_HERE:
+            self.crawl.set_delay(self.host_delay, self.max_crawl_delay)
+        elif joined:
+            stored = self.crawl.delay()
+            if stored is not None and stored != (self.host_delay, self.max_crawl_delay):
+                logger.info(
+                    "Crawl %s's politeness: DOWNLOAD_DELAY=%g, TSE_MAX_CRAWL_DELAY=%g (not this worker's %g, %g)",
+                    self.crawl.name,
+                    *stored,
+                    self.host_delay,
+                    self.max_crawl_delay,
+                )
+            if stored is not None:
+                self.host_delay, self.max_crawl_delay = stored
         self.worker = worker_name()
         # URL fingerprint -> docID reserved for a page this worker leased: the scheduler's and the pipeline's.
         self.reservations: dict[bytes, Reservation] = {}
@@ -88,7 +111,14 @@ class DistributedCrawlExtension:
             return
         status = self.crawl.status()
         if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
-            return  # not over, or another worker is cleaning up
+            return  # not over, or another worker is cleaning up (claim_finish: only the crawl joined)
+        try:
+            self._clean_up()
+        except OSError as error:  # one line, not a traceback in a signal handler
+            logger.error("Cannot finish the page directory %s: %s", self.directory, error)
+            self.crawler.stats.set_value("tse/error", f"cannot finish the page directory {self.directory}: {error}")
+
+    def _clean_up(self) -> None:
         moved = self.crawl.quarantine_leftovers()
         if moved:
             logger.warning(
@@ -131,19 +161,37 @@ class DistributedCrawlExtension:
 def fill_doc_id_holes(crawl: RedisCrawl, directory: str, moved: Callable[[int, int], None] | None = None) -> None:
     """DocIDs freed by pages that failed after all get the last pages, so 1..N has no gap;
     ``moved(old, new)`` is called after each page moved.  A page moves once at most: a
-    free last docID is dropped, else the last page fills the lowest hole."""
+    free last docID is dropped, else the last page fills the lowest hole.  A last page
+    whose file is not there is not moved (a warning): the hole stays, no page is lost."""
     holes = set(crawl.free_doc_ids())
     while holes:
         top = crawl.last_doc_id()
         hole = top if top in holes else min(holes)
         holes.discard(hole)
+        if hole != top and not pagedir.page_path(directory, top).is_file():
+            logger.warning("Page file %s is not there: docID %d stays free", pagedir.page_path(directory, top), hole)
+            continue
         last = crawl.move_last_doc(hole)
         if last != hole:
-            pagedir.move_page(directory, last, hole)
+            try:
+                pagedir.move_page(directory, last, hole)
+            except FileNotFoundError:  # removed meanwhile, by hand
+                logger.warning("Page file %d is gone: docID %d stays free", last, hole)
+                continue
             if moved is not None:
                 moved(last, hole)
         else:
             pagedir.remove_page(directory, hole)
+
+
+def lost_line(name: str, shown_url: str, directory: str | None) -> str:
+    """Why a worker stops when Redis no longer holds its crawl, and what its user can do: one line."""
+    return (
+        f"Redis at {shown_url} no longer holds crawl {name} (it restarted without persistence, or the "
+        f"crawl's keys were removed): the crawl's state is lost and this worker stops; the pages in "
+        f"{directory} stay as they are: crawl again into a new, empty directory, with a Redis that "
+        "persists (redis-server --appendonly yes --dir DIR)"
+    )
 
 
 def distributed_crawl(crawler: Crawler) -> DistributedCrawlExtension:

@@ -6,6 +6,8 @@ worker exits with one line and nothing started.
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -21,9 +23,13 @@ from ..rules.crawling.crawlargs import (
     split_list,
 )
 from ..rules.crawling.secrets import mask_url
+from ..rules.files import pagedir as pagedirs
 from ..rules.web.urls import normalize_url
 from .keys import POLITENESS_NAME
 from .store import CRAWL_FORMAT, PICKLED_FORMAT, RedisCrawl, connect, redis_url
+
+# The crawls this process created (the extension stores their politeness: RedisCrawl.set_delay).
+CREATED_HERE: set[str] = set()
 
 # The arguments a joining worker may give that must match the crawl's.
 SHARED_ARGUMENTS = ("seed", "depth", "links", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps", "render")
@@ -62,18 +68,43 @@ def create_or_join_crawl(
     shown_url = mask_url(redis_url(given_url))
     try:
         stored = crawl.parameters()
+        leftovers = crawl.leftover_keys() if stored is None else []
     except (redis.RedisError, ValueError) as error:  # not a crawl's record (another program's key?)
         raise ArgumentError(f"cannot read crawl {name} in Redis at {shown_url}: {error}") from None
+    k = crawl.keys
     if stored is None:
+        if {k.seen, k.doc_id, k.push_id, k.seeded, k.finishing} & set(leftovers):
+            # A crawl whose record Redis lost (restarted without persistence): its seen set, docID
+            # counter, finishing mark ... would mislead a new crawl under its name (URLs and docIDs
+            # skipped, no clean-up), and nothing says which pages they were.  (Entries of the other
+            # structures are checked, and quarantined, as the crawl meets them.)
+            shown = ", ".join(leftovers[:4]) + (f" and {len(leftovers) - 4} more" if len(leftovers) > 4 else "")
+            raise ArgumentError(
+                f"Redis at {shown_url} holds {len(leftovers)} leftover key(s) of a crawl named {name} whose "
+                f"record is lost ({shown}): remove them (redis-cli --scan --pattern 'tse:{name}:*', then DEL "
+                "each), or give another --name"
+            )
         if "seed" not in given:
             raise ArgumentError(
                 f"no crawl named {name} in Redis at {shown_url}: start it with its seed, pagedir and depth"
             )
         checked = check_crawl_args(**given, order="bfs")
         check_no_pages(checked.pagedir)
-        wanted = {**checked.identity(), "pagedir": checked.pagedir, "format": CRAWL_FORMAT}
+        try:
+            pagedirs.mark(checked.pagedir)  # before the crawl exists: a worker joining finds it
+        except OSError as error:
+            raise ArgumentError(f"cannot create {checked.pagedir}/{pagedirs.MARKER}: {error.strerror}") from None
+        # The directory as an absolute path: a worker joining from another folder finds it.  The id
+        # tells this crawl from a later one of the same name and arguments (store.RedisCrawl.join).
+        wanted = {
+            **checked.identity(),
+            "pagedir": os.path.abspath(checked.pagedir),
+            "format": CRAWL_FORMAT,
+            "id": secrets.token_hex(8),
+        }
         stored = crawl.create(wanted)
         if stored == wanted:
+            CREATED_HERE.add(name)
             return crawl, checked, True
     if stored.get("format") == PICKLED_FORMAT:
         if not migrate:
@@ -91,9 +122,40 @@ def create_or_join_crawl(
             f"(crawl format {stored.get('format', 1)}, this one reads {CRAWL_FORMAT}): "
             f"finish it with that version, or remove its keys (tse:{name}:*) and start again"
         )
+    check_not_finished(crawl, stored, shown_url)
     merged = {key: stored.get(key) for key in (*SHARED_ARGUMENTS, "pagedir")}
     checked = check_crawl_args(**{**merged, **given}, order="bfs")
     for key in SHARED_ARGUMENTS:
         if key in given and checked.identity()[key] != stored.get(key):
             raise ArgumentError(f"crawl {name} has {key}={stored.get(key)}, not {checked.identity()[key]}")
+    # A crawl of this version (it has an id) marked its directory before it existed.
+    if "id" in stored and not os.path.isfile(os.path.join(checked.pagedir, pagedirs.MARKER)):
+        # Not the crawl's directory (a relative path taken from another folder, or a mount missing):
+        # its pages would be saved where no other worker's are.
+        raise ArgumentError(
+            f"{checked.pagedir} holds no {pagedirs.MARKER}: it is not crawl {name}'s page directory "
+            f"({stored.get('pagedir')}); give the page directory as this machine mounts it"
+        )
     return crawl, checked, False
+
+
+def check_not_finished(crawl: RedisCrawl, stored: dict[str, Any], shown_url: str) -> None:
+    """ArgumentError when the crawl is over, its keys kept (``--keep``) or being removed: a worker
+    joining it would do nothing.  (Over but not cleaned up, its last worker killed: one that joins
+    cleans it up.)"""
+    k = crawl.keys
+    pipe = crawl.server.pipeline()
+    pipe.exists(k.finishing)
+    pipe.exists(k.keep)
+    pipe.hlen(k.pages)
+    try:
+        finishing, kept, pages = pipe.execute()
+    except redis.RedisError:  # a key of the wrong type: the workers name it (store.refused_line)
+        return
+    if not finishing:
+        return
+    state = "finished (kept with --keep)" if kept else "finishing (its last worker is removing its keys)"
+    raise ArgumentError(
+        f"crawl {crawl.name} in Redis at {shown_url} is {state}: {pages} pages saved in {stored.get('pagedir')}; "
+        f"to crawl again, give another --name, or remove its keys (tse:{crawl.name}:*) first"
+    )

@@ -44,6 +44,7 @@ class CrawlKeys:
         self.reserved = prefix + "reserved"  # URL fingerprint -> docID, page leased or being saved
         self.pages = prefix + "pages"  # URL fingerprint -> docID, page saved
         self.free_ids = prefix + "free_ids"  # docIDs reserved by pages that failed
+        self.delay = prefix + "delay"  # the crawl's politeness, JSON: every worker keeps it
         # The frontier and its leases (queue.py)
         self.frontier = prefix + "frontier"  # URL fingerprint + request (data) -> depth * LEVEL + push number
         self.push_id = prefix + "push_id"  # the push counter

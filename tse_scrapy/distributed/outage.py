@@ -13,7 +13,9 @@ when their leases run out, and starting a worker again continues the crawl.
 
 Redis may have lost its last writes (killed, with append-only ``everysec``):
 it is another server if its ``run_id`` changed, and the scheduler then hands
-back what it held (``RedisTseScheduler._back``).
+back what it held (``RedisTseScheduler._back``).  A restarted Redis that no
+longer holds the crawl (no persistence: it came back empty) stops the worker,
+exit 1, with ``lost_line``: nothing is written for a crawl whose state is gone.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import defer, threads
 
 from ..crawl.extensions.progress import WAITING_FOR_REDIS
+from .store import CrawlGone, RedisCrawl
 
 logger = logging.getLogger(__name__)
 
@@ -53,10 +56,14 @@ class RedisOutage:
         shown_url: str,
         resumed_key: str | None = None,
         stats: StatsCollector | None = None,
+        crawl: RedisCrawl | None = None,
     ):
         self.server = server
         self.stats = stats  # its WAITING_FOR_REDIS is set while Redis is away (the status line shows it)
         self.resumed_key = resumed_key  # set to Redis's clock (ms) when Redis is back
+        # The crawl joined: when Redis is back without it, the worker stops with lost_line.
+        self.crawl = crawl
+        self.lost_line = "Redis no longer holds the crawl: its state is lost"
         self.patience = patience
         self.shown_url = shown_url  # the URL with its password masked
         self.run_id = server_run_id(server)
@@ -117,14 +124,23 @@ class RedisOutage:
         probe = threads.deferToThread(self._ask)
         probe.addCallbacks(self._back, self._still_down)
 
-    def _ask(self) -> bool:
+    def _ask(self) -> tuple[bool, bool]:
+        """(whether Redis restarted, whether it lost the crawl)."""
         # A replica whose master is down answers PING: it is back once it takes a write.
         self.server.ping()
+        gone = False
         if self.resumed_key:
             # No worker's lease is taken from it until it has had a lease time to renew (queue.py).
             seconds, microseconds = self.server.time()
-            self.server.set(self.resumed_key, seconds * 1000 + microseconds // 1000)
-        return self.restarted()
+            now = seconds * 1000 + microseconds // 1000
+            try:
+                if self.crawl is not None:
+                    self.crawl.guarded_write("SET", self.resumed_key, now)
+                else:
+                    self.server.set(self.resumed_key, now)
+            except CrawlGone:
+                gone = True
+        return self.restarted(), gone
 
     def _still_down(self, failure: object) -> None:
         waited = monotonic() - (self.down_since or monotonic())
@@ -137,7 +153,14 @@ class RedisOutage:
         if self.stats is not None:
             self.stats.set_value(WAITING_FOR_REDIS, waiting)
 
-    def _back(self, restarted: bool) -> None:
+    def _back(self, answer: tuple[bool, bool]) -> None:
+        restarted, gone = answer
+        if gone and restarted:
+            # Came back empty (no persistence), or with another crawl under the name: going on would
+            # hand out docIDs from 1 again, over the pages saved.  (Gone from the same server: the
+            # crawl ended meanwhile, which the scheduler tells.)
+            self.lose()
+            return
         waited = monotonic() - (self.down_since or monotonic())
         self.down_since = None
         self._show(False)
@@ -151,14 +174,22 @@ class RedisOutage:
             listener(restarted)
         self._release(True)
 
+    def lose(self) -> None:
+        """Redis no longer holds the crawl: this worker stops (exit 1) with ``lost_line``, and sends
+        Redis nothing more."""
+        if not self.gave_up:
+            self._stop(self.lost_line)
+
     def _give_up(self, waited: float) -> None:
-        self.gave_up = True
-        self.down_since = None
-        self._show(False)
-        reason = (
+        self._stop(
             f"Redis at {self.shown_url} unreachable for {waited:.0f} s (--redis-patience {self.patience:g}): "
             "this worker stops; start it again (or tse crawl --resume) to go on"
         )
+
+    def _stop(self, reason: str) -> None:
+        self.gave_up = True
+        self.down_since = None
+        self._show(False)
         for listener in self.on_give_up:
             listener(reason)
         self._release(False)

@@ -9,10 +9,9 @@ from scrapy.exceptions import DropItem
 
 from ..crawl.items import PageItem
 from ..crawl.pipeline import PageDirPipeline
-from ..rules.crawling.secrets import mask_secrets
 from ..rules.files import pagedir
 from .extension import distributed_crawl
-from .store import is_outage, url_fingerprint
+from .store import CrawlGone, is_outage, refused_line, shorten, url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -55,10 +54,14 @@ class SharedPageDirPipeline(PageDirPipeline):
         while True:
             try:
                 return self.shared.reserve_doc_id(fingerprint)
+            except CrawlGone:
+                # A page in hand, and the crawl is gone from Redis: its state is lost (outage.py).
+                self.outage.lose()
+                raise DropItem("Redis no longer holds the crawl") from None
             except redis.RedisError as error:
                 if not is_outage(error):
-                    self.fail(mask_secrets(f"Redis refused: {error}"))
-                    raise DropItem(str(error)) from None
+                    self.fail(refused_line(self.shared, error))
+                    raise DropItem(shorten(str(error))) from None
                 self.outage.failed(error)
             if not await self.outage.wait_for_redis():
                 raise DropItem("Redis is unreachable")

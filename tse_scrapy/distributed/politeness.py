@@ -72,11 +72,11 @@ class RedisPolitenessMiddleware:
         settings = crawler.settings
         middleware = cls(
             distributed.crawl.server,
-            settings.getfloat("TSE_HOST_DELAY"),
+            distributed.host_delay,  # the crawl's, not this worker's (extension.py)
             robots_user_agent(settings),
             crawler.stats,
             distributed.outage,
-            settings.getfloat("TSE_MAX_CRAWL_DELAY"),
+            distributed.max_crawl_delay,
         )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware

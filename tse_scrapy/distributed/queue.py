@@ -51,7 +51,7 @@ from ..rules.files.frontierentries import (
     encode_entry,
 )
 from .keys import CrawlKeys
-from .store import DOC_ID_LUA, worker_name
+from .store import DOC_ID_LUA, GUARD_LUA, run_guarded, shorten, worker_name
 
 logger = logging.getLogger(__name__)
 
@@ -63,11 +63,13 @@ ANSWER_KEPT_AT_MOST = 86400.0  # seconds
 # KEYS: 1 seen, 2 frontier, 3 push counter, 4 leases (id -> expiry ms),
 # 5 leased (id -> request), 6 lease_scores (id -> frontier score),
 # 7 quarantine, 8 pages, 9 reserved, 10 free_ids, 11 docID counter,
-# 12 this queue's last settle (its token and result), 13 when a worker was last back after an outage.
+# 12 this queue's last settle (its token and result), 13 when a worker was last back after an outage,
+# 14 params.
 # ARGV: 1 LEVEL, 2 lease ms, 3 key prefix of owned seen keys, 4 how many to
 # lease, 5 number of links L, 6 number of finished pages F, 7 this call's
 # token, 8 number of quarantined leases Q, 9 this call's lease prefix, 10 how
 # long its answer is kept (ms: a call may be sent again after an outage),
+# 11 the params the worker joined (nothing is written for another crawl: store.GUARD_LUA),
 # then L times (seen-set fingerprint or '', frontier entry, depth),
 # then F times (lease, fingerprint to record as saved or '', fingerprint to
 # free or ''), then Q times (lease, fingerprint to free, why).
@@ -75,8 +77,11 @@ ANSWER_KEPT_AT_MOST = 86400.0  # seconds
 # then 1 (queued) or 0 (seen) per link, then lease id, frontier entry, docID
 # and 1 if saved already, per request leased}.
 _SETTLE = (
-    DOC_ID_LUA
+    GUARD_LUA
+    + DOC_ID_LUA
     + r"""
+local gone = guard(KEYS[14], ARGV[11])
+if gone then return gone end
 -- 0. A call run again (redis-py resends a command whose answer was lost, and
 -- this script is not idempotent) answers what it answered the first time.
 local token = ARGV[7] .. ' '
@@ -99,7 +104,7 @@ local function drop_lease(lease)
 end
 -- 1. Each link found is marked seen and queued in one step (an empty
 -- fingerprint: a request that is not filtered, queued anyway).
-local i = 11
+local i = 12
 for _ = 1, links do
   local queued = 1
   if ARGV[i] ~= '' and redis.call('SADD', KEYS[1], ARGV[i]) == 0 then
@@ -257,11 +262,16 @@ end
 return lost
 """
 
-_OWN_SEEN = """
+_OWN_SEEN = (
+    GUARD_LUA
+    + """
+local gone = guard(KEYS[3], ARGV[2])
+if gone then return gone end
 if redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('SADD', KEYS[2], ARGV[1])
 return 1
 """
+)
 
 # A link as the settle script takes it: (seen-set fingerprint or b'', frontier entry, depth).
 Link = Sequence[Any]
@@ -302,9 +312,11 @@ class LeasedLevelQueue(PriorityQueue):
         keys: CrawlKeys,
         lease_seconds: float = 30.0,
         patience: float = 0.0,
+        joined: bytes = b"",
     ):
         super().__init__(server, spider, key, serializer)
         self.keys = keys
+        self.joined = joined  # the crawl's params as joined (store.RedisCrawl.joined)
         self.lease_ms = int(lease_seconds * 1000)
         # A settle's answer is kept as long as the worker may send it again: through an
         # outage it waits out (*patience*), and a lease time after (at most a day).
@@ -343,23 +355,26 @@ class LeasedLevelQueue(PriorityQueue):
         sent again is the last call's."""
         k = self.keys
         token = next(self.settles) if token is None else token
-        reclaimed, moved, *result = self._settle(
-            keys=[
+        reclaimed, moved, *result = run_guarded(
+            self._settle,
+            [
                 *(k.seen, self.key, k.push_id),
                 *(k.leases, k.leased, k.lease_scores, k.quarantine),
                 *(k.pages, k.reserved, k.free_ids, k.doc_id),
-                *(self.settle_record, k.resumed),
+                *(self.settle_record, k.resumed, k.params),
             ],
-            args=[
+            [
                 *(LEVEL, self.lease_ms, k.owned_prefix, lease, len(links), len(finished), token),
-                *(len(unreadable), f"{self.name}:{token}:", self.answer_ms),
+                *(len(unreadable), f"{self.name}:{token}:", self.answer_ms, self.joined),
                 *itertools.chain(*links, *finished, *unreadable),
             ],
         )
         if reclaimed:
             logger.warning("%d request(s) whose worker stopped renewing its lease are back in the frontier", reclaimed)
         for key in moved:
-            logger.warning("An entry of %s no worker wrote: moved to %s", key.decode(errors="replace"), k.quarantine)
+            logger.warning(
+                "An entry of %s no worker wrote: moved to %s", shorten(key.decode(errors="replace")), k.quarantine
+            )
         queued, leased = result[: len(links)], result[len(links) :]
         settled = Settled([bool(flag) for flag in queued], [], [])
         for lease_id, entry, doc_id, saved in zip(*(leased[i::4] for i in range(4)), strict=True):
@@ -368,8 +383,9 @@ class LeasedLevelQueue(PriorityQueue):
                 fingerprint, data = decode_entry(entry)
                 request = request_from_data(data, self.spider)
             except (EntryError, ValueError, TypeError) as error:  # Request() refuses some URLs decoding lets by
-                logger.warning("An entry of %s is no request (%s): moved to %s", self.key, error, k.quarantine)
-                settled.unreadable.append((lease_id, entry[:FINGERPRINT_SIZE], str(error)))
+                why = shorten(str(error))  # a forged entry's field may be any size
+                logger.warning("An entry of %s is no request (%s): moved to %s", self.key, why, k.quarantine)
+                settled.unreadable.append((lease_id, entry[:FINGERPRINT_SIZE], why))
                 continue
             request.meta["tse_lease"] = lease_id
             request.meta["tse_reserved"] = Reservation(fingerprint, int(doc_id), bool(saved))
@@ -402,7 +418,8 @@ class LeasedLevelQueue(PriorityQueue):
 
     def own_seen(self, lease: str, fingerprint: bytes) -> bool:
         """Mark *fingerprint* seen on behalf of *lease*; False if it was seen already."""
-        return bool(self._own_seen(keys=[self.keys.seen, self.keys.owned(lease)], args=[fingerprint]))
+        keys = [self.keys.seen, self.keys.owned(lease), self.keys.params]
+        return bool(run_guarded(self._own_seen, keys, [fingerprint, self.joined]))
 
     def clear(self) -> None:
         k = self.keys

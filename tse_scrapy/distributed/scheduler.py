@@ -57,7 +57,7 @@ from .dupefilter import RedisUrlDupeFilter
 from .extension import distributed_crawl
 from .outage import RedisOutage
 from .queue import FinishedPage, LeasedLevelQueue, Link, Reservation, Settled, Unreadable
-from .store import RedisCrawl, is_outage, url_fingerprint
+from .store import CrawlGone, RedisCrawl, is_outage, refused_line, url_fingerprint
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -102,7 +102,13 @@ class RedisTseScheduler(Scheduler):
         outage: RedisOutage | None = None,
     ):
         outage = outage or RedisOutage(crawl.server, float("inf"), "Redis")
-        queue = partial(LeasedLevelQueue, keys=crawl.keys, lease_seconds=lease_seconds, patience=outage.patience)
+        queue = partial(
+            LeasedLevelQueue,
+            keys=crawl.keys,
+            lease_seconds=lease_seconds,
+            patience=outage.patience,
+            joined=crawl.joined,
+        )
         super().__init__(
             crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue, dupefilter=dupefilter
         )
@@ -123,6 +129,7 @@ class RedisTseScheduler(Scheduler):
         self.replacements: deque = deque()  # redirects and retries of held pages
         self.next_poll = 0.0  # when to ask again for requests, after Redis had none to hand out
         self.redis_failed = False  # Redis refused, or stayed away: the worker is stopping, it settles no more
+        self.crawl_over = False  # the crawl's keys were removed by its last worker while this one held nothing
         self.outage = outage
         self.outage.on_back.append(self._back)
         self.outage.on_give_up.append(self._give_up)
@@ -197,6 +204,8 @@ class RedisTseScheduler(Scheduler):
         super().close(reason)
 
     def has_pending_requests(self) -> bool:
+        if self.crawl_over:
+            return False
         if self.replacements or self.leased or self.settling is not None or self.redis_failed:
             return True  # a settle under way may lease more; after a failure, until the engine stops
         if self.outage.down or self.unsent or self.held_requests:
@@ -283,7 +292,7 @@ class RedisTseScheduler(Scheduler):
 
     def _settle(self, lease: bool = True) -> None:
         """Start a settle, unless one is under way (the next one takes what comes meanwhile)."""
-        if self.settling is None and not self.redis_failed and not self.outage.down:
+        if self.settling is None and not self.redis_failed and not self.outage.down and not self.crawl_over:
             self.settling = self._start_settle(lease)
 
     def _start_settle(self, lease: bool) -> _Settle:
@@ -316,6 +325,9 @@ class RedisTseScheduler(Scheduler):
         except redis.RedisError as error:
             if wait:
                 raise
+            if isinstance(error, CrawlGone):
+                self._crawl_gone(holding=bool(settle.found or settle.finished or settle.unreadable))
+                return
             if is_outage(error):
                 # Whether or not the script ran, it is sent again, as it was, when Redis is back.
                 self.unsent = settle
@@ -366,6 +378,9 @@ class RedisTseScheduler(Scheduler):
         in_hand = set(self.leases)
         try:
             if self.outage.restarted(unknown=False):
+                if not self.crawl.holds_crawl():
+                    self.outage.lose()  # restarted empty, unseen: the crawl's state is lost
+                    return
                 # Restarted between two commands, unseen: it may have lost its last writes.
                 logger.warning(
                     "Redis at %s was restarted: this worker hands back the pages it held", self.outage.shown_url
@@ -451,11 +466,31 @@ class RedisTseScheduler(Scheduler):
 
     def _redis_error(self, error: redis.RedisError) -> None:
         """A command failed: wait out an outage (``outage.py``); any other error stops this worker, once."""
-        if is_outage(error):
+        if isinstance(error, CrawlGone):
+            self._crawl_gone()
+        elif is_outage(error):
             self.outage.failed(error)
         elif not self.redis_failed:
             self.redis_failed = True
-            self._fail(mask_secrets(f"Redis refused: {error}"))
+            self._fail(refused_line(self.crawl, error))
+
+    def _crawl_gone(self, holding: bool = False) -> None:
+        """Redis no longer holds the crawl joined (a script refused to write).  This worker held
+        nothing, on the same server: the last worker removed the crawl's keys, the crawl is over.
+        Else its state is lost: the worker stops (exit 1), writing nothing more."""
+        if self.redis_failed or self.crawl_over:
+            return
+        holding = holding or bool(self.leases or self.leased or self.finished or self.found_links)
+        holding = holding or bool(self.unsent or self.held_requests or self.replacements)
+        try:
+            restarted = self.outage.restarted()
+        except redis.RedisError:
+            restarted = True
+        if holding or restarted:
+            self.outage.lose()
+            return
+        self.crawl_over = True
+        wake_engine(self.crawler)
 
     def _fail(self, message: str) -> None:
         """Stop this worker (exit 1): its pages go back to the frontier."""

@@ -20,6 +20,7 @@ import json
 import os
 import socket
 import threading
+import time
 from typing import Any
 
 import msgpack
@@ -47,6 +48,26 @@ FROM_ENVIRONMENT = "env"  # TSE_REDIS_URL=env: the URL is the environment variab
 URL_VARIABLE = "TSE_REDIS_URL"
 QUARANTINE_SHOWN = 5  # the newest entries `tse status` shows
 HEARTBEAT_BYTES = 1024  # a worker's mark is a few dozen
+SHOWN_AT_MOST = 200  # characters of an entry, or of why it is unreadable, in a log line or a record's why
+# A script's answer when the crawl's params are not the ones this worker joined (CrawlGone).
+GONE_TAG = "TSE_CRAWL_GONE"
+
+# Lua shared by the scripts that write a crawl's keys: they write nothing once the crawl's params are
+# not the ones the worker joined (a Redis without persistence restarted empty, or the crawl's keys
+# were removed or replaced): writing would make a new crawl of stray keys, its docIDs from 1 again.
+# An empty expectation: no check (a client that joined no crawl: tests, tools).
+GUARD_LUA = (
+    r"""
+local function guard(params, expected)
+  if expected ~= '' and redis.call('GET', params) ~= expected then
+    return redis.error_reply('"""
+    + GONE_TAG
+    + r""" ' .. params)
+  end
+  return nil
+end
+"""
+)
 
 # Lua shared by the scripts that read docIDs: a value that is not one (a client
 # of the crawl's Redis wrote it) is moved to the quarantine, never trusted.
@@ -54,6 +75,7 @@ DOC_ID_LUA = r"""
 local quarantined = {}  -- the keys whose entries this call moved to the quarantine (the worker logs them)
 local function keep_aside(key, source, why, value)
   local t = redis.call('TIME')
+  if #why > 200 then why = string.sub(why, 1, 197) .. '...' end  -- a forged entry's text, bounded
   redis.call('LPUSH', key, cmsgpack.pack({1, tonumber(t[1]), source, why, #value, string.sub(value, 1, 4096)}))
   redis.call('LTRIM', key, 0, 9999)
 end
@@ -101,10 +123,14 @@ local function reserve_doc_id(reserved, fingerprint, free, counter, q)
 end
 """
 
-# KEYS: 1 pages, 2 reserved, 3 free_ids, 4 docID counter, 5 quarantine; ARGV: 1 the URL's fingerprint.
+# KEYS: 1 pages, 2 reserved, 3 free_ids, 4 docID counter, 5 quarantine, 6 params;
+# ARGV: 1 the URL's fingerprint, 2 the params joined.
 _RESERVE = (
-    DOC_ID_LUA
+    GUARD_LUA
+    + DOC_ID_LUA
     + """
+local gone = guard(KEYS[6], ARGV[2])
+if gone then return gone end
 local done = doc_id_of(KEYS[1], ARGV[1], KEYS[5])
 if done then return {done, 1} end
 return {reserve_doc_id(KEYS[2], ARGV[1], KEYS[3], KEYS[4], KEYS[5]), 0}
@@ -118,9 +144,55 @@ return {reserve_doc_id(KEYS[2], ARGV[1], KEYS[3], KEYS[4], KEYS[5]), 0}
 # file "past" it removed (seen, rarely, in tests/test_distributed_outage.py).
 _CLAIM_FINISH = """
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
+if ARGV[1] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 if redis.call('set', KEYS[2], 1, 'NX') then return 1 end
 return 0
 """
+
+# KEYS: 1 params, 2 the key to write; ARGV: 1 the params joined, 2 the command (SET, HSET), then its
+# arguments.  A plain write, only while the crawl is the one joined (GUARD_LUA).
+_GUARDED_WRITE = (
+    GUARD_LUA
+    + """
+local gone = guard(KEYS[1], ARGV[1])
+if gone then return gone end
+return redis.call(ARGV[2], KEYS[2], unpack(ARGV, 3))
+"""
+)
+
+
+class CrawlGone(redis.ResponseError):
+    """Redis no longer holds the crawl this worker joined (its params are gone, or another crawl's):
+    a script refused to write (GUARD_LUA)."""
+
+
+def shorten(text: str, at_most: int = SHOWN_AT_MOST) -> str:
+    """*text* in a log line: at most *at_most* characters, "…" when cut (a forged entry may be huge)."""
+    return text if len(text) <= at_most else text[: at_most - 1] + "…"
+
+
+def refused_line(crawl: RedisCrawl, error: redis.RedisError) -> str:
+    """A refusal of Redis in one line, the password masked; a WRONGTYPE names the key (a client of
+    Redis wrote it) so that its operator knows which to remove."""
+    line = f"Redis refused: {error}"
+    if "WRONGTYPE" in str(error):  # at its start, or after "Error running script ...", by version
+        try:
+            key = crawl.wrong_type_key()
+        except redis.RedisError:
+            key = None
+        if key:
+            line = f"Redis refused: key {key} holds the wrong type of value (a client of Redis wrote it): remove it"
+    return mask_secrets(line)
+
+
+def run_guarded(script: Any, keys: list[Any], args: list[Any]) -> Any:
+    """Run *script* (its refusal to write to another crawl raised as CrawlGone)."""
+    try:
+        return script(keys=keys, args=args)
+    except redis.ResponseError as error:
+        if GONE_TAG in str(error):
+            raise CrawlGone(str(error)) from None
+        raise
 
 
 class CountingRedis(redis.Redis):
@@ -248,8 +320,12 @@ class RedisCrawl:
         self.server = server
         self.name = name
         self.keys = CrawlKeys(name)
+        # The raw params of the crawl this worker joined (``join``): its scripts write only while
+        # Redis holds them.  b"": no check (a tool, a test).
+        self.joined = b""
         self._reserve = server.register_script(_RESERVE)
         self._claim_finish = server.register_script(_CLAIM_FINISH)
+        self._guarded_write = server.register_script(_GUARDED_WRITE)
 
     # -- parameters --------------------------------------------------------
     def parameters(self) -> dict[str, Any] | None:
@@ -261,15 +337,77 @@ class RedisCrawl:
         self.server.set(self.keys.params, json.dumps(parameters), nx=True)
         return self.parameters()
 
+    def join(self) -> bool:
+        """Remember the crawl's params as they are now: this worker's scripts write only while
+        Redis holds them.  False if the crawl is gone already (its last worker removed it)."""
+        raw = self.server.get(self.keys.params)
+        self.joined = raw if raw else b"\0gone"  # never matches: writes nothing
+        return bool(raw)
+
+    def holds_crawl(self) -> bool:
+        """Whether Redis still holds the crawl this worker joined."""
+        return not self.joined or self.server.get(self.keys.params) == self.joined
+
+    def leftover_keys(self) -> list[str]:
+        """The crawl's keys, but its quarantine (kept on purpose), when it has no params: what a
+        crawl whose state was lost left (a Redis without persistence restarted mid-crawl)."""
+        return sorted(
+            key.decode(errors="replace")
+            for key in self.server.scan_iter(match=self.keys.pattern, count=1000)
+            if key != self.quarantine_key
+        )
+
+    def guarded_write(self, command: str, key: str, *args: Any) -> Any:
+        """*command* on *key*, only while Redis holds the crawl joined (CrawlGone else)."""
+        return run_guarded(self._guarded_write, [self.keys.params, key], [self.joined, command, *args])
+
+    def set_delay(self, delay: float, max_crawl_delay: float) -> None:
+        """Store the crawl's politeness (its first worker's): every worker keeps it (``delay``)."""
+        self.guarded_write("SET", self.keys.delay, json.dumps({"delay": delay, "max_crawl_delay": max_crawl_delay}))
+
+    def delay(self, wait: float = 10.0) -> tuple[float, float] | None:
+        """The crawl's (delay, max Crawl-delay), waiting up to *wait* s for its first worker to store
+        it while the crawl is not seeded; None for a crawl begun without it (an earlier version)."""
+        deadline = time.monotonic() + wait
+        while True:
+            raw = self.server.get(self.keys.delay)
+            if raw or self.server.exists(self.keys.seeded) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        try:
+            stored = json.loads(raw) if raw else None
+            return float(stored["delay"]), float(stored["max_crawl_delay"])
+        except (ValueError, TypeError, KeyError):  # none, or not a worker's: the worker keeps its own
+            return None
+
     def mark_seeded(self) -> None:
-        self.server.set(self.keys.seeded, 1)
+        self.guarded_write("SET", self.keys.seeded, 1)
+
+    def wrong_type_key(self) -> str | None:
+        """The first of the crawl's keys that holds the wrong type (a client of Redis wrote it), or None."""
+        k = self.keys
+        probes = {"get": (k.params, k.seeded, k.keep, k.finishing, k.doc_id, k.push_id, k.resumed, k.delay)}
+        probes["hlen"] = (k.workers, k.reserved, k.pages, k.leased)
+        probes["zcard"] = (k.free_ids, k.frontier, k.leases, k.lease_scores)
+        probes["scard"] = (k.seen,)
+        probes["llen"] = (k.quarantine,)
+        for command, keys in probes.items():
+            for key in keys:
+                try:
+                    getattr(self.server, command)(key)
+                except redis.ResponseError as error:
+                    if "WRONGTYPE" in str(error):
+                        return key
+        return None
 
     # -- docIDs ------------------------------------------------------------
     def reserve_doc_id(self, fingerprint: bytes) -> tuple[int, bool]:
         """The docID to save the page of *fingerprint* as, and whether it is saved already."""
         k = self.keys
-        doc_id, saved = self._reserve(
-            keys=[k.pages, k.reserved, k.free_ids, k.doc_id, k.quarantine], args=[fingerprint]
+        doc_id, saved = run_guarded(
+            self._reserve,
+            [k.pages, k.reserved, k.free_ids, k.doc_id, k.quarantine, k.params],
+            [fingerprint, self.joined],
         )
         return int(doc_id), bool(saved)
 
@@ -334,7 +472,7 @@ class RedisCrawl:
     # -- workers and the end -----------------------------------------------
     def register_worker(self, worker: str, lease_seconds: float) -> None:
         """Say *worker* is alive (again within *lease_seconds*, or it counts as gone)."""
-        self.server.hset(self.keys.workers, worker, json.dumps({"seen": self.now(), "lease": lease_seconds}))
+        self.guarded_write("HSET", self.keys.workers, worker, json.dumps({"seen": self.now(), "lease": lease_seconds}))
 
     def now(self) -> float:
         """Redis's clock: the one all workers, on any machine, agree on."""
@@ -345,7 +483,7 @@ class RedisCrawl:
         self.server.hdel(self.keys.workers, worker)
 
     def keep_when_finished(self) -> None:
-        self.server.set(self.keys.keep, 1)
+        self.guarded_write("SET", self.keys.keep, 1)
 
     def kept(self) -> bool:
         return bool(self.server.exists(self.keys.keep))
@@ -353,7 +491,7 @@ class RedisCrawl:
     def claim_finish(self) -> bool:
         """True for exactly one worker of a finished crawl, while its keys are there: the one that
         cleans up (see _CLAIM_FINISH)."""
-        return bool(self._claim_finish(keys=[self.keys.params, self.keys.finishing]))
+        return bool(self._claim_finish(keys=[self.keys.params, self.keys.finishing], args=[self.joined]))
 
     def remove(self) -> int:
         """Remove the crawl's keys, but its quarantine (what no worker could read stays for its operator)."""
@@ -402,7 +540,7 @@ class RedisCrawl:
     def quarantine(self, source: str, why: str, entry: bytes) -> None:
         """Keep *entry* of *source* aside (as the Lua scripts do: queue.py, DOC_ID_LUA)."""
         seconds, _ = self.server.time()
-        record = msgpack.packb([1, seconds, source, why, len(entry), entry[:4096]], use_bin_type=False)
+        record = msgpack.packb([1, seconds, source, shorten(why), len(entry), entry[:4096]], use_bin_type=False)
         pipe = self.server.pipeline()
         pipe.lpush(self.keys.quarantine, record)
         pipe.ltrim(self.keys.quarantine, 0, 9999)

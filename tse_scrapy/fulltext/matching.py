@@ -35,6 +35,7 @@ from ..rules.text.pagefields import VOCABULARY_MIN
 ONE_EDIT_FROM = 5
 # Two words typed apart are also looked for joined from this many characters (``_with_joined_words``).
 SHORT_JOINED = 4
+RARE_WORD_SHARE = 100  # ... when one of the two is on one page in this many at most (``Vocabulary.rare_word``)
 TWO_EDITS_FROM = 9
 CORRECTIONS = 3  # the closest words a misspelt one matches
 CANDIDATES = 50  # the words within its edits looked at for a misspelt word
@@ -296,6 +297,13 @@ class Vocabulary:
         words of pages gone: ``closest`` keeps only the words it says pages hold)."""
         sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
         return _remembered(self._words, word, lambda: self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None)
+
+    def rare_word(self, word: str) -> bool:
+        """Whether at most one page in RARE_WORD_SHARE holds *word* as a word (at least one may)."""
+        if self._language_pages is None:
+            self._language_pages = dict(self.db.execute("SELECT lang, count(*) FROM pages GROUP BY lang"))
+        most = max(1, sum(self._language_pages.values()) // RARE_WORD_SHARE)
+        return self.pages_having(word, most) <= most
 
     def pages_having(self, word: str, most: int) -> int:
         """How many pages have *word* as a word (``is_word``), counted to *most* + 1 at most (FTS5
@@ -579,9 +587,15 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
         first, second = groups[number][0], groups[number + 1][0]
         joined = first.words[0] + second.words[0]
         # A shorter word ("Wi Fi": "wifi") is looked for among the pages' words, of two parts of two
-        # characters or more ("is a" is no "isa").
-        short = len(joined) == SHORT_JOINED and min(len(first.words[0]), len(second.words[0])) >= 2
-        if (len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined)) or (short and vocabulary.is_word(joined)):
+        # characters or more, one of them rare as a word (a piece, not a word of its own: "is a" is no
+        # "isa", nor "in it" "init", "so on" "soon").
+        short = (
+            len(joined) == SHORT_JOINED
+            and min(len(first.words[0]), len(second.words[0])) >= 2
+            and vocabulary.is_word(joined)
+            and any(vocabulary.rare_word(word) for word in (first.words[0], second.words[0]))
+        )
+        if short or (len(joined) >= ONE_EDIT_FROM and vocabulary.listed(joined)):
             clause = JoinedWord(first.text + second.text, (joined,))
             groups[number].append(clause)
             groups[number + 1].append(clause)

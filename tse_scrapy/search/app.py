@@ -181,13 +181,17 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             context["language_ignored"] = True
         pages = max(1, math.ceil(len(answer.ranked) / PER_PAGE))
         suggestion = _suggestion(answer)
+        if language is not None and not answer.ranked:
+            # None in the language chosen: how many in all of them, for a way out of the filter.
+            every = engine.answer(line, ranking, limit_size=True, preferred=language)
+            context["every_language_total"] = len(every.ranked) if every is not None and not every.error else 0
         context.update(
             per_page=PER_PAGE,
             total=len(answer.ranked),
             partial=answer.partial,
             missing=answer.missing,
             # (the words but those missing, when a partial answer names these: "the other word", or "some of")
-            others=len(answer.search_query.required) - len(answer.missing) if answer.search_query else 0,
+            others=_distinct_groups(answer) - len(answer.missing),
             suggestion=suggestion,
             suggestion_url=_search_url(suggestion, ranking, 1, shown_language) if suggestion else None,
             every_language_url=_search_url(line, ranking, 1),
@@ -282,7 +286,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         served = index.current()
         page = saved_page(served.engine, doc_id)
         if page is None or page.url not in served.notes.pdfs:
-            return PlainTextResponse("no such PDF\n", 404, headers=SAFE_HEADERS)
+            return missing(request, f"No such PDF: {doc_id}.")
         headers = {
             **SAFE_HEADERS,
             "Content-Security-Policy": SAVED_PAGE_POLICY,
@@ -431,6 +435,13 @@ def _results(
         result = Result(doc_id, url, score, title or url, snippet_text, highlights, live, lang, also, url in pdfs)
         results.append(result)
     return results
+
+
+def _distinct_groups(answer: Answer) -> int:
+    """How many required groups the query has, a group typed twice ("cat zzqq zzqq") once."""
+    if answer.search_query is None:
+        return 0
+    return len({frozenset((clause.words, clause.quoted) for clause in group) for group in answer.search_query.required})
 
 
 def _suggestion(answer: Answer) -> str | None:

@@ -58,7 +58,7 @@ _LASTING_FAILURES = frozenset(
         "offsite",
         "denied",
         "ignored",
-        "larger than DOWNLOAD_MAXSIZE",
+        "larger than DOWNLOAD_MAXSIZE",  # (record.TOO_LARGE: that module imports this one)
         "cancelled (too large?)",
         "unsupported scheme",
     }

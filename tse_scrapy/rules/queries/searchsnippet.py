@@ -850,11 +850,13 @@ class Placing:
     """Marks that place a snippet's window (``snippet``), the first a text holds: each prepared
     alone, in their order, and all together (looked for past a text's first read)."""
 
-    __slots__ = ("each", "together")
+    __slots__ = ("each", "together", "words")
 
     def __init__(self, sequences: Sequence[Sequence[Collection[str]]]):
         self.each = [PreparedMarks([sequence]) for sequence in sequences]
         self.together = PreparedMarks(sequences)
+        # The terms of those that are one word: a window showing one is kept (a phrase's word is no phrase).
+        self.words = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0]}
 
 
 def placed_snippet(
@@ -870,18 +872,19 @@ def placed_snippet(
     Where the rarer marks are looked for costs little: the first read by its stored head, the rest
     of the text as ``later_snippet`` reads a page's rest (their pieces found by a search in C, only
     those places read word by word), not word by word from its start; and a window the first mark
-    of any places is kept when it shows the rarer mark already (most titles typed)."""
+    of any places is kept when it shows one of them already, a word (most titles typed).  Else the
+    rarest of them the first read holds places it; past the first read, the first of any found."""
     prepared, languages = _prepared(marks), tuple(languages)
     ranges = _whole_characters(text, _window_ranges(text, prepared, languages, size, head))
     start, end = _bounds(text, ranges[0][0] if ranges else 0, size)
     placed = False
     if placing is not None and placing.each:
         shown = [(a, b) for a, b in ranges if a < end and b > start]
-        if _give_any(text, shown, placing.together.wanted, analysis.stemming_languages(languages)):
-            return (*_cut(text, ranges, start, end), True)  # (most titles typed: the window shows it already)
+        if placing.words and _give_any(text, shown, placing.words, analysis.stemming_languages(languages)):
+            return (*_cut(text, ranges, start, end), True)  # (most titles typed: the window shows one already)
         read = first_read(text)
         served = head if head is not None and _head_serves(head, read, languages) else None
-        for mark in placing.each:
+        for mark in placing.each:  # the rarest its first read holds
             found = _found(read, mark, languages, None, served)[0]
             if found:
                 placed = True
@@ -890,7 +893,7 @@ def placed_snippet(
                     ranges = _marks_around(text, first, prepared, languages, size, served)
                     start, end = _bounds(text, first, size)
                 break
-        if not placed and len(read) < len(text):
+        if not placed and len(read) < len(text):  # (one search for them all past it: its cost bounded)
             later = later_snippet(text[len(read) :], placing.together, languages, size, shown=prepared)
             if later is not None:
                 return (*later, True)
@@ -969,4 +972,5 @@ def _placing_of(prepared: PreparedMarks) -> Placing:
     there is one of them)."""
     placing = Placing([])
     placing.each, placing.together = [prepared], prepared
+    placing.words = {term for sequence in prepared.sequences if len(sequence) == 1 for term in sequence[0]}
     return placing

@@ -49,15 +49,24 @@ class HiddenSpans:
             if name != b"<!--" and lowered[after : after + 1].isalnum():
                 self._position = start + 1  # "<scripts", "<titles": another element's name
                 continue
-            end = lowered.find(self._closing[name], after)
-            if end < 0:
-                end = len(lowered)
-            elif name != b"<!--":
-                close = lowered.find(b">", end)
-                end = len(lowered) if close < 0 else close + 1
+            if name == b"<!--":
+                end = _comment_end(lowered, after)
             else:
-                end += len(b"-->")
+                end = lowered.find(self._closing[name], after)
+                close = lowered.find(b">", end) if end >= 0 else -1
+                end = len(lowered) if close < 0 else close + 1
             self._spans.append((start, end))
             self._starts.append(start)
             self._position = end if end > start else start + 1
             return True
+
+
+def _comment_end(lowered: bytes, after: int) -> int:
+    """Where a comment whose "<!--" ends at *after* ends, as HTML reads it: "<!-->" and "<!--->" are
+    empty ones, "-->" or "--!>" close one; else it runs to the end."""
+    if lowered.startswith(b">", after):
+        return after + 1
+    if lowered.startswith(b"->", after):
+        return after + 2
+    ends = [found + len(close) for close in (b"-->", b"--!>") if (found := lowered.find(close, after)) >= 0]
+    return min(ends, default=len(lowered))

@@ -3,9 +3,11 @@ URL first, so that its relative links lead where they led on the site, not to th
 (``/doc/7`` linking to ``whatsnew/changelog.html`` reached ``/doc/whatsnew/changelog.html``, a 404:
 a tester's find).  Pure functions, no Scrapy import.
 
-The tag goes after a byte order mark (which must stay first) and after a doctype (a tag before it
-would put the page in quirks mode), written in the page's own encoding; the browser keeps the first
-``<base href>`` of a document, so a page's own comes second and changes nothing.
+The tag goes after a byte order mark (which must stay first) and after the page's prolog (an XML
+declaration, comments, a doctype: a tag before a doctype would put the page in quirks mode), written in
+the page's own encoding.  A page whose head names a ``<base href>`` of its own is left as it is: the
+browser keeps a document's first one, and the page's is the one its links were written for (the crawl
+reads them so).
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ import html
 import re
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-_DOCTYPE = re.compile(r"\s*<!doctype[^>]*>", re.I)
-# A doctype is looked for in the page's first characters only (a hostile page cannot make it read more).
+# What may stand before a page's first tag of its own: an XML declaration, comments, a doctype.
+_PROLOG = re.compile(r"(?:\s+|<\?xml[^>]*>|<!--.*?-->|<!doctype[^>]*>)*", re.I | re.S)
+_DOCTYPE = re.compile(r"<!doctype", re.I)
+_OWN_BASE = re.compile(r"<base\b[^>]*?\bhref\s*=", re.I)
+_HEAD_END = re.compile(r"</head\s*>|<body\b", re.I)
+# The prolog and a page's own <base> are looked for in its first characters only (a hostile page cannot
+# make them read more).
 DOCTYPE_CHARACTERS = 1024
+HEAD_CHARACTERS = 64 * 1024
 
 
 def base_tag(url: str) -> str:
@@ -36,7 +44,11 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
     except (LookupError, UnicodeError):
         return body
     start = next((len(bom) for bom in _BOMS if body.startswith(bom)), 0)
-    at = start + _doctype_bytes(body[start:], encoding)
+    head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
+    end = _HEAD_END.search(head)
+    if _OWN_BASE.search(head, 0, end.start() if end else len(head)):
+        return body  # (its own <base> is the one its links were written for)
+    at = start + _prolog_bytes(body[start:], head, encoding)
     return body[:at] + tag + body[at:]
 
 
@@ -46,16 +58,22 @@ def _without_bom(encoding: str) -> str:
     return {"utf-16": "utf-16-le", "utf-32": "utf-32-le", "utf-8-sig": "utf-8"}.get(name, name)
 
 
-def _doctype_bytes(body: bytes, encoding: str) -> int:
-    """How many bytes of *body* (after any byte order mark) its leading doctype and the whitespace
-    before it take; 0 for none."""
+def _decoded_head(body: bytes, encoding: str, characters: int) -> str:
+    """About the first *characters* of *body* (after any byte order mark) decoded, bytes that are no
+    text in *encoding* replaced; "" for a codec Python does not have."""
     try:
-        head = codecs.getincrementaldecoder(_without_bom(encoding))("replace").decode(body[: 4 * DOCTYPE_CHARACTERS])
+        decoder = codecs.getincrementaldecoder(_without_bom(encoding))("replace")
     except LookupError:
+        return ""
+    return decoder.decode(body[: 4 * characters])[:characters]
+
+
+def _prolog_bytes(body: bytes, head: str, encoding: str) -> int:
+    """How many bytes of *body* (after any byte order mark) the page's prolog takes, when it holds a
+    doctype (an XML declaration and comments before it, whitespace); 0 for none: the tag then opens it."""
+    prolog = _PROLOG.match(head[:DOCTYPE_CHARACTERS])
+    if prolog is None or not _DOCTYPE.search(prolog.group()):
         return 0
-    found = _DOCTYPE.match(head[:DOCTYPE_CHARACTERS])
-    if found is None:
-        return 0
-    taken = head[: found.end()].encode(_without_bom(encoding), "replace")
-    # (Decoded with replacements, a prefix may not encode back to its bytes: then no doctype is skipped.)
+    taken = head[: prolog.end()].rstrip().encode(_without_bom(encoding), "replace")  # (the spaces after it stay)
+    # (Decoded with replacements, a prefix may not encode back to its bytes: then the tag opens the page.)
     return len(taken) if body.startswith(taken) else 0
