@@ -1269,11 +1269,12 @@ PARTITIONING = " ".join(["Die Konfiguration der Uhr und der Zeitzone."] * 12) + 
 @pytest.mark.parametrize(
     "placing, rarer_marked, placed",
     [
-        # The rarest word places the window (after the characters shown before it); the other words
-        # in it are marked too.
+        # The first place of a rarer word places the window (after the characters shown before it);
+        # the other words in it are marked too.
         ([[["partitionierung"]]], ["Partitionierung", "Partitionierung", "Festplatte"], True),
-        ([[["festplatte"]], [["partitionierung"]]], ["Partitionierung", "Festplatte"], True),
-        # A placing word the text does not hold: the next; none: the first mark of any ("der").
+        ([[["festplatte"]], [["partitionierung"]]], ["Partitionierung", "Partitionierung", "Festplatte"], True),
+        ([[["festplatte"]]], ["Partitionierung", "Festplatte"], True),
+        # A placing word the text does not hold: the others; none: the first mark of any ("der").
         ([[["grub"]], [["festplatte"]]], ["Partitionierung", "Festplatte"], True),
         ([[["grub"]]], [], False),
         ([], [], False),
@@ -1314,10 +1315,10 @@ def test_a_placed_snippet_from_a_stored_head_is_the_snippet_worked_out(words, te
         with_head = searchsnippet.placed_snippet(text, sequences, languages, size=size, head=head, placing=placing)
         assert with_head == searchsnippet.placed_snippet(text, sequences, languages, size=size, placing=placing)
         snippet, ranges, placed = with_head
-        holding = [mark for mark in placing.each if searchsnippet.marked_ranges(text, mark, languages)]
+        holding = searchsnippet.marked_ranges(text, placing.together, languages)
         assert placed is bool(holding)
-        if holding:  # its first place is marked in the snippet
-            first_start, first_end = searchsnippet.marked_ranges(text, holding[0], languages)[0]
+        if holding:  # the first place of one of them is marked in the snippet
+            first_start, first_end = holding[0]
             shown = [snippet[start:end] for start, end in ranges]
             assert text[first_start:first_end] in shown, (snippet, shown)
     finally:

@@ -212,6 +212,7 @@ class Vocabulary:
         self._phrase_words = 0  # the words of the phrases kept
         self._words: dict[str, bool] = {}  # is_word's answers
         self._listed: dict[str, bool] = {}  # listed's answers
+        self._rare: dict[str, bool] = {}  # rare_word's answers
         self._language_pages: dict[str, int] | None = None  # language -> its pages ("" for none said)
         self._documents_in: dict[tuple[str, frozenset[str]], int] = {}
 
@@ -303,7 +304,7 @@ class Vocabulary:
         if self._language_pages is None:
             self._language_pages = dict(self.db.execute("SELECT lang, count(*) FROM pages GROUP BY lang"))
         most = max(1, sum(self._language_pages.values()) // RARE_WORD_SHARE)
-        return self.pages_having(word, most) <= most
+        return _remembered(self._rare, word, lambda: self.pages_having(word, most) <= most)
 
     def pages_having(self, word: str, most: int) -> int:
         """How many pages have *word* as a word (``is_word``), counted to *most* + 1 at most (FTS5

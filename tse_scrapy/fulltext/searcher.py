@@ -317,9 +317,9 @@ class SearchIndex:
         )
 
     def _placing(self, marks: Marks) -> Marks:
-        """The marks that place a snippet's window (``searchsnippet.snippet``), rarest first: all but
-        the commonest, by the pages holding their terms (a phrase's by its rarest word's); none for
-        marks all as common (or one mark): the first mark of any places it then."""
+        """The marks that place a snippet's window (``searchsnippet.snippet``): all but the commonest,
+        by the pages holding their terms (a phrase's by its rarest word's); none for marks all as
+        common (or one mark): the first mark of any places it then."""
         if len(marks) < 2:
             return []
         documents = self.vocabulary.documents

@@ -41,6 +41,10 @@ from ..rules.web.savedcopy import with_base
 from .served import Served, ServedIndex
 
 PER_PAGE = 10
+# The results whose snippet is placed by the query's rarer words (searchsnippet.placed_snippet): the
+# first ones of a page, those read most.  Placing costs each about a quarter more than a snippet at the
+# first mark of any (bench/RESULTS.md): for all ten, a tenth more of a search's CPU.
+PLACED_RESULTS = 5
 MAX_PER_PAGE = 100
 MAX_PAGE = 1_000_000
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
@@ -392,18 +396,19 @@ def _results(
 
     snippets = {}
     unplaced = []  # pages whose stored text holds none of the marks that place a window, but others
-    for doc_id, _ in shown:
+    for rank, (doc_id, _) in enumerate(shown):
         document = documents.get(doc_id)
         text = document.text if document else ""
         if answer.search_query is not None:
             lang = languages.get(doc_id, "") or None
             # (A page answering a run by its pieces apart marks them: its first mark places the window.)
-            places = placing_for(doc_id) if answer.placing and doc_id not in answer.apart else None
+            placed_here = answer.placing and doc_id not in answer.apart and rank < PLACED_RESULTS
+            places = placing_for(doc_id) if placed_here else None
             shown_text, highlights, placed = searchsnippet.placed_snippet(
                 text, marks_for(doc_id), (None, lang), head=heads.get(doc_id), placing=places
             )
             snippets[doc_id] = (shown_text, highlights)
-            if places is not None and places.each and not placed and highlights:
+            if places is not None and places.sequences and not placed and highlights:
                 unplaced.append(doc_id)
         else:
             snippets[doc_id] = snippet(text, words)

@@ -276,6 +276,7 @@ def _found(
     window: int | None,
     head: Head | None = None,
     first: tuple[int, int] | None = None,
+    places: dict[str, tuple[Sequence[int], Sequence[int]]] | None = None,
 ) -> tuple[list[tuple[int, int]], bool]:
     """The marks of *text*, the first being the first found reading it word by word (their last
     words' order: it places the window), and whether the text read was enough: it reaches *window*
@@ -284,7 +285,8 @@ def _found(
     which then places the window and comes first in the marks (no head then)."""
     marks, wanted, starts, longest = prepared.sequences, prepared.wanted, prepared.starts, prepared.longest
     alone = prepared.alone
-    places = head._places(prepared.patterns) if head is not None and not starts else None
+    if places is None:  # (given: the places of these marks' terms or more, read from *head* already)
+        places = head._places(prepared.patterns) if head is not None and not starts else None
     if head is not None and places is not None:
         marked = _head_marks(head, places, prepared, window, len(text))
         if marked is not None:
@@ -596,17 +598,18 @@ def _window_ranges(
     languages: tuple[str | None, ...],
     window: int,
     head: Head | None = None,
+    places: dict[str, tuple[Sequence[int], Sequence[int]]] | None = None,
 ) -> list[tuple[int, int]]:
     """``marked_ranges(text, marks, languages, window)``, read from longer and longer beginnings of
     *text*: what matched is most often near a page's start, and the words, their stems and the
     marks of a beginning cut at a space are those of the whole text up to there.  *head*: the
     ``snippet_head`` stored for the page, used when it is this text's in these *languages*."""
     first = first_read(text)
-    if head is not None and not _head_serves(head, first, languages):
-        head = None
+    if head is not None and places is None and not _head_serves(head, first, languages):
+        head = None  # (with *places*, the caller found it serves)
     if len(first) == len(text):
-        return _merged(_found(text, marks, languages, window, head)[0])
-    found, stopped = _found(first, marks, languages, window, head)
+        return _merged(_found(text, marks, languages, window, head, places=places)[0])
+    found, stopped = _found(first, marks, languages, window, head, places=places)
     if stopped:
         return _merged(found)
     start = _read_on_from(text, len(first), marks, languages)
@@ -839,24 +842,28 @@ def snippet(
     """About *size* characters of *text* around the first of *marks* (see ``marked_ranges``), and the
     ranges marked in it; the start of the text when none is there.  A cut is shown by "… ".  *head*:
     the page's ``snippet_head``, stored when it was indexed (ignored when it is not *text*'s).
-    *placing*: some of *marks*, the first of them *text* holds placing the window at its first
-    place instead (the query's rarest word: not "der" of "Partitionierung der Festplatte", nor
-    "installation" of "grub installation" in an installation guide)."""
+    *placing*: some of *marks*, the first place of one of them placing the window instead (all but
+    the query's commonest word: not "der" of "Partitionierung der Festplatte", nor "installation" of
+    "grub installation" in an installation guide)."""
     shown, ranges, _ = placed_snippet(text, marks, languages, size, head, placing)
     return shown, ranges
 
 
 class Placing:
-    """Marks that place a snippet's window (``snippet``), the first a text holds: each prepared
-    alone, in their order, and all together (looked for past a text's first read)."""
+    """Marks that place a snippet's window (``snippet``): the first place a text holds one of them
+    (prepared when first needed)."""
 
-    __slots__ = ("each", "together", "words")
+    __slots__ = ("_together", "sequences")
 
     def __init__(self, sequences: Sequence[Sequence[Collection[str]]]):
-        self.each = [PreparedMarks([sequence]) for sequence in sequences]
-        self.together = PreparedMarks(sequences)
-        # The terms of those that are one word: a window showing one is kept (a phrase's word is no phrase).
-        self.words = {term for sequence in sequences if len(sequence) == 1 for term in sequence[0]}
+        self.sequences = sequences
+        self._together: PreparedMarks | None = None
+
+    @property
+    def together(self) -> PreparedMarks:
+        if self._together is None:
+            self._together = PreparedMarks(self.sequences)
+        return self._together
 
 
 def placed_snippet(
@@ -869,35 +876,36 @@ def placed_snippet(
 ) -> tuple[str, list[tuple[int, int]], bool]:
     """``snippet``, and whether one of *placing* placed its window (False without them).
 
-    Where the rarer marks are looked for costs little: the first read by its stored head, the rest
-    of the text as ``later_snippet`` reads a page's rest (their pieces found by a search in C, only
-    those places read word by word), not word by word from its start; and a window the first mark
-    of any places is kept when it shows one of them already, a word (most titles typed).  Else the
-    rarest of them the first read holds places it; past the first read, the first of any found."""
+    The window the first mark of any places is kept when it shows one of them; else the first of
+    them the text holds places it, found where it costs little: in the first read by its stored
+    head, past it as ``later_snippet`` reads a page's rest (their pieces found by a search in C, only
+    those places read word by word), not word by word from the start; the marks around it then, from
+    the head too.  A text holding none of them: the first mark of any places it."""
     prepared, languages = _prepared(marks), tuple(languages)
-    ranges = _whole_characters(text, _window_ranges(text, prepared, languages, size, head))
-    start, end = _bounds(text, ranges[0][0] if ranges else 0, size)
-    placed = False
-    if placing is not None and placing.each:
-        shown = [(a, b) for a, b in ranges if a < end and b > start]
-        if placing.words and _give_any(text, shown, placing.words, analysis.stemming_languages(languages)):
-            return (*_cut(text, ranges, start, end), True)  # (most titles typed: the window shows one already)
+    if placing is not None and placing.sequences:
         read = first_read(text)
         served = head if head is not None and _head_serves(head, read, languages) else None
-        for mark in placing.each:  # the rarest its first read holds
-            found = _found(read, mark, languages, None, served)[0]
-            if found:
-                placed = True
-                if not any(start <= a and b <= end for a, b in found):  # (else the window shows it already)
-                    first = min(a for a, _ in found)
-                    ranges = _marks_around(text, first, prepared, languages, size, served)
-                    start, end = _bounds(text, first, size)
-                break
-        if not placed and len(read) < len(text):  # (one search for them all past it: its cost bounded)
+        # The places of every mark's terms in the first read, read from the head once for both.
+        places = served._places(prepared.patterns) if served is not None and not prepared.starts else None
+        wanted = placing.together.wanted
+        placing_places = None if places is None else {term: at for term, at in places.items() if term in wanted}
+        found = _found(read, placing.together, languages, None, served, places=placing_places)[0]
+        if found:
+            # The window the first mark of any places, when it shows one of them (most titles typed:
+            # the cheapest), else one at the first of them.
+            ranges = _whole_characters(text, _window_ranges(text, prepared, languages, size, served, places))
+            start, end = _bounds(text, ranges[0][0] if ranges else 0, size)
+            if any(start <= a and b <= end for a, b in found):
+                return (*_cut(text, ranges, start, end), True)
+            first = min(a for a, _ in found)
+            ranges = _marks_around(text, first, prepared, languages, size, served)
+            return (*_cut(text, ranges, *_bounds(text, first, size)), True)
+        if len(read) < len(text):
             later = later_snippet(text[len(read) :], placing.together, languages, size, shown=prepared)
             if later is not None:
                 return (*later, True)
-    return (*_cut(text, ranges, start, end), placed)
+    ranges = _whole_characters(text, _window_ranges(text, prepared, languages, size, head))
+    return (*_cut(text, ranges, *_bounds(text, ranges[0][0] if ranges else 0, size)), False)
 
 
 def _cut(text: str, ranges: list[tuple[int, int]], start: int, end: int) -> tuple[str, list[tuple[int, int]]]:
@@ -907,18 +915,6 @@ def _cut(text: str, ranges: list[tuple[int, int]], start: int, end: int) -> tupl
     shift = len(prefix) - start
     kept = [(max(a, start) + shift, min(b, end) + shift) for a, b in ranges if a < end and b > start]
     return prefix + text[start:end] + suffix, kept
-
-
-def _give_any(text: str, ranges: list[tuple[int, int]], wanted: set[str], stemming: tuple[str, ...]) -> bool:
-    """Whether the words marked at *ranges* of *text* give a term of *wanted*, unstemmed or stemmed in
-    one of the languages *stemming*."""
-    for a, b in ranges:
-        words = analysis.words(text[a:b])
-        if not wanted.isdisjoint(words) or any(
-            not wanted.isdisjoint(analysis.stem(words, language)) for language in stemming
-        ):
-            return True
-    return False
 
 
 def _bounds(text: str, first: int, size: int) -> tuple[int, int]:
@@ -970,7 +966,6 @@ def _marks_around(
 def _placing_of(prepared: PreparedMarks) -> Placing:
     """*prepared*'s marks as one that places a window (``later_snippet``'s piece: the place found
     there is one of them)."""
-    placing = Placing([])
-    placing.each, placing.together = [prepared], prepared
-    placing.words = {term for sequence in prepared.sequences if len(sequence) == 1 for term in sequence[0]}
+    placing = Placing(list(prepared.sequences))
+    placing._together = prepared
     return placing
