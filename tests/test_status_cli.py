@@ -58,3 +58,20 @@ def test_a_crawl_whose_record_is_lost_is_said_so(redis_server, redis_url):
         f"tse status: crawl lost in Redis at {redis_url}: its record is lost, 1 leftover key(s) remain: "
         "remove them (redis-cli --scan --pattern 'tse:lost:*', then DEL each)\n"
     )
+
+
+def test_a_redis_that_wants_a_password_is_said_so(tmp_path):
+    # (Its own "HELLO must be called with the client already authenticated ..." was all it said.)
+    from tests.support.redisserver import RedisServer
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        server.client().config_set("requirepass", "s3cret-pw")
+        done = run_tse("status", "--redis", server.url, "c", timeout=30)
+        assert done.returncode == 1
+        assert done.stderr.decode() == (
+            f"tse status: Redis at {server.url} wants a password: give it in the URL, before the host and an @ "
+            "(user:password@)\n"
+        )
+    finally:
+        server.stop()

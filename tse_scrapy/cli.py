@@ -750,7 +750,7 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                 shown = crawl.status()
             except redis.RedisError as error:
                 if not is_outage(error):
-                    return _one_line("status", f"Redis at {shown_url} refused: {error}")
+                    return _one_line("status", _refusal(error, shown_url))
                 if not options.every:  # once: no wait, exit 1
                     return _one_line("status", outage_line(error, shown_url))
                 print(
@@ -784,6 +784,16 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
             time.sleep(options.every)
     except KeyboardInterrupt:
         return OK
+
+
+def _refusal(error: Exception, shown_url: str) -> str:
+    """What Redis refused, in words: a password it wants said so (its own "HELLO must be called with
+    the client already authenticated ..." or "NOAUTH ..." says it less plainly)."""
+    text = str(error)
+    if type(error).__name__ == "AuthenticationError" or text.startswith(("NOAUTH", "HELLO must be called")):
+        # (Said without a URL holding one: lines are masked as URLs with credentials are.)
+        return f"Redis at {shown_url} wants a password: give it in the URL, before the host and an @ (user:password@)"
+    return f"Redis at {shown_url} refused: {text}"
 
 
 def _show_shutdown(record: logging.LogRecord) -> bool:
