@@ -208,22 +208,29 @@ def test_render_with_resume_and_update(nginx, tmp_path):
     assert refused.returncode == 2 and "render" in refused.stderr.decode()
 
 
-def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
-    """A site at a host name only the proxy knows: the page and the JSON its script fetches both come
-    through ``http_proxy`` (nginx, answering absolute-form requests from ROOT/HOST/)."""
+def crawl_through_proxy(nginx, tmp_path, host, depth, *options):
+    """The site at *host*, a name only the proxy knows (nginx, answering absolute-form requests from
+    ROOT/HOST/), crawled with --render through ``http_proxy``: the proxy, the page directory, the run."""
     from tests.conftest import clean_env
 
     hosts = tmp_path / "hosts"
-    site = hosts / "render.test"
+    site = hosts / host
     site.mkdir(parents=True)
     write_site(site)
     proxy = nginx(hosts)
     pages = tmp_path / "pages"
     pages.mkdir()
     result = run_tse(
-        "crawl", "http://render.test/catalog.html", pages, "1", "--prefix", "http://render.test/", "--render",
-        "-s", "DOWNLOAD_DELAY=0", *BOUNDS, env=clean_env(http_proxy=proxy.url),
+        "crawl", f"http://{host}/catalog.html", pages, str(depth), "--prefix", f"http://{host}/", "--render",
+        "-s", "DOWNLOAD_DELAY=0", *BOUNDS, *options, env=clean_env(http_proxy=proxy.url),
     )  # fmt: skip
+    return proxy, pages, result
+
+
+def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
+    """A site at a host name only the proxy knows: the page and the JSON its script fetches both come
+    through ``http_proxy`` (nginx, answering absolute-form requests from ROOT/HOST/)."""
+    proxy, pages, result = crawl_through_proxy(nginx, tmp_path, "render.test", 1)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     targets = [access.target for access in proxy.accesses()]
@@ -358,21 +365,8 @@ def test_feature_switches_keep_playwrights(nginx, tmp_path):
     Playwright's, which keep HTTP pages on HTTP (HttpsUpgrades off).  Without them, this page, at a
     host name that Chromium upgrades (not 127.0.0.1, not .test), would be taken for an https one, and
     its JSON asked for over https, which the proxy does not answer."""
-    from tests.conftest import clean_env
-
-    hosts = tmp_path / "hosts"
-    site = hosts / "www.example.com"
-    site.mkdir(parents=True)
-    write_site(site)
-    proxy = nginx(hosts)
-    pages = tmp_path / "pages"
-    pages.mkdir()
-    result = run_tse(
-        "crawl", "http://www.example.com/catalog.html", pages, "0", "--prefix", "http://www.example.com/",
-        "--render", "-s", "DOWNLOAD_DELAY=0", *BOUNDS,
-        "-s", "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24,--disable-features=Translate",
-        env=clean_env(http_proxy=proxy.url),
-    )  # fmt: skip
+    switches = "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24,--disable-features=Translate"
+    proxy, pages, result = crawl_through_proxy(nginx, tmp_path, "www.example.com", 0, "-s", switches)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     targets = [access.target for access in proxy.accesses()]

@@ -399,7 +399,7 @@ def compile_query(
     unrestricted: set[str] = set()  # the forms some clause matches in any language
     aparts: list[str | None] = []  # each group's run of a bigram script as its pieces (_apart)
     apart_bigrams: list[str] = []  # and those runs' bigrams
-    for alternatives in _distinct_groups(query.required):
+    for alternatives in distinct_groups(query.required):
         aparts.append(_apart(alternatives[0]) if len(alternatives) == 1 else None)
         if aparts[-1] is not None:
             apart_bigrams += alternatives[0].words
@@ -640,7 +640,7 @@ def _split_word(clause: Clause, vocabulary: Vocabulary) -> SplitWord | None:
     return SplitWord(clause.text, tuple(parts))
 
 
-def _distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
+def distinct_groups(required: Sequence[Sequence[Clause]]) -> list[list[Clause]]:
     """The required groups of a query, each with its alternatives once, each once: a word typed twice
     (``debian debian``, ``the OR the``) is matched and scored as once, at the cost of once."""
     groups: dict[frozenset[tuple[tuple[str, ...], bool]], list[Clause]] = {}

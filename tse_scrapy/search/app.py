@@ -27,6 +27,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
+from ..fulltext.matching import distinct_groups
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.pagecontent import readable
 from ..index.storage import IndexReader
@@ -195,7 +196,9 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             partial=answer.partial,
             missing=answer.missing,
             # (the words but those missing, when a partial answer names these: "the other word", or "some of")
-            others=_distinct_groups(answer) - len(answer.missing),
+            others=len(distinct_groups(answer.search_query.required)) - len(answer.missing)
+            if answer.search_query
+            else 0,
             suggestion=suggestion,
             suggestion_url=_search_url(suggestion, ranking, 1, shown_language) if suggestion else None,
             every_language_url=_search_url(line, ranking, 1),
@@ -440,13 +443,6 @@ def _results(
         result = Result(doc_id, url, score, title or url, snippet_text, highlights, live, lang, also, url in pdfs)
         results.append(result)
     return results
-
-
-def _distinct_groups(answer: Answer) -> int:
-    """How many required groups the query has, a group typed twice ("cat zzqq zzqq") once."""
-    if answer.search_query is None:
-        return 0
-    return len({frozenset((clause.words, clause.quoted) for clause in group) for group in answer.search_query.required})
 
 
 def _suggestion(answer: Answer) -> str | None:
