@@ -985,6 +985,44 @@ def test_unfolded_pattern_matches_what_folds_to_its_word(written):
     assert re.fullmatch(analysis.unfolded_pattern(folded), text)
 
 
+# Named for the accented letters a text holds (the pattern compiles in a fraction of the time): the
+# same matches in that text.
+@pytest.mark.parametrize(
+    "folded, text, found",
+    [
+        ("cafe", "un café crème", "café"),
+        ("strasse", "die straße und die strasse", "straße"),
+        ("strasse", "die strasse, die straẞe", "strasse"),
+        ("kiem tra", "kiểm tra", "kiểm tra"),
+        ("debian", "ｄｅｂｉａｎ", "ｄｅｂｉａｎ"),
+        ("ubersetzung", "übersicht", None),
+    ],
+)
+def test_unfolded_pattern_of_the_letters_a_text_holds(folded, text, found):
+    present = analysis.unfolded_characters_in(text) & analysis.unfolded_characters_of([folded])
+    match = re.search(analysis.unfolded_pattern(folded, present), text)
+    assert (match.group() if match else None) == found
+
+
+def test_unfolded_pattern_names_only_the_letters_a_text_holds():
+    assert analysis.unfolded_pattern("cafe", frozenset("é")) == "caf[eé]"
+    assert analysis.unfolded_pattern("strasse", frozenset()) == "strasse"
+    assert analysis.unfolded_characters_in("plain ascii") == frozenset()
+    assert analysis.unfolded_characters_in("кафе café ｃ") == frozenset("éｃ")
+
+
+@given(
+    st.text(alphabet=st.sampled_from(_FOLDING_LETTERS + " "), max_size=40),
+    st.lists(st.text(alphabet=st.sampled_from("abcdeiosuyαεаеｄ"), min_size=1, max_size=6), min_size=1, max_size=3),
+)
+def test_unfolded_pattern_of_a_texts_letters_finds_what_the_whole_pattern_finds(written, folded):
+    text = unicodedata.normalize("NFC", written).lower()
+    present = analysis.unfolded_characters_in(text) & analysis.unfolded_characters_of(folded)
+    whole = re.compile("|".join(analysis.unfolded_pattern(word) for word in folded))
+    named = re.compile("|".join(analysis.unfolded_pattern(word, present) for word in folded))
+    assert [found.span() for found in named.finditer(text)] == [found.span() for found in whole.finditer(text)]
+
+
 @pytest.mark.parametrize(
     "text, may",
     [

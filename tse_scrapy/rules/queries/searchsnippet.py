@@ -381,6 +381,7 @@ LATER_MARGIN = 100
 LATER_PIECES = 16  # the longest pieces of a kind looked for (a query may have a hundred words)
 LATER_SPACE = 100  # a read is cut at a space this close to its bound ...
 LATER_WORD = 64  # ... else at a word's end this close (never inside a word of a script with spaces but a longer one)
+LATER_PRESENT_READ = 50_000  # a text's characters read for the accented letters it holds (see _LaterPieces)
 
 
 def later_snippet(
@@ -404,7 +405,7 @@ def later_snippet(
     for pieces in _later_pieces(prepared, lowered):
         for accented in spellings:
             last = -1
-            for found in pieces.pattern(accented).finditer(lowered):
+            for found in pieces.pattern(accented, lowered).finditer(lowered):
                 places += 1
                 if places > LATER_PLACES:
                     return None
@@ -431,21 +432,39 @@ def later_snippet(
 class _LaterPieces:
     """Pieces of a query's marks, looked for in lowercased text (``later_snippet``): the longest
     LATER_PIECES, as they are or with any accents (``analysis.unfolded_pattern``: compiled when
-    first needed, as it can cost milliseconds)."""
+    first needed, with accents for the accented letters a text holds: all of them can cost
+    milliseconds)."""
 
-    __slots__ = ("_patterns", "pieces")
+    __slots__ = ("_patterns", "_sources", "pieces")
 
     def __init__(self, pieces: Iterable[str]):
         self.pieces = sorted(pieces, key=lambda piece: (-len(piece), piece))[:LATER_PIECES]
-        self._patterns: dict[bool, re.Pattern[str]] = {}
+        self._patterns: dict[frozenset[str] | None, re.Pattern[str]] = {}
+        self._sources: frozenset[str] | None = None  # what the pieces' letters may be folded from
 
-    def pattern(self, accented: bool) -> re.Pattern[str]:
-        found = self._patterns.get(accented)
+    def pattern(self, accented: bool, text: str = "") -> re.Pattern[str]:
+        """The pieces spelled as they are, or *accented* as *text* (lowercased) may hold them."""
+        key: frozenset[str] | None = _AS_THEY_ARE
+        if accented:
+            # (A text's accented letters are found in one search, to a bound: Vietnamese holds one a
+            # few characters.  Past it, or without a text, every letter's accents.)
+            key = None
+            if text and len(text) <= LATER_PRESENT_READ:
+                if self._sources is None:
+                    self._sources = analysis.unfolded_characters_of(self.pieces)
+                key = analysis.unfolded_characters_in(text) & self._sources
+        found = self._patterns.get(key)
         if found is None:
-            spelled = analysis.unfolded_pattern if accented else re.escape
+            if key is _AS_THEY_ARE:
+                spelled = map(re.escape, self.pieces)
+            else:
+                spelled = (analysis.unfolded_pattern(piece, key) for piece in self.pieces)
             # The longest first where two start alike.
-            found = self._patterns[accented] = re.compile("|".join(map(spelled, self.pieces)))
+            found = self._patterns[key] = re.compile("|".join(spelled))
         return found
+
+
+_AS_THEY_ARE: frozenset[str] = frozenset(["as they are"])  # (``_LaterPieces``' key of its pieces unaccented)
 
 
 def _later_pieces(prepared: PreparedMarks, lowered: str) -> list[_LaterPieces]:
