@@ -23,8 +23,19 @@ def _partial_name(path: str) -> str:
 def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> None:
     """Replace *path* with *data* (or its pieces, one after another); an
     interrupted or failed write leaves *path* as it was."""
-    path = os.fspath(path)
-    temporary = _partial_name(path)
+    temporary = write_beside(path, data, fsync=fsync)
+    try:
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_beside(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> Path:
+    """Write *data* whole to *path*'s temporary file (``partial_path``), not yet in place: the caller
+    renames it there (``os.replace``), with other files written before any is renamed.  A failed
+    write leaves no temporary file."""
+    temporary = _partial_name(os.fspath(path))
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
         try:
@@ -33,13 +44,13 @@ def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, 
                 os.fsync(descriptor)
         finally:
             os.close(descriptor)
-        os.replace(temporary, path)
     except BaseException:
         try:
             os.unlink(temporary)
         except FileNotFoundError:
             pass
         raise
+    return Path(temporary)
 
 
 def _write_all(descriptor: int, pieces: Sequence[bytes]) -> None:

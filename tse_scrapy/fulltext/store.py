@@ -255,11 +255,19 @@ class SearchIndexWriter:
 
     def finish(self, index_size: int, index_digest: bytes) -> None:
         """Record the SPEC index the search index belongs with (``prepare`` first), put it in place."""
+        self.ready(index_size, index_digest)
+        self.put_in_place()
+
+    def ready(self, index_size: int, index_digest: bytes) -> None:
+        """Record the SPEC index the search index belongs with (``prepare`` first), all of it written to
+        the partial file (closed), not yet in place (``put_in_place``)."""
         if not self._prepared:
             self.prepare()
         with self.db:  # a transaction
             _write_meta(self.db, index_size, index_digest)
         self.db.close()
+
+    def put_in_place(self) -> None:
         os.replace(partial_path(self.path), self.path)
 
     def __enter__(self) -> SearchIndexWriter:

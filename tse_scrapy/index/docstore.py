@@ -186,6 +186,15 @@ class DocStoreWriter:
     def finish(self, index_size: int, index_digest: bytes, scan: PageScan | None = None) -> DocStore | None:
         """Record the index and the page files (*scan*, walked) the store belongs to;
         in memory, return the store, else put the file in place."""
+        self.ready(index_size, index_digest, scan)
+        if self.path is None:
+            return DocStore(self.db)
+        self.put_in_place()
+        return None
+
+    def ready(self, index_size: int, index_digest: bytes, scan: PageScan | None = None) -> None:
+        """Record the index and the page files (*scan*, walked) the store belongs to, all of it
+        written to the temporary file (closed), not yet in place (``put_in_place``)."""
         meta = {
             "format": FORMAT,
             "index_size": str(index_size),
@@ -195,20 +204,25 @@ class DocStoreWriter:
         }
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
         self.db.commit()
-        if self.path is None:
-            return DocStore(self.db)
-        self.db.close()
+        if self.path is not None:
+            self.db.close()
+
+    def put_in_place(self) -> None:
+        assert self.path is not None
         os.replace(partial_path(self.path), self.path)
-        return None
+
+    def discard(self) -> None:
+        """The temporary file removed (an error once it was ready, before it was put in place)."""
+        self.db.close()
+        if self.path is not None:
+            partial_path(self.path).unlink(missing_ok=True)
 
     def __enter__(self) -> DocStoreWriter:
         return self
 
     def __exit__(self, kind: type | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         if error is not None:
-            self.db.close()
-            if self.path is not None:
-                partial_path(self.path).unlink(missing_ok=True)
+            self.discard()
 
 
 class DocStore:

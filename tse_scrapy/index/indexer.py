@@ -354,9 +354,15 @@ def write_index_files(
                         for word, texts, numbers in merge_runs(runs, width):
                             index.add(word, texts, numbers)
                         search_prepared()
-                        size, digest = index.finish()
-                docs.finish(size, digest, scan)
-                search.finish(size, digest)
+                        size, digest, index_files = index.ready()
+                        # Every file written whole before any is put in place (a full disk changes
+                        # none of them), then all renamed, in a moment: a Ctrl-C is ignored from here.
+                        docs.ready(size, digest, scan)
+                        search.ready(size, digest)
+                        ignore_interrupts()
+                        index_files.put_in_place()
+                        docs.put_in_place()
+                        search.put_in_place()
         except BaseException:
             ignore_interrupts()  # a second Ctrl-C must not cut the cleanup short and orphan the workers
             if workers is not None:

@@ -39,7 +39,7 @@ from functools import cached_property
 from pathlib import Path
 from types import TracebackType
 
-from ..atomicfile import partial_path, write_atomically
+from ..atomicfile import partial_path, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
 from .pagefiles import FileKey, file_key
 from .runs import number_type
@@ -185,13 +185,59 @@ class SidecarPostings(Mapping[int, int]):
 def write_stamp(path: str | os.PathLike, digest: bytes) -> None:
     """Record that the text index at *path*, as it is now, has *digest*, and its sidecar is as it is
     now (see the module's doc)."""
-    size, mtime_ns, inode = file_key(os.stat(path))
+    write_atomically(stamp_path(path), _stamp_line(path, sidecar_path(path), digest))
+
+
+def _stamp_line(text: str | os.PathLike, sidecar: str | os.PathLike, digest: bytes) -> bytes:
+    """The stamp of the text index file *text* with *digest* and of its *sidecar* file (where
+    renaming them puts them: a rename keeps a file's size, modification time and inode)."""
+    size, mtime_ns, inode = file_key(os.stat(text))
     line = b"%d %d %d %s" % (size, mtime_ns, inode, digest.hex().encode())
     try:
-        line += b" %d %d %d" % file_key(os.stat(sidecar_path(path)))
+        line += b" %d %d %d" % file_key(os.stat(sidecar))
     except FileNotFoundError:  # (none: the text alone)
         pass
-    write_atomically(stamp_path(path), line + b"\n")
+    return line + b"\n"
+
+
+class PreparedIndexFiles:
+    """A text index, its sidecar and its stamp written whole to their temporary files, not yet in
+    place: ``put_in_place`` renames them (with the document store's and the search index's, once
+    every file is written: a full disk then changes none), ``discard`` removes them."""
+
+    def __init__(self, path: str | os.PathLike, text: Path, sidecar: Path, digest: bytes):
+        self.path = Path(path)
+        self._files = [(text, self.path), (sidecar, sidecar_path(self.path))]
+        try:
+            self._files.append(
+                (write_beside(stamp_path(self.path), _stamp_line(text, sidecar, digest)), stamp_path(self.path))
+            )
+        except BaseException:
+            self.discard()
+            raise
+
+    def put_in_place(self) -> None:
+        """The text, then the sidecar, then the stamp (a reader checks the stamp against both)."""
+        for temporary, path in self._files:
+            os.replace(temporary, path)
+        self._files = []
+
+    def discard(self) -> None:
+        for temporary, _ in self._files:
+            temporary.unlink(missing_ok=True)
+        self._files = []
+
+
+def prepared_index_files(path: str | os.PathLike, text: bytes, sidecar: bytes, digest: bytes) -> PreparedIndexFiles:
+    """The text index *text* (with *digest*) and its *sidecar* written whole beside *path*, with their
+    stamp, not yet in place."""
+    text_file = write_beside(path, text)
+    try:
+        sidecar_file = write_beside(sidecar_path(path), sidecar)
+    except BaseException:
+        text_file.unlink(missing_ok=True)
+        raise
+    return PreparedIndexFiles(path, text_file, sidecar_file, digest)
 
 
 def stamped_digest(path: str | os.PathLike, status: os.stat_result) -> bytes | None:
@@ -349,6 +395,7 @@ class IndexFileWriter:
         self._size = self._words = self._words_bytes = self._pairs = 0
         self._offsets = array(_UINT32, [0])
         self._pending: list[bytes] = []  # text lines not yet written (and hashed): written by the MB
+        self._prepared: PreparedIndexFiles | None = None  # once ready
         self._pending_size = 0
         # The sections first, in the scratch directory (removed by the caller); the text's temporary
         # file beside the index last, so that a failure here leaves none.  The files opened before
@@ -382,6 +429,12 @@ class IndexFileWriter:
 
     def finish(self) -> tuple[int, bytes]:
         """Put the text, then the sidecar, then the stamp in place; return the text's size and digest."""
+        size, digest, prepared = self.ready()
+        prepared.put_in_place()
+        return size, digest
+
+    def ready(self) -> tuple[int, bytes, PreparedIndexFiles]:
+        """The text, its sidecar and its stamp written whole, not yet in place; the text's size and digest."""
         self._write_pending()
         self._offsets.tofile(self._offsets_file)
         for file in (self._text, self._words_file, self._offsets_file, self._numbers_file):
@@ -404,13 +457,11 @@ class IndexFileWriter:
                 fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
                 out.seek(0)
                 out.write(_header(fields, sections.digest()))
-            os.replace(partial_path(self.path), self.path)
-            os.replace(sidecar, sidecar_path(self.path))
+            self._prepared = PreparedIndexFiles(self.path, partial_path(self.path), sidecar, digest)
         except BaseException:
             sidecar.unlink(missing_ok=True)
             raise
-        write_stamp(self.path, digest)
-        return self._size, digest
+        return self._size, digest, self._prepared
 
     def _write_pending(self) -> None:
         data = b"".join(self._pending)
@@ -425,6 +476,13 @@ class IndexFileWriter:
 
     def __exit__(self, kind: type | None, error: BaseException | None, traceback: TracebackType | None) -> None:
         if error is not None:
-            for file in (self._text, self._words_file, self._offsets_file, self._numbers_file):
-                file.close()
+            # The temporary text removed whatever closing says: a close flushes what is buffered,
+            # which a full disk refuses (the error that brought us here is the one to tell).
             partial_path(self.path).unlink(missing_ok=True)
+            if self._prepared is not None:  # (ready, and an error before the files were put in place)
+                self._prepared.discard()
+            for file in (self._text, self._words_file, self._offsets_file, self._numbers_file):
+                try:
+                    file.close()
+                except OSError:
+                    pass

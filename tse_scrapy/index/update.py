@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomicfile import write_atomically
 from ..fulltext import store as search_store
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
@@ -44,7 +43,16 @@ from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, file_key
 from .runs import number_type
-from .storage import Sidecar, encode_sidecar, read_sidecar, restamp, sidecar_path, text_digest, write_stamp
+from .storage import (
+    PreparedIndexFiles,
+    Sidecar,
+    encode_sidecar,
+    prepared_index_files,
+    read_sidecar,
+    restamp,
+    sidecar_path,
+    text_digest,
+)
 from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
@@ -171,21 +179,27 @@ def _update(
     search = search_store.prepare_update(indexfile, old, (len(new_text), new_digest), removed, fields, notes.canonicals)
     if isinstance(search, str):
         return search
+    index_files: PreparedIndexFiles | None = None
     try:
         # The store is written anew, row by row in the order of a full index (the unchanged rows
         # copied from the old store): the same file, byte for byte, at the cost of a copy.  The files
-        # are put in place only once everything is ready, each atomically, in the order of a full
-        # index: a store that does not match its text is never taken as valid.
+        # are put in place only once every one is written whole (a full disk changes none of them),
+        # then in the order of a full index, a Ctrl-C ignored: a store that does not match its text
+        # is never taken as valid.
         with DocStoreWriter(docs_path(indexfile)) as docs:
             for doc_id in present:
                 docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
-            write_atomically(indexfile, new_text)
-            write_atomically(sidecar_path(indexfile), new_sidecar)
-            write_stamp(indexfile, new_digest)
-            docs.finish(len(new_text), new_digest, scan)
-        search.put_in_place()
+            docs.ready(len(new_text), new_digest, scan)
+            index_files = prepared_index_files(indexfile, new_text, new_sidecar, new_digest)
+            with interrupts_during_cleanup_ignored() as ignore_interrupts:
+                ignore_interrupts()
+                index_files.put_in_place()
+                docs.put_in_place()
+                search.put_in_place()
     finally:
-        search.discard()  # (none left once in place)
+        if index_files is not None:
+            index_files.discard()  # (none left once in place)
+        search.discard()
     return None
 
 
