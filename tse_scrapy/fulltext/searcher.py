@@ -85,7 +85,10 @@ REST_BYTES = 4 * REST_CHARACTERS
 # Looking a page up in a form's list (FTS5 seeks it: about 13 us) costs about what reading this many
 # rows of a list whole does: fewer pages than the lists' rows / this / the forms are looked up one by one.
 ROWID_LOOKUP_ROWS = 40
-MATCHED_AMONG = 500  # at most this many pages are looked up one by one (_matching_in)
+# At most this many pages are looked up one by one (_matching_in), in each phrase of an expression:
+# FTS5 seeks each page in each phrase's list (an expression of 80 phrases among 154 pages took 250 ms
+# so, its pages read whole 11 ms).
+MATCHED_AMONG = 500
 # A query all of whose words are on most pages is scored in the body too (FTS5's walk of their positions)
 # when it matches at most this many pages: 0.8 ms for "debian" on 1,342 of the known-item bench's pages.
 COMMON_SCORED_PAGES = 5_000
@@ -414,19 +417,27 @@ class SearchIndex:
         # A partial match is kept when it answers some group in its language: a group of no such
         # forms, or one of its language's forms of one.
         restricted = {group.group: group for group in compiled.restricted}
-        kept: set[int] = set()
+        # The groups of no such forms answer alike in every language: their pages in doubt read in
+        # one statement; then a language's forms of each other group, each read once for every
+        # language.  (An expression of them all a language took seconds for a query of many words,
+        # or of a typo beside a Japanese character: a tester's find.)
+        alike = [loose for number, (_, loose, _) in enumerate(compiled.groups) if number not in restricted]
+        kept = self._matching_in(" OR ".join(f"({expression})" for expression in alike), suspects) if alike else set()
+        holding: dict[str, set[int]] = {}
+
+        def held(expression: str) -> set[int]:
+            if expression not in holding:
+                holding[expression] = self._matching_in(expression, suspects - kept)
+            return holding[expression]
+
         for language, pages in by_language.items():
-            if doubted := pages & suspects:
-                expressions = []
-                for number, (_, loose, _) in enumerate(compiled.groups):
-                    group = restricted.get(number)
-                    if group is None:
-                        expressions.append(loose)
-                        continue
-                    expressions += [f'"{form}"' for form in group.own(language)]
-                    expressions += [group.others] if group.others else []
-                if expressions:
-                    kept |= self._matching_in(" OR ".join(f"({expression})" for expression in expressions), doubted)
+            doubted = pages & suspects
+            for group in compiled.restricted:
+                own = [f'"{form}"' for form in group.own(language)]
+                for expression in [*own, group.others] if group.others else own:
+                    if not (doubted := doubted - kept):
+                        break
+                    kept |= doubted & held(expression)
         return matched - (suspects - kept)
 
     def _answering_otherwise(self, group: Restricted, by_language: dict[str, set[int]]) -> set[int]:
@@ -503,9 +514,10 @@ class SearchIndex:
         return found
 
     def _matching_in(self, expression: str, doc_ids: set[int]) -> set[int]:
-        """Those of the pages *doc_ids* matching *expression* in fts: FTS5 seeks each page (few pages), or
-        (more than MATCHED_AMONG) the pages of the whole expression are read."""
-        if len(doc_ids) > MATCHED_AMONG:
+        """Those of the pages *doc_ids* matching *expression* in fts: FTS5 seeks each page in each phrase
+        (few pages, few phrases), or (more than MATCHED_AMONG seeks) the pages of the whole expression
+        are read."""
+        if len(doc_ids) * max(1, expression.count('"') // 2) > MATCHED_AMONG:
             return self._matching(expression) & doc_ids
         found: set[int] = set()
         ordered = sorted(doc_ids)
