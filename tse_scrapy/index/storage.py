@@ -228,18 +228,6 @@ class PreparedIndexFiles:
         self._files = []
 
 
-def prepared_index_files(path: str | os.PathLike, text: bytes, sidecar: bytes, digest: bytes) -> PreparedIndexFiles:
-    """The text index *text* (with *digest*) and its *sidecar* written whole beside *path*, with their
-    stamp, not yet in place."""
-    text_file = write_beside(path, text)
-    try:
-        sidecar_file = write_beside(sidecar_path(path), sidecar)
-    except BaseException:
-        text_file.unlink(missing_ok=True)
-        raise
-    return PreparedIndexFiles(path, text_file, sidecar_file, digest)
-
-
 def stamped_digest(path: str | os.PathLike, status: os.stat_result) -> bytes | None:
     """The digest the stamp records for the text index at *path*, if it was written for the
     file that has *status* now (same size, modification time and inode), else None."""
@@ -353,12 +341,12 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
         offsets.append(len(numbers) // 2)
     # Two bytes a number when they all fit: the usual case, half the size.
     pairs = array(number_type(max(numbers, default=0)), numbers)
-    return encode_sidecar(words, offsets, pairs, text)
+    return encode_sidecar(words, offsets, pairs, text_digest(text), len(text))
 
 
-def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes) -> bytes:
-    """The sidecar of *text*: its sorted *words*, their *offsets* (uint32, one more than the words),
-    and the docID/count *pairs* (typed by ``number_type``)."""
+def encode_sidecar(words: list[bytes], offsets: array, pairs: array, digest: bytes, size: int) -> bytes:
+    """The sidecar of the text index of *digest* (``text_digest``) and *size*: its sorted *words*, their
+    *offsets* (uint32, one more than the words), and the docID/count *pairs* (typed by ``number_type``)."""
     blob = b"\n".join(words)
     parts = [blob]
     for section in (offsets.tobytes(), pairs.tobytes()):
@@ -366,7 +354,7 @@ def encode_sidecar(words: list[bytes], offsets: array, pairs: array, text: bytes
         parts.append(b"\0" * (_aligned(written) - written))
         parts.append(section)
     body = b"".join(parts)
-    fields = (_MAGIC, text_digest(text), len(text), len(words), len(blob), len(pairs) // 2, pairs.itemsize)
+    fields = (_MAGIC, digest, size, len(words), len(blob), len(pairs) // 2, pairs.itemsize)
     return _header(fields, hashlib.blake2b(body, digest_size=16).digest()) + body
 
 
