@@ -26,6 +26,7 @@ sidecar's sections to temporary files put together at the end.
 from __future__ import annotations
 
 import hashlib
+import io
 import mmap
 import os
 import struct
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 from ..atomicfile import partial_path, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
@@ -347,15 +349,28 @@ def _encode_sidecar(index: Index, text: bytes) -> bytes:
 def encode_sidecar(words: list[bytes], offsets: array, pairs: array, digest: bytes, size: int) -> bytes:
     """The sidecar of the text index of *digest* (``text_digest``) and *size*: its sorted *words*, their
     *offsets* (uint32, one more than the words), and the docID/count *pairs* (typed by ``number_type``)."""
+    out = io.BytesIO()
+    write_sidecar(out, words, offsets, pairs, digest, size)
+    return out.getvalue()
+
+
+def write_sidecar(out: BinaryIO, words: list[bytes], offsets: array, pairs: array, digest: bytes, size: int) -> None:
+    """``encode_sidecar`` written to *out* (a file at its start) section by section, not put together
+    in memory first (an update's is the size of the index's postings)."""
     blob = b"\n".join(words)
-    parts = [blob]
-    for section in (offsets.tobytes(), pairs.tobytes()):
-        written = _HEADER.size + sum(map(len, parts))
-        parts.append(b"\0" * (_aligned(written) - written))
-        parts.append(section)
-    body = b"".join(parts)
+    out.write(bytes(_HEADER.size))  # written again once the sections' digest is known
+    sections = hashlib.blake2b(blob, digest_size=16)
+    out.write(blob)
+    written = _HEADER.size + len(blob)
+    for section in (memoryview(offsets).cast("B"), memoryview(pairs).cast("B")):
+        padding = b"\0" * (_aligned(written) - written)
+        for data in (padding, section):
+            out.write(data)
+            sections.update(data)
+        written += len(padding) + len(section)
     fields = (_MAGIC, digest, size, len(words), len(blob), len(pairs) // 2, pairs.itemsize)
-    return _header(fields, hashlib.blake2b(body, digest_size=16).digest()) + body
+    out.seek(0)
+    out.write(_header(fields, sections.digest()))
 
 
 def text_digest(text: bytes) -> bytes:

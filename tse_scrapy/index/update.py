@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..atomicfile import partial_path, write_beside
+from ..atomicfile import partial_path
 from ..fulltext import store as search_store
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
@@ -50,10 +50,10 @@ from .runs import number_type
 from .storage import (
     PreparedIndexFiles,
     Sidecar,
-    encode_sidecar,
     read_sidecar,
     restamp,
     sidecar_path,
+    write_sidecar,
 )
 from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 
@@ -236,15 +236,16 @@ def _update(
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
         return None
-    # The new text index written to its temporary file as it is merged (``merge``), removed unless put
-    # in place.
-    text_file = partial_path(indexfile)
+    # The new text index and sidecar written to their temporary files as they are merged (``merge``),
+    # removed unless put in place.
+    text_file, sidecar_file = partial_path(indexfile), partial_path(sidecar_path(indexfile))
     try:
         return _write_update(
             indexfile, text, digest, sidecar, stored, scan, notes, present, added, rows, fields, removed, text_file
         )
     finally:
         text_file.unlink(missing_ok=True)
+        sidecar_file.unlink(missing_ok=True)
 
 
 def _write_update(
@@ -262,9 +263,10 @@ def _write_update(
     removed: list[int],
     text_file: Path,
 ) -> str | None:
+    sidecar_file = partial_path(sidecar_path(indexfile))
     try:
-        with open(text_file, "wb") as out:
-            new_size, new_digest, new_sidecar = merge(text, sidecar, stored.words(removed), added, out)
+        with open(text_file, "wb") as out, open(sidecar_file, "wb") as sidecar_out:
+            new_size, new_digest = merge(text, sidecar, stored.words(removed), added, out, sidecar_out)
     except (_Mismatch, zlib.error) as error:
         return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
     # The search index written first, to its partial file, as a full index writes it: a full disk
@@ -285,9 +287,7 @@ def _write_update(
             for doc_id in present:
                 docs.insert(rows[doc_id] if doc_id in rows else stored.rows(doc_id))
             docs.ready(new_size, new_digest, scan)
-            index_files = PreparedIndexFiles(
-                indexfile, text_file, write_beside(sidecar_path(indexfile), new_sidecar), new_digest
-            )
+            index_files = PreparedIndexFiles(indexfile, text_file, sidecar_file, new_digest)
             with interrupts_during_cleanup_ignored() as ignore_interrupts:
                 ignore_interrupts()
                 index_files.put_in_place()
@@ -382,10 +382,11 @@ def merge(
     removed: dict[int, list[bytes]],
     added: dict[int, Counter[bytes]],
     out: BinaryIO,
-) -> tuple[int, bytes, bytes]:
+    sidecar_out: BinaryIO,
+) -> tuple[int, bytes]:
     """The text index and sidecar *text* and *sidecar* become once the pages *removed* (docID: the
-    words it had) lose their postings and the pages *added* (docID: word counts) gain theirs: the
-    new text written to *out*; its size and digest, and the new sidecar.
+    words it had) lose their postings and the pages *added* (docID: word counts) gain theirs, written
+    to *out* and *sidecar_out*; the new text's size and digest.
 
     A docID both removed and added is a page that changed.  Only the lines of
     the words of those pages can change, and only where those pages are in
@@ -453,7 +454,8 @@ def merge(
     if text.start_of(len(old_words)) != len(text):
         raise _Mismatch("the sidecar's words are not the text's lines")
     new_digest = written.digest.digest()
-    return written.size, new_digest, encode_sidecar(new_words, new_offsets, numbers.array(), new_digest, written.size)
+    write_sidecar(sidecar_out, new_words, new_offsets, numbers.array(), new_digest, written.size)
+    return written.size, new_digest
 
 
 class _Written:
