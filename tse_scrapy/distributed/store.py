@@ -261,6 +261,24 @@ def outage_line(error: redis.RedisError, shown_url: str) -> str:
     return f"cannot reach Redis at {shown_url}: {unreachable_reason(error)}"
 
 
+def login_refusal(error: BaseException, shown_url: str) -> str | None:
+    """What Redis said of the credentials it was given, in words, or None when *error* says nothing
+    of them.  Read from the server's answer (redis-py raises one AuthenticationError for all, its code
+    cut off): NOAUTH, or HELLO refused, is a password missing; WRONGPASS (``invalid ...``) one that is
+    wrong, or a user unknown or disabled.  *shown_url*: the URL, its password masked."""
+    text = str(error).strip()
+    if text.startswith(("NOAUTH", "Authentication required", "HELLO must be called")):
+        return f"Redis at {shown_url} wants a password: give it in the URL, before the host and an @ (user:password@)"
+    if text.startswith(("WRONGPASS", "invalid username-password pair", "invalid password")):
+        return (
+            f"Redis at {shown_url} refused the password given (WRONGPASS): it is wrong, or the user is "
+            "unknown or disabled"
+        )
+    if "without any password configured" in text or "no password is set" in text:
+        return f"Redis at {shown_url} wants no password, but one is given: leave it out of the URL"
+    return None
+
+
 def unreachable_reason(error: BaseException) -> str:
     """Why Redis could not be reached, short ("connection refused", "timed out"): the OS error
     redis-py raised its error from (``__cause__``, else ``__context__``), else its own reason."""
@@ -506,6 +524,8 @@ class RedisCrawl:
         k = self.keys
         pipe = self.server.pipeline()
         for command, key in (
+            ("exists", k.finishing),  # the crawl is over: its last worker is cleaning up
+            ("exists", k.keep),
             ("exists", k.params),
             ("zcard", k.frontier),
             ("zcard", k.leases),
@@ -516,11 +536,13 @@ class RedisCrawl:
             getattr(pipe, command)(key)
         pipe.hvals(k.workers)
         pipe.lrange(k.quarantine, 0, QUARANTINE_SHOWN - 1)
-        exists, frontier, leases, seen, pages, quarantined, workers, newest = pipe.execute()
+        finishing, keep, exists, frontier, leases, seen, pages, quarantined, workers, newest = pipe.execute()
         now = self.now()
         return {
             "crawl": self.name,
             "exists": bool(exists),
+            "finishing": bool(exists and finishing),
+            "kept": bool(keep),
             "frontier": frontier,
             "leased": leases,
             "seen": seen,
@@ -529,6 +551,14 @@ class RedisCrawl:
             "quarantined": quarantined,
             "quarantine": [_quarantined(entry) for entry in newest],
         }
+
+    def server_run_id(self) -> str | None:
+        """Redis's ``run_id``, new at each start (None when this user may not ask: INFO).  (As
+        ``outage.server_run_id``, which imports Scrapy: ``tse status`` does not need it.)"""
+        try:
+            return str(self.server.info("server").get("run_id"))
+        except redis.ResponseError:
+            return None
 
     def tidy_workers(self) -> None:
         """Move aside the ``workers`` entries no worker wrote (a client of Redis did)."""

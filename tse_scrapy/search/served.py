@@ -26,8 +26,8 @@ pages the list no longer holds are answers again (those gone when the index
 was written are not in it: ``tse index`` brings them back).  An index whose
 document store was built from the pages is opened again, its store built
 again from the pages as they are.  A list that cannot be read is said in one
-line on stderr, once for that file, and the pages gone are those of the list
-before.
+line on stderr, once for that file (by one process of the server, as above), and
+the pages gone are those of the list before.
 """
 
 from __future__ import annotations
@@ -68,25 +68,32 @@ FileKeys = tuple[FileKey, ...]
 UNKNOWN: FileKey = (-1, -1, -1)
 
 
+# What a server's processes warn of, each remembered apart (a warning of one kind does not make the
+# other's said again): a new index that cannot be used, a gone list that cannot be read.
+NEW_INDEX, GONE_LIST = 0, 1
+
+
 class SaidOnce:
     """What one of a server's processes said, in memory the processes forked after it is made share: a
     warning the others would say about the same files is said once, not once a process."""
 
     _DIGEST = 16
+    _KINDS = 2  # NEW_INDEX, GONE_LIST
 
     def __init__(self) -> None:
-        self._said = mmap.mmap(-1, self._DIGEST)  # anonymous and shared: no file
+        self._said = mmap.mmap(-1, self._DIGEST * self._KINDS)  # anonymous and shared: no file
         self._lock = multiprocessing.get_context("fork").Lock()
 
-    def first(self, what: str) -> bool:
-        """Whether *what* is new: not the last thing said (it is then)."""
+    def first(self, what: str, kind: int = NEW_INDEX) -> bool:
+        """Whether *what* is new: not the last thing of its *kind* said (it is then)."""
         digest = hashlib.blake2b(what.encode(errors="surrogateescape"), digest_size=self._DIGEST).digest()
+        at = slice(kind * self._DIGEST, (kind + 1) * self._DIGEST)
         if not self._lock.acquire(timeout=1):  # (a process killed holding it: said, as before)
             return True
         try:
-            if self._said[:] == digest:
+            if self._said[at] == digest:
                 return False
-            self._said[:] = digest
+            self._said[at] = digest
             return True
         finally:
             self._lock.release()
@@ -227,7 +234,9 @@ class ServedIndex:
             try:
                 renewed = await run_in_threadpool(self._gone_renewed, served, keys == self._open)
             except Exception as error:  # (a list that is none, pages not read): said once for this list
-                logger.warning("tse serve: the gone pages cannot be read again (%s): answering as before", error)
+                # By one process of the server: each reads the same file.
+                if said_once is None or said_once.first(f"{self._directory} {gone_key}", GONE_LIST):
+                    logger.warning("tse serve: the gone pages cannot be read again (%s): answering as before", error)
                 gone_tried = gone_key
                 continue
             if isinstance(renewed, GoneList):

@@ -2,18 +2,19 @@
 
 Two passes.  The first reads the archives once, in order: each page's payload goes to a spool file
 (one per import, deleted at the end), and each URL keeps its last capture; revisit records take the
-payload of the record they refer to.  The second works out the depths (``rules.files.webarchive.link_depths``),
-scanning a page's links only when the breadth-first walk reaches it and stopping once every page has
-its depth (in a crawl's archive, the pages of the last level are never scanned), and writes the page
-files 1, 2, ... in the order of each URL's first capture, with the notes a crawl writes (charset,
-noindex, PDF, canonical ``Link:``).
+payload of the record they refer to (found earlier, else, at the end of the reading, later).  A URL
+whose last answer that counts says it is gone (404, 410, a redirect elsewhere), as an update takes
+it, keeps its page file and is listed in ``.tse-gone``.  The second works out the depths
+(``rules.files.webarchive.link_depths``), scanning a page's links only when the breadth-first walk
+reaches it and stopping once every page has its depth (in a crawl's archive, the pages of the last
+level are never scanned), and writes the page files 1, 2, ... in the order of each URL's first
+capture, with the notes a crawl writes (charset, noindex, PDF, canonical ``Link:``).
 A bad archive stops being read where it is bad; what was read before it, and the other archives,
 are imported.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import tempfile
@@ -25,6 +26,7 @@ from urllib.parse import urljoin, urlsplit
 from w3lib.encoding import http_content_type_encoding
 
 from ..atomicfile import write_atomically
+from ..rules.crawling.changes import GONE_STATUSES
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
 from ..rules.files.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
@@ -69,6 +71,8 @@ class ImportSummary:
     records: int = 0
     revisits: int = 0  # revisit records resolved to the payload of the record they refer to
     unresolved: int = 0  # revisits whose record is in none of the archives
+    resolved_later: int = 0  # revisits resolved to a record read after them (archives not oldest first?)
+    gone: int = 0  # pages whose last answer says they are gone, listed in .tse-gone
     oversized: int = 0  # payloads over reader.MAX_PAYLOAD_BYTES, skipped
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
@@ -77,11 +81,20 @@ class ImportSummary:
         """The one-line summary ``tse import`` ends with."""
         saved = _count(self.pages, "page") + " saved"
         parts = [f"{saved} ({self.pdfs} PDF)" if self.pdfs else saved]
+        if self.gone:
+            parts.append(f"{self.gone} gone (a later 404, 410 or redirect: listed in {pagedir.GONE_NAME})")
         parts.append(_count(self.records, "record") + " read")
         if self.recaptured:
             parts.append(_count(self.recaptured, "earlier capture") + " replaced")
         if self.revisits or self.unresolved:
             parts.append(f"{_count(self.revisits, 'revisit')} resolved, {self.unresolved} not found")
+        if self.resolved_later:
+            # The page of a URL is its capture in the last archive given: in the wrong order, an older one.
+            points = "points" if self.resolved_later == 1 else "point"
+            parts.append(
+                f"{_count(self.resolved_later, 'revisit')} {points} to records later in the archives given: "
+                "give the archives oldest first"
+            )
         if self.oversized:
             parts.append(f"{self.oversized} over the size bound")
         if self.bad:
@@ -95,6 +108,22 @@ def _count(number: int, noun: str) -> str:
 
 class ImportRefused(Exception):
     """The import cannot start (PAGEDIR not usable); the message is for the user."""
+
+
+@dataclass
+class _Revisit:
+    """A revisit record whose record was not read yet: resolved once every archive is read."""
+
+    at: int  # its place among the records read
+    url: str
+    status: int | None
+    date: str
+    refers_to_url: str
+    refers_to_date: str
+    payload_digest: str
+    content_type: str | None
+    robots: list[str]
+    links_header: list[str]
 
 
 def check_archives(paths: Iterable[str]) -> list[str]:
@@ -173,7 +202,14 @@ class ArchiveImport:
         self.summary = ImportSummary()
         self.graph = _Numbers()  # the pages' URL keys
         self.targets = _Numbers()  # the links' URLs as written (each normalized once, when first followed)
-        self.captures: dict[int, Capture] = {}  # URL number -> its last capture, in first-capture order
+        # URL number -> its last capture, in first-capture order; None keeps the place of a revisit
+        # whose record is read later (``_resolve_later``).
+        self.captures: dict[int, Capture | None] = {}
+        # URL number -> the place (among the records read) of its last answer that counts: a capture,
+        # or an answer that says it is gone.
+        self.answered_at: dict[int, int] = {}
+        self.gone: set[int] = set()  # URL numbers whose last answer that counts says they are gone
+        self.later: list[_Revisit] = []  # revisits to resolve at the end of the reading
         self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
         self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
         self.redirects: dict[str, str] = {}  # URL key -> the URL key its 3xx answer sends to
@@ -196,18 +232,46 @@ class ArchiveImport:
             self.warn(message)
 
     def _take(self, record: Record) -> None:
-        if record.type == "response" and record.status is not None and record.url:
-            if 300 <= record.status < 400:
-                location = record.header("Location")
-                if location:
-                    with contextlib.suppress(ValueError):  # a Location no URL can be made of
-                        self.redirects[url_key(record.url)] = url_key(urljoin(record.url, location.strip()))
-            if record.status == 200:
-                self._response(record)
-            elif self.record is not None and may_be_page(record.header("Content-Type"), self.pdf):
-                self.not_pages.append((record.url, record.status, _unix_time(record.date)))
-        elif record.type == "revisit" and record.url:
+        if record.type not in ("response", "revisit") or not record.url:
+            return
+        if record.status is not None and self._says_gone(record):
+            self._gone(url_key(record.url))
+        if record.type == "revisit":
             self._revisit(record)
+        elif record.status == 200:
+            self._response(record)
+        elif (
+            record.status is not None
+            and self.record is not None
+            and may_be_page(record.header("Content-Type"), self.pdf)
+        ):
+            self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+
+    def _says_gone(self, record: Record) -> bool:
+        """Whether the answer says the page of its URL is gone, as ``tse crawl --update`` takes it: a 404
+        or 410, or a redirect to another URL (noted for the links to it).  A failure for a while (5xx,
+        no answer) says nothing of the page, nor another answer (403, a 304 record, no longer a page ...)."""
+        status = record.status or 0
+        if status in GONE_STATUSES:
+            return True
+        location = record.header("Location") if 300 <= status < 400 else None
+        if not location:
+            return False
+        key = url_key(record.url)
+        try:  # (a Location no URL can be made of says nothing)
+            target = url_key(urljoin(record.url, location.strip()))
+        except ValueError:
+            return False
+        self.redirects[key] = target
+        return target != key
+
+    def _gone(self, key: str) -> None:
+        """The page of *key* is gone from now on: an update lists it, keeping its file (a URL that
+        was never a page stays none)."""
+        number = self.graph.numbers.get(key)
+        if number is not None and number in self.captures:
+            self.gone.add(number)
+            self.answered_at[number] = self.summary.records
 
     def _response(self, record: Record) -> None:
         content_type = record.header("Content-Type")
@@ -235,7 +299,7 @@ class ArchiveImport:
             links_header=record.header_values("Link"),
             date=_unix_time(record.date),
         )
-        self._keep(key, capture)
+        self._keep(key, capture, self.summary.records)
         if record.payload_digest:
             self.by_digest[record.payload_digest] = capture
         if record.date:
@@ -243,44 +307,87 @@ class ArchiveImport:
 
     def _revisit(self, record: Record) -> None:
         """A revisit record: the page again, its payload that of the record it refers to (by URL and
-        date, else by payload digest: the identical-payload-digest and server-not-modified profiles)."""
-        referred = None
-        if record.refers_to_date:
-            referred = self.by_capture.get((url_key(record.refers_to_url or record.url), record.refers_to_date))
-        if referred is None and record.payload_digest:
-            referred = self.by_digest.get(record.payload_digest)
-        if referred is None:
-            self.summary.unresolved += 1
-            return
+        date, else by payload digest: the identical-payload-digest and server-not-modified profiles).
+        One whose record is not read yet is resolved at the end, in its place (``_resolve_later``)."""
         if record.status not in (None, 200, 304):  # a revisit of a page that now answers otherwise
             return
+        revisit = _Revisit(
+            at=self.summary.records,
+            url=record.url,
+            status=record.status,
+            date=record.date,
+            refers_to_url=record.refers_to_url,
+            refers_to_date=record.refers_to_date,
+            payload_digest=record.payload_digest,
+            content_type=record.header("Content-Type"),
+            robots=record.header_values("X-Robots-Tag"),
+            links_header=record.header_values("Link"),
+        )
+        referred = self._referred(revisit)
+        if referred is None:
+            self.later.append(revisit)
+            self.captures.setdefault(self.graph.number(url_key(record.url)), None)  # its docID's place
+            return
         self.summary.revisits += 1
-        key = url_key(record.url)
-        capture = dataclasses.replace(referred, url=record.url, date=_unix_time(record.date))
-        if record.status == 200:  # its own headers (identical payload, this answer's headers)
-            content_type = record.header("Content-Type")
-            charset = http_content_type_encoding(content_type) if content_type else None
-            capture.http_charset = charset or None
-            capture.robots = record.header_values("X-Robots-Tag")
-            capture.links_header = record.header_values("Link")
-        self._keep(key, capture)
+        self._keep(url_key(record.url), _revisited(referred, revisit), revisit.at)
 
-    def _keep(self, key: str, capture: Capture) -> None:
+    def _referred(self, revisit: _Revisit) -> Capture | None:
+        """The capture a revisit refers to, among those read so far."""
+        referred = None
+        if revisit.refers_to_date:
+            referred = self.by_capture.get((url_key(revisit.refers_to_url or revisit.url), revisit.refers_to_date))
+        if referred is None and revisit.payload_digest:
+            referred = self.by_digest.get(revisit.payload_digest)
+        return referred
+
+    def _resolve_later(self) -> None:
+        """The revisits whose record was read after them, now that every record is read: each takes
+        its URL's page when no answer that counts came after it, as if read in its place."""
+        for revisit in self.later:
+            referred = self._referred(revisit)
+            if referred is None:
+                self.summary.unresolved += 1
+                continue
+            self.summary.revisits += 1
+            self.summary.resolved_later += 1
+            number = self.graph.numbers[url_key(revisit.url)]
+            capture = _revisited(referred, revisit)
+            if self.captures[number] is None:
+                self.captures[number] = capture  # its URL's only capture, even if gone since
+            elif self.answered_at.get(number, -1) < revisit.at:
+                self._keep(url_key(revisit.url), capture, revisit.at)
+            else:
+                self.summary.recaptured += 1  # replaced by the later answer
+            if self.answered_at.get(number, -1) < revisit.at:
+                self.answered_at[number] = revisit.at
+                self.gone.discard(number)
+                self.redirects.pop(url_key(revisit.url), None)
+        for number in [number for number, capture in self.captures.items() if capture is None]:
+            del self.captures[number]  # a revisit never resolved: no page
+            self.gone.discard(number)
+
+    def _keep(self, key: str, capture: Capture, at: int) -> None:
+        """*capture* is the page of *key*, from the answer read at *at*: live again if it was gone."""
         number = self.graph.number(key)
-        if number in self.captures:
+        if self.captures.get(number) is not None:
             self.summary.recaptured += 1
         self.captures[number] = capture  # a dict keeps the first insertion's place: first-capture order
+        self.answered_at[number] = at
+        self.gone.discard(number)
+        self.redirects.pop(key, None)  # its links land on it again
 
     def write(self) -> ImportSummary:
         """Write the page files and notes; close the spool."""
         try:
+            self._resolve_later()
             self._write_pages()
         finally:
             self.spool.close()
         return self.summary
 
     def _write_pages(self) -> None:
-        numbers = list(self.captures)
+        captures = self._pages()
+        numbers = list(captures)
         position = {number: index for index, number in enumerate(numbers)}
         # A link counts when it lands, after the archive's redirects, on one of the pages.  Only the
         # links to a host of the pages or redirects are normalized: most links of a site go elsewhere.
@@ -300,7 +407,9 @@ class ArchiveImport:
             return found
 
         def pages_linked(index: int) -> list[int]:
-            found = (target(number) for number in self._links(self.captures[numbers[index]]))
+            if numbers[index] in self.gone:  # a page gone links to nothing any more
+                return []
+            found = (target(number) for number in self._links(captures[numbers[index]]))
             return sorted({page for page in found if page is not None})
 
         depths = link_depths(_ScannedWhenAsked(len(numbers), pages_linked))
@@ -310,7 +419,7 @@ class ArchiveImport:
         try:
             pagedir.mark(self.directory)
             for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
-                capture = self.captures[number]
+                capture = captures[number]
                 self.spool.seek(capture.offset)
                 body = self.spool.read(capture.size)
                 pagedir.write_page(self.directory, doc_id, pagedir.Page(capture.url, depth, body))
@@ -320,6 +429,15 @@ class ArchiveImport:
         finally:
             for kept in notes.values():
                 kept.close()
+        # Kept, as an update keeps a gone page's file, so that the docIDs after it stay theirs.
+        gone = [doc_id for doc_id, number in enumerate(numbers, start=1) if number in self.gone]
+        if gone:
+            pagedir.write_gone(self.directory, gone)
+        self.summary.gone = len(gone)
+
+    def _pages(self) -> dict[int, Capture]:
+        """URL number -> its page, every revisit resolved (``_resolve_later``)."""
+        return {number: capture for number, capture in self.captures.items() if capture is not None}
 
     def _links(self, capture: Capture) -> list[int]:
         """The links of a page (numbered in ``targets``), scanned from the spool the first time; none
@@ -357,8 +475,9 @@ class ArchiveImport:
         answer that might have been a page, at one link deeper than the first page naming it."""
         lines = []
         deeper: dict[int, int] = {}
+        captures = self._pages()
         for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
-            capture = self.captures[number]
+            capture = captures[number]
             links = self._links(capture)
             for target in links:
                 deeper[target] = min(deeper.get(target, depth + 1), depth + 1)
@@ -391,6 +510,19 @@ class ArchiveImport:
                 )
             )
         write_atomically(self.record, [format_record(line).encode() for line in lines])
+
+
+def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
+    """The page a revisit gives: the payload it refers to, under the revisit's URL."""
+    capture = dataclasses.replace(referred, url=revisit.url, date=_unix_time(revisit.date), links=None)
+    if revisit.status == 200:  # its own headers (identical payload, this answer's headers)
+        content_type = revisit.content_type
+        charset = http_content_type_encoding(content_type) if content_type else None
+        capture.http_charset = charset or None
+        capture.robots = revisit.robots
+        capture.links_header = revisit.links_header
+        capture.directives = None
+    return capture
 
 
 def _directives(capture: Capture, body: bytes) -> frozenset[str]:

@@ -1,0 +1,104 @@
+"""A tester's finds about ``tse status``: a wrong password is told from a missing one (the password never
+shown); a watcher (``--every``) of a distributed crawl that finishes says it finished and exits 0, with
+its keys removed or kept (``--keep``), and says so when a Redis restarted without persistence lost it.
+A real redis-server and real workers (``tse crawl --redis``) crawling a site served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.redisserver import RedisServer
+from tests.support.sitegen import write_site
+from tests.support.wait import wait_until
+
+PASSWORD = "s3cret-pw"
+WRONG = "not-the-Zq7-password"
+
+
+def test_a_wrong_password_is_told_from_a_missing_one(tmp_path):
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        server.client().config_set("requirepass", PASSWORD)
+        host = f"127.0.0.1:{server.port}/0"
+        said = {}
+        for url in (f"redis://{host}", f"redis://:{WRONG}@{host}", f"redis://crawler:{WRONG}@{host}"):
+            done = run_tse("status", "--redis", url, "c", timeout=30)
+            assert done.returncode == 1 and done.stdout == b"", done
+            said[url] = done.stderr.decode()
+            assert WRONG not in said[url]
+    finally:
+        server.stop()
+    assert list(said.values()) == [
+        f"tse status: Redis at redis://{host} wants a password: give it in the URL, before the host and an @ "
+        "(user:password@)\n",
+        # Before: "wants a password" for these too.
+        f"tse status: Redis at redis://:***@{host} refused the password given (WRONGPASS): it is wrong, or the user "
+        "is unknown or disabled\n",
+        f"tse status: Redis at redis://crawler:***@{host} refused the password given (WRONGPASS): it is wrong, or the "
+        "user is unknown or disabled\n",
+    ]
+
+
+def watch(redis_url: str, name: str) -> subprocess.Popen:
+    command = [str(BIN / "tse"), "status", name, "--redis", redis_url, "--every", "0.1"]
+    return subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_watcher_of_a_crawl_that_finishes_says_so_and_exits_0(redis_server, redis_url, serve, tmp_path, keep):
+    pages = [f"p{number}.html" for number in range(6)]
+    site = write_site(tmp_path / "site", {"index.html": pages, **{page: [] for page in pages}})
+    server = serve(site.root)
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    crawl = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(pagedir), "1", "--prefix", f"{server.url}/"]
+    crawl += ["--redis", redis_url, "--name", "w", "-s", "DOWNLOAD_DELAY=0.5", *(["--keep"] if keep else [])]
+    worker = subprocess.Popen(crawl, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    watcher = None
+    try:
+        client = redis_server.client()
+        wait_until(lambda: client.exists("tse:w:params"), 30, "the crawl never began")
+        watcher = watch(redis_url, "w")
+        _, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err.decode()[-2000:]
+        out, err = watcher.communicate(timeout=60)
+    finally:
+        for process in (worker, watcher):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
+    # Before: "tse status: no crawl named w in Redis at URL", exit 1 (without --keep), or on and on (with it).
+    assert (watcher.returncode, err.decode()) == (0, "")
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("crawl w: saved "), lines  # it saw the crawl at work
+    if keep:
+        assert lines[-1].startswith("crawl w: finished (kept with --keep): saved 7, frontier 0, leased 0, seen "), lines
+        once = run_tse("status", "w", "--redis", redis_url, timeout=30)
+        assert (once.returncode, once.stdout.decode()) == (0, lines[-1] + "\n")
+    else:
+        assert lines[-1].startswith("crawl w: finished (its last worker removed its keys); last seen: saved "), lines
+
+
+def test_a_watcher_of_a_crawl_that_a_restarted_redis_lost_says_so(tmp_path):
+    server = RedisServer(tmp_path / "redis").start()  # no persistence
+    watcher = None
+    try:
+        server.client().set("tse:c:params", "{}")  # a crawl, as far as status reads one
+        watcher = watch(server.url, "c")
+        assert watcher.stdout.readline().decode().startswith("crawl c: saved 0")
+        server.stop()
+        server.start()
+        _, err = watcher.communicate(timeout=60)
+    finally:
+        if watcher is not None and watcher.poll() is None:
+            watcher.kill()
+            watcher.communicate()
+        server.stop()
+    assert watcher.returncode == 1
+    assert err.decode() == (
+        f"tse status: crawl c in Redis at {server.url}: Redis restarted and holds the crawl no more (it kept no "
+        "persistence): its record is lost\n"
+    )
