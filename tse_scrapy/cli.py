@@ -737,17 +737,25 @@ def status(options: argparse.Namespace) -> int:
 
 
 def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) -> int:
-    """``tse status``'s lines: once, or every ``--every`` seconds until interrupted."""
+    """``tse status``'s lines: once, or every ``--every`` seconds until the crawl is over or interrupted."""
     import time
 
     import redis
 
     from .distributed.store import is_outage, outage_line
 
+    # The crawl as last seen, and the Redis that held it: a watcher tells a crawl that finished (its
+    # last worker removes its keys) from one never there, or lost by a Redis restarted without them.
+    seen: dict | None = None
+    run_id: str | None = None
     try:
         while True:
             try:
                 shown = crawl.status()
+                if shown["exists"] and seen is None:
+                    run_id = crawl.server_run_id()
+                ended = seen is not None and not shown["exists"] and not shown["quarantined"]
+                restarted = ended and run_id is not None and crawl.server_run_id() != run_id
             except redis.RedisError as error:
                 if not is_outage(error):
                     return _one_line("status", _refusal(error, shown_url))
@@ -767,9 +775,27 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                         f"leftover key(s) remain: remove them (redis-cli --scan --pattern 'tse:{options.name}:*', "
                         "then DEL each)",
                     )
-                return _one_line("status", f"no crawl named {options.name} in Redis at {shown_url}")
+                if seen is None:
+                    return _one_line("status", f"no crawl named {options.name} in Redis at {shown_url}")
+                if restarted:
+                    return _one_line(
+                        "status",
+                        f"crawl {options.name} in Redis at {shown_url}: Redis restarted and holds the crawl "
+                        "no more (it kept no persistence): its record is lost",
+                    )
+                print(
+                    f"crawl {options.name}: finished (its last worker removed its keys); last seen: "
+                    f"saved {seen['saved']}, seen {seen['seen']}",
+                    flush=True,
+                )
+                return OK
+            state = ""
+            if shown["finishing"]:
+                kept = "finished (kept with --keep)"
+                state = kept if shown["kept"] else "finishing (its last worker is removing its keys)"
+                state += ": "
             line = (
-                f"crawl {options.name}: saved {shown['saved']}, frontier {shown['frontier']}, "
+                f"crawl {options.name}: {state}saved {shown['saved']}, frontier {shown['frontier']}, "
                 f"leased {shown['leased']}, seen {shown['seen']}, workers {shown['workers']}"
             )
             if not shown["exists"]:
@@ -779,21 +805,22 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
             print(line, flush=True)
             for record in shown["quarantine"] if not options.every else ():
                 print(f"  quarantined: {record}", flush=True)
-            if not options.every:
+            over = not shown["exists"] or (shown["finishing"] and shown["kept"])
+            if not options.every or over:
                 return OK
+            seen = shown
             time.sleep(options.every)
     except KeyboardInterrupt:
         return OK
 
 
 def _refusal(error: Exception, shown_url: str) -> str:
-    """What Redis refused, in words: a password it wants said so (its own "HELLO must be called with
-    the client already authenticated ..." or "NOAUTH ..." says it less plainly)."""
-    text = str(error)
-    if type(error).__name__ == "AuthenticationError" or text.startswith(("NOAUTH", "HELLO must be called")):
-        # (Said without a URL holding one: lines are masked as URLs with credentials are.)
-        return f"Redis at {shown_url} wants a password: give it in the URL, before the host and an @ (user:password@)"
-    return f"Redis at {shown_url} refused: {text}"
+    """What Redis refused, in words: a password missing, or wrong, said so (its own "HELLO must be
+    called with the client already authenticated ..." or "invalid username-password pair" says it
+    less plainly)."""
+    from .distributed.store import login_refusal
+
+    return login_refusal(error, shown_url) or f"Redis at {shown_url} refused: {error}"
 
 
 def _show_shutdown(record: logging.LogRecord) -> bool:
@@ -857,6 +884,7 @@ def crawl(options: argparse.Namespace) -> int:
     from scrapy.crawler import AsyncCrawlerProcess
     from scrapy.utils.project import get_project_settings
 
+    from .crawl.outcome import interrupts_ignored_from_now as crawl_over
     from .crawl.outcome import report as crawl_outcome
     from .crawl.outcome import summary_line
     from .spiders.tse import TseSpider
@@ -872,6 +900,7 @@ def crawl(options: argparse.Namespace) -> int:
     crawler = process.create_crawler(TseSpider)
     process.crawl(crawler, tse_start=start, **{k: v for k, v in spider_args.items() if v is not None})
     process.start()
+    crawl_over()  # the outcome is the exit status, whatever signal comes now
     if process.bootstrap_failed:
         return FAILED
     if crawler.stats.get_value("finish_reason") is not None:

@@ -8,6 +8,7 @@ a distributed crawl, created or joined in Redis.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
-from .resume.statedb import CrawlStateDB, UnreadableDatabase, state_path
+from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, state_path, stored_meta
 from .rules.crawling.crawlargs import (
     PAGE_LIMIT_SETTINGS,
     ArgumentError,
@@ -26,6 +27,7 @@ from .rules.crawling.crawlargs import (
     check_crawl_args,
     check_page_limit,
     check_same_crawl,
+    check_same_outputs,
     check_setting_values,
     check_yes_no_arguments,
     is_yes,
@@ -153,6 +155,7 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
     update_finished = finished is not None and finished.outputs == catalog.output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
     if mode is StartMode.RESUME:
+        _check_same_outputs(args, setting)
         # A page limit the crawl has reached already: the scheduler would hand out no page, and the
         # crawl would end at once on its page limit, its state removed. Nothing is done, and the
         # state stays for a resume with a higher limit.
@@ -175,10 +178,26 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
         raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
-    _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume)
+    _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)
     return CrawlStart(args, mode)
+
+
+def _check_same_outputs(args: CrawlArgs, setting: Setting) -> None:
+    """A resume names the output files of the crawl it goes on with (``--warc``, ``--record``,
+    ``--changes``): otherwise the WARC or the record would lack the rest of the crawl (and the
+    WARC its CDXJ), or hold only it.  A state made before it kept them says nothing."""
+    try:
+        stored = stored_meta(state_path(args.pagedir, setting("JOBDIR")), OUTPUTS)
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the crawl state: {error}") from None
+    try:
+        outputs = json.loads(stored) if stored is not None else None
+    except ValueError:
+        outputs = None
+    if isinstance(outputs, dict):
+        check_same_outputs(outputs, catalog.output_files(setting))
 
 
 def _try_state(args: CrawlArgs, setting: Setting) -> None:
@@ -236,10 +255,12 @@ def _is_page_directory_file(name: str) -> bool:
 _SAME_SITE = ("seed", "depth", "prefix", "allow", "deny", "deny_ext", "pdf", "sitemaps", "render")
 
 
-def _check_output_files(setting: Setting, page_directory: str, *, append: bool, resume: bool = False) -> None:
+def _check_output_files(
+    setting: Setting, page_directory: str, *, append: bool, resume: bool = False, update: bool = False
+) -> None:
     """The WARC, record, changes and log files can be written, are distinct, and are none of the page
-    directory's own files; a new crawl never overwrites a WARC or a record (even when asked to
-    *resume*: there was nothing to resume, so no crawl was writing them)."""
+    directory's own files; a new crawl or *update* never overwrites a WARC or a record (even when asked
+    to *resume*: there was nothing to resume, so no crawl was writing them)."""
     outputs = {
         "--warc": setting("TSE_WARC"),
         "--record": setting("TSE_RECORD"),
@@ -273,4 +294,7 @@ def _check_output_files(setting: Setting, page_directory: str, *, append: bool, 
                 raise ArgumentError(
                     f"{name}: {path} exists, and no interrupted crawl of {page_directory} was writing it"
                 )
+            if update:
+                # A finished crawl or update: nothing of it is left to append (--resume says so).
+                raise ArgumentError(f"{name}: {path} exists: an update writes {what}: give a new file name")
             raise ArgumentError(f"{name}: {path} exists: a new crawl writes {what} (--resume appends)")

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from ..crawl.outcome import report
+from ..crawl.outcome import interrupts_ignored_from_now, report
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..exitcodes import FAILED, OK, USAGE
 from ..rules.crawling.crawlargs import ArgumentError
@@ -62,7 +62,10 @@ class Command(ScrapyCrawlCommand):
         decided = {"tse_start": self.start} if self.start is not None else {}
         self.crawler_process.crawl(crawler, **{**opts.spargs, **decided})  # a -a tse_start=... does not count
         self.crawler_process.start()
+        interrupts_ignored_from_now()  # the outcome is the exit status, whatever signal comes now
         if self.crawler_process.bootstrap_failed:
             self.exitcode = FAILED
-        elif crawler.stats.get_value("finish_reason") is not None:
+        elif crawler.stats.get_value("finish_reason") is not None or crawler.stats.get_value("start_time"):
+            # (A crawl that started and has no finish reason was stopped at once by a second Ctrl-C:
+            # it exited 0, saying nothing.)
             self.exitcode = report(f"scrapy crawl {args[0]}", crawler)

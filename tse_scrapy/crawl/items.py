@@ -38,3 +38,7 @@ class PageItem:
     canonical: str | None = None
     # The lastmod its sitemap gave (--sitemaps): kept in the catalog (--validators, --update).
     lastmod: str | None = None
+    # The redirects that led to it, (URL normalized, HTTP status or None), in order: an update
+    # records them (a known page that redirects now is gone; a redirect is followed as it was
+    # when its source cannot be fetched).
+    redirected_from: tuple[tuple[str, int | None], ...] = ()

@@ -27,6 +27,21 @@ if TYPE_CHECKING:
 SHUTDOWN = "shutdown"
 
 
+def interrupts_ignored_from_now() -> None:
+    """Ignore Ctrl-C and SIGTERM until the process ends, once Scrapy's crawl has returned.
+
+    Scrapy's handlers stay installed after the crawl (a second Ctrl-C would ask a stopped reactor to
+    stop), and Python's exit puts back the default action of a signal that has a Python handler,
+    before it has finished (its modules freed, 0.1 s for a crawl's): a Ctrl-C then ended the process
+    by the signal (-2, 130 in a shell) instead of the crawl's status (docs/robustness.md: "both exit
+    1").  An ignored signal stays ignored to the end, and what is left is saying the outcome."""
+    import signal
+
+    for name in ("SIGINT", "SIGTERM", "SIGBREAK"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
 def crawl_failure(crawler: Crawler, program: str = "tse crawl") -> str | None:
     """Why the finished crawl failed, in one line, or None if it succeeded.
 

@@ -149,6 +149,7 @@ class PageDirPipeline:
                     item.revisit,
                     item.replayed,
                     item.lastmod,
+                    item.redirected_from,
                 )
                 write = write and changed
             if write:

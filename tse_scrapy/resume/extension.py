@@ -10,6 +10,7 @@ killed after has nothing left to do.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -19,7 +20,8 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
 from ..exitcodes import SUCCESS_REASONS
-from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, CrawlStateDB, state_path
+from ..update.catalog import output_files
+from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, OUTPUTS, CrawlStateDB, state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,7 +48,9 @@ class CrawlStateExtension:
         # (the update's results are made from it); they may set tse/error.
         self.closing: list[Callable[[str], None]] = []
         if not self.resuming:
-            self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"), {"catalog": catalog_mode(settings)})
+            # Its output files too: a resume must go on writing the same ones (crawlstart.py).
+            meta = {"catalog": catalog_mode(settings), OUTPUTS: json.dumps(output_files(settings.get))}
+            self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"), meta)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CrawlStateExtension:

@@ -33,6 +33,9 @@ STATE_NAME = ".tse-state.sqlite"
 # The ``catalog`` meta value: what a crawl keeps beyond SPEC 2 (update/).
 CATALOG_UPDATE = "update"  # an update of a finished crawl
 CATALOG_VALIDATORS = "validators"  # a crawl asked to keep validators (or a WARC)
+# The meta key of the crawl's output files (JSON: ``update.catalog.output_files``), which a resume must
+# name again; a state made before it was kept has none.
+OUTPUTS = "outputs"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

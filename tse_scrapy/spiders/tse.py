@@ -30,7 +30,14 @@ from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
 from ..rules.web.urls import normalize_url
-from ..update.extension import ROBOTS_FORBIDS, sitemaps_read, transient_failure, update_session
+from ..update.extension import (
+    ROBOTS_FORBIDS,
+    UpdateExtension,
+    redirect_chain,
+    sitemaps_read,
+    transient_failure,
+    update_session,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -44,6 +51,22 @@ _SNIFF_BYTES = 1024  # the first bytes of an answer that tell what it is (crawle
 # In the meta of an update's request for a known page that failed only for a while: why.  Its saved
 # copy is then parsed in its place (``_saved_copy``).
 KEPT_AFTER_FAILURE = "tse_kept_after_failure"
+# The reason (``redirect_reasons``) of a redirect an update follows as it was known, its source failing.
+KNOWN_REDIRECT = "known redirect"
+# What one attempt at a URL leaves in its request's meta, not carried to the request that follows a
+# known redirect (a retry count would deny the target its own retries).
+_ATTEMPT_META = frozenset(
+    {
+        "retry_times",
+        "download_latency",
+        "download_slot",
+        "tse_warc_date",
+        "tse_http_status",
+        "tse_conditional_doc",
+        "tse_revisit_of",
+        ROBOTS_FORBIDS,
+    }
+)
 
 
 class TseSpider(scrapy.Spider):
@@ -262,9 +285,7 @@ class TseSpider(scrapy.Spider):
         depth = response.meta.get("depth", 0)
         url = self.normalize(response.url) or response.url
         if response.status != 200:
-            kept = self._failed(response.request, depth, response.status, f"http {response.status}")
-            if kept is not None:
-                yield from self.parse(kept)
+            yield from self._instead(self._failed(response.request, depth, response.status, f"http {response.status}"))
             return
         pdf = self._is_pdf(response)
         not_a_page = None if pdf else self._not_a_page(response)
@@ -307,6 +328,7 @@ class TseSpider(scrapy.Spider):
             pdf=pdf,
             canonical=None if pdf else self._canonical(response, url),
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
+            redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
         )
 
     def _is_pdf(self, response: Response) -> bool:
@@ -382,14 +404,24 @@ class TseSpider(scrapy.Spider):
         request = failure.request
         response = getattr(failure.value, "response", None)  # an HttpError's answer
         status = getattr(response, "status", None)
-        kept = self._failed(request, request.meta.get("depth", 0), status, failure_reason(failure.value))
-        return self.parse(kept) if kept is not None else None
+        return self._instead(self._failed(request, request.meta.get("depth", 0), status, failure_reason(failure.value)))
+
+    def _instead(self, kept: HtmlResponse | scrapy.Request | None) -> Iterator[scrapy.Request | PageItem]:
+        """What a request that failed gives: the saved copy's page and links, or the known redirect's request."""
+        if isinstance(kept, scrapy.Request):
+            yield kept
+        elif kept is not None:
+            yield from self.parse(kept)
 
     def _failed(
         self, request: scrapy.Request, depth: int, status: int | None = None, reason: str | None = None
-    ) -> HtmlResponse | None:
+    ) -> HtmlResponse | scrapy.Request | None:
         """Log and signal a request that gave no page.  In an update, a known page that failed only
-        for a while is returned as its saved copy, for ``parse`` (its links followed, as after a 304)."""
+        for a while is returned as its saved copy, for ``parse`` (its links followed, as after a 304),
+        and a URL that redirected to a known page as a request for that page (``_known_redirect``)."""
+        followed = self._known_redirect(request, status, reason)
+        if followed is not None:
+            return followed  # still in flight: logged and signalled with the page it leads to
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         log_progress(depth, "Failed", self.normalize(first_url) or first_url)
         self.crawler.stats.inc_value("tse/pages_failed")
@@ -399,13 +431,35 @@ class TseSpider(scrapy.Spider):
         )
         return kept
 
+    def _update(self) -> UpdateExtension | None:
+        """The update this crawl is, or None."""
+        crawler = getattr(self, "crawler", None)
+        update = update_session(crawler) if crawler is not None and crawler.settings.getbool("TSE_UPDATE") else None
+        return update if update is not None and update.is_update else None
+
+    def _known_redirect(self, request: scrapy.Request, status: int | None, reason: str | None) -> scrapy.Request | None:
+        """In an update, when *request* failed only for a while and its URL redirected to a known page
+        when that page was last fetched, the request for that page, as the redirect would have made it:
+        the page is then fetched, or kept when it fails too (docs/updating.md)."""
+        update = self._update()
+        target = update.known_redirect(request) if update is not None else None
+        if target is None:
+            return None
+        if not (transient_failure(status, reason) or self._robots_unreachable(request, reason)):
+            return None
+        meta = {name: value for name, value in request.meta.items() if name not in _ATTEMPT_META}
+        meta["redirect_times"] = request.meta.get("redirect_times", 0) + 1
+        meta["redirect_urls"] = [*request.meta.get("redirect_urls", []), request.url]
+        meta["redirect_reasons"] = [*request.meta.get("redirect_reasons", []), KNOWN_REDIRECT]
+        # Not a found link any more, but the page in flight (its token, its row): served first.
+        return request.replace(url=target.url, meta=meta)
+
     def _saved_copy(self, request: scrapy.Request, status: int | None, reason: str | None) -> HtmlResponse | None:
         """The saved copy of the known page *request* asked for, when an update's fetch of it failed
         only for a while (a 5xx, a timeout, a connection refused, its site's robots.txt unreadable):
         a transient failure loses no page, nor the pages only it links to (docs/updating.md)."""
-        crawler = getattr(self, "crawler", None)
-        update = update_session(crawler) if crawler is not None and crawler.settings.getbool("TSE_UPDATE") else None
-        if update is None or not update.is_update:
+        update = self._update()
+        if update is None:
             return None
         why = reason if transient_failure(status, reason) else self._robots_unreachable(request, reason)
         copy = update.saved_copy(request, why) if why else None

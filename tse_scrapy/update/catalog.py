@@ -50,6 +50,13 @@ class KnownPage:
     last_visit: float = 0.0
     last_change: float | None = None
     lastmod: str | None = None  # the last lastmod a sitemap gave it (--sitemaps), YYYY-MM-DDTHH:MM:SSZ
+    # The URLs (normalized) whose redirects led to it when it was last fetched: an update that cannot
+    # fetch one of them now follows the redirect as it was (docs/updating.md).  A catalog written
+    # before it was kept has none.
+    redirects: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "redirects", tuple(self.redirects))  # a list, read back from JSON
 
     @property
     def version(self) -> Version:

@@ -18,6 +18,7 @@ import sqlite3
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -75,6 +76,17 @@ def transient_failure(status: int | None, reason: str | None) -> bool:
     return bool(reason) and reason not in _LASTING_FAILURES and not reason.startswith("not a page")
 
 
+def redirect_chain(request: Request, normalize: Callable[[str], str | None]) -> tuple[tuple[str, int | None], ...]:
+    """The redirects that led to *request*: each URL (normalized) and the HTTP status it answered
+    with (None: no answer, a redirect followed as known from before)."""
+    meta = request.meta
+    urls = meta.get("redirect_urls") or ()
+    reasons = meta.get("redirect_reasons") or ()
+    statuses = [reason if isinstance(reason, int) else None for reason in reasons]
+    statuses += [None] * (len(urls) - len(statuses))
+    return tuple((normalize(url) or url, status) for url, status in zip(urls, statuses, strict=False))
+
+
 def warc_date(moment: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
 
@@ -120,6 +132,8 @@ class UpdateExtension:
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
         self.by_url = {page.url: page for page in self.before.values()}
+        # URL -> the live page its redirect led to when that page was last fetched.
+        self.redirected = {url: page for page in self.before.values() if page.live for url in page.redirects}
         self.first_new_id = max(self.before, default=0) + 1
         state_extension.closing.append(self.finish)
         return self
@@ -158,6 +172,28 @@ class UpdateExtension:
         self.failures_kept[page.doc_id] = why
         return page, body
 
+    def known_redirect(self, request: Request) -> KnownPage | None:
+        """The live page that the URL *request* asks for redirected to when that page was last
+        fetched, when the URL is no live page itself: an update that cannot fetch the URL now
+        (a failure for a while) follows the redirect as it was, so the page is not lost."""
+        url = normalize_url(request.url, self.tse_extensions) or request.url
+        own = self.by_url.get(url)
+        target = self.redirected.get(url) if self.is_update and (own is None or not own.live) else None
+        return target if target is not None and target.url != url else None
+
+    def redirects_seen(self, chain: tuple[tuple[str, int | None], ...], target: str) -> None:
+        """Record the known pages of a redirect *chain* that answered with a redirect, now to *target*:
+        gone, with that status (a fresh crawl saves the page they lead to, not them)."""
+        for url, status in chain:
+            page = self.by_url.get(url)
+            if page is None or status is None or url == target:
+                continue
+            if (self.state.visit_of(page.doc_id) or {}).get("saved"):
+                continue  # saved from another request of this crawl (never both, but say so)
+            self.state.visit(
+                {"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False, "redirect": target}
+            )
+
     def is_known_doc(self, doc_id: int) -> bool:
         return doc_id in self.before
 
@@ -172,6 +208,7 @@ class UpdateExtension:
         revisit: bool,
         replayed: bool = False,
         lastmod: str | None = None,
+        redirected_from: tuple[tuple[str, int | None], ...] = (),
     ) -> bool:
         """Record page *doc_id* as saved now (committed with the page); True when its file must be (re)written."""
         if replayed and (self.state.visit_of(doc_id) or {}).get("saved"):
@@ -192,12 +229,16 @@ class UpdateExtension:
             "last_modified": validators.get("last_modified"),
             "fetched": (validators.get("fetched") or warc_date(time.time())) if status == 200 else None,
             "lastmod": lastmod,
+            "redirects": [source for source, _ in redirected_from if source != url],
         }
         if kept is not None and old is not None:
             # Its saved copy, the fetch having failed for a while (``saved_copy``): its validators stay.
             visit.update(kept=kept, etag=old.etag, last_modified=old.last_modified, fetched=old.fetched)
         self.state.visit(visit)
-        changed = old is None or old.url != url or old.depth != depth or old.digest != digest
+        self.redirects_seen(redirected_from, url)
+        # A page back after being gone is rewritten under its old docID (docs/updating.md), like a
+        # new one: its file is the last copy seen, which the crawl that found it gone kept as it was.
+        changed = old is None or not old.live or old.url != url or old.depth != depth or old.digest != digest
         if not changed and self.is_update and self.recording and kept is None:  # (else recorded as failed)
             self.kept.add(doc_id)
         return changed

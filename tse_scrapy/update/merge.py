@@ -3,7 +3,8 @@ catalog after and the list of changes.  No Scrapy import.
 
 A *visit* is what the crawl recorded of one docID: saved (its depth, digest,
 HTTP status 200 or 304, validators), or failed (its HTTP status, or None
-without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it).
+without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it; ``redirect``, the
+URL it redirects to, when it answered with a redirect to another page of the crawl).
 A known page whose fetch failed for a while is saved from its copy: its visit
 is saved, with the failure's status and ``kept``, why it failed.
 """
@@ -20,6 +21,7 @@ ROBOTS_TXT = "robots.txt"  # a failed visit's reason: the site's robots.txt forb
 # Why a page is gone, in the changes file (``reason``): "http 404", "http 410", ROBOTS_TXT, or
 UNREACHED = "not reached"  # no page of the crawl links to it within the depth any more
 KEPT = "kept: "  # a live page's reason, before why its fetch failed for a while ("kept: http 503")
+REDIRECTS = "redirects to "  # a gone page's reason, before the URL of the page it redirects to now
 
 
 def merge(
@@ -48,6 +50,8 @@ def merge(
             now_is = None  # no longer linked from the crawl
         elif visit is not None and visit["status"] in GONE_STATUSES:
             now_is, reason = None, f"http {visit['status']}"
+        elif visit is not None and visit.get("redirect"):
+            now_is, reason = None, REDIRECTS + visit["redirect"]  # a fresh crawl saves that page instead
         elif visit is not None and visit.get("reason") == ROBOTS_TXT:
             now_is, reason = None, ROBOTS_TXT  # a fresh crawl would not fetch it
         elif visit is None and complete:
@@ -79,14 +83,17 @@ def _after(
         return replace(old, live=live)
     if visit.get("kept") and old is not None:
         # Its saved copy stood in for it (a failure for a while): no visit in its history, the same
-        # validators; only the depth it was found at may differ.
-        return replace(old, depth=visit["depth"], digest=visit["digest"], live=live)
+        # validators; only the depth it was found at may differ.  The redirects known to lead to it
+        # stay (followed as they were, when they could not be fetched either).
+        redirects = tuple(dict.fromkeys([*old.redirects, *visit.get("redirects", ())]))
+        return replace(old, depth=visit["depth"], digest=visit["digest"], live=live, redirects=redirects)
     fields = {
         "url": visit["url"],
         "depth": visit["depth"],
         "digest": visit["digest"],
         "live": live,
         "last_visit": now,
+        "redirects": tuple(visit.get("redirects", ())),
     }
     if visit.get("lastmod"):  # a sitemap named the page this time
         fields["lastmod"] = visit["lastmod"]

@@ -37,7 +37,7 @@ from ...exitcodes import PAGE_LIMIT
 from ...resume.extension import CrawlStateExtension, crawl_state
 from ...rules.crawling.eta import FrontierCensus
 from ...rules.files import pagedir
-from ...update.extension import UpdateExtension, sitemaps_read, update_session
+from ...update.extension import UpdateExtension, redirect_chain, sitemaps_read, update_session
 from ..progresslog import is_found_link, log_link
 from ..signals import page_done, page_writing
 from .dupefilter import NormalizedUrlDupeFilter
@@ -219,6 +219,10 @@ class TseScheduler(BaseScheduler):
                 self.update.reached(self.df.request_key(request))
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
+            if replaces and self.update is not None and not request.meta.get("tse_redirect_loop"):
+                # A redirect to a page of the crawl already seen: the known pages it went through are
+                # gone, with their redirect's status (committed by _release).
+                self.update.redirects_seen(redirect_chain(request, self.df.normalize), self.df.request_key(request))
             if replaces:
                 self._release(request)
             return False

@@ -194,6 +194,23 @@ def check_same_crawl(args: CrawlArgs, stored: dict[str, Any], action: str, names
             raise ArgumentError(f"cannot {action}: {name} was {was} and is now {now}")
 
 
+# A crawl's output files (``update.catalog.output_files``'s names) and the options that name them.
+OUTPUT_OPTIONS = {"warc": "--warc", "record": "--record", "changes": "--changes"}
+
+
+def check_same_outputs(stored: Mapping[str, str | None], now: Mapping[str, str | None], action: str = "resume") -> None:
+    """Raise ArgumentError (``cannot ACTION: --warc was FILE and is now not given``) when the output
+    files *now* (absolute paths, None when not asked for) are not those *stored* by the crawl it goes
+    on with: a WARC or a record must hold a crawl's every exchange, the changes file its every page."""
+    for name, option in OUTPUT_OPTIONS.items():
+        was, is_now = stored.get(name), now.get(name)
+        if was != is_now:
+            raise ArgumentError(
+                f"cannot {action}: {option} was {was or 'not given'} and is now {is_now or 'not given'} "
+                f"(go on with the output files the crawl began with)"
+            )
+
+
 def _shown(name: str, value: Any) -> str:
     """A value of a crawl's identity as the user reads it: a yes/no option ``given`` or ``not given``,
     an option left out ``not given``, an empty list ``(none)``."""

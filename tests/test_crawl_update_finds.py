@@ -1,0 +1,353 @@
+"""What a tester found in updates and resumes, fixed: a page reached only through a redirect survives
+a site down for a while; a known page that redirects now is gone with its redirect's status; a page
+back after being gone is written again; a resume must name the output files its crawl began with; an
+update told of an existing WARC is told to name a new one; a second Ctrl-C always exits 1.  Real
+crawls of real files served on 127.0.0.1 (docs/updating.md, docs/robustness.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, crawl_site
+from tests.support.pages import changes, page_file_states, snapshot
+from tests.support.sitecrawl import interrupted_crawl
+from tests.support.sitegen import generate_site, write_site
+from tests.support.wait import wait_until
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
+from tse_scrapy.rules.crawling.crawlargs import ArgumentError, check_same_outputs
+from tse_scrapy.rules.files import pagedir
+
+DEPTH = 3
+# "sub" is a directory: the server answers /sub with a 301 to /sub/, the only way to it and below it.
+LINKS = {
+    "index.html": ["sub", "a.html"],
+    "a.html": [],
+    "sub/index.html": ["deep.html"],
+    "sub/deep.html": [],
+}
+
+
+def crawled_with_a_redirect(tmp_path):
+    site = write_site(tmp_path / "site", LINKS)
+    out = tmp_path / "out"
+    out.mkdir()
+    return site, out
+
+
+def doc_of(out, server) -> dict[str, int]:
+    return {url.removeprefix(server.url + "/"): doc for doc, (url, *_) in page_file_states(out).items()}
+
+
+def test_a_page_reached_only_through_a_redirect_survives_a_site_down(tmp_path):
+    # It was "gone", "not reached": the link "sub" failed, and nothing knew it led to the saved "sub/".
+    site, out = crawled_with_a_redirect(tmp_path)
+    with SiteServer(site.root) as server:
+        first = crawl_site(server, out, DEPTH, "--validators")
+        assert first.returncode == 0, first.stderr.decode()[-2000:]
+    docs = doc_of(out, server)
+    assert set(docs) == {"index.html", "a.html", "sub/", "sub/deep.html"}
+    before = page_file_states(out)
+    listed = tmp_path / "changes.jsonl"
+    # Stopped: nothing listens on its port (connection refused).
+    result = crawl_site(server, out, DEPTH, "--update", "--changes", listed, "-s", "RETRY_TIMES=0")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert "0 new, 0 changed, 4 unchanged, 0 gone" in result.stderr.decode()
+    assert pagedir.gone_docs(out) == set()
+    assert page_file_states(out) == before
+    assert {(e["url"], e["change"], e["status"], e["reason"]) for e in changes(listed)} == {
+        (f"{server.url}/{name}", "unchanged", None, "kept: robots.txt: connection refused") for name in docs
+    }
+
+
+def test_a_redirect_that_fails_for_a_while_is_followed_as_it_was(tmp_path, serve):
+    # The redirect itself answers 503; the page it led to answers, and so do the pages below it.
+    site, out = crawled_with_a_redirect(tmp_path)
+    server = serve(site.root)
+    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    docs = doc_of(out, server)
+    server.rules["/sub"] = Rule(status=503)
+    asked = len(server.hits)
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, DEPTH, "--update", "--changes", listed, "-s", "RETRY_TIMES=0")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert "0 new, 0 changed, 4 unchanged, 0 gone" in result.stderr.decode()
+    assert pagedir.gone_docs(out) == set()
+    hits = [(hit.key, hit.status) for hit in server.hits[asked:] if hit.key != "/robots.txt"]
+    assert ("/sub", 503) in hits and ("/sub/", 304) in hits and ("/sub/deep.html", 304) in hits
+    entries = {e["docid"]: e for e in changes(listed)}
+    assert {entries[docs[name]]["status"] for name in ("sub/", "sub/deep.html")} == {304}
+    # Once the redirect answers again, the next update finds the site as it is, and keeps what it knew.
+    del server.rules["/sub"]
+    assert "0 new, 0 changed, 4 unchanged, 0 gone" in crawl_site(server, out, DEPTH, "--update").stderr.decode()
+    server.stop()  # and now the site is down: the redirect is still followed as it was
+    down = crawl_site(server, out, DEPTH, "--update", "-s", "RETRY_TIMES=0")
+    assert "0 new, 0 changed, 4 unchanged, 0 gone" in down.stderr.decode(), down.stderr.decode()[-2000:]
+
+
+def test_a_catalog_without_redirects_still_updates(tmp_path, serve):
+    # A catalog written before redirects were kept: its records lack the field; the update reads it,
+    # and the catalog it leaves knows the redirect.
+    site, out = crawled_with_a_redirect(tmp_path)
+    server = serve(site.root)
+    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    connection = sqlite3.connect(out / ".tse-pages.sqlite")
+    with connection:
+        for doc_id, record in connection.execute("SELECT doc_id, record FROM pages").fetchall():
+            old = {k: v for k, v in json.loads(record).items() if k != "redirects"}
+            connection.execute("UPDATE pages SET record = ? WHERE doc_id = ?", (json.dumps(old), doc_id))
+    connection.close()
+    result = crawl_site(server, out, DEPTH, "--update")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert "0 new, 0 changed, 4 unchanged, 0 gone" in result.stderr.decode()
+    connection = sqlite3.connect(out / ".tse-pages.sqlite")
+    records = {json.loads(r)["url"]: json.loads(r) for (r,) in connection.execute("SELECT record FROM pages")}
+    connection.close()
+    assert records[f"{server.url}/sub/"]["redirects"] == [f"{server.url}/sub"]
+
+
+@pytest.mark.parametrize("target", ["saved", "new"])
+def test_a_known_page_that_redirects_now_is_gone_with_the_redirects_status(tmp_path, serve, target):
+    # It said "status": null, "reason": "not reached", though it had answered 301.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    (site.root / "c.html").write_text("<html><body>c</body></html>\n")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    docs = doc_of(out, server)
+    to = {"saved": "b.html", "new": "c.html"}[target]
+    server.rules["/a.html"] = Rule(status=301, location=f"/{to}")
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, DEPTH, "--update", "--changes", listed)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert pagedir.gone_docs(out) == {docs["a.html"]}
+    entries = {e["url"].removeprefix(server.url + "/"): e for e in changes(listed)}
+    assert entries["a.html"] == {
+        "docid": docs["a.html"],
+        "url": f"{server.url}/a.html",
+        "change": "gone",
+        "status": 301,
+        "reason": f"redirects to {server.url}/{to}",
+    }
+    assert entries[to]["change"] == ("unchanged" if target == "saved" else "new")
+
+
+def test_a_page_back_after_being_gone_is_written_again(tmp_path, serve):
+    # "1 new ... 0 written": the page back was counted new, and its file not written.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    docs = doc_of(out, server)
+    body = (site.root / "b.html").read_bytes()
+    (site.root / "b.html").unlink()
+    assert crawl_site(server, out, 1, "--update").returncode == 0
+    assert pagedir.gone_docs(out) == {docs["b.html"]}
+    (site.root / "b.html").write_bytes(body)
+    before = page_file_states(out)
+    time.sleep(0.01)  # a file written again gets a later modification time
+    result = crawl_site(server, out, 1, "--update")
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    err = result.stderr.decode()
+    assert "1 new, 0 changed, 2 unchanged, 0 gone" in err
+    assert "tse crawl: 3 pages checked, 1 written, " in err
+    after = page_file_states(out)
+    assert after[docs["b.html"]][3] == before[docs["b.html"]][3]  # the same page
+    assert after[docs["b.html"]][1:3] != before[docs["b.html"]][1:3]  # rewritten under its old docID
+    assert {doc: state for doc, state in after.items() if doc != docs["b.html"]} == {
+        doc: state for doc, state in before.items() if doc != docs["b.html"]
+    }
+    assert pagedir.gone_docs(out) == set()
+
+
+OUTPUTS = {"warc": "--warc", "record": "--record", "changes": "--changes"}
+NAMES = {"warc": "crawl.warc.gz", "record": "crawl.jsonl", "changes": "changes.jsonl"}
+
+
+@pytest.mark.parametrize(
+    ("stored", "now", "refusal"),
+    [
+        ({}, {}, None),
+        ({"warc": "/a.warc.gz"}, {"warc": "/a.warc.gz"}, None),
+        ({"warc": "/a.warc.gz", "record": None}, {"warc": "/a.warc.gz"}, None),
+        ({"warc": "/a.warc.gz"}, {}, "--warc was /a.warc.gz and is now not given"),
+        ({}, {"warc": "/a.warc.gz"}, "--warc was not given and is now /a.warc.gz"),
+        ({"warc": "/a.warc.gz"}, {"warc": "/b.warc.gz"}, "--warc was /a.warc.gz and is now /b.warc.gz"),
+        ({"record": "/r.jsonl"}, {}, "--record was /r.jsonl and is now not given"),
+        ({"changes": "/c.jsonl"}, {"changes": "/d.jsonl"}, "--changes was /c.jsonl and is now /d.jsonl"),
+        ({"warc": "/a.warc.gz", "record": "/r"}, {}, "--warc was"),  # the first that differs
+    ],
+)
+def test_same_outputs(stored, now, refusal):
+    if refusal is None:
+        check_same_outputs(stored, now)
+        return
+    with pytest.raises(ArgumentError) as raised:
+        check_same_outputs(stored, now)
+    assert str(raised.value).startswith(f"cannot resume: {refusal}")
+
+
+def files_of(directory, taken=None) -> dict:
+    """Each file's bytes and modification time in a ``snapshot`` (taken now without *taken*), but
+    SQLite's own files beside a database."""
+    taken = snapshot(directory) if taken is None else taken
+    return {
+        name: entry for name, entry in taken.items() if isinstance(entry, tuple) and name[-4:] not in ("-shm", "-wal")
+    }
+
+
+def _interrupted(tmp_path, server, out, update: bool, outputs: dict[str, str]):
+    """Interrupt (Ctrl-C) a crawl, or an update, of *server*'s site with *outputs*; its arguments."""
+    args = ("crawl", f"{server.url}/index.html", out, DEPTH, "--prefix", f"{server.url}/")
+    if update:
+        done = crawl_site(server, out, DEPTH)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        args += ("--update",)
+    options = tuple(x for name, path in outputs.items() for x in (OUTPUTS[name], path))
+    saved = len(server.hits)
+    assert interrupted_crawl((*args, *options), lambda: len(server.hits) - saved, 4) == 1
+    assert (out / ".tse-state.sqlite").is_file()
+    return args
+
+
+@pytest.mark.parametrize(
+    ("update", "began_with", "resumed_with"),
+    [
+        (False, ["warc"], []),
+        (False, [], ["warc"]),
+        (False, ["record"], []),
+        (False, ["warc", "record"], ["warc"]),
+        (True, ["warc", "changes"], ["changes"]),
+        (True, ["changes"], []),
+        (True, [], ["changes"]),
+    ],
+)
+def test_a_resume_names_the_output_files_its_crawl_began_with(tmp_path, serve, update, began_with, resumed_with):
+    # Resumed without --warc, it was accepted: the WARC stayed partial, without its CDXJ.
+    site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=2)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    files = {name: str(tmp_path / NAMES[name]) for name in OUTPUTS}
+    args = _interrupted(tmp_path, server, out, update, {name: files[name] for name in began_with})
+    before, asked = snapshot(tmp_path), len(server.hits)
+    given = tuple(x for name in resumed_with for x in (OUTPUTS[name], files[name]))
+    refused = subprocess.run(
+        [str(BIN / "tse"), *map(str, args), "--resume", *given], capture_output=True, env=clean_env(), cwd=ROOT
+    )
+    assert refused.returncode == 2
+    differs = next(name for name in OUTPUTS if (name in began_with) != (name in resumed_with))
+    was = files[differs] if differs in began_with else "not given"
+    now = files[differs] if differs in resumed_with else "not given"
+    assert refused.stderr.decode() == (
+        f"tse crawl: cannot resume: {OUTPUTS[differs]} was {was} and is now {now} "
+        "(go on with the output files the crawl began with)\n"
+    )
+    # Nothing written (SQLite may leave the shared-memory files of its read), nothing fetched.
+    assert files_of(tmp_path) == files_of(tmp_path, before) and len(server.hits) == asked
+    # With the same files, it goes on; a WARC then has its CDXJ.
+    same = tuple(x for name in began_with for x in (OUTPUTS[name], files[name]))
+    resumed = subprocess.run(
+        [str(BIN / "tse"), *map(str, args), "--resume", *same, "-s", "DOWNLOAD_DELAY=0"],
+        capture_output=True,
+        env=clean_env(),
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    assert not (out / ".tse-state.sqlite").exists()
+    assert (tmp_path / "crawl.cdxj").is_file() == ("warc" in began_with)
+
+
+def test_a_resume_of_a_state_that_kept_no_output_files_is_taken_as_given(tmp_path, serve):
+    # A crawl state made before the output files were kept: the resume goes on as before.
+    site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=2)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = _interrupted(tmp_path, server, out, False, {})
+    connection = sqlite3.connect(out / ".tse-state.sqlite")
+    with connection:
+        assert connection.execute("DELETE FROM meta WHERE key = 'outputs'").rowcount == 1
+    connection.close()
+    record = tmp_path / "crawl.jsonl"
+    resumed = subprocess.run(
+        [str(BIN / "tse"), *map(str, args), "--resume", "--record", record, "-s", "DOWNLOAD_DELAY=0"],
+        capture_output=True,
+        env=clean_env(),
+        cwd=ROOT,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()[-2000:]
+    assert record.is_file()
+
+
+def test_an_update_given_an_existing_warc_is_told_to_name_a_new_one(tmp_path, serve):
+    # It said "(--resume appends)", and --resume of a finished update only says "nothing to resume".
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    warc = tmp_path / "u.warc.gz"
+    assert crawl_site(server, out, 1, "--warc", warc).returncode == 0
+    for finished in ("crawl", "update"):
+        before = snapshot(tmp_path)
+        refused = crawl_site(server, out, 1, "--update", "--warc", warc)
+        assert refused.returncode == 2
+        assert refused.stderr.decode() == (
+            f"tse crawl: --warc: {warc} exists: an update writes a new WARC file: give a new file name\n"
+        )
+        assert snapshot(tmp_path) == before
+        if finished == "crawl":
+            os.rename(warc, tmp_path / "first.warc.gz")
+            assert crawl_site(server, out, 1, "--update", "--warc", warc).returncode == 0
+
+
+# The gaps between two Ctrl-C: the second came while Python exited (0.08-0.12 s after the first, on a
+# crawl that stops at once) and ended the process by the signal, not with exit 1.
+GAPS = [0.0, 0.03, 0.06, 0.08, 0.1, 0.12, 0.15, 0.2, "after its last line"]
+
+
+@pytest.mark.parametrize("gap", GAPS)
+@pytest.mark.parametrize("program", ["tse", "scrapy"])
+def test_a_second_ctrl_c_at_any_moment_exits_1(tmp_path, serve, gap, program):
+    site = generate_site(tmp_path / "site", pages=60, fanout=3, seed=9)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    if program == "tse":
+        command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "3"]
+        command += ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0.05"]
+    else:
+        arguments = [f"seed={server.url}/index.html", f"pagedir={out}", "depth=3", f"prefix={server.url}/"]
+        command = [str(BIN / "scrapy"), "crawl", "tse", *(x for a in arguments for x in ("-a", a))]
+        command += ["-s", "DOWNLOAD_DELAY=0.05", "-s", "LOG_LEVEL=WARNING"]
+    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: len(server.hits) >= 4, 60, "the crawl did not start")
+        process.send_signal(signal.SIGINT)
+        lines = []
+        if gap == "after its last line":
+            for line in process.stderr:
+                lines.append(line.decode())
+                if "go on with" in lines[-1]:
+                    break
+        else:
+            time.sleep(gap)
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        stderr = "".join(lines) + process.communicate(timeout=60)[1].decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1, stderr[-3000:]  # docs/robustness.md: "both exit 1"
+    assert "Traceback" not in stderr
+    assert "the crawl was stopped" in stderr.splitlines()[-1]
