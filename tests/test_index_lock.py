@@ -223,10 +223,15 @@ def test_a_tse_index_killed_leaves_no_lock_even_with_its_workers_alive(many_page
             # Both workers started and at work, their copies of the lock dropped (a worker stopped between its
             # fork and that would keep the lock: the test's doing, not tse index's).
             seen: list[str] = []
+
+            def at_work() -> list | None:
+                # (Continued again each time: the test's stop can land on a worker as it is forked, after
+                # its parent has taken it, which left it stopped for good under load.)
+                os.killpg(first.pid, signal.SIGCONT)
+                return _workers_without_the_lock(first.pid, indexfile, seen)
+
             try:
-                workers = wait_until(
-                    lambda: _workers_without_the_lock(first.pid, indexfile, seen), 60, "no two workers"
-                )
+                workers = wait_until(at_work, 60, "no two workers")
             except AssertionError as error:
                 raise AssertionError(f"{error}; last seen: {seen}") from None
             os.killpg(first.pid, signal.SIGSTOP)  # the workers stay, stopped, as long as the test needs

@@ -148,6 +148,8 @@ def test_and_in_capitals_changes_nothing(line, required, excluded):
         ('"cat"' * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),  # (one to split)
         ("“cat”" * (MAX_QUERY_WORDS + 1), "Error: the query has too many words (at most 100)."),
         ("-“hot dog”", "not excluded"),
+        ('"' * (2 * MAX_QUERY_WORDS + 1), "no letters or digits"),  # (no "too many words": a tester's find)
+        ("“" * MAX_QUERY_CHARACTERS, "no letters or digits"),
     ],
 )
 def test_refused(line, message):

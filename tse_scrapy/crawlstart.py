@@ -19,7 +19,7 @@ from typing import Any
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
-from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, state_path, stored_meta
+from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, output_files, state_path, stored_meta
 from .rules.crawling.crawlargs import (
     PAGE_LIMIT_SETTINGS,
     ArgumentError,
@@ -152,7 +152,7 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             finished = catalog.finished_update(args.pagedir) if update and resume else None
         except UnreadableDatabase as error:
             raise ArgumentError(f"cannot read the page catalog: {error}") from None
-    update_finished = finished is not None and finished.outputs == catalog.output_files(setting)
+    update_finished = finished is not None and finished.outputs == output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
     if mode is StartMode.RESUME:
         _check_same_outputs(args, setting)
@@ -197,7 +197,7 @@ def _check_same_outputs(args: CrawlArgs, setting: Setting) -> None:
     except ValueError:
         outputs = None
     if isinstance(outputs, dict):
-        check_same_outputs(outputs, catalog.output_files(setting))
+        check_same_outputs(outputs, output_files(setting))
 
 
 def _try_state(args: CrawlArgs, setting: Setting) -> None:

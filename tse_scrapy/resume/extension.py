@@ -20,8 +20,7 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
 from ..exitcodes import SUCCESS_REASONS
-from ..update.catalog import output_files
-from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, OUTPUTS, CrawlStateDB, state_path
+from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, OUTPUTS, CrawlStateDB, output_files, state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -25,7 +25,7 @@ import json
 import os
 import pickle
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,19 @@ STATE_NAME = ".tse-state.sqlite"
 # The ``catalog`` meta value: what a crawl keeps beyond SPEC 2 (update/).
 CATALOG_UPDATE = "update"  # an update of a finished crawl
 CATALOG_VALIDATORS = "validators"  # a crawl asked to keep validators (or a WARC)
-# The meta key of the crawl's output files (JSON: ``update.catalog.output_files``), which a resume must
-# name again; a state made before it was kept has none.
+# The meta key of the crawl's output files (JSON: ``output_files``), which a resume must name again; a
+# state made before it was kept has none.
 OUTPUTS = "outputs"
+# The settings that name a crawl's output files, and the state's and the catalog's names for them.
+OUTPUT_SETTINGS = {"warc": "TSE_WARC", "record": "TSE_RECORD", "changes": "TSE_CHANGES"}
+
+
+def output_files(setting: Callable[[str], Any]) -> dict[str, str | None]:
+    """The output files of the crawl whose settings *setting* reads, as the state and the catalog
+    record them: absolute, links resolved, None when not asked for."""
+    given = {name: setting(setting_name) for name, setting_name in OUTPUT_SETTINGS.items()}
+    return {name: os.path.realpath(path) if path else None for name, path in given.items()}
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -91,17 +91,6 @@ def last_update(directory: str | os.PathLike) -> str | None:
     """The id of the last crawl merged into the catalog."""
     rows = _query(directory, "SELECT value FROM meta WHERE key = 'update'")
     return rows[0][0] if rows else None
-
-
-# The settings that name a crawl's output files, and the catalog's names for them.
-OUTPUT_SETTINGS = {"warc": "TSE_WARC", "record": "TSE_RECORD", "changes": "TSE_CHANGES"}
-
-
-def output_files(setting: Callable[[str], Any]) -> dict[str, str | None]:
-    """The output files of the crawl whose settings *setting* reads, as the catalog records them:
-    absolute, links resolved, None when not asked for."""
-    given = {name: setting(setting_name) for name, setting_name in OUTPUT_SETTINGS.items()}
-    return {name: os.path.realpath(path) if path else None for name, path in given.items()}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,14 @@ from scrapy.exceptions import NotConfigured
 from ..atomicfile import write_atomically
 from ..exitcodes import FINISHED, WRITE_ERROR
 from ..resume.extension import crawl_state
-from ..resume.statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, UnreadableDatabase, state_path, stored_meta
+from ..resume.statedb import (
+    CATALOG_UPDATE,
+    CATALOG_VALIDATORS,
+    UnreadableDatabase,
+    output_files,
+    state_path,
+    stored_meta,
+)
 from ..rules.crawling.changes import CHANGES, UNCHANGED
 from ..rules.crawling.crawlargs import extension_rule, split_list
 from ..rules.files import pagedir
@@ -287,7 +294,7 @@ class UpdateExtension:
                 catalog.write_catalog(
                     self.directory, pages, settings.getdict("TSE_ARGUMENTS"), self.update_id, synchronous=synchronous
                 )
-            outputs = catalog.output_files(settings.get)
+            outputs = output_files(settings.get)
             catalog.record_finished(self.directory, self.is_update, outputs, synchronous=synchronous)
         except OSError as error:
             self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")

@@ -194,7 +194,7 @@ def check_same_crawl(args: CrawlArgs, stored: dict[str, Any], action: str, names
             raise ArgumentError(f"cannot {action}: {name} was {was} and is now {now}")
 
 
-# A crawl's output files (``update.catalog.output_files``'s names) and the options that name them.
+# A crawl's output files (``resume.statedb.output_files``'s names) and the options that name them.
 OUTPUT_OPTIONS = {"warc": "--warc", "record": "--record", "changes": "--changes"}
 
 

@@ -34,6 +34,7 @@ from ..text.pagetext import CONTROL_CHARACTERS
 from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_WORD_CHARACTER = re.compile(r"[^\W_]")  # a letter or digit: a piece without one is no word
 
 # Each typographic double quote, opening or closing, is ``"``: pairs then match as ASCII ones do
 # (``„a“ „b“`` is two phrases), one mark for one, so the query keeps its length.  The curly
@@ -176,8 +177,9 @@ def parse_search_query(line: str) -> SearchQuery:
         raise SearchQueryError(problem)
     line = line.translate(_CONTROLS_AS_SPACES)  # (one character for one: the query keeps its length)
     pieces = list(_PIECE.finditer(line.translate(_AS_ASCII_QUOTES)))
-    # (quoted ones written together: '"a""b"' is two; OR is none)
-    if sum(piece.group() != "OR" for piece in pieces) > MAX_QUERY_WORDS:
+    # (quoted ones written together: '"a""b"' is two; OR is none, nor quote marks or punctuation alone:
+    # 201 quote marks were "too many words", a tester's find)
+    if sum(piece.group() != "OR" and bool(_WORD_CHARACTER.search(piece.group())) for piece in pieces) > MAX_QUERY_WORDS:
         raise SearchQueryError(TOO_MANY_WORDS)
     required: list[list[Clause]] = []
     excluded: list[Clause] = []
