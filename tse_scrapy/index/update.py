@@ -68,9 +68,10 @@ RANGE_PAGES = 500
 FULL_BUILD_SHARE = 0.75
 FULL_BUILD_PAGES = 200
 # The words of the pages new or changed an update holds at most (each word of a page with its count,
-# and the pages' rows and fields: about 300 bytes), past which it indexes every page instead, in
-# bounded memory: about 450 MB.  The 20,000-page bench's 5 % changed holds about 1,100,000 (1,100
-# distinct words a page); 3,000 pages of 2,000 words with 74 % changed held 4,400,000: 1.6 GB.
+# and the pages' rows and fields, then the merge's changes: about 300 bytes), past which it indexes every
+# page instead, in bounded memory.  The 20,000-page bench's 5 % changed holds about 1,100,000 (1,100
+# distinct words a page: 722 MB at the peak, the new sidecar's numbers included); 3,000 pages of 2,000
+# words with 74 % changed held 4,400,000: 1.6 GB.
 UPDATE_POSTINGS = 1_500_000
 
 
