@@ -196,3 +196,7 @@ def test_a_whole_site_down_loses_no_page(tmp_path):
     assert {(e["change"], e["status"], e["reason"]) for e in entries} == {
         ("unchanged", None, "kept: robots.txt: connection refused")
     }
+    # The seed is one of them: kept, as the line about it says (it said only "could not be fetched").
+    assert b"the seed URL could not be fetched (connection refused, its saved copy kept)\n" in (result.stderr), (
+        result.stderr.decode()[-2000:]
+    )

@@ -49,7 +49,9 @@ class SeedFailures:
         if request.meta.get("tse_redirect_loop"):
             self.page_done(request, reason="redirect loop")
 
-    def page_done(self, request: Request, status: int | None = None, reason: str | None = None, **_: Any) -> None:
+    def page_done(
+        self, request: Request, status: int | None = None, reason: str | None = None, kept: bool = False, **_: Any
+    ) -> None:
         if request.meta.get("depth", 0) != 0:
             return
         spider = self.crawler.spider
@@ -60,7 +62,11 @@ class SeedFailures:
             return  # a sitemap's URL, at depth 0 too
         failures = self.crawler.stats.get_value(SEED_FAILURES) or []
         if all(seed != url for seed, _ in failures):
-            self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, self._why(url, status, reason)]])
+            why = self._why(url, status, reason)
+            # An update keeps a known page that failed for a while: its saved copy, its links followed
+            # (the line said only that it could not be fetched, the site down a moment: a helper's find).
+            why += ", its saved copy kept" if kept else ""
+            self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, why]])
 
     def _why(self, url: str, status: int | None, reason: str | None) -> str:
         if status is not None:
