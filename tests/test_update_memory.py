@@ -31,3 +31,29 @@ def test_an_update_holding_more_words_than_it_keeps_in_memory_changes_nothing_an
     monkeypatch.setattr(update, "UPDATE_POSTINGS", 1_000_000)
     assert update_index(pages, out / "index") is None
     assert _files(out) != before
+
+
+def test_an_update_whose_pages_went_counts_their_words_and_their_share(tmp_path, monkeypatch):
+    # A review's find: pages gone were counted neither in the share that makes a full build the
+    # better way nor in the words held, which the update reads from the store (3,000 pages of 2,000
+    # words, all but 200 gone: 791 MB).
+    pages = write_fixture_directory(tmp_path / "pages")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_tse("index", pages, out / "index").returncode == 0
+    before = _files(out)
+    count = len([name for name in os.listdir(pages) if name.isdigit()])
+    (pages / ".tse-gone").write_text("".join(f"{doc_id}\n" for doc_id in range(2, count + 1)))
+    monkeypatch.setattr(update, "FULL_BUILD_PAGES", 2)
+    problem = update_index(pages, out / "index")
+    assert problem == (
+        f"0 of its 1 page files are new or changed and {count - 1:,} of its {count:,} pages gone,"
+        " which a full build indexes sooner"
+    )
+    assert _files(out) == before
+    # A few gone, under the share: their words counted with those held.
+    (pages / ".tse-gone").write_text("2\n3\n")
+    monkeypatch.setattr(update, "UPDATE_POSTINGS", 20)
+    problem = update_index(pages, out / "index")
+    assert problem is not None and problem.startswith("its 0 pages new or changed and 2 gone or changed hold "), problem
+    assert _files(out) == before

@@ -67,12 +67,13 @@ RANGE_PAGES = 500
 # pages than FULL_BUILD_PAGES is updated whatever changed: either takes a moment.
 FULL_BUILD_SHARE = 0.75
 FULL_BUILD_PAGES = 200
-# The words of the pages new or changed an update holds at most (each word of a page with its count,
-# and the pages' rows and fields, then the merge's changes: about 300 bytes), past which it indexes every
-# page instead, in bounded memory.  The 20,000-page bench's 5 % changed holds about 1,100,000 (1,100
-# distinct words a page: 722 MB at the peak, the new sidecar's numbers included); 3,000 pages of 2,000
-# words with 74 % changed held 4,400,000: 1.6 GB.
-UPDATE_POSTINGS = 1_500_000
+# The words of pages an update holds at most: each word of a page new or changed with its count (and
+# the pages' rows and fields), and each word a page gone or changed had (read from the store), both in
+# the merge's changes then: about 300 bytes each.  Past it, it indexes every page instead, in bounded
+# memory.  The 20,000-page bench's 5 % changed holds about 2,200,000 (1,100 distinct words a page, new
+# and old: 722 MB at the peak, the new sidecar's numbers included); 3,000 pages of 2,000 words with 74 %
+# changed held 8,900,000: 1.6 GB.
+UPDATE_POSTINGS = 3_000_000
 
 
 class _Mismatch(Exception):
@@ -204,11 +205,15 @@ def _update(
     on_end: Callable[[int], object] | None = None,
 ) -> str | None:
     scan = PageScan(directory)  # the record of the walk (its fingerprint and last docID), from the ranges'
-    read_pages, pages = _pages_to_read(directory, scan.gone, stored.keys)
-    if pages >= FULL_BUILD_PAGES and read_pages > FULL_BUILD_SHARE * pages:
-        return f"{read_pages:,} of its {pages:,} page files are new or changed, which a full build indexes sooner"
+    read_pages, pages, gone_pages = _pages_to_read(directory, scan.gone, stored.keys)
+    indexed = max(pages, len(stored.keys))
+    # (Pages gone count too: their words are read from the store and taken out of every line they are in.)
+    if indexed >= FULL_BUILD_PAGES and read_pages + gone_pages > FULL_BUILD_SHARE * indexed:
+        gone = f" and {gone_pages:,} of its {len(stored.keys):,} pages gone" if gone_pages else ""
+        return f"{read_pages:,} of its {pages:,} page files are new or changed{gone}, which a full build indexes sooner"
     notes = read_page_notes(directory)  # read here once; forked workers inherit it
     present: list[int] = []
+    held = 0  # the words of a page held (UPDATE_POSTINGS)
     added: dict[int, Counter[bytes]] = {}
     rows: dict[int, Rows] = {}
     fields: dict[int, tuple[str, bytes]] = {}  # packed, compressed: a large update holds them all
@@ -220,7 +225,6 @@ def _update(
             # Forked with the store's connection open: the workers never use it (only its keys, read
             # already), and they leave by os._exit or a signal, never closing it.
             workers = Workers(jobs, functools.partial(read_range, directory, scan.gone, notes, stored.keys))
-            held = 0  # the words of a page held (UPDATE_POSTINGS)
             for ranged in ranges_in_order(workers, RANGE_PAGES):
                 for doc_id, size, mtime_ns in ranged.statuses:
                     scan.record(doc_id, size, mtime_ns)
@@ -234,10 +238,7 @@ def _update(
                     on_warning(*warning)
                 if held > UPDATE_POSTINGS:
                     workers.stop()
-                    return (
-                        f"its {len(added):,} pages new or changed read so far hold {held:,} words, more than an"
-                        f" update keeps in memory ({UPDATE_POSTINGS:,}), which a full build indexes in bounded memory"
-                    )
+                    return _too_many_words(f"its {len(added):,} pages new or changed read so far", held)
             workers.stop()  # idle, or past the end
         except BaseException:
             ignore_interrupts()  # a second Ctrl-C must not cut the cleanup short and orphan the workers
@@ -250,13 +251,24 @@ def _update(
     removed = sorted(doc_id for doc_id in stored.keys if doc_id not in kept or doc_id in added)
     if not (removed or added) and scan.fingerprint() == stored.fingerprint and scan.last == stored.last:
         return None
+    # The words the pages removed or changed had, counted with those read (UPDATE_POSTINGS).
+    removed_words: dict[int, list[bytes]] = {}
+    for doc_id in removed:
+        try:
+            removed_words.update(stored.words((doc_id,)))
+        except zlib.error as error:
+            return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
+        held += len(removed_words[doc_id])
+        if held > UPDATE_POSTINGS:
+            return _too_many_words(
+                f"its {len(added):,} pages new or changed and {len(removed):,} gone or changed", held
+            )
     # The new text index and sidecar written to their temporary files as they are merged (``merge``),
     # removed unless put in place.
     text_file, sidecar_file = partial_path(indexfile), partial_path(sidecar_path(indexfile))
     try:
-        return _write_update(
-            indexfile, text, digest, sidecar, stored, scan, notes, present, added, rows, fields, removed, text_file
-        )
+        read = (present, added, rows, fields)
+        return _write_update(indexfile, text, digest, sidecar, stored, scan, notes, read, removed_words, text_file)
     finally:
         text_file.unlink(missing_ok=True)
         sidecar_file.unlink(missing_ok=True)
@@ -270,18 +282,18 @@ def _write_update(
     stored: StoredPages,
     scan: PageScan,
     notes: NotedPages,
-    present: list[int],
-    added: dict[int, Counter[bytes]],
-    rows: dict[int, Rows],
-    fields: dict[int, tuple[str, bytes]],
-    removed: list[int],
+    pages_read: tuple[list[int], dict[int, Counter[bytes]], dict[int, Rows], dict[int, tuple[str, bytes]]],
+    removed_words: dict[int, list[bytes]],
     text_file: Path,
 ) -> str | None:
+    """``_update``'s writing: *pages_read* the pages present, and the counts, rows and fields of those read."""
+    present, added, rows, fields = pages_read
     sidecar_file = partial_path(sidecar_path(indexfile))
+    removed = sorted(removed_words)
     try:
         with open(text_file, "wb") as out, open(sidecar_file, "wb") as sidecar_out:
-            new_size, new_digest = merge(text, sidecar, stored.words(removed), added, out, sidecar_out)
-    except (_Mismatch, zlib.error) as error:
+            new_size, new_digest = merge(text, sidecar, removed_words, added, out, sidecar_out)
+    except _Mismatch as error:
         return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
     # The search index written first, to its partial file, as a full index writes it: a full disk
     # there changes no file.  It is put in place last: changed before it is, it is not taken as the
@@ -314,19 +326,30 @@ def _write_update(
     return None
 
 
-def _pages_to_read(directory: str | os.PathLike, gone: frozenset[int], keys: dict[int, FileKey]) -> tuple[int, int]:
+def _pages_to_read(
+    directory: str | os.PathLike, gone: frozenset[int], keys: dict[int, FileKey]
+) -> tuple[int, int, int]:
     """How many of the page files of *directory* (not *gone*) are not those of *keys* (new or
-    changed), and how many there are: a walk of their status only (a millisecond a hundred pages)."""
-    doc_id = read = pages = 0
+    changed), how many there are, and how many of *keys* are no page file now (gone): a walk of
+    their status only (a millisecond a hundred pages)."""
+    doc_id = read = pages = kept = 0
     while True:
         doc_id += 1
         try:
             key = file_key(os.stat(pagedir.page_path(directory, doc_id)))
         except OSError:  # the walk's end (SPEC 3): where the update's own walk ends too
-            return read, pages
+            return read, pages, len(keys) - kept
         if doc_id not in gone:
             pages += 1
             read += keys.get(doc_id) != key
+            kept += doc_id in keys
+
+
+def _too_many_words(pages: str, held: int) -> str:
+    return (
+        f"{pages} hold {held:,} words, more than an update keeps in memory ({UPDATE_POSTINGS:,}),"
+        " which a full build indexes in bounded memory"
+    )
 
 
 @dataclass(frozen=True)
@@ -434,7 +457,9 @@ def merge(
         """Copy old words cursor..end-1, untouched."""
         if end <= cursor:
             return
-        written.write(text.piece(text.start_of(cursor), text.start_of(end)))
+        start, stop = text.start_of(cursor), text.start_of(end)
+        for at in range(start, stop, TEXT_PIECE_BYTES):  # (a piece at a time: each given back once written)
+            written.write(text.piece(at, min(at + TEXT_PIECE_BYTES, stop)))
         new_words.extend(old_words[cursor:end])
         shift = new_offsets[-1] - offsets[cursor]
         new_offsets.extend([offset + shift for offset in offsets[cursor + 1 : end + 1]])

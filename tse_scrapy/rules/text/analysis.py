@@ -634,11 +634,12 @@ def unfolded_pattern(folded: str, present: AbstractSet[str] | None = None) -> st
     at = 0
     while at < len(folded):
         letter, pair = folded[at], folded[at : at + 2]
-        sources = _kept(pairs.get(pair, ""), present)
-        if sources:
-            pattern.append(
-                f"(?:{_any_of(letter, singles, present)}{_any_of(pair[1], singles, present)}|[{re.escape(sources)}])"
-            )
+        if pair in pairs:
+            # (Two letters taken together whether the text holds their ligature or not: "ffi" is ff, i
+            # in both patterns, never f, fi.)
+            both = f"{_any_of(letter, singles, present)}{_any_of(pair[1], singles, present)}"
+            sources = _kept(pairs[pair], present)
+            pattern.append(f"(?:{both}|[{re.escape(sources)}])" if sources else both)
             at += 2
         else:
             pattern.append(_any_of(letter, singles, present))
