@@ -131,10 +131,17 @@ def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
     done = crawl_site(demo, tmp_path, 1, "--record", record)
     assert done.returncode == 2
     assert done.stderr.decode() == (
-        f"tse crawl: --record: {record} exists: a new crawl writes a new record (--resume appends)\n"
+        f"tse crawl: --record: {record} exists: a new crawl writes a new record: give a new file name"
+        " (--resume goes on with an interrupted crawl's own)\n"
     )
     assert record.read_text() == "earlier\n"
     assert os.listdir(tmp_path) == ["crawl.jsonl"]
+    # --resume is no way out here: no crawl of the directory was writing it.
+    resumed = crawl_site(demo, tmp_path, 1, "--record", record, "--resume")
+    assert resumed.returncode == 2
+    assert resumed.stderr.decode() == (
+        f"tse crawl: --record: {record} exists, and no interrupted crawl of {tmp_path} was writing it\n"
+    )
 
 
 def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, serve):

@@ -297,4 +297,9 @@ def _check_output_files(
             if update:
                 # A finished crawl or update: nothing of it is left to append (--resume says so).
                 raise ArgumentError(f"{name}: {path} exists: an update writes {what}: give a new file name")
-            raise ArgumentError(f"{name}: {path} exists: a new crawl writes {what} (--resume appends)")
+            # (Not "--resume appends": that goes on only with an interrupted crawl's own file, and was
+            # refused for this one, which no crawl of the directory was writing: a helper's find.)
+            raise ArgumentError(
+                f"{name}: {path} exists: a new crawl writes {what}: give a new file name"
+                " (--resume goes on with an interrupted crawl's own)"
+            )
