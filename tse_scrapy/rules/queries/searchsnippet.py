@@ -381,7 +381,7 @@ LATER_MARGIN = 100
 LATER_PIECES = 16  # the longest pieces of a kind looked for (a query may have a hundred words)
 LATER_SPACE = 100  # a read is cut at a space this close to its bound ...
 LATER_WORD = 64  # ... else at a word's end this close (never inside a word of a script with spaces but a longer one)
-LATER_PRESENT_READ = 50_000  # a text's characters read for the accented letters it holds (see _LaterPieces)
+LATER_PRESENT_READ = 50_000  # a text's characters read for the accented letters it holds (``later_snippet``)
 
 
 def later_snippet(
@@ -401,11 +401,16 @@ def later_snippet(
     stemming = analysis.stemming_languages(languages)
     lowered = _lowered(rest)
     spellings = [False, True] if analysis.may_be_folded(rest) else [False]  # (accented)
+    # The accented letters the text holds, found once for every kind of piece (to a bound: Vietnamese
+    # holds one a few characters; past it, None: every letter's accents).
+    present: frozenset[str] | None = None
     places = tries = 0
     for pieces in _later_pieces(prepared, lowered):
         for accented in spellings:
+            if accented and present is None and len(lowered) <= LATER_PRESENT_READ:
+                present = analysis.unfolded_characters_in(lowered)
             last = -1
-            for found in pieces.pattern(accented, lowered).finditer(lowered):
+            for found in pieces.pattern(accented, present).finditer(lowered):
                 places += 1
                 if places > LATER_PLACES:
                     return None
@@ -442,17 +447,16 @@ class _LaterPieces:
         self._patterns: dict[frozenset[str] | None, re.Pattern[str]] = {}
         self._sources: frozenset[str] | None = None  # what the pieces' letters may be folded from
 
-    def pattern(self, accented: bool, text: str = "") -> re.Pattern[str]:
-        """The pieces spelled as they are, or *accented* as *text* (lowercased) may hold them."""
+    def pattern(self, accented: bool, present: frozenset[str] | None = None) -> re.Pattern[str]:
+        """The pieces spelled as they are, or *accented* as a text holding the accented letters
+        *present* (``analysis.unfolded_characters_in``; None: any) may hold them."""
         key: frozenset[str] | None = _AS_THEY_ARE
         if accented:
-            # (A text's accented letters are found in one search, to a bound: Vietnamese holds one a
-            # few characters.  Past it, or without a text, every letter's accents.)
             key = None
-            if text and len(text) <= LATER_PRESENT_READ:
+            if present is not None:
                 if self._sources is None:
                     self._sources = analysis.unfolded_characters_of(self.pieces)
-                key = analysis.unfolded_characters_in(text) & self._sources
+                key = present & self._sources
         found = self._patterns.get(key)
         if found is None:
             if key is _AS_THEY_ARE:
