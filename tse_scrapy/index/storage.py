@@ -33,10 +33,11 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
@@ -358,19 +359,34 @@ def write_sidecar(out: BinaryIO, words: list[bytes], offsets: array, pairs: arra
     """``encode_sidecar`` written to *out* (a file at its start) section by section, not put together
     in memory first (an update's is the size of the index's postings)."""
     blob = b"\n".join(words)
-    out.write(bytes(_HEADER.size))  # written again once the sections' digest is known
-    sections = hashlib.blake2b(blob, digest_size=16)
-    out.write(blob)
-    written = _HEADER.size + len(blob)
-    for section in (memoryview(offsets).cast("B"), memoryview(pairs).cast("B")):
-        padding = b"\0" * (_aligned(written) - written)
-        for data in (padding, section):
-            out.write(data)
-            sections.update(data)
-        written += len(padding) + len(section)
     fields = (_MAGIC, digest, size, len(words), len(blob), len(pairs) // 2, pairs.itemsize)
+    _write_sections(out, fields, [[blob], [memoryview(offsets).cast("B")], [memoryview(pairs).cast("B")]])
+
+
+def _write_sections(
+    out: BinaryIO, fields: tuple[object, ...], sections: Iterable[Iterable[bytes | memoryview]]
+) -> None:
+    """A sidecar written to *out* (a file at its start): its header of *fields* (``_header``), then its
+    *sections* (words, offsets, numbers: each given in pieces), each but the first at a multiple of 8
+    bytes; the header sealed with their digest once they are written."""
+    out.write(bytes(_HEADER.size))  # written again once the sections' digest is known
+    digest = hashlib.blake2b(digest_size=16)
+    written = _HEADER.size
+    for number, pieces in enumerate(sections):
+        padding = b"\0" * (_aligned(written) - written) if number else b""
+        for data in chain((padding,), pieces):  # (the pieces as they come: a section may be 100 MB)
+            out.write(data)
+            digest.update(data)
+            written += len(data)
     out.seek(0)
-    out.write(_header(fields, sections.digest()))
+    out.write(_header(fields, digest.digest()))
+
+
+def _pieces_of(path: Path) -> Iterator[bytes]:
+    """The bytes of the file at *path*, a megabyte at a time."""
+    with open(path, "rb") as file:
+        while piece := file.read(1 << 20):
+            yield piece
 
 
 def text_digest(text: bytes) -> bytes:
@@ -446,20 +462,9 @@ class IndexFileWriter:
         sidecar = partial_path(sidecar_path(self.path))
         try:
             with open(sidecar, "wb") as out:
-                out.write(bytes(_HEADER.size))  # written again once the sections' digest is known
-                sections = hashlib.blake2b(digest_size=16)
-                for name in ("words", "offsets", "numbers"):
-                    if name != "words":
-                        padding = b"\0" * (_aligned(out.tell()) - out.tell())
-                        out.write(padding)
-                        sections.update(padding)
-                    with open(self._sections[name], "rb") as section:
-                        while chunk := section.read(1 << 20):
-                            out.write(chunk)
-                            sections.update(chunk)
                 fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
-                out.seek(0)
-                out.write(_header(fields, sections.digest()))
+                names = ("words", "offsets", "numbers")
+                _write_sections(out, fields, (_pieces_of(self._sections[name]) for name in names))
             self._prepared = PreparedIndexFiles(self.path, partial_path(self.path), sidecar, digest)
         except BaseException:
             sidecar.unlink(missing_ok=True)
