@@ -14,12 +14,17 @@ def _files(directory):
     return {name: (directory / name).read_bytes() for name in sorted(os.listdir(directory))}
 
 
-def test_an_update_holding_more_words_than_it_keeps_in_memory_changes_nothing_and_says_why(tmp_path, monkeypatch):
+def _indexed(tmp_path):
+    """The multilingual fixture's pages indexed: their directory, the index's, and its files."""
     pages = write_fixture_directory(tmp_path / "pages")
     out = tmp_path / "out"
     out.mkdir()
     assert run_tse("index", pages, out / "index").returncode == 0
-    before = _files(out)
+    return pages, out, _files(out)
+
+
+def test_an_update_holding_more_words_than_it_keeps_in_memory_changes_nothing_and_says_why(tmp_path, monkeypatch):
+    pages, out, before = _indexed(tmp_path)
     for doc_id in (2, 3, 5):
         (pages / str(doc_id)).write_bytes((pages / str(doc_id)).read_bytes() + b" <p>orchard</p>")
     monkeypatch.setattr(update, "UPDATE_POSTINGS", 50)
@@ -37,11 +42,7 @@ def test_an_update_whose_pages_went_counts_their_words_and_their_share(tmp_path,
     # A review's find: pages gone were counted neither in the share that makes a full build the
     # better way nor in the words held, which the update reads from the store (3,000 pages of 2,000
     # words, all but 200 gone: 791 MB).
-    pages = write_fixture_directory(tmp_path / "pages")
-    out = tmp_path / "out"
-    out.mkdir()
-    assert run_tse("index", pages, out / "index").returncode == 0
-    before = _files(out)
+    pages, out, before = _indexed(tmp_path)
     count = len([name for name in os.listdir(pages) if name.isdigit()])
     (pages / ".tse-gone").write_text("".join(f"{doc_id}\n" for doc_id in range(2, count + 1)))
     monkeypatch.setattr(update, "FULL_BUILD_PAGES", 2)

@@ -268,7 +268,8 @@ def _update(
     text_file, sidecar_file = partial_path(indexfile), partial_path(sidecar_path(indexfile))
     try:
         read = (present, added, rows, fields)
-        return _write_update(indexfile, text, digest, sidecar, stored, scan, notes, read, removed_words, text_file)
+        written = (text_file, sidecar_file)
+        return _write_update(indexfile, text, digest, sidecar, stored, scan, notes, read, removed_words, written)
     finally:
         text_file.unlink(missing_ok=True)
         sidecar_file.unlink(missing_ok=True)
@@ -284,11 +285,12 @@ def _write_update(
     notes: NotedPages,
     pages_read: tuple[list[int], dict[int, Counter[bytes]], dict[int, Rows], dict[int, tuple[str, bytes]]],
     removed_words: dict[int, list[bytes]],
-    text_file: Path,
+    written: tuple[Path, Path],
 ) -> str | None:
-    """``_update``'s writing: *pages_read* the pages present, and the counts, rows and fields of those read."""
+    """``_update``'s writing: *pages_read* the pages present, and the counts, rows and fields of those
+    read; *written*: the temporary files of the new text index and sidecar (the caller removes them)."""
     present, added, rows, fields = pages_read
-    sidecar_file = partial_path(sidecar_path(indexfile))
+    text_file, sidecar_file = written
     removed = sorted(removed_words)
     try:
         with open(text_file, "wb") as out, open(sidecar_file, "wb") as sidecar_out:
