@@ -214,11 +214,11 @@ def build_fts5(path: Path, docs: Sequence[Doc]) -> None:
     indexer's ranges give it), then ``finish``: anchors gathered, duplicates grouped, segments merged,
     terms counted, meta written, the file renamed into place."""
     with store.SearchIndexWriter(path) as writer:
-        spellings: dict[str, str] = {}
+        spellings: store.Spellings = {}
         for doc_id, url, _, fields, page in docs:
             writer.add(doc_id, url, page)
             for word, spelling in fields.vocabulary:
-                spellings.setdefault(word, spelling)
+                spellings.setdefault(word, (spelling, doc_id))
         writer.add_vocabulary(spellings)
         writer.finish(0, b"")
 
@@ -684,7 +684,10 @@ def update_part(directory: Path, digest: str, languages: list[str]) -> dict:
     # renamed into place), then a fresh build.
     build_fts5(where / "updated.index.search", docs)
     began = time.perf_counter()
-    prepared = store.prepare_update(where / "updated.index", (0, b""), (0, b""), changed_ids, changed)
+    vocabularies = {doc_id: dict(fields.vocabulary) for doc_id, _, _, fields, _ in docs}
+    prepared = store.prepare_update(
+        where / "updated.index", (0, b""), (0, b""), changed_ids, changed, vocabularies.__getitem__
+    )
     if isinstance(prepared, str):
         raise SystemExit(f"bench: FTS5 update refused: {prepared}")
     prepared.put_in_place()

@@ -1,5 +1,5 @@
-"""The links a page gives the search index (``pagefields.anchors``): those to its own host, with their
-anchor text's terms."""
+"""What a page gives the search index (``pagefields``): the links to its own host, with their
+anchor text's terms, and its words for typo tolerance."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, PageText, anchors
+from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, PageText, anchors, page_fields, page_text, page_vocabulary
 
 PAGE = "http://127.0.0.1:8080/docs/index.html"
 
@@ -108,3 +108,30 @@ def test_the_text_past_follows_the_stored_text(text, limit):
     past = read.text_past(stored)
     assert visible.startswith(stored) and visible[len(stored) :].lstrip(" ").startswith(past)
     assert bool(past) == bool(visible[len(stored) :].strip())
+
+
+# A page's words for typo tolerance, each with how the page spells it first (case folded, accents and ß
+# kept), its title's first; words of 5 characters or more, none of a bigram script.
+@pytest.mark.parametrize(
+    "body, vocabulary",
+    [
+        (
+            b"<title>R\xc3\xa9sum\xc3\xa9</title><p>resume RESUME apples</p>",
+            (("resume", "résumé"), ("apples", "apples")),
+        ),
+        ("<p>Straße STRASSE strasse</p>".encode(), (("strasse", "straße"),)),
+        ("<p>ΛΌΓΟΣ λόγος</p>".encode(), (("λογοσ", "λόγοσ"),)),
+        ("<p>日本語のテキスト tiếng</p>".encode(), (("tieng", "tiếng"),)),
+        (b"<p>four five6 <script>hidden words</script></p>", (("five6", "five6"),)),
+    ],
+)
+def test_a_pages_vocabulary(body, vocabulary):
+    assert page_fields("http://h/p.html", body).vocabulary == vocabulary
+    assert page_vocabulary(page_text(body)) == vocabulary
+
+
+@given(st.text(alphabet=st.sampled_from("aéAÉßsΣ\u03c3ςк日本 <>/tile"), max_size=400))
+def test_a_pages_vocabulary_read_alone_is_its_fields(text):
+    # (An update reads a page's vocabulary alone, when a page it did not read becomes a word's first.)
+    body = f"<title>{text[:40]}</title>{text}".encode()
+    assert page_vocabulary(page_text(body)) == page_fields("http://h/p.html", body).vocabulary

@@ -1,7 +1,6 @@
 """The search index file (fulltext/store.py): the same whatever the workers and ranges, bounded on
 hostile pages, refused when it belongs to another index."""
 
-import contextlib
 import os
 import threading
 import time
@@ -20,6 +19,7 @@ from tests.support import multilingual
 from tests.support.fulldisk import files_of_at_most
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
+from tests.support.searchrows import opened, search_rows
 from tests.support.searchsite import damaged_fts
 from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, searcher, store
@@ -37,22 +37,6 @@ from tse_scrapy.rules.text.pagefields import BODY_CHARACTERS, BODY_TERMS, MAX_LI
 from tse_scrapy.search.app import _results
 
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
-
-
-def opened(indexfile):
-    return contextlib.closing(apsw.Connection(str(search_path(indexfile))))
-
-
-def rows(indexfile):
-    """The search index's tables, and what each FTS5 table holds: every term where it stands (its
-    fts5vocab instance table; its shadow tables say the same in a form that a build's history changes)."""
-    with opened(indexfile) as db:
-        tables = ("pages", "anchors", "links", "vocabulary", "heads", "rests", "term_counts", "same", "groups")
-        found = {table: db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall() for table in tables}
-        for table in store.FTS_TABLES:
-            db.execute(f"CREATE VIRTUAL TABLE temp.{table}_held USING fts5vocab(main, {table}, instance)")
-            found[table] = sorted(db.execute(f"SELECT * FROM temp.{table}_held").fetchall())
-        return found
 
 
 def answers(pages, indexfile):
@@ -75,7 +59,7 @@ def test_the_same_search_index_whatever_the_workers_and_ranges(
     if sent_words is not None:  # the vocabulary's words a process remembers sending, forgotten often
         monkeypatch.setattr(indexer, "SENT_WORDS", sent_words)
     write_index_files(fixture_pages, tmp_path / "other", jobs=jobs, run_pages=run_pages)
-    assert rows(tmp_path / "other") == rows(tmp_path / "one")
+    assert search_rows(tmp_path / "other") == search_rows(tmp_path / "one")
     found = answers(fixture_pages, tmp_path / "one")
     assert found == answers(fixture_pages, tmp_path / "other")
     assert all(found[query] for query in QUERIES[:6]), found
@@ -202,9 +186,8 @@ def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
     result = run_tse("index", tmp_path / "pages", tmp_path / "updated", "--update")
     assert result.returncode == 0 and "cannot update" not in result.stderr.decode(), result.stderr.decode()
     assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
-    # The same rows; an update keeps the words of pages gone in the vocabulary (corrections skip words no page holds).
-    updated, fresh = rows(tmp_path / "updated"), rows(tmp_path / "fresh")
-    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))
+    # The same rows, the vocabulary's too (the words the long page lost, and its first spellings).
+    updated, fresh = search_rows(tmp_path / "updated"), search_rows(tmp_path / "fresh")
     assert updated == fresh
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
     assert docs(engine, "filler -aardvark") == [1] and docs(engine, "filler -zebra") == [2]
@@ -265,8 +248,7 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
     write_pages(tmp_path / "pages", {2: (pages[2][0], 0, (MANUAL / "ch03.en.html").read_bytes())})
     assert run_tse("index", tmp_path / "pages", tmp_path / "index", "--update").returncode == 0
     assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
-    updated, fresh = rows(tmp_path / "index"), rows(tmp_path / "fresh")
-    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))
+    updated, fresh = search_rows(tmp_path / "index"), search_rows(tmp_path / "fresh")
     assert updated == fresh and len(fresh["rests"]) == 2
 
 
@@ -466,8 +448,7 @@ def test_links_with_tabs_and_newlines_in_their_urls(tmp_path):
     assert result.returncode == 0 and "cannot update" not in result.stderr.decode(), result.stderr.decode()
     assert anchor_terms(tmp_path / "index") == {1: "zeppelin airship", 3: "x"}
     assert run_tse("index", tmp_path / "pages", tmp_path / "fresh").returncode == 0
-    updated, fresh = rows(tmp_path / "index"), rows(tmp_path / "fresh")
-    assert set(updated.pop("vocabulary")) >= set(fresh.pop("vocabulary"))  # as above: words of pages gone kept
+    updated, fresh = search_rows(tmp_path / "index"), search_rows(tmp_path / "fresh")
     assert updated == fresh
 
 
@@ -718,7 +699,7 @@ def _write_english_pages(tmp_path, texts: dict[int, str]) -> None:
 
 def test_a_word_is_a_pages_word_after_an_update_as_after_a_build(tmp_path):
     # is_word answers from the words the pages have now: an update that drops the only page holding
-    # "kernle" (its vocabulary table keeps the words of pages gone) answers as a fresh build.
+    # "kernle" answers as a fresh build.
     engine = _indexed_english_pages(tmp_path, {1: "kernel build 1", 2: "a kernle typo"})
     assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary.is_word("kernle")
     for engine in _updated_and_built_afresh(tmp_path, {2: "a kernel typo mended"}):
@@ -729,8 +710,8 @@ def test_a_word_is_a_pages_word_after_an_update_as_after_a_build(tmp_path):
 
 def test_a_word_an_update_leaves_no_page_holding_is_no_correction_as_after_a_build(tmp_path):
     # A page changes one form of a word for another with its stem ("frobnicating" to "frobnicated"):
-    # the vocabulary table keeps the old one, whose stem the index still holds; it must not be offered
-    # (a "Did you mean" to a word no page has), as a fresh build offers nothing.
+    # the old one, whose stem the index still holds, must not be offered (a "Did you mean" to a word no
+    # page has), as a fresh build offers nothing.
     engine = _indexed_english_pages(tmp_path, {1: "frobnicating widgets", 2: "other text"})
     answer = engine.answer("frobnicatingg", "relevance")
     assert answer.corrections == {"frobnicatingg": "frobnicating"} and [d for d, _ in answer.ranked] == [1]
@@ -749,7 +730,7 @@ def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_ev
     # Its terms are another analysis's (an older tse, another Unicode or Snowball version): a query's
     # would not meet them, nor would an update's pages the others'.
     write_index_files(fixture_pages, tmp_path / "index", jobs=1)
-    before = rows(tmp_path / "index")
+    before = search_rows(tmp_path / "index")
     with opened(tmp_path / "index") as db:
         db.execute("UPDATE meta SET value = 'older' WHERE key = 'analysis'")
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
@@ -759,7 +740,7 @@ def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_ev
     result = run_tse("index", fixture_pages, tmp_path / "index", "--update")
     assert result.returncode == 0
     assert result.stderr.decode().startswith("tse index: cannot update: ")
-    assert rows(tmp_path / "index") == before
+    assert search_rows(tmp_path / "index") == before
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert isinstance(engine.search_index, SearchIndex)
 

@@ -23,7 +23,6 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import NamedTuple, TypeVar
 
 import apsw
@@ -265,9 +264,8 @@ class Vocabulary:
             documents.update(((term, table), found.get(term, 0)) for term in chunk)
 
     def closest(self, word: str) -> list[tuple[str, int]]:
-        """The words within the edits allowed for *word*'s length that a page holds (``is_word``: the
-        vocabulary table keeps the words of pages an update changed), and their distances, closest
-        first (at most CANDIDATES)."""
+        """The words within the edits allowed for *word*'s length that the vocabulary lists (the words
+        pages hold), and their distances, closest first (at most CANDIDATES)."""
         edits = 2 if len(word) >= TWO_EDITS_FROM else 1
         if self._by_length is None:
             self._by_length = {}
@@ -280,11 +278,10 @@ class Vocabulary:
         from rapidfuzz import process
         from rapidfuzz.distance import OSA
 
-        # Every word within the edits, in the order the CANDIDATES closest were taken (by distance, then as
-        # listed), the first that pages hold kept: an update's words gone take no place of a build's.
+        # Every word within the edits, the CANDIDATES closest taken (by distance, then as listed).
         found = process.extract(word, candidates, scorer=OSA.distance, score_cutoff=edits, limit=None)
         found.sort(key=lambda match: (match[1], match[2]))
-        held = list(islice(((known, distance) for known, distance, _ in found if self.is_word(known)), CANDIDATES))
+        held = [(known, distance) for known, distance, _ in found[:CANDIDATES]]
         if len(word) == VOCABULARY_MIN:
             # One letter fewer is a word the vocabulary does not list (too short): looked for among the
             # pages' words ("grubb" is "grub", on hundreds of pages, before "grubs", on one).
@@ -293,9 +290,8 @@ class Vocabulary:
         return sorted(held, key=lambda match: (match[1], match[0]))
 
     def is_word(self, word: str) -> bool:
-        """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word.
-        Asked of phrases_fts, whose words an update keeps exact (the vocabulary table keeps the
-        words of pages gone: ``closest`` keeps only the words it says pages hold)."""
+        """Whether a page's title or body holds *word* (folded, a letter or digit run) as a word
+        (asked of phrases_fts: words of any length)."""
         sql = "SELECT 1 FROM phrases_fts WHERE phrases_fts MATCH ? LIMIT 1"
         return _remembered(self._words, word, lambda: self.db.execute(sql, ('"' + word + '"',)).fetchone() is not None)
 
@@ -344,7 +340,7 @@ class Vocabulary:
 
     def listed(self, word: str) -> bool:
         """Whether the vocabulary lists *word* (folded, of VOCABULARY_MIN characters or more): a page
-        holds it, or held it before an update (a seek in its table, not a walk of an FTS5 list)."""
+        holds it (a seek in its table, not a walk of an FTS5 list)."""
         sql = "SELECT 1 FROM vocabulary WHERE word = ?"
         return _remembered(self._listed, word, lambda: self.db.execute(sql, (word,)).fetchone() is not None)
 

@@ -31,8 +31,10 @@ reference's).  Its tables:
   naming another page of the index), the page that stands for the group in
   results (``rules.web.duplicates.duplicate_groups``), worked out again whenever
   pages change;
-- ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) and
-  how pages spell them, for typo tolerance and "did you mean";
+- ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) of
+  the pages' titles and bodies, for typo tolerance and "did you mean": how the
+  first page holding a word spells it, and that page's docID (an update
+  finds a word's first page again when that page changes or goes);
 - ``heads``: what a snippet reads first of a page's stored text whatever the
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
 - ``rests``: the visible text past the document store's (``pagefields.REST_CHARACTERS``
@@ -48,10 +50,9 @@ reference's).  Its tables:
 Written whole into ``.NAME.partial`` and renamed into place; ``prepare_update``
 applies the changes of ``tse index --update`` to a copy, renamed likewise
 (``PreparedUpdate.put_in_place``): FTS5 keeps its statistics (pages, lengths,
-document frequencies) exact through deletions, so an updated index answers as
-a full build does (the vocabulary table keeps the words of pages gone or
-changed: only the words phrases_fts holds as words are taken from it,
-``Vocabulary.closest``).
+document frequencies) exact through deletions, and the vocabulary is made
+what a full build's is (``_update_vocabulary``), so an updated index answers
+as a full build does.
 
 Written and read with apsw's SQLite: the system's (Python's ``sqlite3``, 3.40
 on Debian 12) has no ``contentless_delete``.
@@ -86,8 +87,9 @@ SEARCH_SUFFIX = ".search"
 # 5: heads; 6: heads as terms and places, for text in any script; 7: contentless_delete FTS5 tables, no
 # copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
 # a run); 9: its characters column instead (every character of a bigram script); 10: rests, and
-# the pages' digests of their words as they are (duplicates.words_digest)
-FORMAT = "10"
+# the pages' digests of their words as they are (duplicates.words_digest); 11: the vocabulary's first
+# pages (an update's vocabulary is a full build's)
+FORMAT = "11"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -95,6 +97,10 @@ ANCHOR_TERMS = 2_000
 # A page's anchor texts are joined every this many while they are gathered: one string object, not
 # one an anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -43 MB).
 ANCHORS_JOINED = 64
+
+# The vocabulary's words as pages are added: a word -> (its spelling, the docID of the page it was met
+# on first).
+Spellings = dict[str, tuple[str, int]]
 
 # No copy of the text kept, by FTS5 or beside it: FTS5 deletes a row by its docID.
 _CONTENTLESS = "content='', contentless_delete=1, tokenize='ascii'"
@@ -105,7 +111,7 @@ CREATE INDEX pages_by_url ON pages (url);
 CREATE INDEX pages_by_language ON pages (lang);
 CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
-CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL, doc_id INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
@@ -203,10 +209,10 @@ class SearchIndexWriter:
     def add(self, doc_id: int, url: str, page: PackedPage) -> None:
         _insert_page(self.db, doc_id, url, page, self.canonicals.get(url))
         if page.fields.vocabulary:
-            self.add_vocabulary(_first_spellings(page, {}))
+            self.add_vocabulary(_first_spellings(doc_id, page, {}))
 
-    def add_vocabulary(self, spellings: dict[str, str]) -> None:
-        """Words of the pages added (folded: as spelled), the first spelling of a word kept."""
+    def add_vocabulary(self, spellings: Spellings) -> None:
+        """Words of the pages added, in docID order (word: its spelling and page), a word's first kept."""
         _insert_vocabulary(self.db, spellings)
 
     def prepare(self, merged: tuple[str, ...] = ()) -> None:
@@ -299,14 +305,16 @@ def prepare_update(
     new: tuple[int, bytes],
     removed: Iterable[int],
     added: dict[int, tuple[str, bytes]],
+    spellings_of: Callable[[int], dict[str, str]],
     canonicals: dict[str, str] | None = None,
 ) -> PreparedUpdate | str:
     """Write an update of the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*, to its partial file: the pages *removed* (gone or
     changed) lose their rows, the pages *added* (new or changed: URL and ``packed`` fields) gain
-    theirs, and the pages whose anchor text changed with them get it anew.  The result answers every
-    query as a full build does once put in place (``PreparedUpdate.put_in_place``), after the SPEC
-    index: what can fail (a full disk) fails before any file of the index is changed.
+    theirs, and the pages whose anchor text changed with them get it anew (*spellings_of*: the
+    vocabulary, word: spelling, of a page that did not change, by docID, read again).  The result
+    answers every query as a full build does once put in place (``PreparedUpdate.put_in_place``),
+    after the SPEC index: what can fail (a full disk) fails before any file of the index is changed.
 
     Returns why it cannot (missing, of another index: nothing written)."""
     path = search_path(indexfile)
@@ -323,20 +331,19 @@ def prepare_update(
         # The URLs whose anchors may change: those the removed and added pages link(ed) to, and
         # the pages added (a new URL may be linked to by pages that did not change).
         targets: set[str] = set()
-        for doc_id in sorted(set(removed)):
+        removed = sorted(set(removed))
+        for doc_id in removed:
             targets.update(target for target, _ in _links_of(db, doc_id))
             _delete_page(db, doc_id)
-        # The pages' words added in one sorted statement, not a page's at a time: a word is on many
-        # pages, and the table's B-tree is walked once.
-        spellings: dict[str, str] = {}
+        spellings: Spellings = {}
         for doc_id in sorted(added):
             url, blob = added[doc_id]
             page = unpacked(blob)
             _insert_page(db, doc_id, url, page, (canonicals or {}).get(url))
             targets.update(target for target, _ in page.links_listed())
             targets.add(url)
-            _first_spellings(page, spellings)
-        _insert_vocabulary(db, spellings)
+            _first_spellings(doc_id, page, spellings)
+        _update_vocabulary(db, removed, spellings, spellings_of)
         gathered = _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
             if url in targets:
@@ -451,17 +458,56 @@ def _insert_page(
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
 
 
-def _first_spellings(page: PackedPage, spellings: dict[str, str]) -> dict[str, str]:
-    """*spellings* with the words of *page* (``PageFields.vocabulary``) it does not have yet, each
-    with its spelling there."""
+def _first_spellings(doc_id: int, page: PackedPage, spellings: Spellings) -> Spellings:
+    """*spellings* with the words of *page* (``PageFields.vocabulary``), whose docID is *doc_id*, it
+    does not have yet, each with its spelling there."""
     for word, spelling in page.fields.vocabulary:
-        spellings.setdefault(word, spelling)
+        spellings.setdefault(word, (spelling, doc_id))
     return spellings
 
 
-def _insert_vocabulary(db: apsw.Connection, spellings: dict[str, str]) -> None:
-    """*spellings* added to the vocabulary, where its words are not in it yet (the first spelling kept)."""
-    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?)", sorted(spellings.items()))
+def _insert_vocabulary(db: apsw.Connection, spellings: Spellings) -> None:
+    """*spellings* added to the vocabulary, where its words are not in it yet (the first spelling kept).
+    In one sorted statement, not a page's at a time: a word is on many pages, and the table's B-tree
+    is walked once."""
+    rows = ((word, spelling, doc_id) for word, (spelling, doc_id) in sorted(spellings.items()))
+    db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?, ?)", rows)
+
+
+def _update_vocabulary(
+    db: apsw.Connection, removed: list[int], added: Spellings, spellings_of: Callable[[int], dict[str, str]]
+) -> None:
+    """The vocabulary of a full build, once the pages *removed* (gone or changed; docIDs, ascending)
+    have lost their rows in phrases_fts and the pages added gained theirs (*added*: their words, each
+    with its spelling on the first of them holding it); *spellings_of*: a page's vocabulary (word:
+    spelling) read again, for a page that did not change.
+
+    A word's row names the first page holding it: a page unchanged stays the first among those
+    unchanged, so only the words whose first page was removed are sought again, in phrases_fts,
+    whose pages are the vocabulary's (its title and body words); a page added may come before."""
+    db.execute("CREATE TEMP TABLE removed_pages (doc_id INTEGER PRIMARY KEY)")
+    db.executemany("INSERT INTO temp.removed_pages VALUES (?)", ((doc_id,) for doc_id in removed))
+    sql = "SELECT word FROM vocabulary WHERE doc_id IN (SELECT doc_id FROM temp.removed_pages)"
+    orphaned = [word for (word,) in db.execute(sql)]
+    db.execute("DROP TABLE temp.removed_pages")
+    db.executemany("DELETE FROM vocabulary WHERE word = ?", ((word,) for word in orphaned))
+    upsert = (
+        "INSERT INTO vocabulary VALUES (?, ?, ?) ON CONFLICT (word) DO UPDATE"
+        " SET spelling = excluded.spelling, doc_id = excluded.doc_id WHERE excluded.doc_id < vocabulary.doc_id"
+    )
+    db.executemany(upsert, ((word, spelling, doc_id) for word, (spelling, doc_id) in sorted(added.items())))
+    # A word whose first page was removed: now held first by a page unchanged, by a page added (its row
+    # written just above), or by none.
+    first_holder = "SELECT rowid FROM phrases_fts WHERE phrases_fts MATCH ? ORDER BY rowid LIMIT 1"
+    held_first: dict[int, list[str]] = {}
+    for word in orphaned:
+        found = db.execute(first_holder, ('{title body} : "' + word + '"',)).fetchone()
+        if found is not None and (word not in added or found[0] < added[word][1]):
+            held_first.setdefault(found[0], []).append(word)
+    for doc_id in sorted(held_first):
+        spellings = spellings_of(doc_id)
+        rows = ((word, spellings.get(word, word), doc_id) for word in held_first[doc_id])
+        db.executemany("INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?)", rows)
 
 
 def _links_of(db: apsw.Connection, doc_id: int) -> list[tuple[str, str]]:

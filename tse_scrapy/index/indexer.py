@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..fulltext.store import SearchIndexWriter, packed, search_path, unpacked
+from ..fulltext.store import SearchIndexWriter, Spellings, packed, search_path, unpacked
 from ..resume.statedb import CATALOG_UPDATE, STATE_NAME, UnreadableDatabase, stored_meta
 from ..rules.files import pagedir
 from ..rules.files.indexfile import Index, looks_like_an_index
@@ -239,7 +239,7 @@ class RangeIndexed:
     statuses: list[tuple[int, int, int]]
     ended: bool
     fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, no vocabulary), None for no page
-    vocabulary: dict[str, str]  # the pages' words for typo tolerance (PageFields) not given back before: SENT_WORDS
+    vocabulary: Spellings  # the pages' words for typo tolerance (PageFields) not given back before: SENT_WORDS
     warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
 
@@ -261,7 +261,7 @@ def index_range(
     scan = PageScan(directory, gone)
     postings = RunPostings()
     rows, statuses, warnings = [], [], []
-    vocabulary: dict[str, str] = {}
+    vocabulary: Spellings = {}
     with FieldsWriter(run.with_name(run.name + ".fields")) as fields:
         for found in scan.files(start=start, stop=stop):
             statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
@@ -279,7 +279,8 @@ def index_range(
             # Each word's first spelling kept; a page's words are distinct, and most are held already
             # (found in C, not a word at a time in Python: 0.3 ms a wikipedia page).
             spelled = dict(page.vocabulary)
-            vocabulary.update((word, spelled[word]) for word in set(spelled).difference(vocabulary))
+            first_met = set(spelled).difference(vocabulary)
+            vocabulary.update((word, (spelled[word], found.doc_id)) for word in first_met)
             fields.add(found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4], shown))
     spilled = fields.path if fields.pages else None
     written = postings.write(run)

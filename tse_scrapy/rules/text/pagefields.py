@@ -132,6 +132,26 @@ def page_text(body: bytes, http_charset: str | None = None) -> PageText:
     return PageText(text, title_of(text), visible_text_of(text, BEYOND_CHARACTERS))
 
 
+def page_vocabulary(read: PageText) -> tuple[tuple[str, str], ...]:
+    """``PageFields.vocabulary`` of the page *read* (``page_text``), alone: how a page an update did
+    not change spells its words, when it becomes the first page to hold one."""
+    visible = _cut_at_word(read.visible, BODY_CHARACTERS)
+    body_words, spellings, _ = analysis.words_spellings_and_characters(visible)
+    title_words, title_spellings, _ = analysis.words_spellings_and_characters(read.title)
+    return _vocabulary(read.title, visible, title_words + body_words[:BODY_TERMS], {**title_spellings, **spellings})
+
+
+def _vocabulary(title: str, visible: str, words: list[str], spellings: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The distinct *words* (a title's then a body's) kept for typo tolerance, each with how the page
+    spells it (*spellings*: those folding changed; a word written with ß spelled so, which case
+    folding spells ss)."""
+    spellings = {**spellings, **analysis.sharp_s_spellings(title), **analysis.sharp_s_spellings(visible)}
+    kept = [word for word in dict.fromkeys(words) if len(word) >= VOCABULARY_MIN]
+    if not "".join(kept).isascii():
+        kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
+    return tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
+
+
 def page_fields(url: str, body: bytes, http_charset: str | None = None, read: PageText | None = None) -> PageFields:
     """The fields of the page at *url* whose bytes are *body* (*http_charset*: the charset
     of the HTTP header it came with, ``encodings``; *read*: ``page_text`` of it, when already read)."""
@@ -144,17 +164,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     body_words = body_words[:BODY_TERMS]
     title = read.title
     title_words, title_spellings, title_characters = analysis.words_spellings_and_characters(title)
-    # (a word written with ß spelled so: case folding spells it ss)
-    spellings = {
-        **title_spellings,
-        **spellings,
-        **analysis.sharp_s_spellings(title),
-        **analysis.sharp_s_spellings(visible),
-    }
-    kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
-    if not "".join(kept).isascii():
-        kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
-    vocabulary = tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
+    vocabulary = _vocabulary(title, visible, title_words + body_words, {**title_spellings, **spellings})
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
     return PageFields(
