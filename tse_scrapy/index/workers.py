@@ -8,6 +8,7 @@ for) and later Ctrl-Cs are ignored until that is done
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.connection
 import signal
@@ -20,6 +21,9 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, NoReturn
+
+# Allocations between two collections of a worker's youngest generation (Python's default: 700).
+GC_YOUNGEST = 10_000
 
 
 class WorkerDied(RuntimeError):
@@ -205,6 +209,10 @@ def _work_on_ranges(connection: Connection, parent_ends: list[Connection], work:
     _leave_interrupts_to_parent()
     for parent_end in parent_ends:
         parent_end.close()
+    # A range's pages make and drop millions of lists and tuples, none in a cycle that lasts: the
+    # youngest generation collected every GC_YOUNGEST allocations, not 700 (an indexing worker's
+    # page 6.86 -> 6.69 ms of CPU, 1,000 wikipedia pages, medians of 3 rounds).
+    gc.set_threshold(GC_YOUNGEST, *gc.get_threshold()[1:])
     try:
         while True:
             task = connection.recv()
