@@ -1,4 +1,5 @@
-"""The charsets noted beside the page files (rules/files/pagenotes.py): lines, torn and foreign ones, files."""
+"""The notes beside the page files (rules/files/pagenotes.py): lines, torn and foreign ones, files; whether a
+page's answer says what was noted of it."""
 
 import pytest
 from hypothesis import given
@@ -6,12 +7,21 @@ from hypothesis import strategies as st
 
 from tse_scrapy.rules.files.pagenotes import (
     CHARSETS,
+    HTML,
+    INDEX,
+    NO_CHARSET,
+    NOINDEX,
+    PDF,
     ROBOTS,
+    TYPES,
+    NotedPages,
     PageNotes,
     note_line,
+    notes_differ,
     parse_note_lines,
     read_charsets,
     read_noindex,
+    read_page_notes,
 )
 
 
@@ -94,3 +104,56 @@ def test_lines_round_trip_the_last_of_each_url_kept(notes):
 @given(st.binary(max_size=2000))
 def test_any_bytes_parse(data):
     assert isinstance(parse_note_lines(data), dict)
+
+
+BEFORE = NotedPages(
+    charsets={"http://a.test/ru": "koi8-r"},
+    noindex=frozenset({"http://a.test/hidden"}),
+    pdfs=frozenset({"http://a.test/doc.pdf"}),
+    canonicals={"http://a.test/copy": "http://a.test/original"},
+)
+
+
+# What a page's answer says now against what was noted of it: (URL, charset, noindex, PDF, canonical).
+@pytest.mark.parametrize(
+    ("now", "differ"),
+    [
+        (("http://a.test/plain", None, False, False, None), False),
+        (("http://a.test/plain", "utf-8", False, False, None), True),  # a charset said now
+        (("http://a.test/ru", " koi8-r ", False, False, None), False),  # (as noted: stripped)
+        (("http://a.test/ru", None, False, False, None), True),  # a charset no longer said
+        (("http://a.test/ru", "x" * 41, False, False, None), True),  # one that cannot be noted: none
+        (("http://a.test/plain", "x" * 41, False, False, None), False),
+        (("http://a.test/hidden", None, True, False, None), False),
+        (("http://a.test/hidden", None, False, False, None), True),  # noindex no longer
+        (("http://a.test/plain", None, True, False, None), True),  # noindex now
+        (("http://a.test/doc.pdf", None, False, True, None), False),
+        (("http://a.test/doc.pdf", None, False, False, None), True),
+        (("http://a.test/copy", None, False, False, "http://a.test/original"), False),
+        (("http://a.test/copy", None, False, False, "http://a.test/other"), True),
+        (("http://a.test/copy", None, False, False, None), True),
+        (("http://a.test/plain", None, False, False, "http://a.test/original"), True),
+    ],
+)
+def test_notes_differ(now, differ):
+    assert notes_differ(BEFORE, *now) is differ
+
+
+@given(
+    pages=st.lists(st.tuples(urls, st.one_of(st.none(), labels), st.booleans(), st.booleans(), st.none()), max_size=8)
+)
+def test_pages_noted_as_they_are_do_not_differ(pages, tmp_path_factory):
+    # Notes written as a crawl writes them (the last of a URL wins), read back: the same pages do not differ.
+    directory = tmp_path_factory.mktemp("notes")
+    notes = {kind: PageNotes(directory, kind, "crawl") for kind in (CHARSETS, ROBOTS, TYPES)}
+    for url, charset, noindex, pdf, _ in pages:
+        if note_line(url, "x") is None:
+            continue
+        notes[CHARSETS].note(url, charset or NO_CHARSET)
+        notes[ROBOTS].note(url, NOINDEX if noindex else INDEX)
+        notes[TYPES].note(url, PDF if pdf else HTML)
+    for kind in notes.values():
+        kind.close()
+    before = read_page_notes(directory)
+    last = {page[0]: page for page in pages if note_line(page[0], "x") is not None}
+    assert not any(notes_differ(before, *page) for page in last.values())

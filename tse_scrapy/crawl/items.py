@@ -36,6 +36,9 @@ class PageItem:
     pdf: bool = False
     # The canonical URL the page names, when not its own (--links html): noted beside the page files.
     canonical: str | None = None
+    # The charset, noindex, PDF and canonical URL above are the server's answer's now: not those of a
+    # 304, of a copy kept after a failure, or of a page read back on resume (judged when fetched).
+    answered: bool = True
     # The lastmod its sitemap gave (--sitemaps): kept in the catalog (--validators, --update).
     lastmod: str | None = None
     # The redirects that led to it, (URL normalized, HTTP status or None), in order: an update

@@ -20,11 +20,13 @@ from ..rules.files.pagenotes import (
     HTML,
     INDEX,
     NO_CANONICAL,
+    NO_CHARSET,
     NOINDEX,
     PDF,
     ROBOTS,
     TYPES,
     PageNotes,
+    notes_differ,
     read_page_notes,
 )
 from ..update.extension import update_session
@@ -151,7 +153,8 @@ class PageDirPipeline:
                     item.lastmod,
                     item.redirected_from,
                 )
-                write = write and changed
+                # (A page whose notes change is written again, with them: the indexer reads it anew.)
+                write = write and (changed or self._notes_changed(item))
             if write:
                 if self.state is not None:
                     # Committed before the next page goes: should its request fail at
@@ -176,6 +179,16 @@ class PageDirPipeline:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=PAGE_LIMIT))
         return True
 
+    def _notes_changed(self, item: PageItem) -> bool:
+        """Whether an update's page, fetched now, is no longer what the crawl noted of it (noindex, PDF,
+        canonical URL, HTTP charset: ``pagenotes.notes_differ``)."""
+        before = self.noted_before
+        return (
+            before is not None
+            and item.answered
+            and notes_differ(before, item.url, item.http_charset, item.noindex, item.pdf, item.canonical)
+        )
+
     async def write(self, doc_id: int, item: PageItem) -> None:
         """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
         page = pagedir.Page(item.url, item.depth, item.body)
@@ -194,7 +207,7 @@ class PageDirPipeline:
         before = self.noted_before
         url = item.url
         for kind, value in (
-            (CHARSETS, item.http_charset),
+            (CHARSETS, item.http_charset or (NO_CHARSET if before and url in before.charsets else None)),
             (ROBOTS, NOINDEX if item.noindex else INDEX if before and url in before.noindex else None),
             (TYPES, PDF if item.pdf else HTML if before and url in before.pdfs else None),
             (CANONICAL, item.canonical or (NO_CANONICAL if before and url in before.canonicals else None)),

@@ -327,6 +327,7 @@ class TseSpider(scrapy.Spider):
             noindex=NOINDEX in directives,
             pdf=pdf,
             canonical=None if pdf else self._canonical(response, url),
+            answered="tse_http_status" not in meta and "tse_replay_doc" not in meta,
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
             redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
         )

@@ -15,8 +15,11 @@ A crawl in ``--links html`` mode notes, when a page is saved:
   from the page file by the indexer.
 
 An update notes every page it writes: its type (``html`` too), ``index``
-when it is not noindex, and its canonical URL (``-`` for none), so that a page that changed says what it is
-now (the last note of a URL wins).
+when it is not noindex, its canonical URL (``-`` for none) and its charset
+(``-`` for none, when one was noted before), so that a page that changed says
+what it is now (the last note of a URL wins).  A page whose notes would change
+while its bytes do not (a server that now sends ``X-Robots-Tag: noindex``) is
+written again with them (``notes_differ``): the indexer reads it anew.
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -45,6 +48,7 @@ INDEX = "index"  # an update's note that a page is no longer noindex
 PDF = "pdf"
 HTML = "html"
 NO_CANONICAL = "-"
+NO_CHARSET = "-"
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
@@ -60,6 +64,12 @@ def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
     except UnicodeEncodeError:  # a URL no page file could hold either
         return None
     return line if len(line) <= _line_bound(url_value) else None
+
+
+def noted_value(value: str | None, url_value: bool = False) -> str | None:
+    """*value* as its note reads back (``note_line``), None for no note."""
+    label = (value or "").strip()
+    return label if _good_value(label, url_value) else None
 
 
 def _good_value(label: str, url_value: bool) -> bool:
@@ -100,6 +110,19 @@ class NotedPages:
         return self.charsets.get(url)
 
 
+def notes_differ(
+    before: NotedPages, url: str, http_charset: str | None, noindex: bool, pdf: bool, canonical: str | None
+) -> bool:
+    """Whether the notes of the page at *url* (its HTTP charset, noindex, PDF, canonical URL) would not
+    read back as *before* has them."""
+    return (
+        noindex != (url in before.noindex)
+        or pdf != (url in before.pdfs)
+        or noted_value(canonical, url_value=True) != before.canonicals.get(url)
+        or noted_value(http_charset) != before.charsets.get(url)
+    )
+
+
 def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
     """Every note of *pagedir* the indexer uses: charsets, noindex pages, PDFs, canonical URLs."""
     return NotedPages(
@@ -112,7 +135,7 @@ def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
 
 def read_charsets(pagedir: str | os.PathLike) -> dict[str, str]:
     """URL -> the charset its HTTP header declared, of every page noted in *pagedir*."""
-    return read_notes(pagedir, CHARSETS)
+    return {url: value for url, value in read_notes(pagedir, CHARSETS).items() if value != NO_CHARSET}
 
 
 def read_noindex(pagedir: str | os.PathLike) -> frozenset[str]:
