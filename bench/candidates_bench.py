@@ -684,10 +684,7 @@ def update_part(directory: Path, digest: str, languages: list[str]) -> dict:
     # renamed into place), then a fresh build.
     build_fts5(where / "updated.index.search", docs)
     began = time.perf_counter()
-    vocabularies = {doc_id: dict(fields.vocabulary) for doc_id, _, _, fields, _ in docs}
-    prepared = store.prepare_update(
-        where / "updated.index", (0, b""), (0, b""), changed_ids, changed, vocabularies.__getitem__
-    )
+    prepared = store.prepare_update(where / "updated.index", (0, b""), (0, b""), changed_ids, changed)
     if isinstance(prepared, str):
         raise SystemExit(f"bench: FTS5 update refused: {prepared}")
     prepared.put_in_place()

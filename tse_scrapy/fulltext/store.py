@@ -34,7 +34,10 @@ reference's).  Its tables:
 - ``vocabulary``: the words (folded, unstemmed, of 5 characters or more) of
   the pages' titles and bodies, for typo tolerance and "did you mean": how the
   first page holding a word spells it, and that page's docID (an update
-  finds a word's first page again when that page changes or goes);
+  finds a word's first page again when that page changes or goes), and
+  ``respellings``: each page's words that it spells otherwise (accents, ß),
+  with their spellings there, from which an update takes a word's spelling
+  on its new first page;
 - ``heads``: what a snippet reads first of a page's stored text whatever the
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
 - ``rests``: the visible text past the document store's (``pagefields.REST_CHARACTERS``
@@ -88,7 +91,7 @@ SEARCH_SUFFIX = ".search"
 # copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
 # a run); 9: its characters column instead (every character of a bigram script); 10: rests, and
 # the pages' digests of their words as they are (duplicates.words_digest); 11: the vocabulary's first
-# pages (an update's vocabulary is a full build's)
+# pages, and respellings (an update's vocabulary is a full build's)
 FORMAT = "11"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
@@ -112,6 +115,7 @@ CREATE INDEX pages_by_language ON pages (lang);
 CREATE TABLE anchors (doc_id INTEGER PRIMARY KEY, terms TEXT NOT NULL);
 CREATE TABLE links (source INTEGER PRIMARY KEY, links BLOB NOT NULL);
 CREATE TABLE vocabulary (word TEXT PRIMARY KEY, spelling TEXT NOT NULL, doc_id INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE respellings (doc_id INTEGER PRIMARY KEY, words TEXT NOT NULL);
 CREATE TABLE same (doc_id INTEGER PRIMARY KEY, digest TEXT NOT NULL, canonical TEXT NOT NULL);
 CREATE TABLE groups (doc_id INTEGER PRIMARY KEY, representative INTEGER NOT NULL);
 CREATE TABLE heads (doc_id INTEGER PRIMARY KEY, head BLOB NOT NULL);
@@ -207,9 +211,8 @@ class SearchIndexWriter:
             raise
 
     def add(self, doc_id: int, url: str, page: PackedPage) -> None:
+        """Page *doc_id*, its words' spellings but not its words (``add_vocabulary``)."""
         _insert_page(self.db, doc_id, url, page, self.canonicals.get(url))
-        if page.fields.vocabulary:
-            self.add_vocabulary(_first_spellings(doc_id, page, {}))
 
     def add_vocabulary(self, spellings: Spellings) -> None:
         """Words of the pages added, in docID order (word: its spelling and page), a word's first kept."""
@@ -305,16 +308,14 @@ def prepare_update(
     new: tuple[int, bytes],
     removed: Iterable[int],
     added: dict[int, tuple[str, bytes]],
-    spellings_of: Callable[[int], dict[str, str]],
     canonicals: dict[str, str] | None = None,
 ) -> PreparedUpdate | str:
     """Write an update of the search index beside *indexfile*, written with the SPEC index *old*
     (size, digest), for the SPEC index *new*, to its partial file: the pages *removed* (gone or
     changed) lose their rows, the pages *added* (new or changed: URL and ``packed`` fields) gain
-    theirs, and the pages whose anchor text changed with them get it anew (*spellings_of*: the
-    vocabulary, word: spelling, of a page that did not change, by docID, read again).  The result
-    answers every query as a full build does once put in place (``PreparedUpdate.put_in_place``),
-    after the SPEC index: what can fail (a full disk) fails before any file of the index is changed.
+    theirs, and the pages whose anchor text changed with them get it anew.  The result answers every
+    query as a full build does once put in place (``PreparedUpdate.put_in_place``), after the SPEC
+    index: what can fail (a full disk) fails before any file of the index is changed.
 
     Returns why it cannot (missing, of another index: nothing written)."""
     path = search_path(indexfile)
@@ -343,7 +344,7 @@ def prepare_update(
             targets.update(target for target, _ in page.links_listed())
             targets.add(url)
             _first_spellings(doc_id, page, spellings)
-        _update_vocabulary(db, removed, spellings, spellings_of)
+        _update_vocabulary(db, removed, spellings)
         gathered = _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
             if url in targets:
@@ -456,6 +457,8 @@ def _insert_page(
         )
     if page.links:
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
+    if respelled := " ".join(f"{word} {spelling}" for word, spelling in fields.vocabulary if spelling != word):
+        db.execute("INSERT INTO respellings VALUES (?, ?)", (doc_id, respelled))
 
 
 def _first_spellings(doc_id: int, page: PackedPage, spellings: Spellings) -> Spellings:
@@ -474,13 +477,10 @@ def _insert_vocabulary(db: apsw.Connection, spellings: Spellings) -> None:
     db.executemany("INSERT OR IGNORE INTO vocabulary VALUES (?, ?, ?)", rows)
 
 
-def _update_vocabulary(
-    db: apsw.Connection, removed: list[int], added: Spellings, spellings_of: Callable[[int], dict[str, str]]
-) -> None:
+def _update_vocabulary(db: apsw.Connection, removed: list[int], added: Spellings) -> None:
     """The vocabulary of a full build, once the pages *removed* (gone or changed; docIDs, ascending)
-    have lost their rows in phrases_fts and the pages added gained theirs (*added*: their words, each
-    with its spelling on the first of them holding it); *spellings_of*: a page's vocabulary (word:
-    spelling) read again, for a page that did not change.
+    have lost their rows in phrases_fts and respellings and the pages added gained theirs (*added*:
+    their words, each with its spelling on the first of them holding it).
 
     A word's row names the first page holding it: a page unchanged stays the first among those
     unchanged, so only the words whose first page was removed are sought again, in phrases_fts,
@@ -505,9 +505,16 @@ def _update_vocabulary(
         if found is not None and (word not in added or found[0] < added[word][1]):
             held_first.setdefault(found[0], []).append(word)
     for doc_id in sorted(held_first):
-        spellings = spellings_of(doc_id)
+        spellings = _respellings(db, doc_id)
         rows = ((word, spellings.get(word, word), doc_id) for word in held_first[doc_id])
         db.executemany("INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?)", rows)
+
+
+def _respellings(db: apsw.Connection, doc_id: int) -> dict[str, str]:
+    """The words page *doc_id* spells otherwise than folded, and how (its respellings row)."""
+    row = db.execute("SELECT words FROM respellings WHERE doc_id = ?", (doc_id,)).fetchone()
+    pieces = row[0].split(" ") if row else []
+    return dict(zip(pieces[::2], pieces[1::2], strict=True))
 
 
 def _links_of(db: apsw.Connection, doc_id: int) -> list[tuple[str, str]]:
@@ -575,7 +582,7 @@ def _delete_page(db: apsw.Connection, doc_id: int) -> None:
     # FTS5 then changes nothing (its statistics neither).
     for table in FTS_TABLES:
         db.execute(f"DELETE FROM {table} WHERE rowid = ?", (doc_id,))
-    for table in ("anchors", "same", "heads", "rests", "pages"):
+    for table in ("anchors", "same", "heads", "rests", "respellings", "pages"):
         db.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
     db.execute("DELETE FROM links WHERE source = ?", (doc_id,))
 

@@ -281,7 +281,11 @@ def index_range(
             spelled = dict(page.vocabulary)
             first_met = set(spelled).difference(vocabulary)
             vocabulary.update((word, (spelled[word], found.doc_id)) for word in first_met)
-            fields.add(found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=()), row.doc[4], shown))
+            # (The words given back apart, once a range; the page's own spellings with it.)
+            respelled = tuple(pair for pair in page.vocabulary if pair[0] != pair[1])
+            fields.add(
+                found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=respelled), row.doc[4], shown)
+            )
     spilled = fields.path if fields.pages else None
     written = postings.write(run)
     fresh = {word: vocabulary[word] for word in set(vocabulary).difference(sent)}

@@ -41,7 +41,7 @@ from ..atomicfile import partial_path
 from ..fulltext import store as search_store
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
-from ..rules.text.pagefields import page_fields, page_text, page_vocabulary
+from ..rules.text.pagefields import page_fields, page_text
 from ..rules.text.words import word_counts
 from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
@@ -301,9 +301,7 @@ def _write_update(
     # there changes no file.  It is put in place last: changed before it is, it is not taken as the
     # new index's (its record of the index it belongs with says the old one).
     old = (len(text), digest)  # (worked out by update_index)
-    spellings_of = functools.partial(spellings_read_again, scan.directory, notes)
-    new = (new_size, new_digest)
-    search = search_store.prepare_update(indexfile, old, new, removed, fields, spellings_of, notes.canonicals)
+    search = search_store.prepare_update(indexfile, old, (new_size, new_digest), removed, fields, notes.canonicals)
     if isinstance(search, str):
         return search
     index_files: PreparedIndexFiles | None = None
@@ -415,13 +413,6 @@ def read_range(
         )
         read.append(PageRead(found.doc_id, counts, row, row.doc[1], packed))
     return RangeRead(statuses, present, read, warnings, scan.ended)
-
-
-def spellings_read_again(directory: str | os.PathLike, notes: NotedPages, doc_id: int) -> dict[str, str]:
-    """The vocabulary (word: spelling, ``PageFields.vocabulary``) of page *doc_id* of *directory*, one
-    an update did not change, read again as an index reads it."""
-    read = readable(pagedir.read_page(directory, doc_id), notes)
-    return dict(page_vocabulary(page_text(read.page.body, read.charset)))
 
 
 def merge(

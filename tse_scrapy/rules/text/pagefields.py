@@ -132,15 +132,6 @@ def page_text(body: bytes, http_charset: str | None = None) -> PageText:
     return PageText(text, title_of(text), visible_text_of(text, BEYOND_CHARACTERS))
 
 
-def page_vocabulary(read: PageText) -> tuple[tuple[str, str], ...]:
-    """``PageFields.vocabulary`` of the page *read* (``page_text``), alone: how a page an update did
-    not change spells its words, when it becomes the first page to hold one."""
-    visible = _cut_at_word(read.visible, BODY_CHARACTERS)
-    body_words, spellings, _ = analysis.words_spellings_and_characters(visible)
-    title_words, title_spellings, _ = analysis.words_spellings_and_characters(read.title)
-    return _vocabulary(read.title, visible, title_words + body_words[:BODY_TERMS], {**title_spellings, **spellings})
-
-
 def _vocabulary(title: str, visible: str, words: list[str], spellings: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """The distinct *words* (a title's then a body's) kept for typo tolerance, each with how the page
     spells it (*spellings*: those folding changed; a word written with ß spelled so, which case
