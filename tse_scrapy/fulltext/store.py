@@ -211,7 +211,7 @@ class SearchIndexWriter:
             raise
 
     def add(self, doc_id: int, url: str, page: PackedPage) -> None:
-        """Page *doc_id*, its words' spellings but not its words (``add_vocabulary``)."""
+        """Page *doc_id* with its respellings; its vocabulary's words are given apart (``add_vocabulary``)."""
         _insert_page(self.db, doc_id, url, page, self.canonicals.get(url))
 
     def add_vocabulary(self, spellings: Spellings) -> None:

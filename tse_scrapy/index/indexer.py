@@ -238,7 +238,7 @@ class RangeIndexed:
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
-    fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, no vocabulary), None for no page
+    fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, respellings only), or None
     vocabulary: Spellings  # the pages' words for typo tolerance (PageFields) not given back before: SENT_WORDS
     warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
@@ -281,7 +281,7 @@ def index_range(
             spelled = dict(page.vocabulary)
             first_met = set(spelled).difference(vocabulary)
             vocabulary.update((word, (spelled[word], found.doc_id)) for word in first_met)
-            # (The words given back apart, once a range; the page's own spellings with it.)
+            # (The vocabulary's words go back apart, once a range: SENT_WORDS; the page's respellings with it.)
             respelled = tuple(pair for pair in page.vocabulary if pair[0] != pair[1])
             fields.add(
                 found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=respelled), row.doc[4], shown)

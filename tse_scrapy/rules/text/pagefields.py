@@ -132,17 +132,6 @@ def page_text(body: bytes, http_charset: str | None = None) -> PageText:
     return PageText(text, title_of(text), visible_text_of(text, BEYOND_CHARACTERS))
 
 
-def _vocabulary(title: str, visible: str, words: list[str], spellings: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """The distinct *words* (a title's then a body's) kept for typo tolerance, each with how the page
-    spells it (*spellings*: those folding changed; a word written with ß spelled so, which case
-    folding spells ss)."""
-    spellings = {**spellings, **analysis.sharp_s_spellings(title), **analysis.sharp_s_spellings(visible)}
-    kept = [word for word in dict.fromkeys(words) if len(word) >= VOCABULARY_MIN]
-    if not "".join(kept).isascii():
-        kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
-    return tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
-
-
 def page_fields(url: str, body: bytes, http_charset: str | None = None, read: PageText | None = None) -> PageFields:
     """The fields of the page at *url* whose bytes are *body* (*http_charset*: the charset
     of the HTTP header it came with, ``encodings``; *read*: ``page_text`` of it, when already read)."""
@@ -155,7 +144,17 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     body_words = body_words[:BODY_TERMS]
     title = read.title
     title_words, title_spellings, title_characters = analysis.words_spellings_and_characters(title)
-    vocabulary = _vocabulary(title, visible, title_words + body_words, {**title_spellings, **spellings})
+    # (a word written with ß spelled so: case folding spells it ss)
+    spellings = {
+        **title_spellings,
+        **spellings,
+        **analysis.sharp_s_spellings(title),
+        **analysis.sharp_s_spellings(visible),
+    }
+    kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
+    if not "".join(kept).isascii():
+        kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
+    vocabulary = tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
     return PageFields(
