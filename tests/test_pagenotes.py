@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tse_scrapy.rules.files.pagenotes import (
+    CANONICAL,
     CHARSETS,
     HTML,
     INDEX,
@@ -16,8 +17,9 @@ from tse_scrapy.rules.files.pagenotes import (
     TYPES,
     NotedPages,
     PageNotes,
+    differing_notes,
     note_line,
-    notes_differ,
+    notes_said,
     parse_note_lines,
     read_charsets,
     read_noindex,
@@ -116,27 +118,44 @@ BEFORE = NotedPages(
 
 # What a page's answer says now against what was noted of it: (URL, charset, noindex, PDF, canonical).
 @pytest.mark.parametrize(
-    ("now", "differ"),
+    ("now", "differing"),
     [
-        (("http://a.test/plain", None, False, False, None), False),
-        (("http://a.test/plain", "utf-8", False, False, None), True),  # a charset said now
-        (("http://a.test/ru", " koi8-r ", False, False, None), False),  # (as noted: stripped)
-        (("http://a.test/ru", None, False, False, None), True),  # a charset no longer said
-        (("http://a.test/ru", "x" * 41, False, False, None), True),  # one that cannot be noted: none
-        (("http://a.test/plain", "x" * 41, False, False, None), False),
-        (("http://a.test/hidden", None, True, False, None), False),
-        (("http://a.test/hidden", None, False, False, None), True),  # noindex no longer
-        (("http://a.test/plain", None, True, False, None), True),  # noindex now
-        (("http://a.test/doc.pdf", None, False, True, None), False),
-        (("http://a.test/doc.pdf", None, False, False, None), True),
-        (("http://a.test/copy", None, False, False, "http://a.test/original"), False),
-        (("http://a.test/copy", None, False, False, "http://a.test/other"), True),
-        (("http://a.test/copy", None, False, False, None), True),
-        (("http://a.test/plain", None, False, False, "http://a.test/original"), True),
+        (("http://a.test/plain", None, False, False, None), set()),
+        (("http://a.test/plain", "utf-8", False, False, None), {CHARSETS}),  # a charset said now
+        (("http://a.test/ru", " koi8-r ", False, False, None), set()),  # (as noted: stripped)
+        (("http://a.test/ru", None, False, False, None), {CHARSETS}),  # a charset no longer said
+        (("http://a.test/ru", "x" * 41, False, False, None), {CHARSETS}),  # one that cannot be noted: none
+        (("http://a.test/plain", "x" * 41, False, False, None), set()),
+        (("http://a.test/hidden", None, True, False, None), set()),
+        (("http://a.test/hidden", None, False, False, None), {ROBOTS}),  # noindex no longer
+        (("http://a.test/plain", None, True, False, None), {ROBOTS}),  # noindex now
+        (("http://a.test/doc.pdf", None, False, True, None), set()),
+        (("http://a.test/doc.pdf", None, False, False, None), {TYPES}),
+        (("http://a.test/copy", None, False, False, "http://a.test/original"), set()),
+        (("http://a.test/copy", None, False, False, "http://a.test/other"), {CANONICAL}),
+        (("http://a.test/copy", None, False, False, None), {CANONICAL}),
+        (("http://a.test/plain", "utf-8", True, True, "http://a.test/original"), {CHARSETS, ROBOTS, TYPES, CANONICAL}),
     ],
 )
-def test_notes_differ(now, differ):
-    assert notes_differ(BEFORE, *now) is differ
+def test_differing_notes(now, differing):
+    assert differing_notes(BEFORE, *now) == differing
+
+
+# The notes an answer's headers speak to (a 304 carries some of a 200's headers, or none).
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        ([], set()),
+        (["ETag", "Last-Modified", "Date"], set()),
+        (["X-Robots-Tag"], {ROBOTS}),
+        (["x-robots-tag", "X-Robots-Tag"], {ROBOTS}),
+        (["Link"], {CANONICAL}),
+        (["Content-Type"], {CHARSETS, TYPES}),
+        (["CONTENT-TYPE", "Link", "ETag"], {CHARSETS, TYPES, CANONICAL}),
+    ],
+)
+def test_notes_said(names, said):
+    assert notes_said(names) == said
 
 
 @given(
@@ -156,4 +175,4 @@ def test_pages_noted_as_they_are_do_not_differ(pages, tmp_path_factory):
         kind.close()
     before = read_page_notes(directory)
     last = {page[0]: page for page in pages if note_line(page[0], "x") is not None}
-    assert not any(notes_differ(before, *page) for page in last.values())
+    assert not any(differing_notes(before, *page) for page in last.values())

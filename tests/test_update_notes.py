@@ -70,3 +70,42 @@ def test_a_page_that_turns_noindex_or_loses_its_charset_is_indexed_as_a_fresh_cr
     assert crawl_site(server, out, 1, "--update", "-s", "RETRY_TIMES=0").returncode == 0
     assert page_file_states(out) == after
     assert {u.rsplit("/", 1)[1] for u in read_page_notes(out).noindex} == {"a.html"}
+
+
+def test_a_304_speaks_to_the_headers_it_carries_and_a_noindex_page_is_asked_for_whole(tmp_path, serve):
+    # As nginx's add_header: the header on the file's 200 and 304 alike (the server sends validators).
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, html in PAGES.items():
+        (site / name).write_text(html)
+    (site / "c.html").write_text("<html><head><title>Bison</title></head><body><p>bison page</p></body></html>")
+    server = serve(site)
+    out, index = tmp_path / "out", tmp_path / "index"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    before = page_file_states(out)
+    # Noindex sent now, on a 304 too: the page is written again, noted noindex.
+    server.rules["/a.html"] = Rule(headers={"X-Robots-Tag": "noindex"})
+    asked = len(server.hits)
+    assert crawl_site(server, out, 1, "--update", "--validators").returncode == 0
+    statuses = {hit.key: hit.status for hit in server.hits[asked:]}
+    assert statuses["/a.html"] == statuses["/b.html"] == 304
+    after = page_file_states(out)
+    written = {after[doc][0].rsplit("/", 1)[1] for doc in after if after[doc][1:3] != before[doc][1:3]}
+    assert written == {"a.html"}
+    assert {url.rsplit("/", 1)[1] for url in read_page_notes(out).noindex} == {"a.html"}
+    assert run_tse("index", out, index).returncode == 0
+    assert names(query_answers(out, index, ["walrus", "tapir"], "relevance")) == [[], ["b.html"]]
+    # Withdrawn: a noindex page is asked for whole (a 304 need not repeat the header), and is a page again.
+    del server.rules["/a.html"]
+    asked = len(server.hits)
+    assert crawl_site(server, out, 1, "--update", "--validators").returncode == 0
+    statuses = {hit.key: hit.status for hit in server.hits[asked:]}
+    assert statuses["/a.html"] == 200 and statuses["/b.html"] == 304
+    assert read_page_notes(out).noindex == frozenset()
+    assert run_tse("index", out, index, "--update").returncode == 0
+    assert names(query_answers(out, index, ["walrus", "tapir"], "relevance")) == [["a.html"], ["b.html"]]
+    # A 304 that carries none of those headers changes nothing.
+    settled = page_file_states(out)
+    assert crawl_site(server, out, 1, "--update", "--validators").returncode == 0
+    assert page_file_states(out) == settled

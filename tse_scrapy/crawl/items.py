@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..rules.files.pagenotes import NOTE_KINDS
+
 
 @dataclass
 class PageItem:
@@ -36,9 +38,10 @@ class PageItem:
     pdf: bool = False
     # The canonical URL the page names, when not its own (--links html): noted beside the page files.
     canonical: str | None = None
-    # The charset, noindex, PDF and canonical URL above are the server's answer's now: not those of a
-    # 304, of a copy kept after a failure, or of a page read back on resume (judged when fetched).
-    answered: bool = True
+    # The kinds of note (pagenotes.NOTE_KINDS) the values above are the server's answer's for: all of
+    # them for a 200, those whose headers a 304 carries, none for a copy kept after a failure or a page
+    # read back on resume (their notes stay as they were).
+    said: frozenset[str] = NOTE_KINDS
     # The lastmod its sitemap gave (--sitemaps): kept in the catalog (--validators, --update).
     lastmod: str | None = None
     # The redirects that led to it, (URL normalized, HTTP status or None), in order: an update

@@ -26,7 +26,7 @@ from ..rules.files.pagenotes import (
     ROBOTS,
     TYPES,
     PageNotes,
-    notes_differ,
+    differing_notes,
     read_page_notes,
 )
 from ..update.extension import update_session
@@ -180,13 +180,13 @@ class PageDirPipeline:
         return True
 
     def _notes_changed(self, item: PageItem) -> bool:
-        """Whether an update's page, fetched now, is no longer what the crawl noted of it (noindex, PDF,
-        canonical URL, HTTP charset: ``pagenotes.notes_differ``)."""
+        """Whether an update's page is no longer what the crawl noted of it, as far as its answer says
+        (noindex, PDF, canonical URL, HTTP charset: ``pagenotes.differing_notes``)."""
         before = self.noted_before
-        return (
-            before is not None
-            and item.answered
-            and notes_differ(before, item.url, item.http_charset, item.noindex, item.pdf, item.canonical)
+        if before is None or not item.said:
+            return False
+        return bool(
+            item.said & differing_notes(before, item.url, item.http_charset, item.noindex, item.pdf, item.canonical)
         )
 
     async def write(self, doc_id: int, item: PageItem) -> None:
@@ -213,7 +213,7 @@ class PageDirPipeline:
             (CANONICAL, item.canonical or (NO_CANONICAL if before and url in before.canonicals else None)),
         ):
             notes = self.notes[kind]
-            if value:
+            if value and kind in item.said:  # (a 304's page written again: only what its headers said)
                 try:
                     notes.note(item.url, value)
                 except OSError as error:  # the page is saved: the indexer reads it without the note

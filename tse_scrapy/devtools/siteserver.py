@@ -17,7 +17,9 @@ file's mtime as an HTTP-date.  Conditional GET and HEAD follow RFC 9110:
 ``If-None-Match`` (a list of entity-tags or ``*``, weak comparison) answers
 304 when one matches; only without it, ``If-Modified-Since`` answers 304 when
 the file's mtime, to the second, is not after the date given.  A 304 has no
-body and carries the same ``ETag`` and ``Last-Modified``.  ``validators=False``
+body and carries the same ``ETag`` and ``Last-Modified``, and the headers a
+rule of nothing but headers adds to the file's answers (as nginx's
+``add_header`` adds them to a 200 and a 304).  ``validators=False``
 (``--no-validators``) sends neither and ignores conditional headers: a server
 without validators.
 
@@ -53,7 +55,7 @@ class Rule:
     delay: float = 0.0  # wait this long before answering
     times: int | None = None  # apply this many times, then serve normally
     body: bytes | None = None  # serve these bytes instead of the file
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # alone: added to the file's 200 and 304
     reset_after: int | None = None  # send this many body bytes, then reset the connection
     drip: float | None = None  # send the body a byte at a time, this many seconds apart
     chunked: bool = False  # send the body with Transfer-Encoding: chunked
@@ -227,13 +229,13 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                     body = rule.body if rule.body is not None else self._file_body(key) or b"injected\n"
                     self._send(rule.status or 200, body, send_body, {"Content-Type": "text/html", **rule.headers}, rule)
                     return
-            self._serve_file(key, target, send_body)
+            self._serve_file(key, target, send_body, rule.headers if rule is not None else {})
 
         def _file_body(self, key: str) -> bytes | None:
             path = server.root / unquote(key).lstrip("/")
             return path.read_bytes() if path.is_file() else None
 
-        def _serve_file(self, key: str, target: str, send_body: bool) -> None:
+        def _serve_file(self, key: str, target: str, send_body: bool, added: dict[str, str]) -> None:
             relative = unquote(key).lstrip("/")
             path = (server.root / relative).resolve()
             if server.root.resolve() not in (path, *path.parents):
@@ -250,7 +252,7 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                 return
             content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             if not server.validators:
-                self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type})
+                self._send(200, path.read_bytes(), send_body, {"Content-Type": content_type, **added})
                 return
             mtime = path.stat().st_mtime  # before reading: Last-Modified is never later than the bytes sent
             body = path.read_bytes()
@@ -260,11 +262,11 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
             }
             if self._not_modified(validators["ETag"], mtime):
                 self.send_response(304)
-                for name, value in validators.items():
+                for name, value in {**validators, **added}.items():
                     self.send_header(name, value)
                 self.end_headers()  # no body, no Content-Length: a 304 has none
                 return
-            self._send(200, body, send_body, {"Content-Type": content_type, **validators})
+            self._send(200, body, send_body, {"Content-Type": content_type, **validators, **added})
 
         def _not_modified(self, etag: str, mtime: float) -> bool:
             """RFC 9110 13.2.2, steps 3 and 4, for GET and HEAD."""

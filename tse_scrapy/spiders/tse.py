@@ -18,6 +18,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 from w3lib.encoding import http_content_type_encoding
 
+from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
 from ..crawl.downloader.record import failure_reason
 from ..crawl.items import PageItem
@@ -25,6 +26,7 @@ from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
+from ..rules.files.pagenotes import NOTE_KINDS, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
@@ -327,7 +329,7 @@ class TseSpider(scrapy.Spider):
             noindex=NOINDEX in directives,
             pdf=pdf,
             canonical=None if pdf else self._canonical(response, url),
-            answered="tse_http_status" not in meta and "tse_replay_doc" not in meta,
+            said=self._notes_said(response),
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
             redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
         )
@@ -382,6 +384,15 @@ class TseSpider(scrapy.Spider):
             return None
         agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
         return re.split(r"[/\s]", agent.strip(), maxsplit=1)[0]
+
+    def _notes_said(self, response: Response) -> frozenset[str]:
+        """The kinds of note the page's answer speaks to (``PageItem.said``)."""
+        meta = response.meta
+        if "tse_http_status" not in meta and "tse_replay_doc" not in meta:
+            return NOTE_KINDS
+        if meta["tse_http_status"] == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
+            return notes_said(name.decode("latin-1") for name in response.headers)
+        return frozenset()
 
     def _http_charset(self, response: Response) -> str | None:
         """The charset the page's Content-Type header declares (``--links html`` only: the

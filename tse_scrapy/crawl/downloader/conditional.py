@@ -4,6 +4,9 @@ and turns a 304 Not Modified into the saved copy of the page.
 An update crawls the whole site again (the links of an unchanged page still
 lead somewhere), so a 304 must still give the spider the page's body: it is
 read back from the page file, whose body is the one the validators describe.
+A page noted noindex or naming a canonical URL in its headers is asked for
+whole: a 304 need not repeat the header that said so, and only a whole answer
+tells that it no longer does (such pages are few).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...rules.files import pagedir
+from ...rules.files.pagenotes import read_page_notes
 from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -29,6 +33,8 @@ class ConditionalRequestMiddleware:
     def __init__(self, update: UpdateExtension, directory: str):
         self.update = update
         self.directory = directory
+        noted = read_page_notes(directory)
+        self.asked_whole = noted.noindex | set(noted.canonicals)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:
@@ -41,7 +47,7 @@ class ConditionalRequestMiddleware:
         if request.method != "GET" or "tse_replay_doc" in request.meta:
             return
         page = self.update.known_request(request)
-        if page is None or not (page.etag or page.last_modified):
+        if page is None or not (page.etag or page.last_modified) or page.url in self.asked_whole:
             return
         if page.etag:
             request.headers.setdefault(b"If-None-Match", page.etag)

@@ -19,7 +19,10 @@ when it is not noindex, its canonical URL (``-`` for none) and its charset
 (``-`` for none, when one was noted before), so that a page that changed says
 what it is now (the last note of a URL wins).  A page whose notes would change
 while its bytes do not (a server that now sends ``X-Robots-Tag: noindex``) is
-written again with them (``notes_differ``): the indexer reads it anew.
+written again with them (``differing_notes``): the indexer reads it anew.  A 304
+speaks only to the notes whose headers it carries (``notes_said``; nginx's
+``add_header`` adds them to a 304 as to a 200), a copy kept after a failure
+to none.
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -31,6 +34,7 @@ someone else wrote) are skipped, and reading is bounded.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -50,6 +54,9 @@ HTML = "html"
 NO_CANONICAL = "-"
 NO_CHARSET = "-"
 MAX_FILE_BYTES = 256 * 1024 * 1024
+NOTE_KINDS = frozenset({CHARSETS, ROBOTS, TYPES, CANONICAL})
+# The header each kind of note is read from.
+_NOTED_FROM = {"x-robots-tag": (ROBOTS,), "link": (CANONICAL,), "content-type": (CHARSETS, TYPES)}
 
 
 def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
@@ -110,17 +117,23 @@ class NotedPages:
         return self.charsets.get(url)
 
 
-def notes_differ(
+def notes_said(header_names: Iterable[str]) -> frozenset[str]:
+    """The kinds of note an answer whose headers are *header_names* speaks to (a 304's: those it carries)."""
+    return frozenset(kind for name in header_names for kind in _NOTED_FROM.get(name.lower(), ()))
+
+
+def differing_notes(
     before: NotedPages, url: str, http_charset: str | None, noindex: bool, pdf: bool, canonical: str | None
-) -> bool:
-    """Whether the notes of the page at *url* (its HTTP charset, noindex, PDF, canonical URL) would not
-    read back as *before* has them."""
-    return (
-        noindex != (url in before.noindex)
-        or pdf != (url in before.pdfs)
-        or noted_value(canonical, url_value=True) != before.canonicals.get(url)
-        or noted_value(http_charset) != before.charsets.get(url)
-    )
+) -> frozenset[str]:
+    """The kinds of note of the page at *url* (its HTTP charset, noindex, PDF, canonical URL) that would
+    not read back as *before* has them."""
+    differing = {
+        ROBOTS: noindex != (url in before.noindex),
+        TYPES: pdf != (url in before.pdfs),
+        CANONICAL: noted_value(canonical, url_value=True) != before.canonicals.get(url),
+        CHARSETS: noted_value(http_charset) != before.charsets.get(url),
+    }
+    return frozenset(kind for kind, differs in differing.items() if differs)
 
 
 def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
