@@ -390,7 +390,7 @@ class TseSpider(scrapy.Spider):
         meta = response.meta
         if "tse_http_status" not in meta and "tse_replay_doc" not in meta:
             return NOTE_KINDS
-        if meta["tse_http_status"] == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
+        if meta.get("tse_http_status") == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
             return notes_said(name.decode("latin-1") for name in response.headers)
         return frozenset()
 
