@@ -19,6 +19,7 @@ from tse_scrapy.rules.files.pagenotes import (
     PageNotes,
     differing_notes,
     note_line,
+    noted_value,
     notes_said,
     parse_note_lines,
     read_charsets,
@@ -126,6 +127,8 @@ BEFORE = NotedPages(
         (("http://a.test/ru", None, False, False, None), {CHARSETS}),  # a charset no longer said
         (("http://a.test/ru", "x" * 41, False, False, None), {CHARSETS}),  # one that cannot be noted: none
         (("http://a.test/plain", "x" * 41, False, False, None), set()),
+        (("http://a.test/plain", "-", False, False, None), set()),  # ("-" notes none)
+        (("http://a.test/ru", "-", False, False, None), {CHARSETS}),
         (("http://a.test/hidden", None, True, False, None), set()),
         (("http://a.test/hidden", None, False, False, None), {ROBOTS}),  # noindex no longer
         (("http://a.test/plain", None, True, False, None), {ROBOTS}),  # noindex now
@@ -168,7 +171,7 @@ def test_pages_noted_as_they_are_do_not_differ(pages, tmp_path_factory):
     for url, charset, noindex, pdf, _ in pages:
         if note_line(url, "x") is None:
             continue
-        notes[CHARSETS].note(url, charset or NO_CHARSET)
+        notes[CHARSETS].note(url, noted_value(charset) or NO_CHARSET)  # (as the crawl notes a charset it cannot note)
         notes[ROBOTS].note(url, NOINDEX if noindex else INDEX)
         notes[TYPES].note(url, PDF if pdf else HTML)
     for kind in notes.values():

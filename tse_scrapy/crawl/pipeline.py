@@ -27,6 +27,7 @@ from ..rules.files.pagenotes import (
     TYPES,
     PageNotes,
     differing_notes,
+    noted_value,
     read_page_notes,
 )
 from ..update.extension import update_session
@@ -207,10 +208,14 @@ class PageDirPipeline:
         before = self.noted_before
         url = item.url
         for kind, value in (
-            (CHARSETS, item.http_charset or (NO_CHARSET if before and url in before.charsets else None)),
+            (CHARSETS, noted_value(item.http_charset) or (NO_CHARSET if before and url in before.charsets else None)),
             (ROBOTS, NOINDEX if item.noindex else INDEX if before and url in before.noindex else None),
             (TYPES, PDF if item.pdf else HTML if before and url in before.pdfs else None),
-            (CANONICAL, item.canonical or (NO_CANONICAL if before and url in before.canonicals else None)),
+            (
+                CANONICAL,
+                noted_value(item.canonical, url_value=True)
+                or (NO_CANONICAL if before and url in before.canonicals else None),
+            ),
         ):
             notes = self.notes[kind]
             if value and kind in item.said:  # (a 304's page written again: only what its headers said)

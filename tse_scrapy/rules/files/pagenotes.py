@@ -74,9 +74,10 @@ def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
 
 
 def noted_value(value: str | None, url_value: bool = False) -> str | None:
-    """*value* as its note reads back (``note_line``), None for no note."""
+    """*value* (a charset or canonical URL) as its note reads back (``note_line``), None for none: one
+    that cannot be noted, or "-", which notes none (NO_CHARSET, NO_CANONICAL)."""
     label = (value or "").strip()
-    return label if _good_value(label, url_value) else None
+    return label if _good_value(label, url_value) and label != NO_CHARSET else None
 
 
 def _good_value(label: str, url_value: bool) -> bool:
