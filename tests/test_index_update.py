@@ -479,8 +479,26 @@ def test_a_store_whose_words_are_damaged_stops_the_update_and_its_search_index_i
     search = search_path(indexfile)
     before = {**files_of(indexfile), str(search): search.read_bytes()}
     problem = update_index(pages, indexfile)
-    assert problem is not None and f"does not match {indexfile}" in problem, problem
+    assert problem is not None and f"{docs_path(indexfile)} is damaged (page 3: " in problem, problem
     assert {**files_of(indexfile), str(search): search.read_bytes()} == before
+    assert sorted(path.name for path in indexfile.parent.iterdir() if "partial" in path.name) == []
+
+
+def test_a_store_damaged_in_the_row_of_an_unchanged_page_gives_way_to_a_full_build(site, tmp_path):
+    # The row is copied, not merged: it failed the update with SQLite's message, the whole text
+    # quoted in it, exit 1; it is said in a short line and every page indexed, as for any store that
+    # cannot be updated.
+    pages, indexfile = site
+    rewrite(pages, 3, body(3, extra="quince"))
+    with contextlib.closing(sqlite3.connect(docs_path(indexfile))) as db:
+        db.execute("UPDATE docs SET text = CAST(x'ff80' || CAST(text AS BLOB) AS TEXT) WHERE doc_id = 7")
+        db.commit()
+    result = run_tse("index", pages, indexfile, "--update")
+    message = result.stderr.decode()
+    assert result.returncode == 0, message
+    assert message.startswith(f"tse index: cannot update: {docs_path(indexfile)} is damaged (page 7: ")
+    assert message.endswith("; indexing every page\n") and message.count("\n") == 1 and len(message) < 300
+    assert_same_as_fresh(pages, indexfile, tmp_path / "fresh")
     assert sorted(path.name for path in indexfile.parent.iterdir() if "partial" in path.name) == []
 
 

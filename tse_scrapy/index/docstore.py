@@ -321,6 +321,16 @@ class DocStore:
         self.db.close()
 
 
+class DamagedStore(ValueError):
+    """A page's rows of the document store cannot be read; the message is one short line."""
+
+    @classmethod
+    def of(cls, doc_id: int, error: Exception | str) -> DamagedStore:
+        # (SQLite's message may quote a whole column: "Could not decode to UTF-8 column 'text' with text ...")
+        said = (str(error).splitlines() or [type(error).__name__])[0]
+        return cls(f"page {doc_id}: {said if len(said) <= 100 else said[:100] + '…'}")
+
+
 class StoredPages:
     """What a format 2 store recorded of the pages it was written with, for ``tse index --update``."""
 
@@ -356,18 +366,26 @@ class StoredPages:
         return problem
 
     def words(self, doc_ids: Iterable[int]) -> dict[int, list[bytes]]:
-        """The distinct words each page of *doc_ids* had when indexed (zlib.error on a damaged row)."""
+        """The distinct words each page of *doc_ids* had when indexed (DamagedStore on a damaged row)."""
         found = {}
         for doc_id in doc_ids:
-            (blob,) = self.db.execute("SELECT words FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
-            text = zlib.decompress(blob)
+            try:
+                (blob,) = self.db.execute("SELECT words FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+                text = zlib.decompress(blob)
+            except (sqlite3.DatabaseError, zlib.error, TypeError) as error:  # (TypeError: no row)
+                raise DamagedStore.of(doc_id, error) from None
             found[doc_id] = text.split(b" ") if text else []
         return found
 
     def rows(self, doc_id: int) -> Rows:
-        """The rows recorded for page *doc_id*, as they are."""
-        doc = self.db.execute("SELECT * FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
-        file = self.db.execute("SELECT * FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+        """The rows recorded for page *doc_id*, as they are (DamagedStore when they cannot be read)."""
+        try:
+            doc = self.db.execute("SELECT * FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
+            file = self.db.execute("SELECT * FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+        except sqlite3.DatabaseError as error:
+            raise DamagedStore.of(doc_id, error) from None
+        if doc is None or file is None:
+            raise DamagedStore.of(doc_id, "no row")
         return Rows(doc, file)
 
     def close(self) -> None:

@@ -28,7 +28,6 @@ import functools
 import hashlib
 import mmap
 import os
-import zlib
 from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
@@ -43,7 +42,7 @@ from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 from ..rules.text.pagefields import page_fields, page_text
 from ..rules.text.words import word_counts
-from .docstore import DocStoreWriter, Rows, StoredPages, docs_path, page_rows
+from .docstore import DamagedStore, DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, file_key
 from .runs import number_type
@@ -256,8 +255,8 @@ def _update(
     for doc_id in removed:
         try:
             removed_words.update(stored.words((doc_id,)))
-        except zlib.error as error:
-            return f"{docs_path(indexfile)} does not match {indexfile} ({error})"
+        except DamagedStore as error:
+            return f"{docs_path(indexfile)} is damaged ({error})"
         held += len(removed_words[doc_id])
         if held > UPDATE_POSTINGS:
             return _too_many_words(
@@ -321,6 +320,8 @@ def _write_update(
                 index_files.put_in_place()
                 docs.put_in_place()
                 search.put_in_place()
+    except DamagedStore as error:  # (an old row unreadable: nothing is in place; the caller indexes every page)
+        return f"{docs_path(indexfile)} is damaged ({error})"
     finally:
         if index_files is not None:
             index_files.discard()  # (none left once in place)
