@@ -5,6 +5,7 @@ and a sidecar whose text changed is never used (the stamp)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import random
@@ -16,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from array import array
 from pathlib import Path
@@ -43,6 +45,7 @@ from tse_scrapy.index.storage import (
     text_digest,
     write_index,
 )
+from tse_scrapy.index.workers import WorkerDied, Workers
 from tse_scrapy.rules.files.indexfile import parse_index
 from tse_scrapy.rules.files.pagedir import GONE_NAME, PageFileError
 
@@ -652,3 +655,45 @@ def test_query_reads_the_page_files_once_the_store_cannot_be_read(tmp_path):
 def test_numbers_narrowed_to_two_bytes_are_the_same_numbers(numbers):
     # (A run's 4-byte docIDs and counts written as 2 bytes each when its highest fits: their low halves.)
     assert runs._low_halves(array("I", numbers)) == array("H", numbers).tobytes()
+
+
+class _TwoArguments(Exception):
+    """An exception pickle takes but cannot make again (``__init__`` wants two arguments)."""
+
+    def __init__(self, first, second):
+        super().__init__(f"{first} {second}")
+
+
+class _Unpicklable(Exception):
+    """An exception pickle cannot take (a lock in its arguments)."""
+
+    def __init__(self):
+        super().__init__("a lock", threading.Lock())
+
+
+def _failing(kind, start, stop):
+    if kind == "unpicklable":
+        raise _Unpicklable()
+    if kind == "two arguments":
+        raise _TwoArguments("not", "again")
+    return threading.Lock()  # a result pickle cannot take
+
+
+@pytest.mark.parametrize(
+    "kind, said",
+    [
+        ("unpicklable", "a worker process failed: _Unpicklable: ('a lock', <unlocked _thread.lock"),
+        ("result", "a worker process failed: TypeError: cannot pickle '_thread.lock' object"),
+        ("two arguments", "a worker process sent what cannot be read: TypeError: "),
+    ],
+)
+def test_what_a_worker_cannot_send_back_is_one_line(kind, said):
+    # It was a worker's traceback and "a worker process died: exit code 1", or the parent's traceback.
+    workers = Workers(2, functools.partial(_failing, kind))
+    try:
+        workers.hand_out(1, 2)
+        with pytest.raises(WorkerDied) as raised:
+            workers.next_result()
+        assert str(raised.value).startswith(said), str(raised.value)
+    finally:
+        workers.stop()

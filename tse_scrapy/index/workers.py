@@ -27,7 +27,8 @@ GC_YOUNGEST = 10_000
 
 
 class WorkerDied(RuntimeError):
-    """A worker process died (killed, out of memory); the message is for the user."""
+    """A worker process died (killed, out of memory), or failed with what it could not send back but as
+    text; the message is for the user."""
 
 
 @contextmanager
@@ -167,6 +168,10 @@ class Workers:
                 start, *returned = self._connections[worker].recv()
             except (EOFError, OSError):  # its pipe ended, maybe halfway through a result
                 self._died(worker)
+            except Exception as error:  # sent whole, but pickle cannot make it again (an exception's arguments)
+                raise WorkerDied(
+                    f"a worker process sent what cannot be read: {type(error).__name__}: {error}"
+                ) from None
             self._returned[start] = tuple(returned)
             self._to_do[worker] -= 1
 
@@ -224,6 +229,10 @@ def _work_on_ranges(connection: Connection, parent_ends: list[Connection], work:
                 connection.send(returned)
             except MemoryError as error:  # pickling a result bigger than the memory left
                 connection.send((task[0], None, error, ""))
+            except Exception as error:  # a result or an exception pickle cannot take: told as text
+                told = returned[2] if returned[2] is not None else error
+                failed = WorkerDied(f"a worker process failed: {type(told).__name__}: {told}")
+                connection.send((task[0], None, failed, returned[3]))
     except (EOFError, OSError):  # the parent is gone: nobody to work for
         return
 
