@@ -128,6 +128,10 @@ BEFORE = NotedPages(
         (("http://a.test/ru", "x" * 41, False, False, None), {CHARSETS}),  # one that cannot be noted: none
         (("http://a.test/plain", "x" * 41, False, False, None), set()),
         (("http://a.test/plain", "-", False, False, None), set()),  # ("-" notes none)
+        # A URL too long for a note's line (9,000 bytes; a canonical's: 17,192) has none: it would differ
+        # at every update.
+        (("http://a.test/" + "x" * 9000, "utf-8", True, True, "http://a.test/original"), {CANONICAL}),
+        (("http://a.test/" + "x" * 8975, "windows-1252", True, True, None), {ROBOTS, TYPES}),  # (9,003 bytes)
         (("http://a.test/ru", "-", False, False, None), {CHARSETS}),
         (("http://a.test/hidden", None, True, False, None), set()),
         (("http://a.test/hidden", None, False, False, None), {ROBOTS}),  # noindex no longer
@@ -171,7 +175,7 @@ def test_pages_noted_as_they_are_do_not_differ(pages, tmp_path_factory):
     for url, charset, noindex, pdf, _ in pages:
         if note_line(url, "x") is None:
             continue
-        notes[CHARSETS].note(url, noted_value(charset) or NO_CHARSET)  # (as the crawl notes a charset it cannot note)
+        notes[CHARSETS].note(url, noted_value(url, charset) or NO_CHARSET)  # (as the crawl notes one it cannot)
         notes[ROBOTS].note(url, NOINDEX if noindex else INDEX)
         notes[TYPES].note(url, PDF if pdf else HTML)
     for kind in notes.values():

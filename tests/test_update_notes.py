@@ -5,6 +5,8 @@ The page is written again with its notes, and the updated index answers as a fre
 
 from __future__ import annotations
 
+import shutil
+
 from tests.conftest import crawl_site, run_tse
 from tests.support.pages import page_file_states
 from tests.support.sitecrawl import query_answers
@@ -109,3 +111,34 @@ def test_a_304_speaks_to_the_headers_it_carries_and_a_noindex_page_is_asked_for_
     settled = page_file_states(out)
     assert crawl_site(server, out, 1, "--update", "--validators").returncode == 0
     assert page_file_states(out) == settled
+
+
+def test_a_304_says_what_its_saved_body_says_and_an_import_reads_a_304_as_the_crawl_does(tmp_path, serve):
+    # A robots <meta> noindex the notes lost (a directory crawled before they were kept): a 304's body,
+    # the saved one, says it for certain.  And `tse import` of the crawl's archives notes what the crawl
+    # noted of a 304 that carried X-Robots-Tag (it took only the referred record's headers).
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, html in PAGES.items():
+        (site / name).write_text(html)
+    (site / "c.html").write_text(
+        '<html><head><title>Bison</title><meta name="robots" content="noindex"></head><body>bison</body></html>'
+    )
+    server = serve(site)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators", "--warc", tmp_path / "c1.warc.gz").returncode == 0
+    c_url = f"{server.url}/c.html"
+    assert read_page_notes(out).noindex == {c_url}
+    shutil.rmtree(out / ".tse-robots")
+    server.rules["/a.html"] = Rule(headers={"X-Robots-Tag": "noindex"})
+    asked = len(server.hits)
+    update = crawl_site(server, out, 1, "--update", "--validators", "--warc", tmp_path / "c2.warc.gz")
+    assert update.returncode == 0, update.stderr.decode()[-2000:]
+    assert {hit.key: hit.status for hit in server.hits[asked:]}["/c.html"] == 304
+    assert read_page_notes(out).noindex == {c_url, f"{server.url}/a.html"}
+    imported = tmp_path / "imported"
+    imported.mkdir()
+    result = run_tse("import", tmp_path / "c1.warc.gz", tmp_path / "c2.warc.gz", imported)
+    assert result.returncode == 0, result.stderr.decode()
+    assert read_page_notes(imported).noindex == read_page_notes(out).noindex

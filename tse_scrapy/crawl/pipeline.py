@@ -208,12 +208,15 @@ class PageDirPipeline:
         before = self.noted_before
         url = item.url
         for kind, value in (
-            (CHARSETS, noted_value(item.http_charset) or (NO_CHARSET if before and url in before.charsets else None)),
+            (
+                CHARSETS,
+                noted_value(url, item.http_charset) or (NO_CHARSET if before and url in before.charsets else None),
+            ),
             (ROBOTS, NOINDEX if item.noindex else INDEX if before and url in before.noindex else None),
             (TYPES, PDF if item.pdf else HTML if before and url in before.pdfs else None),
             (
                 CANONICAL,
-                noted_value(item.canonical, url_value=True)
+                noted_value(url, item.canonical, url_value=True)
                 or (NO_CANONICAL if before and url in before.canonicals else None),
             ),
         ):

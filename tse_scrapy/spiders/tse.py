@@ -26,7 +26,7 @@ from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
-from ..rules.files.pagenotes import NOTE_KINDS, notes_said
+from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
@@ -329,7 +329,7 @@ class TseSpider(scrapy.Spider):
             noindex=NOINDEX in directives,
             pdf=pdf,
             canonical=None if pdf else self._canonical(response, url),
-            said=self._notes_said(response),
+            said=self._notes_said(response, NOINDEX in directives, pdf),
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
             redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
         )
@@ -385,13 +385,16 @@ class TseSpider(scrapy.Spider):
         agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
         return re.split(r"[/\s]", agent.strip(), maxsplit=1)[0]
 
-    def _notes_said(self, response: Response) -> frozenset[str]:
-        """The kinds of note the page's answer speaks to (``PageItem.said``)."""
+    def _notes_said(self, response: Response, noindex: bool, pdf: bool) -> frozenset[str]:
+        """The kinds of note the page's answer speaks to (``PageItem.said``): a 304's, those whose headers
+        it carries, and what the saved body says for certain (its robots <meta> noindex, a PDF's bytes)."""
         meta = response.meta
         if "tse_http_status" not in meta and "tse_replay_doc" not in meta:
             return NOTE_KINDS
         if meta.get("tse_http_status") == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
-            return notes_said(name.decode("latin-1") for name in response.headers)
+            certain = {ROBOTS} if noindex else set()
+            certain |= {TYPES} if pdf else set()
+            return notes_said(name.decode("latin-1") for name in response.headers) | certain
         return frozenset()
 
     def _http_charset(self, response: Response) -> str | None:

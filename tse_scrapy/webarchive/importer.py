@@ -522,6 +522,14 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
         capture.robots = revisit.robots
         capture.links_header = revisit.links_header
         capture.directives = None
+    elif revisit.status == 304:  # those of its headers it carries (as the crawl reads a 304: pagenotes)
+        if revisit.content_type:
+            capture.http_charset = http_content_type_encoding(revisit.content_type) or None
+        if revisit.robots:
+            capture.robots = revisit.robots
+            capture.directives = None
+        if revisit.links_header:
+            capture.links_header = revisit.links_header
     return capture
 
 

@@ -18,7 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...rules.files import pagedir
-from ...rules.files.pagenotes import read_page_notes
+from ...rules.files.pagenotes import CANONICAL, NO_CANONICAL, read_noindex, read_notes
 from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ class ConditionalRequestMiddleware:
     def __init__(self, update: UpdateExtension, directory: str):
         self.update = update
         self.directory = directory
-        noted = read_page_notes(directory)
-        self.asked_whole = noted.noindex | set(noted.canonicals)
+        canonicals = {url for url, value in read_notes(directory, CANONICAL).items() if value != NO_CANONICAL}
+        self.asked_whole = read_noindex(directory) | canonicals
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:

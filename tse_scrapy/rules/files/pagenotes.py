@@ -14,15 +14,15 @@ A crawl in ``--links html`` mode notes, when a page is saved:
   (``duplicates``), when not its own; a ``<link rel="canonical">`` is read
   from the page file by the indexer.
 
-An update notes every page it writes: its type (``html`` too), ``index``
-when it is not noindex, its canonical URL (``-`` for none) and its charset
-(``-`` for none, when one was noted before), so that a page that changed says
-what it is now (the last note of a URL wins).  A page whose notes would change
+An update notes every page it writes as it is now, where it was noted
+otherwise before: its type (``html``), ``index`` when it is not noindex, its
+canonical URL and its charset (``-`` for none); the last note of a URL wins.  A page whose notes would change
 while its bytes do not (a server that now sends ``X-Robots-Tag: noindex``) is
 written again with them (``differing_notes``): the indexer reads it anew.  A 304
 speaks only to the notes whose headers it carries (``notes_said``; nginx's
-``add_header`` adds them to a 304 as to a 200), a copy kept after a failure
-to none.
+``add_header`` adds them to a 304 as to a 200), and to what its body, the saved
+one, says for certain (a robots ``<meta>`` noindex, a PDF's bytes); a copy kept
+after a failure to none.
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -73,11 +73,12 @@ def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
     return line if len(line) <= _line_bound(url_value) else None
 
 
-def noted_value(value: str | None, url_value: bool = False) -> str | None:
-    """*value* (a charset or canonical URL) as its note reads back (``note_line``), None for none: one
-    that cannot be noted, or "-", which notes none (NO_CHARSET, NO_CANONICAL)."""
+def noted_value(url: str, value: str | None, url_value: bool = False) -> str | None:
+    """*value* (a charset or canonical URL) of the page at *url* as its note reads back (``note_line``),
+    None for none: one that cannot be noted (nor a URL too long for a line), or "-", which notes none
+    (NO_CHARSET, NO_CANONICAL)."""
     label = (value or "").strip()
-    return label if _good_value(label, url_value) and label != NO_CHARSET else None
+    return label if label != NO_CHARSET and note_line(url, label, url_value) is not None else None
 
 
 def _good_value(label: str, url_value: bool) -> bool:
@@ -127,12 +128,14 @@ def differing_notes(
     before: NotedPages, url: str, http_charset: str | None, noindex: bool, pdf: bool, canonical: str | None
 ) -> frozenset[str]:
     """The kinds of note of the page at *url* (its HTTP charset, noindex, PDF, canonical URL) that would
-    not read back as *before* has them."""
+    not read back as *before* has them, of those that can be noted (a URL too long for a note's line
+    has none: it would differ at every update)."""
+    notable = note_line(url, NOINDEX) is not None
     differing = {
-        ROBOTS: noindex != (url in before.noindex),
-        TYPES: pdf != (url in before.pdfs),
-        CANONICAL: noted_value(canonical, url_value=True) != before.canonicals.get(url),
-        CHARSETS: noted_value(http_charset) != before.charsets.get(url),
+        ROBOTS: notable and noindex != (url in before.noindex),
+        TYPES: notable and pdf != (url in before.pdfs),
+        CANONICAL: noted_value(url, canonical, url_value=True) != before.canonicals.get(url),
+        CHARSETS: noted_value(url, http_charset) != before.charsets.get(url),
     }
     return frozenset(kind for kind, differs in differing.items() if differs)
 
