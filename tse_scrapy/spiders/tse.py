@@ -345,8 +345,7 @@ class TseSpider(scrapy.Spider):
         """Why a 200 answer is no page to save (``--links html``): an image, an archive, binary data
         whose bytes are not HTML's (``crawled_page_kind``); None for a page.  A page read back from
         its file (resume, a 304 of an update) was judged when it was fetched."""
-        meta = response.meta
-        if self.crawl_args.links != "html" or "tse_replay_doc" in meta or "tse_http_status" in meta:
+        if self.crawl_args.links != "html" or not _answered_whole(response):
             return None
         content_type = _content_type(response)
         if crawled_page_kind(content_type, response.body[:_SNIFF_BYTES]) is not None:
@@ -388,9 +387,9 @@ class TseSpider(scrapy.Spider):
     def _notes_said(self, response: Response, noindex: bool, pdf: bool) -> frozenset[str]:
         """The kinds of note the page's answer speaks to (``PageItem.said``): a 304's, those whose headers
         it carries, and what the saved body says for certain (its robots <meta> noindex, a PDF's bytes)."""
-        meta = response.meta
-        if "tse_http_status" not in meta and "tse_replay_doc" not in meta:
+        if _answered_whole(response):
             return NOTE_KINDS
+        meta = response.meta
         if meta.get("tse_http_status") == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
             certain = {ROBOTS} if noindex else set()
             certain |= {TYPES} if pdf else set()
@@ -555,6 +554,12 @@ class TseSpider(scrapy.Spider):
             # A link Scrapy cannot even represent (a bad port, host or scheme):
             # an external placeholder keeps it in order in the log.
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
+
+
+def _answered_whole(response: Response) -> bool:
+    """Whether *response* is the server's whole answer now: not a page read back from its file (a resume,
+    a 304 of an update, a copy kept after a failure), which was judged when it was fetched."""
+    return "tse_replay_doc" not in response.meta and "tse_http_status" not in response.meta
 
 
 def _content_type(response: Response) -> str | None:

@@ -18,7 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...rules.files import pagedir
-from ...rules.files.pagenotes import CANONICAL, NO_CANONICAL, read_noindex, read_notes
+from ...rules.files.pagenotes import read_canonicals, read_noindex
 from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ class ConditionalRequestMiddleware:
     def __init__(self, update: UpdateExtension, directory: str):
         self.update = update
         self.directory = directory
-        canonicals = {url for url, value in read_notes(directory, CANONICAL).items() if value != NO_CANONICAL}
-        self.asked_whole = read_noindex(directory) | canonicals
+        self.asked_whole = read_noindex(directory) | read_canonicals(directory).keys()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:

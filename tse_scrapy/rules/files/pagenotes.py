@@ -146,13 +146,18 @@ def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
         read_charsets(pagedir),
         read_noindex(pagedir),
         frozenset(url for url, value in read_notes(pagedir, TYPES).items() if value == PDF),
-        {url: value for url, value in read_notes(pagedir, CANONICAL).items() if value != NO_CANONICAL},
+        read_canonicals(pagedir),
     )
 
 
 def read_charsets(pagedir: str | os.PathLike) -> dict[str, str]:
     """URL -> the charset its HTTP header declared, of every page noted in *pagedir*."""
     return {url: value for url, value in read_notes(pagedir, CHARSETS).items() if value != NO_CHARSET}
+
+
+def read_canonicals(pagedir: str | os.PathLike) -> dict[str, str]:
+    """URL -> the canonical URL its Link headers named, of every page noted in *pagedir*."""
+    return {url: value for url, value in read_notes(pagedir, CANONICAL).items() if value != NO_CANONICAL}
 
 
 def read_noindex(pagedir: str | os.PathLike) -> frozenset[str]:
