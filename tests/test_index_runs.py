@@ -654,7 +654,8 @@ def test_query_reads_the_page_files_once_the_store_cannot_be_read(tmp_path):
 @given(st.lists(st.integers(0, 2**16 - 1), max_size=300))
 def test_numbers_narrowed_to_two_bytes_are_the_same_numbers(numbers):
     # (A run's 4-byte docIDs and counts written as 2 bytes each when its highest fits: their low halves.)
-    assert runs._low_halves(array("I", numbers)) == array("H", numbers).tobytes()
+    assert runs.low_halves(array("I", numbers)) == array("H", numbers).tobytes()
+    assert runs.low_halves(array("I", numbers).tobytes()) == array("H", numbers).tobytes()  # (their bytes too)
 
 
 class _TwoArguments(Exception):

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -365,17 +365,14 @@ class StoredPages:
             db.close()
         return problem
 
-    def words(self, doc_ids: Iterable[int]) -> dict[int, list[bytes]]:
-        """The distinct words each page of *doc_ids* had when indexed (DamagedStore on a damaged row)."""
-        found = {}
-        for doc_id in doc_ids:
-            try:
-                (blob,) = self.db.execute("SELECT words FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
-                text = zlib.decompress(blob)
-            except (sqlite3.DatabaseError, zlib.error, TypeError) as error:  # (TypeError: no row)
-                raise DamagedStore.of(doc_id, error) from None
-            found[doc_id] = text.split(b" ") if text else []
-        return found
+    def words(self, doc_id: int) -> list[bytes]:
+        """The distinct words page *doc_id* had when indexed (DamagedStore on a damaged row)."""
+        try:
+            (blob,) = self.db.execute("SELECT words FROM files WHERE doc_id = ?", (doc_id,)).fetchone()
+            text = zlib.decompress(blob)
+        except (sqlite3.DatabaseError, zlib.error, TypeError) as error:  # (TypeError: no row)
+            raise DamagedStore.of(doc_id, error) from None
+        return text.split(b" ") if text else []
 
     def rows(self, doc_id: int) -> Rows:
         """The rows recorded for page *doc_id*, as they are (DamagedStore when they cannot be read)."""

@@ -287,6 +287,30 @@ class Sidecar:
         return self.lines.split(b"\n") if self.lines else []
 
 
+# A file mapped and read in order is given back to the system this many bytes at a time (``GivenBack``).
+GIVEN_BACK_BYTES = 16 * 1024 * 1024
+
+
+class GivenBack:
+    """A file mapped read-only and read in order by one or more readings (one scanning ahead, one
+    copying behind it, say): the pages each reading has passed are given back to the system a piece at
+    a time, so that the process does not keep the file's pages (they stay the system's cache: a page
+    one reading gave back and another reads is paged in again)."""
+
+    def __init__(self, mapping: object):
+        # (Python has no madvise where the system has none: nothing is given back there.)
+        self._mapping = mapping if isinstance(mapping, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
+        self._passed: dict[str, int] = {}  # each reading's bytes given back
+
+    def passed(self, reading: str, end: int) -> None:
+        """*reading* has read the bytes before *end*: given back once a piece or more since the last time."""
+        if self._mapping is None or end - self._passed.get(reading, 0) < GIVEN_BACK_BYTES:
+            return
+        end = min(end, len(self._mapping)) // mmap.PAGESIZE * mmap.PAGESIZE
+        self._mapping.madvise(mmap.MADV_DONTNEED, 0, end)
+        self._passed[reading] = end
+
+
 def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar | None:
     """The sidecar of the text index at *path*, when it matches the text's *size* and *digest* and is
     whole: its size what its header says, and its sections as written (hashed unless the file is the
@@ -309,7 +333,11 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
         return None
     view = memoryview(data)
     if key != stamped_sidecar(path):
-        body = hashlib.blake2b(view[_HEADER.size :], digest_size=16).digest()
+        hashed, given_back = hashlib.blake2b(digest_size=16), GivenBack(data)
+        for start in range(_HEADER.size, len(data), GIVEN_BACK_BYTES):
+            hashed.update(view[start : start + GIVEN_BACK_BYTES])
+            given_back.passed("hashed", start + GIVEN_BACK_BYTES)
+        body = hashed.digest()
         if _sealed(data[: _HEADER.size - _SEAL], body) != seal:
             return None
     blob = data[_HEADER.size : _HEADER.size + words_bytes]
@@ -351,16 +379,25 @@ def encode_sidecar(words: list[bytes], offsets: array, pairs: array, digest: byt
     """The sidecar of the text index of *digest* (``text_digest``) and *size*: its sorted *words*, their
     *offsets* (uint32, one more than the words), and the docID/count *pairs* (typed by ``number_type``)."""
     out = io.BytesIO()
-    write_sidecar(out, words, offsets, pairs, digest, size)
+    write_sidecar(out, words, offsets, ([memoryview(pairs).cast("B")], len(pairs) // 2, pairs.itemsize), digest, size)
     return out.getvalue()
 
 
-def write_sidecar(out: BinaryIO, words: list[bytes], offsets: array, pairs: array, digest: bytes, size: int) -> None:
+def write_sidecar(
+    out: BinaryIO,
+    words: list[bytes],
+    offsets: array,
+    pairs: tuple[Iterable[bytes | memoryview], int, int],
+    digest: bytes,
+    size: int,
+) -> None:
     """``encode_sidecar`` written to *out* (a file at its start) section by section, not put together
-    in memory first (an update's is the size of the index's postings)."""
+    in memory first (an update's is the size of the index's postings); *pairs*: the docID/count
+    numbers' bytes in pieces, how many pairs they are and the bytes of a number."""
     blob = b"\n".join(words)
-    fields = (_MAGIC, digest, size, len(words), len(blob), len(pairs) // 2, pairs.itemsize)
-    _write_sections(out, fields, [[blob], [memoryview(offsets).cast("B")], [memoryview(pairs).cast("B")]])
+    pieces, count, width = pairs
+    fields = (_MAGIC, digest, size, len(words), len(blob), count, width)
+    _write_sections(out, fields, [[blob], [memoryview(offsets).cast("B")], pieces])
 
 
 def _write_sections(
