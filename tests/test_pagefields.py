@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, PageText, anchors, page_fields
+from tse_scrapy.rules.text import analysis
+from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, VOCABULARY_MIN, PageText, anchors, page_fields
 
 PAGE = "http://127.0.0.1:8080/docs/index.html"
 
@@ -128,3 +129,28 @@ def test_the_text_past_follows_the_stored_text(text, limit):
 )
 def test_a_pages_vocabulary(body, vocabulary):
     assert page_fields("http://h/p.html", body).vocabulary == vocabulary
+
+
+# Its words one letter shorter that folding changes (a correction to one is spelled as the page does).
+@pytest.mark.parametrize(
+    "body, short",
+    [
+        ("<p>Иногда что-то идёт неправильно</p>".encode(), (("идет", "идёт"),)),
+        ("<p>se passe très bien, très</p>".encode(), (("tres", "très"),)),
+        ("<p>Maße Köln Straße tres</p>".encode(), (("koln", "köln"),)),  # ("maße" folds to five letters)
+        ("<p>ДОМА дома Ёлка ёлки</p>".encode(), (("елка", "ёлка"), ("елки", "ёлки"))),
+        ("<p>four tres cafés café 日本語</p>".encode(), (("cafe", "café"),)),
+    ],
+)
+def test_a_pages_short_spellings(body, short):
+    assert page_fields("http://h/p.html", body).short_spellings == short
+
+
+@given(st.text(alphabet="aeéEÉßёЁеλόΟς日 ", max_size=80))  # noqa: RUF001 (Cyrillic and Greek letters that look Latin)
+def test_a_short_spelling_is_a_word_of_the_page_that_folding_changes(text):
+    fields = page_fields("http://h/p.html", f"<p>{text}</p>".encode())
+    words = set(analysis.words(text))
+    for word, spelling in fields.short_spellings:
+        assert len(word) == VOCABULARY_MIN - 1 and word in words and spelling != word
+        assert analysis.words(spelling) == [word]
+    assert len(dict(fields.short_spellings)) == len(fields.short_spellings)  # (each word once)

@@ -794,9 +794,13 @@ GREEK_NON_FREE = (
 )
 
 
-@pytest.mark.parametrize(("typed", "meant"), [("επίσημηςς", "επίσημης"), ("διανομηςς", "διανομής")])
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [("επίσημηςς", "επίσημης"), ("διανομηςς", "διανομής"), ("ΔΙΑΝΟΜΗΣΣ", "ΔΙΑΝΟΜΗΣ"), ("ΠΡΑΓΜΑΤΙΚΗΗ", "ΠΡΑΓΜΑΤΙΚΗ")],
+)
 def test_a_greek_suggestion_ends_its_words_with_a_final_sigma(tmp_path, typed, meant):
     # Case folding makes every sigma U+03C3: "Did you mean" showed how the page spelled it, folded.
+    # Typed in capitals, it is in Greek capitals, which carry no accent (it was "ΔΙΑΝΟΜΉΣ").
     client = sentences_client(tmp_path, [("el", GREEK_NON_FREE)])
     body = search(client, typed, known={})
     assert body["suggestion"] == meant and doc_ids(body) == [1], body
@@ -821,6 +825,25 @@ def test_a_german_suggestion_keeps_its_sharp_s(tmp_path, typed, meant, page):
     assert body["suggestion"] == meant and doc_ids(body) == [page], body
     following = search(client, meant, known={})  # the suggestion, followed, finds the page
     assert following["suggestion"] is None and doc_ids(following) == [page], following
+
+
+# Sentences of the installation guide in Russian and French (installation-guide-amd64: ru/ch08s06.html,
+# fr/ch02s01.html): words of four letters that folding changes ("идёт" is "идет", "très" "tres").
+SHORT_ACCENTED = [
+    ("ru", "Иногда что-то идёт неправильно, и система, которую вы аккуратно установили больше не загружается."),
+    ("fr", "L'installation de Debian sur un portable se passe très bien."),
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant", "page"), [("идётт", "идёт", 1), ("ИДЕТТ", "ИДЁТ", 1), ("trèss", "très", 2), ("tress", "très", 2)]
+)
+def test_a_suggestion_one_letter_shorter_than_the_vocabulary_is_spelled_as_pages_spell_it(tmp_path, typed, meant, page):
+    # A typo of five letters is corrected to a word of four, which the vocabulary does not list (too
+    # short): "Did you mean" showed it folded, "идет", "tres".  It is spelled as the first page holding it does.
+    client = sentences_client(tmp_path, SHORT_ACCENTED)
+    body = search(client, typed, known={})
+    assert body["suggestion"] == meant and doc_ids(body) == [page], body
 
 
 # Sentences of the installation guide in Chinese (installation-guide-amd64: zh-cn/ch01s07.html,

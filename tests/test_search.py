@@ -2,10 +2,14 @@
 
 import json
 import math
+import os
 import random
 import re
 import shutil
+import tempfile
+from datetime import UTC, datetime
 from html import unescape
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -68,7 +72,7 @@ def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
     items = re.findall(r"<li>(.*?)</li>", html, re.S)
     assert len(items) == 5
     # SPEC 4 scores: cats.html and evil.html have "cat" twice, the others once; ties by docID
-    assert [re.search(r'href="/doc/(\d+)"', item).group(1) for item in items] == ["1", "3", "2", "4", "5"]
+    assert [re.search(r'href="/saved/(\d+)"', item).group(1) for item in items] == ["1", "3", "2", "4", "5"]
     assert "score 2 " in items[0] and "score 2 " in items[1] and "score 1 " in items[2]
     assert '<a href="http://h/cats.html" rel="noreferrer nofollow">Cats &amp; Dogs</a>' in items[0]
     assert "A <mark>cat</mark> and a dog. The <mark>cat</mark> sleeps." in items[0]
@@ -78,7 +82,8 @@ def test_results_in_rank_order_with_titles_snippets_and_saved_copies(client):
 
 def test_hostile_pages_show_as_inert_text(client):
     html = client.get("/search", params={"q": "cat", "rank": "tse"}).text
-    items = {re.search(r'href="/doc/(\d+)"', item).group(1): item for item in re.findall(r"<li>(.*?)</li>", html, re.S)}
+    listed = re.findall(r"<li>(.*?)</li>", html, re.S)
+    items = {re.search(r'href="/saved/(\d+)"', item).group(1): item for item in listed}
     evil, javascript = items["3"], items["4"]
     for item in (evil, javascript):
         assert "<script" not in item and "<img" not in item and "onerror" not in item
@@ -107,8 +112,9 @@ def test_saved_copy_is_the_saved_bytes_sandboxed(client, site):
     response = client.get("/doc/3")
     assert response.status_code == 200
     # The saved bytes after a <base> naming the page's URL (escaped: it holds a script tag), so that
-    # its relative links lead to the site's pages; a javascript: URL names none.
-    base = b'<base href="http://h/evil.html?x=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;">'
+    # its relative links lead to the site's pages (the window's, framed under its banner); a
+    # javascript: URL names none.
+    base = b'<base href="http://h/evil.html?x=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" target="_top">'
     assert response.content == base + PAGES[3][1]
     assert client.get("/doc/4").content == PAGES[4][1]
     policy = response.headers["content-security-policy"]
@@ -117,6 +123,54 @@ def test_saved_copy_is_the_saved_bytes_sandboxed(client, site):
     assert response.headers["content-type"] == "text/html; charset=utf-8"  # the charset it was indexed in
     for missing in ("/doc/0", f"/doc/{6 + MANY}", "/doc/99999999999999999999", "/doc/abc", "/doc/-1"):
         assert client.get(missing).status_code == 404, missing
+
+
+def test_a_saved_copy_page_says_whose_copy_it_is_and_frames_it_sandboxed(client, site):
+    pages, _ = site
+    response = client.get("/saved/3")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
+    html = response.text
+    # The copy in a frame of this server's, as sandboxed as the copy itself (no scripts, no forms).
+    assert '<iframe class="copy" src="/doc/3" sandbox="allow-top-navigation-by-user-activation"' in html
+    policy = response.headers["content-security-policy"]
+    assert "frame-src 'self'" in policy and "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
+    # Its URL and title, escaped (the page holds a script in both), and when it was saved: its file's time.
+    escaped_url = "http://h/evil.html?x=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+    assert f'<a href="{escaped_url}" rel="noreferrer nofollow">{escaped_url}</a>' in html
+    assert "alert(&#39;title&#39;) Evil cat" in html and "<script" not in html and "<img" not in html
+    saved = datetime.fromtimestamp((pages / "3").stat().st_mtime, UTC)
+    assert f'<time datetime="{saved:%Y-%m-%dT%H:%M:%SZ}">{saved:%Y-%m-%d %H:%M} UTC</time>' in html
+    # A URL that is no web page's is shown, not linked.
+    javascript = client.get("/saved/4").text
+    assert "saved copy of <bdi>javascript:alert(3)</bdi>" in javascript and 'href="javascript:' not in javascript
+    for missing in ("/saved/0", f"/saved/{6 + MANY}", "/saved/99999999999999999999", "/saved/abc", "/saved/-1"):
+        answer = client.get(missing)
+        assert answer.status_code == 404 and 'class="error" role="alert"' in answer.text, missing
+
+
+def test_a_saved_copy_banner_shows_a_titles_direction_marks_and_a_time_no_date_can_say(tmp_path):
+    # A reviewer's finds: a title of right-to-left overrides reversed the rest of the banner (the saved
+    # date, "The copy alone"), and a page file's time past any date (set by hand, on a tmpfs: ext4 keeps
+    # none past 2446) made the page a 500.
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() and os.access(shm, os.W_OK) else tmp_path
+    try:
+        title = "\u202eevil.com \u2066x"
+        pages = write_pages(root / "pages", {1: ("http://h/a.html", 0, f"<title>{title}</title>a cat".encode())})
+        assert run_tse("index", pages, root / "index").returncode == 0
+        client = TestClient(create_app(QueryEngine(pages, IndexReader(root / "index"))))
+        html = client.get("/saved/1").text
+        banner = html[html.index('<div class="saved"') :]
+        assert "\u202e" not in banner and "\u2066" not in banner and "U+202Eevil.com U+2066x" in banner
+        os.utime(pages / "1", (0, 1e12))
+        if (pages / "1").stat().st_mtime < 1e12:
+            pytest.skip("this file system keeps no time past any date")
+        answer = client.get("/saved/1")
+        assert answer.status_code == 200 and "the page may have changed since" in answer.text
+        assert "<time" not in answer.text and '<iframe class="copy" src="/doc/1"' in answer.text
+    finally:
+        if root != tmp_path:
+            shutil.rmtree(root)
 
 
 def test_a_path_of_no_route_is_a_page_with_the_search_box_or_json_under_api(client):

@@ -2,6 +2,7 @@
 # ruff: noqa: RUF001 (real text in every script: letters that look like Latin ones are the point)
 
 import re
+import unicodedata
 from array import array
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from tests.support.multilingual import fixture_pages
 from tse_scrapy.rules.queries import searchsnippet
 from tse_scrapy.rules.queries.query import MAX_QUERY_CHARACTERS, MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
-from tse_scrapy.rules.queries.searchquery import SearchQueryError, parse_search_query
+from tse_scrapy.rules.queries.searchquery import SearchQueryError, cased_like, greek_capitals, parse_search_query
 from tse_scrapy.rules.text import analysis
 
 
@@ -374,6 +375,60 @@ def test_a_title_answers_as_typed_word_by_word(title, line):
     except SearchQueryError:
         return
     assert query.answered_as_typed(title) == _answered_word_by_word(query, title)
+
+
+# A correction (as pages spell it, folded) in the case of the word typed.
+@pytest.mark.parametrize(
+    ("spelling", "typed", "shown"),
+    [
+        ("debian", "Debain", "Debian"),
+        ("debian", "debain", "debian"),
+        ("debian", "DEBAIN", "DEBIAN"),
+        ("café", "CAFFE", "CAFÉ"),  # (French capitals keep their accents)
+        ("größe", "GRÖSE", "GRÖSSE"),  # (German capitals write ß as SS)
+        ("ёлка", "ЁЛКК", "ЁЛКА"),  # (the Cyrillic Ё keeps its diaeresis)
+        # Greek capitals carry no accent (the installation guide's "ΠΡΟΕΙΔΟΠΟΙΗΣΗ"), but a diaeresis.
+        ("ελλάδα", "ΕΛΛΑΔ", "ΕΛΛΑΔΑ"),
+        ("ελλάδα", "Ελλαδ", "Ελλάδα"),  # (a capital first keeps it: "Άλλο" as sentences begin)
+        ("πρωϊνό", "ΠΡΩΪΝ", "ΠΡΩΪΝΟ"),
+        ("ΐσως".lower(), "ΙΣΩΣΣ", "ΪΣΩΣ"),
+        ("ἀρχή", "ΑΡΧΗΗ", "ΑΡΧΗ"),  # (polytonic: the breathing goes too)
+        ("διανομής", "ΔΙΑΝΟΜΗΣΣ", "ΔΙΑΝΟΜΗΣ"),
+        ("ελληνικά", "12", "ελληνικά"),  # (no letter typed: as pages spell it)
+    ],
+)
+def test_a_correction_is_shown_in_the_case_typed(spelling, typed, shown):
+    assert cased_like(spelling, typed) == shown
+
+
+def _clusters(text: str) -> list[tuple[str, str]]:
+    """*text*'s letters (decomposed), each with the marks on it."""
+    found: list[tuple[str, str]] = []
+    for character in unicodedata.normalize("NFD", text):
+        if unicodedata.combining(character) and found:
+            found[-1] = (found[-1][0], found[-1][1] + character)
+        else:
+            found.append((character, ""))
+    return found
+
+
+def _is_greek(character: str) -> bool:
+    return "\u0370" <= character <= "\u03ff" or "\u1f00" <= character <= "\u1fff"
+
+
+_GREEK_OR_NOT = st.text(alphabet="αάὰᾶἀἁΆΑϊΐΰέΈήώίόύabcéÉëñßёЁ -", max_size=20)
+
+
+@given(_GREEK_OR_NOT)
+def test_greek_capitals_lose_only_greek_accents_and_breathings(text):
+    capitals = text.upper()
+    before, after = _clusters(capitals), _clusters(greek_capitals(capitals))
+    assert [letter for letter, _ in after] == [letter for letter, _ in before]
+    for (letter, marks), (_, kept) in zip(before, after, strict=True):
+        if _is_greek(letter):  # its diaeresis, and nothing else
+            assert kept == "\u0308" * ("\u0308" in marks), (letter, marks, kept)
+        else:
+            assert kept == marks
 
 
 # Snippets: marks are sequences of positions (a phrase, a word of several bigrams).

@@ -30,6 +30,7 @@ import apsw
 from ..rules.queries.searchquery import Clause, SearchQuery, cased_like
 from ..rules.text import analysis
 from ..rules.text.pagefields import VOCABULARY_MIN
+from .store import first_holding, respellings_of
 
 ONE_EDIT_FROM = 5
 # Two words typed apart are also looked for joined from this many characters (``_with_joined_words``).
@@ -346,8 +347,11 @@ class Vocabulary:
 
     def spelling(self, word: str) -> str:
         """How pages spell *word* (the first spelling the index met, case folded: a Greek word's last
-        sigma written ς again)."""
+        sigma written ς again): the vocabulary's, or for a word too short for it (``closest``'s one
+        letter fewer), as the first page holding it spells it (its respellings)."""
         row = self.db.execute("SELECT spelling FROM vocabulary WHERE word = ?", (word,)).fetchone()
+        if row is None and len(word) == VOCABULARY_MIN - 1 and (first := first_holding(self.db, word)) is not None:
+            row = (respellings_of(self.db, first).get(word, word),)
         return analysis.with_final_sigma(row[0] if row else word)
 
 

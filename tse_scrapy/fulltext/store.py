@@ -37,7 +37,8 @@ reference's).  Its tables:
   finds a word's first page again when that page changes or goes), and
   ``respellings``: each page's words that it spells otherwise (accents, ß),
   with their spellings there, from which an update takes a word's spelling
-  on its new first page;
+  on its new first page (and "Did you mean" the spelling of a word one letter
+  shorter than the vocabulary's, on the first page holding it);
 - ``heads``: what a snippet reads first of a page's stored text whatever the
   query, its terms and where they stand (``rules.queries.searchsnippet.snippet_head``);
 - ``rests``: the visible text past the document store's (``pagefields.REST_CHARACTERS``
@@ -91,8 +92,9 @@ SEARCH_SUFFIX = ".search"
 # copy of what they were given (pages' bodies, beyond); 8: phrases_fts's ends column (characters ending
 # a run); 9: its characters column instead (every character of a bigram script); 10: rests, and
 # the pages' digests of their words as they are (duplicates.words_digest); 11: the vocabulary's first
-# pages, and respellings (an update's vocabulary is a full build's)
-FORMAT = "11"
+# pages, and respellings (an update's vocabulary is a full build's); 12: respellings of words one
+# letter shorter than the vocabulary's too (a correction to one spelled as the page spells it)
+FORMAT = "12"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
@@ -457,7 +459,8 @@ def _insert_page(
         )
     if page.links:
         db.execute("INSERT INTO links VALUES (?, ?)", (doc_id, page.links))
-    if respelled := " ".join(f"{word} {spelling}" for word, spelling in fields.vocabulary if spelling != word):
+    spelled = [*((word, spelling) for word, spelling in fields.vocabulary if spelling != word), *fields.short_spellings]
+    if respelled := " ".join(f"{word} {spelling}" for word, spelling in spelled):
         db.execute("INSERT INTO respellings VALUES (?, ?)", (doc_id, respelled))
 
 
@@ -498,19 +501,25 @@ def _update_vocabulary(db: apsw.Connection, removed: list[int], added: Spellings
     db.executemany(upsert, ((word, spelling, doc_id) for word, (spelling, doc_id) in sorted(added.items())))
     # A word whose first page was removed: now held first by a page unchanged, by a page added (its row
     # written just above), or by none.
-    first_holder = "SELECT rowid FROM phrases_fts WHERE phrases_fts MATCH ? ORDER BY rowid LIMIT 1"
     held_first: dict[int, list[str]] = {}
     for word in orphaned:
-        found = db.execute(first_holder, ('{title body} : "' + word + '"',)).fetchone()
-        if found is not None and (word not in added or found[0] < added[word][1]):
-            held_first.setdefault(found[0], []).append(word)
+        found = first_holding(db, word)
+        if found is not None and (word not in added or found < added[word][1]):
+            held_first.setdefault(found, []).append(word)
     for doc_id in sorted(held_first):
-        spellings = _respellings(db, doc_id)
+        spellings = respellings_of(db, doc_id)
         rows = ((word, spellings.get(word, word), doc_id) for word in held_first[doc_id])
         db.executemany("INSERT OR REPLACE INTO vocabulary VALUES (?, ?, ?)", rows)
 
 
-def _respellings(db: apsw.Connection, doc_id: int) -> dict[str, str]:
+def first_holding(db: apsw.Connection, word: str) -> int | None:
+    """The docID of the first page whose title or body holds *word* (folded, a letter or digit run)."""
+    sql = "SELECT rowid FROM phrases_fts WHERE phrases_fts MATCH ? ORDER BY rowid LIMIT 1"
+    found = db.execute(sql, ('{title body} : "' + word + '"',)).fetchone()
+    return found[0] if found else None
+
+
+def respellings_of(db: apsw.Connection, doc_id: int) -> dict[str, str]:
     """The words page *doc_id* spells otherwise than folded, and how (its respellings row)."""
     row = db.execute("SELECT words FROM respellings WHERE doc_id = ?", (doc_id,)).fetchone()
     pieces = row[0].split(" ") if row else []

@@ -25,6 +25,7 @@ on the pages (``deb\x01ian`` is ``deb ian``).  Pure functions: no index here.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
@@ -165,10 +166,36 @@ def cased_like(spelling: str, typed: str) -> str:
     if not letters or not spelling:
         return spelling
     if len(letters) > 1 and all(map(str.isupper, letters)):
-        return spelling.upper()
+        return greek_capitals(spelling.upper())
     if letters[0].isupper():
         return spelling[0].upper() + spelling[1:]
     return spelling
+
+
+# The accents and breathings a Greek letter written in capitals loses (capitals carry none in Greek: "ΕΛΛΑΔΑ",
+# not "ΕΛΛΆΔΑ"), its diaeresis kept ("ΠΡΩΪΝΟ"): tonos/oxia, varia, perispomeni, psili, dasia.
+_GREEK_CAPITALS_LOSE = frozenset("\u0301\u0300\u0342\u0313\u0314")
+
+
+def _is_greek(character: str) -> bool:
+    return "\u0370" <= character <= "\u03ff" or "\u1f00" <= character <= "\u1fff"
+
+
+def greek_capitals(text: str) -> str:
+    """*text* (in capitals) with its Greek letters written as Greek capitals are: without their
+    accents and breathings (Python's ``upper`` keeps them: "ελλάδα" -> "ΕΛΛΆΔΑ"); other letters as they
+    are ("É" keeps its accent)."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    kept, base = [], ""
+    for character in decomposed:
+        if character in _GREEK_CAPITALS_LOSE and _is_greek(base):
+            continue
+        if not unicodedata.combining(character):
+            base = character
+        kept.append(character)
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 def parse_search_query(line: str) -> SearchQuery:

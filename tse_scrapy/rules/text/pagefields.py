@@ -85,6 +85,10 @@ class PageFields:
     # matches the bigrams it starts, and these find (and ``-c`` leaves out) a page holding it only at a
     # run's end.  From the text read for the body (BODY_CHARACTERS), past its BODY_TERMS on the longest.
     characters: str = ""
+    # (folded word, as the page spells it) of its words of VOCABULARY_MIN - 1 characters that folding
+    # changes (accents, ß): too short for the vocabulary, but what a typo one letter longer is corrected
+    # to, "Did you mean" spells them as the first page holding them does ("ёлкка": "ёлка", not "елка").
+    short_spellings: tuple[tuple[str, str], ...] = ()
 
 
 def page_language(text_head: str, body_text: str) -> str | None:
@@ -151,10 +155,16 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         **analysis.sharp_s_spellings(title),
         **analysis.sharp_s_spellings(visible),
     }
-    kept = [word for word in dict.fromkeys(title_words + body_words) if len(word) >= VOCABULARY_MIN]
+    distinct = dict.fromkeys(title_words + body_words)
+    kept = [word for word in distinct if len(word) >= VOCABULARY_MIN]
     if not "".join(kept).isascii():
         kept = [word for word in kept if word.isascii() or not analysis.is_segmented(word)]
     vocabulary = tuple(zip(kept, map(spellings.get, kept, kept), strict=True))
+    short_spellings = tuple(
+        (word, spelling)
+        for word, spelling in spellings.items()
+        if len(word) == VOCABULARY_MIN - 1 and spelling != word and word in distinct and not analysis.is_segmented(word)
+    )
     headings = " ".join(_clean(_TAG.sub(" ", found.group(2))) for found in _HEADING.finditer(text))
     terms = analysis.stem
     return PageFields(
@@ -171,6 +181,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         beyond_words=_joined(beyond_words),
         canonical=head_canonical(url, body),
         characters=_joined(list(dict.fromkeys(title_characters + characters))),
+        short_spellings=short_spellings,
     )
 
 
