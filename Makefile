@@ -39,10 +39,12 @@ test: install browser nginx redis pdfs
 	$(PY) -m pytest -q -n 3
 
 # Debian's packages some tests run, installed when missing (as root): chromium for the
-# browser and --render tests, nginx for the nginx tests, redis-server (built with TLS) for the
-# TLS Redis tests, wget to write the web archives tse import reads.
+# browser and --render tests (and a font of Han, Kana and Hangul, 7 MB, so that their screenshots
+# show Chinese, Japanese and Korean text, not boxes), nginx for the nginx tests, redis-server (built
+# with TLS) for the TLS Redis tests, wget to write the web archives tse import reads.
 browser:
 	@tests/support/install-package.sh chromium chromium "the browser and --render tests"
+	@tests/support/install-package.sh fonts-wqy-zenhei /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc "the browser tests' screenshots of CJK text"
 	@tests/support/install-package.sh wget wget "the tse import tests"
 
 nginx:

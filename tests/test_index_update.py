@@ -391,7 +391,7 @@ def test_gone_pages_are_not_served(tmp_path):
         assert get(f"{base}/doc/3")[0] == 404 and get(f"{base}/doc/7")[0] == 404 and get(f"{base}/doc/11")[0] == 404
         status, content = get(f"{base}/doc/8")
         saved = pagedir.read_page(pages, 8)
-        base_tag = f'<base href="{saved.url}">'.encode()  # (naming the page's URL for its relative links)
+        base_tag = f'<base href="{saved.url}" target="_top">'.encode()  # (naming the page's URL for its links)
         assert status == 200 and base_tag in content and content.replace(base_tag, b"", 1) == saved.body
     assert run.process.returncode == 0, run.stderr
     assert "one process" not in run.stderr  # the updated store was used, not rebuilt from the pages

@@ -3,17 +3,12 @@ chromium (driven by Playwright) in Japanese and in Arabic, the way a reader type
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.browser import CHROMIUM, FLAGS, NO_CHROMIUM
+from tests.support.browser import CHROMIUM, FLAGS, NO_CHROMIUM, keep_screenshot
 from tests.support.multilingual import page_named, write_fixture_directory
 from tests.support.serving import tse_serve
-
-SHOTS = Path("/tmp/relevance-shots")  # a copy of the screenshots, for a person to look at
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +66,4 @@ def test_search_in_a_real_browser(server, tmp_path, name, query, expected, first
         finally:
             browser.close()
     assert not problems, problems
-    assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and shot.stat().st_size > 5000
-    SHOTS.mkdir(exist_ok=True)
-    shutil.copyfile(shot, SHOTS / shot.name)
+    keep_screenshot(shot)

@@ -283,7 +283,11 @@ def test_in_a_real_browser(server, tmp_path):
             # The saved copy of a page with a script: the script does not run.
             page.goto(f"{server}/search?q=evil")
             page.get_by_text("saved copy").click()
-            page.wait_for_url("**/doc/3")
+            page.wait_for_url("**/saved/3")
+            copy = page.frame_locator("iframe.copy")
+            assert "escaped" in copy.locator("body").inner_text()
+            assert page.title() != "ran" and copy.locator("title").inner_text() != "ran"
+            page.goto(f"{server}/doc/3")  # the copy alone
             assert "escaped" in page.locator("body").inner_text()
             assert page.title() != "ran"
             assert page.evaluate("document.title") != "ran"

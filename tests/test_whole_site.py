@@ -161,6 +161,10 @@ def test_a_pdf_result_can_be_read_and_downloaded(site):
     assert pdf.status_code == 200 and pdf.content == SPEC.read_bytes()
     assert pdf.headers["content-disposition"].startswith("attachment")
     assert client.get(f"/doc/{saved['en/ch01s01.html']}.pdf").status_code == 404
+    # Under its banner: the text found in the PDF, and the PDF as fetched to download.
+    banner = client.get(f"/saved/{saved['spec']}").text
+    assert "It shows the text found in the PDF" in banner and f'<a href="/doc/{saved["spec"]}.pdf">' in banner
+    assert "the text found in the PDF" not in client.get(f"/saved/{saved['en/ch01s01.html']}").text
 
 
 def test_duplicates_and_canonical_pages_are_one_result(site):

@@ -10,6 +10,16 @@ from pathlib import Path
 CHROMIUM = shutil.which("chromium")
 NO_CHROMIUM = "Debian's chromium is not installed (make test installs it as root)"
 FLAGS = ["--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SHOTS = Path("/tmp/relevance-shots")  # a copy of the search pages' screenshots, for a person to look at
+
+
+def keep_screenshot(shot: Path) -> None:
+    """*shot*, which must be a PNG of some substance, copied into SHOTS."""
+    assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and shot.stat().st_size > 5000
+    SHOTS.mkdir(exist_ok=True)
+    shutil.copyfile(shot, SHOTS / shot.name)
+
+
 FIGURES = ("fig-depths", "fig-outcomes", "fig-response-times", "fig-page-sizes", "fig-timeline")
 
 

@@ -1,5 +1,6 @@
-"""The search web app (Starlette): ``/``, ``/search``, ``/api/search``, ``/doc/DOCID``
-(``/doc/DOCID.pdf``: a PDF result as fetched, to download), ``/healthz``.
+"""The search web app (Starlette): ``/``, ``/search``, ``/api/search``, ``/saved/DOCID`` (a saved copy
+under a banner saying what it is), ``/doc/DOCID`` (the copy alone; ``/doc/DOCID.pdf``: a PDF result as
+fetched, to download), ``/healthz``.
 
 Every route only reads.  Everything that comes from a page or from the query
 is escaped by the templates (Jinja2 autoescaping); a saved page is sent so
@@ -13,6 +14,7 @@ import math
 import os
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
@@ -87,8 +89,11 @@ TEMPLATES.env.filters["language_label"] = language_label
 PAGE_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
-# A saved page: a sandbox (no scripts, forms, plugins, same origin) that loads nothing.
-SAVED_PAGE_POLICY = "sandbox; default-src 'none'"
+# The page of a saved copy: the copy in a frame of this server's, under its banner.
+SAVED_FRAME_POLICY = PAGE_POLICY + "; frame-src 'self'"
+# A saved page: a sandbox (no scripts, forms, plugins, same origin) that loads nothing; a link the reader
+# clicks may lead the window it is framed in (its <base> says "_top": rules/web/savedcopy.py) to the site.
+SAVED_PAGE_POLICY = "sandbox allow-top-navigation-by-user-activation; default-src 'none'"
 SAFE_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
 # What a worker process of `tse serve --workers N` serves (set by search/server.py).
 ENVIRONMENT_PAGEDIR = "TSE_SERVE_PAGEDIR"
@@ -287,6 +292,34 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
         return Response(body, headers=headers)
 
+    async def saved_copy_page(request: Request) -> Response:
+        """The saved copy (``/doc/DOCID``, in a sandboxed frame) under a banner: whose copy it is, and when
+        it was saved (its page file's time)."""
+        served = index.current()
+        doc_id = request.path_params["doc_id"]
+        page = saved_page(served.engine, doc_id)
+        if page is None:
+            return missing(request, f"No such document: {doc_id}.")
+        try:
+            mtime = os.stat(pagedir.page_path(served.engine.directory, doc_id)).st_mtime
+        except OSError:  # (gone since it was read)
+            return missing(request, f"No such document: {doc_id}.")
+        try:
+            saved: datetime | None = datetime.fromtimestamp(mtime, UTC)
+        except (ValueError, OverflowError, OSError):  # a time no date can say (a file's, set by hand): none shown
+            saved = None
+        context = {
+            **common(served, "", served.default_rank),
+            "doc_id": doc_id,
+            "url": page.url,
+            "title": served.engine.docs.titles([doc_id]).get(doc_id) or page.url,
+            "live": page.url.lower().startswith(("http://", "https://")),
+            "pdf": page.url in served.notes.pdfs,
+            "saved": saved.strftime("%Y-%m-%d %H:%M UTC") if saved else "",
+            "saved_iso": saved.strftime("%Y-%m-%dT%H:%M:%SZ") if saved else "",
+        }
+        return _page(request, "saved.html", context, policy=SAVED_FRAME_POLICY)
+
     async def saved_pdf(request: Request) -> Response:
         """The PDF as fetched, to download (never shown in the browser from here)."""
         doc_id = request.path_params["doc_id"]
@@ -332,6 +365,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             Route("/", home),
             Route("/search", search),
             Route("/api/search", api_search),
+            Route("/saved/{doc_id:int}", saved_copy_page),
             Route("/doc/{doc_id:int}", saved_copy),
             Route("/doc/{doc_id:int}.pdf", saved_pdf),
             Route("/healthz", healthz),
@@ -540,8 +574,10 @@ def _search_url(line: str, ranking: str, page: int, language: str | None = None)
     return "/search?" + urlencode(parameters)
 
 
-def _page(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
-    headers = {**SAFE_HEADERS, "Content-Security-Policy": PAGE_POLICY}
+def _page(
+    request: Request, template: str, context: dict[str, Any], status: int = 200, policy: str = PAGE_POLICY
+) -> Response:
+    headers = {**SAFE_HEADERS, "Content-Security-Policy": policy}
     return TEMPLATES.TemplateResponse(request, template, context, status_code=status, headers=headers)
 
 

@@ -5,9 +5,12 @@ a tester's find).  Pure functions, no Scrapy import.
 
 The tag goes after a byte order mark (which must stay first) and after the page's prolog (an XML
 declaration, comments, a doctype: a tag before a doctype would put the page in quirks mode), written in
-the page's own encoding.  A page whose head names a ``<base href>`` of its own is left as it is: the
-browser keeps a document's first one, and the page's is the one its links were written for (the crawl
-reads them so).
+the page's own encoding.  A page whose head names a ``<base href>`` of its own keeps it: the browser
+keeps a document's first one, and the page's is the one its links were written for (the crawl reads
+them so).
+
+The tag also says ``target="_top"``: shown in the frame of ``/saved/N`` (under its banner), a link the
+reader follows leaves the copy for the site, as it does where the copy is shown alone.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import html
 import re
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
-# What may stand before a page's first tag of its own: an XML declaration, comments, a doctype.
-_PROLOG = re.compile(r"(?:\s+|<\?xml[^>]*>|<!--.*?-->|<!doctype[^>]*>)*", re.I | re.S)
+# What may stand before a page's first tag of its own: an XML declaration, comments, a doctype.  A comment
+# ends where a browser ends it: at "-->" or "--!>", or at once for "<!-->" and "<!--->" (a reviewer's
+# find: read on to the next "-->", a page's own tag after "<!-->" was taken for the prolog).
+_PROLOG = re.compile(r"(?:\s+|<\?xml[^>]*>|<!--(?:-?>|.*?--!?>)|<!doctype[^>]*>)*", re.I | re.S)
 _DOCTYPE = re.compile(r"<!doctype", re.I)
 _OWN_BASE = re.compile(r"<base\b[^>]*?\bhref\s*=", re.I)
 _HEAD_END = re.compile(r"</head\s*>|<body\b", re.I)
@@ -28,26 +33,26 @@ DOCTYPE_CHARACTERS = 1024
 HEAD_CHARACTERS = 64 * 1024
 
 
-def base_tag(url: str) -> str:
-    """The ``<base>`` naming *url*, its characters escaped for the attribute."""
-    return f'<base href="{html.escape(url, quote=True)}">'
+def base_tag(url: str | None) -> str:
+    """The ``<base>`` naming *url* (None: none, for a page naming its own), its characters escaped for
+    the attribute, and the top of the window as where links lead."""
+    return '<base target="_top">' if url is None else f'<base href="{html.escape(url, quote=True)}" target="_top">'
 
 
 def with_base(body: bytes, url: str, encoding: str) -> bytes:
     """*body*, a page in the Python codec *encoding* (``encodings.page_encoding``'s), with ``base_tag(url)``
-    before its markup; *body* as it is when *url* is not http or https, or the encoding cannot write
-    the tag (an unknown codec)."""
+    before its markup (``base_tag(None)`` when its head names a base of its own); *body* as it is when
+    *url* is not http or https, or the encoding cannot write the tag (an unknown codec)."""
     if not url.lower().startswith(("http://", "https://")):
-        return body
-    try:
-        tag = base_tag(url).encode(_without_bom(encoding))
-    except (LookupError, UnicodeError):
         return body
     start = next((len(bom) for bom in _BOMS if body.startswith(bom)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
     end = _HEAD_END.search(head)
-    if _OWN_BASE.search(head, 0, end.start() if end else len(head)):
-        return body  # (its own <base> is the one its links were written for)
+    own = _OWN_BASE.search(head, 0, end.start() if end else len(head))  # (the one its links were written for)
+    try:
+        tag = base_tag(None if own else url).encode(_without_bom(encoding))
+    except (LookupError, UnicodeError):
+        return body
     at = start + _prolog_bytes(body[start:], head, encoding)
     return body[:at] + tag + body[at:]
 
