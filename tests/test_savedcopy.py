@@ -57,6 +57,27 @@ XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C/
             "utf_8",
             TAG.encode() + b'<html><head><title>t</title></head><body><base href="/late/">',
         ),
+        # A <base> the browser does not read as a tag (in a comment, a script's string, a style or a title,
+        # or after a comment or script left open) is none: the page's links are named for its URL.
+        *(
+            (page, "utf_8", TAG.encode() + page)
+            for page in (
+                b'<html><head><!-- <base href="http://old/"> --><a href="x.html">',
+                b"<head><script>document.write('<base href=\"/js/\">')</script></head>",
+                b'<head><SCRIPT type="text/javascript">var b = "<base href=/s/>";</SCRIPT ></head>',
+                b'<head><style>/* <base href="/css/"> */</style><title>A <base href="/t/"> tag</title>',
+                b'<head><noframes><base href="/nf/"></noframes></head>',
+                b'<head><!-- left open <base href="/c/">',
+                b'<head><script>"<base href=/open/>"',
+                b'<head><script>"</head><base href=/s/>"</script><title>t</title>',
+            )
+        ),
+        # ... but one after them is the page's own.
+        (
+            b'<head><!-- a --><script>x</script><base href="/d/"></head>',
+            "utf_8",
+            TARGET + b'<head><!-- a --><script>x</script><base href="/d/"></head>',
+        ),
         # A doctype later in the page is no leading one.
         (b"<p>x</p><!DOCTYPE html>", "utf_8", TAG.encode() + b"<p>x</p><!DOCTYPE html>"),
         ("<p>Привет".encode("cp1251"), "cp1251", TAG.encode() + "<p>Привет".encode("cp1251")),

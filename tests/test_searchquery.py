@@ -395,6 +395,13 @@ def test_a_title_answers_as_typed_word_by_word(title, line):
         ("ἀρχή", "ΑΡΧΗΗ", "ΑΡΧΗ"),  # (polytonic: the breathing goes too)
         ("διανομής", "ΔΙΑΝΟΜΗΣΣ", "ΔΙΑΝΟΜΗΣ"),
         ("ελληνικά", "12", "ελληνικά"),  # (no letter typed: as pages spell it)
+        # Turkish: typed with its dotted capital I (or its dotless small i), an i's capital is dotted; typed with I, I.
+        ("için", "İÇİNN", "İÇİN"),
+        ("için", "İçinn", "İçin"),
+        ("ıspanak", "ISPANAKK", "ISPANAK"),
+        ("istanbul", "İSTANBULL", "İSTANBUL"),
+        ("kılıç", "KILICC", "KILIÇ"),
+        ("için", "ICINN", "IÇIN"),
     ],
 )
 def test_a_correction_is_shown_in_the_case_typed(spelling, typed, shown):

@@ -1,5 +1,6 @@
 """`tse serve` as a user runs it: a real server on 127.0.0.1, refusals at start, and a real browser."""
 
+import http.client
 import json
 import os
 import shutil
@@ -122,6 +123,29 @@ def test_request_heads_within_the_bound_are_answered_however_they_come(server):
         connection.sendall(request[5:] + b"b" * 70_000)
         answer = connection.recv(200)
     assert answer.startswith(b"HTTP/1.1 405 "), answer
+
+
+def test_a_request_line_with_letters_past_ascii_is_answered(server):
+    # As curl sends a query typed in its URL: UTF-8 as it is (httptools refused it: 400), in one write
+    # or three; then on the same kept-alive connection, after an answer; a header's own such bytes kept.
+    for pieces in (1, 3):
+        request = "GET /api/search?q=café+日本語+ελλάδα HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        answer = _exchange(server, request.encode(), pieces)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+        assert json.loads(answer.partition(b"\r\n\r\n")[2])["query"] == "café 日本語 ελλάδα"
+    host, port = server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        answers = []
+        for query in ("emu", "ёлка", "مرحبا"):
+            connection.sendall(_get(f"/api/search?q={query}", "Referer: http://h/café\r\n".encode()))
+            answers.append(http.client.HTTPResponse(connection))
+            answers[-1].begin()
+            assert answers[-1].status == 200 and json.loads(answers[-1].read())["query"] == query
+    # Bytes that are no UTF-8 (Latin-1): refused as the same bytes percent-encoded are; a path is no page.
+    answer = _exchange(server, b"GET /api/search?q=caf\xe9 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"the query string must be UTF-8" in answer, answer
+    answer = _exchange(server, _get("/doc/été", close=True))
+    assert answer.startswith(b"HTTP/1.1 404 "), answer[:200]
 
 
 def refusal(*args):

@@ -13,11 +13,18 @@ head a few bytes at a time (slowloris), each held a file descriptor for good
 (2,000 were held).  A request's head must be whole within REQUEST_HEAD_SECONDS
 of the connection's start, or of the answer before it; else the connection is
 closed, answered 408 first when part of a request had come.
+
+Letters: a request line holding bytes past ASCII (``curl 'http://host/api/search?q=日本語'``, which
+sends the query's UTF-8 as it is) was answered 400, as httptools refuses them in a URL; browsers
+percent-encode them, and nginx takes them as they are.  Such bytes in a request line are
+percent-encoded before it is parsed, as a browser would have sent them.  (The line of a request
+pipelined behind another in the same read is parsed as it came.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import httptools
@@ -35,6 +42,7 @@ REQUEST_HEAD_SECONDS: float = 15.0
 # buffer) is not timed: this often it is looked at again, and the next head's time starts once it has.
 DRAIN_CHECK_SECONDS: float = 1.0
 _REFUSED = b"Request header fields too large.\n"
+_PAST_ASCII = re.compile(rb"[\x80-\xff]")
 _TIMED_OUT = b"Request timeout.\n"
 
 
@@ -65,6 +73,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     _ended = 0  # requests ended on the connection
     _unsent = 0  # what waited in the write buffer at the last look, while an answer waits for its client
     _unsent_since = 0.0  # the loop's time since which the client has taken none of it
+    _in_request_line = False  # the last read ended inside a request line (``_with_line_encoded``)
 
     def __init__(self, *args: Any, head_seconds: float = REQUEST_HEAD_SECONDS, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -97,7 +106,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         begun, ended = self._begun, self._ended
         self._unset_keepalive_if_required()
         try:
-            self.parser.feed_data(data)
+            self.parser.feed_data(self._with_line_encoded(data))
         except httptools.HttpParserError as error:
             if not isinstance(error.__context__, _HeadRefused):
                 message = "Invalid HTTP request received."
@@ -117,6 +126,18 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._head_bytes = len(data)
         if self._head_bytes > MAX_REQUEST_HEAD_BYTES and not self.transport.is_closing():
             self._refuse()
+
+    def _with_line_encoded(self, data: bytes) -> bytes:
+        """*data* with the bytes past ASCII of the request line it begins with (when it begins one, or
+        goes on with one) percent-encoded."""
+        if not (self._in_request_line or self._begun == self._ended):
+            return data
+        end = data.find(b"\n")
+        self._in_request_line = end == -1
+        line = data if end == -1 else data[:end]
+        if line.isascii():
+            return data
+        return _PAST_ASCII.sub(lambda byte: b"%%%02X" % byte.group()[0], line) + data[len(line) :]
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

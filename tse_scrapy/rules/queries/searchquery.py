@@ -161,14 +161,20 @@ def _typed_as(word: str, typed: str) -> bool:
 def cased_like(spelling: str, typed: str) -> str:
     """A correction's *spelling* (as pages spell it, case folded) in the case of the word *typed*:
     capitals where it was typed in capitals (of two letters or more), a capital first where it began
-    with one ("Debain" suggests "Debian", not "debian"), else as it is."""
+    with one ("Debain" suggests "Debian", not "debian"), else as it is.  Typed with a Turkish dotted
+    capital or dotless small i, its i's capitals are dotted too ("İÇİNN" suggests "İÇİN", not "IÇIN")."""
     letters = [character for character in typed if character.isalpha()]
     if not letters or not spelling:
         return spelling
+
+    def upper(text: str) -> str:
+        turkish = "\u0130" in typed or "\u0131" in typed  # (the dotted capital I, the dotless small i)
+        return (text.replace("i", "\u0130") if turkish else text).upper()
+
     if len(letters) > 1 and all(map(str.isupper, letters)):
-        return greek_capitals(spelling.upper())
+        return greek_capitals(upper(spelling))
     if letters[0].isupper():
-        return spelling[0].upper() + spelling[1:]
+        return upper(spelling[0]) + spelling[1:]
     return spelling
 
 

@@ -7,7 +7,8 @@ The tag goes after a byte order mark (which must stay first) and after the page'
 declaration, comments, a doctype: a tag before a doctype would put the page in quirks mode), written in
 the page's own encoding.  A page whose head names a ``<base href>`` of its own keeps it: the browser
 keeps a document's first one, and the page's is the one its links were written for (the crawl reads
-them so).
+them so).  A ``<base>`` written in a comment, a script, a style or a title is none: the browser does
+not read it as a tag (a reviewer's find: the copy's relative links then led to the server's paths).
 
 The tag also says ``target="_top"``: shown in the frame of ``/saved/N`` (under its banner), a link the
 reader follows leaves the copy for the site, as it does where the copy is shown alone.
@@ -26,6 +27,12 @@ _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 _PROLOG = re.compile(r"(?:\s+|<\?xml[^>]*>|<!--(?:-?>|.*?--!?>)|<!doctype[^>]*>)*", re.I | re.S)
 _DOCTYPE = re.compile(r"<!doctype", re.I)
 _OWN_BASE = re.compile(r"<base\b[^>]*?\bhref\s*=", re.I)
+# What a browser reads as no tags in a head: comments (ended as it ends them, or by the page's end) and
+# the text of the elements whose text is not markup (raw text and RCDATA).
+_NOT_TAGS = re.compile(
+    r"<!--(?:-?>|.*?(?:--!?>|\Z))|<(script|style|title|textarea|xmp|iframe|noembed|noframes)\b[^>]*>.*?(?:</\1\s*>|\Z)",
+    re.I | re.S,
+)
 _HEAD_END = re.compile(r"</head\s*>|<body\b", re.I)
 # The prolog and a page's own <base> are looked for in its first characters only (a hostile page cannot
 # make them read more).
@@ -47,8 +54,9 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
         return body
     start = next((len(bom) for bom in _BOMS if body.startswith(bom)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
-    end = _HEAD_END.search(head)
-    own = _OWN_BASE.search(head, 0, end.start() if end else len(head))  # (the one its links were written for)
+    tags = _NOT_TAGS.sub(" ", head)
+    end = _HEAD_END.search(tags)
+    own = _OWN_BASE.search(tags, 0, end.start() if end else len(tags))  # (the one its links were written for)
     try:
         tag = base_tag(None if own else url).encode(_without_bom(encoding))
     except (LookupError, UnicodeError):
