@@ -13,6 +13,11 @@ The contract, which ``SearchIndex`` keeps: an expression of plain quoted phrases
 than the vocabulary's count), over the one read-only table the function was registered for, with
 whole-number column weights (FTS5 adds a column's weight once an instance, which a product equals
 only then).  Only on apsw's connections: the standard library's sqlite3 has no FTS5 auxiliary functions.
+
+Where a search weighs a word's forms as one (``weighed``: ``SearchIndex._forms_weighed``), a form
+counts as held by that many rows instead: the float FTS5 would give if the form were as common, which
+FTS5's own cannot be asked for.  The same function serves the titles and the anchor text so, where
+they are too many to score from memory (``KeptField``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,11 @@ class Bm25Function:
 
     def __init__(self, db: apsw.Connection, table: str, vocabulary: Vocabulary, name: str):
         self.table = table
+        self.name = name
         self._vocabulary = vocabulary
+        # The rows a word counts as held by, where it is one of a word's forms weighed as one, for the
+        # search under way (``SearchIndex._forms_weighed``): FTS5's bm25() weighs each form apart.
+        self.weighed: dict[str, int] = {}
         db.register_fts5_function(name, self._bm25)
 
     @staticmethod
@@ -100,6 +109,8 @@ class Bm25Function:
         phrase = api.phrases[number]
         if None in phrase:  # a token FTS5 does not give: walked each time
             return _walked(api, number)
+        if len(phrase) == 1 and (weighed := self.weighed.get(phrase[0])) is not None:  # type: ignore[arg-type]
+            return weighed
         return self._vocabulary.holding(phrase, self.table)  # type: ignore[arg-type]  (no None in it)
 
 

@@ -153,6 +153,12 @@ class SearchIndex:
         if Bm25Function.usable(weights):
             self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
         self._python_bm25 = f"tse_bm25(fts, {arguments})"
+        # The titles' and anchor texts' bm25() in Python, where FTS5 scores them (KeptField.add_scores
+        # does not) and a word's forms are weighed as one (``_forms_weighed``).
+        self._kept_bm25_functions = {
+            table: Bm25Function(db, table, self.vocabulary, f"tse_bm25_{table}")
+            for table in ("titles_fts", "anchors_fts")
+        }
         self._has_beyond = db.execute("SELECT 1 FROM beyond_fts LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -205,6 +211,27 @@ class SearchIndex:
                 lambda word: not self._form_holding(word, "phrases_fts").isdisjoint(kept_pages),
             )
         compiled = compile_query(query, self.vocabulary, self.languages, kept_language)
+        weighed = self._forms_weighed(compiled)
+        if self._bm25_function is not None:
+            self._bm25_function.weighed = weighed.get("fts", {})
+        try:
+            return self._search(query, compiled, weighed, pages, gone, language, titles, preferred)
+        finally:
+            if self._bm25_function is not None:
+                self._bm25_function.weighed = {}
+
+    def _search(
+        self,
+        query: SearchQuery,
+        compiled: Compiled,
+        weighed: dict[str, dict[str, int]],
+        pages: Set[int] | None,
+        gone: Set[int],
+        language: str | None,
+        titles: Callable[[list[int]], dict[int, str]] | None,
+        preferred: str | None,
+    ) -> Found:
+        """``search`` of *query* compiled, its words' forms *weighed* as one (``_forms_weighed``)."""
         # Long pages holding an excluded word past their body, where fts does not see it; pages
         # holding an excluded quoted phrase as typed.
         excluded: set[int] = set()
@@ -226,13 +253,18 @@ class SearchIndex:
             return found
 
         documents = self.vocabulary.documents
+        weighed_fts = weighed.get("fts", {})
+
+        def documents_weighed(term: str) -> int:
+            return weighed_fts.get(term) or documents(term)
+
         # Which pages match: every required group (or, when no page has them all, any), without
         # scoring unless the scoring expression is the same: FTS5 then only walks the lists of
         # pages, not every position of every word.  Scored without the groups whose words are on
         # most pages (no weight in FTS5's BM25, the most positions to read): the pages matched hold
         # them anyway.  A query of only such words is ranked by the titles and anchor text alone.
         matching = compiled.all_of_but_everywhere(documents, self.pages)
-        scoring = compiled.rare(documents, self.pages, " AND ")
+        scoring = compiled.rare(documents_weighed, self.pages, " AND ")
         bm25 = self._body_bm25(scoring, compiled.scoring_cost(documents, self.pages))
         scored: list[tuple[int, float | None]] | None = None
         if scoring == matching:
@@ -259,8 +291,8 @@ class SearchIndex:
             matched = self._in_their_languages(matched, compiled, partial=True)
             ending_runs = wanted(self._ending_runs(compiled, matched, partial=True))
             ending_runs = self._in_their_languages(ending_runs, compiled, partial=True)
-            scoring, scored = compiled.rare(documents, self.pages, " OR ", True), None
-            bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
+            scoring, scored = compiled.rare(documents_weighed, self.pages, " OR ", True), None
+            bm25 = self._fts_bm25(scoring)  # (any group: the cost worked out above is all the groups')
         if not matched and not ending_runs and not apart:
             return Found([], False, compiled.marks, compiled.corrections, compiled.mark_languages)
         scores = dict.fromkeys(matched | ending_runs, 0.0)
@@ -278,17 +310,17 @@ class SearchIndex:
             # guide's): FTS5's BM25 weighs them 1e-6 an instance (an IDF at most 0), which still orders the
             # pages by how often and how densely they hold them where the titles and anchor text do not
             # (a tester's find: a page saying it 7 times tied with those saying it once, in docID order).
-            self._add_scores(scores, "fts", self._bm25, 1.0, compiled.all_of)
+            self._add_scores(scores, "fts", self._fts_bm25(compiled.all_of), 1.0, compiled.all_of)
         # (Partial matches are all scored so above; with one group they hold nothing else it could score.)
         scored_apart = ending_runs and not partial and len(compiled.groups) > 1
-        if scored_apart and (words := compiled.rare(documents, self.pages, " OR ")):
-            found = self._scores("fts", self._bm25, words)
+        if scored_apart and (words := compiled.rare(documents_weighed, self.pages, " OR ")):
+            found = self._scores("fts", self._fts_bm25(words), words)
             _add_weighed(scores, [row for row in found if row[0] in ending_runs], 1.0)
-        self._add_title_and_anchor_scores(scores, compiled, partial)
+        self._add_title_and_anchor_scores(scores, compiled, partial, weighed)
         if apart:  # scored as partial matches are, by any of the runs' bigrams, apart from the others
             apart_scores = dict.fromkeys(apart, 0.0)
             self._add_scores(apart_scores, "fts", self._bm25, 1.0, self._rarer_bigrams(compiled.apart_bigrams))
-            self._add_title_and_anchor_scores(apart_scores, compiled, True)
+            self._add_title_and_anchor_scores(apart_scores, compiled, True, weighed)
             scores.update(apart_scores)
         after = ending_runs | after_apart
         if compiled.phrase and len(scores) > 1:
@@ -345,10 +377,46 @@ class SearchIndex:
             if text is not None and self.db.execute(sql, (expression,)).fetchone() is None
         )
 
+    def _forms_weighed(self, compiled: Compiled) -> dict[str, dict[str, int]]:
+        """For each table scored from the vocabulary's counts (fts, titles_fts, anchors_fts): the pages
+        each form of a word of several forms counts as holding, where that is not its own count: the
+        most any of the word's forms is held by.  A word's forms are one word: its stem in each of the
+        index's languages ("debian": "debi" in Spanish, "deb" in Catalan), its corrections.  Weighed
+        apart, a language's rarer stem gave its pages the higher IDF: "debian" ranked every Spanish and
+        Catalan page above the English and French ones.  The most, as Lucene's SynonymQuery and its
+        blended fuzzy terms count a word's forms (the pages holding any of them, added up across
+        languages, would count some pages twice)."""
+        weighed: dict[str, dict[str, int]] = {}
+        if not compiled.word_forms:
+            return weighed
+        for table in ("fts", *self.kept):
+            counts: dict[str, int] = {}
+            for forms in compiled.word_forms:
+                own = [self.vocabulary.documents(form, table) for form in forms]
+                most = max(own)
+                for form, pages in zip(forms, own, strict=True):
+                    if 0 < pages < most:
+                        counts[form] = max(counts.get(form, 0), most)
+            if counts:
+                weighed[table] = counts
+        return weighed
+
+    def _fts_bm25(self, expression: str | None) -> str:
+        """The bm25() to score *expression* over the fts table with where its cost is not weighed:
+        the Python one where a word's forms are weighed as one (``_forms_weighed``), which FTS5's
+        own cannot, and the expression is plain phrases; else FTS5's."""
+        function = self._bm25_function
+        if function is not None and function.weighed and expression and fts5bm25.plain_phrases(expression):
+            return self._python_bm25
+        return self._bm25
+
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
         """The bm25() to score *expression* over the fts table with (*cost*: ``Compiled.scoring_cost``,
         None: not known): FTS5's own, or the same worked out in Python (``bm25function``) where that
-        costs less and the expression is plain phrases, as that function needs."""
+        costs less and the expression is plain phrases, as that function needs, or where a word's forms
+        are weighed as one (``_fts_bm25``)."""
+        if (bm25 := self._fts_bm25(expression)) != self._bm25:
+            return bm25
         if self._bm25_function is None or cost is None or not expression:
             return self._bm25
         rows, walked = cost
@@ -526,18 +594,37 @@ class SearchIndex:
         found.update(chain.from_iterable(self.db.execute(sql, (expression, *ordered))))
         return found
 
-    def _add_title_and_anchor_scores(self, scores: dict[int, float], compiled: Compiled, loose: bool) -> None:
+    def _add_title_and_anchor_scores(
+        self, scores: dict[int, float], compiled: Compiled, loose: bool, weighed: dict[str, dict[str, int]]
+    ) -> None:
         """The bm25() of the query's groups (*loose*: their loose expressions, ``Compiled.rare``) in the
-        titles and the anchor text of the pages in *scores*, each table's weight times, added."""
+        titles and the anchor text of the pages in *scores*, each table's weight times, added; a word's
+        forms *weighed* as one (``_forms_weighed``)."""
         documents = self.vocabulary.documents
         for table, weight in (("titles_fts", TITLE_WEIGHT), ("anchors_fts", ANCHOR_WEIGHT)):
-            expression = compiled.rare(lambda term, table=table: documents(term, table), self.pages, " OR ", loose)
+            counts = weighed.get(table, {})
+            expression = compiled.rare(
+                lambda term, table=table, counts=counts: counts.get(term) or documents(term, table),
+                self.pages,
+                " OR ",
+                loose,
+            )
             if not expression:
                 continue
-            if not self.kept[table].add_scores(
-                scores, weight, expression, compiled.mark_languages, self._stems_language
+            if self.kept[table].add_scores(
+                scores, weight, expression, compiled.mark_languages, self._stems_language, counts
             ):
-                self._add_scores(scores, table, f"bm25({table})", weight, expression)
+                continue
+            # (More pages than are scored from memory.)  A word's forms weighed as one: FTS5's bm25()
+            # cannot, the same in Python can.
+            function = self._kept_bm25_functions[table]
+            weighed_here = bool(counts) and fts5bm25.plain_phrases(expression)
+            function.weighed = counts if weighed_here else {}
+            try:
+                bm25 = f"{function.name}({table})" if weighed_here else f"bm25({table})"
+                self._add_scores(scores, table, bm25, weight, expression)
+            finally:
+                function.weighed = {}
 
     def _rarer_bigrams(self, bigrams: list[str]) -> str:
         """An expression of any of *bigrams* but those on more than one page in APART_SCORED_SHARE (at
@@ -662,13 +749,15 @@ class KeptField:
         expression: str,
         only_in: Mapping[str, Collection[str]] | None = None,
         stems_language: Callable[[int], str] | None = None,
+        weighed: Mapping[str, int] | None = None,
     ) -> bool:
         """The bm25() of *expression* of the pages in *scores*, times *weight*, added, as
         ``SearchIndex._add_scores`` adds FTS5's; False (nothing added) when it is FTS5's to do: an
         expression other than phrases joined by OR (a prefix query, say), more than KEPT_SCORED
         pages, an averages record not read, a table of more tokens than *largest*.  A term of
         *only_in* (``Compiled.mark_languages``) counts only on the pages of its languages (by
-        *stems_language*): elsewhere it is another word, and the bm25() is that of the others."""
+        *stems_language*): elsewhere it is another word, and the bm25() is that of the others.  A word
+        of *weighed* counts as held by its number of rows there (``SearchIndex._forms_weighed``)."""
         phrases = _expression_phrases(expression)
         if phrases is None or len(scores) > KEPT_SCORED or not self.readable:
             return False
@@ -678,7 +767,12 @@ class KeptField:
         # A phrase no row holds adds exactly 0.0 to every row's sum (most of a word's stems in the
         # index's other languages): left out, the float is the same.
         phrases_held = [phrase for phrase, rows in held if rows]
-        idfs = [fts5bm25.idf(self.count, rows) for _, rows in held if rows]
+        weighed = weighed or {}
+        idfs = [
+            fts5bm25.idf(self.count, weighed.get(phrase[0], rows) if len(phrase) == 1 else rows)
+            for phrase, rows in held
+            if rows
+        ]
         if not phrases_held:
             return True
         rows = self._read(scores.keys())
