@@ -72,12 +72,20 @@ XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C/
                 b'<head><script>"</head><base href=/s/>"</script><title>t</title>',
             )
         ),
-        # ... but one after them is the page's own.
-        (
-            b'<head><!-- a --><script>x</script><base href="/d/"></head>',
-            "utf_8",
-            TARGET + b'<head><!-- a --><script>x</script><base href="/d/"></head>',
+        # ... but one after them is the page's own, their end tags read as a browser reads them (a
+        # reviewer's finds: "</title foo>", "</script/>"; "<style-x>" is no style).
+        *(
+            (page, "utf_8", TARGET + page)
+            for page in (
+                b'<head><!-- a --><script>x</script><base href="/d/"></head>',
+                b'<head><title>t</title foo><base href="/d/">',
+                b'<head><script>x</script/><base href="/d/">',
+                b'<head><style-x>a</style-x><base href="/d/">',
+                b"<head><base\nhref='/d/'>",
+            )
         ),
+        # An attribute that is no href names no base.
+        (b'<head><base data-href="/d/"><p>', "utf_8", TAG.encode() + b'<head><base data-href="/d/"><p>'),
         # A doctype later in the page is no leading one.
         (b"<p>x</p><!DOCTYPE html>", "utf_8", TAG.encode() + b"<p>x</p><!DOCTYPE html>"),
         ("<p>Привет".encode("cp1251"), "cp1251", TAG.encode() + "<p>Привет".encode("cp1251")),

@@ -141,6 +141,13 @@ def test_a_request_line_with_letters_past_ascii_is_answered(server):
             answers.append(http.client.HTTPResponse(connection))
             answers[-1].begin()
             assert answers[-1].status == 200 and json.loads(answers[-1].read())["query"] == query
+    # After the empty lines a client may send before a request line (a reviewer's find: 400).
+    answer = _exchange(server, b"\r\n\r\n" + request.encode())
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    # Past the head's bound, such a line is refused as any is: 431, in one write or 70.
+    for pieces in (1, 70):
+        answer = _exchange(server, _get("/api/search?q=" + "é" * 40_000, close=True), pieces)
+        assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     # Bytes that are no UTF-8 (Latin-1): refused as the same bytes percent-encoded are; a path is no page.
     answer = _exchange(server, b"GET /api/search?q=caf\xe9 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 400 ") and b"the query string must be UTF-8" in answer, answer

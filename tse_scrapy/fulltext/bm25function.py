@@ -15,9 +15,8 @@ whole-number column weights (FTS5 adds a column's weight once an instance, which
 only then).  Only on apsw's connections: the standard library's sqlite3 has no FTS5 auxiliary functions.
 
 Where a search weighs a word's forms as one (``weighed``: ``SearchIndex._forms_weighed``), a form
-counts as held by that many rows instead: the float FTS5 would give if the form were as common, which
-FTS5's own cannot be asked for.  The same function serves the titles and the anchor text so, where
-they are too many to score from memory (``KeptField``).
+counts as held by that many rows instead: the float FTS5's bm25() gives corrected form by form
+(``SearchIndex._add_weighing``).
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ class Bm25Function:
 
     def __init__(self, db: apsw.Connection, table: str, vocabulary: Vocabulary, name: str):
         self.table = table
-        self.name = name
         self._vocabulary = vocabulary
         # The rows a word counts as held by, where it is one of a word's forms weighed as one, for the
         # search under way (``SearchIndex._forms_weighed``): FTS5's bm25() weighs each form apart.

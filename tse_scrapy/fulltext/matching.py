@@ -148,8 +148,8 @@ class Compiled:
     apart_excluded: str | None = None
     apart_bigrams: list[str] = field(default_factory=list)  # those runs' bigrams, each once (scoring)
     looked_up: int = 0  # the words looked for among close words (see LOOKED_UP)
-    # The forms of each word typed (its stems in the index's languages, its corrections) that pages
-    # hold, where it has several: weighed as one word (``SearchIndex._forms_weighed``).
+    # The forms of each word typed (its stems in the index's languages, its corrections), quoted or
+    # not, that pages hold: weighed as one word (``SearchIndex._forms_weighed``).
     word_forms: list[tuple[str, ...]] = field(default_factory=list)
     # The language the results are kept to (``lang=``), None for any: a word is corrected as if its
     # pages were the index's (``_corrections``).
@@ -410,11 +410,11 @@ def compile_query(
         # neither is corrected ("instal lation" finds "installation", and suggests no "instal latin").
         joined = any(isinstance(clause, JoinedWord) for clause in alternatives)  # (a SplitWord's is: pyhton3)
         clauses = [_clause(clause, vocabulary, languages, compiled, not joined) for clause in alternatives]
-        compiled.word_forms += [
-            tuple(found)
-            for clause, (_, found, _) in zip(alternatives, clauses, strict=True)
-            if not clause.is_phrase and found and len(found) > 1
-        ]
+        for clause, (_, found, _) in zip(alternatives, clauses, strict=True):
+            if not clause.is_phrase and found:
+                compiled.word_forms.append(tuple(found))
+            elif clause.quoted and len(clause.words) == 1:  # (its forms are its phrase's)
+                compiled.word_forms.append(tuple(_held(clause.words[0], vocabulary, languages)))
         expression = " OR ".join(expression for expression, _, _ in clauses)
         everywhere = _everywhere(clauses)
         unrestricted |= everywhere

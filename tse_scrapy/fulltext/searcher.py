@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import re
 import sys
 import zlib
 from collections.abc import Callable, Collection, Mapping, Set
@@ -153,12 +154,8 @@ class SearchIndex:
         if Bm25Function.usable(weights):
             self._bm25_function = Bm25Function(db, "fts", self.vocabulary, "tse_bm25")
         self._python_bm25 = f"tse_bm25(fts, {arguments})"
-        # The titles' and anchor texts' bm25() in Python, where FTS5 scores them (KeptField.add_scores
-        # does not) and a word's forms are weighed as one (``_forms_weighed``).
-        self._kept_bm25_functions = {
-            table: Bm25Function(db, table, self.vocabulary, f"tse_bm25_{table}")
-            for table in ("titles_fts", "anchors_fts")
-        }
+        # Each table's rows, as its bm25() counts them (its averages record: see ``_add_scores``).
+        self._table_rows = {table: _rows_of(db, table) for table in ("fts", "titles_fts", "anchors_fts")}
         self._has_beyond = db.execute("SELECT 1 FROM beyond_fts LIMIT 1").fetchone() is not None
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
@@ -292,7 +289,7 @@ class SearchIndex:
             ending_runs = wanted(self._ending_runs(compiled, matched, partial=True))
             ending_runs = self._in_their_languages(ending_runs, compiled, partial=True)
             scoring, scored = compiled.rare(documents_weighed, self.pages, " OR ", True), None
-            bm25 = self._fts_bm25(scoring)  # (any group: the cost worked out above is all the groups')
+            bm25 = self._bm25  # (any group: the cost worked out above is all the groups')
         if not matched and not ending_runs and not apart:
             return Found([], False, compiled.marks, compiled.corrections, compiled.mark_languages)
         scores = dict.fromkeys(matched | ending_runs, 0.0)
@@ -301,21 +298,25 @@ class SearchIndex:
             self.vocabulary.count(terms, table)
         if scored is not None:
             _add_weighed(scores, scored, 1.0)
+            if bm25 == self._bm25:
+                self._add_weighing(scores, "fts", bm25, 1.0, scoring, weighed_fts)
         elif not scores:
             pass  # (only pages holding a run apart: scored below)
         elif scoring:
-            self._add_scores(scores, "fts", bm25, 1.0, scoring)
+            self._add_scores(scores, "fts", bm25, 1.0, scoring, weighed_fts)
         elif not partial and len(scores) <= COMMON_SCORED_PAGES:
             # Every group's words on most pages (a small site's own words, "installation" on an installation
             # guide's): FTS5's BM25 weighs them 1e-6 an instance (an IDF at most 0), which still orders the
             # pages by how often and how densely they hold them where the titles and anchor text do not
             # (a tester's find: a page saying it 7 times tied with those saying it once, in docID order).
-            self._add_scores(scores, "fts", self._fts_bm25(compiled.all_of), 1.0, compiled.all_of)
+            self._add_scores(scores, "fts", self._bm25, 1.0, compiled.all_of, weighed_fts)
         # (Partial matches are all scored so above; with one group they hold nothing else it could score.)
         scored_apart = ending_runs and not partial and len(compiled.groups) > 1
         if scored_apart and (words := compiled.rare(documents_weighed, self.pages, " OR ")):
-            found = self._scores("fts", self._fts_bm25(words), words)
-            _add_weighed(scores, [row for row in found if row[0] in ending_runs], 1.0)
+            ending_scores = dict.fromkeys(ending_runs, 0.0)
+            self._add_scores(ending_scores, "fts", self._bm25, 1.0, words, weighed_fts)
+            for doc_id, score in ending_scores.items():
+                scores[doc_id] += score
         self._add_title_and_anchor_scores(scores, compiled, partial, weighed)
         if apart:  # scored as partial matches are, by any of the runs' bigrams, apart from the others
             apart_scores = dict.fromkeys(apart, 0.0)
@@ -385,38 +386,29 @@ class SearchIndex:
         apart, a language's rarer stem gave its pages the higher IDF: "debian" ranked every Spanish and
         Catalan page above the English and French ones.  The most, as Lucene's SynonymQuery and its
         blended fuzzy terms count a word's forms (the pages holding any of them, added up across
-        languages, would count some pages twice)."""
+        languages, would count some pages twice).  A form of two words typed ("debian debi") counts as
+        the fewer of their two: a word typed is never made commoner than its own forms make it."""
         weighed: dict[str, dict[str, int]] = {}
-        if not compiled.word_forms:
+        if not any(len(forms) > 1 for forms in compiled.word_forms):
             return weighed
         for table in ("fts", *self.kept):
-            counts: dict[str, int] = {}
+            own: dict[str, int] = {}
+            most_of: dict[str, int] = {}  # each form: the fewest, of the words it is a form of, of their commonest
             for forms in compiled.word_forms:
-                own = [self.vocabulary.documents(form, table) for form in forms]
-                most = max(own)
-                for form, pages in zip(forms, own, strict=True):
-                    if 0 < pages < most:
-                        counts[form] = max(counts.get(form, 0), most)
+                pages = [self.vocabulary.documents(form, table) for form in forms]
+                most = max(pages)
+                for form, held in zip(forms, pages, strict=True):
+                    own[form] = held
+                    most_of[form] = min(most_of.get(form, most), most)
+            counts = {form: most for form, most in most_of.items() if 0 < own[form] < most}
             if counts:
                 weighed[table] = counts
         return weighed
 
-    def _fts_bm25(self, expression: str | None) -> str:
-        """The bm25() to score *expression* over the fts table with where its cost is not weighed:
-        the Python one where a word's forms are weighed as one (``_forms_weighed``), which FTS5's
-        own cannot, and the expression is plain phrases; else FTS5's."""
-        function = self._bm25_function
-        if function is not None and function.weighed and expression and fts5bm25.plain_phrases(expression):
-            return self._python_bm25
-        return self._bm25
-
     def _body_bm25(self, expression: str | None, cost: tuple[int, int] | None) -> str:
         """The bm25() to score *expression* over the fts table with (*cost*: ``Compiled.scoring_cost``,
         None: not known): FTS5's own, or the same worked out in Python (``bm25function``) where that
-        costs less and the expression is plain phrases, as that function needs, or where a word's forms
-        are weighed as one (``_fts_bm25``)."""
-        if (bm25 := self._fts_bm25(expression)) != self._bm25:
-            return bm25
+        costs less and the expression is plain phrases, as that function needs."""
         if self._bm25_function is None or cost is None or not expression:
             return self._bm25
         rows, walked = cost
@@ -615,16 +607,8 @@ class SearchIndex:
                 scores, weight, expression, compiled.mark_languages, self._stems_language, counts
             ):
                 continue
-            # (More pages than are scored from memory.)  A word's forms weighed as one: FTS5's bm25()
-            # cannot, the same in Python can.
-            function = self._kept_bm25_functions[table]
-            weighed_here = bool(counts) and fts5bm25.plain_phrases(expression)
-            function.weighed = counts if weighed_here else {}
-            try:
-                bm25 = f"{function.name}({table})" if weighed_here else f"bm25({table})"
-                self._add_scores(scores, table, bm25, weight, expression)
-            finally:
-                function.weighed = {}
+            # (More pages than are scored from memory.)
+            self._add_scores(scores, table, f"bm25({table})", weight, expression, counts)
 
     def _rarer_bigrams(self, bigrams: list[str]) -> str:
         """An expression of any of *bigrams* but those on more than one page in APART_SCORED_SHARE (at
@@ -695,11 +679,44 @@ class SearchIndex:
             matched = matched & answering(phrases, others, held)
         return matched
 
-    def _add_scores(self, scores: dict[int, float], table: str, bm25: str, weight: float, expression: str) -> None:
+    def _add_scores(
+        self,
+        scores: dict[int, float],
+        table: str,
+        bm25: str,
+        weight: float,
+        expression: str,
+        weighed: Mapping[str, int] | None = None,
+    ) -> None:
         """The BM25 in *table* of the pages in *scores*, times *weight*, added (bm25() is lower for
-        better matches).  Another table's matches add to a page's score; alone, they do not make a
-        page an answer."""
+        better matches), the forms of *weighed* weighed so (``_add_weighing``).  Another table's
+        matches add to a page's score; alone, they do not make a page an answer."""
         _add_weighed(scores, self._scores(table, bm25, expression), weight)
+        if weighed and bm25.startswith("bm25("):
+            self._add_weighing(scores, table, bm25, weight, expression, weighed)
+
+    def _add_weighing(
+        self,
+        scores: dict[int, float],
+        table: str,
+        bm25: str,
+        weight: float,
+        expression: str,
+        weighed: Mapping[str, int],
+    ) -> None:
+        """What FTS5's *bm25* of *expression* in *table* lacks, for the pages in *scores*, to weigh the
+        forms of *weighed* as held by that many rows (``_forms_weighed``), added.  Its bm25() is a sum
+        over the expression's phrases of each one's IDF times its saturated frequency in the row: a
+        form's part is its own bm25() alone, and it is weighed anew by that part times the ratio of the
+        two IDFs, less one (a statement a form, over its own rows: a rarer form's, the fewer)."""
+        rows = self._table_rows.get(table, 0)
+        for form in sorted(set(_single_terms(expression)) & weighed.keys()):
+            own = self.vocabulary.documents(form, table)
+            if not rows or not own:
+                continue
+            ratio = fts5bm25.idf(rows, weighed[form]) / fts5bm25.idf(rows, own) - 1.0
+            if ratio:
+                _add_weighed(scores, self._scores(table, bm25, f'"{form}"'), weight * ratio)
 
     def _scores(self, table: str, bm25: str, expression: str) -> list[tuple[int, float | None]]:
         """The pages of *table* that match *expression*, each with its *bm25*."""
@@ -868,6 +885,23 @@ def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]]
     for doc_id, score in found:
         if doc_id in scores and score is not None:
             scores[doc_id] -= weight * score
+
+
+_SINGLE_TERM = re.compile(r'"([^"\s]+)"(?!\*)')
+
+
+def _single_terms(expression: str) -> list[str]:
+    """The phrases of one term of an FTS5 *expression* (not prefix queries)."""
+    return _SINGLE_TERM.findall(expression)
+
+
+def _rows_of(db: Connection, table: str) -> int:
+    """The rows FTS5 counts in *table* (its averages record), 0 where it cannot be read."""
+    record = db.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    try:
+        return fts5bm25.averages(record[0])[0] if record else 0
+    except ValueError:
+        return 0
 
 
 def _size(rows: dict[int, tuple[str, ...]]) -> int:

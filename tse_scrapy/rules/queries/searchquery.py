@@ -162,19 +162,23 @@ def cased_like(spelling: str, typed: str) -> str:
     """A correction's *spelling* (as pages spell it, case folded) in the case of the word *typed*:
     capitals where it was typed in capitals (of two letters or more), a capital first where it began
     with one ("Debain" suggests "Debian", not "debian"), else as it is.  Typed with a Turkish dotted
-    capital or dotless small i, its i's capitals are dotted too ("İÇİNN" suggests "İÇİN", not "IÇIN")."""
+    capital or dotless small i, its i's capitals are dotted too ("İÇİNN" suggests "İÇİN", not "IÇIN").
+    A spelling folded from a dotted capital ("i" and a combining dot above: "İstanbul" folds so) gets its
+    capital once, dotted once."""
     letters = [character for character in typed if character.isalpha()]
     if not letters or not spelling:
         return spelling
+    turkish = "\u0130" in typed or "\u0131" in typed  # (the dotted capital I, the dotless small i)
+    if turkish:
+        spelling = spelling.replace("i\u0307", "i")
 
     def upper(text: str) -> str:
-        turkish = "\u0130" in typed or "\u0131" in typed  # (the dotted capital I, the dotless small i)
-        return (text.replace("i", "\u0130") if turkish else text).upper()
+        return unicodedata.normalize("NFC", (text.replace("i", "\u0130") if turkish else text).upper())
 
     if len(letters) > 1 and all(map(str.isupper, letters)):
         return greek_capitals(upper(spelling))
     if letters[0].isupper():
-        return upper(spelling[0]) + spelling[1:]
+        return unicodedata.normalize("NFC", upper(spelling[0]) + spelling[1:])
     return spelling
 
 
