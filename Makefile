@@ -33,10 +33,11 @@ serve: install
 	@test -f data/demo.index || { echo "make serve: no data/demo.index: run make run first" >&2; exit 2; }
 	$(VENV)/bin/tse serve data/demo data/demo.index
 
-# Three test processes (pytest-xdist) on the 2 cores: most tests wait on real servers and crawl
-# delays, and the suite must stay under 10 minutes (4,052 tests: 7:11 with three, 8:43-9:01 with two).
+# Four test processes (pytest-xdist) on the 2 cores: most tests wait on real servers and crawl
+# delays, and the suite must stay under 10 minutes (4,545 tests on a slower day: 9:08 with four, 9:45
+# with three; 4,052 tests: 7:11 with three, 8:43-9:01 with two).
 test: install browser nginx redis pdfs
-	$(PY) -m pytest -q -n 3
+	$(PY) -m pytest -q -n 4
 
 # Debian's packages some tests run, installed when missing (as root): chromium for the
 # browser and --render tests (and a font of Han, Kana and Hangul, 7 MB, so that their screenshots
