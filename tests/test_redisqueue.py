@@ -231,6 +231,18 @@ def test_an_unreachable_redis_is_one_line(tmp_path):
         )
 
 
+def test_rediss_to_a_plain_port_is_one_line_after_one_try(redis_server, tmp_path):
+    # A TLS handshake with a plain Redis gets no answer: the first question is asked once (it was asked
+    # four times, 41 s), and the line says what may be wrong.
+    client = redis_server.client()
+    before = client.info("stats")["total_connections_received"]
+    tls_url = redis_server.url.replace("redis://", "rediss://", 1)
+    with pytest.raises(ArgumentError, match=r"cannot use Redis at rediss://.*no TLS answer") as refused:
+        create_or_join_crawl(tls_url, None, dict(seed=SEED, pagedir=str(tmp_path), depth="2", prefix="http://a.test/"))
+    assert "\n" not in str(refused.value)
+    assert client.info("stats")["total_connections_received"] - before == 1  # (four before)
+
+
 def fill_holes_after(redis_url, directory, pages, failed):
     """Lease *pages* pages (docIDs 1..pages), fail those numbered in *failed* and save the others
     (URL http://a.test/N-1), then fill the holes: (the crawl, the moves made, the URL keys leased)."""

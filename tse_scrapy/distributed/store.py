@@ -25,7 +25,7 @@ from typing import Any
 
 import msgpack
 import redis
-from redis.backoff import ExponentialBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.client import Pipeline
 from redis.retry import Retry
 
@@ -315,19 +315,26 @@ def connect(url: str, check: bool = True) -> CountingRedis:
     """A Redis client for *url* (``redis_url``); ArgumentError (one line, the password masked)
     when it cannot be reached (*check*: asked at once)."""
     url = redis_url(url)
+    # A few quick retries for a dropped connection; a worker rides out an outage (outage.py).
+    retry = Retry(ExponentialBackoff(cap=0.5, base=0.05), 3)
     try:
         server = CountingRedis.from_url(
             url,
             socket_timeout=COMMAND_TIMEOUT,
             socket_connect_timeout=CONNECT_TIMEOUT,
             retry_on_timeout=True,
-            # A few quick retries for a dropped connection; a worker rides out an outage (outage.py).
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 3),
+            # The first question asked once: a server that does not answer it (a TLS handshake with a
+            # plain port, rediss:// for redis://) is said so after one timeout, not four (41 s).
+            retry=Retry(NoBackoff(), 0) if check else retry,
         )
         if check:
             server.ping()
+            server.set_retry(retry)
     except (ValueError, TypeError, redis.RedisError) as error:  # TypeError: a query option the scheme does not take
-        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}")) from None
+        hint = ""
+        if isinstance(error, redis.TimeoutError) and url.lower().startswith("rediss://"):
+            hint = " (no TLS answer: is that port's server plain Redis, redis://?)"
+        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}{hint}")) from None
     return server
 
 
