@@ -20,6 +20,7 @@ from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, changed_counter_bumped, damaged_fts, write_search_site
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.search import app as app_module
 from tse_scrapy.search.app import allowed_hosts, create_app
 
 
@@ -234,9 +235,32 @@ def test_pagination(client):
         assert re.search(r'<a rel="prev" href="[^"]+">&larr; Last page</a>', past.text)
     nothing = client.get("/search", params={"q": "zzzqqqxx", "page": 2, "rank": "tse"}).text
     assert "0 documents match" in nothing and "past the last page" not in nothing
+    # Each page of results links to the others by number, its own shown, not linked.
+    numbers = re.search(r'<span class="numbers">(.*?)</span>\s*<a rel="next"', second, re.S).group(1)
+    linked = [(unescape(url), number) for url, number in re.findall(r'<a href="([^"]+)">(\d+)</a>', numbers)]
+    assert [number for _, number in linked] == ["1", "3"] and '<span aria-current="page">2</span>' in numbers
+    assert all(f"page={number}" in url and "q=emu" in url and "rank=tse" in url for url, number in linked)
+    assert '<span class="numbers">' not in past.text and '<span class="numbers">' not in nothing
     assert api(client, q="emu", page=3, per_page=10, rank="tse")[1]["results"][-1]["docid"] == 30
     status, body = api(client, q="emu", page=2, per_page=100, rank="tse")
     assert status == 200 and body["results"] == [] and body["total"] == 25
+
+
+@pytest.mark.parametrize(
+    ("page", "pages", "shown"),
+    [
+        (1, 1, []),
+        (1, 3, [1, 2, 3]),
+        (3, 3, [1, 2, 3]),
+        (4, 3, []),
+        (1, 40, list(range(1, 11))),
+        (20, 40, list(range(15, 25))),
+        (40, 40, list(range(31, 41))),
+        (6, 12, list(range(1, 11))),
+    ],
+)
+def test_a_results_page_links_to_ten_pages_around_its_own(page, pages, shown):
+    assert list(app_module._page_numbers(page, pages)) == shown
 
 
 @pytest.mark.parametrize("control", ["\u202e", "\u202b", "\u2067", "\u200f", "\u061c"])

@@ -50,6 +50,7 @@ PER_PAGE = 10
 PLACED_RESULTS = 5
 MAX_PER_PAGE = 100
 MAX_PAGE = 1_000_000
+PAGE_LINKS = 10  # the pages of results a results page links to by number, around its own
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
 # The characters that change the direction of the text after them (an override, an embedding, an
 # isolate, a mark): typed in a query, they are shown by their code points where the query is not in
@@ -214,6 +215,10 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             # Past the last page: the last is the one before.
             prev_url=_search_url(line, ranking, min(page - 1, pages), shown_language) if page > 1 else None,
             next_url=_search_url(line, ranking, page + 1, shown_language) if page < pages else None,
+            page_links=[
+                (number, None if number == page else _search_url(line, ranking, number, shown_language))
+                for number in _page_numbers(page, pages)
+            ],
         )
         return _by_reader(_page(request, "results.html", context))
 
@@ -565,6 +570,15 @@ def _number(request: Request, name: str, default: int, highest: int) -> int:
     if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= highest):
         raise BadParameter(f"{name} must be a whole number from 1 to {highest}")
     return int(text)
+
+
+def _page_numbers(page: int, pages: int) -> range:
+    """The pages of results a results page links to by number: up to PAGE_LINKS around *page* (of
+    *pages*), none when there is one page or *page* is past the last."""
+    if pages <= 1 or page > pages:
+        return range(0)
+    first = max(1, min(page - PAGE_LINKS // 2, pages - PAGE_LINKS + 1))
+    return range(first, min(pages, first + PAGE_LINKS - 1) + 1)
 
 
 def _search_url(line: str, ranking: str, page: int, language: str | None = None) -> str:
