@@ -180,6 +180,7 @@ def test_a_path_of_no_route_is_a_page_with_the_search_box_or_json_under_api(clie
         page = client.get(path)
         assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
         assert '<input type="search" id="q" name="q"' in page.text and 'class="error" role="alert"' in page.text
+        assert "<title>Not found - tse search</title>" in page.text  # (" - tse search": a tester's find)
     assert "No such document: 0." in client.get("/doc/0").text
     answer = client.get("/api/nothing")
     assert answer.status_code == 404 and answer.json() == {"error": "no such path: /api/nothing"}
@@ -332,7 +333,7 @@ def test_a_word_in_another_alphabet_under_the_tse_rankings_says_why(client, rank
 def test_a_query_string_that_is_not_utf8_is_refused_not_searched_with_replacement_characters(client):
     # "deb%C3ian": a byte that starts a character and no character after it; Starlette reads it as
     # U+FFFD, and "deb\ufffdian" was searched (0 results, no word of it said wrong).
-    message = "the query string must be UTF-8: a percent-escape in it encodes no character"
+    message = "the query string must be UTF-8: bytes of it, or a percent-escape in it, encode no character"
     for query in ("q=deb%C3ian", "q=cat&lang=%FF", "q=%E6%97%A5%E6%9C"):
         answer = client.get(f"/api/search?{query}")
         assert (answer.status_code, answer.json()) == (400, {"error": message}), query

@@ -502,7 +502,8 @@ def _check_utf8(request: Request) -> None:
     try:
         parse_qsl(query.decode("latin-1"), keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
-        raise BadParameter("the query string must be UTF-8: a percent-escape in it encodes no character") from None
+        message = "the query string must be UTF-8: bytes of it, or a percent-escape in it, encode no character"
+        raise BadParameter(message) from None
 
 
 def _ranking(request: Request, default: str) -> str:

@@ -5,10 +5,12 @@ a tester's find).  Pure functions, no Scrapy import.
 
 The tag goes after a byte order mark (which must stay first) and after the page's prolog (an XML
 declaration, comments, a doctype: a tag before a doctype would put the page in quirks mode), written in
-the page's own encoding.  A page whose head names a ``<base href>`` of its own keeps it: the browser
-keeps a document's first one, and the page's is the one its links were written for (the crawl reads
-them so).  A ``<base>`` written in a comment, a script, a style or a title is none: the browser does
-not read it as a tag (a reviewer's find: the copy's relative links then led to the server's paths).
+the page's own encoding.  A page whose head names a ``<base href>`` of its own gets that one, resolved
+against its URL as a browser resolves it: the browser keeps a document's first base, and the page's is
+the one its links were written for (the crawl reads them so); left to itself, a relative one (Angular's
+``<base href="/">``) was resolved against ``/doc/N`` (a tester's find).  A ``<base>`` written in a
+comment, a script, a style or a title is none: the browser does not read it as a tag (a reviewer's find:
+the copy's relative links then led to the server's paths).
 
 The tag also says ``target="_top"``: shown in the frame of ``/saved/N`` (under its banner), a link the
 reader follows leaves the copy for the site, as it does where the copy is shown alone.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import codecs
 import html
 import re
+from urllib.parse import urljoin
 
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # What may stand before a page's first tag of its own: an XML declaration, comments, a doctype.  A comment
@@ -29,7 +32,7 @@ _DOCTYPE = re.compile(r"<!doctype", re.I)
 # A <base> tag, to its ">" (or the end), and an href attribute in it.  Each pattern reads a character
 # once whatever the page: "<base " 10,000 times without a ">" took a former one 9 s (a reviewer's find).
 _BASE_TAG = re.compile(r"<base(?=[\s/>]|\Z)[^>]*", re.I)
-_HREF = re.compile(r"[\s/\"']href\s*=", re.I)
+_HREF = re.compile(r"""[\s/"']href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']*))""", re.I)
 # What a browser reads as no tags in a head: comments (ended as it ends them, or by the page's end) and
 # the text of the elements whose text is not markup (raw text and RCDATA), to their end tag as a
 # browser reads one ("</script/>", "</title foo>"; not "</style-x>"), or the page's end.
@@ -54,22 +57,34 @@ def base_tag(url: str | None) -> str:
 
 def with_base(body: bytes, url: str, encoding: str) -> bytes:
     """*body*, a page in the Python codec *encoding* (``encodings.page_encoding``'s), with ``base_tag(url)``
-    before its markup (``base_tag(None)`` when its head names a base of its own); *body* as it is when
-    *url* is not http or https, or the encoding cannot write the tag (an unknown codec)."""
+    before its markup (when its head names a base of its own: ``base_tag`` of that one resolved, or of
+    None where that is no http or https URL); *body* as it is when *url* is not http or https, or the
+    encoding cannot write the tag (an unknown codec)."""
     if not url.lower().startswith(("http://", "https://")):
         return body
     start = next((len(bom) for bom in _BOMS if body.startswith(bom)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
     tags = _NOT_TAGS.sub(" ", head)
     end = _HEAD_END.search(tags)
-    tags_end = end.start() if end else len(tags)
-    own = any(_HREF.search(tag.group()) for tag in _BASE_TAG.finditer(tags, 0, tags_end))  # (its links' own)
+    own = _own_base(tags, end.start() if end else len(tags), url)  # (the one its links were written for)
+    if own is not None:
+        url = own if own.lower().startswith(("http://", "https://")) else None
     try:
-        tag = base_tag(None if own else url).encode(_without_bom(encoding))
+        tag = base_tag(url).encode(_without_bom(encoding))
     except (LookupError, UnicodeError):
         return body
     at = start + _prolog_bytes(body[start:], head, encoding)
     return body[:at] + tag + body[at:]
+
+
+def _own_base(tags: str, end: int, url: str) -> str | None:
+    """The URL named by the first ``<base href>`` of *tags* (a page's head, what is no tag masked) before
+    *end*, resolved against the page's *url*; None for none."""
+    for tag in _BASE_TAG.finditer(tags, 0, end):
+        if href := _HREF.search(tag.group()):
+            value = next(value for value in href.groups() if value is not None)
+            return urljoin(url, html.unescape(value).strip(" \t\n\r\f"))
+    return None
 
 
 def _without_bom(encoding: str) -> str:
