@@ -3,6 +3,7 @@
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -153,6 +154,18 @@ def test_a_request_line_with_letters_past_ascii_is_answered(server):
     assert answer.startswith(b"HTTP/1.1 400 ") and b"the query string must be UTF-8" in answer, answer
     answer = _exchange(server, _get("/doc/été", close=True))
     assert answer.startswith(b"HTTP/1.1 404 "), answer[:200]
+
+
+def test_a_bad_request_pipelined_behind_good_ones_is_answered_after_them(server):
+    # A tester's find: the 400 was written at once, read as the first request's answer, theirs lost.
+    good = [_get("/api/search?q=emu"), _get("/healthz")]
+    for bad in (b"GET /a b c HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", b"GET /\x01 HTTP/1.1\r\n\r\n"):
+        answer = _exchange(server, b"".join(good) + bad)
+        statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", answer)
+        assert statuses == [b"200", b"200", b"400"], answer[-500:]
+        assert answer.endswith(b"Invalid HTTP request received.")
+    # Alone, or after an answer, it is answered at once, as before.
+    assert _exchange(server, b"GET /a b c HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 400 ")
 
 
 def refusal(*args):

@@ -19,6 +19,8 @@ sends the query's UTF-8 as it is) was answered 400, as httptools refuses them in
 percent-encode them, and nginx takes them as they are.  Such bytes in a request line are
 percent-encoded before it is parsed, as a browser would have sent them.  (The line of a request
 pipelined behind another in the same read is parsed as it came.)
+
+A bad request pipelined behind good ones is answered 400 after them, as nginx does, not at once.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     _unsent = 0  # what waited in the write buffer at the last look, while an answer waits for its client
     _unsent_since = 0.0  # the loop's time since which the client has taken none of it
     _in_request_line = False  # the last read ended inside a request line (``_with_line_encoded``)
+    _refused_after: str | None = None  # a 400 owed once the requests before it are answered
     _line_bytes = 0  # ... and that line's bytes read so far
 
     def __init__(self, *args: Any, head_seconds: float = REQUEST_HEAD_SECONDS, **kwargs: Any) -> None:
@@ -105,6 +108,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         # uvicorn 0.54's (pinned), but for a refusal raised from within the parser (_HeadRefused):
         # answered 431 already, where uvicorn would answer 400 to any error the parser raises.
+        if self._refused_after is not None:  # (the parser stopped at a bad request: nothing more is read)
+            return
         begun, ended = self._begun, self._ended
         self._unset_keepalive_if_required()
         encoded = self._with_line_encoded(data)
@@ -118,7 +123,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             if not isinstance(error.__context__, _HeadRefused):
                 message = "Invalid HTTP request received."
                 self.logger.warning(message)
-                self.send_400_response(message)
+                self._answer_400(message)
             return
         except httptools.HttpParserUpgrade:
             if self._should_upgrade():
@@ -173,8 +178,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
         self._ended += 1
 
+    def _answer_400(self, message: str) -> None:
+        """400 *message* and the connection closed, once the requests pipelined before the bad one are
+        answered: uvicorn wrote it at once, read by the client as the first one's answer, and theirs
+        were lost (a tester's find)."""
+        if self.cycle is None or (self.cycle.response_complete and not self.pipeline):
+            self.send_400_response(message)
+            return
+        self._refused_after = message
+        self._stop_head_clock()
+
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self._refused_after is not None:
+            if self.cycle.response_complete and not self.pipeline and not self.transport.is_closing():
+                self.send_400_response(self._refused_after)
+            return
         # The latest request answered (none pipelined after it, started now): the next one's head is timed.
         if self.cycle.response_complete and not self.transport.is_closing():
             self._begin_waiting_to_send()
