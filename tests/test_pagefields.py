@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tse_scrapy.rules.text import analysis
-from tse_scrapy.rules.text.pagefields import REST_CHARACTERS, VOCABULARY_MIN, PageText, anchors, page_fields
+from tse_scrapy.rules.text.pagefields import (
+    REST_CHARACTERS,
+    VOCABULARY_MIN,
+    PageText,
+    anchors,
+    page_fields,
+    url_language,
+)
 
 PAGE = "http://127.0.0.1:8080/docs/index.html"
 
@@ -154,3 +161,50 @@ def test_a_short_spelling_is_a_word_of_the_page_that_folding_changes(text):
         assert len(word) == VOCABULARY_MIN - 1 and word in words and spelling != word
         assert analysis.words(spelling) == [word]
     assert len(dict(fields.short_spellings)) == len(fields.short_spellings)  # (each word once)
+
+
+# The language a URL names, for a page whose text is too short to tell (a table of contents).
+@pytest.mark.parametrize(
+    ("url", "language"),
+    [
+        ("http://127.0.0.1/installation-guide/da/ch07.html", "da"),
+        ("http://127.0.0.1/debian-reference/ch01.es.html", "es"),  # (Debian's name.LANG.html)
+        ("http://h/index.zh-cn.html", "zh"),
+        ("http://h/pt-br/", "pt"),
+        ("http://h/zh_CN/x.html", "zh"),
+        ("http://h/zh-Hant/x.html", "zh"),
+        ("http://h/en-US/a", "en"),
+        ("http://h/fr", "fr"),
+        ("http://h/de/x.fr.html", "fr"),  # (the one nearest the file)
+        ("http://h/%64a/x.html", "da"),
+        ("http://h/a/b.html", None),
+        ("http://h/xx/a.html", None),  # (no language this code knows)
+        ("http://h/ab-cdefg/a.html", None),
+        ("http://h/deu/a.html", None),  # (three letters: "doc", "api", "img" are folders, not languages)
+        ("http://h/", None),
+        ("not a url", None),
+    ],
+)
+def test_a_url_names_a_language(url, language):
+    assert url_language(url) == language
+
+
+@given(st.text(max_size=80))
+def test_a_url_names_a_known_language_or_none(path):
+    assert url_language("http://h/" + path) in {None, *analysis.KNOWN_LANGUAGES}
+
+
+def test_a_page_too_short_to_tell_takes_its_urls_language():
+    # installation-guide-da's ch07.html (Debian's package), its text whole: too few common words.
+    body = (
+        "<html><head><title>Kapitel 7. Start op i dit nye Debian-system</title></head><body>"
+        "<h1>Kapitel 7. Start op i dit nye Debian-system</h1><p>Indholdsfortegnelse 7.1. Sandhedens øjeblik"
+        " 7.2. Montering af krypterede diskenheder 7.2.1. Fejlsøgning 7.3. Log ind</p></body></html>"
+    ).encode()
+    assert page_fields("http://127.0.0.1/installation-guide/da/ch07.html", body).language == "da"
+    assert page_fields("http://127.0.0.1/installation-guide/ch07.html", body).language == ""
+    # A language the page declares, or its text says, comes first.
+    declared = body.replace(b"<html>", b'<html lang="sv">')
+    assert page_fields("http://127.0.0.1/installation-guide/da/ch07.html", declared).language == "sv"
+    english = b"<p>This is the way the guide and the system of the project are written for you to read.</p>"
+    assert page_fields("http://127.0.0.1/x/da/ch07.html", english).language == "en"

@@ -1082,6 +1082,23 @@ def _arabic_script_language(sample: str, in_script: int) -> str:
     return "ar"
 
 
+# The languages this module knows: those it stems, those it detects by their common words or their script.
+KNOWN_LANGUAGES = frozenset(
+    [
+        *STEMMERS,
+        *_COMMON,
+        *(language for _, language in _SCRIPT_LANGUAGES if language),
+        "zh",
+        "ru",
+        "uk",
+        "sr",
+        "ar",
+        "fa",
+        "ur",
+    ]
+)
+
+
 def detect_language(text: str) -> str | None:
     """A guess of the language of *text* (an ISO 639 code), or None; from its first 2,000 characters."""
     # In NFC: a decomposed text's letters are those of its script (Hangul syllables, not jamo) and its

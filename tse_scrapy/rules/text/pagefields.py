@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from ..web.duplicates import named_canonical
 from ..web.urls import LinkResolver, clean_href
@@ -58,6 +58,8 @@ _ANCHOR = re.compile(
     r"<a(?=[\s>])[^>]*?\shref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s>]+))[^>]*>(.{0,2000}?)</a\s*>", re.I | re.S
 )
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+# A language tag as sites name their folders and files: two letters, a region or script after.
+_URL_LANGUAGE = re.compile(r"[a-z]{2}(?:[-_](?:[a-z]{2}|[a-z]{4}))?", re.I)
 _ABSOLUTE_HTTP = ("http://", "https://")
 
 
@@ -91,15 +93,32 @@ class PageFields:
     short_spellings: tuple[tuple[str, str], ...] = ()
 
 
-def page_language(text_head: str, body_text: str) -> str | None:
-    """The language a page declares in *text_head* (its first characters), else the one its text seems in."""
+def page_language(text_head: str, body_text: str, url: str = "") -> str | None:
+    """The language a page declares in *text_head* (its first characters), else the one its text seems
+    in, else the one its *url* names (``url_language``)."""
     for pattern in (_HTML_LANG, _META_LANG):
         found = pattern.search(text_head)
         if found:
             code = analysis.language_code(found.group(1))
             if code:
                 return code
-    return analysis.detect_language(body_text)
+    return analysis.detect_language(body_text) or url_language(url)
+
+
+def url_language(url: str) -> str | None:
+    """The language a page's *url* names, where a site files its pages by language: a folder (``/da/``,
+    ``/pt-br/``, ``/zh_CN/``) or the last name of a file before its extension (``ch01.es.html``,
+    ``index.zh-cn.html``), the one nearest the file; only a language ``analysis`` knows, else None.
+    For a page whose text is too short to tell (a table of contents: 11 pages of the known-item bench's
+    manuals, ``/da/ch07.html`` among them, had no language, left out of ``lang=da``)."""
+    segments = [unquote(segment) for segment in urlsplit(url).path.split("/") if segment]
+    named = [*segments[:-1], *segments[-1:]] if segments and "." not in segments[-1] else segments[:-1]
+    if segments and "." in segments[-1] and len(parts := segments[-1].split(".")) >= 3:
+        named.append(parts[-2])
+    for name in reversed(named):
+        if _URL_LANGUAGE.fullmatch(name) and (code := analysis.language_code(name)) in analysis.KNOWN_LANGUAGES:
+            return code
+    return None
 
 
 @dataclass(frozen=True)
@@ -142,7 +161,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     read = read or page_text(body, http_charset)
     text, whole = read.text, read.visible
     visible = _cut_at_word(whole, BODY_CHARACTERS)
-    language = page_language(text[:4000], visible) or ""
+    language = page_language(text[:4000], visible, url) or ""
     body_words, spellings, characters = analysis.words_spellings_and_characters(visible)
     beyond_words = _beyond_words(whole[len(visible) :], body_words)
     body_words = body_words[:BODY_TERMS]
