@@ -298,8 +298,7 @@ class SearchIndex:
             self.vocabulary.count(terms, table)
         if scored is not None:
             _add_weighed(scores, scored, 1.0)
-            if bm25 == self._bm25:
-                self._add_weighing(scores, "fts", bm25, 1.0, scoring, weighed_fts)
+            self._add_weighing(scores, "fts", bm25, 1.0, scoring, weighed_fts)
         elif not scores:
             pass  # (only pages holding a run apart: scored below)
         elif scoring:
@@ -692,7 +691,7 @@ class SearchIndex:
         better matches), the forms of *weighed* weighed so (``_add_weighing``).  Another table's
         matches add to a page's score; alone, they do not make a page an answer."""
         _add_weighed(scores, self._scores(table, bm25, expression), weight)
-        if weighed and bm25.startswith("bm25("):
+        if weighed:
             self._add_weighing(scores, table, bm25, weight, expression, weighed)
 
     def _add_weighing(
@@ -708,11 +707,14 @@ class SearchIndex:
         forms of *weighed* as held by that many rows (``_forms_weighed``), added.  Its bm25() is a sum
         over the expression's phrases of each one's IDF times its saturated frequency in the row: a
         form's part is its own bm25() alone, and it is weighed anew by that part times the ratio of the
-        two IDFs, less one (a statement a form, over its own rows: a rarer form's, the fewer)."""
+        two IDFs, less one (a statement a form, over its own rows: a rarer form's, the fewer).  Nothing
+        for the Python bm25() (``bm25function``), which weighs them so itself."""
         rows = self._table_rows.get(table, 0)
+        if not bm25.startswith("bm25(") or not rows:
+            return
         for form in sorted(set(_single_terms(expression)) & weighed.keys()):
             own = self.vocabulary.documents(form, table)
-            if not rows or not own:
+            if not own:
                 continue
             ratio = fts5bm25.idf(rows, weighed[form]) / fts5bm25.idf(rows, own) - 1.0
             if ratio:

@@ -112,9 +112,10 @@ def url_language(url: str) -> str | None:
     For a page whose text is too short to tell (a table of contents: 11 pages of the known-item bench's
     manuals, ``/da/ch07.html`` among them, had no language, left out of ``lang=da``)."""
     segments = [unquote(segment) for segment in urlsplit(url).path.split("/") if segment]
-    named = [*segments[:-1], *segments[-1:]] if segments and "." not in segments[-1] else segments[:-1]
-    if segments and "." in segments[-1] and len(parts := segments[-1].split(".")) >= 3:
-        named.append(parts[-2])
+    named = segments[:-1]
+    if segments:  # the last: a folder, or a file (name.LANG.ext: its LANG)
+        parts = segments[-1].split(".")
+        named += parts if len(parts) == 1 else parts[-2:-1] if len(parts) >= 3 else []
     for name in reversed(named):
         if _URL_LANGUAGE.fullmatch(name) and (code := analysis.language_code(name)) in analysis.KNOWN_LANGUAGES:
             return code
