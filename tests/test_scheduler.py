@@ -97,7 +97,7 @@ def test_replacement_is_served_first_and_releases_when_dropped(make_scheduler, c
 
 
 def test_bfs_hands_out_a_level_only_when_shallower_pages_are_done(make_scheduler):
-    crawler, scheduler = make_scheduler("bfs")
+    crawler, scheduler = make_scheduler("bfs", CONCURRENT_REQUESTS=3)
     first = [link(f"http://h/d1-{i}.html", 1) for i in range(2)]
     for request in first:
         scheduler.enqueue_request(request)
@@ -113,6 +113,23 @@ def test_bfs_hands_out_a_level_only_when_shallower_pages_are_done(make_scheduler
     assert scheduler.next_request() is None
     release(crawler, c)
     assert scheduler.next_request().url == "http://h/d2.html"
+
+
+@pytest.mark.parametrize("order", ["bfs", "priority"])
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_no_more_pages_than_concurrent_requests_are_in_flight(make_scheduler, order, concurrency):
+    # With CONCURRENT_REQUESTS=1, order=bfs handed out a page while the one before it was still queuing
+    # its links (in flight: Scrapy's downloader had done with it): under load the two pages' links came
+    # interleaved, and a crawl killed and resumed saved two pages of a level the other way round.
+    crawler, scheduler = make_scheduler(order, CONCURRENT_REQUESTS=concurrency)
+    for i in range(4):
+        scheduler.enqueue_request(link(f"http://h/d1-{i}.html", 1))
+    handed = [scheduler.next_request() for _ in range(concurrency)]
+    assert [request.url for request in handed] == [f"http://h/d1-{i}.html" for i in range(concurrency)]
+    assert scheduler.next_request() is None  # as many in flight as may be
+    release(crawler, handed[0])
+    assert scheduler.next_request().url == f"http://h/d1-{concurrency}.html"
+    assert scheduler.next_request() is None
 
 
 def test_item_signals_release_the_page(make_scheduler):

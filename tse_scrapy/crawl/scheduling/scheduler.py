@@ -6,8 +6,10 @@ taken), or its fetch failed.  ``order=tse`` hands out
 the next page only when none is in flight, so every link of the previous page
 has been pushed (SPEC 2.2.3); ``order=bfs`` hands out a page of depth d only
 when no shallower page is in flight, so every page gets its shortest depth
-at any concurrency; ``order=priority`` keeps at most CONCURRENT_REQUESTS
-pages in flight, so that scores include every link found so far.  With a
+at any concurrency; ``order=bfs`` and ``order=priority`` keep at most
+CONCURRENT_REQUESTS pages in flight, so that scores include every link found
+so far, and one at a time the pages' links are queued in the order of the
+pages (the same order every run, and resumed).  With a
 page limit, no more pages are in flight than are still needed.  A request
 that replaces one in flight (a redirect or a retry, which keep the
 ``tse_token`` meta key) is served first.
@@ -281,9 +283,13 @@ class TseScheduler(BaseScheduler):
             return False  # enough pages are saved or on their way
         if self.order == "tse":
             return not self.in_flight
-        if self.order == "priority":
-            return len(self.in_flight) < self.concurrency
-        return all(in_flight >= depth for in_flight in self.in_flight.values())
+        # (A page is in flight until its links are queued, and Scrapy's downloader counts it only while it
+        # downloads: with CONCURRENT_REQUESTS=1, order=bfs handed out the next page while the links of the
+        # page before were still queued, and under load their links came interleaved, the order of a
+        # level then another in a crawl resumed.)
+        if len(self.in_flight) >= self.concurrency:
+            return False
+        return self.order == "priority" or all(in_flight >= depth for in_flight in self.in_flight.values())
 
     def _dequeued(self, request: Request) -> Request:
         self.stats.inc_value("scheduler/dequeued")
