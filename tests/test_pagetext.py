@@ -79,6 +79,11 @@ VISIBLE = [
     (b"before<!-- unclosed comment", "before"),
     (b"<title>Not text</title>Body", "Body"),
     (b"<p>After an unclosed title</p><title>" + b"t" * 1000 + b" shown", "After an unclosed title shown"),
+    # A title whose end is past those 1,000 characters is all the title's (its last words were text).
+    (b"<title>" + b"word " * 300 + b"last</title><p>Body</p>", "Body"),
+    (b"<title>" + b"t" * 1000 + b"</title>Body", "Body"),
+    (b"<title>" + b"t" * 999 + b"</title>Body", "Body"),
+    (b"<title>" + b"w " * 600 + b"<b>x</b></TITLE >Body<title>again</title>", "Body"),
     (b"no body here, <i>at all</i>", "no body here, at all"),
     # text a page puts in its head is shown, as browsers move it to the body
     (b"<head>stray<title>T</title></head><body>B</body>", "stray B"),

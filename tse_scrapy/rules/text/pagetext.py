@@ -79,21 +79,39 @@ def page_title(body: bytes, http_charset: str | None = None) -> str:
 
 def title_of(text: str) -> str:
     """``page_title`` of a page already decoded, with any unclosed tag at its end cut off."""
-    pos = 0
-    while True:
-        found = _TITLE_OR_SKIPPED.search(text, pos)
-        if found is None:
-            return ""
-        if found.group(2) is not None:
-            break
-        pos = found.end()
-    start = found.end()
+    start = _title_start(text)
+    if start is None:
+        return ""
     end_tag = _TITLE_END.search(text, start, start + TITLE_SCAN_CHARACTERS + len("</title") + 1)
     end = end_tag.start() if end_tag is not None else start + TITLE_SCAN_CHARACTERS
     title = _clean(_TAG.sub(" ", _without_unclosed_tag(text[start:end])))
     if len(title) <= MAX_TITLE_CHARACTERS:
         return title
     return _cut_at_word(title, MAX_TITLE_CHARACTERS - 2) + " " + ELLIPSIS
+
+
+def _title_start(text: str) -> int | None:
+    """Where the text of the page's first ``<title>`` starts (past its tag), None when it has none."""
+    pos = 0
+    while True:
+        found = _TITLE_OR_SKIPPED.search(text, pos)
+        if found is None:
+            return None
+        if found.group(2) is not None:
+            return found.end()
+        pos = found.end()
+
+
+def _without_long_title(text: str) -> str:
+    """*text* without the text of its first ``<title>`` when its ``</title>`` is past the
+    TITLE_SCAN_CHARACTERS the title's pattern looks for it in: all of it is the title's (a title of
+    1,500 characters showed its last 500 as the page's text; one of a megabyte made the page's own
+    words past the body's bounds).  An unclosed title still hides only those characters."""
+    start = _title_start(text)
+    if start is None or _TITLE_END.search(text, start, start + TITLE_SCAN_CHARACTERS + len("</title") + 1):
+        return text
+    end = _TITLE_END.search(text, start + TITLE_SCAN_CHARACTERS)
+    return text if end is None else text[:start] + text[end.start() :]
 
 
 def visible_text(body: bytes, limit: int = 20_000, http_charset: str | None = None) -> str:
@@ -111,7 +129,7 @@ def visible_text_of(text: str, limit: int = 20_000) -> str:
     """``visible_text`` of a page already decoded, with any unclosed tag at its end cut off."""
     if limit <= 0:
         return ""
-    text = _NOT_VISIBLE.sub(" ", text)
+    text = _NOT_VISIBLE.sub(" ", _without_long_title(text))
     # Clean a prefix just long enough for the limit, not the whole page: one
     # that ends where no entity or whitespace run continues, so that it cleans
     # to a prefix of the whole page's text.  It must clean to more than *limit*
