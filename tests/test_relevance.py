@@ -1138,6 +1138,50 @@ def test_a_misspelt_word_of_a_phrase_is_the_close_word_making_a_phrase_pages_hol
     assert body["suggestion"] == "boot-loader" and doc_ids(body) == [1], body
 
 
+# Sentences of the installation guide in German (installation-guide-amd64: de/apbs04.html, de/apbs01.html)
+# and one of the guide in English (en/apbs01.html), as in PRESEEDING_AND_EMAIL.
+HYPHEN_TYPOS = [
+    (
+        "de",
+        "Der Hack erzwingt, dass die Netzwerkkonfiguration erneut abläuft, nachdem die Voreinstellungsdatei"
+        " geladen wurde.",
+    ),
+    (
+        "de",
+        "Die Voreinstellung der Netzwerkkonfiguration funktioniert natürlich nicht, wenn Sie Ihre"
+        " Voreinstellungsdatei vom Netzwerk laden.",
+    ),
+    ("en", "There are three methods that can be used for preseeding."),
+    ("en", "The following table shows which preseeding methods can be used with which installation methods."),
+    ("en", "The Hurd is a set of servers running on top of a microkernel called Mach."),  # (a page of neither)
+]
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggestion", "pages"),
+    [
+        ("pre-seding", "preseeding", [3, 4]),
+        ("Netzwerk-Konfiguraton", "Netzwerkkonfiguration", [1, 2]),
+        ("NETZWERK-KONFIGURATON", "NETZWERKKONFIGURATION", [1, 2]),
+        ("pre-seding methods", "preseeding methods", [3, 4]),
+        ("pre\u2013seding", "preseeding", [3, 4]),  # (an en dash)
+        # As before: two words pages hold, joined on no page, are as typed; a joined word pages hold is found.
+        ("pre-seeding", None, [3, 4]),
+        ("Netzwerk-Konfiguration", None, [1, 2]),
+        ("set-servers", None, []),
+        # Not a hyphen: a word with a typo beside another, each corrected alone (as before).
+        ("pre seding", None, []),
+    ],
+)
+def test_a_hyphenated_word_with_a_typo_is_corrected_as_the_word_it_makes_joined(tmp_path, typed, suggestion, pages):
+    # "pre-seding" and "Netzwerk-Konfiguraton" found nothing and suggested nothing (a tester's find): a
+    # word of each is on no page, the phrase corrected a word at a time ("pre seeing") on none either,
+    # and the word they make joined was looked up only as typed.
+    client = sentences_client(tmp_path, HYPHEN_TYPOS)
+    body = search(client, typed, known={})
+    assert body["suggestion"] == suggestion and sorted(doc_ids(body)) == pages, body
+
+
 @pytest.mark.parametrize(
     "typed", ["deb\x01ian", "deb\x00ian", "instal\x7flation", "deb\u200bian", "instal\u200blation"]
 )

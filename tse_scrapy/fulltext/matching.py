@@ -386,6 +386,7 @@ def compile_query(
     compiled = Compiled("", "", None, kept_language=kept_language)
     query = _quoted_corrected(query, vocabulary, languages, compiled)
     query = _with_joined_words(query, vocabulary)
+    query = _with_joined_corrections(query, vocabulary, languages, compiled)
     plain = []
     # The pages of every form of every word counted together (see Vocabulary.count), and of the words
     # of phrases that may be corrected (_corrected_phrase: their forms only for those no page holds).
@@ -617,8 +618,20 @@ def _with_joined_words(query: SearchQuery, vocabulary: Vocabulary) -> SearchQuer
 
 def _joined_phrase(clause: Clause, vocabulary: Vocabulary) -> JoinedWord | None:
     """The word the two words of an unquoted *clause* joined by a hyphen or a dash (``pre-seeding``,
-    ``wi-fi``) make joined, where a page has it as a word; else None.  Not by an apostrophe or a dot:
-    "Debian's" is no "debians" (whose stem is every Debian page's), "os.path" no "ospath"."""
+    ``wi-fi``) make joined, where a page has it as a word; else None."""
+    joined = _hyphen_joined(clause)
+    if joined is None:
+        return None
+    # (The vocabulary lists the words of VOCABULARY_MIN characters or more; a shorter one, "wifi", is
+    # looked for among the pages' words.)
+    held = vocabulary.listed(joined) if len(joined) >= VOCABULARY_MIN else vocabulary.is_word(joined)
+    return JoinedWord(joined, (joined,)) if held else None
+
+
+def _hyphen_joined(clause: Clause) -> str | None:
+    """The word the two words of an unquoted *clause* joined by a hyphen or a dash make joined; else
+    None.  Not by an apostrophe or a dot: "Debian's" is no "debians" (whose stem is every Debian
+    page's), "os.path" no "ospath"."""
     if clause.quoted or len(clause.words) != 2 or any(map(analysis.is_segmented, clause.words)):
         return None
     runs = analysis.word_runs_at(clause.text)
@@ -628,11 +641,31 @@ def _joined_phrase(clause: Clause, vocabulary: Vocabulary) -> JoinedWord | None:
     between = clause.text[start + len(first) : second_start]
     if not between or not all(unicodedata.category(character) == "Pd" for character in between):
         return None
-    joined = "".join(clause.words)
-    # (The vocabulary lists the words of VOCABULARY_MIN characters or more; a shorter one, "wifi", is
-    # looked for among the pages' words.)
-    held = vocabulary.listed(joined) if len(joined) >= VOCABULARY_MIN else vocabulary.is_word(joined)
-    return JoinedWord(joined, (joined,)) if held else None
+    return "".join(clause.words)
+
+
+def _with_joined_corrections(
+    query: SearchQuery, vocabulary: Vocabulary, languages: Sequence[str], compiled: Compiled
+) -> SearchQuery:
+    """*query* with a hyphenated word typed with a typo (``pre-seding``, ``Netzwerk-Konfiguraton``: a
+    word of it on no page, the word they make joined on none either) also matching the closest word
+    pages hold to the joined one, recorded as its correction: pages write "preseeding" and
+    "Netzwerkkonfiguration", and the phrase corrected a word at a time ("pre seeing") was on none, so
+    nothing was found nor suggested (a tester's find)."""
+    groups = [list(alternatives) for alternatives in query.required]
+    for group in groups:
+        if len(group) != 1 or (joined := _hyphen_joined(clause := group[0])) is None:
+            continue  # (two words joined that pages hold are a JoinedWord already: a group of two)
+        if all(_pages_holding(word, vocabulary, compiled.kept_language) for word in clause.words):
+            continue  # (each word on some page: the phrase is as typed, or corrected as a phrase)
+        found = _corrections(joined, _held(joined, vocabulary, languages), vocabulary, languages, compiled)
+        if found:
+            known = found[0][0]
+            compiled.corrections[clause.text] = cased_like(vocabulary.spelling(known), clause.text)
+            group.append(JoinedWord(known, (known,)))
+    if all(len(group) == len(alternatives) for group, alternatives in zip(groups, query.required, strict=True)):
+        return query
+    return SearchQuery(tuple(map(tuple, groups)), query.excluded)
 
 
 def _split_word(clause: Clause, vocabulary: Vocabulary) -> SplitWord | None:
