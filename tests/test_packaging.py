@@ -4,6 +4,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -44,15 +45,17 @@ def test_the_build_requirement_is_pinned_too():
 
 
 def test_the_wheel_holds_every_subpackage_and_the_demo_site(tmp_path):
-    # Built from a copy, so that the checkout gets no build/ folder.
+    # Built from a copy, so that the checkout gets no build/ folder.  Not the benchmarks' data (bench/work:
+    # gigabytes where the benchmarks have run, copied in 100 s that slowed every test beside this one).
     source = tmp_path / "source"
-    shutil.copytree(
-        ROOT,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".*_cache", ".hypothesis", "build", "data", "*.egg-info", "__pycache__"
-        ),
+    untracked = shutil.ignore_patterns(
+        ".git", ".venv", ".*_cache", ".hypothesis", "build", "data", "*.egg-info", "__pycache__"
     )
+
+    def ignored(directory: str, names: list[str]) -> set[str]:
+        return untracked(directory, names) | ({"work"} if Path(directory) == ROOT / "bench" else set())
+
+    shutil.copytree(ROOT, source, ignore=ignored)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
          str(source)],
