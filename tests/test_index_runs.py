@@ -504,6 +504,19 @@ def test_two_ctrl_c_stop_the_workers_and_change_nothing(many_pages, tmp_path):
     assert files_in(tmp_path / "out") == before  # no temporary file, the old index as it was
 
 
+def test_sigterm_stops_the_workers_and_changes_nothing(many_pages, tmp_path):
+    # As `kill`, `timeout` or a service manager's stop send it: to tse index only, not to its workers.
+    # It died at once, its temporary files and its lock left behind, a worker running on (a tester's find).
+    before = existing_index(tmp_path / "out")
+    with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)  # again, while it stops: the clean-up is not cut short
+        assert_stopped_cleanly(process, workers, 143, "tse index: terminated")
+    assert files_in(tmp_path / "out") == before
+
+
 def test_a_worker_killed_is_one_line_and_changes_nothing(many_pages, tmp_path):
     before = existing_index(tmp_path / "out")
     with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
@@ -533,7 +546,7 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
     assert files_in(tmp_path / "out") == before
 
 
-@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C"])
+@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C", "SIGTERM"])
 def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
     # `tse index --update` reads the pages that changed with the same workers: two in three here (more
     # would be a full build).
@@ -551,6 +564,9 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path,
         if how == "a worker killed":
             os.kill(workers[0], signal.SIGKILL)
             assert_stopped_cleanly(process, workers, 1, "tse index: a worker process died: killed by SIGKILL")
+        elif how == "SIGTERM":
+            process.send_signal(signal.SIGTERM)
+            assert_stopped_cleanly(process, workers, 143, "tse index: terminated")
         else:
             os.killpg(process.pid, signal.SIGINT)  # the whole process group, workers included
             time.sleep(0.1)

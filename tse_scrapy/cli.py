@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager as ContextManager
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, NoReturn
 
-from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, USAGE
+from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, TERMINATED, USAGE
 from .rules.crawling.secrets import mask_secrets, mask_url
 
 if TYPE_CHECKING:
@@ -374,10 +374,41 @@ def main(argv: list[str] | None = None) -> int:
         return handler(options)
     except _Failed as failed:
         return failed.status
+    except Terminated:
+        sys.stderr.write(f"tse {options.command}: terminated\n")
+        return TERMINATED
     except KeyboardInterrupt:
         # Before Scrapy has installed its own Ctrl-C handling.
         sys.stderr.write(f"tse {options.command}: interrupted\n")
         return INTERRUPTED
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a service manager's stop) taken as Ctrl-C is: the work stopped,
+    what it had begun to write removed."""
+
+
+@contextmanager
+def _terminated_as_interrupted() -> Iterator[None]:
+    """Within, SIGTERM raises Terminated (once: a second one does not cut the clean-up short); only in
+    the main thread, where Python handles signals.  Without it, ``tse index`` died at once, its
+    temporary files and its lock left behind and a worker running on to its range's end."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(_signal: int, _frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(command: str, message: str, status: int = FAILED) -> int:
@@ -466,7 +497,7 @@ def index(options: argparse.Namespace) -> int:
         warnings.append((doc_id, url, why))
 
     ends: list[int] = []  # where the walk ended (the last: an update may give way to a full build)
-    with _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
+    with _terminated_as_interrupted(), _one_line_errors("index", options.indexfile), _pdf_warnings_shown(warnings):
         check_page_directory(options.pagedir, options.indexfile)
         check_index_outside_crawl(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
@@ -503,6 +534,7 @@ def index(options: argparse.Namespace) -> int:
                 import signal
 
                 signal.signal(signal.SIGINT, signal.SIG_IGN)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
                 raise
     if ends:
         _warn_of_pages_past_the_end(options.pagedir, ends[-1])

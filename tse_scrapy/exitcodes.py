@@ -4,6 +4,7 @@ OK = 0
 FAILED = 1  # the work failed: a crawl that stopped on an error, a file that cannot be used
 USAGE = 2  # bad arguments: nothing was written or fetched
 INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+TERMINATED = 143  # SIGTERM taken as Ctrl-C is (128 + SIGTERM)
 BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE)
 
 # Why a crawl ended (Scrapy's finish_reason).  Only the first two are a success.

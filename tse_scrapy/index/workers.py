@@ -45,9 +45,13 @@ def interrupts_during_cleanup_ignored() -> Iterator[Callable[[], None]]:
     if previous is not signal.default_int_handler:
         yield lambda: None
         return
+    # SIGTERM, where the command takes it as Ctrl-C (a handler of its own), is ignored alike.
+    previous_term = signal.getsignal(signal.SIGTERM)
 
     def ignore() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if callable(previous_term):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     def interrupt(_signal: int, _frame: object) -> None:
         ignore()
@@ -58,6 +62,8 @@ def interrupts_during_cleanup_ignored() -> Iterator[Callable[[], None]]:
         yield ignore
     finally:
         signal.signal(signal.SIGINT, previous)
+        if callable(previous_term):
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 def ranges_in_order(
@@ -116,8 +122,9 @@ class Workers:
                 # them, so that its pipe ends when the parent does (killed, it leaves no worker behind).
                 parent_ends = [*self._connections, ours] if context.get_start_method() == "fork" else []
                 process = context.Process(target=_work_on_ranges, args=(theirs, parent_ends, work), daemon=True)
-                # Ctrl-C held back until the worker is known to stop(); the worker inherits the mask
-                # and ignores Ctrl-C before unblocking it.
+                # Ctrl-C and SIGTERM held back until the worker is known to stop(); the worker inherits
+                # the mask, and ignores Ctrl-C and takes SIGTERM's default (not the parent's handler)
+                # before unblocking them.
                 with _interrupts_blocked():
                     process.start()
                     self._processes.append(process)
@@ -239,11 +246,12 @@ def _work_on_ranges(connection: Connection, parent_ends: list[Connection], work:
 
 @contextmanager
 def _interrupts_blocked() -> Iterator[None]:
-    """SIGINT held back (pending) within, in this thread and in the processes it starts."""
+    """SIGINT and SIGTERM held back (pending) within, in this thread and in the processes it starts
+    (until a worker has made them its own: ``_leave_interrupts_to_parent``)."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
@@ -251,7 +259,9 @@ def _interrupts_blocked() -> Iterator[None]:
 
 
 def _leave_interrupts_to_parent() -> None:
-    """Ctrl-C reaches the whole process group: the parent stops the workers and cleans up."""
+    """Ctrl-C reaches the whole process group: the parent stops the workers and cleans up.  SIGTERM
+    ends a worker (the parent's way to stop it), whatever the parent made of it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
