@@ -32,7 +32,7 @@ from tests.support.wait import still_running
 from tse_scrapy.index import runs
 from tse_scrapy.index.docstore import DocStoreWriter, docs_path
 from tse_scrapy.index.indexer import build_index, write_index_files
-from tse_scrapy.index.pagefiles import PageScan, file_key
+from tse_scrapy.index.pagefiles import PAGE_FILE_BYTES, PageScan, file_key
 from tse_scrapy.index.runs import FieldsWriter, RunPostings, RunTiers, merge_runs, read_fields
 from tse_scrapy.index.storage import (
     IndexFileWriter,
@@ -177,6 +177,36 @@ def test_a_bad_page_is_one_line_and_changes_nothing(tmp_path, jobs):
     assert result.stderr.decode().splitlines() == [f"tse index: {pages}/12: not a page file (URL, depth, page)"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.lock", "pages"]  # (the lock file stays)
     assert indexfile.read_bytes() == b"pear 1 1\n"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("kind", ["a FIFO", "/dev/zero", "a file past the bound"])
+def test_a_page_file_that_is_no_file_or_too_large_is_one_line_and_changes_nothing(tmp_path, jobs, kind):
+    # A FIFO blocked tse index for ever, /dev/zero (a link to it) was read until memory ran out, and a
+    # page file of gigabytes was held several times over (a tester's find).
+    pages = orchard(tmp_path / "pages")
+    (pages / "12").unlink()
+    if kind == "a FIFO":
+        os.mkfifo(pages / "12")
+        said = "not a file (a page file is a regular file)"
+    elif kind == "/dev/zero":
+        (pages / "12").symlink_to("/dev/zero")
+        said = "not a file (a page file is a regular file)"
+    else:
+        with open(pages / "12", "wb") as file:  # sparse: no disk taken
+            file.write(b"http://h/p12.html\n1\n")
+            file.truncate(PAGE_FILE_BYTES + 1)
+        said = f"{PAGE_FILE_BYTES + 1:,} bytes, more than a page file may hold ({PAGE_FILE_BYTES:,}):"
+        said += f" to leave it out, list 12 in {pages}/.tse-gone"
+    indexfile = tmp_path / "index"
+    indexfile.write_bytes(b"pear 1 1\n")
+    result = run_tse("index", pages, indexfile, "--jobs", jobs)
+    assert (result.returncode, result.stderr.decode()) == (1, f"tse index: {pages}/12: {said}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.lock", "pages"]
+    assert indexfile.read_bytes() == b"pear 1 1\n"
+    if kind == "a file past the bound":  # listed as gone, it is left out
+        (pages / ".tse-gone").write_text("12\n")
+        assert run_tse("index", pages, indexfile, "--jobs", jobs).returncode == 0
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

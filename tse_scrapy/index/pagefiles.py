@@ -20,6 +20,10 @@ from itertools import count
 
 from ..rules.files import pagedir
 
+# The most bytes a page file may hold: twice what a crawl saves of a page (DOWNLOAD_MAXSIZE, 32 MiB,
+# and its URL line).  A page is held several times over while it is indexed (a page of 100 MB: 340 MB).
+PAGE_FILE_BYTES = 64 * 1024 * 1024
+
 # What a page file's status must keep to count as unchanged.  The inode is in
 # it because a page rewritten atomically (a new file renamed into place) may
 # keep its size, and its mtime within the clock's granularity.
@@ -97,14 +101,24 @@ class PageScan:
 
     @staticmethod
     def _read(doc_id: int, path: os.PathLike, wanted: Callable[[PageFile], bool] | None) -> PageFile:
-        with open(path, "rb") as file:
+        # Opened without waiting (a FIFO's open waits for a writer), then read only if a file of
+        # PAGE_FILE_BYTES or fewer: a FIFO blocked the index for ever, /dev/zero filled the memory.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
             status = os.fstat(file.fileno())
             if stat.S_ISDIR(status.st_mode):
                 raise IsADirectoryError(path)
+            if not stat.S_ISREG(status.st_mode):
+                raise pagedir.PageFileError(f"{path}: not a file (a page file is a regular file)")
+            if status.st_size > PAGE_FILE_BYTES:
+                gone_file = os.path.join(os.path.dirname(path), pagedir.GONE_NAME)
+                raise pagedir.PageFileError(
+                    f"{path}: {status.st_size:,} bytes, more than a page file may hold ({PAGE_FILE_BYTES:,}):"
+                    f" to leave it out, list {doc_id} in {gone_file}"
+                )
             found = PageFile(doc_id, status, None)
             if wanted is not None and not wanted(found):
                 return found
-            data = file.read()
+            data = file.read(PAGE_FILE_BYTES + 1)
         try:
             return PageFile(doc_id, status, pagedir.decode_page(data))
         except pagedir.PageFileError as error:
