@@ -64,6 +64,10 @@ def test_a_target_is_kept_once_with_its_first_anchor_text():
         ('<a href="a.html">Outer <a href="b.html">inner</a> after</a>', [("a.html", "outer inner")]),
         ('<a href="a.html">Never closed <a href="b.html">Closed</a>', [("a.html", "never close close")]),
         ("<a>No href</a><a href=a.html>Second</a>", [("a.html", "second")]),
+        # An attribute whose name starts "href", or a word "href" before the href (a review's finds).
+        ('<a hreflang="de" href="a.html">Deutsch</a>', [("a.html", "deutsch")]),
+        ("<a class=\"btn href\" href='a.html'>Button</a>", [("a.html", "button")]),
+        ('<a href data-x href="a.html">Late</a>', [("a.html", "late")]),
         ('<ab href="a.html">Not a link</ab>', []),
         # The end tag must start within 2,000 characters of the start tag's end; else the next one.
         ('<a href="a.html">' + "x" * 1998 + " y</a>", [("a.html", "x" * 1998 + " y")]),
@@ -87,6 +91,9 @@ def test_a_links_anchor_text_is_up_to_its_end_tag(text, found):
         ("<a" + " href=x" * 100_000 + "<p>y</p></a>", []),
         ('<a href="' + ">" * 3000 + '">x</a><a href=k.html>Kept</a>', [(">" * 3000, "x"), ("k.html", "kept")]),
         ("<h1>" * 50_000 + "<a href=k.html>Kept</a>", [("k.html", "kept")]),
+        # One start tag of 100,000 characters without its ">" (a review's find: seconds, quadratic).
+        ("<a href=" + "x" * 100_000 + "<a href=k.html>Kept</a>", [("k.html", "kept")]),
+        ('<a href="' + "x" * 100_000 + "<a href=k.html>Kept</a>", [("k.html", "kept")]),
     ],
 )
 def test_links_of_hostile_pages(text, links):

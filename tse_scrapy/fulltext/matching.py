@@ -652,11 +652,17 @@ def _with_joined_corrections(
     pages hold to the joined one, recorded as its correction: pages write "preseeding" and
     "Netzwerkkonfiguration", and the phrase corrected a word at a time ("pre seeing") was on none, so
     nothing was found nor suggested (a tester's find)."""
+    kept = compiled.kept_language
+
+    def on_pages(word: str) -> bool:  # in some form: "working" is held as "work" ("non-working")
+        held = _held(word, vocabulary, languages)
+        return any(map(kept.pages_holding, held)) if kept is not None else bool(held)
+
     groups = [list(alternatives) for alternatives in query.required]
     for group in groups:
         if len(group) != 1 or (joined := _hyphen_joined(clause := group[0])) is None:
             continue  # (two words joined that pages hold are a JoinedWord already: a group of two)
-        if all(_pages_holding(word, vocabulary, compiled.kept_language) for word in clause.words):
+        if all(map(on_pages, clause.words)):
             continue  # (each word on some page: the phrase is as typed, or corrected as a phrase)
         found = _corrections(joined, _held(joined, vocabulary, languages), vocabulary, languages, compiled)
         if found:

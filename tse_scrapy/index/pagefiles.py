@@ -20,10 +20,6 @@ from itertools import count
 
 from ..rules.files import pagedir
 
-# The most bytes a page file may hold: twice what a crawl saves of a page (DOWNLOAD_MAXSIZE, 32 MiB,
-# and its URL line).  A page is held several times over while it is indexed (a page of 100 MB: 340 MB).
-PAGE_FILE_BYTES = 64 * 1024 * 1024
-
 # What a page file's status must keep to count as unchanged.  The inode is in
 # it because a page rewritten atomically (a new file renamed into place) may
 # keep its size, and its mtime within the clock's granularity.
@@ -101,24 +97,19 @@ class PageScan:
 
     @staticmethod
     def _read(doc_id: int, path: os.PathLike, wanted: Callable[[PageFile], bool] | None) -> PageFile:
-        # Opened without waiting (a FIFO's open waits for a writer), then read only if a file of
-        # PAGE_FILE_BYTES or fewer: a FIFO blocked the index for ever, /dev/zero filled the memory.
+        # Opened without waiting (a FIFO's open waits for a writer), then read only if a regular file:
+        # a FIFO blocked the index for ever, a link to /dev/zero was read until memory ran out.  (A page
+        # file too large for the memory is "out of memory", in one line.)
         with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
             status = os.fstat(file.fileno())
             if stat.S_ISDIR(status.st_mode):
                 raise IsADirectoryError(path)
             if not stat.S_ISREG(status.st_mode):
                 raise pagedir.PageFileError(f"{path}: not a file (a page file is a regular file)")
-            if status.st_size > PAGE_FILE_BYTES:
-                gone_file = os.path.join(os.path.dirname(path), pagedir.GONE_NAME)
-                raise pagedir.PageFileError(
-                    f"{path}: {status.st_size:,} bytes, more than a page file may hold ({PAGE_FILE_BYTES:,}):"
-                    f" to leave it out, list {doc_id} in {gone_file}"
-                )
             found = PageFile(doc_id, status, None)
             if wanted is not None and not wanted(found):
                 return found
-            data = file.read(PAGE_FILE_BYTES + 1)
+            data = file.read()
         try:
             return PageFile(doc_id, status, pagedir.decode_page(data))
         except pagedir.PageFileError as error:

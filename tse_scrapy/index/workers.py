@@ -34,7 +34,9 @@ class WorkerDied(RuntimeError):
 @contextmanager
 def interrupts_during_cleanup_ignored() -> Iterator[Callable[[], None]]:
     """Within: the first Ctrl-C raises KeyboardInterrupt and the ones after it are ignored, as they are
-    once the function given is called (cleanup has begun); on leaving, Ctrl-C is as it was.
+    once the function given is called (cleanup has begun); on leaving, Ctrl-C is as it was.  SIGTERM,
+    where the command takes it as Ctrl-C (``cli``: a handler of its own), is ignored alike from then on,
+    and left ignored: the command's way out is its clean-up too.
 
     Only in the main thread (where Python handles signals), and only when Ctrl-C raises
     KeyboardInterrupt there: an ignored or application-handled Ctrl-C is left alone."""
@@ -42,28 +44,26 @@ def interrupts_during_cleanup_ignored() -> Iterator[Callable[[], None]]:
         yield lambda: None
         return
     previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        yield lambda: None
-        return
-    # SIGTERM, where the command takes it as Ctrl-C (a handler of its own), is ignored alike.
-    previous_term = signal.getsignal(signal.SIGTERM)
+    interrupt_ours = previous is signal.default_int_handler
+    terminate_ours = callable(signal.getsignal(signal.SIGTERM))  # (whatever Ctrl-C is: `tse index &`)
 
     def ignore() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if callable(previous_term):
+        if interrupt_ours:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if terminate_ours:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     def interrupt(_signal: int, _frame: object) -> None:
         ignore()
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, interrupt)
+    if interrupt_ours:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         yield ignore
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if callable(previous_term):
-            signal.signal(signal.SIGTERM, previous_term)
+        if interrupt_ours:
+            signal.signal(signal.SIGINT, previous)
 
 
 def ranges_in_order(

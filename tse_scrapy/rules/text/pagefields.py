@@ -59,14 +59,18 @@ _META_LANG = re.compile(
 # in one pass over the text, not by one pattern of both tags: on a hostile page that pattern took time
 # growing with the square or the cube of the page's size (10,000 "<a href='x " in 110 KB: minutes), as
 # each start tag without its end tag near was read again to the page's end.  A start tag is read to
-# the next "<" at most (its first href taken, never one after it: the lookahead holds), and the text
-# searched for end tags once.  (On the 20,000-page bench's pages, 470 links each: 0.48 -> 0.79 ms a
-# page; the same links and headings on every page of both benches.)
+# the next "<" at most, once: its first "href=" taken, never one after it (the lookahead holds; not an
+# "hreflang" before it), and an unquoted value followed by a space or the tag's end, so that giving
+# back a character of it never reads the rest of the tag again.  The text is searched for end tags
+# once.  (On the 20,000-page bench's pages, 470 links each: 0.48 -> 0.79 ms a page; the same links and
+# headings on every page of both benches.)
 ELEMENT_CHARACTERS = 2000
 _HEADING_START = re.compile(r"<h([1-6])(?=[\s>])[^<>]*>", re.I)
 _HEADING_ENDS = {level: re.compile(rf"</h{level}\s*>", re.I) for level in "123456"}
 _ANCHOR_START = re.compile(
-    r"<a(?=[\s>])(?=([^<>]*?\shref))\1\s*=\s*(?:\"([^\"<]*)\"|'([^'<]*)'|([^\s<>]+))[^<>]*>", re.I
+    r"<a(?=[\s>])(?=([^<>]*?\shref\s*=))\1\s*"
+    r"(?:\"([^\"<]*)\"[^<>]*|'([^'<]*)'[^<>]*|([^\s<>]+)(?:\s[^<>]*)?)>",
+    re.I,
 )
 _ANCHOR_END = re.compile(r"</a\s*>", re.I)
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
