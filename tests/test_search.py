@@ -615,3 +615,32 @@ def test_a_search_index_damaged_where_a_search_reads_is_503_not_400(tmp_path):
     # the query's own errors are still 400, and the SPEC index still answers
     assert api(client, q="-cat", rank="relevance")[0] == 400
     assert api(client, q="cat", rank="tse")[0] == 200
+
+
+def test_a_url_of_megabytes_is_shown_cut_and_not_linked(tmp_path):
+    # A page file made by hand may hold a URL line of megabytes (a crawl keeps URLs to 2,083 characters):
+    # 5 MB made each results page 15 MB (the title, the link and the URL shown) and the saved copy's 25 MB
+    # (a tester's find).  Shown cut, linked only when short enough; the API gives it whole.
+    long_url = "http://h/" + "x" * 100_000
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: (long_url, 0, b"<p>lemurs of Madagascar</p>"),
+            2: ("http://h/short.html", 0, b"<title>Short</title>lemurs"),
+        },
+    )
+    index = tmp_path / "index"
+    assert run_tse("index", pages, index).returncode == 0
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    html = client.get("/search", params={"q": "lemurs"}).text
+    shown = long_url[:300] + " \u2026"
+    assert len(html) < 20_000 and "x" * 301 not in html
+    assert f'<div class="title" dir="auto">{shown}</div>' in html  # no title: the URL, cut, not linked
+    assert f'<div class="url">{shown}</div>' in html
+    assert '<a href="http://h/short.html" rel="noreferrer nofollow">Short</a>' in html
+    saved = client.get("/saved/1").text
+    assert len(saved) < 10_000 and f"<bdi>{shown}</bdi>" in saved
+    assert [result["url"] for result in client.get("/api/search", params={"q": "lemurs"}).json()["results"]] == [
+        long_url,
+        "http://h/short.html",
+    ]

@@ -51,12 +51,30 @@ PLACED_RESULTS = 5
 MAX_PER_PAGE = 100
 MAX_PAGE = 1_000_000
 PAGE_LINKS = 10  # the pages of results a results page links to by number, around its own
+# A page's URL line is shown cut to this many characters (then " …"), and linked to only up to this
+# many: a page file made by hand may hold a URL of megabytes (a tester's: 5 MB made each results page
+# 15 MB), where a crawl keeps URLs to 2,083 characters (Scrapy's URLLENGTH_LIMIT).
+SHOWN_URL_CHARACTERS = 300
+LINKED_URL_CHARACTERS = 8192
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
 # The characters that change the direction of the text after them (an override, an embedding, an
 # isolate, a mark): typed in a query, they are shown by their code points where the query is not in
 # an element of its own (the page's title, an error's message), not let reverse what follows.
 _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
+
+
+def shown_url(url: str) -> str:
+    """*url* as a page shows it: its first SHOWN_URL_CHARACTERS, then " …" when longer."""
+    return url if len(url) <= SHOWN_URL_CHARACTERS else url[:SHOWN_URL_CHARACTERS] + " \u2026"
+
+
+def linkable(url: str) -> bool:
+    """Whether a page may link to *url*: a web URL (http or https) of LINKED_URL_CHARACTERS or fewer."""
+    return len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://"))
+
+
+TEMPLATES.env.filters["shown_url"] = shown_url
 # Control characters other than whitespace (a NUL typed in a query, one in a URL) are parse errors in
 # HTML, which browsers drop or show as they like: every value a page shows has them as U+FFFD.
 _HTML_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
@@ -317,8 +335,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             **common(served, "", served.default_rank),
             "doc_id": doc_id,
             "url": page.url,
-            "title": served.engine.docs.titles([doc_id]).get(doc_id) or page.url,
-            "live": page.url.lower().startswith(("http://", "https://")),
+            "title": served.engine.docs.titles([doc_id]).get(doc_id) or shown_url(page.url),
+            "live": linkable(page.url),
             "pdf": page.url in served.notes.pdfs,
             "saved": saved.strftime("%Y-%m-%d %H:%M UTC") if saved else "",
             "saved_iso": saved.strftime("%Y-%m-%dT%H:%M:%SZ") if saved else "",
@@ -477,9 +495,11 @@ def _results(
         url, title = (document.url, document.title) if document else ("", "")
         lang = languages.get(doc_id, "") if answer.search_query is not None else ""
         snippet_text, highlights = snippets[doc_id]
-        live = url.lower().startswith(("http://", "https://"))
+        live = linkable(url)
         also = tuple(alias_urls[alias] for alias in answer.aliases.get(doc_id, ()) if alias in alias_urls)
-        result = Result(doc_id, url, score, title or url, snippet_text, highlights, live, lang, also, url in pdfs)
+        result = Result(
+            doc_id, url, score, title or shown_url(url), snippet_text, highlights, live, lang, also, url in pdfs
+        )
         results.append(result)
     return results
 
