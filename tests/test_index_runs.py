@@ -201,6 +201,17 @@ def test_a_page_file_that_is_no_file_is_one_line_and_changes_nothing(tmp_path, j
     assert run_tse("index", pages, indexfile, "--jobs", jobs).returncode == 0
 
 
+def test_an_indexfile_where_no_file_can_be_made_is_named_in_one_line(tmp_path):
+    # /proc takes no new entry, though it looks writable to root: the message named the temporary
+    # directory tse index tried to make there, not INDEXFILE (a tester's find).
+    if not os.access("/proc", os.W_OK):
+        pytest.skip("/proc looks read-only here: tse index refuses it before making anything")
+    pages = orchard(tmp_path / "pages")
+    result = run_tse("index", pages, "/proc/tse-index-test")
+    said = "tse index: /proc/tse-index-test: cannot make its temporary directory in /proc (No such file or directory)\n"
+    assert (result.returncode, result.stderr.decode()) == (1, said)
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_bad_page_after_the_end_is_not_read(tmp_path, jobs):
     pages = orchard(tmp_path / "pages")

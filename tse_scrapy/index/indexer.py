@@ -320,9 +320,13 @@ def write_index_files(
     workers: Workers | None = None
     with interrupts_during_cleanup_ignored() as ignore_interrupts:
         try:
-            scratch = Path(
-                tempfile.mkdtemp(prefix=f"{RUNS_PREFIX}{indexfile.name}.", suffix=RUNS_SUFFIX, dir=indexfile.parent)
-            )
+            try:
+                scratch = Path(
+                    tempfile.mkdtemp(prefix=f"{RUNS_PREFIX}{indexfile.name}.", suffix=RUNS_SUFFIX, dir=indexfile.parent)
+                )
+            except OSError as error:  # (a directory that takes no entry, /proc's: it named the temporary one)
+                told = f"cannot make its temporary directory in {indexfile.parent} ({error.strerror})"
+                raise OSError(error.errno, told, str(indexfile)) from None
             notes = read_page_notes(directory)  # read here once; forked workers inherit it
             workers = Workers(jobs, functools.partial(index_range, directory, scan.gone, notes, set()))
             with (
