@@ -36,6 +36,18 @@ XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C/
             codecs.BOM_UTF16_LE + f"<!DOCTYPE html>{TAG}<p>é".encode("utf-16-le"),
         ),
         ("<!DOCTYPE html><p>ω".encode("utf-16-be"), "utf_16_be", f"<!DOCTYPE html>{TAG}<p>ω".encode("utf-16-be")),
+        # UTF-32's marks, the little-endian one starting as UTF-16's does (a tester's find: the tag went in
+        # after two of its four bytes).
+        (
+            codecs.BOM_UTF32_LE + "<!DOCTYPE html><p>é".encode("utf-32-le"),
+            "utf_32_le",
+            codecs.BOM_UTF32_LE + f"<!DOCTYPE html>{TAG}<p>é".encode("utf-32-le"),
+        ),
+        (
+            codecs.BOM_UTF32_BE + "<p>ω".encode("utf-32-be"),
+            "utf_32_be",
+            codecs.BOM_UTF32_BE + f"{TAG}<p>ω".encode("utf-32-be"),
+        ),
         # An XHTML prolog, or comments before the doctype: after them (the page stays in standards mode).
         (XHTML + b"\n<html>", "utf_8", XHTML + TAG.encode() + b"\n<html>"),
         (b"<!-- built --><!DOCTYPE html><p>", "utf_8", b"<!-- built --><!DOCTYPE html>" + TAG.encode() + b"<p>"),

@@ -23,7 +23,10 @@ import html
 import re
 from urllib.parse import urljoin
 
+# (A UTF-32 page's mark is looked for first: its little-endian one starts as UTF-16's does, and the tag
+# went in after two of its four bytes, the rest of the copy shifted: a tester's find.)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+_UTF32_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)
 # What may stand before a page's first tag of its own: an XML declaration, comments, a doctype.  A comment
 # ends where a browser ends it: at "-->" or "--!>", or at once for "<!-->" and "<!--->" (a reviewer's
 # find: read on to the next "-->", a page's own tag after "<!-->" was taken for the prolog).
@@ -62,7 +65,8 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
     encoding cannot write the tag (an unknown codec)."""
     if not url.lower().startswith(("http://", "https://")):
         return body
-    start = next((len(bom) for bom in _BOMS if body.startswith(bom)), 0)
+    boms = (*_UTF32_BOMS, *_BOMS) if encoding.lower().replace("_", "-").startswith("utf-32") else _BOMS
+    start = next((len(bom) for bom in boms if body.startswith(bom)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
     tags = _NOT_TAGS.sub(" ", head)
     end = _HEAD_END.search(tags)
