@@ -655,8 +655,7 @@ def _with_joined_corrections(
     kept = compiled.kept_language
 
     def on_pages(word: str) -> bool:  # in some form: "working" is held as "work" ("non-working")
-        held = _held(word, vocabulary, languages)
-        return any(map(kept.pages_holding, held)) if kept is not None else bool(held)
+        return any(_pages_holding(form, vocabulary, kept) for form in _held(word, vocabulary, languages))
 
     groups = [list(alternatives) for alternatives in query.required]
     for group in groups:
