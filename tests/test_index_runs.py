@@ -174,7 +174,9 @@ def test_a_bad_page_is_one_line_and_changes_nothing(tmp_path, jobs):
     indexfile.write_bytes(b"pear 1 1\n")
     result = run_tse("index", pages, indexfile, "--jobs", jobs)
     assert result.returncode == 1
-    assert result.stderr.decode().splitlines() == [f"tse index: {pages}/12: not a page file (URL, depth, page)"]
+    assert result.stderr.decode().splitlines() == [
+        f"tse index: {pages}/12: not a page file (URL, depth, page): line 2 is not a depth (a number, digits 0-9 only)"
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.lock", "pages"]  # (the lock file stays)
     assert indexfile.read_bytes() == b"pear 1 1\n"
 

@@ -300,7 +300,9 @@ def test_a_malformed_page_leaves_the_index_files_as_they_were(site, tmp_path):
     result = run_tse("index", pages, indexfile, "--update")
     full = run_tse("index", pages, tmp_path / "full")
     assert result.returncode == full.returncode == 1
-    assert result.stderr.decode().splitlines() == [f"tse index: {pages}/4: not a page file (URL, depth, page)"]
+    assert result.stderr.decode().splitlines() == [
+        f"tse index: {pages}/4: not a page file (URL, depth, page): line 2 is not a depth (a number, digits 0-9 only)"
+    ]
     assert result.stderr == full.stderr
     assert files_of(indexfile) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [  # (a lock file stays, even the failed build's)

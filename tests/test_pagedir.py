@@ -66,6 +66,45 @@ def test_decode_rejects_what_is_not_a_page_file(data):
         pagedir.decode_page(data)
 
 
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "it is empty"),
+        (b"http://h/", "it is one line, without a line break (a page file's URL, then its depth)"),
+        (b"<html>\xff\x00</html>", "it is one line, without a line break (a page file's URL, then its depth)"),
+        (b"http://h/\n", "it ends after line 1 (a page file's depth is its second line)"),
+        (b"http://h/\n\n<p>body</p>\n", "line 2 is empty (a page file's depth is its second line)"),
+        (b"http://h/\n\r\n", "line 2 is not a depth (a number, digits 0-9 only)"),
+        (b"http://h/\nx\nbody\n", "line 2 is not a depth (a number, digits 0-9 only)"),
+        (b"http://h/\n 1\nbody\n", "line 2 is not a depth (a number, digits 0-9 only)"),
+        (b"http://h/\n-1\nb\n", "line 2 is not a depth (a number, digits 0-9 only)"),
+        ("http://h/\n\u0661\nb\n".encode(), "line 2 is not a depth (a number, digits 0-9 only)"),  # Arabic-Indic 1
+        (b"http://h/\n12", "line 2, the depth, has no line break after it"),
+    ],
+)
+def test_what_is_not_a_page_file_is_said_by_line(tmp_path, data, reason):
+    with pytest.raises(PageFileError) as raised:
+        pagedir.decode_page(data)
+    assert str(raised.value) == f"not a page file (URL, depth, page): {reason}"
+    (tmp_path / "1").write_bytes(data)
+    with pytest.raises(PageFileError) as raised:
+        pagedir.check_page_files(tmp_path)
+    assert str(raised.value) == f"{tmp_path}/1: not a page file (URL, depth, page): {reason}"
+
+
+@given(st.binary(max_size=40) | st.lists(st.sampled_from([b"\n", b"1", b"x", b" ", b"http://h/"])).map(b"".join))
+def test_a_page_file_is_refused_exactly_when_its_first_lines_say_why(data):
+    lines = data.split(b"\n", 2)  # the first two lines and their line breaks
+    head = b"\n".join(lines[:2]) + (b"\n" if len(lines) == 3 else b"")
+    problem = pagedir.lines_problem(head)
+    try:
+        pagedir.decode_page(data)
+    except PageFileError as error:
+        assert str(error) == problem != ""
+    else:
+        assert problem == ""
+
+
 def test_read_page_names_a_malformed_file(tmp_path):
     (tmp_path / "3").write_bytes(b"no depth line")
     with pytest.raises(PageFileError, match=f"^{tmp_path}/3: not a page file"):

@@ -153,13 +153,19 @@ def test_a_stopped_worker_does_not_hold_new_connections_back(served):
             assert held[workers[1]] == 6, held
     finally:
         os.kill(workers[0], signal.SIGCONT)
-    _wait_for_no_connections(run.process.pid, port)
-    # Awake again, it takes its share of new connections.
-    with ExitStack() as stack:
-        for _ in range(8):
-            _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
-        held = sorted(connections_by_worker(run.process.pid, port).values())
-        assert sum(held) == 8 and held[1] - held[0] <= 2, held
+    # Awake again, it takes its share of new connections once it has run: it is passed over until
+    # then, and on a loaded machine (the suite's other processes) the first round may come before
+    # the scheduler gives it the CPU (seen once: all 8 to the other).  A few rounds, one must share.
+    for _ in range(5):
+        _wait_for_no_connections(run.process.pid, port)
+        with ExitStack() as stack:
+            for _ in range(8):
+                _answered(stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))))
+            held = sorted(connections_by_worker(run.process.pid, port).values())
+        assert sum(held) == 8, held
+        if held[1] - held[0] <= 2:
+            break
+    assert held[1] - held[0] <= 2, held
 
 
 def test_a_stopped_worker_holding_fewer_is_passed_over(served):

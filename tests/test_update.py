@@ -307,7 +307,9 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     result = crawl_site(server, bad, 1, "--update")
     assert (
         result.returncode == 2
-        and result.stderr == f"tse crawl: cannot update: {bad}/2: not a page file (URL, depth, page)\n".encode()
+        and result.stderr
+        == f"tse crawl: cannot update: {bad}/2: not a page file (URL, depth, page): it is one line, "
+        "without a line break (a page file's URL, then its depth)\n".encode()
     )
     # A plain crawl into a directory that holds one is refused as before.
     result = crawl_site(server, out, 1)

@@ -78,14 +78,38 @@ def _page_pieces(page: Page) -> tuple[bytes, bytes, bytes]:
 
 
 def decode_page(data: bytes) -> Page:
-    """Inverse of ``encode_page``; raises PageFileError on a file that is not a page file."""
+    """Inverse of ``encode_page``; raises PageFileError on a file that is not a page file, saying
+    what is wrong."""
     url, newline, rest = data.partition(b"\n")
     depth, newline2, body = rest.partition(b"\n")
     if not (newline and newline2 and depth.isdigit()):
-        raise PageFileError("not a page file (URL, depth, page)")
+        raise PageFileError(lines_problem(url + newline + depth + newline2))
     if body.endswith(b"\n"):
         body = body[:-1]
     return Page(url.decode("utf-8", "surrogateescape"), int(depth), body)
+
+
+def lines_problem(head: bytes) -> str:
+    """What makes a file beginning with *head* (its first two lines, or all of it when shorter) no
+    page file, in words; "" for a page file's first lines.  Said by line, never quoting it (a file
+    made by hand may hold anything there)."""
+    _, newline, rest = head.partition(b"\n")
+    depth, newline2, _ = rest.partition(b"\n")
+    if not head:
+        reason = "it is empty"
+    elif not newline:
+        reason = "it is one line, without a line break (a page file's URL, then its depth)"
+    elif not rest:
+        reason = "it ends after line 1 (a page file's depth is its second line)"
+    elif not depth:
+        reason = "line 2 is empty (a page file's depth is its second line)"
+    elif not depth.isdigit():  # (bytes: ASCII digits only)
+        reason = "line 2 is not a depth (a number, digits 0-9 only)"
+    elif not newline2:
+        reason = "line 2, the depth, has no line break after it"
+    else:
+        return ""
+    return f"not a page file (URL, depth, page): {reason}"
 
 
 def read_page(pagedir: PathLike, doc_id: int) -> Page:
@@ -166,8 +190,9 @@ def check_page_files(pagedir: PathLike) -> int:
             return doc_id
         with page:
             url, depth = page.readline(), page.readline()
-        if not (url.endswith(b"\n") and depth.endswith(b"\n") and depth[:-1].isdigit()):
-            raise PageFileError(f"{path}: not a page file (URL, depth, page)")
+        problem = lines_problem(url + depth)
+        if problem:
+            raise PageFileError(f"{path}: {problem}")
         doc_id += 1
 
 
