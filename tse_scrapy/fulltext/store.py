@@ -94,8 +94,9 @@ SEARCH_SUFFIX = ".search"
 # the pages' digests of their words as they are (duplicates.words_digest); 11: the vocabulary's first
 # pages, and respellings (an update's vocabulary is a full build's); 12: respellings of words one
 # letter shorter than the vocabulary's too (a correction to one spelled as the page spells it); 13: a
-# page whose text is too short to tell its language has the one its URL names (pagefields.url_language)
-FORMAT = "13"
+# page whose text is too short to tell its language has the one its URL names (pagefields.url_language);
+# 14: pages' text, headings and heads without their navigation (pagetext.shown_text)
+FORMAT = "14"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).

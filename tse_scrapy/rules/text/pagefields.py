@@ -25,8 +25,8 @@ from .pagetext import (
     _clean,
     _cut_at_word,
     _without_unclosed_tag,
+    shown_text,
     title_of,
-    visible_text_of,
 )
 
 # Bounds a page cannot make larger: its body's characters read, its links kept, a link's anchor text.
@@ -146,6 +146,7 @@ class PageText:
     text: str
     title: str
     visible: str
+    content: str = ""  # the markup whose text is shown (pagetext.shown_text): without navigation, for headings
 
     def visible_text(self, limit: int) -> str:
         """``pagetext.visible_text`` of the page with *limit* (at most BEYOND_CHARACTERS): a word-cut
@@ -169,7 +170,8 @@ def page_text(body: bytes, http_charset: str | None = None) -> PageText:
     text = _without_unclosed_tag(decode_page(body, http_charset))
     # One cleaning of the text for every bound: the body, and the document store's text, are prefixes
     # of the text kept for exclusions.
-    return PageText(text, title_of(text), visible_text_of(text, BEYOND_CHARACTERS))
+    content, visible = shown_text(text, BEYOND_CHARACTERS)
+    return PageText(text, title_of(text), visible, content)
 
 
 def page_fields(url: str, body: bytes, http_charset: str | None = None, read: PageText | None = None) -> PageFields:
@@ -203,7 +205,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     )
     headings = " ".join(
         _clean(_TAG.sub(" ", content))
-        for _, content in _elements(text, _HEADING_START, lambda start: _HEADING_ENDS[start.group(1)])
+        for _, content in _elements(read.content or text, _HEADING_START, lambda start: _HEADING_ENDS[start.group(1)])
     )
     terms = analysis.stem
     return PageFields(

@@ -12,6 +12,7 @@ unclosed at the end of the page drops the rest of the page.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Collection, Iterator
@@ -66,6 +67,122 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
+# Navigation is no page's text (a <nav> element, or any element whose role is "navigation": ARIA's
+# landmark, which Sphinx's sidebars and breadcrumbs and MediaWiki's portlets carry): the same menus,
+# tables of contents and language lists on every page of a site made every Python docs snippet start
+# "Table of Contents ..." and matched "Deutsch" on every Wikipedia page.  Its links stay links
+# (``pagefields.anchors`` reads the whole page).  An element runs from its start tag to the end tag
+# that closes it (those of its name counted, once comments and hidden elements are dropped); one never
+# closed is left as text, and so is what follows it.  Linear: a page holding neither "<nav" nor the
+# word "navigation" (as typed or in capitals: a case-insensitive pattern reads a page ten times slower)
+# is read as before; each element is read once, the tags of its own name counted, and at most
+# NAVIGATION_NAMES names are looked for (each a pattern).
+NAVIGATION_NAMES = 8
+_NAV_START = re.compile(r"<nav(?=[\s/>])", re.I)
+_TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9]{0,30})(?=[\s/>])")
+_NAVIGATION_ROLE = re.compile(r"""\srole\s*=\s*["']?\s*navigation(?=[\s"'/>])""", re.I)
+_NAVIGATION_WORDS = ("avigation", "AVIGATION")
+# What _NOT_VISIBLE drops whole (comments, hidden elements, titles), dropped first where navigation may
+# be, so that no tag inside them counts; then only tags are left to drop (_TAG).
+_DROPPED_WHOLE = re.compile(rf"<(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT})", re.I | re.S)
+
+
+def _without_dropped_whole(text: str) -> str:
+    """*text* without what _NOT_VISIBLE drops whole, each replaced by a space, its tags kept: the same
+    text once _TAG drops them as _NOT_VISIBLE leaves.  Found where _NOT_VISIBLE finds them, never
+    inside a tag (a "<!--" in an attribute's value is the tag's, which ends at its first ">")."""
+    pieces, pos, kept_from = [], 0, 0
+    while (found := _DROPPED_WHOLE.search(text, pos)) is not None:
+        start = found.start()
+        if _TAG_START.search(text, max(text.rfind(">", pos, start) + 1, pos), start) is not None:
+            pos = text.find(">", start) + 1  # within the tag opened there: on past its end
+            if pos == 0:
+                break
+            continue
+        pieces.append(text[kept_from:start])
+        kept_from = pos = found.end()
+    if not pieces:
+        return text
+    pieces.append(text[kept_from:])
+    return " ".join(pieces)
+
+
+def _may_hold_navigation(text: str) -> bool:
+    return any(word in text for word in _NAVIGATION_WORDS) or _NAV_START.search(text) is not None
+
+
+def _without_navigation(markup: str) -> str:
+    """*markup* (a page's tags and text, nothing dropped whole left in it) without its navigation
+    elements, each replaced by a space; *markup* itself when it has none."""
+    spans: list[tuple[int, int]] = []
+    names: set[str] = set()
+    for start, name in _navigation_starts(markup):
+        if spans and start < spans[-1][1]:  # within the last one
+            continue
+        if name not in names and len(names) == NAVIGATION_NAMES:
+            continue
+        names.add(name)
+        end = _element_end(markup, start, name)
+        if end is None:  # never closed: it and what follows stay text (nor is a later one looked for)
+            break
+        spans.append((start, end))
+    if not spans:
+        return markup
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces.append(markup[at:start])
+        at = end
+    pieces.append(markup[at:])
+    return " ".join(pieces)
+
+
+def _navigation_starts(markup: str) -> list[tuple[int, str]]:
+    """Where each navigation element of *markup* starts, and its name (lowercased), in order: start tags
+    only (a "<nav" inside another tag, which runs to its first ">", is that tag's)."""
+    starts = set()
+    floor = 0
+    for found in _NAV_START.finditer(markup):
+        if _opens_a_tag(markup, found.start(), floor):
+            starts.add((found.start(), "nav"))
+        floor = found.start()
+    for word in _NAVIGATION_WORDS:
+        floor = 0  # each stretch of the text is searched back once: linear, however many the words
+        at = markup.find(word)
+        while at != -1:
+            start = markup.rfind("<", floor, at)
+            end = markup.find(">", at)
+            if start != -1 and markup.rfind(">", start, at) == -1 and _opens_a_tag(markup, start, floor):
+                tag = _TAG_NAME.match(markup, start)
+                if tag is not None and _NAVIGATION_ROLE.search(markup, tag.end(), end + 1):
+                    starts.add((start, tag.group(1).lower()))
+            floor = at
+            at = markup.find(word, max(at + len(word), end + 1))
+    return sorted(starts)
+
+
+def _opens_a_tag(markup: str, at: int, floor: int) -> bool:
+    """Whether the "<" at *at* is no other tag's: no tag opens between the last ">" before it and it
+    (looked for back to *floor* only, where the caller knows no tag is open)."""
+    return _TAG_START.search(markup, max(markup.rfind(">", floor, at) + 1, floor), at) is None
+
+
+def _element_end(markup: str, start: int, name: str) -> int | None:
+    """Where the element of *name* whose start tag is at *start* ends (past its end tag), None when it
+    is never closed."""
+    depth = 0
+    for tag in _tags_named(name).finditer(markup, start):
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            return markup.find(">", tag.end()) + 1  # (every tag is closed: see _without_unclosed_tag)
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _tags_named(name: str) -> re.Pattern[str]:
+    """The start and end tags of *name* (letters and digits; group 1: "/" for an end tag)."""
+    return re.compile(rf"<(/?){name}(?=[\s/>])", re.I)
+
+
 def page_title(body: bytes, http_charset: str | None = None) -> str:
     """The text of the page's first ``<title>``, or "" when it has none.
 
@@ -117,19 +234,40 @@ def _without_long_title(text: str) -> str:
 def visible_text(body: bytes, limit: int = 20_000, http_charset: str | None = None) -> str:
     """The text a reader sees on the page, at most *limit* characters.
 
-    Everything outside tags except comments, the title and the contents of
-    ``<script>``, ``<style>``, ``<template>`` and ``<noscript>``; entities
-    decoded, whitespace collapsed to single spaces, cut at a word boundary.
-    Text in the head outside those elements shows, as a browser moves it into the body.
+    Everything outside tags except comments, the title, the contents of
+    ``<script>``, ``<style>``, ``<template>`` and ``<noscript>``, and
+    navigation (``shown_text``; unless the page is all navigation);
+    entities decoded, whitespace collapsed to single spaces, cut at a word
+    boundary.  Text in the head outside those elements shows, as a browser
+    moves it into the body.
     """
     return visible_text_of(_without_unclosed_tag(decode_page(body, http_charset)), limit)
 
 
 def visible_text_of(text: str, limit: int = 20_000) -> str:
     """``visible_text`` of a page already decoded, with any unclosed tag at its end cut off."""
+    return shown_text(text, limit)[1]
+
+
+def shown_text(text: str, limit: int) -> tuple[str, str]:
+    """The markup of *text* (a page decoded, no unclosed tag at its end) whose text is shown, and that
+    text to *limit* (``visible_text``): *text* itself, or where it may hold navigation, its tags and
+    text without navigation, nothing dropped whole left in it (whole again when that shows nothing: a
+    page that is all navigation, a site map)."""
+    if not _may_hold_navigation(text):
+        return text, _cleaned(_NOT_VISIBLE.sub(" ", _without_long_title(text)), limit)
+    markup = _without_dropped_whole(_without_long_title(text))
+    content = _without_navigation(markup)
+    visible = _cleaned(_TAG.sub(" ", content), limit)
+    if not visible and content is not markup:
+        return markup, _cleaned(_TAG.sub(" ", markup), limit)
+    return content, visible
+
+
+def _cleaned(text: str, limit: int) -> str:
+    """*text* (its tags dropped) cleaned (``_clean``), to *limit* characters cut at a word."""
     if limit <= 0:
         return ""
-    text = _NOT_VISIBLE.sub(" ", _without_long_title(text))
     # Clean a prefix just long enough for the limit, not the whole page: one
     # that ends where no entity or whitespace run continues, so that it cleans
     # to a prefix of the whole page's text.  It must clean to more than *limit*
