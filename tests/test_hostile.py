@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
+from tse_scrapy.crawl.downloader.robots import KEPT_ROBOTS_BYTES, kept_robots
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.crawling.progress import progress_line
 
@@ -118,6 +119,57 @@ def test_unreachable_robots_txt_means_stay_out(crawl, rule):
     pages, out, server, _ = crawl({"/robots.txt": rule}, "DOWNLOAD_TIMEOUT=1", "RETRY_TIMES=0")
     assert pages == [] and failed(server, "index.html", depth=0) in out
     assert [hit.key for hit in server.hits] == ["/robots.txt"]
+
+
+# A robots.txt that forbids everything, then 40 MB of comments, sent gzipped (40 KB): past DOWNLOAD_MAXSIZE
+# once decompressed, Scrapy refuses it as it refuses a page it ignores, and every page was then asked
+# for (a tester's find).  Not read, it forbids everything, as one too large sent as it is does.
+@pytest.mark.parametrize("encoding", ["gzip", None], ids=["gzipped", "as it is"])
+def test_a_robots_txt_too_large_means_stay_out(crawl, encoding):
+    rules = b"User-agent: *\nDisallow: /\n" + b"#" * 40_000_000
+    body = gzip.compress(rules, 9) if encoding else rules
+    headers = {"Content-Encoding": encoding} if encoding else {}
+    pages, out, server, _ = crawl({"/robots.txt": Rule(body=body, headers=headers)}, "LOG_LEVEL=WARNING")
+    assert pages == [] and failed(server, "index.html", depth=0) in out
+    assert [hit.key for hit in server.hits] == ["/robots.txt"]
+
+
+# A robots.txt of 600 KiB: its first 512 KiB are read, to their last whole line (21 MB of rules took 14 s
+# and 1 GB to parse, 0.3 s a page to check): a rule past them is not one, a rule before them is.
+def test_a_robots_txt_is_read_to_its_first_512_kib(crawl):
+    rules = b"User-agent: *\nDisallow: /after.html\n" + b"# " + b"x" * (600 * 1024) + b"\nDisallow: /target.html\n"
+    pages, _, server, _ = crawl({"/robots.txt": Rule(body=rules)})
+    assert pages == ["index.html", "target.html"]
+    assert "/after.html" not in [hit.key for hit in server.hits]
+
+
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [
+        (b"Disallow: /a\n", b"Disallow: /a\n"),
+        (b"Disallow: /a\n" + b"x" * KEPT_ROBOTS_BYTES, b"Disallow: /a\n"),  # a line cut in two: left out
+        (b"Disallow: /a\r" + b"x" * KEPT_ROBOTS_BYTES, b"Disallow: /a\r"),
+        (b"x" * (KEPT_ROBOTS_BYTES + 1), b"x" * KEPT_ROBOTS_BYTES),  # no line break at all: the bound
+        (b"a\n" * (KEPT_ROBOTS_BYTES // 2), b"a\n" * (KEPT_ROBOTS_BYTES // 2)),  # the bound exactly
+    ],
+)
+def test_what_is_read_of_a_robots_txt(body, kept):
+    assert kept_robots(body) == kept
+
+
+# A link's URL holding terminal escapes (clear the screen, set the title, CSI, backspace) is printed
+# percent-encoded in the progress log, not as the bytes a terminal obeys.
+def test_a_links_control_characters_are_not_printed(tmp_path, serve):
+    escapes = "/e\x1b[2J\x1b]0;OWNED\x07x\x9b\x08.html"
+    site = write_site(tmp_path / "site", {"index.html": []})
+    (site.root / "index.html").write_text(f'<html><body><a href="{escapes}">e</a></body></html>', "utf-8")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    result = crawl_site(server, tmp_path / "out", 1)
+    assert result.returncode == 0
+    found = [line for line in result.stdout.decode().splitlines() if "Found:" in line]
+    assert found == [f" 0     Found: {server.url}/e%1B[2J%1B]0;OWNED%07x%C2%9B%08.html"]
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in result.stdout.decode().replace("\n", ""))
 
 
 def test_missing_robots_txt_means_no_rules(crawl):

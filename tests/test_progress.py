@@ -1,4 +1,8 @@
+from urllib.parse import unquote
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tse_scrapy.rules.crawling.progress import progress_line
 
@@ -42,3 +46,31 @@ def test_is_found_link(meta, found):
     from tse_scrapy.crawl.progresslog import is_found_link
 
     assert is_found_link(scrapy.Request("http://a.test/", meta=meta)) is found
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://h/a.html", "http://h/a.html"),
+        ("http://h/é ü/ЖЖ.html", "http://h/é ü/ЖЖ.html"),  # letters of any script as they are
+        ("http://h/e\x1b[2J.html", "http://h/e%1B[2J.html"),  # ESC: clear the screen
+        ("http://h/\x1b]0;title\x07", "http://h/%1B]0;title%07"),  # set the window's title
+        ("http://h/\x9b31m", "http://h/%C2%9B31m"),  # C1's CSI
+        ("http://h/a\x08\x7f\x00\t\n\r", "http://h/a%08%7F%00%09%0A%0D"),
+        ("http://h/%1B", "http://h/%1B"),  # already encoded: as it is
+    ],
+)
+def test_a_urls_control_characters_are_percent_encoded(url, shown):
+    assert progress_line(2, "Found", url) == f" 2       Found: {shown}\n"
+
+
+@given(st.text(max_size=60))
+def test_a_progress_line_holds_no_control_character_but_its_end(url):
+    line = progress_line(1, "Added", url)
+    assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in line[:-1]) and line[-1] == "\n"
+    if all(32 <= ord(c) < 0x7F or ord(c) > 0x9F for c in url):
+        assert line == f" 1      Added: {url}\n"  # the reference's line, byte for byte
+    else:
+        assert unquote(line[len(" 1      Added: ") : -1], errors="surrogateescape") == unquote(
+            url, errors="surrogateescape"
+        )

@@ -60,11 +60,19 @@ _REASONS = {
 }
 
 
+def decompressed_too_large(error: BaseException) -> bool:
+    """Whether *error* is Scrapy's refusal of a response whose body, decompressed (``Content-Encoding``),
+    grew past DOWNLOAD_MAXSIZE: an IgnoreRequest raised from its private error of it (Scrapy 2.19)."""
+    return isinstance(error, IgnoreRequest) and type(error.__cause__).__name__ == "_DecompressionMaxSizeExceeded"
+
+
 def failure_reason(error: BaseException) -> str:
     """A short reason for *error*, a request's failure."""
     if isinstance(error, HttpError):
         return f"http {error.response.status}"
     if isinstance(error, IgnoreRequest):
+        if decompressed_too_large(error):
+            return TOO_LARGE
         message = str(error)
         if "robots.txt" in message:
             return "robots.txt"
