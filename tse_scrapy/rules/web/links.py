@@ -22,6 +22,16 @@ _URL_WHITESPACE = re.compile(r"[\t\n\r]")
 _C_WHITESPACE = b" \t\n\v\f\r"
 _C_SCHEME_END = re.compile(rb"[:/?#]")
 _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
+# libxml2 ends a page's tree where its elements nest 256 deep (unclosed <font>s of legacy pages do; a
+# browser goes on), and every link after that was lost, unsaid.  Such a page is read again as its
+# anchors alone: every other tag dropped, and comments, scripts and styles whole (each to its end, or
+# the page's: a match never fails once begun, which keeps it linear).
+_TOO_DEEP = "Excessive depth"
+_ANCHORS_ALONE = re.compile(
+    rb"<!--.*?(?:-->|\Z)|<(script|style)(?=[\s/>])(?:[^<]+|<(?!/\1))*(?:</\1[^>]*>|\Z)"
+    rb"|<(?!/?(?:a|area|base)(?=[\s/>]))[^>]*>",
+    re.I | re.S,
+)
 
 
 def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) -> list[str]:
@@ -38,6 +48,8 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
         return []
     try:
         root = lxml.html.document_fromstring(data, parser=_UTF8_PARSER)
+        if any(_TOO_DEEP in error.message for error in _UTF8_PARSER.error_log):
+            root = lxml.html.document_fromstring(_ANCHORS_ALONE.sub(b" ", data), parser=_UTF8_PARSER)
     except (etree.ParserError, ValueError):
         return []
     base = page_url
