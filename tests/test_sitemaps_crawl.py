@@ -132,6 +132,32 @@ def test_the_pages_only_sitemaps_name_are_crawled_and_the_hostile_ones_are_cut(n
     assert records[f"{base}/a.html"]["lastmod"] is None
 
 
+# Sitemaps' URLs are bounded in number and in characters (TSE_SITEMAP_PAGES, TSE_SITEMAP_CHARACTERS), and
+# a URL of 2,048 characters or more is none (sitemaps.org's bound): 2.2 MB of gzipped sitemaps of
+# 8,000-character URLs made 3 GB of crawl state (a tester's find).
+def test_the_sitemaps_urls_are_bounded_in_number_and_characters(nginx, tmp_path):
+    _, base = serve_site(nginx, tmp_path, robots_names_sitemaps=False)
+    docs = tmp_path / "site" / "docs"
+    names = [f"p{number}.html" for number in range(6)]
+    for name in names:
+        page(docs, name, f"Listed {name}")
+    longest = f"{base}/{'l' * (2047 - len(base) - 1)}"  # 2,047 characters: taken (and a 404)
+    too_long = longest + "x"
+    (docs / "sitemap.xml").write_text(
+        urlset(*[(url, None) for url in (too_long, longest, *[f"{base}/{n}" for n in names])])
+    )
+    room = len(longest) + 3 * len(f"{base}/p0.html")  # the longest and three pages
+    for option, taken in (("TSE_SITEMAP_CHARACTERS", room), ("TSE_SITEMAP_PAGES", 4)):
+        pages = tmp_path / f"pages-{option}"
+        done = crawl(base, pages, "-s", f"{option}={taken}")
+        stderr = done.stderr.decode()
+        assert done.returncode == 0, stderr[-2000:]
+        assert set(saved_urls(pages)) == {f"{base}/{name}" for name in ("index.html", "a.html", *names[:3])}, stderr[-3000:]
+        said = "characters of page URLs" if option == "TSE_SITEMAP_CHARACTERS" else "page URLs"
+        assert re.search(rf"WARNING: Sitemap \S+/sitemap\.xml: more than {taken} {said} in the sitemaps", stderr)
+        assert "sitemaps: 1 read, 1 cut, 4 URLs taken" in stderr, stderr[-1500:]
+
+
 def test_without_a_sitemap_line_prefix_sitemap_xml_is_read(nginx, tmp_path):
     _, base = serve_site(nginx, tmp_path, robots_names_sitemaps=False)
     pages = tmp_path / "pages"

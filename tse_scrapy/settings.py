@@ -133,6 +133,10 @@ TSE_DENY = []  # regular expressions a URL must match none of
 TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
 TSE_PDF = False  # --pdf: PDF documents are fetched (.pdf is added to the TSE rule), saved and indexed
 TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs crawled from depth 0
+# Page URLs taken from the sitemaps in one crawl (each a request and a lastmod kept), and their characters
+# in all (the crawl's state keeps a URL about three times: 100 million characters are about 400 MB).
+TSE_SITEMAP_PAGES = 1_000_000
+TSE_SITEMAP_CHARACTERS = 100_000_000
 # --render: HTML pages loaded in headless Chromium (crawl/downloader/render.py, docs/crawling.md).
 TSE_RENDER = False
 TSE_CHROMIUM = None  # the browser; None: chromium on PATH (Debian's), else /usr/bin/chromium

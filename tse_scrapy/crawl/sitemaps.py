@@ -8,7 +8,7 @@ robots.txt middleware fetches robots.txt: through the downloader middlewares
 (robots.txt rules, politeness, the WARC), never through the scheduler, the
 spider or the page directory.  What a sitemap file holds is read by the pure
 ``rules/web/sitemaps.py`` (in a thread), bounded (50,000 URLs, 50 MB uncompressed
-a file; ``MAX_SITEMAP_PAGES`` URLs a crawl): a file cut short (a gzip bomb,
+a file; TSE_SITEMAP_PAGES URLs and TSE_SITEMAP_CHARACTERS of them a crawl): a file cut short (a gzip bomb,
 too many URLs), an index chain too deep or too long, a sitemap that cannot be
 fetched is counted (``tse/sitemaps_cut``) and logged on one line; the crawl
 goes on with what was read.
@@ -49,8 +49,6 @@ logger = logging.getLogger(__name__)
 MAX_SITEMAP_FILES = 1_000
 # A gzipped sitemap is at most 50 MB uncompressed: its transfer cannot be larger.
 MAX_TRANSFER_BYTES = MAX_SITEMAP_BYTES + 1024 * 1024
-# Page URLs taken from sitemaps in one crawl (each is a request and a lastmod kept): the rest counted.
-MAX_SITEMAP_PAGES = 1_000_000
 
 
 class SitemapReader:
@@ -60,6 +58,8 @@ class SitemapReader:
         self.crawler = crawler
         self.stats = crawler.stats
         self.prefixes: list[str] = crawler.settings.getlist("TSE_PREFIXES")
+        self.max_pages = crawler.settings.getint("TSE_SITEMAP_PAGES")
+        self.max_characters = crawler.settings.getint("TSE_SITEMAP_CHARACTERS")
         # The PREFIX/sitemap.xml looked for where robots.txt names none: missing, no fault of the site.
         self._guessed: set[str] = set()
 
@@ -71,7 +71,7 @@ class SitemapReader:
         """Every page entry of every sitemap, in the order read (a URL may come twice)."""
         queue: deque[tuple[str, int]] = deque((url, 1) for url in await self._first_sitemaps())
         seen: set[str] = set()
-        taken = 0
+        taken = characters = 0
         offsite = self._offsite()
         while queue:
             url, level = queue.popleft()
@@ -105,8 +105,12 @@ class SitemapReader:
                         self.stats.inc_value("tse/sitemaps_ignored")
                 continue
             for entry in sitemap.entries:
-                if taken >= MAX_SITEMAP_PAGES:
-                    self._cut(url, f"more than {MAX_SITEMAP_PAGES} page URLs in the sitemaps")
+                if taken >= self.max_pages:
+                    self._cut(url, f"more than {self.max_pages} page URLs in the sitemaps")
+                    return
+                characters += len(entry.loc)
+                if characters > self.max_characters:
+                    self._cut(url, f"more than {self.max_characters} characters of page URLs in the sitemaps")
                     return
                 taken += 1
                 yield entry

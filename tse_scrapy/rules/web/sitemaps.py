@@ -67,7 +67,9 @@ from lxml import etree
 MAX_SITEMAP_URLS = 50_000  # sitemaps.org: per file
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: 50 MB uncompressed per file
 MAX_SITEMAP_DEPTH = 3  # index -> index -> ... nesting bound (robots/seed level is 0)
-MAX_LOC_LENGTH = 8192  # a longer <loc> is skipped: no real page has one
+# A longer <loc> is skipped: sitemaps.org's bound ("less than 2,048 characters").  At 8,192, 20 gzipped
+# sitemaps of 2.2 MB in all made 120,000 URLs of 8,000 characters, and 3 GB of crawl state (a tester's).
+MAX_LOC_LENGTH = 2047
 
 URLSET, SITEMAPINDEX, TEXT, INVALID = "urlset", "sitemapindex", "text", "invalid"
 TOO_LARGE, TOO_MANY, NOT_A_SITEMAP, BAD_GZIP, BAD_XML = (
