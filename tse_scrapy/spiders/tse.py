@@ -114,6 +114,7 @@ class TseSpider(scrapy.Spider):
         self.update = update
         self.check_site_url: str | None = None
         self.recording = False  # keep each page's links for the crawl record (TSE_RECORD)
+        self.page_links = 0  # links followed on a page at most, its first (TSE_PAGE_LINKS; 0: all)
         self.crawl_args: CrawlArgs | None = None
         self._offsite_middleware: PrefixOffsiteMiddleware | None = _UNKNOWN
         self.seeds: tuple[str, ...] = ()
@@ -161,6 +162,7 @@ class TseSpider(scrapy.Spider):
         if start.lock is not None:  # the page directory's: let go once everything has closed
             crawler.signals.connect(start.lock.release, signal=signals.engine_stopped, weak=False)
         spider.recording = bool(settings.get("TSE_RECORD"))
+        spider.page_links = max(settings.getint("TSE_PAGE_LINKS"), 0)
         args = start.args
         # Derived from the checked arguments: a -s NAME=VALUE cannot contradict them.
         for name, value in (
@@ -512,7 +514,16 @@ class TseSpider(scrapy.Spider):
         with the next request (``JUDGED_BEFORE``), the page's last with its last link."""
         offsite = self._offsite()
         judged: list[tuple[str, str]] = []
-        for link in self.extract_links(body, page_url):
+        links = self.extract_links(body, page_url)
+        if self.page_links and len(links) > self.page_links:
+            self.logger.warning(
+                "%s holds %d links: its first %d are followed (TSE_PAGE_LINKS)", page_url, len(links), self.page_links
+            )
+            stats = getattr(getattr(self, "crawler", None), "stats", None)
+            if stats is not None:
+                stats.inc_value("tse/pages_links_cut")
+            links = links[: self.page_links]
+        for link in links:
             url = self.normalize(link) or link
             if found is not None:
                 found.append(url)
