@@ -91,11 +91,16 @@ def reference(tmp_path_factory):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("run_pages, fan_in", [(1, 64), (1, 2), (2, 3), (5, 2), (1000, 64)])
-def test_runs_give_the_one_pass_index_byte_for_byte(reference, tmp_path, jobs, run_pages, fan_in):
+@pytest.mark.parametrize(
+    "run_pages, fan_in, run_words",
+    [(1, 64, 500_000), (1, 2, 500_000), (2, 3, 500_000), (5, 2, 500_000), (1000, 64, 500_000), (1000, 3, 4)],
+)
+def test_runs_give_the_one_pass_index_byte_for_byte(reference, tmp_path, jobs, run_pages, fan_in, run_words):
+    """Whatever the ranges, and the runs a range's words are written in (*run_words* distinct words a
+    run: a page of millions of them is written out at once, not held to its range's end)."""
     pages, expected = reference
     indexfile = tmp_path / "runs.index"
-    write_index_files(pages, indexfile, jobs=jobs, run_pages=run_pages, fan_in=fan_in)
+    write_index_files(pages, indexfile, jobs=jobs, run_pages=run_pages, fan_in=fan_in, run_words=run_words)
     assert index_files(indexfile) == index_files(expected)
     assert store_rows(indexfile) == store_rows(expected)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
@@ -108,8 +113,9 @@ def test_runs_give_the_one_pass_index_byte_for_byte(reference, tmp_path, jobs, r
     pages=st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=9),
     run_pages=st.integers(1, 4),
     fan_in=st.integers(2, 4),
+    run_words=st.integers(1, 20),
 )
-def test_splitting_into_runs_never_changes_the_index(pages, run_pages, fan_in):
+def test_splitting_into_runs_never_changes_the_index(pages, run_pages, fan_in, run_words):
     with tempfile.TemporaryDirectory() as name:
         directory = Path(name)
         write_pages(
@@ -117,7 +123,9 @@ def test_splitting_into_runs_never_changes_the_index(pages, run_pages, fan_in):
             {i: (f"http://h/{i}", 0, " ".join(words).encode()) for i, words in enumerate(pages, start=1)},
         )
         one_pass(directory / "pages", directory / "one.index")
-        write_index_files(directory / "pages", directory / "runs.index", run_pages=run_pages, fan_in=fan_in)
+        write_index_files(
+            directory / "pages", directory / "runs.index", run_pages=run_pages, fan_in=fan_in, run_words=run_words
+        )
         assert index_files(directory / "runs.index") == index_files(directory / "one.index")
 
 

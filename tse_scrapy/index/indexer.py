@@ -47,6 +47,10 @@ from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 
 # Pages a run holds, whose rows a worker sends at once (their search-index fields go to a file).
 RUN_PAGES = 500
+# Distinct words a range's postings hold before they are written as a run of their own: 500 real pages
+# hold 20,000 to 45,000; a page of millions of distinct words (30 MB of random letters: 3.8 million, about
+# 1 GB of postings) held to the range's end made each such page of it add as much (a tester's find).
+RUN_WORDS = 500_000
 # Runs merged at once: open files and the merge's heap stay small (``runs.RunTiers``).
 MERGE_FAN_IN = 64
 # The vocabulary's words a process indexing ranges remembers giving back for the ranges it indexed
@@ -230,11 +234,11 @@ def build_index(
 
 @dataclass(frozen=True)
 class RangeIndexed:
-    """What a worker gives back for a range of docIDs: its run (None without words), the document
-    store's rows and the page files' (docID, size, mtime_ns), in docID order, and whether the
-    directory ended in the range."""
+    """What a worker gives back for a range of docIDs: its runs (none without words; more than one where
+    its pages hold more than RUN_WORDS distinct words), the document store's rows and the page files'
+    (docID, size, mtime_ns), in docID order, and whether the directory ended in the range."""
 
-    run: Run | None
+    runs: list[Run]
     rows: list[Rows]
     statuses: list[tuple[int, int, int]]
     ended: bool
@@ -251,15 +255,19 @@ def index_range(
     start: int,
     stop: int,
     run: Path,
+    *,
+    run_words: int = RUN_WORDS,
 ) -> RangeIndexed:
-    """Index pages *start* to *stop* - 1 (or to the directory's end) into the run file *run*, with what
-    the crawl *notes* of them (read once, not once a range); *sent*: the vocabulary's words this
-    process gave back for the ranges before this one of the same index (see SENT_WORDS), which it
-    leaves out of this range's and adds this range's to.
+    """Index pages *start* to *stop* - 1 (or to the directory's end) into the run file *run* (and files
+    named after it, a run each *run_words* distinct words), with what the crawl *notes* of them (read
+    once, not once a range); *sent*: the vocabulary's words this process gave back for the ranges before
+    this one of the same index (see SENT_WORDS), which it leaves out of this range's and adds this
+    range's to.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
     postings = RunPostings()
+    runs: list[Run | None] = []
     rows, statuses, warnings = [], [], []
     vocabulary: Spellings = {}
     with FieldsWriter(run.with_name(run.name + ".fields")) as fields:
@@ -272,6 +280,9 @@ def index_range(
                 warnings.append((found.doc_id, found.page.url, read.warning))
             counts = word_counts(read.page.body)
             postings.add(found.doc_id, counts)
+            if len(postings) > run_words:  # written now, not held with the range's next pages
+                runs.append(postings.write(run.with_name(f"{run.name}.{len(runs)}")))
+                postings = RunPostings()
             shown = page_text(read.page.body, read.charset)  # decoded once, for the store and the search index
             row = page_rows(found.doc_id, read.page, counts, found.key, read.charset, shown)
             rows.append(row)
@@ -287,12 +298,13 @@ def index_range(
                 found.doc_id, row.doc[1], packed(dataclasses.replace(page, vocabulary=respelled), row.doc[4], shown)
             )
     spilled = fields.path if fields.pages else None
-    written = postings.write(run)
+    runs.append(postings.write(run))
     fresh = {word: vocabulary[word] for word in set(vocabulary).difference(sent)}
     if len(sent) + len(fresh) > SENT_WORDS:
         sent.clear()
     sent.update(fresh)  # last: once the range can no longer fail
-    return RangeIndexed(written, rows, statuses, scan.ended, spilled, fresh, warnings)
+    made = [written for written in runs if written is not None]
+    return RangeIndexed(made, rows, statuses, scan.ended, spilled, fresh, warnings)
 
 
 def write_index_files(
@@ -301,6 +313,7 @@ def write_index_files(
     *,
     jobs: int = 1,
     run_pages: int = RUN_PAGES,
+    run_words: int = RUN_WORDS,
     fan_in: int = MERGE_FAN_IN,
     on_page: Callable[[int], object] | None = None,
     on_warning: Callable[[int, str, str], object] | None = None,
@@ -328,7 +341,8 @@ def write_index_files(
                 told = f"cannot make its temporary directory in {indexfile.parent} ({error.strerror})"
                 raise OSError(error.errno, told, str(indexfile)) from None
             notes = read_page_notes(directory)  # read here once; forked workers inherit it
-            workers = Workers(jobs, functools.partial(index_range, directory, scan.gone, notes, set()))
+            work = functools.partial(index_range, directory, scan.gone, notes, set(), run_words=run_words)
+            workers = Workers(jobs, work)
             with (
                 DocStoreWriter(docs_path(indexfile)) as docs,
                 SearchIndexWriter(search_path(indexfile), notes.canonicals) as search,
@@ -346,8 +360,8 @@ def write_index_files(
                     search.add_vocabulary(indexed.vocabulary)
                     for warning in indexed.warnings if on_warning is not None else ():
                         on_warning(*warning)
-                    if indexed.run is not None:
-                        tiers.add(indexed.run)
+                    for run in indexed.runs:
+                        tiers.add(run)
                     if on_page is not None:
                         on_page(len(indexed.statuses))
                 workers.stop()  # idle, or past the end: their memory is given back before the last merge

@@ -79,6 +79,10 @@ class RunPostings:
         self._words: dict[bytes, array] = {}
         self.highest = 0
 
+    def __len__(self) -> int:
+        """The distinct words held."""
+        return len(self._words)
+
     def add(self, doc_id: int, counts: dict[bytes, int]) -> None:
         """Add the word *counts* of page *doc_id*, higher than every docID added before."""
         if not counts:
