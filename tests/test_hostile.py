@@ -211,3 +211,22 @@ def test_a_pages_links_are_followed_to_the_bound(tmp_path, serve):
     assert (
         f"{server.url}/index.html holds 60 links: its first 40 are followed (TSE_PAGE_LINKS)" in result.stderr.decode()
     )
+
+
+# A <base href> whose host Python cannot read raised out of the link scan (the page's links and the page
+# itself lost, a traceback logged), and a link whose host it cannot read was dropped unsaid: the base is
+# none, as a browser takes it, and the link is logged where it stands, never fetched.
+def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": [], "a.html": []})
+    links = '<a href="http://[::1:99/x.html">v6</a><a href="a.html">a</a>'
+    (site.root / "index.html").write_text(f'<html><head><base href="http://[bad/"></head><body>{links}</body></html>')
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    result = crawl_site(server, tmp_path / "out", 1)
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr.decode()[-2000:]
+    assert [url for url, _ in saved_pages(tmp_path / "out")] == [f"{server.url}/index.html", f"{server.url}/a.html"]
+    out = result.stdout.decode()
+    assert (
+        progress_line(0, "Found", "http://[::1:99/x.html") + progress_line(0, "IgnExtrn", "http://[::1:99/x.html")
+        in out
+    )

@@ -28,6 +28,9 @@ HTML_CASES = [
     ('<a href="a\nb.html">split by a newline</a>', ["http://h/dir/ab.html"]),
     ("<a href=x.html>foo: bar</a>", ["http://h/dir/x.html"]),
     ('<abbr href="no.html">not a link</abbr>', []),
+    # A host Python cannot read: the link as written (the crawl logs it, never fetches it); no base.
+    ('<a href="http://[::1:99/x.html#f">v6</a>', ["http://[::1:99/x.html"]),
+    ('<base href="http://[bad/"><a href="x.html">x</a>', ["http://h/dir/x.html"]),
     ("", []),
 ]
 

@@ -56,7 +56,11 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     for element in root.iter("base"):
         href = element.get("href")
         if href is not None:
-            base = urljoin(page_url, _clean_href(href))
+            try:
+                base = urljoin(page_url, _clean_href(href))
+                urlsplit(base)
+            except ValueError:  # a host Python cannot read ("http://[x/"): no base, as a browser takes it
+                base = page_url
             break
     links = []
     for element in root.iter("a", "area"):
@@ -69,7 +73,8 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
         try:
             url = urljoin(base, href)
             scheme = urlsplit(url).scheme
-        except ValueError:
+        except ValueError:  # a host Python cannot read ("[" unclosed): a link all the same, logged, never fetched
+            links.append(href.split("#", 1)[0])
             continue
         if scheme not in _FOLLOWED_SCHEMES:
             continue
