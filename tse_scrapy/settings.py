@@ -137,7 +137,8 @@ TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs 
 # links (1.7 MB gzipped) took 80 s of CPU and 500 MB of crawl state; Python's genindex-all holds 17,242.
 TSE_PAGE_LINKS = 50_000
 # Page URLs taken from the sitemaps in one crawl (each a request and a lastmod kept), and their characters
-# in all (the crawl's state keeps a URL about three times: 100 million characters are about 400 MB).
+# in all (the crawl's state keeps a URL about three times: 100 million characters are about 400 MB); 0: no
+# bound.
 TSE_SITEMAP_PAGES = 1_000_000
 TSE_SITEMAP_CHARACTERS = 100_000_000
 # --render: HTML pages loaded in headless Chromium (crawl/downloader/render.py, docs/crawling.md).

@@ -58,6 +58,7 @@ class SitemapReader:
         self.crawler = crawler
         self.stats = crawler.stats
         self.prefixes: list[str] = crawler.settings.getlist("TSE_PREFIXES")
+        # (0: no bound, as TSE_PAGE_LINKS's and DEPTH_LIMIT's)
         self.max_pages = crawler.settings.getint("TSE_SITEMAP_PAGES")
         self.max_characters = crawler.settings.getint("TSE_SITEMAP_CHARACTERS")
         # The PREFIX/sitemap.xml looked for where robots.txt names none: missing, no fault of the site.
@@ -105,11 +106,11 @@ class SitemapReader:
                         self.stats.inc_value("tse/sitemaps_ignored")
                 continue
             for entry in sitemap.entries:
-                if taken >= self.max_pages:
+                if 0 < self.max_pages <= taken:
                     self._cut(url, f"more than {self.max_pages} page URLs in the sitemaps")
                     return
                 characters += len(entry.loc)
-                if characters > self.max_characters:
+                if 0 < self.max_characters < characters:
                     self._cut(url, f"more than {self.max_characters} characters of page URLs in the sitemaps")
                     return
                 taken += 1

@@ -28,8 +28,8 @@ _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
 # the page's: a match never fails once begun, which keeps it linear).
 _TOO_DEEP = "Excessive depth"
 _ANCHORS_ALONE = re.compile(
-    rb"<!--.*?(?:-->|\Z)|<(script|style)(?=[\s/>])(?:[^<]+|<(?!/\1))*(?:</\1[^>]*>|\Z)"
-    rb"|<(?!/?(?:a|area|base)(?=[\s/>]))[^>]*>",
+    rb"<!--.*?(?:-->|\Z)|<(script|style)(?=[\s/>])(?:[^<]+|<(?!/\1))*(?:</\1[^>]*(?:>|\Z)|\Z)"
+    rb"|<(?!/?(?:a|area|base)(?=[\s/>]))[^>]*(?:>|\Z)",
     re.I | re.S,
 )
 
