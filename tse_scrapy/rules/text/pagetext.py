@@ -104,11 +104,12 @@ _DROPPED_WHOLE = re.compile(rf"<(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT}
 def _markup(text: str, folding: bool) -> str:
     """*text* without what _NOT_VISIBLE drops whole, each replaced by a space, its tags kept: the same
     text once _TAG_I drops them as _NOT_VISIBLE leaves (*folding*: the text holds _FOLDING_TO_ASCII)."""
-    pieces, pos, kept_from = [], 0, 0
+    spans: list[tuple[int, int]] = []
+    pos = 0
     starts = _DROPPED_START_I if folding else _DROPPED_START
     while (candidate := starts.search(text, pos)) is not None:
         start = candidate.start()
-        if _within_a_tag(text, start, pos):  # (a "<!--" in an attribute's value is the tag's)
+        if _tag_open_at(text, start, pos):  # (a "<!--" in an attribute's value is the tag's)
             pos = text.find(">", start) + 1
             if pos == 0:
                 break
@@ -117,18 +118,28 @@ def _markup(text: str, folding: bool) -> str:
         if found is None:
             pos = start + 1
             continue
-        pieces.append(text[kept_from:start])
-        kept_from = pos = found.end()
-    if not pieces:
+        spans.append(found.span())
+        pos = found.end()
+    return _without_spans(text, spans)
+
+
+def _tag_open_at(markup: str, at: int, floor: int) -> re.Match[str] | None:
+    """The start of the tag *at* is within, opened before it: the first one opened after the last ">"
+    before it (looked for back to *floor*: where no tag is open, or a "<" the caller saw); None when
+    *at* is in no tag."""
+    return _TAG_START_I.search(markup, max(markup.rfind(">", floor, at) + 1, floor), at)
+
+
+def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """*text* without its *spans* (in order, apart), each replaced by a space; *text* itself for none."""
+    if not spans:
         return text
-    pieces.append(text[kept_from:])
+    pieces, at = [], 0
+    for start, end in spans:
+        pieces.append(text[at:start])
+        at = end
+    pieces.append(text[at:])
     return " ".join(pieces)
-
-
-def _within_a_tag(markup: str, at: int, floor: int) -> bool:
-    """Whether *at* is within a tag opened before it: one opens between the last ">" before it and it
-    (looked for back to *floor*: where no tag is open, or a "<" the caller saw)."""
-    return _TAG_START_I.search(markup, max(markup.rfind(">", floor, at) + 1, floor), at) is not None
 
 
 def _may_hold_navigation(markup: str) -> bool:
@@ -150,14 +161,7 @@ def _without_navigation(markup: str) -> str:
         if end is None:  # never closed: it and what follows stay text (nor is a later one looked for)
             break
         spans.append((start, end))
-    if not spans:
-        return markup
-    pieces, at = [], 0
-    for start, end in spans:
-        pieces.append(markup[at:start])
-        at = end
-    pieces.append(markup[at:])
-    return " ".join(pieces)
+    return _without_spans(markup, spans)
 
 
 def _navigation_starts(markup: str) -> list[tuple[int, str]]:
@@ -166,15 +170,14 @@ def _navigation_starts(markup: str) -> list[tuple[int, str]]:
     starts = set()
     floor = 0
     for found in _NAV_START.finditer(markup):
-        if not _within_a_tag(markup, found.start(), floor):
+        if _tag_open_at(markup, found.start(), floor) is None:
             starts.add((found.start(), "nav"))
         floor = found.start()
     for word in _NAVIGATION_WORDS:
         floor = 0  # where no tag is open
         at = markup.find(word)
         while at != -1:
-            gt = markup.rfind(">", floor, at)
-            opened = _TAG_START_I.search(markup, max(gt + 1, floor), at)
+            opened = _tag_open_at(markup, at, floor)
             if opened is None:  # in the text: the next one may be in the very next tag
                 floor = at
                 at = markup.find(word, at + len(word))
@@ -198,7 +201,7 @@ def _element_end(markup: str, start: int, name: str) -> int | None:
     for tag in _tags_named(name).finditer(markup, start):
         at, floor_before = tag.start(), floor
         floor = at
-        if at != start and _within_a_tag(markup, at, floor_before):
+        if at != start and _tag_open_at(markup, at, floor_before):
             continue
         depth += -1 if tag.group(1) else 1
         if depth == 0:
