@@ -1,10 +1,10 @@
-"""Passwords masked in every message (rules/crawling/secrets.py)."""
+"""Passwords masked in every message, and its control characters escaped (rules/crawling/secrets.py)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url
+from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url, shown_message
 
 
 @pytest.mark.parametrize(
@@ -44,3 +44,31 @@ passwords = st.text(
 def test_no_password_survives(password, scheme, user):
     text = f"error at {scheme}://{user}:{password}@127.0.0.1:6379/0: refused"
     assert mask_secrets(text) == f"error at {scheme}://{user}:***@127.0.0.1:6379/0: refused"
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("a payload over the size bound", "a payload over the size bound"),
+        # An archive's record quoted: the escapes that clear a screen or set a window's title.
+        ("http://h/\x1b[2J\x1b]0;owned\x07x.html: cut short", "http://h/%1B[2J%1B]0;owned%07x.html: cut short"),
+        ("first line: \x00\x08\x7f\x9b", "first line: %00%08%7F%C2%9B"),
+        ("tab\there\r\n", "tab%09here%0D%0A"),
+        # Passwords masked first, then escaped.
+        ("redis://:s3\x1bcret@h/0 down", "redis://:***@h/0 down"),
+        ("http://u:pw@h/\x1b", "http://u:***@h/%1B"),
+        # Text in any script, and what only looks like an escape, as it is.
+        ("Ошибка: 第2章 «déjà» %1B", "Ошибка: 第2章 «déjà» %1B"),
+        ("\u200f\u202e right-to-left marks stay", "\u200f\u202e right-to-left marks stay"),
+    ],
+)
+def test_messages_show_no_control_character(message, shown):
+    assert shown_message(message) == shown
+
+
+@given(st.text())
+def test_a_shown_message_holds_no_control_character_and_keeps_the_rest(message):
+    shown = shown_message(message)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown)
+    if not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in message):
+        assert shown == mask_secrets(message)

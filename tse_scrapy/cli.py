@@ -13,7 +13,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, NoReturn
 
 from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, TERMINATED, USAGE
-from .rules.crawling.secrets import mask_secrets, mask_url
+from .rules.crawling.secrets import mask_secrets, shown_message
 
 if TYPE_CHECKING:
     from .distributed.store import RedisCrawl
@@ -412,8 +412,9 @@ def _terminated_as_interrupted() -> Iterator[None]:
 
 
 def _one_line(command: str, message: str, status: int = FAILED) -> int:
-    """Say *message* (any password in it masked) on stderr as `tse COMMAND: message`; return *status*."""
-    sys.stderr.write(f"tse {command}: {mask_secrets(message)}\n")
+    """Say *message* (any password in it masked, its control characters escaped) on stderr as
+    `tse COMMAND: message`; return *status*."""
+    sys.stderr.write(f"tse {command}: {shown_message(message)}\n")
     return status
 
 
@@ -503,7 +504,7 @@ def index(options: argparse.Namespace) -> int:
         _require_writable(options.indexfile)
         check_replaces_an_index(options.indexfile)
         if unfinished := unfinished_crawl(options.pagedir):
-            sys.stderr.write(f"tse index: warning: {unfinished}\n")
+            sys.stderr.write(f"tse index: warning: {shown_message(unfinished)}\n")
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
         # before it writes anything (the update and the full build it may give way to alike).
         with index_lock(options.indexfile) as held:
@@ -515,7 +516,7 @@ def index(options: argparse.Namespace) -> int:
                     problem = update_index(options.pagedir, options.indexfile, warn, options.jobs, ends.append)
                     if problem is not None:
                         warnings.clear()
-                        sys.stderr.write(f"tse index: cannot update: {problem}; indexing every page\n")
+                        sys.stderr.write(f"tse index: cannot update: {shown_message(problem)}; indexing every page\n")
                 if not options.update or problem is not None:
                     with _index_progress_bar(options.pagedir) as bar:
                         write_index_files(
@@ -579,7 +580,7 @@ def _pdf_warnings_shown(warnings: list[tuple[int, str, str]]) -> Iterator[None]:
         for doc_id, url, why in warnings[:SHOWN_PDF_WARNINGS]:
             said = f"was read in part: {why.removesuffix(PART_INDEXED)}" if why.endswith(PART_INDEXED) else None
             said = said or f"gave no text: {why}"
-            sys.stderr.write(f"tse index: warning: PDF {doc_id} ({mask_url(url)}) {said}\n")
+            sys.stderr.write(f"tse index: warning: {shown_message(f'PDF {doc_id} ({url}) {said}')}\n")
         in_part = sum(why.endswith(PART_INDEXED) for _, _, why in warnings)
         if len(warnings) > in_part:
             sys.stderr.write(f"tse index: {len(warnings) - in_part} PDF(s) indexed without text\n")
@@ -696,7 +697,9 @@ def serve(options: argparse.Namespace) -> int:
         workers = 1
     # Opened here as each worker opens it: what would make every search rank=tse, said once.
     if isinstance(problem := engine.search_index, str):
-        sys.stderr.write(f"tse serve: the search index cannot be used, so results use rank=tse: {problem}\n")
+        sys.stderr.write(
+            f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
+        )
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
     if not serve_forever(engine, sock, workers, head_seconds):
         return _one_line("serve", "a worker process could not start (see above)")
@@ -724,7 +727,7 @@ def import_command(options: argparse.Namespace) -> int:
     from .webarchive.importer import ImportRefused, import_archives
 
     def warn(message: str) -> None:
-        sys.stderr.write(f"tse import: {mask_secrets(message)}\n")
+        sys.stderr.write(f"tse import: {shown_message(message)}\n")
 
     try:
         if options.record is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
 from ..rules.crawling.crawlargs import is_yes
 from ..rules.crawling.eta import format_clock
-from ..rules.crawling.secrets import mask_secrets
+from ..rules.crawling.secrets import shown_message
 from ..rules.crawling.units import format_size
 from .seeds import seed_failure_line
 
@@ -85,7 +85,7 @@ def report(program: str, crawler: Crawler) -> int:
     seeds = len(getattr(getattr(crawler, "spider", None), "seeds", ()) or ())
     seed_line = seed_failure_line(stats.get_stats(), seeds)
     if seed_line:
-        sys.stderr.write(f"{program}: {mask_secrets(seed_line)}\n")
+        sys.stderr.write(f"{program}: {shown_message(seed_line)}\n")
     failure = crawl_failure(crawler, program)
     if failure is None:
         return OK
@@ -93,7 +93,7 @@ def report(program: str, crawler: Crawler) -> int:
     # line on stderr: the same line once when the log is on stderr too.
     if not _log_reaches_stderr():
         logging.getLogger("tse").critical("The crawl failed: %s", failure)
-    sys.stderr.write(f"{program}: {failure}\n")
+    sys.stderr.write(f"{program}: {shown_message(failure)}\n")
     return FAILED
 
 

@@ -3,12 +3,16 @@
 ``rediss://crawler:s3cret@host:6380/0`` is shown ``rediss://crawler:***@host:6380/0``,
 ``redis://:s3cret@host`` ``redis://:***@host``, and a ``password=`` in the query
 ``password=***``.  ``mask_secrets`` does the same inside any text (an error
-message that quotes a URL).
+message that quotes a URL); ``shown_message`` also percent-encodes the text's
+control characters, so that what an archive, a page or a PDF says, quoted in
+a message, cannot drive the terminal it is printed on.
 """
 
 from __future__ import annotations
 
 import re
+
+from .progress import shown_url
 
 MASK = "***"
 
@@ -26,3 +30,9 @@ def mask_secrets(text: str) -> str:
 def mask_url(url: str | None) -> str:
     """*url* as it may be shown (its password masked); '' for None."""
     return mask_secrets(url or "")
+
+
+def shown_message(text: str) -> str:
+    """*text* as a terminal may be shown it: passwords masked, control characters (C0, DEL, C1)
+    percent-encoded as the progress log encodes a URL's (``ESC[2J`` -> ``%1B[2J``)."""
+    return shown_url(mask_secrets(text))
