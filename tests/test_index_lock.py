@@ -75,19 +75,33 @@ def site(tmp_path) -> tuple[Path, Path]:
     return write_search_site(tmp_path)
 
 
+def write_pages(directory: Path, count: int) -> Path:
+    """*count* pages of 5 KB of random words in *directory*/pages."""
+    pages = directory / "pages"
+    pages.mkdir()
+    (pages / ".crawler").touch()
+    rng = random.Random(7)
+    vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(4000)]
+    for doc_id in range(1, count + 1):
+        text = " ".join(rng.choices(vocabulary, k=700))
+        (pages / str(doc_id)).write_bytes(f"http://h/{doc_id}\n1\n<p>{text}</p>\n".encode())
+    return pages
+
+
 @pytest.fixture(scope="module")
 def many_pages() -> Iterator[Path]:
-    """3,000 pages of 5 KB: `tse index` of them writes for a second or more, time to stop it mid-work."""
+    """3,000 pages of 5 KB: `tse index --jobs 2` of them keeps both workers at work on ranges long
+    enough to stop them there."""
     with tempfile.TemporaryDirectory() as name:
-        directory = Path(name) / "pages"
-        directory.mkdir()
-        (directory / ".crawler").touch()
-        rng = random.Random(7)
-        vocabulary = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 9))) for _ in range(4000)]
-        for doc_id in range(1, 3001):
-            text = " ".join(rng.choices(vocabulary, k=700))
-            (directory / str(doc_id)).write_bytes(f"http://h/{doc_id}\n1\n<p>{text}</p>\n".encode())
-        yield directory
+        yield write_pages(Path(name), 3000)
+
+
+@pytest.fixture(scope="module")
+def pages_for_a_second() -> Iterator[Path]:
+    """1,000 pages of 5 KB: `tse index` of them writes for a second or more, time to stop it mid-work
+    (its lock is taken before it reads a page)."""
+    with tempfile.TemporaryDirectory() as name:
+        yield write_pages(Path(name), 1000)
 
 
 @contextlib.contextmanager
@@ -119,25 +133,28 @@ def tse_index_holding_the_lock(pages: Path, indexfile: Path, *flags: str) -> Ite
 
 
 @pytest.mark.parametrize("holder", ["a full build", "an update"])
-def test_while_tse_index_writes_another_one_is_refused_at_once_and_changes_nothing(many_pages, tmp_path, holder):
+def test_while_tse_index_writes_another_one_is_refused_at_once_and_changes_nothing(
+    pages_for_a_second, tmp_path, holder
+):
+    pages = pages_for_a_second
     indexfile = tmp_path / "out" / "index"
     indexfile.parent.mkdir()
     flags: list[str] = []
     if holder == "an update":  # of two pages in three: they look changed (more would be a full build)
-        assert run_tse("index", many_pages, indexfile).returncode == 0
-        for page in many_pages.iterdir():
+        assert run_tse("index", pages, indexfile).returncode == 0
+        for page in pages.iterdir():
             if page.name != ".crawler" and int(page.name) % 3:
                 os.utime(page, ns=(0, page.stat().st_mtime_ns + 10**9))
         flags = ["--update"]
-    with tse_index_holding_the_lock(many_pages, indexfile, *flags) as first:
-        assert_refused(many_pages, indexfile, first.pid)
+    with tse_index_holding_the_lock(pages, indexfile, *flags) as first:
+        assert_refused(pages, indexfile, first.pid)
         # Another INDEXFILE is not held: its tse index runs meanwhile.
-        other = run_tse("index", many_pages, tmp_path / "other", "--jobs", "1")
+        other = run_tse("index", pages, tmp_path / "other", "--jobs", "1")
         assert (other.returncode, other.stderr) == (0, b"")
     assert first.communicate(timeout=120) == (b"", b"")
     assert first.returncode == 0
     assert lock_path(indexfile).read_bytes() == b""  # emptied, left in place
-    assert_whole(many_pages, indexfile)  # the first run's index, whole; the next run succeeds
+    assert_whole(pages, indexfile)  # the first run's index, whole; the next run succeeds
     assert indexfile.read_bytes() == (tmp_path / "other").read_bytes()
 
 
