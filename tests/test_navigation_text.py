@@ -37,6 +37,13 @@ def shown(markup: str) -> str:
         ('<div role="navigations">Shown</div>', "Shown"),
         ('<div class="navigation">Shown</div>', "Shown"),  # a class is no role
         ('<div title="role=navigation">Shown</div>', "Shown"),
+        # Another attribute's value that reads as a role is no role; the first role attribute is the tag's.
+        ('<div title="the role=navigation menu">Shown</div>Text', "Shown Text"),
+        ("<div data-x='x role=\"navigation\"'>Shown</div>Text", "Shown Text"),
+        ('<div role="main" data-y=" role=navigation">Shown</div>Text', "Shown Text"),
+        ('<div role="main" role="navigation">Shown</div>Text', "Shown Text"),
+        ('<div title="x" role="navigation" data-y="role=main">Menu</div>Text', "Text"),
+        ("<div hidden role = navigation>Menu</div>Text", "Text"),
         ("<p>The word navigation is text</p>", "The word navigation is text"),
         ("<nav>Outer <nav>inner</nav> still outer</nav>Text", "Text"),
         ('<div role="navigation">Outer <nav>inner</nav> still</div>Text', "Text"),

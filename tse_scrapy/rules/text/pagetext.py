@@ -82,7 +82,9 @@ _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 NAVIGATION_NAMES = 8
 _NAV_START = re.compile(r"<nav(?=[\s/>])", re.I)
 _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]{0,30})(?=[\s/>])")
-_NAVIGATION_ROLE = re.compile(r"""\srole\s*=\s*(?:["']\s*)?navigation(?=[\s"'/>])""", re.I)
+# An attribute of a start tag (up to its ">"), its value quoted or not: a quoted value is one unit, so
+# that an attribute whose value reads ' role="navigation"' is no role.
+_ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]*)))?""")
 _NAVIGATION_WORDS = ("avigation", "AVIGATION")
 # A tag's start and a tag as _NOT_VISIBLE takes them: case-insensitive, so that the letters that fold to
 # ASCII ones (the dotless i and the dotted I, the long s, the Kelvin sign) start a tag in both; only where
@@ -186,11 +188,22 @@ def _navigation_starts(markup: str) -> list[tuple[int, str]]:
             if end == -1:
                 break
             tag = _TAG_NAME.match(markup, opened.start())
-            if tag is not None and _NAVIGATION_ROLE.search(markup, tag.end(), end + 1):
+            if tag is not None and _role_is_navigation(markup, tag.end(), end):
                 starts.add((opened.start(), tag.group(1).lower()))
             floor = end + 1
             at = markup.find(word, floor)
     return sorted(starts)
+
+
+def _role_is_navigation(markup: str, start: int, end: int) -> bool:
+    """Whether the first role of the tag whose attributes run from *start* to *end* (its ">") is
+    navigation: its first ``role`` attribute's first token, as a browser takes a tag's first attribute
+    of a name and ARIA a role list's first role it knows."""
+    for attribute in _ATTRIBUTE.finditer(markup, start, end):
+        if attribute.group(1).lower() == "role":
+            roles = next((value for value in attribute.groups()[1:] if value is not None), "").split()
+            return bool(roles) and roles[0].lower() == "navigation"
+    return False
 
 
 def _element_end(markup: str, start: int, name: str) -> int | None:
