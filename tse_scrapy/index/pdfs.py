@@ -22,7 +22,12 @@ pickle: the child has read hostile data, and the caller unpickles nothing from
 it).  The caller waits for the reply with poll() to a deadline; past it, the
 child is killed (SIGKILL) and the PDF "timed out".  A child that ends without a reply
 crashed; one killed by SIGABRT ran out of memory (PDFium aborts when an
-allocation fails; Python's MemoryError is sent back as such).
+allocation fails; Python's MemoryError is sent back as such).  Any other exception
+in the child (a PDF no reader foresaw) is sent back as "crashed": nothing of it
+reaches stderr.
+
+``PdfReads`` is what ``tse serve`` reads PDFs with for their views: a few
+extractors, each PDF read once at a time and what was read kept.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ import sys
 import threading
 import time
 import weakref
+from collections import OrderedDict
+from collections.abc import Hashable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -216,6 +224,82 @@ class PdfExtractor:
         child.returncode = 0  # not this process's to wait for (subprocess would try, and warn)
 
 
+class PdfReads:
+    """PDFs read for a search server's views (``/doc/N``), each as a PdfExtractor with the indexer's bounds
+    reads it, at most *readers* at a time (each reader a child process of its own): one slow PDF holds one
+    reader, not every view of every PDF.  What was read is kept, by key (the caller's: a page file's docID,
+    size and mtime), the last *entries* of them up to *chars* characters of text in all; a PDF being read
+    when another request asks for it is waited for, not read twice."""
+
+    def __init__(self, *, readers: int = 2, entries: int = 64, chars: int = 16_000_000, **bounds: Any):
+        self._bounds = bounds
+        self._entries = entries
+        self._chars = chars
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[Hashable, PdfText] = OrderedDict()
+        self._kept_chars = 0
+        self._reading: dict[Hashable, Future[PdfText]] = {}
+        self._free = threading.BoundedSemaphore(readers)
+        self._idle: list[PdfExtractor] = []
+        self.reads = 0  # PDFs read (neither kept nor waited for)
+
+    def extract(self, key: Hashable, data: bytes) -> PdfText:
+        """``PdfExtractor.extract`` of *data*, known by *key*; never raises for anything *data* holds."""
+        with self._lock:
+            kept = self._kept.get(key)
+            if kept is not None:
+                self._kept.move_to_end(key)
+                return kept
+            reading = self._reading.get(key)
+            future: Future[PdfText] = Future()
+            if reading is None:
+                self._reading[key] = future
+        if reading is not None:
+            return reading.result()  # (read by the request that asked first)
+        try:
+            result = self._read(data)
+            with self._lock:
+                self._keep(key, result)
+            future.set_result(result)
+            return result
+        except BaseException as error:
+            future.set_exception(error)
+            raise
+        finally:
+            with self._lock:
+                del self._reading[key]
+
+    def close(self) -> None:
+        """Stop every reader's child (new ones start on the next PDF)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for extractor in idle:
+            extractor.close()
+
+    def _read(self, data: bytes) -> PdfText:
+        with self._free:
+            with self._lock:
+                extractor = self._idle.pop() if self._idle else PdfExtractor(**self._bounds)
+                self.reads += 1
+            try:
+                return extractor.extract(data)
+            except OSError:  # no child could be started (no process left, no memory): not the PDF's fault
+                return _failed(CRASHED)
+            finally:
+                with self._lock:
+                    self._idle.append(extractor)
+
+    def _keep(self, key: Hashable, result: PdfText) -> None:
+        size = len(result.text) + len(result.title)
+        if size > self._chars:
+            return
+        self._kept[key] = result
+        self._kept_chars += size
+        while len(self._kept) > self._entries or self._kept_chars > self._chars:
+            _, dropped = self._kept.popitem(last=False)
+            self._kept_chars -= len(dropped.text) + len(dropped.title)
+
+
 _EXTRACTORS: weakref.WeakSet[PdfExtractor] = weakref.WeakSet()
 
 
@@ -317,10 +401,7 @@ def read_pdf(data: bytes, max_pages: int, max_chars: int) -> PdfText:
         locked = getattr(error, "err_code", None) in (pdfium_c.FPDF_ERR_PASSWORD, pdfium_c.FPDF_ERR_SECURITY)
         return _failed(ENCRYPTED if locked else DAMAGED)
     try:
-        try:
-            metadata_title = pdf.get_metadata_dict().get("Title")
-        except pdfium.PdfiumError:
-            metadata_title = None
+        metadata_title = _metadata_title(pdf)
         count = len(pdf)
         texts: list[str] = []
         length = read = 0
@@ -350,6 +431,23 @@ def read_pdf(data: bytes, max_pages: int, max_chars: int) -> PdfText:
     else:
         warning = TOO_LARGE if cut else None
     return PdfText(pdf_title(metadata_title, text), text, read, warning)
+
+
+def _metadata_title(pdf: Any) -> str | None:
+    """The document's Info ``/Title``, None for none.  Its UTF-16 is decoded with replacement, a lone
+    surrogate as U+FFFD (pypdfium2's ``get_metadata_dict`` decodes strictly, and raised
+    UnicodeDecodeError for ``<FEFFD800DC00DFFF0041>``: the PDF's text was lost with it)."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    key = b"Title\x00"
+    size = pdfium_c.FPDF_GetMetaText(pdf, key, None, 0)
+    if size <= 2:  # (the empty string: its NUL terminator)
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    pdfium_c.FPDF_GetMetaText(pdf, key, buffer, size)
+    return buffer.raw[: size - 2].decode("utf-16-le", "replace")
 
 
 def _page_text(pdf: Any, index: int) -> str | None:
@@ -408,6 +506,9 @@ def _serve() -> None:
         except MemoryError:
             signal.alarm(0)
             payload = b""  # the reply says so; the caller stops this child, whose heap is in no known state
+        except Exception:  # (a PDF no reader foresaw: "crashed", said by the caller on one line)
+            signal.alarm(0)
+            payload = json.dumps({"title": "", "text": "", "pages": 0, "warning": CRASHED}).encode()
         try:
             if not payload:
                 payload = json.dumps({"title": "", "text": "", "pages": 0, "warning": OUT_OF_MEMORY}).encode()

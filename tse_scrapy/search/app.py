@@ -9,12 +9,15 @@ that nothing in it can run or load.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
 import re
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from html import escape
 from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
@@ -31,15 +34,17 @@ from starlette.templating import Jinja2Templates
 
 from ..fulltext.matching import distinct_groups
 from ..index.engine import RANKINGS, Answer, QueryEngine
-from ..index.pagecontent import readable
+from ..index.pdfs import PdfReads
 from ..index.storage import IndexReader
+from ..rules.crawling.secrets import MASK
 from ..rules.files import pagedir
 from ..rules.queries import searchsnippet
 from ..rules.queries.query import BAD_CHARACTER, is_blank
 from ..rules.text import analysis
 from ..rules.text.acceptlanguage import preferred_languages
-from ..rules.text.encodings import browser_label, page_encoding
+from ..rules.text.encodings import browser_label, browser_reads, decode_page, page_encoding
 from ..rules.text.pagetext import snippet
+from ..rules.text.pdftext import pdf_as_html
 from ..rules.web.savedcopy import with_base
 from .served import Served, ServedIndex
 
@@ -64,14 +69,39 @@ _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
 
 
+_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*", re.IGNORECASE)
+_AUTHORITY_END = re.compile(r"[/?#]")
+_QUERY_SECRET = re.compile(r"([?&](?:password|pass|pwd)=)[^&#\s]*", re.IGNORECASE)  # (rules/crawling/secrets.py's)
+
+
+def masked_url(url: str, mask: str = MASK) -> str:
+    """*url* with its secrets masked as the CLI masks them (``mask_url``): the password of its userinfo
+    (``http://user:***@host/``) and the value of a ``password=``, ``pass=`` or ``pwd=`` in it; found in time
+    linear in its length (``mask_url``'s pattern backtracks, over a URL of megabytes a page file may hold)."""
+    scheme = url.find("://")
+    if scheme > 0 and _SCHEME.fullmatch(url, 0, scheme):
+        start = scheme + 3
+        found = _AUTHORITY_END.search(url, start)
+        at = url.rfind("@", start, found.start() if found else len(url))
+        colon = url.find(":", start, at) if at >= 0 else -1
+        if colon >= 0:
+            url = url[: colon + 1] + mask + url[at:] if mask else url[:colon] + url[at:]
+    return _QUERY_SECRET.sub(lambda found: found.group(1) + mask, url)
+
+
 def shown_url(url: str) -> str:
-    """*url* as a page shows it: its first SHOWN_URL_CHARACTERS, then " …" when longer."""
+    """*url* as a page shows it, its secrets masked (``masked_url``): its first SHOWN_URL_CHARACTERS,
+    then " …" when longer."""
+    url = masked_url(url)
     return url if len(url) <= SHOWN_URL_CHARACTERS else url[:SHOWN_URL_CHARACTERS] + " \u2026"
 
 
 def linkable(url: str) -> bool:
-    """Whether a page may link to *url*: a web URL (http or https) of LINKED_URL_CHARACTERS or fewer."""
-    return len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://"))
+    """Whether a page may link to *url*: a web URL (http or https) of LINKED_URL_CHARACTERS or fewer that
+    holds no secret (a link would carry it to the browser's history, and to the page)."""
+    return (
+        len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://")) and masked_url(url) == url
+    )
 
 
 TEMPLATES.env.filters["shown_url"] = shown_url
@@ -164,6 +194,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
     ``tse index`` writes the index anew: ``served.ServedIndex``); with *hosts*, requests whose Host header names
     another are refused (400)."""
     index = ServedIndex(engine)
+    pdf_reads = PdfReads()  # this worker's: /doc/DOCID of a PDF
+    atexit.register(pdf_reads.close)
 
     def common(served: Served, line: str, rank: str, language: str | None = None) -> dict[str, Any]:
         relevance = served.default_rank == "relevance"
@@ -271,13 +303,13 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         content["results"] = [
             {
                 "docid": result.doc_id,
-                "url": result.url,
+                "url": masked_url(result.url),
                 "score": result.score,
                 "title": result.title,
                 "snippet": result.snippet,
                 "highlights": result.highlights,
                 **(
-                    {"lang": result.lang, "also": list(result.also), "pdf": result.pdf}
+                    {"lang": result.lang, "also": [masked_url(url) for url in result.also], "pdf": result.pdf}
                     if ranking == "relevance"
                     else {}
                 ),
@@ -295,22 +327,46 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         except (OSError, pagedir.PageFileError):
             return None
 
+    def pdf_view(served: Served, doc_id: int, page: pagedir.Page) -> bytes:
+        """What ``/doc/DOCID`` shows of a PDF: its text, read again (``PdfReads``: kept by the page file's
+        size and mtime, read once at a time, by the indexer's bounds); none, at once, when the index holds
+        none of it (the PDF gave the indexer no text: the view says so rather than read it again)."""
+        try:
+            stored = served.engine.document(doc_id)
+            status = os.stat(pagedir.page_path(served.engine.directory, doc_id))
+        except (OSError, ValueError, sqlite3.Error):
+            stored, status = None, None
+        if stored is not None and not stored.text.strip():
+            return _with_note(pdf_as_html(stored.title, ""), "No text was found in this PDF when it was indexed.")
+        key = (doc_id, status.st_size, status.st_mtime_ns) if status is not None else (doc_id, len(page.body), None)
+        read = pdf_reads.extract(key, page.body)
+        html = pdf_as_html(read.title, read.text)
+        if read.warning and not read.text.strip():
+            return _with_note(html, f"No text could be read from this PDF: {read.warning}.")
+        return _with_note(html, f"Only part of this PDF could be read: {read.warning}.") if read.warning else html
+
     async def saved_copy(request: Request) -> Response:
         served = index.current()
         notes = served.notes
-        page = saved_page(served.engine, request.path_params["doc_id"])
+        doc_id = request.path_params["doc_id"]
+        page = saved_page(served.engine, doc_id)
         if page is None:
             return missing(request, f"No such document: {request.path_params['doc_id']}.")
         if page.url in notes.pdfs:
             # A PDF is read as the text the search found in it (extracted again, bounded, in a
             # thread: the server goes on answering), a page as sandboxed as any saved page.
-            body, charset = (await run_in_threadpool(readable, page, notes)).page.body, "utf-8"
+            body, charset = await run_in_threadpool(pdf_view, served, doc_id, page), "utf-8"
         else:
             # The charset the page was indexed in (its HTTP header's, noted at crawl time, else its
             # own or detected): the reader sees the text the search found.
             encoding = page_encoding(page.body, notes.charset(page.url))[0]
-            # Its relative links lead to the site's pages, not to this server's paths.
-            body, charset = with_base(page.body, page.url, encoding), browser_label(encoding)
+            body = page.body
+            if not browser_reads(encoding):
+                # ISO-2022-KR, HZ (one U+FFFD to a browser), UTF-32: the text the search read, as UTF-8.
+                body, encoding = decode_page(body, notes.charset(page.url)).encode("utf-8", "replace"), "utf-8"
+            # Its relative links lead to the site's pages, not to this server's paths (a password in its
+            # URL left out: the copy's links would carry it).
+            body, charset = with_base(body, masked_url(page.url, ""), encoding), browser_label(encoding)
         content_type = f"text/html; charset={charset}"
         headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
         return Response(body, headers=headers)
@@ -380,7 +436,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         served = index.current()
         return _page(request, "results.html", {**common(served, "", served.default_rank), "error": message}, 404)
 
-    return Starlette(
+    app = Starlette(
         lifespan=lifespan,
         exception_handlers={404: not_found},
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
@@ -394,6 +450,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
             Route("/healthz", healthz),
         ],
     )
+    app.state.pdf_reads = pdf_reads
+    return app
 
 
 def create_app_from_environment() -> Starlette:
@@ -502,6 +560,12 @@ def _results(
         )
         results.append(result)
     return results
+
+
+def _with_note(html: bytes, note: str) -> bytes:
+    """A PDF's page (``pdf_as_html``) with *note*, tse's and said so, after its text."""
+    shown = f"<hr><p><em>tse: {escape(note, quote=False)}</em></p>\n".encode()
+    return html.replace(b"</body>", shown + b"</body>", 1)
 
 
 def _suggestion(answer: Answer) -> str | None:

@@ -14,18 +14,46 @@
    and charset-normalizer's first pick among them is often cp1250);
 5. windows-1252.
 
-Labels are resolved as browsers resolve them (w3lib's table, WHATWG's
-mapping: ``iso-8859-1`` and ``ascii`` are windows-1252, ``shift_jis`` is
-Microsoft's cp932, ``euc-kr`` cp949, ``gb2312`` gb18030); an unknown label
-is skipped, so the next step decides.  Bytes an encoding cannot map become
-U+FFFD.
+Labels are resolved as browsers resolve them: by the label table of the WHATWG
+Encoding Standard (https://encoding.spec.whatwg.org/#names-and-labels, written
+out below as ``_WHATWG_LABELS``; its labels checked against the ``webencodings``
+package's copy of it, by Simon Sapin, BSD, and the labels added since), after
+stripping ASCII whitespace and lowering ASCII letters.  Each of its encodings is
+read with the Python codec that reads it as browsers do (``iso-8859-1`` and
+``ascii`` are windows-1252, ``shift_jis`` Microsoft's cp932, ``euc-kr`` cp949,
+``gbk`` and ``gb2312`` gb18030, ``big5`` big5hkscs, ``iso-8859-8-i`` iso8859_8).
+A label not in the table (``rot13``, ``base64``, ``cp037``, ``utf-32``,
+``unicode-escape``: codecs Python has that are no web encoding) is unknown and
+skipped, so the next step decides; a ``<meta>`` with an unknown label is passed
+over for the next one, as the HTML standard's prescan does.  The charset noted
+at crawl time is w3lib's Python name for the header's label (``cp932``): a
+Python name of one of the table's codecs is taken as that codec there.
+
+Three choices where a browser's answer serves no search:
+
+- The "replacement" labels (``iso-2022-kr``, ``csiso2022kr``, ``hz-gb-2312``;
+  ``iso-2022-cn``, ``iso-2022-cn-ext``, ``replacement``): a browser shows such
+  a page as one U+FFFD (the standard's guard against escape sequences hiding
+  markup from filters).  Here ISO-2022-KR and HZ are read with Python's codecs
+  (iso2022_kr, hz), which give the page's real text: its words are found.  The
+  saved copy is then sent as UTF-8 (``browser_reads``), sandboxed as any copy,
+  so a browser shows that text too.  ISO-2022-CN has no Python codec: those
+  labels are unknown (detection reads their 7-bit bytes: the ASCII words).
+- ``x-user-defined``: WHATWG's decoder maps bytes 0x80-0xFF to U+F780-U+F7FF,
+  private-use characters that are no words; the HTML standard's prescan makes
+  it windows-1252 in a ``<meta>``, and so does this wherever it is declared.
+- UTF-16 in a ``<meta>`` is UTF-8 (the HTML standard's rule, above).
+
+Bytes an encoding cannot map become U+FFFD: decoding never raises.
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Literal
 
-from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding
+from w3lib import encoding as _w3lib
+from w3lib.encoding import read_bom
 
 PRESCAN_BYTES = 1024  # where the HTML standard looks for a <meta> declaration
 DETECT_BYTES = 64 * 1024  # what detection reads (its cost grows with the bytes)
@@ -50,7 +78,106 @@ _BROWSER_LABELS = {
     "koi8_r": "koi8-r",
     "koi8_u": "koi8-u",
     "euc_jp": "euc-jp",
+    "iso2022_kr": "iso-2022-kr",
+    "hz": "hz-gb-2312",
 }
+# The WHATWG Encoding Standard's encodings, each with its labels (https://encoding.spec.whatwg.org/#names-and-labels,
+# as of 2024; the webencodings package's labels.py, by Simon Sapin, BSD, has all but those added since 2012:
+# csunicode, iso-10646-ucs-2, ucs-2, unicode, unicodefeff, unicodefffe, unicode11utf8, unicode20utf8,
+# x-unicode20utf8, koi8-ru, ms932, iso-2022-cn, iso-2022-cn-ext, replacement), and the Python codec it is read
+# with (None: read with none, the label is skipped).
+_WHATWG_LABELS: dict[str, tuple[str | None, str]] = {
+    "utf-8": ("utf-8", "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8"),
+    "ibm866": ("cp866", "866 cp866 csibm866 ibm866"),
+    "iso-8859-2": (
+        "iso8859_2",
+        "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2 latin2",
+    ),
+    "iso-8859-3": (
+        "iso8859_3",
+        "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3 latin3",
+    ),
+    "iso-8859-4": (
+        "iso8859_4",
+        "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4 latin4",
+    ),
+    "iso-8859-5": (
+        "iso8859_5",
+        "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5 iso_8859-5:1988",
+    ),
+    "iso-8859-6": (
+        "iso8859_6",
+        "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6 iso-8859-6-e iso-8859-6-i"
+        " iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987",
+    ),
+    "iso-8859-7": (
+        "iso8859_7",
+        "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7 iso88597 iso_8859-7"
+        " iso_8859-7:1987 sun_eu_greek",
+    ),
+    "iso-8859-8": (
+        "iso8859_8",
+        "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 iso88598 iso_8859-8"
+        " iso_8859-8:1988 visual",
+    ),
+    "iso-8859-8-i": ("iso8859_8", "csiso88598i iso-8859-8-i logical"),  # the same bytes, logical order
+    "iso-8859-10": ("iso8859_10", "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6"),
+    "iso-8859-13": ("iso8859_13", "iso-8859-13 iso8859-13 iso885913"),
+    "iso-8859-14": ("iso8859_14", "iso-8859-14 iso8859-14 iso885914"),
+    "iso-8859-15": ("iso8859_15", "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9"),
+    "iso-8859-16": ("iso8859_16", "iso-8859-16"),
+    "koi8-r": ("koi8_r", "cskoi8r koi koi8 koi8-r koi8_r"),
+    "koi8-u": ("koi8_u", "koi8-ru koi8-u"),
+    "macintosh": ("mac_roman", "csmacintosh mac macintosh x-mac-roman"),
+    "windows-874": ("cp874", "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874"),
+    "windows-1250": ("cp1250", "cp1250 windows-1250 x-cp1250"),
+    "windows-1251": ("cp1251", "cp1251 windows-1251 x-cp1251"),
+    "windows-1252": (
+        "cp1252",
+        "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 iso88591 iso_8859-1"
+        " iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252",
+    ),
+    "windows-1253": ("cp1253", "cp1253 windows-1253 x-cp1253"),
+    "windows-1254": (
+        "cp1254",
+        "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 iso_8859-9:1989 l5 latin5"
+        " windows-1254 x-cp1254",
+    ),
+    "windows-1255": ("cp1255", "cp1255 windows-1255 x-cp1255"),
+    "windows-1256": ("cp1256", "cp1256 windows-1256 x-cp1256"),
+    "windows-1257": ("cp1257", "cp1257 windows-1257 x-cp1257"),
+    "windows-1258": ("cp1258", "cp1258 windows-1258 x-cp1258"),
+    "x-mac-cyrillic": ("mac_cyrillic", "x-mac-cyrillic x-mac-ukrainian"),
+    "gbk": ("gb18030", "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk"),
+    "gb18030": ("gb18030", "gb18030"),
+    "big5": ("big5hkscs", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
+    "euc-jp": ("euc_jp", "cseucpkdfmtjapanese euc-jp x-euc-jp"),
+    "iso-2022-jp": ("iso2022_jp", "csiso2022jp iso-2022-jp"),
+    "shift_jis": ("cp932", "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis"),
+    "euc-kr": (
+        "cp949",
+        "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 ksc_5601 windows-949",
+    ),
+    # "replacement" to a browser (one U+FFFD for the page): read here with Python's codecs where it has one.
+    "iso-2022-kr": ("iso2022_kr", "csiso2022kr iso-2022-kr"),
+    "hz-gb-2312": ("hz", "hz-gb-2312"),
+    "replacement": (None, "iso-2022-cn iso-2022-cn-ext replacement"),
+    "utf-16be": ("utf-16-be", "unicodefffe utf-16be"),
+    "utf-16le": ("utf-16-le", "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le"),
+    "x-user-defined": ("cp1252", "x-user-defined"),  # what the HTML standard's prescan makes of it
+}
+# Label -> Python codec (None: skipped).
+LABELS: dict[str, str | None] = {label: codec for codec, labels in _WHATWG_LABELS.values() for label in labels.split()}
+# The codecs labels are read with; and the codecs a browser reads as they are read here (not the two it
+# shows as one U+FFFD, nor UTF-32, which only a UTF-32 byte order mark gives).
+CODECS = frozenset(codec for codec in LABELS.values() if codec is not None)
+BROWSER_CODECS = CODECS - {"iso2022_kr", "hz"}
+# A codec's Python names (``cp932``, ``iso8859-5`` as w3lib notes a header's charset, ``iso8859_5``) -> the codec.
+_CODEC_NAMES = {
+    spelling.replace("-", "_"): codec for codec in CODECS for spelling in (codec, codecs.lookup(codec).name)
+}
+_WHITESPACE = "\t\n\f\r "  # ASCII whitespace, what WHATWG strips around a label
+_MAX_LABEL = 64  # longer than any label: unknown, whatever it holds (no cost grows with it)
 # What detection may answer: the legacy encodings browsers know (WHATWG's list, as Python codecs).
 _BROWSER_ENCODINGS = {
     *("cp866", "koi8_r", "koi8_u", "mac_roman", "mac_cyrillic", "cp874"),
@@ -85,10 +212,10 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
     bom, _ = read_bom(body)
     if bom:
         return bom, "bom", None
-    http = _known(http_charset)
+    http = _known(http_charset) or _codec(http_charset)  # (noted at crawl time as w3lib's Python name)
     if http:
         return http, "http", None
-    meta = _known(html_body_declared_encoding(body[:PRESCAN_BYTES]))
+    meta = _declared(body[:PRESCAN_BYTES])
     if meta:
         return ("utf-8" if meta.startswith("utf-16") else meta), "meta", None
     try:
@@ -110,7 +237,7 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
         # Bytes read as Latin text fit several code pages equally well (cp1250, cp1252, cp1257 ...):
         # a browser in a Western locale reads windows-1252, and so does this.
         return FALLBACK, "detected", None
-    detected = _known(best.encoding)
+    detected = _codec(best.encoding)
     return (detected, "detected", None) if detected else (FALLBACK, "default", None)
 
 
@@ -140,11 +267,42 @@ def _decodes(body: bytes, encoding: str) -> bool:
     return True
 
 
-def _known(label: str | None) -> str | None:
-    """The codec a browser uses for *label*, or None for no label or one it does not know."""
-    if not label:
+def _known(label: object) -> str | None:
+    """The codec a browser uses for *label* (``LABELS``), or None for no label or one it does not know."""
+    if not isinstance(label, str) or len(label) > _MAX_LABEL or not label.isascii():
+        return None  # (every label is ASCII: str.lower would make "\u212aoi8-r", a Kelvin sign, "koi8-r")
+    return LABELS.get(label.strip(_WHITESPACE).lower())
+
+
+def _codec(name: object) -> str | None:
+    """The codec of ``CODECS`` that a Python *name* of it names (``cp932``, ``iso8859-5``), else None."""
+    if not isinstance(name, str) or len(name) > _MAX_LABEL or not name.isascii():
         return None
-    try:
-        return resolve_encoding(label.strip())
-    except (LookupError, ValueError, TypeError):
-        return None
+    return _CODEC_NAMES.get(name.strip(_WHITESPACE).lower().replace("-", "_"))
+
+
+def _declared(head: bytes) -> str | None:
+    """The codec of the first ``<meta>`` charset (or XML declaration) in *head* whose label is known
+    (``_known``): the HTML standard's prescan goes on past an unknown one.  w3lib's scanner finds the
+    labels (its ``html_body_declared_encoding`` would resolve them its own way: Python's aliases)."""
+    for match in _w3lib._BODY_SCAN_RE.finditer(head.decode("latin-1")):
+        if match.group("body") is not None:
+            break
+        if (attributes := match.group("meta")) is not None:
+            if "charset" not in attributes.lower():
+                continue
+            label = _w3lib._meta_charset_label(attributes)
+        elif match.group("xml") is not None:
+            label = _w3lib._xml_encoding_label(match.group("xml"))
+        else:  # a comment
+            continue
+        if codec := _known(label):
+            return codec
+    return None
+
+
+def browser_reads(encoding: str) -> bool:
+    """Whether a browser reads a page in *encoding* (a codec ``page_encoding`` gives) as it is read
+    here: not for ISO-2022-KR and HZ (one U+FFFD to a browser) nor UTF-32; such a page's saved copy is
+    sent as UTF-8."""
+    return encoding in BROWSER_CODECS
