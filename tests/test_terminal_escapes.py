@@ -41,13 +41,14 @@ def test_a_url_quoted_in_an_import_message_is_escaped(tmp_path):
     assert (pages / "1").read_bytes().startswith(b"http://site.test/\n")  # what was read before it stays
 
 
-def test_tse_query_prints_a_page_files_url_escaped(tmp_path):
+def test_tse_query_prints_a_page_files_url_escaped_and_its_secrets_masked(tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
     pagedir.mark(pages)
     body = b"<html><body>escapeword</body></html>"
     pagedir.write_page(pages, 1, pagedir.Page(f"http://site.test/{HOSTILE}.html", 0, body))
     pagedir.write_page(pages, 2, pagedir.Page("http://site.test/plain.html", 0, body))
+    pagedir.write_page(pages, 3, pagedir.Page("http://user:s3cret@site.test/?password=hunter2", 0, body))
     index = tmp_path / "pages.index"
     assert run_tse("index", pages, index).returncode == 0
 
@@ -58,3 +59,4 @@ def test_tse_query_prints_a_page_files_url_escaped(tmp_path):
         assert TERMINAL_CONTROL.search(result.stdout) is None, (rank, result.stdout)
         assert f"doc   1: http://site.test/{SHOWN}.html\n".encode() in result.stdout, (rank, result.stdout)
         assert b"doc   2: http://site.test/plain.html\n" in result.stdout  # as the reference prints it
+        assert b"doc   3: http://user:***@site.test/?password=***\n" in result.stdout  # secrets never shown

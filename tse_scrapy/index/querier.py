@@ -8,7 +8,7 @@ import sqlite3
 import sys
 from typing import TextIO
 
-from ..rules.crawling.progress import shown_url
+from ..rules.crawling.secrets import shown_message
 from ..rules.files import pagedir
 from .engine import Answer, QueryEngine
 from .storage import IndexReader
@@ -85,13 +85,13 @@ class Querier:
         aliases = [alias for aliased in answer.aliases.values() for alias in aliased if alias not in urls]
         self._find_urls(aliases)
         lines = [f"Matches {len(answer.ranked)} documents ({how}):\n"]
-        # A URL's control characters percent-encoded (a page file a crawl did not write may hold them).
+        # A URL's password masked and its control characters percent-encoded (a page file a crawl did not
+        # write may hold them), as every message shows one.
         for doc_id, value in answer.ranked:
-            lines.append(line(value, doc_id, shown_url(urls[doc_id])))
+            lines.append(line(value, doc_id, shown_message(urls[doc_id])))
             # rank=relevance: the duplicates that answered too, under the page that stands for them
-            lines += [
-                f"      also at doc {alias:3d}: {shown_url(urls[alias])}\n" for alias in answer.aliases.get(doc_id, ())
-            ]
+            also = answer.aliases.get(doc_id, ())
+            lines += [f"      also at doc {alias:3d}: {shown_message(urls[alias])}\n" for alias in also]
         return "".join(lines) + DIVIDER + "\n"
 
     def url(self, doc_id: int) -> str:
