@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 import pytest
@@ -17,6 +18,7 @@ from tse_scrapy.rules.files.webarchive import (
     landing,
     link_depths,
     may_be_page,
+    page_hrefs,
     page_kind,
     page_links,
     url_key,
@@ -30,7 +32,11 @@ from tse_scrapy.rules.web.links import extract_links_html
     [
         ("http://example.com/a.html", "http://example.com/a.html"),
         ("<http://example.com/a.html>", "http://example.com/a.html"),  # WARC/1.0 as wget writes it
-        ("  <http://example.com/a b>  ", "http://example.com/a b"),
+        ("  <http://example.com/a b>  ", "http://example.com/a%20b"),  # as a crawl writes it
+        ("http://example.com/\x1b]0;title\x07\x1b[2J", "http://example.com/%1B]0;title%07%1B[2J"),
+        ("http://example.com/tab\there\x7f\x9b", "http://example.com/tab%09here%7F%C2%9B"),
+        ("http://example.com/caf\u00e9?q=\u00ff&x=%20", "http://example.com/caf\u00e9?q=\u00ff&x=%20"),  # as archived
+        ("http://example.com/\udce9", "http://example.com/\udce9"),  # (a byte not UTF-8's, kept)
         ("", ""),
         (None, ""),
         ("<>", ""),
@@ -75,10 +81,66 @@ PAGE = "http://example.com/dir/page.html"
         (b"<abbr href=x>no</abbr><link href=style.css><img src=i.png>", []),
         (b"<a " + b"x" * 3000 + b' href="far.html">', []),  # past the 2,000 bytes a tag is read for
         (b"<a " * 20000, []),  # unclosed tags: linear
+        (b"<a <a href=x.html>", ["http://example.com/dir/x.html"]),  # a tag in a tag: its href, once
+        (b"<a " + b"x" * 1990 + b"<a " + b"y" * 100 + b" href=far.html>", ["http://example.com/dir/far.html"]),
+        (b'<a href="x.html <a href=y.html">', ["http://example.com/dir/x.html <a href=y.html"]),
+        (b"<a data-href=d.html>", ["http://example.com/dir/d.html"]),  # (as the expression always read it)
+        (b"<a href=" + b"x" * 9000 + b"><a href=short.html>", ["http://example.com/dir/short.html"]),  # too long
+        (b"<base href=/b/><base href=/c/><a href=x.html>", ["http://example.com/b/x.html"]),  # the first base
+        (b"<a " * 600 + b'href="' + b"x" * 100_000, []),  # a quote never closed
     ],
 )  # fmt: skip
 def test_page_links(body, links):
     assert page_links(body, PAGE) == links
+
+
+def test_page_links_take_the_first_links_up_to_a_limit():
+    body = b"".join(b"<a href=#%d></a><a href=p%d.html>" % (i, i) for i in range(10))
+    assert page_links(body, PAGE, 3) == [f"http://example.com/dir/p{i}.html" for i in range(3)]
+
+
+# Hostile pages of 4 MB: the expression tried at each tag's start read 2,000 bytes past each (53 s for
+# the first of them, 13 s a MB); each byte is now in one tag's reach (0.06 s a MB).
+_HOSTILE = 4 << 20
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html><body>" + b"<a " * (_HOSTILE // 3),
+        b"<area " * (_HOSTILE // 6),
+        (b"<a " + b"x" * 1997) * (_HOSTILE // 2000),
+        (b"<a " * 600 + b">") * (_HOSTILE // 1801),
+        b"<a " * 600 + b'href="' + b"x" * _HOSTILE,
+        b"<base " * (_HOSTILE // 6),
+    ],
+    ids=["unclosed a", "unclosed area", "long unclosed", "closed late", "unclosed quote", "unclosed base"],
+)
+def test_page_links_of_hostile_pages_take_linear_time(body):
+    assert page_links(body, PAGE) == []
+
+
+# The expression the links were read by: the new one (``_tag_pattern``) must find the same hrefs.
+def _old_hrefs(body: bytes, tag: bytes, window: int) -> list[bytes]:
+    old = re.compile(rb"<(?:%s)\s[^>]{0,%d}?\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))" % (tag, window), re.I)
+    return [double or single or bare for double, single, bare in old.findall(body)]
+
+
+_PIECES = [b"<a ", b"<A\n", b"<area ", b"<base ", b"<abbr ", b"href", b"HREF", b"=", b" ", b'"', b"'", b">", b"x"]
+_PIECES += [b"-", b"<", b"a", b"\t", b"data-href="]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.integers(0, 40))
+def test_hrefs_are_those_the_expression_without_bounds_read(pieces, window):
+    """A tag's bytes are read only up to the next tag's start: the hrefs found are the same."""
+    from tse_scrapy.rules.files.webarchive import _tag_hrefs
+
+    body = b"".join(pieces)
+    assert list(_tag_hrefs(body, b"a|area", window)) == _old_hrefs(body, rb"a|area", window)
+    assert list(_tag_hrefs(body, b"base", window)) == _old_hrefs(body, b"base", window)
+    first_base = _old_hrefs(body, b"base", 2000)[:1]
+    assert page_hrefs(body).base == (first_base[0] if first_base else None)
 
 
 _names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=12)

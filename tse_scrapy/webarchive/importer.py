@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,8 +31,29 @@ from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
-from ..rules.files.pagenotes import CANONICAL, CHARSETS, NOINDEX, PDF, ROBOTS, TYPES, PageNotes
-from ..rules.files.webarchive import HTML, landing, link_depths, may_be_page, page_kind, page_links, url_key
+from ..rules.files.pagenotes import (
+    CANONICAL,
+    CHARSETS,
+    MAX_LINE_BYTES,
+    NOINDEX,
+    PDF,
+    ROBOTS,
+    TYPES,
+    URL_VALUED,
+    PageNotes,
+    note_line,
+)
+from ..rules.files.webarchive import (
+    HTML,
+    PageHrefs,
+    landing,
+    link_depths,
+    may_be_page,
+    page_hrefs,
+    page_kind,
+    resolved_links,
+    url_key,
+)
 from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
@@ -38,6 +61,12 @@ from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
 from .reader import BadArchive, Record, archive_records
 
 NOTES_NAME = "import"
+# Made before the first page file and removed after ``.crawler``, which is written last: a directory
+# holding it holds an import that did not finish (interrupted, killed, a full disk), which ``tse index``
+# refuses (no ``.crawler``) and ``tse import`` names.
+UNFINISHED_NAME = ".tse-import-unfinished"
+# A URL shown in a warning is cut to this many characters (an archive's may be megabytes long).
+SHOWN_URL_CHARACTERS = 200
 # The links of a page kept for its depth and record, as a crawl record lists at most this many.
 MAX_PAGE_LINKS = MAX_LINKS
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
@@ -74,6 +103,7 @@ class ImportSummary:
     resolved_later: int = 0  # revisits resolved to a record read after them (archives not oldest first?)
     gone: int = 0  # pages whose last answer says they are gone, listed in .tse-gone
     oversized: int = 0  # payloads over reader.MAX_PAYLOAD_BYTES, skipped
+    unnoted: int = 0  # pages skipped: their URL is too long for the note that says what they are
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
 
@@ -97,6 +127,8 @@ class ImportSummary:
             )
         if self.oversized:
             parts.append(f"{self.oversized} over the size bound")
+        if self.unnoted:
+            parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
         if self.bad:
             parts.append(_count(len(self.bad), "archive") + " not read to the end")
         return "; ".join(parts)
@@ -104,6 +136,9 @@ class ImportSummary:
 
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+_NOTE_WORDS = {ROBOTS: "noindex", TYPES: "a PDF", CHARSETS: "its HTTP charset", CANONICAL: "its canonical URL"}
 
 
 class ImportRefused(Exception):
@@ -133,10 +168,18 @@ def check_archives(paths: Iterable[str]) -> list[str]:
     checked = []
     for path in paths:
         try:
-            with open(path, "rb") as archive:
-                identity = os.fstat(archive.fileno())
+            # Without blocking: opening a FIFO for reading waits for a writer, for ever.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                identity = os.fstat(descriptor)
+            finally:
+                os.close(descriptor)
         except OSError as error:
             raise ImportRefused(f"cannot read {path}: {error.strerror or error}") from None
+        if stat.S_ISDIR(identity.st_mode):
+            raise ImportRefused(f"cannot read {path}: Is a directory")
+        if not stat.S_ISREG(identity.st_mode):
+            raise ImportRefused(f"cannot read {path}: not a regular file ({_file_kind(identity.st_mode)})")
         key = (identity.st_dev, identity.st_ino)
         if key in seen:
             same = "twice" if seen[key] == path else f"twice (as {seen[key]} too)"
@@ -146,13 +189,74 @@ def check_archives(paths: Iterable[str]) -> list[str]:
     return checked
 
 
+def _file_kind(mode: int) -> str:
+    for is_kind, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if is_kind(mode):
+            return kind
+    return "not a file"
+
+
+def is_state_file(name: str) -> bool:
+    """A file a crawl or an import keeps in a page directory: a page file, ``.crawler``, or one of its
+    own (``.tse-gone``, ``.tse-robots/`` and the other notes, ``.tse-state.sqlite``, ``.tse-pages.sqlite``
+    ...: they all begin ``.tse-``, as ``tse crawl`` tells them from its other outputs)."""
+    return pagedir.is_page_name(name) or name == pagedir.MARKER or name.startswith(".tse-")
+
+
 def check_import_directory(directory: str) -> None:
+    """PAGEDIR must be a directory holding none of a crawl's or an import's files: the imported
+    directory says what the archives say, not what notes left there before say (a stale ``.tse-gone``
+    hides pages, a stale noindex note too)."""
     if not os.path.isdir(directory):
         raise ImportRefused(f"{directory} is not a directory (make an empty one first, as for tse crawl)")
-    if pagedir.holds_pages(directory):
-        raise ImportRefused(f"{directory} already holds page files; import into an empty directory")
+    names = os.listdir(directory)
+    if UNFINISHED_NAME in names:
+        raise ImportRefused(f"{directory} holds an import that did not finish: empty it and import again")
+    found = sorted(
+        (name for name in names if is_state_file(name)),
+        key=lambda name: (pagedir.is_page_name(name), int(name) if pagedir.is_page_name(name) else 0, name),
+    )
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        what = "page files" if pagedir.is_page_name(found[0]) else "a crawl's or an import's files"
+        raise ImportRefused(f"{directory} already holds {what} ({shown}): import into an empty directory")
     if not os.access(directory, os.W_OK):
         raise ImportRefused(f"cannot write in {directory}: permission denied")
+
+
+def check_record(record: str | None, archives: Iterable[str], directory: str) -> None:
+    """The record file must be a new one (as ``tse crawl --record``'s): not an existing file, least of
+    all one of the archives (by identity, as ``check_archives`` compares them), nor a file of the page
+    directory; ImportRefused saying which."""
+    if record is None:
+        return
+    try:
+        identity = os.stat(record)
+    except OSError:
+        identity = None  # (none there: a name in a directory that cannot be written is refused before)
+    if identity is not None:
+        for path in archives:
+            try:
+                archive = os.stat(path)
+            except OSError:
+                continue
+            if (archive.st_dev, archive.st_ino) == (identity.st_dev, identity.st_ino):
+                raise ImportRefused(f"--record: {record} is the archive {path}: give a new file name")
+        if stat.S_ISDIR(identity.st_mode):
+            raise ImportRefused(f"--record: {record} is a directory: give a new file name")
+        raise ImportRefused(f"--record: {record} exists: an import writes a new record: give a new file name")
+    parent = os.path.dirname(os.path.abspath(record))
+    try:
+        in_page_directory = os.path.samefile(parent, directory)
+    except OSError:
+        in_page_directory = False
+    if in_page_directory and is_state_file(os.path.basename(record)):
+        raise ImportRefused(f"--record: {record} is a file of the page directory: give another name")
 
 
 class _Numbers:
@@ -215,6 +319,9 @@ class ArchiveImport:
         self.redirects: dict[str, str] = {}  # URL key -> the URL key its 3xx answer sends to
         # For the record (--record): the other answers that may have been pages, (URL, status, date).
         self.not_pages: list[tuple[str, int, float | None]] = []
+        # The hrefs of each payload more than one page holds (a revisit's), scanned once for them all.
+        self.shared_payloads: set[int] = set()
+        self.scanned: dict[int, PageHrefs] = {}
         self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
 
     def read(self, path: str) -> None:
@@ -386,7 +493,9 @@ class ArchiveImport:
         return self.summary
 
     def _write_pages(self) -> None:
-        captures = self._pages()
+        captures = {number: capture for number, capture in self._pages().items() if self._notable(capture)}
+        held = Counter(capture.offset for capture in captures.values())
+        self.shared_payloads = {offset for offset, pages in held.items() if pages > 1}
         numbers = list(captures)
         position = {number: index for index, number in enumerate(numbers)}
         # A link counts when it lands, after the archive's redirects, on one of the pages.  Only the
@@ -413,17 +522,35 @@ class ArchiveImport:
             return sorted({page for page in found if page is not None})
 
         depths = link_depths(_ScannedWhenAsked(len(numbers), pages_linked))
-        if self.record is not None:
-            self._write_record(numbers, depths, written)
+        unfinished = os.path.join(self.directory, UNFINISHED_NAME)
+        try:
+            with open(unfinished, "xb") as said:
+                said.write(b"tse import was writing this directory and did not finish: empty it and import again\n")
+            self._write_files(captures, numbers, depths)
+            if self.record is not None:
+                self._write_record(numbers, depths, written)
+            pagedir.mark(self.directory)  # last: tse index refuses a directory without it
+            os.unlink(unfinished)
+        except KeyboardInterrupt:
+            if os.path.exists(unfinished):
+                self.warn(f"{self.directory} holds an import that did not finish: empty it and import again")
+            raise
+        except OSError as error:
+            if not os.path.exists(unfinished):
+                raise
+            said = f"{error.strerror or error}: the import did not finish: empty {self.directory} and import again"
+            raise OSError(error.errno, said, error.filename) from None
+
+    def _write_files(self, captures: dict[int, Capture], numbers: list[int], depths: list[int]) -> None:
+        """The page files, their notes and ``.tse-gone``."""
         notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in (CHARSETS, ROBOTS, TYPES, CANONICAL)}
         try:
-            pagedir.mark(self.directory)
             for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
                 capture = captures[number]
-                self.spool.seek(capture.offset)
-                body = self.spool.read(capture.size)
+                body = self._body(capture)
                 pagedir.write_page(self.directory, doc_id, pagedir.Page(capture.url, depth, body))
-                self._note(notes, capture, body)
+                for kind, value in self._notes(capture, body):
+                    notes[kind].note(capture.url, value)
                 self.summary.pages += 1
                 self.summary.pdfs += capture.kind == PDF_KIND
         finally:
@@ -435,39 +562,70 @@ class ArchiveImport:
             pagedir.write_gone(self.directory, gone)
         self.summary.gone = len(gone)
 
+    def _body(self, capture: Capture) -> bytes:
+        self.spool.seek(capture.offset)
+        return self.spool.read(capture.size)
+
+    def _notable(self, capture: Capture) -> bool:
+        """Whether the notes of a page (noindex, PDF, charset, canonical URL) can be written: a page at a
+        URL too long for a note's line would be indexed as what it is not (a noindex page indexed, a PDF
+        read as HTML), so it is skipped, with one line (the crawl keeps URLs to 2,083 characters)."""
+        if len(capture.url) * 4 + 64 < MAX_LINE_BYTES and not any(c in capture.url for c in "\t\n\r"):
+            return True  # (short enough for any note, whatever its characters' UTF-8: the body is not read)
+        unnoted = [
+            kind
+            for kind, value in self._notes(capture, self._body(capture))
+            if note_line(capture.url, value, kind in URL_VALUED) is None
+            and note_line("", value, kind in URL_VALUED) is not None  # (the URL, not the value, is the reason)
+        ]
+        if not unnoted:
+            return True
+        shown = capture.url[:SHOWN_URL_CHARACTERS] + ("..." if len(capture.url) > SHOWN_URL_CHARACTERS else "")
+        said = ", ".join(_NOTE_WORDS[kind] for kind in unnoted)
+        self.warn(f"{shown}: a URL of {len(capture.url):,} characters, too long for its note ({said}): skipped")
+        self.summary.unnoted += 1
+        return False
+
     def _pages(self) -> dict[int, Capture]:
         """URL number -> its page, every revisit resolved (``_resolve_later``)."""
         return {number: capture for number, capture in self.captures.items() if capture is not None}
 
     def _links(self, capture: Capture) -> list[int]:
         """The links of a page (numbered in ``targets``), scanned from the spool the first time; none
-        for a PDF or a nofollow page, whose links a crawl does not follow."""
+        for a PDF or a nofollow page, whose links a crawl does not follow.  The hrefs of a payload that
+        several pages hold (revisits) are scanned once; each page resolves them against its own URL."""
         if capture.links is None:
             found: list[str] = []
             if capture.kind == HTML:
-                self.spool.seek(capture.offset)
-                body = self.spool.read(capture.size)
+                body = self._body(capture)
                 if NOFOLLOW not in _directives(capture, body):
+                    hrefs = self.scanned.get(capture.offset)
+                    if hrefs is None:
+                        hrefs = page_hrefs(body)
+                        if capture.offset in self.shared_payloads:
+                            self.scanned[capture.offset] = hrefs
                     try:
-                        found = page_links(body, capture.url)[:MAX_PAGE_LINKS]
+                        found = resolved_links(hrefs, capture.url, MAX_PAGE_LINKS)
                     except ValueError:  # a target URI no link can be resolved against
                         found = []
             capture.links = [self.targets.number(link) for link in found]
         return capture.links
 
-    def _note(self, notes: dict[str, PageNotes], capture: Capture, body: bytes) -> None:
+    def _notes(self, capture: Capture, body: bytes) -> list[tuple[str, str]]:
+        """The notes of a page, (kind, value), as a crawl notes them."""
         url = capture.url
+        notes = []
         if NOINDEX_DIRECTIVE in _directives(capture, body):
-            notes[ROBOTS].note(url, NOINDEX)
+            notes.append((ROBOTS, NOINDEX))
         if capture.kind == PDF_KIND:
-            notes[TYPES].note(url, PDF)
-            return
+            return [*notes, (TYPES, PDF)]
         if capture.http_charset:
-            notes[CHARSETS].note(url, capture.http_charset)
+            notes.append((CHARSETS, capture.http_charset))
         if capture.links_header:
             named = named_canonical(capture.links_header, b"", url)
             if named:
-                notes[CANONICAL].note(url, named)
+                notes.append((CANONICAL, named))
+        return notes
 
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
         """The crawl record of the import (``rules/files/crawlrecord.py``): a ``saved`` line a page, at
@@ -568,6 +726,7 @@ def import_archives(
     the crawl record of the import there too."""
     check_import_directory(directory)
     paths = check_archives(paths)  # before anything is written
+    check_record(record, paths, directory)
     job = ArchiveImport(directory, pdf=pdf, record=record, warn=warn)
     for path in paths:
         job.read(path)

@@ -17,10 +17,13 @@ bytes) and over the link graph of the pages kept; the reading of archives is ``w
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import quote
 
 from ..text.pdftext import looks_like_pdf
 from ..web.urls import LinkResolver, clean_href, normalize_url
@@ -62,20 +65,27 @@ _TAG_ENDS = b" >\t\n\r\f"
 # A byte only binary data holds (the WHATWG's "binary data byte"): text has none in its first bytes.
 _BINARY_BYTE = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
 _SNIFF_BYTES = 512
-# An <a> or <area> tag's href, and the first <base href>; a tag is looked into for its first 2,000
-# bytes only, so that a page of unclosed tags costs linear time.
-_HREF = rb"""\s[^>]{0,2000}?\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))"""
-_LINK = re.compile(rb"<(?:a|area)" + _HREF, re.I)
-_BASE = re.compile(rb"<base" + _HREF, re.I)
+# An <a> or <area> tag's href, and the first <base href>: a tag is looked into for its first TAG_WINDOW
+# bytes after its name, up to its first ">" (``_tag_hrefs``).  An href longer than MAX_HREF_BYTES is no
+# link (a crawl keeps URLs to 2,083 characters: Scrapy's URLLENGTH_LIMIT).
+TAG_WINDOW = 2000
+MAX_HREF_BYTES = 8192
+# Characters a crawl never writes raw in a URL (Scrapy's safe_url_string percent-encodes them): C0
+# controls, space, DEL and C1 controls.  An archive's URL may hold them (a hostile one: ESC, BEL).
+_UNSAFE_IN_URL = re.compile("[\x00-\x20\x7f-\x9f]")
 
 
 def archived_url(target_uri: str | None) -> str:
-    """A record's ``WARC-Target-URI`` as a URL: spaces around it and the ``<...>`` of WARC/1.0
-    writers (wget among them) removed; "" when the record names none."""
+    """A record's ``WARC-Target-URI`` as a URL, as a crawl writes it: spaces around it and the ``<...>``
+    of WARC/1.0 writers (wget among them) removed, control characters and spaces inside percent-encoded
+    (UTF-8, as ``rules.crawling.progress.shown_url``: ``ESC`` -> ``%1B``, `` `` -> ``%20``), every other
+    character as archived; "" when the record names none."""
     url = (target_uri or "").strip()
     if url.startswith("<") and url.endswith(">"):
         url = url[1:-1].strip()
-    return url
+    if _UNSAFE_IN_URL.search(url) is None:
+        return url
+    return _UNSAFE_IN_URL.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), url)
 
 
 def url_key(url: str) -> str:
@@ -151,19 +161,45 @@ def _without_mark(first_bytes: bytes) -> bytes:
     return first_bytes[:_SNIFF_BYTES].lstrip(b"\xef\xbb\xbf \t\r\n\f")
 
 
-def page_links(body: bytes, page_url: str) -> list[str]:
+@dataclass(frozen=True)
+class PageHrefs:
+    """What a page's bytes say of its links, before they are resolved against its URL: the value of
+    its first ``<base href>`` (None without one), and those of its ``<a href>`` and ``<area href>``,
+    each once, in order."""
+
+    base: bytes | None
+    hrefs: tuple[bytes, ...]
+
+
+def page_links(body: bytes, page_url: str, limit: int | None = None) -> list[str]:
     """The absolute http(s) URLs of the ``<a href>`` and ``<area href>`` of a page's bytes, each once,
     in order, resolved against its first ``<base href>``, fragments cut; links to the page itself and
-    ``#...`` links left out."""
-    base = _BASE.search(body)
+    ``#...`` links left out; the first *limit* only."""
+    return resolved_links(page_hrefs(body), page_url, limit)
+
+
+def page_hrefs(body: bytes) -> PageHrefs:
+    """The hrefs of a page's bytes (``PageHrefs``), read in time linear in its size (``_tag_hrefs``)."""
+    first_base = _tag_pattern(b"base", TAG_WINDOW).search(body)
+    base = None if first_base is None else first_base.group(first_base.lastindex or 0)
+    # Each href written once is kept once: a page names the same few targets many times.
+    return PageHrefs(base, tuple(dict.fromkeys(_tag_hrefs(body, b"a|area"))))
+
+
+def resolved_links(found: PageHrefs, page_url: str, limit: int | None = None) -> list[str]:
+    """The links of ``page_links`` from a page's hrefs (``page_hrefs``), for the page at *page_url*: an
+    href's URL depends on the page's, so that the hrefs of one payload serve each URL it is archived at."""
     resolve = LinkResolver(page_url)
-    if base is not None:
-        found = resolve(_href(base.group(1) or base.group(2) or base.group(3) or b""))
-        if found:
-            resolve = LinkResolver(found)
+    if found.base is not None:
+        base = resolve(_href(found.base))
+        if base:
+            resolve = LinkResolver(base)
     links: dict[str, None] = {}
-    # Each href written once is read once: a page names the same few targets many times.
-    for raw in dict.fromkeys(double or single or bare for double, single, bare in _LINK.findall(body)):
+    for raw in found.hrefs:
+        if limit is not None and len(links) >= limit:
+            break
+        if len(raw) > MAX_HREF_BYTES:
+            continue
         href = _href(raw)
         if not href or href[0] == "#":
             continue
@@ -171,6 +207,29 @@ def page_links(body: bytes, page_url: str) -> list[str]:
         if url and url != page_url and url.startswith(("http://", "https://")):
             links[url] = None
     return list(links)
+
+
+def _tag_hrefs(body: bytes, tag: bytes, window: int = TAG_WINDOW) -> Iterator[bytes]:
+    """The href values of the tags *tag* (``a|area``) starts, one after another, as the regular
+    expression ``<(?:a|area)\\s[^>]{0,2000}?\\bhref\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`` finds
+    them (its ``findall``), in time linear in the page's size (``_tag_pattern``)."""
+    for double, single, bare in _tag_pattern(tag, window).findall(body):
+        yield double or single or bare
+
+
+@functools.lru_cache(maxsize=8)
+def _tag_pattern(tag: bytes, window: int) -> re.Pattern[bytes]:
+    """A tag *tag* starts and its first href, within *window* bytes and before its ``>``.
+
+    The bytes before the href are looked into only up to the next tag *tag* starts: tried at each
+    tag's start, the expression without it read up to 2,000 bytes past it, and a quoted value to its
+    closing quote, so that each byte of a page of unclosed ``<a `` was read by the 666 tags before it
+    (an hour for 32 MB).  With it, a byte is in one tag's reach only.  The links found are the same:
+    where the first tag's href lies past the second tag's start, the first tag finds none, and the
+    second finds that same href (the first viable one after it, within its own 2,000 bytes)."""
+    start = rb"<(?:%s)\s" % tag
+    before = rb"(?:(?!%s)[^>]){0,%d}?" % (start, window)
+    return re.compile(start + before + rb"""\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
 
 
 def _href(raw: bytes) -> str:
