@@ -38,8 +38,9 @@ from .pagefiles import FileKey, PageScan, live_fingerprint
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
 # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/text/encodings.py);
-# 4: pages' text without their navigation (rules/text/pagetext.py)
-FORMAT = "4"
+# 4: pages' text without their navigation (rules/text/pagetext.py); 5: a role read as its tag's first
+# role attribute, and charset labels by WHATWG's table
+FORMAT = "5"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
