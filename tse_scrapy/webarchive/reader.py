@@ -1,11 +1,15 @@
 """Reading web archives made by any tool: WARC (gzipped per record, gzipped whole, or plain) and WACZ.
 
-warcio parses the records and undoes the transfer and content codings.  What warcio lets pass is
-checked here: a record cut short (warcio reads a truncated file to its end without an error, and
-takes a record cut before its block for the end of the file), a payload over the size bound (never
-held whole: reading stops one byte past it), a file that is no archive at all.  A WARC gzipped as
-one member, which warcio refuses after its first record, is read again through ``gzip``.  Each
-problem is a ``BadArchive`` naming the file and where; what was read before it stays good.
+warcio parses the records; the payload's transfer coding (chunked) and content codings (gzip,
+deflate, brotli, zstd) are undone here, not by warcio: its decoders inflate a chunk whole (a gzip
+bomb of a few KB costs GB), take a damaged coding for no coding, and its brotli decoder fails with
+brotli 1.2.  What warcio lets pass is checked here: a record cut short (warcio reads a truncated
+file to its end without an error, and takes a record cut before its block for the end of the file),
+a record whose Content-Length is wrong, a payload over the size bound (never held whole: reading
+stops past it), a damaged chunked body or coding, a file that is no archive at all.  A WARC gzipped
+as one member, which warcio refuses after its first record, is read again through ``gzip``.  Each
+problem is a ``BadArchive`` naming the file and where, in the user's terms (no bytes of the archive
+quoted raw); what was read before it stays good.  warcio's own warnings never reach stderr.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import contextlib
 import gzip
 import io
 import json
+import logging
 import os
+import re
+import sys
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -28,6 +35,16 @@ from warcio.exceptions import ArchiveLoadFailed
 from ..exitcodes import first_line
 from ..rules.files.webarchive import archived_url
 
+try:  # brotli >= 1.2 (bounded output), as Scrapy requires it; brotlicffi on PyPy
+    import brotli
+except ImportError:  # pragma: no cover - PyPy
+    import brotlicffi as brotli  # type: ignore[no-redef]
+
+if sys.version_info >= (3, 14):  # pragma: no cover - the zstd Scrapy decodes, as Scrapy imports it
+    from compression import zstd
+else:
+    from backports import zstd
+
 # A payload (decoded) larger than this is skipped: the crawl's own bound on a page (DOWNLOAD_MAXSIZE).
 MAX_PAYLOAD_BYTES = 32 * 1024 * 1024
 # A WACZ holds its WARCs in archive/; datapackage.json is read only for their order.
@@ -37,10 +54,26 @@ _CHUNK = 1 << 20
 # A record's WARC and HTTP header lines together (warcio keeps them whole), at most.
 MAX_HEADER_BYTES = 1024 * 1024
 _TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the start of a record cut short
+# A chunk-size line (with its extensions), and a chunked body's trailer fields, at most.
+_CHUNK_LINE_BYTES = 4096
+_TRAILER_BYTES = 64 * 1024
+# Content codings stacked on one payload, at most (each is a decoder in a chain of generators).
+_MAX_CODINGS = 4
+# The bytes of a payload looked at to tell a coded payload from one an archiver stored decoded.
+_HEAD_BYTES = 64
+
+# warcio logs "Replacing spaces in invalid WARC-Target-URI: ..." itself (to stderr, the URL's bytes
+# raw) for a URL with a space, and replaces it with %20 as a browser would: nothing for the user.
+logging.getLogger("warcio.recordloader").setLevel(logging.ERROR)
 
 
 class BadArchive(Exception):
     """An archive that cannot be read (on): not an archive, damaged, cut short."""
+
+
+class BadPayload(BadArchive):
+    """A record whose payload cannot be taken (a damaged chunked body or content coding, a content
+    coding not known) in an archive sound around it: its records after it can still be read."""
 
 
 class _WholeFileGzip(Exception):
@@ -56,9 +89,21 @@ class _HeaderLinesOverBound(ArchiveLoadFailed):
     """A record whose header lines go past MAX_HEADER_BYTES."""
 
 
+class _WrongLength(ArchiveLoadFailed):
+    """A record not followed by its blank lines: its Content-Length is wrong."""
+
+
+class _NoTargetURI(ArchiveLoadFailed):
+    """A response, request or revisit record without a WARC-Target-URI (which warcio needs)."""
+
+
 class _GzipCut(Exception):
     """A file gzipped whole that ends before its gzip stream does (not an EOFError: warcio takes
     that for the end of the file, and would read a cut file as a whole one)."""
+
+
+class _PayloadDamage(Exception):
+    """What is wrong with a payload's chunked body or content coding, in the user's words."""
 
 
 class _Gunzipped(io.RawIOBase):
@@ -100,6 +145,9 @@ class Record:
     refers_to_date: str  # a revisit's WARC-Refers-To-Date
     archive: str  # the file (and WACZ member) it is in, for messages
     _record: Any  # warcio's record, to read the payload from before the next record
+    _number: int = 0  # its place in the archive, for messages
+    # Reads the rest of the record and checks that it ends where its Content-Length says (BadArchive).
+    _check_end: Callable[[], None] = lambda: None
 
     def header(self, name: str) -> str | None:
         """The first HTTP header *name* (any case)."""
@@ -112,25 +160,291 @@ class Record:
 
     def payload(self) -> bytes | None:
         """The payload, transfer and content codings undone; None when it is over MAX_PAYLOAD_BYTES.
-        Raises BadArchive when the record is cut short."""
-        stream = self._record.content_stream()
+        Raises BadArchive when the record is cut short or its Content-Length is wrong, BadPayload
+        when its chunked body or content coding is damaged or not known."""
         pieces = []
         size = 0
+        block = _BlockBytes(self._record.raw_stream, self._archive_damage)
         try:
-            while size <= MAX_PAYLOAD_BYTES:
-                piece = stream.read(min(_CHUNK, MAX_PAYLOAD_BYTES + 1 - size))
-                if not piece:
-                    break
-                pieces.append(piece)
-                size += len(piece)
-        except _GzipCut:  # the gzip stream of an archive gzipped whole ends in this record
-            raise BadArchive(f"{self.archive}: cut short in the record for {self.url}") from None
-        except (zlib.error, OSError, ValueError, zipfile.BadZipFile) as error:  # a damaged coding
-            raise BadArchive(f"{self.archive}: a damaged record for {self.url}: {error}") from None
-        if size > MAX_PAYLOAD_BYTES:
-            return None
-        _read_to_end(self._record, self.archive)  # a payload cut short is never taken
+            with contextlib.closing(_decoded(block, self.headers)) as decoded:
+                for piece in decoded:
+                    pieces.append(piece)
+                    size += len(piece)
+                    if size > MAX_PAYLOAD_BYTES:
+                        return None  # the rest is read (not decoded) before the next record
+        except (_PayloadDamage, zlib.error, brotli.error, zstd.ZstdError) as error:
+            # A record cut short, or whose Content-Length is wrong, damages its payload too: said first.
+            self._check_end()
+            why = str(error) if isinstance(error, _PayloadDamage) else "a damaged content coding"
+            raise BadPayload(
+                f"{self.archive}: the record for {_readable(self.url, _SHOWN)}: {why}, not taken"
+            ) from None
+        self._check_end()  # a payload cut short is never taken
         return b"".join(pieces)
+
+    def _archive_damage(self, error: BaseException) -> BadArchive:
+        return _said(self.archive, error, self._number, url=self.url)
+
+
+class _BlockBytes:
+    """A record's block after its HTTP headers (warcio's stream), the archive's own damage met in
+    reading it (a damaged gzip member, a file cut short) raised as BadArchive: not a payload's damage."""
+
+    def __init__(self, stream: Any, damage: Callable[[BaseException], BadArchive]):
+        self.stream = stream
+        self.damage = damage
+        self.pending = b""  # bytes looked at (``head``) and not read yet
+
+    def head(self, size: int) -> bytes:
+        """The next *size* bytes (fewer at the end), still to be read."""
+        while len(self.pending) < size:
+            more = self._read(size - len(self.pending))
+            if not more:
+                break
+            self.pending += more
+        return self.pending[:size]
+
+    def read(self, size: int) -> bytes:
+        if self.pending:
+            data, self.pending = self.pending[:size], self.pending[size:]
+            return data
+        return self._read(size)
+
+    def readline(self, size: int) -> bytes:
+        """A line of at most *size* bytes (its end included): shorter with no line end at the end."""
+        line = b""
+        if self.pending:
+            end = self.pending.find(b"\n", 0, size)
+            cut = end + 1 if end >= 0 else min(size, len(self.pending))
+            line, self.pending = self.pending[:cut], self.pending[cut:]
+            if line.endswith(b"\n") or len(line) >= size:
+                return line
+        try:
+            return line + self.stream.readline(size - len(line))
+        except _ARCHIVE_ERRORS as error:
+            raise self.damage(error) from None
+
+    def _read(self, size: int) -> bytes:
+        try:
+            return self.stream.read(size)
+        except _ARCHIVE_ERRORS as error:
+            raise self.damage(error) from None
+
+
+def _decoded(block: _BlockBytes, headers: list[tuple[str, str]]) -> Iterator[bytes]:
+    """The payload of *block*, in pieces of at most about _CHUNK bytes, its chunked transfer coding
+    and its content codings undone (as Scrapy undoes them for a crawl: gzip, x-gzip, deflate, br,
+    zstd).  A body an archiver stored decoded under its coding's header (pywb and others keep
+    ``Transfer-Encoding: chunked`` on a body they dechunked) is taken as it is, when its first bytes
+    say so: a page's, not a coding's.  Raises _PayloadDamage, or a decoder's own error."""
+    transfer = _codings(headers, "transfer-encoding")
+    chunked = bool(transfer) and transfer[-1] == "chunked"
+    codings = _codings(headers, "content-encoding") + (transfer[:-1] if chunked else transfer)
+    unknown = [coding for coding in codings if coding not in _DECODERS]
+    if unknown:
+        raise _PayloadDamage(f"a content coding that cannot be undone ({_readable(unknown[0])})")
+    if len(codings) > _MAX_CODINGS:
+        raise _PayloadDamage(f"more than {_MAX_CODINGS} content codings")
+    if chunked and _no_chunk_framing(block.head(_HEAD_BYTES)):
+        chunked = False
+    body = _dechunked(block) if chunked else _pieces(block)
+    for coding in reversed(codings):  # the last applied is undone first
+        body = _undone(coding, body)
+    return body
+
+
+def _pieces(block: _BlockBytes) -> Iterator[bytes]:
+    while piece := block.read(_CHUNK):
+        yield piece
+
+
+def _codings(headers: list[tuple[str, str]], name: str) -> list[str]:
+    """The codings a header names (given once or more, a list each time), in the order applied."""
+    listed = ",".join(value for key, value in headers if key.lower() == name)
+    return [coding for coding in (part.strip().lower() for part in listed.split(",")) if coding not in _NO_CODING]
+
+
+# Names of no coding at all ("none" is not HTTP's, but some servers send it).
+_NO_CODING = ("", "identity", "none")
+
+
+def _stored_decoded(head: bytes) -> bool:
+    """Whether a payload begins as a page does (markup or a PDF), which no chunk-size line, gzip,
+    zlib or zstd stream does: an archiver stored it decoded."""
+    return head.lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf").startswith((b"<", b"%PDF-"))
+
+
+def _no_chunk_framing(head: bytes) -> bool:
+    """Whether a payload under ``Transfer-Encoding: chunked`` was stored dechunked: it begins as a
+    page, or as a gzip or zstd stream, not as a chunk-size line (hexadecimal digits).  Any other start
+    is damaged framing (warcio would take it for a body stored dechunked, framing and all)."""
+    return _stored_decoded(head) or head.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd"))
+
+
+def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
+    """The body of a chunked payload (RFC 9112 7.1), read a piece at a time: a chunk's size, however
+    large, never makes it held whole.  Damaged framing raises _PayloadDamage."""
+    while True:
+        line = block.readline(_CHUNK_LINE_BYTES + 1)
+        if not line:
+            # The block ends after a whole chunk, with no last chunk (0): taken, as warcio takes it
+            # (and archives are written so: the chunks all there, the last one left out).
+            return
+        if not line.endswith(b"\n"):
+            if len(line) > _CHUNK_LINE_BYTES:
+                raise _PayloadDamage(f"a damaged chunked body (a chunk-size line over {_CHUNK_LINE_BYTES} bytes)")
+            raise _PayloadDamage("a damaged chunked body (it ends inside a chunk-size line)")
+        size = line.split(b";", 1)[0].strip()
+        if not _HEX.fullmatch(size):
+            raise _PayloadDamage("a damaged chunked body (a chunk size that is no hexadecimal number)")
+        left = int(size, 16)
+        if not left:
+            break
+        while left:
+            data = block.read(min(left, _CHUNK))
+            if not data:
+                raise _PayloadDamage("a damaged chunked body (it ends inside a chunk)")
+            left -= len(data)
+            yield data
+        if block.readline(3) not in (b"\r\n", b"\n"):
+            raise _PayloadDamage("a damaged chunked body (a chunk longer than its size)")
+    trailer = 0  # trailer fields, up to a blank line or the end of the block: not the payload's
+    while (line := block.readline(_CHUNK_LINE_BYTES + 1)).strip():
+        trailer += len(line)
+        if trailer > _TRAILER_BYTES:
+            raise _PayloadDamage(f"a damaged chunked body (trailer fields over {_TRAILER_BYTES // 1024} KB)")
+
+
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
+
+
+def _undone(coding: str, body: Iterator[bytes]) -> Iterator[bytes]:
+    """*body* with the content coding *coding* undone; as it is when it begins as a page, not as
+    that coding (stored decoded: warcio's guess on a coding that fails, but not for a damaged one)."""
+    head = b""
+    for piece in body:
+        head += piece
+        if len(head) >= _HEAD_BYTES:
+            break
+    if not head:
+        return
+    rest = _prepended(head, body)
+    if _stored_decoded(head) and not _starts_as(coding, head[:_HEAD_BYTES]):
+        yield from rest
+    else:
+        yield from _DECODERS[coding](rest)
+
+
+def _prepended(head: bytes, body: Iterator[bytes]) -> Iterator[bytes]:
+    yield head
+    yield from body
+
+
+def _starts_as(coding: str, head: bytes) -> bool:
+    """Whether *head*, which begins as a page does, may still begin a payload in *coding*: gzip and
+    zstd streams begin with their own bytes, a zlib stream's first byte is never "<" nor "%"; a brotli
+    or raw deflate stream may, and decoding its first bytes tells."""
+    try:
+        if coding == "br":
+            brotli.Decompressor().process(head, output_buffer_limit=_CHUNK)
+        elif coding == "deflate":
+            zlib.decompressobj(-zlib.MAX_WBITS).decompress(head, _CHUNK)
+        else:
+            return False
+    except (zlib.error, brotli.error):
+        return False
+    return True
+
+
+def _gunzipped(body: Iterator[bytes]) -> Iterator[bytes]:
+    """gzip: its members one after another; bytes after the last are ignored, as Scrapy does."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    for piece in body:
+        while piece:
+            if inflate.eof:
+                if not piece.startswith(b"\x1f"):  # no other member: the page is whole, its CRC checked
+                    return
+                inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            yield from _inflated(inflate, piece)
+            piece = inflate.unused_data
+    if not inflate.eof:
+        raise _PayloadDamage("a payload cut short in its content coding (gzip)")
+
+
+def _deflated(body: Iterator[bytes]) -> Iterator[bytes]:
+    """deflate: a zlib stream, or raw deflate as some servers send it (Scrapy reads both)."""
+    inflate = None
+    for piece in body:
+        if inflate is None:
+            zlib_header = len(piece) >= 2 and piece[0] & 0x0F == 8 and (piece[0] << 8 | piece[1]) % 31 == 0
+            inflate = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
+        if inflate.eof:
+            return
+        yield from _inflated(inflate, piece)
+    if inflate is not None and not inflate.eof:
+        raise _PayloadDamage("a payload cut short in its content coding (deflate)")
+
+
+def _inflated(inflate: Any, data: bytes) -> Iterator[bytes]:
+    """What zlib's *inflate* makes of *data*, _CHUNK bytes at a time (a bomb is never inflated whole)."""
+    while True:
+        out = inflate.decompress(data, _CHUNK)
+        if out:
+            yield out
+        data = inflate.unconsumed_tail
+        if inflate.eof or (not data and len(out) < _CHUNK):
+            return
+
+
+def _unbrotlied(body: Iterator[bytes]) -> Iterator[bytes]:
+    """br, with brotli's own bound on its output (brotli >= 1.2): _CHUNK bytes or so at a time."""
+    decompressor = brotli.Decompressor()
+    for piece in body:
+        out = decompressor.process(piece, output_buffer_limit=_CHUNK)
+        while out:  # the rest of this piece's output, asked for with no more input
+            yield out
+            out = decompressor.process(b"", output_buffer_limit=_CHUNK)
+        if decompressor.is_finished():  # bytes after the stream are ignored
+            return
+    raise _PayloadDamage("a payload cut short in its content coding (br)")
+
+
+def _unzstded(body: Iterator[bytes]) -> Iterator[bytes]:
+    """zstd: its frames one after another, _CHUNK bytes at a time."""
+    decompressor = zstd.ZstdDecompressor()
+    for piece in body:
+        while piece:
+            if decompressor.eof:
+                decompressor = zstd.ZstdDecompressor()
+            out = decompressor.decompress(piece, max_length=_CHUNK)
+            while out:
+                yield out
+                if decompressor.eof or decompressor.needs_input:
+                    break
+                out = decompressor.decompress(b"", max_length=_CHUNK)
+            piece = decompressor.unused_data if decompressor.eof else b""
+    if not decompressor.eof:
+        raise _PayloadDamage("a payload cut short in its content coding (zstd)")
+
+
+_DECODERS: dict[str, Callable[[Iterator[bytes]], Iterator[bytes]]] = {
+    "gzip": _gunzipped,
+    "x-gzip": _gunzipped,
+    "deflate": _deflated,
+    "br": _unbrotlied,
+    "zstd": _unzstded,
+}
+
+
+# A URL or a WACZ member's name in a message, at most (a content coding's name: 40 characters).
+_SHOWN = 300
+
+
+def _readable(text: str, size: int = 40) -> str:
+    """*text* from an archive, quoted in a message: at most *size* characters, anything but printable
+    ASCII escaped (a terminal is not to be driven by an archive's bytes)."""
+    shown = "".join(char if " " <= char <= "~" else ascii(char)[1:-1] for char in text[:size])
+    return shown + ("..." if len(text) > size else "")
 
 
 def archive_records(path: str | os.PathLike) -> Iterator[Record]:
@@ -168,9 +482,11 @@ def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
                 try:
                     return opened.enter_context(wacz.open(member))
                 except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
-                    raise BadArchive(f"{name}: {member}: {error}") from None
+                    raise BadArchive(f"{name}: {_readable(member, _SHOWN)}: {error}") from None
 
-            yield from _records_of(f"{name}: {member}", member_stream, wacz.getinfo(member).file_size)
+            yield from _records_of(
+                f"{name}: {_readable(member, _SHOWN)}", member_stream, wacz.getinfo(member).file_size
+            )
 
 
 def _is_warc_member(member: str) -> bool:
@@ -184,22 +500,31 @@ def _wacz_order(wacz: zipfile.ZipFile, members: list[str]) -> list[str]:
         if info.file_size > MAX_DATAPACKAGE_BYTES:
             raise ValueError("too large")
         listed = [resource.get("path") for resource in json.loads(wacz.read(info)).get("resources", [])]
-    except (KeyError, ValueError, AttributeError, TypeError, zipfile.BadZipFile):
-        return sorted(members)
+    except (KeyError, ValueError, AttributeError, TypeError, RecursionError, zipfile.BadZipFile):
+        return sorted(members)  # RecursionError: arrays nested deeper than json.loads goes
     order = {path: index for index, path in enumerate(listed) if isinstance(path, str)}
     return sorted(members, key=lambda member: (order.get(member, len(order)), member))
 
 
 class _QuietArchiveIterator(ArchiveIterator):
     """warcio's iterator, but a record not followed by its blank lines (a wrong Content-Length: the
-    file is damaged there) stops the reading, instead of a warning on stderr and a guess; and header
-    lines are bounded (``_bound_header_lines``)."""
+    file is damaged there) stops the reading, instead of a warning on stderr and a guess; header
+    lines are bounded (``_bound_header_lines``); and a record without the target URI warcio needs is
+    said as such (warcio fails on it with an AttributeError)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._new_header_budget = _bound_header_lines(self.reader)
         _damage_raised(self.reader)
         self.cut_in_a_member = False  # set on closing
+        load_http_headers = self.loader.load_http_headers
+
+        def http_headers(rec_type: str | None, uri: str | None, stream: Any, length: int | None) -> Any:
+            if uri is None and length != 0 and rec_type in self.loader.HTTP_RECORDS:
+                raise _NoTargetURI(f"a {rec_type} record without a WARC-Target-URI")
+            return load_http_headers(rec_type, uri, stream, length)
+
+        self.loader.load_http_headers = http_headers
 
     def _next_record(self, next_line: Any) -> Any:
         self._new_header_budget()  # each record's headers have the whole bound
@@ -217,20 +542,22 @@ class _QuietArchiveIterator(ArchiveIterator):
         with contextlib.redirect_stderr(io.StringIO()):
             found = super()._consume_blanklines()
         if self.err_count > errors:
-            raise ArchiveLoadFailed("a record not followed by a blank line (its Content-Length is wrong)")
+            raise _WrongLength("its Content-Length is wrong (no blank line after its block)")
         return found
 
 
 def _damage_raised(reader: Any) -> None:
-    """A gzip member that cannot be decompressed past its start raises ``zlib.error`` from warcio's
-    *reader* (the file is damaged there): warcio writes the error on stderr, once a read, and reads on
-    as if the member had ended.  At a member's start warcio's own guess stays (a plain stream)."""
+    """A gzip member that cannot be decompressed raises ``zlib.error`` from warcio's *reader* (the file
+    is damaged there): past the member's start warcio writes the error on stderr and reads on as if
+    the member had ended; at its start it takes the member's bytes for a plain stream (to read a
+    plain WARC), and quotes them raw as a record's first line.  That guess stays for bytes that are
+    no gzip member: a gzip member begins with 1f 8b."""
     decompress = getattr(reader, "_decompress", None)
     if decompress is None:
         return
 
     def checked(data: bytes) -> bytes:
-        if reader.decompressor and data and reader.num_block_read != 0:
+        if reader.decompressor and data and (reader.num_block_read != 0 or data.startswith(b"\x1f\x8b")):
             return reader.decompressor.decompress(data)
         return decompress(data)
 
@@ -286,9 +613,13 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             count += 1
             if not (record.format or "").startswith("warc"):  # ARC, or text warcio took for ARC
                 raise BadArchive(f"{name}: not a WARC file")
-            length = record.rec_headers.get_header("Content-Length")
-            if length is None or not length.strip().isdigit():  # warcio would read to the end, or nothing
+            length = (record.rec_headers.get_header("Content-Length") or "").strip()
+            if not length:  # warcio would read to the end of the file
                 raise BadArchive(f"{name}: damaged at record {count}: a record without a Content-Length")
+            if not (length.isascii() and length.isdigit()):  # warcio would read nothing, or take fullwidth digits
+                raise BadArchive(
+                    f"{name}: damaged at record {count}: a Content-Length that is no number ({_readable(length)})"
+                )
             if count <= skip:  # yielded by the reading that found the file gzipped whole
                 _read_to_end(record, name)
                 continue
@@ -300,9 +631,20 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                     status = int(http.get_statuscode())
                 except (TypeError, ValueError):
                     status = None
+
+            url = archived_url(headers.get_header("WARC-Target-URI"))
+
+            def check_end(record: Any = record, number: int = count, url: str = url) -> None:
+                """The record read to its end, and that end where its Content-Length says."""
+                try:
+                    _read_to_end(record, name)
+                    iterator.read_to_end()  # its blank lines (``_consume_blanklines``); once a record
+                except _ARCHIVE_ERRORS as error:
+                    raise _said(name, error, number, url=url) from None
+
             yield Record(
                 type=record.rec_type or "",
-                url=archived_url(headers.get_header("WARC-Target-URI")),
+                url=url,
                 date=headers.get_header("WARC-Date") or "",
                 status=status,
                 headers=list(http.headers) if http is not None else [],
@@ -311,6 +653,8 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                 refers_to_date=headers.get_header("WARC-Refers-To-Date") or "",
                 archive=name,
                 _record=record,
+                _number=count,
+                _check_end=check_end,
             )
             # A record not read by the caller is still checked whole before the next one.
             _read_to_end(record, name)
@@ -322,29 +666,62 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             stream.seek(iterator.offset)
             if not _holds_no_record(stream.read(_TAIL_BYTES)):
                 raise BadArchive(f"{name}: cut short after record {count}")
-    except _HeaderLinesOverBound as error:
-        raise BadArchive(f"{name}: damaged at record {count + 1}: {error}") from None
-    except _GzipCut:
-        raise BadArchive(f"{name}: cut short after record {count}") from None
     except ArchiveLoadFailed as error:
         if "non-chunked gzip" in str(error) and not skip:
             raise _WholeFileGzip(count) from None
-        what = "not a WARC file" if count == 0 and not skip else f"damaged after record {count}"
-        raise BadArchive(f"{name}: {what} ({first_line(error)})") from None
-    except (
-        zlib.error,
-        EOFError,
-        OSError,
-        ValueError,
-        IndexError,
-        UnicodeDecodeError,
-        AttributeError,  # warcio on a record without a WARC-Target-URI
-        zipfile.BadZipFile,  # a WACZ member that fails its CRC
-    ) as error:
-        if isinstance(error, EOFError) and count:  # a gzip stream that ends before its end marker
-            raise BadArchive(f"{name}: cut short after record {count} ({first_line(error)})") from None
-        what = "not a WARC file" if count == 0 and not skip else f"damaged after record {count}"
-        raise BadArchive(f"{name}: {what} ({type(error).__name__}: {first_line(error)})") from None
+        raise _said(name, error, count, at_start=count == 0 and not skip) from None
+    except _ARCHIVE_ERRORS as error:
+        raise _said(name, error, count, at_start=count == 0 and not skip) from None
+
+
+# What reading an archive raises where it is damaged or cut: warcio's own errors, its reader's
+# zlib.error (``_damage_raised``), and what it lets through from a record's headers it cannot read.
+_ARCHIVE_ERRORS = (
+    ArchiveLoadFailed,
+    _GzipCut,
+    zlib.error,
+    EOFError,
+    OSError,  # gzip.BadGzipFile (a file gzipped whole), a disk's read error
+    zipfile.BadZipFile,  # a WACZ member that fails its CRC
+    ValueError,
+    IndexError,
+    UnicodeDecodeError,
+    AttributeError,  # warcio on headers it does not expect
+)
+
+
+def _said(name: str, error: BaseException, count: int, *, at_start: bool = False, url: str | None = None) -> BadArchive:
+    """*error*, met in the archive *name* after its record *count* (in that record's block, for *url*,
+    when given), told in the user's terms: what is wrong and where, no internal text nor raw bytes of
+    the archive.  *at_start*: before any record."""
+    if isinstance(error, BadArchive):
+        return error
+    if isinstance(error, _HeaderLinesOverBound | _NoTargetURI):  # in the headers of the next record
+        return BadArchive(f"{name}: damaged at record {count + 1}: {error}")
+    if isinstance(error, _WrongLength):
+        return BadArchive(f"{name}: damaged at record {count}: {error}")
+    if isinstance(error, _GzipCut | EOFError):  # a gzip stream that ends before its end marker
+        return BadArchive(
+            f"{name}: cut short "
+            + (f"in the record for {_readable(url, _SHOWN)}" if url is not None else f"after record {count}")
+        )
+    where = "not a WARC file" if at_start else f"damaged after record {count}"
+    if url is not None:
+        where = f"damaged in the record for {_readable(url, _SHOWN)}"
+    if isinstance(error, zlib.error | gzip.BadGzipFile):
+        why = "a damaged gzip member"
+    elif isinstance(error, zipfile.BadZipFile):
+        why = "a damaged zip member (its CRC-32 does not match)" if "CRC" in str(error) else "a damaged zip member"
+        where = where if count else "damaged"
+    elif isinstance(error, OSError):
+        return BadArchive(f"{name}: cannot be read after record {count}: {error.strerror or first_line(error)}")
+    elif isinstance(error, ArchiveLoadFailed):  # "Invalid WARC record, first line: " and the bytes there
+        if at_start:
+            return BadArchive(f"{name}: not a WARC file")
+        why = "no WARC record where the next one begins"
+    else:
+        why = "a record whose headers cannot be read"
+    return BadArchive(f"{name}: {where}: {why}")
 
 
 def _holds_no_record(tail: bytes) -> bool:
@@ -365,4 +742,4 @@ def _read_to_end(record: Any, name: str) -> None:
         pass
     if getattr(raw, "limit", 0) > 0:
         url = archived_url(record.rec_headers.get_header("WARC-Target-URI"))
-        raise BadArchive(f"{name}: cut short in the record for {url}")
+        raise BadArchive(f"{name}: cut short in the record for {_readable(url, _SHOWN)}")
