@@ -737,7 +737,7 @@ def import_command(options: argparse.Namespace) -> int:
         return _one_line("import", str(error), USAGE)
     except OSError as error:
         return _one_line("import", f"{error.filename or options.pagedir}: {error.strerror or error}")
-    return _one_line("import", summary.describe(), FAILED if summary.bad else OK)
+    return _one_line("import", summary.describe(), FAILED if summary.failed else OK)
 
 
 def status(options: argparse.Namespace) -> int:

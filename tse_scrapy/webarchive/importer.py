@@ -58,7 +58,7 @@ from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
-from .reader import BadArchive, Record, archive_records
+from .reader import BadArchive, BadPayload, Record, archive_records
 
 NOTES_NAME = "import"
 # Made before the first page file and removed after ``.crawler``, which is written last: a directory
@@ -106,6 +106,12 @@ class ImportSummary:
     unnoted: int = 0  # pages skipped: their URL is too long for the note that says what they are
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
+    damaged: list[str] = field(default_factory=list)  # one line per payload not taken (the archive read on)
+
+    @property
+    def failed(self) -> bool:
+        """Something of the archives could not be read: ``tse import`` exits 1."""
+        return bool(self.bad or self.damaged)
 
     def describe(self) -> str:
         """The one-line summary ``tse import`` ends with."""
@@ -129,6 +135,8 @@ class ImportSummary:
             parts.append(f"{self.oversized} over the size bound")
         if self.unnoted:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
+        if self.damaged:
+            parts.append(_count(len(self.damaged), "damaged payload") + " not taken")
         if self.bad:
             parts.append(_count(len(self.bad), "archive") + " not read to the end")
         return "; ".join(parts)
@@ -384,7 +392,12 @@ class ArchiveImport:
         content_type = record.header("Content-Type")
         if not may_be_page(content_type, self.pdf):
             return
-        payload = record.payload()
+        try:
+            payload = record.payload()
+        except BadPayload as error:  # the archive is sound around it: its next records are read
+            self.summary.damaged.append(str(error))
+            self.warn(str(error))
+            return
         if payload is None:
             self.summary.oversized += 1
             self.warn(f"{record.archive}: {record.url}: a payload over the size bound, skipped")
