@@ -362,3 +362,25 @@ def test_control_characters_and_spaces_of_an_archived_url_are_percent_encoded(tm
     assert pagedir.read_page(pages, 1).url == "http://127.0.0.1/%1B]0;PWNED%07%1B[2J%20a%7F"
     assert pagedir.read_page(pages, 2).url == "http://127.0.0.1/ok"  # as archived
     assert b"\x1b" not in (tmp_path / "r.jsonl").read_bytes()
+
+
+# 8. A page is saved when it was archived
+
+
+def test_an_imported_page_was_saved_when_it_was_archived(archive, tmp_path):
+    """The page file's time is its capture's WARC-Date, so that tse serve's saved copy says when the page
+    was what it shows (not when it was imported)."""
+    from starlette.testclient import TestClient
+
+    from tse_scrapy.index.engine import QueryEngine
+    from tse_scrapy.index.storage import IndexReader
+    from tse_scrapy.search.app import create_app
+
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    assert run_tse("import", archive, pages).returncode == 0
+    archived = 1704067200  # 2024-01-01T00:00:00Z, each record's WARC-Date
+    assert [(pages / name).stat().st_mtime for name in ("1", "2")] == [archived, archived]
+    assert run_tse("index", pages, tmp_path / "index").returncode == 0
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
+    assert '<time datetime="2024-01-01T00:00:00Z">2024-01-01 00:00 UTC</time>' in client.get("/saved/1").text

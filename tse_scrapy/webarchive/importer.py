@@ -562,6 +562,8 @@ class ArchiveImport:
                 capture = captures[number]
                 body = self._body(capture)
                 pagedir.write_page(self.directory, doc_id, pagedir.Page(capture.url, depth, body))
+                if capture.date is not None:  # a page file's time is when it was saved (tse serve's banner)
+                    os.utime(pagedir.page_path(self.directory, doc_id), (capture.date, capture.date))
                 for kind, value in self._notes(capture, body):
                     notes[kind].note(capture.url, value)
                 self.summary.pages += 1
