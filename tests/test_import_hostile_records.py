@@ -162,15 +162,26 @@ def test_every_content_coding_a_crawl_undoes_is_undone(tmp_path, coding):
          stored_decoded),
         ("http://site.test/stored-dechunked", [HTML, ("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")],
          gzip.compress(stored_decoded)),
+        # Stored dechunked, coded without a magic number (zlib's deflate, brotli), or text that does not
+        # begin as markup: no chunk-size line begins it, so it was stored dechunked (as warcio judges it).
+        ("http://site.test/dechunked-deflate",
+         [HTML, ("Content-Encoding", "deflate"), ("Transfer-Encoding", "chunked")], zlib.compress(stored_decoded)),
+        ("http://site.test/dechunked-br", [HTML, ("Content-Encoding", "br"), ("Transfer-Encoding", "chunked")],
+         brotli.compress(stored_decoded)),
+        ("http://site.test/dechunked-text", [HTML, ("Transfer-Encoding", "chunked")],
+         b"Deprecated: a notice before the page\n" + stored_decoded),
     ])  # fmt: skip
     result, pages = tse_import(tmp_path, warc)
     assert result.returncode == 0, result.stderr.decode()
-    assert said(result) == ["tse import: 4 pages saved; 4 records read"]
+    assert said(result) == ["tse import: 7 pages saved; 7 records read"]
     assert page_files(pages) == {
         "http://site.test/coded": coded,
         "http://site.test/chunked": coded,
         "http://site.test/stored-decoded": stored_decoded,
         "http://site.test/stored-dechunked": stored_decoded,
+        "http://site.test/dechunked-deflate": stored_decoded,
+        "http://site.test/dechunked-br": stored_decoded,
+        "http://site.test/dechunked-text": b"Deprecated: a notice before the page\n" + stored_decoded,
     }
 
 
@@ -187,7 +198,7 @@ def test_every_content_coding_a_crawl_undoes_is_undone(tmp_path, coding):
         # A damaged chunked body: a chunk longer than the data, a size that is no number, a chunk
         # longer than its size.
         ([("Transfer-Encoding", "chunked")], b"ffff\r\n" + page("x") + b"\r\n0\r\n\r\n", "ends inside a chunk"),
-        ([("Transfer-Encoding", "chunked")], b"zz\r\n" + page("x") + b"\r\n0\r\n\r\n",
+        ([("Transfer-Encoding", "chunked")], b"5\r\n<html\r\nzz\r\n" + page("x") + b"\r\n0\r\n\r\n",
          "a chunk size that is no hexadecimal number"),
         ([("Transfer-Encoding", "chunked")], b"10\r\n" + page("x") + b"\r\n0\r\n\r\n", "a chunk longer than its size"),
     ],

@@ -275,10 +275,10 @@ def _stored_decoded(head: bytes) -> bool:
 
 
 def _no_chunk_framing(head: bytes) -> bool:
-    """Whether a payload under ``Transfer-Encoding: chunked`` was stored dechunked: it begins as a
-    page, or as a gzip or zstd stream, not as a chunk-size line (hexadecimal digits).  Any other start
-    is damaged framing (warcio would take it for a body stored dechunked, framing and all)."""
-    return _stored_decoded(head) or head.startswith((b"\x1f\x8b", b"\x28\xb5\x2f\xfd"))
+    """Whether a payload under ``Transfer-Encoding: chunked`` was stored dechunked: it does not begin
+    with a chunk-size line (hexadecimal digits, an extension, a line break), as warcio judges it; a
+    page, a gzip, zlib, brotli or zstd stream, text.  Framing that begins so and breaks later is damage."""
+    return _CHUNK_SIZE_LINE.match(head) is None
 
 
 def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
@@ -316,6 +316,9 @@ def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
 
 
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
+# The first line of a chunked body, within the _HEAD_BYTES looked at (a size of 16 hexadecimal digits
+# at most: more is no size a payload under the bound has).
+_CHUNK_SIZE_LINE = re.compile(rb"[0-9A-Fa-f]{1,16}[ \t]*(?:;[^\r\n]*)?\r?\n")
 
 
 def _undone(coding: str, body: Iterator[bytes]) -> Iterator[bytes]:
