@@ -81,6 +81,7 @@ def served(tmp_path_factory):
 
 def test_connections_opened_at_once_are_shared_evenly(served):
     run, port = served
+    splits = []
     for count in (8, 8, 8, 16, 16):
         with ExitStack() as stack:
             connections = [
@@ -92,9 +93,12 @@ def test_connections_opened_at_once_are_shared_evenly(served):
             for connection in connections:
                 _answered(connection)
             held = sorted(connections_by_worker(run.process.pid, port).values())
-            # Left to the kernel they were 1 and 7, 0 and 8, 2 and 14, 0 and 16.
-            assert held == [count // 2, count // 2], held
+            # Left to the kernel they were 1 and 7, 0 and 8, 2 and 14, 0 and 16.  A worker the machine does
+            # not run for WAIT_LIMIT leaves a connection to the other (seen under load: 3 and 5).
+            assert len(held) == 2 and held[1] - held[0] <= 2, held
+            splits.append(held)
         _wait_for_no_connections(run.process.pid, port)
+    assert sum(held[0] == held[1] for held in splits) >= 3, splits  # most rounds exactly even
 
 
 def test_short_connections_at_once_are_all_answered(served):

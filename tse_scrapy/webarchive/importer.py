@@ -58,7 +58,7 @@ from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
-from .reader import BadArchive, BadPayload, Record, archive_records
+from .reader import BadArchive, BadPayload, Record, archive_records, readable_url
 
 NOTES_NAME = "import"
 # Made before the first page file and removed after ``.crawler``, which is written last: a directory
@@ -66,7 +66,6 @@ NOTES_NAME = "import"
 # refuses (no ``.crawler``) and ``tse import`` names.
 UNFINISHED_NAME = ".tse-import-unfinished"
 # A URL shown in a warning is cut to this many characters (an archive's may be megabytes long).
-SHOWN_URL_CHARACTERS = 200
 # The links of a page kept for its depth and record, as a crawl record lists at most this many.
 MAX_PAGE_LINKS = MAX_LINKS
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
@@ -400,7 +399,8 @@ class ArchiveImport:
             return
         if payload is None:
             self.summary.oversized += 1
-            self.warn(f"{record.archive}: {record.url}: a payload over the size bound, skipped")
+            shown = readable_url(record.url)
+            self.warn(f"{record.archive}: {shown}: a payload over the size bound, skipped")
             return
         kind = page_kind(content_type, payload[:1024], self.pdf)
         if kind is None:
@@ -595,7 +595,7 @@ class ArchiveImport:
         ]
         if not unnoted:
             return True
-        shown = capture.url[:SHOWN_URL_CHARACTERS] + ("..." if len(capture.url) > SHOWN_URL_CHARACTERS else "")
+        shown = readable_url(capture.url)
         said = ", ".join(_NOTE_WORDS[kind] for kind in unnoted)
         self.warn(f"{shown}: a URL of {len(capture.url):,} characters, too long for its note ({said}): skipped")
         self.summary.unnoted += 1

@@ -176,9 +176,7 @@ class Record:
             # A record cut short, or whose Content-Length is wrong, damages its payload too: said first.
             self._check_end()
             why = str(error) if isinstance(error, _PayloadDamage) else "a damaged content coding"
-            raise BadPayload(
-                f"{self.archive}: the record for {_readable(self.url, _SHOWN)}: {why}, not taken"
-            ) from None
+            raise BadPayload(f"{self.archive}: the record for {readable_url(self.url)}: {why}, not taken") from None
         self._check_end()  # a payload cut short is never taken
         return b"".join(pieces)
 
@@ -242,7 +240,7 @@ def _decoded(block: _BlockBytes, headers: list[tuple[str, str]]) -> Iterator[byt
     codings = _codings(headers, "content-encoding") + (transfer[:-1] if chunked else transfer)
     unknown = [coding for coding in codings if coding not in _DECODERS]
     if unknown:
-        raise _PayloadDamage(f"a content coding that cannot be undone ({_readable(unknown[0])})")
+        raise _PayloadDamage(f"a content coding that cannot be undone ({readable_excerpt(unknown[0])})")
     if len(codings) > _MAX_CODINGS:
         raise _PayloadDamage(f"more than {_MAX_CODINGS} content codings")
     if chunked and _no_chunk_framing(block.head(_HEAD_BYTES)):
@@ -440,14 +438,19 @@ _DECODERS: dict[str, Callable[[Iterator[bytes]], Iterator[bytes]]] = {
 
 
 # A URL or a WACZ member's name in a message, at most (a content coding's name: 40 characters).
-_SHOWN = 300
+SHOWN_CHARACTERS = 200  # of a URL or a name from an archive, quoted in a message
 
 
-def _readable(text: str, size: int = 40) -> str:
+def readable_excerpt(text: str, size: int = 40) -> str:
     """*text* from an archive, quoted in a message: at most *size* characters, anything but printable
     ASCII escaped (a terminal is not to be driven by an archive's bytes)."""
     shown = "".join(char if " " <= char <= "~" else ascii(char)[1:-1] for char in text[:size])
     return shown + ("..." if len(text) > size else "")
+
+
+def readable_url(url: str) -> str:
+    """*url* (or a member's name) from an archive, quoted in a message: its first SHOWN_CHARACTERS."""
+    return readable_excerpt(url, SHOWN_CHARACTERS)
 
 
 def archive_records(path: str | os.PathLike) -> Iterator[Record]:
@@ -485,11 +488,9 @@ def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
                 try:
                     return opened.enter_context(wacz.open(member))
                 except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
-                    raise BadArchive(f"{name}: {_readable(member, _SHOWN)}: {error}") from None
+                    raise BadArchive(f"{name}: {readable_url(member)}: {error}") from None
 
-            yield from _records_of(
-                f"{name}: {_readable(member, _SHOWN)}", member_stream, wacz.getinfo(member).file_size
-            )
+            yield from _records_of(f"{name}: {readable_url(member)}", member_stream, wacz.getinfo(member).file_size)
 
 
 def _is_warc_member(member: str) -> bool:
@@ -621,7 +622,8 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                 raise BadArchive(f"{name}: damaged at record {count}: a record without a Content-Length")
             if not (length.isascii() and length.isdigit()):  # warcio would read nothing, or take fullwidth digits
                 raise BadArchive(
-                    f"{name}: damaged at record {count}: a Content-Length that is no number ({_readable(length)})"
+                    f"{name}: damaged at record {count}: "
+                    f"a Content-Length that is no number ({readable_excerpt(length)})"
                 )
             if count <= skip:  # yielded by the reading that found the file gzipped whole
                 _read_to_end(record, name)
@@ -706,11 +708,11 @@ def _said(name: str, error: BaseException, count: int, *, at_start: bool = False
     if isinstance(error, _GzipCut | EOFError):  # a gzip stream that ends before its end marker
         return BadArchive(
             f"{name}: cut short "
-            + (f"in the record for {_readable(url, _SHOWN)}" if url is not None else f"after record {count}")
+            + (f"in the record for {readable_url(url)}" if url is not None else f"after record {count}")
         )
     where = "not a WARC file" if at_start else f"damaged after record {count}"
     if url is not None:
-        where = f"damaged in the record for {_readable(url, _SHOWN)}"
+        where = f"damaged in the record for {readable_url(url)}"
     if isinstance(error, zlib.error | gzip.BadGzipFile):
         why = "a damaged gzip member"
     elif isinstance(error, zipfile.BadZipFile):
@@ -745,4 +747,4 @@ def _read_to_end(record: Any, name: str) -> None:
         pass
     if getattr(raw, "limit", 0) > 0:
         url = archived_url(record.rec_headers.get_header("WARC-Target-URI"))
-        raise BadArchive(f"{name}: cut short in the record for {_readable(url, _SHOWN)}")
+        raise BadArchive(f"{name}: cut short in the record for {readable_url(url)}")

@@ -16,8 +16,12 @@ from .progress import shown_url
 
 MASK = "***"
 
-# scheme://[user][:password]@ : the password runs to the last '@' before the host part.
-_CREDENTIALS = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^\s:/@]*:)(?P<password>[^\s/]*)(?P<at>@)", re.IGNORECASE)
+# scheme://[user][:password]@ : the password runs to the last '@' before the host part.  A scheme starts
+# after no letter or digit and is at most 64 characters long, so that text of letters and dots ("a.a.a.",
+# a URL of megabytes) is tried from each place a bounded way: linear time (unbounded, quadratic).
+_CREDENTIALS = re.compile(
+    r"(?P<head>(?<![a-z0-9])[a-z][a-z0-9+.-]{0,63}://[^\s:/@]*:)(?P<password>[^\s/]*)(?P<at>@)", re.IGNORECASE
+)
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pass|pwd)=)(?P<password>[^&#\s]*)", re.IGNORECASE)
 
 
