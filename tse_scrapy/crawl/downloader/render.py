@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import shutil
+import subprocess
 import time
 import urllib.request
 from typing import TYPE_CHECKING, Any
@@ -61,7 +62,24 @@ BROWSER_FLAGS = (
     "--disable-quic",
     "--no-first-run",
     "--disable-dev-shm-usage",
+    # WebRTC sends no UDP (STUN, TURN) to any host: it is not routed, nor checked against robots.txt.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # V8's heap of a renderer bounded (a page's scripts that hoard memory crash their renderer: the page
+    # is kept as fetched); TSE_RENDER_ARGS' own --js-flags, given after, replaces it.
+    "--js-flags=--max-old-space-size=1024",
 )
+# Blink's interfaces turned off in every frame: a SharedWorker's requests are not routed (nor checked
+# against robots.txt).  Merged with those TSE_RENDER_ARGS turns off (Chromium heeds the last switch).
+DISABLED_BLINK_FEATURES = ("SharedWorker",)
+BLINK_SWITCH = "--disable-blink-features"
+# Seconds a browser call (a context, a page, a route) may take: one that takes longer means a browser
+# that hangs or has died; it is closed, and the next page load starts another.
+BROWSER_CALL_TIMEOUT = 10.0
+# Seconds given past TSE_RENDER_TIMEOUT to read the rendered document (a renderer whose script never
+# yields never answers: the page is then kept as fetched).
+READ_GRACE = 5.0
+# Seconds a browser may take to start.
+LAUNCH_TIMEOUT = 60.0
 # Run in the page before its own scripts: a navigation it starts itself (a script, a <meta> refresh)
 # before it has loaded is cancelled, so that the rest of it is still parsed and run; one after is
 # answered 204 (_PageLoad.route), which would stop a page still loading where it stands.
@@ -71,6 +89,14 @@ if (window === window.top && window.navigation)
     if (document.readyState !== "complete" && !event.destination.sameDocument && event.cancelable)
       event.preventDefault();
   });
+"""
+# Run in every frame before its scripts: no WebRTC connection (a TURN server over TCP is reached
+# directly, whatever the IP handling policy), and no window opened (each would be a page of the
+# browser's: 300 of them took a gigabyte); a window opened anyway is closed (_PageLoad.opened).
+NO_HOSTILE_APIS = """
+for (const name of ["RTCPeerConnection", "webkitRTCPeerConnection", "SharedWorker"])
+  try { delete globalThis[name]; } catch (error) {}
+try { window.open = () => null; } catch (error) {}
 """
 # Turned off beside Playwright's own: a page handed to Chromium by route.fulfill counts as a public
 # one, so its Local Network Access checks would block what it loads from another port of 127.0.0.1 or
@@ -115,6 +141,15 @@ def renderer_missing(configured: str | None) -> str | None:
     path = chromium_path(configured)
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         return f"--render needs Chromium: {path} not found (apt-get install chromium, or -s TSE_CHROMIUM=PATH)"
+    # A program that is not a browser (-s TSE_CHROMIUM=/bin/false) would leave every page unrendered.
+    try:
+        answer = subprocess.run([path, "--version"], capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        said = answer.stdout.decode(errors="replace").strip()
+    except (OSError, subprocess.SubprocessError) as error:
+        return f"--render needs Chromium: {path} does not run ({first_line(error)})"
+    if answer.returncode != 0 or "chrom" not in said.lower():
+        told = first_line(Exception(said)) if said else f"exit status {answer.returncode}"
+        return f"--render needs Chromium: {path} --version does not answer as Chromium does ({told})"
     return None
 
 
@@ -150,7 +185,10 @@ class RenderMiddleware:
         self._default_features: dict[str, list[str]] | None = None
         self._features_read = False
         self._middlewares: dict[type, Any] = {}  # the robots.txt and WARC middlewares, found once
+        self._ever_started = False  # a browser has started in this crawl
+        self._stopping = False  # the crawl is stopping: no browser would start
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+        logging.getLogger("asyncio").addFilter(DRIVER_ERRORS_NOT_DUMPED)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderMiddleware:
@@ -197,78 +235,121 @@ class RenderMiddleware:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         # A BOM: the serialized document may still carry the <meta charset> of the bytes it was
         # parsed from; every reader (a browser, the indexer) takes the BOM first.
-        body = "\ufeff".encode() + rendered.encode("utf-8", "surrogatepass")
+        body = BOM + rendered.encode("utf-8", "surrogatepass")
         return response.replace(
             cls=HtmlResponse, headers=headers, body=body, flags=[*response.flags, "rendered"], encoding="utf-8"
         )
 
     # -- one page load ---------------------------------------------------------------
     async def _render(self, response: Response) -> str | None:
-        """The rendered document of *response*, or None when the renderer crashed or the browser failed."""
+        """The rendered document of *response*, or None when the renderer crashed, the browser failed, or
+        the document cannot be kept.  One deadline for the whole page load (TSE_RENDER_TIMEOUT), then
+        READ_GRACE to read the document; every browser call is bounded."""
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+        deadline = time.monotonic() + self.timeout
         try:
             browser = await self._started_browser()
-            context = await browser.new_context(
-                user_agent=self.user_agent, service_workers="block", accept_downloads=False
-            )
-        except PlaywrightError as error:
+        except Exception as error:  # Playwright's driver or the browser would not start, or hung starting
             self.stats.inc_value("tse/render_failed")
-            logger.warning("Cannot start the browser for %s: %s", response.url, first_line(error))
+            logger.warning("Cannot start the browser for %s: %s", response.url, _told(error))
             await self._drop_browser()
+            self._browser_failed(error)
             return None
         load = _PageLoad(self, response)
+        context: Any = None
+        cut = False
         try:
+            context = await _bounded(
+                browser.new_context(user_agent=self.user_agent, service_workers="block", accept_downloads=False)
+            )
             # On the context, not the page: a window a script opens is held to the same rules.
-            await context.route("**/*", load.route)
-            await context.add_init_script(STAY_WHILE_LOADING)
-            page = await context.new_page()
+            await _bounded(context.route("**/*", load.route))
+            # No WebSocket reaches any server: a crawl fetches pages, and a socket is neither routed
+            # (robots.txt, the request bound) nor a page.
+            await _bounded(context.route_web_socket(_any_url, load.websocket))
+            await _bounded(context.add_init_script(NO_HOSTILE_APIS + STAY_WHILE_LOADING))
+            page = await _bounded(context.new_page())
             load.page = page
+            context.on("page", load.opened)  # after the page's own "page" event
             page.on("crash", load.crashed)
             context.on("requestfinished", load.finished)
-            deadline = time.monotonic() + self.timeout
             try:
-                await page.goto(response.url, wait_until="load", timeout=self.timeout * 1000)
-                left = max(0.0, deadline - time.monotonic())
-                await page.wait_for_load_state("networkidle", timeout=max(1.0, left * 1000))
-            except PlaywrightTimeout:
-                self.stats.inc_value("tse/render_timeouts")
-                logger.info("Rendering %s cut at %.0f s: kept as rendered so far", response.url, self.timeout)
+                left = max(0.5, deadline - time.monotonic())
+                # Playwright's own timeout first; asyncio's in case the browser never answers.
+                await asyncio.wait_for(page.goto(response.url, wait_until="load", timeout=left * 1000), left + 1)
+                left = max(0.5, deadline - time.monotonic())
+                await asyncio.wait_for(page.wait_for_load_state("networkidle", timeout=left * 1000), left + 1)
+            except (PlaywrightTimeout, asyncio.TimeoutError):
+                cut = True
             if load.has_crashed:
                 raise PlaywrightError("the renderer crashed")
             # Bounded: a script that never yields holds the renderer, and every call to it, forever.
-            size = await asyncio.wait_for(
-                page.evaluate("document.documentElement ? document.documentElement.outerHTML.length : 0"),
-                timeout=max(5.0, self.timeout),
-            )
-            if size > self.max_size:
-                raise PlaywrightError(f"the rendered document is {size} characters, over DOWNLOAD_MAXSIZE")
-            html = await asyncio.wait_for(page.content(), timeout=max(5.0, self.timeout))
-            await load.archived()
+            read_by = max(time.monotonic(), deadline) + READ_GRACE
+            size, unparsed = await asyncio.wait_for(page.evaluate(DOCUMENT_STATE), read_by - time.monotonic())
+            if unparsed:
+                raise _NotKept("the browser could not parse it")
+            if size > self.max_size:  # a UTF-16 code unit is at least a byte in UTF-8
+                raise _NotKept(f"the rendered document is over DOWNLOAD_MAXSIZE ({self.max_size} bytes)")
+            html = await asyncio.wait_for(page.content(), max(0.1, read_by - time.monotonic()))
+            if len(BOM) + _utf8_length(html) > self.max_size:
+                raise _NotKept(f"the rendered document is over DOWNLOAD_MAXSIZE ({self.max_size} bytes)")
+            await load.archived(max(0.1, read_by - time.monotonic()))
+            if cut:
+                self.stats.inc_value("tse/render_timeouts")
+                logger.info("Rendering %s cut at %.0f s: kept as rendered so far", response.url, self.timeout)
             return html
+        except _NotKept as error:
+            self.stats.inc_value("tse/render_failed")
+            logger.warning("Rendering %s not kept (%s): the page is kept as fetched", response.url, error)
+            return None
         except (PlaywrightError, asyncio.TimeoutError) as error:
             crashed = load.has_crashed or "crash" in str(error).lower()
             self.stats.inc_value("tse/render_crashes" if crashed else "tse/render_failed")
             reason = "crashed" if crashed else "failed"
-            logger.warning("Rendering %s %s (%s): the page is kept as fetched", response.url, reason, first_line(error))
+            if isinstance(error, asyncio.TimeoutError) and cut:
+                told = f"cut at {self.timeout:.0f} s, and its document could not be read"
+            else:
+                told = _told(error)
+            logger.warning("Rendering %s %s (%s): the page is kept as fetched", response.url, reason, told)
+            if context is None or load.page is None:  # a browser that does not answer: started anew
+                await self._drop_browser()
             return None
         finally:
-            try:
-                await asyncio.wait_for(context.close(), timeout=10)
-            except Exception:  # a hung renderer or a dead browser: the next page load starts anew
-                await self._drop_browser()
+            if context is not None:
+                try:
+                    await asyncio.wait_for(context.close(), timeout=BROWSER_CALL_TIMEOUT)
+                except Exception:  # a hung renderer or a dead browser: the next page load starts anew
+                    await self._drop_browser()
+
+    def _browser_failed(self, error: BaseException) -> None:
+        """A browser that has never started in this crawl will not start: the crawl stops (exit 1),
+        rather than saving every page unrendered."""
+        if self._ever_started or self._stopping:
+            return
+        self._stopping = True
+        self.crawler.stats.set_value("tse/error", f"--render: the browser cannot start: {_told(error)}")
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            engine.close_spider(engine.spider, "tse_render_browser")
 
     async def _drop_browser(self) -> None:
-        """Close the browser (if it still answers) so that the next page load starts another."""
+        """Close the browser and Playwright's driver (if they still answer, bounded) so that the next
+        page load starts others: a browser that dies may leave the driver's connection broken too."""
         browser, self._browser = self._browser, None
-        if browser is None:
+        playwright, self._playwright = self._playwright, None
+        if browser is None and playwright is None:
             return
-        self.stats.inc_value("tse/render_browser_restarts")
-        try:
-            await asyncio.wait_for(browser.close(), timeout=10)
-        except Exception as error:  # gone already: its processes went with it
-            logger.debug("Closing the browser: %s", error)
+        if browser is not None:
+            self.stats.inc_value("tse/render_browser_restarts")
+        for closing in (browser.close() if browser else None, playwright.stop() if playwright else None):
+            if closing is None:
+                continue
+            try:
+                await asyncio.wait_for(closing, timeout=BROWSER_CALL_TIMEOUT)
+            except Exception as error:  # gone already: its processes went with it
+                logger.debug("Closing the browser: %s", _told(error))
 
     async def _started_browser(self) -> Any:
         if self._browser is not None and self._browser.is_connected():
@@ -281,12 +362,13 @@ class RenderMiddleware:
             from playwright.async_api import async_playwright
 
             if self._playwright is None:
-                self._playwright = await async_playwright().start()
+                self._playwright = await asyncio.wait_for(async_playwright().start(), LAUNCH_TIMEOUT)
             if self._browser is not None:  # disconnected: it died
                 self.stats.inc_value("tse/render_browser_restarts")
                 logger.warning("The browser went away: starting another")
             # The feature switches last, merged (_merged_features).
-            args = [*BROWSER_FLAGS, *(arg for arg in self.extra_args if arg.partition("=")[0] not in FEATURE_SWITCHES)]
+            args = [*BROWSER_FLAGS, _blink_switch(self.extra_args)]
+            args += [arg for arg in self.extra_args if arg.partition("=")[0] not in (*FEATURE_SWITCHES, BLINK_SWITCH)]
             if os.geteuid() == 0:  # Chromium's sandbox refuses to run as root
                 args.append("--no-sandbox")
             options: dict[str, Any] = {"executable_path": self.executable, "headless": True, "args": args}
@@ -297,10 +379,11 @@ class RenderMiddleware:
                 args += [f"--proxy-pac-url={_proxy_pac(proxy)}", "--proxy-bypass-list=<-loopback>"]
             disabled = DISABLED_FEATURES if self.local_site else ()
             if not self._features_read and (disabled or _feature_switches(self.extra_args)):
-                self._default_features = await self._read_default_features(options)
+                self._default_features = await asyncio.wait_for(self._read_default_features(options), LAUNCH_TIMEOUT)
                 self._features_read = True
             options["args"] = [*args, *_merged_features(self._default_features, self.extra_args, disabled)]
-            self._browser = await self._playwright.chromium.launch(**options)
+            self._browser = await asyncio.wait_for(self._playwright.chromium.launch(**options), LAUNCH_TIMEOUT)
+            self._ever_started = True
             return self._browser
 
     async def _read_default_features(self, options: dict[str, Any]) -> dict[str, list[str]] | None:
@@ -370,7 +453,7 @@ class RenderMiddleware:
                 if playwright is not None:
                     await asyncio.wait_for(playwright.stop(), timeout=10)
             except Exception as error:  # closing: nothing is left to save
-                logger.debug("Closing the browser: %s", error)
+                logger.debug("Closing the browser: %s", _told(error))
 
 
 class _PageLoad:
@@ -384,10 +467,24 @@ class _PageLoad:
         self.has_crashed = False
         self.navigated = False
         self.page: Any = None  # this page load's page (a script may open others)
-        self.archiving: list[asyncio.Task] = []
+        self.archiving: list[asyncio.Future] = []
+        self.closing: list[asyncio.Future] = []  # the windows a script opened, being closed
 
     def crashed(self, _page: Any) -> None:
         self.has_crashed = True
+
+    def opened(self, page: Any) -> None:
+        """A window a script opened (NO_HOSTILE_APIS took window.open away; a link with a target still
+        opens one): closed at once, its page not loaded (route)."""
+        if page is not self.page:
+            self.closing.append(asyncio.ensure_future(_closed(page)))
+
+    async def websocket(self, socket: Any) -> None:
+        """A WebSocket the page opens: closed, never connected to its server."""
+        self.middleware.stats.inc_value("tse/render_websockets_blocked")
+        logger.debug("Rendering %s: its WebSocket to %s not opened", self.response.url, socket.url)
+        with contextlib.suppress(Exception):
+            await socket.close()
 
     async def route(self, route: Any) -> None:
         request = route.request
@@ -467,9 +564,81 @@ class _PageLoad:
             body=body,
         )
 
-    async def archived(self) -> None:
+    async def archived(self, timeout: float) -> None:
         if self.archiving:
-            await asyncio.wait(self.archiving, timeout=10)
+            await asyncio.wait(self.archiving, timeout=min(10.0, timeout))
+
+
+class _NotKept(Exception):
+    """A rendered document that is not kept (the page is kept as fetched): why, in one line."""
+
+
+BOM = "\ufeff".encode()
+# Read from the page once it has rendered: the document's length in UTF-16 code units (each at least a
+# byte in UTF-8), and whether it is an XML document the browser could not parse (Chromium shows its
+# error banner, a <parsererror>, in its place).
+DOCUMENT_STATE = """() => {
+  const root = document.documentElement;
+  const unparsed =
+    document.contentType !== "text/html" && document.getElementsByTagNameNS("*", "parsererror").length > 0;
+  return [root ? root.outerHTML.length : 0, unparsed];
+}"""
+
+
+def _utf8_length(text: str) -> int:
+    """The bytes of *text* in the page file (UTF-8; a lone surrogate as Python writes it there)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _any_url(_url: str) -> bool:
+    return True
+
+
+async def _bounded(call: Any) -> Any:
+    """A browser call's result, or asyncio.TimeoutError after BROWSER_CALL_TIMEOUT (a browser that died
+    may leave a call unanswered forever)."""
+    return await asyncio.wait_for(call, BROWSER_CALL_TIMEOUT)
+
+
+async def _closed(page: Any) -> None:
+    try:
+        await asyncio.wait_for(page.close(), BROWSER_CALL_TIMEOUT)
+    except Exception as error:  # closed already, with its context
+        logger.debug("Closing a window a script opened: %s", _told(error))
+
+
+def _told(error: BaseException) -> str:
+    """*error* in one line (a bound that ran out says so: asyncio's TimeoutError has no message)."""
+    if isinstance(error, asyncio.TimeoutError) and not str(error):
+        return "the browser did not answer in time"
+    return first_line(error)
+
+
+def _blink_switch(extra_args: list[str]) -> str:
+    """One --disable-blink-features: the crawl's DISABLED_BLINK_FEATURES and TSE_RENDER_ARGS' own."""
+    names = list(DISABLED_BLINK_FEATURES)
+    for arg in extra_args:
+        switch, _, value = arg.partition("=")
+        if switch == BLINK_SWITCH:
+            names += [name for name in value.split(",") if name]
+    return f"{BLINK_SWITCH}={','.join(dict.fromkeys(names))}"
+
+
+class _DriverErrorsNotDumped(logging.Filter):
+    """asyncio's "Future exception was never retrieved" dumps for the calls a dead browser or driver left
+    unanswered (the page load they belonged to has said, in one line, that it failed): not logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("Future exception was never retrieved"):
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        if type(error).__module__.startswith("playwright") or "from the driver" in str(record.msg):
+            logger.debug("A browser call left unanswered: %s", first_line(error) if error else record.msg)
+            return False
+        return True
+
+
+DRIVER_ERRORS_NOT_DUMPED = _DriverErrorsNotDumped()
 
 
 def _feature_switches(args: list[str]) -> list[tuple[str, list[str]]]:

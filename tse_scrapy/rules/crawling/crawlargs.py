@@ -22,6 +22,10 @@ ORDERS = ("tse", "bfs", "priority")
 YES_NO_ARGUMENTS = ("pdf", "sitemaps", "render", "resume", "update")
 # The settings that limit a crawl's pages (``spiders/tse.py`` takes the first as the second).
 PAGE_LIMIT_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "TSE_MAX_PAGES")
+# --render's counts (TSE_RENDER_*), and the least each may be: a page load at once at least; 0 browser
+# requests a page (none fetched) and 0 for TSE_RENDER_RECYCLE (never) are meaningful.  They were
+# clamped in silence.
+RENDER_COUNTS = {"TSE_RENDER_PAGES": 1, "TSE_RENDER_MAX_REQUESTS": 0, "TSE_RENDER_RECYCLE": 0}
 MAX_DEPTH = 10
 _CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -338,6 +342,10 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
             convert(value)
         except (TypeError, ValueError, OverflowError):
             raise ArgumentError(f"-s {name} must be {wanted}: {value}") from None
+    for name, lowest in RENDER_COUNTS.items():
+        value = setting(name)
+        if value is not None and int(value) < lowest:  # int: checked above
+            raise ArgumentError(f"-s {name} must be a whole number, at least {lowest}: {value}")
 
 
 def setting_is_on(value: Any) -> bool:
