@@ -254,8 +254,8 @@ def test_a_page_of_unclosed_tags_imports_in_linear_time(tmp_path):
     assert (pages / "1").stat().st_size > len(body)
 
 
-def test_a_payload_revisited_under_other_urls_is_scanned_once(tmp_path, monkeypatch):
-    body = b"<title>p</title><a href='deep.html'>d</a><a href='/top.html'>t</a>"
+def revisited_archive(tmp_path: Path, body: bytes) -> Path:
+    """A page at site.test/x/page.html and three revisits of its payload under /y, /z and /w."""
     warc = tmp_path / "revisits.warc.gz"
     with open(warc, "wb") as output:
         writer = WARCWriter(output, gzip=True)
@@ -279,6 +279,19 @@ def test_a_payload_revisited_under_other_urls_is_scanned_once(tmp_path, monkeypa
                     warc_headers_dict={"WARC-Payload-Digest": digest},
                 )
             )
+    return warc
+
+
+REVISITED_BODY = b"<title>p</title><a href='deep.html'>d</a><a href='/top.html'>t</a>"
+
+
+@pytest.mark.parametrize("kept", [importer.SCANNED_HREF_BYTES, 0], ids=["kept", "past the bound"])
+def test_a_payload_revisited_under_other_urls_is_scanned_once(tmp_path, monkeypatch, kept):
+    """Its hrefs are kept for the pages that hold it, within SCANNED_HREF_BYTES (past it, scanned again
+    for each), and forgotten once the last of them has them."""
+    body = REVISITED_BODY
+    warc = revisited_archive(tmp_path, body)
+    monkeypatch.setattr(importer, "SCANNED_HREF_BYTES", kept)
     scans: list[int] = []
     scan = importer.page_hrefs
 
@@ -290,8 +303,11 @@ def test_a_payload_revisited_under_other_urls_is_scanned_once(tmp_path, monkeypa
     pages = tmp_path / "pages"
     pages.mkdir()
     record_file = tmp_path / "import.jsonl"
-    import_archives([str(warc)], str(pages), record=str(record_file))  # (--record scans every page)
-    assert scans == [len(body)]
+    job = importer.ArchiveImport(str(pages), record=str(record_file))  # (--record scans every page)
+    job.read(str(warc))
+    job.write()
+    assert scans == [len(body)] * (1 if kept else 4)
+    assert (job.scanned, job.scanned_bytes, job.shared_payloads) == ({}, 0, {})  # nothing left held
     lines = record_file.read_text()
     for place in ("x", "y", "z", "w"):  # each resolved against its own URL
         assert f'"http://site.test/{place}/deep.html"' in lines

@@ -65,9 +65,10 @@ NOTES_NAME = "import"
 # holding it holds an import that did not finish (interrupted, killed, a full disk), which ``tse index``
 # refuses (no ``.crawler``) and ``tse import`` names.
 UNFINISHED_NAME = ".tse-import-unfinished"
-# A URL shown in a warning is cut to this many characters (an archive's may be megabytes long).
 # The links of a page kept for its depth and record, as a crawl record lists at most this many.
 MAX_PAGE_LINKS = MAX_LINKS
+# The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.
+SCANNED_HREF_BYTES = 64 * 1024 * 1024
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
 ROBOTS_TOKEN = "tse-scrapy"
 
@@ -327,8 +328,11 @@ class ArchiveImport:
         # For the record (--record): the other answers that may have been pages, (URL, status, date).
         self.not_pages: list[tuple[str, int, float | None]] = []
         # The hrefs of each payload more than one page holds (a revisit's), scanned once for them all.
-        self.shared_payloads: set[int] = set()
+        # (Kept while a holder is left to scan, to SCANNED_HREF_BYTES in all: past it a payload is scanned
+        # again for each page, which costs time linear in its size, where keeping it would cost memory.)
+        self.shared_payloads: dict[int, int] = {}  # offset in the spool -> its holders not scanned yet
         self.scanned: dict[int, PageHrefs] = {}
+        self.scanned_bytes = 0
         self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
 
     def read(self, path: str) -> None:
@@ -508,7 +512,7 @@ class ArchiveImport:
     def _write_pages(self) -> None:
         captures = {number: capture for number, capture in self._pages().items() if self._notable(capture)}
         held = Counter(capture.offset for capture in captures.values())
-        self.shared_payloads = {offset for offset, pages in held.items() if pages > 1}
+        self.shared_payloads = {offset: pages for offset, pages in held.items() if pages > 1}
         numbers = list(captures)
         position = {number: index for index, number in enumerate(numbers)}
         # A link counts when it lands, after the archive's redirects, on one of the pages.  Only the
@@ -614,17 +618,34 @@ class ArchiveImport:
             if capture.kind == HTML:
                 body = self._body(capture)
                 if NOFOLLOW not in _directives(capture, body):
-                    hrefs = self.scanned.get(capture.offset)
-                    if hrefs is None:
-                        hrefs = page_hrefs(body)
-                        if capture.offset in self.shared_payloads:
-                            self.scanned[capture.offset] = hrefs
+                    hrefs = self._shared_hrefs(capture.offset, body)
                     try:
                         found = resolved_links(hrefs, capture.url, MAX_PAGE_LINKS)
                     except ValueError:  # a target URI no link can be resolved against
                         found = []
             capture.links = [self.targets.number(link) for link in found]
         return capture.links
+
+    def _shared_hrefs(self, offset: int, body: bytes) -> PageHrefs:
+        """The hrefs of the payload at *offset* in the spool, scanned once for the pages that hold it (but
+        past SCANNED_HREF_BYTES kept), and forgotten once its last holder has them."""
+        hrefs = self.scanned.get(offset)
+        if hrefs is None:
+            hrefs = page_hrefs(body)
+        left = self.shared_payloads.get(offset, 1) - 1
+        if left <= 0:
+            self.shared_payloads.pop(offset, None)
+            if self.scanned.pop(offset, None) is not None:
+                self.scanned_bytes -= _href_bytes(hrefs)
+        elif offset in self.scanned:
+            self.shared_payloads[offset] = left
+        else:
+            self.shared_payloads[offset] = left
+            size = _href_bytes(hrefs)
+            if self.scanned_bytes + size <= SCANNED_HREF_BYTES:
+                self.scanned[offset] = hrefs
+                self.scanned_bytes += size
+        return hrefs
 
     def _notes(self, capture: Capture, body: bytes) -> list[tuple[str, str]]:
         """The notes of a page, (kind, value), as a crawl notes them."""
@@ -704,6 +725,11 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
         if revisit.links_header:
             capture.links_header = revisit.links_header
     return capture
+
+
+def _href_bytes(hrefs: PageHrefs) -> int:
+    """About the memory *hrefs* take: their bytes, and a bytes object's own 33 and a tuple slot's 8."""
+    return sum(len(href) + 41 for href in hrefs.hrefs) + len(hrefs.base or b"")
 
 
 def _directives(capture: Capture, body: bytes) -> frozenset[str]:
