@@ -399,3 +399,17 @@ def test_after_a_damaged_payload_the_records_after_it_can_be_read(tmp_path):
         "the record for http://site.test/bad",
         "the record for http://site.test/bad-coding",
     ]
+
+
+def test_damaged_payloads_past_the_first_ten_are_counted_not_said(tmp_path):
+    """A hostile archive of a million damaged records is no million lines: the first ten said, the
+    rest counted, the pages among them taken."""
+    damaged = [(f"http://site.test/bad{n}", [HTML, ("Content-Encoding", "bogus")], page("x")) for n in range(12)]
+    warc = write_warc(tmp_path / "many.warc.gz", [*damaged, ("http://site.test/good", [HTML], page("good"))])
+    result, pages = tse_import(tmp_path, warc)
+    assert result.returncode == 1
+    lines = said(result)
+    assert all(f"the record for http://site.test/bad{n}: " in lines[n] for n in range(10)), lines
+    assert lines[10] == "tse import: more damaged payloads are counted, not said one by one (the first 10 are)"
+    assert lines[11] == "tse import: 1 page saved; 13 records read; 12 damaged payloads not taken", lines
+    assert page_files(pages) == {"http://site.test/good": page("good")}

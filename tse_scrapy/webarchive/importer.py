@@ -67,6 +67,8 @@ NOTES_NAME = "import"
 UNFINISHED_NAME = ".tse-import-unfinished"
 # The links of a page kept for its depth and record, as a crawl record lists at most this many.
 MAX_PAGE_LINKS = MAX_LINKS
+# Damaged payloads said one a line (a hostile archive may hold a million); the rest are counted.
+DAMAGED_SAID = 10
 # The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.
 SCANNED_HREF_BYTES = 64 * 1024 * 1024
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
@@ -106,12 +108,12 @@ class ImportSummary:
     unnoted: int = 0  # pages skipped: their URL is too long for the note that says what they are
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
-    damaged: list[str] = field(default_factory=list)  # one line per payload not taken (the archive read on)
+    damaged: int = 0  # payloads not taken (the archive read on): the first DAMAGED_SAID said one a line
 
     @property
     def failed(self) -> bool:
         """Something of the archives could not be read: ``tse import`` exits 1."""
-        return bool(self.bad or self.damaged)
+        return bool(self.bad) or self.damaged > 0
 
     def describe(self) -> str:
         """The one-line summary ``tse import`` ends with."""
@@ -136,7 +138,7 @@ class ImportSummary:
         if self.unnoted:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
         if self.damaged:
-            parts.append(_count(len(self.damaged), "damaged payload") + " not taken")
+            parts.append(_count(self.damaged, "damaged payload") + " not taken")
         if self.bad:
             parts.append(_count(len(self.bad), "archive") + " not read to the end")
         return "; ".join(parts)
@@ -398,8 +400,11 @@ class ArchiveImport:
         try:
             payload = record.payload()
         except BadPayload as error:  # the archive is sound around it: its next records are read
-            self.summary.damaged.append(str(error))
-            self.warn(str(error))
+            self.summary.damaged += 1
+            if self.summary.damaged <= DAMAGED_SAID:
+                self.warn(str(error))
+            if self.summary.damaged == DAMAGED_SAID:
+                self.warn(f"more damaged payloads are counted, not said one by one (the first {DAMAGED_SAID} are)")
             return
         if payload is None:
             self.summary.oversized += 1

@@ -197,8 +197,9 @@ def _navigation_starts(markup: str) -> list[tuple[int, str]]:
 
 def _role_is_navigation(markup: str, start: int, end: int) -> bool:
     """Whether the first role of the tag whose attributes run from *start* to *end* (its ">") is
-    navigation: its first ``role`` attribute's first token, as a browser takes a tag's first attribute
-    of a name and ARIA a role list's first role it knows."""
+    navigation: its first ``role`` attribute's first token (a browser takes a tag's first attribute of
+    a name; ARIA a role list's first role it knows, which a later "navigation" token after an unknown
+    one would be, not read here: no page seen writes its role so)."""
     for attribute in _ATTRIBUTE.finditer(markup, start, end):
         if attribute.group(1).lower() == "role":
             roles = next((value for value in attribute.groups()[1:] if value is not None), "").split()
