@@ -36,7 +36,7 @@ from ..fulltext.matching import distinct_groups
 from ..index.engine import RANKINGS, Answer, QueryEngine
 from ..index.pdfs import PdfReads
 from ..index.storage import IndexReader
-from ..rules.crawling.secrets import MASK
+from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from ..rules.queries import searchsnippet
 from ..rules.queries.query import BAD_CHARACTER, is_blank
@@ -69,30 +69,10 @@ _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
 
 
-_SCHEME = re.compile(r"[a-z][a-z0-9+.-]*", re.IGNORECASE)
-_AUTHORITY_END = re.compile(r"[/?#]")
-_QUERY_SECRET = re.compile(r"([?&](?:password|pass|pwd)=)[^&#\s]*", re.IGNORECASE)  # (rules/crawling/secrets.py's)
-
-
-def masked_url(url: str, mask: str = MASK) -> str:
-    """*url* with its secrets masked as the CLI masks them (``mask_url``): the password of its userinfo
-    (``http://user:***@host/``) and the value of a ``password=``, ``pass=`` or ``pwd=`` in it; found in time
-    linear in its length (``mask_url``'s pattern backtracks, over a URL of megabytes a page file may hold)."""
-    scheme = url.find("://")
-    if scheme > 0 and _SCHEME.fullmatch(url, 0, scheme):
-        start = scheme + 3
-        found = _AUTHORITY_END.search(url, start)
-        at = url.rfind("@", start, found.start() if found else len(url))
-        colon = url.find(":", start, at) if at >= 0 else -1
-        if colon >= 0:
-            url = url[: colon + 1] + mask + url[at:] if mask else url[:colon] + url[at:]
-    return _QUERY_SECRET.sub(lambda found: found.group(1) + mask, url)
-
-
 def shown_url(url: str) -> str:
-    """*url* as a page shows it, its secrets masked (``masked_url``): its first SHOWN_URL_CHARACTERS,
-    then " …" when longer."""
-    url = masked_url(url)
+    """*url* as a page shows it, its secrets masked (``mask_url``, as the CLI shows one): its first
+    SHOWN_URL_CHARACTERS, then " …" when longer."""
+    url = mask_url(url)
     return url if len(url) <= SHOWN_URL_CHARACTERS else url[:SHOWN_URL_CHARACTERS] + " \u2026"
 
 
@@ -100,7 +80,7 @@ def linkable(url: str) -> bool:
     """Whether a page may link to *url*: a web URL (http or https) of LINKED_URL_CHARACTERS or fewer that
     holds no secret (a link would carry it to the browser's history, and to the page)."""
     return (
-        len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://")) and masked_url(url) == url
+        len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://")) and mask_url(url) == url
     )
 
 
@@ -303,13 +283,13 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         content["results"] = [
             {
                 "docid": result.doc_id,
-                "url": masked_url(result.url),
+                "url": mask_url(result.url),
                 "score": result.score,
                 "title": result.title,
                 "snippet": result.snippet,
                 "highlights": result.highlights,
                 **(
-                    {"lang": result.lang, "also": [masked_url(url) for url in result.also], "pdf": result.pdf}
+                    {"lang": result.lang, "also": [mask_url(url) for url in result.also], "pdf": result.pdf}
                     if ranking == "relevance"
                     else {}
                 ),
@@ -366,7 +346,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
                 body, encoding = decode_page(body, notes.charset(page.url)).encode("utf-8", "replace"), "utf-8"
             # Its relative links lead to the site's pages, not to this server's paths (a password in its
             # URL left out: the copy's links would carry it).
-            body, charset = with_base(body, masked_url(page.url, ""), encoding), browser_label(encoding)
+            body, charset = with_base(body, mask_url(page.url, ""), encoding), browser_label(encoding)
         content_type = f"text/html; charset={charset}"
         headers = {**SAFE_HEADERS, "Content-Security-Policy": SAVED_PAGE_POLICY, "Content-Type": content_type}
         return Response(body, headers=headers)

@@ -25,15 +25,16 @@ _CREDENTIALS = re.compile(
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pass|pwd)=)(?P<password>[^&#\s]*)", re.IGNORECASE)
 
 
-def mask_secrets(text: str) -> str:
-    """*text* with the password of every URL in it replaced by ``***``."""
-    text = _CREDENTIALS.sub(lambda m: m["head"] + MASK + m["at"], text)
-    return _QUERY_PASSWORD.sub(lambda m: m["head"] + MASK, text)
+def mask_secrets(text: str, mask: str = MASK) -> str:
+    """*text* with the password of every URL in it replaced by *mask*; with ``""``, left out, a
+    userinfo's colon too (``http://user@host/``: a URL that still names its user, for a ``<base>``)."""
+    text = _CREDENTIALS.sub(lambda m: (m["head"] if mask else m["head"][:-1]) + mask + m["at"], text)
+    return _QUERY_PASSWORD.sub(lambda m: m["head"] + mask, text)
 
 
-def mask_url(url: str | None) -> str:
-    """*url* as it may be shown (its password masked); '' for None."""
-    return mask_secrets(url or "")
+def mask_url(url: str | None, mask: str = MASK) -> str:
+    """*url* as it may be shown (its password masked, or left out with ``""``); '' for None."""
+    return mask_secrets(url or "", mask)
 
 
 def shown_message(text: str) -> str:
