@@ -31,9 +31,12 @@ HANG = 240
 
 class Witness:
     """A server on 127.0.0.1 that answers anything 200 and remembers every request (and WebSocket
-    handshake) it sees: a host outside the crawl's prefix that a page's scripts try to reach."""
+    handshake) it sees: a host outside the crawl's prefix that a page's scripts try to reach; with *root*
+    (made empty), the site whose files it serves."""
 
-    def __init__(self, host: str = "127.0.0.1", robots: str = "User-agent: *\nDisallow:\n", on_get=None):
+    def __init__(
+        self, host: str = "127.0.0.1", robots: str = "User-agent: *\nDisallow:\n", on_get=None, root: Path | None = None
+    ):
         self.seen: list[str] = []
         witness = self
 
@@ -59,7 +62,9 @@ class Witness:
             def log_message(self, *args):
                 pass
 
-        self.root: Path | None = None
+        self.root = root
+        if root is not None:
+            root.mkdir()
         self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://{host}:{self.server.server_address[1]}"
@@ -122,9 +127,7 @@ def test_a_browser_that_stops_answering_is_started_anew(witness, tmp_path):
                 process.send_signal(signal.SIGSTOP)
                 stopped.append(process)
 
-    site = witness(on_get=on_get)
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(on_get=on_get, root=tmp_path / "site")
     links = " ".join(f'<a href="p{n}.html">{n}</a>' for n in range(1, 6))
     (site.root / "index.html").write_text(f"<html><head><title>Index</title></head><body>{links}</body></html>")
     for n in range(1, 6):
@@ -182,9 +185,7 @@ def test_sockets_shared_workers_webrtc_and_popups_reach_no_one(witness, tmp_path
     and each popup was a page of the browser's: none reaches the other server now, and the page's
     own socket is not opened either (a crawl fetches pages)."""
     other = witness(robots="User-agent: *\nDisallow: /\n")
-    site = witness()
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(root=tmp_path / "site")
     (site.root / "hostile.html").write_text(SOCKETS_AND_WORKERS.replace("OTHER", other.url))
     pages, result = crawl_site(site, tmp_path, "hostile.html", 0)
     stderr = result.stderr.decode()
@@ -201,9 +202,7 @@ def test_sockets_shared_workers_webrtc_and_popups_reach_no_one(witness, tmp_path
 def test_a_script_that_never_yields_is_counted_once(witness, tmp_path):
     """Its page load is cut at TSE_RENDER_TIMEOUT and its document cannot be read (the renderer is
     held): kept as fetched, counted failed, once (it was counted cut at the timeout and failed)."""
-    site = witness()
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(root=tmp_path / "site")
     (site.root / "index.html").write_text(
         '<html><head><title>Start</title></head><body><a href="hang.html">hang</a> <a href="after.html">a</a>'
         "</body></html>"
@@ -226,9 +225,7 @@ def test_a_script_that_never_yields_is_counted_once(witness, tmp_path):
 
 def test_a_document_over_the_size_bound_in_utf8_is_not_kept(witness, tmp_path):
     """600,000 "中": fewer UTF-16 code units than DOWNLOAD_MAXSIZE, three times as many bytes."""
-    site = witness()
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(root=tmp_path / "site")
     (site.root / "cjk.html").write_text(
         '<html><head><meta charset="utf-8"><title>Wide</title></head><body><p id="p">few</p>'
         '<script>document.getElementById("p").textContent = "\u4e2d".repeat(600000);</script></body></html>'
@@ -243,9 +240,7 @@ def test_a_document_over_the_size_bound_in_utf8_is_not_kept(witness, tmp_path):
 
 def test_an_xhtml_page_the_browser_cannot_parse_is_kept_as_fetched(witness, tmp_path):
     """Not Chromium's "This page contains the following errors" banner."""
-    site = witness()
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(root=tmp_path / "site")
     broken = (
         '<?xml version="1.0"?><html xmlns="http://www.w3.org/1999/xhtml"><head><title>Broken</title></head>'
         "<body><p>unclosed paragraph quetzal<br></p></body></html>"
@@ -293,9 +288,7 @@ def test_a_browser_that_cannot_start_stops_the_crawl(witness, tmp_path):
     fake = tmp_path / "chromium"
     fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'Chromium 1.0' && exit 0\nexit 1\n")
     fake.chmod(0o755)
-    site = witness()
-    site.root = tmp_path / "site"
-    site.root.mkdir()
+    site = witness(root=tmp_path / "site")
     links = " ".join(f'<a href="p{n}.html">{n}</a>' for n in range(1, 6))
     (site.root / "index.html").write_text(f"<html><body>{links}</body></html>")
     for n in range(1, 6):
