@@ -269,16 +269,21 @@ def _decodes(body: bytes, encoding: str) -> bool:
 
 def _known(label: object) -> str | None:
     """The codec a browser uses for *label* (``LABELS``), or None for no label or one it does not know."""
-    if not isinstance(label, str) or len(label) > _MAX_LABEL or not label.isascii():
-        return None  # (every label is ASCII: str.lower would make "\u212aoi8-r", a Kelvin sign, "koi8-r")
-    return LABELS.get(label.strip(_WHITESPACE).lower())
+    return LABELS.get(_normalized(label))
 
 
 def _codec(name: object) -> str | None:
     """The codec of ``CODECS`` that a Python *name* of it names (``cp932``, ``iso8859-5``), else None."""
-    if not isinstance(name, str) or len(name) > _MAX_LABEL or not name.isascii():
-        return None
-    return _CODEC_NAMES.get(name.strip(_WHITESPACE).lower().replace("-", "_"))
+    return _CODEC_NAMES.get(_normalized(name).replace("-", "_"))
+
+
+def _normalized(label: object) -> str:
+    """*label* without the ASCII whitespace around it, its ASCII letters lowered; "" for no label or one
+    no encoding has (not text, too long, not ASCII: str.lower would make "\u212aoi8-r", a Kelvin sign,
+    "koi8-r")."""
+    if not isinstance(label, str) or len(label) > _MAX_LABEL or not label.isascii():
+        return ""
+    return label.strip(_WHITESPACE).lower()
 
 
 def _declared(head: bytes) -> str | None:
