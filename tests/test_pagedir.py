@@ -166,3 +166,22 @@ def test_remove_pages_above_a_last_doc_id(tmp_path):
     assert pagedir.remove_pages_above(tmp_path, 3) == [10, 12]
     assert sorted(os.listdir(tmp_path)) == [".crawler", "007", "1", "2", "3", "notes"]
     assert pagedir.remove_pages_above(tmp_path, 3) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("1", True), ("20000", True), (".crawler", True), (".tse-gone", True), (".tse-robots", True),
+        (".tse-state.sqlite", True), (".tse-pages.sqlite-wal", True), (".tse-import-unfinished", True),
+        ("²", False), ("1.html", False), ("crawl.warc.gz", False), (".crawler.bak", False), ("tse-gone", False),
+        (".1.partial", False), ("notes.txt", False),
+    ],
+)  # fmt: skip
+def test_the_files_a_crawl_or_an_import_keeps_in_a_page_directory(name, kept):
+    assert pagedir.is_page_directory_file(name) is kept
+
+
+@given(st.text(max_size=30))
+def test_a_page_directorys_own_files_are_its_pages_marker_and_dot_tse_names(name):
+    expected = (name.isascii() and name.isdigit()) or name == ".crawler" or name.startswith(".tse-")
+    assert pagedir.is_page_directory_file(name) is expected

@@ -243,11 +243,6 @@ def _prepare_distributed_crawl(spider_args: dict[str, Any], setting: Setting) ->
     return CrawlStart(args, distributed_name=crawl.name)
 
 
-def _is_page_directory_file(name: str) -> bool:
-    """A page file, the marker, or one of the crawl's own files (.tse-state.sqlite, .tse-gone ...)."""
-    return pagedir.is_page_name(name) or name == pagedir.MARKER or name.startswith(".tse-")
-
-
 # What must match for an update: the same site, depth and filters (the order
 # and the link scanner may differ: an update may revisit in priority order).
 # Only a crawl that kept a catalog says what it was; a directory without one
@@ -282,7 +277,7 @@ def _check_output_files(
             raise ArgumentError(f"{name}: {path} is also the {seen[real]} file")
         seen[real] = name
         in_page_directory = os.path.dirname(real) == os.path.realpath(page_directory)
-        if in_page_directory and _is_page_directory_file(os.path.basename(real)):
+        if in_page_directory and pagedir.is_page_directory_file(os.path.basename(real)):
             raise ArgumentError(f"{name}: {path} is a file of the page directory")
     warc = outputs["--warc"]
     if warc and not str(warc).endswith(".warc.gz"):

@@ -211,13 +211,6 @@ def _file_kind(mode: int) -> str:
     return "not a file"
 
 
-def is_state_file(name: str) -> bool:
-    """A file a crawl or an import keeps in a page directory: a page file, ``.crawler``, or one of its
-    own (``.tse-gone``, ``.tse-robots/`` and the other notes, ``.tse-state.sqlite``, ``.tse-pages.sqlite``
-    ...: they all begin ``.tse-``, as ``tse crawl`` tells them from its other outputs)."""
-    return pagedir.is_page_name(name) or name == pagedir.MARKER or name.startswith(".tse-")
-
-
 def check_import_directory(directory: str) -> None:
     """PAGEDIR must be a directory holding none of a crawl's or an import's files: the imported
     directory says what the archives say, not what notes left there before say (a stale ``.tse-gone``
@@ -228,7 +221,7 @@ def check_import_directory(directory: str) -> None:
     if UNFINISHED_NAME in names:
         raise ImportRefused(f"{directory} holds an import that did not finish: empty it and import again")
     found = sorted(
-        (name for name in names if is_state_file(name)),
+        (name for name in names if pagedir.is_page_directory_file(name)),
         key=lambda name: (pagedir.is_page_name(name), int(name) if pagedir.is_page_name(name) else 0, name),
     )
     if found:
@@ -265,7 +258,7 @@ def check_record(record: str | None, archives: Iterable[str], directory: str) ->
         in_page_directory = os.path.samefile(parent, directory)
     except OSError:
         in_page_directory = False
-    if in_page_directory and is_state_file(os.path.basename(record)):
+    if in_page_directory and pagedir.is_page_directory_file(os.path.basename(record)):
         raise ImportRefused(f"--record: {record} is a file of the page directory: give another name")
 
 

@@ -68,6 +68,13 @@ def is_page_name(name: str) -> bool:
     return name.isascii() and name.isdigit()
 
 
+def is_page_directory_file(name: str) -> bool:
+    """A file a crawl or an import keeps in a page directory: a page file, the marker, or one of its own
+    (``.tse-gone``, ``.tse-robots/`` and the other notes, ``.tse-state.sqlite``, ``.tse-pages.sqlite``
+    ...: they all begin ``.tse-``)."""
+    return is_page_name(name) or name == MARKER or name.startswith(".tse-")
+
+
 def encode_page(page: Page) -> bytes:
     return b"".join(_page_pieces(page))
 
