@@ -213,7 +213,8 @@ def _interrupted(tmp_path, server, out, update: bool, outputs: dict[str, str]):
         args += ("--update",)
     options = tuple(x for name, path in outputs.items() for x in (OUTPUTS[name], path))
     saved = len(server.hits)
-    assert interrupted_crawl((*args, *options), lambda: len(server.hits) - saved, 4) == 1
+    # (A third of a second between requests: the 30 pages take 10 s, the Ctrl-C comes after 4.)
+    assert interrupted_crawl((*args, *options), lambda: len(server.hits) - saved, 4, delay=0.3) == 1
     assert (out / ".tse-state.sqlite").is_file()
     return args
 

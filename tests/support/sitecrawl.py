@@ -40,11 +40,11 @@ def query_answers(pages: Path, index: Path, queries: list[str], rank: str) -> li
     return [[(int(doc), url) for doc, url in re.findall(r"doc +(\d+): (\S+)", block)] for block in blocks]
 
 
-def interrupted_crawl(args: tuple, saved: Callable[[], int], count: int) -> int:
-    """Run ``tse ARGS`` with a second between requests and interrupt it (Ctrl-C) once *saved*()
+def interrupted_crawl(args: tuple, saved: Callable[[], int], count: int, delay: float = 1.0) -> int:
+    """Run ``tse ARGS`` with *delay* seconds between requests and interrupt it (Ctrl-C) once *saved*()
     says *count* pages are saved; its exit status."""
     process = subprocess.Popen(
-        [str(BIN / "tse"), *map(str, args), "-s", "DOWNLOAD_DELAY=1"],
+        [str(BIN / "tse"), *map(str, args), "-s", f"DOWNLOAD_DELAY={delay}"],
         cwd=ROOT,
         env=clean_env(),
         stdout=subprocess.DEVNULL,
