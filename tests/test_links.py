@@ -2,6 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tse_scrapy.rules.files.webarchive import page_links
 from tse_scrapy.rules.web.links import extract_links_html, extract_links_tse
 
 PAGE = "http://h/dir/page.html"
@@ -48,6 +49,20 @@ def test_extract_links_html_honours_declared_encoding():
 def test_extract_links_html_survives_xml_declaration_and_nul():
     body = b'<?xml version="1.0" encoding="utf-8"?><html><a href="a.html">\0x</a></html>'
     assert extract_links_html(body, PAGE) == ["http://h/dir/a.html"]
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'<a href="a\0b.html">x</a>', "http://h/dir/a\ufffdb.html"),  # HTML's tokenizer: U+FFFD
+        (b"<a href=a\0b.html>x</a>", "http://h/dir/a\ufffdb.html"),
+        (b'<a href="&#0;b.html">x</a>', "http://h/dir/\ufffdb.html"),  # as the reference to it reads
+    ],
+)
+def test_a_nul_byte_in_an_href_is_the_replacement_character_not_dropped(body, expected):
+    # "a\0b.html" is not "ab.html", which may be another page: a browser asks for a%EF%BF%BDb.html.
+    assert extract_links_html(body, PAGE) == [expected]
+    assert page_links(body, PAGE) == [expected]  # tse import's reading of an archived page
 
 
 # Pages nested deeper than libxml2 goes (256 elements: legacy pages' unclosed <font>s reach it), whose

@@ -233,9 +233,9 @@ def _tag_pattern(tag: bytes, window: int) -> re.Pattern[bytes]:
 
 
 def _href(raw: bytes) -> str:
-    """An href as HTML reads it: references decoded, C0 controls and spaces stripped from its ends,
-    tabs and newlines dropped inside."""
-    href = raw.decode("utf-8", "replace")
+    """An href as HTML reads it: a NUL byte U+FFFD, references decoded, C0 controls and spaces
+    stripped from its ends, tabs and newlines dropped inside."""
+    href = raw.decode("utf-8", "replace").replace("\0", "\ufffd")
     if "&" in href:
         href = html.unescape(href)
     return clean_href(href)

@@ -42,8 +42,9 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     """
     _, text = html_to_unicode(f"text/html; charset={encoding}" if encoding else None, body)
     # Parse UTF-8 bytes rather than str: lxml refuses str holding an XML
-    # encoding declaration, and NUL bytes.
-    data = text.replace("\0", "").encode("utf-8", "surrogatepass")
+    # encoding declaration, and NUL bytes: each is U+FFFD, as HTML's tokenizer reads
+    # it in a tag (an href's "a\0b" is a browser's a%EF%BF%BDb, not "ab": another page).
+    data = text.replace("\0", "\ufffd").encode("utf-8", "surrogatepass")
     if not data.strip():
         return []
     try:
