@@ -4,8 +4,9 @@ kept as the page (TSE_RENDER).
 The page itself is fetched by Scrapy as any page is (robots.txt, the politeness delay, the proxy,
 conditional requests, the WARC); its answer is then handed to the browser as the answer to its
 navigation, so the page is not fetched twice.  The browser's own requests (scripts, styles, the
-JSON a script fetches) go out through the crawl's proxy, each checked against its host's
-robots.txt (blocked ones are aborted), at most TSE_RENDER_MAX_REQUESTS a page load; images, media
+JSON a script fetches) go out through the crawl's proxy, each to the crawl's own hosts or public
+ones only (a page may not make the crawler contact its network), and checked against its host's
+robots.txt (blocked ones are aborted), redirects included, at most TSE_RENDER_MAX_REQUESTS a page load; images, media
 and fonts are not fetched (they hold no text and no links).  A page that sends the browser elsewhere
 (a script, a <meta> refresh) is kept as it rendered, the navigation not followed.  The page is
 settled when the network is idle, or cut at TSE_RENDER_TIMEOUT and kept as rendered so far.  A
