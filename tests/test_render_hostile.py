@@ -32,10 +32,15 @@ HANG = 240
 class Witness:
     """A server on 127.0.0.1 that answers anything 200 and remembers every request (and WebSocket
     handshake) it sees: a host outside the crawl's prefix that a page's scripts try to reach; with *root*
-    (made empty), the site whose files it serves."""
+    (made empty), the site whose files it serves; *redirects*: paths it answers 302 to a URL."""
 
     def __init__(
-        self, host: str = "127.0.0.1", robots: str = "User-agent: *\nDisallow:\n", on_get=None, root: Path | None = None
+        self,
+        host: str = "127.0.0.1",
+        robots: str = "User-agent: *\nDisallow:\n",
+        on_get=None,
+        root: Path | None = None,
+        redirects: dict[str, str] | None = None,
     ):
         self.seen: list[str] = []
         witness = self
@@ -45,12 +50,18 @@ class Witness:
                 witness.seen.append(("WEBSOCKET " if self.headers.get("Upgrade") else "") + self.path)
                 if on_get is not None:
                     on_get(self.path)
+                if self.path in (redirects or {}):
+                    self.send_response(302)
+                    self.send_header("Location", redirects[self.path])
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = robots.encode() if self.path == "/robots.txt" else b"ok"
                 path = Path(witness.root or "/nonexistent") / self.path.lstrip("/").split("?")[0]
                 kind = "text/plain"
                 if witness.root and path.is_file():
                     body = path.read_bytes()
-                    kind = "application/xhtml+xml" if path.suffix == ".xhtml" else "text/html"
+                    kind = {".xhtml": "application/xhtml+xml", ".js": "text/javascript"}.get(path.suffix, "text/html")
                 self.send_response(200)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
@@ -197,6 +208,51 @@ def test_sockets_shared_workers_webrtc_and_popups_reach_no_one(witness, tmp_path
     assert [seen for seen in other.seen if seen != "/robots.txt"] == [], other.seen
     assert not any(seen.startswith("WEBSOCKET") for seen in site.seen), site.seen
     assert re.search(r"rendered: 1 \(", summary_of(result)), summary_of(result)
+
+
+REACHING_IN = """<!doctype html>
+<html><head><title>Reaching In</title></head><body><p id="p">static</p>
+<script src="SCRIPTS/writer.js"></script>
+<script src="/hop.js"></script>
+<script>
+fetch("INTERNAL/admin").catch(() => {});
+fetch("http://localhost:NEAR_PORT/near").catch(() => {});
+fetch("/to-internal").catch(() => {});
+</script>
+<script src="/script-to-internal.js"></script>
+<iframe src="INTERNAL/frame.html"></iframe>
+</body></html>
+"""
+
+
+def test_a_page_makes_the_crawler_contact_no_host_of_its_network(witness, tmp_path):
+    """The site on 127.0.0.3; its page names 127.0.0.2 (another host of the crawler's network: not even
+    its robots.txt is asked for), localhost (127.0.0.1 here: not the address of the prefix's host), and
+    redirects to 127.0.0.2; a script from another port of 127.0.0.3, and one a redirect leads there, still load."""
+    internal = witness(host="127.0.0.2")
+    near = witness(host="127.0.0.1")
+    scripts = witness(host="127.0.0.3", root=tmp_path / "scripts")
+    (scripts.root / "writer.js").write_text(
+        'document.getElementById("p").textContent = "from the other port capybara";'
+    )
+    (scripts.root / "hopped.js").write_text('document.title = "Hopped Here";')
+    redirects = {
+        "/hop.js": f"{scripts.url}/hopped.js",
+        "/to-internal": f"{internal.url}/redirected",
+        "/script-to-internal.js": f"{internal.url}/redirected.js",
+    }
+    site = witness(host="127.0.0.3", root=tmp_path / "site", redirects=redirects)
+    page = REACHING_IN.replace("SCRIPTS", scripts.url).replace("INTERNAL", internal.url)
+    (site.root / "reach.html").write_text(page.replace("NEAR_PORT", near.url.rsplit(":", 1)[1]))
+    pages, result = crawl_site(site, tmp_path, "reach.html", 0)
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert internal.seen == [] and near.seen == [], (internal.seen, near.seen)
+    assert sorted(scripts.seen) == ["/hopped.js", "/robots.txt", "/writer.js"], scripts.seen
+    rendered = pages_by_url(pages)["reach.html"].decode("utf-8-sig")
+    assert "from the other port capybara" in rendered and "<title>Hopped Here</title>" in rendered, rendered
+    # The five: a fetch and a frame to 127.0.0.2, a fetch to localhost, two redirects to 127.0.0.2.
+    assert re.search(r" 0 blocked by robots.txt, 5 to hosts not public, ", summary_of(result)), summary_of(result)
 
 
 def test_a_script_that_never_yields_is_counted_once(witness, tmp_path):

@@ -149,6 +149,9 @@ TSE_RENDER_TIMEOUT = 15.0  # seconds a page load may take to settle; then it is 
 TSE_RENDER_MAX_REQUESTS = 100  # the browser's own requests a page load may make (0 or more); the rest are aborted
 TSE_RENDER_RECYCLE = 250  # page loads after which the browser and Playwright's driver are started anew (0: never)
 TSE_RENDER_ARGS: list[str] = []  # more Chromium flags (-s TSE_RENDER_ARGS=--flag,--other=value)
+# Hosts a rendered page's requests may reach besides the prefixes' and seeds' whatever their addresses (others
+# only when public: docs/crawling.md); -s TSE_RENDER_HOSTS=cdn.lan,10.0.0.7
+TSE_RENDER_HOSTS: list[str] = []
 
 # order=priority: the class that scores a queued URL (crawl/scheduling/frontier.py).
 TSE_PRIORITIZER = "tse_scrapy.crawl.scheduling.frontier.InlinkPrioritizer"

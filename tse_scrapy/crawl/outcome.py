@@ -149,6 +149,7 @@ def summary_line(stats: Mapping[str, Any], update: bool = False) -> str:
             f"{stats.get('tse/render_crashes', 0)} crashed, {stats.get('tse/render_failed', 0)} failed; "
             f"{_count(stats.get('tse/render_requests', 0), 'browser request')}, "
             f"{stats.get('tse/render_robots_blocked', 0)} blocked by robots.txt, "
+            f"{stats.get('tse/render_private_blocked', 0)} to hosts not public, "
             f"{stats.get('tse/render_requests_cut', 0)} over the bound; "
             f"browser started anew {stats.get('tse/render_recycled', 0)} times by rule, "
             f"{stats.get('tse/render_browser_restarts', 0)} after a failure)"

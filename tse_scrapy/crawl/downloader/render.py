@@ -4,8 +4,9 @@ kept as the page (TSE_RENDER).
 The page itself is fetched by Scrapy as any page is (robots.txt, the politeness delay, the proxy,
 conditional requests, the WARC); its answer is then handed to the browser as the answer to its
 navigation, so the page is not fetched twice.  The browser's own requests (scripts, styles, the
-JSON a script fetches) go out through the crawl's proxy, each checked against its host's
-robots.txt (blocked ones are aborted), at most TSE_RENDER_MAX_REQUESTS a page load; images, media
+JSON a script fetches) go out through the crawl's proxy, each to the crawl's own hosts or public
+ones only (a page may not make the crawler contact its network), and checked against its host's
+robots.txt (blocked ones are aborted), redirects included, at most TSE_RENDER_MAX_REQUESTS a page load; images, media
 and fonts are not fetched (they hold no text and no links).  A page that sends the browser elsewhere
 (a script, a <meta> refresh) is kept as it rendered, the navigation not followed.  The page is
 settled when the network is idle, or cut at TSE_RENDER_TIMEOUT and kept as rendered so far.  A
@@ -30,17 +31,19 @@ import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import time
 import urllib.request
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...exitcodes import first_line
+from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
 from .robots import TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
 
@@ -67,6 +70,9 @@ BROWSER_FLAGS = (
     # V8's heap of a renderer bounded (a page's scripts that hoard memory crash their renderer: the page
     # is kept as fetched); TSE_RENDER_ARGS' own --js-flags, given after, replaces it.
     "--js-flags=--max-old-space-size=1024",
+    # Every frame of a page in its page's renderer, none in a process (a browser target) of its own: the
+    # redirects of each are checked where the page's are (_PageLoad.answered).
+    "--disable-site-isolation-trials",
 )
 # Blink's interfaces turned off in every frame: a SharedWorker's requests are not routed (nor checked
 # against robots.txt).  Merged with those TSE_RENDER_ARGS turns off (Chromium heeds the last switch).
@@ -80,6 +86,12 @@ BROWSER_CALL_TIMEOUT = 10.0
 READ_GRACE = 5.0
 # Seconds a browser may take to start.
 LAUNCH_TIMEOUT = 60.0
+# Answers the browser follows to another URL: each checked before it is followed (_PageLoad.answered).
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Seconds a host name of a page's request may take to resolve (not resolved in time: not reached), and
+# the names whose addresses a crawl keeps (then forgotten, all at once, and resolved anew).
+RESOLVE_TIMEOUT = 5.0
+RESOLVED_HOSTS_KEPT = 10_000
 # Run in the page before its own scripts: a navigation it starts itself (a script, a <meta> refresh)
 # before it has loaded is cancelled, so that the rest of it is still parsed and run; one after is
 # answered 204 (_PageLoad.route), which would stop a page still loading where it stands.
@@ -167,7 +179,14 @@ class RenderMiddleware:
         # Chromium's Local Network Access checks are turned off only for a crawl of a site on this
         # machine or a LAN (every prefix's host an address of those): a public site's scripts are not to
         # reach 127.0.0.1 or the LAN through the crawl's browser.
-        self.local_site = all(_is_local_host(urlsplit(prefix).hostname) for prefix in settings.getlist("TSE_PREFIXES"))
+        self.prefix_hosts = {urlsplit(prefix).hostname or "" for prefix in settings.getlist("TSE_PREFIXES")} - {""}
+        self.local_site = all(_is_local_host(host) for host in self.prefix_hosts)
+        # The hosts a rendered page's requests may reach whatever their addresses (rules/crawling/browserhosts.py):
+        # the prefixes', TSE_RENDER_HOSTS, and the seeds' (added once the spider is there).
+        self._named_hosts = self.prefix_hosts | {host.strip().lower() for host in settings.getlist("TSE_RENDER_HOSTS")}
+        self._seeds_named = False
+        self._own_addresses: asyncio.Future | None = None  # the prefix hosts' addresses, resolved once
+        self._resolved: dict[str, asyncio.Future] = {}  # a host name's addresses, resolving or resolved
         # At least a second: Playwright reads a timeout of 0 as none at all.
         self.timeout = max(1.0, settings.getfloat("TSE_RENDER_TIMEOUT"))
         self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
@@ -275,6 +294,13 @@ class RenderMiddleware:
             context.on("page", load.opened)  # after the page's own "page" event
             page.on("crash", load.crashed)
             context.on("requestfinished", load.finished)
+            # Playwright's routes do not see the requests a redirect makes (the browser follows it on its
+            # own): each answer is paused here instead, and a redirect checked before it is followed.
+            load.devtools = await _bounded(context.new_cdp_session(page))
+            load.devtools.on("Fetch.requestPaused", load.paused)
+            await _bounded(
+                load.devtools.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
+            )
             try:
                 left = max(0.5, deadline - time.monotonic())
                 # Playwright's own timeout first; asyncio's in case the browser never answers.
@@ -423,6 +449,44 @@ class RenderMiddleware:
                 return None
         return self._middlewares[kind]
 
+    def named_hosts(self) -> set[str]:
+        if not self._seeds_named and self.crawler.spider is not None:
+            self._seeds_named = True
+            seeds = getattr(self.crawler.spider, "seeds", ())
+            self._named_hosts |= {urlsplit(seed).hostname or "" for seed in seeds} - {""}
+        return self._named_hosts
+
+    async def reachable(self, url: str) -> bool:
+        """Whether a rendered page's request for *url* may be made at all, robots.txt included: to a
+        named host, or to one whose every address is public or a prefix host's (rules/crawling/browserhosts.py).
+        A name is resolved here, once a crawl, before anything is sent to it."""
+        host = (urlsplit(url).hostname or "").lower()
+        named = self.named_hosts()
+        if host in named:
+            return True
+        if self._own_addresses is None:
+            self._own_addresses = asyncio.ensure_future(self._prefix_addresses())
+        own = await asyncio.shield(self._own_addresses)
+        return may_reach(host, await self._addresses(host), named, own)
+
+    async def _prefix_addresses(self) -> frozenset[str]:
+        found: list[str] = []
+        for host in self.prefix_hosts:
+            found += await self._addresses(host)
+        return canonical_addresses(found)
+
+    async def _addresses(self, host: str) -> tuple[str, ...]:
+        """*host*'s addresses (itself for an address; none when it does not resolve in RESOLVE_TIMEOUT)."""
+        if not host:
+            return ()
+        if ip_literal(host) is not None:
+            return (host,)
+        if host not in self._resolved:
+            if len(self._resolved) >= RESOLVED_HOSTS_KEPT:
+                self._resolved = {name: found for name, found in self._resolved.items() if not found.done()}
+            self._resolved[host] = asyncio.ensure_future(_resolved(host))
+        return await asyncio.shield(self._resolved[host])
+
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets this crawler fetch *url* (its host's robots.txt fetched by Scrapy
         as for a page, once, with the politeness delay)."""
@@ -467,6 +531,8 @@ class _PageLoad:
         self.has_crashed = False
         self.navigated = False
         self.page: Any = None  # this page load's page (a script may open others)
+        self.devtools: Any = None  # a DevTools session of the page's, pausing its answers (paused)
+        self.answering: set[asyncio.Future] = set()  # the paused answers being checked
         self.archiving: list[asyncio.Future] = []
         self.closing: list[asyncio.Future] = []  # the windows a script opened, being closed
 
@@ -515,6 +581,13 @@ class _PageLoad:
                 await route.abort("blockedbyclient")
                 return
             self.requests += 1
+            if not await self.middleware.reachable(request.url):
+                # Before anything is sent to it (its robots.txt included): a page may not make the crawler
+                # contact a host of its own network.
+                stats.inc_value("tse/render_private_blocked")
+                logger.debug("Rendering %s: %s not requested (not a public host)", self.response.url, request.url)
+                await route.abort("blockedbyclient")
+                return
             if not await self.middleware.allowed(request.url):
                 stats.inc_value("tse/render_robots_blocked")
                 await route.abort("blockedbyclient")
@@ -525,6 +598,43 @@ class _PageLoad:
             logger.debug("Browser request %s: %s", request.url, error)
             with contextlib.suppress(Exception):
                 await route.abort("failed")
+
+    def paused(self, event: dict[str, Any]) -> None:
+        """An answer the browser has had (DevTools' Fetch.requestPaused, at the response stage)."""
+        answering = asyncio.ensure_future(self.answered(event))
+        self.answering.add(answering)
+        answering.add_done_callback(self.answering.discard)
+
+    async def answered(self, event: dict[str, Any]) -> None:
+        """A redirect is followed only to a URL the page's own request could go to (reachable, then
+        robots.txt); any other answer goes on to the page as it is."""
+        stats = self.middleware.stats
+        paused = {"requestId": event["requestId"]}
+        try:
+            status = event.get("responseStatusCode")
+            if status is None:  # the request failed: it stays failed
+                reason = event.get("responseErrorReason") or "Failed"
+                await self.devtools.send("Fetch.failRequest", {**paused, "errorReason": reason})
+                return
+            headers = {header["name"].lower(): header["value"] for header in event.get("responseHeaders") or []}
+            if status in REDIRECT_STATUSES and "location" in headers:
+                target = urljoin(event["request"]["url"], headers["location"])
+                if urlsplit(target).scheme in ("http", "https"):
+                    refused = None
+                    if not await self.middleware.reachable(target):
+                        refused = "tse/render_private_blocked"
+                    elif not await self.middleware.allowed(target):
+                        refused = "tse/render_robots_blocked"
+                    if refused is not None:
+                        stats.inc_value(refused)
+                        logger.debug("Rendering %s: the redirect to %s not followed", self.response.url, target)
+                        await self.devtools.send("Fetch.failRequest", {**paused, "errorReason": "BlockedByClient"})
+                        return
+            await self.devtools.send("Fetch.continueResponse", paused)
+        except Exception as error:  # the page went away meanwhile (closed, crashed), or a check failed
+            logger.debug("Browser answer %s: %s", event.get("request", {}).get("url"), error)
+            with contextlib.suppress(Exception):
+                await self.devtools.send("Fetch.failRequest", {**paused, "errorReason": "Failed"})
 
     def _headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}
@@ -592,6 +702,18 @@ def _utf8_length(text: str) -> int:
 
 def _any_url(_url: str) -> bool:
     return True
+
+
+async def _resolved(host: str) -> tuple[str, ...]:
+    """*host*'s addresses, as this machine's resolver gives them (none: not resolved in time, or not at all)."""
+    try:
+        answers = await asyncio.wait_for(
+            asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT
+        )
+    except (OSError, UnicodeError, asyncio.TimeoutError) as error:
+        logger.debug("Resolving %s: %s", host, _told(error))
+        return ()
+    return tuple(dict.fromkeys(str(answer[4][0]) for answer in answers))
 
 
 async def _bounded(call: Any) -> Any:
