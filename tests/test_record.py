@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tests.support.sitegen import generate_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
 from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.report.records import read_records
 
 PROGRESS = re.compile(r"^ *(\d+) +(\w+): (.*)$")
 
@@ -159,6 +161,7 @@ def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, se
     assert before.endswith(b"\n")
     with open(record, "ab") as torn:  # as if killed in the middle of a line
         torn.write(b'{"url":"http://torn')
+    time.sleep(2)  # the crawl resumed later: its report counts the runs' time, not the time between them
     resumed = run_tse(*command[1:], "--resume")
     assert resumed.returncode == 0, resumed.stderr.decode()
     after = record.read_bytes()
@@ -170,15 +173,25 @@ def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, se
     assert set(saved) <= set(written) and max(saved.values()) == 1
     assert len(written) - len(saved) <= 1
     assert all(written[e["doc"]][0] == e["url"] for e in entries if e["outcome"] == "saved")
+    first_run, second_run = entries[: before.count(b"\n")], entries[before.count(b"\n") :]
+    assert second_run[0]["outcome"] == "robots"  # a run begins by asking for robots.txt again
+    times = [[t for e in run for t in (e["start"], e["end"]) if t is not None] for run in (first_run, second_run)]
+    totals = read_records([record]).totals()
+    assert totals.runs == 2
+    assert totals.wall_seconds == pytest.approx(sum(max(run) - min(run) for run in times))
+    assert min(times[1]) - max(times[0]) >= 2  # the pause, left out
 
 
 def test_report_refusals_are_one_line(tmp_path):
     record = tmp_path / "r.jsonl"
     record.write_text('{"url":"http://h/","outcome":"saved","doc":1}\n')
+    update = tmp_path / "u.jsonl"
+    update.write_text('{"url":"http://h/","outcome":"unchanged","doc":1,"update":true}\n')
     for args, status, message in [
         ([tmp_path / "missing.jsonl"], 1, "missing.jsonl"),
         ([record, "--out", record], 2, "is one of the records"),
         ([record, "--out", tmp_path / "no" / "r.html"], 1, "no directory"),
+        ([record, update], 1, f"{record} is a crawl's record and {update} an update's: report each alone"),
     ]:
         done = run_tse("report", *args)
         assert done.returncode == status, done.stderr

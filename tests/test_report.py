@@ -3,6 +3,7 @@
 The expected numbers are worked out by hand from the lines below, not by the code under test.
 """
 
+import itertools
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tse_scrapy.report import figures
 from tse_scrapy.report import records as records_module
 from tse_scrapy.report.page import ReportSummary, write_report
-from tse_scrapy.report.records import ReportError, read_records
+from tse_scrapy.report.records import ReportError, covered_seconds, read_records
 from tse_scrapy.rules.files.crawlrecord import IGNORED_KINDS, MAX_LINE, OUTCOMES, RequestRecord, format_record
 
 # A small crawl of a.test, one link off to b.test, as a crawl writes it.  Times
@@ -450,13 +451,40 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
         with pytest.raises(ReportError, match="holds no crawl record line"):
             read_records(paths)
         return
+    in_file = [generated[n::files] for n in range(files)]
+    updates = [any(record.outcome == "unchanged" for record in part) for part in in_file]
+    if any(updates) and not all(updates):  # a crawl's record beside an update's: one report would describe neither
+        with pytest.raises(ReportError, match="an update's: report each alone"):
+            read_records(paths)
+        return
     totals = read_records(paths).totals()
     generated = [record for record in generated if record.outcome != "moved"]  # not requests
     refused = [record for record in generated if record.outcome == "failed" and record.start is None]  # never sent
     saved = [record for record in generated if record.outcome == "saved"]
-    starts = [record.start for record in generated if record.start is not None]
-    times = starts + [record.end for record in generated if record.end is not None]
-    wall = max(times) - min(starts) if starts else 0.0
+    # The time of the runs: each record file's worker runs from its first time to its last, anew after a
+    # robots.txt asked for again after other lines (a resumed crawl); the seconds any run covers count.
+    spans = []
+    for part in in_file:
+        for worker in {record.worker for record in part}:
+            run: list[float] = []
+            robots: set[str] = set()
+            after_robots = False
+            for record in (record for record in part if record.worker == worker and record.outcome != "moved"):
+                if record.outcome == "robots":
+                    if record.url in robots and after_robots:
+                        spans.append(run)
+                        run, robots = [], set()
+                    robots.add(record.url)
+                after_robots = record.outcome != "robots"
+                run += [time for time in (record.start, record.end) if time is not None]
+            spans.append(run)
+    bounds = sorted({time for run in spans for time in run})
+    # Each stretch between two of the times is in a run or not (its middle tells).
+    wall = sum(
+        high - low
+        for low, high in itertools.pairwise(bounds)
+        if any(run and min(run) < (low + high) / 2 < max(run) for run in spans)
+    )
     assert totals.requests == len(generated) - len(refused)
     assert totals.not_sent == len(refused)
     assert totals.pages_saved == len(saved)
@@ -464,7 +492,7 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
     for kind in IGNORED_KINDS:
         assert getattr(totals, f"ignored_{kind}") == sum(record.ignored.get(kind, 0) for record in generated)
     assert totals.bytes == sum(record.bytes for record in generated)
-    assert totals.wall_seconds == pytest.approx(max(wall, 0.0))
+    assert totals.wall_seconds == pytest.approx(wall)
     assert totals.pages_per_minute == (pytest.approx(len(saved) / wall * 60) if wall > 0 else 0)
     assert totals.hosts == len({record.host for record in generated if record not in refused} - {""})
     assert totals.workers == max(len({record.worker for record in generated} - {None}), 1)
@@ -663,3 +691,25 @@ def test_sitemap_fetches_are_shown_as_sitemaps_not_unsaved_pages(tmp_path):
 def test_what_a_request_is_shown_as(tmp_path, line, kind):
     found = read_records([write(tmp_path / "r.jsonl", line + "\n")])
     assert dict(found.outcomes) == {kind: 1}
+
+
+@pytest.mark.parametrize(
+    ("spans", "seconds"),
+    [
+        ([], 0.0),
+        ([(1.0, 3.0)], 2.0),
+        ([(1.0, 3.0), (10.0, 11.5)], 3.5),  # a crawl and its resumption an hour later: not the hour between
+        ([(1.0, 5.0), (2.0, 3.0)], 4.0),  # a worker's run within another's: each second once
+        ([(1.0, 5.0), (4.0, 7.0)], 6.0),  # overlapping workers
+        ([(3.0, 3.0), (5.0, 4.0)], 0.0),  # a single instant, an end before its start: no time
+        ([(4.0, 7.0), (1.0, 5.0), (7.0, 8.0)], 7.0),  # in any order, touching
+    ],
+)
+def test_the_time_of_the_runs_counts_each_second_once(spans, seconds):
+    assert covered_seconds(spans) == pytest.approx(seconds)
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), max_size=8))
+def test_the_time_of_the_runs_is_the_seconds_any_run_covers(spans):
+    covered = {second for start, end in spans for second in range(start, end)}  # whole seconds [start, end)
+    assert covered_seconds([(float(start), float(end)) for start, end in spans]) == len(covered)

@@ -15,7 +15,7 @@ import heapq
 import os
 from array import array
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 from urllib.parse import urlsplit
@@ -45,6 +45,7 @@ class RecordFile:
     bad_lines: int = 0
     torn_last_line: bool = False
     reasons: list[str] = field(default_factory=list)
+    update: bool = False  # a line says it is an update's (or is an unchanged page, which only an update has)
 
     def skip(self, line_number: int, reason: str) -> None:
         """Count a bad line, keeping the first few reasons for the report."""
@@ -65,7 +66,7 @@ class Totals:
     ignored_duplicate: int
     ignored_denied: int
     bytes: int
-    wall_seconds: float  # the last end (or start) minus the first start
+    wall_seconds: float  # the time the crawl's runs took (``covered_seconds``), not the time between them
     pages_per_minute: float
     hosts: int
     workers: int  # 1 for a crawl that names no worker
@@ -73,6 +74,7 @@ class Totals:
     # An update's pages found as they were (304, or the same body): checked, their files kept.
     pages_unchanged: int = field(default=0, kw_only=True)
     update: bool = field(default=False, kw_only=True)  # the record is an update's
+    runs: int = field(default=1, kw_only=True)  # a record file's runs (a crawl and its resumptions), the most of any
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,16 @@ class SlowRequest:
     status: int | None
     failure: str | None
     outcome: str
+
+
+@dataclass
+class _Run:
+    """Where a record file's worker stands in its runs: a resumed crawl asks for robots.txt again."""
+
+    index: int | None = None  # its current run's place in Records.runs (None: none begun)
+    count: int = 0
+    robots: set[str] = field(default_factory=set)  # the robots.txt asked for in the current run
+    pages_since_robots: bool = False  # a line other than robots.txt came after the last robots.txt
 
 
 @dataclass
@@ -122,13 +134,18 @@ class Records:
     requested_urls: dict[int, str] = field(default_factory=dict)
     link_targets_capped: bool = False  # MAX_LINK_TARGETS reached: some in-links not counted
     update: bool = False  # a line says it is an update's (or is an unchanged page, which only an update has)
+    # Each run's [first time, last time]: a crawl resumed hours later ran for its runs' time, not the hours.
+    runs: list[list[float]] = field(default_factory=list)
+    _runs_of: dict[tuple[str, str | None], _Run] = field(default_factory=dict, init=False, repr=False)
     _slowest: list[tuple[float, int, SlowRequest]] = field(default_factory=list, init=False, repr=False)  # a min-heap
 
-    def add(self, record: RequestRecord) -> bool:
-        """Count one record in every aggregate; False for a record that is not a request sent."""
+    def add(self, record: RequestRecord, source: str = "") -> bool:
+        """Count one record (of the record file *source*) in every aggregate; False for a record that is
+        not a request sent."""
         if record.outcome == "moved":
             return False  # a saved page given a freed docID at the end of a distributed crawl
         shown_as = request_kind(record)
+        self._add_to_run(record, shown_as, source)
         sent = not is_refused(record)
         self.requests += sent
         self.outcomes[shown_as] += 1
@@ -154,6 +171,28 @@ class Records:
             self._count_links({hash(link) for link in record.links})
         self._add_times(record, shown_as)
         return sent
+
+    def _add_to_run(self, record: RequestRecord, shown_as: str, source: str) -> None:
+        """Count *record*'s times in its run.  A run of a record file's worker ends where robots.txt is
+        asked for again after pages: a resumed crawl (or a worker started again) asks anew, and a
+        robots.txt asked again at once is a retry of the same run."""
+        run = self._runs_of.setdefault((source, record.worker), _Run())
+        if shown_as == "robots":
+            if record.url in run.robots and run.pages_since_robots:
+                run.index, run.robots = None, set()
+            run.robots.add(record.url)
+            run.pages_since_robots = False
+        else:
+            run.pages_since_robots = True
+        times = [time for time in (record.start, record.end) if time is not None]
+        if not times:
+            return
+        if run.index is None:
+            run.index, run.count = len(self.runs), run.count + 1
+            self.runs.append([min(times), max(times)])
+        else:
+            span = self.runs[run.index]
+            span[0], span[1] = min(span[0], *times), max(span[1], *times)
 
     def _count_links(self, targets: set[int]) -> None:
         if len(self.in_links) + len(targets) > MAX_LINK_TARGETS:
@@ -190,9 +229,7 @@ class Records:
 
     def totals(self) -> Totals:
         """The totals table."""
-        wall = 0.0
-        if self.first_start is not None and self.last_time is not None:
-            wall = max(self.last_time - self.first_start, 0.0)
+        wall = covered_seconds(self.runs)
         saved = self.outcomes["saved"]
         return Totals(
             requests=self.requests,
@@ -210,6 +247,7 @@ class Records:
             max_depth=max(self.saved_per_depth, default=0),
             pages_unchanged=self.outcomes["unchanged"],
             update=self.update,
+            runs=max((run.count for run in self._runs_of.values()), default=1) or 1,
         )
 
     def depth_rows(self) -> list[tuple[int, int]]:
@@ -230,6 +268,18 @@ class Records:
     def slowest(self) -> list[SlowRequest]:
         """The slowest requests, slowest first (ties in record order)."""
         return [slow for _, _, slow in sorted(self._slowest, key=lambda entry: entry[:2], reverse=True)]
+
+
+def covered_seconds(spans: Iterable[Sequence[float]]) -> float:
+    """The seconds within any of *spans* ((start, end) pairs; an end before its start is no time), each
+    second once: runs of distributed workers overlap, a crawl's runs do not."""
+    covered = 0.0
+    reached = float("-inf")  # the end of the time counted so far
+    for start, end in sorted((start, end) for start, end in spans if end > start):
+        if end > reached:
+            covered += end - max(start, reached)
+            reached = end
+    return covered
 
 
 def is_refused(record: RequestRecord) -> bool:
@@ -305,6 +355,10 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
         raise ReportError("no record file given")
     if not any(file.records for file in records.files):
         raise ReportError(f"{', '.join(file.path for file in records.files)}: no crawl record line")
+    crawl = next((file for file in records.files if file.records and not file.update), None)
+    update = next((file for file in records.files if file.update), None)
+    if crawl is not None and update is not None:  # one report would describe neither
+        raise ReportError(f"{crawl.path} is a crawl's record and {update.path} an update's: report each alone")
     return records
 
 
@@ -323,10 +377,11 @@ def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
             # The last line, cut short: a crawl killed mid-write.  Its record
             # is kept if only the newline is missing.
             try:
-                file.requests += records.add(parse_record(line))
-                file.records += 1
+                record = parse_record(line)
             except RecordError:
                 file.torn_last_line = True
+                return
+            _add(records, file, record)
             return
         if not line.strip():
             continue  # a blank line holds nothing to count
@@ -335,8 +390,13 @@ def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
         except RecordError as error:
             file.skip(line_number, str(error))
             continue
-        file.requests += records.add(record)
-        file.records += 1
+        _add(records, file, record)
+
+
+def _add(records: Records, file: RecordFile, record: RequestRecord) -> None:
+    file.requests += records.add(record, file.path)
+    file.records += 1
+    file.update = file.update or record.update or request_kind(record) == "unchanged"
 
 
 def _skip_rest_of_line(lines: BinaryIO) -> None:
