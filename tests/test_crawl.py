@@ -429,8 +429,10 @@ def test_a_worker_joining_a_crawl_under_way_shows_no_deprecation_warning(tmp_pat
     out.mkdir()
     distributed = ("--redis", redis_url, "--name", "joining", "--no-progress", "-s", "TSE_LEASE_SECONDS=1")
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "1", "--prefix", f"{server.url}/"]
+    # A delay the joiner keeps (the crawl's): long enough that the first worker is killed with the
+    # seed's links still queued (6 more requests: at least 2.5 s), short enough for the joiner's 6.
     first = subprocess.Popen(
-        [*command, *distributed, "-s", "DOWNLOAD_DELAY=2"],
+        [*command, *distributed, "-s", "DOWNLOAD_DELAY=0.5"],
         cwd=ROOT,
         env=clean_env(),
         stdout=subprocess.DEVNULL,

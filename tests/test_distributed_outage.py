@@ -18,8 +18,11 @@ from tests.test_distributed import (  # noqa: F401 - the site fixture, and the w
     tse_worker,
 )
 
-OUTAGE = 6.0
-LEASE = "TSE_LEASE_SECONDS=4"
+# Longer than a lease (every lease held runs out while Redis is away: they must survive it), and
+# shorter than 3.1 s, when a worker asks again (after 0.1, 0.2, 0.4, 0.8 and 1.6 s; then 3.2 s later):
+# it sees Redis back then, not 6.3 s after it went (6 s and a lease of 4 s made every such test 6 s longer).
+OUTAGE = 2.7
+LEASE = "TSE_LEASE_SECONDS=2.5"
 
 
 def saved_files(pagedir) -> int:
@@ -139,14 +142,14 @@ def test_the_status_line_says_waiting_for_redis(site, tmp_path, monkeypatch):  #
     def outage():
         wait_until(lambda: saved_files(pagedir) >= 5, 60, "the crawl never got going", 0.02)
         server.stop()
-        time.sleep(3)
+        time.sleep(1.0)  # the worker asks again 1.5 s after it saw Redis go: the line says so for that long
         server.start()
 
     away = threading.Thread(target=outage)
     away.start()
     try:
         status, written, _, _ = test_terminal.on_pty(
-            [BIN / "tse", "crawl", *crawl_args(pagedir), "--redis", server.url, "-s", "DOWNLOAD_DELAY=0.2"],
+            [BIN / "tse", "crawl", *crawl_args(pagedir), "--redis", server.url, "-s", "DOWNLOAD_DELAY=0.1"],
             stdout=open(tmp_path / "log", "wb"),  # noqa: SIM115 - closed with the process
             timeout=120,
         )

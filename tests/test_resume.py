@@ -14,7 +14,7 @@ from tests.support.pages import saved_pages, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
 from tests.support.warcs import assert_valid
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.resume.pagedirlock import lock_page_directory
 from tse_scrapy.rules.crawling.crawlargs import ArgumentError
 
@@ -23,13 +23,16 @@ def page_files(directory):
     return sum(1 for name in os.listdir(directory) if name.isdigit())
 
 
-@pytest.fixture
-def slow_site(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=250, fanout=3, seed=11, external=5, dead=5)
-    server = serve(site.root)
+@pytest.fixture(scope="module")
+def slow_site(tmp_path_factory):
+    """One site and server for the module: its tests only read it (and the whole crawls below are
+    of this server's URLs)."""
+    site = generate_site(tmp_path_factory.mktemp("slow") / "site", pages=250, fanout=3, seed=11, external=5, dead=5)
+    server = SiteServer(site.root).start()
     for name in site.links:
         server.rules["/" + name] = Rule(delay=0.004)  # ~250 pages in a few seconds
-    return site, server
+    yield site, server
+    server.stop()
 
 
 def crawl_command(server, out, order, *extra):
@@ -49,6 +52,24 @@ def crawl_command(server, out, order, *extra):
         "LOG_LEVEL=WARNING",
         *extra,
     ]
+
+
+@pytest.fixture(scope="module")
+def whole_crawl(slow_site, tmp_path_factory):
+    """The uninterrupted crawl of slow_site in an order at a concurrency, made once for the tests
+    that ask for it (three ask for the same one): its page directory."""
+    _, server = slow_site
+    made = {}
+
+    def whole(order, concurrency):
+        if (order, concurrency) not in made:
+            out = tmp_path_factory.mktemp(f"whole-{order}-{concurrency}")
+            command = crawl_command(server, out, order, "-s", f"CONCURRENT_REQUESTS={concurrency}")
+            assert subprocess.run(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
+            made[order, concurrency] = out
+        return made[order, concurrency]
+
+    return whole
 
 
 def interrupt_at(command, out, target, signals, rng):
@@ -85,15 +106,13 @@ def interrupt_at(command, out, target, signals, rng):
         ("tse", [signal.SIGINT, signal.SIGINT], 1),
     ],
 )
-def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, order, signals, concurrency):
+def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, whole_crawl, order, signals, concurrency):
     _, server = slow_site
-    whole = tmp_path / "whole"
-    whole.mkdir()
 
     def command(out, *more):
         return crawl_command(server, out, order, "-s", f"CONCURRENT_REQUESTS={concurrency}", *more)
 
-    assert subprocess.run(command(whole), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
+    whole = whole_crawl(order, concurrency)
     total = page_files(whole)
     assert total > 200
 

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import termios
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -173,13 +174,24 @@ def polite_crawls(demo, tmp_path_factory):
     """The same polite crawl three ways: (a) stderr on a pty, stdout to a file; (b) both to pipes;
     (c) stdout and stderr on the same pty."""
     base = tmp_path_factory.mktemp("crawls")
-    runs = {}
-    with open(base / "a.out", "wb") as out:
-        runs["a"] = on_pty(tse_crawl(demo, base / "a", *POLITE), stdout=out)
-    runs["a"] = (*runs["a"][:2], (base / "a.out").read_bytes(), None)
-    result = run_tse(*tse_crawl(demo, base / "b", *POLITE)[1:], env=terminal_env(), timeout=90)
-    runs["b"] = (result.returncode, b"", result.stdout, result.stderr)
-    runs["c"] = on_pty(tse_crawl(demo, base / "c", *POLITE))
+
+    def a():
+        with open(base / "a.out", "wb") as out:
+            status, written, _, _ = on_pty(tse_crawl(demo, base / "a", *POLITE), stdout=out)
+        return status, written, (base / "a.out").read_bytes(), None
+
+    def b():
+        result = run_tse(*tse_crawl(demo, base / "b", *POLITE)[1:], env=terminal_env(), timeout=90)
+        return result.returncode, b"", result.stdout, result.stderr
+
+    def c():
+        return on_pty(tse_crawl(demo, base / "c", *POLITE))
+
+    # At once: each is a separate process with its own delay between requests (at least 4 s), and
+    # nothing of one depends on another's (run one after the other, they took 14 s of setup).
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        running = {name: pool.submit(crawl) for name, crawl in (("a", a), ("b", b), ("c", c))}
+        runs = {name: future.result() for name, future in running.items()}
     return base, runs
 
 
