@@ -373,6 +373,17 @@ def test_a_seed_that_cannot_be_fetched_is_said_once_at_the_end(tmp_path, serve, 
     assert sorted(os.listdir(out)) == [".crawler"]
 
 
+@pytest.mark.parametrize("name", ["a b.html", "a[b.html", "caf\u00e9.html"])
+def test_a_seed_asked_for_percent_encoded_is_said_too(tmp_path, serve, name):
+    # Scrapy asks for "a b.html" as "a%20b.html": its failure was not known as the seed's (a tester's find).
+    server = serve(write_site(tmp_path / "site", {"index.html": []}).root)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_tse("crawl", f"{server.url}/{name}", out, 1, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stderr.decode().splitlines()[-1] == "tse crawl: " + NOTHING_SAVED.format(why="HTTP 404")
+
+
 def test_a_failed_seed_is_said_by_scrapy_crawl_too_and_only_a_seed(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "gone.html"], "a.html": []})
     server = serve(site.root)

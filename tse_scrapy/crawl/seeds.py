@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import signals
+from w3lib.url import safe_url_string
 
 from ..rules.crawling.secrets import mask_url
 from ..rules.web.urls import normalize_url
@@ -34,6 +35,7 @@ class SeedFailures:
 
     def __init__(self, crawler: Crawler):
         self.crawler = crawler
+        self._requested: dict[str, str] | None = None  # each seed as Scrapy requests it -> the seed
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SeedFailures:
@@ -55,10 +57,15 @@ class SeedFailures:
         if request.meta.get("depth", 0) != 0:
             return
         spider = self.crawler.spider
-        seeds = getattr(spider, "seeds", ())
+        if self._requested is None:
+            # A seed's request URL is percent-encoded (Scrapy's safe_url_string: "a b.html" is asked for
+            # as "a%20b.html", "café" as "caf%C3%A9"): known by that, said as given.
+            seeds = getattr(spider, "seeds", ())
+            self._requested = {safe_url_string(seed): seed for seed in seeds} | {seed: seed for seed in seeds}
         first_url = request.meta.get("redirect_urls", [request.url])[0]
-        url = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url
-        if url not in seeds:
+        normalized = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url
+        url = self._requested.get(normalized)
+        if url is None:
             return  # a sitemap's URL, at depth 0 too
         failures = self.crawler.stats.get_value(SEED_FAILURES) or []
         if all(seed != url for seed, _ in failures):
