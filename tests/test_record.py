@@ -182,6 +182,21 @@ def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, se
     assert min(times[1]) - max(times[0]) >= 2  # the pause, left out
 
 
+def test_a_report_by_a_user_whose_home_cannot_be_written_says_one_line(tmp_path):
+    # matplotlib said two lines of its cache folder first (a tester's find).
+    record = tmp_path / "r.jsonl"
+    record.write_text('{"url":"http://h/","outcome":"saved","doc":1,"start":1.0,"end":2.0}\n')
+    env = {k: v for k, v in clean_env(HOME="/dev/null").items() if k not in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = run_tse(
+        "report", record, "--out", tmp_path / "r.html", env={k: v for k, v in env.items() if k != "MPLCONFIGDIR"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        done.stderr.decode()
+        == f"tse report: wrote {tmp_path / 'r.html'}: 1 request, 1 page saved, 0 failed, from 1 record file\n"
+    )
+
+
 def test_report_refusals_are_one_line(tmp_path):
     record = tmp_path / "r.jsonl"
     record.write_text('{"url":"http://h/","outcome":"saved","doc":1}\n')
