@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tse_scrapy.rules.text import analysis
@@ -17,6 +17,7 @@ from tse_scrapy.rules.text.pagefields import (
     VOCABULARY_MIN,
     PageText,
     _elements,
+    _links,
     anchors,
     page_fields,
     url_language,
@@ -154,6 +155,19 @@ def test_links_are_those_of_the_one_pattern_before(text):
     ]
     now = [(start.group(2) or start.group(3) or start.group(4) or "", label) for start, label in _links_in(text)]
     assert now == before
+
+
+@given(st.lists(_PIECES, max_size=40).map("".join))
+@example("<a href=a>" + "x" * 1999 + "</a><a href=b>y</a>")
+@example("<a href=a>" + "x" * 2000 + "</a><a href=b>y</a>")  # (the bound: ELEMENT_CHARACTERS)
+@example("<a href=a>" + "x" * 2001 + "</a><a href=b>y</a>")
+@example("<a href=a><a href=b>x</a>y</a><a href=c>z</a></a>")
+def test_links_are_those_of_the_elements_loop(text):
+    # ``_links`` is ``_elements`` with the links' patterns, written out for their 490 a page: the same
+    # start tags (where, and what they hold) and the same texts, on any markup.
+    text = _without_unclosed_tag(text)
+    expected = [(start.span(), start.groups(), label) for start, label in _links_in(text)]
+    assert [(start.span(), start.groups(), label) for start, label in _links(text)] == expected
 
 
 @pytest.mark.parametrize(

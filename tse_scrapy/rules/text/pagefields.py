@@ -257,7 +257,7 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
     targets: dict[str, str] = {}
     resolve = LinkResolver(page_url)
     same_host = resolve.origin + "/"
-    for match, label in _elements(text, _ANCHOR_START, lambda _: _ANCHOR_END):
+    for match, label in _links(text):
         href = match.group(2) or match.group(3) or match.group(4) or ""
         if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):
             continue  # to another host (most links), known without resolving it: see _as_written
@@ -315,6 +315,27 @@ def _elements(
             continue
         yield start, text[tag_end : end[0]]
         at = end[1]
+
+
+def _links(text: str) -> list[tuple[re.Match[str], str]]:
+    """``_elements(text, _ANCHOR_START, lambda _: _ANCHOR_END)``, as a list: the same loop with its one
+    end tag's pattern, not a generator asking for it a start tag at a time (a wikipedia page's 490
+    links: 0.68 -> 0.57 ms)."""
+    search_start, search_end = _ANCHOR_START.search, _ANCHOR_END.search
+    found = []
+    end_start = end_stop = -1  # the next end tag found (its span), -1 before the first look; None: none left
+    at = 0
+    while (start := search_start(text, at)) is not None:
+        tag_end = start.end()
+        if end_start is not None and end_start < tag_end:
+            end = search_end(text, tag_end)
+            end_start, end_stop = (None, -1) if end is None else end.span()
+        if end_start is None or end_start - tag_end > ELEMENT_CHARACTERS:
+            at = start.start() + 1
+            continue
+        found.append((start, text[tag_end:end_start]))
+        at = end_stop
+    return found
 
 
 def _joined(terms: list[str]) -> str:
