@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.net import free_port
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until
@@ -101,4 +102,15 @@ def test_a_watcher_of_a_crawl_that_a_restarted_redis_lost_says_so(tmp_path):
     assert err.decode() == (
         f"tse status: crawl c in Redis at {server.url}: Redis restarted and holds the crawl no more (it kept no "
         "persistence): its record is lost\n"
+    )
+
+
+def test_a_query_password_masked_in_a_message_keeps_the_separator_after_it():
+    url = f"redis://127.0.0.1:{free_port()}/0?password=s3cret"
+    done = run_tse("status", "--redis", url, "c", timeout=30)
+    masked = url.replace("s3cret", "***")
+    # Before: "... at redis://127.0.0.1:PORT/0?password=*** connection refused" (its ":" masked with the password).
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        f"tse status: cannot reach Redis at {masked}: connection refused\n",
     )
