@@ -712,12 +712,16 @@ def report(options: argparse.Namespace) -> int:
         from .report.records import ReportError
     except ImportError as error:
         return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
+    from .rules.files.outputfile import OutputFileRefused
+
     out = options.out
     try:
         _require_writable(out)
         summary = write_report(options.records, out)
     except OverwritesRecord:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
+    except OutputFileRefused as error:  # not a report, nor an empty file: a device, a page file, a record ...
+        return _one_line("report", f"--out {error}", USAGE)
     except (Refused, ReportError) as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)
