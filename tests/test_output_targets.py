@@ -18,10 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site, run_scrapy, run_tse
+from tests.support.fulldisk import files_of_at_most
 from tests.support.pages import snapshot, write_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.report.page import EARLIER_REPORT_HEAD, REPORT_FILE, looks_like_a_report, write_report
 from tse_scrapy.rules.crawling.changes import CHANGES, CHANGES_FILE, looks_like_changes
+from tse_scrapy.rules.files.indexfile import INDEX_FILE
 from tse_scrapy.rules.files.outputfile import (
     BLOCK_DEVICE,
     CHARACTER_DEVICE,
@@ -90,6 +92,7 @@ ANY_FOUND = st.builds(
 def test_what_is_no_regular_file_is_never_replaced(kind, in_page_directory, name):
     assert replacement_problem(f"d/{name}", Found(kind, in_page_directory), CHANGES_FILE) is not None
     assert replacement_problem(f"d/{name}", Found(kind, in_page_directory), REPORT_FILE) is not None
+    assert replacement_problem(f"d/{name}", Found(kind, in_page_directory), INDEX_FILE) is not None
 
 
 @given(OWN_NAMES, ANY_FOUND)
@@ -272,3 +275,43 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
         done = crawl_site(server, out, 1, "--update", "--changes", listed)
         assert done.returncode == 0, done.stderr.decode()
         assert {entry["change"] for entry in map(json.loads, listed.read_text().splitlines())} == {"unchanged"}
+
+
+def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cannot_write_it(tmp_path):
+    old = tmp_path / "old.index"
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    old.write_bytes("".join(f"word{a}{b} 1 1\n" for a in letters for b in letters).encode())  # 8 KiB
+    base = write_pages(tmp_path / "base", {1: ("http://h/", 0, b"<p>one</p>")})
+    before = snapshot(base)
+    for name, said in (
+        (".crawler", f"is the marker of the page directory {base}"),  # before: replaced by the index
+        # before: made a file, where a crawl makes a directory of its own
+        (".tse-charsets", f"is one of the page directory {base}'s own files"),
+        ("1", f"is a page file of the page directory {base}"),
+        ("7", f"is a page file of the page directory {base}"),
+    ):
+        done = run_tse("indextest", old, base / name, timeout=60)
+        said = f"tse indextest: {base / name} {said}: write the index elsewhere\n"
+        assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", said)
+    assert snapshot(base) == before
+    # NEWINDEX past what may be written (as on a full disk): it is named, not OLDINDEX (before: "old.index:
+    # File too large", or on a small tmpfs "old.index: No space left on device").
+    new = tmp_path / "out" / "new.index"
+    new.parent.mkdir()
+    done = run_tse("indextest", old, new, timeout=60, preexec_fn=files_of_at_most(1024))
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", f"tse indextest: {new}: File too large\n")
+    assert os.listdir(new.parent) == ["new.index.lock"]  # no index, no partial file (the lock file stays)
+    # A malformed line's word shown as the UTF-8 it is (before: 'caf\ufffd\ufffd'), its control characters and
+    # bytes that are no UTF-8 percent-encoded.
+    old.write_bytes("caf\u00e9 1 1\n".encode() + b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
+    done = run_tse("indextest", old, new, timeout=60)
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        f"tse indextest: {old}:1: not a lowercase word: 'caf\u00e9'\n",
+    )
+    old.write_bytes(b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
+    done = run_tse("indextest", old, new, timeout=60)
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        f"tse indextest: {old}:2: not a lowercase word: 'x%1B[2J%E9'\n",
+    )

@@ -466,11 +466,13 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     from .index.indexlock import IndexLocked
     from .index.workers import WorkerDied
     from .rules.files.indexfile import IndexFileError
+    from .rules.files.outputfile import OutputFileRefused
     from .rules.files.pagedir import PageFileError
 
+    refusals = (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied, IndexLocked, OutputFileRefused)
     try:
         yield
-    except (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied, IndexLocked) as error:
+    except refusals as error:
         raise _Failed(_one_line(command, str(error), status)) from None
     except sqlite3.Error as error:  # the document store beside the index
         raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
@@ -604,14 +606,19 @@ def _index_progress_bar(directory: str) -> ContextManager:
 
 
 def indextest(options: argparse.Namespace) -> int:
-    from .index.indexer import check_replaces_an_index
     from .index.indexlock import index_lock
     from .index.storage import read_index, write_index
+    from .rules.files.indexfile import INDEX_FILE
+    from .rules.files.outputfile import check_output_file
 
     with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
+    # What fails from here is NEWINDEX's (a full disk named OLDINDEX).
+    with _one_line_errors("indextest", options.new):
+        # Only an index, an empty file or nothing is replaced: not a device, nor a page directory's own
+        # file (its .crawler, a .tse-charsets where a crawl makes a directory ...), nor any other file.
+        check_output_file(options.new, INDEX_FILE)
         _require_writable(options.new)
-        check_replaces_an_index(options.new)
         with index_lock(options.new, "tse indextest"):  # NEWINDEX is not written by two at once either
             write_index(options.new, loaded, sidecar=False)
     return OK
