@@ -752,11 +752,12 @@ def import_command(options: argparse.Namespace) -> int:
 
 
 def status(options: argparse.Namespace) -> int:
-    from .rules.crawling.crawlargs import ArgumentError
+    from .rules.crawling.crawlargs import ArgumentError, check_crawl_name
 
     try:
         import redis  # noqa: F401 (the extra's: said in one line when missing)
 
+        from .distributed.keys import POLITENESS_NAME
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
@@ -764,6 +765,15 @@ def status(options: argparse.Namespace) -> int:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
         return _one_line("status", "the following arguments are required: NAME", USAGE)
+    # Refused as `tse crawl` refuses them (distributed/join.py): no crawl has such a name, and the keys
+    # tse:NAME:* of `polite`, or of a name with '*' or '?', are other crawls' (every crawl's politeness
+    # leases, every crawl's keys), which "its record is lost ... DEL each" told to remove.
+    try:
+        reserved = check_crawl_name(options.name) == POLITENESS_NAME
+    except ArgumentError as error:
+        return _one_line("status", str(error), USAGE)
+    if reserved:
+        return _one_line("status", f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)", USAGE)
     try:
         crawl = RedisCrawl(connect(options.redis, check=False), options.name)
     except ArgumentError as error:
@@ -798,6 +808,9 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
         while True:
             try:
                 shown = crawl.status()
+                # (Its record another version's, or no crawl's: its counts would be shown as if they meant
+                # what they mean here.)
+                problem = crawl.parameters_problem() if shown["exists"] else None
                 if shown["exists"] and seen is None:
                     run_id = crawl.server_run_id()
                 ended = seen is not None and not shown["exists"] and not shown["quarantined"]
@@ -813,6 +826,8 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                 )
                 time.sleep(options.every)
                 continue
+            if problem is not None:
+                return _one_line("status", f"crawl {options.name} in Redis at {shown_url}: {problem}")
             if not shown["exists"] and not shown["quarantined"]:
                 if leftovers := crawl.leftover_keys():  # (a Redis without persistence restarted mid-crawl)
                     return _one_line(
