@@ -34,6 +34,14 @@ def test_text_round_trip(index):
         (b"cat 0 1\n", "x.index:1: not a positive integer: '0'"),
         (b"cat 1 2 1 3\n", "x.index:1: a docID appears twice"),
         (b"cat 1 2\n\ncat 2 2\n", "x.index:3: the word 'cat' appears on two lines"),
+        # A word shown as the UTF-8 it is (decoded as ASCII: 'caf\ufffd\ufffd'), its control characters and the
+        # bytes that are no UTF-8 percent-encoded, as a URL's
+        ("caf\u00e9 1 1\n".encode(), "x.index:1: not a lowercase word: 'caf\u00e9'"),
+        ("Ωμέγα 1 1\n".encode(), "x.index:1: not a lowercase word: 'Ωμέγα'"),
+        (b"x\x1b[2J\x9b 1 1\n", "x.index:1: not a lowercase word: 'x%1B[2J%9B'"),
+        ("x\u009b 1 1\n".encode(), "x.index:1: not a lowercase word: 'x%C2%9B'"),
+        (b"caf\xe9 1 1\n", "x.index:1: not a lowercase word: 'caf%E9'"),
+        ("cat 1 \u00e9\n".encode(), "x.index:1: not a positive integer: '\u00e9'"),
     ],
 )
 def test_malformed_index_names_file_and_line(text, message):

@@ -32,6 +32,20 @@ from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url, shown_mess
         # A scheme after punctuation (or an underscore) starts there; after a letter or digit it does not.
         ("(+redis://u:p@h) .redis://u:p@h _redis://u:p@h", "(+redis://u:***@h) .redis://u:***@h _redis://u:***@h"),
         ("x.redis://u:p@h/0", "x.redis://u:***@h/0"),
+        # A query's password followed by the message's separator: the separator stays (it was eaten:
+        # "?password=*** connection refused").
+        (
+            "cannot reach Redis at redis://127.0.0.1:1/0?password=s3cret: connection refused",
+            "cannot reach Redis at redis://127.0.0.1:1/0?password=***: connection refused",
+        ),
+        ("Redis at 'redis://h/0?db=1&password=s3cret', refused", "Redis at 'redis://h/0?db=1&password=***', refused"),
+        ("(redis://h/0?password=s3cret) down", "(redis://h/0?password=***) down"),
+        # Punctuation before '&', '#' or the end of the text is the password's: masked with it.
+        ("redis://h/0?password=s3c:ret:&db=2", "redis://h/0?password=***&db=2"),
+        ("redis://h/0?password=s3cret.#x", "redis://h/0?password=***#x"),
+        ("redis://h/0?password=s3cret:", "redis://h/0?password=***"),
+        ("redis://h/0?password=:: down", "redis://h/0?password=*** down"),  # punctuation alone: all of it
+        ("redis://h/0?password=a&pass=b: down", "redis://h/0?password=***&pass=***: down"),
     ],
 )
 def test_passwords_are_masked(text, shown):
@@ -51,6 +65,18 @@ passwords = st.text(
 def test_no_password_survives(password, scheme, user):
     text = f"error at {scheme}://{user}:{password}@127.0.0.1:6379/0: refused"
     assert mask_secrets(text) == f"error at {scheme}://{user}:***@127.0.0.1:6379/0: refused"
+
+
+query_passwords = st.text(
+    st.characters(blacklist_characters="&# \t\n\r\x0b\x0c", blacklist_categories=("Zs", "Cc")), min_size=1
+).filter(lambda password: password[-1] not in ":;,.!?)]}>'\"")
+
+
+@given(query_passwords, st.sampled_from(["", ":", ",", ".", ";", ")", "'", ".)"]), st.sampled_from(["", "db=1&"]))
+def test_a_query_password_is_masked_and_the_separator_after_it_kept(password, separator, before):
+    text = f"cannot reach Redis at redis://127.0.0.1:6379/0?{before}password={password}{separator} connection refused"
+    shown = f"cannot reach Redis at redis://127.0.0.1:6379/0?{before}password=***{separator} connection refused"
+    assert mask_secrets(text) == shown
 
 
 @pytest.mark.parametrize(

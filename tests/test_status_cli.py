@@ -2,11 +2,15 @@
 use, the NAME typed after --redis, and a reader that goes away (a tester's finds: argparse's error, a
 TypeError traceback, a BrokenPipeError traceback)."""
 
+import json
 import subprocess
 
 import pytest
 
 from tests.conftest import BIN, clean_env, run_tse
+from tse_scrapy.distributed.store import CRAWL_FORMAT
+
+THIS_FORMAT = json.dumps({"format": CRAWL_FORMAT})  # a crawl's params, as far as status reads them
 
 
 @pytest.mark.parametrize(
@@ -29,7 +33,7 @@ def test_the_name_typed_after_redis_is_the_name(redis_url):
 
 def test_a_reader_that_goes_away_ends_it_quietly(redis_server, redis_url):
     client = redis_server.client()
-    client.set("tse:c:params", "{}")  # a crawl, as far as status reads one
+    client.set("tse:c:params", THIS_FORMAT)  # a crawl, as far as status reads one
     for number in range(50):
         client.rpush("tse:c:quarantine", f'{{"why": "forged {number}", "entry": "x"}}')
     command = f"{BIN / 'tse'} status --redis {redis_url} c | head -1"

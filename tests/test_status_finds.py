@@ -5,16 +5,21 @@ A real redis-server and real workers (``tse crawl --redis``) crawling a site ser
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
+import redis
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.net import free_port
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until
+from tse_scrapy.distributed.store import CRAWL_FORMAT
 
 PASSWORD = "s3cret-pw"
+THIS_FORMAT = json.dumps({"format": CRAWL_FORMAT})  # a crawl's params, as far as status reads them
 WRONG = "not-the-Zq7-password"
 
 
@@ -86,7 +91,7 @@ def test_a_watcher_of_a_crawl_that_a_restarted_redis_lost_says_so(tmp_path):
     server = RedisServer(tmp_path / "redis").start()  # no persistence
     watcher = None
     try:
-        server.client().set("tse:c:params", "{}")  # a crawl, as far as status reads one
+        server.client().set("tse:c:params", THIS_FORMAT)  # a crawl, as far as status reads one
         watcher = watch(server.url, "c")
         assert watcher.stdout.readline().decode().startswith("crawl c: saved 0")
         server.stop()
@@ -101,4 +106,84 @@ def test_a_watcher_of_a_crawl_that_a_restarted_redis_lost_says_so(tmp_path):
     assert err.decode() == (
         f"tse status: crawl c in Redis at {server.url}: Redis restarted and holds the crawl no more (it kept no "
         "persistence): its record is lost\n"
+    )
+
+
+def test_a_query_password_masked_in_a_message_keeps_the_separator_after_it():
+    url = f"redis://127.0.0.1:{free_port()}/0?password=s3cret"
+    done = run_tse("status", "--redis", url, "c", timeout=30)
+    masked = url.replace("s3cret", "***")
+    # Before: "... at redis://127.0.0.1:PORT/0?password=*** connection refused" (its ":" masked with the password).
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        f"tse status: cannot reach Redis at {masked}: connection refused\n",
+    )
+
+
+# Redis commands that change what it holds: `tse status` sends none (it only reads).
+WRITES = {"set", "del", "unlink", "hset", "hdel", "zadd", "zrem", "zpopmin", "sadd", "srem", "lpush", "ltrim"}
+WRITES |= {"incr", "decr", "expire", "pexpire", "rename", "flushall", "flushdb", "eval", "evalsha", "restore"}
+
+
+def everything(client) -> dict:
+    return {key: client.dump(key) for key in client.keys("*")}
+
+
+def test_status_refuses_the_reserved_name_and_any_a_crawl_could_not_have(redis_server, redis_url):
+    client = redis_server.client()
+    client.set("tse:polite:127.0.0.1:8000", "worker-1", px=600_000)  # every crawl's politeness lease of a host
+    client.set("tse:other:params", THIS_FORMAT)
+    client.sadd("tse:other:seen", "x")
+    before = everything(client)
+    crawl = run_tse("crawl", "--redis", redis_url, "--name", "polite", timeout=30)
+    reserved = "crawl name polite is reserved (the politeness leases use it)\n"
+    assert (crawl.returncode, crawl.stderr.decode()) == (2, f"tse crawl: {reserved}")
+    # Before: "its record is lost, 1 leftover key(s) remain: remove them (redis-cli --scan --pattern
+    # 'tse:polite:*', then DEL each)", the leases of every crawl on the server; and for '*', every crawl's keys.
+    said = {name: run_tse("status", "--redis", redis_url, name, timeout=30) for name in ("polite", "*", "o?her")}
+    assert {name: (done.returncode, done.stdout, done.stderr.decode()) for name, done in said.items()} == {
+        "polite": (2, b"", f"tse status: {reserved}"),
+        "*": (2, b"", "tse status: crawl name must be 1-100 letters, digits, '.', '_' or '-': *\n"),
+        "o?her": (2, b"", "tse status: crawl name must be 1-100 letters, digits, '.', '_' or '-': o?her\n"),
+    }
+    assert everything(client) == before
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        (b"not json", "its record (tse:c:params) is not JSON"),
+        (b"[1, 2]", "its record (tse:c:params) is not a JSON object"),
+        (json.dumps({"format": 99}), "begun by another version of tse-scrapy (crawl format 99, this one reads"),
+        (b'{"seed": "http://h/"}', "begun by another version of tse-scrapy (crawl format 1, this one reads"),
+        (None, "its record (tse:c:params) cannot be read: WRONGTYPE"),  # a hash
+    ],
+)
+def test_status_says_in_one_line_a_record_it_cannot_read_and_writes_nothing(redis_server, redis_url, params, said):
+    client = redis_server.client()
+    if params is None:
+        client.hset("tse:c:params", "format", CRAWL_FORMAT)
+    else:
+        client.set("tse:c:params", params)
+    client.hset("tse:c:pages", "f", 1)
+    before = everything(client)
+    client.config_resetstat()
+    done = run_tse("status", "--redis", redis_url, "c", timeout=30)
+    sent = {name.removeprefix("cmdstat_") for name in client.info("commandstats")}
+    # Before: "crawl c: saved 1, frontier 0, leased 0, seen 0, workers 0", exit 0, as if it meant that.
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"") and err.startswith(
+        f"tse status: crawl c in Redis at {redis_url}: "
+    )
+    assert said in err and err.count("\n") == 1, err
+    assert everything(client) == before and "get" in sent and not sent & WRITES, sent
+
+
+def test_a_joining_worker_refuses_a_record_that_is_no_json_object_in_one_line(redis_url):
+    redis.Redis.from_url(redis_url).set("tse:c:params", "[1, 2]")
+    done = run_tse("crawl", "--redis", redis_url, "--name", "c", timeout=30)
+    # Before: an AttributeError traceback ('list' object has no attribute 'get').
+    assert (done.returncode, done.stderr.decode()) == (
+        2,
+        f"tse crawl: cannot read crawl c in Redis at {redis_url}: not a JSON object\n",
     )

@@ -466,11 +466,13 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     from .index.indexlock import IndexLocked
     from .index.workers import WorkerDied
     from .rules.files.indexfile import IndexFileError
+    from .rules.files.outputfile import OutputFileRefused
     from .rules.files.pagedir import PageFileError
 
+    refusals = (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied, IndexLocked, OutputFileRefused)
     try:
         yield
-    except (Refused, PageDirError, PageFileError, IndexFileError, WorkerDied, IndexLocked) as error:
+    except refusals as error:
         raise _Failed(_one_line(command, str(error), status)) from None
     except sqlite3.Error as error:  # the document store beside the index
         raise _Failed(_one_line(command, f"{path}{DOCS_SUFFIX}: {error}", status)) from None
@@ -604,14 +606,19 @@ def _index_progress_bar(directory: str) -> ContextManager:
 
 
 def indextest(options: argparse.Namespace) -> int:
-    from .index.indexer import check_replaces_an_index
     from .index.indexlock import index_lock
     from .index.storage import read_index, write_index
+    from .rules.files.indexfile import INDEX_FILE
+    from .rules.files.outputfile import check_output_file
 
     with _one_line_errors("indextest", options.old):
         loaded = read_index(options.old)
+    # What fails from here is NEWINDEX's (a full disk named OLDINDEX).
+    with _one_line_errors("indextest", options.new):
+        # Only an index, an empty file or nothing is replaced: not a device, nor a page directory's own
+        # file (its .crawler, a .tse-charsets where a crawl makes a directory ...), nor any other file.
+        check_output_file(options.new, INDEX_FILE)
         _require_writable(options.new)
-        check_replaces_an_index(options.new)
         with index_lock(options.new, "tse indextest"):  # NEWINDEX is not written by two at once either
             write_index(options.new, loaded, sidecar=False)
     return OK
@@ -712,12 +719,16 @@ def report(options: argparse.Namespace) -> int:
         from .report.records import ReportError
     except ImportError as error:
         return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
+    from .rules.files.outputfile import OutputFileRefused
+
     out = options.out
     try:
         _require_writable(out)
         summary = write_report(options.records, out)
     except OverwritesRecord:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
+    except OutputFileRefused as error:  # not a report, nor an empty file: a device, a page file, a record ...
+        return _one_line("report", f"--out {error}", USAGE)
     except (Refused, ReportError) as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)
@@ -741,11 +752,12 @@ def import_command(options: argparse.Namespace) -> int:
 
 
 def status(options: argparse.Namespace) -> int:
-    from .rules.crawling.crawlargs import ArgumentError
+    from .rules.crawling.crawlargs import ArgumentError, check_crawl_name
 
     try:
         import redis  # noqa: F401 (the extra's: said in one line when missing)
 
+        from .distributed.keys import POLITENESS_NAME
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
@@ -753,6 +765,15 @@ def status(options: argparse.Namespace) -> int:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
         return _one_line("status", "the following arguments are required: NAME", USAGE)
+    # Refused as `tse crawl` refuses them (distributed/join.py): no crawl has such a name, and the keys
+    # tse:NAME:* of `polite`, or of a name with '*' or '?', are other crawls' (every crawl's politeness
+    # leases, every crawl's keys), which "its record is lost ... DEL each" told to remove.
+    try:
+        reserved = check_crawl_name(options.name) == POLITENESS_NAME
+    except ArgumentError as error:
+        return _one_line("status", str(error), USAGE)
+    if reserved:
+        return _one_line("status", f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)", USAGE)
     try:
         crawl = RedisCrawl(connect(options.redis, check=False), options.name)
     except ArgumentError as error:
@@ -787,6 +808,9 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
         while True:
             try:
                 shown = crawl.status()
+                # (Its record another version's, or no crawl's: its counts would be shown as if they meant
+                # what they mean here.)
+                problem = crawl.parameters_problem() if shown["exists"] else None
                 if shown["exists"] and seen is None:
                     run_id = crawl.server_run_id()
                 ended = seen is not None and not shown["exists"] and not shown["quarantined"]
@@ -802,6 +826,8 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                 )
                 time.sleep(options.every)
                 continue
+            if problem is not None:
+                return _one_line("status", f"crawl {options.name} in Redis at {shown_url}: {problem}")
             if not shown["exists"] and not shown["quarantined"]:
                 if leftovers := crawl.leftover_keys():  # (a Redis without persistence restarted mid-crawl)
                     return _one_line(

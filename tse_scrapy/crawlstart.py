@@ -20,6 +20,7 @@ from typing import Any
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
 from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, output_files, state_path, stored_meta
+from .rules.crawling.changes import CHANGES_FILE
 from .rules.crawling.crawlargs import (
     PAGE_LIMIT_SETTINGS,
     ArgumentError,
@@ -34,6 +35,7 @@ from .rules.crawling.crawlargs import (
     setting_is_on,
 )
 from .rules.files import pagedir
+from .rules.files.outputfile import OutputFileRefused, check_output_file
 from .update import catalog
 
 Setting = Callable[[str], Any]  # reads one setting by name
@@ -254,8 +256,10 @@ def _check_output_files(
     setting: Setting, page_directory: str, *, append: bool, resume: bool = False, update: bool = False
 ) -> None:
     """The WARC, record, changes and log files can be written, are distinct, and are none of the page
-    directory's own files; a new crawl or *update* never overwrites a WARC or a record (even when asked
-    to *resume*: there was nothing to resume, so no crawl was writing them)."""
+    directory's own files; the changes file replaces only a changes file, an empty file or nothing
+    (``CHANGES_FILE``: no device, no file of another page directory); a new crawl or *update* never
+    overwrites a WARC or a record (even when asked to *resume*: there was nothing to resume, so no crawl
+    was writing them)."""
     outputs = {
         "--warc": setting("TSE_WARC"),
         "--record": setting("TSE_RECORD"),
@@ -279,6 +283,11 @@ def _check_output_files(
         in_page_directory = os.path.dirname(real) == os.path.realpath(page_directory)
         if in_page_directory and pagedir.is_page_directory_file(os.path.basename(real)):
             raise ArgumentError(f"{name}: {path} is a file of the page directory")
+        if name == "--changes":  # replaced whole at the end: only last time's changes, an empty file, or nothing
+            try:
+                check_output_file(path, CHANGES_FILE)
+            except OutputFileRefused as error:
+                raise ArgumentError(f"{name}: {error}") from None
     warc = outputs["--warc"]
     if warc and not str(warc).endswith(".warc.gz"):
         raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")

@@ -354,8 +354,27 @@ class RedisCrawl:
 
     # -- parameters --------------------------------------------------------
     def parameters(self) -> dict[str, Any] | None:
+        """The crawl's parameters (None: no crawl); ValueError when they are not a JSON object (a client
+        of Redis wrote them: a list made the joining worker's check a traceback)."""
         raw = self.server.get(self.keys.params)
-        return json.loads(raw) if raw else None
+        return read_parameters(raw) if raw else None
+
+    def parameters_problem(self) -> str | None:
+        """Why this version cannot tell what the crawl's counts mean, in words (its parameters are no
+        crawl's, or another version's: ``tse status``), or None.  Only reads."""
+        try:
+            stored = self.parameters()
+        except redis.ResponseError as error:  # (WRONGTYPE: not a string)
+            return f"its record ({self.keys.params}) cannot be read: {error}"
+        except ValueError as error:
+            return f"its record ({self.keys.params}) is {error}"
+        if stored is None or stored.get("format") in (CRAWL_FORMAT, PICKLED_FORMAT):
+            # (A format-2 crawl's keys are counted as this version's: only its frontier entries differ.)
+            return None
+        return (
+            f"begun by another version of tse-scrapy (crawl format {stored.get('format', 1)}, this one reads "
+            f"{CRAWL_FORMAT}): this version cannot read its counts; ask that version's tse status"
+        )
 
     def create(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """Store *parameters* unless the crawl exists; return the crawl's parameters."""
@@ -582,6 +601,18 @@ class RedisCrawl:
         pipe.lpush(self.keys.quarantine, record)
         pipe.ltrim(self.keys.quarantine, 0, 9999)
         pipe.execute()
+
+
+def read_parameters(raw: bytes) -> dict[str, Any]:
+    """A crawl's parameters from their JSON; ValueError saying what they are instead ("not JSON", "not a
+    JSON object")."""
+    try:
+        stored = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValueError("not JSON") from None
+    if not isinstance(stored, dict):
+        raise ValueError("not a JSON object") from None
+    return stored
 
 
 def _is_doc_id(value: bytes) -> bool:

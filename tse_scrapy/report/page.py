@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from ..atomicfile import write_atomically
 from ..rules.crawling.units import format_size
+from ..rules.files.outputfile import OutputKind, check_output_file
 from . import figures
 from .records import MAX_LINK_TARGETS, Records, ReportError, Totals, read_records
 
@@ -34,6 +35,33 @@ _TEMPLATES = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
     keep_trailing_newline=True,
+)
+
+
+# What the report writes in its head (templates/report.html), by which ``tse report --out`` tells a report it
+# may replace from any other file (rules/files/outputfile.py).  Reports written before it held none began
+# with these bytes.
+REPORT_MARK = b'<meta name="generator" content="tse report">'
+EARLIER_REPORT_HEAD = (
+    b'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    b'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>Crawl report</title>\n'
+)
+
+
+def looks_like_a_report(start: bytes, whole: bool) -> bool:
+    """Whether a file beginning with *start* (*whole*: all of it) is a report ``tse report`` wrote: its
+    head names tse report (or is an earlier report's)."""
+    if start.startswith(EARLIER_REPORT_HEAD):
+        return True
+    head = start.partition(b"</head>")[0]
+    return start.startswith(b"<!DOCTYPE html>\n") and REPORT_MARK in head
+
+
+REPORT_FILE = OutputKind(
+    noun="a report",
+    what="the report",
+    not_it="its head does not name tse report",
+    recognises=looks_like_a_report,
 )
 
 
@@ -74,13 +102,16 @@ def write_report(record_paths: Iterable[str | os.PathLike], out_path: str | os.P
     """Read the record files, write their report to *out_path* (whole or not at all), and sum it up.
 
     ReportError, with a one-line message, for a record file that cannot be
-    read or holds no record, and for a report that cannot be written.
+    read or holds no record, and for a report that cannot be written;
+    OutputFileRefused when *out_path* is what a report must not replace
+    (``REPORT_FILE``: anything but a report, an empty file or nothing).
     """
     record_paths = list(record_paths)
     out_path = Path(out_path)
     for path in record_paths:
         if _same_file(path, out_path):
             raise OverwritesRecord(f"the report would overwrite its record file {os.fspath(path)}")
+    check_output_file(out_path, REPORT_FILE)  # only a report, an empty file or nothing is replaced
     records = read_records(record_paths)
     html = render_report(records)
     try:

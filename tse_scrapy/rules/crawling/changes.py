@@ -22,8 +22,12 @@ the page's last download, it has changed (1); not after, it has not (0).
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from dataclasses import dataclass
+
+from ..files.outputfile import OutputKind
 
 NEW, CHANGED, UNCHANGED, GONE = "new", "changed", "unchanged", "gone"
 CHANGES = (NEW, CHANGED, UNCHANGED, GONE)
@@ -72,3 +76,37 @@ def sitemap_change(lastmod: str | None, fetched: str | None) -> float | None:
     if not lastmod or not fetched or len(lastmod) < 19 or len(fetched) < 19:
         return None
     return 1.0 if lastmod[:19] > fetched[:19] else 0.0
+
+
+# A changes file (``tse crawl --update --changes FILE``) is JSON lines, one a page, each beginning as
+# ``json.dumps`` writes the update's entries (update/merge.py): ``{"docid": 3, "url": "...", "change": ...``.
+# A first line longer than what is read of it (a URL of megabytes) is told by that beginning.
+_CHANGE_START = re.compile(rb'\{"docid": [1-9][0-9]*, "url": "')
+
+
+def looks_like_changes(start: bytes, whole: bool) -> bool:
+    """Whether a file beginning with *start* (*whole*: all of it) is a changes file: its first line one
+    page's change (a docID, a URL, one of CHANGES)."""
+    line, newline, _ = start.partition(b"\n")
+    if not (newline or whole):  # cut where the read stopped
+        return _CHANGE_START.match(line) is not None
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):  # (not JSON, or nested deeper than Python goes)
+        return False
+    return (
+        isinstance(entry, dict)
+        and type(entry.get("docid")) is int
+        and entry["docid"] > 0
+        and isinstance(entry.get("url"), str)
+        and entry.get("change") in CHANGES
+    )
+
+
+# What ``--changes`` may replace (``rules/files/outputfile.py``): a changes file, last night's.
+CHANGES_FILE = OutputKind(
+    noun="a changes file",
+    what="the changes",
+    not_it='its first line is no page\'s change, {"docid": ..., "url": ..., "change": ...}',
+    recognises=looks_like_changes,
+)

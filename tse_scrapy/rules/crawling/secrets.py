@@ -23,13 +23,30 @@ _CREDENTIALS = re.compile(
     r"(?P<head>(?<![a-z0-9])[a-z][a-z0-9+.-]{0,63}://[^\s:/@]*:)(?P<password>[^\s/]*)(?P<at>@)", re.IGNORECASE
 )
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pass|pwd)=)(?P<password>[^&#\s]*)", re.IGNORECASE)
+# What ends a URL quoted in a message rather than its query's password, when it comes last, before a space:
+# "...?password=s3cret: connection refused" keeps its ": " (the mask ate it).  (At the end of the text, a URL
+# shown alone, it is masked with the rest.)
+_AFTER_A_URL = ":;,.!?)]}>'\""
 
 
 def mask_secrets(text: str, mask: str = MASK) -> str:
     """*text* with the password of every URL in it replaced by *mask*; with ``""``, left out, a
     userinfo's colon too (``http://user@host/``: a URL that still names its user, for a ``<base>``)."""
     text = _CREDENTIALS.sub(lambda m: (m["head"] if mask else m["head"][:-1]) + mask + m["at"], text)
-    return _QUERY_PASSWORD.sub(lambda m: m["head"] + mask, text)
+    return _QUERY_PASSWORD.sub(lambda m: m["head"] + _masked_query_password(m, mask), text)
+
+
+def _masked_query_password(found: re.Match[str], mask: str) -> str:
+    """The mask for a query's password, and the punctuation ending it when a space follows: the message's
+    (a ``&`` or ``#`` after it, or the end of the text: the password's).  A password of punctuation alone is
+    masked whole."""
+    password = found["password"]
+    if not found.string[found.end() : found.end() + 1].isspace():
+        return mask
+    kept = password.rstrip(_AFTER_A_URL)
+    if not kept:
+        return mask
+    return mask + password[len(kept) :]
 
 
 def mask_url(url: str | None, mask: str = MASK) -> str:

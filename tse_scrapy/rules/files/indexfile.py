@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from typing import TypeAlias
+from urllib.parse import quote
+
+from .outputfile import OutputKind
 
 Postings: TypeAlias = dict[int, int]  # docID -> count
 Index: TypeAlias = dict[bytes, Postings]  # word (lowercase ASCII bytes) -> its postings
@@ -74,5 +77,23 @@ def looks_like_an_index(start: bytes, whole: bool) -> bool:
     return not (complete and len(numbers) % 2)
 
 
+# What a fault's token may hold that a terminal must not be given as it is: control characters (C0, DEL,
+# C1) and bytes that are no UTF-8 (lone surrogates once decoded), percent-encoded as a URL's are
+# (``rules/crawling/progress.shown_url``, which this package may not import).
+_NOT_SHOWN = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
 def _show(token: bytes) -> str:
-    return repr(token.decode("ascii", "replace"))
+    """*token* quoted as UTF-8 text (``'café'``: decoded as ASCII, its é was two U+FFFD), its control
+    characters and its bytes that are no UTF-8 percent-encoded (``'x%1B[2J'``, ``'caf%E9'``)."""
+    text = token.decode("utf-8", "surrogateescape")
+    return "'" + _NOT_SHOWN.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), text) + "'"
+
+
+# tse indextest's NEWINDEX replaces only an index (``outputfile``).
+INDEX_FILE = OutputKind(
+    noun="an index",
+    what="the index",
+    not_it="its first line is no 'word docID count ...'",
+    recognises=looks_like_an_index,
+)
