@@ -19,7 +19,15 @@ from typing import Any
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
-from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, output_files, state_path, stored_meta
+from .resume.statedb import (
+    CATALOG_UPDATE,
+    OUTPUTS,
+    CrawlStateDB,
+    UnreadableDatabase,
+    output_files,
+    state_path,
+    stored_meta,
+)
 from .rules.crawling.crawlargs import (
     PAGE_LIMIT_SETTINGS,
     ArgumentError,
@@ -176,12 +184,43 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             raise ArgumentError(f"cannot update: {error}") from None
         except OSError as error:
             raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
+    if keeps_catalog or setting("TSE_WARC"):
+        _check_catalog(args, mode, setting("JOBDIR"))
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
         raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)
     return CrawlStart(args, mode)
+
+
+def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> None:
+    """Read the page catalog's pages, and an update's ``.tse-gone``, as the crawl will once it has
+    begun (``UpdateExtension.setup``: a new crawl, or one stopped before it had read them), and
+    refuse the crawl in one line when one cannot be read: a row or a list edited by hand, or written
+    by another program.  Found by then, it was a traceback, and a crawl state was left behind."""
+    if mode is StartMode.RESUME:
+        try:
+            if stored_meta(state_path(args.pagedir, jobdir), "update_id") is not None:
+                return  # read already: the crawl state holds them
+            update = stored_meta(state_path(args.pagedir, jobdir), "catalog") == CATALOG_UPDATE
+        except UnreadableDatabase as error:
+            raise ArgumentError(f"cannot read the crawl state: {error}") from None
+    elif mode in (StartMode.NEW, StartMode.UPDATE):
+        update = mode is StartMode.UPDATE
+    else:
+        return
+    try:
+        catalog.read_catalog(args.pagedir)
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the page catalog: {error}") from None
+    if update:
+        try:
+            pagedir.gone_docs(args.pagedir)
+        except pagedir.PageFileError as error:
+            raise ArgumentError(f"cannot update: {error}") from None
+        except OSError as error:
+            raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
 
 
 def _check_same_outputs(args: CrawlArgs, setting: Setting) -> None:

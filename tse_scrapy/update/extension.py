@@ -132,6 +132,7 @@ class UpdateExtension:
         state_extension = crawl_state(self.crawler)
         self.state = state_extension.state
         if self.state.meta("update_id") is None:  # a new crawl (or one killed before this commit)
+            # (Checked before the crawl began: ``crawlstart``.)
             before = catalog.read_catalog(self.directory)
             if before is None:
                 before = catalog.pages_from_files(self.directory) if self.is_update else []
