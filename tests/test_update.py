@@ -189,6 +189,40 @@ def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
     assert sorted(page_file_states(out)) == [1, 2, 3]
 
 
+def test_a_gone_list_written_by_hand_is_what_the_update_starts_from(tmp_path, serve):
+    # docs/indexing.md: "to remove a page, keep its file and list its docID in PAGEDIR/.tse-gone".
+    # The update threw such a list away (the catalog said every page was live): the pages were live
+    # again, "unchanged".  The list says what is live: a page listed that the site still has is back
+    # ("new", out of the list), one it has not stays listed; a docID taken out of the list is live.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": []})
+    (site.root / "c.html").write_text("<html><body>c</body></html>\n")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    doc_of = {url.rsplit("/", 1)[1]: doc for doc, (url, *_) in page_file_states(out).items()}
+    (site.root / "c.html").unlink()  # 404 from now on
+    (out / ".tse-gone").write_text(f"{doc_of['a.html']}\n{doc_of['c.html']}\n99\n")  # 99: no such page
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, 1, "--update", "--changes", listed)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert b"updated %s: 1 new, 0 changed, 2 unchanged, 0 gone\n" % bytes(out) in result.stderr
+    assert {e["url"].rsplit("/", 1)[1]: e["change"] for e in changes(listed)} == {
+        "index.html": "unchanged",
+        "a.html": "new",
+        "b.html": "unchanged",
+    }
+    assert (out / ".tse-gone").read_text() == f"{doc_of['c.html']}\n"
+    # Taken out of the list by hand, c is live again: the update finds it gone.
+    (out / ".tse-gone").unlink()
+    result = crawl_site(server, out, 1, "--update", "--changes", listed)
+    assert b"0 new, 0 changed, 3 unchanged, 1 gone\n" in result.stderr, result.stderr.decode()[-2000:]
+    assert [(e["docid"], e["reason"]) for e in changes(listed) if e["change"] == "gone"] == [
+        (doc_of["c.html"], "http 404")
+    ]
+    assert gone(out) == {doc_of["c.html"]}
+
+
 def test_a_page_that_fails_for_a_while_is_kept(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
     server = serve(site.root)

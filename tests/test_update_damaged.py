@@ -103,6 +103,14 @@ def test_a_damaged_catalog_or_gone_list_is_refused_in_one_line_before_anything_i
             damage,
         )
 
+    # A gone list that is no list of docIDs, which tse index refuses too.
+    refused(
+        len(CATALOG_DAMAGE) + 1,
+        (),
+        lambda out: f"cannot update: {out}/.tse-gone: not a list of docIDs, one a line",
+        lambda out: (out / ".tse-gone").write_text("25\nabc\n"),
+    )
+
     # An update stopped before it had read the catalog (its state made, not the pages before it):
     # --update --resume reads the catalog then, and refuses it the same way; the state stays.
     def stopped_at_its_start(out):

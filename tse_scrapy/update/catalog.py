@@ -17,7 +17,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,19 @@ def read_catalog(directory: str | os.PathLike) -> list[KnownPage] | None:
         by_url[page.url] = doc_id
         pages.append(page)
     return pages
+
+
+def pages_before_update(directory: str | os.PathLike) -> list[KnownPage]:
+    """The pages of the directory as an update finds them: the catalog's (or, without one, the page
+    files'), each live unless its docID is listed in ``.tse-gone``: that list is what ``tse index``
+    skips, and a user may write it by hand (docs/indexing.md), to take a page out (its docID added)
+    or bring it back (taken out).  A docID listed that names no page is left out of it (the next
+    new page may get it).  Raises UnreadableDatabase, PageFileError or OSError."""
+    pages = read_catalog(directory)
+    if pages is None:
+        return pages_from_files(directory)
+    gone = pagedir.gone_docs(directory)
+    return [replace(page, live=page.doc_id not in gone) for page in pages]
 
 
 def last_update(directory: str | os.PathLike) -> str | None:

@@ -133,9 +133,10 @@ class UpdateExtension:
         self.state = state_extension.state
         if self.state.meta("update_id") is None:  # a new crawl (or one killed before this commit)
             # (Checked before the crawl began: ``crawlstart``.)
-            before = catalog.read_catalog(self.directory)
-            if before is None:
-                before = catalog.pages_from_files(self.directory) if self.is_update else []
+            if self.is_update:
+                before = catalog.pages_before_update(self.directory)
+            else:
+                before = catalog.read_catalog(self.directory) or []
             self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
