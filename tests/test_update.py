@@ -310,7 +310,16 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     assert result.returncode == 2
     assert result.stderr.decode() == f"tse crawl: {empty} holds no crawl to update: crawl it first (without --update)\n"
     result = crawl_site(server, empty, 1, "--changes", tmp_path / "c.jsonl")
-    assert result.returncode == 2 and b"--changes goes with --update" in result.stderr
+    assert (result.returncode, result.stderr.decode()) == (
+        2,
+        "tse crawl: --changes goes with --update (a first crawl's pages are all new)\n",
+    )
+    # scrapy crawl tse names the options as it was given them.
+    result = scrapy_crawl_site(server, empty, 1, "-s", f"TSE_CHANGES={tmp_path / 'c.jsonl'}")
+    assert (result.returncode, result.stderr.decode()) == (
+        2,
+        "scrapy crawl tse: -s TSE_CHANGES goes with -a update=yes (a first crawl's pages are all new)\n",
+    )
     result = crawl_site(server, empty, 1, "--validators", "-s", f"JOBDIR={tmp_path / 'job'}")
     assert result.returncode == 2 and b"drop JOBDIR" in result.stderr
     assert os.listdir(empty) == []

@@ -85,8 +85,16 @@ class CrawlStart:
         return None
 
 
-def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
+# How each entry point names the options its messages speak of: the user is told what they gave.
+OPTION_NAMES = {
+    "tse crawl": {"update": "--update", "changes": "--changes"},
+    "scrapy crawl tse": {"update": "-a update=yes", "changes": "-s TSE_CHANGES"},
+}
+
+
+def prepare_crawl(spider_args: dict[str, Any], setting: Setting, program: str = "tse crawl") -> CrawlStart:
     """Check the spider's arguments and the settings; raise ArgumentError (one line) to refuse.
+    *program* (``OPTION_NAMES``) says how the options were given.
 
     A crawl of one process holds its page directory's lock from here until it
     has closed (``CrawlStart.lock``, ``resume/pagedirlock.py``); one that is
@@ -101,7 +109,7 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     check_setting_values(setting_defaults(), setting)
     lock = lock_page_directory(args.pagedir)
     try:
-        start = _prepare_local_crawl(args, spider_args, setting)
+        start = _prepare_local_crawl(args, spider_args, setting, OPTION_NAMES[program])
     except BaseException:
         lock.release()
         raise
@@ -144,7 +152,9 @@ def setting_defaults() -> dict[str, Any]:
     return defaults
 
 
-def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
+def _prepare_local_crawl(
+    args: CrawlArgs, spider_args: dict[str, Any], setting: Setting, option: dict[str, str]
+) -> CrawlStart:
     update = is_yes(spider_args.get("update"))
     resume = is_yes(spider_args.get("resume"))
     keeps_catalog = update or setting_is_on(setting("TSE_VALIDATORS"))
@@ -187,7 +197,7 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
     if keeps_catalog or setting("TSE_WARC"):
         _check_catalog(args, mode, setting("JOBDIR"))
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
-        raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
+        raise ArgumentError(f"{option['changes']} goes with {option['update']} (a first crawl's pages are all new)")
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)

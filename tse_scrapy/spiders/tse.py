@@ -148,7 +148,8 @@ class TseSpider(scrapy.Spider):
             spider._serve_check_site(settings)
         start = tse_start
         if not isinstance(start, CrawlStart):  # not given, or given as text (scrapyd's -a): decided here
-            start = prepare_crawl({**spider.arguments, "resume": spider.resume, "update": spider.update}, settings.get)
+            arguments = {**spider.arguments, "resume": spider.resume, "update": spider.update}
+            start = prepare_crawl(arguments, settings.get, f"scrapy crawl {cls.name}")
         spider._use(start.args)
         if start.distributed_name:
             spider._join_distributed_crawl(settings, start.distributed_name)
