@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -150,11 +151,11 @@ def _is_time(value: Any) -> bool:
     return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
 
 
+_HEX = re.compile(r"(?:[0-9a-f]{2})+")  # as hexdigest() writes it
+
+
 def _is_hex(value: Any) -> bool:
-    return isinstance(value, str) and value != "" and len(value) % 2 == 0 and all(c in _HEX for c in value)
-
-
-_HEX = frozenset("0123456789abcdef")  # as hexdigest() writes it
+    return isinstance(value, str) and _HEX.fullmatch(value) is not None
 
 
 def _is_text_or_none(value: Any) -> bool:
@@ -181,6 +182,7 @@ RECORD_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 # Those a record always has; the others have defaults (a catalog written before they were kept lacks them).
 REQUIRED_FIELDS = ("doc_id", "url", "depth", "digest")
+_REQUIRED = frozenset(REQUIRED_FIELDS)
 assert set(RECORD_FIELDS) == {field.name for field in fields(KnownPage)}
 
 
@@ -195,12 +197,13 @@ def known_page(doc_id: Any, url: Any, record: Any) -> KnownPage:
         raise ValueError("its record is not JSON") from None
     if not isinstance(values, dict):
         raise ValueError("its record is not a JSON object")
-    for name in values:
-        if name not in RECORD_FIELDS:
-            raise ValueError(f"its record has a field this program does not write: {name!r}")
-    for name in REQUIRED_FIELDS:
-        if name not in values:
-            raise ValueError(f"its record has no {name!r}")
+    names = values.keys()
+    if not names <= RECORD_FIELDS.keys():
+        unknown = next(name for name in names if name not in RECORD_FIELDS)
+        raise ValueError(f"its record has a field this program does not write: {unknown!r}")
+    if not names >= _REQUIRED:
+        missing = next(name for name in REQUIRED_FIELDS if name not in names)
+        raise ValueError(f"its record has no {missing!r}")
     for name, value in values.items():
         is_right, what = RECORD_FIELDS[name]
         if not is_right(value):
