@@ -21,6 +21,7 @@ from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
 from .resume.statedb import (
     CATALOG_UPDATE,
+    ENDED,
     OUTPUTS,
     CrawlStateDB,
     UnreadableDatabase,
@@ -57,6 +58,9 @@ class CrawlStart:
     updated_at: float | None = None  # UPDATED: when the update finished (Unix time)
     page_limit: int = 0  # LIMIT_REACHED: the page limit asked for, and the pages saved already
     saved: int = 0
+    # RESUME: the crawl had ended (its close reason) when its clean-up stopped (a full disk, a kill):
+    # the resume does the clean-up alone, fetching nothing (``statedb.ENDED``).
+    ended: str | None = None
     # The page directory's, held by a crawl of one process that has something to do; released
     # when the crawl has closed.
     lock: PageDirectoryLock | None = field(default=None, compare=False)
@@ -172,12 +176,18 @@ def _prepare_local_crawl(
             raise ArgumentError(f"cannot read the page catalog: {error}") from None
     update_finished = finished is not None and finished.outputs == output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
+    ended = None
     if mode is StartMode.RESUME:
         _check_same_outputs(args, setting)
+        try:
+            ended = stored_meta(state_path(args.pagedir, setting("JOBDIR")), ENDED)
+        except UnreadableDatabase as error:
+            raise ArgumentError(f"cannot read the crawl state: {error}") from None
         # A page limit the crawl has reached already: the scheduler would hand out no page, and the
         # crawl would end at once on its page limit, its state removed. Nothing is done, and the
-        # state stays for a resume with a higher limit.
-        limit = page_limit(setting)
+        # state stays for a resume with a higher limit.  (Not when the crawl had ended, at its
+        # limit or not, and its clean-up had not: that is what is left to do.)
+        limit = page_limit(setting) if ended is None else 0
         saved = pages_saved(args, setting("JOBDIR")) if limit else 0
         if limit and saved >= limit:
             return CrawlStart(args, StartMode.LIMIT_REACHED, page_limit=limit, saved=saved)
@@ -201,7 +211,7 @@ def _prepare_local_crawl(
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)
-    return CrawlStart(args, mode)
+    return CrawlStart(args, mode, ended=ended)
 
 
 def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> None:

@@ -160,6 +160,10 @@ class TseSpider(scrapy.Spider):
             settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
             for name in ("TSE_WARC", "TSE_RECORD", "TSE_CHANGES"):
                 settings.set(name, None, priority="cmdline")
+        if start.ended:
+            # Its clean-up alone is left (``statedb.ENDED``): no seed is asked for again, nor any page.
+            spider.logger.info("The crawl had ended (%s): finishing its clean-up, fetching nothing", start.ended)
+            spider.seeds = ()
         if start.lock is not None:  # the page directory's: let go once everything has closed
             crawler.signals.connect(start.lock.release, signal=signals.engine_stopped, weak=False)
         spider.recording = bool(settings.get("TSE_RECORD"))
