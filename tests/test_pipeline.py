@@ -118,12 +118,39 @@ def test_a_page_that_cannot_be_written_is_named_in_the_log_not_dumped(tmp_path, 
     out = tmp_path / "out"
     out.mkdir()
     run = crawl_site if command == "tse" else scrapy_crawl_site
-    result = run(server, out, 1, preexec_fn=files_of_at_most(limit), timeout=120)
+    # tse crawl's terminal shows the log from WARNING: -v shows INFO, where the page is named.
+    verbose = ("-v",) if command == "tse" else ()
+    result = run(server, out, 1, *verbose, preexec_fn=files_of_at_most(limit), timeout=120)
     assert result.returncode == 1
     stderr = result.stderr.decode()
     assert stderr.splitlines()[-1].endswith(f"cannot write page file {out}/2: File too large")
     assert "xxxxxxxxxx" not in stderr and len(result.stderr) < 20_000
     dropped = [line for line in stderr.splitlines() if "Dropped:" in line]
-    assert len(dropped) == 1 and dropped[0].endswith("Dropped: [Errno 27] File too large"), dropped
+    assert len(dropped) == 1 and dropped[0].endswith("INFO: Dropped: [Errno 27] File too large"), dropped
     after = stderr.splitlines()[stderr.splitlines().index(dropped[0]) + 1]
     assert after == f"PageItem {server.url}/big.html (depth 1, 1.0 MB)"
+
+
+@pytest.mark.parametrize("update", [False, True], ids=["first crawl", "update"])
+def test_a_page_that_cannot_be_written_is_the_summary_and_the_reason_on_a_quiet_terminal(tmp_path, serve, update):
+    # docs/progress.md: nothing on stderr but the summary and why the crawl failed.  It showed
+    # "ERROR: cannot write page file ..." and Scrapy's "WARNING: Dropped: ..." for that page and the
+    # next, before them.
+    limit = 256 * 1024  # room for the crawl state, not for the big pages
+    links = {"index.html": ["a.html", "big.html", "big2.html"], "a.html": [], "big.html": [], "big2.html": []}
+    site = write_site(tmp_path / "site", links)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    if update:
+        assert crawl_site(server, out, 1, "--validators").returncode == 0
+    for name in ("big.html", "big2.html"):
+        (site.root / name).write_bytes(b"<html>" + b"x" * 2 * limit + b"</html>")
+    options = ["--update"] if update else []
+    result = crawl_site(server, out, 1, *options, "-s", "CONCURRENT_REQUESTS=1", preexec_fn=files_of_at_most(limit))
+    assert result.returncode == 1
+    summary, reason = result.stderr.decode().splitlines()
+    # Stack order: index, then big2 (the last link), which fails; big, in flight, is dropped too.
+    assert summary.startswith("tse crawl: 1 page checked, 0 written, " if update else "tse crawl: 1 page saved, ")
+    # big2's docID: the second page of the first crawl (the same order), or the second page saved now.
+    assert reason == f"tse crawl: cannot write page file {out}/2: File too large"

@@ -189,6 +189,40 @@ def test_a_page_that_comes_back_keeps_its_docid(tmp_path, serve):
     assert sorted(page_file_states(out)) == [1, 2, 3]
 
 
+def test_a_gone_list_written_by_hand_is_what_the_update_starts_from(tmp_path, serve):
+    # docs/indexing.md: "to remove a page, keep its file and list its docID in PAGEDIR/.tse-gone".
+    # The update threw such a list away (the catalog said every page was live): the pages were live
+    # again, "unchanged".  The list says what is live: a page listed that the site still has is back
+    # ("new", out of the list), one it has not stays listed; a docID taken out of the list is live.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": []})
+    (site.root / "c.html").write_text("<html><body>c</body></html>\n")
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    doc_of = {url.rsplit("/", 1)[1]: doc for doc, (url, *_) in page_file_states(out).items()}
+    (site.root / "c.html").unlink()  # 404 from now on
+    (out / ".tse-gone").write_text(f"{doc_of['a.html']}\n{doc_of['c.html']}\n99\n")  # 99: no such page
+    listed = tmp_path / "changes.jsonl"
+    result = crawl_site(server, out, 1, "--update", "--changes", listed)
+    assert result.returncode == 0, result.stderr.decode()[-2000:]
+    assert b"updated %s: 1 new, 0 changed, 2 unchanged, 0 gone\n" % bytes(out) in result.stderr
+    assert {e["url"].rsplit("/", 1)[1]: e["change"] for e in changes(listed)} == {
+        "index.html": "unchanged",
+        "a.html": "new",
+        "b.html": "unchanged",
+    }
+    assert (out / ".tse-gone").read_text() == f"{doc_of['c.html']}\n"
+    # Taken out of the list by hand, c is live again: the update finds it gone.
+    (out / ".tse-gone").unlink()
+    result = crawl_site(server, out, 1, "--update", "--changes", listed)
+    assert b"0 new, 0 changed, 3 unchanged, 1 gone\n" in result.stderr, result.stderr.decode()[-2000:]
+    assert [(e["docid"], e["reason"]) for e in changes(listed) if e["change"] == "gone"] == [
+        (doc_of["c.html"], "http 404")
+    ]
+    assert gone(out) == {doc_of["c.html"]}
+
+
 def test_a_page_that_fails_for_a_while_is_kept(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
     server = serve(site.root)
@@ -276,7 +310,16 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     assert result.returncode == 2
     assert result.stderr.decode() == f"tse crawl: {empty} holds no crawl to update: crawl it first (without --update)\n"
     result = crawl_site(server, empty, 1, "--changes", tmp_path / "c.jsonl")
-    assert result.returncode == 2 and b"--changes goes with --update" in result.stderr
+    assert (result.returncode, result.stderr.decode()) == (
+        2,
+        "tse crawl: --changes goes with --update (a first crawl's pages are all new)\n",
+    )
+    # scrapy crawl tse names the options as it was given them.
+    result = scrapy_crawl_site(server, empty, 1, "-s", f"TSE_CHANGES={tmp_path / 'c.jsonl'}")
+    assert (result.returncode, result.stderr.decode()) == (
+        2,
+        "scrapy crawl tse: -s TSE_CHANGES goes with -a update=yes (a first crawl's pages are all new)\n",
+    )
     result = crawl_site(server, empty, 1, "--validators", "-s", f"JOBDIR={tmp_path / 'job'}")
     assert result.returncode == 2 and b"drop JOBDIR" in result.stderr
     assert os.listdir(empty) == []

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
+from tests.support.fulldisk import leave_free, tmpfs
 from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
@@ -267,3 +268,43 @@ def test_a_state_or_catalog_that_cannot_be_read_is_refused_in_one_line(tmp_path,
         done = crawl_site(server, directory, 1, *options)
         assert (done.returncode, done.stderr.decode()) == (2, refusal(directory)), (directory, options)
     assert snapshot(tmp_path) == before and len(server.hits) == hits
+
+
+def test_an_update_whose_results_cannot_be_written_goes_on_with_update_resume_fetching_nothing(tmp_path, serve):
+    # Its changes file on a full disk: the error was logged (no file named), then said again after the
+    # summary, and once there was room, --update --resume said "the page limit (5) is already reached",
+    # exit 0, and never wrote the results.  Now: one line naming the file and how to go on, and the
+    # resume writes them (changes file, catalog, state removed) without asking for any page.
+    site = generate_site(tmp_path / "site", pages=15, fanout=3, seed=5, external=0, dead=0)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    known = len(list(pagedir.read_pages(out)))
+    assert known > 5
+    with tmpfs(tmp_path / "small", 64 * 1024) as small:
+        leave_free(small, 0)
+        listed = small / "changes.jsonl"
+        options = ("--update", "--max-pages", "5", "--changes", listed)
+        failed = crawl_site(server, out, DEPTH, *options)
+        assert failed.returncode == 1, failed.stderr.decode()[-2000:]
+        summary, reason = failed.stderr.decode().splitlines()
+        assert summary.startswith("tse crawl: 5 pages checked, 0 written, ")
+        assert reason == (
+            f"tse crawl: cannot write {listed}: No space left on device (the update has fetched its pages: "
+            "only its results are left to write): go on with --update --resume"
+        )
+        assert (out / ".tse-state.sqlite").is_file() and not listed.exists()
+
+        (small / "filler").unlink()
+        hits = len(server.hits)
+        done = crawl_site(server, out, DEPTH, *options, "--resume")
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        assert done.stderr.decode().splitlines()[0] == (
+            f"tse crawl: updated {out}: 0 new, 0 changed, {known} unchanged, 0 gone "
+            f"({known - 5} of the unchanged not revisited: page limit)"
+        )
+        assert len(server.hits) == hits  # nothing asked for, robots.txt included
+        assert [entry["change"] for entry in changes(listed)] == ["unchanged"] * known
+        assert not (out / ".tse-state.sqlite").exists()
+        assert_finished(crawl_site(server, out, DEPTH, *options, "--resume"), out, "tse crawl")

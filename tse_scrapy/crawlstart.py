@@ -19,7 +19,16 @@ from typing import Any
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
-from .resume.statedb import OUTPUTS, CrawlStateDB, UnreadableDatabase, output_files, state_path, stored_meta
+from .resume.statedb import (
+    CATALOG_UPDATE,
+    ENDED,
+    OUTPUTS,
+    CrawlStateDB,
+    UnreadableDatabase,
+    output_files,
+    state_path,
+    stored_meta,
+)
 from .rules.crawling.changes import CHANGES_FILE
 from .rules.crawling.crawlargs import (
     PAGE_LIMIT_SETTINGS,
@@ -51,6 +60,9 @@ class CrawlStart:
     updated_at: float | None = None  # UPDATED: when the update finished (Unix time)
     page_limit: int = 0  # LIMIT_REACHED: the page limit asked for, and the pages saved already
     saved: int = 0
+    # RESUME: the crawl had ended (its close reason) when its clean-up stopped (a full disk, a kill):
+    # the resume does the clean-up alone, fetching nothing (``statedb.ENDED``).
+    ended: str | None = None
     # The page directory's, held by a crawl of one process that has something to do; released
     # when the crawl has closed.
     lock: PageDirectoryLock | None = field(default=None, compare=False)
@@ -79,8 +91,16 @@ class CrawlStart:
         return None
 
 
-def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
+# How each entry point names the options its messages speak of: the user is told what they gave.
+OPTION_NAMES = {
+    "tse crawl": {"update": "--update", "changes": "--changes"},
+    "scrapy crawl tse": {"update": "-a update=yes", "changes": "-s TSE_CHANGES"},
+}
+
+
+def prepare_crawl(spider_args: dict[str, Any], setting: Setting, program: str = "tse crawl") -> CrawlStart:
     """Check the spider's arguments and the settings; raise ArgumentError (one line) to refuse.
+    *program* (``OPTION_NAMES``) says how the options were given.
 
     A crawl of one process holds its page directory's lock from here until it
     has closed (``CrawlStart.lock``, ``resume/pagedirlock.py``); one that is
@@ -95,7 +115,7 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
     check_setting_values(setting_defaults(), setting)
     lock = lock_page_directory(args.pagedir)
     try:
-        start = _prepare_local_crawl(args, spider_args, setting)
+        start = _prepare_local_crawl(args, spider_args, setting, OPTION_NAMES[program])
     except BaseException:
         lock.release()
         raise
@@ -138,7 +158,9 @@ def setting_defaults() -> dict[str, Any]:
     return defaults
 
 
-def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: Setting) -> CrawlStart:
+def _prepare_local_crawl(
+    args: CrawlArgs, spider_args: dict[str, Any], setting: Setting, option: dict[str, str]
+) -> CrawlStart:
     update = is_yes(spider_args.get("update"))
     resume = is_yes(spider_args.get("resume"))
     keeps_catalog = update or setting_is_on(setting("TSE_VALIDATORS"))
@@ -156,12 +178,18 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             raise ArgumentError(f"cannot read the page catalog: {error}") from None
     update_finished = finished is not None and finished.outputs == output_files(setting)
     mode = start_mode(args, resume, setting("JOBDIR"), update, update_finished=update_finished)
+    ended = None
     if mode is StartMode.RESUME:
         _check_same_outputs(args, setting)
+        try:
+            ended = stored_meta(state_path(args.pagedir, setting("JOBDIR")), ENDED)
+        except UnreadableDatabase as error:
+            raise ArgumentError(f"cannot read the crawl state: {error}") from None
         # A page limit the crawl has reached already: the scheduler would hand out no page, and the
         # crawl would end at once on its page limit, its state removed. Nothing is done, and the
-        # state stays for a resume with a higher limit.
-        limit = page_limit(setting)
+        # state stays for a resume with a higher limit.  (Not when the crawl had ended, at its
+        # limit or not, and its clean-up had not: that is what is left to do.)
+        limit = page_limit(setting) if ended is None else 0
         saved = pages_saved(args, setting("JOBDIR")) if limit else 0
         if limit and saved >= limit:
             return CrawlStart(args, StartMode.LIMIT_REACHED, page_limit=limit, saved=saved)
@@ -178,12 +206,43 @@ def _prepare_local_crawl(args: CrawlArgs, spider_args: dict[str, Any], setting: 
             raise ArgumentError(f"cannot update: {error}") from None
         except OSError as error:
             raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
+    if keeps_catalog or setting("TSE_WARC"):
+        _check_catalog(args, mode, setting("JOBDIR"))
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
-        raise ArgumentError("--changes goes with --update (a first crawl's pages are all new)")
+        raise ArgumentError(f"{option['changes']} goes with {option['update']} (a first crawl's pages are all new)")
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)
-    return CrawlStart(args, mode)
+    return CrawlStart(args, mode, ended=ended)
+
+
+def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> None:
+    """Read the page catalog's pages, and an update's ``.tse-gone``, as the crawl will once it has
+    begun (``UpdateExtension.setup``: a new crawl, or one stopped before it had read them), and
+    refuse the crawl in one line when one cannot be read: a row or a list edited by hand, or written
+    by another program.  Found by then, it was a traceback, and a crawl state was left behind."""
+    if mode is StartMode.RESUME:
+        try:
+            if stored_meta(state_path(args.pagedir, jobdir), "update_id") is not None:
+                return  # read already: the crawl state holds them
+            update = stored_meta(state_path(args.pagedir, jobdir), "catalog") == CATALOG_UPDATE
+        except UnreadableDatabase as error:
+            raise ArgumentError(f"cannot read the crawl state: {error}") from None
+    elif mode in (StartMode.NEW, StartMode.UPDATE):
+        update = mode is StartMode.UPDATE
+    else:
+        return
+    try:
+        catalog.read_catalog(args.pagedir)
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the page catalog: {error}") from None
+    if update:
+        try:
+            pagedir.gone_docs(args.pagedir)
+        except pagedir.PageFileError as error:
+            raise ArgumentError(f"cannot update: {error}") from None
+        except OSError as error:
+            raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
 
 
 def _check_same_outputs(args: CrawlArgs, setting: Setting) -> None:

@@ -42,7 +42,7 @@ class Command(ScrapyCrawlCommand):
                 raise ArgumentError(
                     f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)"
                 )
-            start = prepare_crawl(opts.spargs, self.settings.get)
+            start = prepare_crawl(opts.spargs, self.settings.get, program)
         except ArgumentError as error:
             self._leave(USAGE, "CRITICAL", f"{program}: {error}")
         if start.nothing_to_do:

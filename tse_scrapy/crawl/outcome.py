@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..exitcodes import FAILED, OK, SUCCESS_REASONS
+from ..resume.statedb import RESUMABLE
 from ..rules.crawling.crawlargs import is_yes
 from ..rules.crawling.eta import format_clock
 from ..rules.crawling.secrets import shown_message
@@ -48,6 +49,8 @@ def crawl_failure(crawler: Crawler, program: str = "tse crawl") -> str | None:
     A crawl stopped by Ctrl-C says how *program* goes on with it."""
     stats = crawler.stats
     error = stats.get_value("tse/error")
+    if error and stats.get_value(RESUMABLE):
+        return f"{error}: {how_to_go_on(crawler, program)}"
     if error:
         return error
     reason = stats.get_value("finish_reason")

@@ -51,6 +51,12 @@ WRITES_LOOKED_AT = 32
 SLOW_WRITE = 0.0003
 COPY_TIME = 1e-9
 
+# The level of the log lines about a page not saved because the crawl is stopping on an error (Scrapy's
+# "Dropped: ..." too): the reason is said once, as the crawl's last line (crawl/outcome.py); ``tse
+# crawl``'s terminal, which shows the log from WARNING, shows nothing else but the summary
+# (docs/progress.md), and a log file, or scrapy crawl's log, still has them, from INFO.
+STOPPING = logging.INFO
+
 
 class PageDirPipeline:
     """Writes ``PAGEDIR/.crawler`` at the start, then each page as docID 1, 2, 3 ...
@@ -113,13 +119,13 @@ class PageDirPipeline:
         if not isinstance(item, PageItem):
             return item
         if self.failed:
-            raise DropItem("the page directory is not writable any more")
+            raise DropItem("the page directory is not writable any more", log_level=STOPPING)
         if self.warc is not None:
             # Every exchange so far (this page's too) written, or the crawl stopped (tse/error).
             self.warc.wait_written()
         if self.crawler.stats.get_value("tse/error"):
             # The crawl has failed elsewhere (its WARC, say): this page is fetched again on resume.
-            raise DropItem("the crawl is stopping on an error")
+            raise DropItem("the crawl is stopping on an error", log_level=STOPPING)
         if await self.save(item):
             self.crawler.stats.inc_value("tse/pages_saved")
         return item
@@ -172,7 +178,7 @@ class PageDirPipeline:
                 self.state.saved(item.state_row, doc_id, with_links=not write)
         except sqlite3.Error as error:
             self.fail(f"cannot write the crawl state: {error}")
-            raise DropItem(str(error)) from None
+            raise DropItem(str(error), log_level=STOPPING) from None
         item.doc_id = doc_id  # for the crawl record
         self.saved_pages += 1
         saved = self.saved_pages if self.update else self.next_id - 1
@@ -202,7 +208,7 @@ class PageDirPipeline:
                 self._timed_write(time.perf_counter() - started, len(item.body))
         except OSError as error:
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
-            raise DropItem(str(error)) from None
+            raise DropItem(str(error), log_level=STOPPING) from None
         # An update notes what a page is now even when it is the usual (an HTML page, indexed, no
         # canonical URL) if it was noted otherwise before: the last note of a URL wins.
         before = self.noted_before
@@ -243,6 +249,6 @@ class PageDirPipeline:
     def fail(self, message: str) -> None:
         """Stop the crawl at once; what was written stays valid."""
         self.failed = True
-        logger.error(message)
+        logger.log(STOPPING, "Stopping the crawl: %s", message)
         self.crawler.stats.set_value("tse/error", message)
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))

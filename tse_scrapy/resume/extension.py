@@ -20,7 +20,7 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
 from ..exitcodes import SUCCESS_REASONS
-from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, OUTPUTS, CrawlStateDB, output_files, state_path
+from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, ENDED, OUTPUTS, CrawlStateDB, output_files, state_path
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -64,13 +64,25 @@ class CrawlStateExtension:
         self.crawler.signals.connect(self.close_state, signal=signals.spider_closed)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        """Run the closing hooks (the update's results) if the crawl has succeeded."""
+        """Run the closing hooks (the update's results) if the crawl has succeeded.
+
+        The crawl's end is recorded first (``ENDED``): should its clean-up fail (a full disk) or be
+        killed, a resume does only that, with the reason of this end.  (Not in a JOBDIR, whose state
+        stays once the crawl has finished, for it to go on with a higher page limit, say.)"""
         stats = self.crawler.stats
         if reason in SUCCESS_REASONS and not stats.get_value("tse/error"):
-            self.state.commit()
+            ended = self.state.meta(ENDED)
+            try:
+                if ended is None and not self.keep:
+                    self.state.ended(reason)
+                else:
+                    self.state.commit()
+            except sqlite3.Error as error:  # a full disk: the state stays for --resume, as it was
+                stats.set_value("tse/error", f"cannot write the crawl state: {error}")
+                return
             for hook in self.closing:
                 try:
-                    hook(reason)
+                    hook(ended or reason)
                 except Exception as error:  # a bug: the state stays, for --resume to do what the hook did not
                     logger.exception("A closing step of the crawl failed")
                     stats.set_value("tse/error", f"cannot finish the crawl: {error}")

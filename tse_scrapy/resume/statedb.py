@@ -36,6 +36,14 @@ CATALOG_VALIDATORS = "validators"  # a crawl asked to keep validators (or a WARC
 # The meta key of the crawl's output files (JSON: ``output_files``), which a resume must name again; a
 # state made before it was kept has none.
 OUTPUTS = "outputs"
+# The meta key set when the crawl has ended, to its close reason (a success), before its clean-up
+# (an update's results, the WARC's index, the record's last lines): a crawl stopped in its clean-up
+# (a full disk, a kill) is resumed to that clean-up alone, fetching nothing (``crawlstart``), as if it
+# had ended with the same reason (an update cut short by its page limit takes nothing for gone).
+ENDED = "ended"
+# The stat set with ``tse/error`` when such a clean-up failed: the reason line says how to go on
+# (``crawl/outcome.py``).
+RESUMABLE = "tse/error_resumable"
 # The settings that name a crawl's output files, and the state's and the catalog's names for them.
 OUTPUT_SETTINGS = {"warc": "TSE_WARC", "record": "TSE_RECORD", "changes": "TSE_CHANGES"}
 
@@ -208,6 +216,12 @@ class CrawlStateDB:
             ((record["doc_id"], record["url"], json.dumps(record)) for record in records),
         )
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+        self.commit()
+
+    def ended(self, reason: str) -> None:
+        """The crawl has ended, with *reason*: committed with everything held (``ENDED``)."""
+        self._write_held()
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (ENDED, reason))
         self.commit()
 
     def visit(self, record: dict[str, Any]) -> None:

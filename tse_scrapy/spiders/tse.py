@@ -148,7 +148,8 @@ class TseSpider(scrapy.Spider):
             spider._serve_check_site(settings)
         start = tse_start
         if not isinstance(start, CrawlStart):  # not given, or given as text (scrapyd's -a): decided here
-            start = prepare_crawl({**spider.arguments, "resume": spider.resume, "update": spider.update}, settings.get)
+            arguments = {**spider.arguments, "resume": spider.resume, "update": spider.update}
+            start = prepare_crawl(arguments, settings.get, f"scrapy crawl {cls.name}")
         spider._use(start.args)
         if start.distributed_name:
             spider._join_distributed_crawl(settings, start.distributed_name)
@@ -159,6 +160,10 @@ class TseSpider(scrapy.Spider):
             settings.set("TSE_STATE_ENABLED", False, priority="cmdline")
             for name in ("TSE_WARC", "TSE_RECORD", "TSE_CHANGES"):
                 settings.set(name, None, priority="cmdline")
+        if start.ended:
+            # Its clean-up alone is left (``statedb.ENDED``): no seed is asked for again, nor any page.
+            spider.logger.info("The crawl had ended (%s): finishing its clean-up, fetching nothing", start.ended)
+            spider.seeds = ()
         if start.lock is not None:  # the page directory's: let go once everything has closed
             crawler.signals.connect(start.lock.release, signal=signals.engine_stopped, weak=False)
         spider.recording = bool(settings.get("TSE_RECORD"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import sys
 import time
@@ -30,6 +31,7 @@ from ..resume.extension import crawl_state
 from ..resume.statedb import (
     CATALOG_UPDATE,
     CATALOG_VALIDATORS,
+    RESUMABLE,
     UnreadableDatabase,
     output_files,
     state_path,
@@ -132,9 +134,11 @@ class UpdateExtension:
         state_extension = crawl_state(self.crawler)
         self.state = state_extension.state
         if self.state.meta("update_id") is None:  # a new crawl (or one killed before this commit)
-            before = catalog.read_catalog(self.directory)
-            if before is None:
-                before = catalog.pages_from_files(self.directory) if self.is_update else []
+            # (Checked before the crawl began: ``crawlstart``.)
+            if self.is_update:
+                before = catalog.pages_before_update(self.directory)
+            else:
+                before = catalog.read_catalog(self.directory) or []
             self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
@@ -282,12 +286,15 @@ class UpdateExtension:
         pages, changes = merge(
             self.before, visits, complete=complete, unreached=self._unreached(visits), now=time.time()
         )
+        writing = os.path.join(self.directory, pagedir.GONE_NAME)  # the file being written, for the message
         try:
             if self.is_update or any(not page.live for page in pages):
                 pagedir.write_gone(self.directory, (page.doc_id for page in pages if not page.live), fsync=self.fsync)
             if self.changes_path:
+                writing = self.changes_path
                 lines = "".join(json.dumps(change) + "\n" for change in changes)
                 write_atomically(self.changes_path, lines.encode(), fsync=self.fsync)
+            writing = str(catalog.catalog_path(self.directory))
             settings = self.crawler.settings
             synchronous = "FULL" if self.fsync else "NORMAL"
             if catalog.last_update(self.directory) != self.update_id:  # else merged by the run this one resumes
@@ -296,11 +303,11 @@ class UpdateExtension:
                 )
             outputs = output_files(settings.get)
             catalog.record_finished(self.directory, self.is_update, outputs, synchronous=synchronous)
-        except OSError as error:
-            self._fail(f"cannot write the update's results: {error.filename or ''} {error.strerror}")
+        except OSError as error:  # (its file name, when it has one, is the temporary file's: not said)
+            self._fail(f"cannot write {writing}: {error.strerror or error}")
             return
         except sqlite3.Error as error:
-            self._fail(f"cannot write {catalog.catalog_path(self.directory)}: {error}")
+            self._fail(f"cannot write {writing}: {error}")
             return
         except UnreadableDatabase as error:  # made unreadable during the crawl (it was checked at the start)
             self._fail(f"cannot read the page catalog: {error}")
@@ -329,8 +336,14 @@ class UpdateExtension:
         return frozenset(doc for doc in revisited if visits[doc]["url"] not in reached)
 
     def _fail(self, message: str) -> None:
-        logger.error(message)
+        """The crawl has fetched what it had to, and its results cannot be written: its state stays,
+        and a resume writes them, fetching nothing (``statedb.ENDED``); the reason line says how
+        (``outcome.crawl_failure``).  Logged at INFO: on a quiet terminal the reason is said once."""
+        what = "the update" if self.is_update else "the crawl"
+        message = f"{message} ({what} has fetched its pages: only its results are left to write)"
+        logger.info("%s", message)
         self.crawler.stats.set_value("tse/error", message)
+        self.crawler.stats.set_value(RESUMABLE, True)
         self.crawler.stats.set_value("finish_reason", WRITE_ERROR)
 
 

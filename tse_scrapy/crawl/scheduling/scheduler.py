@@ -37,6 +37,7 @@ from twisted.python.failure import Failure
 
 from ...exitcodes import PAGE_LIMIT
 from ...resume.extension import CrawlStateExtension, crawl_state
+from ...resume.statedb import ENDED
 from ...rules.crawling.eta import FrontierCensus
 from ...rules.files import pagedir
 from ...update.extension import UpdateExtension, redirect_chain, sitemaps_read, update_session
@@ -158,6 +159,11 @@ class TseScheduler(BaseScheduler):
         """Rebuild the frontier from the durable state and reconcile it with the page files."""
         pagedir.remove_partial_files(self.directory)
         self.saved = self.state.saved_count() if self.update else self.state.next_doc_id() - 1
+        if self.state.meta(ENDED) is not None:
+            # The crawl had ended, its clean-up had not: that alone is left, nothing is handed out.
+            self.waiting_for_sitemaps = False
+            logger.info("Resuming a crawl that had ended: %d pages saved, nothing to fetch", self.saved)
+            return
         for row, request_dict, writing_doc in self.state.frontier():
             depth = (request_dict.get("meta") or {}).get("depth", 0)
             if writing_doc is None:
