@@ -41,6 +41,9 @@ def test_text_round_trip(index):
         (b"x\x1b[2J\x9b 1 1\n", "x.index:1: not a lowercase word: 'x%1B[2J%9B'"),
         ("x\u009b 1 1\n".encode(), "x.index:1: not a lowercase word: 'x%C2%9B'"),
         (b"caf\xe9 1 1\n", "x.index:1: not a lowercase word: 'caf%E9'"),
+        # A right-to-left override would turn the rest of the line around; a literal % is no escape (a review's)
+        ("\u202eevil 1 1\n".encode(), "x.index:1: not a lowercase word: '%E2%80%AEevil'"),
+        (b"x%1B 1 1\n", "x.index:1: not a lowercase word: 'x%251B'"),
         ("cat 1 \u00e9\n".encode(), "x.index:1: not a positive integer: '\u00e9'"),
     ],
 )

@@ -245,6 +245,7 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
     out = tmp_path / "out"
     out.mkdir()
     assert crawl_site(server, out, 1).returncode == 0
+    (tmp_path / "fresh").mkdir()
     other = write_pages(tmp_path / "other", {1: ("http://h/", 0, b"<p>one</p>"), 2: ("http://h/2", 1, b"<p>2</p>")})
     index = tmp_path / "x.index"
     index.write_bytes(b"cat 1 1\n")
@@ -267,6 +268,11 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
     done = run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], "-s", f"TSE_CHANGES={index}")
     err = done.stderr.decode()
     assert done.returncode == 2 and err.startswith(f"scrapy crawl tse: --changes: {refused[index]}"), err
+    # The log and the record named after another crawl's page file (appended to: a review's find).
+    for option, path in (("--log-file", other / "2"), ("--record", other / "12")):
+        done = crawl_site(server, tmp_path / "fresh", 1, option, path)
+        err = done.stderr.decode()
+        assert done.returncode == 2 and err == f"tse crawl: {option}: {path} is a file of the page directory {other}\n"
     assert snapshot(tmp_path) == before  # nothing fetched, nothing written
     # An empty file, then last time's changes, are replaced: a nightly --changes today.jsonl.
     listed = tmp_path / "today.jsonl"

@@ -220,6 +220,7 @@ fetch("http://localhost:NEAR_PORT/near").catch(() => {});
 fetch("/to-internal").catch(() => {});
 </script>
 <script src="/script-to-internal.js"></script>
+<script src="ROBOTS_AWAY/away.js"></script>
 <iframe src="INTERNAL/frame.html"></iframe>
 </body></html>
 """
@@ -236,6 +237,12 @@ def test_a_page_makes_the_crawler_contact_no_host_of_its_network(witness, tmp_pa
         'document.getElementById("p").textContent = "from the other port capybara";'
     )
     (scripts.root / "hopped.js").write_text('document.title = "Hopped Here";')
+    # Another port whose robots.txt redirects to 127.0.0.2 (Scrapy follows a robots.txt's redirects): the
+    # hop is not made, that robots.txt fails, and its script is not fetched (a review's find).
+    robots_away = witness(
+        host="127.0.0.3", root=tmp_path / "away", redirects={"/robots.txt": f"{internal.url}/robots.txt"}
+    )
+    (robots_away.root / "away.js").write_text('document.title = "Should Not Run";')
     redirects = {
         "/hop.js": f"{scripts.url}/hopped.js",
         "/to-internal": f"{internal.url}/redirected",
@@ -243,16 +250,19 @@ def test_a_page_makes_the_crawler_contact_no_host_of_its_network(witness, tmp_pa
     }
     site = witness(host="127.0.0.3", root=tmp_path / "site", redirects=redirects)
     page = REACHING_IN.replace("SCRIPTS", scripts.url).replace("INTERNAL", internal.url)
+    page = page.replace("ROBOTS_AWAY", robots_away.url)
     (site.root / "reach.html").write_text(page.replace("NEAR_PORT", near.url.rsplit(":", 1)[1]))
     pages, result = crawl_site(site, tmp_path, "reach.html", 0)
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     assert internal.seen == [] and near.seen == [], (internal.seen, near.seen)
     assert sorted(scripts.seen) == ["/hopped.js", "/robots.txt", "/writer.js"], scripts.seen
+    assert robots_away.seen == ["/robots.txt"], robots_away.seen
     rendered = pages_by_url(pages)["reach.html"].decode("utf-8-sig")
     assert "from the other port capybara" in rendered and "<title>Hopped Here</title>" in rendered, rendered
-    # The five: a fetch and a frame to 127.0.0.2, a fetch to localhost, two redirects to 127.0.0.2.
-    assert re.search(r" 0 blocked by robots.txt, 5 to hosts not public, ", summary_of(result)), summary_of(result)
+    # The six: a fetch and a frame to 127.0.0.2, a fetch to localhost, two redirects and a robots.txt's
+    # redirect to 127.0.0.2 (the script behind that robots.txt is then one blocked by robots.txt).
+    assert re.search(r" 1 blocked by robots.txt, 6 to hosts not public, ", summary_of(result)), summary_of(result)
 
 
 def test_a_script_that_never_yields_is_counted_once(witness, tmp_path):

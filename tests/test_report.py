@@ -430,6 +430,7 @@ records = st.lists(
         outcome=st.sampled_from(OUTCOMES),
         depth=st.integers(0, 5),
         host=st.sampled_from(["", "h0", "h1", "h2"]),
+        status=st.none() | st.sampled_from([200, 404, 503]),
         bytes=st.integers(0, 10**6),
         start=st.none() | st.integers(0, 10**6).map(lambda n: n / 1000),
         end=st.none() | st.integers(0, 10**6).map(lambda n: n / 1000),
@@ -462,7 +463,8 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
     refused = [record for record in generated if record.outcome == "failed" and record.start is None]  # never sent
     saved = [record for record in generated if record.outcome == "saved"]
     # The time of the runs: each record file's worker runs from its first time to its last, anew after a
-    # robots.txt asked for again after other lines (a resumed crawl); the seconds any run covers count.
+    # robots.txt answered (not a 5xx, not unanswered: retried) asked for again after other lines (a
+    # resumed crawl); the seconds any run covers count.
     spans = []
     for part in in_file:
         for worker in {record.worker for record in part}:
@@ -474,7 +476,8 @@ def test_the_totals_are_the_sums_of_the_records(tmp_path, generated, files):
                     if record.url in robots and after_robots:
                         spans.append(run)
                         run, robots = [], set()
-                    robots.add(record.url)
+                    if record.status in (200, 404):
+                        robots.add(record.url)
                 after_robots = record.outcome != "robots"
                 run += [time for time in (record.start, record.end) if time is not None]
             spans.append(run)

@@ -45,6 +45,8 @@ from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url, shown_mess
         ("redis://h/0?password=s3cret.#x", "redis://h/0?password=***#x"),
         ("redis://h/0?password=s3cret:", "redis://h/0?password=***"),
         ("redis://h/0?password=:: down", "redis://h/0?password=*** down"),  # punctuation alone: all of it
+        ("redis://h/0?password=hunter2!! refused", "redis://h/0?password=*** refused"),  # its own end (a review's)
+        ("redis://h/0?password=pass:: down", "redis://h/0?password=***: down"),  # one separator the message's
         ("redis://h/0?password=a&pass=b: down", "redis://h/0?password=***&pass=***: down"),
     ],
 )

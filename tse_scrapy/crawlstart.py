@@ -339,9 +339,15 @@ def _check_output_files(
         if real in seen:
             raise ArgumentError(f"{name}: {path} is also the {seen[real]} file")
         seen[real] = name
-        in_page_directory = os.path.dirname(real) == os.path.realpath(page_directory)
+        # This crawl's page directory, or any other (one holding .crawler): a --log-file or --record
+        # named after another crawl's page file would be appended to it (a review's find).  (--changes
+        # in another's is check_output_file's, below, which names what the file is.)
+        directory = os.path.dirname(real)
+        in_page_directory = directory == os.path.realpath(page_directory) or (
+            name != "--changes" and os.path.lexists(os.path.join(directory, pagedir.MARKER))
+        )
         if in_page_directory and pagedir.is_page_directory_file(os.path.basename(real)):
-            raise ArgumentError(f"{name}: {path} is a file of the page directory")
+            raise ArgumentError(f"{name}: {path} is a file of the page directory {directory}")
         if name == "--changes":  # replaced whole at the end: only last time's changes, an empty file, or nothing
             try:
                 check_output_file(path, CHANGES_FILE)

@@ -173,14 +173,16 @@ class Records:
         return sent
 
     def _add_to_run(self, record: RequestRecord, shown_as: str, source: str) -> None:
-        """Count *record*'s times in its run.  A run of a record file's worker ends where robots.txt is
-        asked for again after pages: a resumed crawl (or a worker started again) asks anew, and a
-        robots.txt asked again at once is a retry of the same run."""
+        """Count *record*'s times in its run.  A run of a record file's worker ends where a robots.txt
+        answered before is asked for again after pages: a resumed crawl (or a worker started again) asks anew.  A
+        robots.txt that failed (no answer, a 5xx) may be asked again in the same run (a retry, whatever
+        came between): only one answered counts."""
         run = self._runs_of.setdefault((source, record.worker), _Run())
         if shown_as == "robots":
             if record.url in run.robots and run.pages_since_robots:
                 run.index, run.robots = None, set()
-            run.robots.add(record.url)
+            if record.status is not None and record.status < 500:
+                run.robots.add(record.url)
             run.pages_since_robots = False
         else:
             run.pages_since_robots = True

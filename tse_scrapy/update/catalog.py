@@ -193,7 +193,7 @@ def known_page(doc_id: Any, url: Any, record: Any) -> KnownPage:
         raise ValueError("its record is not text")
     try:
         values = json.loads(record)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past Python's recursion limit: no record of ours)
         raise ValueError("its record is not JSON") from None
     if not isinstance(values, dict):
         raise ValueError("its record is not a JSON object")
@@ -219,15 +219,22 @@ def _text(value: Any) -> str:
     return value
 
 
+def _json(value: Any) -> Any:
+    try:
+        return json.loads(_text(value))
+    except (json.JSONDecodeError, RecursionError):  # (nested past Python's recursion limit: none of ours)
+        raise ValueError("not JSON") from None
+
+
 def _arguments(value: Any) -> dict[str, Any]:
-    arguments = json.loads(_text(value))
+    arguments = _json(value)
     if not isinstance(arguments, dict):
         raise ValueError("not a JSON object")
     return arguments
 
 
 def _finished(value: Any) -> FinishedUpdate | None:
-    finished = json.loads(_text(value))
+    finished = _json(value)
     if not (isinstance(finished, dict) and isinstance(finished.get("update"), bool)):
         raise ValueError("not a JSON object with 'update'")
     if not finished["update"]:
@@ -248,9 +255,8 @@ def _meta(directory: str | os.PathLike, key: str, parse: Callable[[Any], Any]) -
         return None
     try:
         return parse(rows[0][0])
-    except ValueError as error:  # (json's JSONDecodeError is one)
-        reason = "not JSON" if isinstance(error, json.JSONDecodeError) else str(error)
-        raise UnreadableDatabase(f"{catalog_path(directory)}: meta {key!r}: {reason}") from None
+    except ValueError as error:
+        raise UnreadableDatabase(f"{catalog_path(directory)}: meta {key!r}: {error}") from None
 
 
 def record_finished(

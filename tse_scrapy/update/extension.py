@@ -310,7 +310,8 @@ class UpdateExtension:
             self._fail(f"cannot write {writing}: {error}")
             return
         except UnreadableDatabase as error:  # made unreadable during the crawl (it was checked at the start)
-            self._fail(f"cannot read the page catalog: {error}")
+            # Not to be resumed: a resume would read the same catalog (a review's find).
+            self._fail(f"cannot read the page catalog: {error}", resumable=False)
             return
         counts = dict.fromkeys(CHANGES, 0)
         for change in changes:
@@ -335,15 +336,17 @@ class UpdateExtension:
         )
         return frozenset(doc for doc in revisited if visits[doc]["url"] not in reached)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, resumable: bool = True) -> None:
         """The crawl has fetched what it had to, and its results cannot be written: its state stays,
-        and a resume writes them, fetching nothing (``statedb.ENDED``); the reason line says how
-        (``outcome.crawl_failure``).  Logged at INFO: on a quiet terminal the reason is said once."""
-        what = "the update" if self.is_update else "the crawl"
-        message = f"{message} ({what} has fetched its pages: only its results are left to write)"
+        and (*resumable*: a file that could not be written) a resume writes them, fetching nothing
+        (``statedb.ENDED``); the reason line says how (``outcome.crawl_failure``).  Logged at INFO: on a
+        quiet terminal the reason is said once."""
+        if resumable:
+            what = "the update" if self.is_update else "the crawl"
+            message = f"{message} ({what} has fetched its pages: only its results are left to write)"
         logger.info("%s", message)
         self.crawler.stats.set_value("tse/error", message)
-        self.crawler.stats.set_value(RESUMABLE, True)
+        self.crawler.stats.set_value(RESUMABLE, resumable)
         self.crawler.stats.set_value("finish_reason", WRITE_ERROR)
 
 

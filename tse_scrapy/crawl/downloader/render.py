@@ -44,7 +44,7 @@ from scrapy.http import HtmlResponse, Response
 
 from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
-from .robots import TseRobotsTxtMiddleware
+from .robots import RobotsHopRefused, TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
 
 if TYPE_CHECKING:
@@ -226,6 +226,16 @@ class RenderMiddleware:
             return False
         content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
         return content_type in HTML_TYPES
+
+    async def process_request(self, request: Request) -> None:
+        """A robots.txt redirected elsewhere (Scrapy follows a robots.txt's redirects): the next hop goes
+        only where a rendered page's own request could (``reachable``), else a public host's robots.txt
+        pointing at ``http://10.0.0.5/robots.txt`` would make the crawler contact its network (a review's
+        find).  The robots.txt then failed: the crawler stays out of that host, as for any unreadable one."""
+        hop = request.meta.get("dont_obey_robotstxt") and request.meta.get("redirect_urls")
+        if hop and not await self.reachable(request.url):
+            self.stats.inc_value("tse/render_private_blocked")
+            raise RobotsHopRefused(f"robots.txt redirected to {request.url}, not a public host")
 
     async def process_response(self, request: Request, response: Response) -> Response:
         if not self._renders(request, response):
@@ -466,7 +476,10 @@ class RenderMiddleware:
             return True
         if self._own_addresses is None:
             self._own_addresses = asyncio.ensure_future(self._prefix_addresses())
-        own = await asyncio.shield(self._own_addresses)
+        own_addresses = self._own_addresses
+        own = await asyncio.shield(own_addresses)
+        if not own and self._own_addresses is own_addresses:
+            self._own_addresses = None  # not resolved (a resolver down a moment): asked again next time
         return may_reach(host, await self._addresses(host), named, own)
 
     async def _prefix_addresses(self) -> frozenset[str]:
@@ -485,7 +498,13 @@ class RenderMiddleware:
             if len(self._resolved) >= RESOLVED_HOSTS_KEPT:
                 self._resolved = {name: found for name, found in self._resolved.items() if not found.done()}
             self._resolved[host] = asyncio.ensure_future(_resolved(host))
-        return await asyncio.shield(self._resolved[host])
+        resolving = self._resolved[host]
+        addresses = await asyncio.shield(resolving)
+        if not addresses and self._resolved.get(host) is resolving:
+            # Not resolved: not reached now, and asked again next time (a timeout, a resolver down a
+            # moment, would otherwise keep a host's scripts out for the whole crawl: a review's find).
+            del self._resolved[host]
+        return addresses
 
     async def allowed(self, url: str) -> bool:
         """Whether robots.txt lets this crawler fetch *url* (its host's robots.txt fetched by Scrapy
@@ -620,8 +639,12 @@ class _PageLoad:
             if status in REDIRECT_STATUSES and "location" in headers:
                 target = urljoin(event["request"]["url"], headers["location"])
                 if urlsplit(target).scheme in ("http", "https"):
+                    # Each hop the browser follows is a request of the page load's (TSE_RENDER_MAX_REQUESTS).
+                    self.requests += 1
                     refused = None
-                    if not await self.middleware.reachable(target):
+                    if self.requests > self.middleware.max_requests:
+                        refused = "tse/render_requests_cut"
+                    elif not await self.middleware.reachable(target):
                         refused = "tse/render_private_blocked"
                     elif not await self.middleware.allowed(target):
                         refused = "tse/render_robots_blocked"

@@ -57,6 +57,11 @@ class _NoTraceback(logging.Filter):
         return True
 
 
+class RobotsHopRefused(IgnoreRequest):
+    """A robots.txt's redirect not followed (``--render``: to a host a page may not make the crawler
+    contact): that robots.txt was not read, so the host is "disallow all", as an unreachable one."""
+
+
 class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
     """Scrapy's robots.txt middleware, with a 5xx or unreachable robots.txt as "disallow all"."""
 
@@ -98,10 +103,13 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             raise
 
     def _robots_error(self, exc: Exception, netloc: str) -> None:
-        if isinstance(exc, IgnoreRequest) and not decompressed_too_large(exc):
+        refused_hop = isinstance(exc, RobotsHopRefused)
+        if isinstance(exc, IgnoreRequest) and not decompressed_too_large(exc) and not refused_hop:
             super()._robots_error(exc, netloc)
             return
-        if isinstance(exc, IgnoreRequest):  # (Scrapy logs no IgnoreRequest: said here, in one line)
+        if refused_hop:  # (Scrapy logs no IgnoreRequest: said here, in one line)
+            logger.warning("%s: disallow all", exc)
+        elif isinstance(exc, IgnoreRequest):
             logger.warning("robots.txt of %s is larger than DOWNLOAD_MAXSIZE once decompressed: disallow all", netloc)
         self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
         self._stats.inc_value("tse/robotstxt_unreachable")

@@ -24,9 +24,12 @@ _CREDENTIALS = re.compile(
 )
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pass|pwd)=)(?P<password>[^&#\s]*)", re.IGNORECASE)
 # What ends a URL quoted in a message rather than its query's password, when it comes last, before a space:
-# "...?password=s3cret: connection refused" keeps its ": " (the mask ate it).  (At the end of the text, a URL
-# shown alone, it is masked with the rest.)
-_AFTER_A_URL = ":;,.!?)]}>'\""
+# "...?password=s3cret: connection refused" keeps its ": " (the mask ate it), "('...?password=x'), " its
+# quote, bracket and comma: closing marks and at most one separator; "hunter2!! refused" is masked whole
+# (it showed "***!!", the password's end: a review's find).  (At the end of the text, a URL shown alone,
+# it is masked with the rest.)
+_CLOSING, _SEPARATORS = ")]}>'\"", ":;,."
+_PUNCTUATION = _CLOSING + _SEPARATORS + "!?"
 
 
 def mask_secrets(text: str, mask: str = MASK) -> str:
@@ -37,14 +40,19 @@ def mask_secrets(text: str, mask: str = MASK) -> str:
 
 
 def _masked_query_password(found: re.Match[str], mask: str) -> str:
-    """The mask for a query's password, and the punctuation ending it when a space follows: the message's
-    (a ``&`` or ``#`` after it, or the end of the text: the password's).  A password of punctuation alone is
-    masked whole."""
+    """The mask for a query's password, and the closing marks and separator ending it when a space
+    follows: the message's (a ``&`` or ``#`` after it, or the end of the text: the
+    password's).  A password of those alone is masked whole."""
     password = found["password"]
     if not found.string[found.end() : found.end() + 1].isspace():
         return mask
-    kept = password.rstrip(_AFTER_A_URL)
-    if not kept:
+    # From the end, closing marks, one separator, closing marks: read back to where they stop (linear;
+    # a regular expression anchored at the end would try every start).
+    end = len(password.rstrip(_CLOSING))
+    if end and password[end - 1] in _SEPARATORS:
+        end -= 1
+    kept = password[:end].rstrip(_CLOSING)
+    if not kept.strip(_PUNCTUATION):
         return mask
     return mask + password[len(kept) :]
 
