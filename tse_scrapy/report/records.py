@@ -102,7 +102,7 @@ class _Run:
 
     index: int | None = None  # its current run's place in Records.runs (None: none begun)
     count: int = 0
-    robots: set[str] = field(default_factory=set)  # the robots.txt asked for in the current run
+    robots: set[str] = field(default_factory=set)  # the robots.txt answered in the current run (not a 5xx)
     pages_since_robots: bool = False  # a line other than robots.txt came after the last robots.txt
 
 
