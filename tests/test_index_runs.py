@@ -560,6 +560,27 @@ def test_sigterm_stops_the_workers_and_changes_nothing(many_pages, tmp_path):
     assert files_in(tmp_path / "out") == before
 
 
+def test_a_terminated_command_keeps_sigterm_ignored_on_its_way_out():
+    # Leaving the block put SIGTERM's default back: a second SIGTERM while the process exited killed it
+    # (-15, not 143: seen in CI under load).  A block left without one puts the previous handler back.
+    from tse_scrapy.cli import Terminated, _terminated_as_interrupted
+
+    def before(_signal, _frame):
+        raise AssertionError("not this handler")
+
+    previous = signal.signal(signal.SIGTERM, before)
+    try:
+        with _terminated_as_interrupted():
+            pass
+        assert signal.getsignal(signal.SIGTERM) is before
+        with pytest.raises(Terminated), _terminated_as_interrupted():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # (the handler runs at once, in this thread)
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @pytest.mark.parametrize("ctrl_c", ["raises KeyboardInterrupt", "ignored"])
 def test_sigterm_taken_as_ctrl_c_is_ignored_once_clean_up_begins_and_stays_so(ctrl_c):
     # A review's finds: leaving the block put SIGTERM's handler back, so that a second SIGTERM cut the

@@ -408,7 +408,11 @@ def _terminated_as_interrupted() -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # Put back only if still ours: once terminated (or its clean-up begun), SIGTERM stays ignored
+        # until the process has exited 143 (put back, a second SIGTERM on the way out killed it: -15, seen
+        # in CI under load).
+        if signal.getsignal(signal.SIGTERM) is terminate:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(command: str, message: str, status: int = FAILED) -> int:

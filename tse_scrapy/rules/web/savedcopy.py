@@ -66,7 +66,7 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
     if not url.lower().startswith(("http://", "https://")):
         return body
     boms = (*_UTF32_BOMS, *_BOMS) if encoding.lower().replace("_", "-").startswith("utf-32") else _BOMS
-    start = next((len(bom) for bom in boms if body.startswith(bom)), 0)
+    start = next((len(bom) for bom in boms if body.startswith(bom) and _is_bom_of(bom, encoding)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
     tags = _NOT_TAGS.sub(" ", head)
     end = _HEAD_END.search(tags)
@@ -89,6 +89,15 @@ def _own_base(tags: str, end: int, url: str) -> str | None:
             value = next(value for value in href.groups() if value is not None)
             return urljoin(url, html.unescape(value).strip(" \t\n\r\f"))
     return None
+
+
+def _is_bom_of(bom: bytes, encoding: str) -> bool:
+    """Whether *bom* is *encoding*'s byte order mark: another's bytes are the page's text (a UTF-8 mark
+    before text said to be UTF-16: the tag written in UTF-16 after it would be read a byte out of step)."""
+    try:
+        return bom.decode(_without_bom(encoding)) == "\ufeff"
+    except (LookupError, UnicodeError):
+        return False
 
 
 def _without_bom(encoding: str) -> str:
