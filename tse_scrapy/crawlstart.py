@@ -200,12 +200,7 @@ def _prepare_local_crawl(
             check_same_crawl(args, stored, "update", _SAME_SITE)
         if mode is StartMode.UPDATED:
             return CrawlStart(args, mode, updated_at=finished.at)
-        try:
-            pagedir.check_page_files(args.pagedir)  # the update reads them all
-        except pagedir.PageFileError as error:
-            raise ArgumentError(f"cannot update: {error}") from None
-        except OSError as error:
-            raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
+        _readable_for_update(pagedir.check_page_files, args.pagedir)  # the update reads them all
     if keeps_catalog or setting("TSE_WARC"):
         _check_catalog(args, mode, setting("JOBDIR"))
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
@@ -237,12 +232,18 @@ def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> None
     except UnreadableDatabase as error:
         raise ArgumentError(f"cannot read the page catalog: {error}") from None
     if update:
-        try:
-            pagedir.gone_docs(args.pagedir)
-        except pagedir.PageFileError as error:
-            raise ArgumentError(f"cannot update: {error}") from None
-        except OSError as error:
-            raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
+        _readable_for_update(pagedir.gone_docs, args.pagedir)
+
+
+def _readable_for_update(read: Callable[[str], object], directory: str) -> None:
+    """*read* (the page files' check, the gone list's reader) of *directory*; ArgumentError, in one line,
+    when what an update reads cannot be read."""
+    try:
+        read(directory)
+    except pagedir.PageFileError as error:
+        raise ArgumentError(f"cannot update: {error}") from None
+    except OSError as error:
+        raise ArgumentError(f"cannot update: {error.filename}: {error.strerror}") from None
 
 
 def _check_same_outputs(args: CrawlArgs, setting: Setting) -> None:

@@ -77,11 +77,10 @@ def looks_like_an_index(start: bytes, whole: bool) -> bool:
     return not (complete and len(numbers) % 2)
 
 
-# What a fault's token may hold that a terminal must not be given as it is: control characters (C0, DEL,
-# C1) and bytes that are no UTF-8 (lone surrogates once decoded), percent-encoded as a URL's are
-# (``rules/crawling/progress.shown_url``, which this package may not import).
-# Control characters, bidirectional controls (a U+202E would turn the rest of the line around) and line
-# separators, bytes that are no UTF-8, and "%" itself (a literal "%1B" is not an escaped ESC).
+# What a fault's token may hold that a terminal must not be given as it is, percent-encoded as a URL's are
+# (``rules/crawling/progress.shown_url``, which this package may not import): control characters (C0,
+# DEL, C1), bidirectional controls (a U+202E would turn the rest of the line around) and line separators,
+# bytes that are no UTF-8 (lone surrogates once decoded), and "%" itself (a literal "%1B" is no escaped ESC).
 _NOT_SHOWN = re.compile("[%\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\udc80-\udcff]")
 
 
