@@ -210,8 +210,9 @@ def test_a_tse_crawl_warc_imports_to_the_crawls_own_pages(served, tmp_path):
     alone = tmp_path / "alone"
     alone.mkdir()
     result, pages = imported(alone, second)
-    assert result.returncode == 0
+    assert result.returncode == 1  # no page to import: nothing written, the directory left empty
     assert "0 pages saved" in result.stderr.decode() and f"{len(crawled)} not found" in result.stderr.decode()
+    assert list(pages.iterdir()) == []
 
 
 def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, tmp_path):
@@ -326,6 +327,22 @@ def test_a_bad_archive_is_one_line(wget_warc, tmp_path, damage, said):
     lines = one_line_failure(result)
     assert said in lines[0] and str(bad) in lines[0], lines
     assert len(lines) == 2 and lines[1].startswith("tse import: "), lines  # nothing else on stderr
+    assert len(page_files(pages)) == len(archived_pages(wget_warc))
+
+
+def test_a_file_that_holds_no_page_writes_nothing_so_the_import_can_be_tried_again(wget_warc, tmp_path):
+    # A newcomer's slip: `tse import README.md imp` wrote imp/.crawler with no page, and the import of
+    # the right archive into imp was then refused ("already holds a crawl's or an import's files").
+    readme = tmp_path / "README.md"
+    readme.write_text("# A project\n\nSome words.\n")
+    result, pages = imported(tmp_path, readme)
+    assert result.returncode == 1
+    lines = one_line_failure(result)
+    assert lines[0] == f"tse import: {readme}: not a WARC file", lines
+    assert lines[1].startswith("tse import: 0 pages saved") and lines[1].endswith("nothing written (no page to import)")
+    assert list(pages.iterdir()) == []
+    result, pages = imported(tmp_path, wget_warc)
+    assert result.returncode == 0, result.stderr.decode()
     assert len(page_files(pages)) == len(archived_pages(wget_warc))
 
 

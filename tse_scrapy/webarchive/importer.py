@@ -112,8 +112,8 @@ class ImportSummary:
 
     @property
     def failed(self) -> bool:
-        """Something of the archives could not be read: ``tse import`` exits 1."""
-        return bool(self.bad) or self.damaged > 0
+        """Something of the archives could not be read, or no page was in them: ``tse import`` exits 1."""
+        return bool(self.bad) or self.damaged > 0 or self.pages == 0
 
     def describe(self) -> str:
         """The one-line summary ``tse import`` ends with."""
@@ -141,6 +141,8 @@ class ImportSummary:
             parts.append(_count(self.damaged, "damaged payload") + " not taken")
         if self.bad:
             parts.append(_count(len(self.bad), "archive") + " not read to the end")
+        if not self.pages:
+            parts.append("nothing written (no page to import)")
         return "; ".join(parts)
 
 
@@ -509,6 +511,10 @@ class ArchiveImport:
 
     def _write_pages(self) -> None:
         captures = {number: capture for number, capture in self._pages().items() if self._notable(capture)}
+        if not captures:
+            # No page to import (not a WARC file, revisits alone): nothing is written, not even
+            # `.crawler`, which would make the directory refuse the import tried again.
+            return
         held = Counter(capture.offset for capture in captures.values())
         self.shared_payloads = {offset: pages for offset, pages in held.items() if pages > 1}
         numbers = list(captures)
