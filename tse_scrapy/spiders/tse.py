@@ -16,7 +16,6 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
-from w3lib.encoding import http_content_type_encoding
 
 from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
@@ -28,6 +27,7 @@ from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
+from ..rules.text.encodings import header_charset
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -409,7 +409,7 @@ class TseSpider(scrapy.Spider):
         if self.crawl_args.links != "html":
             return None
         content_type = response.headers.get(b"Content-Type")
-        return http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+        return header_charset(content_type.decode("latin-1")) if content_type else None
 
     def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """`parse`, checked on a page at maxDepth: saved, not scanned.
