@@ -215,11 +215,14 @@ def test_a_pages_links_are_followed_to_the_bound(tmp_path, serve):
 
 # A <base href> whose host Python cannot read raised out of the link scan (the page's links and the page
 # itself lost, a traceback logged), and a link whose host it cannot read was dropped unsaid: the base is
-# none, as a browser takes it, and the link is logged where it stands, never fetched.
+# none, as a browser takes it, and the link is logged where it stands, never fetched.  A <template>'s
+# content is inert (a fragment of its own): the <base> and the link in it are none.
 def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": [], "a.html": []})
-    links = '<a href="http://[::1:99/x.html">v6</a><a href="a.html">a</a>'
-    (site.root / "index.html").write_text(f'<html><head><base href="http://[bad/"></head><body>{links}</body></html>')
+    links = '<a href="http://[::1:99/x.html">v6</a><template><a href="inert.html">t</a></template>'
+    links += '<a href="a.html">a</a>'
+    head = '<head><template><base href="/t/"></template><base href="http://[bad/"></head>'
+    (site.root / "index.html").write_text(f"<html>{head}<body>{links}</body></html>")
     server = serve(site.root)
     (tmp_path / "out").mkdir()
     result = crawl_site(server, tmp_path / "out", 1)
@@ -230,3 +233,4 @@ def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
         progress_line(0, "Found", "http://[::1:99/x.html") + progress_line(0, "IgnExtrn", "http://[::1:99/x.html")
         in out
     )
+    assert "inert.html" not in out and "/t/" not in out, out
