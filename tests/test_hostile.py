@@ -234,3 +234,13 @@ def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
         in out
     )
     assert "inert.html" not in out and "/t/" not in out, out
+
+
+@pytest.mark.parametrize("fail_on_dataloss", ["True", "False"])
+def test_a_chunked_answer_cut_before_its_last_chunk(crawl, fail_on_dataloss):
+    # The server closes (cleanly) after two of its chunks: the page is not whole, so not saved as the page
+    # (retried, then failed), whatever DOWNLOAD_FAIL_ON_DATALOSS says (off, Scrapy hands the cut body on).
+    rule = Rule(body=PAGE * 50, cut_chunks=2)
+    pages, out, server, _ = crawl({"/target.html": rule}, f"DOWNLOAD_FAIL_ON_DATALOSS={fail_on_dataloss}")
+    assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
+    assert [hit.key for hit in server.hits].count("/target.html") == 3  # (RETRY_TIMES: 2)

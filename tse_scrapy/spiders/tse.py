@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy import signals
+from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 from scrapy.utils.httpobj import urlparse_cached
@@ -19,7 +20,7 @@ from twisted.python.failure import Failure
 
 from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
-from ..crawl.downloader.record import failure_reason
+from ..crawl.downloader.record import DATA_LOSS, failure_reason
 from ..crawl.items import PageItem
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
@@ -295,6 +296,14 @@ class TseSpider(scrapy.Spider):
         url = self.normalize(response.url) or response.url
         if response.status != 200:
             yield from self._instead(self._failed(response.request, depth, response.status, f"http {response.status}"))
+            return
+        if "dataloss" in response.flags:
+            # An answer cut short (a chunked body closed before its last chunk), handed on because
+            # DOWNLOAD_FAIL_ON_DATALOSS is off: no page, retried then failed as Scrapy fails one by default.
+            retry = get_retry_request(response.request, spider=self, reason=DATA_LOSS)
+            yield from (
+                [retry] if retry is not None else self._instead(self._failed(response.request, depth, None, DATA_LOSS))
+            )
             return
         pdf = self._is_pdf(response)
         not_a_page = None if pdf else self._not_a_page(response)
