@@ -33,9 +33,11 @@ EXAMPLES = [
     ("iso-8859-9", "cp1254"),
     ("iso-8859-11", "cp874"),
     ("tis-620", "cp874"),
-    ("iso-8859-8-i", "iso8859_8"),
-    ("logical", "iso8859_8"),
+    # Hebrew: the same bytes, read alike, but logical order (iso-8859-8-i) is told from visual order.
+    ("iso-8859-8-i", "iso_8859_8"),
+    ("logical", "iso_8859_8"),
     ("visual", "iso8859_8"),
+    ("iso-8859-8", "iso8859_8"),
     ("iso-8859-16", "iso8859_16"),
     ("x-mac-cyrillic", "mac_cyrillic"),
     ("x-mac-ukrainian", "mac_cyrillic"),
@@ -74,7 +76,7 @@ EXAMPLES = [
     ("UTF-8", "utf-8"),
     (" Shift_JIS\t", "cp932"),
     ("\n\f\rKOI8-R  ", "koi8_r"),
-    ("ISO-8859-8-I", "iso8859_8"),
+    ("ISO-8859-8-I", "iso_8859_8"),
     # Codecs Python has that are no web encoding, and other hostile labels.
     ("rot13", None),
     ("rot-13", None),
@@ -134,7 +136,7 @@ def test_the_table_holds_the_standards_labels_and_only_text_codecs():
         # The prescan goes past a <meta> whose label is unknown to the next.
         (b'<meta charset="rot13"><meta charset="koi8-r"><p>x</p>', None, ("koi8_r", "meta")),
         (b'<meta charset="x-mac-cyrillic"><p>x</p>', None, ("mac_cyrillic", "meta")),
-        (b'<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-8-i">', None, ("iso8859_8", "meta")),
+        (b'<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-8-i">', None, ("iso_8859_8", "meta")),
         (b'<meta charset="x-user-defined"><p>caf\xe9</p>', None, ("cp1252", "meta")),
         (b'<meta charset="iso-2022-kr"><p>x</p>', None, ("iso2022_kr", "meta")),
         # The charset noted at crawl time is w3lib's Python name of the header's label.
@@ -142,11 +144,41 @@ def test_the_table_holds_the_standards_labels_and_only_text_codecs():
         (b"<p>x</p>", "iso8859-5", ("iso8859_5", "http")),
         (b"<p>x</p>", "mac-roman", ("mac_roman", "http")),
         (b"<p>x</p>", "hz", ("hz", "http")),
+        (b"<p>x</p>", "iso8859-8", ("iso8859_8", "http")),  # w3lib's name for iso-8859-8: visual
+        # ... and a label w3lib does not know, noted as it is (header_charset).
+        (b"<p>x</p>", "iso-8859-8-i", ("iso_8859_8", "http")),
     ],
 )
 def test_declarations(body, http_charset, expected):
     assert page_encoding(body, http_charset) == expected
     assert isinstance(decode_page(body, http_charset), str)
+
+
+# A Content-Type header's charset as a crawl notes it (w3lib's name; else the label browsers know).
+@pytest.mark.parametrize(
+    ("content_type", "noted"),
+    [
+        ("text/html; charset=Shift_JIS", "cp932"),
+        ("text/html; charset=ISO-8859-8", "iso8859-8"),
+        ("text/html; charset=ISO-8859-8-I", "iso-8859-8-i"),
+        ('text/html; charset="logical"', "logical"),
+        ("text/html; charset=x-mac-cyrillic", "x-mac-cyrillic"),
+        ("text/html; charset=no-such-charset", None),
+        ('text/html; title="a; charset=iso-8859-8-i"', None),
+        ("text/html", None),
+    ],
+)
+def test_header_charsets(content_type, noted):
+    assert encodings.header_charset(content_type) == noted
+
+
+@given(st.sampled_from(sorted(encodings.LABELS)), st.booleans())
+def test_a_noted_header_charset_reads_as_its_label(label, upper):
+    """Whatever a header's label, its note reads back as the codec the label names (a label with
+    ``:`` or ``.`` in it is not matched, by w3lib either: not noted, the page decides)."""
+    noted = encodings.header_charset("text/html; charset=" + (label.upper() if upper else label))
+    assert noted is None or page_encoding(b"<p>x</p>", noted)[0] == encodings.LABELS[label]
+    assert noted is not None or encodings.LABELS[label] is None or any(c in label for c in ":.")
 
 
 def test_iso_2022_kr_and_hz_are_read_as_text():

@@ -112,9 +112,9 @@ def test_a_catalog_without_redirects_still_updates(tmp_path, serve):
     assert records[f"{server.url}/sub/"]["redirects"] == [f"{server.url}/sub"]
 
 
-@pytest.mark.parametrize("target", ["saved", "new"])
+@pytest.mark.parametrize("target", ["saved", "new", "loop"])
 def test_a_known_page_that_redirects_now_is_gone_with_the_redirects_status(tmp_path, serve, target):
-    # It said "status": null, "reason": "not reached", though it had answered 301.
+    # It said "status": null, "reason": "not reached", though it had answered 301; so did a redirect loop.
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
     (site.root / "c.html").write_text("<html><body>c</body></html>\n")
     server = serve(site.root)
@@ -122,8 +122,10 @@ def test_a_known_page_that_redirects_now_is_gone_with_the_redirects_status(tmp_p
     out.mkdir()
     assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
     docs = doc_of(out, server)
-    to = {"saved": "b.html", "new": "c.html"}[target]
+    to = {"saved": "b.html", "new": "c.html", "loop": "c.html"}[target]
     server.rules["/a.html"] = Rule(status=301, location=f"/{to}")
+    if target == "loop":  # a.html -> c.html -> a.html
+        server.rules["/c.html"] = Rule(status=302, location="/a.html")
     listed = tmp_path / "changes.jsonl"
     result = crawl_site(server, out, DEPTH, "--update", "--changes", listed)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
@@ -134,9 +136,12 @@ def test_a_known_page_that_redirects_now_is_gone_with_the_redirects_status(tmp_p
         "url": f"{server.url}/a.html",
         "change": "gone",
         "status": 301,
-        "reason": f"redirects to {server.url}/{to}",
+        "reason": "redirect loop" if target == "loop" else f"redirects to {server.url}/{to}",
     }
-    assert entries[to]["change"] == ("unchanged" if target == "saved" else "new")
+    if target != "loop":
+        assert entries[to]["change"] == ("unchanged" if target == "saved" else "new")
+    else:
+        assert to not in entries and "1 gone" in result.stderr.decode()
 
 
 def test_a_page_back_after_being_gone_is_written_again(tmp_path, serve):

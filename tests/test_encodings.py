@@ -123,6 +123,8 @@ def test_utf_8_text_round_trips(text):
         ("cp874", "windows-874"),
         ("iso8859_2", "iso-8859-2"),
         ("iso8859_16", "iso-8859-16"),
+        ("iso8859_8", "iso-8859-8"),  # visual order
+        ("iso_8859_8", "iso-8859-8-i"),  # logical order (encodings.LOGICAL_HEBREW): a browser reorders it
         ("koi8_r", "koi8-r"),
         ("koi8_u", "koi8-u"),
         ("cp866", "ibm866"),

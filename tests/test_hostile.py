@@ -215,11 +215,14 @@ def test_a_pages_links_are_followed_to_the_bound(tmp_path, serve):
 
 # A <base href> whose host Python cannot read raised out of the link scan (the page's links and the page
 # itself lost, a traceback logged), and a link whose host it cannot read was dropped unsaid: the base is
-# none, as a browser takes it, and the link is logged where it stands, never fetched.
+# none, as a browser takes it, and the link is logged where it stands, never fetched.  A <template>'s
+# content is inert (a fragment of its own): the <base> and the link in it are none.
 def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": [], "a.html": []})
-    links = '<a href="http://[::1:99/x.html">v6</a><a href="a.html">a</a>'
-    (site.root / "index.html").write_text(f'<html><head><base href="http://[bad/"></head><body>{links}</body></html>')
+    links = '<a href="http://[::1:99/x.html">v6</a><template><a href="inert.html">t</a></template>'
+    links += '<a href="a.html">a</a>'
+    head = '<head><template><base href="/t/"></template><base href="http://[bad/"></head>'
+    (site.root / "index.html").write_text(f"<html>{head}<body>{links}</body></html>")
     server = serve(site.root)
     (tmp_path / "out").mkdir()
     result = crawl_site(server, tmp_path / "out", 1)
@@ -230,3 +233,14 @@ def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
         progress_line(0, "Found", "http://[::1:99/x.html") + progress_line(0, "IgnExtrn", "http://[::1:99/x.html")
         in out
     )
+    assert "inert.html" not in out and "/t/" not in out, out
+
+
+@pytest.mark.parametrize("fail_on_dataloss", ["True", "False"])
+def test_a_chunked_answer_cut_before_its_last_chunk(crawl, fail_on_dataloss):
+    # The server closes (cleanly) after two of its chunks: the page is not whole, so not saved as the page
+    # (retried, then failed), whatever DOWNLOAD_FAIL_ON_DATALOSS says (off, Scrapy hands the cut body on).
+    rule = Rule(body=PAGE * 50, cut_chunks=2)
+    pages, out, server, _ = crawl({"/target.html": rule}, f"DOWNLOAD_FAIL_ON_DATALOSS={fail_on_dataloss}")
+    assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
+    assert [hit.key for hit in server.hits].count("/target.html") == 3  # (RETRY_TIMES: 2)

@@ -32,6 +32,14 @@ HTML_CASES = [
     # A host Python cannot read: the link as written (the crawl logs it, never fetches it); no base.
     ('<a href="http://[::1:99/x.html#f">v6</a>', ["http://[::1:99/x.html"]),
     ('<base href="http://[bad/"><a href="x.html">x</a>', ["http://h/dir/x.html"]),
+    # A <template>'s content is inert, a fragment of its own (HTML): a <base> or a link in it is none.
+    ('<head><template><base href="http://o/t/"></template></head><a href="x.html">x</a>', ["http://h/dir/x.html"]),
+    ('<template><base href="/t/"></template><base href="/b/"><a href="x.html">x</a>', ["http://h/b/x.html"]),
+    (
+        '<template><a href="in.html">i</a><template><a href="deeper.html">d</a></template></template>'
+        '<a href="out.html">o</a><TEMPLATE><area href="in2.html"></TEMPLATE>',
+        ["http://h/dir/out.html"],
+    ),
     ("", []),
 ]
 
@@ -81,6 +89,7 @@ LINKS = ["http://h/dir/first.html", "http://h/dir/second.html", "http://h/dir/th
         (DEEP.format("<font>" * 300 + "<script>w('<a href=no.html>')</script><!-- <a href=no2.html> -->"), LINKS),
         (DEEP.format("<font>" * 300 + "<style>a::after{content:'<a href=no.html>'}</style>"), LINKS),
         ('<base href="/b/">' + DEEP.format("<i>" * 300), [link.replace("/dir/", "/b/") for link in LINKS]),
+        ('<template><base href="/t/"></template>' + DEEP.format("<i>" * 300), LINKS),
         (DEEP.format("<font>" * 1_000_000), LINKS),
     ],
 )

@@ -32,6 +32,13 @@ def shown(markup: str) -> str:
         ('<div role="navigation"><div><div>Menu</div></div><p>More menu</p></div><div>Text</div>', "Text"),
         ("<div role=navigation>Menu</div>Text", "Text"),
         ("<ul role='Navigation'><li>Menu</li></ul>Text", "Text"),
+        # Roles compared as browsers compare them: ASCII case-insensitively, split on ASCII whitespace.
+        ('<div role="NaviGation">Menu</div>Text', "Text"),
+        ("<div role=nAVIGATIOn>Menu</div>Text", "Text"),
+        ('<div role="\tNAVIGATIon\fmenubar">Menu</div>Text', "Text"),
+        ('<div role="nav\u0131gation">Shown</div>Text', "Shown Text"),  # a dotless i: no ASCII letter
+        ('<div role="navigation\u00a0menubar">Shown</div>Text', "Shown Text"),  # a no-break space splits no roles
+        ('<div role="\u00a0navigation">Shown</div>Text', "Shown Text"),
         ('<div ROLE = " navigation menubar">Menu</div>Text', "Text"),  # its first role is navigation
         ('<div role="presentation navigation">Shown</div>', "Shown"),  # its first role is another
         ('<div role="navigations">Shown</div>', "Shown"),
@@ -154,12 +161,18 @@ PIECES = st.sampled_from(
 )
 
 
-@given(st.lists(PIECES, max_size=30).map("".join), st.lists(PIECES, max_size=30).map("".join))
-def test_a_navigation_element_is_left_out_and_nothing_else(before, after):
+@given(
+    st.lists(PIECES, max_size=30).map("".join),
+    st.lists(PIECES, max_size=30).map("".join),
+    st.lists(st.booleans(), min_size=10, max_size=10),
+)
+def test_a_navigation_element_is_left_out_and_nothing_else(before, after, capitals):
     empty = shown(before + "><i></i>" + after)
     assume(empty)  # (a page that is all navigation keeps it)
     assert shown(before + "><nav><p>Menu</p><div>more</div></nav>" + after) == empty
     assert shown(before + '><div role="navigation"><div>Menu</div></div>' + after) == empty
+    role = "".join(c.upper() if up else c for c, up in zip("navigation", capitals, strict=True))  # in any case
+    assert shown(before + f"><div role={role}><div>Menu</div></div>" + after) == empty
 
 
 def python_pages() -> list[Path]:

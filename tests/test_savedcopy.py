@@ -106,6 +106,10 @@ XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C/
                 b'<head><!-- left open <base href="/c/">',
                 b'<head><script>"<base href=/open/>"',
                 b'<head><script>"</head><base href=/s/>"</script><title>t</title>',
+                # A template's content is inert: a fragment of its own, not the page's.
+                b'<head><template><base href="/t/"></template></head>',
+                b"<head><TEMPLATE><template></template><base href=/t/></TEMPLATE></head>",
+                b"<head><template><base href=/t/>",
             )
         ),
         # ... but one after them is the page's own, their end tags read as a browser reads them (a
@@ -118,6 +122,7 @@ XHTML = b'<?xml version="1.0" encoding="utf-8"?>\n<!DOCTYPE html PUBLIC "-//W3C/
                 b'<head><script>x</script/><base href="/d/">',
                 b'<head><style-x>a</style-x><base href="/d/">',
                 b"<head><base\nhref='/d/'>",
+                b'<head><template><base href="/t/"><body></template><base href="/d/">',
             )
         ),
         # An attribute that is no href names no base.

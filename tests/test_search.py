@@ -91,7 +91,7 @@ def test_hostile_pages_show_as_inert_text(client):
     assert ">alert(&#39;title&#39;) Evil cat</a>" in evil  # the title's markup, as text
     escaped_url = "http://h/evil.html?x=&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
     assert f'<a href="{escaped_url}" rel="noreferrer nofollow">' in evil  # the URL, escaped in the link
-    assert f'<div class="url">{escaped_url}</div>' in evil  # and in the text
+    assert f'<div class="url" dir="ltr">{escaped_url}</div>' in evil  # and in the text
     assert 'href="javascript:' not in html
     assert '<div class="title" dir="auto">javascript:alert(3)</div>' in javascript  # not a link
     # decoded, escaped again
@@ -262,6 +262,43 @@ def test_pagination(client):
 )
 def test_a_results_page_links_to_ten_pages_around_its_own(page, pages, shown):
     assert list(app_module._page_numbers(page, pages)) == shown
+
+
+def test_a_pages_direction_controls_reorder_nothing_around_them(tmp_path):
+    """A page's right-to-left override (unclosed, as a hostile page leaves it) in its URL, title or
+    snippet: on the results page each is in an element with a dir attribute (isolated by HTML's own
+    style sheet, which ends an override at its end), the URL's controls percent-encoded (``url_as_shown``:
+    an override in it would turn the URL around); the JSON keeps the text as it is; ``tse query``'s
+    terminal lines show the URL percent-encoded."""
+    from lxml import html as lxml_html
+
+    controls = "\u202e\u202d\u202a\u2066\u2067"
+    spoofed = "http://h/\u202elmth.exe"  # read as "http://h/exe.html" were the override let act
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: (spoofed, 0, f"<title>\u202eevil.com cat</title><p>cat \u202d{controls} left open".encode()),
+            2: ("http://h/next.html", 0, b"<title>next cat</title><p>cat cat and more"),
+        },
+    )
+    assert run_tse("index", pages, tmp_path / "index").returncode == 0
+    client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
+    for rank in ("relevance", "tse"):
+        page = lxml_html.fromstring(client.get("/search", params={"q": "cat", "rank": rank}).text)
+        results = page.xpath("//ol[@class='results']/li")
+        assert len(results) == 2
+        shown = [text for text in page.xpath("//body//text()") if any(c in text for c in controls)]
+        assert shown, "the title and snippet keep their controls"
+        for text in shown:
+            holder = text.getparent() if text.is_text else text.getparent().getparent()
+            assert holder.xpath("ancestor-or-self::*[@dir]"), (text, lxml_html.tostring(holder))
+        urls = page.xpath("//div[@class='url' and @dir='ltr']/text()")
+        assert sorted(urls) == ["http://h/%E2%80%AElmth.exe", "http://h/next.html"], urls
+    answer = client.get("/api/search", params={"q": "cat"}).json()
+    first = next(result for result in answer["results"] if result["url"] == spoofed)
+    assert first["title"] == "\u202eevil.com cat" and controls in first["snippet"]
+    lines = run_tse("query", pages, tmp_path / "index", input=b"cat\n").stdout.decode()
+    assert "http://h/%E2%80%AElmth.exe" in lines and not any(c in lines for c in controls), lines
 
 
 @pytest.mark.parametrize("control", ["\u202e", "\u202b", "\u2067", "\u200f", "\u061c"])
@@ -636,7 +673,7 @@ def test_a_url_of_megabytes_is_shown_cut_and_not_linked(tmp_path):
     shown = long_url[:300] + " \u2026"
     assert len(html) < 20_000 and "x" * 301 not in html
     assert f'<div class="title" dir="auto">{shown}</div>' in html  # no title: the URL, cut, not linked
-    assert f'<div class="url">{shown}</div>' in html
+    assert f'<div class="url" dir="ltr">{shown}</div>' in html
     assert '<a href="http://h/short.html" rel="noreferrer nofollow">Short</a>' in html
     saved = client.get("/saved/1").text
     assert len(saved) < 10_000 and f"<bdi>{shown}</bdi>" in saved

@@ -2,7 +2,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.web.urls import DEFAULT_PREFIX, clean_href, is_internal, normalize_url, remove_dot_segments
+from tse_scrapy.rules.web.urls import (
+    DEFAULT_PREFIX,
+    clean_href,
+    is_internal,
+    normalize_url,
+    remove_dot_segments,
+    url_as_shown,
+)
 
 T = "http://cs50tse.cs.dartmouth.edu/tse/"
 
@@ -243,3 +250,29 @@ def test_clean_href_is_idempotent_and_leaves_no_ends_or_breaks(href):
     assert clean_href(cleaned) == cleaned
     assert not any(char in cleaned for char in "\t\n\r")
     assert not cleaned or (cleaned[0] > " " and cleaned[-1] > " ")
+
+
+# A URL shown as text: its bidirectional controls percent-encoded (UTF-8), every other character as it is.
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://h/a.html", "http://h/a.html"),
+        ("http://h/\u202elmth.exe", "http://h/%E2%80%AElmth.exe"),  # would read "http://h/exe.html"
+        ("http://h/\u202d\u202a\u202b\u202c", "http://h/%E2%80%AD%E2%80%AA%E2%80%AB%E2%80%AC"),
+        ("http://h/?q=\u2066\u2067\u2068\u2069", "http://h/?q=%E2%81%A6%E2%81%A7%E2%81%A8%E2%81%A9"),
+        ("http://h/\u200e\u200f\u061c", "http://h/%E2%80%8E%E2%80%8F%D8%9C"),
+        ("http://h/שלום/مرحبا/é", "http://h/שלום/مرحبا/é"),  # letters of any script as they are
+        ("http://h/%E2%80%AE", "http://h/%E2%80%AE"),  # already encoded
+    ],
+)
+def test_url_as_shown(url, shown):
+    assert url_as_shown(url) == shown
+
+
+@given(st.text(st.characters(exclude_characters="%")))
+def test_a_url_as_shown_holds_no_bidirectional_control_and_reads_back(url):
+    from urllib.parse import unquote
+
+    shown = url_as_shown(url)
+    assert not any(c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069" for c in shown)
+    assert unquote(shown, errors="surrogatepass") == url

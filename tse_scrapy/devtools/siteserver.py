@@ -59,6 +59,7 @@ class Rule:
     reset_after: int | None = None  # send this many body bytes, then reset the connection
     drip: float | None = None  # send the body a byte at a time, this many seconds apart
     chunked: bool = False  # send the body with Transfer-Encoding: chunked
+    cut_chunks: int | None = None  # chunked: send this many chunks of the body, then close (no last chunk)
 
 
 @dataclass
@@ -142,7 +143,7 @@ class SiteServer:
 
 
 def _shapes_body(rule: Rule) -> bool:
-    return rule.reset_after is not None or rule.drip is not None or rule.chunked
+    return rule.reset_after is not None or rule.drip is not None or rule.chunked or rule.cut_chunks is not None
 
 
 def _read_redirects(path: Path) -> dict[str, Rule]:
@@ -287,7 +288,7 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(status)
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
-            if rule is not None and rule.chunked:
+            if rule is not None and (rule.chunked or rule.cut_chunks is not None):
                 self.send_header("Transfer-Encoding", "chunked")
             else:
                 self.send_header("Content-Length", str(len(body)))
@@ -309,9 +310,16 @@ def _handler_for(server: SiteServer) -> type[BaseHTTPRequestHandler]:
                     self.wfile.flush()
                     time.sleep(rule.drip)
             else:
-                for start in range(0, len(body), 1000):
+                for number, start in enumerate(range(0, len(body), 1000)):
+                    if number == rule.cut_chunks:  # a clean close mid-body: the answer is cut short
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
                     piece = body[start : start + 1000]
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                if rule.cut_chunks is not None:
+                    self.close_connection = True
+                    return
                 self.wfile.write(b"0\r\n\r\n")
 
     return Handler

@@ -10,6 +10,7 @@ from typing import TextIO
 
 from ..rules.crawling.secrets import shown_message
 from ..rules.files import pagedir
+from ..rules.web.urls import url_as_shown
 from .engine import Answer, QueryEngine
 from .storage import IndexReader
 
@@ -86,12 +87,13 @@ class Querier:
         self._find_urls(aliases)
         lines = [f"Matches {len(answer.ranked)} documents ({how}):\n"]
         # A URL's password masked and its control characters percent-encoded (a page file a crawl did not
-        # write may hold them), as every message shows one.
+        # write may hold them), as every message shows one; its bidirectional controls too (a terminal
+        # that lays out bidirectional text would let an override turn the line around).
         for doc_id, value in answer.ranked:
-            lines.append(line(value, doc_id, shown_message(urls[doc_id])))
+            lines.append(line(value, doc_id, shown_message(url_as_shown(urls[doc_id]))))
             # rank=relevance: the duplicates that answered too, under the page that stands for them
             also = answer.aliases.get(doc_id, ())
-            lines += [f"      also at doc {alias:3d}: {shown_message(urls[alias])}\n" for alias in also]
+            lines += [f"      also at doc {alias:3d}: {shown_message(url_as_shown(urls[alias]))}\n" for alias in also]
         return "".join(lines) + DIVIDER + "\n"
 
     def url(self, doc_id: int) -> str:

@@ -46,6 +46,7 @@ from ..rules.text.encodings import browser_label, browser_reads, decode_page, pa
 from ..rules.text.pagetext import snippet
 from ..rules.text.pdftext import pdf_as_html
 from ..rules.web.savedcopy import with_base
+from ..rules.web.urls import BIDI_CONTROLS, url_as_shown
 from .served import Served, ServedIndex
 
 PER_PAGE = 10
@@ -65,14 +66,15 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 # The characters that change the direction of the text after them (an override, an embedding, an
 # isolate, a mark): typed in a query, they are shown by their code points where the query is not in
 # an element of its own (the page's title, an error's message), not let reverse what follows.
-_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_CONTROLS = re.compile(f"[{BIDI_CONTROLS}]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
 
 
 def shown_url(url: str) -> str:
     """*url* as a page shows it, its secrets masked (``mask_url``, as the CLI shows one): its first
-    SHOWN_URL_CHARACTERS, then " …" when longer."""
-    url = mask_url(url)
+    SHOWN_URL_CHARACTERS, then " …" when longer; its bidirectional controls percent-encoded (a title,
+    a snippet are each in an element of their own, which ends their overrides: a URL is read as it is)."""
+    url = url_as_shown(mask_url(url))
     return url if len(url) <= SHOWN_URL_CHARACTERS else url[:SHOWN_URL_CHARACTERS] + " \u2026"
 
 

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import scrapy
 from scrapy import signals
+from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
-from w3lib.encoding import http_content_type_encoding
 
 from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
-from ..crawl.downloader.record import failure_reason
+from ..crawl.downloader.record import DATA_LOSS, failure_reason
 from ..crawl.items import PageItem
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
@@ -28,6 +28,7 @@ from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
+from ..rules.text.encodings import header_charset
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -296,6 +297,14 @@ class TseSpider(scrapy.Spider):
         if response.status != 200:
             yield from self._instead(self._failed(response.request, depth, response.status, f"http {response.status}"))
             return
+        if "dataloss" in response.flags:
+            # An answer cut short (a chunked body closed before its last chunk), handed on because
+            # DOWNLOAD_FAIL_ON_DATALOSS is off: no page, retried then failed as Scrapy fails one by default.
+            retry = get_retry_request(response.request, spider=self, reason=DATA_LOSS)
+            yield from (
+                [retry] if retry is not None else self._instead(self._failed(response.request, depth, None, DATA_LOSS))
+            )
+            return
         pdf = self._is_pdf(response)
         not_a_page = None if pdf else self._not_a_page(response)
         stats = getattr(getattr(self, "crawler", None), "stats", None)  # none: a spider fed responses
@@ -409,7 +418,7 @@ class TseSpider(scrapy.Spider):
         if self.crawl_args.links != "html":
             return None
         content_type = response.headers.get(b"Content-Type")
-        return http_content_type_encoding(content_type.decode("latin-1")) if content_type else None
+        return header_charset(content_type.decode("latin-1")) if content_type else None
 
     def parse_at_max_depth(self, response: Response) -> Iterator[scrapy.Request | PageItem]:
         """`parse`, checked on a page at maxDepth: saved, not scanned.

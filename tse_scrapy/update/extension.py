@@ -43,7 +43,7 @@ from ..rules.files import pagedir
 from ..rules.web.urls import normalize_url
 from . import catalog
 from .catalog import KnownPage, body_digest
-from .merge import ROBOTS_TXT, merge
+from .merge import REDIRECT_LOOP, ROBOTS_TXT, merge
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -192,18 +192,18 @@ class UpdateExtension:
         target = self.redirected.get(url) if self.is_update and (own is None or not own.live) else None
         return target if target is not None and target.url != url else None
 
-    def redirects_seen(self, chain: tuple[tuple[str, int | None], ...], target: str) -> None:
+    def redirects_seen(self, chain: tuple[tuple[str, int | None], ...], target: str, loop: bool = False) -> None:
         """Record the known pages of a redirect *chain* that answered with a redirect, now to *target*:
-        gone, with that status (a fresh crawl saves the page they lead to, not them)."""
+        gone, with that status (a fresh crawl saves the page they lead to, not them); with *loop*, the
+        chain leads back to one of its pages: gone, a redirect loop (said "not reached", it was none)."""
         for url, status in chain:
             page = self.by_url.get(url)
-            if page is None or status is None or url == target:
+            if page is None or status is None or (url == target and not loop):
                 continue
             if (self.state.visit_of(page.doc_id) or {}).get("saved"):
                 continue  # saved from another request of this crawl (never both, but say so)
-            self.state.visit(
-                {"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False, "redirect": target}
-            )
+            visit = {"doc_id": page.doc_id, "url": page.url, "status": status, "saved": False}
+            self.state.visit({**visit, "reason": REDIRECT_LOOP} if loop else {**visit, "redirect": target})
 
     def is_known_doc(self, doc_id: int) -> bool:
         return doc_id in self.before

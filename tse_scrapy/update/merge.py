@@ -3,8 +3,9 @@ catalog after and the list of changes.  No Scrapy import.
 
 A *visit* is what the crawl recorded of one docID: saved (its depth, digest,
 HTTP status 200 or 304, validators), or failed (its HTTP status, or None
-without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it; ``redirect``, the
-URL it redirects to, when it answered with a redirect to another page of the crawl).
+without an answer; ``reason`` ROBOTS_TXT when the site's robots.txt forbids it, REDIRECT_LOOP when
+its redirects lead back to it; ``redirect``, the URL it redirects to, when it answered with a redirect
+to another page of the crawl).
 A known page whose fetch failed for a while is saved from its copy: its visit
 is saved, with the failure's status and ``kept``, why it failed.
 """
@@ -22,6 +23,7 @@ ROBOTS_TXT = "robots.txt"  # a failed visit's reason: the site's robots.txt forb
 UNREACHED = "not reached"  # no page of the crawl links to it within the depth any more
 KEPT = "kept: "  # a live page's reason, before why its fetch failed for a while ("kept: http 503")
 REDIRECTS = "redirects to "  # a gone page's reason, before the URL of the page it redirects to now
+REDIRECT_LOOP = "redirect loop"  # its redirects lead back to it: a fresh crawl cannot fetch it
 
 
 def merge(
@@ -52,8 +54,8 @@ def merge(
             now_is, reason = None, f"http {visit['status']}"
         elif visit is not None and visit.get("redirect"):
             now_is, reason = None, REDIRECTS + visit["redirect"]  # a fresh crawl saves that page instead
-        elif visit is not None and visit.get("reason") == ROBOTS_TXT:
-            now_is, reason = None, ROBOTS_TXT  # a fresh crawl would not fetch it
+        elif visit is not None and visit.get("reason") in (ROBOTS_TXT, REDIRECT_LOOP):
+            now_is, reason = None, visit["reason"]  # a fresh crawl would not fetch it, or could not
         elif visit is None and complete:
             now_is = None  # no longer reachable within the depth
         else:

@@ -42,6 +42,7 @@ IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filter
 
 TOO_LARGE = "larger than DOWNLOAD_MAXSIZE"
 # Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
+DATA_LOSS = "data loss"  # an answer cut short (its Content-Length or last chunk never came)
 _REASONS = {
     "DownloadTimeoutError": "timeout",
     "TimeoutError": "timeout",
@@ -51,7 +52,7 @@ _REASONS = {
     "CannotResolveHostError": "dns lookup failed",
     "DNSLookupError": "dns lookup failed",
     "DownloadCancelledError": "cancelled (too large?)",
-    "ResponseDataLossError": "data loss",
+    "ResponseDataLossError": DATA_LOSS,
     "ConnectionLost": "connection lost",
     "ConnectionDone": "connection lost",
     "ResponseFailed": "connection lost",

@@ -227,10 +227,12 @@ class TseScheduler(BaseScheduler):
                 self.update.reached(self.df.request_key(request))
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
-            if replaces and self.update is not None and not request.meta.get("tse_redirect_loop"):
-                # A redirect to a page of the crawl already seen: the known pages it went through are
-                # gone, with their redirect's status (committed by _release).
-                self.update.redirects_seen(redirect_chain(request, self.df.normalize), self.df.request_key(request))
+            if replaces and self.update is not None:
+                # A redirect to a page of the crawl already seen, or a loop: the known pages it went
+                # through are gone, with their redirect's status (committed by _release).
+                loop = bool(request.meta.get("tse_redirect_loop"))
+                chain = redirect_chain(request, self.df.normalize)
+                self.update.redirects_seen(chain, self.df.request_key(request), loop)
             if replaces:
                 self._release(request)
             return False

@@ -22,6 +22,10 @@ stripping ASCII whitespace and lowering ASCII letters.  Each of its encodings is
 read with the Python codec that reads it as browsers do (``iso-8859-1`` and
 ``ascii`` are windows-1252, ``shift_jis`` Microsoft's cp932, ``euc-kr`` cp949,
 ``gbk`` and ``gb2312`` gb18030, ``big5`` big5hkscs, ``iso-8859-8-i`` iso8859_8).
+``iso-8859-8-i`` (Hebrew in logical order) and ``iso-8859-8`` (visual order: a browser shows its
+bytes left to right, unreordered) are the same bytes, read alike, but not shown alike: the logical
+one is read with ``LOGICAL_HEBREW``, a Python alias of iso8859_8 that ``browser_label`` names
+``iso-8859-8-i``, so a saved copy is sent in the order its page declared.
 A label not in the table (``rot13``, ``base64``, ``cp037``, ``utf-32``,
 ``unicode-escape``: codecs Python has that are no web encoding) is unknown and
 skipped, so the next step decides; a ``<meta>`` with an unknown label is passed
@@ -60,6 +64,9 @@ DETECT_BYTES = 64 * 1024  # what detection reads (its cost grows with the bytes)
 FALLBACK = "cp1252"
 
 DETECT_EVIDENCE = 16  # bytes past ASCII detection needs (fewer: windows-1252)
+# iso-8859-8-i's codec: iso8859_8 under another of its Python names, so that the page is sent on as
+# logical order (a browser told iso-8859-8 shows Hebrew visually: its words come out reversed).
+LOGICAL_HEBREW = "iso_8859_8"
 
 Source = Literal["bom", "http", "meta", "detected", "default"]
 _ASCII = bytes(range(128))
@@ -120,7 +127,7 @@ _WHATWG_LABELS: dict[str, tuple[str | None, str]] = {
         "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 iso88598 iso_8859-8"
         " iso_8859-8:1988 visual",
     ),
-    "iso-8859-8-i": ("iso8859_8", "csiso88598i iso-8859-8-i logical"),  # the same bytes, logical order
+    "iso-8859-8-i": (LOGICAL_HEBREW, "csiso88598i iso-8859-8-i logical"),  # the same bytes, logical order
     "iso-8859-10": ("iso8859_10", "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6"),
     "iso-8859-13": ("iso8859_13", "iso-8859-13 iso8859-13 iso885913"),
     "iso-8859-14": ("iso8859_14", "iso-8859-14 iso8859-14 iso885914"),
@@ -173,8 +180,11 @@ LABELS: dict[str, str | None] = {label: codec for codec, labels in _WHATWG_LABEL
 CODECS = frozenset(codec for codec in LABELS.values() if codec is not None)
 BROWSER_CODECS = CODECS - {"iso2022_kr", "hz"}
 # A codec's Python names (``cp932``, ``iso8859-5`` as w3lib notes a header's charset, ``iso8859_5``) -> the codec.
+# A Python name says no order: ``iso8859-8`` is iso-8859-8's (w3lib knows no iso-8859-8-i).
 _CODEC_NAMES = {
-    spelling.replace("-", "_"): codec for codec in CODECS for spelling in (codec, codecs.lookup(codec).name)
+    spelling.replace("-", "_"): codec
+    for codec in CODECS - {LOGICAL_HEBREW}
+    for spelling in (codec, codecs.lookup(codec).name)
 }
 _WHITESPACE = "\t\n\f\r "  # ASCII whitespace, what WHATWG strips around a label
 _MAX_LABEL = 64  # longer than any label: unknown, whatever it holds (no cost grows with it)
@@ -244,6 +254,8 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
 def browser_label(encoding: str) -> str:
     """The name a browser knows *encoding* (a Python codec ``page_encoding`` gives) by, for a
     ``Content-Type`` charset: WHATWG's, where Python's differs."""
+    if encoding == LOGICAL_HEBREW:  # (its spelling alone tells it from iso8859_8)
+        return "iso-8859-8-i"
     name = encoding.lower().replace("-", "_")
     if name in _BROWSER_LABELS:
         return _BROWSER_LABELS[name]
@@ -252,6 +264,19 @@ def browser_label(encoding: str) -> str:
     if name.startswith("iso8859_"):
         return "iso-8859-" + name.removeprefix("iso8859_")
     return name.replace("_", "-")
+
+
+def header_charset(content_type: str) -> str | None:
+    """The charset a ``Content-Type`` header value declares, as crawls note it: w3lib's Python name for
+    its label (``cp932``), or, for a label w3lib does not know but browsers do (``iso-8859-8-i``,
+    ``x-mac-cyrillic``), the label itself, lowered; None for none."""
+    if charset := _w3lib.http_content_type_encoding(content_type):
+        return charset
+    match = _w3lib._HEADER_ENCODING_RE.search(content_type)
+    if match is None or content_type.find('"', 0, match.start()) >= 0:
+        return None  # (a charset= in a quoted parameter is none: w3lib's walk found none either)
+    label = _normalized(match.group(1) or match.group(2))
+    return label if _known(label) else None
 
 
 def _latin_only(alphabets: list[str]) -> bool:

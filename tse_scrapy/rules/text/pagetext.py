@@ -75,10 +75,14 @@ _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 # drops whole (comments, hidden elements, titles) dropped, its tags kept, found where _NOT_VISIBLE finds
 # them (never inside a tag, which runs to its first ">"); then each navigation element runs from its
 # start tag to the end tag that closes it (the start and end tags of its name counted, those inside
-# another tag's attributes not); one never closed is text, and so is what follows it.  Linear, whatever
-# the page: only a page holding "<nav" or the word "navigation" (as typed, or in capitals: a
-# case-insensitive search reads a page ten times slower) is looked at for navigation; each stretch of the
-# text is searched back once; at most NAVIGATION_NAMES names a page are looked for (a pattern each).
+# another tag's attributes not); one never closed is text, and so is what follows it.  A role is
+# compared as browsers compare it, ASCII case-insensitively (role="NaviGation" is navigation in Chrome,
+# Firefox and Safari: w3c/aria#2548), its tokens split on ASCII whitespace.  Linear, whatever the page:
+# only a page holding "<nav", the word "navigation" (as typed, or in capitals, a plain search), or an
+# "=" right before it in any case (_NAVIGATION_VALUE: a value that may start with the role, a search
+# twice as slow; a case-insensitive search of the word reads a page ten times slower) is looked at for
+# navigation; each stretch of the text is searched back once; at most NAVIGATION_NAMES names a page are
+# looked for (a pattern each).
 NAVIGATION_NAMES = 8
 _NAV_START = re.compile(r"<nav(?=[\s/>])", re.I)
 _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]{0,30})(?=[\s/>])")
@@ -86,6 +90,10 @@ _TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]{0,30})(?=[\s/>])")
 # that an attribute whose value reads ' role="navigation"' is no role.
 _ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]*)))?""")
 _NAVIGATION_WORDS = ("avigation", "AVIGATION")
+# An attribute's value that starts with "navigation", in any ASCII case ("=" found first: fast).
+_NAVIGATION_VALUE = re.compile(r"""=[\t\n\f\r "']*[nN][aA][vV][iI][gG][aA][tT][iI][oO][nN]""")
+_ASCII_WHITESPACE = "\t\n\f\r "
+_TOKEN = re.compile(r"[^\t\n\f\r ]+")  # a role, as an ARIA role list splits them (on ASCII whitespace)
 # A tag's start and a tag as _NOT_VISIBLE takes them: case-insensitive, so that the letters that fold to
 # ASCII ones (the dotless i and the dotted I, the long s, the Kelvin sign) start a tag in both; only where
 # the text holds one of them (a case-insensitive pattern reads a page half as fast).
@@ -145,7 +153,11 @@ def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def _may_hold_navigation(markup: str) -> bool:
-    return any(word in markup for word in _NAVIGATION_WORDS) or _NAV_START.search(markup) is not None
+    return (
+        any(word in markup for word in _NAVIGATION_WORDS)
+        or _NAV_START.search(markup) is not None
+        or _NAVIGATION_VALUE.search(markup) is not None
+    )
 
 
 def _without_navigation(markup: str) -> str:
@@ -175,35 +187,37 @@ def _navigation_starts(markup: str) -> list[tuple[int, str]]:
         if _tag_open_at(markup, found.start(), floor) is None:
             starts.add((found.start(), "nav"))
         floor = found.start()
-    for word in _NAVIGATION_WORDS:
-        floor = 0  # where no tag is open
-        at = markup.find(word)
-        while at != -1:
-            opened = _tag_open_at(markup, at, floor)
-            if opened is None:  # in the text: the next one may be in the very next tag
-                floor = at
-                at = markup.find(word, at + len(word))
-                continue
-            end = markup.find(">", at)  # the end of the tag it is in
-            if end == -1:
-                break
-            tag = _TAG_NAME.match(markup, opened.start())
-            if tag is not None and _role_is_navigation(markup, tag.end(), end):
-                starts.add((opened.start(), tag.group(1).lower()))
-            floor = end + 1
-            at = markup.find(word, floor)
+    floor = 0  # where no tag is open
+    value = _NAVIGATION_VALUE.search(markup)
+    while value is not None:
+        at = value.start()
+        opened = _tag_open_at(markup, at, floor)
+        if opened is None:  # in the text: the next one may be in the very next tag
+            floor = at
+            value = _NAVIGATION_VALUE.search(markup, value.end())
+            continue
+        end = markup.find(">", at)  # the end of the tag it is in
+        if end == -1:
+            break
+        tag = _TAG_NAME.match(markup, opened.start())
+        if tag is not None and _role_is_navigation(markup, tag.end(), end):
+            starts.add((opened.start(), tag.group(1).lower()))
+        floor = end + 1
+        value = _NAVIGATION_VALUE.search(markup, floor)
     return sorted(starts)
 
 
 def _role_is_navigation(markup: str, start: int, end: int) -> bool:
     """Whether the first role of the tag whose attributes run from *start* to *end* (its ">") is
-    navigation: its first ``role`` attribute's first token (a browser takes a tag's first attribute of
-    a name; ARIA a role list's first role it knows, which a later "navigation" token after an unknown
-    one would be, not read here: no page seen writes its role so)."""
+    navigation: its first ``role`` attribute's first token, split on ASCII whitespace and compared ASCII
+    case-insensitively, as browsers compare roles (a browser takes a tag's first attribute of a name;
+    ARIA a role list's first role it knows, which a later "navigation" token after an unknown one would
+    be, not read here: no page seen writes its role so)."""
     for attribute in _ATTRIBUTE.finditer(markup, start, end):
         if attribute.group(1).lower() == "role":
-            roles = next((value for value in attribute.groups()[1:] if value is not None), "").split()
-            return bool(roles) and roles[0].lower() == "navigation"
+            roles = next((value for value in attribute.groups()[1:] if value is not None), "")
+            first = _TOKEN.match(roles.lstrip(_ASCII_WHITESPACE))
+            return first is not None and first.group().translate(_ASCII_LOWER) == "navigation"
     return False
 
 

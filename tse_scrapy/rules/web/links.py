@@ -29,7 +29,7 @@ _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
 _TOO_DEEP = "Excessive depth"
 _ANCHORS_ALONE = re.compile(
     rb"<!--.*?(?:-->|\Z)|<(script|style)(?=[\s/>])(?:[^<]+|<(?!/\1))*(?:</\1[^>]*(?:>|\Z)|\Z)"
-    rb"|<(?!/?(?:a|area|base)(?=[\s/>]))[^>]*(?:>|\Z)",
+    rb"|<(?!/?(?:a|area|base|template)(?=[\s/>]))[^>]*(?:>|\Z)",
     re.I | re.S,
 )
 
@@ -38,7 +38,8 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     """The href of every ``<a>`` and ``<area>``, in document order, made absolute.
 
     Resolved against ``<base href>`` when there is one, fragment cut off;
-    ``#...`` links and schemes other than http/https are skipped.
+    ``#...`` links and schemes other than http/https are skipped.  A ``<template>``'s content is inert
+    (a fragment of its own, not the page's, as a browser reads it): a ``<base>`` or a link in it is none.
     """
     _, text = html_to_unicode(f"text/html; charset={encoding}" if encoding else None, body)
     # Parse UTF-8 bytes rather than str: lxml refuses str holding an XML
@@ -53,6 +54,9 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
             root = lxml.html.document_fromstring(_ANCHORS_ALONE.sub(b" ", data), parser=_UTF8_PARSER)
     except (etree.ParserError, ValueError):
         return []
+    for template in list(root.iter("template")):  # (a nested one goes with the outer one's content)
+        for inert in list(template):
+            template.remove(inert)
     base = page_url
     for element in root.iter("base"):
         href = element.get("href")

@@ -10,7 +10,8 @@ against its URL as a browser resolves it: the browser keeps a document's first b
 the one its links were written for (the crawl reads them so); left to itself, a relative one (Angular's
 ``<base href="/">``) was resolved against ``/doc/N`` (a tester's find).  A ``<base>`` written in a
 comment, a script, a style or a title is none: the browser does not read it as a tag (a reviewer's find:
-the copy's relative links then led to the server's paths).
+the copy's relative links then led to the server's paths); nor is one in a ``<template>``, whose content
+is inert (a fragment of its own, not the page's).
 
 The tag also says ``target="_top"``: shown in the frame of ``/saved/N`` (under its banner), a link the
 reader follows leaves the copy for the site, as it does where the copy is shown alone.
@@ -46,6 +47,9 @@ _NOT_TAGS = re.compile(
     re.I | re.S,
 )
 _HEAD_END = re.compile(r"</head\s*>|<body\b", re.I)
+# A template's start and end tags: its content is inert (a fragment of its own, not the page's), so a
+# <base> in it names no base, nor does a "<body" in it end the head.
+_TEMPLATE_TAG = re.compile(r"<(/?)template(?=[\s/>]|\Z)", re.I)
 # The prolog and a page's own <base> are looked for in its first characters only (a hostile page cannot
 # make them read more).
 DOCTYPE_CHARACTERS = 1024
@@ -68,7 +72,7 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
     boms = (*_UTF32_BOMS, *_BOMS) if encoding.lower().replace("_", "-").startswith("utf-32") else _BOMS
     start = next((len(bom) for bom in boms if body.startswith(bom) and _is_bom_of(bom, encoding)), 0)
     head = _decoded_head(body[start:], encoding, HEAD_CHARACTERS)
-    tags = _NOT_TAGS.sub(" ", head)
+    tags = _without_templates(_NOT_TAGS.sub(" ", head))
     end = _HEAD_END.search(tags)
     own = _own_base(tags, end.start() if end else len(tags), url)  # (the one its links were written for)
     if own is not None:
@@ -79,6 +83,30 @@ def with_base(body: bytes, url: str, encoding: str) -> bytes:
         return body
     at = start + _prolog_bytes(body[start:], head, encoding)
     return body[:at] + tag + body[at:]
+
+
+def _without_templates(tags: str) -> str:
+    """*tags* (a head, what is no tag masked) without its templates' content: each outermost template
+    replaced by a space to the end tag that closes it (nested ones counted), or to the end."""
+    spans: list[tuple[int, int]] = []
+    depth = start = 0
+    for tag in _TEMPLATE_TAG.finditer(tags):
+        if not tag.group(1):
+            start = tag.start() if depth == 0 else start
+            depth += 1
+        elif depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, tag.end()))
+    if depth:
+        spans.append((start, len(tags)))
+    if not spans:
+        return tags
+    pieces, at = [], 0
+    for begin, end in spans:
+        pieces.append(tags[at:begin])
+        at = end
+    return " ".join([*pieces, tags[at:]])
 
 
 def _own_base(tags: str, end: int, url: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit
 
 DEFAULT_PREFIX = "http://cs50tse.cs.dartmouth.edu/tse/"
 # The TSE extension rule widened by ``--pdf``: ``.htm*`` pages and ``.pdf`` documents.
@@ -18,6 +18,19 @@ _SCHEME_END = re.compile(r"[:/?#]")
 # last few thousand answers are kept.  Longer URLs (a hostile page's) are not.
 _CACHED_URLS = 4096
 _CACHED_URL_LENGTH = 2083
+# The characters that change the direction of the text after them (the Arabic letter mark, the marks,
+# the embeddings and overrides, the isolates): in a URL shown as text, an override would turn the rest
+# of it around (``http://h/\u202elmth.exe`` reads ``http://h/exe.html``), and, unclosed, what follows it.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI_CONTROL = re.compile(f"[{BIDI_CONTROLS}]")
+
+
+def url_as_shown(url: str) -> str:
+    """*url* with its bidirectional controls percent-encoded (UTF-8: ``%E2%80%AE``), as a browser's URL
+    parser writes them in a path or query, so that a URL shown cannot reorder itself or what follows."""
+    if url.isascii():
+        return url
+    return _BIDI_CONTROL.sub(lambda found: quote(found.group(), safe=""), url)
 
 
 def normalize_url(url: str, tse_extensions: bool | frozenset[str] = True) -> str | None:
