@@ -74,7 +74,7 @@ def serve(pagedir: Path, options: list[str]) -> int:
     """``tse serve PAGEDIR PAGEDIR.index OPTIONS`` with the demo site served beside it, on the port the
     crawl was made from, until ``tse serve`` ends; its exit status."""
     index = pagedir.with_name(pagedir.name + ".index")
-    if not index.is_file() or not pagedir.is_dir() or not is_demo_crawl(pagedir):
+    if not (index.is_file() and pagedir.is_dir() and is_demo_crawl(pagedir) and (pagedir / "1").is_file()):
         sys.stderr.write(f"demo: no demo crawl in {pagedir} with its index {index}: run make run first\n")
         return USAGE
     port = crawled_port(pagedir)
