@@ -28,10 +28,10 @@ compiled: $(STAMP)
 run: install
 	$(PY) -m tse_scrapy.devtools.demo data/demo
 
-# Search the demo crawl that `make run` made, in a browser at http://127.0.0.1:8000/.
+# Search the demo crawl that `make run` made, in a browser at http://127.0.0.1:8000/, with the demo
+# site served again where it was crawled (http://127.0.0.1:8001/), so that the results' links open.
 serve: install
-	@test -f data/demo.index || { echo "make serve: no data/demo.index: run make run first" >&2; exit 2; }
-	$(VENV)/bin/tse serve data/demo data/demo.index
+	$(PY) -m tse_scrapy.devtools.demo --serve data/demo
 
 # Four test processes (pytest-xdist) on the 2 cores: most tests wait on real servers and crawl
 # delays, and the suite must stay under 10 minutes (4,545 tests on a slower day: 9:08 with four, 9:45

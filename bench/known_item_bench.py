@@ -39,7 +39,7 @@ import time
 import unicodedata
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, unquote, urlencode
 
@@ -981,7 +981,7 @@ def run(parts: tuple[str, ...] = PARTS) -> list[str]:
     return [
         "## Known-item search (issue 27): finding a page by its title, phrases, exclusions",
         "",
-        f"Run on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {minutes:.1f} min: {built} indexed what was not"
+        f"Run on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {minutes:.1f} min: {built} indexed what was not"
         f" ({corpus.index_seconds:.0f} s). Rankings: {', '.join(RANKINGS)}.",
         "Real documentation from Debian packages (`bench/install-docs.sh`), each manual in each language a site of",
         "its own: its pages in the order a breadth-first crawl of it alone saves them (from its index page, following",

@@ -10,7 +10,7 @@ printing their section (`.venv/bin/python bench/known_item_bench.py`, say).
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -65,7 +65,7 @@ def main() -> int:
     header = [
         "# Benchmark results",
         "",
-        f"Sections produced by `make bench` (`bench/run.py`) on {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC;"
+        f"Sections produced by `make bench` (`bench/run.py`) on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC;"
         " the sections it does not produce are kept as they were written.",
         f"Machine: {machine()}.",
         "",

@@ -1,13 +1,20 @@
-"""`make run`'s demo removes only an earlier demo crawl, never a user's directory."""
+"""`make run`'s demo removes only an earlier demo crawl, never a user's directory; `make serve` serves
+the demo site again where it was crawled, beside the search."""
 
+import json
 import os
+import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 import pytest
 
-from tests.conftest import ROOT, clean_env
-from tse_scrapy.devtools.demo import is_demo_crawl
+from tests.conftest import ROOT, clean_env, run_tse
+from tests.support.net import free_port
+from tests.support.pages import write_pages
+from tse_scrapy.devtools.demo import SITE, is_demo_crawl, site_server
 
 
 def run_demo(pagedir):
@@ -60,3 +67,113 @@ def test_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("mine")
     assert run_demo(tmp_path / "file").returncode == 2
     assert (tmp_path / "file").read_text() == "mine"
+
+
+# make serve: the demo crawl searched, its site served again where it was crawled (a site served on a
+# random port and closed with the crawl left every result's link dead).
+
+
+@pytest.fixture(scope="module")
+def indexed_demo_crawl(tmp_path_factory):
+    """A demo crawl as make run leaves it (three of the site's pages, crawled from a port that is free
+    now), indexed; and that port."""
+    port = free_port()
+    names = ("index.html", "about.html", "projects/crawler.html")
+    pagedir = write_pages(
+        tmp_path_factory.mktemp("demo") / "demo",
+        {n: (f"http://127.0.0.1:{port}/{name}", 0, (SITE / name).read_bytes()) for n, name in enumerate(names, 1)},
+    )
+    assert run_tse("index", pagedir, f"{pagedir}.index").returncode == 0
+    return pagedir, port
+
+
+def start_demo_serve(pagedir, search_port):
+    """make serve's command, on *search_port*; once tse serve answers."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tse_scrapy.devtools.demo", "--serve", str(pagedir), "--port", str(search_port)],
+        stderr=subprocess.PIPE, env=clean_env(), cwd=pagedir.parent,
+    )  # fmt: skip
+    said = []
+    for line in process.stderr:  # its lines until tse serve says it answers (or it ends)
+        said.append(line.decode())
+        if line.startswith(b"tse serve: searching"):
+            break
+    return process, said
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return answer.status, answer.read()
+
+
+def refused(url):
+    try:
+        get(url)
+    except urllib.error.URLError as error:
+        return isinstance(error.reason, ConnectionRefusedError)
+    return False
+
+
+def test_make_serve_serves_the_demo_site_where_it_was_crawled(indexed_demo_crawl):
+    pagedir, site_port = indexed_demo_crawl
+    search_port = free_port()
+    process, said = start_demo_serve(pagedir, search_port)
+    try:
+        assert said == [
+            f"demo: the demo site on http://127.0.0.1:{site_port}/, where it was crawled\n",
+            f"tse serve: searching {pagedir} on http://127.0.0.1:{search_port}/ (Ctrl-C to stop)\n",
+        ]
+        status, body = get(f"http://127.0.0.1:{search_port}/api/search?q=crawler")
+        assert status == 200
+        links = [result["url"] for result in json.loads(body)["results"]]
+        assert f"http://127.0.0.1:{site_port}/projects/crawler.html" in links
+        for link in links:  # each result's link opens the page the crawl saved
+            name = link.removeprefix(f"http://127.0.0.1:{site_port}/")
+            assert get(link) == (200, (SITE / name).read_bytes())
+    finally:
+        process.terminate()
+        assert process.wait(timeout=20) == 0
+    # Both stopped together: neither port answers any more.
+    assert refused(f"http://127.0.0.1:{site_port}/index.html")
+    assert refused(f"http://127.0.0.1:{search_port}/")
+
+
+def test_make_serve_says_when_the_site_port_is_taken_and_searches_still(indexed_demo_crawl):
+    pagedir, site_port = indexed_demo_crawl
+    search_port = free_port()
+    with socket.create_server(("127.0.0.1", site_port)):  # another program on the site's port
+        process, said = start_demo_serve(pagedir, search_port)
+        try:
+            assert said == [
+                f"demo: port {site_port} is taken (Address already in use): the results' links will not open\n",
+                f"tse serve: searching {pagedir} on http://127.0.0.1:{search_port}/ (Ctrl-C to stop)\n",
+            ]
+            assert get(f"http://127.0.0.1:{search_port}/api/search?q=crawler")[0] == 200
+        finally:
+            process.terminate()
+            assert process.wait(timeout=20) == 0
+
+
+def test_make_serve_without_the_demo_crawl_says_so(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "tse_scrapy.devtools.demo", "--serve", str(tmp_path / "demo")],
+        capture_output=True, env=clean_env(), cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode().splitlines() == [
+        f"demo: no demo crawl in {tmp_path / 'demo'} with its index {tmp_path / 'demo.index'}: run make run first"
+    ]
+
+
+def test_make_run_serves_the_site_on_its_port_or_says_which_instead(capsys):
+    port = free_port()
+    with site_server(port) as server:
+        assert server.port == port and get(f"{server.url}/about.html") == (200, (SITE / "about.html").read_bytes())
+        assert capsys.readouterr().err == ""
+        with site_server(port) as instead:
+            assert instead.port != port
+            assert get(f"{instead.url}/about.html") == (200, (SITE / "about.html").read_bytes())
+    assert capsys.readouterr().err == (
+        f"demo: port {port} is taken (Address already in use): the demo site is on {instead.port} instead"
+        " (make serve serves it there again)\n"
+    )

@@ -9,7 +9,7 @@ import socket
 import time
 import tracemalloc
 import zlib
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlsplit
 from xml.sax.saxutils import escape
 
@@ -524,7 +524,7 @@ def test_lastmod_is_the_same_moment_in_utc(moment, offset_minutes, timespec):
         local = local.replace(second=0, microsecond=0)
     elif timespec == "seconds":
         local = local.replace(microsecond=0)
-    expected = local.astimezone(timezone.utc).replace(microsecond=0)
+    expected = local.astimezone(UTC).replace(microsecond=0)
     written = f"{expected.year:04d}-{expected.month:02d}-{expected.day:02d}T{expected:%H:%M:%S}Z"
     assert parse_lastmod(local.isoformat(timespec=timespec)) == written
 

@@ -1,10 +1,15 @@
 """``make run``: serve the demo site on 127.0.0.1, crawl it one page a second,
-index the pages and answer two example queries.
+index the pages and answer two example queries; ``make serve``: search that
+crawl in a browser, with its site served again so that the results' links open.
 
     python -m tse_scrapy.devtools.demo PAGEDIR
+    python -m tse_scrapy.devtools.demo --serve PAGEDIR [TSE-SERVE-OPTION...]
 
 PAGEDIR is created, or emptied when it holds an earlier demo crawl; any
-other directory that is not empty is refused.
+other directory that is not empty is refused.  The site is served on
+http://127.0.0.1:8001/ (SITE_PORT), or on a free port when that one is taken;
+``--serve`` serves it on the port the crawl's URLs name, beside ``tse serve
+PAGEDIR PAGEDIR.index`` (on 8000), and stops it when ``tse serve`` ends.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +30,10 @@ from .siteserver import SiteServer
 SITE = Path(__file__).resolve().parent / "demo_site"
 DEPTH = "3"
 QUERIES = "crawler and polite\nindexer or querier\n"
-_DEMO_URL = re.compile(r"http://127\.0\.0\.1:\d+/(.*)")
+# The site's own port, known in advance so that make serve can serve it again under the URLs the crawl
+# saved (a random one was closed with the crawl: every result's link was dead); beside tse serve's 8000.
+SITE_PORT = 8001
+_DEMO_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/(.*)")
 
 
 def is_demo_crawl(pagedir: Path) -> bool:
@@ -36,14 +45,67 @@ def is_demo_crawl(pagedir: Path) -> bool:
                 found = _DEMO_URL.fullmatch(read_page_url(pagedir, int(name)))
             except OSError:
                 return False
-            if found is None or not (SITE / found.group(1)).exists():
+            if found is None or not (SITE / found.group(2)).exists():
                 return False
         elif name not in (MARKER, STATE_NAME, STATE_NAME + "-wal", STATE_NAME + "-shm"):
             return False
     return MARKER in names
 
 
+def site_server(port: int) -> SiteServer:
+    """The demo site served on *port*; on a free port, said on stderr, when *port* is taken."""
+    try:
+        return SiteServer(SITE, port=port)
+    except OSError as error:
+        server = SiteServer(SITE)
+        sys.stderr.write(
+            f"demo: port {port} is taken ({error.strerror}): the demo site is on {server.port} instead"
+            " (make serve serves it there again)\n"
+        )
+        return server
+
+
+def crawled_port(pagedir: Path) -> int:
+    """The port of the site the demo crawl in *pagedir* was made from (its page 1's URL)."""
+    return int(_DEMO_URL.fullmatch(read_page_url(pagedir, 1)).group(1))
+
+
+def serve(pagedir: Path, options: list[str]) -> int:
+    """``tse serve PAGEDIR PAGEDIR.index OPTIONS`` with the demo site served beside it, on the port the
+    crawl was made from, until ``tse serve`` ends; its exit status."""
+    index = pagedir.with_name(pagedir.name + ".index")
+    if not (index.is_file() and pagedir.is_dir() and is_demo_crawl(pagedir) and (pagedir / "1").is_file()):
+        sys.stderr.write(f"demo: no demo crawl in {pagedir} with its index {index}: run make run first\n")
+        return USAGE
+    port = crawled_port(pagedir)
+    try:
+        site = SiteServer(SITE, port=port)
+    except OSError as error:
+        sys.stderr.write(f"demo: port {port} is taken ({error.strerror}): the results' links will not open\n")
+        site = None
+    else:
+        site.start()
+        sys.stderr.write(f"demo: the demo site on {site.url}/, where it was crawled\n")
+    try:
+        # In its own process group: Ctrl-C reaches this process alone, which hands it on once (twice,
+        # tse serve's uvicorn would stop without waiting for the connections open).
+        child = subprocess.Popen(
+            [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options], process_group=0
+        )
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, lambda number, _frame: child.send_signal(number))
+        return child.wait()
+    finally:
+        if site is not None:
+            site.stop()
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) > 1 and argv[1] == "--serve":
+        if len(argv) < 3:
+            sys.stderr.write("demo: --serve needs the demo crawl's PAGEDIR\n")
+            return USAGE
+        return serve(Path(argv[2]), argv[3:])
     pagedir = Path(argv[1] if len(argv) > 1 else "data/demo")
     if pagedir.exists() and not (pagedir.is_dir() and (not os.listdir(pagedir) or is_demo_crawl(pagedir))):
         sys.stderr.write(f"demo: {pagedir} is not an earlier demo crawl: give a new or empty directory\n")
@@ -54,7 +116,7 @@ def main(argv: list[str]) -> int:
         stale.unlink(missing_ok=True)  # the earlier demo's: make serve must not show it over this crawl
     pagedir.mkdir(parents=True)
     tse = str(Path(sys.executable).parent / "tse")
-    with SiteServer(SITE) as server:
+    with site_server(SITE_PORT) as server:
         seed = f"{server.url}/index.html"
         command = ["tse", "crawl", seed, str(pagedir), DEPTH, "--prefix", f"{server.url}/", "-s", "LOG_LEVEL=WARNING"]
         print(f"Serving the demo site ({SITE}) on {server.url}/ (loopback only)")

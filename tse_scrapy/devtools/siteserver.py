@@ -39,7 +39,7 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import timezone
+from datetime import UTC
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -177,7 +177,7 @@ def _not_modified_since(field: str, mtime: float) -> bool:
     except (TypeError, ValueError, IndexError):
         return False
     if since.tzinfo is None:  # asctime dates, and "-0000", are UTC
-        since = since.replace(tzinfo=timezone.utc)
+        since = since.replace(tzinfo=UTC)
     return int(mtime) <= since.timestamp()
 
 

@@ -13,7 +13,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
@@ -236,7 +236,7 @@ def _period(records: Records) -> str | None:
 
 def _utc(time: float) -> str:
     try:
-        return datetime.fromtimestamp(time, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%d %H:%M:%S")
     except (OverflowError, OSError, ValueError):  # a time past year 9999
         return f"{time:.0f} s after 1970"
 

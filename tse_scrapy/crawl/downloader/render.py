@@ -317,7 +317,7 @@ class RenderMiddleware:
                 await asyncio.wait_for(page.goto(response.url, wait_until="load", timeout=left * 1000), left + 1)
                 left = max(0.5, deadline - time.monotonic())
                 await asyncio.wait_for(page.wait_for_load_state("networkidle", timeout=left * 1000), left + 1)
-            except (PlaywrightTimeout, asyncio.TimeoutError):
+            except (TimeoutError, PlaywrightTimeout):
                 cut = True
             if load.has_crashed:
                 raise PlaywrightError("the renderer crashed")
@@ -340,7 +340,7 @@ class RenderMiddleware:
             self.stats.inc_value("tse/render_failed")
             logger.warning("Rendering %s not kept (%s): the page is kept as fetched", response.url, error)
             return None
-        except (PlaywrightError, asyncio.TimeoutError) as error:
+        except (TimeoutError, PlaywrightError) as error:
             crashed = load.has_crashed or "crash" in str(error).lower()
             self.stats.inc_value("tse/render_crashes" if crashed else "tse/render_failed")
             reason = "crashed" if crashed else "failed"
@@ -733,7 +733,7 @@ async def _resolved(host: str) -> tuple[str, ...]:
         answers = await asyncio.wait_for(
             asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM), RESOLVE_TIMEOUT
         )
-    except (OSError, UnicodeError, asyncio.TimeoutError) as error:
+    except (TimeoutError, OSError, UnicodeError) as error:
         logger.debug("Resolving %s: %s", host, _told(error))
         return ()
     return tuple(dict.fromkeys(str(answer[4][0]) for answer in answers))

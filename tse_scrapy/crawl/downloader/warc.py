@@ -6,7 +6,6 @@ import fcntl
 import json
 import logging
 import os
-import sys
 import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -478,11 +477,8 @@ def _protocol(protocol: str | None) -> str:
 
 def _gzip(record: bytes) -> bytes:
     """*record* as one gzip member, as warcio writes it (no name, no time), at GZIP_LEVEL: in one
-    call where Python allows it (3.11), so that the writer thread needs the GIL back only once."""
-    if sys.version_info >= (3, 11):
-        return zlib.compress(record, GZIP_LEVEL, wbits=zlib.MAX_WBITS | 16)
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    return compressor.compress(record) + compressor.flush()
+    call (Python 3.11's wbits), so that the writer thread needs the GIL back only once."""
+    return zlib.compress(record, GZIP_LEVEL, wbits=zlib.MAX_WBITS | 16)
 
 
 def _reason(error: BaseException, prefix: str) -> str:

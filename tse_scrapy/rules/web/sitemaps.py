@@ -59,7 +59,7 @@ import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
@@ -173,7 +173,7 @@ def parse_lastmod(text: str) -> str | None:
     year, month, day, hour, minute, second, zone = match.groups()
     try:
         if zone is None:  # a date alone (the regex asks a zone of every time): its midnight, UTC
-            moment = datetime(int(year), int(month or 1), int(day or 1), tzinfo=timezone.utc)
+            moment = datetime(int(year), int(month or 1), int(day or 1), tzinfo=UTC)
         else:
             offset = timedelta(0)
             if zone != "Z":
@@ -184,7 +184,7 @@ def parse_lastmod(text: str) -> str | None:
             local = datetime(
                 int(year), int(month), int(day), int(hour), int(minute), int(second or 0), tzinfo=timezone(offset)
             )
-            moment = local.astimezone(timezone.utc)
+            moment = local.astimezone(UTC)
     except (ValueError, OverflowError):  # 2024-13-01, 25:00, or out of datetime's years once in UTC
         return None
     # Not strftime: its %Y does not pad years below 1000 on every platform.
