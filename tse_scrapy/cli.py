@@ -629,6 +629,7 @@ def indextest(options: argparse.Namespace) -> int:
 
 
 def query(options: argparse.Namespace) -> int:
+    from .index.docstore import other_crawl
     from .index.indexer import check_page_directory
     from .index.querier import Querier, run
     from .index.storage import IndexReader
@@ -638,6 +639,10 @@ def query(options: argparse.Namespace) -> int:
     _index_warnings_said_by("query")
     with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir, options.indexfile)
+        # Another crawl's directory would answer with its URLs for the index's docIDs, in every ranking
+        # (an index without a document store, the reference's, tells nothing: it is queried as before).
+        if problem := other_crawl(options.indexfile, options.pagedir):
+            raise _Failed(_one_line("query", problem))
         querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
         if options.rank == "bm25":
             querier.engine.docs  # noqa: B018 (opened now: a page it must read fails here, in one line)
