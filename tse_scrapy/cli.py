@@ -945,7 +945,7 @@ def crawl(options: argparse.Namespace) -> int:
         if value is not None:
             given[name] = value
     try:
-        start = prepare_crawl(spider_args, given.get)
+        start = prepare_crawl(spider_args, given.get, given=given)
     except ArgumentError as error:
         return _one_line("crawl", str(error), USAGE)
     if start.nothing_to_do:

@@ -42,7 +42,8 @@ class Command(ScrapyCrawlCommand):
                 raise ArgumentError(
                     f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)"
                 )
-            start = prepare_crawl(opts.spargs, self.settings.get, program)
+            given = [setting.split("=", 1)[0] for setting in opts.set]  # (-s NAME=VALUE, as Scrapy took them)
+            start = prepare_crawl(opts.spargs, self.settings.get, program, given)
         except ArgumentError as error:
             self._leave(USAGE, "CRITICAL", f"{program}: {error}")
         if start.nothing_to_do:

@@ -7,7 +7,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -346,6 +346,68 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
         value = setting(name)
         if value is not None and int(value) < lowest:  # int: checked above
             raise ArgumentError(f"-s {name} must be a whole number, at least {lowest}: {value}")
+
+
+# The settings read by the extensions a crawl may use that Scrapy's defaults and tse_scrapy/settings.py do not
+# name: scrapy-redis's (the distributed crawl's; tests/test_crawl_settings.py checks the list against its
+# source), scrapy-playwright's (its README) and the one the spider sets itself.
+EXTENSION_SETTINGS = frozenset(
+    {
+        *("DUPEFILTER_CLASS", "DUPEFILTER_DEBUG", "REDIS_CLS", "REDIS_DB", "REDIS_DECODE_RESPONSES"),
+        *("REDIS_ENCODING", "REDIS_HOST", "REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER", "REDIS_PARAMS"),
+        *("REDIS_PORT", "REDIS_START_URLS_AS_SET", "REDIS_START_URLS_AS_ZSET", "REDIS_START_URLS_BATCH_SIZE"),
+        *("REDIS_START_URLS_KEY", "REDIS_URL", "SCHEDULER_DUPEFILTER_CLASS", "SCHEDULER_DUPEFILTER_KEY"),
+        *("SCHEDULER_FLUSH_ON_START", "SCHEDULER_IDLE_BEFORE_CLOSE", "SCHEDULER_PERSIST", "SCHEDULER_QUEUE_CLASS"),
+        *("SCHEDULER_QUEUE_KEY", "SCHEDULER_SERIALIZER", "STATS_KEY", "MAX_IDLE_TIME_BEFORE_CLOSE"),
+        *("PLAYWRIGHT_ABORT_REQUEST", "PLAYWRIGHT_BROWSER_TYPE", "PLAYWRIGHT_CDP_KWARGS", "PLAYWRIGHT_CDP_URL"),
+        *("PLAYWRIGHT_CONNECT_KWARGS", "PLAYWRIGHT_CONNECT_URL", "PLAYWRIGHT_CONTEXTS", "PLAYWRIGHT_LAUNCH_OPTIONS"),
+        *("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", "PLAYWRIGHT_MAX_CONTEXTS", "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"),
+        *("PLAYWRIGHT_PROCESS_REQUEST_HEADERS", "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER"),
+        "TSE_UPDATE",
+    }
+)
+
+
+def setting_edits_allowed(name: str) -> int:
+    """How many edits (a letter added, dropped, changed, or two neighbours swapped) from a known setting's
+    name *name* may be and still be taken for its misspelling: one in a short name, two in a long one
+    (``DOWNLOAD_DELEY``); a name of three letters or fewer is too short to tell."""
+    return 0 if len(name) <= 3 else 1 if len(name) < 10 else 2
+
+
+def misspelt_setting(name: str, known: Collection[str]) -> str | None:
+    """The known setting *name* (given with ``-s``) is most likely a misspelling of: one spelt the same in
+    another case (settings are case-sensitive: ``download_delay`` is ignored), else the nearest one within
+    ``setting_edits_allowed`` edits, the first in alphabetical order of the nearest.  None when *name* is
+    known, or near none: a user's own extension may read a setting no one else knows."""
+    if name in known:
+        return None
+    wanted = name.upper()
+    if same := sorted(other for other in known if other.upper() == wanted):
+        return same[0]
+    allowed = setting_edits_allowed(name)
+    if not allowed:
+        return None
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    found = process.extractOne(wanted, sorted(known), scorer=OSA.distance, processor=str.upper, score_cutoff=allowed)
+    return found[0] if found is not None else None
+
+
+def check_setting_names(given: Iterable[str], known: Collection[str]) -> list[str]:
+    """Raise ArgumentError (``-s DOWNLOAD_DELEY is not a setting: did you mean DOWNLOAD_DELAY?``) for the
+    first setting *given* that is a misspelling of a *known* one (``misspelt_setting``): Scrapy ignores a
+    setting no one reads, and the crawl ran as if it had not been given.  Return the names given that are
+    neither known nor near a known one (only a user's own extension would read them)."""
+    unknown = []
+    for name in given:
+        if (meant := misspelt_setting(name, known)) is not None:
+            case = " (names are case-sensitive)" if meant.upper() == name.upper() else ""
+            raise ArgumentError(f"-s {name} is not a setting{case}: did you mean {meant}?")
+        if name not in known:
+            unknown.append(name)
+    return unknown
 
 
 def setting_is_on(value: Any) -> bool:
