@@ -7,10 +7,12 @@ from tse_scrapy.rules.crawling.crawlargs import (
     ArgumentError,
     check_crawl_args,
     check_crawl_name,
+    check_no_pages,
     check_same_crawl,
     check_setting_names,
     crawl_name,
     misspelt_setting,
+    pages_held_refusal,
     setting_edits_allowed,
     setting_is_on,
 )
@@ -225,3 +227,39 @@ def _edited(name: str, edits: list[str]) -> str:
         elif edit == "add":
             name = name[:at] + "X" + name[at:]
     return name or "X"
+
+
+ANOTHER = "P already holds the pages of another crawl; crawl into an empty directory"
+SAME = "P holds a finished crawl of {}: crawl it again with --update (-a update=yes), or crawl into an empty directory"
+
+
+@pytest.mark.parametrize(
+    "first_url, seeds, message",
+    [
+        ("http://h/index.html", ["http://h/index.html"], SAME.format("http://h/index.html")),
+        ("http://h/b.html", ["http://h/a.html", "http://h/b.html"], SAME.format("http://h/b.html")),  # one of its seeds
+        ("http://h/other.html", ["http://h/index.html"], ANOTHER),
+        (None, ["http://h/index.html"], ANOTHER),  # page 1 unreadable or missing: nothing tells
+        ("http://h/index.html", [], ANOTHER),
+    ],
+)
+def test_pages_held_refusal(first_url, seeds, message):
+    assert pages_held_refusal("P", first_url, seeds) == message
+
+
+@given(
+    st.sampled_from(["http://h/a.html", "http://h/b.html", "http://h/c.html"]),
+    st.lists(st.sampled_from(["http://h/a.html", "http://h/b.html"])),
+)
+def test_update_is_suggested_exactly_for_a_crawl_of_one_of_the_seeds(first_url, seeds):
+    message = pages_held_refusal("P", first_url, seeds)
+    assert ("--update" in message) == (first_url in seeds)
+
+
+def test_check_no_pages_reads_page_1(tmp_path):
+    check_no_pages(tmp_path, ["http://h/index.html"])  # no pages: a new crawl
+    (tmp_path / "1").write_bytes(b"http://h/index.html\n0\n<html></html>\n")
+    with pytest.raises(ArgumentError, match=r"holds a finished crawl of http://h/index\.html: crawl it again"):
+        check_no_pages(tmp_path, ["http://h/index.html"])
+    with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
+        check_no_pages(tmp_path, ["http://h/other.html"])

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..files.pagedir import MARKER, holds_pages
+from ..files.pagedir import MARKER, holds_pages, read_page_url
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 from .secrets import mask_url
@@ -225,10 +225,28 @@ def _shown(name: str, value: Any) -> str:
     return str(value) if str(value) != "" else "(none)"
 
 
-def check_no_pages(pagedir: str) -> None:
-    """A new crawl starts in a directory without page files: it never mixes with another's."""
+def check_no_pages(pagedir: str, seeds: Iterable[str] = ()) -> None:
+    """A new crawl starts in a directory without page files: it never mixes with another's.  One of the
+    same seeds (*seeds*: the new crawl's, normalized) is said to be one: it is crawled again with
+    --update."""
     if holds_pages(pagedir):
-        raise ArgumentError(f"{pagedir} already holds the pages of another crawl; crawl into an empty directory")
+        try:
+            first = read_page_url(pagedir, 1)
+        except OSError:  # (no page 1, or unreadable: nothing tells whose crawl it is)
+            first = None
+        raise ArgumentError(pages_held_refusal(pagedir, first, seeds))
+
+
+def pages_held_refusal(pagedir: str, first_url: str | None, seeds: Iterable[str]) -> str:
+    """Why a new crawl of *seeds* is refused in *pagedir*, a finished crawl whose page 1 is *first_url*
+    (None: unknown): a crawl of the same seed (page 1 one of *seeds*) is crawled again with --update,
+    where "another crawl" sent the user to an empty directory."""
+    if first_url is not None and first_url in set(seeds):
+        return (
+            f"{pagedir} holds a finished crawl of {first_url}: crawl it again with --update (-a update=yes),"
+            " or crawl into an empty directory"
+        )
+    return f"{pagedir} already holds the pages of another crawl; crawl into an empty directory"
 
 
 def crawl_name(seeds: Any) -> str:
