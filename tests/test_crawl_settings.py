@@ -117,13 +117,14 @@ def test_a_setting_no_one_knows_is_said_and_taken(site, program):
     assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
 
 
-def test_every_setting_scrapy_redis_reads_is_known():
+def test_every_setting_scrapy_scrapy_redis_and_tse_read_is_known():
+    # (A setting read and not known would be refused when near another's name, or warned of.)
     import scrapy_redis
 
-    sources = Path(scrapy_redis.__file__).parent.rglob("*.py")
-    read = re.compile(r"settings\.get\w*\(\s*[\"']([A-Z][A-Z0-9_]+)[\"']")
-    names = {name for path in sources for name in read.findall(path.read_text(encoding="utf-8"))}
-    assert "REDIS_ITEMS_KEY" in names  # (the pattern finds them)
+    roots = [Path(scrapy.__file__).parent, Path(scrapy_redis.__file__).parent, Path("tse_scrapy")]
+    read = re.compile(r"settings?\s*(?:\.get\w*\(|\[)\s*[\"']([A-Z][A-Z0-9_]+)[\"']")
+    names = {name for root in roots for path in root.rglob("*.py") for name in read.findall(path.read_text("utf-8"))}
+    assert {"REDIS_ITEMS_KEY", "TSE_UPDATE", "CONCURRENT_REQUESTS_PER_IP"} <= names  # (the pattern finds them)
     assert names - known_setting_names() == set()
 
 

@@ -34,6 +34,7 @@ from .rules.crawling.changes import CHANGES_FILE
 from .rules.crawling.crawlargs import (
     EXTENSION_SETTINGS,
     PAGE_LIMIT_SETTINGS,
+    UNTYPED_SETTING_KINDS,
     ArgumentError,
     CrawlArgs,
     check_crawl_args,
@@ -146,9 +147,9 @@ def _warn_unknown_settings(program: str, unknown: list[str]) -> None:
 
 
 def known_setting_names() -> frozenset[str]:
-    """The names of the settings a crawl's code reads: Scrapy's and the project's (``setting_defaults``)
-    and its extensions' (``EXTENSION_SETTINGS``)."""
-    return frozenset(setting_defaults()) | EXTENSION_SETTINGS
+    """The names of the settings a crawl's code reads: Scrapy's and the project's (``setting_defaults``),
+    those without a default (``UNTYPED_SETTING_KINDS``) and its extensions' (``EXTENSION_SETTINGS``)."""
+    return frozenset(setting_defaults()) | UNTYPED_SETTING_KINDS.keys() | EXTENSION_SETTINGS
 
 
 # Settings whose default is an int that Scrapy reads as a float (``settings.getfloat``): 2.5 is good.

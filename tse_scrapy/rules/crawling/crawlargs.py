@@ -366,11 +366,13 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
             raise ArgumentError(f"-s {name} must be a whole number, at least {lowest}: {value}")
 
 
-# The settings read by the extensions a crawl may use that Scrapy's defaults and tse_scrapy/settings.py do not
-# name: scrapy-redis's (the distributed crawl's; tests/test_crawl_settings.py checks the list against its
-# source), scrapy-playwright's (its README) and the one the spider sets itself.
+# The settings a crawl's code reads that Scrapy's defaults and tse_scrapy/settings.py do not name: Scrapy's
+# own without a default (and UNTYPED_SETTING_KINDS's), scrapy-redis's (the distributed crawl's), scrapy-
+# playwright's (its README) and the one the spider sets itself.  (tests/test_crawl_settings.py checks the
+# list against Scrapy's, scrapy-redis's and the project's sources.)
 EXTENSION_SETTINGS = frozenset(
     {
+        "META_COPY_WARN_SKIP_KEYS",
         *("DUPEFILTER_CLASS", "DUPEFILTER_DEBUG", "REDIS_CLS", "REDIS_DB", "REDIS_DECODE_RESPONSES"),
         *("REDIS_ENCODING", "REDIS_HOST", "REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER", "REDIS_PARAMS"),
         *("REDIS_PORT", "REDIS_START_URLS_AS_SET", "REDIS_START_URLS_AS_ZSET", "REDIS_START_URLS_BATCH_SIZE"),
