@@ -47,6 +47,7 @@ from .rules.crawling.crawlargs import (
     is_yes,
     setting_is_on,
 )
+from .rules.crawling.secrets import shown_message
 from .rules.files import pagedir
 from .rules.files.outputfile import OutputFileRefused, check_output_file
 from .update import catalog
@@ -140,10 +141,10 @@ def _warn_unknown_settings(program: str, unknown: list[str]) -> None:
     """One line a setting given that nothing this crawl runs reads (said, not refused: a user's own
     extension may read it), once the crawl is to run."""
     for name in unknown:
-        sys.stderr.write(
-            f"{program}: warning: -s {name} is not a setting of Scrapy, tse or their extensions"
-            " (only an extension of yours would read it)\n"
+        said = (
+            f"-s {name} is not a setting of Scrapy, tse or their extensions (only an extension of yours would read it)"
         )
+        sys.stderr.write(f"{program}: warning: {shown_message(said)}\n")  # (its control characters escaped)
 
 
 def known_setting_names() -> frozenset[str]:
