@@ -96,6 +96,15 @@ def test_extra_arguments_are_refused(site):
     )
 
 
+def test_a_mistyped_spider_name_is_one_line(site):
+    # It was a 37-line traceback ending "KeyError: 'Spider not found: tsee'", exit 1.
+    server, pagedir = site
+    result = run_scrapy("crawl", "tsee", "-a", f"seed={server.url}/index.html", "-a", f"pagedir={pagedir}")
+    assert_refused(result, server, pagedir)
+    assert result.returncode == 2
+    assert result.stderr.decode() == "scrapy crawl: no spider named 'tsee' (the spiders: tse)\n"
+
+
 def test_unknown_spider_arguments_are_ignored(site):
     server, pagedir = site
     result = run_scrapy(

@@ -15,7 +15,7 @@ from scrapy.settings import Settings, default_settings
 from tests.conftest import run_scrapy, run_tse
 from tests.support.sitegen import write_site
 from tse_scrapy import settings as project
-from tse_scrapy.crawlstart import READ_AS_FLOAT, setting_defaults
+from tse_scrapy.crawlstart import READ_AS_FLOAT, known_setting_names, setting_defaults
 from tse_scrapy.rules.crawling.crawlargs import ArgumentError, check_setting_values
 
 
@@ -75,6 +75,57 @@ def test_a_setting_scrapy_cannot_read_is_refused_in_one_line(site, program, give
     again = run(server, pagedir, "-s", "DOWNLOAD_DELAY=0")
     assert again.returncode == 0, again.stderr.decode()
     assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+
+
+MISSPELT = {
+    # (the setting given, the known one the one line suggests)
+    "DOWNLOAD_DELEY=0": "DOWNLOAD_DELAY",  # a newcomer's find: ignored, the crawl ran at a page a second
+    "download_delay=0": "DOWNLOAD_DELAY",
+    "CONCURENT_REQUESTS=2": "CONCURRENT_REQUESTS",
+    "TSE_MAX_PAGE=3": "TSE_MAX_PAGES",  # one of the project's own
+    "REDIS_PROT=7000": "REDIS_PORT",  # one of scrapy-redis's
+}
+
+
+# Through both commands in turn, as above: refused before the page directory is looked at.
+@pytest.mark.parametrize(
+    ("given", "program"),
+    [(given, ("scrapy crawl tse", "tse crawl")[number % 2]) for number, given in enumerate(MISSPELT)],
+)
+def test_a_misspelt_setting_is_refused_in_one_line(site, program, given):
+    server, pagedir = site
+    run = tse_crawl if program == "tse crawl" else scrapy_crawl
+    result = run(server, pagedir, "-s", "DOWNLOAD_DELAY=0", "-s", given)
+    name = given.split("=", 1)[0]
+    case = " (names are case-sensitive)" if name.upper() == MISSPELT[given] else ""
+    assert result.stderr.decode() == f"{program}: -s {name} is not a setting{case}: did you mean {MISSPELT[given]}?\n"
+    assert (result.returncode, result.stdout, server.hits, os.listdir(pagedir)) == (2, b"", [], [])
+
+
+@pytest.mark.parametrize("program", ["tse crawl", "scrapy crawl tse"])
+def test_a_setting_no_one_knows_is_said_and_taken(site, program):
+    # A user's own extension may read it: the crawl runs, saying once that nothing of Scrapy's or tse's does.
+    server, pagedir = site
+    run = tse_crawl if program == "tse crawl" else scrapy_crawl
+    result = run(server, pagedir, "-s", "DOWNLOAD_DELAY=0", "-s", "NOSUCH_SETTING=1")
+    assert result.returncode == 0, result.stderr.decode()
+    warning = (
+        f"{program}: warning: -s NOSUCH_SETTING is not a setting of Scrapy, tse or their extensions"
+        " (only an extension of yours would read it)"
+    )
+    assert result.stderr.decode().splitlines().count(warning) == 1
+    assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+
+
+def test_every_setting_scrapy_scrapy_redis_and_tse_read_is_known():
+    # (A setting read and not known would be refused when near another's name, or warned of.)
+    import scrapy_redis
+
+    roots = [Path(scrapy.__file__).parent, Path(scrapy_redis.__file__).parent, Path("tse_scrapy")]
+    read = re.compile(r"settings?\s*(?:\.get\w*\(|\[)\s*[\"']([A-Z][A-Z0-9_]+)[\"']")
+    names = {name for root in roots for path in root.rglob("*.py") for name in read.findall(path.read_text("utf-8"))}
+    assert {"REDIS_ITEMS_KEY", "TSE_UPDATE", "CONCURRENT_REQUESTS_PER_IP"} <= names  # (the pattern finds them)
+    assert names - known_setting_names() == set()
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,13 @@ from tse_scrapy.rules.crawling.crawlargs import (
     ArgumentError,
     check_crawl_args,
     check_crawl_name,
+    check_no_pages,
     check_same_crawl,
+    check_setting_names,
     crawl_name,
+    misspelt_setting,
+    pages_held_refusal,
+    setting_edits_allowed,
     setting_is_on,
 )
 
@@ -137,3 +142,124 @@ def test_setting_is_on(value, on):
 @given(st.one_of(st.booleans(), st.integers(-3, 3), st.sampled_from(["0", "1", "7", "True", "true", "False", "false"])))
 def test_setting_is_on_as_scrapy_reads_it(value):
     assert setting_is_on(value) == Settings({"NAME": value}).getbool("NAME")
+
+
+KNOWN = frozenset({"DOWNLOAD_DELAY", "DOWNLOAD_TIMEOUT", "DNS_TIMEOUT", "RETRY_TIMES", "LOG_LEVEL", "TSE_MAX_PAGES"})
+
+
+@pytest.mark.parametrize(
+    "name, meant",
+    [
+        ("DOWNLOAD_DELAY", None),  # known
+        ("download_delay", "DOWNLOAD_DELAY"),  # another case: Scrapy ignored it
+        ("Download_Delay", "DOWNLOAD_DELAY"),
+        ("DOWNLOAD_DELEY", "DOWNLOAD_DELAY"),  # a letter changed
+        ("DOWNLAOD_DELAY", "DOWNLOAD_DELAY"),  # two swapped: one edit
+        ("DOWNLOAD_DLY", "DOWNLOAD_DELAY"),  # two dropped from a long name
+        ("DOWNLOAD_DL", None),  # three
+        ("download_deley", "DOWNLOAD_DELAY"),  # case is no edit
+        ("RETRY_TIME", "RETRY_TIMES"),
+        ("LOG_LEVLE", "LOG_LEVEL"),  # a short name: one edit
+        ("LOG_LVL", None),  # two
+        ("DNS_TIMEOUTS", "DNS_TIMEOUT"),
+        ("TSE_MAXPAGES", "TSE_MAX_PAGES"),
+        ("MY_EXTENSION_LIMIT", None),  # a user's own: near none
+        ("LOG", None),
+    ],
+)
+def test_misspelt_setting(name, meant):
+    assert misspelt_setting(name, KNOWN) == meant
+
+
+def test_check_setting_names():
+    assert check_setting_names(["DOWNLOAD_DELAY", "MY_LIMIT", "LOG_LEVEL", "OTHER"], KNOWN) == ["MY_LIMIT", "OTHER"]
+    with pytest.raises(ArgumentError, match=r"^-s DOWNLOAD_DELEY is not a setting: did you mean DOWNLOAD_DELAY\?$"):
+        check_setting_names(["MY_LIMIT", "DOWNLOAD_DELEY"], KNOWN)
+    message = r"^-s log_level is not a setting \(names are case-sensitive\): did you mean LOG_LEVEL\?$"
+    with pytest.raises(ArgumentError, match=message):
+        check_setting_names(["log_level"], KNOWN)
+
+
+def _edits(a: str, b: str) -> int:
+    """The optimal string alignment distance: letters added, dropped, changed, or two neighbours swapped."""
+    row = [[i + j if not i * j else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            cost = a[i - 1] != b[j - 1]
+            row[i][j] = min(row[i - 1][j] + 1, row[i][j - 1] + 1, row[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[i][j] = min(row[i][j], row[i - 2][j - 2] + 1)
+    return row[len(a)][len(b)]
+
+
+@given(
+    st.one_of(
+        st.text(alphabet="ADEGILMNOPRSTWXY_ad", min_size=1, max_size=16),
+        st.sampled_from(sorted(KNOWN)).flatmap(
+            lambda known: st.lists(st.sampled_from(["keep", "drop", "swap", "lower", "add"]), max_size=3).map(
+                lambda edits: _edited(known, edits)
+            )
+        ),
+    )
+)
+def test_a_name_is_taken_for_the_nearest_known_one_within_its_edits(name):
+    meant = misspelt_setting(name, KNOWN)
+    if name in KNOWN:
+        assert meant is None
+        return
+    nearest = min(_edits(name.upper(), known.upper()) for known in KNOWN)
+    if nearest > setting_edits_allowed(name):
+        assert meant is None
+    else:
+        assert meant in KNOWN and _edits(name.upper(), meant.upper()) == nearest
+        assert meant == min(known for known in KNOWN if _edits(name.upper(), known.upper()) == nearest)
+
+
+def _edited(name: str, edits: list[str]) -> str:
+    for number, edit in enumerate(edits):
+        at = number % max(len(name) - 1, 1)
+        if edit == "drop":
+            name = name[:at] + name[at + 1 :]
+        elif edit == "swap" and len(name) > at + 1:
+            name = name[:at] + name[at + 1] + name[at] + name[at + 2 :]
+        elif edit == "lower":
+            name = name.lower()
+        elif edit == "add":
+            name = name[:at] + "X" + name[at:]
+    return name or "X"
+
+
+ANOTHER = "P already holds the pages of another crawl; crawl into an empty directory"
+SAME = "P holds a finished crawl of {}: crawl it again with --update (-a update=yes), or crawl into an empty directory"
+
+
+@pytest.mark.parametrize(
+    "first_url, seeds, message",
+    [
+        ("http://h/index.html", ["http://h/index.html"], SAME.format("http://h/index.html")),
+        ("http://h/b.html", ["http://h/a.html", "http://h/b.html"], SAME.format("http://h/b.html")),  # one of its seeds
+        ("http://h/other.html", ["http://h/index.html"], ANOTHER),
+        (None, ["http://h/index.html"], ANOTHER),  # page 1 unreadable or missing: nothing tells
+        ("http://h/index.html", [], ANOTHER),
+    ],
+)
+def test_pages_held_refusal(first_url, seeds, message):
+    assert pages_held_refusal("P", first_url, seeds) == message
+
+
+@given(
+    st.sampled_from(["http://h/a.html", "http://h/b.html", "http://h/c.html"]),
+    st.lists(st.sampled_from(["http://h/a.html", "http://h/b.html"])),
+)
+def test_update_is_suggested_exactly_for_a_crawl_of_one_of_the_seeds(first_url, seeds):
+    message = pages_held_refusal("P", first_url, seeds)
+    assert ("--update" in message) == (first_url in seeds)
+
+
+def test_check_no_pages_reads_page_1(tmp_path):
+    check_no_pages(tmp_path, ["http://h/index.html"])  # no pages: a new crawl
+    (tmp_path / "1").write_bytes(b"http://h/index.html\n0\n<html></html>\n")
+    with pytest.raises(ArgumentError, match=r"holds a finished crawl of http://h/index\.html: crawl it again"):
+        check_no_pages(tmp_path, ["http://h/index.html"])
+    with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
+        check_no_pages(tmp_path, ["http://h/other.html"])

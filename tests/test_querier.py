@@ -4,6 +4,7 @@ import contextlib
 import os
 import pty
 import select
+import shutil
 import sqlite3
 import subprocess
 import time
@@ -12,6 +13,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
+from tests.support.reference import build_page_directory, triples
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.resume.statedb import CrawlStateDB, state_path
 
@@ -312,6 +314,42 @@ def test_bad_invocations(engine, tmp_path):
     assert "no directory" in one_line_failure(run_tse("index", pages, tmp_path / "nodir" / "index"))
     assert "is a directory" in one_line_failure(run_tse("index", pages, tmp_path))
     assert "is a directory" in one_line_failure(run_tse("indextest", index, tmp_path))
+
+
+def test_another_crawls_directory_is_refused_in_every_ranking(engine, tmp_path):
+    # It printed the other crawl's URLs for the index's docIDs and exited 0 (bm25 after a warning).
+    index = engine[1]
+    other = write_pages(tmp_path / "other", {1: ("http://elsewhere/index.html", 0, b"cat dog emu")})
+    for rank in ("tse", "bm25", "relevance"):
+        result = run_tse("query", other, index, "--rank", rank, input=b"cat\n")
+        assert result.returncode == 1
+        assert one_line_failure(result) == (
+            f"tse query: {other} is not the crawl {index} was written from (its page 1 is"
+            " 'http://elsewhere/index.html', the index's 'http://h/one.html')"
+        )
+
+
+def test_the_reference_index_alone_is_queried_with_its_crawls_urls(reference_dir, mirror, tmp_path):
+    # No document store beside it (the reference indexer writes none): nothing says which crawl it was
+    # written from, so it is queried as the reference querier would, with the page files' URLs.
+    pages = build_page_directory(reference_dir, mirror, "letters-5", tmp_path / "letters")
+    index = tmp_path / "letters.index"
+    shutil.copyfile(reference_dir / "index" / "letters-5.index", index)
+    counts = triples(index.read_bytes())
+    rows = (reference_dir / "crawls" / "letters-5.tsv").read_text().splitlines()[1:]
+    urls = dict(row.split("\t")[::2] for row in rows)
+    scores: dict[int, int] = {}
+    for word, doc_id, count in counts:
+        if word in ("breadth", "depth"):
+            scores[doc_id] = scores.get(doc_id, 0) + count
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    expected = f"Query: breadth or depth \nMatches {len(ranked)} documents (ranked):\n" + "".join(
+        f"score {score:3d} doc {doc_id:3d}: {urls[str(doc_id)]}\n" for doc_id, score in ranked
+    )
+    assert len(ranked) >= 2
+    result = run_tse("query", pages, index, input=b"breadth or depth\n")
+    assert result.returncode == 0 and result.stderr == b""
+    assert result.stdout.decode() == expected + D
 
 
 SWAPPED = "; the arguments are PAGEDIR INDEXFILE: were they swapped?"

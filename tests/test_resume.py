@@ -154,7 +154,15 @@ def test_refuses_to_mix_crawls(tmp_path, serve):
     assert run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0").returncode == 0
     before = tree(out)
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix)
-    assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr
+    # The same seed's finished crawl is said to be one ("another crawl" was all it said).
+    assert result.returncode == 2 and result.stderr.decode() == (
+        f"tse crawl: {out} holds a finished crawl of {seed}: crawl it again with --update (-a update=yes),"
+        " or crawl into an empty directory\n"
+    )
+    result = run_tse("crawl", f"{server.url}/a.html", out, 1, "--prefix", prefix)
+    assert result.returncode == 2 and result.stderr.decode() == (
+        f"tse crawl: {out} already holds the pages of another crawl; crawl into an empty directory\n"
+    )
     (out / ".tse-state.sqlite").write_bytes(b"")  # not a crawl state: still refused
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
     assert result.returncode == 2

@@ -44,6 +44,16 @@ def test_a_reader_that_goes_away_ends_it_quietly(redis_server, redis_url):
     assert done.stdout.decode().splitlines()[-1] == "141" and done.stderr.decode() == "", done.stderr
 
 
+def test_every_0_repeats(redis_server, redis_url):
+    # It printed once and exited 0: 0 was taken for no --every, where the doc says 0 or more, repeating.
+    redis_server.client().set("tse:z:params", THIS_FORMAT)
+    every = f"{BIN / 'tse'} status --redis {redis_url} z --every 0 | head -3; echo ${{PIPESTATUS[0]}}"
+    done = subprocess.run(["bash", "-c", every], capture_output=True, timeout=60, env=clean_env())
+    lines = done.stdout.decode().splitlines()
+    assert [line.split(":")[0] for line in lines[:3]] == ["crawl z"] * 3 and lines[3:] == ["141"], lines
+    assert done.stderr.decode() == ""
+
+
 @pytest.mark.parametrize("every", ["1e10", "86401"])
 def test_an_interval_over_a_day_is_refused(every):
     # (1e10 was an OverflowError traceback from the sleep: a review's find.)

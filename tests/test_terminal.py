@@ -23,11 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import page_count, write_pages
 from tse_scrapy.crawl.extensions.progress import fit
 from tse_scrapy.devtools.siteserver import SiteServer
+from tse_scrapy.terminal import locale_is_ascii
 
 DEMO_SITE = ROOT / "tse_scrapy" / "devtools" / "demo_site"
 DEPTH = 3
@@ -66,14 +69,14 @@ def terminal_env() -> dict:
     return env
 
 
-def on_pty(command, *, stdout="pty", stderr="pty", sized=True, timeout=90.0):
+def on_pty(command, *, stdout="pty", stderr="pty", sized=True, timeout=90.0, env=None):
     """Run *command* with stdout and/or stderr on a new pty ("pty"), else on *stdout*/*stderr*
     (a file, or subprocess.PIPE); read the pty until the program exits.
 
     Returns (exit status, the bytes written to the pty, stdout bytes if piped, stderr bytes if piped).
     """
     controller, terminal = open_pty(sized)
-    env = terminal_env()
+    env = env or terminal_env()
     process = subprocess.Popen(
         [str(part) for part in command],
         stdin=subprocess.DEVNULL,
@@ -282,6 +285,17 @@ def test_unsized_terminal_still_shows_the_line(demo, tmp_path):
     assert page_count(tmp_path / "pages") == SAVED
 
 
+def test_a_c_locale_gets_ascii_separators(demo, tmp_path):
+    # Python writes UTF-8 in the C locale (its UTF-8 mode): the line drew `·` and `≥` there all the same.
+    env = {k: v for k, v in terminal_env().items() if k not in ("PYTHONUTF8", "PYTHONIOENCODING", "LC_CTYPE")}
+    with open(tmp_path / "out", "wb") as out:
+        command = tse_crawl(demo, tmp_path / "pages", *FAST)
+        status, written, _, _ = on_pty(command, stdout=out, env={**env, "LANG": "C", "LC_ALL": "C"})
+    assert status == 0, written
+    assert written.isascii(), written
+    assert re.search(rb"saved \d+ \| queued \d+", written), written
+
+
 def test_no_progress(demo, tmp_path):
     with open(tmp_path / "out", "wb") as out:
         status, written, _, _ = on_pty(tse_crawl(demo, tmp_path / "pages", *FAST, "--no-progress"), stdout=out)
@@ -377,3 +391,38 @@ PARTS = ["saved 212", "queued 590 (d1 12, d2 578)", "failed 3", "1.0 req/s", "3:
 )
 def test_the_status_line_keeps_its_eta_on_a_narrow_terminal(width, shown):
     assert fit(PARTS, " · ", width) == shown
+
+
+@pytest.mark.parametrize(
+    "environ, utf8_mode, ascii_only",
+    [
+        ({}, False, True),  # no locale: C
+        ({"LANG": "C"}, False, True),
+        ({"LANG": "POSIX"}, False, True),
+        ({"LANG": "en_GB.UTF-8"}, False, False),
+        ({"LANG": "C.UTF-8"}, False, False),
+        ({"LANG": "en_GB.UTF-8", "LC_ALL": "C"}, False, True),  # LC_ALL first
+        ({"LANG": "C", "LC_CTYPE": "C.UTF-8"}, False, False),  # then LC_CTYPE
+        ({"LANG": "C", "LC_ALL": "", "LC_CTYPE": "C.UTF-8"}, False, False),  # an empty one is not set
+        ({"LANG": "C", "LC_CTYPE": "C.UTF-8"}, True, True),  # Python's own LC_CTYPE, in the mode it set
+        # The mode asked for: LC_CTYPE, Python's or the user's (no telling), is taken as said.
+        ({"LANG": "C", "LC_CTYPE": "C.UTF-8", "PYTHONUTF8": "1"}, True, False),
+        ({"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "1"}, True, True),
+        ({"LANG": "en_GB.UTF-8", "PYTHONUTF8": "1"}, True, False),
+        ({"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "utf-8"}, True, False),  # the stream's encoding says
+        ({"LANG": "en_GB.ISO-8859-1"}, False, False),  # (the stream's encoding, latin-1, has no ≥)
+    ],
+)
+def test_locale_is_ascii(environ, utf8_mode, ascii_only):
+    assert locale_is_ascii(environ, utf8_mode) == ascii_only
+
+
+LOCALES = st.sampled_from(["", "C", "POSIX", "C.UTF-8", "en_US.UTF-8", "fr_FR.ISO-8859-1"])
+
+
+@given(st.dictionaries(st.sampled_from(["LC_ALL", "LC_CTYPE", "LANG"]), LOCALES), st.booleans(), st.booleans())
+def test_the_first_locale_set_decides_unless_the_encoding_is_given(locales, utf8_mode, encoding_given):
+    environ = {**locales, **({"PYTHONIOENCODING": "utf-8"} if encoding_given else {})}
+    first = next((locales[name] for name in ("LC_ALL", "LC_CTYPE", "LANG") if locales.get(name)), "")
+    expected = not encoding_given and (utf8_mode or first in ("", "C", "POSIX"))
+    assert locale_is_ascii(environ, utf8_mode) == expected

@@ -354,9 +354,10 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
         == f"tse crawl: cannot update: {bad}/2: not a page file (URL, depth, page): it is one line, "
         "without a line break (a page file's URL, then its depth)\n".encode()
     )
-    # A plain crawl into a directory that holds one is refused as before.
+    # A plain crawl into a directory that holds one is refused, sent to --update.
     result = crawl_site(server, out, 1)
-    assert result.returncode == 2 and b"already holds the pages of another crawl" in result.stderr
+    assert result.returncode == 2 and b"holds a finished crawl of " in result.stderr
+    assert b"crawl it again with --update" in result.stderr
 
 
 def test_the_change_rate_order_revisits_what_changes(tmp_path, serve):

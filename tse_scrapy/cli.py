@@ -86,6 +86,9 @@ def _patience(text: str) -> float:
 
 
 MAX_INTERVAL = 86_400  # status --every: seconds at most
+# status --every: seconds at least (0 is as often as this): a reader follows no more than ten lines a second,
+# and each look is several Redis commands on the server the crawl's workers share.
+MIN_INTERVAL = 0.1
 
 
 def _interval(text: str) -> float:
@@ -629,6 +632,7 @@ def indextest(options: argparse.Namespace) -> int:
 
 
 def query(options: argparse.Namespace) -> int:
+    from .index.docstore import other_crawl
     from .index.indexer import check_page_directory
     from .index.querier import Querier, run
     from .index.storage import IndexReader
@@ -638,6 +642,10 @@ def query(options: argparse.Namespace) -> int:
     _index_warnings_said_by("query")
     with _one_line_errors("query", options.indexfile):
         check_page_directory(options.pagedir, options.indexfile)
+        # Another crawl's directory would answer with its URLs for the index's docIDs, in every ranking
+        # (an index without a document store, the reference's, tells nothing: it is queried as before).
+        if problem := other_crawl(options.indexfile, options.pagedir):
+            raise _Failed(_one_line("query", problem))
         querier = Querier(options.pagedir, IndexReader(options.indexfile), options.rank)
         if options.rank == "bm25":
             querier.engine.docs  # noqa: B018 (opened now: a page it must read fails here, in one line)
@@ -808,6 +816,8 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
     # last worker removes its keys) from one never there, or lost by a Redis restarted without them.
     seen: dict | None = None
     run_id: str | None = None
+    # None: once.  (0 was taken for once too, while the doc said it repeats.)
+    every = None if options.every is None else max(options.every, MIN_INTERVAL)
     try:
         while True:
             try:
@@ -822,13 +832,13 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
             except redis.RedisError as error:
                 if not is_outage(error):
                     return _one_line("status", _refusal(error, shown_url))
-                if not options.every:  # once: no wait, exit 1
+                if every is None:  # once: no wait, exit 1
                     return _one_line("status", outage_line(error, shown_url))
                 print(
-                    f"crawl {options.name}: {outage_line(error, shown_url)}; asking again in {options.every:g} s",
+                    f"crawl {options.name}: {outage_line(error, shown_url)}; asking again in {every:g} s",
                     flush=True,
                 )
-                time.sleep(options.every)
+                time.sleep(every)
                 continue
             if problem is not None:
                 return _one_line("status", f"crawl {options.name} in Redis at {shown_url}: {problem}")
@@ -868,13 +878,13 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
             if shown["quarantined"]:
                 line += f", quarantined {shown['quarantined']} ({crawl.keys.quarantine})"
             print(line, flush=True)
-            for record in shown["quarantine"] if not options.every else ():
+            for record in shown["quarantine"] if every is None else ():
                 print(f"  quarantined: {record}", flush=True)
             over = not shown["exists"] or (shown["finishing"] and shown["kept"])
-            if not options.every or over:
+            if every is None or over:
                 return OK
             seen = shown
-            time.sleep(options.every)
+            time.sleep(every)
     except KeyboardInterrupt:
         return OK
 
@@ -940,7 +950,7 @@ def crawl(options: argparse.Namespace) -> int:
         if value is not None:
             given[name] = value
     try:
-        start = prepare_crawl(spider_args, given.get)
+        start = prepare_crawl(spider_args, given.get, given=given)
     except ArgumentError as error:
         return _one_line("crawl", str(error), USAGE)
     if start.nothing_to_do:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,18 +32,22 @@ from .resume.statedb import (
 )
 from .rules.crawling.changes import CHANGES_FILE
 from .rules.crawling.crawlargs import (
+    EXTENSION_SETTINGS,
     PAGE_LIMIT_SETTINGS,
+    UNTYPED_SETTING_KINDS,
     ArgumentError,
     CrawlArgs,
     check_crawl_args,
     check_page_limit,
     check_same_crawl,
     check_same_outputs,
+    check_setting_names,
     check_setting_values,
     check_yes_no_arguments,
     is_yes,
     setting_is_on,
 )
+from .rules.crawling.secrets import shown_message
 from .rules.files import pagedir
 from .rules.files.outputfile import OutputFileRefused, check_output_file
 from .update import catalog
@@ -98,9 +103,12 @@ OPTION_NAMES = {
 }
 
 
-def prepare_crawl(spider_args: dict[str, Any], setting: Setting, program: str = "tse crawl") -> CrawlStart:
+def prepare_crawl(
+    spider_args: dict[str, Any], setting: Setting, program: str = "tse crawl", given: Iterable[str] = ()
+) -> CrawlStart:
     """Check the spider's arguments and the settings; raise ArgumentError (one line) to refuse.
-    *program* (``OPTION_NAMES``) says how the options were given.
+    *program* (``OPTION_NAMES``) says how the options were given; *given* names the settings given
+    (``-s``): a misspelt one is refused, one no one knows said once the crawl is to run.
 
     A crawl of one process holds its page directory's lock from here until it
     has closed (``CrawlStart.lock``, ``resume/pagedirlock.py``); one that is
@@ -108,9 +116,12 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting, program: str = 
     distributed crawl is created in Redis (first worker) or joined (later ones).
     """
     check_yes_no_arguments(spider_args)
+    unknown = check_setting_names(given, known_setting_names())
     if setting("TSE_REDIS_URL"):
         check_setting_values(setting_defaults(), setting)
-        return _prepare_distributed_crawl(spider_args, setting)
+        start = _prepare_distributed_crawl(spider_args, setting)
+        _warn_unknown_settings(program, unknown)
+        return start
     args = check_crawl_args(**spider_args)
     check_setting_values(setting_defaults(), setting)
     lock = lock_page_directory(args.pagedir)
@@ -122,7 +133,24 @@ def prepare_crawl(spider_args: dict[str, Any], setting: Setting, program: str = 
     if start.nothing_to_do:
         lock.release()
         return start
+    _warn_unknown_settings(program, unknown)
     return replace(start, lock=lock)
+
+
+def _warn_unknown_settings(program: str, unknown: list[str]) -> None:
+    """One line a setting given that nothing this crawl runs reads (said, not refused: a user's own
+    extension may read it), once the crawl is to run."""
+    for name in unknown:
+        said = (
+            f"-s {name} is not a setting of Scrapy, tse or their extensions (only an extension of yours would read it)"
+        )
+        sys.stderr.write(f"{program}: warning: {shown_message(said)}\n")  # (its control characters escaped)
+
+
+def known_setting_names() -> frozenset[str]:
+    """The names of the settings a crawl's code reads: Scrapy's and the project's (``setting_defaults``),
+    those without a default (``UNTYPED_SETTING_KINDS``) and its extensions' (``EXTENSION_SETTINGS``)."""
+    return frozenset(setting_defaults()) | UNTYPED_SETTING_KINDS.keys() | EXTENSION_SETTINGS
 
 
 # Settings whose default is an int that Scrapy reads as a float (``settings.getfloat``): 2.5 is good.

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 
@@ -41,8 +42,31 @@ def columns(stream: Any) -> int:
         return 0
 
 
-def at_least_sign(stream: Any) -> str:
-    """``≥`` where the terminal can show it, else ``>=``."""
+# The locale categories that say a terminal's character set, the first one set deciding (POSIX's order).
+LOCALE_VARIABLES = ("LC_ALL", "LC_CTYPE", "LANG")
+
+
+def locale_is_ascii(environ: Mapping[str, str], utf8_mode: bool) -> bool:
+    """True when the locale says the terminal shows ASCII only: C, POSIX or none (``LC_ALL``, else
+    ``LC_CTYPE``, else ``LANG``), unless ``PYTHONIOENCODING`` says how the output is encoded (then the
+    stream's encoding decides).  Python itself writes UTF-8 in such a locale: it turns its UTF-8 mode on
+    (*utf8_mode* without ``PYTHONUTF8``), and, without LC_ALL, sets ``LC_CTYPE=C.UTF-8`` in its own
+    environment, so the stream's encoding says UTF-8 where the terminal may not show it."""
+    if environ.get("PYTHONIOENCODING"):
+        return False
+    if utf8_mode and not environ.get("PYTHONUTF8"):
+        return True  # (the locale was C or POSIX when Python started, whatever it says now)
+    locale = next((environ[name] for name in LOCALE_VARIABLES if environ.get(name)), "")
+    return locale in ("", "C", "POSIX")
+
+
+def at_least_sign(stream: Any, environ: Mapping[str, str] | None = None, utf8_mode: bool | None = None) -> str:
+    """``≥`` where the terminal can show it, else ``>=``: its locale (*environ*, os.environ by default) is
+    not C or POSIX (``locale_is_ascii``), and *stream*'s encoding has the sign."""
+    environ = os.environ if environ is None else environ
+    utf8_mode = bool(sys.flags.utf8_mode) if utf8_mode is None else utf8_mode
+    if locale_is_ascii(environ, utf8_mode):
+        return ">="
     try:
         "\u2265".encode(getattr(stream, "encoding", None) or "ascii")
     except (LookupError, UnicodeEncodeError):

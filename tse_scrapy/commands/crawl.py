@@ -35,6 +35,7 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         if args[:1] != [TseSpider.name]:
+            self._check_spider_name(args)
             return
         program = f"scrapy crawl {TseSpider.name}"
         try:
@@ -42,12 +43,25 @@ class Command(ScrapyCrawlCommand):
                 raise ArgumentError(
                     f"unexpected argument(s): {' '.join(args[1:])} (spider arguments go with -a NAME=VALUE)"
                 )
-            start = prepare_crawl(opts.spargs, self.settings.get, program)
+            given = [setting.split("=", 1)[0] for setting in opts.set]  # (-s NAME=VALUE, as Scrapy took them)
+            start = prepare_crawl(opts.spargs, self.settings.get, program, given)
         except ArgumentError as error:
             self._leave(USAGE, "CRITICAL", f"{program}: {error}")
         if start.nothing_to_do:
             self._leave(OK, "INFO", f"{program}: {start.nothing_to_do}")
         self.start = start
+
+    def _check_spider_name(self, args: list[str]) -> None:
+        """Leave in one line, exit 2, when *args* name a spider there is none of: Scrapy said so in a
+        37-line traceback ("KeyError: 'Spider not found: tsee'"), after its start-up log."""
+        if len(args) != 1:
+            return  # (Scrapy's usage error)
+        from scrapy.spiderloader import get_spider_loader
+
+        spiders = get_spider_loader(self.settings).list()
+        if args[0] not in spiders:
+            names = ", ".join(sorted(spiders))
+            self._leave(USAGE, "CRITICAL", f"scrapy crawl: no spider named {args[0]!r} (the spiders: {names})")
 
     def _leave(self, status: int, level: str, message: str) -> None:
         sys.stderr.write(message + "\n")

@@ -64,7 +64,7 @@ def start_mode(
             return StartMode.UPDATED if resume and update_finished else StartMode.UPDATE
         if resume and not path.exists() and holds_pages(args.pagedir):
             return StartMode.FINISHED
-        check_no_pages(args.pagedir)
+        check_no_pages(args.pagedir, args.seeds)
         return StartMode.NEW
     interrupted = "update" if catalog_mode == CATALOG_UPDATE else "crawl"
     if not (resume or jobdir):

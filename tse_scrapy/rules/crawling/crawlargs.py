@@ -7,12 +7,12 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..files.pagedir import MARKER, holds_pages
+from ..files.pagedir import MARKER, holds_pages, read_page_url
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 from .secrets import mask_url
@@ -225,10 +225,28 @@ def _shown(name: str, value: Any) -> str:
     return str(value) if str(value) != "" else "(none)"
 
 
-def check_no_pages(pagedir: str) -> None:
-    """A new crawl starts in a directory without page files: it never mixes with another's."""
+def check_no_pages(pagedir: str, seeds: Iterable[str] = ()) -> None:
+    """A new crawl starts in a directory without page files: it never mixes with another's.  One of the
+    same seeds (*seeds*: the new crawl's, normalized) is said to be one: it is crawled again with
+    --update."""
     if holds_pages(pagedir):
-        raise ArgumentError(f"{pagedir} already holds the pages of another crawl; crawl into an empty directory")
+        try:
+            first = read_page_url(pagedir, 1)
+        except OSError:  # (no page 1, or unreadable: nothing tells whose crawl it is)
+            first = None
+        raise ArgumentError(pages_held_refusal(pagedir, first, seeds))
+
+
+def pages_held_refusal(pagedir: str, first_url: str | None, seeds: Iterable[str]) -> str:
+    """Why a new crawl of *seeds* is refused in *pagedir*, a finished crawl whose page 1 is *first_url*
+    (None: unknown): a crawl of the same seed (page 1 one of *seeds*) is crawled again with --update,
+    where "another crawl" sent the user to an empty directory."""
+    if first_url is not None and first_url in set(seeds):
+        return (
+            f"{pagedir} holds a finished crawl of {first_url}: crawl it again with --update (-a update=yes),"
+            " or crawl into an empty directory"
+        )
+    return f"{pagedir} already holds the pages of another crawl; crawl into an empty directory"
 
 
 def crawl_name(seeds: Any) -> str:
@@ -346,6 +364,70 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
         value = setting(name)
         if value is not None and int(value) < lowest:  # int: checked above
             raise ArgumentError(f"-s {name} must be a whole number, at least {lowest}: {value}")
+
+
+# The settings a crawl's code reads that Scrapy's defaults and tse_scrapy/settings.py do not name: Scrapy's
+# own without a default (and UNTYPED_SETTING_KINDS's), scrapy-redis's (the distributed crawl's), scrapy-
+# playwright's (its README) and the one the spider sets itself.  (tests/test_crawl_settings.py checks the
+# list against Scrapy's, scrapy-redis's and the project's sources.)
+EXTENSION_SETTINGS = frozenset(
+    {
+        "META_COPY_WARN_SKIP_KEYS",
+        *("DUPEFILTER_CLASS", "DUPEFILTER_DEBUG", "REDIS_CLS", "REDIS_DB", "REDIS_DECODE_RESPONSES"),
+        *("REDIS_ENCODING", "REDIS_HOST", "REDIS_ITEMS_KEY", "REDIS_ITEMS_SERIALIZER", "REDIS_PARAMS"),
+        *("REDIS_PORT", "REDIS_START_URLS_AS_SET", "REDIS_START_URLS_AS_ZSET", "REDIS_START_URLS_BATCH_SIZE"),
+        *("REDIS_START_URLS_KEY", "REDIS_URL", "SCHEDULER_DUPEFILTER_CLASS", "SCHEDULER_DUPEFILTER_KEY"),
+        *("SCHEDULER_FLUSH_ON_START", "SCHEDULER_IDLE_BEFORE_CLOSE", "SCHEDULER_PERSIST", "SCHEDULER_QUEUE_CLASS"),
+        *("SCHEDULER_QUEUE_KEY", "SCHEDULER_SERIALIZER", "STATS_KEY", "MAX_IDLE_TIME_BEFORE_CLOSE"),
+        *("PLAYWRIGHT_ABORT_REQUEST", "PLAYWRIGHT_BROWSER_TYPE", "PLAYWRIGHT_CDP_KWARGS", "PLAYWRIGHT_CDP_URL"),
+        *("PLAYWRIGHT_CONNECT_KWARGS", "PLAYWRIGHT_CONNECT_URL", "PLAYWRIGHT_CONTEXTS", "PLAYWRIGHT_LAUNCH_OPTIONS"),
+        *("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", "PLAYWRIGHT_MAX_CONTEXTS", "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"),
+        *("PLAYWRIGHT_PROCESS_REQUEST_HEADERS", "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER"),
+        "TSE_UPDATE",
+    }
+)
+
+
+def setting_edits_allowed(name: str) -> int:
+    """How many edits (a letter added, dropped, changed, or two neighbours swapped) from a known setting's
+    name *name* may be and still be taken for its misspelling: one in a short name, two in a long one
+    (``DOWNLOAD_DELEY``); a name of three letters or fewer is too short to tell."""
+    return 0 if len(name) <= 3 else 1 if len(name) < 10 else 2
+
+
+def misspelt_setting(name: str, known: Collection[str]) -> str | None:
+    """The known setting *name* (given with ``-s``) is most likely a misspelling of: one spelt the same in
+    another case (settings are case-sensitive: ``download_delay`` is ignored), else the nearest one within
+    ``setting_edits_allowed`` edits, the first in alphabetical order of the nearest.  None when *name* is
+    known, or near none: a user's own extension may read a setting no one else knows."""
+    if name in known:
+        return None
+    wanted = name.upper()
+    if same := sorted(other for other in known if other.upper() == wanted):
+        return same[0]
+    allowed = setting_edits_allowed(name)
+    if not allowed:
+        return None
+    from rapidfuzz import process
+    from rapidfuzz.distance import OSA
+
+    found = process.extractOne(wanted, sorted(known), scorer=OSA.distance, processor=str.upper, score_cutoff=allowed)
+    return found[0] if found is not None else None
+
+
+def check_setting_names(given: Iterable[str], known: Collection[str]) -> list[str]:
+    """Raise ArgumentError (``-s DOWNLOAD_DELEY is not a setting: did you mean DOWNLOAD_DELAY?``) for the
+    first setting *given* that is a misspelling of a *known* one (``misspelt_setting``): Scrapy ignores a
+    setting no one reads, and the crawl ran as if it had not been given.  Return the names given that are
+    neither known nor near a known one (only a user's own extension would read them)."""
+    unknown = []
+    for name in given:
+        if (meant := misspelt_setting(name, known)) is not None:
+            case = " (names are case-sensitive)" if meant.upper() == name.upper() else ""
+            raise ArgumentError(f"-s {name} is not a setting{case}: did you mean {meant}?")
+        if name not in known:
+            unknown.append(name)
+    return unknown
 
 
 def setting_is_on(value: Any) -> bool:
