@@ -159,8 +159,8 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert any(url.endswith("/data/catalog.json") for url in archived), archived
     index = tmp_path / "index"
     assert run_tse("index", pages, index).returncode == 0
-    for query in ("Zebra Quokka Catalogue", "zebra quokka marsupial"):
-        (answer,) = query_answers(pages, index, [query], "relevance")
+    queries = ["Zebra Quokka Catalogue", "zebra quokka marsupial"]
+    for query, answer in zip(queries, query_answers(pages, index, queries, "relevance"), strict=True):
         assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
 
 
