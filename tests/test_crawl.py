@@ -416,7 +416,7 @@ def test_of_several_seeds_the_failed_ones_are_named(tmp_path, serve):
 def test_an_honoured_crawl_delay_is_said_at_the_default_log_level(tmp_path, serve):
     # It was logged at INFO: tse crawl's terminal (from WARNING) never showed it, though the docs said so.
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
-    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.5\n")
+    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.1\n")  # (longer than crawl_site's 0)
     server = serve(site.root)
     out = tmp_path / "out"
     out.mkdir()
@@ -424,7 +424,7 @@ def test_an_honoured_crawl_delay_is_said_at_the_default_log_level(tmp_path, serv
     assert result.returncode == 0, result.stderr.decode()
     said = [line for line in result.stderr.decode().splitlines() if "Crawl-delay" in line]
     host = server.url.removeprefix("http://")
-    assert len(said) == 1 and said[0].endswith(f"robots.txt asks for a Crawl-delay of 0.5 s: honoured for {host}")
+    assert len(said) == 1 and said[0].endswith(f"robots.txt asks for a Crawl-delay of 0.1 s: honoured for {host}")
 
 
 def test_a_worker_joining_a_crawl_under_way_shows_no_deprecation_warning(tmp_path, serve, redis_url):

@@ -334,10 +334,13 @@ def gone_site(tmp_path: Path) -> tuple[Path, Path]:
     return pages, tmp_path / "index"
 
 
-def query_lines(pages: Path, indexfile: Path, line: str, *flags: str) -> list[str]:
-    result = run_tse("query", pages, indexfile, *flags, input=line.encode() + b"\n")
+def query_rows(pages: Path, indexfile: Path, lines: list[str], *flags: str) -> list[list[str]]:
+    """The result rows ``tse query`` answers each of *lines* with, in their order: one ``tse query`` for all."""
+    result = run_tse("query", pages, indexfile, *flags, input="".join(f"{line}\n" for line in lines).encode())
     assert result.returncode == 0 and result.stderr == b"", result.stderr
-    return [row for row in result.stdout.decode().splitlines() if row.startswith("score")]
+    blocks = result.stdout.decode().split("Query: ")[1:]
+    assert len(blocks) == len(lines), result.stdout
+    return [[row for row in block.splitlines() if row.startswith("score")] for block in blocks]
 
 
 @pytest.mark.parametrize("updated", [True, False], ids=["updated", "stale-index"])
@@ -345,10 +348,10 @@ def test_gone_pages_are_no_answer_of_tse_query(tmp_path, updated):
     pages, indexfile = gone_site(tmp_path)
     if updated:
         index(pages, indexfile, "--update")
-    rows = query_lines(pages, indexfile, "orchard")
+    rows, own, either = query_rows(pages, indexfile, ["orchard", "onlyc", "onlyc or onlyd"])
     assert [int(row.split("doc")[1].split(":")[0]) for row in rows] == [1, 2, 4, 5, 6, 8, 9, 10]
-    assert query_lines(pages, indexfile, "onlyc") == []  # page 3's own word
-    assert query_lines(pages, indexfile, "onlyc or onlyd") == ["score   4 doc   4: http://h/p4.html"]
+    assert own == []  # page 3's own word
+    assert either == ["score   4 doc   4: http://h/p4.html"]
 
 
 def test_bm25_does_not_count_gone_pages(tmp_path):
@@ -358,10 +361,13 @@ def test_bm25_does_not_count_gone_pages(tmp_path):
     kept = {new: pagedir.read_page(pages, old) for new, old in enumerate([1, 2, 4, 5, 6, 8, 9, 10], start=1)}
     other = write_pages(tmp_path / "kept", {n: (p.url, p.depth, p.body) for n, p in kept.items()})
     index(other, tmp_path / "kept.index")
-    for line in ("orchard", "onlyd or onlyh or apple", "mango"):
-        mine = {row.split(": ")[1]: row.split()[1] for row in query_lines(pages, indexfile, line, "--rank", "bm25")}
-        theirs = query_lines(other, tmp_path / "kept.index", line, "--rank", "bm25")
-        assert mine == {row.split(": ")[1]: row.split()[1] for row in theirs}, line
+    lines = ["orchard", "onlyd or onlyh or apple", "mango"]
+    mine = query_rows(pages, indexfile, lines, "--rank", "bm25")
+    theirs = query_rows(other, tmp_path / "kept.index", lines, "--rank", "bm25")
+    for line, my_rows, their_rows in zip(lines, mine, theirs, strict=True):
+        assert {row.split(": ")[1]: row.split()[1] for row in my_rows} == {
+            row.split(": ")[1]: row.split()[1] for row in their_rows
+        }, line
     engine = QueryEngine(pages, IndexReader(indexfile))
     assert engine.docs.from_file and engine.docs.pages == 8
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.pages import write_pages
+from tests.support.pages import snapshot, write_pages
 from tests.support.reference import build_page_directory, triples
 from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.resume.statedb import CrawlStateDB, state_path
@@ -32,6 +32,19 @@ def engine(tmp_path):
     result = run_tse("index", pages, tmp_path / "index")
     assert result.returncode == 0 and result.stdout == result.stderr == b""
     return pages, tmp_path / "index"
+
+
+@pytest.fixture(scope="module")
+def shared_engine(tmp_path_factory):
+    """The engine made once for the module's tests that only query it (a tse index each was most of
+    their time); checked untouched once they are done."""
+    root = tmp_path_factory.mktemp("shared")
+    pages = write_pages(root / "pages", {doc_id: (url, 1, body) for doc_id, (url, body) in PAGES.items()})
+    result = run_tse("index", pages, root / "index")
+    assert result.returncode == 0 and result.stdout == result.stderr == b""
+    before = snapshot(root)
+    yield pages, root / "index"
+    assert snapshot(root) == before
 
 
 def query(engine, text):
@@ -104,12 +117,12 @@ def test_index_file(engine):
         ("cat or and dog", "Query: cat or and dog \nError: 'or' and 'and' cannot be adjacent\n"),
     ],
 )
-def test_query_output(engine, line, output):
-    assert query(engine, line + "\n") == output
+def test_query_output(shared_engine, line, output):
+    assert query(shared_engine, line + "\n") == output
 
 
-def test_many_queries_and_no_final_newline(engine):
-    assert query(engine, "yak\n\nemu and dog") == (
+def test_many_queries_and_no_final_newline(shared_engine):
+    assert query(shared_engine, "yak\n\nemu and dog") == (
         "Query: yak \nNo documents match.\n"
         + D
         + "Query: emu and dog \nMatches 1 documents (ranked):\nscore   1 doc   2: http://h/two.html\n"
@@ -122,9 +135,9 @@ STRICT_LOCALE = {"PYTHONIOENCODING": "utf-8:strict"}
 
 
 @pytest.mark.parametrize("rank", ["tse", "relevance"])
-def test_a_closed_stdin_is_the_end_of_input_and_a_closed_stdout_one_line(engine, rank):
+def test_a_closed_stdin_is_the_end_of_input_and_a_closed_stdout_one_line(shared_engine, rank):
     # `tse query ... <&-` read from a stdin Python sees as None (a traceback); `>&-` wrote to None.
-    pages, index = engine
+    pages, index = shared_engine
     shell = f"{BIN / 'tse'} query {pages} {index} --rank {rank}"
     closed_in = subprocess.run(["sh", "-c", shell + " <&-"], capture_output=True, env=clean_env(), timeout=60)
     assert (closed_in.returncode, closed_in.stdout, closed_in.stderr) == (0, b"", b"")
@@ -143,8 +156,8 @@ def test_a_closed_stdin_is_the_end_of_input_and_a_closed_stdout_one_line(engine,
 
 
 @pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])
-def test_relevance_refuses_a_line_that_is_not_utf8_and_goes_on(engine, locale):
-    pages, index = engine
+def test_relevance_refuses_a_line_that_is_not_utf8_and_goes_on(shared_engine, locale):
+    pages, index = shared_engine
     lines = [
         b"emu\xe9",  # Latin-1
         b"yak",
@@ -166,8 +179,8 @@ def test_relevance_refuses_a_line_that_is_not_utf8_and_goes_on(engine, locale):
 
 @pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])
 @pytest.mark.parametrize("rank", ["tse", "bm25"])
-def test_bytes_that_are_no_utf8_are_bad_characters_as_the_reference_says(engine, rank, locale):
-    pages, index = engine
+def test_bytes_that_are_no_utf8_are_bad_characters_as_the_reference_says(shared_engine, rank, locale):
+    pages, index = shared_engine
     text = b"emu\xe9\ndeb\xffian\n\xef\xbf\xbd\nyak\n"
     result = run_tse("query", pages, index, "--rank", rank, input=text, env=clean_env(**locale))
     assert result.returncode == 0 and result.stderr == b"", result.stderr
@@ -180,10 +193,10 @@ def test_bytes_that_are_no_utf8_are_bad_characters_as_the_reference_says(engine,
 
 
 @pytest.mark.parametrize("rank", ["tse", "relevance"])
-def test_an_endless_line_is_not_held_whole(engine, rank):
+def test_an_endless_line_is_not_held_whole(shared_engine, rank):
     # 30 MB of letters on one line, then a query: the long line answered as too long, in bounded
     # memory, and the next line answered as usual.
-    pages, index = engine
+    pages, index = shared_engine
     text = b"emu" * 10_000_000 + b"\nemu\n"
     limit = 200 * 1024 * 1024  # address space: far less than the line held whole several times over
     result = subprocess.run(

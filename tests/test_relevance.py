@@ -56,6 +56,22 @@ def client(corpus):
     return app_client(*corpus)
 
 
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """sentences_client's app, made once in the module for each list of (language, sentence) texts: the
+    cases of a parametrized test search the same index (a `tse index` each case was a second or more of
+    the module's time), and only read it."""
+    made: dict[tuple, TestClient] = {}
+
+    def client_of(texts: list[tuple[str, str]]) -> TestClient:
+        key = tuple(texts)
+        if key not in made:
+            made[key] = sentences_client(tmp_path_factory.mktemp("sentences"), texts)
+        return made[key]
+
+    return client_of
+
+
 def search(client, query, known=PAGES, **params):
     """The JSON answer to *query* (rank=relevance, 100 a page), checked for what every answer must be:
     its keys, highlights inside the snippet in order, and each result's URL, title and language those
@@ -737,7 +753,7 @@ def test_a_words_stems_in_several_languages_weigh_as_one_word(tmp_path):
 
 
 @pytest.mark.parametrize(("language", "pages"), [("en", [1, 2]), ("fr", [4, 5])])
-def test_with_results_kept_to_a_language_a_word_only_another_languages_page_has_is_corrected(tmp_path, language, pages):
+def test_with_results_kept_to_a_language_a_word_only_another_languages_page_has_is_corrected(indexed, language, pages):
     # "Debain", a typo on one Japanese page, is a word the index holds: kept as typed (the documented
     # rule), it finds that page (and the Catalan one by its stem: both forms weighed as one word, their
     # order is their texts').  With lang=en or lang=fr no page of
@@ -745,7 +761,7 @@ def test_with_results_kept_to_a_language_a_word_only_another_languages_page_has_
     # and found nothing, without a suggestion; it is "debian" there ("debain" and "debian" share that
     # stem in Catalan only).
     texts = [("en", text) for text in ENGLISH_DEBIAN] + [("fr", text) for text in FRENCH_DEBIAN]
-    client = sentences_client(tmp_path, [*texts, ("ca", CATALAN_DEB), ("ja", JAPANESE_DEBAIN)])
+    client = indexed([*texts, ("ca", CATALAN_DEB), ("ja", JAPANESE_DEBAIN)])
     body = search(client, "debain", known={})
     assert body["suggestion"] is None and sorted(doc_ids(body)) == [7, 8], body  # (the Catalan page by its stem)
     body = search(client, "debain", known={}, lang=language)
@@ -792,11 +808,11 @@ CATALAN_INSTALLATION = [
 @pytest.mark.parametrize(
     "query", ["instal\u00b7laci\u00f3 completa", "installaci\u00f3 completa", "instal laci\u00f3 completa"]
 )
-def test_a_catalan_word_with_a_middle_dot_is_found_with_it_without_it_or_a_space_for_it(tmp_path, query):
+def test_a_catalan_word_with_a_middle_dot_is_found_with_it_without_it_or_a_space_for_it(indexed, query):
     # "instal\u00b7laci\u00f3" is one word: typed with its dot, without, or with a space for the dot (as
     # "letters only" types it: the two words typed apart also match the word they make joined).
     texts = [("ca", text) for text in CATALAN_INSTALLATION] + [("en", text) for text in ENGLISH_FIRMWARE]
-    client = sentences_client(tmp_path, texts)
+    client = indexed(texts)
     body = search(client, query, known={})
     assert body["partial"] is False and doc_ids(body) == [1], body
     marked = [result["snippet"][start:end] for result in body["results"] for start, end in result["highlights"]]
@@ -813,11 +829,11 @@ PYTHON_INSTALLATION_AND_LATIN = [
 @pytest.mark.parametrize(
     "typed", ["instal lation", "python instal lation", "instal\x01lation", "instal lation installation"]
 )
-def test_two_words_a_page_has_joined_are_not_corrected(tmp_path, typed):
+def test_two_words_a_page_has_joined_are_not_corrected(indexed, typed):
     # The words typed apart match the word they make joined; neither is taken as misspelt then: "lation"
     # (one edit from "latin") is not corrected, no "Did you mean instal latin" above the page of
     # "installation".  A control character typed between them is a space, as on the pages.
-    client = sentences_client(tmp_path, [("en", text) for text in PYTHON_INSTALLATION_AND_LATIN])
+    client = indexed([("en", text) for text in PYTHON_INSTALLATION_AND_LATIN])
     assert search(client, "lation", known={})["suggestion"] == "latin"  # (alone, it is corrected)
     body = search(client, typed, known={})
     assert body["suggestion"] is None and body["partial"] is False and doc_ids(body) == [1], body
@@ -834,10 +850,10 @@ GREEK_NON_FREE = (
     ("typed", "meant"),
     [("επίσημηςς", "επίσημης"), ("διανομηςς", "διανομής"), ("ΔΙΑΝΟΜΗΣΣ", "ΔΙΑΝΟΜΗΣ"), ("ΠΡΑΓΜΑΤΙΚΗΗ", "ΠΡΑΓΜΑΤΙΚΗ")],
 )
-def test_a_greek_suggestion_ends_its_words_with_a_final_sigma(tmp_path, typed, meant):
+def test_a_greek_suggestion_ends_its_words_with_a_final_sigma(indexed, typed, meant):
     # Case folding makes every sigma U+03C3: "Did you mean" showed how the page spelled it, folded.
     # Typed in capitals, it is in Greek capitals, which carry no accent (it was "ΔΙΑΝΟΜΉΣ").
-    client = sentences_client(tmp_path, [("el", GREEK_NON_FREE)])
+    client = indexed([("el", GREEK_NON_FREE)])
     body = search(client, typed, known={})
     assert body["suggestion"] == meant and doc_ids(body) == [1], body
 
@@ -853,10 +869,10 @@ GERMAN_SHARP_S = [
 @pytest.mark.parametrize(
     ("typed", "meant", "page"), [("Gröse", "Größe", 1), ("ausserhlab", "außerhalb", 2), ("AUSERHALB", "AUSSERHALB", 2)]
 )
-def test_a_german_suggestion_keeps_its_sharp_s(tmp_path, typed, meant, page):
+def test_a_german_suggestion_keeps_its_sharp_s(indexed, typed, meant, page):
     # Case folding spells ß "ss": "Did you mean" showed "grosse" and "ausserhalb", no German's spelling.
     # In the case typed: a capital first, or all in capitals (where German writes ß as SS).
-    client = sentences_client(tmp_path, [("de", text) for text in GERMAN_SHARP_S])
+    client = indexed([("de", text) for text in GERMAN_SHARP_S])
     body = search(client, typed, known={})
     assert body["suggestion"] == meant and doc_ids(body) == [page], body
     following = search(client, meant, known={})  # the suggestion, followed, finds the page
@@ -874,10 +890,10 @@ SHORT_ACCENTED = [
 @pytest.mark.parametrize(
     ("typed", "meant", "page"), [("идётт", "идёт", 1), ("ИДЕТТ", "ИДЁТ", 1), ("trèss", "très", 2), ("tress", "très", 2)]
 )
-def test_a_suggestion_one_letter_shorter_than_the_vocabulary_is_spelled_as_pages_spell_it(tmp_path, typed, meant, page):
+def test_a_suggestion_one_letter_shorter_than_the_vocabulary_is_spelled_as_pages_spell_it(indexed, typed, meant, page):
     # A typo of five letters is corrected to a word of four, which the vocabulary does not list (too
     # short): "Did you mean" showed it folded, "идет", "tres".  It is spelled as the first page holding it does.
-    client = sentences_client(tmp_path, SHORT_ACCENTED)
+    client = indexed(SHORT_ACCENTED)
     body = search(client, typed, known={})
     assert body["suggestion"] == meant and doc_ids(body) == [page], body
 
@@ -906,10 +922,10 @@ KOREAN_ARCHIVE = [
         ("网络设置", [1, 2]),  # (network settings) no page says so: the pages holding it apart, not partial
     ],
 )
-def test_a_chinese_run_typed_without_spaces_finds_its_words_apart_after_it(tmp_path, typed, pages):
+def test_a_chinese_run_typed_without_spaces_finds_its_words_apart_after_it(indexed, typed, pages):
     # Chinese is typed without spaces: "设置网络" was a phrase of its bigrams only (2 pages of the
     # all-languages index, where "设置 网络" finds 36).
-    client = sentences_client(tmp_path, [("zh", text) for text in CHINESE_NETWORK])
+    client = indexed([("zh", text) for text in CHINESE_NETWORK])
     body = search(client, typed, known={})
     assert doc_ids(body) == pages and body["partial"] is False, body
     marks = {result["docid"]: marked(result) for result in body["results"]}
@@ -947,8 +963,8 @@ JAPANESE_NETWORK = [
         ("ダウンロード", [5, 4, 2], True),
     ],
 )
-def test_a_japanese_run_typed_without_spaces_finds_its_words_apart(tmp_path, typed, pages, partial):
-    client = sentences_client(tmp_path, [("ja", text) for text in JAPANESE_NETWORK])
+def test_a_japanese_run_typed_without_spaces_finds_its_words_apart(indexed, typed, pages, partial):
+    client = indexed([("ja", text) for text in JAPANESE_NETWORK])
     body = search(client, typed, known={})
     assert doc_ids(body) == pages and body["partial"] is partial, body
 
@@ -976,8 +992,8 @@ NUMBERED_NAMES = [
         ('"debian12"', []),  # quoted: as typed
     ],
 )
-def test_a_name_typed_with_its_number_joined_finds_the_pages_writing_them_apart(tmp_path, typed, pages):
-    client = sentences_client(tmp_path, [("en", text) for text in NUMBERED_NAMES])
+def test_a_name_typed_with_its_number_joined_finds_the_pages_writing_them_apart(indexed, typed, pages):
+    client = indexed([("en", text) for text in NUMBERED_NAMES])
     body = search(client, typed, known={})
     assert doc_ids(body) == pages and body["partial"] is False, body
 
@@ -1004,10 +1020,10 @@ DEBAIN_ONCE = [("ja", "あなたの 100% フリーソフトウエアーの Debai
 @pytest.mark.parametrize(
     ("typed", "meant"), [("debain", "debian"), ("Debain", "Debian"), ("debain system", "debian system")]
 )
-def test_a_typo_one_page_made_is_searched_as_typed_and_its_commoner_word_suggested(tmp_path, typed, meant):
+def test_a_typo_one_page_made_is_searched_as_typed_and_its_commoner_word_suggested(indexed, typed, meant):
     # A page has "Debain": it was never taken as misspelt, and no "Did you mean" (a tester's find).
     # It still finds that page as typed; the suggestion, ten times commoner, finds the others.
-    client = sentences_client(tmp_path, DEBAIN_ONCE)
+    client = indexed(DEBAIN_ONCE)
     body = search(client, typed, known={})
     assert body["suggestion"] == meant and doc_ids(body)[0] == 1, body
     assert len(doc_ids(search(client, "debian", known={}))) == 10
@@ -1034,10 +1050,10 @@ RESEAU_AND_RESET = [
 
 
 @pytest.mark.parametrize(("typed", "meant"), [("réseu", "réseau"), ("Réseu", "Réseau"), ("reseu", "reset")])
-def test_a_typo_typed_with_accents_is_corrected_to_the_word_spelled_closest(tmp_path, typed, meant):
+def test_a_typo_typed_with_accents_is_corrected_to_the_word_spelled_closest(indexed, typed, meant):
     # "reseu" is one edit from "reset" (3 pages) and from "reseau" (1): the commoner first.  Typed with its
     # accent, "réseu" meant "réseau" ("Did you mean: reset" led to Python's pages, a tester's find).
-    client = sentences_client(tmp_path, RESEAU_AND_RESET)
+    client = indexed(RESEAU_AND_RESET)
     assert search(client, typed, known={})["suggestion"] == meant
 
 
@@ -1112,10 +1128,10 @@ PRESEEDING_AND_EMAIL = [
         ('"pre-seeding"', []),  # quoted: as typed
     ],
 )
-def test_two_words_joined_by_punctuation_also_match_the_word_they_make(tmp_path, typed, pages):
+def test_two_words_joined_by_punctuation_also_match_the_word_they_make(indexed, typed, pages):
     # "pre-seeding" was the phrase "pre seeding", on no page: nothing found (nor suggested, "pre-seeing"
     # finding nothing either); the word it makes joined is one pages write.
-    client = sentences_client(tmp_path, [("en", text) for text in PRESEEDING_AND_EMAIL])
+    client = indexed([("en", text) for text in PRESEEDING_AND_EMAIL])
     body = search(client, typed, known={})
     assert sorted(doc_ids(body)) == pages and body["suggestion"] is None and body["partial"] is False, body
 
@@ -1180,11 +1196,11 @@ HYPHEN_TYPOS = [
         ("Low-Levels", None, [7]),
     ],
 )
-def test_a_hyphenated_word_with_a_typo_is_corrected_as_the_word_it_makes_joined(tmp_path, typed, suggestion, pages):
+def test_a_hyphenated_word_with_a_typo_is_corrected_as_the_word_it_makes_joined(indexed, typed, suggestion, pages):
     # "pre-seding" and "Netzwerk-Konfiguraton" found nothing and suggested nothing (a tester's find): a
     # word of each is on no page, the phrase corrected a word at a time ("pre seeing") on none either,
     # and the word they make joined was looked up only as typed.
-    client = sentences_client(tmp_path, HYPHEN_TYPOS)
+    client = indexed(HYPHEN_TYPOS)
     body = search(client, typed, known={})
     assert body["suggestion"] == suggestion and sorted(doc_ids(body)) == pages, body
 

@@ -159,8 +159,8 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert any(url.endswith("/data/catalog.json") for url in archived), archived
     index = tmp_path / "index"
     assert run_tse("index", pages, index).returncode == 0
-    for query in ("Zebra Quokka Catalogue", "zebra quokka marsupial"):
-        (answer,) = query_answers(pages, index, [query], "relevance")
+    queries = ["Zebra Quokka Catalogue", "zebra quokka marsupial"]
+    for query, answer in zip(queries, query_answers(pages, index, queries, "relevance"), strict=True):
         assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
 
 
@@ -188,7 +188,7 @@ def test_render_goes_with_links_html(tmp_path):
 def test_render_with_resume_and_update(nginx, tmp_path):
     server, site, pages = serve(nginx, tmp_path)
     args = ("crawl", f"{server.url}/index.html", pages, "2", "--prefix", f"{server.url}/", "--render", *BOUNDS)
-    # Interrupted (Ctrl-C) once two pages are saved, a second apart; then resumed.
+    # Interrupted (Ctrl-C) once two pages are saved, 0.3 s apart; then resumed.
     status = interrupted_crawl(args, lambda: len(pages_by_url(pages)), 2)
     assert status != 0 and len(pages_by_url(pages)) < 5
     done = run_tse(*args, "--resume", "-s", "DOWNLOAD_DELAY=0")

@@ -452,11 +452,12 @@ def test_ctrl_c_says_once_how_to_go_on(tmp_path, serve, how):
     out.mkdir()
     log = tmp_path / "crawl.log"
     args = [f"{server.url}/index.html", str(out), "3"]
-    options = ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0.5"]
+    # 0.2 s between requests: the Ctrl-C, sent once 3 requests are made, lands with most of the crawl ahead.
+    options = ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0.2"]
     if how == "scrapy":
         spider_args = [f"seed={args[0]}", f"pagedir={out}", "depth=3", f"prefix={server.url}/"]
         command = [str(BIN / "scrapy"), "crawl", "tse", *(x for a in spider_args for x in ("-a", a))]
-        command += ["-s", "DOWNLOAD_DELAY=0.5", "-s", "LOG_LEVEL=WARNING"]
+        command += ["-s", "DOWNLOAD_DELAY=0.2", "-s", "LOG_LEVEL=WARNING"]
     else:
         command = [str(BIN / "tse"), "crawl", *args, *options]
         if how == "tse --log-file":

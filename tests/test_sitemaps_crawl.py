@@ -206,7 +206,7 @@ def test_a_resumed_crawl_reads_the_sitemaps_again(nginx, tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
     args = ("crawl", f"{base}/index.html", pages, 1, "--prefix", f"{base}/", "--sitemaps", "--deny", "denied")
-    # Interrupted (Ctrl-C) once two pages are saved, a second apart.
+    # Interrupted (Ctrl-C) once two pages are saved, 0.3 s apart.
     status = interrupted_crawl(args, lambda: len(saved_urls(pages)), 2)
     assert status != 0 and (pages / ".tse-state.sqlite").is_file()
     assert len(saved_urls(pages)) < 5

@@ -49,13 +49,16 @@ def crawled(tmp_path, serve, validators: bool):
     return site, server, out, doc_of
 
 
-def found(tmp_path, out, query: str) -> str:
-    """What ``tse query`` answers *query* with, once ``tse index`` has indexed *out*."""
+def found(tmp_path, out, *queries: str) -> list[str]:
+    """What ``tse query`` answers each of *queries* with (its block, in their order), once ``tse index``
+    has indexed *out*: one index and one ``tse query`` for them all."""
     indexfile = tmp_path / "out.index"
     assert run_tse("index", out, indexfile).returncode == 0
-    answer = run_tse("query", out, indexfile, input=f"{query}\n".encode())
+    answer = run_tse("query", out, indexfile, input="".join(f"{query}\n" for query in queries).encode())
     assert answer.returncode == 0, answer.stderr.decode()
-    return answer.stdout.decode()
+    blocks = answer.stdout.decode().split("Query: ")[1:]
+    assert [block.split("\n", 1)[0].strip() for block in blocks] == list(queries), blocks
+    return blocks
 
 
 FAILURES = {
@@ -123,10 +126,11 @@ def test_a_hub_that_fails_for_a_while_keeps_the_pages_below_it(tmp_path, serve, 
     assert b"newword" in after[edited_doc][3]
 
     # The index still finds the pages below the failed hub, and the hub itself.
-    for name in ("below/deep.html", "below/same.html", "hub.html"):
-        assert f"{server.url}/{name}" in found(tmp_path, out, word(name))
-    assert f"{server.url}/below/edited.html" in found(tmp_path, out, "newword")
-    assert f"{server.url}/below/deleted.html" not in found(tmp_path, out, word("below/deleted.html"))
+    below = ("below/deep.html", "below/same.html", "hub.html")
+    *kept, edited, deleted = found(tmp_path, out, *map(word, below), "newword", word("below/deleted.html"))
+    assert all(f"{server.url}/{name}" in answer for name, answer in zip(below, kept, strict=True)), kept
+    assert f"{server.url}/below/edited.html" in edited
+    assert f"{server.url}/below/deleted.html" not in deleted
 
     # Once the hub answers again, the next update sees the site as a fresh crawl would.
     del server.rules["/hub.html"]
@@ -174,7 +178,8 @@ def test_a_robots_txt_that_cannot_be_read_loses_no_page(tmp_path, serve):
         }
         for name, doc in sorted(doc_of.items(), key=lambda item: item[1])
     ]
-    assert f"{server.url}/below/deep.html" in found(tmp_path, out, word("below/deep.html"))
+    (deep,) = found(tmp_path, out, word("below/deep.html"))
+    assert f"{server.url}/below/deep.html" in deep
 
 
 def test_a_whole_site_down_loses_no_page(tmp_path):
