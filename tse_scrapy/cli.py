@@ -490,13 +490,14 @@ def index(options: argparse.Namespace) -> int:
     from .index.indexer import (
         check_index_outside_crawl,
         check_page_directory,
-        check_replaces_an_index,
         remove_leftover_runs,
         unfinished_crawl,
         write_index_files,
     )
     from .index.indexlock import index_lock
     from .index.update import update_index
+    from .rules.files.indexfile import INDEX_FILE
+    from .rules.files.outputfile import check_output_file
 
     warnings: list[tuple[int, str, str]] = []
 
@@ -508,7 +509,9 @@ def index(options: argparse.Namespace) -> int:
         check_page_directory(options.pagedir, options.indexfile)
         check_index_outside_crawl(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
-        check_replaces_an_index(options.indexfile)
+        # Only an index, an empty file or nothing is replaced, as indextest's NEWINDEX: checked before
+        # anything is written (the lock file included).
+        check_output_file(options.indexfile, INDEX_FILE)
         if unfinished := unfinished_crawl(options.pagedir):
             sys.stderr.write(f"tse index: warning: {shown_message(unfinished)}\n")
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused

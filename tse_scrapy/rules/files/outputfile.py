@@ -1,5 +1,5 @@
-"""What an output file may replace: ``tse report --out``, ``tse crawl --update --changes``, ``tse indextest``'s
-NEWINDEX.
+"""What an output file may replace: ``tse report --out``, ``tse crawl --update --changes``, ``tse index``'s
+INDEXFILE, ``tse indextest``'s NEWINDEX.
 
 Each is written whole and renamed into place (``atomicfile``), so whatever was at its path is gone, whatever
 it was: as root, ``--out /dev/null`` left a regular file where the device was; ``--out a/5`` put a report
