@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tse_scrapy.report import figures
 from tse_scrapy.report import records as records_module
@@ -585,6 +586,17 @@ def test_a_file_given_twice_is_refused(tmp_path):
     with pytest.raises(ReportError) as refused:
         write_report([good, tmp_path / "." / "good.jsonl"], tmp_path / "report.html")
     assert str(refused.value) == f"{tmp_path / '.' / 'good.jsonl'} is given twice"
+
+
+def test_a_record_that_is_no_regular_file_is_refused_in_one_line(tmp_path):
+    # (A tester's find: `tse report /dev/zero` never ended, reading zeros for ever; a FIFO waited for a writer.)
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    os.mkfifo(tmp_path / "fifo")
+    for record, kind in (("/dev/zero", "a character device"), (tmp_path / "fifo", "a FIFO")):
+        refused = run_tse("report", good, record, "--out", tmp_path / "report.html", timeout=30)
+        said = f"tse report: cannot read {record}: not a regular file ({kind})\n"
+        assert (refused.returncode, refused.stdout, refused.stderr.decode()) == (2, b"", said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo", "good.jsonl"]
 
 
 def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypatch):

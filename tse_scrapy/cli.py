@@ -723,7 +723,7 @@ def serve(options: argparse.Namespace) -> int:
 def report(options: argparse.Namespace) -> int:
     try:
         from .report.page import OverwritesRecord, write_report
-        from .report.records import ReportError
+        from .report.records import NotARegularFile, ReportError
     except ImportError as error:
         return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
     from .rules.files.outputfile import OutputFileRefused
@@ -736,6 +736,8 @@ def report(options: argparse.Namespace) -> int:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
     except OutputFileRefused as error:  # not a report, nor an empty file: a device, a page file, a record ...
         return _one_line("report", f"--out {error}", USAGE)
+    except NotARegularFile as error:  # a RECORD that is a device or a FIFO: /dev/zero was read for ever
+        return _one_line("report", str(error), USAGE)
     except (Refused, ReportError) as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)

@@ -11,8 +11,10 @@ and the 20 slowest requests; never the record lines themselves.
 
 from __future__ import annotations
 
+import errno
 import heapq
 import os
+import stat
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -21,6 +23,7 @@ from typing import BinaryIO
 from urllib.parse import urlsplit
 
 from ..rules.files.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
+from ..rules.files.outputfile import file_type
 
 TOP = 20  # rows of the most-linked and the slowest tables
 MAX_DEPTH_ROWS = 100  # depths shown one by one, empty ones too, up to this depth
@@ -33,6 +36,10 @@ _SKIP_CHUNK = 1024 * 1024  # read size while skipping the rest of an over-long l
 
 class ReportError(ValueError):
     """A record file that cannot make a report; the message names the file and says why."""
+
+
+class NotARegularFile(ReportError):
+    """A RECORD that is a device, a FIFO or a socket: read for ever (``/dev/zero``), or waiting for a writer."""
 
 
 @dataclass
@@ -340,7 +347,7 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
     for path in paths:
         file = RecordFile(os.fspath(path))
         try:
-            with open(path, "rb") as lines:
+            with _opened_record(file.path) as lines:
                 identity = os.fstat(lines.fileno())
                 if (identity.st_dev, identity.st_ino) in opened:
                     raise ReportError(f"{file.path} is given twice")
@@ -362,6 +369,22 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
     if crawl is not None and update is not None:  # one report would describe neither
         raise ReportError(f"{crawl.path} is a crawl's record and {update.path} an update's: report each alone")
     return records
+
+
+def _opened_record(path: str) -> BinaryIO:
+    """The record file at *path* opened for reading; NotARegularFile for a device, a FIFO or a socket (without
+    blocking: opening a FIFO for reading waits for a writer), OSError for a directory."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"cannot read {path}: not a regular file ({file_type(mode)})")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:
