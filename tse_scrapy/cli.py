@@ -766,7 +766,6 @@ def status(options: argparse.Namespace) -> int:
     try:
         import redis  # noqa: F401 (the extra's: said in one line when missing)
 
-        from .distributed.keys import POLITENESS_NAME
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
@@ -774,15 +773,13 @@ def status(options: argparse.Namespace) -> int:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
         return _one_line("status", "the following arguments are required: NAME", USAGE)
-    # Refused as `tse crawl` refuses them (distributed/join.py): no crawl has such a name, and the keys
+    # Refused as `tse crawl` refuses them (one rule: check_crawl_name): no crawl has such a name, and the keys
     # tse:NAME:* of `polite`, or of a name with '*' or '?', are other crawls' (every crawl's politeness
     # leases, every crawl's keys), which "its record is lost ... DEL each" told to remove.
     try:
-        reserved = check_crawl_name(options.name) == POLITENESS_NAME
+        check_crawl_name(options.name)
     except ArgumentError as error:
         return _one_line("status", str(error), USAGE)
-    if reserved:
-        return _one_line("status", f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)", USAGE)
     try:
         crawl = RedisCrawl(connect(options.redis, check=False), options.name)
     except ArgumentError as error:
