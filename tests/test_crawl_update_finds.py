@@ -357,3 +357,26 @@ def test_a_second_ctrl_c_at_any_moment_exits_1(tmp_path, serve, gap, program):
     assert process.returncode == 1, stderr[-3000:]  # docs/robustness.md: "both exit 1"
     assert "Traceback" not in stderr
     assert "the crawl was stopped" in stderr.splitlines()[-1]
+
+
+def test_an_update_reads_the_catalog_once_as_it_checks_it(tmp_path, serve):
+    # (crawlstart read the catalog to check it, then UpdateExtension.setup read it again: 1.5 s each for
+    # 100,000 rows.)  The pages read as it is checked, .tse-gone applied, ride in the CrawlStart, which
+    # the spider hands to the crawl.
+    from tse_scrapy.crawlstart import prepare_crawl
+
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert crawl_site(server, out, 1, "--validators").returncode == 0
+    (out / ".tse-gone").write_text("2\n")
+    arguments = {"seed": f"{server.url}/index.html", "pagedir": str(out), "depth": "1", "prefix": f"{server.url}/"}
+    start = prepare_crawl({**arguments, "update": "yes"}, {}.get)
+    start.lock.release()
+    assert start.pages_before.update
+    pages = [(page.doc_id, page.url, page.live) for page in start.pages_before.take()]
+    assert pages == [(doc, pagedir.read_page(out, doc).url, doc != 2) for doc in (1, 2, 3)]  # as .tse-gone says
+    # And the update goes on from them.
+    done = crawl_site(server, out, 1, "--update")
+    assert done.returncode == 0, done.stderr.decode()[-2000:]

@@ -103,6 +103,29 @@ def test_crawl_name_examples(seeds, name):
     assert crawl_name(seeds) == name
 
 
+@pytest.mark.parametrize(
+    "name, refused",
+    [
+        ("example.com-0123456789", None),
+        ("polite-2", None),
+        ("Polite", None),  # (Redis keys are case-sensitive: tse:Polite:* is no lease)
+        ("polite", "crawl name polite is reserved (the politeness leases use it)"),  # tse:polite:HOST: every lease
+        ("*", "crawl name must be 1-100 letters, digits, '.', '_' or '-': *"),
+        ("", "crawl name must be 1-100 letters, digits, '.', '_' or '-': "),
+        ("a" * 101, f"crawl name must be 1-100 letters, digits, '.', '_' or '-': {'a' * 101}"),
+    ],
+)
+def test_crawl_name_refusals(name, refused):
+    # One rule for tse crawl --name (distributed/join.py) and tse status (cli.py): "polite" was refused by each
+    # in a line of its own.
+    if refused is None:
+        assert check_crawl_name(name) == name
+    else:
+        with pytest.raises(ArgumentError) as error:
+            check_crawl_name(name)
+        assert str(error.value) == refused
+
+
 @given(st.lists(st.text(min_size=1).filter(lambda s: "," not in s), min_size=1, max_size=4))
 def test_a_derived_crawl_name_is_always_a_valid_name(seeds):
     name = crawl_name(seeds)

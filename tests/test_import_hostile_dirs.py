@@ -109,6 +109,16 @@ def test_a_record_naming_an_archive_or_an_existing_file_is_refused_before_anythi
     result = run_tse("import", "--record", pages / "1", archive, pages)
     assert result.returncode == 2 and "is a file of the page directory" in one_line(result)
     assert list(pages.iterdir()) == []
+    # Another crawl's page directory's (one holding .crawler), not there yet: its next page, a note
+    # (before, the record was written there: as tse crawl --record refuses them).
+    crawl = tmp_path / "crawl"
+    crawl.mkdir()
+    (crawl / ".crawler").touch()
+    for name in ("7", ".tse-gone"):
+        result = run_tse("import", "--record", crawl / name, archive, pages)
+        said = f"tse import: --record: {crawl / name} is a file of the page directory {crawl}: give another name"
+        assert (result.returncode, one_line(result)) == (2, said)
+    assert list(pages.iterdir()) == [] and [path.name for path in crawl.iterdir()] == [".crawler"]
     # A new file beside the pages is the user's choice.
     result = run_tse("import", "--record", pages / "import.jsonl", archive, pages)
     assert result.returncode == 0, result.stderr.decode()

@@ -65,11 +65,31 @@ def test_index_and_indextest_refuse_to_replace_a_file_that_is_not_an_index(tmp_p
 
 
 def test_index_refuses_to_replace_a_page_of_another_crawl(tmp_path, pages):
-    """`tse index p1 p2/1`: p2's page 1 stays, and nothing is added to p2."""
+    """`tse index p1 p2/1`: p2's page 1 stays, and nothing is added to p2.  (Said as what it is, a page
+    file, since tse index checks INDEXFILE with indextest's rule: it was "exists and is not an index".)"""
     other = write_pages(tmp_path / "other", {1: ("http://h/other.html", 0, b"<p>other</p>")})
     before = snapshot(other)
     result = run_tse("index", pages, other / "1", timeout=60)
-    assert (result.returncode, result.stdout, result.stderr) == (1, b"", refusal("index", other / "1"))
+    said = f"tse index: {other / '1'} is a page file of the page directory {other}: write the index elsewhere\n"
+    assert (result.returncode, result.stdout, result.stderr) == (1, b"", said.encode())
+    assert snapshot(other) == before
+
+
+def test_index_refuses_another_crawls_own_files_that_are_empty_or_not_there_yet(tmp_path, pages):
+    """`tse index p1 p2/.crawler` (empty, as a crawl leaves it), `p2/3` (p2's next page) or `p2/.tse-charsets`
+    (a directory a crawl makes there): refused as `tse indextest` refuses them, p2 left as it was (before,
+    the index was written there: a tester's find)."""
+    other = write_pages(tmp_path / "other", {1: ("http://h/", 0, b"<p>one</p>"), 2: ("http://h/2", 1, b"<p>2</p>")})
+    before = snapshot(other)
+    for name, said in (
+        (".crawler", f"is the marker of the page directory {other}"),
+        ("3", f"is a page file of the page directory {other}"),
+        (".tse-charsets", f"is one of the page directory {other}'s own files"),
+    ):
+        for update in ([], ["--update"]):
+            result = run_tse("index", pages, other / name, *update, timeout=60)
+            expected = f"tse index: {other / name} {said}: write the index elsewhere\n".encode()
+            assert (result.returncode, result.stdout, result.stderr) == (1, b"", expected)
     assert snapshot(other) == before
 
 

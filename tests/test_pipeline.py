@@ -123,7 +123,8 @@ def test_a_page_that_cannot_be_written_is_named_in_the_log_not_dumped(tmp_path, 
     result = run(server, out, 1, *verbose, preexec_fn=files_of_at_most(limit), timeout=120)
     assert result.returncode == 1
     stderr = result.stderr.decode()
-    assert stderr.splitlines()[-1].endswith(f"cannot write page file {out}/2: File too large")
+    go_on = "--resume" if command == "tse" else "-a resume=yes"  # (it did not say how to go on)
+    assert stderr.splitlines()[-1].endswith(f"cannot write page file {out}/2: File too large: go on with {go_on}")
     assert "xxxxxxxxxx" not in stderr and len(result.stderr) < 20_000
     dropped = [line for line in stderr.splitlines() if "Dropped:" in line]
     assert len(dropped) == 1 and dropped[0].endswith("INFO: Dropped: [Errno 27] File too large"), dropped
@@ -153,4 +154,5 @@ def test_a_page_that_cannot_be_written_is_the_summary_and_the_reason_on_a_quiet_
     # Stack order: index, then big2 (the last link), which fails; big, in flight, is dropped too.
     assert summary.startswith("tse crawl: 1 page checked, 0 written, " if update else "tse crawl: 1 page saved, ")
     # big2's docID: the second page of the first crawl (the same order), or the second page saved now.
-    assert reason == f"tse crawl: cannot write page file {out}/2: File too large"
+    go_on = "--update --resume" if update else "--resume"  # (it did not say how to go on)
+    assert reason == f"tse crawl: cannot write page file {out}/2: File too large: go on with {go_on}"

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tse_scrapy.report import figures
 from tse_scrapy.report import records as records_module
@@ -191,6 +192,23 @@ def test_only_the_20_slowest_and_20_most_linked(tmp_path):
     assert [row[:2] for row in slowest] == [[f"http://h/p{i}", f"{i}.000"] for i in range(29, 9, -1)]
     linked = table_rows(page, "most-linked")
     assert linked == [[f"http://h/p{i}", str(i)] for i in range(29, 9, -1)]
+
+
+@pytest.mark.parametrize("batch", [1, 3, records_module.LINK_BATCH])
+def test_the_most_linked_are_the_same_whatever_the_links_counted_at_once(tmp_path, monkeypatch, batch):
+    # (Links are counted a batch at a time, into sorted arrays.)  p10..p14 are linked from two pages each,
+    # p15..p39 from one (a tie at the 20th row, broken by URL), x from many but never requested.
+    monkeypatch.setattr(records_module, "LINK_BATCH", batch)
+    lines = [
+        {"url": "http://h/a", "outcome": "saved", "links": [f"http://h/p{i}" for i in range(10, 40)] + ["http://h/x"]},
+        {"url": "http://h/b", "outcome": "saved", "links": [f"http://h/p{i}" for i in range(10, 15)] + ["http://h/x"]},
+        *({"url": f"http://h/p{i}", "outcome": "saved", "links": ["http://h/x"]} for i in range(10, 40)),
+    ]
+    found = read_records([write(tmp_path / "r.jsonl", "".join(json.dumps(line) + "\n" for line in lines))])
+    expected = [(f"http://h/p{i}", 2) for i in range(10, 15)]
+    expected += sorted((f"http://h/p{i}", 1) for i in range(15, 40))[:15]  # p15, p16 ... p28, p29 by URL
+    assert [(page.url, page.in_links) for page in found.most_linked()] == expected
+    assert not found.link_targets_capped
 
 
 TWO_WORKERS = (
@@ -587,8 +605,21 @@ def test_a_file_given_twice_is_refused(tmp_path):
     assert str(refused.value) == f"{tmp_path / '.' / 'good.jsonl'} is given twice"
 
 
-def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypatch):
+def test_a_record_that_is_no_regular_file_is_refused_in_one_line(tmp_path):
+    # (A tester's find: `tse report /dev/zero` never ended, reading zeros for ever; a FIFO waited for a writer.)
+    good = write(tmp_path / "good.jsonl", CRAWL)
+    os.mkfifo(tmp_path / "fifo")
+    for record, kind in (("/dev/zero", "a character device"), (tmp_path / "fifo", "a FIFO")):
+        refused = run_tse("report", good, record, "--out", tmp_path / "report.html", timeout=30)
+        said = f"tse report: cannot read {record}: not a regular file ({kind})\n"
+        assert (refused.returncode, refused.stdout, refused.stderr.decode()) == (2, b"", said)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo", "good.jsonl"]
+
+
+@pytest.mark.parametrize("batch", [1, 2, records_module.LINK_BATCH])
+def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypatch, batch):
     monkeypatch.setattr(records_module, "MAX_LINK_TARGETS", 3)
+    monkeypatch.setattr(records_module, "LINK_BATCH", batch)
     lines = [
         {"url": "http://h/a", "outcome": "saved", "doc": 1, "links": ["http://h/b", "http://h/c"]},
         {"url": "http://h/b", "outcome": "saved", "doc": 2, "links": ["http://h/c", "http://h/x", "http://h/y"]},
@@ -597,7 +628,7 @@ def test_in_links_are_counted_for_a_bounded_number_of_targets(tmp_path, monkeypa
     ]
     path = write(tmp_path / "r.jsonl", "".join(json.dumps(line) + "\n" for line in lines))
     found = read_records([path])
-    # b and c from a; then x and y do not fit (c is counted); then b counts, d does not fit.
+    # b and c from a; then c counts, x fits, y does not; then b counts, d does not fit (in the record's order).
     assert [(page.url, page.in_links) for page in found.most_linked()] == [("http://h/b", 2), ("http://h/c", 2)]
     assert found.link_targets_capped
     write_report([path], tmp_path / "report.html")

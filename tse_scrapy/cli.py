@@ -493,13 +493,14 @@ def index(options: argparse.Namespace) -> int:
     from .index.indexer import (
         check_index_outside_crawl,
         check_page_directory,
-        check_replaces_an_index,
         remove_leftover_runs,
         unfinished_crawl,
         write_index_files,
     )
     from .index.indexlock import index_lock
     from .index.update import update_index
+    from .rules.files.indexfile import INDEX_FILE
+    from .rules.files.outputfile import check_output_file
 
     warnings: list[tuple[int, str, str]] = []
 
@@ -511,7 +512,9 @@ def index(options: argparse.Namespace) -> int:
         check_page_directory(options.pagedir, options.indexfile)
         check_index_outside_crawl(options.pagedir, options.indexfile)
         _require_writable(options.indexfile)
-        check_replaces_an_index(options.indexfile)
+        # Only an index, an empty file or nothing is replaced, as indextest's NEWINDEX: checked before
+        # anything is written (the lock file included).
+        check_output_file(options.indexfile, INDEX_FILE)
         if unfinished := unfinished_crawl(options.pagedir):
             sys.stderr.write(f"tse index: warning: {shown_message(unfinished)}\n")
         # Held until the last file is in place: a second tse index of INDEXFILE meanwhile is refused
@@ -728,7 +731,7 @@ def serve(options: argparse.Namespace) -> int:
 def report(options: argparse.Namespace) -> int:
     try:
         from .report.page import OverwritesRecord, write_report
-        from .report.records import ReportError
+        from .report.records import NotARegularFile, ReportError
     except ImportError as error:
         return _one_line("report", f"needs the report extra (pip install tse-scrapy[report]): {error}", USAGE)
     from .rules.files.outputfile import OutputFileRefused
@@ -741,6 +744,8 @@ def report(options: argparse.Namespace) -> int:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
     except OutputFileRefused as error:  # not a report, nor an empty file: a device, a page file, a record ...
         return _one_line("report", f"--out {error}", USAGE)
+    except NotARegularFile as error:  # a RECORD that is a device or a FIFO: /dev/zero was read for ever
+        return _one_line("report", str(error), USAGE)
     except (Refused, ReportError) as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)
@@ -769,7 +774,6 @@ def status(options: argparse.Namespace) -> int:
     try:
         import redis  # noqa: F401 (the extra's: said in one line when missing)
 
-        from .distributed.keys import POLITENESS_NAME
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
         return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
@@ -777,15 +781,13 @@ def status(options: argparse.Namespace) -> int:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
         return _one_line("status", "the following arguments are required: NAME", USAGE)
-    # Refused as `tse crawl` refuses them (distributed/join.py): no crawl has such a name, and the keys
+    # Refused as `tse crawl` refuses them (one rule: check_crawl_name): no crawl has such a name, and the keys
     # tse:NAME:* of `polite`, or of a name with '*' or '?', are other crawls' (every crawl's politeness
     # leases, every crawl's keys), which "its record is lost ... DEL each" told to remove.
     try:
-        reserved = check_crawl_name(options.name) == POLITENESS_NAME
+        check_crawl_name(options.name)
     except ArgumentError as error:
         return _one_line("status", str(error), USAGE)
-    if reserved:
-        return _one_line("status", f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)", USAGE)
     try:
         crawl = RedisCrawl(connect(options.redis, check=False), options.name)
     except ArgumentError as error:

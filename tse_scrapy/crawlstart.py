@@ -16,7 +16,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
@@ -53,6 +53,7 @@ from .rules.files.outputfile import OutputFileRefused, check_output_file
 from .update import catalog
 
 Setting = Callable[[str], Any]  # reads one setting by name
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,10 @@ class CrawlStart:
     # The page directory's, held by a crawl of one process that has something to do; released
     # when the crawl has closed.
     lock: PageDirectoryLock | None = field(default=None, compare=False)
+    # The pages the crawl starts from, as checked here (``_check_catalog``): the spider hands them to
+    # UpdateExtension.setup, which read them a second time, and which takes them (``PagesBefore.take``).
+    # None: not read (a resume whose crawl state holds them).
+    pages_before: catalog.PagesBefore | None = field(default=None, compare=False, repr=False)
 
     @property
     def update(self) -> bool:
@@ -229,45 +234,49 @@ def _prepare_local_crawl(
         if mode is StartMode.UPDATED:
             return CrawlStart(args, mode, updated_at=finished.at)
         _readable_for_update(pagedir.check_page_files, args.pagedir)  # the update reads them all
+    pages_before = None
     if keeps_catalog or setting("TSE_WARC"):
-        _check_catalog(args, mode, setting("JOBDIR"))
+        pages_before = _check_catalog(args, mode, setting("JOBDIR"))
+        if no_state:  # (a WARC without a crawl state: no UpdateExtension takes them)
+            pages_before = None
     if setting("TSE_CHANGES") and mode is StartMode.NEW:
         raise ArgumentError(f"{option['changes']} goes with {option['update']} (a first crawl's pages are all new)")
     _check_output_files(setting, args.pagedir, append=mode is StartMode.RESUME, resume=resume, update=update)
     if mode is not StartMode.RESUME and not no_state:
         _try_state(args, setting)
-    return CrawlStart(args, mode, ended=ended)
+    return CrawlStart(args, mode, ended=ended, pages_before=pages_before)
 
 
-def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> None:
-    """Read the page catalog's pages, and an update's ``.tse-gone``, as the crawl will once it has
+def _check_catalog(args: CrawlArgs, mode: StartMode, jobdir: str | None) -> catalog.PagesBefore | None:
+    """Read the page catalog's pages, and an update's ``.tse-gone``, as the crawl would once it has
     begun (``UpdateExtension.setup``: a new crawl, or one stopped before it had read them), and
     refuse the crawl in one line when one cannot be read: a row or a list edited by hand, or written
-    by another program.  Found by then, it was a traceback, and a crawl state was left behind."""
+    by another program.  Found by then, it was a traceback, and a crawl state was left behind.  The
+    pages read, for the crawl to take (None: a resume whose crawl state holds them)."""
     if mode is StartMode.RESUME:
         try:
             if stored_meta(state_path(args.pagedir, jobdir), "update_id") is not None:
-                return  # read already: the crawl state holds them
+                return None  # read already: the crawl state holds them
             update = stored_meta(state_path(args.pagedir, jobdir), "catalog") == CATALOG_UPDATE
         except UnreadableDatabase as error:
             raise ArgumentError(f"cannot read the crawl state: {error}") from None
     elif mode in (StartMode.NEW, StartMode.UPDATE):
         update = mode is StartMode.UPDATE
     else:
-        return
+        return None
     try:
-        catalog.read_catalog(args.pagedir)
+        if update:  # (the catalog, then .tse-gone: a catalog's error is said first)
+            return catalog.PagesBefore(True, _readable_for_update(catalog.pages_before_update, args.pagedir))
+        return catalog.PagesBefore(False, catalog.read_catalog(args.pagedir) or [])
     except UnreadableDatabase as error:
         raise ArgumentError(f"cannot read the page catalog: {error}") from None
-    if update:
-        _readable_for_update(pagedir.gone_docs, args.pagedir)
 
 
-def _readable_for_update(read: Callable[[str], object], directory: str) -> None:
-    """*read* (the page files' check, the gone list's reader) of *directory*; ArgumentError, in one line,
-    when what an update reads cannot be read."""
+def _readable_for_update(read: Callable[[str], T], directory: str) -> T:
+    """*read* (the page files' check, the pages before an update) of *directory*; ArgumentError, in one
+    line, when what an update reads cannot be read."""
     try:
-        read(directory)
+        return read(directory)
     except pagedir.PageFileError as error:
         raise ArgumentError(f"cannot update: {error}") from None
     except OSError as error:

@@ -13,6 +13,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from ..exitcodes import PAGE_LIMIT, WRITE_ERROR
 from ..resume.extension import crawl_state
+from ..resume.statedb import RESUMABLE
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import (
     CANONICAL,
@@ -207,7 +208,8 @@ class PageDirPipeline:
                 pagedir.write_page(self.directory, doc_id, page)
                 self._timed_write(time.perf_counter() - started, len(item.body))
         except OSError as error:
-            self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}")
+            # (Resumable: the pages before it are whole, and a resume writes this one again.)
+            self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}", resumable=True)
             raise DropItem(str(error), log_level=STOPPING) from None
         # An update notes what a page is now even when it is the usual (an HTML page, indexed, no
         # canonical URL) if it was noted otherwise before: the last note of a URL wins.
@@ -246,9 +248,11 @@ class PageDirPipeline:
             self.write_in_threads = True
             logger.info("Page files take %.1f ms to write: writing them in threads from now on", mean * 1000)
 
-    def fail(self, message: str) -> None:
-        """Stop the crawl at once; what was written stays valid."""
+    def fail(self, message: str, resumable: bool = False) -> None:
+        """Stop the crawl at once; what was written stays valid.  *resumable*: the reason line says how to
+        go on (``outcome.crawl_failure``)."""
         self.failed = True
         logger.log(STOPPING, "Stopping the crawl: %s", message)
         self.crawler.stats.set_value("tse/error", message)
+        self.crawler.stats.set_value(RESUMABLE, resumable)
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))

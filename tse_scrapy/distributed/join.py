@@ -25,7 +25,6 @@ from ..rules.crawling.crawlargs import (
 from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir as pagedirs
 from ..rules.web.urls import normalize_url
-from .keys import POLITENESS_NAME
 from .store import CRAWL_FORMAT, PICKLED_FORMAT, RedisCrawl, connect, redis_url
 
 # The crawls this process created (the extension stores their politeness: RedisCrawl.set_delay).
@@ -62,8 +61,7 @@ def create_or_join_crawl(
         if "seed" not in given:
             raise ArgumentError("a distributed crawl needs its seed(s) or its name (TSE_CRAWL_NAME)")
         name = crawl_name([normalize_url(url) or url for url in split_list(given["seed"])])
-    if check_crawl_name(name) == POLITENESS_NAME:
-        raise ArgumentError(f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)")
+    check_crawl_name(name)
     crawl = RedisCrawl(connect(given_url), name)
     shown_url = mask_url(redis_url(given_url))
     try:

@@ -6,7 +6,7 @@ shared by every crawl on the server, are ``tse:polite:HOST``.
 
 from __future__ import annotations
 
-POLITENESS_NAME = "polite"  # no crawl may take this name
+from ..rules.crawling.crawlargs import POLITENESS_NAME  # (refused as a crawl's name by check_crawl_name)
 
 # Every command a worker (and `tse status`, and --migrate) sends, for a Redis ACL user
 # of least privilege (docs/distributed.md): ACL SETUSER NAME on >PASSWORD resetkeys

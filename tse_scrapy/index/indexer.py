@@ -25,7 +25,6 @@ import functools
 import os
 import re
 import shutil
-import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from pathlib import Path
 from ..fulltext.store import SearchIndexWriter, Spellings, packed, search_path, unpacked
 from ..resume.statedb import CATALOG_UPDATE, STATE_NAME, UnreadableDatabase, stored_meta
 from ..rules.files import pagedir
-from ..rules.files.indexfile import Index, looks_like_an_index
+from ..rules.files.indexfile import Index
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 from ..rules.text.pagefields import page_fields, page_text
 from ..rules.text.words import word_counts
@@ -96,38 +95,6 @@ def check_index_outside_crawl(directory: str | os.PathLike, indexfile: str | os.
     if inside:
         what = f"a page file of the crawl {directory}" if page_file else f"one of the crawl {directory}'s own files"
         raise PageDirError(f"{indexfile} is {what}: write the index elsewhere")
-
-
-# How much of an existing INDEXFILE is read to tell an index from another file (an index's first line may
-# be longer: its start tells).
-INDEX_START_BYTES = 64 * 1024
-
-
-def check_replaces_an_index(indexfile: str | os.PathLike) -> None:
-    """INDEXFILE (or indextest's NEWINDEX), when it exists, must be empty or an index: its first line
-    (blank lines before it skipped, as the reader skips them) SPEC 3's ``word docID count [docID
-    count]...``.  Anything else (a WARC, a crawl record, notes, a page file of any crawl: its first line a
-    URL) would be replaced by the index.  Checked before anything is written (the lock file included)."""
-    try:
-        status = os.stat(indexfile)
-    except OSError:  # none (the usual first build), or a path the writer will refuse
-        return
-    if stat.S_ISDIR(status.st_mode):  # (said as before: "is a directory")
-        return
-    if not stat.S_ISREG(status.st_mode):
-        raise PageDirError(f"{indexfile} is not a regular file: write the index elsewhere")
-    if status.st_size == 0:
-        return
-    try:
-        with open(indexfile, "rb") as file:
-            start = file.read(INDEX_START_BYTES)
-    except OSError as error:
-        raise PageDirError(f"{indexfile} cannot be read to check that it is an index: {error.strerror}") from None
-    if not looks_like_an_index(start, whole=len(start) < INDEX_START_BYTES):
-        raise PageDirError(
-            f"{indexfile} exists and is not an index (its first line is no 'word docID count ...'):"
-            " it is left as it is; write the index elsewhere, or remove it first"
-        )
 
 
 # The temporary directory of a run's runs, beside INDEXFILE: ``.INDEXFILE.XXXXXXXX.runs`` (tempfile.mkdtemp's

@@ -5,14 +5,18 @@ A record file is input like any other: each line is read with a bound
 last line cut short by a killed crawl (no newline) is counted apart.
 Several files (one per distributed worker, or several runs) make one
 ``Records``.  Only what the report draws is kept: counts, the response
-times, page sizes and start times as compact arrays, the link in-degrees,
-and the 20 slowest requests; never the record lines themselves.
+times, page sizes and start times as compact arrays, the link in-degrees
+(as sorted arrays of URL hashes and their counts: 16 bytes a link target, where
+a Counter took about 170), and the 20 slowest requests; never the record lines themselves.
 """
 
 from __future__ import annotations
 
+import errno
 import heapq
+import itertools
 import os
+import stat
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -20,7 +24,10 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
+import numpy
+
 from ..rules.files.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
+from ..rules.files.outputfile import file_type
 
 TOP = 20  # rows of the most-linked and the slowest tables
 MAX_DEPTH_ROWS = 100  # depths shown one by one, empty ones too, up to this depth
@@ -28,11 +35,17 @@ REASONS_KEPT = 3  # reasons shown for a file's bad lines
 # Link targets whose in-links are counted: past this many distinct ones (a huge or hostile
 # record), new targets are not counted, and the report says so.
 MAX_LINK_TARGETS = 2_000_000
+# Links (their URLs' hashes) held before they are counted into the sorted targets (8 MB).
+LINK_BATCH = 1_000_000
 _SKIP_CHUNK = 1024 * 1024  # read size while skipping the rest of an over-long line
 
 
 class ReportError(ValueError):
     """A record file that cannot make a report; the message names the file and says why."""
+
+
+class NotARegularFile(ReportError):
+    """A RECORD that is a device, a FIFO or a socket: read for ever (``/dev/zero``), or waiting for a writer."""
 
 
 @dataclass
@@ -127,12 +140,15 @@ class Records:
     starts_per_host: dict[str, array] = field(default_factory=dict)  # Unix start times, of requests sent
     # The in-degree of every link target; a page scanned twice (a crawl run
     # again into the same record) counts by its first scan only, so that each
-    # (page, target) pair counts once without keeping every pair.  URLs are
-    # kept as their hashes (this process's), their text only for the URLs requested.
-    in_links: Counter[int] = field(default_factory=Counter)
-    scanned_pages: set[int] = field(default_factory=set)
-    requested_urls: dict[int, str] = field(default_factory=dict)
-    link_targets_capped: bool = False  # MAX_LINK_TARGETS reached: some in-links not counted
+    # (page, target) pair counts once without keeping every pair.  Link targets are
+    # kept as their URLs' hashes (this process's), the text only of the URLs requested, each with whether
+    # it was scanned (one dict: two sets, and keys by hash, took 140 MB more for a million URLs).
+    # The targets, sorted, and their in-links: the links of the last pages wait in _link_batch.
+    _targets: numpy.ndarray = field(default_factory=lambda: numpy.empty(0, numpy.int64), init=False, repr=False)
+    _target_links: numpy.ndarray = field(default_factory=lambda: numpy.empty(0, numpy.int64), init=False, repr=False)
+    _link_batch: array = field(default_factory=lambda: array("q"), init=False, repr=False)
+    requested_urls: dict[str, bool] = field(default_factory=dict)  # URL -> scanned
+    _capped: bool = field(default=False, init=False, repr=False)  # MAX_LINK_TARGETS reached
     update: bool = False  # a line says it is an update's (or is an unchanged page, which only an update has)
     # Each run's [first time, last time]: a crawl resumed hours later ran for its runs' time, not the hours.
     runs: list[list[float]] = field(default_factory=list)
@@ -164,10 +180,9 @@ class Records:
         if record.worker is not None:
             self.workers.add(record.worker)
         self.bytes += record.bytes
-        url = hash(record.url)
-        self.requested_urls.setdefault(url, record.url)
-        if record.links and url not in self.scanned_pages:
-            self.scanned_pages.add(url)
+        scanned = self.requested_urls.setdefault(record.url, False)
+        if record.links and not scanned:
+            self.requested_urls[record.url] = True
             self._count_links({hash(link) for link in record.links})
         self._add_times(record, shown_as)
         return sent
@@ -197,11 +212,37 @@ class Records:
             span[0], span[1] = min(span[0], *times), max(span[1], *times)
 
     def _count_links(self, targets: set[int]) -> None:
-        if len(self.in_links) + len(targets) > MAX_LINK_TARGETS:
-            known = {target for target in targets if target in self.in_links}
-            self.link_targets_capped = self.link_targets_capped or len(known) < len(targets)
-            targets = known
-        self.in_links.update(targets)
+        self._link_batch.extend(targets)
+        if len(self._link_batch) >= LINK_BATCH:
+            self._count_batch()
+
+    def _count_batch(self) -> None:
+        """Count the links of _link_batch into _targets: past MAX_LINK_TARGETS distinct targets, the new ones
+        after the first that fit (in the record's order) are not counted.  Merged in place, by binary search
+        (no sort of all the targets again: its copies were the report's peak of memory)."""
+        if not self._link_batch:
+            return
+        batch = numpy.array(self._link_batch, dtype=numpy.int64)
+        self._link_batch = array("q")
+        targets, first, links = numpy.unique(batch, return_index=True, return_counts=True)
+        at = numpy.searchsorted(self._targets, targets)
+        known = numpy.zeros(len(targets), bool)
+        inside = at < len(self._targets)
+        known[inside] = self._targets[at[inside]] == targets[inside]
+        self._target_links[at[known]] += links[known]  # (targets are distinct: no index twice)
+        new = numpy.flatnonzero(~known)
+        room = MAX_LINK_TARGETS - len(self._targets)
+        if len(new) > room:
+            self._capped = True
+            new = numpy.sort(new[numpy.argsort(first[new], kind="stable")[: max(room, 0)]])
+        self._targets = numpy.insert(self._targets, at[new], targets[new])
+        self._target_links = numpy.insert(self._target_links, at[new], links[new])
+
+    @property
+    def link_targets_capped(self) -> bool:
+        """Whether MAX_LINK_TARGETS was reached: some in-links not counted."""
+        self._count_batch()
+        return self._capped
 
     def _add_times(self, record: RequestRecord, shown_as: str) -> None:
         for time in (record.start, record.end):
@@ -262,8 +303,19 @@ class Records:
 
     def most_linked(self, count: int = TOP) -> list[LinkedPage]:
         """The requested pages most linked to, most first (ties by URL)."""
-        requested = self.requested_urls
-        linked = [(requested[url], n) for url, n in self.in_links.items() if url in requested]
+        self._count_batch()
+        requested = self.requested_urls  # (not changed meanwhile: iterated twice in the same order)
+        keys = numpy.fromiter(map(hash, requested), numpy.int64, len(requested))
+        links = numpy.zeros(len(keys), numpy.int64)  # each requested URL's in-links, in the set's order
+        if len(self._targets):
+            at = numpy.minimum(numpy.searchsorted(self._targets, keys), len(self._targets) - 1)
+            found = self._targets[at] == keys
+            links[found] = self._target_links[at[found]]
+        least = 1
+        if numpy.count_nonzero(links) > count:  # those linked to as much as the count-th (ties by URL among them)
+            least = max(numpy.partition(links, len(links) - count)[len(links) - count], 1)
+        taken = links >= least
+        linked = zip(itertools.compress(requested, taken.tolist()), links[taken].tolist(), strict=False)  # (as many)
         top = heapq.nsmallest(count, linked, key=lambda item: (-item[1], item[0]))
         return [LinkedPage(url, n) for url, n in top]
 
@@ -340,7 +392,7 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
     for path in paths:
         file = RecordFile(os.fspath(path))
         try:
-            with open(path, "rb") as lines:
+            with _opened_record(file.path) as lines:
                 identity = os.fstat(lines.fileno())
                 if (identity.st_dev, identity.st_ino) in opened:
                     raise ReportError(f"{file.path} is given twice")
@@ -362,6 +414,22 @@ def read_records(paths: Iterable[str | os.PathLike]) -> Records:
     if crawl is not None and update is not None:  # one report would describe neither
         raise ReportError(f"{crawl.path} is a crawl's record and {update.path} an update's: report each alone")
     return records
+
+
+def _opened_record(path: str) -> BinaryIO:
+    """The record file at *path* opened for reading; NotARegularFile for a device, a FIFO or a socket (without
+    blocking: opening a FIFO for reading waits for a writer), OSError for a directory."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(f"cannot read {path}: not a regular file ({file_type(mode)})")
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _read_file(lines: BinaryIO, file: RecordFile, records: Records) -> None:

@@ -152,6 +152,8 @@ class TseSpider(scrapy.Spider):
             arguments = {**spider.arguments, "resume": spider.resume, "update": spider.update}
             start = prepare_crawl(arguments, settings.get, f"scrapy crawl {cls.name}")
         spider._use(start.args)
+        # The pages the crawl starts from, read as they were checked: UpdateExtension.setup takes them.
+        spider.pages_before = start.pages_before
         if start.distributed_name:
             spider._join_distributed_crawl(settings, start.distributed_name)
         elif start.nothing_to_do:

@@ -101,6 +101,22 @@ def read_catalog(directory: str | os.PathLike) -> list[KnownPage] | None:
     return pages
 
 
+@dataclass
+class PagesBefore:
+    """The pages a crawl starts from, read as it was checked (``crawlstart``), for ``UpdateExtension.setup``
+    to take rather than read them again (1.5 s for 100,000 rows): an update's (``pages_before_update``),
+    or a crawl with validators' (the catalog's)."""
+
+    update: bool
+    pages: list[KnownPage] | None  # None once taken
+
+    def take(self) -> list[KnownPage] | None:
+        """The pages, once: what holds this (the CrawlStart, the spider) keeps them no longer (43 MB for
+        100,000 pages, the whole crawl long)."""
+        pages, self.pages = self.pages, None
+        return pages
+
+
 def pages_before_update(directory: str | os.PathLike) -> list[KnownPage]:
     """The pages of the directory as an update finds them: the catalog's (or, without one, the page
     files'), each live unless its docID is listed in ``.tse-gone``: that list is what ``tse index``

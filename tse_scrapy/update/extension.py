@@ -134,12 +134,15 @@ class UpdateExtension:
         state_extension = crawl_state(self.crawler)
         self.state = state_extension.state
         if self.state.meta("update_id") is None:  # a new crawl (or one killed before this commit)
-            # (Checked before the crawl began: ``crawlstart``.)
-            if self.is_update:
-                before = catalog.pages_before_update(self.directory)
-            else:
-                before = catalog.read_catalog(self.directory) or []
+            # (Checked before the crawl began, and read then: ``crawlstart``.)
+            before = self._pages_read_at_start()
+            if before is None:
+                if self.is_update:
+                    before = catalog.pages_before_update(self.directory)
+                else:
+                    before = catalog.read_catalog(self.directory) or []
             self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
+            del before  # (read back from the state next: not held twice)
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
         self.by_url = {page.url: page for page in self.before.values()}
@@ -148,6 +151,15 @@ class UpdateExtension:
         self.first_new_id = max(self.before, default=0) + 1
         state_extension.closing.append(self.finish)
         return self
+
+    def _pages_read_at_start(self) -> list[KnownPage] | None:
+        """The pages ``crawlstart`` read as it checked them (the spider holds them until now, and no
+        longer), when they are of this crawl's kind (an update's or not); None when it read none."""
+        read = getattr(self.crawler.spider, "pages_before", None)
+        if read is None:
+            return None
+        pages = read.take()
+        return pages if read.update == self.is_update else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> UpdateExtension:

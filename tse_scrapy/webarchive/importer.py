@@ -237,7 +237,8 @@ def check_import_directory(directory: str) -> None:
 def check_record(record: str | None, archives: Iterable[str], directory: str) -> None:
     """The record file must be a new one (as ``tse crawl --record``'s): not an existing file, least of
     all one of the archives (by identity, as ``check_archives`` compares them), nor a file of the page
-    directory; ImportRefused saying which."""
+    directory or of any other (one holding ``.crawler``: another crawl's next page, say); ImportRefused
+    saying which."""
     if record is None:
         return
     try:
@@ -260,8 +261,11 @@ def check_record(record: str | None, archives: Iterable[str], directory: str) ->
         in_page_directory = os.path.samefile(parent, directory)
     except OSError:
         in_page_directory = False
+    # This import's page directory (no .crawler yet), or another crawl's (tse crawl --record's rule).
+    in_page_directory = in_page_directory or os.path.lexists(os.path.join(parent, pagedir.MARKER))
     if in_page_directory and pagedir.is_page_directory_file(os.path.basename(record)):
-        raise ImportRefused(f"--record: {record} is a file of the page directory: give another name")
+        shown = os.path.dirname(record) or "."
+        raise ImportRefused(f"--record: {record} is a file of the page directory {shown}: give another name")
 
 
 class _Numbers:

@@ -26,6 +26,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
 from ...exitcodes import WRITE_ERROR
+from ...resume.statedb import RESUMABLE
 from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
 from ...update.extension import UpdateExtension, update_session
 from ..signals import page_done
@@ -144,7 +145,7 @@ class CrawlRecordMiddleware:
             self.fd = self._open()
         except OSError as error:
             message = f"cannot write the crawl record {self.path}: {error.strerror or error}"
-            logger.error(message)
+            logger.info("Stopping the crawl: %s", message)  # (said once, by the reason line, on a quiet terminal)
             self.crawler.stats.set_value("tse/error", message)
             raise CloseSpider(WRITE_ERROR) from None
 
@@ -201,12 +202,16 @@ class CrawlRecordMiddleware:
             self._fail(f"cannot write the crawl record {self.path}: {error.strerror}")
 
     def _fail(self, message: str) -> None:
+        """Stop the crawl: the record could not be written (a full disk).  Resumable: a resume cuts a torn
+        line and appends, and the reason line says how (``outcome.crawl_failure``)."""
         from scrapy.utils.defer import deferred_from_coro
 
-        logger.error(message)
+        logger.info("Stopping the crawl: %s", message)  # (said once, by the reason line, on a quiet terminal)
         os.close(self.fd)
         self.fd = None
-        self.crawler.stats.set_value("tse/error", message)
+        if not self.crawler.stats.get_value("tse/error"):
+            self.crawler.stats.set_value("tse/error", message)
+            self.crawler.stats.set_value(RESUMABLE, True)
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
 
     def spider_closed(self, spider: Spider) -> None:
@@ -221,6 +226,7 @@ class CrawlRecordMiddleware:
                 if not self.crawler.stats.get_value("tse/error"):
                     message = f"cannot write the crawl record {self.path}: {error.strerror}"
                     self.crawler.stats.set_value("tse/error", message)
+                    self.crawler.stats.set_value(RESUMABLE, True)
             self.fd = None
 
     # Each attempt

@@ -29,6 +29,7 @@ from warcio.warcwriter import WARCWriter
 
 from ... import __version__
 from ...exitcodes import WRITE_ERROR
+from ...resume.statedb import RESUMABLE
 from ..warcindex import CdxjIndexer, NotAWarcFile, scan_warc, write_cdxj
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ class WarcMiddleware:
         if error is not None and not self.failed:
             message = _reason(error, f"cannot write the WARC file {self.path}")
             if closing:
-                self._record_error(message, error)
+                self._record_error(message, error, resumable=True)
             else:
                 self.fail(message, error)
 
@@ -346,7 +347,7 @@ class WarcMiddleware:
         try:
             self.file.close()
         except OSError as error:
-            self._record_error(_reason(error, f"cannot write the WARC file {self.path}"))
+            self._record_error(_reason(error, f"cannot write the WARC file {self.path}"), resumable=True)
         self.file = None
         earlier, self.earlier = self.earlier, None
         if self.failed:
@@ -363,15 +364,21 @@ class WarcMiddleware:
         """Stop the crawl at once; the records written so far stay valid."""
         if self.failed:
             return
-        self._record_error(message, error)
+        self._record_error(message, error, resumable=True)
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
 
-    def _record_error(self, message: str, error: BaseException | None = None) -> None:
+    def _record_error(self, message: str, error: BaseException | None = None, *, resumable: bool = False) -> None:
+        """*message* the crawl's reason line; *resumable* (a write that failed once the file was open, a full
+        disk say): the line says how to go on, as a resume cuts a torn record and appends."""
         self.failed = True
-        # An error that is no write error is a bug: its traceback goes to the log.
-        logger.error(message, exc_info=error if error is not None and not isinstance(error, OSError) else None)
+        if error is not None and not isinstance(error, OSError):  # no write error: a bug, its traceback logged
+            logger.error(message, exc_info=error)
+            resumable = False
+        else:  # said once, by the reason line, on a quiet terminal (the log keeps it at INFO)
+            logger.info("Stopping the crawl: %s", message)
         if not self.crawler.stats.get_value("tse/error"):
             self.crawler.stats.set_value("tse/error", message)
+            self.crawler.stats.set_value(RESUMABLE, resumable)
 
 
 class _Indexing:

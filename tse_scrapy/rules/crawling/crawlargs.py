@@ -258,10 +258,18 @@ def crawl_name(seeds: Any) -> str:
     return f"{host}-{digest}"
 
 
+# What every crawl's politeness leases are named after in Redis (``tse:polite:HOST``, distributed/keys.py):
+# no crawl may take it (its "leftover keys" would be every crawl's leases).
+POLITENESS_NAME = "polite"
+
+
 def check_crawl_name(name: str | None) -> str:
-    """*name* if it can name a distributed crawl (it becomes part of Redis keys)."""
+    """*name* if it can name a distributed crawl (it becomes part of Redis keys, and is not POLITENESS_NAME):
+    ``tse crawl --name`` and ``tse status`` refuse the others alike."""
     if not _CRAWL_NAME.fullmatch(name or ""):
         raise ArgumentError(f"crawl name must be 1-100 letters, digits, '.', '_' or '-': {name}")
+    if name == POLITENESS_NAME:
+        raise ArgumentError(f"crawl name {POLITENESS_NAME} is reserved (the politeness leases use it)")
     return name
 
 

@@ -91,7 +91,7 @@ def _show(token: bytes) -> str:
     return "'" + _NOT_SHOWN.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), text) + "'"
 
 
-# tse indextest's NEWINDEX replaces only an index (``outputfile``).
+# tse index's INDEXFILE and tse indextest's NEWINDEX replace only an index (``outputfile``).
 INDEX_FILE = OutputKind(
     noun="an index",
     what="the index",

@@ -1,5 +1,5 @@
-"""What an output file may replace: ``tse report --out``, ``tse crawl --update --changes``, ``tse indextest``'s
-NEWINDEX.
+"""What an output file may replace: ``tse report --out``, ``tse crawl --update --changes``, ``tse index``'s
+INDEXFILE, ``tse indextest``'s NEWINDEX.
 
 Each is written whole and renamed into place (``atomicfile``), so whatever was at its path is gone, whatever
 it was: as root, ``--out /dev/null`` left a regular file where the device was; ``--out a/5`` put a report
@@ -103,7 +103,7 @@ def look(path: str | os.PathLike) -> Found:
         status = os.stat(path)
     except OSError:
         return Found(NOTHING, in_page_directory)
-    found = Found(_type(status.st_mode), in_page_directory)
+    found = Found(file_type(status.st_mode), in_page_directory)
     if found.type != REGULAR or status.st_size == 0:
         return found
     try:
@@ -121,7 +121,8 @@ def check_output_file(path: str | os.PathLike, kind: OutputKind) -> None:
         raise OutputFileRefused(problem)
 
 
-def _type(mode: int) -> str:
+def file_type(mode: int) -> str:
+    """What a file of *mode* is: REGULAR, DIRECTORY, CHARACTER_DEVICE, FIFO ..."""
     for test, name in (
         (stat.S_ISREG, REGULAR),
         (stat.S_ISDIR, DIRECTORY),
