@@ -41,6 +41,9 @@ TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (abou
 # bonus, the same pages search after search; one statement a search saved, about 2 % of its CPU), about
 # 10 MB at most.
 TITLES_KEPT = 100_000
+# The characters of the documents (URL, title and text) a reader keeps once read (``DocStore.documents``:
+# the results' pages, read for their snippets; popular pages are results again and again): about 16 MB.
+DOCUMENTS_KEPT_CHARACTERS = 8_000_000
 # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/text/encodings.py);
 # 4: pages' text without their navigation (rules/text/pagetext.py); 5: a role read as its tag's first
 # role attribute, and charset labels by WHATWG's table
@@ -239,6 +242,8 @@ class DocStore:
         self.db = db
         self.from_file = from_file  # else built in memory from the pages
         self._titles: dict[int, str] = {}  # the titles read (``titles``)
+        self._documents: dict[int, Document] = {}  # the documents read (``documents``)
+        self._documents_kept = 0  # their characters
         # Gone pages have no row: they are no document, and not counted in N nor avgdl.
         self.count(dict(db.execute("SELECT doc_id, length FROM docs")))
 
@@ -324,8 +329,23 @@ class DocStore:
         return Document(doc_id, *row) if row else None
 
     def documents(self, doc_ids: list[int]) -> dict[int, Document]:
-        """The documents of *doc_ids* that have a row, in a few statements (a page of results: one)."""
-        return {row[0]: Document(*row) for row in self._rows("doc_id, url, title, text", doc_ids)}
+        """The documents of *doc_ids* that have a row, in a few statements (a page of results: one);
+        those read kept (DOCUMENTS_KEPT_CHARACTERS)."""
+        kept = self._documents
+        missing = [doc_id for doc_id in doc_ids if doc_id not in kept]
+        if not missing:
+            return {doc_id: kept[doc_id] for doc_id in doc_ids}
+        read = {row[0]: Document(*row) for row in self._rows("doc_id, url, title, text", missing)}
+        for doc_id, document in read.items():
+            size = len(document.url) + len(document.title) + len(document.text)
+            if self._documents_kept + size <= DOCUMENTS_KEPT_CHARACTERS:
+                kept[doc_id] = document
+                self._documents_kept += size
+        return {
+            doc_id: kept[doc_id] if doc_id in kept else read[doc_id]
+            for doc_id in doc_ids
+            if doc_id in kept or doc_id in read
+        }
 
     def _rows(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
         """The *columns* of the rows of *doc_ids*, 500 docIDs a statement."""
