@@ -38,8 +38,8 @@ from .pagefiles import FileKey, PageScan, live_fingerprint
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
 # The titles a reader keeps once read (``DocStore.titles``: a search's first pages', for its typed-title
-# bonus, the same pages search after search; one statement a search saved, about 2 % of its CPU), about
-# 10 MB at most.
+# bonus, the same pages search after search; one statement a search saved, about 1 % of its
+# instructions), about 10 MB at most.
 TITLES_KEPT = 100_000
 # The characters of the documents (URL, title and text) a reader keeps once read (``DocStore.documents``:
 # the results' pages, read for their snippets; popular pages are results again and again): about 16 MB.
