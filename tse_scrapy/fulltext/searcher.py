@@ -81,6 +81,9 @@ KEPT_TOKENS = 200_000
 ANCHOR_TOKENS = 200_000
 EXPRESSIONS_KEPT = 4_096  # the phrases of the last expressions scored from memory
 EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a query's can be tens of KB)
+# The snippet heads a process keeps once read (``SearchIndex.snippet_heads``: a search's results'
+# pages, popular pages again and again), to this many bytes in all as stored.
+HEADS_KEPT_BYTES = 16_000_000
 # A page's rest (store.py) read to at most this many bytes: REST_CHARACTERS of four bytes each.
 REST_BYTES = 4 * REST_CHARACTERS
 # Looking a page up in a form's list (FTS5 seeks it: about 13 us) costs about what reading this many
@@ -157,6 +160,8 @@ class SearchIndex:
         # Each table's rows, as its bm25() counts them (its averages record: see ``_add_scores``).
         self._table_rows = {table: _rows_of(db, table) for table in ("fts", "titles_fts", "anchors_fts")}
         self._has_beyond = db.execute("SELECT 1 FROM beyond_fts LIMIT 1").fetchone() is not None
+        self._heads: dict[int, Head] = {}  # the snippet heads read (``snippet_heads``)
+        self._heads_kept = 0  # their bytes as stored
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
         # The titles' and anchor texts' scores worked out from their words (see KeptField).
@@ -420,16 +425,21 @@ class SearchIndex:
         """What the snippets of the pages *doc_ids* work out first, stored when they were indexed (a
         page without one, or with one this code does not read, is left out: its snippet is then
         worked out whole)."""
-        found: dict[int, Head] = {}
+        kept = self._heads
+        found = {doc_id: kept[doc_id] for doc_id in doc_ids if doc_id in kept}
+        missing = [doc_id for doc_id in doc_ids if doc_id not in kept]
         try:
-            for start in range(0, len(doc_ids), 500):
-                chunk = doc_ids[start : start + 500]
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 sql = f"SELECT doc_id, head FROM heads WHERE doc_id IN ({marks}) AND length(head) <= ?"
                 for doc_id, blob in self.db.execute(sql, (*chunk, HEAD_BYTES)):
                     head = unpacked_head(blob)
                     if head is not None:
                         found[doc_id] = head
+                        if self._heads_kept + len(blob) <= HEADS_KEPT_BYTES:
+                            kept[doc_id] = head
+                            self._heads_kept += len(blob)
         except apsw.Error:  # a file altered since it was written: the table is gone
             return {}
         return found

@@ -37,6 +37,13 @@ from .pagefiles import FileKey, PageScan, live_fingerprint
 
 DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
+# The titles a reader keeps once read (``DocStore.titles``: a search's first pages', for its typed-title
+# bonus, the same pages search after search; one statement a search saved, about 1 % of its
+# instructions), about 10 MB at most.
+TITLES_KEPT = 100_000
+# The characters of the documents (URL, title and text) a reader keeps once read (``DocStore.documents``:
+# the results' pages, read for their snippets; popular pages are results again and again): about 16 MB.
+DOCUMENTS_KEPT_CHARACTERS = 8_000_000
 # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/text/encodings.py);
 # 4: pages' text without their navigation (rules/text/pagetext.py); 5: a role read as its tag's first
 # role attribute, and charset labels by WHATWG's table
@@ -234,6 +241,9 @@ class DocStore:
     def __init__(self, db: sqlite3.Connection, *, from_file: bool = False):
         self.db = db
         self.from_file = from_file  # else built in memory from the pages
+        self._titles: dict[int, str] = {}  # the titles read (``titles``)
+        self._documents: dict[int, Document] = {}  # the documents read (``documents``)
+        self._documents_kept = 0  # their characters
         # Gone pages have no row: they are no document, and not counted in N nor avgdl.
         self.count(dict(db.execute("SELECT doc_id, length FROM docs")))
 
@@ -302,16 +312,40 @@ class DocStore:
         return dict(self._rows("doc_id, url", doc_ids))
 
     def titles(self, doc_ids: list[int]) -> dict[int, str]:
-        """The titles of the pages *doc_ids* that have a row ("" for none)."""
-        return dict(self._rows("doc_id, title", doc_ids))
+        """The titles of the pages *doc_ids* that have a row ("" for none); those read kept (TITLES_KEPT)."""
+        kept = self._titles
+        missing = [doc_id for doc_id in doc_ids if doc_id not in kept]
+        if missing:
+            read = dict(self._rows("doc_id, title", missing))
+            if len(kept) + len(read) <= TITLES_KEPT:
+                kept.update(read)
+            else:
+                read.update((doc_id, kept[doc_id]) for doc_id in doc_ids if doc_id in kept)
+                return {doc_id: read[doc_id] for doc_id in doc_ids if doc_id in read}
+        return {doc_id: kept[doc_id] for doc_id in doc_ids if doc_id in kept}
 
     def document(self, doc_id: int) -> Document | None:
         row = self.db.execute("SELECT url, title, text FROM docs WHERE doc_id = ?", (doc_id,)).fetchone()
         return Document(doc_id, *row) if row else None
 
     def documents(self, doc_ids: list[int]) -> dict[int, Document]:
-        """The documents of *doc_ids* that have a row, in a few statements (a page of results: one)."""
-        return {row[0]: Document(*row) for row in self._rows("doc_id, url, title, text", doc_ids)}
+        """The documents of *doc_ids* that have a row, in a few statements (a page of results: one);
+        those read kept (DOCUMENTS_KEPT_CHARACTERS)."""
+        kept = self._documents
+        missing = [doc_id for doc_id in doc_ids if doc_id not in kept]
+        if not missing:
+            return {doc_id: kept[doc_id] for doc_id in doc_ids}
+        read = {row[0]: Document(*row) for row in self._rows("doc_id, url, title, text", missing)}
+        for doc_id, document in read.items():
+            size = len(document.url) + len(document.title) + len(document.text)
+            if self._documents_kept + size <= DOCUMENTS_KEPT_CHARACTERS:
+                kept[doc_id] = document
+                self._documents_kept += size
+        return {
+            doc_id: kept[doc_id] if doc_id in kept else read[doc_id]
+            for doc_id in doc_ids
+            if doc_id in kept or doc_id in read
+        }
 
     def _rows(self, columns: str, doc_ids: list[int]) -> Iterator[tuple[Any, ...]]:
         """The *columns* of the rows of *doc_ids*, 500 docIDs a statement."""

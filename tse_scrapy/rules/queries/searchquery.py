@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from itertools import chain
 
 from ..text import analysis
@@ -100,29 +100,31 @@ class SearchQuery:
         """Each required group's clauses' words as typed (``analysis.written_words``)."""
         return tuple(tuple(analysis.written_words(clause.text) for clause in group) for group in self.required)
 
+    @cached_property
+    def _typed_runs(self) -> tuple[str, ...] | None:
+        """The required words as typed, in order (``is_whole_title``), where each group is one clause."""
+        if not all(len(group) == 1 for group in self.required):
+            return None
+        return tuple(
+            word for (clause,) in self.required for word in analysis.word_runs_of(analysis.written(clause.text))
+        )
+
     def answered_as_typed(self, text: str) -> bool:
         """Whether *text* (a title) holds, for each required group, every word of one of its clauses as
         typed (``analysis.written_words``): a word typed with accents with those accents, one typed
         without them with any (accents are optional: ``verifier`` is as typed in ``Vérifier``)."""
-        normalized = analysis.written(text)
-        # First whether each word is in the text at all (a search's first pages' titles: most are not),
-        # which costs a tenth of cutting the text into words.
-        folded_text: str | None = None
+        title = _title_read(text)
+        normalized = title.written
 
+        # First whether each word is in the text at all (a search's first pages' titles: most are not).
         def appears(word: str) -> bool:
-            nonlocal folded_text
             if word in normalized:
                 return True
-            if analysis.fold(word) != word:
-                return False
-            if folded_text is None:
-                folded_text = analysis.fold(normalized)
-            return word in folded_text
+            return analysis.fold(word) == word and word in title.folded_text
 
         if not all(any(all(map(appears, words)) for words in group) for group in self._typed_words):
             return False
-        written = frozenset(analysis.word_runs_of(normalized))
-        folded = {analysis.fold(word) for word in written}
+        written, folded = title.words, title.folded_words
 
         def held(word: str) -> bool:
             return word in written or (word in folded and analysis.fold(word) == word)
@@ -136,11 +138,9 @@ class SearchQuery:
         alternatives (OR) only needs the title to hold no word none of them typed."""
         if not self.answered_as_typed(text):
             return False
-        title = analysis.word_runs_of(analysis.written(text))
-        if all(len(group) == 1 for group in self.required):
-            typed = [
-                word for (clause,) in self.required for word in analysis.word_runs_of(analysis.written(clause.text))
-            ]
+        title = _title_read(text).runs
+        typed = self._typed_runs
+        if typed is not None:
             return len(typed) == len(title) and all(map(_typed_as, title, typed))
         every = frozenset().union(*chain.from_iterable(self._typed_words))
         return all(any(_typed_as(word, one) for one in every) for word in title)
@@ -150,6 +150,30 @@ class SearchQuery:
         found); excluded words are not corrected."""
         shown = [" OR ".join(clause.typed(corrections) for clause in alternatives) for alternatives in self.required]
         return " ".join(shown + ["-" + clause.typed() for clause in self.excluded])
+
+
+# The titles whose words ``_title_read`` keeps worked out: a search looks at its first pages' titles
+# (searcher.TYPED_TITLE_CANDIDATES), the same few pages' search after search (normalizing and cutting
+# a title again was half the typed-title bonus's time).
+TITLES_READ = 4_096
+
+
+class _TitleRead:
+    """A title's words as ``SearchQuery.answered_as_typed`` and ``is_whole_title`` read them."""
+
+    __slots__ = ("folded_text", "folded_words", "runs", "words", "written")
+
+    def __init__(self, text: str):
+        self.written = analysis.written(text)
+        self.folded_text = analysis.fold(self.written)
+        self.runs = tuple(analysis.word_runs_of(self.written))
+        self.words = frozenset(self.runs)
+        self.folded_words = frozenset(analysis.fold(word) for word in self.words)
+
+
+@lru_cache(maxsize=TITLES_READ)
+def _title_read(text: str) -> _TitleRead:
+    return _TitleRead(text)
 
 
 def _typed_as(word: str, typed: str) -> bool:
