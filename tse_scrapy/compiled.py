@@ -1,11 +1,14 @@
 """Compiled copies of the modules a search spends its time in, used only while they are current.
 
-``make`` compiles the modules of MODULES with Cython, as they are (no ``.pyx``, no C of our own),
-next to their sources, and lists in MANIFEST each source's size and modification time when it was
-compiled.  The finder installed here loads a module's compiled copy only while its source still
-has that size and time; else, or with ``TSE_PURE_PYTHON=1`` set, or with no compiled copy (no C
-compiler, a wheel), the source is loaded, as it would be without this module.  The compiled code is
-the same code: it answers the same (the tests run on it), with fewer instructions (docs/search.md).
+``make`` compiles the modules of MODULES with Cython, next to their sources, and lists in MANIFEST
+each source's size and modification time when it was compiled.  A module's source is its ``.py``,
+compiled as it is, but where a ``.pyx`` of the same name is beside it (typed code of our own that
+gives what the ``.py`` gives: ``rules/text/wordpass``): that is compiled, and its copy checked against
+it; the ``.py`` is what is loaded without a copy.  The finder installed here loads a module's
+compiled copy only while its source still has that size and time; else, or with
+``TSE_PURE_PYTHON=1`` set, or with no compiled copy (no C compiler, a wheel), the source is loaded,
+as it would be without this module.  The compiled code is the same code (or, from a ``.pyx``, code
+giving the same): it answers the same (the tests run on it), with fewer instructions (docs/search.md).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ MODULES = (
     "tse_scrapy.rules.queries.searchquery",
     "tse_scrapy.rules.queries.searchsnippet",
     "tse_scrapy.rules.text.analysis",
+    "tse_scrapy.rules.text.wordpass",  # the indexer's word counts and analysis (its .pyx)
 )
 MANIFEST = Path(__file__).with_name("compiled-modules.json")
 PURE_PYTHON = "TSE_PURE_PYTHON"  # set to 1: every module from its source
@@ -62,7 +66,9 @@ class CompiledFinder:
                 break
         else:  # not in a folder (a zipped egg): the usual finders' to find
             return None
-        compiled = None if os.environ.get(PURE_PYTHON) == "1" else self.current_copy(fullname, source)
+        typed = source[: -len(".py")] + ".pyx"
+        compiled_from = typed if os.path.isfile(typed) else source
+        compiled = None if os.environ.get(PURE_PYTHON) == "1" else self.current_copy(fullname, compiled_from)
         if compiled is None:
             # Named explicitly: in the folder the compiled copy would come first.
             return importlib.util.spec_from_file_location(fullname, source)
@@ -70,7 +76,8 @@ class CompiledFinder:
         return importlib.util.spec_from_file_location(fullname, compiled, loader=loader)
 
     def current_copy(self, fullname: str, source: str) -> str | None:
-        """The compiled copy of *fullname* when the manifest lists one made from *source* as it is now."""
+        """The compiled copy of *fullname* when the manifest lists one made from *source* (its ``.py``, or
+        its ``.pyx``) as it is now."""
         entry = self.entries().get(fullname)
         file = entry.get("file") if isinstance(entry, dict) else None
         name = fullname.rpartition(".")[2]

@@ -31,7 +31,10 @@ class CompileError(Exception):
 
 
 def source_of(root: Path, module: str) -> Path:
-    return root.joinpath(*module.split(".")).with_suffix(".py")
+    """What *module* is compiled from: its ``.pyx`` where there is one (``compiled``), else its ``.py``."""
+    source = root.joinpath(*module.split(".")).with_suffix(".py")
+    typed = source.with_suffix(".pyx")
+    return typed if typed.is_file() else source
 
 
 def build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int = 2) -> list[str]:

@@ -440,6 +440,23 @@ def _words_of_pieces(
     return list(chain.from_iterable(map(analyzed.get, pieces, zip(pieces))))
 
 
+def analyzed_apart(text: str, others: Iterable[str]) -> bool:
+    """Whether the words of *text* are those of its pieces analyzed apart (``_words_of_pieces``), *others*
+    being its distinct pieces that are not ASCII: else it is normalized whole (``words_of_normalized``)."""
+    return "\u0338" not in text and all(map(_starts_alone, _LETTER_THEN_OTHER.findall(" ".join(others))))
+
+
+def piece_words(piece: str, spellings: dict[str, str] | None, characters: dict[str, None] | None) -> list[str]:
+    """The words of a *piece* of a text (``_words_of_pieces``: no whitespace, no ASCII character that is no
+    letter or digit, its ASCII capitals small), its spellings and characters recorded as ``_words_of`` does."""
+    return _words_of_normalized(normalize(piece), spellings, characters)
+
+
+def words_of_normalized(text: str, spellings: dict[str, str] | None, characters: dict[str, None] | None) -> list[str]:
+    """``_words_of`` of a text normalized whole."""
+    return _words_of_normalized(normalize(text), spellings, characters)
+
+
 @lru_cache(maxsize=4096)
 def _starts_alone(character: str) -> bool:
     """Whether NFKD makes *character* start with a character that is no mark: then an ASCII letter

@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..web.duplicates import named_canonical
 from ..web.urls import LinkResolver, clean_href
-from . import analysis
+from . import analysis, wordpass
 from .encodings import decode_page
 from .pagetext import (
     _NOT_VISIBLE,
@@ -181,11 +181,12 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     text, whole = read.text, read.visible
     visible = _cut_at_word(whole, BODY_CHARACTERS)
     language = page_language(text[:4000], visible, url) or ""
-    body_words, spellings, characters = analysis.words_spellings_and_characters(visible)
+    # The words and their terms (stems) in one: typed, a distinct word is stemmed once (wordpass).
+    body_words, body_terms, spellings, characters = wordpass.words_and_terms(visible, language, BODY_TERMS)
     beyond_words = _beyond_words(whole[len(visible) :], body_words)
     body_words = body_words[:BODY_TERMS]
     title = read.title
-    title_words, title_spellings, title_characters = analysis.words_spellings_and_characters(title)
+    title_words, title_terms, title_spellings, title_characters = wordpass.words_and_terms(title, language)
     # (a word written with ß spelled so: case folding spells it ss)
     spellings = {
         **title_spellings,
@@ -210,10 +211,10 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     terms = analysis.stem
     return PageFields(
         language=language,
-        title=_joined(terms(title_words, language)),
+        title=_joined(title_terms),
         headings=_joined(terms(analysis.words(headings[:HEADING_CHARACTERS]), language)),
         url=_joined(terms(url_words(url), language)),
-        body=_joined(terms(body_words, language)),
+        body=_joined(body_terms),
         links=tuple(anchors(text, url, language)),
         vocabulary=vocabulary,
         title_words=_joined(title_words),
