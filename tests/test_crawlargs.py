@@ -1,9 +1,12 @@
+import os
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from tse_scrapy.rules.crawling.crawlargs import (
+    EXTENSION_SETTINGS,
     ArgumentError,
     check_crawl_args,
     check_crawl_name,
@@ -194,6 +197,13 @@ def test_misspelt_setting(name, meant):
     assert misspelt_setting(name, KNOWN) == meant
 
 
+def test_a_third_party_middlewares_own_setting_is_no_misspelling():
+    # `-s USER_AGENTS=...` (random user-agent middlewares read it) was refused as USER_AGENT misspelt.
+    known = frozenset({"USER_AGENT", "PROXY_MODE"}) | EXTENSION_SETTINGS
+    assert misspelt_setting("USER_AGENTS", known) is None
+    assert misspelt_setting("USER_AGENTZ", known) == "USER_AGENT"  # (a misspelling still is one)
+
+
 def test_check_setting_names():
     assert check_setting_names(["DOWNLOAD_DELAY", "MY_LIMIT", "LOG_LEVEL", "OTHER"], KNOWN) == ["MY_LIMIT", "OTHER"]
     with pytest.raises(ArgumentError, match=r"^-s DOWNLOAD_DELEY is not a setting: did you mean DOWNLOAD_DELAY\?$"):
@@ -286,3 +296,24 @@ def test_check_no_pages_reads_page_1(tmp_path):
         check_no_pages(tmp_path, ["http://h/index.html"])
     with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
         check_no_pages(tmp_path, ["http://h/other.html"])
+
+
+@pytest.mark.timeout(20)
+def test_check_no_pages_never_waits_on_a_fifo_nor_reads_a_device_whole(tmp_path):
+    # A page 1 that is a FIFO made `tse crawl` wait for a writer for ever; one that is /dev/zero read
+    # until memory ran out: whose crawl it is is then unknown, and said as "another crawl".
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "1")
+    with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
+        check_no_pages(fifo, ["http://h/index.html"])
+    device = tmp_path / "device"
+    device.mkdir()
+    (device / "1").symlink_to("/dev/zero")
+    with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
+        check_no_pages(device, ["http://h/index.html"])
+    endless = tmp_path / "endless"
+    endless.mkdir()
+    (endless / "1").write_bytes(b"http://h/index.html" + b"x" * 200_000)  # no newline: read to its bound only
+    with pytest.raises(ArgumentError, match="already holds the pages of another crawl"):
+        check_no_pages(endless, ["http://h/index.html"])

@@ -17,6 +17,7 @@ import select
 import shutil
 import struct
 import subprocess
+import sys
 import termios
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -415,6 +416,27 @@ def test_the_status_line_keeps_its_eta_on_a_narrow_terminal(width, shown):
 )
 def test_locale_is_ascii(environ, utf8_mode, ascii_only):
     assert locale_is_ascii(environ, utf8_mode) == ascii_only
+
+
+@pytest.mark.parametrize(
+    "options, lang, from_the_locale",
+    [
+        ((), "C", True),  # Python turned the mode on for the C locale
+        ((), "C.UTF-8", False),
+        (("-X", "utf8"), "C.UTF-8", False),  # asked for: it says nothing of the locale (all of 3.15's)
+        (("-X", "utf8"), "C", False),  # (then LC_CTYPE, Python's C.UTF-8 or the user's, is taken as said)
+    ],
+)
+def test_the_utf8_mode_tells_a_c_locale_only_when_python_turned_it_on_for_one(options, lang, from_the_locale):
+    environ = {key: value for key, value in os.environ.items() if not key.startswith(("LC_", "PYTHONUTF8"))}
+    said = subprocess.run(
+        [sys.executable, *options, "-c", "from tse_scrapy.terminal import *; print(utf8_mode_of_a_c_locale())"],
+        env={**environ, "LANG": lang},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert said.stdout.strip() == str(from_the_locale)
 
 
 LOCALES = st.sampled_from(["", "C", "POSIX", "C.UTF-8", "en_US.UTF-8", "fr_FR.ISO-8859-1"])

@@ -101,3 +101,21 @@ def test_typed_counts_and_postings_as_the_python_path(pages):
         typed.add(doc_id, counts)
         python_path.add_counts(python, doc_id, counts)
     assert typed._words == python
+
+
+@pytest.mark.parametrize("module", [wordpass, python_path], ids=["typed", "python"])
+def test_add_counts_refuses_what_an_array_of_unsigned_ints_cannot_hold_as_its_python_path_does(module):
+    # The typed copy cast a held value unchecked (a list held: a segmentation fault) and wrapped a
+    # docID or count of 2**32 or a negative one round, where array("I") raises OverflowError.
+    if module is wordpass:  # (the Python path appends to whatever is held: a list takes them too)
+        with pytest.raises(TypeError):
+            module.add_counts({b"x": [1]}, 1, {b"x": 3})
+    for doc_id, count in ((2**32, 1), (-1, 1), (1, 2**32), (1, -1)):
+        with pytest.raises(OverflowError):
+            module.add_counts({}, doc_id, {b"x": count})
+
+
+@pytest.mark.parametrize("limit", [None, 0, 1, 2, 10, -1, -2, -10])
+def test_a_limit_bounds_the_terms_as_a_slice_does_in_both(limit):
+    text = "running runs ran away"
+    assert wordpass.words_and_terms(text, "en", limit) == python_path.words_and_terms(text, "en", limit)

@@ -50,8 +50,9 @@ def locale_is_ascii(environ: Mapping[str, str], utf8_mode: bool) -> bool:
     """True when the locale says the terminal shows ASCII only: C, POSIX or none (``LC_ALL``, else
     ``LC_CTYPE``, else ``LANG``), unless ``PYTHONIOENCODING`` says how the output is encoded (then the
     stream's encoding decides).  Python itself writes UTF-8 in such a locale: it turns its UTF-8 mode on
-    (*utf8_mode* without ``PYTHONUTF8``), and, without LC_ALL, sets ``LC_CTYPE=C.UTF-8`` in its own
-    environment, so the stream's encoding says UTF-8 where the terminal may not show it."""
+    (*utf8_mode*: ``utf8_mode_of_a_c_locale``, without ``PYTHONUTF8``), and, without LC_ALL, sets
+    ``LC_CTYPE=C.UTF-8`` in its own environment, so the stream's encoding says UTF-8 where the terminal
+    may not show it."""
     if environ.get("PYTHONIOENCODING"):
         return False
     if utf8_mode and not environ.get("PYTHONUTF8"):
@@ -60,11 +61,18 @@ def locale_is_ascii(environ: Mapping[str, str], utf8_mode: bool) -> bool:
     return locale in ("", "C", "POSIX")
 
 
+def utf8_mode_of_a_c_locale() -> bool:
+    """Whether Python's UTF-8 mode is on because the locale was C or POSIX when it started: on, and not
+    asked for (``-X utf8``; ``PYTHONUTF8`` is ``locale_is_ascii``'s to read).  From Python 3.15 the
+    mode is on by default (PEP 686), whatever the locale: it then says nothing of it."""
+    return bool(sys.flags.utf8_mode) and "utf8" not in sys._xoptions and sys.version_info < (3, 15)
+
+
 def at_least_sign(stream: Any, environ: Mapping[str, str] | None = None, utf8_mode: bool | None = None) -> str:
     """``≥`` where the terminal can show it, else ``>=``: its locale (*environ*, os.environ by default) is
     not C or POSIX (``locale_is_ascii``), and *stream*'s encoding has the sign."""
     environ = os.environ if environ is None else environ
-    utf8_mode = bool(sys.flags.utf8_mode) if utf8_mode is None else utf8_mode
+    utf8_mode = utf8_mode_of_a_c_locale() if utf8_mode is None else utf8_mode
     if locale_is_ascii(environ, utf8_mode):
         return ">="
     try:

@@ -33,7 +33,7 @@ QUERIES = "crawler and polite\nindexer or querier\n"
 # The site's own port, known in advance so that make serve can serve it again under the URLs the crawl
 # saved (a random one was closed with the crawl: every result's link was dead); beside tse serve's 8000.
 SITE_PORT = 8001
-_DEMO_URL = re.compile(r"http://127\.0\.0\.1:(\d+)/(.*)")
+_DEMO_URL = re.compile(r"http://127\.0\.0\.1:(\d{1,5})/(.*)")
 
 
 def is_demo_crawl(pagedir: Path) -> bool:
@@ -45,7 +45,7 @@ def is_demo_crawl(pagedir: Path) -> bool:
                 found = _DEMO_URL.fullmatch(read_page_url(pagedir, int(name)))
             except OSError:
                 return False
-            if found is None or not (SITE / found.group(2)).exists():
+            if found is None or int(found.group(1)) > 65535 or not (SITE / found.group(2)).exists():
                 return False
         elif name not in (MARKER, STATE_NAME, STATE_NAME + "-wal", STATE_NAME + "-shm"):
             return False
@@ -86,15 +86,31 @@ def serve(pagedir: Path, options: list[str]) -> int:
     else:
         site.start()
         sys.stderr.write(f"demo: the demo site on {site.url}/, where it was crawled\n")
+    started: list[subprocess.Popen] = []
+    caught: list[int] = []
+
+    def hand_on(number: int, _frame: object) -> None:
+        # (a signal before tse serve has started is kept for it: the wrapper must not exit without it)
+        if started:
+            started[0].send_signal(number)
+        else:
+            caught.append(number)
+
+    # Installed before tse serve starts: a Ctrl-C in between made this wrapper exit, and tse serve, in
+    # a process group of its own, went on holding its port.
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, hand_on)
     try:
         # In its own process group: Ctrl-C reaches this process alone, which hands it on once (twice,
         # tse serve's uvicorn would stop without waiting for the connections open).
         child = subprocess.Popen(
             [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options], process_group=0
         )
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(number, lambda number, _frame: child.send_signal(number))
-        return child.wait()
+        started.append(child)
+        for number in caught[:1]:
+            child.send_signal(number)
+        status = child.wait()
+        return 128 - status if status < 0 else status  # killed by a signal: the shell's 128 + its number
     finally:
         if site is not None:
             site.stop()

@@ -96,8 +96,9 @@ SEARCH_SUFFIX = ".search"
 # letter shorter than the vocabulary's too (a correction to one spelled as the page spells it); 13: a
 # page whose text is too short to tell its language has the one its URL names (pagefields.url_language);
 # 14: pages' text, headings and heads without their navigation (pagetext.shown_text); 15: a role read
-# as its tag's first role attribute, and charset labels by WHATWG's table (rot13, cp037 ... unknown)
-FORMAT = "15"
+# as its tag's first role attribute, and charset labels by WHATWG's table (rot13, cp037 ... unknown);
+# 16: a role's tokens compared ASCII case-insensitively, split at ASCII whitespace only (`NaviGation`)
+FORMAT = "16"
 FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).

@@ -39,15 +39,16 @@ DOCS_SUFFIX = ".docs"
 TEXT_LIMIT = 5_000  # characters of visible text kept a page, for snippets (about 800 words)
 # The titles a reader keeps once read (``DocStore.titles``: a search's first pages', for its typed-title
 # bonus, the same pages search after search; one statement a search saved, about 1 % of its
-# instructions), about 10 MB at most.
-TITLES_KEPT = 100_000
+# instructions).  A title is cut to 300 characters: 20,000 of them take 7 MB in ASCII, 26 MB at most
+# (a title of 300 emoji: 1,276 bytes; a crawled site chooses its titles).
+TITLES_KEPT = 20_000
 # The characters of the documents (URL, title and text) a reader keeps once read (``DocStore.documents``:
 # the results' pages, read for their snippets; popular pages are results again and again): about 16 MB.
 DOCUMENTS_KEPT_CHARACTERS = 8_000_000
 # 2: the files table (what --update needs); 3: pages read in the WHATWG order (rules/text/encodings.py);
 # 4: pages' text without their navigation (rules/text/pagetext.py); 5: a role read as its tag's first
-# role attribute, and charset labels by WHATWG's table
-FORMAT = "5"
+# role attribute, and charset labels by WHATWG's table; 6: a role's tokens compared ASCII case-insensitively
+FORMAT = "6"
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -392,6 +392,10 @@ EXTENSION_SETTINGS = frozenset(
         *("PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT", "PLAYWRIGHT_MAX_CONTEXTS", "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT"),
         *("PLAYWRIGHT_PROCESS_REQUEST_HEADERS", "PLAYWRIGHT_RESTART_DISCONNECTED_BROWSER"),
         "TSE_UPDATE",
+        # Read by common third-party middlewares a user may add (random user agents, rotating proxies):
+        # USER_AGENTS is one edit from USER_AGENT, and was refused as its misspelling.
+        *("USER_AGENTS", "USER_AGENT_LIST", "PROXY_LIST", "PROXY_MODE", "ROTATING_PROXY_LIST"),
+        *("ROTATING_PROXY_LIST_PATH", "FAKEUSERAGENT_PROVIDERS", "FAKEUSERAGENT_FALLBACK"),
     }
 )
 

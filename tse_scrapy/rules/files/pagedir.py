@@ -18,7 +18,9 @@ URL line, a line of decimal digits and a body is not a page file.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,10 +180,20 @@ def write_gone(pagedir: PathLike, doc_ids: Iterable[int], *, fsync: bool = False
         path.unlink(missing_ok=True)
 
 
+# The most of a page file's URL line read_page_url reads: a page 1 without a newline (or /dev/zero)
+# was read whole; the crawl keeps URLs to 2,083 characters, a hand-made page may hold a longer one.
+URL_LINE_BYTES = 64 * 1024
+
+
 def read_page_url(pagedir: PathLike, doc_id: int) -> str:
-    """Line 1 of page *doc_id*, without reading the rest (raises OSError)."""
-    with open(page_path(pagedir, doc_id), "rb") as page:
-        return page.readline().rstrip(b"\n").decode("utf-8", "replace")
+    """Line 1 of page *doc_id* (to URL_LINE_BYTES), without reading the rest; raises OSError, also
+    for a page that is not a regular file (a FIFO would wait for a writer for ever)."""
+    # Opened without blocking: opening a FIFO for reading waits for a writer.
+    descriptor = os.open(page_path(pagedir, doc_id), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb") as page:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(page_path(pagedir, doc_id)))
+        return page.readline(URL_LINE_BYTES).rstrip(b"\n").decode("utf-8", "replace")
 
 
 def check_page_files(pagedir: PathLike) -> int:

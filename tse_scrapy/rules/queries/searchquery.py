@@ -154,8 +154,9 @@ class SearchQuery:
 
 # The titles whose words ``_title_read`` keeps worked out: a search looks at its first pages' titles
 # (searcher.TYPED_TITLE_CANDIDATES), the same few pages' search after search (normalizing and cutting
-# a title again was half the typed-title bonus's time).
-TITLES_READ = 4_096
+# a title again was half the typed-title bonus's time).  A title of 300 characters worked out takes
+# about 12 KB (its words, folded and not, as sets): 2,048 of them about 24 MB at most.
+TITLES_READ = 2_048
 
 
 class _TitleRead:

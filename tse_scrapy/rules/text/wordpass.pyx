@@ -222,7 +222,12 @@ def add_counts(dict words not None, Py_ssize_t doc_id, counts not None):
             numbers = array.clone(_NUMBERS, 0, False)
             words[word] = numbers
         else:
-            numbers = <array.array>held
+            value = <object>held
+            if type(value) is not array.array:  # (a value not an array: a TypeError, not a crash)
+                raise TypeError(f"words hold arrays, not {type(value).__name__}")
+            numbers = value
+        if not (0 <= doc_id <= 0xFFFFFFFF and 0 <= occurrences <= 0xFFFFFFFF):
+            raise OverflowError("unsigned int is greater than maximum")  # (as array("I").append says it)
         pair[0] = <uint32_t>doc_id
         pair[1] = <uint32_t>occurrences
         array.extend_buffer(numbers, <char*>pair, 2)
@@ -234,7 +239,8 @@ def add_counts(dict words not None, Py_ssize_t doc_id, counts not None):
 def words_and_terms(str text not None, language, limit=None):
     spellings, characters = {}, {}
     distinct, numbers, count = _word_numbers(text, spellings, characters)
-    kept = count if limit is None or limit > count else max(limit, 0)
+    # (a slice's bound, as the Python path's ``found[:limit]``: a negative limit counts from the end)
+    kept = count if limit is None or limit > count else limit if limit >= 0 else max(count + limit, 0)
     found = _listed(distinct, numbers, count)
     stems = _analysis.stem(distinct, language)
     terms = found[:kept] if stems is distinct else _listed(stems, numbers, kept)
