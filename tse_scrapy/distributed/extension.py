@@ -25,7 +25,7 @@ from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from .join import CREATED_HERE
 from .outage import RedisOutage
-from .store import RedisCrawl, connect, redis_url, worker_name
+from .store import CrawlGone, RedisCrawl, connect, redis_url, worker_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -90,7 +90,13 @@ class DistributedCrawlExtension:
         return extension
 
     def spider_opened(self, spider: Spider) -> None:
-        self.heartbeat()
+        try:
+            self.heartbeat()
+        except CrawlGone:
+            # Redis restarted without the crawl before this worker's first mark: the scheduler finds it
+            # at its first look and stops the worker in one line (raised here, it was a traceback too).
+            logger.debug("Redis no longer holds crawl %s at this worker's start", self.crawl.name)
+            return
         logger.info("Worker %s in distributed crawl %s", self.worker, self.crawl.name)
 
     def heartbeat(self) -> None:
