@@ -15,7 +15,7 @@ import math
 import os
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -31,7 +31,6 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
-from starlette.types import Receive, Scope, Send
 
 from ..fulltext.matching import distinct_groups
 from ..index.engine import RANKINGS, Answer, QueryEngine
@@ -170,53 +169,6 @@ def allowed_hosts(host: str) -> list[str] | None:
 
     IPv4 loopback only: Starlette's check cannot read an IPv6 Host header ("[::1]:8000")."""
     return [*LOOPBACK_NAMES, host] if host.startswith("127.") else None
-
-
-class SearchApp(Starlette):
-    """The app, answering ``GET /api/search`` itself, not through Starlette's middleware and router:
-    the same endpoint, so the same answer, headers and all, in about 1 % fewer instructions a search
-    (callgrind, the known-item titles' first pages).  Any other request, and one of those whose Host
-    header is not plainly one of *hosts* (a name and a port), goes through them as before (a Host
-    refused: 400)."""
-
-    def __init__(
-        self,
-        api_search: Callable[[Request], Awaitable[Response]],
-        hosts: list[str] | None,
-        **options: Any,
-    ):
-        super().__init__(**options)
-        self._api_search = api_search
-        self._hosts = frozenset(host.lower() for host in hosts) if hosts else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != "/api/search" or scope["method"] != "GET":
-            return await super().__call__(scope, receive, send)
-        if scope.get("root_path") or not self._host_allowed(scope):
-            return await super().__call__(scope, receive, send)
-        scope["app"] = self
-        try:
-            response = await self._api_search(Request(scope, receive, send))
-        except Exception:
-            # As Starlette's ServerErrorMiddleware answers an endpoint's exception (then raised for the server to log).
-            await PlainTextResponse("Internal Server Error", status_code=500)(scope, receive, send)
-            raise
-        await response(scope, receive, send)
-
-    def _host_allowed(self, scope: Scope) -> bool:
-        """Whether the request's Host header is one TrustedHostMiddleware lets through: one of the hosts
-        (any case), with or without a port (False for anything else, which that middleware judges)."""
-        if self._hosts is None:
-            return True
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host, colon, port = value.decode("latin-1").lower().rpartition(":")
-                if not colon:
-                    host = port
-                elif not (port.isascii() and port.isdigit()):
-                    return False
-                return host in self._hosts
-        return False
 
 
 def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette:
@@ -466,9 +418,7 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         served = index.current()
         return _page(request, "results.html", {**common(served, "", served.default_rank), "error": message}, 404)
 
-    app = SearchApp(
-        api_search,
-        hosts,
+    app = Starlette(
         lifespan=lifespan,
         exception_handlers={404: not_found},
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
