@@ -31,6 +31,7 @@ from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
+from ..rules.files.outputfile import file_type
 from ..rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
@@ -191,7 +192,7 @@ def check_archives(paths: Iterable[str]) -> list[str]:
         if stat.S_ISDIR(identity.st_mode):
             raise ImportRefused(f"cannot read {path}: Is a directory")
         if not stat.S_ISREG(identity.st_mode):
-            raise ImportRefused(f"cannot read {path}: not a regular file ({_file_kind(identity.st_mode)})")
+            raise ImportRefused(f"cannot read {path}: not a regular file ({file_type(identity.st_mode)})")
         key = (identity.st_dev, identity.st_ino)
         if key in seen:
             same = "twice" if seen[key] == path else f"twice (as {seen[key]} too)"
@@ -199,18 +200,6 @@ def check_archives(paths: Iterable[str]) -> list[str]:
         seen[key] = path
         checked.append(path)
     return checked
-
-
-def _file_kind(mode: int) -> str:
-    for is_kind, kind in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if is_kind(mode):
-            return kind
-    return "not a file"
 
 
 def check_import_directory(directory: str) -> None:
