@@ -27,8 +27,8 @@ BOUNDS = ("-s", "TSE_RENDER_TIMEOUT=4", "-s", "TSE_RENDER_ARGS=--js-flags=--max-
           "DOWNLOAD_DELAY=0")  # fmt: skip
 # Generous: a crawl that hangs never ends; the crawls here take seconds.
 HANG = 240
-# A browser call that does not answer (a stopped browser, a renderer held by its script) waited for 4 s,
-# not 10 (TSE_RENDER_CALL_TIMEOUT): still far longer than any call to a browser that answers takes here.
+# A browser call that does not answer (a stopped browser) waited for 4 s, not 10 (TSE_RENDER_CALL_TIMEOUT):
+# still far longer than any call to a browser that answers takes here.
 CALL_TIMEOUT = ("-s", "TSE_RENDER_CALL_TIMEOUT=4")
 
 
@@ -282,7 +282,7 @@ def test_a_script_that_never_yields_is_counted_once(witness, tmp_path):
     )
     (site.root / "after.html").write_text('<html><head><title>After</title></head><body><script>document.title="Late"'
                                           "</script></body></html>")  # fmt: skip
-    pages, result = crawl_site(site, tmp_path, "index.html", 1, *CALL_TIMEOUT)
+    pages, result = crawl_site(site, tmp_path, "index.html", 1)
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     found = {name: body.decode("utf-8-sig") for name, body in pages_by_url(pages).items()}
