@@ -51,6 +51,7 @@ BAD_VALUES = {
     "LOG_LEVEL=debug": "one of CRITICAL, FATAL, ERROR, WARNING, WARN, INFO, DEBUG, NOTSET",  # a traceback
     "CLOSESPIDER_PAGECOUNT=-3": "a whole number of pages, 0 for no limit",  # the crawl never ended
     "TSE_MAX_PAGES=many": "a whole number of pages, 0 for no limit",
+    "TSE_RENDER_CALL_TIMEOUT=-1": "a number, 0 or more",  # (a module constant before)
 }
 
 

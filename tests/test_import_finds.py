@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from tests.conftest import BIN, crawl_site, run_tse
+from tests.conftest import BIN, clean_env, crawl_site, run_tse
 from tests.support.net import free_port
 from tests.support.searchsite import write_search_site
 from tse_scrapy.devtools.siteserver import Rule
@@ -160,12 +160,13 @@ def test_a_revisit_of_a_record_in_a_later_archive_is_resolved_in_its_place_and_t
 
 
 def test_a_gone_list_that_cannot_be_read_is_said_once_by_a_server_of_two_workers(tmp_path):
+    from tests.support.serving import QUICK_LOOKS
     from tests.test_index_serve_fixes_serve import SETTLED, serving
 
     pages, index = write_search_site(tmp_path)
     port = free_port()
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2", "--port", str(port)]
-    with serving(command) as run:
+    with serving(command, clean_env(**QUICK_LOOKS)) as run:  # SETTLED is 8 looks apart
         (pages / pagedir.GONE_NAME).write_text("not a docID\n")
         time.sleep(SETTLED)  # each worker has looked at the list, seen it settled, and read it
     assert run.returncode == 0, run.stderr

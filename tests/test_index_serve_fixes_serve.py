@@ -18,13 +18,15 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.searchsite import write_search_site
+from tests.support.serving import QUICK_LOOKS
 from tests.support.wait import still_running, wait_until, while_running
 
 psutil = pytest.importorskip("psutil")
 
 INDEX_FILES = ("", ".bin", ".stamp", ".docs", ".search")
-# Longer than a server process's looks at the files (served.CHECK_SECONDS: settled, then opened): 3 looks.
-SETTLED = 4.0
+# Longer than a server process's looks at the files (served.CHECK_SECONDS, 0.25 s with QUICK_LOOKS:
+# settled, then opened): 3 looks, and its try at opening them.
+SETTLED = 2.0
 
 
 def answers(port: int | str) -> bool:
@@ -81,11 +83,13 @@ def test_the_workers_of_a_killed_server_end_with_it_and_the_port_is_free_again(t
 
 
 @contextlib.contextmanager
-def serving(command: list[str]) -> Iterator[subprocess.CompletedProcess]:
+def serving(command: list[str], env: dict | None = None) -> Iterator[subprocess.CompletedProcess]:
     """*command* (`tse serve ... --port PORT`) run until /healthz answers; Ctrl-C on leaving, then its exit
     status and output in what it gave."""
     port = command[-1]
-    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        command, env=env or clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     done = subprocess.CompletedProcess(command, None)
     done.pid = process.pid  # type: ignore[attr-defined]
     try:
@@ -101,7 +105,7 @@ def test_an_index_removed_is_said_once_not_once_a_worker(tmp_path):
     pages, index = write_search_site(tmp_path)
     port = free_port()
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2", "--port", str(port)]
-    with serving(command) as run:
+    with serving(command, clean_env(**QUICK_LOOKS)) as run:
         wait_until(lambda: len(psutil.Process(run.pid).children()) == 2, 30, "not two workers")
         for suffix in INDEX_FILES:  # rm INDEXFILE*
             os.unlink(f"{index}{suffix}")
@@ -110,6 +114,15 @@ def test_an_index_removed_is_said_once_not_once_a_worker(tmp_path):
     said = [line for line in run.stderr.decode().splitlines() if "written anew" in line]
     assert len(said) == 1, said  # before: once a worker
     assert said[0].startswith(f"tse serve: {index} was written anew but cannot be opened ([Errno 2] "), said
+
+
+@pytest.mark.parametrize("interval", ["0", "soon"])
+def test_the_servers_look_interval_is_refused_in_one_line_when_it_is_no_interval(tmp_path, interval):
+    """TSE_SERVE_CHECK_SECONDS (served.CHECK_SECONDS, 1 s): 0 would look without a pause, a word is none."""
+    env = clean_env(TSE_SERVE_CHECK_SECONDS=interval)  # (refused before the page directory is looked at)
+    result = run_tse("serve", tmp_path / "pages", tmp_path / "index", "--port", free_port(), env=env, timeout=30)
+    message = f"tse serve: TSE_SERVE_CHECK_SECONDS must be a number of seconds from 0.01 to 3600: {interval}\n"
+    assert (result.returncode, result.stdout, result.stderr.decode()) == (2, b"", message)
 
 
 @pytest.mark.parametrize("every", ["-1", "nan", "inf", "-inf", "1e400", "-0.5"])

@@ -27,6 +27,9 @@ BOUNDS = ("-s", "TSE_RENDER_TIMEOUT=4", "-s", "TSE_RENDER_ARGS=--js-flags=--max-
           "DOWNLOAD_DELAY=0")  # fmt: skip
 # Generous: a crawl that hangs never ends; the crawls here take seconds.
 HANG = 240
+# A browser call that does not answer (a stopped browser) waited for 4 s, not 10 (TSE_RENDER_CALL_TIMEOUT):
+# still far longer than any call to a browser that answers takes here.
+CALL_TIMEOUT = ("-s", "TSE_RENDER_CALL_TIMEOUT=4")
 
 
 class Witness:
@@ -147,7 +150,7 @@ def test_a_browser_that_stops_answering_is_started_anew(witness, tmp_path):
             f"<html><head><title>Plain {n}</title></head><body>{script}</body></html>"
         )
     try:
-        pages, result = crawl_site(site, tmp_path, "index.html", 1, "-s", "TSE_RENDER_RECYCLE=0")
+        pages, result = crawl_site(site, tmp_path, "index.html", 1, "-s", "TSE_RENDER_RECYCLE=0", *CALL_TIMEOUT)
     finally:
         for process in stopped:  # gone with the driver, as a rule
             with contextlib.suppress(psutil.Error):

@@ -11,14 +11,14 @@ import urllib.request
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import write_pages
 from tests.support.searchsite import write_search_site
-from tests.support.serving import tse_serve
+from tests.support.serving import QUICK_LOOKS, tse_serve
 from tests.support.wait import wait_until
 
-# Longer than a server process's looks at the files (served.CHECK_SECONDS: the files settled, then
-# opened) and its opening of the index;
+# Longer than a server process's looks at the files (served.CHECK_SECONDS, 0.25 s with QUICK_LOOKS: the
+# files settled, then opened) and its opening of the index;
 # a process answers from the new index that soon whatever its requests (each connection here a request
 # of its own: the two processes may answer them in any share).
-SETTLED = 4.0
+SETTLED = 2.0
 INDEX_FILES = ("", ".bin", ".stamp", ".docs", ".search")
 
 
@@ -108,7 +108,7 @@ def _moved_in(source, target, suffixes) -> None:
 def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
     pages, index = write_search_site(tmp_path)
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
-    with tse_serve(command, clean_env(), ROOT) as run:
+    with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as run:
         before = _api(run.base, "q=cat")
         assert before["total"] == 5 and before["rank"] == "relevance"
         _changed(pages)

@@ -8,15 +8,16 @@ from pathlib import Path
 
 from tests.conftest import BIN, ROOT, clean_env
 from tests.support.searchsite import write_search_site
-from tests.support.serving import tse_serve
+from tests.support.serving import QUICK_LOOKS, tse_serve
 from tests.support.wait import wait_until
 from tse_scrapy.rules.files import pagedir
 
 RANKS = ("relevance", "tse", "bm25")
 QUERIES = ("cat", "dog", "emu", "cat dog")
 GONE = [2, 7]  # dogs.html (the only page with "dog" but for cats.html, one with "cat"), and an emu page
-# Longer than a server process's looks at the files (served.CHECK_SECONDS: the list settled, then read).
-SETTLED = 4.0
+# Longer than a server process's looks at the files (served.CHECK_SECONDS, 0.25 s with QUICK_LOOKS: the
+# list settled, then read).
+SETTLED = 2.0
 WAIT = 20.0
 
 
@@ -74,7 +75,7 @@ def _doc_statuses(base: str, doc_ids: list[int]) -> set[int]:
 def _fresh_answers(pages: Path, index: Path, ranks=RANKS) -> dict[str, tuple[int, dict]]:
     """What a server started now on the same files answers."""
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "1"]
-    with tse_serve(command, clean_env(), ROOT) as fresh:
+    with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as fresh:
         answers = _answers(fresh.base, ranks)
     assert answers is not None
     return answers
@@ -83,7 +84,7 @@ def _fresh_answers(pages: Path, index: Path, ranks=RANKS) -> dict[str, tuple[int
 def test_a_running_server_answers_without_the_pages_gone_and_with_them_once_back(tmp_path):
     pages, index = write_search_site(tmp_path)
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
-    with tse_serve(command, clean_env(), ROOT) as run:
+    with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as run:
         before = _answers(run.base)
         assert before is not None
         assert all(2 in _docids(before[f"/api/search?q=cat&rank={rank}&per_page=100"][1]) for rank in RANKS)
@@ -121,7 +122,7 @@ def test_a_server_without_a_store_builds_it_again_without_the_pages_gone(tmp_pat
     Path(f"{index}.docs").unlink()  # (as an index of the reference indexer: titles from the pages, rank=tse)
     command = [str(BIN / "tse"), "serve", str(pages), str(index)]
     ranks = ("tse", "bm25")
-    with tse_serve(command, clean_env(), ROOT) as run:
+    with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as run:
         before = _answers(run.base, ranks)
         assert before is not None
         # A list that is no list of docIDs: answered as before, said once.

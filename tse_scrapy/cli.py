@@ -683,6 +683,7 @@ def serve(options: argparse.Namespace) -> int:
 
     try:
         from .search.protocol import REQUEST_HEAD_SECONDS
+        from .search.served import check_interval
         from .search.server import listen, serve_forever
     except ImportError as error:
         return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
@@ -693,6 +694,10 @@ def serve(options: argparse.Namespace) -> int:
     head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
     if not 1 <= head_seconds <= 3600:  # (nan and inf too)
         return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
+    try:
+        check_interval()
+    except ValueError as error:
+        return _one_line("serve", str(error), USAGE)
     with _one_line_errors("serve", options.indexfile, USAGE):
         check_page_directory(options.pagedir, options.indexfile)
         if problem := other_crawl(options.indexfile, options.pagedir):

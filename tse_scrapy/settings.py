@@ -146,6 +146,8 @@ TSE_RENDER = False
 TSE_CHROMIUM = None  # the browser; None: chromium on PATH (Debian's), else /usr/bin/chromium
 TSE_RENDER_PAGES = 2  # page loads at once (each in a browser context of its own); at least 1
 TSE_RENDER_TIMEOUT = 15.0  # seconds a page load may take to settle; then it is kept as rendered so far
+# Seconds any other browser call (a context, a page, a route) may take; longer: the browser is started anew
+TSE_RENDER_CALL_TIMEOUT = 10.0
 TSE_RENDER_MAX_REQUESTS = 100  # the browser's own requests a page load may make (0 or more); the rest are aborted
 TSE_RENDER_RECYCLE = 250  # page loads after which the browser and Playwright's driver are started anew (0: never)
 TSE_RENDER_ARGS: list[str] = []  # more Chromium flags (-s TSE_RENDER_ARGS=--flag,--other=value)

@@ -13,6 +13,12 @@ from pathlib import Path
 from tests.support.net import free_port
 from tests.support.wait import wait_until, while_running
 
+# A server's processes look for an index written anew, or a new gone list, every 0.25 s, not every second
+# (served.CHECK_SECONDS): the tests that wait for them to take the files, or to have looked and done
+# nothing, wait a quarter as long.  (Not where tse index writes the files: its renames, moments apart on
+# a loaded machine, are then more often seen halfway and settled.)
+QUICK_LOOKS = {"TSE_SERVE_CHECK_SECONDS": "0.25"}
+
 
 @dataclass
 class ServeRun:

@@ -3,7 +3,7 @@
 ``tse index`` and ``tse index --update`` write each file of the index whole and
 rename it into place, one after the other (the index and its sidecar, then the
 document store, then the search index).  Each server process looks every
-CHECK_SECONDS, from its start, at those files (size, modification time, inode).
+CHECK_SECONDS (TSE_SERVE_CHECK_SECONDS), from its start, at those files (size, modification time, inode).
 When they are other files than those open and have stayed so for one look (a
 rewrite renames them within moments), it opens the index again in a thread (the
 requests meanwhile are answered from the index open), and answers from the new
@@ -59,6 +59,8 @@ from ..rules.files.pagenotes import NotedPages, read_page_notes
 # open files).
 CHECK_SECONDS = 1.0
 RETRY_SECONDS = 30.0
+# The environment variable that sets another CHECK_SECONDS (the tests look sooner), read in check_interval.
+CHECK_SECONDS_VARIABLE = "TSE_SERVE_CHECK_SECONDS"
 
 logger = logging.getLogger(__name__)
 
@@ -167,10 +169,25 @@ class Served:
         return None
 
 
+def check_interval() -> float:
+    """CHECK_SECONDS, or TSE_SERVE_CHECK_SECONDS when the environment sets it; ValueError (its one line)
+    when that is no number of seconds from 0.01 to 3600 (0 would look without a pause, nan never)."""
+    given = os.environ.get(CHECK_SECONDS_VARIABLE)
+    if given is None:
+        return CHECK_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = float("nan")
+    if not 0.01 <= seconds <= 3600:
+        raise ValueError(f"{CHECK_SECONDS_VARIABLE} must be a number of seconds from 0.01 to 3600: {given}")
+    return seconds
+
+
 class ServedIndex:
     """The index a server process answers from: ``current()`` gives the newest usable one."""
 
-    def __init__(self, engine: QueryEngine, check_seconds: float = CHECK_SECONDS, retry_seconds: float = RETRY_SECONDS):
+    def __init__(self, engine: QueryEngine, check_seconds: float | None = None, retry_seconds: float = RETRY_SECONDS):
         self._current = Served.of(engine)
         self._path = Path(engine.index.path)
         self._directory = engine.directory
@@ -182,7 +199,7 @@ class ServedIndex:
         # the list then held taken out: kept once a list changes, to take others out).
         self._gone_key = UNKNOWN
         self._stored_lengths: dict[int, int] | None = None
-        self._check_seconds = check_seconds
+        self._check_seconds = check_interval() if check_seconds is None else check_seconds
         self._retry_seconds = retry_seconds
         self._watching: asyncio.Task[None] | None = None  # (kept: a task only weakly held may vanish)
 

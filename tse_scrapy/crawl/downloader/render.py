@@ -78,9 +78,9 @@ BROWSER_FLAGS = (
 # against robots.txt).  Merged with those TSE_RENDER_ARGS turns off (Chromium heeds the last switch).
 DISABLED_BLINK_FEATURES = ("SharedWorker",)
 BLINK_SWITCH = "--disable-blink-features"
-# Seconds a browser call (a context, a page, a route) may take: one that takes longer means a browser
-# that hangs or has died; it is closed, and the next page load starts another.
-BROWSER_CALL_TIMEOUT = 10.0
+# Seconds a browser call (a context, a page, a route) may take, TSE_RENDER_CALL_TIMEOUT (10 s): one that
+# takes longer means a browser that hangs or has died; it is closed, and the next page load starts
+# another.
 # Seconds given past TSE_RENDER_TIMEOUT to read the rendered document (a renderer whose script never
 # yields never answers: the page is then kept as fetched).
 READ_GRACE = 5.0
@@ -189,6 +189,7 @@ class RenderMiddleware:
         self._resolved: dict[str, asyncio.Future] = {}  # a host name's addresses, resolving or resolved
         # At least a second: Playwright reads a timeout of 0 as none at all.
         self.timeout = max(1.0, settings.getfloat("TSE_RENDER_TIMEOUT"))
+        self.call_timeout = max(1.0, settings.getfloat("TSE_RENDER_CALL_TIMEOUT"))
         self.max_requests = settings.getint("TSE_RENDER_MAX_REQUESTS")
         self.slots = max(1, settings.getint("TSE_RENDER_PAGES"))
         self.user_agent = settings.get("USER_AGENT")
@@ -270,6 +271,11 @@ class RenderMiddleware:
         )
 
     # -- one page load ---------------------------------------------------------------
+    async def _bounded(self, call: Any) -> Any:
+        """A browser call's result, or asyncio.TimeoutError after TSE_RENDER_CALL_TIMEOUT (a browser that
+        died may leave a call unanswered forever)."""
+        return await asyncio.wait_for(call, self.call_timeout)
+
     async def _render(self, response: Response) -> str | None:
         """The rendered document of *response*, or None when the renderer crashed, the browser failed, or
         the document cannot be kept.  One deadline for the whole page load (TSE_RENDER_TIMEOUT), then
@@ -290,25 +296,25 @@ class RenderMiddleware:
         context: Any = None
         cut = False
         try:
-            context = await _bounded(
+            context = await self._bounded(
                 browser.new_context(user_agent=self.user_agent, service_workers="block", accept_downloads=False)
             )
             # On the context, not the page: a window a script opens is held to the same rules.
-            await _bounded(context.route("**/*", load.route))
+            await self._bounded(context.route("**/*", load.route))
             # No WebSocket reaches any server: a crawl fetches pages, and a socket is neither routed
             # (robots.txt, the request bound) nor a page.
-            await _bounded(context.route_web_socket(_any_url, load.websocket))
-            await _bounded(context.add_init_script(NO_HOSTILE_APIS + STAY_WHILE_LOADING))
-            page = await _bounded(context.new_page())
+            await self._bounded(context.route_web_socket(_any_url, load.websocket))
+            await self._bounded(context.add_init_script(NO_HOSTILE_APIS + STAY_WHILE_LOADING))
+            page = await self._bounded(context.new_page())
             load.page = page
             context.on("page", load.opened)  # after the page's own "page" event
             page.on("crash", load.crashed)
             context.on("requestfinished", load.finished)
             # Playwright's routes do not see the requests a redirect makes (the browser follows it on its
             # own): each answer is paused here instead, and a redirect checked before it is followed.
-            load.devtools = await _bounded(context.new_cdp_session(page))
+            load.devtools = await self._bounded(context.new_cdp_session(page))
             load.devtools.on("Fetch.requestPaused", load.paused)
-            await _bounded(
+            await self._bounded(
                 load.devtools.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
             )
             try:
@@ -355,7 +361,7 @@ class RenderMiddleware:
         finally:
             if context is not None:
                 try:
-                    await asyncio.wait_for(context.close(), timeout=BROWSER_CALL_TIMEOUT)
+                    await asyncio.wait_for(context.close(), timeout=self.call_timeout)
                 except Exception:  # a hung renderer or a dead browser: the next page load starts anew
                     await self._drop_browser()
 
@@ -383,7 +389,7 @@ class RenderMiddleware:
             if closing is None:
                 continue
             try:
-                await asyncio.wait_for(closing, timeout=BROWSER_CALL_TIMEOUT)
+                await asyncio.wait_for(closing, timeout=self.call_timeout)
             except Exception as error:  # gone already: its processes went with it
                 logger.debug("Closing the browser: %s", _told(error))
 
@@ -562,7 +568,7 @@ class _PageLoad:
         """A window a script opened (NO_HOSTILE_APIS took window.open away; a link with a target still
         opens one): closed at once, its page not loaded (route)."""
         if page is not self.page:
-            self.closing.append(asyncio.ensure_future(_closed(page)))
+            self.closing.append(asyncio.ensure_future(_closed(page, self.middleware.call_timeout)))
 
     async def websocket(self, socket: Any) -> None:
         """A WebSocket the page opens: closed, never connected to its server."""
@@ -739,15 +745,9 @@ async def _resolved(host: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(answer[4][0]) for answer in answers))
 
 
-async def _bounded(call: Any) -> Any:
-    """A browser call's result, or asyncio.TimeoutError after BROWSER_CALL_TIMEOUT (a browser that died
-    may leave a call unanswered forever)."""
-    return await asyncio.wait_for(call, BROWSER_CALL_TIMEOUT)
-
-
-async def _closed(page: Any) -> None:
+async def _closed(page: Any, seconds: float) -> None:
     try:
-        await asyncio.wait_for(page.close(), BROWSER_CALL_TIMEOUT)
+        await asyncio.wait_for(page.close(), seconds)
     except Exception as error:  # closed already, with its context
         logger.debug("Closing a window a script opened: %s", _told(error))
 
