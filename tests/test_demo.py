@@ -48,6 +48,8 @@ def test_an_earlier_demo_crawl_is_recognized(demo_crawl):
         lambda d: page(d, 3, "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"),  # another site
         lambda d: page(d, 3, "http://127.0.0.1:40123/not-in-the-demo.html"),  # another local site
         lambda d: (d / "notes.txt").write_text("mine"),  # a file of the user's
+        lambda d: (d / "0").write_text("mine"),  # digits, but no page's name (pages are 1, 2, 3 ...)
+        lambda d: page(d, "01", "http://127.0.0.1:40123/index.html"),  # not page 1's name
         lambda d: (d / ".crawler").unlink(),  # not a page directory
     ],
 )

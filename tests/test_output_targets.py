@@ -79,7 +79,7 @@ def test_what_a_changes_file_may_replace(path, found, said):
 
 OTHER_TYPES = st.sampled_from([DIRECTORY, CHARACTER_DEVICE, BLOCK_DEVICE, FIFO, SOCKET])
 OWN_NAMES = st.one_of(
-    st.from_regex(r"[0-9]{1,6}", fullmatch=True),
+    st.from_regex(r"[1-9][0-9]{0,5}", fullmatch=True),  # a page file's name (0 and 01 are no page's)
     st.just(".crawler"),
     st.from_regex(r"\.tse-[a-z.-]{0,12}", fullmatch=True),
 )
