@@ -739,6 +739,9 @@ def report(options: argparse.Namespace) -> int:
     out = options.out
     try:
         _require_writable(out)
+    except Refused as error:  # a directory, in no directory, not writable: refused as every --out is, exit 2
+        return _one_line("report", f"--out {error}", USAGE)
+    try:
         summary = write_report(options.records, out)
     except OverwritesRecord:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
@@ -746,7 +749,7 @@ def report(options: argparse.Namespace) -> int:
         return _one_line("report", f"--out {error}", USAGE)
     except NotARegularFile as error:  # a RECORD that is a device or a FIFO: /dev/zero was read for ever
         return _one_line("report", str(error), USAGE)
-    except (Refused, ReportError) as error:
+    except ReportError as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)
 
@@ -776,7 +779,7 @@ def status(options: argparse.Namespace) -> int:
 
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
-        return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
+        return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}", USAGE)
     if options.name is None and options.redis != "env" and "://" not in options.redis:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
