@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.pages import write_pages
-from tse_scrapy.devtools.demo import SITE, is_demo_crawl, site_server
+from tse_scrapy.devtools.demo import SITE, is_demo_crawl, remove_index, site_server
 
 
 def run_demo(pagedir):
@@ -69,6 +69,38 @@ def test_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("mine")
     assert run_demo(tmp_path / "file").returncode == 2
     assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_the_earlier_demos_index_goes_whole_and_nothing_else(tmp_path):
+    """Every file a real tse index wrote beside INDEXFILE, and what a killed one leaves (its temporary
+    copies, a directory of runs), are removed; a user's files of like names are not."""
+    pagedir = write_pages(tmp_path / "demo", {1: ("http://127.0.0.1:40123/index.html", 0, b"<title>demo</title>")})
+    assert run_tse("index", pagedir, tmp_path / "demo.index").returncode == 0
+    written = set(os.listdir(tmp_path)) - {"demo"}
+    assert {"demo.index", "demo.index.search", "demo.index.stamp", "demo.index.lock"} <= written, written
+    killed = [
+        ".demo.index.partial",
+        ".demo.index.bin.partial",
+        ".demo.index.docs.partial",
+        ".demo.index.search.partial",
+    ]
+    for name in killed:
+        (tmp_path / name).write_bytes(b"half")
+    (tmp_path / ".demo.index.k3_9xq2a.runs").mkdir()
+    (tmp_path / ".demo.index.k3_9xq2a.runs" / "run.0").write_bytes(b"runs")
+    users = [
+        "demo.index.txt",
+        "demo.indexes",
+        "other.index",
+        "other.index.search",
+        ".demo.index.notes",
+        "demo.index.bak",
+    ]
+    for name in users:
+        (tmp_path / name).write_text("mine")
+    remove_index(tmp_path / "demo.index")
+    assert sorted(os.listdir(tmp_path)) == sorted(["demo", *users])
+    assert os.listdir(pagedir)  # the crawl is not the index's to remove
 
 
 # make serve: the demo crawl searched, its site served again where it was crawled (a site served on a

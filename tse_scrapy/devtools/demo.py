@@ -52,6 +52,24 @@ def is_demo_crawl(pagedir: Path) -> bool:
     return MARKER in names
 
 
+def remove_index(index: Path) -> None:
+    """Remove the index *index* and every file ``tse index`` writes beside it (its sidecar, stamp, lock,
+    document store and search store, the temporary copies of each a killed run left, its leftover runs'
+    directories), and nothing else: no file of an earlier demo's index is left beside this crawl's (its
+    ``.search``, ``.stamp`` and ``.lock`` were)."""
+    from ..atomicfile import partial_path
+    from ..fulltext.store import search_path
+    from ..index.docstore import docs_path
+    from ..index.indexer import remove_leftover_runs
+    from ..index.indexlock import lock_path
+    from ..index.storage import sidecar_path, stamp_path
+
+    for path in (index, sidecar_path(index), stamp_path(index), docs_path(index), search_path(index), lock_path(index)):
+        path.unlink(missing_ok=True)
+        partial_path(path).unlink(missing_ok=True)
+    remove_leftover_runs(index)
+
+
 def site_server(port: int) -> SiteServer:
     """The demo site served on *port*; on a free port, said on stderr, when *port* is taken."""
     try:
@@ -128,8 +146,7 @@ def main(argv: list[str]) -> int:
         return USAGE
     shutil.rmtree(pagedir, ignore_errors=True)
     index = pagedir.with_name(pagedir.name + ".index")
-    for stale in (index, *(index.with_name(index.name + suffix) for suffix in (".bin", ".docs"))):
-        stale.unlink(missing_ok=True)  # the earlier demo's: make serve must not show it over this crawl
+    remove_index(index)  # the earlier demo's: make serve must not show it over this crawl
     pagedir.mkdir(parents=True)
     tse = str(Path(sys.executable).parent / "tse")
     with site_server(SITE_PORT) as server:
