@@ -1,19 +1,23 @@
 """`make run`'s demo removes only an earlier demo crawl, never a user's directory; `make serve` serves
 the demo site again where it was crawled, beside the search."""
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.pages import write_pages
+from tests.support.wait import wait_until
 from tse_scrapy.devtools.demo import SITE, is_demo_crawl, remove_index, site_server
 
 
@@ -186,6 +190,42 @@ def test_make_serve_says_when_the_site_port_is_taken_and_searches_still(indexed_
         finally:
             process.terminate()
             assert process.wait(timeout=20) == 0
+
+
+def port_refuses(port):
+    """Whether nothing listens on *port* any more (a connection made, or reset as a server stops, is not)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def test_make_serve_killed_takes_tse_serve_and_the_site_with_it(indexed_demo_crawl):
+    """SIGKILL of the wrapper (no handler runs): tse serve, in a process group of its own, went on
+    holding its port; it now dies with its parent, and the site's port is freed with the wrapper."""
+    pagedir, site_port = indexed_demo_crawl
+    search_port = free_port()
+    process, said = start_demo_serve(pagedir, search_port)
+    children: list[str] = []
+    try:
+        assert said[-1].startswith("tse serve: searching"), said
+        assert get(f"http://127.0.0.1:{site_port}/index.html")[0] == 200
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        process.kill()
+        process.wait(timeout=10)
+        wait_until(
+            lambda: port_refuses(site_port) and port_refuses(search_port), 10, "a port is held 10 s after the kill", 0.1
+        )
+    finally:
+        process.stderr.close()
+        if process.poll() is None:
+            process.kill()
+        for child in children:  # (the failure's: tse serve left running, ended as Ctrl-C ends it)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGINT)
 
 
 def test_make_serve_without_the_demo_crawl_says_so(tmp_path):

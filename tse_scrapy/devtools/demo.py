@@ -88,6 +88,28 @@ def crawled_port(pagedir: Path) -> int:
     return int(_DEMO_URL.fullmatch(read_page_url(pagedir, 1)).group(1))
 
 
+# Runs COMMAND (sys.argv[2:]) in place of itself, set to be sent SIGTERM when its parent, PARENT
+# (sys.argv[1]), dies (Linux's PR_SET_PDEATHSIG, which an exec keeps): killed with SIGKILL, no handler of
+# the wrapper's runs, and tse serve, in a process group of its own, went on holding its port.  (Set in
+# the child before its exec, not by a preexec_fn: the demo site's thread is running, which makes
+# preexec_fn unsafe.)  A parent already dead sends no signal: then the command does not start.
+_DIE_WITH_PARENT = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(128 + signal.SIGTERM)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def dying_with_this_process(command: list[str]) -> list[str]:
+    """*command*, on Linux made to end (SIGTERM: as ``kill`` ends it) when this process ends, however
+    it ends (SIGKILL included); elsewhere as it is."""
+    if not sys.platform.startswith("linux"):
+        return command
+    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
+
+
 def serve(pagedir: Path, options: list[str]) -> int:
     """``tse serve PAGEDIR PAGEDIR.index OPTIONS`` with the demo site served beside it, on the port the
     crawl was made from, until ``tse serve`` ends; its exit status."""
@@ -121,9 +143,8 @@ def serve(pagedir: Path, options: list[str]) -> int:
     try:
         # In its own process group: Ctrl-C reaches this process alone, which hands it on once (twice,
         # tse serve's uvicorn would stop without waiting for the connections open).
-        child = subprocess.Popen(
-            [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options], process_group=0
-        )
+        command = [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options]
+        child = subprocess.Popen(dying_with_this_process(command), process_group=0)
         started.append(child)
         for number in caught[:1]:
             child.send_signal(number)
