@@ -967,6 +967,7 @@ def crawl(options: argparse.Namespace) -> int:
     from .crawl.outcome import interrupts_ignored_from_now as crawl_over
     from .crawl.outcome import report as crawl_outcome
     from .crawl.outcome import summary_line
+    from .crawl.seeds import failed_page_lines
     from .spiders.tse import TseSpider
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
@@ -984,7 +985,10 @@ def crawl(options: argparse.Namespace) -> int:
     if process.bootstrap_failed:
         return FAILED
     if crawler.stats.get_value("finish_reason") is not None:
-        sys.stderr.write(f"tse crawl: {summary_line(crawler.stats.get_stats(), update=options.update)}\n")
+        stats = crawler.stats.get_stats()
+        for line in failed_page_lines(stats):  # (the progress log's Failed lines say no reason)
+            sys.stderr.write(f"tse crawl: {shown_message(line)}\n")
+        sys.stderr.write(f"tse crawl: {summary_line(stats, update=options.update)}\n")
     return crawl_outcome("tse crawl", crawler)
 
 
