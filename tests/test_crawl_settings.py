@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 import scrapy
 from scrapy.settings import Settings, default_settings
 
-from tests.conftest import run_scrapy, run_tse
+from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
 from tests.support.sitegen import write_site
 from tse_scrapy import settings as project
 from tse_scrapy.crawlstart import READ_AS_FLOAT, known_setting_names, setting_defaults
@@ -116,6 +117,42 @@ def test_a_setting_no_one_knows_is_said_and_taken(site, program):
     )
     assert result.stderr.decode().splitlines().count(warning) == 1
     assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+
+
+# A crawl run from Python (Scrapy's CrawlerProcess): no command decided how it starts, the spider does
+# (prepare_crawl), and checked no setting's name: DOWNLOAD_DELEY was ignored, the crawl ran at a page a second.
+_FROM_PYTHON = """
+import sys
+from scrapy.crawler import CrawlerProcess
+from scrapy.utils.project import get_project_settings
+from tse_scrapy.spiders.tse import TseSpider
+seed, pagedir, prefix, *given = sys.argv[1:]
+settings = get_project_settings()
+settings.setdict({"LOG_LEVEL": "WARNING", "DOWNLOAD_DELAY": 0, **dict(name.split("=") for name in given)})
+process = CrawlerProcess(settings)
+process.crawl(TseSpider, seed=seed, pagedir=pagedir, depth="1", prefix=prefix)
+process.start()
+"""
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("DOWNLOAD_DELEY=0", "ArgumentError: -s DOWNLOAD_DELEY is not a setting: did you mean DOWNLOAD_DELAY?"),
+        ("NOSUCH_SETTING=1", "scrapy crawl tse: warning: -s NOSUCH_SETTING is not a setting of Scrapy, tse or"),
+    ],
+)
+def test_a_crawl_from_python_checks_the_names_of_its_settings(site, given, said):
+    server, pagedir = site
+    command = [str(BIN / "python"), "-c", _FROM_PYTHON, f"{server.url}/index.html", pagedir, f"{server.url}/", given]
+    done = subprocess.run(
+        command, capture_output=True, cwd=ROOT, timeout=120, env=clean_env(SCRAPY_SETTINGS_MODULE="tse_scrapy.settings")
+    )
+    assert said in done.stderr.decode(), done.stderr.decode()
+    if given.startswith("NOSUCH"):  # only an extension of the user's would read it: taken, said
+        assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
+    else:  # refused before the page directory is looked at, nothing fetched
+        assert (server.hits, os.listdir(pagedir)) == ([], [])
 
 
 def test_every_setting_scrapy_scrapy_redis_and_tse_read_is_known():

@@ -278,6 +278,11 @@ SAME = "P holds a finished crawl of {}: crawl it again with --update (-a update=
 )
 def test_pages_held_refusal(first_url, seeds, message):
     assert pages_held_refusal("P", first_url, seeds) == message
+    # A distributed crawl's: the update it is sent to runs in one process (--update with --redis is refused).
+    one_process = "--update (-a update=yes) in one process (an update is not distributed), or"
+    assert pages_held_refusal("P", first_url, seeds, True) == message.replace(
+        "--update (-a update=yes), or", one_process
+    )
 
 
 @given(

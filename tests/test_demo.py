@@ -1,20 +1,24 @@
 """`make run`'s demo removes only an earlier demo crawl, never a user's directory; `make serve` serves
 the demo site again where it was crawled, beside the search."""
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.pages import write_pages
-from tse_scrapy.devtools.demo import SITE, is_demo_crawl, site_server
+from tests.support.wait import wait_until
+from tse_scrapy.devtools.demo import SITE, is_demo_crawl, remove_index, site_server
 
 
 def run_demo(pagedir):
@@ -48,6 +52,8 @@ def test_an_earlier_demo_crawl_is_recognized(demo_crawl):
         lambda d: page(d, 3, "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"),  # another site
         lambda d: page(d, 3, "http://127.0.0.1:40123/not-in-the-demo.html"),  # another local site
         lambda d: (d / "notes.txt").write_text("mine"),  # a file of the user's
+        lambda d: (d / "0").write_text("mine"),  # digits, but no page's name (pages are 1, 2, 3 ...)
+        lambda d: page(d, "01", "http://127.0.0.1:40123/index.html"),  # not page 1's name
         lambda d: (d / ".crawler").unlink(),  # not a page directory
     ],
 )
@@ -67,6 +73,38 @@ def test_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("mine")
     assert run_demo(tmp_path / "file").returncode == 2
     assert (tmp_path / "file").read_text() == "mine"
+
+
+def test_the_earlier_demos_index_goes_whole_and_nothing_else(tmp_path):
+    """Every file a real tse index wrote beside INDEXFILE, and what a killed one leaves (its temporary
+    copies, a directory of runs), are removed; a user's files of like names are not."""
+    pagedir = write_pages(tmp_path / "demo", {1: ("http://127.0.0.1:40123/index.html", 0, b"<title>demo</title>")})
+    assert run_tse("index", pagedir, tmp_path / "demo.index").returncode == 0
+    written = set(os.listdir(tmp_path)) - {"demo"}
+    assert {"demo.index", "demo.index.search", "demo.index.stamp", "demo.index.lock"} <= written, written
+    killed = [
+        ".demo.index.partial",
+        ".demo.index.bin.partial",
+        ".demo.index.docs.partial",
+        ".demo.index.search.partial",
+    ]
+    for name in killed:
+        (tmp_path / name).write_bytes(b"half")
+    (tmp_path / ".demo.index.k3_9xq2a.runs").mkdir()
+    (tmp_path / ".demo.index.k3_9xq2a.runs" / "run.0").write_bytes(b"runs")
+    users = [
+        "demo.index.txt",
+        "demo.indexes",
+        "other.index",
+        "other.index.search",
+        ".demo.index.notes",
+        "demo.index.bak",
+    ]
+    for name in users:
+        (tmp_path / name).write_text("mine")
+    remove_index(tmp_path / "demo.index")
+    assert sorted(os.listdir(tmp_path)) == sorted(["demo", *users])
+    assert os.listdir(pagedir)  # the crawl is not the index's to remove
 
 
 # make serve: the demo crawl searched, its site served again where it was crawled (a site served on a
@@ -152,6 +190,42 @@ def test_make_serve_says_when_the_site_port_is_taken_and_searches_still(indexed_
         finally:
             process.terminate()
             assert process.wait(timeout=20) == 0
+
+
+def port_refuses(port):
+    """Whether nothing listens on *port* any more (a connection made, or reset as a server stops, is not)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        pass
+    return False
+
+
+def test_make_serve_killed_takes_tse_serve_and_the_site_with_it(indexed_demo_crawl):
+    """SIGKILL of the wrapper (no handler runs): tse serve, in a process group of its own, went on
+    holding its port; it now dies with its parent, and the site's port is freed with the wrapper."""
+    pagedir, site_port = indexed_demo_crawl
+    search_port = free_port()
+    process, said = start_demo_serve(pagedir, search_port)
+    children: list[str] = []
+    try:
+        assert said[-1].startswith("tse serve: searching"), said
+        assert get(f"http://127.0.0.1:{site_port}/index.html")[0] == 200
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        process.kill()
+        process.wait(timeout=10)
+        wait_until(
+            lambda: port_refuses(site_port) and port_refuses(search_port), 10, "a port is held 10 s after the kill", 0.1
+        )
+    finally:
+        process.stderr.close()
+        if process.poll() is None:
+            process.kill()
+        for child in children:  # (the failure's: tse serve left running, ended as Ctrl-C ends it)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child), signal.SIGINT)
 
 
 def test_make_serve_without_the_demo_crawl_says_so(tmp_path):

@@ -62,3 +62,20 @@ def test_a_crawl_begun_by_another_version_is_refused_in_one_line(redis_url, tmp_
     assert done.returncode == 2
     assert len(err.splitlines()) == 1, err
     assert "crawl older in Redis at" in err and "begun by another version of tse-scrapy (crawl format 1" in err
+
+
+def test_a_distributed_crawl_into_a_finished_crawl_of_its_seed_names_it(redis_url, tmp_path):
+    """The first worker says what the directory holds, as tse crawl does in one process (it said
+    "another crawl" of a crawl of the very seed), and sends to an update in one process."""
+    seed = "http://a.test/index.html"
+    (tmp_path / "1").write_bytes(f"{seed}\n0\n<html></html>\n".encode())
+    (tmp_path / ".crawler").touch()
+    prefix = ("--prefix", "http://a.test/")
+    done = run_tse("crawl", seed, tmp_path, "1", *prefix, "--redis", redis_url, "--name", "finished", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        f"tse crawl: {tmp_path} holds a finished crawl of {seed}: crawl it again with --update (-a update=yes) in"
+        " one process (an update is not distributed), or crawl into an empty directory"
+    ]
+    one_process = run_tse("crawl", seed, tmp_path, "1", *prefix, "--update", "--redis", redis_url, timeout=60)
+    assert one_process.returncode == 2 and "drop --redis" in one_process.stderr.decode()  # as it says

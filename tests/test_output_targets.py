@@ -79,7 +79,7 @@ def test_what_a_changes_file_may_replace(path, found, said):
 
 OTHER_TYPES = st.sampled_from([DIRECTORY, CHARACTER_DEVICE, BLOCK_DEVICE, FIFO, SOCKET])
 OWN_NAMES = st.one_of(
-    st.from_regex(r"[0-9]{1,6}", fullmatch=True),
+    st.from_regex(r"[1-9][0-9]{0,5}", fullmatch=True),  # a page file's name (0 and 01 are no page's)
     st.just(".crawler"),
     st.from_regex(r"\.tse-[a-z.-]{0,12}", fullmatch=True),
 )
@@ -229,6 +229,14 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
         f"tse report: --out {out} is {what}, not a regular file: write the report elsewhere\n",
     )
     assert not stat.S_ISREG(os.stat(out).st_mode)
+    # A directory, a file in no directory: refused as the device is, exit 2 (a directory exited 1).
+    nowhere = tmp_path / "no" / "report.html"
+    for target, why in (
+        (tmp_path, f"{tmp_path} is a directory"),
+        (nowhere, f"cannot write {nowhere}: no directory {nowhere.parent}"),
+    ):
+        done = run_tse("report", record, "--out", target, timeout=60)
+        assert (done.returncode, done.stdout, done.stderr.decode()) == (2, b"", f"tse report: --out {why}\n"), target
     # Its own report is replaced (written again from the same record), and one written before the mark.
     report = tmp_path / "report.html"
     write_report([record], report)

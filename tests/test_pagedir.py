@@ -161,10 +161,10 @@ def test_move_and_remove(tmp_path):
 def test_remove_pages_above_a_last_doc_id(tmp_path):
     for doc_id in (1, 2, 3, 10, 12):
         pagedir.write_page(tmp_path, doc_id, Page(f"u{doc_id}", 0, b""))
-    for other in (".crawler", "007", "notes"):  # not page files of this crawl's numbering
+    for other in (".crawler", "007", "0", "notes"):  # not page files of this crawl's numbering
         (tmp_path / other).write_bytes(b"")
     assert pagedir.remove_pages_above(tmp_path, 3) == [10, 12]
-    assert sorted(os.listdir(tmp_path)) == [".crawler", "007", "1", "2", "3", "notes"]
+    assert sorted(os.listdir(tmp_path)) == [".crawler", "0", "007", "1", "2", "3", "notes"]
     assert pagedir.remove_pages_above(tmp_path, 3) == []
 
 
@@ -174,14 +174,36 @@ def test_remove_pages_above_a_last_doc_id(tmp_path):
         ("1", True), ("20000", True), (".crawler", True), (".tse-gone", True), (".tse-robots", True),
         (".tse-state.sqlite", True), (".tse-pages.sqlite-wal", True), (".tse-import-unfinished", True),
         ("²", False), ("1.html", False), ("crawl.warc.gz", False), (".crawler.bak", False), ("tse-gone", False),
-        (".1.partial", False), ("notes.txt", False),
+        (".1.partial", False), ("notes.txt", False), ("0", False), ("01", False), ("007", False),
     ],
 )  # fmt: skip
 def test_the_files_a_crawl_or_an_import_keeps_in_a_page_directory(name, kept):
     assert pagedir.is_page_directory_file(name) is kept
 
 
-@given(st.text(max_size=30))
+@pytest.mark.parametrize(
+    ("name", "page"),
+    [
+        ("1", True), ("9", True), ("10", True), ("20000", True), ("0", False), ("00", False), ("01", False),
+        ("007", False), ("010", False), ("²", False), ("\u0661", False), ("", False), ("-1", False), ("+1", False),
+        (" 1", False), ("1 ", False), ("1.0", False),
+    ],
+)  # fmt: skip
+def test_a_page_files_name_is_a_doc_id_1_2_3_without_leading_zeros(name, page):
+    assert pagedir.is_page_name(name) is page
+
+
+def _is_doc_id_name(name: str) -> bool:
+    """SPEC's page file names: the decimal docIDs 1, 2, 3 ..., each written one way."""
+    return name.isascii() and name.isdigit() and int(name) >= 1 and f"{int(name)}" == name
+
+
+@given(st.text(max_size=30) | st.integers(min_value=0).map(str) | st.from_regex(r"0*[0-9]{1,5}", fullmatch=True))
+def test_a_page_name_is_exactly_a_doc_ids_decimal_name(name):
+    assert pagedir.is_page_name(name) is _is_doc_id_name(name)
+
+
+@given(st.text(max_size=30) | st.from_regex(r"0*[0-9]{1,5}", fullmatch=True))
 def test_a_page_directorys_own_files_are_its_pages_marker_and_dot_tse_names(name):
-    expected = (name.isascii() and name.isdigit()) or name == ".crawler" or name.startswith(".tse-")
+    expected = _is_doc_id_name(name) or name == ".crawler" or name.startswith(".tse-")
     assert pagedir.is_page_directory_file(name) is expected

@@ -177,6 +177,21 @@ def test_relevance_refuses_a_line_that_is_not_utf8_and_goes_on(shared_engine, lo
     )
 
 
+def test_relevance_echoes_a_querys_direction_controls_by_their_code_points(shared_engine):
+    """An override typed in a query would turn the rest of its echo around, on a terminal that lays out
+    bidirectional text: it is shown as U+202E, as the search page shows it (URLs are shown encoded)."""
+    pages, index = shared_engine
+    typed = 'e\u202emu\n\u2066"dog emu"\u2069\nemu y\u200fak\n'
+    result = run_tse("query", pages, index, "--rank", "relevance", input=typed.encode())
+    assert result.returncode == 0 and result.stderr == b"", result.stderr
+    out = result.stdout.decode()
+    assert not set(out) & set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+    assert [line for line in out.splitlines() if line.startswith("Query: ")] == [
+        "Query: eU+202Emu", 'Query: U+2066"dog emu"U+2069', "Query: emu yU+200Fak"
+    ]  # fmt: skip
+    assert "(partial matches: no document has yU+200Fak)" in out
+
+
 @pytest.mark.parametrize("locale", [{}, STRICT_LOCALE], ids=["C.UTF-8", "strict"])
 @pytest.mark.parametrize("rank", ["tse", "bm25"])
 def test_bytes_that_are_no_utf8_are_bad_characters_as_the_reference_says(shared_engine, rank, locale):
@@ -406,16 +421,9 @@ def test_an_index_is_not_written_over_the_crawls_own_files(engine, tmp_path):
             assert refused.returncode == 1
             assert one_line_failure(refused) == f"tse index: {said}: write the index elsewhere"
     assert {name: (pages / name).read_bytes() for name in os.listdir(pages)} == before
-    # A name of ASCII digits is refused as every output file refuses it in a page directory (outputfile's
-    # rule, tse indextest's: "01" was allowed here alone, as no page file is named so).
-    refused = run_tse("index", pages, pages / "01")
-    assert (
-        one_line_failure(refused)
-        == f"tse index: {pages / '01'} is a page file of the page directory {pages}: write the index elsewhere"
-    )
     # Another name in PAGEDIR is the user's: the crawl still indexes (the index's files are not pages),
-    # "٣" too, which is no page file's name.
-    for name in ("\u0663",):
+    # "01" and "٣" too, which are no page file's names (pages are 1, 2, 3 ...: "01" was refused as one).
+    for name in ("01", "\u0663"):
         assert run_tse("index", pages, pages / name).returncode == 0
         for path in pages.glob(f"{name}*"):
             path.unlink()

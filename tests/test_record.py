@@ -208,7 +208,7 @@ def test_report_refusals_are_one_line(tmp_path):
     for args, status, message in [
         ([tmp_path / "missing.jsonl"], 1, "missing.jsonl"),
         ([record, "--out", record], 2, "is one of the records"),
-        ([record, "--out", tmp_path / "no" / "r.html"], 1, "no directory"),
+        ([record, "--out", tmp_path / "no" / "r.html"], 2, "no directory"),  # refused as every --out is
         ([record, update], 1, f"{record} is a crawl's record and {update} an update's: report each alone"),
     ]:
         done = run_tse("report", *args)

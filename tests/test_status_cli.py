@@ -3,6 +3,7 @@ use, the NAME typed after --redis, and a reader that goes away (a tester's finds
 TypeError traceback, a BrokenPipeError traceback)."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -89,3 +90,27 @@ def test_a_redis_that_wants_a_password_is_said_so(tmp_path):
         )
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("command", "extra", "missing"),
+    [
+        (["status", "c"], "redis", "redis"),
+        (["serve", "pages", "index"], "search", "uvicorn"),
+        (["report", "r.jsonl"], "report", "matplotlib"),
+    ],
+)
+def test_a_command_without_its_extra_is_one_line_and_exit_2(tmp_path, command, extra, missing):
+    """An interpreter where the extra's package cannot be imported (as where it is not installed): the
+    same bad-arguments exit for each command (tse status exited 1, tse serve and tse report 2)."""
+    package = tmp_path / "shadow" / missing
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"raise ImportError('No module named {missing}', name={missing!r})\n")
+    path = os.pathsep.join(filter(None, [str(package.parent), os.environ.get("PYTHONPATH")]))
+    done = run_tse(*command, env=clean_env(PYTHONPATH=path), timeout=60)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout, len(err.splitlines())) == (2, b"", 1), err
+    assert (
+        err.startswith(f"tse {command[0]}: needs the {extra} extra (pip install tse-scrapy[{extra}]): ")
+        and missing in err
+    )

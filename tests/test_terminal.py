@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import page_count, write_pages
+from tests.support.sitegen import write_site
 from tse_scrapy.crawl.extensions.progress import fit
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.terminal import locale_is_ascii
@@ -162,6 +163,15 @@ def demo(tmp_path_factory):
     server.stop()
 
 
+def failed_lines(server) -> list[str]:
+    """What tse crawl says after its summary of the demo site's two failures (on purpose: README), a
+    line each with the reason, in the order they failed (the crawl's, depth first)."""
+    return [
+        f"tse crawl: failed: {server.url}/private/notes.html (robots.txt forbids it)",
+        f"tse crawl: failed: {server.url}/docs/install.html (HTTP 404)",
+    ]
+
+
 def tse_crawl(server, pagedir: Path, *options) -> list:
     pagedir.mkdir()
     return [BIN / "tse", "crawl", f"{server.url}/index.html", pagedir, DEPTH, "--prefix", f"{server.url}/", *options]
@@ -199,7 +209,7 @@ def polite_crawls(demo, tmp_path_factory):
     return base, runs
 
 
-def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls):
+def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls, demo):
     base, runs = polite_crawls
     status, written, stdout, _ = runs["a"]
     assert status == 0, written
@@ -224,16 +234,17 @@ def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls):
     # Early on, the seed's links wait at depth 1: a lower bound.
     early = [d for d in draws if re.search(r"\bd[01] [1-9]", d[3] or "")]
     assert early and all(d[7] == "≥ " for d in early), [d[0] for d in draws]
-    # The last line is cleared (spaces over it, back to the start), then the summary, last.
+    # The last line is cleared (spaces over it, back to the start), then the pages that failed, a line
+    # each, then the summary, last.
     last = draws[-1][0]
-    before, summary, after = text.rpartition("tse crawl: ")
-    between = before[before.rindex(last) + len(last) :]
+    between, said, after = text[text.rindex(last) + len(last) :].partition("tse crawl: ")
     assert set(between) <= {" ", "\r"} and between.endswith("\r") and " " * len(last) in between, repr(between)
-    assert after.endswith("\r\n") and "\r" not in after[:-2] and "\n" not in after[:-2]
-    assert [row for row in screen(written) if row] == [summary + after[:-2]]
+    *failed, summary, end = (said + after).split("\r\n")
+    assert failed == failed_lines(demo) and end == "" and "\r" not in summary and "\n" not in summary
+    assert [row for row in screen(written) if row] == [*failed, summary]
     # Its counts, from the pages written and the progress log on stdout.
-    counted = SUMMARY.fullmatch(summary + after[:-2])
-    assert counted, after
+    counted = SUMMARY.fullmatch(summary)
+    assert counted, summary
     log = stdout.decode().splitlines()
     words = [line.split()[1] for line in log]
     assert page_count(base / "a") == SAVED == words.count("Fetched:") == int(counted[1])
@@ -244,7 +255,7 @@ def test_status_line_on_a_terminal_with_stdout_to_a_file(polite_crawls):
     assert "[scrapy" not in text  # Scrapy's INFO log is off by default
 
 
-def test_no_status_line_off_a_terminal(polite_crawls):
+def test_no_status_line_off_a_terminal(polite_crawls, demo):
     _, runs = polite_crawls
     status, _, stdout, stderr = runs["b"]
     assert status == 0, stderr
@@ -252,13 +263,13 @@ def test_no_status_line_off_a_terminal(polite_crawls):
     for output in (stdout, runs["a"][2]):
         assert b"\x1b" not in output and b"\r" not in output
         assert output.count(b"Fetched: ") == SAVED
-    lines = stderr.decode().splitlines(keepends=True)
-    assert len(lines) == 1 and lines[0].endswith("\n"), stderr
-    counted = SUMMARY.fullmatch(lines[0][:-1])
-    assert counted and (int(counted[1]), int(counted[2])) == (SAVED, FAILED), lines
+    *failed, summary = stderr.decode().splitlines()
+    assert stderr.endswith(b"\n") and failed == failed_lines(demo), stderr
+    counted = SUMMARY.fullmatch(summary)
+    assert counted and (int(counted[1]), int(counted[2])) == (SAVED, FAILED), summary
 
 
-def test_log_lines_scroll_above_the_status_line(polite_crawls):
+def test_log_lines_scroll_above_the_status_line(polite_crawls, demo):
     base, runs = polite_crawls
     status, written, _, _ = runs["c"]
     assert status == 0, written
@@ -266,12 +277,28 @@ def test_log_lines_scroll_above_the_status_line(polite_crawls):
     assert len(status_draws(written)) >= 3
     # What the terminal shows: every log line whole, in order, then the summary; no status line left.
     rows = screen(written)
-    assert rows[:-2] == log, "\n".join(rows)
-    assert SUMMARY.fullmatch(rows[-2]) and rows[-1] == ""
+    assert rows[:-4] == log, "\n".join(rows)
+    assert rows[-4:-2] == failed_lines(demo) and SUMMARY.fullmatch(rows[-2]) and rows[-1] == ""
     # The same from the bytes: between line ends, whatever follows the last carriage return.
     lines = [chunk.rpartition("\r")[2] for chunk in written.decode().split("\r\n")]
-    assert lines[:-2] == log and lines[-2] == rows[-2] and lines[-1] == ""
+    assert lines[:-4] == log and lines[-4:] == rows[-4:]
     assert page_count(base / "c") == SAVED
+
+
+def test_the_first_failed_pages_are_said_and_the_rest_counted(tmp_path, serve):
+    """A crawl of 23 broken links says the first 20 before its summary, with the reason, and counts the rest."""
+    missing = [f"missing{number}.html" for number in range(23)]
+    server = serve(write_site(tmp_path / "site", {"index.html": missing}).root)
+    result = run_tse(*tse_crawl(server, tmp_path / "pages", *FAST)[1:], env=terminal_env(), timeout=90)
+    assert result.returncode == 0, result.stderr.decode()
+    *failed, summary = result.stderr.decode().splitlines()
+    assert SUMMARY.fullmatch(summary) and " 23 failed, " in summary, summary
+    failed_logged = [line.split()[-1] for line in result.stdout.decode().splitlines() if " Failed: " in line]
+    assert failed == [
+        *(f"tse crawl: failed: {url} (HTTP 404)" for url in failed_logged[:20]),
+        "tse crawl: and 3 more pages failed (--record lists each, and why)",
+    ]
+    assert sorted(failed_logged) == sorted(f"{server.url}/{name}" for name in missing)
 
 
 def test_unsized_terminal_still_shows_the_line(demo, tmp_path):
@@ -281,8 +308,9 @@ def test_unsized_terminal_still_shows_the_line(demo, tmp_path):
     draws = status_draws(written)
     # Drawn for 80 columns: short enough not to wrap (a wrapped line could not be redrawn in place).
     assert draws and all(len(d[0]) <= 80 for d in draws)
-    rows = [row for row in screen(written, columns=80) if row]
-    assert SUMMARY.fullmatch("".join(rows)), rows  # only the summary is left, wrapped
+    # Only the failed pages' lines and the summary are left, each wrapped.
+    shown, failed = "".join(row for row in screen(written, columns=80) if row), "".join(failed_lines(demo))
+    assert shown.startswith(failed) and SUMMARY.fullmatch(shown.removeprefix(failed)), shown
     assert page_count(tmp_path / "pages") == SAVED
 
 
@@ -302,8 +330,8 @@ def test_no_progress(demo, tmp_path):
         status, written, _, _ = on_pty(tse_crawl(demo, tmp_path / "pages", *FAST, "--no-progress"), stdout=out)
     assert status == 0
     assert not STATUS_START.search(written.decode())
-    summary, empty = written.decode().split("\r\n")
-    assert SUMMARY.fullmatch(summary) and empty == ""
+    *failed, summary, empty = written.decode().split("\r\n")
+    assert SUMMARY.fullmatch(summary) and failed == failed_lines(demo) and empty == ""
     assert (tmp_path / "out").read_bytes().count(b"Fetched: ") == page_count(tmp_path / "pages") == SAVED
 
 
@@ -341,7 +369,8 @@ def test_quiet_terminal_and_verbosity(demo, tmp_path, options, present, absent):
         assert any(text in row for row in rows), "\n".join(rows)
     for text in absent:
         assert text not in written.decode()
-    assert SUMMARY.fullmatch([row for row in rows if row][-1])
+    said = [row for row in rows if row]
+    assert said[-3:-1] == failed_lines(demo) and SUMMARY.fullmatch(said[-1])
     if "--log-file" in options:
         logged = log.read_text()
         if "LOG_LEVEL=WARNING" in options:

@@ -8,6 +8,7 @@ from tse_scrapy.rules.web.urls import (
     is_internal,
     normalize_url,
     remove_dot_segments,
+    text_as_shown,
     url_as_shown,
 )
 
@@ -267,6 +268,28 @@ def test_clean_href_is_idempotent_and_leaves_no_ends_or_breaks(href):
 )
 def test_url_as_shown(url, shown):
     assert url_as_shown(url) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("emu dog", "emu dog"),
+        ("e\u202emu", "eU+202Emu"),
+        ("\u2066x\u2069 \u200e\u200f\u061c", "U+2066xU+2069 U+200EU+200FU+061C"),
+        ("\u202a\u202b\u202c\u202d", "U+202AU+202BU+202CU+202D"),
+        ("caf\u00e9 \u05e9\u05dc\u05d5\u05dd", "caf\u00e9 \u05e9\u05dc\u05d5\u05dd"),  # letters of any direction stay
+    ],
+)
+def test_text_as_shown(text, shown):
+    assert text_as_shown(text) == shown
+
+
+@given(st.text())
+def test_text_as_shown_holds_no_bidirectional_control_and_changes_nothing_else(text):
+    controls = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+    shown = text_as_shown(text)
+    assert not any(c in controls for c in shown)
+    assert shown == "".join(f"U+{ord(c):04X}" if c in controls else c for c in text)
 
 
 @given(st.text(st.characters(exclude_characters="%")))

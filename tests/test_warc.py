@@ -168,6 +168,44 @@ def test_scrapy_crawl_with_the_setting(tmp_path, serve):
     assert (tmp_path / "s.cdxj").is_file()
 
 
+# Links a browser and the crawl's parser read as none: in comments, scripts, raw text, templates.
+INERT_LINKS = (
+    '<!-- <a href="c.html">commented out</a> --><!--><a href="b.html">after an empty comment</a>'
+    '<template><base href="http://elsewhere.example/"><a href="c.html">inert</a></template>'
+    '<script>document.write(\'<a href="c.html">written</a>\')</script><style>/* <a href="c.html"> */</style>'
+    '<textarea><a href="c.html">typed</a></textarea><title><a href="c.html"></title><? <a href="c.html"> ?>'
+)
+
+
+def test_an_import_of_a_crawls_warc_finds_the_links_the_crawl_found(tmp_path, serve):
+    """c.html is two links deep, and one link deep only through links that are none (INERT_LINKS): the
+    import writes the crawl's own page files (docIDs, URLs, depths, bytes) and records its links."""
+    site = write_site(tmp_path / "site", {"index.html": ["b.html"], "b.html": ["c.html"], "c.html": []})
+    index = site.root / "index.html"
+    index.write_text(index.read_text().replace("</body>", INERT_LINKS + "</body>"))
+    server = serve(site.root)
+    out, pages = tmp_path / "out", tmp_path / "pages"
+    out.mkdir()
+    pages.mkdir()
+    warc = tmp_path / "crawl.warc.gz"
+    result = crawl_site(server, out, 2, "--warc", warc, "--record", tmp_path / "crawl.jsonl")
+    assert result.returncode == 0, result.stderr.decode()
+    assert [(url.removeprefix(server.url), depth) for url, depth in saved_pages(out)] == [
+        ("/index.html", 0), ("/b.html", 1), ("/c.html", 2)
+    ]  # fmt: skip
+    result = run_tse("import", warc, pages, "--record", tmp_path / "import.jsonl")
+    assert result.returncode == 0, result.stderr.decode()
+    assert page_files(pages) == page_files(out)
+    crawled, imported = (
+        {line["url"]: line.get("links", []) for line in map(json.loads, (tmp_path / name).read_text().splitlines())
+         if line["outcome"] == "saved"}
+        for name in ("crawl.jsonl", "import.jsonl")
+    )  # fmt: skip
+    for name, links in (("index.html", ["b.html"]), ("b.html", ["c.html"])):  # (the import's: each link once)
+        url = f"{server.url}/{name}"
+        assert imported[url] == list(dict.fromkeys(crawled[url])) == [f"{server.url}/{link}" for link in links]
+
+
 @pytest.fixture
 def slow_site(tmp_path, serve):
     site = generate_site(tmp_path / "site", pages=60, fanout=3, seed=5, external=2, dead=2)

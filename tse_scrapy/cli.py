@@ -744,6 +744,9 @@ def report(options: argparse.Namespace) -> int:
     out = options.out
     try:
         _require_writable(out)
+    except Refused as error:  # a directory, in no directory, not writable: refused as every --out is, exit 2
+        return _one_line("report", f"--out {error}", USAGE)
+    try:
         summary = write_report(options.records, out)
     except OverwritesRecord:
         return _one_line("report", f"--out {out} is one of the records: choose another file", USAGE)
@@ -751,7 +754,7 @@ def report(options: argparse.Namespace) -> int:
         return _one_line("report", f"--out {error}", USAGE)
     except NotARegularFile as error:  # a RECORD that is a device or a FIFO: /dev/zero was read for ever
         return _one_line("report", str(error), USAGE)
-    except (Refused, ReportError) as error:
+    except ReportError as error:
         return _one_line("report", str(error))
     return _one_line("report", summary.describe(), OK)
 
@@ -781,7 +784,7 @@ def status(options: argparse.Namespace) -> int:
 
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
-        return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}")
+        return _one_line("status", f"needs the redis extra (pip install tse-scrapy[redis]): {error}", USAGE)
     if options.name is None and options.redis != "env" and "://" not in options.redis:
         options.name, options.redis = options.redis, "env"  # `tse status --redis NAME`: the URL from TSE_REDIS_URL
     if options.name is None:
@@ -969,6 +972,7 @@ def crawl(options: argparse.Namespace) -> int:
     from .crawl.outcome import interrupts_ignored_from_now as crawl_over
     from .crawl.outcome import report as crawl_outcome
     from .crawl.outcome import summary_line
+    from .crawl.seeds import failed_page_lines
     from .spiders.tse import TseSpider
 
     os.environ.setdefault("SCRAPY_SETTINGS_MODULE", "tse_scrapy.settings")
@@ -986,7 +990,10 @@ def crawl(options: argparse.Namespace) -> int:
     if process.bootstrap_failed:
         return FAILED
     if crawler.stats.get_value("finish_reason") is not None:
-        sys.stderr.write(f"tse crawl: {summary_line(crawler.stats.get_stats(), update=options.update)}\n")
+        stats = crawler.stats.get_stats()
+        for line in failed_page_lines(stats):  # (the progress log's Failed lines say no reason)
+            sys.stderr.write(f"tse crawl: {shown_message(line)}\n")
+        sys.stderr.write(f"tse crawl: {summary_line(stats, update=options.update)}\n")
     return crawl_outcome("tse crawl", crawler)
 
 

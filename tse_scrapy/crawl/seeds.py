@@ -1,11 +1,16 @@
-"""The seeds that could not be fetched, and why: said in one line at the end of a crawl.
+"""The pages that could not be fetched, and why: said at the end of a crawl.
 
 A crawl whose seed fails saves nothing and exits 0 (SPEC 2.4: a failed fetch
 is not an error), with only Scrapy's log of a robots.txt that could not be
 read to tell why.  ``SeedFailures`` hears each failed page (``page_done``)
 and keeps a seed's reason in the stats (``tse/seed_failures``: [URL, reason]
 pairs); ``seed_failure_line`` turns them into the line ``outcome.report``
-writes on stderr.
+writes on stderr.  Every other failed page is kept the same way
+(``tse/failed_pages``: the first FAILED_PAGES_SAID; ``tse/failed_pages_more``
+counts the rest), which ``failed_page_lines`` says, a line each, and ``tse
+crawl`` writes before its summary: the progress log's ``Failed`` line says no
+reason (the reference's format), which was said only at ``-vv`` and in the
+crawl record.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 SEED_FAILURES = "tse/seed_failures"  # stat: [URL, reason] for each seed that could not be fetched
+FAILED_PAGES = "tse/failed_pages"  # stat: [URL, reason] for each other page that failed, the first ones
+FAILED_PAGES_MORE = "tse/failed_pages_more"  # stat: how many more failed
+# Said after the summary, a line each: the first pages that failed (a crawl of a site gone down fails
+# every page: the rest are counted, and the crawl record says why for each).
+FAILED_PAGES_SAID = 20
 
 
 class SeedFailures:
@@ -54,19 +64,18 @@ class SeedFailures:
     def page_done(
         self, request: Request, status: int | None = None, reason: str | None = None, kept: bool = False, **_: Any
     ) -> None:
-        if request.meta.get("depth", 0) != 0:
-            return
         spider = self.crawler.spider
+        first_url = request.meta.get("redirect_urls", [request.url])[0]
+        normalized = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url
         if self._requested is None:
             # A seed's request URL is percent-encoded (Scrapy's safe_url_string: "a b.html" is asked for
             # as "a%20b.html", "café" as "caf%C3%A9"): known by that, said as given.
             seeds = getattr(spider, "seeds", ())
             self._requested = {safe_url_string(seed): seed for seed in seeds} | {seed: seed for seed in seeds}
-        first_url = request.meta.get("redirect_urls", [request.url])[0]
-        normalized = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url
-        url = self._requested.get(normalized)
-        if url is None:
-            return  # a sitemap's URL, at depth 0 too
+        url = self._requested.get(normalized) if request.meta.get("depth", 0) == 0 else None
+        if url is None:  # a page (a sitemap's URL, at depth 0 too), not a seed
+            self._page_failed(normalized, status, reason, kept)
+            return
         failures = self.crawler.stats.get_value(SEED_FAILURES) or []
         if all(seed != url for seed, _ in failures):
             why = self._why(url, status, reason)
@@ -74,6 +83,15 @@ class SeedFailures:
             # (the line said only that it could not be fetched, the site down a moment: a helper's find).
             why += ", its saved copy kept" if kept else ""
             self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, why]])
+
+    def _page_failed(self, url: str, status: int | None, reason: str | None, kept: bool) -> None:
+        stats = self.crawler.stats
+        said = stats.get_value(FAILED_PAGES) or []
+        if len(said) < FAILED_PAGES_SAID:
+            why = self._why(url, status, reason) + (", its saved copy kept" if kept else "")
+            stats.set_value(FAILED_PAGES, [*said, [url, why]])
+        else:
+            stats.inc_value(FAILED_PAGES_MORE)
 
     def _why(self, url: str, status: int | None, reason: str | None) -> str:
         if status is not None:
@@ -105,3 +123,13 @@ def seed_failure_line(stats: Mapping[str, Any], seeds: int) -> str | None:
         return f"the seed URL could not be fetched ({failures[0][1]}){nothing}"
     told = ", ".join(f"{mask_url(url)} ({why})" for url, why in failures)
     return f"{len(failures)} of {max(seeds, len(failures))} seed URLs could not be fetched{nothing}: {told}"
+
+
+def failed_page_lines(stats: Mapping[str, Any]) -> list[str]:
+    """A line for each page but a seed that failed, with the reason (the first FAILED_PAGES_SAID of
+    them), and one counting the rest."""
+    lines = [f"failed: {mask_url(url)} ({why})" for url, why in stats.get(FAILED_PAGES) or []]
+    more = stats.get(FAILED_PAGES_MORE) or 0
+    if more:
+        lines.append(f"and {more} more page{'s' if more > 1 else ''} failed (--record lists each, and why)")
+    return lines

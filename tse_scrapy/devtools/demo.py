@@ -52,6 +52,24 @@ def is_demo_crawl(pagedir: Path) -> bool:
     return MARKER in names
 
 
+def remove_index(index: Path) -> None:
+    """Remove the index *index* and every file ``tse index`` writes beside it (its sidecar, stamp, lock,
+    document store and search store, the temporary copies of each a killed run left, its leftover runs'
+    directories), and nothing else: no file of an earlier demo's index is left beside this crawl's (its
+    ``.search``, ``.stamp`` and ``.lock`` were)."""
+    from ..atomicfile import partial_path
+    from ..fulltext.store import search_path
+    from ..index.docstore import docs_path
+    from ..index.indexer import remove_leftover_runs
+    from ..index.indexlock import lock_path
+    from ..index.storage import sidecar_path, stamp_path
+
+    for path in (index, sidecar_path(index), stamp_path(index), docs_path(index), search_path(index), lock_path(index)):
+        path.unlink(missing_ok=True)
+        partial_path(path).unlink(missing_ok=True)
+    remove_leftover_runs(index)
+
+
 def site_server(port: int) -> SiteServer:
     """The demo site served on *port*; on a free port, said on stderr, when *port* is taken."""
     try:
@@ -68,6 +86,28 @@ def site_server(port: int) -> SiteServer:
 def crawled_port(pagedir: Path) -> int:
     """The port of the site the demo crawl in *pagedir* was made from (its page 1's URL)."""
     return int(_DEMO_URL.fullmatch(read_page_url(pagedir, 1)).group(1))
+
+
+# Runs COMMAND (sys.argv[2:]) in place of itself, set to be sent SIGTERM when its parent, PARENT
+# (sys.argv[1]), dies (Linux's PR_SET_PDEATHSIG, which an exec keeps): killed with SIGKILL, no handler of
+# the wrapper's runs, and tse serve, in a process group of its own, went on holding its port.  (Set in
+# the child before its exec, not by a preexec_fn: the demo site's thread is running, which makes
+# preexec_fn unsafe.)  A parent already dead sends no signal: then the command does not start.
+_DIE_WITH_PARENT = """\
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit(128 + signal.SIGTERM)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def dying_with_this_process(command: list[str]) -> list[str]:
+    """*command*, on Linux made to end (SIGTERM: as ``kill`` ends it) when this process ends, however
+    it ends (SIGKILL included); elsewhere as it is."""
+    if not sys.platform.startswith("linux"):
+        return command
+    return [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 def serve(pagedir: Path, options: list[str]) -> int:
@@ -103,9 +143,8 @@ def serve(pagedir: Path, options: list[str]) -> int:
     try:
         # In its own process group: Ctrl-C reaches this process alone, which hands it on once (twice,
         # tse serve's uvicorn would stop without waiting for the connections open).
-        child = subprocess.Popen(
-            [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options], process_group=0
-        )
+        command = [str(Path(sys.executable).parent / "tse"), "serve", str(pagedir), str(index), *options]
+        child = subprocess.Popen(dying_with_this_process(command), process_group=0)
         started.append(child)
         for number in caught[:1]:
             child.send_signal(number)
@@ -128,8 +167,7 @@ def main(argv: list[str]) -> int:
         return USAGE
     shutil.rmtree(pagedir, ignore_errors=True)
     index = pagedir.with_name(pagedir.name + ".index")
-    for stale in (index, *(index.with_name(index.name + suffix) for suffix in (".bin", ".docs"))):
-        stale.unlink(missing_ok=True)  # the earlier demo's: make serve must not show it over this crawl
+    remove_index(index)  # the earlier demo's: make serve must not show it over this crawl
     pagedir.mkdir(parents=True)
     tse = str(Path(sys.executable).parent / "tse")
     with site_server(SITE_PORT) as server:

@@ -87,7 +87,7 @@ def create_or_join_crawl(
                 f"no crawl named {name} in Redis at {shown_url}: start it with its seed, pagedir and depth"
             )
         checked = check_crawl_args(**given, order="bfs")
-        check_no_pages(checked.pagedir)
+        check_no_pages(checked.pagedir, checked.seeds, distributed=True)
         try:
             pagedirs.mark(checked.pagedir)  # before the crawl exists: a worker joining finds it
         except OSError as error:

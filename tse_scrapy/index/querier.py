@@ -10,7 +10,7 @@ from typing import TextIO
 
 from ..rules.crawling.secrets import shown_message
 from ..rules.files import pagedir
-from ..rules.web.urls import url_as_shown
+from ..rules.web.urls import text_as_shown, url_as_shown
 from .engine import Answer, QueryEngine
 from .storage import IndexReader
 
@@ -65,16 +65,17 @@ class Querier:
     def _relevance_lines(self, answer: Answer) -> str:
         """rank=relevance: the query as understood, the corrections, and the pages (partial matches said so)."""
         assert answer.search_query is not None
-        lines = "Query: " + answer.search_query.typed() + "\n"
+        # The query's bidirectional controls by their code points, as its pages' URLs are shown encoded.
+        lines = "Query: " + text_as_shown(answer.search_query.typed()) + "\n"
         if answer.corrections:
             lines += (
                 "Did you mean: "
-                + ", ".join(f"{typed} -> {found}" for typed, found in answer.corrections.items())
+                + ", ".join(f"{text_as_shown(typed)} -> {found}" for typed, found in answer.corrections.items())
                 + "\n"
             )
         if not answer.ranked:
             return lines + "No documents match.\n" + DIVIDER + "\n"
-        missing = " or ".join(answer.missing) or "every word"
+        missing = text_as_shown(" or ".join(answer.missing)) or "every word"
         return lines + self._ranked_lines(
             answer, f"partial matches: no document has {missing}" if answer.partial else "ranked"
         )

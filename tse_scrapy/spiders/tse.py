@@ -14,7 +14,7 @@ import scrapy
 from scrapy import signals
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import HtmlResponse, Response
-from scrapy.settings import Settings
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.python.failure import Failure
 
@@ -150,7 +150,10 @@ class TseSpider(scrapy.Spider):
         start = tse_start
         if not isinstance(start, CrawlStart):  # not given, or given as text (scrapyd's -a): decided here
             arguments = {**spider.arguments, "resume": spider.resume, "update": spider.update}
-            start = prepare_crawl(arguments, settings.get, f"scrapy crawl {cls.name}")
+            # The settings given (a script's, -s's: those above Scrapy's defaults and its commands'),
+            # checked by name as tse crawl -s checks them: a misspelt one was ignored, unsaid.
+            given = [name for name in settings if settings.getpriority(name) >= SETTINGS_PRIORITIES["project"]]
+            start = prepare_crawl(arguments, settings.get, f"scrapy crawl {cls.name}", given)
         spider._use(start.args)
         # The pages the crawl starts from, read as they were checked: UpdateExtension.setup takes them.
         spider.pages_before = start.pages_before

@@ -225,26 +225,28 @@ def _shown(name: str, value: Any) -> str:
     return str(value) if str(value) != "" else "(none)"
 
 
-def check_no_pages(pagedir: str, seeds: Iterable[str] = ()) -> None:
+def check_no_pages(pagedir: str, seeds: Iterable[str] = (), distributed: bool = False) -> None:
     """A new crawl starts in a directory without page files: it never mixes with another's.  One of the
     same seeds (*seeds*: the new crawl's, normalized) is said to be one: it is crawled again with
-    --update."""
+    --update (in one process, when the new crawl is *distributed*)."""
     if holds_pages(pagedir):
         try:
             first = read_page_url(pagedir, 1)
         except OSError:  # (no page 1, or unreadable: nothing tells whose crawl it is)
             first = None
-        raise ArgumentError(pages_held_refusal(pagedir, first, seeds))
+        raise ArgumentError(pages_held_refusal(pagedir, first, seeds, distributed))
 
 
-def pages_held_refusal(pagedir: str, first_url: str | None, seeds: Iterable[str]) -> str:
+def pages_held_refusal(pagedir: str, first_url: str | None, seeds: Iterable[str], distributed: bool = False) -> str:
     """Why a new crawl of *seeds* is refused in *pagedir*, a finished crawl whose page 1 is *first_url*
     (None: unknown): a crawl of the same seed (page 1 one of *seeds*) is crawled again with --update,
-    where "another crawl" sent the user to an empty directory."""
+    where "another crawl" sent the user to an empty directory; an update runs in one process, which a
+    *distributed* crawl's refusal says (``--update`` with ``--redis`` is refused)."""
     if first_url is not None and first_url in set(seeds):
+        one_process = " in one process (an update is not distributed)" if distributed else ""
         return (
-            f"{pagedir} holds a finished crawl of {first_url}: crawl it again with --update (-a update=yes),"
-            " or crawl into an empty directory"
+            f"{pagedir} holds a finished crawl of {first_url}: crawl it again with --update (-a update=yes)"
+            f"{one_process}, or crawl into an empty directory"
         )
     return f"{pagedir} already holds the pages of another crawl; crawl into an empty directory"
 

@@ -61,13 +61,15 @@ def mark(pagedir: PathLike) -> None:
 
 
 def holds_pages(pagedir: PathLike) -> bool:
-    """Whether *pagedir* holds any page file (a name made of ASCII digits)."""
+    """Whether *pagedir* holds any page file (``is_page_name``)."""
     return any(is_page_name(name) for name in os.listdir(pagedir))
 
 
 def is_page_name(name: str) -> bool:
-    """A page file's name: a docID in ASCII digits (``str.isdigit`` takes "²" too)."""
-    return name.isascii() and name.isdigit()
+    """A page file's name: a docID, ``1, 2, 3 ...`` (SPEC) in ASCII digits (``str.isdigit`` takes "²"
+    too) without a leading zero: no crawl writes "0" or "012" and no reader opens them ("12" is docID
+    12's file), so they are not pages."""
+    return name.isascii() and name.isdigit() and name[0] != "0"
 
 
 def is_page_directory_file(name: str) -> bool:
@@ -239,9 +241,7 @@ def remove_page(pagedir: PathLike, doc_id: int) -> None:
 def remove_pages_above(pagedir: PathLike, last: int) -> list[int]:
     """Remove the page files numbered past *last*; return their docIDs, in order."""
     above = sorted(
-        int(entry.name)
-        for entry in os.scandir(pagedir)
-        if is_page_name(entry.name) and entry.name == str(int(entry.name)) and int(entry.name) > last
+        int(entry.name) for entry in os.scandir(pagedir) if is_page_name(entry.name) and int(entry.name) > last
     )
     for doc_id in above:
         remove_page(pagedir, doc_id)

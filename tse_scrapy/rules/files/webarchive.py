@@ -12,7 +12,9 @@ bytes) and over the link graph of the pages kept; the reading of archives is ``w
 - Depth is the link distance from the archive's first page; a page no link reaches starts a part
   of its own, at depth 0, in archive order (``link_depths``).  The links are read by ``page_links``,
   a regular expression over the page's bytes, not an HTML parser: it reads every page of an archive,
-  and the crawl's lxml extractor made an import 20 times slower than reading the archive.
+  and the crawl's lxml extractor made an import 20 times slower than reading the archive.  It reads
+  the page's markup only (``markup_spans``), as the crawl's parser does: no link in a comment, a
+  script or a template's content.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import sys
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,6 +76,26 @@ MAX_HREF_BYTES = 8192
 # Characters a crawl never writes raw in a URL (Scrapy's safe_url_string percent-encodes them): C0
 # controls, space, DEL and C1 controls.  An archive's URL may hold them (a hostile one: ESC, BEL).
 _UNSAFE_IN_URL = re.compile("[\x00-\x20\x7f-\x9f]")
+# What a page's markup stops at (``markup_spans``): a comment (``<!--``, or a bogus one: ``<!``, ``<?``,
+# ``</`` not followed by a letter), a raw text element's start tag (HTML's raw text and escapable raw
+# text elements, and <plaintext>, which runs to the end: libxml2 reads them so too), a template's
+# start or end tag.
+_RAW_TEXT = frozenset(
+    [b"script", b"style", b"xmp", b"iframe", b"noembed", b"noframes", b"textarea", b"title", b"plaintext"]
+)
+# (The names' alternatives factored: the expression is tried at every "<" of a page, twice as fast so.)
+_INERT_START = re.compile(
+    rb"<(?:!--|[!?]|/(?![a-z>])|(?P<name>/?t(?:emplate|itle|extarea)|s(?:cript|tyle)|xmp|iframe"
+    rb"|no(?:embed|frames)|plaintext)(?=[\s/>]))",
+    re.I,
+)
+# Where one of them may begin: its first two bytes, as plain classes (a "<" of the page is tried against
+# this a few times faster than against _INERT_START's alternatives, which check what it finds).
+_INERT_CANDIDATE = re.compile(
+    rb"<(?:[!?]|/[^a-zA-Z>]|/[tT][eE]|[tT][eEiI]|[sS][cCtT]|[xX][mM]|[iI][fF]|[nN][oO]|[pP][lL])"
+)
+_COMMENT_END = re.compile(rb"--!?>")
+_TAG_START = re.compile(rb"</?[a-z]", re.I)
 
 
 def archived_url(target_uri: str | None) -> str:
@@ -179,11 +202,92 @@ def page_links(body: bytes, page_url: str, limit: int | None = None) -> list[str
 
 
 def page_hrefs(body: bytes) -> PageHrefs:
-    """The hrefs of a page's bytes (``PageHrefs``), read in time linear in its size (``_tag_hrefs``)."""
-    first_base = _tag_pattern(b"base", TAG_WINDOW).search(body)
-    base = None if first_base is None else first_base.group(first_base.lastindex or 0)
-    # Each href written once is kept once: a page names the same few targets many times.
-    return PageHrefs(base, tuple(dict.fromkeys(_tag_hrefs(body, b"a|area"))))
+    """The hrefs of a page's bytes (``PageHrefs``), read in time linear in its size (``_tag_hrefs``),
+    in its markup only (``markup_spans``): not in a comment, a script, a ``<template>``'s content."""
+    base = None
+    base_pattern = _tag_pattern(b"base", TAG_WINDOW)
+    hrefs: dict[bytes, None] = {}  # each href written once is kept once: a page names the same few many times
+    for start, end in markup_spans(body):  # (not listed: a page of 4 MB of "<!-->" has 800,000)
+        if base is None and (first_base := base_pattern.search(body, start, end)) is not None:
+            base = first_base.group(first_base.lastindex or 0)
+        hrefs.update(dict.fromkeys(_tag_hrefs(body, b"a|area", start, end)))
+    return PageHrefs(base, tuple(hrefs))
+
+
+def markup_spans(body: bytes) -> Iterator[tuple[int, int]]:
+    """The parts of a page's bytes (start, end offsets, in order) that an HTML parser reads as the page's
+    own tags: what lies outside comments (``<!-- -->``, and the bogus ones ``<!...>``, ``<?...>``,
+    ``</1...>``), the text of ``<script>``, ``<style>``, ``<textarea>``, ``<title>`` and the other raw
+    text elements, and a ``<template>``'s content (inert: a fragment of its own, nested templates
+    counted), as HTML's tokenizer and the crawl's parser (``rules.web.links.extract_links_html``) read
+    them: a link in them is none.  A ``<!--`` inside a tag (an attribute's value) begins nothing.  One
+    pass, each byte looked at a bounded number of times."""
+    depth = 0  # templates open
+    kept = 0  # where the page's markup resumed
+    position = 0
+    while (candidate := _INERT_CANDIDATE.search(body, position)) is not None:
+        start = candidate.start()
+        found = _INERT_START.match(body, start)
+        if found is None:  # (<strong>, <span ...: a tag)
+            position = start + 1
+            continue
+        opened = body.rfind(b"<", position, start)
+        if opened > body.rfind(b">", position, start) and _TAG_START.match(body, opened):
+            closed = body.find(b">", start)  # in a tag: go on past its end
+            if closed < 0:
+                break
+            position = closed + 1
+            continue
+        end = _inert_end(body, found)
+        name = (found.group("name") or b"").lower()
+        if name == b"template":
+            if depth == 0 and kept < start:
+                yield kept, start
+            depth += 1
+        elif name == b"/template":
+            if depth:  # (a stray end tag is only a tag)
+                depth -= 1
+                kept = end
+        elif depth == 0:
+            if kept < start:
+                yield kept, start
+            kept = end
+        position = end
+    if depth == 0 and kept < len(body):
+        yield kept, len(body)
+
+
+def _inert_end(body: bytes, found: re.Match[bytes]) -> int:
+    """Where what *found* (``_INERT_START``) begins ends: a comment past its ``-->``, a raw text element
+    past its end tag, a tag (a template's) past its ``>``; the page's end when it does not end."""
+    name = found.group("name")
+    if name is None:  # a comment
+        if found.group().endswith(b"--"):
+            if body.startswith((b">", b"->"), found.end()):  # <!--> and <!---> are empty comments
+                return body.index(b">", found.end()) + 1
+            closed = _COMMENT_END.search(body, found.end())
+            return len(body) if closed is None else closed.end()
+        closed = body.find(b">", found.end())  # a bogus comment: to its first ">"
+        return len(body) if closed < 0 else closed + 1
+    tag_end = body.find(b">", found.end())
+    if tag_end < 0:
+        return len(body)
+    name = name.lower()
+    if name in _RAW_TEXT:
+        if name == b"plaintext":
+            return len(body)
+        closing = _end_tag_pattern(name).search(body, tag_end + 1)
+        if closing is None:
+            return len(body)
+        tag_end = body.find(b">", closing.end())
+        if tag_end < 0:
+            return len(body)
+    return tag_end + 1
+
+
+@functools.lru_cache(maxsize=16)
+def _end_tag_pattern(name: bytes) -> re.Pattern[bytes]:
+    return re.compile(rb"</%s(?=[\s/>])" % name, re.I)
 
 
 def resolved_links(found: PageHrefs, page_url: str, limit: int | None = None) -> list[str]:
@@ -209,11 +313,14 @@ def resolved_links(found: PageHrefs, page_url: str, limit: int | None = None) ->
     return list(links)
 
 
-def _tag_hrefs(body: bytes, tag: bytes, window: int = TAG_WINDOW) -> Iterator[bytes]:
-    """The href values of the tags *tag* (``a|area``) starts, one after another, as the regular
-    expression ``<(?:a|area)\\s[^>]{0,2000}?\\bhref\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`` finds
-    them (its ``findall``), in time linear in the page's size (``_tag_pattern``)."""
-    for double, single, bare in _tag_pattern(tag, window).findall(body):
+def _tag_hrefs(
+    body: bytes, tag: bytes, start: int = 0, end: int = sys.maxsize, window: int = TAG_WINDOW
+) -> Iterator[bytes]:
+    """The href values of the tags *tag* (``a|area``) starts, one after another, in *body*'s bytes from
+    *start* to *end*, as the regular expression
+    ``<(?:a|area)\\s[^>]{0,2000}?\\bhref\\s*=\\s*(?:"([^"]*)"|'([^']*)'|([^\\s"'>]+))`` finds them (its
+    ``findall``), in time linear in the page's size (``_tag_pattern``)."""
+    for double, single, bare in _tag_pattern(tag, window).findall(body, start, end):
         yield double or single or bare
 
 

@@ -33,6 +33,15 @@ def url_as_shown(url: str) -> str:
     return _BIDI_CONTROL.sub(lambda found: quote(found.group(), safe=""), url)
 
 
+def text_as_shown(text: str) -> str:
+    """*text* a user typed (a query echoed) with its bidirectional controls shown by their code points
+    (``U+202E``), as the search page shows a query outside an element of its own: text, not a URL, that
+    cannot reorder itself or what follows it on the line."""
+    if text.isascii():
+        return text
+    return _BIDI_CONTROL.sub(lambda found: f"U+{ord(found.group()):04X}", text)
+
+
 def normalize_url(url: str, tse_extensions: bool | frozenset[str] = True) -> str | None:
     """Return the normalized form of the absolute *url*, or None.
 
