@@ -39,6 +39,7 @@ MODULES = (
     "tse_scrapy.rules.queries.searchquery",
     "tse_scrapy.rules.queries.searchsnippet",
     "tse_scrapy.rules.text.analysis",
+    "tse_scrapy.rules.text.markuppass",  # a page's visible text and links, for the indexer (its .pyx)
     "tse_scrapy.rules.text.wordpass",  # the indexer's word counts and analysis (its .pyx)
 )
 MANIFEST = Path(__file__).with_name("compiled-modules.json")
