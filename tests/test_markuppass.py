@@ -38,6 +38,7 @@ TEXTS = [
     ("abcdefghij", 4, False, "abcd"),
     ("alpha", 0, False, ""),
     ("\u65e5\u672c<br>\U0001d400 \ud800x", 100, False, "\u65e5\u672c \U0001d400 \ud800x"),
+    ("x &#" + "1" * 5000 + "; y &#" + "0" * 5000 + "65;z", 100, False, "x \ufffd y Az"),
 ]
 
 

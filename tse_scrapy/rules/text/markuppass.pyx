@@ -6,13 +6,13 @@ Where the Python path reads a page's markup with regular expressions and Python'
 one pass of C over its text for each (a tag substituted, then the entities, then a split list of
 every word joined again), this reads its characters once, by their kind (one, two or four bytes),
 into a buffer of code points, and makes one Python object for the text, and two a link.  An entity
-is found as ``html.unescape``'s pattern finds it and given to ``html.unescape`` itself, alone.
+is found as ``html.unescape``'s pattern finds it and given to it alone (``entities.unescape``).
 """
 
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
-import html as _html
+from tse_scrapy.rules.text.entities import unescape as _unescape
 
 ELEMENT_CHARACTERS = 2000
 cdef Py_ssize_t _ELEMENT_CHARACTERS = ELEMENT_CHARACTERS
@@ -150,7 +150,7 @@ def cleaned_text(str markup, Py_ssize_t limit, bint folding):
             elif c == 0x26:  # "&": a character reference, decoded as html.unescape decodes it
                 end = _entity_end(&t, i)
                 if end > i:
-                    replaced = _html.unescape(PyUnicode_Substring(markup, i, end))
+                    replaced = _unescape(PyUnicode_Substring(markup, i, end))
                     for k in range(len(replaced)):
                         _put(&o, replaced[k])
                     i = end

@@ -9,7 +9,6 @@ or ``<meta http-equiv="content-language">``, else detected from its text.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from ..web.duplicates import named_canonical
 from ..web.urls import LinkResolver, clean_href
 from . import analysis, markuppass, wordpass
 from .encodings import decode_page
+from .entities import unescape
 from .pagetext import (
     _NOT_VISIBLE,
     _TAG,
@@ -256,7 +256,7 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):
             continue  # to another host (most links), known without resolving it: see _as_written
         if "&" in href:
-            href = html.unescape(href)
+            href = unescape(href)
         href = clean_href(href)  # as a browser and the crawl take it: no tab or newline inside
         if not href or href[0] == "#":
             continue

@@ -13,12 +13,12 @@ unclosed at the end of the page drops the rest of the page.
 from __future__ import annotations
 
 import functools
-import html
 import re
 from collections.abc import Collection, Iterator
 
 from . import markuppass
 from .encodings import decode_page
+from .entities import unescape
 
 # A title longer than this is cut at a word boundary and ends with " …".
 MAX_TITLE_CHARACTERS = 300
@@ -460,7 +460,7 @@ def _without_unclosed_tag(text: str) -> str:
 
 def _clean(text: str) -> str:
     """*text* with entities decoded and whitespace collapsed to single spaces, stripped."""
-    unescaped = html.unescape(text)
+    unescaped = unescape(text)
     spaced = " ".join(unescaped.split())
     # Every control character is unprintable or whitespace (which split drops): a printable result
     # held none but whitespace, and is the same as with them made spaces; isprintable costs a third
