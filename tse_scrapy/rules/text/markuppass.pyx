@@ -118,7 +118,7 @@ cdef inline void _put(Out* o, Py_UCS4 c) noexcept:
     o.length += 1
 
 
-def cleaned_text(str markup, Py_ssize_t limit, bint folding):
+def cleaned_text(str markup not None, Py_ssize_t limit, bint folding):
     cdef Text t
     cdef Out o
     cdef Py_ssize_t n, i = 0, gt = -1, end, k
@@ -283,7 +283,7 @@ cdef Py_ssize_t _anchor_start(Text* t, Py_ssize_t at, Py_ssize_t* value, Py_ssiz
     return -1
 
 
-def links(str text):
+def links(str text not None):
     cdef Text t
     cdef Py_ssize_t at = 0, start, value, value_end, tag_end, end_start = -1, end_stop = -1
     cdef bint ends_left = True
