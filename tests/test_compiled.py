@@ -131,6 +131,41 @@ def test_a_changed_source_is_used_as_it_is_until_compiled_again(tmp_path):
     assert importing(root, manifest) == ("fifth", True)
 
 
+def test_a_pyx_copy_is_current_only_while_what_it_mirrors_is_unchanged(tmp_path):
+    # A .pyx gives what its .py gives from tables it copies (wordpass.pyx: analysis.py's and words.py's):
+    # one of them changed, the copy no longer answers as the sources do, and the .py is used until
+    # `make` compiles the .pyx again (it did not: a .pyx alone was fingerprinted).
+    root = tmp_path
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "table.py").write_text("WORD = 'first'\n")
+    (root / "pkg" / "fast.py").write_text("from .table import WORD\n\ndef answer() -> str:\n    return WORD\n")
+    (root / "pkg" / "fast.pyx").write_text("def answer():\n    return 'first'  # table.WORD, copied\n")
+    manifest = root / "pkg" / "compiled.json"
+    mirrors = {"pkg.fast": ("fast.py", "table.py")}
+    code = (
+        "import importlib, json, sys; from pathlib import Path; from tse_scrapy import compiled\n"
+        f"sys.path.insert(0, {str(root)!r})\n"
+        f"sys.meta_path.insert(0, compiled.CompiledFinder(('pkg.fast',), Path({str(manifest)!r}), {mirrors!r}))\n"
+        "module = importlib.import_module('pkg.fast')\n"
+        "print(json.dumps([module.answer(), compiled.loaded_compiled(module)]))"
+    )
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build", mirrors=mirrors) == ["pkg.fast"]
+    assert json.loads(python(code)) == ["first", True]
+    (root / "pkg" / "table.py").write_text("WORD = 'second'\n")
+    assert json.loads(python(code)) == ["second", False]
+    # Its copy made again from the .pyx brought up to date; nothing left to compile after.
+    (root / "pkg" / "fast.pyx").write_text("def answer():\n    return 'second'  # table.WORD, copied\n")
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build", mirrors=mirrors) == ["pkg.fast"]
+    assert json.loads(python(code)) == ["second", True]
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build", mirrors=mirrors) == []
+    # The same size and time as listed, other bytes: compiled again (its digest listed too).
+    status = (root / "pkg" / "table.py").stat()
+    (root / "pkg" / "table.py").write_text("WORD = 'thirds'\n"[: status.st_size])
+    os.utime(root / "pkg" / "table.py", ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert compiler.build(root, ("pkg.fast",), manifest, root / "build", mirrors=mirrors) == ["pkg.fast"]
+
+
 @pytest.mark.parametrize(
     "entry",
     [

@@ -9,15 +9,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text import analysis
+from tests.support.twins import python_path
+from tse_scrapy.rules.text import analysis, markuppass
 from tse_scrapy.rules.text.pagefields import (
-    _ANCHOR_END,
-    _ANCHOR_START,
     REST_CHARACTERS,
     VOCABULARY_MIN,
     PageText,
     _elements,
-    _links,
     anchors,
     page_fields,
     url_language,
@@ -140,8 +138,11 @@ _PIECES = st.sampled_from(
 )
 
 
+_PATTERNS = python_path(markuppass)  # (the links' patterns: the Python path's)
+
+
 def _links_in(text):
-    return _elements(text, _ANCHOR_START, lambda _: _ANCHOR_END)
+    return _elements(text, _PATTERNS._ANCHOR_START, lambda _: _PATTERNS._ANCHOR_END)
 
 
 @given(st.lists(_PIECES, max_size=30).map("".join))
@@ -163,11 +164,11 @@ def test_links_are_those_of_the_one_pattern_before(text):
 @example("<a href=a>" + "x" * 2001 + "</a><a href=b>y</a>")
 @example("<a href=a><a href=b>x</a>y</a><a href=c>z</a></a>")
 def test_links_are_those_of_the_elements_loop(text):
-    # ``_links`` is ``_elements`` with the links' patterns, written out for their 490 a page: the same
-    # start tags (where, and what they hold) and the same texts, on any markup.
+    # ``markuppass.links`` is ``_elements`` with the links' patterns, written out for their 490 a page
+    # (typed where compiled): the same hrefs and the same texts, on any markup.
     text = _without_unclosed_tag(text)
-    expected = [(start.span(), start.groups(), label) for start, label in _links_in(text)]
-    assert [(start.span(), start.groups(), label) for start, label in _links(text)] == expected
+    expected = [(start.group(2) or start.group(3) or start.group(4) or "", label) for start, label in _links_in(text)]
+    assert list(markuppass.links(text)) == list(_PATTERNS.links(text)) == expected
 
 
 @pytest.mark.parametrize(

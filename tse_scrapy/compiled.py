@@ -18,7 +18,7 @@ import importlib.util
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
@@ -39,8 +39,16 @@ MODULES = (
     "tse_scrapy.rules.queries.searchquery",
     "tse_scrapy.rules.queries.searchsnippet",
     "tse_scrapy.rules.text.analysis",
+    "tse_scrapy.rules.text.markuppass",  # a page's visible text and links, for the indexer (its .pyx)
     "tse_scrapy.rules.text.wordpass",  # the indexer's word counts and analysis (its .pyx)
 )
+# What a module's .pyx mirrors (files beside it: its .py, whose Python path it gives; the tables and
+# patterns it copies): its compiled copy is current only while they are unchanged too, and `make`
+# compiles it again when one of them changes.
+MIRRORS = {
+    "tse_scrapy.rules.text.markuppass": ("markuppass.py", "pagetext.py"),
+    "tse_scrapy.rules.text.wordpass": ("wordpass.py", "analysis.py", "words.py"),
+}
 MANIFEST = Path(__file__).with_name("compiled-modules.json")
 PURE_PYTHON = "TSE_PURE_PYTHON"  # set to 1: every module from its source
 
@@ -49,9 +57,11 @@ class CompiledFinder:
     """A ``sys.meta_path`` finder choosing, for each of *modules*, its compiled copy listed in the
     manifest at *manifest* when its source is unchanged since, else its source."""
 
-    def __init__(self, modules: Sequence[str], manifest: Path):
+    def __init__(self, modules: Sequence[str], manifest: Path, mirrors: Mapping[str, Sequence[str]] | None = None):
+        """*mirrors*: what each module's ``.pyx`` mirrors (MIRRORS)."""
         self.modules = frozenset(modules)
         self.manifest_path = manifest
+        self.mirrors = dict(mirrors or {})
         self._manifest: dict[str, dict[str, object]] | None = None
 
     def find_spec(
@@ -77,7 +87,7 @@ class CompiledFinder:
 
     def current_copy(self, fullname: str, source: str) -> str | None:
         """The compiled copy of *fullname* when the manifest lists one made from *source* (its ``.py``, or
-        its ``.pyx``) as it is now."""
+        its ``.pyx``) as it is now, and from what that mirrors (``mirrors``) as it is now."""
         entry = self.entries().get(fullname)
         file = entry.get("file") if isinstance(entry, dict) else None
         name = fullname.rpartition(".")[2]
@@ -88,6 +98,8 @@ class CompiledFinder:
         except OSError:
             return None
         if [status.st_size, status.st_mtime_ns] != [entry.get("size"), entry.get("mtime_ns")]:
+            return None
+        if mirrored_states(os.path.dirname(source), self.mirrors.get(fullname, ())) != entry.get("mirrors", {}):
             return None
         copy = os.path.join(os.path.dirname(source), file)
         return copy if os.path.isfile(copy) else None
@@ -103,10 +115,23 @@ class CompiledFinder:
         return self._manifest
 
 
+def mirrored_states(directory: str, names: Sequence[str]) -> dict[str, list[int] | None]:
+    """The size and modification time of each file of *names* in *directory* (None: it cannot be read),
+    as the manifest lists them (none listed for none mirrored)."""
+    states: dict[str, list[int] | None] = {}
+    for name in names:
+        try:
+            status = os.stat(os.path.join(directory, name))
+            states[name] = [status.st_size, status.st_mtime_ns]
+        except OSError:
+            states[name] = None
+    return states
+
+
 def install() -> None:
     """Put the finder of MODULES first in ``sys.meta_path`` (once)."""
     if not any(isinstance(finder, CompiledFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, CompiledFinder(MODULES, MANIFEST))
+        sys.meta_path.insert(0, CompiledFinder(MODULES, MANIFEST, MIRRORS))
 
 
 def loaded_compiled(module: ModuleType) -> bool:

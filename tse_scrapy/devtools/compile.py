@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from .. import compiled
@@ -37,22 +37,32 @@ def source_of(root: Path, module: str) -> Path:
     return typed if typed.is_file() else source
 
 
-def build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int = 2) -> list[str]:
+def build(
+    root: Path,
+    modules: Sequence[str],
+    manifest: Path,
+    build_dir: Path,
+    jobs: int = 2,
+    mirrors: Mapping[str, Sequence[str]] | None = None,
+) -> list[str]:
     """Compile those of *modules* (packages under *root*) whose copy *manifest* does not list as
     current, next to their sources, and list them in *manifest*; the modules compiled, in order.
-    One build at a time in *build_dir* (a second waits).  Raises CompileError, leaving *manifest*
-    listing only copies still current."""
+    *mirrors*: what a module's ``.pyx`` mirrors (``compiled.MIRRORS``), its copy current only while
+    they are unchanged too.  One build at a time in *build_dir* (a second waits).  Raises
+    CompileError, leaving *manifest* listing only copies still current."""
     try:
         build_dir.mkdir(parents=True, exist_ok=True)
         with open(build_dir / "lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # two `make`s at once: one after the other
-            return _build(root, modules, manifest, build_dir, jobs)
+            return _build(root, modules, manifest, build_dir, jobs, dict(mirrors or {}))
     except OSError as error:  # a read-only tree, a full disk: one line, not a traceback
         raise CompileError(f"{error.strerror or error}: {error.filename or build_dir}") from None
 
 
-def _build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int) -> list[str]:
-    finder = compiled.CompiledFinder(modules, manifest)
+def _build(
+    root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, jobs: int, mirrors: dict[str, Sequence[str]]
+) -> list[str]:
+    finder = compiled.CompiledFinder(modules, manifest, mirrors)
     made_with = _made_with()
     entries = {
         module: entry
@@ -60,6 +70,7 @@ def _build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, 
         if module in modules
         and finder.current_copy(module, str(source_of(root, module)))
         and entry.get("sha256") == _digest(source_of(root, module))
+        and entry.get("mirrors_sha256") == _mirrored_digests(root, module, mirrors)
         and entry.get("made_with") == made_with
     }
     wanted = [module for module in modules if module not in entries]
@@ -67,29 +78,38 @@ def _build(root: Path, modules: Sequence[str], manifest: Path, build_dir: Path, 
         return []
     _write_manifest(manifest, entries)  # the copies about to be replaced are no longer listed
     # Each source as it was before it was read: one changed while compiling is not listed as current.
-    before = {module: _source_state(root, module) for module in wanted}
+    before = {module: _source_state(root, module, mirrors) for module in wanted}
     built = _compiled_files(root, wanted, build_dir, jobs)
     for module in wanted:
         target = source_of(root, module).with_name(built[module].name)
         _write_whole(target, built[module].read_bytes(), 0o755)  # a process that loaded the copy before keeps its own
-        if _source_state(root, module) == before[module]:
-            size, mtime_ns, digest = before[module]
+        if _source_state(root, module, mirrors) == before[module]:
+            size, mtime_ns, digest, mirrored, mirrored_digests = before[module]
             entries[module] = {
                 "file": target.name,
                 "size": size,
                 "mtime_ns": mtime_ns,
                 "sha256": digest,
                 "made_with": made_with,
+                **({"mirrors": mirrored, "mirrors_sha256": mirrored_digests} if mirrored else {}),
             }
     _write_manifest(manifest, entries)
     return wanted
 
 
-def _source_state(root: Path, module: str) -> tuple[int, int, str]:
-    """A source's size, modification time and digest (not its whole status: reading it changes its access time)."""
+def _source_state(root: Path, module: str, mirrors: dict[str, Sequence[str]]) -> tuple[int, int, str, dict, dict]:
+    """A source's size, modification time and digest (not its whole status: reading it changes its access
+    time), and those of what it mirrors (``compiled.mirrored_states``, then their digests)."""
     source = source_of(root, module)
     status = os.stat(source)
-    return status.st_size, status.st_mtime_ns, _digest(source)
+    mirrored = compiled.mirrored_states(str(source.parent), mirrors.get(module, ()))
+    return status.st_size, status.st_mtime_ns, _digest(source), mirrored, _mirrored_digests(root, module, mirrors)
+
+
+def _mirrored_digests(root: Path, module: str, mirrors: dict[str, Sequence[str]]) -> dict[str, str] | None:
+    """The digest of each file *module*'s source mirrors (None for none: the entry lists none)."""
+    folder = source_of(root, module).parent
+    return {name: _digest(folder / name) for name in mirrors.get(module, ())} or None
 
 
 def _digest(source: Path) -> str:
@@ -184,7 +204,9 @@ def _write_whole(path: Path, data: bytes, mode: int) -> None:
 
 def main() -> int:
     try:
-        done = build(ROOT, compiled.MODULES, compiled.MANIFEST, BUILD, jobs=os.cpu_count() or 1)
+        done = build(
+            ROOT, compiled.MODULES, compiled.MANIFEST, BUILD, jobs=os.cpu_count() or 1, mirrors=compiled.MIRRORS
+        )
     except CompileError as error:
         print(f"compile: {error}; the search runs from the Python sources", file=sys.stderr)
         return 0

@@ -31,7 +31,7 @@ from ..rules.files import pagedir
 from ..rules.files.pagenotes import read_page_notes
 from ..rules.text.pagefields import PageText
 from ..rules.text.pagetext import page_title, visible_text
-from ..rules.text.words import word_counts
+from ..rules.text.wordpass import word_counts  # (typed where compiled: words.word_counts)
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, live_fingerprint
 

@@ -42,7 +42,7 @@ from ..fulltext import store as search_store
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
 from ..rules.text.pagefields import page_fields, page_text
-from ..rules.text.words import word_counts
+from ..rules.text.wordpass import word_counts  # (typed where compiled: words.word_counts)
 from .docstore import DamagedStore, DocStoreWriter, Rows, StoredPages, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import FileKey, PageScan, file_key

@@ -9,7 +9,6 @@ or ``<meta http-equiv="content-language">``, else detected from its text.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -17,8 +16,9 @@ from urllib.parse import unquote, urlsplit
 
 from ..web.duplicates import named_canonical
 from ..web.urls import LinkResolver, clean_href
-from . import analysis, wordpass
+from . import analysis, markuppass, wordpass
 from .encodings import decode_page
+from .entities import unescape
 from .pagetext import (
     _NOT_VISIBLE,
     _TAG,
@@ -64,15 +64,9 @@ _META_LANG = re.compile(
 # back a character of it never reads the rest of the tag again.  The text is searched for end tags
 # once.  (On the 20,000-page bench's pages, 470 links each: 0.48 -> 0.79 ms a page; the same links and
 # headings on every page of both benches.)
-ELEMENT_CHARACTERS = 2000
+ELEMENT_CHARACTERS = markuppass.ELEMENT_CHARACTERS
 _HEADING_START = re.compile(r"<h([1-6])(?=[\s>])[^<>]*>", re.I)
 _HEADING_ENDS = {level: re.compile(rf"</h{level}\s*>", re.I) for level in "123456"}
-_ANCHOR_START = re.compile(
-    r"<a(?=[\s>])(?=([^<>]*?\shref\s*=))\1\s*"
-    r"(?:\"([^\"<]*)\"[^<>]*|'([^'<]*)'[^<>]*|([^\s<>]+)(?:\s[^<>]*)?)>",
-    re.I,
-)
-_ANCHOR_END = re.compile(r"</a\s*>", re.I)
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 # A language tag as sites name their folders and files: two letters, a region or script after.
 _URL_LANGUAGE = re.compile(r"[a-z]{2}(?:[-_](?:[a-z]{2}|[a-z]{4}))?", re.I)
@@ -258,12 +252,11 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
     targets: dict[str, str] = {}
     resolve = LinkResolver(page_url)
     same_host = resolve.origin + "/"
-    for match, label in _links(text):
-        href = match.group(2) or match.group(3) or match.group(4) or ""
+    for href, label in markuppass.links(text):  # (typed where compiled: markuppass.pyx)
         if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):
             continue  # to another host (most links), known without resolving it: see _as_written
         if "&" in href:
-            href = html.unescape(href)
+            href = unescape(href)
         href = clean_href(href)  # as a browser and the crawl take it: no tab or newline inside
         if not href or href[0] == "#":
             continue
@@ -316,25 +309,6 @@ def _elements(
             continue
         yield start, text[tag_end : end[0]]
         at = end[1]
-
-
-def _links(text: str) -> Iterator[tuple[re.Match[str], str]]:
-    """``_elements(text, _ANCHOR_START, lambda _: _ANCHOR_END)``: the same loop with its one end tag's
-    pattern, not asking for it a start tag at a time (a wikipedia page's 490 links: 0.68 -> 0.57 ms);
-    lazy, as ``anchors`` stops at MAX_LINKS targets."""
-    search_start, search_end = _ANCHOR_START.search, _ANCHOR_END.search
-    end_start = end_stop = -1  # the next end tag found (its span), -1 before the first look; None: none left
-    at = 0
-    while (start := search_start(text, at)) is not None:
-        tag_end = start.end()
-        if end_start is not None and end_start < tag_end:
-            end = search_end(text, tag_end)
-            end_start, end_stop = (None, -1) if end is None else end.span()
-        if end_start is None or end_start - tag_end > ELEMENT_CHARACTERS:
-            at = start.start() + 1
-            continue
-        yield start, text[tag_end:end_start]
-        at = end_stop
 
 
 def _joined(terms: list[str]) -> str:
