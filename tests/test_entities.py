@@ -1,4 +1,4 @@
-"""Character references (tse_scrapy/rules/text/entities): decoded as ``html.unescape`` decodes them, a
+"""Character references (tse_scrapy/rules/web/entities): decoded as ``html.unescape`` decodes them, a
 decimal one of more digits than ``int`` reads included (a page holding one stopped ``tse index``)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tse_scrapy.rules.text import pagefields, pagetext
-from tse_scrapy.rules.text.entities import unescape
+from tse_scrapy.rules.web.entities import unescape
 
 LONG = 5000  # digits: past int()'s 4,300
 
@@ -65,3 +65,33 @@ def test_a_page_holding_a_long_reference_is_read():
     url = "http://127.0.0.1/a.html"
     assert pagefields.page_fields(url, long) == pagefields.page_fields(url, short)
     assert len(pagefields.page_fields(url, long).links) == 1
+
+
+# The other readers of a page's references: a canonical link (the crawl and the index), the saved copy's
+# own <base>, and a web archive's hrefs (tse import).  Each stopped with int()'s ValueError.
+HUGE = "&#" + "1" * LONG + ";"
+
+
+def test_a_canonical_link_holding_a_long_reference_is_read():
+    from tse_scrapy.rules.web.duplicates import named_canonical
+
+    body = f'<html><head><link rel="canonical" href="/a{HUGE}b.html"></head><body>x</body></html>'.encode()
+    assert named_canonical([], body, "http://127.0.0.1/p.html") == "http://127.0.0.1/a%EF%BF%BDb.html"
+
+
+def test_a_saved_copy_of_a_page_whose_base_holds_a_long_reference_is_made():
+    from tse_scrapy.rules.web.savedcopy import with_base
+
+    body = f'<html><head><base href="/d{HUGE}/"></head><body><a href="x">x</a></body></html>'.encode()
+    copied = with_base(body, "http://127.0.0.1/p.html", "utf-8")
+    assert b'<base href="http://127.0.0.1/d\xef\xbf\xbd/"' in copied
+
+
+def test_an_archived_page_whose_href_holds_a_long_reference_gives_its_links():
+    from tse_scrapy.rules.files.webarchive import page_links
+
+    body = f'<html><body><a href="/e{HUGE}.html">e</a><a href="/f.html">f</a></body></html>'.encode()
+    assert page_links(body, "http://127.0.0.1/p.html") == [
+        "http://127.0.0.1/e\ufffd.html",
+        "http://127.0.0.1/f.html",
+    ]

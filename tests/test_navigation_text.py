@@ -13,7 +13,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text import pagetext
+from tse_scrapy.rules.text import cleaning, pagetext
 from tse_scrapy.rules.text.pagefields import page_fields
 from tse_scrapy.rules.text.pagetext import visible_text
 
@@ -203,6 +203,6 @@ def test_python_docs_pages_show_their_own_text_not_their_navigation():
 def test_a_page_without_navigation_shows_what_it_showed(markup):
     """The visible text read as markup first is the text _NOT_VISIBLE leaves, whatever the page."""
     text = pagetext._without_unclosed_tag(markup)
-    before = pagetext._cleaned(pagetext._NOT_VISIBLE.sub(" ", pagetext._without_long_title(text)), 100_000)
+    before = cleaning.cleaned(pagetext._NOT_VISIBLE.sub(" ", pagetext._without_long_title(text)), 100_000)
     assume("<nav" not in text.lower() and "role" not in text)
     assert pagetext.shown_text(text, 100_000)[1] == before

@@ -46,7 +46,7 @@ MODULES = (
 # patterns it copies): its compiled copy is current only while they are unchanged too, and `make`
 # compiles it again when one of them changes.
 MIRRORS = {
-    "tse_scrapy.rules.text.markuppass": ("markuppass.py", "pagetext.py"),
+    "tse_scrapy.rules.text.markuppass": ("markuppass.py", "cleaning.py"),
     "tse_scrapy.rules.text.wordpass": ("wordpass.py", "analysis.py", "words.py"),
 }
 MANIFEST = Path(__file__).with_name("compiled-modules.json")

@@ -20,7 +20,6 @@ bytes) and over the link graph of the pages kept; the reading of archives is ``w
 from __future__ import annotations
 
 import functools
-import html
 import re
 import sys
 from collections import deque
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ..text.pdftext import looks_like_pdf
+from ..web.entities import unescape
 from ..web.urls import LinkResolver, clean_href, normalize_url
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -344,7 +344,7 @@ def _href(raw: bytes) -> str:
     stripped from its ends, tabs and newlines dropped inside."""
     href = raw.decode("utf-8", "replace").replace("\0", "\ufffd")
     if "&" in href:
-        href = html.unescape(href)
+        href = unescape(href)
     return clean_href(href)
 
 

@@ -31,7 +31,7 @@ from functools import cached_property, lru_cache
 from itertools import chain
 
 from ..text import analysis
-from ..text.pagetext import CONTROL_CHARACTERS
+from ..text.cleaning import CONTROL_CHARACTERS
 from .query import MAX_QUERY_WORDS, TOO_MANY_WORDS, size_error
 
 _PIECE = re.compile(r'(-?)"([^"]*)"?|(\S+)')

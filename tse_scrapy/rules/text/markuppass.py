@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from . import pagetext
+from .cleaning import TAG, TAG_FOLDING, cleaned
 
 # A link is its start tag and what is before its end tag, when that end tag starts within
 # ELEMENT_CHARACTERS of the start tag's end (pagefields says why it is read so).
@@ -28,11 +28,11 @@ _ANCHOR_END = re.compile(r"</a\s*>", re.I)
 
 
 def cleaned_text(markup: str, limit: int, folding: bool) -> str:
-    """The text of *markup*: each tag (``pagetext._TAG``, ``_TAG_I`` where *folding*) a space, entities
-    decoded, whitespace and control characters collapsed to single spaces, stripped; at most *limit*
-    characters, cut at a word (``pagetext._cut_at_word``)."""
-    tags = pagetext._TAG_I if folding else pagetext._TAG
-    return pagetext._cleaned(tags.sub(" ", markup), limit)
+    """The text of *markup*: each tag (``cleaning.TAG``, ``TAG_FOLDING`` where *folding*) a space,
+    entities decoded, whitespace and control characters collapsed to single spaces, stripped; at most
+    *limit* characters, cut at a word (``cleaning.cleaned``)."""
+    tags = TAG_FOLDING if folding else TAG
+    return cleaned(tags.sub(" ", markup), limit)
 
 
 def links(text: str) -> Iterator[tuple[str, str]]:

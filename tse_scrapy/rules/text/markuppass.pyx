@@ -12,7 +12,7 @@ is found as ``html.unescape``'s pattern finds it and given to it alone (``entiti
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
 
-from tse_scrapy.rules.text.entities import unescape as _unescape
+from tse_scrapy.rules.web.entities import unescape as _unescape
 
 ELEMENT_CHARACTERS = 2000
 cdef Py_ssize_t _ELEMENT_CHARACTERS = ELEMENT_CHARACTERS
@@ -42,7 +42,7 @@ cdef inline Py_UCS4 _at(Text* t, Py_ssize_t i) noexcept:
 
 
 cdef inline bint _separates(Py_UCS4 c) noexcept:
-    """Whitespace (``str.split``'s) or a control character (``pagetext.CONTROL_CHARACTERS``)."""
+    """Whitespace (``str.split``'s) or a control character (``cleaning.CONTROL_CHARACTERS``)."""
     if c < 0x21:
         return True
     if 0x7F <= c <= 0xA0:
@@ -164,7 +164,7 @@ def cleaned_text(str markup not None, Py_ssize_t limit, bint folding):
 
 
 cdef str _cut_at_word(str text, Py_ssize_t limit):
-    """``pagetext._cut_at_word``: at most *limit* characters of *text*, cut before a space when there is one."""
+    """``cleaning.cut_at_word``: at most *limit* characters of *text*, cut before a space when there is one."""
     cdef Py_ssize_t space
     if len(text) <= limit:
         return text

@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from ..web.duplicates import named_canonical
+from ..web.entities import unescape
 from ..web.urls import LinkResolver, clean_href
 from . import analysis, markuppass, wordpass
+from .cleaning import TAG, clean, cut_at_word
 from .encodings import decode_page
-from .entities import unescape
 from .pagetext import (
     _NOT_VISIBLE,
-    _TAG,
-    _clean,
-    _cut_at_word,
     _without_unclosed_tag,
     shown_text,
     title_of,
@@ -145,7 +143,7 @@ class PageText:
     def visible_text(self, limit: int) -> str:
         """``pagetext.visible_text`` of the page with *limit* (at most BEYOND_CHARACTERS): a word-cut
         prefix of the visible text, as that function cuts it."""
-        return _cut_at_word(self.visible, limit)
+        return cut_at_word(self.visible, limit)
 
     def text_past(self, stored: str) -> str:
         """The visible text past *stored* (``visible_text`` of a smaller limit: a prefix of it), to
@@ -155,7 +153,7 @@ class PageText:
         # Cut at a word of the rest itself: text with few spaces (Chinese, Japanese) may have none
         # between the stored text's end and the bound.  (The text is single-spaced: one space at most to strip.)
         rest = self.visible[len(stored) : len(stored) + REST_CHARACTERS + 2].lstrip(" ")
-        return _cut_at_word(rest, REST_CHARACTERS)
+        return cut_at_word(rest, REST_CHARACTERS)
 
 
 def page_text(body: bytes, http_charset: str | None = None) -> PageText:
@@ -173,7 +171,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
     of the HTTP header it came with, ``encodings``; *read*: ``page_text`` of it, when already read)."""
     read = read or page_text(body, http_charset)
     text, whole = read.text, read.visible
-    visible = _cut_at_word(whole, BODY_CHARACTERS)
+    visible = cut_at_word(whole, BODY_CHARACTERS)
     language = page_language(text[:4000], visible, url) or ""
     # The words and their terms (stems) in one: typed, a distinct word is stemmed once (wordpass).
     body_words, body_terms, spellings, characters = wordpass.words_and_terms(visible, language, BODY_TERMS)
@@ -199,7 +197,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         if len(word) == VOCABULARY_MIN - 1 and spelling != word and word in distinct and not analysis.is_segmented(word)
     )
     headings = " ".join(
-        _clean(_TAG.sub(" ", content))
+        clean(TAG.sub(" ", content))
         for _, content in _elements(read.content or text, _HEADING_START, lambda start: _HEADING_ENDS[start.group(1)])
     )
     terms = analysis.stem
@@ -264,7 +262,7 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if target is None or not target.startswith(same_host) or target in targets or target == page_url:
             continue
         if "<" in label or "&" in label:
-            label = _clean(_NOT_VISIBLE.sub(" ", label))
+            label = clean(_NOT_VISIBLE.sub(" ", label))
         targets[target] = label[:ANCHOR_CHARACTERS]
         if len(targets) >= MAX_LINKS:
             break

@@ -17,8 +17,8 @@ import re
 from collections.abc import Collection, Iterator
 
 from . import markuppass
+from .cleaning import TAG, clean, cut_at_word
 from .encodings import decode_page
-from .entities import unescape
 
 # A title longer than this is cut at a word boundary and ends with " …".
 MAX_TITLE_CHARACTERS = 300
@@ -55,14 +55,6 @@ _NOT_VISIBLE = re.compile(
 # The first <title> open tag is the first one outside comments and hidden elements.
 _TITLE_OR_SKIPPED = re.compile(rf"<(?=[A-Za-z!])(?:{_COMMENT}|{_HIDDEN_ELEMENT}|(title){_ELEMENT_END})", re.I | re.S)
 _TITLE_END = re.compile(r"</title(?=[\s/>])", re.I)
-_TAG = re.compile(r"<[A-Za-z/!?][^>]*>")
-# Control characters (NUL included) are no more visible than whitespace
-# (str.split's, which takes in the non-breaking spaces of &nbsp;): these are the others.
-CONTROL_CHARACTERS = "".join(map(chr, [*range(0x00, 0x09), *range(0x0E, 0x1C), *range(0x7F, 0xA0)]))
-_CONTROLS = re.compile(f"[{re.escape(CONTROL_CHARACTERS)}]+")
-# Where a page's text can be cut and cleaned in two parts: an entity holds no
-# whitespace, control character or "&", and a whitespace run ends before "&".
-_CLEAN_CUT = re.compile(r"(?<=[\s\x00-\x1f\x7f-\x9f])|(?=&)")
 _LETTERS = re.compile(r"[A-Za-z]+")
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -95,11 +87,10 @@ _NAVIGATION_WORDS = ("avigation", "AVIGATION")
 _NAVIGATION_VALUE = re.compile(r"""=[\t\n\f\r "']*[nN][aA][vV][iI][gG][aA][tT][iI][oO][nN]""")
 _ASCII_WHITESPACE = "\t\n\f\r "
 _TOKEN = re.compile(r"[^\t\n\f\r ]+")  # a role, as an ARIA role list splits them (on ASCII whitespace)
-# A tag's start and a tag as _NOT_VISIBLE takes them: case-insensitive, so that the letters that fold to
-# ASCII ones (the dotless i and the dotted I, the long s, the Kelvin sign) start a tag in both; only where
-# the text holds one of them (a case-insensitive pattern reads a page half as fast).
+# A tag's start as _NOT_VISIBLE takes it (cleaning.TAG_FOLDING the tag): case-insensitive, so that the
+# letters that fold to ASCII ones (the dotless i and the dotted I, the long s, the Kelvin sign) start a
+# tag in both; only where the text holds one of them (a case-insensitive pattern reads a page half as fast).
 _TAG_START_I = re.compile(r"<[A-Za-z/!?]", re.I)
-_TAG_I = re.compile(r"<[A-Za-z/!?][^>]*>", re.I)
 _FOLDING_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 # Where something _NOT_VISIBLE drops whole may start, then what it drops from there.  Its names in either
 # case by classes, not re.I (0.18 -> 0.11 ms a wikipedia page), but where the text holds a letter that
@@ -114,7 +105,7 @@ _DROPPED_WHOLE = re.compile(rf"<(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT}
 
 def _markup(text: str, folding: bool) -> str:
     """*text* without what _NOT_VISIBLE drops whole, each replaced by a space, its tags kept: the same
-    text once _TAG_I drops them as _NOT_VISIBLE leaves (*folding*: the text holds _FOLDING_TO_ASCII)."""
+    text once cleaning.TAG_FOLDING drops them as _NOT_VISIBLE leaves (*folding*: the text holds _FOLDING_TO_ASCII)."""
     spans: list[tuple[int, int]] = []
     pos = 0
     starts = _DROPPED_START_I if folding else _DROPPED_START
@@ -262,10 +253,10 @@ def title_of(text: str) -> str:
         return ""
     end_tag = _TITLE_END.search(text, start, start + TITLE_SCAN_CHARACTERS + len("</title") + 1)
     end = end_tag.start() if end_tag is not None else start + TITLE_SCAN_CHARACTERS
-    title = _clean(_TAG.sub(" ", _without_unclosed_tag(text[start:end])))
+    title = clean(TAG.sub(" ", _without_unclosed_tag(text[start:end])))
     if len(title) <= MAX_TITLE_CHARACTERS:
         return title
-    return _cut_at_word(title, MAX_TITLE_CHARACTERS - 2) + " " + ELLIPSIS
+    return cut_at_word(title, MAX_TITLE_CHARACTERS - 2) + " " + ELLIPSIS
 
 
 def _title_start(text: str) -> int | None:
@@ -322,23 +313,6 @@ def shown_text(text: str, limit: int) -> tuple[str, str]:
     if not visible and content is not markup:
         return markup, markuppass.cleaned_text(markup, limit, folding)
     return content, visible
-
-
-def _cleaned(text: str, limit: int) -> str:
-    """*text* (its tags dropped) cleaned (``_clean``), to *limit* characters cut at a word."""
-    if limit <= 0:
-        return ""
-    # Clean a prefix just long enough for the limit, not the whole page: one
-    # that ends where no entity or whitespace run continues, so that it cleans
-    # to a prefix of the whole page's text.  It must clean to more than *limit*
-    # characters so that the cut sees the character after them.
-    end = 2 * limit + 100
-    while True:
-        cut = _CLEAN_CUT.search(text, end) if end < len(text) else None
-        cleaned = _clean(text if cut is None else text[: cut.start()])
-        if cut is None or len(cleaned) > limit:
-            return _cut_at_word(cleaned, limit)
-        end *= 4
 
 
 def snippet(text: str, words: Collection[str], size: int = 30) -> tuple[str, list[tuple[int, int]]]:
@@ -456,26 +430,3 @@ def _without_unclosed_tag(text: str) -> str:
     # that scan to a ">" linear.
     unclosed = _TAG_START.search(text, text.rfind(">") + 1)
     return text if unclosed is None else text[: unclosed.start()]
-
-
-def _clean(text: str) -> str:
-    """*text* with entities decoded and whitespace collapsed to single spaces, stripped."""
-    unescaped = unescape(text)
-    spaced = " ".join(unescaped.split())
-    # Every control character is unprintable or whitespace (which split drops): a printable result
-    # held none but whitespace, and is the same as with them made spaces; isprintable costs a third
-    # of the pattern's pass (most pages hold none).
-    if spaced.isprintable():
-        return spaced
-    return " ".join(_CONTROLS.sub(" ", unescaped).split())
-
-
-def _cut_at_word(text: str, limit: int) -> str:
-    """At most *limit* characters of *text* (single-spaced), cut before a space when there is one."""
-    if len(text) <= limit:
-        return text
-    if text[limit] == " ":
-        return text[:limit]
-    space = text.rfind(" ", 0, limit)
-    # A single word longer than the limit: cut inside it.
-    return text[:space] if space > 0 else text[:limit]

@@ -23,7 +23,6 @@ joins exact duplicates and pages linked by canonical URLs, and picks each group'
 from __future__ import annotations
 
 import hashlib
-import html
 import re
 import unicodedata
 from collections import Counter, defaultdict
@@ -32,6 +31,7 @@ from html.entities import html5
 from itertools import combinations
 from urllib.parse import urljoin, urlsplit
 
+from .entities import unescape
 from .headtext import HiddenSpans
 from .urls import clean_href, normalize_url
 
@@ -231,7 +231,7 @@ def _unescaped_attribute(value: str) -> str:
     def decoded(reference: re.Match[str]) -> str:
         name, semicolon = reference.group(1), reference.group(2)
         if name is None:
-            return html.unescape(reference.group())
+            return unescape(reference.group())
         if semicolon:
             return html5.get(name + ";", reference.group())
         following = value[reference.end() : reference.end() + 1]

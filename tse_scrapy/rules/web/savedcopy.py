@@ -24,6 +24,8 @@ import html
 import re
 from urllib.parse import urljoin
 
+from .entities import unescape
+
 # (A UTF-32 page's mark is looked for first: its little-endian one starts as UTF-16's does, and the tag
 # went in after two of its four bytes, the rest of the copy shifted: a tester's find.)
 _BOMS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
@@ -115,7 +117,7 @@ def _own_base(tags: str, end: int, url: str) -> str | None:
     for tag in _BASE_TAG.finditer(tags, 0, end):
         if href := _HREF.search(tag.group()):
             value = next(value for value in href.groups() if value is not None)
-            return urljoin(url, html.unescape(value).strip(" \t\n\r\f"))
+            return urljoin(url, unescape(value).strip(" \t\n\r\f"))
     return None
 
 

@@ -1,0 +1,64 @@
+"""A page's text cleaned as the indexer and the search show it: tags dropped, character references
+decoded, whitespace and control characters collapsed, cut at a word.  Shared by ``pagetext``,
+``pagefields`` and ``markuppass``'s Python path (``markuppass.pyx`` copies these rules: its compiled
+copy is current only while this file is unchanged, ``compiled.MIRRORS``)."""
+
+from __future__ import annotations
+
+import re
+
+from ..web.entities import unescape
+
+# A tag, as the visible text drops it.
+TAG = re.compile(r"<[A-Za-z/!?][^>]*>")
+
+# Control characters (NUL included) are no more visible than whitespace
+# (str.split's, which takes in the non-breaking spaces of &nbsp;): these are the others.
+CONTROL_CHARACTERS = "".join(map(chr, [*range(0x00, 0x09), *range(0x0E, 0x1C), *range(0x7F, 0xA0)]))
+_CONTROLS = re.compile(f"[{re.escape(CONTROL_CHARACTERS)}]+")
+# Where a page's text can be cut and cleaned in two parts: an entity holds no
+# whitespace, control character or "&", and a whitespace run ends before "&".
+_CLEAN_CUT = re.compile(r"(?<=[\s\x00-\x1f\x7f-\x9f])|(?=&)")
+# TAG as pagetext._NOT_VISIBLE takes a tag: case-insensitive, so that the letters that fold to ASCII
+# ones (the dotless i, the long s, the Kelvin sign) start a tag too.
+TAG_FOLDING = re.compile(r"<[A-Za-z/!?][^>]*>", re.I)
+
+
+def cleaned(text: str, limit: int) -> str:
+    """*text* (its tags dropped) cleaned (``clean``), to *limit* characters cut at a word."""
+    if limit <= 0:
+        return ""
+    # Clean a prefix just long enough for the limit, not the whole page: one
+    # that ends where no entity or whitespace run continues, so that it cleans
+    # to a prefix of the whole page's text.  It must clean to more than *limit*
+    # characters so that the cut sees the character after them.
+    end = 2 * limit + 100
+    while True:
+        cut = _CLEAN_CUT.search(text, end) if end < len(text) else None
+        prefix = clean(text if cut is None else text[: cut.start()])
+        if cut is None or len(prefix) > limit:
+            return cut_at_word(prefix, limit)
+        end *= 4
+
+
+def clean(text: str) -> str:
+    """*text* with entities decoded and whitespace collapsed to single spaces, stripped."""
+    unescaped = unescape(text)
+    spaced = " ".join(unescaped.split())
+    # Every control character is unprintable or whitespace (which split drops): a printable result
+    # held none but whitespace, and is the same as with them made spaces; isprintable costs a third
+    # of the pattern's pass (most pages hold none).
+    if spaced.isprintable():
+        return spaced
+    return " ".join(_CONTROLS.sub(" ", unescaped).split())
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """At most *limit* characters of *text* (single-spaced), cut before a space when there is one."""
+    if len(text) <= limit:
+        return text
+    if text[limit] == " ":
+        return text[:limit]
+    space = text.rfind(" ", 0, limit)
+    # A single word longer than the limit: cut inside it.
+    return text[:space] if space > 0 else text[:limit]
