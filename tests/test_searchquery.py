@@ -1438,3 +1438,19 @@ def test_the_texts_later_snippet_keeps_are_bounded(monkeypatch):
     assert list(searchsnippet._later_texts) == ["a join"]
     assert searchsnippet.later_snippet("x" * 11 + " join", mark, (None, "en")) is not None  # 48: not kept
     assert list(searchsnippet._later_texts) == []
+
+
+# A head is checked against a first read by its digest, kept for the next searches (``_first_read_digest``).
+@given(st.lists(st.text(max_size=30), max_size=12))
+def test_a_first_reads_digest_kept_is_its_digest(firsts):
+    for first in [*firsts, *firsts]:
+        assert searchsnippet._first_read_digest(first) == searchsnippet._digest(first)
+        assert len(searchsnippet._digests) <= searchsnippet.DIGESTS_KEPT
+
+
+def test_the_first_reads_digests_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(searchsnippet, "DIGESTS_KEPT", 2)
+    searchsnippet._digests.clear()
+    for first in ("one", "two", "one", "three"):
+        searchsnippet._first_read_digest(first)
+    assert list(searchsnippet._digests) == ["three"]

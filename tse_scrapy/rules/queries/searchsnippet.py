@@ -766,7 +766,26 @@ def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> b
     depend only on the languages with a stemmer)."""
     if analysis.stemming_languages(languages) != analysis.stemming_languages((head.language or None,)):
         return False
-    return head.size == len(first) and head.digest == _digest(first)
+    return head.size == len(first) and head.digest == _first_read_digest(first)
+
+
+# The digests of the first reads last checked against a head (``_head_serves``): a page's snippet is
+# made again by every search it answers, and its digest worked out again (its UTF-8, then BLAKE2b) was
+# 2 % of a search's instructions; a first read kept is found by its text (hashed, compared).  At most
+# DIGESTS_KEPT (of at most HEAD_CHARACTERS each): then they are forgotten, and kept again.
+DIGESTS_KEPT = 2_048
+_digests: dict[str, str] = {}
+
+
+def _first_read_digest(first: str) -> str:
+    """``_digest(first)``, kept."""
+    found = _digests.get(first)
+    if found is None:
+        found = _digest(first)
+        if len(_digests) >= DIGESTS_KEPT:
+            _digests.clear()
+        _digests[first] = found
+    return found
 
 
 def _head_marks(
