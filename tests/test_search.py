@@ -12,6 +12,8 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
@@ -20,6 +22,7 @@ from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, changed_counter_bumped, damaged_fts, write_search_site
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
+from tse_scrapy.rules.crawling.secrets import mask_url
 from tse_scrapy.search import app as app_module
 from tse_scrapy.search.app import allowed_hosts, create_app
 
@@ -681,3 +684,25 @@ def test_a_url_of_megabytes_is_shown_cut_and_not_linked(tmp_path):
         long_url,
         "http://h/short.html",
     ]
+
+
+# A result's URL is masked (``mask_url``) only where it may hold a password: what the page and the API
+# show is the same either way.
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("http://127.0.0.1/a.html", "http://127.0.0.1/a.html"),
+        ("http://user:s3cret@127.0.0.1/a.html", "http://user:***@127.0.0.1/a.html"),
+        ("http://127.0.0.1/a?password=s3cret", "http://127.0.0.1/a?password=***"),
+        ("http://127.0.0.1/a?q=1&PWD=x", "http://127.0.0.1/a?q=1&PWD=***"),
+        ("", ""),
+    ],
+)
+def test_a_results_url_is_masked_as_mask_url_masks_it(url, shown):
+    assert app_module.masked_url(url) == shown
+
+
+@given(st.lists(st.sampled_from(["http://", "u", ":", "@", "pw", "/", "?", "&", "password", "=", "x", " ", "é"])))
+def test_a_results_url_masked_is_what_mask_url_gives(pieces):
+    url = "".join(pieces)
+    assert app_module.masked_url(url) == mask_url(url)

@@ -1400,3 +1400,57 @@ def test_one_word_of_a_phrase_does_not_stand_for_the_phrase_that_places_the_snip
     every = marks([["grub"]], [["grub"], ["instal"]])
     snippet, ranges = searchsnippet.snippet(text, every, ["en"], placing=searchsnippet.Placing(every[1:]))
     assert "grub installation" in [snippet[start:end] for start, end in ranges], snippet
+
+
+# later_snippet keeps the texts it read, lowercased and folded (``_later_text``): a page's rest is read
+# again by the next searches.  Asked of a text kept, it answers as it does of a text read the first time.
+_LATER_WORDS = ["Système", "systeme", "de", "fichiers", "FICHIERS", "os.path", "join", "Ärger", "ärger", "naïve", "x"]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(_LATER_WORDS), max_size=300), min_size=1, max_size=3),
+    st.lists(st.lists(st.sampled_from(_LATER_WORDS), min_size=1, max_size=3), min_size=1, max_size=4),
+)
+def test_a_later_snippet_of_a_text_kept_is_that_of_the_text_read_anew(texts, queries):
+    texts = [" ".join(words) for words in texts]
+    marks = [[tuple(frozenset(analysis.words(word)) for word in words)] for words in queries]
+    marks = [[sequence for sequence in mark if all(sequence)] for mark in marks]
+    for mark in marks:
+        for text in texts:
+            searchsnippet._later_texts.clear()
+            anew = searchsnippet.later_snippet(text, mark, (None, "fr"))
+            kept = searchsnippet.later_snippet(text, mark, (None, "fr"))
+            assert text in searchsnippet._later_texts
+            assert kept == anew
+    # Texts of the same length, read one after the other, kept apart.
+    assert searchsnippet.later_snippet("zzz naïve", [(frozenset({"naive"}),)], (None, "fr")) is not None
+    assert searchsnippet.later_snippet("zzz paris", [(frozenset({"naive"}),)], (None, "fr")) is None
+
+
+def test_the_texts_later_snippet_keeps_are_bounded(monkeypatch):
+    monkeypatch.setattr(searchsnippet, "LATER_TEXTS_KEPT", 30)
+    searchsnippet._later_texts.clear()
+    monkeypatch.setattr(searchsnippet, "_later_texts_kept", 0)
+    mark = [(frozenset({"join"}),)]
+    assert searchsnippet.later_snippet("join them", mark, (None, "en")) is not None  # 27 kept
+    assert list(searchsnippet._later_texts) == ["join them"]
+    assert searchsnippet.later_snippet("a join", mark, (None, "en")) is not None  # 18 more: the first forgotten
+    assert list(searchsnippet._later_texts) == ["a join"]
+    assert searchsnippet.later_snippet("x" * 11 + " join", mark, (None, "en")) is not None  # 48: not kept
+    assert list(searchsnippet._later_texts) == []
+
+
+# A head is checked against a first read by its digest, kept for the next searches (``_first_read_digest``).
+@given(st.lists(st.text(max_size=30), max_size=12))
+def test_a_first_reads_digest_kept_is_its_digest(firsts):
+    for first in [*firsts, *firsts]:
+        assert searchsnippet._first_read_digest(first) == searchsnippet._digest(first)
+        assert len(searchsnippet._digests) <= searchsnippet.DIGESTS_KEPT
+
+
+def test_the_first_reads_digests_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(searchsnippet, "DIGESTS_KEPT", 2)
+    searchsnippet._digests.clear()
+    for first in ("one", "two", "one", "three"):
+        searchsnippet._first_read_digest(first)
+    assert list(searchsnippet._digests) == ["three"]

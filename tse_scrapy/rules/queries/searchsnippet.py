@@ -399,16 +399,17 @@ def later_snippet(
     prepared = _prepared(marks)
     languages = tuple(languages)
     stemming = analysis.stemming_languages(languages)
-    lowered = _lowered(rest)
+    read = _later_text(rest)
+    lowered = read.lowered
     spellings = [False, True] if analysis.may_be_folded(rest) else [False]  # (accented)
     # The accented letters the text holds, found once for every kind of piece (to a bound: Vietnamese
     # holds one a few characters; past it, None: every letter's accents).
     present: frozenset[str] | None = None
     places = tries = 0
-    for pieces in _later_pieces(prepared, lowered):
+    for pieces in _later_pieces(prepared, read):
         for accented in spellings:
             if accented and present is None and len(lowered) <= LATER_PRESENT_READ:
-                present = analysis.unfolded_characters_in(lowered)
+                present = read.present()
             last = -1
             for found in pieces.pattern(accented, present).finditer(lowered):
                 places += 1
@@ -471,9 +472,11 @@ class _LaterPieces:
 _AS_THEY_ARE: frozenset[str] = frozenset(["as they are"])  # (``_LaterPieces``' key of its pieces unaccented)
 
 
-def _later_pieces(prepared: PreparedMarks, lowered: str) -> list[_LaterPieces]:
+def _later_pieces(prepared: PreparedMarks, lowered: str | _LaterText) -> list[_LaterPieces]:
     """The pieces ``later_snippet`` looks for in *lowered* (a page's text, lowercased), each kind
     compiled once for a query's results."""
+    if isinstance(lowered, str):
+        lowered = _LaterText(lowered)
     if prepared.later is None:
         prepared.later = [_places_looked_for(sequence) for sequence in prepared.sequences], {}
     places, compiled = prepared.later
@@ -498,7 +501,7 @@ def _places_looked_for(sequence: Sequence[Collection[str]]) -> list[set[str]]:
     return [option for option in options if option]
 
 
-def _looked_for(places: Iterable[list[set[str]]], lowered: str) -> list[set[str]]:
+def _looked_for(places: Iterable[list[set[str]]], lowered: _LaterText) -> list[set[str]]:
     """What the places where the marks may stand hold (*places*: each mark's choices), in *lowered*:
     the telling pieces, then the others (when any).  A mark's pieces: of its most telling choices, the
     one *lowered* holds the fewest times (counted without accents, as the pieces are spelled: the
@@ -511,7 +514,7 @@ def _looked_for(places: Iterable[list[set[str]]], lowered: str) -> list[set[str]
     for choices in places:
         if len(choices) > 1:
             if counted is None:
-                counted = analysis.fold(lowered) if analysis.may_be_folded(lowered) else lowered
+                counted = lowered.folded()
             pieces = max(
                 choices,
                 key=lambda option: (min(_telling(option), 3), -sum(map(counted.count, option)), _telling(option)),
@@ -540,6 +543,56 @@ def _bigrams_joined(sequence: Sequence[Collection[str]]) -> set[str] | None:
     if any(before[1] != after[0] for before, after in pairwise(bigrams)):
         return None
     return {bigrams[0][0] + "".join(bigram[1] for bigram in bigrams)}
+
+
+class _LaterText:
+    """A text ``later_snippet`` reads, lowercased (``_lowered``), and what it works out of it whatever the
+    query: the text folded (``_looked_for`` counts pieces in it), and its accented letters."""
+
+    __slots__ = ("_folded", "_present", "lowered")
+
+    def __init__(self, lowered: str):
+        self.lowered = lowered
+        self._folded: str | None = None
+        self._present: frozenset[str] | None = None
+
+    def folded(self) -> str:
+        if self._folded is None:
+            lowered = self.lowered
+            self._folded = analysis.fold(lowered) if analysis.may_be_folded(lowered) else lowered
+        return self._folded
+
+    def present(self) -> frozenset[str]:
+        """``analysis.unfolded_characters_in`` the text."""
+        if self._present is None:
+            self._present = analysis.unfolded_characters_in(self.lowered)
+        return self._present
+
+
+# The texts later_snippet read last, as ``_LaterText``s: a page's rest (or its text past the first read)
+# is read again by every search its page answers past the text results show, and lowercasing and folding
+# it whole were 9 % of a search's instructions (the known-item titles: 1,334 reads of 694 texts, 5.6
+# million characters).  At most LATER_TEXTS_KEPT characters, each text counted three times (as it is,
+# lowercased, folded): then they are forgotten, and kept again.
+LATER_TEXTS_KEPT = 20_000_000
+_later_texts: dict[str, _LaterText] = {}
+_later_texts_kept = 0
+
+
+def _later_text(text: str) -> _LaterText:
+    """*text*'s ``_LaterText``, kept (LATER_TEXTS_KEPT)."""
+    global _later_texts_kept
+    found = _later_texts.get(text)
+    if found is None:
+        found = _LaterText(_lowered(text))
+        size = 3 * len(text)
+        if _later_texts_kept + size > LATER_TEXTS_KEPT:
+            _later_texts.clear()
+            _later_texts_kept = 0
+        if size <= LATER_TEXTS_KEPT:
+            _later_texts[text] = found
+            _later_texts_kept += size
+    return found
 
 
 def _lowered(text: str) -> str:
@@ -713,7 +766,26 @@ def _head_serves(head: Head, first: str, languages: tuple[str | None, ...]) -> b
     depend only on the languages with a stemmer)."""
     if analysis.stemming_languages(languages) != analysis.stemming_languages((head.language or None,)):
         return False
-    return head.size == len(first) and head.digest == _digest(first)
+    return head.size == len(first) and head.digest == _first_read_digest(first)
+
+
+# The digests of the first reads last checked against a head (``_head_serves``): a page's snippet is
+# made again by every search it answers, and its digest worked out again (its UTF-8, then BLAKE2b) was
+# 2 % of a search's instructions; a first read kept is found by its text (hashed, compared).  At most
+# DIGESTS_KEPT (of at most HEAD_CHARACTERS each): then they are forgotten, and kept again.
+DIGESTS_KEPT = 2_048
+_digests: dict[str, str] = {}
+
+
+def _first_read_digest(first: str) -> str:
+    """``_digest(first)``, kept."""
+    found = _digests.get(first)
+    if found is None:
+        found = _digest(first)
+        if len(_digests) >= DIGESTS_KEPT:
+            _digests.clear()
+        _digests[first] = found
+    return found
 
 
 def _head_marks(
