@@ -20,9 +20,12 @@ import scrapy
 
 from tests.conftest import BIN, clean_env
 from tests.support.pages import saved_pages
+from tests.support.redisgap import RedisGap
 from tests.support.redisserver import RedisServer
+from tests.support.sitegen import bfs_depths
 from tests.support.wait import wait_until, while_running
 from tests.test_distributed import (  # noqa: F401 - the site fixture, and the workers' end
+    DEPTH,
     SEEDS,
     STARTED,
     crawl_args,
@@ -99,6 +102,62 @@ def test_a_redis_without_persistence_that_restarts_stops_the_workers_and_damages
     urls = [url for url, _ in saved_pages(pagedir)]
     assert len(urls) == len(set(urls))  # no URL under two docIDs
     assert len(after) < len(graph)
+
+
+# A worker's first looks at Redis, as it opens: the scheduler's (ZCARD of the frontier, asked by
+# scrapy_redis's open), then its first mark (TIME, then the guarded HSET).  Redis cut there met the
+# engine's open, or a signal handler: a traceback ("Scraper close failure"), not the worker's lines.
+@pytest.mark.parametrize(
+    ("trigger", "restart", "patience", "expected"),
+    [
+        (b"ZCARD", True, 300, "lost"),  # test_a_redis_without_persistence_...[2.0]'s race, every time
+        (b"ZCARD", False, 1, "gave up"),
+        (b"TIME", False, 300, "back"),
+        (b"ZCARD", False, 300, "refused"),  # (a Redis refusal, not an outage: at once)
+        (b"TIME", False, 300, "refused"),
+    ],
+)
+def test_redis_cut_while_a_worker_opens_is_met_like_any_later_outage(
+    site,  # noqa: F811
+    tmp_path,
+    trigger,
+    restart,
+    patience,
+    expected,
+):
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    server = RedisServer(tmp_path / "redis").start()  # no persistence: a restart comes back empty
+
+    def restart_empty():
+        server.kill()
+        server.start()
+
+    refusal = b"-NOPERM this user has no permissions to run it" if expected == "refused" else None
+    gap = RedisGap(server.port, trigger, away=2.5, during=restart_empty if restart else None, refusal=refusal)
+    try:
+        worker = tse_worker(gap.url, pagedir, proxy, "--name", "op", "--redis-patience", str(patience), delay=0)
+        ((status, _, err),) = finish([worker], timeout=60)
+        assert gap.cut.is_set()
+    finally:
+        gap.close()
+        server.stop()
+    if expected == "back":
+        assert status == 0, err[-4000:]
+        assert f"Redis at {gap.url} is back after" in err, err[-4000:]
+        assert "Traceback" not in err, err[-4000:]
+        assert set(saved_pages(pagedir)) == set(bfs_depths(graph, SEEDS, DEPTH).items())  # the whole crawl
+        return
+    assert status == 1, err[-4000:]
+    last = one_error_line(err)
+    if expected == "refused":
+        assert last == "tse crawl: Redis refused: this user has no permissions to run it", last
+    elif expected == "lost":
+        assert last.startswith(f"tse crawl: Redis at {gap.url} no longer holds crawl op (it restarted"), last
+    else:
+        assert last.startswith(f"tse crawl: Redis at {gap.url} unreachable for "), last
+        assert "(--redis-patience 1)" in last, last
 
 
 def test_a_new_crawl_under_a_name_with_leftover_keys_is_refused(site, redis_url, tmp_path):  # noqa: F811

@@ -145,7 +145,7 @@ TSE_SITEMAP_CHARACTERS = 100_000_000
 TSE_RENDER = False
 TSE_CHROMIUM = None  # the browser; None: chromium on PATH (Debian's), else /usr/bin/chromium
 TSE_RENDER_PAGES = 2  # page loads at once (each in a browser context of its own); at least 1
-TSE_RENDER_TIMEOUT = 15.0  # seconds a page load may take to settle; then it is kept as rendered so far
+TSE_RENDER_TIMEOUT = 15.0  # seconds a page load may take to settle, from when the page is given to the browser
 # Seconds any other browser call (a context, a page, a route) may take; longer: the browser is started anew
 TSE_RENDER_CALL_TIMEOUT = 10.0
 TSE_RENDER_MAX_REQUESTS = 100  # the browser's own requests a page load may make (0 or more); the rest are aborted

@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING
 
 import redis
 from scrapy import Spider, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 
 from ..crawl.downloader.record import CrawlRecordMiddleware
-from ..exitcodes import SUCCESS_REASONS
+from ..exitcodes import SUCCESS_REASONS, WRITE_ERROR
 from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from .join import CREATED_HERE
 from .outage import RedisOutage
-from .store import CrawlGone, RedisCrawl, connect, redis_url, worker_name
+from .store import CrawlGone, RedisCrawl, connect, is_outage, redis_url, refused_line, worker_name
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -90,6 +91,10 @@ class DistributedCrawlExtension:
         return extension
 
     def spider_opened(self, spider: Spider) -> None:
+        if self.crawler.stats.get_value("tse/error"):
+            raise CloseSpider(WRITE_ERROR)  # the scheduler met a refusal opening (said in its line)
+        if self.outage.down or self.outage.gave_up:
+            return  # the scheduler met an outage opening: the mark comes with the renewals once Redis is back
         try:
             self.heartbeat()
         except CrawlGone:
@@ -97,7 +102,41 @@ class DistributedCrawlExtension:
             # at its first look and stops the worker in one line (raised here, it was a traceback too).
             logger.debug("Redis no longer holds crawl %s at this worker's start", self.crawl.name)
             return
+        except redis.RedisError as error:
+            # As with any later mark (the scheduler's renewals): an outage is waited out, and the mark
+            # comes with the next renewal; a refusal stops the worker in one line (exit 1).
+            if is_outage(error):
+                self.outage.failed(error)
+                return
+            self._refused(error)
+            raise CloseSpider(WRITE_ERROR) from None
         logger.info("Worker %s in distributed crawl %s", self.worker, self.crawl.name)
+
+    async def mark_seeded(self) -> None:
+        """Say every seed is queued (the spider's start, once it yielded them), once Redis answers:
+        seeds held in an outage are pushed when it is back, before this mark (``on_back``)."""
+        while True:
+            if self.outage.down and not await self.outage.wait_for_redis():
+                return  # the worker stops: gave up, or the crawl is lost
+            if self.outage.gave_up or self.crawler.stats.get_value("tse/error"):
+                return
+            try:
+                self.crawl.mark_seeded()
+                return
+            except CrawlGone:
+                return  # lost, or over: the scheduler tells which at its next look, and stops
+            except redis.RedisError as error:
+                if not is_outage(error):
+                    self._refused(error)
+                    deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
+                    return
+                self.outage.failed(error)
+
+    def _refused(self, error: redis.RedisError) -> None:
+        """Redis refused a command (not an outage): the worker's one line (exit 1)."""
+        message = refused_line(self.crawl, error)
+        logger.error(message)
+        self.crawler.stats.set_value("tse/error", message)
 
     def heartbeat(self) -> None:
         self.crawl.register_worker(self.worker, self.crawler.settings.getfloat("TSE_LEASE_SECONDS"))

@@ -100,7 +100,10 @@ def create_or_join_crawl(
             "format": CRAWL_FORMAT,
             "id": secrets.token_hex(8),
         }
-        stored = crawl.create(wanted)
+        try:
+            stored = crawl.create(wanted)
+        except redis.RedisError as error:  # gone since the read above: the same one line as then
+            raise ArgumentError(f"cannot create crawl {name} in Redis at {shown_url}: {error}") from None
         if stored == wanted:
             CREATED_HERE.add(name)
             return crawl, checked, True

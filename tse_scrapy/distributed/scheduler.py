@@ -168,7 +168,16 @@ class RedisTseScheduler(Scheduler):
         return scheduler
 
     def open(self, spider: Spider) -> None:
-        super().open(spider)
+        try:
+            # scrapy_redis asks the frontier's size (ZCARD), for a "Resuming crawl" line.
+            super().open(spider)
+        except redis.RedisError as error:
+            # Redis went away (or restarted) while this worker was starting: the same as later,
+            # an outage waited out or one line and exit 1, not a traceback from the engine's open.
+            if is_outage(error):
+                self._redis_error(error)
+            else:
+                self._fail(refused_line(self.crawl, error), opening=True)
         self.progress = hold_progress()
         # The engine asks for requests every 5 s when the scheduler has some
         # pending but returns none; here "pending" is often another worker's.
@@ -492,11 +501,15 @@ class RedisTseScheduler(Scheduler):
         self.crawl_over = True
         wake_engine(self.crawler)
 
-    def _fail(self, message: str) -> None:
-        """Stop this worker (exit 1): its pages go back to the frontier."""
+    def _fail(self, message: str, opening: bool = False) -> None:
+        """Stop this worker (exit 1): its pages go back to the frontier.  While the engine opens
+        (*opening*), the extension closes it once open (a CloseSpider raised from here skips the
+        scraper's open, and its close fails: a traceback)."""
+        self.redis_failed = True
         logger.error(message)
         self.stats.set_value("tse/error", message)
-        deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
+        if not opening:
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
 
     def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
         # item.url is normalized; the pipeline reserved its docID and wrote the page file.

@@ -256,7 +256,7 @@ class TseSpider(scrapy.Spider):
             # Every seed is queued now: workers may tell an empty frontier from a crawl not begun.
             from ..distributed.extension import distributed_crawl
 
-            distributed_crawl(self.crawler).crawl.mark_seeded()
+            await distributed_crawl(self.crawler).mark_seeded()  # (an outage waited out, as later)
 
     async def _sitemap_requests(self) -> AsyncIterator[scrapy.Request]:
         """A depth-0 request for each URL of the sitemaps under the prefixes that the filters allow

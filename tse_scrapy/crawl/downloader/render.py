@@ -278,12 +278,12 @@ class RenderMiddleware:
 
     async def _render(self, response: Response) -> str | None:
         """The rendered document of *response*, or None when the renderer crashed, the browser failed, or
-        the document cannot be kept.  One deadline for the whole page load (TSE_RENDER_TIMEOUT), then
-        READ_GRACE to read the document; every browser call is bounded."""
+        the document cannot be kept.  One deadline for the whole page load (TSE_RENDER_TIMEOUT), from
+        when the page is given to the browser, then READ_GRACE to read the document; every browser call
+        is bounded, the browser's start by LAUNCH_TIMEOUT."""
         from playwright.async_api import Error as PlaywrightError
         from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-        deadline = time.monotonic() + self.timeout
         try:
             browser = await self._started_browser()
         except Exception as error:  # Playwright's driver or the browser would not start, or hung starting
@@ -317,6 +317,9 @@ class RenderMiddleware:
             await self._bounded(
                 load.devtools.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
             )
+            # The page's time starts now: a browser that took long to start (6 s seen on a loaded machine),
+            # or a context slow to make, no longer cuts a page that renders quickly.
+            deadline = time.monotonic() + self.timeout
             try:
                 left = max(0.5, deadline - time.monotonic())
                 # Playwright's own timeout first; asyncio's in case the browser never answers.
