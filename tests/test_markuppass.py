@@ -180,3 +180,56 @@ def test_navigation_spans_of_a_long_page_in_every_kind_of_string(others, lt, gt)
     spans = markuppass.navigation_spans(page)
     assert spans == python_path.navigation_spans(page)
     assert len(spans) == 300 and all(page[start:end].endswith(f"{others}</div></div>") for start, end in spans)
+
+
+# text, folding: the [start, end) spans of what pagetext._markup drops whole, worked out by hand
+DROPPED = [
+    ("a<!--c-->b", False, [(1, 9)]),
+    ("<p title='<!--'>x<!--y-->", False, [(17, 25)]),  # a "<!--" in a tag is the tag's
+    ("<p <!--x-->", False, []),
+    ("<SCRIPT>a<b</SCRIPT >c", False, [(0, 21)]),
+    ("<scripts>x</scripts>", False, []),
+    ("<\u017fcript>x</\u017fcript>y", True, [(0, 18)]),  # letters that fold to ASCII, where the text holds them
+    ("<\u017fcript>x</script>y", True, [(0, 19)]),  # (its end tag repeats its name: a backreference, no folding)
+    ("<\u017fcript>x</script>y", False, []),
+    ("<t\u0131tle>t</title>x", True, [(0, 16)]),
+    ("<t\u0131tle>t</title>x", False, []),
+    ("<style>a</style><template><p>b</template>c", False, [(0, 16), (16, 41)]),
+    ("<noscript>n", False, [(0, 11)]),  # never closed: to the end
+    ("<titles>x<title>x</title>", False, [(9, 25)]),
+    ("<!->x<!-->", False, [(5, 10)]),
+]
+
+
+@MODULES
+@pytest.mark.parametrize(("text", "folding", "spans"), DROPPED)
+def test_dropped_spans(module, text, folding, spans):
+    assert module.dropped_spans(text, folding, pagetext._DROPPED_WHOLE.match) == spans
+
+
+DROPPED_PIECES = [
+    *["<\u017fcript>", "<SCR\u0130PT>", "<scr\u0131pt ", "</script>", "<t\u0131tle>", "</TITLE>", "<\u017fTYLE>"],
+    *[
+        "<noscript",
+        "<NOSCRIPT>",
+        "</noscript>",
+        "<template ",
+        "<TEMPLATE>",
+        "<title/>",
+        "<!--",
+        "--!>",
+        "<!-",
+        "'<!--'",
+    ],
+    *["<p title='", "<s", "<t", "<n", "<\u017f", "<\u212a", "</style>", "<style>"],
+]
+dropped_markups = st.lists(
+    st.one_of(st.sampled_from(DROPPED_PIECES), st.sampled_from(PIECES), st.characters()), max_size=80
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(dropped_markups, st.booleans())
+def test_typed_dropped_spans_as_the_python_path(text, folding):
+    match = pagetext._DROPPED_WHOLE.match
+    assert markuppass.dropped_spans(text, folding, match) == python_path.dropped_spans(text, folding, match)

@@ -7,6 +7,7 @@ them on a table and on hostile markup of every script.
 
 - ``cleaned_text``: the text of markup, its tags dropped, cleaned and cut (``pagetext``'s visible text).
 - ``links``: the links of a page's text with their anchor text (``pagefields.anchors``).
+- ``dropped_spans``: where what a page shows nothing of starts and ends (``pagetext._markup``).
 - ``navigation_spans``: where a page's navigation elements are (``pagetext.shown_text`` drops them).
 """
 
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .cleaning import (
+    DROPPED_START,
+    DROPPED_START_FOLDING,
     NAV_START,
     NAVIGATION_NAMES,
     NAVIGATION_VALUE,
@@ -63,6 +66,32 @@ def links(text: str) -> Iterator[tuple[str, str]]:
             continue
         yield start.group(2) or start.group(3) or start.group(4) or "", text[tag_end:end_start]
         at = end_stop
+
+
+def dropped_spans(
+    text: str, folding: bool, match_whole: Callable[[str, int], re.Match[str] | None]
+) -> list[tuple[int, int]]:
+    """The [start, end) spans, in order, apart, of what *match_whole* (``pagetext._DROPPED_WHOLE.match``:
+    a comment, a hidden element, a title) matches in *text* where ``cleaning.DROPPED_START`` (its
+    letters folding to ASCII where *folding*) finds one may start outside a tag (a "<!--" in an
+    attribute's value is the tag's)."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    starts = DROPPED_START_FOLDING if folding else DROPPED_START
+    while (candidate := starts.search(text, pos)) is not None:
+        start = candidate.start()
+        if tag_open_at(text, start, pos):
+            pos = text.find(">", start) + 1
+            if pos == 0:
+                break
+            continue
+        found = match_whole(text, start)
+        if found is None:
+            pos = start + 1
+            continue
+        spans.append(found.span())
+        pos = found.end()
+    return spans
 
 
 def navigation_spans(markup: str) -> list[tuple[int, int]]:

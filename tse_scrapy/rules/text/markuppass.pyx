@@ -494,3 +494,69 @@ def navigation_spans(str markup not None):
         spans.append((start, end))
         last_end = end
     return spans
+
+
+cdef bint _names_at(Text* t, Py_ssize_t i, const char* name, bint folding) noexcept:
+    """Whether *name* (ASCII lowercase) stands at *i*, followed by ``(?=[\\s/>])``: in either ASCII case,
+    and (*folding*: re.I) by the letters that fold to its ASCII ones."""
+    cdef Py_ssize_t k = 0
+    while name[k] != 0:
+        if i + k >= t.length:
+            return False
+        if folding:
+            if not _matches_folded(_at(t, i + k), <unsigned char>name[k]):
+                return False
+        elif not _ci(_at(t, i + k), <unsigned char>name[k]):
+            return False
+        k += 1
+    return _boundary(t, i + k)
+
+
+cdef bint _dropped_start_at(Text* t, Py_ssize_t i, bint folding) noexcept:
+    """``cleaning.DROPPED_START`` (*folding*: ``DROPPED_START_FOLDING``) at *i* (a "<")."""
+    cdef Py_ssize_t n = t.length
+    cdef unsigned int c
+    if i + 1 >= n:
+        return False
+    c = _at(t, i + 1)
+    if c == 0x21:  # "!"
+        return i + 3 < n and _at(t, i + 2) == 0x2D and _at(t, i + 3) == 0x2D
+    if 0x41 <= c <= 0x5A:
+        c += 0x20
+    elif folding and c == 0x17F:  # the long s
+        c = 0x73
+    # (by its first letter: most tags start none of the names)
+    if c == 0x73:
+        return _names_at(t, i + 1, b"script", folding) or _names_at(t, i + 1, b"style", folding)
+    if c == 0x74:
+        return _names_at(t, i + 1, b"template", folding) or _names_at(t, i + 1, b"title", folding)
+    if c == 0x6E:
+        return _names_at(t, i + 1, b"noscript", folding)
+    return False
+
+
+def dropped_spans(str text not None, bint folding, match_whole):
+    cdef Text t
+    t.kind = PyUnicode_KIND(text)
+    t.data = PyUnicode_DATA(text)
+    t.length = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t n = t.length, pos = 0, start
+    spans = []
+    while True:
+        start = _find(&t, 0x3C, pos, n)
+        while start >= 0 and not _dropped_start_at(&t, start, folding):
+            start = _find(&t, 0x3C, start + 1, n)
+        if start < 0:
+            break
+        if _tag_open_at(&t, start, pos) >= 0:
+            pos = _find(&t, 0x3E, start, n) + 1
+            if pos == 0:
+                break
+            continue
+        found = match_whole(text, start)
+        if found is None:
+            pos = start + 1
+            continue
+        spans.append(found.span())
+        pos = found.end()
+    return spans

@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection, Iterator
 
 from . import markuppass
-from .cleaning import NAV_START, NAVIGATION_VALUE, TAG, clean, cut_at_word, tag_open_at
+from .cleaning import HIDDEN_ELEMENTS, NAV_START, NAVIGATION_VALUE, TAG, clean, cut_at_word
 from .encodings import decode_page
 
 # A title longer than this is cut at a word boundary and ends with " …".
@@ -29,10 +29,8 @@ ELLIPSIS = "\u2026"
 MAX_SNIPPET_CHARACTERS = 400
 
 _TAG_START = re.compile(r"<[A-Za-z/!?]")
-# The contents of these elements are not shown.  <noscript> is among them: a
-# reader's browser runs scripts and hides it, and what it holds is mostly
-# "please enable JavaScript" boilerplate, which would make poor snippets.
-_HIDDEN_ELEMENTS = "script|style|template|noscript"
+# The contents of these elements are not shown (cleaning.HIDDEN_ELEMENTS says why).
+_HIDDEN_ELEMENTS = HIDDEN_ELEMENTS
 _ELEMENT_END = r"(?=[\s/>])[^>]*>"
 # A hidden element or a comment runs to its end, or to the end of the page when
 # unclosed (as in a browser): a match never fails after its start, which keeps
@@ -77,36 +75,15 @@ _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 # cleaning.NAVIGATION_NAMES names a page are looked for.
 _NAVIGATION_WORDS = ("avigation", "AVIGATION")
 _FOLDING_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-# Where something _NOT_VISIBLE drops whole may start, then what it drops from there.  Its names in either
-# case by classes, not re.I (0.18 -> 0.11 ms a wikipedia page), but where the text holds a letter that
-# folds to ASCII.
-_DROPPED_NAMES = "|".join(
-    "".join(f"[{letter}{letter.upper()}]" for letter in name) for name in [*_HIDDEN_ELEMENTS.split("|"), "title"]
-)
-_DROPPED_START = re.compile(rf"<(?=[!nNsStT])(?:!--|(?:{_DROPPED_NAMES})(?=[\s/>]))")
-_DROPPED_START_I = re.compile(rf"<(?:!--|(?:{_HIDDEN_ELEMENTS}|title)(?=[\s/>]))", re.I)
+# What _NOT_VISIBLE drops whole, from where it starts (markuppass.dropped_spans finds those).
 _DROPPED_WHOLE = re.compile(rf"<(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT})", re.I | re.S)
 
 
 def _markup(text: str, folding: bool) -> str:
     """*text* without what _NOT_VISIBLE drops whole, each replaced by a space, its tags kept: the same
     text once cleaning.TAG_FOLDING drops them as _NOT_VISIBLE leaves (*folding*: the text holds _FOLDING_TO_ASCII)."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    starts = _DROPPED_START_I if folding else _DROPPED_START
-    while (candidate := starts.search(text, pos)) is not None:
-        start = candidate.start()
-        if tag_open_at(text, start, pos):  # (a "<!--" in an attribute's value is the tag's)
-            pos = text.find(">", start) + 1
-            if pos == 0:
-                break
-            continue
-        found = _DROPPED_WHOLE.match(text, start)
-        if found is None:
-            pos = start + 1
-            continue
-        spans.append(found.span())
-        pos = found.end()
+    # (typed where compiled: markuppass.pyx, the search for where each may start)
+    spans = markuppass.dropped_spans(text, folding, _DROPPED_WHOLE.match)
     return _without_spans(text, spans)
 
 
