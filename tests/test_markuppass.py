@@ -111,3 +111,125 @@ def test_a_pages_text_and_links_with_either_path(text):
         patch.setattr(pagetext, "markuppass", python_path)
         patch.setattr(pagefields, "markuppass", python_path)
         assert (pagefields.page_text(page), pagefields.anchors(text, url, "en")) == typed
+
+
+# markup (pagetext._markup's): the [start, end) spans of its navigation elements, worked out by hand
+NAVIGATIONS = [
+    ("<nav>a</nav>b", [(0, 12)]),
+    ("x<NAV>a<nav>b</nav>c</Nav >d", [(1, 27)]),  # nested, any case, an end tag's space
+    ('<div role="navigation">a<div>b</div></div>c', [(0, 42)]),
+    ("<ul role='NaviGation menu'>x</ul>", [(0, 33)]),  # ASCII case-insensitive, a role list's first
+    ("<ul role='menu navigation'>x</ul>", []),
+    ("<p title=' role=\"navigation\"'>x</p>", []),  # a value that reads like a role is none
+    ('<a title="<nav>">x</a>y', []),  # a "<nav" inside another tag is that tag's
+    ('<nav>a<b title="</nav>">c</nav>d', [(0, 31)]),  # nor does an end tag there count
+    ("<nav>a", []),  # never closed: text
+    ("<nav>a</nav><nav>b", [(0, 12)]),
+    ("<nav/>x</nav>", [(0, 13)]),
+    ("<nav><div role=navigation>x</div></nav>", [(0, 39)]),  # one inside the last is that one's
+    ("a =navigation <p>x</p>", []),
+    ("<div role=navigation>a</d\u0131v>b", [(0, 28)]),  # end tags' letters that fold to ASCII (re.I)
+    ("<mark role=navigation>m</mar\u212a>", [(0, 30)]),
+    ("<section role=navigation>s</\u017fection>", [(0, 36)]),
+    ("<d\u0131v role=navigation>a</div>", []),  # a start tag's name is ASCII
+    ("".join(f"<n{i} role=navigation></n{i}>" for i in range(1, 10)), [(25 * i, 25 * i + 25) for i in range(8)]),
+]
+
+
+@MODULES
+@pytest.mark.parametrize(("markup", "spans"), NAVIGATIONS)
+def test_navigation_spans(module, markup, spans):
+    assert module.navigation_spans(markup) == spans
+
+
+NAVIGATION_PIECES = [
+    *["<nav", "<NaV", "<nav>", "</nav>", "</NAV >", "<nav/>", "<div", "<DIV", "</div>", "</d\u0131v>", "</D\u0130V>"],
+    *[" role=", " ROLE = ", "'", '"', "navigation", "NAVIGATION", "naVigatioN", " menu", "\tnavigation"],
+    *["<section role=navigation>", "</\u017fection>", "<mark role=navigation>", "</mar\u212a>", "<ul role='", "</ul>"],
+    *["=navigation", "= 'navigation'>", "<p title='", "<a", "<!--", "<template>", "</template>", "<\u0131", "<\u017f>"],
+    *["<n1 role=navigation>", "</n1>", "<n2 role=navigation>", "</n2>", "<n9 role=navigation>", "</n9>"],
+]
+navigation_markups = st.lists(
+    st.one_of(st.sampled_from(NAVIGATION_PIECES), st.sampled_from(PIECES), st.characters()), max_size=80
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(navigation_markups)
+def test_typed_navigation_spans_as_the_python_path(markup):
+    assert markuppass.navigation_spans(markup) == python_path.navigation_spans(markup)
+
+
+@pytest.mark.parametrize(
+    ("others", "lt", "gt"),
+    [
+        ("\u00e9\u00bc", "", ""),
+        ("\u043c\u3d3d\u013d\u013e", "\u3c3c", "\u3e3e"),
+        ("\u043c\u3c3c\U00103d3e", "\U0001003c", "\U00013e00"),
+    ],
+    ids=["one-byte", "two-byte", "four-byte"],
+)
+def test_navigation_spans_of_a_long_page_in_every_kind_of_string(others, lt, gt):
+    # memchr reads a two- and a four-byte string's bytes: a code point holding the byte of "<", "=" or
+    # ">" (*lt* before "nav ", *gt* inside a start tag before its role) is none of them.
+    page = "".join(
+        f"<p>{others}{lt}nav {others}</p>"
+        f"<div title={others}{gt} id=d{i} role=navigation>{others}<div>{others}</div></div>"
+        for i in range(300)
+    )
+    spans = markuppass.navigation_spans(page)
+    assert spans == python_path.navigation_spans(page)
+    assert len(spans) == 300 and all(page[start:end].endswith(f"{others}</div></div>") for start, end in spans)
+
+
+# text, folding: the [start, end) spans of what pagetext._markup drops whole, worked out by hand
+DROPPED = [
+    ("a<!--c-->b", False, [(1, 9)]),
+    ("<p title='<!--'>x<!--y-->", False, [(17, 25)]),  # a "<!--" in a tag is the tag's
+    ("<p <!--x-->", False, []),
+    ("<SCRIPT>a<b</SCRIPT >c", False, [(0, 21)]),
+    ("<scripts>x</scripts>", False, []),
+    ("<\u017fcript>x</\u017fcript>y", True, [(0, 18)]),  # letters that fold to ASCII, where the text holds them
+    ("<\u017fcript>x</script>y", True, [(0, 19)]),  # (its end tag repeats its name: a backreference, no folding)
+    ("<\u017fcript>x</script>y", False, []),
+    ("<t\u0131tle>t</title>x", True, [(0, 16)]),
+    ("<t\u0131tle>t</title>x", False, []),
+    ("<style>a</style><template><p>b</template>c", False, [(0, 16), (16, 41)]),
+    ("<noscript>n", False, [(0, 11)]),  # never closed: to the end
+    ("<titles>x<title>x</title>", False, [(9, 25)]),
+    ("<!->x<!-->", False, [(5, 10)]),
+]
+
+
+@MODULES
+@pytest.mark.parametrize(("text", "folding", "spans"), DROPPED)
+def test_dropped_spans(module, text, folding, spans):
+    assert module.dropped_spans(text, folding, pagetext._DROPPED_WHOLE.match) == spans
+
+
+DROPPED_PIECES = [
+    *["<\u017fcript>", "<SCR\u0130PT>", "<scr\u0131pt ", "</script>", "<t\u0131tle>", "</TITLE>", "<\u017fTYLE>"],
+    *[
+        "<noscript",
+        "<NOSCRIPT>",
+        "</noscript>",
+        "<template ",
+        "<TEMPLATE>",
+        "<title/>",
+        "<!--",
+        "--!>",
+        "<!-",
+        "'<!--'",
+    ],
+    *["<p title='", "<s", "<t", "<n", "<\u017f", "<\u212a", "</style>", "<style>"],
+]
+dropped_markups = st.lists(
+    st.one_of(st.sampled_from(DROPPED_PIECES), st.sampled_from(PIECES), st.characters()), max_size=80
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(dropped_markups, st.booleans())
+def test_typed_dropped_spans_as_the_python_path(text, folding):
+    match = pagetext._DROPPED_WHOLE.match
+    assert markuppass.dropped_spans(text, folding, match) == python_path.dropped_spans(text, folding, match)

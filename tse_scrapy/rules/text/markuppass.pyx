@@ -11,7 +11,9 @@ is found as ``html.unescape``'s pattern finds it and given to it alone (``entiti
 
 from cpython.ref cimport PyObject
 from libc.stdlib cimport free, malloc
+from libc.string cimport memchr
 
+from tse_scrapy.rules.text.cleaning import NAVIGATION_NAMES, navigation_role_tag as _navigation_role_tag
 from tse_scrapy.rules.web.entities import unescape as _unescape
 
 ELEMENT_CHARACTERS = 2000
@@ -302,3 +304,259 @@ def links(str text not None):
             continue
         yield PyUnicode_Substring(text, value, value_end), PyUnicode_Substring(text, tag_end, end_start)
         at = end_stop
+
+
+cdef inline bint _boundary(Text* t, Py_ssize_t i) noexcept:
+    """The lookahead ``(?=[\\s/>])`` at *i* (\\s: Unicode whitespace)."""
+    cdef Py_UCS4 c
+    if i >= t.length:
+        return False
+    c = _at(t, i)
+    return c == 0x2F or c == 0x3E or Py_UNICODE_ISSPACE(c)
+
+
+cdef inline bint _matches_folded(unsigned int c, unsigned int lower) noexcept:
+    """Whether *c* matches *lower* (an ASCII lowercase letter, digit or "-") in a re.I pattern: either
+    ASCII case, and the letters that fold to ASCII ones (the dotted I and the dotless i, the long s,
+    the Kelvin sign)."""
+    if c == lower:
+        return True
+    if lower < 0x61 or lower > 0x7A:
+        return False
+    if c == lower - 0x20:
+        return True
+    if lower == 0x69:
+        return c == 0x130 or c == 0x131
+    if lower == 0x73:
+        return c == 0x17F
+    if lower == 0x6B:
+        return c == 0x212A
+    return False
+
+
+cdef bint _value_at(Text* t, Py_ssize_t i) noexcept:
+    """``cleaning.NAVIGATION_VALUE`` at *i* (an "="): ``=[\\t\\n\\f\\r "']*`` then "navigation", any ASCII case."""
+    cdef Py_ssize_t n = t.length, k
+    cdef Py_UCS4 c
+    cdef const char* word = b"navigation"
+    i += 1
+    while i < n:
+        c = _at(t, i)
+        if c == 0x09 or c == 0x0A or c == 0x0C or c == 0x0D or c == 0x20 or c == 0x22 or c == 0x27:
+            i += 1
+        else:
+            break
+    if i + 10 > n:
+        return False
+    for k in range(10):
+        if not _ci(_at(t, i + k), <unsigned int>word[k]):
+            return False
+    return True
+
+
+cdef Py_ssize_t _find(Text* t, unsigned int c, Py_ssize_t i, Py_ssize_t end) noexcept:
+    """The first index in [*i*, *end*) holding *c* (an ASCII character), -1 for none: memchr over the
+    code points' bytes (a byte of *c* in another code point is passed over)."""
+    cdef const unsigned char* base = <const unsigned char*>t.data
+    cdef const unsigned char* p
+    cdef const unsigned char* stop
+    cdef Py_ssize_t k = t.kind, index
+    if i >= end:
+        return -1
+    if k == 1:
+        p = <const unsigned char*>memchr(base + i, c, end - i)
+        return -1 if p == NULL else p - base
+    p = base + i * k
+    stop = base + end * k
+    while p < stop:
+        p = <const unsigned char*>memchr(p, c, stop - p)
+        if p == NULL:
+            return -1
+        index = (p - base) // k
+        if _at(t, index) == c:
+            return index
+        p += 1
+    return -1
+
+
+cdef Py_ssize_t _rfind(Text* t, unsigned int c, Py_ssize_t start, Py_ssize_t end) noexcept:
+    """``str.rfind(c, start, end)``: the last index in [*start*, *end*) holding *c*, -1 for none."""
+    cdef Py_ssize_t i = end - 1
+    while i >= start:
+        if _at(t, i) == c:
+            return i
+        i -= 1
+    return -1
+
+
+cdef Py_ssize_t _tag_open_at(Text* t, Py_ssize_t at, Py_ssize_t floor) noexcept:
+    """``cleaning.tag_open_at``: where the tag *at* is within opened (a "<" and a letter, "/", "!",
+    "?", or a letter that folds to an ASCII one), the first after the last ">" before *at*, looked
+    for back to *floor*; -1 when *at* is in no tag."""
+    cdef Py_ssize_t lo = _rfind(t, 0x3E, floor, at) + 1, i
+    if lo < floor:
+        lo = floor
+    i = _find(t, 0x3C, lo, at - 1)
+    while i >= 0:
+        if _starts_tag(_at(t, i + 1), True):
+            return i
+        i = _find(t, 0x3C, i + 1, at - 1)
+    return -1
+
+
+cdef bint _nav_start_at(Text* t, Py_ssize_t i) noexcept:
+    """``cleaning.NAV_START`` at *i* (a "<"): ``<nav(?=[\\s/>])``, any ASCII case."""
+    return (i + 4 < t.length and _ci(_at(t, i + 1), 0x6E) and _ci(_at(t, i + 2), 0x61)
+            and _ci(_at(t, i + 3), 0x76) and _boundary(t, i + 4))
+
+
+cdef Py_ssize_t _element_end(Text* t, Py_ssize_t start, unsigned int* name, Py_ssize_t m) noexcept:
+    """markuppass.py's ``_element_end``: past the end tag closing the element of *name* (lowercased,
+    *m* characters) whose start tag is at *start*; -1 when never closed."""
+    cdef Py_ssize_t n = t.length, at = start, j, k, depth = 0, floor = start, floor_before
+    cdef bint closing, same
+    while True:
+        at = _find(t, 0x3C, at, n)
+        if at < 0:
+            return -1
+        j = at + 1
+        closing = j < n and _at(t, j) == 0x2F
+        if closing:
+            j += 1
+        same = j + m <= n
+        if same:
+            for k in range(m):
+                if not _matches_folded(_at(t, j + k), name[k]):
+                    same = False
+                    break
+        if same and _boundary(t, j + m):
+            floor_before = floor
+            floor = at
+            if at == start or _tag_open_at(t, at, floor_before) < 0:
+                depth += -1 if closing else 1
+                if depth == 0:
+                    return _find(t, 0x3E, j + m, n) + 1  # (as the Python path: every tag is closed)
+            at = j + m
+        else:
+            at += 1
+
+
+def navigation_spans(str markup not None):
+    cdef Text t
+    t.kind = PyUnicode_KIND(markup)
+    t.data = PyUnicode_DATA(markup)
+    t.length = PyUnicode_GET_LENGTH(markup)
+    cdef Py_ssize_t n = t.length, at, floor, opened, end, m, k, start, last_end = -1
+    cdef unsigned int name_buffer[32]
+    starts = set()
+    # The Python path's searches, each pattern's first character found by memchr.
+    floor = 0
+    at = _find(&t, 0x3C, 0, n)
+    while at >= 0:
+        if _nav_start_at(&t, at):
+            if _tag_open_at(&t, at, floor) < 0:
+                starts.add((at, "nav"))
+            floor = at
+        at = _find(&t, 0x3C, at + 1, n)
+    floor = 0  # where no tag is open
+    at = _find(&t, 0x3D, 0, n)
+    while at >= 0:
+        if not _value_at(&t, at):
+            at = _find(&t, 0x3D, at + 1, n)
+            continue
+        opened = _tag_open_at(&t, at, floor)
+        if opened < 0:  # in the text: the next one may be in the very next tag
+            floor = at
+            at = _find(&t, 0x3D, at + 1, n)
+            continue
+        end = _find(&t, 0x3E, at, n)  # the end of the tag it is in
+        if end < 0:
+            break
+        name = _navigation_role_tag(markup, opened, end)
+        if name is not None:
+            starts.add((opened, name))
+        floor = end + 1
+        at = _find(&t, 0x3D, floor, n)
+    spans = []
+    names = set()
+    for start, name in sorted(starts):
+        if start < last_end:  # within the last one (no span yet: -1)
+            continue
+        if name not in names and len(names) == NAVIGATION_NAMES:
+            continue
+        names.add(name)
+        m = len(name)
+        for k in range(m):
+            name_buffer[k] = ord(name[k])
+        end = _element_end(&t, start, name_buffer, m)
+        if end < 0:  # never closed: it and what follows stay text (nor is a later one looked for)
+            break
+        spans.append((start, end))
+        last_end = end
+    return spans
+
+
+cdef bint _names_at(Text* t, Py_ssize_t i, const char* name, bint folding) noexcept:
+    """Whether *name* (ASCII lowercase) stands at *i*, followed by ``(?=[\\s/>])``: in either ASCII case,
+    and (*folding*: re.I) by the letters that fold to its ASCII ones."""
+    cdef Py_ssize_t k = 0
+    while name[k] != 0:
+        if i + k >= t.length:
+            return False
+        if folding:
+            if not _matches_folded(_at(t, i + k), <unsigned char>name[k]):
+                return False
+        elif not _ci(_at(t, i + k), <unsigned char>name[k]):
+            return False
+        k += 1
+    return _boundary(t, i + k)
+
+
+cdef bint _dropped_start_at(Text* t, Py_ssize_t i, bint folding) noexcept:
+    """``cleaning.DROPPED_START`` (*folding*: ``DROPPED_START_FOLDING``) at *i* (a "<")."""
+    cdef Py_ssize_t n = t.length
+    cdef unsigned int c
+    if i + 1 >= n:
+        return False
+    c = _at(t, i + 1)
+    if c == 0x21:  # "!"
+        return i + 3 < n and _at(t, i + 2) == 0x2D and _at(t, i + 3) == 0x2D
+    if 0x41 <= c <= 0x5A:
+        c += 0x20
+    elif folding and c == 0x17F:  # the long s
+        c = 0x73
+    # (by its first letter: most tags start none of the names)
+    if c == 0x73:
+        return _names_at(t, i + 1, b"script", folding) or _names_at(t, i + 1, b"style", folding)
+    if c == 0x74:
+        return _names_at(t, i + 1, b"template", folding) or _names_at(t, i + 1, b"title", folding)
+    if c == 0x6E:
+        return _names_at(t, i + 1, b"noscript", folding)
+    return False
+
+
+def dropped_spans(str text not None, bint folding, match_whole):
+    cdef Text t
+    t.kind = PyUnicode_KIND(text)
+    t.data = PyUnicode_DATA(text)
+    t.length = PyUnicode_GET_LENGTH(text)
+    cdef Py_ssize_t n = t.length, pos = 0, start
+    spans = []
+    while True:
+        start = _find(&t, 0x3C, pos, n)
+        while start >= 0 and not _dropped_start_at(&t, start, folding):
+            start = _find(&t, 0x3C, start + 1, n)
+        if start < 0:
+            break
+        if _tag_open_at(&t, start, pos) >= 0:
+            pos = _find(&t, 0x3E, start, n) + 1
+            if pos == 0:
+                break
+            continue
+        found = match_whole(text, start)
+        if found is None:
+            pos = start + 1
+            continue
+        spans.append(found.span())
+        pos = found.end()
+    return spans

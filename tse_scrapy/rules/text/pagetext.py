@@ -12,12 +12,11 @@ unclosed at the end of the page drops the rest of the page.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Collection, Iterator
 
 from . import markuppass
-from .cleaning import TAG, clean, cut_at_word
+from .cleaning import HIDDEN_ELEMENTS, NAV_START, NAVIGATION_VALUE, TAG, clean, cut_at_word
 from .encodings import decode_page
 
 # A title longer than this is cut at a word boundary and ends with " …".
@@ -30,10 +29,8 @@ ELLIPSIS = "\u2026"
 MAX_SNIPPET_CHARACTERS = 400
 
 _TAG_START = re.compile(r"<[A-Za-z/!?]")
-# The contents of these elements are not shown.  <noscript> is among them: a
-# reader's browser runs scripts and hides it, and what it holds is mostly
-# "please enable JavaScript" boilerplate, which would make poor snippets.
-_HIDDEN_ELEMENTS = "script|style|template|noscript"
+# The contents of these elements are not shown (cleaning.HIDDEN_ELEMENTS says why).
+_HIDDEN_ELEMENTS = HIDDEN_ELEMENTS
 _ELEMENT_END = r"(?=[\s/>])[^>]*>"
 # A hidden element or a comment runs to its end, or to the end of the page when
 # unclosed (as in a browser): a match never fails after its start, which keeps
@@ -72,64 +69,22 @@ _ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 # compared as browsers compare it, ASCII case-insensitively (role="NaviGation" is navigation in Chrome,
 # Firefox and Safari: w3c/aria#2548), its tokens split on ASCII whitespace.  Linear, whatever the page:
 # only a page holding "<nav", the word "navigation" (as typed, or in capitals, a plain search), or an
-# "=" right before it in any case (_NAVIGATION_VALUE: a value that may start with the role, a search
+# "=" right before it in any case (cleaning.NAVIGATION_VALUE: a value that may start with the role, a search
 # twice as slow; a case-insensitive search of the word reads a page ten times slower) is looked at for
-# navigation; each stretch of the text is searched back once; at most NAVIGATION_NAMES names a page are
-# looked for (a pattern each).
-NAVIGATION_NAMES = 8
-_NAV_START = re.compile(r"<nav(?=[\s/>])", re.I)
-_TAG_NAME = re.compile(r"<([A-Za-z][A-Za-z0-9-]{0,30})(?=[\s/>])")
-# An attribute of a start tag (up to its ">"), its value quoted or not: a quoted value is one unit, so
-# that an attribute whose value reads ' role="navigation"' is no role.
-_ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]*)))?""")
+# navigation (``markuppass.navigation_spans``); each stretch of the text is searched back once; at most
+# cleaning.NAVIGATION_NAMES names a page are looked for.
 _NAVIGATION_WORDS = ("avigation", "AVIGATION")
-# An attribute's value that starts with "navigation", in any ASCII case ("=" found first: fast).
-_NAVIGATION_VALUE = re.compile(r"""=[\t\n\f\r "']*[nN][aA][vV][iI][gG][aA][tT][iI][oO][nN]""")
-_ASCII_WHITESPACE = "\t\n\f\r "
-_TOKEN = re.compile(r"[^\t\n\f\r ]+")  # a role, as an ARIA role list splits them (on ASCII whitespace)
-# A tag's start as _NOT_VISIBLE takes it (cleaning.TAG_FOLDING the tag): case-insensitive, so that the
-# letters that fold to ASCII ones (the dotless i and the dotted I, the long s, the Kelvin sign) start a
-# tag in both; only where the text holds one of them (a case-insensitive pattern reads a page half as fast).
-_TAG_START_I = re.compile(r"<[A-Za-z/!?]", re.I)
 _FOLDING_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-# Where something _NOT_VISIBLE drops whole may start, then what it drops from there.  Its names in either
-# case by classes, not re.I (0.18 -> 0.11 ms a wikipedia page), but where the text holds a letter that
-# folds to ASCII.
-_DROPPED_NAMES = "|".join(
-    "".join(f"[{letter}{letter.upper()}]" for letter in name) for name in [*_HIDDEN_ELEMENTS.split("|"), "title"]
-)
-_DROPPED_START = re.compile(rf"<(?=[!nNsStT])(?:!--|(?:{_DROPPED_NAMES})(?=[\s/>]))")
-_DROPPED_START_I = re.compile(rf"<(?:!--|(?:{_HIDDEN_ELEMENTS}|title)(?=[\s/>]))", re.I)
+# What _NOT_VISIBLE drops whole, from where it starts (markuppass.dropped_spans finds those).
 _DROPPED_WHOLE = re.compile(rf"<(?:{_COMMENT}|{_HIDDEN_ELEMENT}|{_TITLE_ELEMENT})", re.I | re.S)
 
 
 def _markup(text: str, folding: bool) -> str:
     """*text* without what _NOT_VISIBLE drops whole, each replaced by a space, its tags kept: the same
     text once cleaning.TAG_FOLDING drops them as _NOT_VISIBLE leaves (*folding*: the text holds _FOLDING_TO_ASCII)."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    starts = _DROPPED_START_I if folding else _DROPPED_START
-    while (candidate := starts.search(text, pos)) is not None:
-        start = candidate.start()
-        if _tag_open_at(text, start, pos):  # (a "<!--" in an attribute's value is the tag's)
-            pos = text.find(">", start) + 1
-            if pos == 0:
-                break
-            continue
-        found = _DROPPED_WHOLE.match(text, start)
-        if found is None:
-            pos = start + 1
-            continue
-        spans.append(found.span())
-        pos = found.end()
+    # (typed where compiled: markuppass.pyx, the search for where each may start)
+    spans = markuppass.dropped_spans(text, folding, _DROPPED_WHOLE.match)
     return _without_spans(text, spans)
-
-
-def _tag_open_at(markup: str, at: int, floor: int) -> re.Match[str] | None:
-    """The start of the tag *at* is within, opened before it: the first one opened after the last ">"
-    before it (looked for back to *floor*: where no tag is open, or a "<" the caller saw); None when
-    *at* is in no tag."""
-    return _TAG_START_I.search(markup, max(markup.rfind(">", floor, at) + 1, floor), at)
 
 
 def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:
@@ -147,92 +102,9 @@ def _without_spans(text: str, spans: list[tuple[int, int]]) -> str:
 def _may_hold_navigation(markup: str) -> bool:
     return (
         any(word in markup for word in _NAVIGATION_WORDS)
-        or _NAV_START.search(markup) is not None
-        or _NAVIGATION_VALUE.search(markup) is not None
+        or NAV_START.search(markup) is not None
+        or NAVIGATION_VALUE.search(markup) is not None
     )
-
-
-def _without_navigation(markup: str) -> str:
-    """*markup* (``_markup``) without its navigation elements, each replaced by a space; *markup* itself
-    when it has none."""
-    spans: list[tuple[int, int]] = []
-    names: set[str] = set()
-    for start, name in _navigation_starts(markup):
-        if spans and start < spans[-1][1]:  # within the last one
-            continue
-        if name not in names and len(names) == NAVIGATION_NAMES:
-            continue
-        names.add(name)
-        end = _element_end(markup, start, name)
-        if end is None:  # never closed: it and what follows stay text (nor is a later one looked for)
-            break
-        spans.append((start, end))
-    return _without_spans(markup, spans)
-
-
-def _navigation_starts(markup: str) -> list[tuple[int, str]]:
-    """Where each navigation element of *markup* starts, and its name (lowercased), in order: start tags
-    only (a "<nav" inside another tag is that tag's)."""
-    starts = set()
-    floor = 0
-    for found in _NAV_START.finditer(markup):
-        if _tag_open_at(markup, found.start(), floor) is None:
-            starts.add((found.start(), "nav"))
-        floor = found.start()
-    floor = 0  # where no tag is open
-    value = _NAVIGATION_VALUE.search(markup)
-    while value is not None:
-        at = value.start()
-        opened = _tag_open_at(markup, at, floor)
-        if opened is None:  # in the text: the next one may be in the very next tag
-            floor = at
-            value = _NAVIGATION_VALUE.search(markup, value.end())
-            continue
-        end = markup.find(">", at)  # the end of the tag it is in
-        if end == -1:
-            break
-        tag = _TAG_NAME.match(markup, opened.start())
-        if tag is not None and _role_is_navigation(markup, tag.end(), end):
-            starts.add((opened.start(), tag.group(1).lower()))
-        floor = end + 1
-        value = _NAVIGATION_VALUE.search(markup, floor)
-    return sorted(starts)
-
-
-def _role_is_navigation(markup: str, start: int, end: int) -> bool:
-    """Whether the first role of the tag whose attributes run from *start* to *end* (its ">") is
-    navigation: its first ``role`` attribute's first token, split on ASCII whitespace and compared ASCII
-    case-insensitively, as browsers compare roles (a browser takes a tag's first attribute of a name;
-    ARIA a role list's first role it knows, which a later "navigation" token after an unknown one would
-    be, not read here: no page seen writes its role so)."""
-    for attribute in _ATTRIBUTE.finditer(markup, start, end):
-        if attribute.group(1).lower() == "role":
-            roles = next((value for value in attribute.groups()[1:] if value is not None), "")
-            first = _TOKEN.match(roles.lstrip(_ASCII_WHITESPACE))
-            return first is not None and first.group().translate(_ASCII_LOWER) == "navigation"
-    return False
-
-
-def _element_end(markup: str, start: int, name: str) -> int | None:
-    """Where the element of *name* whose start tag is at *start* ends (past its end tag), None when it
-    is never closed.  Its name's tags within another tag (an attribute's "<div>") do not count."""
-    depth = 0
-    floor = start
-    for tag in _tags_named(name).finditer(markup, start):
-        at, floor_before = tag.start(), floor
-        floor = at
-        if at != start and _tag_open_at(markup, at, floor_before):
-            continue
-        depth += -1 if tag.group(1) else 1
-        if depth == 0:
-            return markup.find(">", tag.end()) + 1  # (every tag is closed: see _without_unclosed_tag)
-    return None
-
-
-@functools.lru_cache(maxsize=32)
-def _tags_named(name: str) -> re.Pattern[str]:
-    """The start and end tags of *name* (group 1: "/" for an end tag)."""
-    return re.compile(rf"<(/?){re.escape(name)}(?=[\s/>])", re.I)
 
 
 def page_title(body: bytes, http_charset: str | None = None) -> str:
@@ -307,7 +179,8 @@ def shown_text(text: str, limit: int) -> tuple[str, str]:
     nothing: a page that is all navigation, a site map); and that text to *limit* (``visible_text``)."""
     folding = any(letter in text for letter in _FOLDING_TO_ASCII)
     markup = _markup(_without_long_title(text), folding)
-    content = _without_navigation(markup) if _may_hold_navigation(markup) else markup
+    # (typed where compiled: markuppass.pyx, four fifths of the navigation's instructions)
+    content = _without_spans(markup, markuppass.navigation_spans(markup)) if _may_hold_navigation(markup) else markup
     # (typed where compiled: markuppass.pyx, a third of this function's instructions)
     visible = markuppass.cleaned_text(content, limit, folding)
     if not visible and content is not markup:
