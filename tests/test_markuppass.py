@@ -233,3 +233,25 @@ dropped_markups = st.lists(
 def test_typed_dropped_spans_as_the_python_path(text, folding):
     match = pagetext._DROPPED_WHOLE.match
     assert markuppass.dropped_spans(text, folding, match) == python_path.dropped_spans(text, folding, match)
+
+
+# The typed copy's buffer is sized by the limit, not the page: a 40-million-character page asked for
+# 160 MB whatever the limit (a review's find). Run under an address-space limit that leaves room for the
+# page and the interpreter, not for such a buffer.
+_UNDER_A_MEMORY_LIMIT = """
+import resource, sys
+from tse_scrapy.rules.text import markuppass
+page = "<p>" + "word " * 8_000_000
+with open("/proc/self/status") as status:
+    size = next(int(line.split()[1]) for line in status if line.startswith("VmSize:")) * 1024
+resource.setrlimit(resource.RLIMIT_AS, (size + 64 * 2**20, resource.RLIM_INFINITY))
+print(len(markuppass.cleaned_text(page, 1000, False)))
+"""
+
+
+def test_the_typed_copy_takes_memory_by_the_limit_not_the_page():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _UNDER_A_MEMORY_LIMIT], capture_output=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (0, b"999"), done.stderr.decode()[-500:]

@@ -62,8 +62,16 @@ class SeedFailures:
             self.page_done(request, reason="redirect loop")
 
     def page_done(
-        self, request: Request, status: int | None = None, reason: str | None = None, kept: bool = False, **_: Any
+        self,
+        request: Request,
+        status: int | None = None,
+        reason: str | None = None,
+        kept: bool = False,
+        checked: bool = False,
+        **_: Any,
     ) -> None:
+        if checked:  # a page `scrapy check` read (its item discarded): no failure
+            return
         spider = self.crawler.spider
         first_url = request.meta.get("redirect_urls", [request.url])[0]
         normalized = normalize_url(first_url, getattr(spider, "tse_extensions", True)) or first_url

@@ -1,7 +1,8 @@
 """Signals of tse-scrapy's own components."""
 
 # Sent with ``request=`` when a page's handling is over without an item
-# (failed fetch, non-200 answer), so the scheduler can hand out the next one.
+# (failed fetch, non-200 answer), so the scheduler can hand out the next one;
+# ``checked=True`` when `scrapy check` discarded a page's item (no failure).
 page_done = object()
 
 # Sent with ``token=`` (the page's ``tse_token``) when a page's docID is taken,

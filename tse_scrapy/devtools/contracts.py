@@ -33,8 +33,8 @@ class LocalSiteContract(Contract):
 
     def post_process(self, output: list[Any]) -> None:
         # `scrapy check` discards what the callback yields, so no item reaches
-        # the pipeline: tell the scheduler the page is over.
-        self.spider.crawler.signals.send_catch_log(page_done, request=self.request)
+        # the pipeline: tell the scheduler the page is over (checked: no failure of the crawl's).
+        self.spider.crawler.signals.send_catch_log(page_done, request=self.request, checked=True)
 
 
 class PageDepthContract(Contract):

@@ -125,8 +125,7 @@ def page_files_past(directory: str | os.PathLike, end: int) -> tuple[bool, int, 
         names = os.listdir(directory)
     except OSError:
         return None
-    # (A name with leading zeros is no docID's file: the walk opens "12", never "012".)
-    numbers = {int(name) for name in names if pagedir.is_page_name(name) and not name.startswith("0")}
+    numbers = {int(name) for name in names if pagedir.is_page_name(name)}  # ("012" is none: is_page_name)
     past = [number for number in numbers if number > end]
     return (end in numbers, len(past), max(past)) if past else None
 

@@ -170,10 +170,11 @@ class Served:
 
 
 def check_interval() -> float:
-    """CHECK_SECONDS, or TSE_SERVE_CHECK_SECONDS when the environment sets it; ValueError (its one line)
-    when that is no number of seconds from 0.01 to 3600 (0 would look without a pause, nan never)."""
+    """CHECK_SECONDS, or TSE_SERVE_CHECK_SECONDS when the environment sets it (set empty: unset, as a
+    shell's `VAR= cmd` leaves it); ValueError (its one line) when that is no number of seconds from 0.01
+    to 3600 (0 would look without a pause, nan never)."""
     given = os.environ.get(CHECK_SECONDS_VARIABLE)
-    if given is None:
+    if not given:
         return CHECK_SECONDS
     try:
         seconds = float(given)

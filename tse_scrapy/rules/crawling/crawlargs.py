@@ -398,6 +398,9 @@ EXTENSION_SETTINGS = frozenset(
         # USER_AGENTS is one edit from USER_AGENT, and was refused as its misspelling.
         *("USER_AGENTS", "USER_AGENT_LIST", "PROXY_LIST", "PROXY_MODE", "ROTATING_PROXY_LIST"),
         *("ROTATING_PROXY_LIST_PATH", "FAKEUSERAGENT_PROVIDERS", "FAKEUSERAGENT_FALLBACK"),
+        # Set by Scrapy's get_project_settings from SCRAPY_CHECK, SCRAPY_PROJECT, SCRAPY_PYTHON_SHELL and
+        # SCRAPY_SETTINGS_MODULE (a script's settings hold them: a review's find, warned of every run).
+        *("CHECK", "PROJECT", "PYTHON_SHELL", "SETTINGS_MODULE"),
     }
 )
 

@@ -120,6 +120,11 @@ cdef inline void _put(Out* o, Py_UCS4 c) noexcept:
     o.length += 1
 
 
+# The most characters one step of cleaned_text's loop writes: a space, then a reference's decoding (a
+# named one unknown is kept as written: "&" and at most 32 letters and ";").
+cdef Py_ssize_t _LONGEST_STEP = 1 + 34
+
+
 def cleaned_text(str markup not None, Py_ssize_t limit, bint folding):
     cdef Text t
     cdef Out o
@@ -131,7 +136,11 @@ def cleaned_text(str markup not None, Py_ssize_t limit, bint folding):
     t.kind = PyUnicode_KIND(markup)
     t.data = PyUnicode_DATA(markup)
     t.length = n = PyUnicode_GET_LENGTH(markup)
-    o.chars = <Py_UCS4*>malloc((n + 1) * sizeof(Py_UCS4))
+    # What is written never outgrows what is read (a space stands for something that wrote nothing; a
+    # reference's decoding is no longer than it), and the loop stops past *limit* characters, a step
+    # writing at most a space and a named reference's 34 characters: sized by the limit, not the page
+    # (a 32-million-character page asked for 128 MB whatever the limit: a review's find).
+    o.chars = <Py_UCS4*>malloc((min(n, limit + 2 * _LONGEST_STEP) + 1) * sizeof(Py_UCS4))
     if o.chars == NULL:
         raise MemoryError()
     o.length = 0
