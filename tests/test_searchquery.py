@@ -1454,3 +1454,45 @@ def test_the_first_reads_digests_kept_are_bounded(monkeypatch):
     for first in ("one", "two", "one", "three"):
         searchsnippet._first_read_digest(first)
     assert list(searchsnippet._digests) == ["three"]
+
+
+# _found keeps the folds of the long texts past ASCII it read (``_kept_fold``): a page's text past its
+# first read is read again, cut at the same places, by the next searches.  Asked of a text kept, it
+# finds what it finds in a text read the first time (a Greek, a Japanese word: not folded in place,
+# or in a bigram script).
+_FOLDED_WORDS = [*_LATER_WORDS, "ΣΥΣΤΗΜΑ", "σύστημα", "ﬁle", "İstanbul", "システム", "étoile"]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from(_FOLDED_WORDS), min_size=1, max_size=30), min_size=1, max_size=3),
+    st.lists(st.lists(st.sampled_from(_FOLDED_WORDS), min_size=1, max_size=3), min_size=1, max_size=4),
+    st.integers(1, 3),
+)
+def test_the_marks_of_a_long_text_kept_folded_are_those_of_the_text_read_anew(texts, queries, times):
+    # (Past FIRST_READ characters: a text read on; a few words repeated, as a page repeats its words.)
+    texts = [" ".join(words * (times * 1_000 // len(" ".join(words)))) for words in texts]
+    marks = [[tuple(frozenset(analysis.words(word)) for word in words)] for words in queries]
+    marks = [[sequence for sequence in mark if all(sequence)] for mark in marks]
+    for mark in marks:
+        for text in texts:
+            searchsnippet._folds.clear()
+            anew = searchsnippet.marked_ranges(text, mark, (None, "fr"), 200)
+            kept = searchsnippet.marked_ranges(text, mark, (None, "fr"), 200)
+            assert (text in searchsnippet._folds) == (len(text) > searchsnippet.FIRST_READ and not text.isascii())
+            assert kept == anew
+
+
+def test_the_folds_found_keeps_are_bounded(monkeypatch):
+    monkeypatch.setattr(searchsnippet, "FOLDS_KEPT", 4_000)
+    searchsnippet._folds.clear()
+    monkeypatch.setattr(searchsnippet, "_folds_kept", 0)
+    mark = [(frozenset({"naive"}),)]
+    first, second, long = "naïve " * 200, "étoile naïve " * 100, "naïve " * 500
+    assert searchsnippet.marked_ranges(first, mark, (None, "fr"))[:1] == [(0, 5)]  # 2,400 kept
+    assert list(searchsnippet._folds) == [first]
+    assert searchsnippet.marked_ranges(second, mark, (None, "fr"))[:1] == [(7, 12)]  # 2,600 more: the first forgotten
+    assert list(searchsnippet._folds) == [second]
+    assert searchsnippet.marked_ranges(long, mark, (None, "fr"))[:1] == [(0, 5)]  # 6,000: not kept
+    assert list(searchsnippet._folds) == []
+    assert searchsnippet.marked_ranges("naïve ok", mark, (None, "fr")) == [(0, 5)]  # short: read, not kept
+    assert list(searchsnippet._folds) == []

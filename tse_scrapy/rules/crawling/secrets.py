@@ -35,8 +35,13 @@ _PUNCTUATION = _CLOSING + _SEPARATORS + "!?"
 def mask_secrets(text: str, mask: str = MASK) -> str:
     """*text* with the password of every URL in it replaced by *mask*; with ``""``, left out, a
     userinfo's colon too (``http://user@host/``: a URL that still names its user, for a ``<base>``)."""
-    text = _CREDENTIALS.sub(lambda m: (m["head"] if mask else m["head"][:-1]) + mask + m["at"], text)
-    return _QUERY_PASSWORD.sub(lambda m: m["head"] + _masked_query_password(m, mask), text)
+    # Each pattern needs a character most texts lack (tried at every character, they were 2.7 % of a
+    # search's instructions, masking 30 URLs a page of results): looked for first.
+    if "@" in text:
+        text = _CREDENTIALS.sub(lambda m: (m["head"] if mask else m["head"][:-1]) + mask + m["at"], text)
+    if "=" in text:
+        text = _QUERY_PASSWORD.sub(lambda m: m["head"] + _masked_query_password(m, mask), text)
+    return text
 
 
 def _masked_query_password(found: re.Match[str], mask: str) -> str:

@@ -293,7 +293,7 @@ def _found(
             return marked
     # (A damaged head gives None: the text is read then.)
     words: Iterable[tuple[analysis.Token, bool | None]]
-    if (folded := analysis.aligned_fold(text)) is not None and not analysis.has_bigram_script(folded):
+    if (folded := _aligned_unsegmented(text)) is not None:
         # Folding kept every character in its place (most text): the folded text's words are the
         # analyzer's, where they stand, and each distinct word is stemmed once, a language at a time.
         words = _folded_words(folded, languages, wanted)
@@ -339,6 +339,46 @@ def _found(
                 else:
                     found.append((start, token.end))
     return found, bool(found) and window is not None and len(text) > found[0][0] + window
+
+
+def _aligned_unsegmented(text: str) -> str | None:
+    """``analysis.aligned_fold(text)`` when it is not None and holds no character of a bigram script,
+    else None; kept for a long text that is not ASCII (``_kept_fold``)."""
+    if len(text) > FIRST_READ and not text.isascii():
+        return _kept_fold(text)
+    folded = analysis.aligned_fold(text)
+    return None if folded is None or analysis.has_bigram_script(folded) else folded
+
+
+# The texts past a first read that _found read last (non-ASCII), as ``_aligned_unsegmented`` gives
+# them: a page's text read on past its first read is read again, cut at the same places, by every
+# search its page answers, and folding it again (NFKC checked, case folded, accents taken off) was 5 %
+# of a search's instructions with the known-item titles warm.  The text itself is the key: a search
+# reads a page anew, and hashing and comparing it cost less than folding it.  At most FOLDS_KEPT
+# characters, each counted twice (the text, its fold): then they are forgotten, and kept again.
+FOLDS_KEPT = 20_000_000
+_folds: dict[str, str | None] = {}
+_folds_kept = 0
+
+
+def _kept_fold(text: str) -> str | None:
+    """``_aligned_unsegmented(text)`` worked out, kept (FOLDS_KEPT)."""
+    global _folds_kept
+    try:
+        return _folds[text]
+    except KeyError:
+        pass
+    folded = analysis.aligned_fold(text)
+    if folded is not None and analysis.has_bigram_script(folded):
+        folded = None
+    size = 2 * len(text)
+    if _folds_kept + size > FOLDS_KEPT:
+        _folds.clear()
+        _folds_kept = 0
+    if size <= FOLDS_KEPT:
+        _folds[text] = folded
+        _folds_kept += size
+    return folded
 
 
 def _whole_characters(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
