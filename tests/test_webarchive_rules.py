@@ -104,6 +104,11 @@ DIR = "http://example.com/dir/"
         (b"<xmp><a href=1></xmp><iframe><a href=2></iframe><noembed><a href=3></noembed><a href=4>", ["http://example.com/dir/4"]),
         (b"<noscript><a href=1></noscript><plaintext></plaintext><a href=2>", ["http://example.com/dir/1"]),
         (b"<a href=1 title='<!--'><a href=2>-->", ["http://example.com/dir/1", "http://example.com/dir/2"]),  # in a tag
+        # A tag whose name begins as an inert element's does (<strong, <time, <noscript): in it too
+        (b'<strong title="<!--">x</strong><a href="/one">1</a>', ["http://example.com/one"]),
+        (b'<TIME title="<!--">x</TIME><a href=1><Noscript title="<!--"><a href=2>', [f"{DIR}{n}" for n in (1, 2)]),
+        (b'<nobr title="<script>">x</nobr><a href=1><stRong x=<template>><a href=2>', [f"{DIR}{n}" for n in (1, 2)]),
+        (b'<strong title="<!--"', []),  # a tag never closed: all it holds is in it
     ],
 )  # fmt: skip
 def test_page_links(body, links):
@@ -184,6 +189,7 @@ _INERT_PIECES = [
     *(b"<!--", b"-->", b"--!>", b"<!-->", b"<? ", b"<!x ", b"</ ", b">", b" x "),
     *(b"<template>", b"</template>", b"<TEMPLATE>", b"<script>", b"</script>", b"</Script >", b"<style>"),
     *(b"</style>", b"<textarea>", b"</textarea>", b"<title>", b"</title>", b"<base href=http://b.example/>"),
+    *(b'<strong title="<!--">', b"<TIME title='<script>'>", b"<noscript x=<template>>", b"<nobr>", b"</time>"),
 ]
 
 

@@ -228,8 +228,11 @@ def markup_spans(body: bytes) -> Iterator[tuple[int, int]]:
     while (candidate := _INERT_CANDIDATE.search(body, position)) is not None:
         start = candidate.start()
         found = _INERT_START.match(body, start)
-        if found is None:  # (<strong>, <span ...: a tag)
-            position = start + 1
+        if found is None:  # (<strong ..., <time ...: a tag, whose attributes begin nothing; past its end)
+            closed = body.find(b">", start)
+            if closed < 0:
+                break
+            position = closed + 1
             continue
         opened = body.rfind(b"<", position, start)
         if opened > body.rfind(b">", position, start) and _TAG_START.match(body, opened):
