@@ -233,9 +233,10 @@ def markup_spans(body: bytes) -> Iterator[tuple[int, int]]:
     own tags: what lies outside comments (``<!-- -->``, and the bogus ones ``<!...>``, ``<?...>``,
     ``</1...>``), the text of ``<script>``, ``<style>``, ``<textarea>``, ``<title>`` and the other raw
     text elements, and a ``<template>``'s content (inert: a fragment of its own, nested templates
-    counted), as HTML's tokenizer and the crawl's parser (``rules.web.links.extract_links_html``) read
-    them: a link in them is none.  A ``<!--`` inside a tag (an attribute's value) begins nothing.  One
-    pass, each byte looked at a bounded number of times."""
+    counted), as HTML's tokenizer and, on ordinary markup, the crawl's parser
+    (``rules.web.links.extract_links_html``) read them: a link in them is none (docs/import.md names where
+    they still differ).  A ``<!--`` inside a tag (an attribute's value) begins nothing.  One pass, each
+    byte looked at a bounded number of times."""
     depth = 0  # templates open
     kept = 0  # where the page's markup resumed
     position = 0
