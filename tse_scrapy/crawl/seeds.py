@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 SEED_FAILURES = "tse/seed_failures"  # stat: [URL, reason] for each seed that could not be fetched
 FAILED_PAGES = "tse/failed_pages"  # stat: [URL, reason] for each other page that failed, the first ones
 FAILED_PAGES_MORE = "tse/failed_pages_more"  # stat: how many more failed
-# Said after the summary, a line each: the first pages that failed (a crawl of a site gone down fails
+# Said before the summary, a line each: the first pages that failed (a crawl of a site gone down fails
 # every page: the rest are counted, and the crawl record says why for each).
 FAILED_PAGES_SAID = 20
 
