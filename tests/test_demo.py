@@ -251,3 +251,16 @@ def test_make_run_serves_the_site_on_its_port_or_says_which_instead(capsys):
         f"demo: port {port} is taken (Address already in use): the demo site is on {instead.port} instead"
         " (make serve serves it there again)\n"
     )
+
+
+def test_the_earlier_demos_index_is_left_while_a_tse_index_of_it_runs(tmp_path):
+    """Its runs and lock went from under a running tse index (a review's find): refused, nothing removed."""
+    from tse_scrapy.index.indexlock import IndexLocked, index_lock
+
+    pagedir = write_pages(tmp_path / "demo", {1: ("http://127.0.0.1:40123/index.html", 0, b"<title>demo</title>")})
+    assert run_tse("index", pagedir, tmp_path / "demo.index").returncode == 0
+    (tmp_path / ".demo.index.k3_9xq2a.runs").mkdir()  # a running build's runs
+    before = sorted(os.listdir(tmp_path))
+    with index_lock(tmp_path / "demo.index"), pytest.raises(IndexLocked):
+        remove_index(tmp_path / "demo.index")
+    assert sorted(os.listdir(tmp_path)) == before

@@ -22,7 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..exitcodes import USAGE
+from ..exitcodes import FAILED, USAGE
+from ..index.indexlock import IndexLocked
 from ..resume.statedb import STATE_NAME
 from ..rules.files.pagedir import MARKER, is_page_name, read_page, read_page_url
 from .siteserver import SiteServer
@@ -56,18 +57,21 @@ def remove_index(index: Path) -> None:
     """Remove the index *index* and every file ``tse index`` writes beside it (its sidecar, stamp, lock,
     document store and search store, the temporary copies of each a killed run left, its leftover runs'
     directories), and nothing else: no file of an earlier demo's index is left beside this crawl's (its
-    ``.search``, ``.stamp`` and ``.lock`` were)."""
+    ``.search``, ``.stamp`` and ``.lock`` were).  Under the index's lock (IndexLocked, changing nothing,
+    while a ``tse index`` of it runs: its runs and lock went from under it), the lock file last."""
     from ..atomicfile import partial_path
     from ..fulltext.store import search_path
     from ..index.docstore import docs_path
     from ..index.indexer import remove_leftover_runs
-    from ..index.indexlock import lock_path
+    from ..index.indexlock import index_lock, lock_path
     from ..index.storage import sidecar_path, stamp_path
 
-    for path in (index, sidecar_path(index), stamp_path(index), docs_path(index), search_path(index), lock_path(index)):
-        path.unlink(missing_ok=True)
-        partial_path(path).unlink(missing_ok=True)
-    remove_leftover_runs(index)
+    with index_lock(index, "make run"):
+        for path in (index, sidecar_path(index), stamp_path(index), docs_path(index), search_path(index)):
+            path.unlink(missing_ok=True)
+            partial_path(path).unlink(missing_ok=True)
+        remove_leftover_runs(index)
+        lock_path(index).unlink(missing_ok=True)
 
 
 def site_server(port: int) -> SiteServer:
@@ -165,9 +169,13 @@ def main(argv: list[str]) -> int:
     if pagedir.exists() and not (pagedir.is_dir() and (not os.listdir(pagedir) or is_demo_crawl(pagedir))):
         sys.stderr.write(f"demo: {pagedir} is not an earlier demo crawl: give a new or empty directory\n")
         return USAGE
-    shutil.rmtree(pagedir, ignore_errors=True)
     index = pagedir.with_name(pagedir.name + ".index")
-    remove_index(index)  # the earlier demo's: make serve must not show it over this crawl
+    try:
+        remove_index(index)  # the earlier demo's: make serve must not show it over this crawl
+    except IndexLocked as refusal:  # (the crawl left as it is too)
+        sys.stderr.write(f"demo: {refusal}\n")
+        return FAILED
+    shutil.rmtree(pagedir, ignore_errors=True)
     pagedir.mkdir(parents=True)
     tse = str(Path(sys.executable).parent / "tse")
     with site_server(SITE_PORT) as server:
