@@ -371,14 +371,21 @@ def _kept_fold(text: str) -> str | None:
     folded = analysis.aligned_fold(text)
     if folded is not None and analysis.has_bigram_script(folded):
         folded = None
-    size = 2 * len(text)
-    if _folds_kept + size > FOLDS_KEPT:
-        _folds.clear()
-        _folds_kept = 0
-    if size <= FOLDS_KEPT:
-        _folds[text] = folded
-        _folds_kept += size
+    _folds_kept = _kept(_folds, text, folded, 2 * len(text), _folds_kept, FOLDS_KEPT)
     return folded
+
+
+def _kept(store: dict, text: str, value: object, size: int, kept: int, limit: int) -> int:
+    """Keep *value* under *text* in *store*, which holds *kept* of at most *limit* characters, this one
+    counting *size* (emptied first when it would pass the limit; not kept when alone it would): what
+    *store* then holds."""
+    if kept + size > limit:
+        store.clear()
+        kept = 0
+    if size <= limit:
+        store[text] = value
+        kept += size
+    return kept
 
 
 def _whole_characters(text: str, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -625,13 +632,7 @@ def _later_text(text: str) -> _LaterText:
     found = _later_texts.get(text)
     if found is None:
         found = _LaterText(_lowered(text))
-        size = 3 * len(text)
-        if _later_texts_kept + size > LATER_TEXTS_KEPT:
-            _later_texts.clear()
-            _later_texts_kept = 0
-        if size <= LATER_TEXTS_KEPT:
-            _later_texts[text] = found
-            _later_texts_kept += size
+        _later_texts_kept = _kept(_later_texts, text, found, 3 * len(text), _later_texts_kept, LATER_TEXTS_KEPT)
     return found
 
 
