@@ -70,18 +70,11 @@ _BIDI_CONTROLS = re.compile(f"[{BIDI_CONTROLS}]")
 TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
 
 
-def masked_url(url: str) -> str:
-    """``mask_url(url)``, worked out only for a URL that may hold a password: one of userinfo holds an
-    "@", one of a query a "=" (each result's URL is masked twice, and its aliases: two regular
-    expressions tried at every character of every URL were 2.7 % of a search's instructions)."""
-    return mask_url(url) if "@" in url or "=" in url else url
-
-
 def shown_url(url: str) -> str:
     """*url* as a page shows it, its secrets masked (``mask_url``, as the CLI shows one): its first
     SHOWN_URL_CHARACTERS, then " …" when longer; its bidirectional controls percent-encoded (a title,
     a snippet are each in an element of their own, which ends their overrides: a URL is read as it is)."""
-    url = url_as_shown(masked_url(url))
+    url = url_as_shown(mask_url(url))
     return url if len(url) <= SHOWN_URL_CHARACTERS else url[:SHOWN_URL_CHARACTERS] + " \u2026"
 
 
@@ -89,7 +82,7 @@ def linkable(url: str) -> bool:
     """Whether a page may link to *url*: a web URL (http or https) of LINKED_URL_CHARACTERS or fewer that
     holds no secret (a link would carry it to the browser's history, and to the page)."""
     return (
-        len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://")) and masked_url(url) == url
+        len(url) <= LINKED_URL_CHARACTERS and url.lower().startswith(("http://", "https://")) and mask_url(url) == url
     )
 
 
@@ -292,13 +285,13 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         content["results"] = [
             {
                 "docid": result.doc_id,
-                "url": masked_url(result.url),
+                "url": mask_url(result.url),
                 "score": result.score,
                 "title": result.title,
                 "snippet": result.snippet,
                 "highlights": result.highlights,
                 **(
-                    {"lang": result.lang, "also": [masked_url(url) for url in result.also], "pdf": result.pdf}
+                    {"lang": result.lang, "also": [mask_url(url) for url in result.also], "pdf": result.pdf}
                     if ranking == "relevance"
                     else {}
                 ),
