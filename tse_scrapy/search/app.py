@@ -46,7 +46,7 @@ from ..rules.text.encodings import browser_label, browser_reads, decode_page, pa
 from ..rules.text.pagetext import snippet
 from ..rules.text.pdftext import pdf_as_html
 from ..rules.web.savedcopy import with_base
-from ..rules.web.urls import BIDI_CONTROLS, url_as_shown
+from ..rules.web.urls import text_as_shown, url_as_shown
 from .served import Served, ServedIndex
 
 PER_PAGE = 10
@@ -66,8 +66,7 @@ TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "tem
 # The characters that change the direction of the text after them (an override, an embedding, an
 # isolate, a mark): typed in a query, they are shown by their code points where the query is not in
 # an element of its own (the page's title, an error's message), not let reverse what follows.
-_BIDI_CONTROLS = re.compile(f"[{BIDI_CONTROLS}]")
-TEMPLATES.env.filters["bidi_shown"] = lambda text: _BIDI_CONTROLS.sub(lambda found: f"U+{ord(found.group()):04X}", text)
+TEMPLATES.env.filters["bidi_shown"] = text_as_shown
 
 
 def shown_url(url: str) -> str:
