@@ -354,6 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="close a connection whose request line and headers are not whole within SECONDS "
         "of its start or of the previous answer (default 15; from 1 to 3600)",
     )
+    serve.add_argument(
+        "--answer-cache",
+        type=float,
+        metavar="MB",
+        help="keep up to MB megabytes of answers in each server process, to send again when the same "
+        "search is asked again (default 16; 0: none kept)",
+    )
     return parser
 
 
@@ -682,6 +689,7 @@ def serve(options: argparse.Namespace) -> int:
     from .index.storage import IndexReader
 
     try:
+        from .search.answercache import DEFAULT_BYTES, MAX_MEGABYTES, MEGABYTE
         from .search.protocol import REQUEST_HEAD_SECONDS
         from .search.served import check_interval
         from .search.server import listen, serve_forever
@@ -694,6 +702,9 @@ def serve(options: argparse.Namespace) -> int:
     head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
     if not 1 <= head_seconds <= 3600:  # (nan and inf too)
         return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
+    answer_megabytes = DEFAULT_BYTES / MEGABYTE if options.answer_cache is None else options.answer_cache
+    if not 0 <= answer_megabytes <= MAX_MEGABYTES:  # (nan and inf too)
+        return _one_line("serve", f"--answer-cache must be from 0 to {MAX_MEGABYTES} MB: {answer_megabytes:g}", USAGE)
     try:
         check_interval()
     except ValueError as error:
@@ -728,7 +739,7 @@ def serve(options: argparse.Namespace) -> int:
             f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
         )
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
-    if not serve_forever(engine, sock, workers, head_seconds):
+    if not serve_forever(engine, sock, workers, head_seconds, int(answer_megabytes * MEGABYTE)):
         return _one_line("serve", "a worker process could not start (see above)")
     return OK
 

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -47,6 +47,7 @@ from ..rules.text.pagetext import snippet
 from ..rules.text.pdftext import pdf_as_html
 from ..rules.web.savedcopy import with_base
 from ..rules.web.urls import text_as_shown, url_as_shown
+from .answercache import DEFAULT_BYTES, AnswerCache
 from .served import Served, ServedIndex
 
 PER_PAGE = 10
@@ -130,6 +131,7 @@ ENVIRONMENT_PAGEDIR = "TSE_SERVE_PAGEDIR"
 ENVIRONMENT_INDEX = "TSE_SERVE_INDEX"
 ENVIRONMENT_HOSTS = "TSE_SERVE_HOSTS"
 ENVIRONMENT_CHECKED = "TSE_SERVE_CHECKED"  # the file key of the index whose store the parent found matching the pages
+ENVIRONMENT_ANSWER_BYTES = "TSE_SERVE_ANSWER_BYTES"  # tse serve --answer-cache, in bytes
 # A server on loopback answers only requests addressed to loopback: another site's page in
 # the user's browser cannot read it through a name of its own that resolves to 127.0.0.1.
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
@@ -170,13 +172,27 @@ def allowed_hosts(host: str) -> list[str] | None:
     return [*LOOPBACK_NAMES, host] if host.startswith("127.") else None
 
 
-def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette:
+def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes: int = DEFAULT_BYTES) -> Starlette:
     """The app over a query engine (its index and page directory, opened once, and again when
     ``tse index`` writes the index anew: ``served.ServedIndex``); with *hosts*, requests whose Host header names
-    another are refused (400)."""
+    another are refused (400); searches asked again answered from up to *answer_bytes* of kept answers."""
     index = ServedIndex(engine)
     pdf_reads = PdfReads()  # this worker's: /doc/DOCID of a PDF
     atexit.register(pdf_reads.close)
+    answers = AnswerCache(answer_bytes)
+
+    def kept(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """*handler*, its answers kept for the index they come from and sent again when asked again."""
+
+        async def answered(request: Request) -> Response:
+            served = index.current()
+            made_from, key = (served, served.engine.gone), answers.key(request)
+            if (response := answers.answer(key, made_from)) is not None:
+                return response
+            # (The handler takes the same index: nothing runs between, as it awaits nothing before.)
+            return answers.keep(key, made_from, await handler(request))
+
+        return answered
 
     def common(served: Served, line: str, rank: str, language: str | None = None) -> dict[str, Any]:
         relevance = served.default_rank == "relevance"
@@ -423,8 +439,8 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None) -> Starlette
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
         routes=[
             Route("/", home),
-            Route("/search", search),
-            Route("/api/search", api_search),
+            Route("/search", kept(search)),
+            Route("/api/search", kept(api_search)),
             Route("/saved/{doc_id:int}", saved_copy_page),
             Route("/doc/{doc_id:int}", saved_copy),
             Route("/doc/{doc_id:int}.pdf", saved_pdf),
@@ -444,7 +460,8 @@ def create_app_from_environment() -> Starlette:
     engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], index, checked)
     engine.docs  # noqa: B018 (opened now, before the first request)
     hosts = os.environ.get(ENVIRONMENT_HOSTS)
-    return create_app(engine, hosts.split(",") if hosts else None)
+    answer_bytes = int(os.environ.get(ENVIRONMENT_ANSWER_BYTES) or DEFAULT_BYTES)
+    return create_app(engine, hosts.split(",") if hosts else None, answer_bytes)
 
 
 def _results(

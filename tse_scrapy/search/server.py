@@ -31,7 +31,9 @@ from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 
 from ..index.engine import QueryEngine
 from . import served
+from .answercache import DEFAULT_BYTES
 from .app import (
+    ENVIRONMENT_ANSWER_BYTES,
     ENVIRONMENT_CHECKED,
     ENVIRONMENT_HOSTS,
     ENVIRONMENT_INDEX,
@@ -69,18 +71,23 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_forever(
-    engine: QueryEngine, sock: socket.socket, workers: int = 1, head_seconds: float = REQUEST_HEAD_SECONDS
+    engine: QueryEngine,
+    sock: socket.socket,
+    workers: int = 1,
+    head_seconds: float = REQUEST_HEAD_SECONDS,
+    answer_bytes: int = DEFAULT_BYTES,
 ) -> bool:
     """Answer on *sock* until Ctrl-C or SIGTERM, the usual ways to stop a server (uvicorn logs only
-    warnings), closing a connection whose request's head is not whole within *head_seconds*; False
-    when a worker process could not start (its page directory or index changed)."""
+    warnings), closing a connection whose request's head is not whole within *head_seconds*, each
+    process keeping up to *answer_bytes* of answers to send again; False when a worker process could
+    not start (its page directory or index changed)."""
     supervisor = None
     hosts = allowed_hosts(sock.getsockname()[0])
     # uvicorn makes each connection's protocol with this (a module's class and a number: it pickles, for spawn).
     options = {**UVICORN_OPTIONS, "http": functools.partial(BoundedHttpToolsProtocol, head_seconds=head_seconds)}
     try:
         if workers == 1:
-            uvicorn.Server(uvicorn.Config(create_app(engine, hosts), **options)).run(sockets=[sock])
+            uvicorn.Server(uvicorn.Config(create_app(engine, hosts, answer_bytes), **options)).run(sockets=[sock])
             return True
         # Each worker process opens the index anew (see create_app_from_environment).
         engine.close()
@@ -88,6 +95,7 @@ def serve_forever(
         os.environ[ENVIRONMENT_INDEX] = str(engine.index.path)
         os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
         os.environ[ENVIRONMENT_CHECKED] = " ".join(map(str, engine.index.key))
+        os.environ[ENVIRONMENT_ANSWER_BYTES] = str(answer_bytes)
         app = "tse_scrapy.search.app:create_app_from_environment"
         if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
             # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).

@@ -1,0 +1,116 @@
+"""Answers a server process has sent, kept to send again when the same search is asked again.
+
+A search engine's traffic repeats itself (the same words typed by many readers,
+a result page reloaded, the next page and back): Solr's query result cache and
+Elasticsearch's request cache keep answers for this.  Here a whole answer is
+kept, its body and headers, keyed by what the answer is made of: the request's
+path, its query string as sent and its ``Accept-Language`` (the only header a
+search's answer depends on).  Answered again, it costs a dictionary look-up
+where the search took a few milliseconds of CPU.
+
+An answer is kept only for the index it came from: when the process answers
+from another (``tse index`` wrote it anew) or without other pages (a new gone
+list), every kept answer is dropped.  Memory is bounded by the bytes kept
+(bodies, headers and keys); the answer used longest ago goes first.  Only
+successful answers (200) are kept, and only of query strings of MAX_KEY_BYTES
+or fewer.  ``tse serve --answer-cache MB`` sets the bound (0: nothing kept).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+MEGABYTE = 1024 * 1024
+# The bytes of answers one server process keeps by default (each process keeps its own).
+DEFAULT_BYTES = 16 * MEGABYTE
+# The most tse serve --answer-cache may ask for, in MB (a process's memory is the machine's to share).
+MAX_MEGABYTES = 4096
+# Query strings longer than this are answered, not kept (a query is at most 1,000 characters: its
+# percent-encoding, three bytes each for six a character, fits with the other parameters).
+MAX_KEY_BYTES = 20_000
+# What a kept answer costs beyond its bytes (the entry's tuples and the dictionary's slot), counted too.
+ENTRY_OVERHEAD = 400
+# An answer larger than this share of the bound is not kept (a few of them would push out the rest).
+LARGEST_SHARE = 16
+
+Key = tuple[str, bytes, str]
+Kept = tuple[bytes, list[tuple[bytes, bytes]]]
+
+
+class KeptResponse(Response):
+    """A kept answer sent again: its body and headers as they were (none computed again)."""
+
+    def __init__(self, kept: Kept) -> None:
+        self.status_code = 200
+        self.background = None
+        self.body, self.raw_headers = kept[0], list(kept[1])
+
+
+class AnswerCache:
+    """The answers of one server process, kept for the index (and gone pages) they were made from."""
+
+    def __init__(self, limit_bytes: int = DEFAULT_BYTES) -> None:
+        self.limit_bytes = limit_bytes
+        self._kept: OrderedDict[Key, Kept] = OrderedDict()
+        self._sizes: dict[Key, int] = {}
+        self._bytes = 0
+        self._made_from: tuple[object, object] | None = None
+
+    @staticmethod
+    def key(request: Request) -> Key | None:
+        """What *request*'s answer is made of, or None when it is not to be kept."""
+        query = request.scope.get("query_string", b"")
+        if len(query) > MAX_KEY_BYTES:
+            return None
+        return request.url.path, query, request.headers.get("accept-language", "")
+
+    def answer(self, key: Key | None, made_from: tuple[object, object]) -> Response | None:
+        """The answer kept for *key* from the index *made_from* (the served index and its gone pages,
+        compared by identity), or None."""
+        if key is None or not self.limit_bytes:
+            return None
+        self._drop_unless_made_from(made_from)
+        kept = self._kept.get(key)
+        if kept is None:
+            return None
+        self._kept.move_to_end(key)
+        return KeptResponse(kept)
+
+    def keep(self, key: Key | None, made_from: tuple[object, object], response: Response) -> Response:
+        """*response*, kept for *key* when it is a whole successful answer within the bound."""
+        if key is None or not self.limit_bytes or response.status_code != 200 or response.background is not None:
+            return response
+        body = getattr(response, "body", None)
+        if not isinstance(body, bytes):  # (a streamed answer: none is kept)
+            return response
+        self._drop_unless_made_from(made_from)
+        headers = list(response.raw_headers)
+        size = len(body) + sum(len(name) + len(value) for name, value in headers)
+        size += len(key[0]) + len(key[1]) + len(key[2]) + ENTRY_OVERHEAD
+        if size * LARGEST_SHARE > self.limit_bytes or key in self._kept:
+            return response
+        while self._bytes + size > self.limit_bytes:
+            oldest, _ = self._kept.popitem(last=False)
+            self._bytes -= self._sizes.pop(oldest)
+        self._kept[key] = (body, headers)
+        self._sizes[key] = size
+        self._bytes += size
+        return response
+
+    def _drop_unless_made_from(self, made_from: tuple[object, object]) -> None:
+        kept_from = self._made_from
+        if kept_from is None or kept_from[0] is not made_from[0] or kept_from[1] is not made_from[1]:
+            self._kept.clear()
+            self._sizes.clear()
+            self._bytes = 0
+            self._made_from = made_from
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    @property
+    def bytes_kept(self) -> int:
+        return self._bytes
