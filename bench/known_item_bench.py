@@ -24,6 +24,7 @@ bench/run.py; alone: bench/known_item_bench.py [titles] [phrases] [latency]
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import http.client
 import json
@@ -671,10 +672,17 @@ class Round:
     refused: int
     errors: int
     wall: float
+    # The latencies of the requests that asked a title first in the round (by any client): a server
+    # keeping answers (search/answercache.py) sends the later ones from memory.
+    first_asked: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def p50(self) -> float:
         return statistics.median(self.latencies)
+
+    @property
+    def first_asked_p50(self) -> float:
+        return statistics.median(self.first_asked) if self.first_asked else float("nan")
 
     @property
     def p99(self) -> float:
@@ -711,13 +719,13 @@ def latency_part(queries: list[str]) -> tuple[dict[int | None, list[Round]], flo
 def _latency_round(port: int, queries: list[str], rank: str, number: int, per_page: int | None = TOP) -> Round:
     seconds = LATENCY_SECONDS / REPEAT
     lock = threading.Lock()
-    outcomes: list[tuple[float, str]] = []
+    outcomes: list[tuple[float, str, float, int]] = []  # (ms, kind, sent at, the title's number)
     ready = threading.Barrier(CLIENTS + 1, timeout=60)
 
     def client(i: int) -> None:
-        mine = list(queries)
-        random.Random(SEED + 100 * number + i).shuffle(mine)
-        paths = [api_path(query, rank, per_page=per_page) for query in mine]
+        order = list(range(len(queries)))
+        random.Random(SEED + 100 * number + i).shuffle(order)
+        paths = [api_path(queries[title], rank, per_page=per_page) for title in order]
         connection = http.client.HTTPConnection(HOST, port, timeout=30)
         connection.connect()
         done = []
@@ -735,7 +743,7 @@ def _latency_round(port: int, queries: list[str], rank: str, number: int, per_pa
                 status = 0
                 connection.close()
             kind = "ok" if status == 200 else "refused" if status == 400 and rank == "bm25" else "error"
-            done.append(((time.perf_counter() - sent) * 1000, kind))
+            done.append(((time.perf_counter() - sent) * 1000, kind, sent, order[n % len(paths)]))
             n += 1
         connection.close()
         with lock:
@@ -749,8 +757,15 @@ def _latency_round(port: int, queries: list[str], rank: str, number: int, per_pa
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - began
-    kinds = Counter(kind for _, kind in outcomes)
-    return Round(sorted(t for t, _ in outcomes), kinds["ok"], kinds["refused"], kinds["error"], wall)
+    kinds = Counter(kind for _, kind, _, _ in outcomes)
+    asked: set[int] = set()
+    first_asked = []
+    for ms, _, _, title in sorted(outcomes, key=lambda outcome: outcome[2]):
+        if title not in asked:
+            asked.add(title)
+            first_asked.append(ms)
+    latencies = sorted(ms for ms, _, _, _ in outcomes)
+    return Round(latencies, kinds["ok"], kinds["refused"], kinds["error"], wall, sorted(first_asked))
 
 
 # ---------------------------------------------------------------- the report

@@ -1,7 +1,9 @@
 """Latency of `tse serve` with rank=relevance, this checkout against another commit's code, side by
 side in the same rounds (the known-item bench's all-sites index, titles as typed, 8 keep-alive
 clients, the first page of results), the server's CPU a request (all its processes), and how many of
-the clients' connections each worker process holds.
+the clients' connections each worker process holds.  The p50 of the requests that asked a title first
+in the round is shown apart: a server that keeps its answers (search/answercache.py) sends the
+titles asked again from memory.
 `.venv/bin/python -m bench.latency_ab COMMIT [ROUNDS]`; the
 other commit is checked out as a git worktree under bench/work, and serves an index its own `tse index`
 wrote there (its search index's format may be another).  Prints one line a round and the medians."""
@@ -50,7 +52,7 @@ def run(commit: str, rounds: int) -> list[str]:
     contenders, indexes = servers(commit)
     items, _, _ = known_items(KNOWN / "pages" / ALL, lambda _: ("", ""))
     queries = [item.title for item in items]
-    found: dict[str, list[tuple[float, float, float, int, float]]] = {name: [] for name in contenders}
+    found: dict[str, list[tuple[float, float, float, int, float, float]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):
         order = list(contenders) if number % 2 == 0 else list(contenders)[::-1]
@@ -69,16 +71,21 @@ def run(commit: str, rounds: int) -> list[str]:
                 used = (cpu_seconds(server.process.pid) - used) * 1000 / len(measured.latencies)
             finally:
                 server.stop()
-            found[name].append((measured.p50, measured.p99, measured.rate, measured.errors, used))
+            found[name].append(
+                (measured.p50, measured.p99, measured.rate, measured.errors, used, measured.first_asked_p50)
+            )
             lines.append(
-                f"round {number + 1} {name}: p50 {measured.p50:.1f} ms, p99 {measured.p99:.1f} ms, "
+                f"round {number + 1} {name}: p50 {measured.p50:.1f} ms (titles asked first in the round "
+                f"{measured.first_asked_p50:.1f} ms, {len(measured.first_asked)} of {len(measured.latencies)}), "
+                f"p99 {measured.p99:.1f} ms, "
                 f"{measured.rate:.0f} requests/s, {measured.errors} errors, server CPU {used:.2f} ms a request, "
                 f"connections a worker {split[0] if split else '?'}"
             )
             print(lines[-1], flush=True)
     for name, values in found.items():
         lines.append(
-            f"{name}: median p50 {statistics.median(v[0] for v in values):.1f} ms, "
+            f"{name}: median p50 {statistics.median(v[0] for v in values):.1f} ms "
+            f"(titles asked first {statistics.median(v[5] for v in values):.1f} ms), "
             f"p99 {statistics.median(v[1] for v in values):.1f} ms, "
             f"{statistics.median(v[2] for v in values):.0f} requests/s, errors {sum(v[3] for v in values)}, "
             f"server CPU {statistics.median(v[4] for v in values):.2f} ms a request"
