@@ -982,7 +982,7 @@ def crawl(options: argparse.Namespace) -> int:
 
     from .crawl.outcome import interrupts_ignored_from_now as crawl_over
     from .crawl.outcome import report as crawl_outcome
-    from .crawl.outcome import summary_line
+    from .crawl.outcome import say_start_failure, summary_line
     from .crawl.seeds import failed_page_lines
     from .spiders.tse import TseSpider
 
@@ -995,7 +995,8 @@ def crawl(options: argparse.Namespace) -> int:
     process = AsyncCrawlerProcess(settings)
     logging.getLogger("scrapy.crawler").addFilter(_show_shutdown)
     crawler = process.create_crawler(TseSpider)
-    process.crawl(crawler, tse_start=start, **{k: v for k, v in spider_args.items() if v is not None})
+    started = process.crawl(crawler, tse_start=start, **{k: v for k, v in spider_args.items() if v is not None})
+    say_start_failure("tse crawl", started)
     process.start()
     crawl_over()  # the outcome is the exit status, whatever signal comes now
     if process.bootstrap_failed:

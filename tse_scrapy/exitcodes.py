@@ -18,3 +18,8 @@ def first_line(error: BaseException) -> str:
     """An error told in one line: the first line of its message (at most 200 characters), else its type."""
     lines = str(error).strip().splitlines()
     return lines[0][:200] if lines else type(error).__name__
+
+
+class StartFailed(Exception):
+    """A crawl component could not start (Redis went away between a worker's join and its start): its
+    message is the crawl's one line, said by ``crawl.outcome.say_start_failure``, not a traceback."""

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from ..crawl.outcome import interrupts_ignored_from_now, report
+from ..crawl.outcome import interrupts_ignored_from_now, report, say_start_failure
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..exitcodes import FAILED, OK, USAGE
 from ..rules.crawling.crawlargs import ArgumentError
@@ -74,7 +74,8 @@ class Command(ScrapyCrawlCommand):
             return
         crawler = self._create_crawler(args[0])
         decided = {"tse_start": self.start} if self.start is not None else {}
-        self.crawler_process.crawl(crawler, **{**opts.spargs, **decided})  # a -a tse_start=... does not count
+        started = self.crawler_process.crawl(crawler, **{**opts.spargs, **decided})  # a -a tse_start=... does not count
+        say_start_failure(f"scrapy crawl {args[0]}", started)
         self.crawler_process.start()
         interrupts_ignored_from_now()  # the outcome is the exit status, whatever signal comes now
         if self.crawler_process.bootstrap_failed:

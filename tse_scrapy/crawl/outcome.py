@@ -7,12 +7,13 @@ outcome into their exit status with ``report``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..exitcodes import FAILED, OK, SUCCESS_REASONS
+from ..exitcodes import FAILED, OK, SUCCESS_REASONS, StartFailed
 from ..resume.statedb import RESUMABLE
 from ..rules.crawling.crawlargs import is_yes
 from ..rules.crawling.eta import format_clock
@@ -79,6 +80,30 @@ def how_to_go_on(crawler: Crawler, program: str) -> str:
     if program.startswith("scrapy"):
         return "go on with " + ("-a update=yes -a resume=yes" if update else "-a resume=yes")
     return "go on with " + ("--update --resume" if update else "--resume")
+
+
+def say_start_failure(program: str, started: object) -> None:
+    """On *started* (what ``crawl`` of a crawler process returns: an asyncio task, or a Deferred) failing
+    with ``StartFailed``, its one line on stderr, the failure taken (asyncio logged a traceback of it)."""
+
+    def said(error: BaseException) -> bool:
+        if not isinstance(error, StartFailed):
+            return False
+        logging.getLogger("tse").error("%s", error)
+        sys.stderr.write(f"{program}: {shown_message(str(error))}\n")
+        return True
+
+    def done(task: asyncio.Future) -> None:
+        error = None if task.cancelled() else task.exception()  # (taken: asyncio says nothing more of it)
+        if error is not None and not said(error):
+            # Another failure is told as asyncio would have told it.
+            context = {"message": "Task exception was never retrieved", "exception": error, "future": task}
+            task.get_loop().call_exception_handler(context)
+
+    if isinstance(started, asyncio.Future):
+        started.add_done_callback(done)
+    elif hasattr(started, "addErrback"):
+        started.addErrback(lambda failure: None if said(failure.value) else failure)
 
 
 def report(program: str, crawler: Crawler) -> int:

@@ -21,12 +21,21 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
 from ..crawl.downloader.record import CrawlRecordMiddleware
-from ..exitcodes import SUCCESS_REASONS, WRITE_ERROR
+from ..exitcodes import SUCCESS_REASONS, WRITE_ERROR, StartFailed
 from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from .join import CREATED_HERE
 from .outage import RedisOutage
-from .store import CrawlGone, RedisCrawl, connect, is_outage, redis_url, refused_line, worker_name
+from .store import (
+    CrawlGone,
+    RedisCrawl,
+    connect,
+    is_outage,
+    outage_line,
+    redis_url,
+    refused_line,
+    worker_name,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -46,25 +55,43 @@ class DistributedCrawlExtension:
         self.crawler = crawler
         url = redis_url(settings["TSE_REDIS_URL"])
         self.crawl = RedisCrawl(connect(url), settings["TSE_CRAWL_NAME"])
-        # From here on, this worker writes only while Redis holds the crawl as it is now.
-        joined = self.crawl.join()
         self.directory = settings.get("TSE_PAGEDIR")
-        # Shared by every component that talks to Redis: they wait out an outage together.
-        self.outage = RedisOutage(
-            self.crawl.server,
-            settings.getfloat("TSE_REDIS_PATIENCE"),
-            mask_url(url),
-            self.crawl.keys.resumed,
-            crawler.stats,
-            self.crawl,
-        )
-        self.outage.lost_line = lost_line(self.crawl.name, self.outage.shown_url, self.directory)
-        if joined and settings.getbool("TSE_REDIS_KEEP"):
-            self.crawl.keep_when_finished()  # whichever worker finishes keeps them
         # The politeness is the crawl's, set by its first worker: a worker joining with a smaller
         # DOWNLOAD_DELAY must not make the crawl less polite.
         self.host_delay = settings.getfloat("TSE_HOST_DELAY")
         self.max_crawl_delay = settings.getfloat("TSE_MAX_CRAWL_DELAY")
+        try:
+            # From here on, this worker writes only while Redis holds the crawl as it is now.
+            joined = self.crawl.join()
+            # Shared by every component that talks to Redis: they wait out an outage together.
+            self.outage = RedisOutage(
+                self.crawl.server,
+                settings.getfloat("TSE_REDIS_PATIENCE"),
+                mask_url(url),
+                self.crawl.keys.resumed,
+                crawler.stats,
+                self.crawl,
+            )
+            self._settle_politeness(joined, settings.getbool("TSE_REDIS_KEEP"))
+        except redis.RedisError as error:
+            # Redis went away (or refused) in the moments between this worker's join, before Scrapy
+            # started, and here: the worker's start fails as it would have failed a moment earlier, in
+            # one line (exit 1), not a traceback.
+            if is_outage(error):
+                line = f"{outage_line(error, mask_url(url))} as this worker started: start it again to go on"
+            else:
+                line = refused_line(self.crawl, error)
+            raise StartFailed(line) from None
+        self.outage.lost_line = lost_line(self.crawl.name, self.outage.shown_url, self.directory)
+        self.worker = worker_name()
+        # URL fingerprint -> docID reserved for a page this worker leased: the scheduler's and the pipeline's.
+        self.reservations: dict[bytes, Reservation] = {}
+
+    def _settle_politeness(self, joined: bool, keep: bool) -> None:
+        """The crawl's keys kept at its end when *keep* (TSE_REDIS_KEEP); its politeness stored by its
+        first worker, taken by the others (the crawl's, not this worker's settings)."""
+        if joined and keep:
+            self.crawl.keep_when_finished()  # whichever worker finishes keeps them
         if joined and self.crawl.name in CREATED_HERE:
             self.crawl.set_delay(self.host_delay, self.max_crawl_delay)
         elif joined:
@@ -79,9 +106,6 @@ class DistributedCrawlExtension:
                 )
             if stored is not None:
                 self.host_delay, self.max_crawl_delay = stored
-        self.worker = worker_name()
-        # URL fingerprint -> docID reserved for a page this worker leased: the scheduler's and the pipeline's.
-        self.reservations: dict[bytes, Reservation] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedCrawlExtension:
