@@ -73,7 +73,7 @@ def test_bfs_gives_shortest_depths_where_tse_order_does_not(tmp_path, serve):
 
 
 def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=120, fanout=4, seed=3)
+    site = generate_site(tmp_path / "site", pages=60, fanout=4, seed=3)
     server = serve(site.root)
     for name in list(site.links)[::7]:
         server.rules["/" + name] = Rule(delay=0.05)  # uneven answer times
