@@ -73,7 +73,7 @@ def test_bfs_gives_shortest_depths_where_tse_order_does_not(tmp_path, serve):
 
 
 def test_bfs_with_concurrency_on_a_larger_site(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=120, fanout=4, seed=3)
+    site = generate_site(tmp_path / "site", pages=60, fanout=4, seed=3)
     server = serve(site.root)
     for name in list(site.links)[::7]:
         server.rules["/" + name] = Rule(delay=0.05)  # uneven answer times
@@ -183,9 +183,14 @@ def test_a_link_longer_than_scrapys_limit_is_logged_and_followed(tmp_path, serve
     assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), (long_link, 1)]
 
 
-@pytest.mark.parametrize(("options", "cookie_sent"), [((), None), (("-s", "COOKIES_ENABLED=True"), "session=42")])
-def test_cookies_are_sent_back_only_when_enabled(tmp_path, serve, options, cookie_sent):
+# The cookie jar and the referer, each on request: one crawl without either, one with both.
+@pytest.mark.parametrize(
+    ("options", "cookie_sent", "referer_sent"),
+    [((), None, None), (("-s", "COOKIES_ENABLED=True", "-s", "REFERER_ENABLED=True"), "session=42", "index.html")],
+)
+def test_cookies_and_a_referer_are_sent_only_when_enabled(tmp_path, serve, options, cookie_sent, referer_sent):
     # The reference keeps no cookies, nor does a crawl by default; Scrapy's cookie jar on request.
+    # The reference sends no Referer, nor does a crawl by default; Scrapy's RefererMiddleware on request.
     site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
     server = serve(site.root)
     server.rules["/index.html"] = Rule(status=200, headers={"Set-Cookie": "session=42; Path=/"})
@@ -194,6 +199,10 @@ def test_cookies_are_sent_back_only_when_enabled(tmp_path, serve, options, cooki
     assert paths(server, saved_pages(tmp_path / "out")) == [("index.html", 0), ("a.html", 1)]
     (page,) = [hit for hit in server.hits if hit.key == "/a.html"]
     assert page.header("Cookie") == cookie_sent
+    expected = referer_sent and f"{server.url}/{referer_sent}"
+    assert page.header("Referer") == expected
+    # Nor does the redirect middleware warn that it found no Referer middleware.
+    assert "WARNING" not in result.stderr.decode()
 
 
 @pytest.mark.parametrize("options", [(), ("--order", "bfs", "-s", "CONCURRENT_REQUESTS=8")])
@@ -231,20 +240,6 @@ def test_every_link_is_logged_in_its_place_external_ones_too(tmp_path, serve, op
     ]
     assert "6 links ignored (5 external, 1 duplicate, 0 denied)" in result.stderr.decode()
     assert not any("elsewhere" in hit.key for hit in server.hits)
-
-
-@pytest.mark.parametrize(("options", "referer_sent"), [((), None), (("-s", "REFERER_ENABLED=True"), "index.html")])
-def test_a_referer_is_sent_only_when_enabled(tmp_path, serve, options, referer_sent):
-    # The reference sends none, nor does a crawl by default; Scrapy's RefererMiddleware on request.
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    server = serve(site.root)
-    result = crawl(server, tmp_path / "out", 1, *options)
-    assert result.returncode == 0, result.stderr.decode()
-    (page,) = [hit for hit in server.hits if hit.key == "/a.html"]
-    expected = referer_sent and f"{server.url}/{referer_sent}"
-    assert page.header("Referer") == expected
-    # Nor does the redirect middleware warn that it found no Referer middleware.
-    assert "WARNING" not in result.stderr.decode()
 
 
 @pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])

@@ -42,7 +42,7 @@ references = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(references)
 def test_unescape_as_html_unescape_without_the_digit_limit(text):
     limit = sys.get_int_max_str_digits()

@@ -87,19 +87,19 @@ PIECES = [
 markups = st.lists(st.one_of(st.sampled_from(PIECES), st.characters()), max_size=60).map("".join)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(markups, st.one_of(st.integers(-1, 40), st.just(2_000_000)), st.booleans())
 def test_typed_cleaned_text_as_the_python_path(markup, limit, folding):
     assert markuppass.cleaned_text(markup, limit, folding) == python_path.cleaned_text(markup, limit, folding)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(markups)
 def test_typed_links_as_the_python_path(text):
     assert list(markuppass.links(text)) == list(python_path.links(text))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(markups)
 def test_a_pages_text_and_links_with_either_path(text):
     # The whole of what the indexer reads of a page: its shown markup and visible text, its title and
@@ -154,7 +154,7 @@ navigation_markups = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=700, deadline=None)
 @given(navigation_markups)
 def test_typed_navigation_spans_as_the_python_path(markup):
     assert markuppass.navigation_spans(markup) == python_path.navigation_spans(markup)
@@ -228,7 +228,7 @@ dropped_markups = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=700, deadline=None)
 @given(dropped_markups, st.booleans())
 def test_typed_dropped_spans_as_the_python_path(text, folding):
     match = pagetext._DROPPED_WHOLE.match

@@ -26,12 +26,22 @@ PAGES = {  # docID: (URL, body); the worked example of the tests below
 D = "-" * 47 + "\n"
 
 
-@pytest.fixture
-def engine(tmp_path):
-    pages = write_pages(tmp_path / "pages", {doc_id: (url, 1, body) for doc_id, (url, body) in PAGES.items()})
-    result = run_tse("index", pages, tmp_path / "index")
+@pytest.fixture(scope="module")
+def built_engine(tmp_path_factory):
+    """The pages and their index made once (a tse index); each test's engine is a copy of them."""
+    root = tmp_path_factory.mktemp("built")
+    pages = write_pages(root / "pages", {doc_id: (url, 1, body) for doc_id, (url, body) in PAGES.items()})
+    result = run_tse("index", pages, root / "index")
     assert result.returncode == 0 and result.stdout == result.stderr == b""
-    return pages, tmp_path / "index"
+    return root
+
+
+@pytest.fixture
+def engine(built_engine, tmp_path):
+    """A test's own pages and index (it may change them), copied with their times."""
+    for path in built_engine.iterdir():
+        (shutil.copytree if path.is_dir() else shutil.copy2)(path, tmp_path / path.name)
+    return tmp_path / "pages", tmp_path / "index"
 
 
 @pytest.fixture(scope="module")

@@ -147,14 +147,14 @@ def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
 
 
 def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=120, fanout=3, seed=5, external=3, dead=3)
+    site = generate_site(tmp_path / "site", pages=60, fanout=3, seed=5, external=3, dead=3)
     server = serve(site.root)
     pages, record = tmp_path / "pages", tmp_path / "crawl.jsonl"
     pages.mkdir()
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(pages), "10", "--prefix", f"{server.url}/"]
     command += ["-s", "DOWNLOAD_DELAY=0.01", "--record", str(record)]
     crawl = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_until(lambda: len(page_files(pages)) >= 30 or crawl.poll() is not None, 60, "no 30 pages", 0.005)
+    wait_until(lambda: len(page_files(pages)) >= 20 or crawl.poll() is not None, 60, "no 20 pages", 0.005)
     crawl.send_signal(signal.SIGKILL)
     crawl.wait(timeout=30)
     before = record.read_bytes()

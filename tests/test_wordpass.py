@@ -75,7 +75,7 @@ SPECIAL = (
 texts = st.text(alphabet=st.one_of(st.sampled_from(SPECIAL), st.characters()), max_size=150)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(texts, st.sampled_from(["en", "fr", "ja", None]), st.one_of(st.none(), st.integers(0, 30)))
 def test_typed_words_and_terms_as_the_python_path(text, language, limit):
     typed = wordpass.words_and_terms(text, language, limit)
@@ -90,7 +90,7 @@ bodies = st.binary(max_size=200) | st.lists(
 ).map(b"".join)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(bodies, max_size=6))
 def test_typed_counts_and_postings_as_the_python_path(pages):
     typed, python = RunPostings(), {}
