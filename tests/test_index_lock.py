@@ -90,11 +90,11 @@ def write_pages(directory: Path, count: int) -> Path:
 
 @pytest.fixture(scope="module")
 def many_pages() -> Iterator[Path]:
-    """2,000 pages of 5 KB: `tse index --jobs 2` of them keeps both workers at work on ranges long
-    enough to stop them there (four ranges of 500, handed out at once: two a worker, the second
-    still at work once the first has written its run)."""
+    """1,500 pages of 5 KB: `tse index --jobs 2` of them keeps both workers alive, one at work on a
+    range, long enough to stop them there (ranges of 500 handed out two a worker at once: one worker
+    has a second range still to do once the first ones have written their runs)."""
     with tempfile.TemporaryDirectory() as name:
-        yield write_pages(Path(name), 2000)
+        yield write_pages(Path(name), 1500)
 
 
 @pytest.fixture(scope="module")

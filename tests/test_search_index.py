@@ -2,6 +2,7 @@
 hostile pages, refused when it belongs to another index."""
 
 import os
+import shutil
 import threading
 import time
 import zlib
@@ -49,18 +50,50 @@ def fixture_pages(tmp_path_factory):
     return write_fixture_directory(tmp_path_factory.mktemp("multilingual") / "pages")
 
 
+@pytest.fixture(scope="module")
+def fixture_indexed(fixture_pages, tmp_path_factory):
+    """The fixture's pages indexed once with `tse index`: the index's directory (read only by the tests:
+    ``indexed_copy``)."""
+    directory = tmp_path_factory.mktemp("indexed")
+    assert run_tse("index", fixture_pages, directory / "index").returncode == 0
+    return directory
+
+
+# The text and its sidecar are never written in place (a build or an update renames new files over
+# them), and the stamp names their inodes: linked, they stay as stamped; the rest is copied.
+LINKED = ("index", "index.bin", "index.stamp")
+
+
+def indexed_copy(fixture_indexed, out, *, linked=LINKED):
+    """The index of the fixture's pages (as `tse index` wrote it) in *out*; its INDEXFILE."""
+    out.mkdir(exist_ok=True)
+    for path in fixture_indexed.iterdir():
+        if path.name in linked:
+            os.link(path, out / path.name)
+        else:
+            shutil.copy2(path, out / path.name)
+    return out / "index"
+
+
+@pytest.fixture(scope="module")
+def one_run_index(fixture_pages, tmp_path_factory):
+    """The fixture's pages indexed in one process, in one range."""
+    indexfile = tmp_path_factory.mktemp("one") / "index"
+    write_index_files(fixture_pages, indexfile, jobs=1, run_pages=1000)
+    return indexfile
+
+
 @pytest.mark.parametrize(
     "jobs, run_pages, sent_words", [(2, 1, None), (2, 7, None), (1, 3, None), (1, 2, 40), (2, 3, 150)]
 )
 def test_the_same_search_index_whatever_the_workers_and_ranges(
-    fixture_pages, tmp_path, monkeypatch, jobs, run_pages, sent_words
+    fixture_pages, one_run_index, tmp_path, monkeypatch, jobs, run_pages, sent_words
 ):
-    write_index_files(fixture_pages, tmp_path / "one", jobs=1, run_pages=1000)
     if sent_words is not None:  # the vocabulary's words a process remembers sending, forgotten often
         monkeypatch.setattr(indexer, "SENT_WORDS", sent_words)
     write_index_files(fixture_pages, tmp_path / "other", jobs=jobs, run_pages=run_pages)
-    assert search_rows(tmp_path / "other") == search_rows(tmp_path / "one")
-    found = answers(fixture_pages, tmp_path / "one")
+    assert search_rows(tmp_path / "other") == search_rows(one_run_index)
+    found = answers(fixture_pages, one_run_index)
     assert found == answers(fixture_pages, tmp_path / "other")
     assert all(found[query] for query in QUERIES[:6]), found
 
@@ -252,9 +285,9 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
     assert updated == fresh and len(fresh["rests"]) == 2
 
 
-def test_a_search_index_of_another_index_is_not_used(fixture_pages, tmp_path):
-    assert run_tse("index", fixture_pages, tmp_path / "index").returncode == 0
-    assert run_tse("index", fixture_pages, tmp_path / "other").returncode == 0
+def test_a_search_index_of_another_index_is_not_used(fixture_pages, fixture_indexed, tmp_path):
+    indexed_copy(fixture_indexed, tmp_path, linked=())  # (copies: the text is written to below)
+    shutil.copy2(search_path(fixture_indexed / "index"), search_path(tmp_path / "other"))
     search_path(tmp_path / "other").replace(search_path(tmp_path / "index"))
     (tmp_path / "index").write_bytes((tmp_path / "index").read_bytes() + b"zzzz 1 1\n")
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
@@ -299,10 +332,11 @@ def test_an_error_at_the_end_stops_the_search_index_thread_and_changes_nothing(
 
 
 @pytest.mark.parametrize("limit", [10_000, 100_000, 300_000, 600_000])
-def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(fixture_pages, tmp_path, limit):
+def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(
+    fixture_pages, fixture_indexed, tmp_path, limit
+):
     out = tmp_path / "out"
-    out.mkdir()
-    assert run_tse("index", fixture_pages, out / "index").returncode == 0
+    indexed_copy(fixture_indexed, out)
     before = {path.name: path.read_bytes() for path in out.iterdir()}
     # 600 KB: only the search index fails (the document store fits, and so does the spilled fields
     # file of the one range, about 450 KB); less, the store or the spilled fields too.
@@ -316,15 +350,15 @@ def test_an_index_that_cannot_be_written_fails_in_one_line_and_changes_nothing(f
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
 
 
-def _failed_update(tmp_path, block=None, **options):
-    """The fixture's pages indexed, one changed ("orchard" added), then ``tse index --update`` run with
-    *options* after *block* (given the index's directory; returns what undoes it, run after the
-    update): the update must fail in one line, every file of the index as it was; then an update
-    without hindrance finds the change."""
-    pages = write_fixture_directory(tmp_path / "pages")
+def _failed_update(fixture_pages, fixture_indexed, tmp_path, block=None, **options):
+    """The fixture's pages indexed (copies of both, the pages' times kept), one changed ("orchard"
+    added), then ``tse index --update`` run with *options* after *block* (given the index's directory;
+    returns what undoes it, run after the update): the update must fail in one line, every file of the
+    index as it was; then an update without hindrance finds the change."""
+    pages = tmp_path / "pages"
+    shutil.copytree(fixture_pages, pages)
     out = tmp_path / "out"
-    out.mkdir()
-    assert run_tse("index", pages, out / "index").returncode == 0
+    indexed_copy(fixture_indexed, out)
     before = {path.name: path.read_bytes() for path in out.iterdir()}
     (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
     unblock = block(out) if block else None
@@ -342,13 +376,17 @@ def _failed_update(tmp_path, block=None, **options):
 
 
 @pytest.mark.parametrize("limit", [100_000, 300_000, 600_000])
-def test_an_update_that_cannot_be_written_fails_in_one_line_and_changes_nothing(tmp_path, limit):
-    before = _failed_update(tmp_path, preexec_fn=files_of_at_most(limit))
+def test_an_update_that_cannot_be_written_fails_in_one_line_and_changes_nothing(
+    fixture_pages, fixture_indexed, tmp_path, limit
+):
+    before = _failed_update(fixture_pages, fixture_indexed, tmp_path, preexec_fn=files_of_at_most(limit))
     # Every limit is under the search index's size: its copy fails, before any file is put in place.
     assert len(before["index.search"]) > 600_000
 
 
-def test_an_update_whose_other_files_cannot_be_written_leaves_the_search_index_as_it_was(tmp_path):
+def test_an_update_whose_other_files_cannot_be_written_leaves_the_search_index_as_it_was(
+    fixture_pages, fixture_indexed, tmp_path
+):
     # The search index is written (to its partial file) first; then the store cannot be: a directory
     # stands where its partial file goes.  The search index's partial file must be gone too.
     def block(out):
@@ -356,7 +394,7 @@ def test_an_update_whose_other_files_cannot_be_written_leaves_the_search_index_a
         blocker.mkdir()
         return blocker.rmdir
 
-    _failed_update(tmp_path, block)
+    _failed_update(fixture_pages, fixture_indexed, tmp_path, block)
 
 
 def test_an_index_in_a_directory_whose_name_is_not_utf8(fixture_pages, tmp_path):
@@ -369,9 +407,10 @@ def test_an_index_in_a_directory_whose_name_is_not_utf8(fixture_pages, tmp_path)
     assert found.returncode == 0 and b"Matches" in found.stdout, found.stdout
 
 
-def test_an_update_writes_anew_a_search_index_damaged_where_every_search_reads(fixture_pages, tmp_path):
-    index = tmp_path / "index"
-    assert run_tse("index", fixture_pages, index).returncode == 0
+def test_an_update_writes_anew_a_search_index_damaged_where_every_search_reads(
+    fixture_pages, fixture_indexed, tmp_path
+):
+    index = indexed_copy(fixture_indexed, tmp_path)
     damaged_fts(index)  # its meta as written: the SPEC index's size and digest match
     refused = run_tse("query", fixture_pages, index, "--rank", "relevance", input=b"installation\n")
     assert refused.returncode == 1 and refused.stdout == b"", refused
@@ -384,8 +423,8 @@ def test_an_update_writes_anew_a_search_index_damaged_where_every_search_reads(f
     assert found.returncode == 0 and b"Matches" in found.stdout and found.stderr == b"", found
 
 
-def test_a_search_index_damaged_once_opened_is_an_answer_not_a_traceback(fixture_pages, tmp_path):
-    assert run_tse("index", fixture_pages, tmp_path / "index").returncode == 0
+def test_a_search_index_damaged_once_opened_is_an_answer_not_a_traceback(fixture_pages, fixture_indexed, tmp_path):
+    indexed_copy(fixture_indexed, tmp_path)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert engine.answer("installation", "relevance").ranked  # opened, its checks passed
     with open(search_path(tmp_path / "index"), "r+b") as search:  # its FTS5 pages zeroed, its meta kept
