@@ -640,19 +640,34 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
     assert files_in(tmp_path / "out") == before
 
 
-@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C", "SIGTERM"])
-def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
-    # `tse index --update` reads the pages that changed with the same workers: two in three here (more
-    # would be a full build).
-    pages = tmp_path / "pages"
+@pytest.fixture(scope="module")
+def indexed_then_changed(many_pages, tmp_path_factory):
+    """A quarter of many_pages (time enough), indexed, then two in three of them changed (their times):
+    (the pages, the index's directory).  Read only: an update stopped changes nothing (its test checks)."""
+    directory = tmp_path_factory.mktemp("update")
+    pages = directory / "pages"
     pages.mkdir()
-    for name in [".crawler", *map(str, range(1, 2001))]:  # a quarter of them: time enough
+    for name in [".crawler", *map(str, range(1, 2001))]:
         shutil.copy2(many_pages / name, pages / name)
-    (tmp_path / "out").mkdir()
-    assert run_tse("index", pages, tmp_path / "out" / "index", "--jobs", "2").returncode == 0
+    (directory / "out").mkdir()
+    assert run_tse("index", pages, directory / "out" / "index", "--jobs", "2").returncode == 0
     for path in pages.iterdir():
         if path.name != ".crawler" and int(path.name) % 3:
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
+    return pages, directory / "out"
+
+
+@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C", "SIGTERM"])
+def test_an_update_stopped_is_one_line_and_changes_nothing(indexed_then_changed, tmp_path, how):
+    # `tse index --update` reads the pages that changed with the same workers: two in three here (more
+    # would be a full build).
+    pages, built = indexed_then_changed
+    (tmp_path / "out").mkdir()
+    for path in built.iterdir():  # the text, its sidecar and the stamp naming their inodes: linked
+        if path.name in ("index", "index.bin", "index.stamp"):
+            os.link(path, tmp_path / "out" / path.name)
+        else:
+            shutil.copy2(path, tmp_path / "out" / path.name)
     before = files_in(tmp_path / "out")
     with indexing_mid_work(pages, tmp_path / "out" / "index", "--update") as (process, workers):
         if how == "a worker killed":

@@ -100,8 +100,9 @@ def assert_same_as_fresh(pages: Path, updated: Path, fresh: Path) -> None:
 
 @pytest.fixture
 def site(tmp_path):
+    """make_site's pages, indexed (by `tse index` in this process: the tests run the updates they check)."""
     pages = make_site(tmp_path / "pages")
-    index(pages, tmp_path / "index")
+    assert tse("index", pages, tmp_path / "index") == ""
     return pages, tmp_path / "index"
 
 
