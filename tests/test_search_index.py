@@ -111,8 +111,8 @@ def test_the_same_search_index_whatever_the_workers_and_ranges(
     assert all(found[query] for query in QUERIES[:6]), found
 
 
-def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, fixture_indexed, tmp_path):
+    indexed_copy(fixture_indexed, tmp_path)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     index = engine.search_index
     with opened(tmp_path / "index") as db:
@@ -136,8 +136,8 @@ def test_the_stored_heads_give_the_snippets_worked_out(fixture_pages, tmp_path):
     assert used == results >= 10
 
 
-def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages, tmp_path):
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages, fixture_indexed, tmp_path):
+    indexed_copy(fixture_indexed, tmp_path)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     before = app_results(engine, "installation")
     with opened(tmp_path / "index") as db:
@@ -310,10 +310,10 @@ def test_a_search_index_of_another_index_is_not_used(fixture_pages, fixture_inde
 
 @pytest.mark.parametrize("where", ["the SPEC index's merge", "the search index's thread"])
 def test_an_error_at_the_end_stops_the_search_index_thread_and_changes_nothing(
-    fixture_pages, tmp_path, monkeypatch, where
+    fixture_pages, fixture_indexed, tmp_path, monkeypatch, where
 ):
     # The last part of a build: the SPEC index merged while a thread merges the search index's segments.
-    write_index_files(fixture_pages, tmp_path / "index")
+    indexed_copy(fixture_indexed, tmp_path)
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
     merging = threading.Event()
     merged_in_thread = []
@@ -565,9 +565,9 @@ def test_forms_restricted_are_those_not_every_languages_stem_of_a_word():
         assert matching.stemmed_only_in([word], forms, languages) == expected, word
 
 
-def test_the_phrase_bonus_leaves_out_only_the_variants_no_page_can_hold(fixture_pages, tmp_path):
+def test_the_phrase_bonus_leaves_out_only_the_variants_no_page_can_hold(fixture_pages, fixture_indexed, tmp_path):
     # The oracle: FTS5's own count of each term's pages, and its matches of the phrase with every variant.
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     index = QueryEngine(fixture_pages, IndexReader(tmp_path / "index")).search_index
     dropped, matched = 0, set()
     for line in ("installing debian", "the installation system", "debian reference", "установка системы"):
@@ -589,10 +589,12 @@ def test_the_phrase_bonus_leaves_out_only_the_variants_no_page_can_hold(fixture_
 
 
 @pytest.mark.parametrize("counted", [True, False], ids=["term_counts", "fts5vocab"])
-def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_path, monkeypatch, counted):
+def test_pages_counted_together_are_those_counted_one_by_one(
+    fixture_pages, fixture_indexed, tmp_path, monkeypatch, counted
+):
     # The oracle: FTS5's own count of the rows matching each term as a phrase; the counts read from
     # the index's term_counts table (written by tse index) or counted by fts5vocab (an index without it).
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     monkeypatch.setattr(matching, "COUNTED_TOGETHER", 7)  # several statements
     with opened(tmp_path / "index") as db:
         words = [word for (word,) in db.execute("SELECT word FROM vocabulary ORDER BY word LIMIT 40")]
@@ -629,8 +631,10 @@ def test_pages_counted_together_are_those_counted_one_by_one(fixture_pages, tmp_
                 assert sum(count > 0 for count in expected.values()) > 10  # not a test of absent words only
 
 
-def test_term_counts_are_read_only_when_counted_with_the_index_they_belong_with(fixture_pages, tmp_path):
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+def test_term_counts_are_read_only_when_counted_with_the_index_they_belong_with(
+    fixture_pages, fixture_indexed, tmp_path
+):
+    indexed_copy(fixture_indexed, tmp_path)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     assert isinstance(engine.search_index, SearchIndex) and engine.search_index.vocabulary._counted
     expected = engine.answer("installation debian", "relevance").ranked
@@ -673,8 +677,8 @@ def test_term_counts_left_by_an_update_that_does_not_count_are_not_read(tmp_path
     assert engine.search_index.vocabulary.documents("bar", "titles_fts") == 1
 
 
-def test_term_counts_said_counted_but_gone_are_not_read(fixture_pages, tmp_path):
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+def test_term_counts_said_counted_but_gone_are_not_read(fixture_pages, fixture_indexed, tmp_path):
+    indexed_copy(fixture_indexed, tmp_path)
     with opened(tmp_path / "index") as db:
         db.execute("DROP TABLE term_counts")
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
@@ -682,10 +686,10 @@ def test_term_counts_said_counted_but_gone_are_not_read(fixture_pages, tmp_path)
     assert engine.answer("installation debian", "relevance").ranked
 
 
-def test_one_statement_or_two_give_the_same_answers(fixture_pages, tmp_path, monkeypatch):
+def test_one_statement_or_two_give_the_same_answers(fixture_pages, fixture_indexed, tmp_path, monkeypatch):
     """Most queries are matched and scored by one FTS5 statement (their scoring expression is their
     matching one); the same answers as a statement each."""
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     queries = [*QUERIES, "debian installation guide", "安装 debian", "установка debian", "debain", "the debian"]
     statements = {"scored": 0, "matched": 0}
 
@@ -778,10 +782,12 @@ def test_a_word_an_update_leaves_no_page_holding_is_no_correction_as_after_a_bui
     assert fresh[2] == ({"frobnicatedd": "frobnicated"}, fresh[2][1])
 
 
-def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_every_page(fixture_pages, tmp_path):
+def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_every_page(
+    fixture_pages, fixture_indexed, tmp_path
+):
     # Its terms are another analysis's (an older tse, another Unicode or Snowball version): a query's
     # would not meet them, nor would an update's pages the others'.
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     before = search_rows(tmp_path / "index")
     with opened(tmp_path / "index") as db:
         db.execute("UPDATE meta SET value = 'older' WHERE key = 'analysis'")
@@ -797,10 +803,12 @@ def test_a_search_index_of_another_analysis_is_not_read_and_an_update_indexes_ev
     assert isinstance(engine.search_index, SearchIndex)
 
 
-def test_the_phrases_counted_and_kept_hold_a_bounded_number_of_words(fixture_pages, tmp_path, monkeypatch):
+def test_the_phrases_counted_and_kept_hold_a_bounded_number_of_words(
+    fixture_pages, fixture_indexed, tmp_path, monkeypatch
+):
     # A phrase can be a hyphenated word of hundreds: a query of them, each new, kept 0.8 GB in 30 s
     # when only the phrases were counted.
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     vocabulary = engine.search_index.vocabulary
     phrases = [("debian", "gnu", "linux"), ("the", "debian"), ("instal", "debian", "gnu", "linux"), ("zzz", "yyy")]
@@ -980,11 +988,11 @@ def test_the_page_whose_whole_title_was_typed_gains_the_larger_bonus():
 
 
 def test_the_pages_of_forms_kept_between_searches_are_bounded_and_change_no_answer(
-    fixture_pages, tmp_path, monkeypatch
+    fixture_pages, fixture_indexed, tmp_path, monkeypatch
 ):
     # Stems of some languages only ("the" is "their"'s Spanish stem) have their pages read and kept
     # (searcher.FORM_PAGES_KEPT); a bound of a few pages keeps the last form's and answers the same.
-    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    indexed_copy(fixture_indexed, tmp_path)
     queries = ["their", "does", "init", "installation", "their zzzyqx", "debian -their", "booting", "their"]
     fresh = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))
     expected = [fresh.answer(query, "relevance").ranked for query in queries]
