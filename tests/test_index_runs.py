@@ -313,6 +313,22 @@ def _damaged(path: Path, how: str) -> None:
             file.write(b"\xff" * 40)
 
 
+@pytest.fixture(scope="module")
+def plain_answers(reference, tmp_path_factory):
+    """What the querier answers DAMAGE_QUERIES with from the orchard's index text without a sidecar."""
+    pages, _ = reference
+    directory = tmp_path_factory.mktemp("plain")
+    write_index_files(pages, directory / "index")
+    plain = directory / "plain.index"  # the same text, no sidecar
+    plain.write_bytes((directory / "index").read_bytes())
+    expected = run_tse("query", pages, plain, input=DAMAGE_QUERIES)
+    assert expected.returncode == 0, expected.stderr
+    return plain.read_bytes(), expected.stdout
+
+
+DAMAGE_QUERIES = b"kiwi\npear\nkiwi or pear\n"
+
+
 @pytest.mark.parametrize(
     "how",
     [
@@ -325,20 +341,19 @@ def _damaged(path: Path, how: str) -> None:
         "its header's count of bytes of words",
     ],
 )
-def test_a_damaged_sidecar_is_not_used(reference, tmp_path, how):
+def test_a_damaged_sidecar_is_not_used(reference, plain_answers, tmp_path, how):
     # (A tester's find: a traceback, or "No documents match." for a word on 24 pages, exit 0.)
     pages, _ = reference
     indexfile = tmp_path / "index"
     write_index_files(pages, indexfile)
-    plain = tmp_path / "plain.index"  # the same text, no sidecar: what the querier must answer
-    plain.write_bytes(indexfile.read_bytes())
-    queries = b"kiwi\npear\nkiwi or pear\n"
-    expected = run_tse("query", pages, plain, input=queries)
+    plain, expected_stdout = plain_answers  # what the querier must answer: the same text, no sidecar
+    assert indexfile.read_bytes() == plain
+    queries = DAMAGE_QUERIES
     assert IndexReader(indexfile).from_sidecar
     _damaged(sidecar_path(indexfile), how)
     assert not IndexReader(indexfile).from_sidecar
     answer = run_tse("query", pages, indexfile, input=queries)
-    assert (answer.returncode, answer.stdout, answer.stderr) == (0, expected.stdout, b"")
+    assert (answer.returncode, answer.stdout, answer.stderr) == (0, expected_stdout, b"")
     # An update does not take its postings for the old ones: it indexes every page, and writes a whole one.
     updated = run_tse("index", pages, indexfile, "--update")
     assert updated.returncode == 0 and b"cannot update: no sidecar" in updated.stderr, updated.stderr
@@ -477,10 +492,10 @@ def test_jobs_default_to_the_cores_the_process_may_use():
 
 @pytest.fixture(scope="module")
 def many_pages():
-    """8,000 pages of 6 KB: `tse index --jobs 2` takes a second or more, time to stop it mid-work, and
+    """4,000 pages of 6 KB: `tse index --jobs 2` takes a second or more, time to stop it mid-work, and
     the result of a range (5 KB of text a page for the store) is megabytes, more than a pipe holds."""
     with tempfile.TemporaryDirectory() as name:
-        yield write_many_pages(Path(name) / "pages", 8000)
+        yield write_many_pages(Path(name) / "pages", 4000)
 
 
 def existing_index(directory: Path) -> dict[str, bytes]:
@@ -640,19 +655,34 @@ def test_a_worker_killed_halfway_through_sending_a_range_is_one_line(many_pages,
     assert files_in(tmp_path / "out") == before
 
 
-@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C", "SIGTERM"])
-def test_an_update_stopped_is_one_line_and_changes_nothing(many_pages, tmp_path, how):
-    # `tse index --update` reads the pages that changed with the same workers: two in three here (more
-    # would be a full build).
-    pages = tmp_path / "pages"
+@pytest.fixture(scope="module")
+def indexed_then_changed(many_pages, tmp_path_factory):
+    """A quarter of many_pages (time enough), indexed, then two in three of them changed (their times):
+    (the pages, the index's directory).  Read only: an update stopped changes nothing (its test checks)."""
+    directory = tmp_path_factory.mktemp("update")
+    pages = directory / "pages"
     pages.mkdir()
-    for name in [".crawler", *map(str, range(1, 2001))]:  # a quarter of them: time enough
+    for name in [".crawler", *map(str, range(1, 2001))]:
         shutil.copy2(many_pages / name, pages / name)
-    (tmp_path / "out").mkdir()
-    assert run_tse("index", pages, tmp_path / "out" / "index", "--jobs", "2").returncode == 0
+    (directory / "out").mkdir()
+    assert run_tse("index", pages, directory / "out" / "index", "--jobs", "2").returncode == 0
     for path in pages.iterdir():
         if path.name != ".crawler" and int(path.name) % 3:
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))
+    return pages, directory / "out"
+
+
+@pytest.mark.parametrize("how", ["a worker killed", "two Ctrl-C", "SIGTERM"])
+def test_an_update_stopped_is_one_line_and_changes_nothing(indexed_then_changed, tmp_path, how):
+    # `tse index --update` reads the pages that changed with the same workers: two in three here (more
+    # would be a full build).
+    pages, built = indexed_then_changed
+    (tmp_path / "out").mkdir()
+    for path in built.iterdir():  # the text, its sidecar and the stamp naming their inodes: linked
+        if path.name in ("index", "index.bin", "index.stamp"):
+            os.link(path, tmp_path / "out" / path.name)
+        else:
+            shutil.copy2(path, tmp_path / "out" / path.name)
     before = files_in(tmp_path / "out")
     with indexing_mid_work(pages, tmp_path / "out" / "index", "--update") as (process, workers):
         if how == "a worker killed":

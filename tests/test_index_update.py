@@ -89,8 +89,9 @@ def files_of(indexfile: Path) -> dict[str, bytes]:
 
 
 def assert_same_as_fresh(pages: Path, updated: Path, fresh: Path) -> None:
-    """*updated* is what `tse index` of *pages* writes into *fresh*."""
-    index(pages, fresh)
+    """*updated* is what `tse index` of *pages* writes into *fresh* (the oracle: in this process, no workers;
+    the index is the same whatever the workers, test_an_update_read_in_ranges_by_workers_equals_a_fresh_index)."""
+    assert tse("index", pages, fresh, "--jobs", "1") == ""
     assert updated.read_bytes() == fresh.read_bytes()
     assert sidecar_path(updated).read_bytes() == sidecar_path(fresh).read_bytes()
     assert IndexReader(updated).from_sidecar
@@ -100,8 +101,9 @@ def assert_same_as_fresh(pages: Path, updated: Path, fresh: Path) -> None:
 
 @pytest.fixture
 def site(tmp_path):
+    """make_site's pages, indexed (by `tse index` in this process: the tests run the updates they check)."""
     pages = make_site(tmp_path / "pages")
-    index(pages, tmp_path / "index")
+    assert tse("index", pages, tmp_path / "index", "--jobs", "1") == ""
     return pages, tmp_path / "index"
 
 
@@ -184,7 +186,7 @@ def test_no_change_writes_nothing_and_reads_no_page(site, tmp_path):
         now = os.stat(path)
         assert (now.st_ino, now.st_mtime_ns, now.st_size) == (status.st_ino, status.st_mtime_ns, status.st_size)
     assert b"zebra" not in indexfile.read_bytes()
-    index(pages, tmp_path / "fresh")
+    assert tse("index", pages, tmp_path / "fresh", "--jobs", "1") == ""
     assert b"zebra 3 1" in (tmp_path / "fresh").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir() if "fresh" not in p.name) == [
         "index", "index.bin", "index.docs", "index.lock", "index.search", "index.stamp", "pages"
@@ -329,7 +331,7 @@ def gone_site(tmp_path: Path) -> tuple[Path, Path]:
         tmp_path / "pages",
         {n: (f"http://h/p{n}.html", 1, body(n, extra=f"only{'abcdefghij'[n - 1]} " * n)) for n in range(1, 11)},
     )
-    index(pages, tmp_path / "index")
+    assert tse("index", pages, tmp_path / "index", "--jobs", "1") == ""  # (in this process: set-up)
     pagedir.write_gone(pages, [3, 7])
     return pages, tmp_path / "index"
 
@@ -463,12 +465,12 @@ def test_any_changes_update_equals_fresh(rounds):
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         pages = make_site(root / "pages", 6)
-        assert tse("index", pages, root / "index") == ""
+        assert tse("index", pages, root / "index", "--jobs", "1") == ""
         for number, changes in enumerate(rounds):
             apply(pages, changes)
             assert tse("index", pages, root / "index", "--update") == ""
             fresh = root / f"fresh{number}"
-            assert tse("index", pages, fresh) == ""
+            assert tse("index", pages, fresh, "--jobs", "1") == ""
             assert (root / "index").read_bytes() == fresh.read_bytes()
             assert sidecar_path(root / "index").read_bytes() == sidecar_path(fresh).read_bytes()
             assert tables(root / "index") == tables(fresh)
@@ -522,7 +524,7 @@ def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_sam
         " index stops at"
         f" the first missing page; to remove a page, keep its file and list its docID in {gone})\n"
     )
-    assert run_tse("index", reference, tmp_path / "reference.index").returncode == 0
+    assert tse("index", reference, tmp_path / "reference.index", "--jobs", "1") == ""
     expected = (tmp_path / "reference.index").read_bytes()
     for options in [("--jobs", "1"), ("--jobs", "2"), ("--update",)]:
         result = run_tse("index", pages, tmp_path / "index", *options)

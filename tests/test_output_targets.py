@@ -8,6 +8,8 @@ A tester's finds: as root, ``--out /dev/null`` replaced the device with a regula
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import stat
@@ -21,6 +23,7 @@ from tests.conftest import crawl_site, run_scrapy, run_tse
 from tests.support.fulldisk import files_of_at_most
 from tests.support.pages import snapshot, write_pages
 from tests.support.sitegen import write_site
+from tse_scrapy import cli
 from tse_scrapy.report.page import EARLIER_REPORT_HEAD, REPORT_FILE, looks_like_a_report, write_report
 from tse_scrapy.rules.crawling.changes import CHANGES, CHANGES_FILE, looks_like_changes
 from tse_scrapy.rules.files.indexfile import INDEX_FILE
@@ -179,6 +182,15 @@ def test_a_report_is_told_by_its_head_and_an_earlier_report_by_its_first_lines(t
         assert not looks_like_a_report(other, True), other
 
 
+def tse_here(*args) -> tuple[int, bytes, str]:
+    """`tse ARGS` in this process (the command's code without its start-up; what it refuses, it refuses
+    before a crawl or a report begins): its exit status, stdout and stderr."""
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        status = cli.main([str(arg) for arg in args])
+    return status, out.getvalue().encode(), err.getvalue()
+
+
 def make_device(path: Path) -> bool:
     """A character device node like /dev/null at *path* (root only): whether it was made."""
     try:
@@ -221,9 +233,9 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
     if not device:  # (not root: a FIFO, which the write replaced as well)
         os.mkfifo(out)
     what = "a character device" if device else "a FIFO"
-    done = run_tse("report", record, "--out", out, timeout=60)
+    done = tse_here("report", record, "--out", out)
     # Before: exit 0, "wrote .../fakenull: ...", and a regular file where the device was.
-    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+    assert done == (
         2,
         b"",
         f"tse report: --out {out} is {what}, not a regular file: write the report elsewhere\n",
@@ -235,8 +247,8 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
         (tmp_path, f"{tmp_path} is a directory"),
         (nowhere, f"cannot write {nowhere}: no directory {nowhere.parent}"),
     ):
-        done = run_tse("report", record, "--out", target, timeout=60)
-        assert (done.returncode, done.stdout, done.stderr.decode()) == (2, b"", f"tse report: --out {why}\n"), target
+        done = tse_here("report", record, "--out", target)
+        assert done == (2, b"", f"tse report: --out {why}\n"), target
     # Its own report is replaced (written again from the same record), and one written before the mark.
     report = tmp_path / "report.html"
     write_report([record], report)
@@ -268,19 +280,19 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
     }
     if device:
         refused[tmp_path / "fakenull"] = f"{tmp_path / 'fakenull'} is a character device, not a regular file"
+    crawl = ("crawl", f"{server.url}/index.html", out, 1, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
     for path, said in refused.items():
-        done = crawl_site(server, out, 1, "--update", "--changes", path)
-        err = done.stderr.decode()
-        assert done.returncode == 2 and err.startswith(f"tse crawl: --changes: {said}") and err.count("\n") == 1, err
+        status, _, err = tse_here(*crawl, "--update", "--changes", path)
+        assert status == 2 and err.startswith(f"tse crawl: --changes: {said}") and err.count("\n") == 1, err
     arguments = [f"seed={server.url}/index.html", f"pagedir={out}", "depth=1", f"prefix={server.url}/", "update=yes"]
     done = run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], "-s", f"TSE_CHANGES={index}")
     err = done.stderr.decode()
     assert done.returncode == 2 and err.startswith(f"scrapy crawl tse: --changes: {refused[index]}"), err
     # The log and the record named after another crawl's page file (appended to: a review's find).
     for option, path in (("--log-file", other / "2"), ("--record", other / "12")):
-        done = crawl_site(server, tmp_path / "fresh", 1, option, path)
-        err = done.stderr.decode()
-        assert done.returncode == 2 and err == f"tse crawl: {option}: {path} is a file of the page directory {other}\n"
+        fresh = ("crawl", f"{server.url}/index.html", tmp_path / "fresh", 1, "--prefix", f"{server.url}/")
+        status, _, err = tse_here(*fresh, "-s", "DOWNLOAD_DELAY=0", option, path)
+        assert status == 2 and err == f"tse crawl: {option}: {path} is a file of the page directory {other}\n"
     assert snapshot(tmp_path) == before  # nothing fetched, nothing written
     # An empty file, then last time's changes, are replaced: a nightly --changes today.jsonl.
     listed = tmp_path / "today.jsonl"

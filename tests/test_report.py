@@ -78,8 +78,16 @@ def table_rows(page, table_id):
     ]
 
 
-def test_totals_and_pages_per_depth(tmp_path):
-    summary, page = report(tmp_path, CRAWL)
+@pytest.fixture(scope="module")
+def crawl_report(tmp_path_factory):
+    """CRAWL's report, written once for the tests that only read it: (its directory, the summary, the
+    parsed page)."""
+    directory = tmp_path_factory.mktemp("crawl-report")
+    return directory, *report(directory, CRAWL)
+
+
+def test_totals_and_pages_per_depth(crawl_report):
+    tmp_path, summary, page = crawl_report
     assert total_values(page) == CRAWL_TOTALS
     assert {cell.get("data-depth"): cell.text for cell in page.xpath('//table[@id="per-depth"]//td')} == {
         "0": "1",
@@ -116,8 +124,8 @@ def test_totals_and_pages_per_depth(tmp_path):
     assert not os.path.exists(tmp_path / ".report.html.partial")
 
 
-def test_each_figure_is_an_inline_svg_with_a_caption(tmp_path):
-    _, page = report(tmp_path, CRAWL)
+def test_each_figure_is_an_inline_svg_with_a_caption(crawl_report):
+    tmp_path, _, page = crawl_report
     for figure_id in FIGURES:
         (figure,) = page.xpath(f'//figure[@id="{figure_id}"]')
         assert len(figure.xpath("./svg")) == 1, figure_id
@@ -144,8 +152,8 @@ def test_each_figure_is_an_inline_svg_with_a_caption(tmp_path):
     assert "a.test (7)" in labels and "b.test (1)" in labels  # the refused request was never sent
 
 
-def test_most_linked_counts_each_linking_page_once(tmp_path):
-    _, page = report(tmp_path, CRAWL)
+def test_most_linked_counts_each_linking_page_once(crawl_report):
+    _, _, page = crawl_report
     # c is linked from /, b and d; / from b and c; b from / (twice on one page: once);
     # missing from c.  b.test/x is linked from nowhere, and the links never requested do not count.
     assert table_rows(page, "most-linked") == [
@@ -164,8 +172,8 @@ def test_a_page_scanned_twice_counts_once(tmp_path):
     assert table_rows(page, "most-linked")[2] == ["http://a.test/b", "1"]
 
 
-def test_slowest_requests(tmp_path):
-    _, page = report(tmp_path, CRAWL)
+def test_slowest_requests(crawl_report):
+    _, _, page = crawl_report
     assert table_rows(page, "slowest") == [
         ["http://b.test/x", "10.000", "\N{EN DASH}", "failed: timeout"],
         ["http://a.test/b", "0.500", "200", "saved"],

@@ -52,8 +52,10 @@ def vocabulary(indexfile: Path) -> list[tuple]:
 
 
 def updated_and_fresh(pages: Path, index: Path, fresh: Path) -> None:
+    """*index* updated, and the oracle: a full build of *pages* into *fresh* (no workers: the index is the
+    same whatever the workers, tests/test_search_index.py)."""
     tse("index", pages, index, "--update")
-    tse("index", pages, fresh)
+    tse("index", pages, fresh, "--jobs", "1")
 
 
 def test_a_word_whose_first_page_lost_it_is_spelled_as_the_next_page_holding_it(tmp_path):
@@ -106,7 +108,7 @@ def test_any_changes_leave_the_vocabulary_of_a_full_build(first, rounds):
         pages = write_pages(
             root / "pages", {doc_id: (f"http://h/{doc_id}.html", 1, page(seed)) for doc_id, seed in enumerate(first, 1)}
         )
-        tse("index", pages, root / "index")
+        tse("index", pages, root / "index", "--jobs", "1")  # (set-up: no workers)
         last, gone = len(first), set()
         for number, changes in enumerate(rounds):
             touched: set[int] = set()
