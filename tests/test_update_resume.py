@@ -35,6 +35,7 @@ from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.warcs import assert_index_points_at_records, assert_valid
+from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.crawlrecord import parse_record
 
@@ -248,15 +249,26 @@ def test_resuming_an_update_that_has_finished_or_never_began(tmp_path, serve):
     assert snapshot(tmp_path) == before
 
 
+@pytest.fixture(scope="module")
+def small_crawl(tmp_path_factory):
+    """A two-page site, served for the module, and its crawl with the catalog, made once: the tests
+    that ask for it damage a copy."""
+    root = tmp_path_factory.mktemp("small")
+    site = write_site(root / "site", {"index.html": ["a.html"], "a.html": []})
+    out = root / "crawled"
+    out.mkdir()
+    with SiteServer(site.root) as server:
+        assert crawl_site(server, out, 1, "--validators").returncode == 0
+        yield server, out
+
+
 @pytest.mark.parametrize("broken", [".tse-state.sqlite", ".tse-pages.sqlite"])
 @pytest.mark.parametrize("content", ["not a database", "a directory"])
-def test_a_state_or_catalog_that_cannot_be_read_is_refused_in_one_line(tmp_path, serve, broken, content):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    server = serve(site.root)
+def test_a_state_or_catalog_that_cannot_be_read_is_refused_in_one_line(tmp_path, small_crawl, broken, content):
+    server, crawled_once = small_crawl
     out, empty = tmp_path / "out", tmp_path / "empty"
-    out.mkdir()
+    shutil.copytree(crawled_once, out)
     empty.mkdir()
-    assert crawl_site(server, out, 1, "--validators").returncode == 0
     for directory in (out, empty):
         path = directory / broken
         path.unlink(missing_ok=True)
