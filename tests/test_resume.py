@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import time
+from collections import Counter
 
 import pytest
 
@@ -57,7 +58,7 @@ def crawl_command(server, out, order, *extra):
 @pytest.fixture(scope="module")
 def whole_crawl(slow_site, tmp_path_factory):
     """The uninterrupted crawl of slow_site in an order at a concurrency, made once for the tests
-    that ask for it (three ask for the same one): its page directory."""
+    that ask for it: its page directory."""
     _, server = slow_site
     made = {}
 
@@ -96,17 +97,16 @@ def interrupt_at(command, out, target, signals, rng):
 
 
 @pytest.mark.parametrize(
-    "order, signals, concurrency",
+    "order, kinds, concurrency",
     [
-        ("tse", [signal.SIGKILL], 1),
-        ("bfs", [signal.SIGKILL], 1),
+        # One crawl stopped by turns with each: a SIGKILL, a Ctrl-C, two Ctrl-Cs (and resumed after each).
+        ("tse", [[signal.SIGKILL], [signal.SIGINT], [signal.SIGINT, signal.SIGINT]], 1),
+        ("bfs", [[signal.SIGKILL]], 1),
         # Several pages in flight at once.
-        ("bfs", [signal.SIGKILL], 8),
-        ("tse", [signal.SIGINT], 1),
-        ("tse", [signal.SIGINT, signal.SIGINT], 1),
+        ("bfs", [[signal.SIGKILL]], 8),
     ],
 )
-def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, whole_crawl, order, signals, concurrency):
+def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, whole_crawl, order, kinds, concurrency):
     _, server = slow_site
 
     def command(out, *more):
@@ -116,25 +116,29 @@ def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, wh
     total = page_files(whole)
     assert total > 200
 
-    rng = random.Random(f"{order}{signals}")
-    # Also at 0 pages (during start-up) for SIGKILL; a Ctrl-C that early stops
-    # Python itself while it imports its site module, with its own traceback.
-    targets = [0] * (signals == [signal.SIGKILL]) + sorted(rng.sample(range(1, total - 5), 10))
+    rng = random.Random(f"{order}{kinds}")
+    # Also at 0 pages (during start-up) for SIGKILL (the first kind); a Ctrl-C that early stops
+    # Python itself while it imports its site module, with its own traceback.  Then four stops of
+    # each kind, anywhere in the lives of the pages (six when there is one kind).
+    stops = 6 if len(kinds) == 1 else 4 * len(kinds)
+    targets = [0, *sorted(rng.sample(range(1, total - 5), stops))]
     out = tmp_path / "interrupted"
     out.mkdir()
-    interrupted = 0
+    interrupted = Counter()
     for run, target in enumerate(targets):
+        signals = kinds[run % len(kinds)]
         extra = ["--resume"] if run else []
         if signals != [signal.SIGKILL]:  # Ctrl-C once the crawl has started
             target = max(target, page_files(out) + 1)
         process = interrupt_at(command(out, *extra), out, target, signals, rng)
-        assert b"Traceback" not in process.stderr.read()
+        assert b"Traceback" not in process.stderr.read(), signals
         if process.returncode == 0:
             break
-        interrupted += 1
+        interrupted[str(signals)] += 1
         if page_files(out):
             assert (out / ".tse-state.sqlite").is_file()
-    assert interrupted >= 10
+    assert sorted(interrupted) == sorted(map(str, kinds)), interrupted
+    assert min(interrupted.values()) >= (6 if len(kinds) == 1 else 4), interrupted
     final = subprocess.run(command(out, "--resume"), env=clean_env(), cwd=ROOT, capture_output=True)
     assert final.returncode == 0, final.stderr.decode()[-2000:]
     if concurrency == 1:

@@ -11,17 +11,19 @@ import pytest
 
 from tests.conftest import crawl_site, run_tse
 from tests.support.sitegen import write_site
+from tse_scrapy.devtools.siteserver import SiteServer
 
 
-@pytest.fixture
-def one_page_warc(tmp_path, serve):
-    """The WARC of a crawl of a one-page site."""
+@pytest.fixture(scope="module")
+def one_page_warc(tmp_path_factory):
+    """The WARC of a crawl of a one-page site, made once for the module: its tests only read it."""
+    tmp_path = tmp_path_factory.mktemp("one-page")
     site = write_site(tmp_path / "site", {"index.html": []})
-    server = serve(site.root)
     out = tmp_path / "crawled"
     out.mkdir()
     warc = tmp_path / "crawl.warc.gz"
-    result = crawl_site(server, out, 0, "--warc", warc)
+    with SiteServer(site.root) as server:
+        result = crawl_site(server, out, 0, "--warc", warc)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     return warc
 

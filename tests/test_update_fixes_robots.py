@@ -4,12 +4,15 @@ Real crawls of a real site on 127.0.0.1."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import crawl_site, run_tse
 from tests.support.pages import changes, page_file_states
 from tests.support.sitegen import write_site
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.files import pagedir
 
 LINKS = {
@@ -24,23 +27,44 @@ def live_pages(directory) -> dict[str, tuple[int, bytes]]:
     return {page.url: (page.depth, page.body) for _, page in pagedir.read_pages(directory)}
 
 
-def crawled(tmp_path, serve, validators: bool):
-    site = write_site(tmp_path / "site", LINKS)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The site, served for the whole module, with its crawls made once each: the first crawls
+    (with and without the catalog), and the fresh crawl once robots.txt forbids /private/.
+    ``crawled`` sets the site and the server's rules back to how the first crawls found them."""
+    root = tmp_path_factory.mktemp("robots")
+    site = write_site(root / "site", LINKS)
     for name in LINKS:  # a word only this page has
         path = site.root / name
         path.write_text(path.read_text().replace("</body>", f"<p>only{name.replace('/', '').split('.')[0]}</p></body>"))
-    server = serve(site.root)
+    with SiteServer(site.root) as server:
+        made: dict[object, Path] = {}
+
+        def crawl(key: object, *options: str) -> Path:
+            if key not in made:
+                out = root / f"crawl-{len(made)}"
+                out.mkdir()
+                done = crawl_site(server, out, 2, *options)
+                assert done.returncode == 0, done.stderr.decode()[-2000:]
+                made[key] = out
+            return made[key]
+
+        yield site, server, crawl
+
+
+def crawled(tmp_path, served, validators: bool):
+    site, server, crawl = served
+    server.rules.clear()
+    (site.root / "robots.txt").unlink(missing_ok=True)
     out = tmp_path / "out"
-    out.mkdir()
-    first = crawl_site(server, out, 2, *(["--validators"] if validators else []))
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    shutil.copytree(crawl(validators, *(["--validators"] if validators else [])), out)
     assert len(page_file_states(out)) == 4
     return site, server, out
 
 
 @pytest.mark.parametrize("validators", [True, False], ids=["validators", "no-catalog"])
-def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, serve, validators):
-    site, server, out = crawled(tmp_path, serve, validators)
+def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, served, validators):
+    site, server, out = crawled(tmp_path, served, validators)
     doc_of = {url: doc for doc, (url, *_) in page_file_states(out).items()}
     url = server.url
     (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
@@ -48,9 +72,7 @@ def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, ser
     listed = tmp_path / "changes.jsonl"
     result = crawl_site(server, out, 2, "--update", "--changes", listed)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    assert crawl_site(server, fresh, 2).returncode == 0
+    fresh = served[2]("fresh")  # the fresh crawl of the site as it is now (made once for the module)
     assert set(live_pages(fresh)) == {f"{url}/index.html", f"{url}/a.html"}
 
     # Exactly what a fresh crawl saves now: b is refused, and c (only linked from b) unreached.
@@ -80,8 +102,8 @@ def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, ser
     assert f"{url}/private/b.html" in a or f"{url}/a.html" in a, a
 
 
-def test_a_robots_txt_that_cannot_be_read_does_not_make_the_seed_gone(tmp_path, serve):
-    _, server, out = crawled(tmp_path, serve, True)
+def test_a_robots_txt_that_cannot_be_read_does_not_make_the_seed_gone(tmp_path, served):
+    _, server, out = crawled(tmp_path, served, True)
     before = page_file_states(out)
     server.rules["/robots.txt"] = Rule(status=503)  # "disallow all" (RFC 9309), but says nothing of the pages
     listed = tmp_path / "changes.jsonl"
