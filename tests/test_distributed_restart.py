@@ -160,7 +160,14 @@ def test_redis_cut_while_a_worker_opens_is_met_like_any_later_outage(
         assert "(--redis-patience 1)" in last, last
 
 
-def test_a_new_crawl_under_a_name_with_leftover_keys_is_refused(site, redis_url, tmp_path):  # noqa: F811
+def test_a_name_with_leftover_keys_is_refused_then_free_and_its_finished_kept_crawl_is_refused(
+    site,  # noqa: F811
+    redis_url,
+    tmp_path,
+):
+    """A new crawl under a name whose keys were left behind is refused; once they are removed the name
+    is free again, and that crawl, finished and kept with --keep, is refused in turn (into another
+    directory or its own)."""
     _, proxy = site
     client = redis.Redis.from_url(redis_url)
     # What a crawl whose Redis restarted empty under its workers left (before they stopped writing).
@@ -181,9 +188,22 @@ def test_a_new_crawl_under_a_name_with_leftover_keys_is_refused(site, redis_url,
     assert not client.exists("tse:t3:params") and not client.exists("tse:t3:finishing")
     # Once they are removed (the quarantine may stay), the name is free again.
     client.delete(*[key for key in client.keys("tse:t3:*") if key != b"tse:t3:quarantine"])
-    ((status, _, err),) = finish([tse_worker(redis_url, pagedir, proxy, "--name", "t3", "-s", "DOWNLOAD_DELAY=0")])
+    fast = ("--name", "t3", "-s", "DOWNLOAD_DELAY=0")
+    ((status, _, err),) = finish([tse_worker(redis_url, pagedir, proxy, *fast, "--keep")])
     assert status == 0, err[-3000:]
     assert saved_pages(pagedir)
+    # That crawl, finished and kept with --keep: refused, into another directory and into its own.
+    first, again = pagedir, tmp_path / "d8"
+    again.mkdir()
+    saved = len(saved_pages(first))
+    for directory in (again, first):
+        ((status, _, err),) = finish([tse_worker(redis_url, directory, proxy, *fast)], timeout=60)
+        assert status == 2, err[-3000:]
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith(f"tse crawl: crawl t3 in Redis at {redis_url} is finished (kept with --keep): "), err
+        assert f"{saved} pages saved in {first}" in err and "another --name" in err, err
+    assert os.listdir(again) == []
+    assert len(saved_pages(first)) == saved
 
 
 def test_filling_doc_id_holes_never_fails_on_a_missing_file(redis_url, tmp_path):
@@ -197,25 +217,6 @@ def test_filling_doc_id_holes_never_fails_on_a_missing_file(redis_url, tmp_path)
     fill_doc_id_holes(crawl, str(tmp_path))  # page file 18 is not there
     assert sorted(os.listdir(tmp_path)) == ["1"]
     assert pagedirs.read_page(tmp_path, 1) == page
-
-
-def test_a_finished_crawl_kept_with_keep_is_refused(site, redis_url, tmp_path):  # noqa: F811
-    _, proxy = site
-    first, again = tmp_path / "d4", tmp_path / "d8"
-    first.mkdir()
-    again.mkdir()
-    fast = ("--name", "t4", "-s", "DOWNLOAD_DELAY=0")
-    ((status, _, err),) = finish([tse_worker(redis_url, first, proxy, *fast, "--keep")])
-    assert status == 0, err[-3000:]
-    saved = len(saved_pages(first))
-    for directory in (again, first):
-        ((status, _, err),) = finish([tse_worker(redis_url, directory, proxy, *fast)], timeout=60)
-        assert status == 2, err[-3000:]
-        assert len(err.splitlines()) == 1, err
-        assert err.startswith(f"tse crawl: crawl t4 in Redis at {redis_url} is finished (kept with --keep): "), err
-        assert f"{saved} pages saved in {first}" in err and "another --name" in err, err
-    assert os.listdir(again) == []
-    assert len(saved_pages(first)) == saved
 
 
 def test_the_crawl_keeps_its_page_directory_absolute_a_joiner_keeps_its_delay_and_one_elsewhere_is_refused(
