@@ -29,7 +29,9 @@ def saved_files(pagedir) -> int:
     return sum(1 for path in pagedir.iterdir() if path.name.isdigit())
 
 
-def ride_out(tmp_path, site, stop, start=RedisServer.start):  # noqa: F811 - the fixture's value
+def ride_out(tmp_path, site, stop, start=RedisServer.start, during=None):  # noqa: F811 - the fixture's value
+    """Two workers crawl; Redis is stopped with *stop* for OUTAGE seconds (*during*(server) is done
+    within them), started again with *start*: both workers see it go, once, and come back, once."""
     graph, proxy = site
     pagedir = tmp_path / "pages"
     pagedir.mkdir()
@@ -38,8 +40,11 @@ def ride_out(tmp_path, site, stop, start=RedisServer.start):  # noqa: F811 - the
         workers = [tse_worker(server.url, pagedir, proxy, "-s", LEASE, "-v") for _ in range(2)]
         wait_until(lambda: saved_files(pagedir) >= 12, 60, "the crawl never got going", 0.02)
         stop(server)
-        during = saved_files(pagedir)
-        time.sleep(OUTAGE)
+        saved_during = saved_files(pagedir)
+        away = time.monotonic()
+        if during is not None:
+            during(server)
+        time.sleep(max(0.0, OUTAGE - (time.monotonic() - away)))
         start(server)
         results = finish(workers, timeout=180)
     finally:
@@ -49,12 +54,19 @@ def ride_out(tmp_path, site, stop, start=RedisServer.start):  # noqa: F811 - the
         assert err.count("is unreachable") == 1, err[-4000:]  # one warning
         assert err.count("is back after") == 1, err[-4000:]  # one line when it is back
         assert "Traceback" not in err and "Unhandled error" not in err, err[-4000:]
-    assert saved_files(pagedir) > during  # the crawl went on after the outage
+    assert saved_files(pagedir) > saved_during  # the crawl went on after the outage
     check_shared_directory(pagedir, graph, tmp_path, proxy)
 
 
-def test_two_workers_ride_out_redis_shut_down_cleanly(site, tmp_path):  # noqa: F811
-    ride_out(tmp_path, site, RedisServer.stop)
+def test_two_workers_ride_out_redis_shut_down_cleanly_and_tse_status_says_it_cannot_reach_it(site, tmp_path):  # noqa: F811
+    from tests.conftest import run_tse
+
+    def status_while_away(server):
+        done = run_tse("status", "--redis", server.url, "w", timeout=30)
+        assert done.returncode == 1
+        assert done.stderr.decode() == f"tse status: cannot reach Redis at {server.url}: connection refused\n"
+
+    ride_out(tmp_path, site, RedisServer.stop, during=status_while_away)
 
 
 def master_down(server):
@@ -108,27 +120,6 @@ def test_an_outage_longer_than_the_patience_stops_the_workers_and_resume_finishe
         server.stop()
     assert status == 0, err[-3000:]
     check_shared_directory(pagedir, graph, tmp_path, proxy)
-
-
-def test_a_worker_shows_waiting_for_redis_and_tse_status_says_so(site, tmp_path):  # noqa: F811
-    from tests.conftest import run_tse
-
-    _, proxy = site
-    pagedir = tmp_path / "pages"
-    pagedir.mkdir()
-    server = RedisServer(tmp_path / "redis", appendonly=True).start()
-    try:
-        (worker,) = [tse_worker(server.url, pagedir, proxy, "-s", LEASE, "--name", "w")]
-        wait_until(lambda: saved_files(pagedir) >= 5, 60, "the crawl never got going", 0.02)
-        server.stop()
-        done = run_tse("status", "--redis", server.url, "w", timeout=30)
-        assert done.returncode == 1
-        assert done.stderr.decode() == f"tse status: cannot reach Redis at {server.url}: connection refused\n"
-        server.start()
-        ((status, _, err),) = finish([worker], timeout=180)
-    finally:
-        server.stop()
-    assert status == 0, err[-3000:]
 
 
 def test_the_status_line_says_waiting_for_redis(site, tmp_path, monkeypatch):  # noqa: F811

@@ -160,7 +160,14 @@ def test_redis_cut_while_a_worker_opens_is_met_like_any_later_outage(
         assert "(--redis-patience 1)" in last, last
 
 
-def test_a_new_crawl_under_a_name_with_leftover_keys_is_refused(site, redis_url, tmp_path):  # noqa: F811
+def test_a_name_with_leftover_keys_is_refused_then_free_and_its_finished_kept_crawl_is_refused(
+    site,  # noqa: F811
+    redis_url,
+    tmp_path,
+):
+    """A new crawl under a name whose keys were left behind is refused; once they are removed the name
+    is free again, and that crawl, finished and kept with --keep, is refused in turn (into another
+    directory or its own)."""
     _, proxy = site
     client = redis.Redis.from_url(redis_url)
     # What a crawl whose Redis restarted empty under its workers left (before they stopped writing).
@@ -181,9 +188,22 @@ def test_a_new_crawl_under_a_name_with_leftover_keys_is_refused(site, redis_url,
     assert not client.exists("tse:t3:params") and not client.exists("tse:t3:finishing")
     # Once they are removed (the quarantine may stay), the name is free again.
     client.delete(*[key for key in client.keys("tse:t3:*") if key != b"tse:t3:quarantine"])
-    ((status, _, err),) = finish([tse_worker(redis_url, pagedir, proxy, "--name", "t3", "-s", "DOWNLOAD_DELAY=0")])
+    fast = ("--name", "t3", "-s", "DOWNLOAD_DELAY=0")
+    ((status, _, err),) = finish([tse_worker(redis_url, pagedir, proxy, *fast, "--keep")])
     assert status == 0, err[-3000:]
     assert saved_pages(pagedir)
+    # That crawl, finished and kept with --keep: refused, into another directory and into its own.
+    first, again = pagedir, tmp_path / "d8"
+    again.mkdir()
+    saved = len(saved_pages(first))
+    for directory in (again, first):
+        ((status, _, err),) = finish([tse_worker(redis_url, directory, proxy, *fast)], timeout=60)
+        assert status == 2, err[-3000:]
+        assert len(err.splitlines()) == 1, err
+        assert err.startswith(f"tse crawl: crawl t3 in Redis at {redis_url} is finished (kept with --keep): "), err
+        assert f"{saved} pages saved in {first}" in err and "another --name" in err, err
+    assert os.listdir(again) == []
+    assert len(saved_pages(first)) == saved
 
 
 def test_filling_doc_id_holes_never_fails_on_a_missing_file(redis_url, tmp_path):
@@ -199,41 +219,31 @@ def test_filling_doc_id_holes_never_fails_on_a_missing_file(redis_url, tmp_path)
     assert pagedirs.read_page(tmp_path, 1) == page
 
 
-def test_a_finished_crawl_kept_with_keep_is_refused(site, redis_url, tmp_path):  # noqa: F811
-    _, proxy = site
-    first, again = tmp_path / "d4", tmp_path / "d8"
-    first.mkdir()
-    again.mkdir()
-    fast = ("--name", "t4", "-s", "DOWNLOAD_DELAY=0")
-    ((status, _, err),) = finish([tse_worker(redis_url, first, proxy, *fast, "--keep")])
-    assert status == 0, err[-3000:]
-    saved = len(saved_pages(first))
-    for directory in (again, first):
-        ((status, _, err),) = finish([tse_worker(redis_url, directory, proxy, *fast)], timeout=60)
-        assert status == 2, err[-3000:]
-        assert len(err.splitlines()) == 1, err
-        assert err.startswith(f"tse crawl: crawl t4 in Redis at {redis_url} is finished (kept with --keep): "), err
-        assert f"{saved} pages saved in {first}" in err and "another --name" in err, err
-    assert os.listdir(again) == []
-    assert len(saved_pages(first)) == saved
-
-
-def test_the_crawl_keeps_its_page_directory_absolute_and_a_joiner_elsewhere_is_refused(
+def test_the_crawl_keeps_its_page_directory_absolute_a_joiner_keeps_its_delay_and_one_elsewhere_is_refused(
     site,  # noqa: F811
     redis_url,
     tmp_path,
 ):
+    """A joiner given only the crawl's name (and Redis), from another folder, works in the crawl's page
+    directory (kept absolute) at the crawl's delay, not its own; a joiner that names the directory
+    relative to another folder is refused."""
     _, proxy = site
     (tmp_path / "d11").mkdir()
     (tmp_path / "other" / "d11").mkdir(parents=True)
     env_args = [str(BIN / "tse"), "crawl", ",".join(SEEDS), "d11", "3", "--prefix", crawl_args(tmp_path)[4]]
-    command = [*env_args, "--redis", redis_url, "--name", "t11", "-s", "DOWNLOAD_DELAY=0.2", "--keep"]
+    # 0.3 s (DELAY is 0.1): the joiner, which asks for none, must start while the crawl goes on.
+    command = [*env_args, "--redis", redis_url, "--name", "t11", "-s", "DOWNLOAD_DELAY=0.3", "--keep"]
     first = start_in(tmp_path, command, proxy)
     client = redis.Redis.from_url(redis_url)
-    started = while_running(first, lambda: client.exists("tse:t11:params"), "creating its crawl")
-    wait_until(started, 60, "the crawl was never created", 0.02)
+    created = lambda: client.exists("tse:t11:params") and client.exists("tse:t11:delay")  # noqa: E731
+    wait_until(while_running(first, created, "creating its crawl"), 60, "the crawl was never created", 0.02)
     assert json.loads(client.get("tse:t11:params"))["pagedir"] == str(tmp_path / "d11")
-    joiner = start_in(tmp_path / "other", [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "t11"], proxy)
+    assert json.loads(client.get("tse:t11:delay"))["delay"] == 0.3
+    joiner = start_in(
+        tmp_path / "other",
+        [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "t11", "-s", "DOWNLOAD_DELAY=0"],
+        proxy,
+    )
     wrong = start_in(tmp_path / "other", [*env_args, "--redis", redis_url, "--name", "t11"], proxy)
     results = finish([first, joiner, wrong])
     assert [status for status, _, _ in results[:2]] == [0, 0], results[1][2][-3000:]
@@ -242,6 +252,12 @@ def test_the_crawl_keeps_its_page_directory_absolute_and_a_joiner_elsewhere_is_r
     status, _, err = results[2]
     assert status == 2 and len(err.splitlines()) == 1, err[-3000:]
     assert "d11 holds no .crawler: it is not crawl t11's page directory" in err, err[-3000:]
+    # The joiner kept the crawl's delay: no two requests to a host closer than 0.3 s.
+    times: dict[str, list[float]] = {}
+    for hit in proxy.hits:
+        times.setdefault(hit.key.split("/", 1)[0], []).append(hit.time)
+    gaps = [b - a for hits in times.values() for a, b in zip(sorted(hits), sorted(hits)[1:], strict=False)]
+    assert min(gaps) >= 0.3, min(gaps)
 
 
 def test_a_wrong_type_key_is_named(site, redis_url, tmp_path):  # noqa: F811
@@ -274,24 +290,3 @@ def test_a_hostile_entry_is_logged_and_quarantined_in_bounded_pieces(redis_url, 
     _, _, _, why, size, kept = msgpack.unpackb(record, raw=True)
     assert len(why) <= 200 and size == len(entry) and kept == entry[:4096]
     assert len(record) < 4096 + 400
-
-
-def test_a_joiner_keeps_the_crawls_delay_not_its_own(site, redis_url, tmp_path):  # noqa: F811
-    _, proxy = site
-    pagedir = tmp_path / "pages"
-    pagedir.mkdir()
-    client = redis.Redis.from_url(redis_url)
-    # 0.3 s (DELAY is 0.1): the joiner, which asks for none, must start while the crawl goes on.
-    first = tse_worker(redis_url, pagedir, proxy, "--name", "t5", "-s", "DOWNLOAD_DELAY=0.3")
-    wait_until(while_running(first, lambda: client.exists("tse:t5:delay"), "storing its delay"), 60, "no delay", 0.02)
-    assert json.loads(client.get("tse:t5:delay"))["delay"] == 0.3
-    joiner = start_in(
-        tmp_path, [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "t5", "-s", "DOWNLOAD_DELAY=0"], proxy
-    )
-    results = finish([first, joiner])
-    assert [status for status, _, _ in results] == [0, 0], results[1][2][-3000:]
-    times: dict[str, list[float]] = {}
-    for hit in proxy.hits:
-        times.setdefault(hit.key.split("/", 1)[0], []).append(hit.time)
-    gaps = [b - a for hits in times.values() for a, b in zip(sorted(hits), sorted(hits)[1:], strict=False)]
-    assert min(gaps) >= 0.3, min(gaps)

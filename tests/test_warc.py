@@ -12,6 +12,7 @@ import ipaddress
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -27,26 +28,20 @@ from scrapy.utils.test import get_crawler
 
 import tse_scrapy.settings as project_settings
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.support.b_warcs import assert_index_points_at_records, assert_valid, warcio_check
 from tests.support.fulldisk import files_of_at_most
 from tests.support.killat import run_tse_until
 from tests.support.pages import saved_pages, snapshot
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
-from tests.support.warcs import (
-    assert_index_points_at_records,
-    assert_valid,
-    path_of,
-    read_warc,
-    responses,
-    warcio_check,
-)
+from tests.support.warcs import path_of, read_warc, responses
 from tse_scrapy import __version__
 from tse_scrapy.crawl.downloader import warc as warc_module
 from tse_scrapy.crawl.downloader.warc import NOT_MODIFIED_PROFILE, WarcMiddleware
 from tse_scrapy.crawl.items import PageItem
 from tse_scrapy.crawl.pipeline import PageDirPipeline
 from tse_scrapy.crawl.warcindex import NotAWarcFile, cdxj_path, scan_warc
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.exitcodes import WRITE_ERROR
 from tse_scrapy.rules.files import pagedir
 
@@ -206,15 +201,6 @@ def test_an_import_of_a_crawls_warc_finds_the_links_the_crawl_found(tmp_path, se
         assert imported[url] == list(dict.fromkeys(crawled[url])) == [f"{server.url}/{link}" for link in links]
 
 
-@pytest.fixture
-def slow_site(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=60, fanout=3, seed=5, external=2, dead=2)
-    server = serve(site.root)
-    for name in site.links:
-        server.rules["/" + name] = Rule(delay=0.03)
-    return server
-
-
 def kill_mid_crawl(server, out, warc):
     """Start a crawl with --warc and SIGKILL it once it has saved a few pages."""
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10"]
@@ -228,13 +214,33 @@ def kill_mid_crawl(server, out, warc):
     assert process.returncode == -signal.SIGKILL
 
 
+@pytest.fixture(scope="module")
+def killed_crawl(tmp_path_factory):
+    """A crawl with --warc of a slow site, SIGKILLed once it has saved a few pages: made once for the
+    module, and given to each test as it was left (its page directory and WARC copied back in place, at
+    the paths the crawl's state names).  (The server, the page directory, the WARC.)"""
+    base = tmp_path_factory.mktemp("killed")
+    site = generate_site(base / "site", pages=60, fanout=3, seed=5, external=2, dead=2)
+    server = SiteServer(site.root).start()
+    for name in site.links:
+        server.rules["/" + name] = Rule(delay=0.03)
+    run, kept = base / "run", base / "kept"
+    (run / "out").mkdir(parents=True)
+    kill_mid_crawl(server, run / "out", run / "crawl.warc.gz")
+    shutil.copytree(run, kept)
+
+    def as_killed():
+        shutil.rmtree(run)
+        shutil.copytree(kept, run)
+        return server, run / "out", run / "crawl.warc.gz"
+
+    yield as_killed
+    server.stop()
+
+
 @pytest.mark.parametrize("torn", ["killed", "garbage appended", "half a record appended"])
-def test_killed_crawl_resumed_with_the_same_warc(tmp_path, slow_site, torn):
-    server = slow_site
-    out = tmp_path / "out"
-    out.mkdir()
-    warc = tmp_path / "crawl.warc.gz"
-    kill_mid_crawl(server, out, warc)
+def test_killed_crawl_resumed_with_the_same_warc(killed_crawl, torn):
+    server, out, warc = killed_crawl()
     first_run = read_warc(warc)  # warcio reads a torn tail without complaint: only whole records matter here
     assert first_run[0]["type"] == "warcinfo" and len(responses(first_run)) >= 9
     whole = scan_warc(warc).end
@@ -302,7 +308,10 @@ def test_every_page_saved_before_a_kill_has_its_record(tmp_path, serve):
         path = site.root / name
         path.write_bytes(path.read_bytes().replace(b"</body>", b"<p>" + noise + b"</p></body>"))
     server = serve(site.root)
-    for attempt, pages in enumerate(sorted(rng.sample(range(1, 60), 5))):
+    # Two kill points, the fewest and the most pages of five drawn: every point exercises the same code
+    # (the pipeline waits for the writer thread), the two ends of the crawl show it holds throughout.
+    drawn = sorted(rng.sample(range(1, 60), 5))
+    for attempt, pages in enumerate((drawn[0], drawn[-1])):
         out = tmp_path / f"out{attempt}"
         out.mkdir()
         warc = tmp_path / f"crawl{attempt}.warc.gz"
