@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -19,6 +20,19 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_SITES = ROOT.parent / "shared" / "tse-sites"
 BIN = Path(sys.executable).parent
 REFERENCE_HOST = "http://cs50tse.cs.dartmouth.edu"
+
+
+@pytest.fixture(autouse=True)
+def signal_actions_put_back():
+    """Ctrl-C's and SIGTERM's actions as they were before each test.  A test running a command in its
+    own process (``cli.main``) keeps the actions the command leaves at its end (``tse index`` ignores
+    SIGTERM once its index is written): every process the test worker started afterwards inherited
+    SIGTERM ignored, and a site server or crawl the next test stopped with it ran on (a 180 s hang)."""
+    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for number, action in saved.items():
+        if action is not None and signal.getsignal(number) is not action:
+            signal.signal(number, action)
 
 
 def clean_env(**extra) -> dict:

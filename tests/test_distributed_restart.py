@@ -135,7 +135,10 @@ def test_redis_cut_while_a_worker_opens_is_met_like_any_later_outage(
         server.start()
 
     refusal = b"-NOPERM this user has no permissions to run it" if expected == "refused" else None
-    gap = RedisGap(server.port, trigger, away=2.5, during=restart_empty if restart else None, refusal=refusal)
+    # Away long past a patience of 1 s when the worker must give up: on a loaded machine its first look
+    # comes late, and Redis back after 2.5 s was then found back, not given up on.
+    away = 6.0 if expected == "gave up" else 2.5
+    gap = RedisGap(server.port, trigger, away=away, during=restart_empty if restart else None, refusal=refusal)
     try:
         worker = tse_worker(gap.url, pagedir, proxy, "--name", "op", "--redis-patience", str(patience), delay=0)
         ((status, _, err),) = finish([worker], timeout=60)

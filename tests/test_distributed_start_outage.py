@@ -9,6 +9,7 @@ from tests.support.pages import saved_pages
 from tests.support.redisgap import RedisGap
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import bfs_depths
+from tests.support.wait import wait_until
 from tests.test_distributed import (  # noqa: F401 - the site fixture, and the workers' end
     DEPTH,
     SEEDS,
@@ -44,8 +45,9 @@ def test_redis_lost_as_a_worker_starts_is_one_line_and_a_new_start_crawls_it_all
         assert last.endswith("as this worker started: start it again to go on"), last
         assert saved_pages(pagedir) == []  # nothing fetched, nothing written
 
-        # Started again (Redis answering: the gap cuts once), the worker joins the crawl it created and
-        # crawls it all.
+        # Started again once Redis answers (the gap cuts once, for 2 s), the worker joins the crawl it
+        # created and crawls it all.
+        wait_until(lambda: not gap.refusing, 30, "the gap never ended")
         again = tse_worker(gap.url, pagedir, proxy, "--name", "st", delay=0)
         ((status, _, err),) = finish([again], timeout=120)
         assert status == 0, err[-4000:]

@@ -40,8 +40,10 @@ def index_pages(pages, index):
 
 
 def app_client(pages, index) -> TestClient:
-    """The app `tse serve PAGES INDEX` runs, over Starlette's test client."""
-    return TestClient(create_app(QueryEngine(pages, IndexReader(index))))
+    """The app `tse serve PAGES INDEX --answer-cache 0` runs, over Starlette's test client: tests here
+    change the search's bounds between two searches of the same words (monkeypatch), which no server's
+    code does, so no answer is kept to be sent again (tests/test_answercache.py tests the kept ones)."""
+    return TestClient(create_app(QueryEngine(pages, IndexReader(index)), answer_bytes=0))
 
 
 @pytest.fixture(scope="module")
