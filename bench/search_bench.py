@@ -199,15 +199,18 @@ def get(port: int, path: str, timeout: float = 30) -> tuple[int, bytes]:
 class Server:
     """`tse serve` in its own process, timed from its start to its first answers."""
 
-    def __init__(self, directory: Path, index: Path, workers: int | None, tse: list[str] | None = None):
-        """*tse*: the command that runs ``tse`` (another version's, say); by default this checkout's."""
+    def __init__(
+        self, directory: Path, index: Path, workers: int | None, tse: list[str] | None = None, options: tuple = ()
+    ):
+        """*tse*: the command that runs ``tse`` (another version's, say); by default this checkout's;
+        *options*: more of ``tse serve``'s options."""
         self.port = free_port()
         self.listening: float | None = None
         self.stderr: list[str] = []
         self.start = time.perf_counter()
         command = [*(tse or [str(BIN / "tse")]), "serve", str(directory), str(index), "--host", HOST]
         self.process = subprocess.Popen(
-            [*command, "--port", str(self.port)] + (["--workers", str(workers)] if workers else []),
+            [*command, "--port", str(self.port), *options] + (["--workers", str(workers)] if workers else []),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
