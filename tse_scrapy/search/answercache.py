@@ -28,8 +28,8 @@ MEGABYTE = 1024 * 1024
 DEFAULT_BYTES = 16 * MEGABYTE
 # The most tse serve --answer-cache may ask for, in MB (a process's memory is the machine's to share).
 MAX_MEGABYTES = 4096
-# Query strings longer than this are answered, not kept (a query is at most 1,000 characters: its
-# percent-encoding, three bytes each for six a character, fits with the other parameters).
+# Query strings longer than this are answered, not kept (a query is at most 1,000 characters, each at
+# most four UTF-8 bytes, twelve once percent-encoded: 12,000 bytes, with room for the other parameters).
 MAX_KEY_BYTES = 20_000
 # What a kept answer costs beyond its bytes (the entry's tuples and the dictionary's slot), counted too.
 ENTRY_OVERHEAD = 400
