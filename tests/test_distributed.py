@@ -20,10 +20,10 @@ import redis
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.b_warcs import warcio_check
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
 from tests.support.wait import wait_until, while_running
+from tests.support.warcs import warcio_check
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.files import pagedir as pagedir_module
 

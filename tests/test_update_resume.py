@@ -33,8 +33,8 @@ from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
 from tests.support.fulldisk import leave_free, tmpfs
 from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
-from tests.support.r_warcs import assert_index_points_at_records, assert_valid
 from tests.support.sitegen import generate_site, write_site
+from tests.support.warcs import assert_index_points_at_records, assert_valid
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.crawlrecord import parse_record

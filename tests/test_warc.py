@@ -28,13 +28,19 @@ from scrapy.utils.test import get_crawler
 
 import tse_scrapy.settings as project_settings
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
-from tests.support.b_warcs import assert_index_points_at_records, assert_valid, warcio_check
 from tests.support.fulldisk import files_of_at_most
 from tests.support.killat import run_tse_until
 from tests.support.pages import saved_pages, snapshot
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
-from tests.support.warcs import path_of, read_warc, responses
+from tests.support.warcs import (
+    assert_index_points_at_records,
+    assert_valid,
+    path_of,
+    read_warc,
+    responses,
+    warcio_check,
+)
 from tse_scrapy import __version__
 from tse_scrapy.crawl.downloader import warc as warc_module
 from tse_scrapy.crawl.downloader.warc import NOT_MODIFIED_PROFILE, WarcMiddleware
