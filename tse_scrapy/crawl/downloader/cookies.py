@@ -6,6 +6,12 @@ module is imported all the same, and it imports tldextract, requests and
 urllib3: 0.05 s of every crawl's start-up.  This stand-in imports it only
 when cookies are on, and is then Scrapy's middleware itself.  To use a
 cookie middleware of your own, replace this one in DOWNLOADER_MIDDLEWARES.
+
+Scrapy's middleware asks tldextract which domains are public suffixes (a
+cookie set for ``co.uk`` is refused), and tldextract fetches the Public Suffix
+List from publicsuffix.org the first time, a host the crawl never named (a
+WARNING and a traceback when it cannot be reached).  Here it reads the list
+tldextract ships (its pinned version's snapshot), offline, and writes no cache.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ class OptionalCookiesMiddleware:
     def from_crawler(cls, crawler: Crawler) -> CookiesMiddleware:
         if not crawler.settings.getbool("COOKIES_ENABLED"):
             raise NotConfigured
-        from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+        from scrapy.downloadermiddlewares import cookies
+        from tldextract import TLDExtract
 
-        return CookiesMiddleware.from_crawler(crawler)
+        # (Scrapy 2.19's module-level splitter, pinned: a module attribute its _is_public_domain reads.)
+        cookies._split_domain = TLDExtract(cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True)
+        return cookies.CookiesMiddleware.from_crawler(crawler)
