@@ -89,8 +89,7 @@ def say_start_failure(program: str, started: object) -> None:
     def said(error: BaseException) -> bool:
         if not isinstance(error, StartFailed):
             return False
-        logging.getLogger("tse").error("%s", error)
-        sys.stderr.write(f"{program}: {shown_message(str(error))}\n")
+        _say_failure(program, str(error))
         return True
 
     def done(task: asyncio.Future) -> None:
@@ -117,12 +116,16 @@ def report(program: str, crawler: Crawler) -> int:
     failure = crawl_failure(crawler, program)
     if failure is None:
         return OK
-    # Last in the log (scrapyd shows a failed job as "finished": its log says why), and one plain
-    # line on stderr: the same line once when the log is on stderr too.
+    _say_failure(program, failure)
+    return FAILED
+
+
+def _say_failure(program: str, failure: str) -> None:
+    """Why the crawl failed: last in the log (scrapyd shows a failed job as "finished": its log says
+    why), and one plain line on stderr: the same line once when the log is on stderr too."""
     if not _log_reaches_stderr():
         logging.getLogger("tse").critical("The crawl failed: %s", failure)
     sys.stderr.write(f"{program}: {shown_message(failure)}\n")
-    return FAILED
 
 
 def _log_reaches_stderr() -> bool:
