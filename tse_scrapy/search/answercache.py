@@ -37,7 +37,7 @@ ENTRY_OVERHEAD = 400
 LARGEST_SHARE = 16
 
 Key = tuple[str, bytes, str]
-Kept = tuple[bytes, list[tuple[bytes, bytes]]]
+Kept = tuple[bytes, list[tuple[bytes, bytes]], int]  # (body, headers, the bytes it counts for)
 
 
 class KeptResponse(Response):
@@ -55,7 +55,6 @@ class AnswerCache:
     def __init__(self, limit_bytes: int = DEFAULT_BYTES) -> None:
         self.limit_bytes = limit_bytes
         self._kept: OrderedDict[Key, Kept] = OrderedDict()
-        self._sizes: dict[Key, int] = {}
         self._bytes = 0
         self._made_from: tuple[object, object] | None = None
 
@@ -93,10 +92,8 @@ class AnswerCache:
         if size * LARGEST_SHARE > self.limit_bytes or key in self._kept:
             return response
         while self._bytes + size > self.limit_bytes:
-            oldest, _ = self._kept.popitem(last=False)
-            self._bytes -= self._sizes.pop(oldest)
-        self._kept[key] = (body, headers)
-        self._sizes[key] = size
+            self._bytes -= self._kept.popitem(last=False)[1][2]
+        self._kept[key] = (body, headers, size)
         self._bytes += size
         return response
 
@@ -104,7 +101,6 @@ class AnswerCache:
         kept_from = self._made_from
         if kept_from is None or kept_from[0] is not made_from[0] or kept_from[1] is not made_from[1]:
             self._kept.clear()
-            self._sizes.clear()
             self._bytes = 0
             self._made_from = made_from
 
