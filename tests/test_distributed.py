@@ -93,7 +93,13 @@ def finish(workers, timeout=120):
     results = []
     try:
         for worker in workers:
-            out, err = worker.communicate(timeout=timeout)
+            try:
+                out, err = worker.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                # What a hung worker last said is what tells why it hung.
+                worker.kill()
+                out, err = worker.communicate()
+                pytest.fail(f"a worker still ran after {timeout} s; its log's end:\n{err.decode()[-6000:]}")
             results.append((worker.returncode, out.decode(), err.decode()))
     finally:
         for worker in workers:

@@ -102,6 +102,19 @@ local function drop_lease(lease)
   redis.call('ZREM', KEYS[6], lease)
   redis.call('DEL', ARGV[3] .. lease)
 end
+-- A lease no worker took (no request behind it, or an expiry far past any lease
+-- time: a worker sets and renews a lease time ahead) would hold the crawl forever:
+-- its parts go to the quarantine.
+local far = now + 10 * tonumber(ARGV[2])
+local function quarantine_untaken(lease)
+  quarantine(KEYS[7], KEYS[4], 'a lease no worker took', lease)
+  local request = redis.call('HGET', KEYS[5], lease)
+  if request then quarantine(KEYS[7], KEYS[5], 'the request of a lease no worker took', request) end
+  if redis.call('ZSCORE', KEYS[6], lease) then
+    quarantine(KEYS[7], KEYS[6], 'the score of a lease no worker took', lease)
+  end
+  drop_lease(lease)
+end
 -- 1. Each link found is marked seen and queued in one step (an empty
 -- fingerprint: a request that is not filtered, queued anyway).
 local i = 12
@@ -180,13 +193,19 @@ if tonumber(ARGV[4]) > 0 then
     local shallowest = redis.call('ZRANGE', KEYS[6], 0, 0, 'WITHSCORES')
     if #shallowest == 0 then break end
     local lease = shallowest[1]
-    local held = redis.call('ZSCORE', KEYS[4], lease) and redis.call('HEXISTS', KEYS[5], lease) == 1
+    local expiry = tonumber(redis.call('ZSCORE', KEYS[4], lease))
+    local held = expiry and expiry <= far and redis.call('HEXISTS', KEYS[5], lease) == 1
     if held and tonumber(shallowest[2]) then
       gate = math.floor(tonumber(shallowest[2]) / level)
       break
     end
-    quarantine(KEYS[7], KEYS[6], 'a score without a lease', lease)
-    redis.call('ZREM', KEYS[6], lease)
+    if expiry then
+      -- A forged lease at depth 0 would gate every deeper request, and the frontier would never empty.
+      quarantine_untaken(lease)
+    else
+      quarantine(KEYS[7], KEYS[6], 'a score without a lease', lease)
+      redis.call('ZREM', KEYS[6], lease)
+    end
   end
   local heads = redis.call('ZRANGE', KEYS[2], 0, tonumber(ARGV[4]) - 1, 'WITHSCORES')
   local leased = 0
@@ -219,21 +238,10 @@ if tonumber(ARGV[4]) > 0 then
     end
   end
   if leased == 0 and redis.call('ZCARD', KEYS[2]) == 0 then
-    -- Idle at the end of a level or of the crawl: a lease no worker took (no
-    -- request behind it, or an expiry far past any lease time) would hold the
-    -- crawl forever; it goes to the quarantine.
-    local far = now + 10 * tonumber(ARGV[2])
+    -- Idle at the end of a level or of the crawl: leases no worker took, that gate nothing.
     for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, 99)) do
       local expiry = tonumber(redis.call('ZSCORE', KEYS[4], id))
-      if redis.call('HEXISTS', KEYS[5], id) == 0 or not expiry or expiry > far then
-        quarantine(KEYS[7], KEYS[4], 'a lease no worker took', id)
-        local request = redis.call('HGET', KEYS[5], id)
-        if request then quarantine(KEYS[7], KEYS[5], 'the request of a lease no worker took', request) end
-        if redis.call('ZSCORE', KEYS[6], id) then
-          quarantine(KEYS[7], KEYS[6], 'the score of a lease no worker took', id)
-        end
-        drop_lease(id)
-      end
+      if redis.call('HEXISTS', KEYS[5], id) == 0 or not expiry or expiry > far then quarantine_untaken(id) end
     end
   end
 end
