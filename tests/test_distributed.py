@@ -158,8 +158,24 @@ def host_gaps(proxy) -> dict[str, float]:
     return {host: min(b - a for a, b in itertools.pairwise(sorted(t))) for host, t in times.items()}
 
 
+def overlaps(proxy) -> list[tuple[str, str]]:
+    """Requests to one host answered while another to it was still being answered: (earlier, later)."""
+    by_host = defaultdict(list)
+    for hit in proxy.hits:
+        by_host[hit.key.split("/", 1)[0]].append(hit)
+    return [
+        (a.key, b.key)
+        for hits in by_host.values()
+        for a, b in itertools.pairwise(sorted(hits, key=lambda hit: hit.time))
+        if a.done is None or b.time < a.done
+    ]
+
+
 def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
     graph, proxy = site
+    # A page slower than the delay: while it is answered, no other worker's request to its host may start.
+    slow = next(url for url, depth in bfs_depths(graph, SEEDS, DEPTH).items() if depth == 2)
+    proxy.rules[slow.split("//", 1)[1]] = Rule(delay=6 * DELAY, times=1)
     pagedir = tmp_path / "pages"
     pagedir.mkdir()
     workers = [tse_worker(redis_url, pagedir, proxy)]
@@ -169,6 +185,7 @@ def test_three_workers_share_one_polite_crawl(redis_url, site, tmp_path):
     assert [status for status, _, _ in results] == [0, 0, 0], results[0][2][-3000:]
     gaps = host_gaps(proxy)
     assert set(gaps) == set(HOSTS) and min(gaps.values()) >= DELAY, gaps
+    assert overlaps(proxy) == []
     saved = [int(m) for _, _, err in results for m in re.findall(r"tse crawl: (\d+) pages? saved", err)]
     assert len([n for n in saved if n > 0]) >= 2, saved  # the work was shared
     check_shared_directory(pagedir, graph, tmp_path, proxy)

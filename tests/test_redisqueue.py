@@ -26,7 +26,11 @@ KEYS = CrawlKeys("t")
 
 
 def queue(url, lease_seconds=30.0) -> LeasedLevelQueue:
-    return LeasedLevelQueue(redis.Redis.from_url(url), SPIDER, KEYS.frontier, keys=KEYS, lease_seconds=lease_seconds)
+    """A worker's queue, its worker's mark (saying its lease time) written as its extension does."""
+    server = redis.Redis.from_url(url)
+    q = LeasedLevelQueue(server, SPIDER, KEYS.frontier, keys=KEYS, lease_seconds=lease_seconds)
+    RedisCrawl(server, "t").register_worker(q.name, lease_seconds)
+    return q
 
 
 def push(q, path, depth) -> bool:
@@ -476,6 +480,34 @@ def test_planted_doc_ids_and_leases_are_quarantined_not_trusted(redis_url):
         [KEYS.free_ids, KEYS.pages, KEYS.lease_scores, KEYS.leases]
     )
     assert server.hgetall(KEYS.pages) == {fingerprint: b"1", url_fingerprint("http://a.test/b"): b"2"}
+
+
+def test_a_forged_lease_holding_a_request_gates_no_deeper_page(redis_url):
+    """A lease with a request and a score at depth 0, but an expiry no worker sets (past ten lease
+    times): moved aside as soon as it gates a deeper page, the frontier not empty (it held a crawl)."""
+    server = redis.Redis.from_url(redis_url)
+    q = queue(redis_url)
+    server.zadd(KEYS.lease_scores, {b"ghost": 0})
+    server.zadd(KEYS.leases, {b"ghost": 2**50})
+    server.hset(KEYS.leased, b"ghost", b"\x80\x04evil")
+    push(q, "a", 1)
+    assert lease_one(q).url == "http://a.test/a"
+    assert sorted(source for source, _ in quarantined(server)) == sorted([KEYS.leases, KEYS.leased, KEYS.lease_scores])
+
+
+def test_a_longer_lease_of_another_worker_stands(redis_url):
+    """Workers may lease for different times: a lease ten of one worker's lease times ahead is
+    another's (its mark says so), not a forged one, whether it gates that worker or none is queued."""
+    server = redis.Redis.from_url(redis_url)
+    patient, hasty = queue(redis_url, lease_seconds=60), queue(redis_url, lease_seconds=0.2)
+    push(patient, "a", 1)
+    held = lease_one(patient)
+    assert lease_one(hasty) is None  # nothing queued
+    push(patient, "b", 2)
+    assert lease_one(hasty) is None  # b waits for a, a level up
+    assert server.zscore(KEYS.leases, held.meta["tse_lease"]) and quarantined(server) == []
+    finish(patient, held, saved=True)
+    assert lease_one(hasty).url == "http://a.test/b"
 
 
 def lease_two(q):

@@ -2,10 +2,12 @@
 
 Scrapy's download delay is kept per process, so N workers would hit a host N
 times as often.  Here a request to a host first takes the host's lease, a
-Redis key set only if absent (``SET NX PX delay``), and it is set again for
-the delay when the request ends: two requests to one host, from any workers,
-start at least the delay apart, counted from the end of the previous one as
-in a single crawl.  Different hosts proceed in parallel.  The lease keys are
+Redis key set only if absent (``SET NX PX``), held while the request is in
+flight (up to the lease time, ``TSE_LEASE_SECONDS``: a worker that dies
+mid-request blocks its host no longer than its pages), and set again for the
+delay when the request ends: two requests to one host, from any workers, are
+never in flight at once and start at least the delay apart, counted from the
+end of the previous one as in a single crawl.  Different hosts proceed in parallel.  The lease keys are
 shared by every crawl on the Redis server, so two crawls of one site are
 polite together too.  A robots.txt Crawl-delay longer than the delay is used.
 
@@ -53,8 +55,12 @@ class RedisPolitenessMiddleware:
         stats: StatsCollector | None = None,
         outage: RedisOutage | None = None,
         max_crawl_delay: float = HOLD_AT_MOST,
+        in_flight: float = 30.0,
     ):
         self.server = server
+        # How long a request may hold its host before it ends (then the delay counts from its end):
+        # held only for the delay, a request slower than it let another worker's start meanwhile.
+        self.in_flight = in_flight
         self.max_crawl_delay = max_crawl_delay
         self.delay = delay
         self.user_agent = user_agent
@@ -77,6 +83,7 @@ class RedisPolitenessMiddleware:
             crawler.stats,
             distributed.outage,
             distributed.max_crawl_delay,
+            settings.getfloat("TSE_LEASE_SECONDS"),
         )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         return middleware
@@ -89,7 +96,8 @@ class RedisPolitenessMiddleware:
         host, delay = self.host_delay(request)
         if delay <= 0:
             return None
-        key, milliseconds = politeness_key(host), max(1, int(delay * 1000))
+        key, milliseconds = politeness_key(host), max(1, int(min(delay + self.in_flight, HOLD_AT_MOST) * 1000))
+        delay_ms = max(1, int(delay * 1000))
         while True:
             wait = self.own_holds.get(host, 0.0) - monotonic()
             if wait > 0:
@@ -113,7 +121,9 @@ class RedisPolitenessMiddleware:
                 return None
             if self.stats is not None:
                 self.stats.inc_value("tse/politeness_waits")
-            await asyncio.sleep(max(remaining, 1) / 1000)
+            # Held for a request in flight, the key is set for the delay once it ends: asked again
+            # within a delay, the wait then ends when that delay does.
+            await asyncio.sleep(min(max(remaining, 1), delay_ms) / 1000)
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         self._restart(request)

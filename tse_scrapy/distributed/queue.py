@@ -64,7 +64,7 @@ ANSWER_KEPT_AT_MOST = 86400.0  # seconds
 # 5 leased (id -> request), 6 lease_scores (id -> frontier score),
 # 7 quarantine, 8 pages, 9 reserved, 10 free_ids, 11 docID counter,
 # 12 this queue's last settle (its token and result), 13 when a worker was last back after an outage,
-# 14 params.
+# 14 params, 15 workers (their marks: each one's lease time).
 # ARGV: 1 LEVEL, 2 lease ms, 3 key prefix of owned seen keys, 4 how many to
 # lease, 5 number of links L, 6 number of finished pages F, 7 this call's
 # token, 8 number of quarantined leases Q, 9 this call's lease prefix, 10 how
@@ -103,9 +103,25 @@ local function drop_lease(lease)
   redis.call('DEL', ARGV[3] .. lease)
 end
 -- A lease no worker took (no request behind it, or an expiry far past any lease
--- time: a worker sets and renews a lease time ahead) would hold the crawl forever:
--- its parts go to the quarantine.
-local far = now + 10 * tonumber(ARGV[2])
+-- time: a worker sets and renews a lease its own lease time ahead) would hold the
+-- crawl forever: its parts go to the quarantine.  Far is ten of the longest lease
+-- times the crawl's workers say they use (their marks), at most a day each; the
+-- marks are read only for an expiry past ten of this worker's own.
+local own_far, far = now + 10 * tonumber(ARGV[2]), nil
+local function untaken(expiry)
+  if not expiry then return true end
+  if expiry <= own_far then return false end
+  if not far then
+    local longest = tonumber(ARGV[2])
+    for _, mark in ipairs(redis.call('HVALS', KEYS[15])) do
+      local ok, said = pcall(cjson.decode, mark)
+      local lease = ok and type(said) == 'table' and tonumber(said.lease)
+      if lease and lease == lease and lease * 1000 > longest then longest = math.min(lease * 1000, 86400000) end
+    end
+    far = now + 10 * longest
+  end
+  return expiry > far
+end
 local function quarantine_untaken(lease)
   quarantine(KEYS[7], KEYS[4], 'a lease no worker took', lease)
   local request = redis.call('HGET', KEYS[5], lease)
@@ -194,7 +210,7 @@ if tonumber(ARGV[4]) > 0 then
     if #shallowest == 0 then break end
     local lease = shallowest[1]
     local expiry = tonumber(redis.call('ZSCORE', KEYS[4], lease))
-    local held = expiry and expiry <= far and redis.call('HEXISTS', KEYS[5], lease) == 1
+    local held = expiry and not untaken(expiry) and redis.call('HEXISTS', KEYS[5], lease) == 1
     if held and tonumber(shallowest[2]) then
       gate = math.floor(tonumber(shallowest[2]) / level)
       break
@@ -241,7 +257,7 @@ if tonumber(ARGV[4]) > 0 then
     -- Idle at the end of a level or of the crawl: leases no worker took, that gate nothing.
     for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, 99)) do
       local expiry = tonumber(redis.call('ZSCORE', KEYS[4], id))
-      if redis.call('HEXISTS', KEYS[5], id) == 0 or not expiry or expiry > far then quarantine_untaken(id) end
+      if redis.call('HEXISTS', KEYS[5], id) == 0 or untaken(expiry) then quarantine_untaken(id) end
     end
   end
 end
@@ -369,7 +385,7 @@ class LeasedLevelQueue(PriorityQueue):
                 *(k.seen, self.key, k.push_id),
                 *(k.leases, k.leased, k.lease_scores, k.quarantine),
                 *(k.pages, k.reserved, k.free_ids, k.doc_id),
-                *(self.settle_record, k.resumed, k.params),
+                *(self.settle_record, k.resumed, k.params, k.workers),
             ],
             [
                 *(LEVEL, self.lease_ms, k.owned_prefix, lease, len(links), len(finished), token),
