@@ -7,9 +7,10 @@ flight (up to the lease time, ``TSE_LEASE_SECONDS``: a worker that dies
 mid-request blocks its host no longer than its pages), and set again for the
 delay when the request ends: two requests to one host, from any workers, are
 never in flight at once and start at least the delay apart, counted from the
-end of the previous one as in a single crawl.  Different hosts proceed in parallel.  The lease keys are
-shared by every crawl on the Redis server, so two crawls of one site are
-polite together too.  A robots.txt Crawl-delay longer than the delay is used.
+end of the previous one as in a single crawl.  Different hosts proceed in
+parallel.  The lease keys are shared by every crawl on the Redis server, so
+two crawls of one site are polite together too.  A robots.txt Crawl-delay
+longer than the delay is used.
 
 It sits last before the download handler, and the worker's own delay is
 zero, so the time the lease is taken is the time the request starts.
