@@ -1,6 +1,7 @@
 """Keeping a crawl fresh: ``tse crawl --update`` against real sites that change
 between crawls.  The truth is a fresh crawl of the changed site (the live
-pages must be the same) and the changes the test itself made."""
+pages must be the same) and the changes the test itself made.  What ``tse crawl`` refuses before
+Scrapy starts is asked in the test's process (``cli.main``: tests/support/cuta_here.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_scrapy, run_tse, scrapy_crawl_site
+from tests.support.cuta_here import crawl_here
 from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
 from tests.support.sitegen import generate_site, write_site
@@ -306,10 +308,11 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
     server = serve(site.root)
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = crawl_site(server, empty, 1, "--update")
+    # Refused before Scrapy starts: asked in the test's process (the crawls stay processes).
+    result = crawl_here(server, empty, 1, "--update")
     assert result.returncode == 2
     assert result.stderr.decode() == f"tse crawl: {empty} holds no crawl to update: crawl it first (without --update)\n"
-    result = crawl_site(server, empty, 1, "--changes", tmp_path / "c.jsonl")
+    result = crawl_here(server, empty, 1, "--changes", tmp_path / "c.jsonl")
     assert (result.returncode, result.stderr.decode()) == (
         2,
         "tse crawl: --changes goes with --update (a first crawl's pages are all new)\n",
@@ -320,7 +323,7 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
         2,
         "scrapy crawl tse: -s TSE_CHANGES goes with -a update=yes (a first crawl's pages are all new)\n",
     )
-    result = crawl_site(server, empty, 1, "--validators", "-s", f"JOBDIR={tmp_path / 'job'}")
+    result = crawl_here(server, empty, 1, "--validators", "-s", f"JOBDIR={tmp_path / 'job'}")
     assert result.returncode == 2 and b"drop JOBDIR" in result.stderr
     assert os.listdir(empty) == []
     out = tmp_path / "out"
@@ -333,21 +336,21 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
         (["--update", "--warc", str(tmp_path / "x.warc")], b"must end in .warc.gz"),
         (["--update", "--changes", str(tmp_path / "no" / "c.jsonl")], b"--changes: no directory"),
     ):
-        result = crawl_site(server, out, 1, *options)
+        result = crawl_here(server, out, 1, *options)
         assert result.returncode == 2 and message in result.stderr and result.stderr.count(b"\n") == 1, options
-    result = crawl_site(server, out, 2, "--update")
+    result = crawl_here(server, out, 2, "--update")
     assert result.returncode == 2
     assert result.stderr == b"tse crawl: cannot update: depth was 1 and is now 2\n"
     warc = tmp_path / "old.warc.gz"
     warc.write_bytes(b"")
-    result = crawl_site(server, out, 1, "--update", "--warc", warc)
+    result = crawl_here(server, out, 1, "--update", "--warc", warc)
     assert result.returncode == 2 and b"exists" in result.stderr
     assert tree(out) == before
     bad = tmp_path / "bad"
     shutil.copytree(out, bad)
     (bad / ".tse-pages.sqlite").unlink()
     (bad / "2").write_bytes(b"not a page file")
-    result = crawl_site(server, bad, 1, "--update")
+    result = crawl_here(server, bad, 1, "--update")
     assert (
         result.returncode == 2
         and result.stderr
@@ -355,7 +358,7 @@ def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, serve):
         "without a line break (a page file's URL, then its depth)\n".encode()
     )
     # A plain crawl into a directory that holds one is refused, sent to --update.
-    result = crawl_site(server, out, 1)
+    result = crawl_here(server, out, 1)
     assert result.returncode == 2 and b"holds a finished crawl of " in result.stderr
     assert b"crawl it again with --update" in result.stderr
 
@@ -448,7 +451,7 @@ def test_an_update_names_the_option_that_differs_in_words(tmp_path, serve):
         (["--sitemaps", "--pdf", "--deny", "x"], "deny was (none) and is now x"),
         (["--sitemaps", "--pdf", "--deny-ext", "gif"], "deny_ext was not given and is now gif"),
     ):
-        result = crawl_site(server, out, 1, "--update", *options)
+        result = crawl_here(server, out, 1, "--update", *options)  # refused before Scrapy starts
         assert result.stderr.decode() == f"tse crawl: cannot update: {differs}\n", options
         assert result.returncode == 2
     assert tree(out) == before
