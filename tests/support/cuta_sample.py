@@ -22,3 +22,13 @@ def seeded_sample(items: Sequence[T], count: int) -> tuple[list[T], str]:
     seed = int(given) if given else random.SystemRandom().randrange(10**6)
     chosen = sorted(random.Random(seed).sample(range(len(items)), count))
     return [items[i] for i in chosen], f"TSE_TEST_SEED={seed}"
+
+
+def run_seed() -> tuple[int | None, str]:
+    """This run's seed for a test that draws its own sample (None with TSE_TEST_SEED=all: every case),
+    and the words that replay it, for the assertion messages."""
+    given = os.environ.get("TSE_TEST_SEED", "").strip()
+    if given == "all":
+        return None, "TSE_TEST_SEED=all"
+    seed = int(given) if given else random.SystemRandom().randrange(10**6)
+    return seed, f"TSE_TEST_SEED={seed}"
