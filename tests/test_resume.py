@@ -1,8 +1,11 @@
 """Crash-safe crawls: killed at random points and resumed, a crawl ends with
-the same page directory as an uninterrupted one."""
+the same page directory as an uninterrupted one.  What ``tse crawl`` refuses (or finds nothing to
+do for) before Scrapy starts is asked in the test's process (``cli.main``: tests/support/cuta_here.py);
+the crawls, and the commands a test is about, stay processes."""
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
@@ -11,6 +14,8 @@ from collections import Counter
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
+from tests.support.cuta_here import tse_here
+from tests.support.cuta_sample import run_seed
 from tests.support.pages import saved_pages, snapshot, tree
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
@@ -116,12 +121,15 @@ def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, wh
     total = page_files(whole)
     assert total > 200
 
-    rng = random.Random(f"{order}{kinds}")
     # Also at 0 pages (during start-up) for SIGKILL (the first kind); a Ctrl-C that early stops
-    # Python itself while it imports its site module, with its own traceback.  Then four stops of
-    # each kind, anywhere in the lives of the pages (six when there is one kind).
-    stops = 6 if len(kinds) == 1 else 4 * len(kinds)
-    targets = [0, *sorted(rng.sample(range(1, total - 5), stops))]
+    # Python itself while it imports its site module, with its own traceback.  Then two stops of
+    # each kind, anywhere in the lives of the pages: every stop of a kind is the same one, at a random
+    # instant of a page's life, and each run of the suite draws other pages (the seed in every
+    # message; TSE_TEST_SEED=all: four of each kind, six when there is one).
+    seed, replay = run_seed()
+    rng = random.Random(f"{order}{kinds}{seed}")
+    each = 2 if seed is not None else 6 if len(kinds) == 1 else 4
+    targets = [0, *sorted(rng.sample(range(1, total - 5), each * len(kinds)))]
     out = tmp_path / "interrupted"
     out.mkdir()
     interrupted = Counter()
@@ -131,65 +139,82 @@ def test_interrupted_crawl_resumes_to_the_same_directory(tmp_path, slow_site, wh
         if signals != [signal.SIGKILL]:  # Ctrl-C once the crawl has started
             target = max(target, page_files(out) + 1)
         process = interrupt_at(command(out, *extra), out, target, signals, rng)
-        assert b"Traceback" not in process.stderr.read(), signals
+        assert b"Traceback" not in process.stderr.read(), (signals, target, replay)
         if process.returncode == 0:
             break
         interrupted[str(signals)] += 1
         if page_files(out):
             assert (out / ".tse-state.sqlite").is_file()
-    assert sorted(interrupted) == sorted(map(str, kinds)), interrupted
-    assert min(interrupted.values()) >= (6 if len(kinds) == 1 else 4), interrupted
+    assert sorted(interrupted) == sorted(map(str, kinds)), (interrupted, replay)
+    assert min(interrupted.values()) >= each, (interrupted, replay)
     final = subprocess.run(command(out, "--resume"), env=clean_env(), cwd=ROOT, capture_output=True)
-    assert final.returncode == 0, final.stderr.decode()[-2000:]
+    assert final.returncode == 0, (replay, final.stderr.decode()[-2000:])
     if concurrency == 1:
-        assert tree(out) == tree(whole)  # no state, no partial file left
+        assert tree(out) == tree(whole), (targets, replay)  # no state, no partial file left
     else:
         # Concurrent saves number pages in any order: the same pages under docIDs 1..N.
-        assert sorted(tree(out)) == sorted(tree(whole))
-        assert sorted(tree(out).values()) == sorted(tree(whole).values())
+        assert sorted(tree(out)) == sorted(tree(whole)), (targets, replay)
+        assert sorted(tree(out).values()) == sorted(tree(whole).values()), (targets, replay)
 
 
-def test_refuses_to_mix_crawls(tmp_path, serve):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    server = serve(site.root)
-    out = tmp_path / "out"
+@pytest.fixture(scope="module")
+def finished_crawl(tmp_path_factory):
+    """A three-page site, served for the module, and its finished crawl (``tse crawl``, depth 1), made
+    once: each test reads a copy of it (``finished_copy``)."""
+    root = tmp_path_factory.mktemp("finished")
+    site = write_site(root / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    out = root / "out"
     out.mkdir()
+    with SiteServer(site.root) as server:
+        seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+        done = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0")
+        assert done.returncode == 0, done.stderr.decode()
+        assert sorted(hit.key for hit in server.hits) == ["/a.html", "/b.html", "/index.html", "/robots.txt"]
+        yield server, out
+
+
+@pytest.fixture
+def finished_copy(tmp_path, finished_crawl):
+    """The module's server and a copy of its finished crawl."""
+    server, crawled = finished_crawl
+    out = tmp_path / "out"
+    shutil.copytree(crawled, out)
+    return server, out
+
+
+def test_refuses_to_mix_crawls(finished_copy):
+    server, out = finished_copy
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    assert run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0").returncode == 0
-    before = tree(out)
-    result = run_tse("crawl", seed, out, 1, "--prefix", prefix)
+    before, hits = tree(out), len(server.hits)
+    # Refused before Scrapy starts: asked in the test's process.
+    result = tse_here("crawl", seed, out, 1, "--prefix", prefix)
     # The same seed's finished crawl is said to be one ("another crawl" was all it said).
     assert result.returncode == 2 and result.stderr.decode() == (
         f"tse crawl: {out} holds a finished crawl of {seed}: crawl it again with --update (-a update=yes),"
         " or crawl into an empty directory\n"
     )
-    result = run_tse("crawl", f"{server.url}/a.html", out, 1, "--prefix", prefix)
+    result = tse_here("crawl", f"{server.url}/a.html", out, 1, "--prefix", prefix)
     assert result.returncode == 2 and result.stderr.decode() == (
         f"tse crawl: {out} already holds the pages of another crawl; crawl into an empty directory\n"
     )
     (out / ".tse-state.sqlite").write_bytes(b"")  # not a crawl state: still refused
-    result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
+    result = tse_here("crawl", seed, out, 1, "--prefix", prefix, "--resume")
     assert result.returncode == 2
     (out / ".tse-state.sqlite").unlink()
     assert tree(out) == before
-    assert len(server.hits) == 3  # robots.txt and two pages, once
+    assert len(server.hits) == hits  # nothing fetched (the crawl asked for robots.txt and each page once)
 
 
 @pytest.mark.parametrize("command", ["tse crawl --resume", "scrapy crawl -a resume=yes"])
-def test_resuming_a_finished_crawl_does_nothing(tmp_path, serve, command):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
-    server = serve(site.root)
-    out = tmp_path / "out"
-    out.mkdir()
+def test_resuming_a_finished_crawl_does_nothing(finished_copy, command):
+    server, out = finished_copy
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    done = run_tse("crawl", seed, out, 1, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0")
-    assert done.returncode == 0, done.stderr.decode()
     assert {url for url, _ in saved_pages(out)} == {seed, prefix + "a.html", prefix + "b.html"}
     assert not (out / ".tse-state.sqlite").exists()  # finished
     before, fetched = snapshot(out), len(server.hits)
     time.sleep(0.05)  # a file written again would get a later modification time
-    if command.startswith("tse"):
-        result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume")
+    if command.startswith("tse"):  # said before Scrapy starts: asked in the test's process
+        result = tse_here("crawl", seed, out, 1, "--prefix", prefix, "--resume")
     else:
         result = run_scrapy(
             *("crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=1"),
@@ -228,15 +253,15 @@ def test_resume_requires_the_same_arguments(tmp_path, serve):
         ((f"{server.url}/a.html", out, 1, "--prefix", prefix, "--resume"), "seed was"),
         ((seed, out, 1, "--prefix", prefix), "holds an interrupted crawl"),
     ]
-    for args, message in cases:
-        result = run_tse("crawl", *args)
+    for args, message in cases:  # refused before Scrapy starts: asked in the test's process
+        result = tse_here("crawl", *args)
         assert result.returncode == 2 and message in result.stderr.decode(), result.stderr
     result = run_tse("crawl", seed, out, 1, "--prefix", prefix, "--resume", "-s", "DOWNLOAD_DELAY=0")
     assert result.returncode == 0
     assert [url for url, _ in saved_pages(out)] == [seed, prefix + "a.html"]
 
 
-def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
+def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site, whole_crawl):
     _, server = slow_site
     seed, prefix = f"{server.url}/index.html", f"{server.url}/"
 
@@ -260,10 +285,10 @@ def test_scrapy_crawl_with_jobdir_resumes_by_running_again(tmp_path, slow_site):
             *(["-s", f"JOBDIR={jobdir}"] if jobdir else []),
         ]
 
-    whole, out, jobdir = tmp_path / "whole", tmp_path / "out", tmp_path / "job"
-    whole.mkdir()
+    # The uninterrupted crawl: tse crawl's in the order and at the concurrency scrapy crawl tse has by default.
+    whole = whole_crawl("tse", 1)
+    out, jobdir = tmp_path / "out", tmp_path / "job"
     out.mkdir()
-    assert subprocess.run(command(whole), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL).returncode == 0
     rng = random.Random(5)
     for target in (40, 120):
         interrupt_at(command(out, jobdir), out, target, [signal.SIGKILL], rng)
@@ -384,8 +409,8 @@ def test_a_page_directory_is_crawled_by_one_process_at_a_time(tmp_path, serve):
         wait_until(while_running(process, waiting_for_a, "waiting for a.html"), 30, "no request for a.html")
         before = wait_until(lambda: quiet_snapshot(tmp_path), 10, "the crawl's files kept changing")
         busy = f"{out} is in use by another crawl, still running: let it end (or stop it) first"
-        for options in (["--resume"], []):
-            refused = run_tse(*command, *options)
+        for options in (["--resume"], []):  # refused before Scrapy starts: asked in the test's process
+            refused = tse_here(*command, *options)
             assert (refused.returncode, refused.stderr.decode()) == (2, f"tse crawl: {busy}\n"), options
         refused = run_scrapy(
             *("crawl", "tse", "-a", f"seed={seed}", "-a", f"pagedir={out}", "-a", "depth=1", "-a", f"prefix={prefix}"),

@@ -1,7 +1,9 @@
 """A page directory edited by hand, or written by another program: a catalog row, a catalog meta value
 or a ``.tse-gone`` that this program does not write is refused in one line naming the file (and the
 row's docID), exit 2, before anything is written or fetched.  (It was a 50-line asyncio traceback
-once the crawl had begun, which left a crawl state that each --resume failed on the same way.)"""
+once the crawl had begun, which left a crawl state that each --resume failed on the same way.)  The
+refusals come before Scrapy starts: ``tse crawl`` is asked in the test's process (``cli.main``,
+tests/support/cuta_here.py); the crawl they refuse to update is a real one."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site
+from tests.support.cuta_here import crawl_here
 from tests.support.pages import snapshot
 from tests.support.sitegen import write_site
 from tse_scrapy.resume.statedb import CrawlStateDB
@@ -81,7 +84,7 @@ def test_a_damaged_catalog_or_gone_list_is_refused_in_one_line_before_anything_i
         shutil.copytree(crawled, out)
         damage(out)
         before, hits = snapshot(copies), len(server.hits)
-        done = crawl_site(server, out, 1, "--update", *options)
+        done = crawl_here(server, out, 1, "--update", *options)
         assert (done.returncode, done.stderr.decode()) == (2, f"tse crawl: {message(out)}\n"), options
         assert snapshot(copies) == before and len(server.hits) == hits  # no .tse-state.sqlite left, nothing fetched
 

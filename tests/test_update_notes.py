@@ -1,15 +1,16 @@
 """`tse crawl --update` of pages whose bytes stay as they were but whose answer says something new: an
 `X-Robots-Tag: noindex` sent now, a canonical `Link:` header, a charset gone from the Content-Type.
 The page is written again with its notes, and the updated index answers as a fresh crawl's does
-(rules/files/pagenotes.py).  Real crawls of real files served on 127.0.0.1."""
+(rules/files/pagenotes.py).  Real crawls of real files served on 127.0.0.1; the indexes that show what
+they wrote made and asked in the test's process (``cli.main``: tests/support/cuta_here.py)."""
 
 from __future__ import annotations
 
 import shutil
 
 from tests.conftest import crawl_site, run_tse
+from tests.support.cuta_here import query_here, tse_here
 from tests.support.pages import page_file_states
-from tests.support.sitecrawl import query_answers
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.files.pagenotes import read_page_notes
 
@@ -39,8 +40,8 @@ def test_a_page_that_turns_noindex_or_loses_its_charset_is_indexed_as_a_fresh_cr
     out, index = tmp_path / "out", tmp_path / "index"
     out.mkdir()
     assert crawl_site(server, out, 1).returncode == 0
-    assert run_tse("index", out, index).returncode == 0
-    assert names(query_answers(out, index, QUERIES, "relevance")) == [["a.html"], ["b.html"], ["c.html"]]
+    assert tse_here("index", out, index).returncode == 0
+    assert names(query_here(out, index, QUERIES, "relevance")) == [["a.html"], ["b.html"], ["c.html"]]
     before = page_file_states(out)
     # The same bytes, answered now with noindex (a) and without a charset (c); b as it was.
     server.rules["/a.html"] = Rule(status=200, headers={"X-Robots-Tag": "noindex"})
@@ -55,13 +56,13 @@ def test_a_page_that_turns_noindex_or_loses_its_charset_is_indexed_as_a_fresh_cr
     notes = read_page_notes(out)
     assert {u.rsplit("/", 1)[1] for u in notes.noindex} == {"a.html"} and url not in notes.charsets
     # The updated index answers as the index of a fresh crawl of the site as it is now.
-    assert run_tse("index", out, index, "--update").returncode == 0
+    assert tse_here("index", out, index, "--update").returncode == 0
     fresh_out, fresh_index = tmp_path / "fresh", tmp_path / "fresh.index"
     fresh_out.mkdir()
     assert crawl_site(server, fresh_out, 1).returncode == 0
-    assert run_tse("index", fresh_out, fresh_index).returncode == 0
-    updated = names(query_answers(out, index, QUERIES, "relevance"))
-    assert updated == names(query_answers(fresh_out, fresh_index, QUERIES, "relevance"))
+    assert tse_here("index", fresh_out, fresh_index).returncode == 0
+    updated = names(query_here(out, index, QUERIES, "relevance"))
+    assert updated == names(query_here(fresh_out, fresh_index, QUERIES, "relevance"))
     assert updated[:2] == [[], ["b.html"]]
     # A second update finds the pages as noted: nothing written again.
     assert crawl_site(server, out, 1, "--update").returncode == 0
@@ -96,8 +97,8 @@ def test_a_304_speaks_to_the_headers_it_carries_and_a_noindex_page_is_asked_for_
     written = {after[doc][0].rsplit("/", 1)[1] for doc in after if after[doc][1:3] != before[doc][1:3]}
     assert written == {"a.html"}
     assert {url.rsplit("/", 1)[1] for url in read_page_notes(out).noindex} == {"a.html"}
-    assert run_tse("index", out, index).returncode == 0
-    assert names(query_answers(out, index, ["walrus", "tapir"], "relevance")) == [[], ["b.html"]]
+    assert tse_here("index", out, index).returncode == 0
+    assert names(query_here(out, index, ["walrus", "tapir"], "relevance")) == [[], ["b.html"]]
     # Withdrawn: a noindex page is asked for whole (a 304 need not repeat the header), and is a page again.
     del server.rules["/a.html"]
     asked = len(server.hits)
@@ -105,8 +106,8 @@ def test_a_304_speaks_to_the_headers_it_carries_and_a_noindex_page_is_asked_for_
     statuses = {hit.key: hit.status for hit in server.hits[asked:]}
     assert statuses["/a.html"] == 200 and statuses["/b.html"] == 304
     assert read_page_notes(out).noindex == frozenset()
-    assert run_tse("index", out, index, "--update").returncode == 0
-    assert names(query_answers(out, index, ["walrus", "tapir"], "relevance")) == [["a.html"], ["b.html"]]
+    assert tse_here("index", out, index, "--update").returncode == 0
+    assert names(query_here(out, index, ["walrus", "tapir"], "relevance")) == [["a.html"], ["b.html"]]
     # A 304 that carries none of those headers changes nothing.
     settled = page_file_states(out)
     assert crawl_site(server, out, 1, "--update", "--validators").returncode == 0

@@ -8,11 +8,15 @@ once.
 The kills are exact.  An uninterrupted update, traced, lists every file it opens, renames or
 removes (tests/support/killat.py); the same update of a fresh copy then kills itself at one of
 those events: before its state exists, once its state is made, as it opens its record and WARC,
-at its first, second and last pages, and at each step of its clean-up (an update of a site
+at its first, second and last pages, and at the steps of its clean-up (an update of a site
 that did not change: at its pages' revisits and what it removes before its changes file, its steps
-before and after being the changed site's).  (Kills between
+before and after being the changed site's).  Each run kills at one instant of each kind and a seeded
+sample of the others (tests/support/cuta_sample.py: every one with TSE_TEST_SEED=all).  (Kills between
 two commits of its state, by the number of requests made, are in test_update.py.)  An update run
 to its end, then resumed, says so, and touches nothing.
+
+What ``tse crawl`` says and does before Scrapy starts (a refusal; "nothing to resume") is asked in the
+test's process (``cli.main``, tests/support/cuta_here.py): the same code, without a Python start each.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
+from tests.support.cuta_here import crawl_here, tse_here
+from tests.support.cuta_sample import seeded_sample
 from tests.support.fulldisk import leave_free, tmpfs
 from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
@@ -96,6 +102,36 @@ def instants(trace: list[tuple[str, str]], pages_only: bool = False) -> list[tup
     return [numbered[i] for i in sorted(chosen) if not pages_only or pages[0] <= i < changes_file]
 
 
+def kind(instant: tuple[str, str, int], pages_begun: bool) -> str:
+    """The kind of step of the update an instant of ``instants`` is in (*pages_begun*: one at or after
+    its first page's): the kills at two instants of a kind resume through the same code, from files
+    that differ in which one of them is half made."""
+    event, path, _ = instant
+    if PAGE_EVENT.search(path):
+        return "a page"
+    if not pages_begun:
+        if path == "RUN/pages":
+            return "before its state exists"
+        return "its state made" if "/pages/" in path else "its record and WARC opened"
+    if ".tse-pages.sqlite" in path:
+        return "the catalog written"
+    if event == "os.remove" and ".tse-state.sqlite" in path:
+        return "its state removed"
+    return "a result file written"  # the gone list, the changes file, the CDXJ
+
+
+def chosen_instants(killed_at: list[tuple[str, str, int]], more: int) -> tuple[list[tuple[str, str, int]], str]:
+    """The first instant of each kind, the last one, and a seeded sample of *more* others (all with
+    TSE_TEST_SEED=all): an instant left out resumes through the code that a kept one of its kind does,
+    from files that differ only in which of that step's files is half made, and another run of the
+    suite kills there.  With the words that replay the sample, for the assertion messages."""
+    first_page = next(i for i, (_, path, _) in enumerate(killed_at) if PAGE_EVENT.search(path))
+    kinds = {kind(at, i >= first_page): at for i, at in reversed(list(enumerate(killed_at)))}
+    always = {*kinds.values(), killed_at[-1]}
+    others, replay = seeded_sample([at for at in killed_at if at not in always], more)
+    return [at for at in killed_at if at in always or at in others], replay
+
+
 def answers(warc: Path) -> Counter:
     """(URL, record type, HTTP status) of each response and revisit record, counted."""
     return Counter(
@@ -112,15 +148,31 @@ def record_lines(path: Path) -> Counter:
     return Counter((r.url, r.outcome, r.status, r.doc) for r in records if r.outcome != "robots")
 
 
-@pytest.fixture
-def crawled(tmp_path, serve):
-    """A 40-page site and its first crawl, with a WARC (so with the pages' validators)."""
-    site = generate_site(tmp_path / "site", pages=40, fanout=3, seed=31, external=1, dead=1)
-    server = serve(site.root)
-    pages = tmp_path / "crawled"
+@pytest.fixture(scope="module")
+def crawled_once(tmp_path_factory):
+    """A 40-page site, served for the module, and its first crawl, with a WARC (so with the pages'
+    validators), made once: a test copies the crawl, and ``crawled`` puts the site's files back."""
+    root = tmp_path_factory.mktemp("crawled")
+    site = generate_site(root / "site", pages=40, fanout=3, seed=31, external=1, dead=1)
+    files = {path: path.read_bytes() for path in site.root.rglob("*") if path.is_file()}
+    pages = root / "crawled"
     pages.mkdir()
-    first = crawl_site(server, pages, DEPTH, "--warc", tmp_path / "first.warc.gz")
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    with SiteServer(site.root) as server:
+        first = crawl_site(server, pages, DEPTH, "--warc", root / "first.warc.gz")
+        assert first.returncode == 0, first.stderr.decode()[-2000:]
+        yield site, server, pages, files
+
+
+@pytest.fixture
+def crawled(crawled_once):
+    """The site as it was first crawled, its server and its first crawl (to be copied, not changed)."""
+    site, server, pages, files = crawled_once
+    for path in site.root.rglob("*"):
+        if path.is_file() and path not in files:
+            path.unlink()
+    for path, data in files.items():  # the same bytes: the same ETags, a 304 as before
+        if not path.is_file() or path.read_bytes() != data:
+            path.write_bytes(data)
     return site, server, pages
 
 
@@ -153,35 +205,40 @@ def test_an_update_killed_at_any_instant_resumes_to_an_uninterrupted_updates_end
 
     # After the end: the same command with --resume says so, fetches nothing, touches nothing.
     before, hits = snapshot(reference), len(server.hits)
-    assert_finished(run_tse(*update_arguments(server, reference), "--resume"), reference / "pages", "tse crawl")
+    assert_finished(tse_here(*update_arguments(server, reference), "--resume"), reference / "pages", "tse crawl")
     assert len(server.hits) == hits and snapshot(reference) == before
 
     # The instants before the first page and from the changes file on are the same steps whether the
     # site changed or not: an unchanged site is killed at its pages' revisits and the gone list's removal.
-    killed_at = instants(trace, pages_only=not site_changes)
-    assert len(killed_at) >= (4 if not site_changes else 20), killed_at
-    cleaning_up = next(i for i, (_, path, _) in enumerate(killed_at) if "changes.jsonl" in path) if site_changes else 0
+    every_instant = instants(trace, pages_only=not site_changes)
+    assert len(every_instant) >= (4 if not site_changes else 20), every_instant
+    changes_at = [i for i, (_, path, _) in enumerate(every_instant) if "changes.jsonl" in path]
+    cleaning_up = every_instant[changes_at[0]] if site_changes else every_instant[0]
+    killed_at, replay = chosen_instants(every_instant, 1 if not site_changes else 5)
 
     def kill_and_resume(number: int, event: str, path: str, occurrence: int) -> tuple[str, Path, dict]:
         run = tmp_path / f"killed{number}"
         shutil.copytree(crawled_pages, run / "pages")
         untouched = page_file_states(run / "pages")
-        instant = f"killed at {event} {path} #{occurrence}"
+        instant = f"killed at {event} {path} #{occurrence} ({replay})"
         arguments = update_arguments(server, run)
         killed = run_tse_until([event, path.replace("RUN", str(run)), str(occurrence)], arguments)
         assert killed.returncode == -signal.SIGKILL, (instant, killed.stderr.decode()[-2000:])
         resumed = run_tse(*arguments, "--resume")
         assert resumed.returncode == 0, (instant, resumed.stderr.decode()[-2000:])
         assert b"Traceback" not in resumed.stderr, instant
-        if number >= cleaning_up:  # it knows it finished, killed as its clean-up had begun or not
-            assert_finished(run_tse(*arguments, "--resume"), run / "pages", "tse crawl")
         return instant, run, untouched
 
     # Two at a time, one a core: each in a copy of its own.
     with ThreadPoolExecutor(2) as pool:
         runs = [pool.submit(kill_and_resume, number, *at) for number, at in enumerate(killed_at)]
-        for done in runs:
+        for at, done in zip(killed_at, runs, strict=True):
             instant, run, untouched = done.result()
+            if every_instant.index(at) >= every_instant.index(cleaning_up):
+                # It knows it finished, killed as its clean-up had begun or not (asked here, in the
+                # main thread: what it says before Scrapy starts, in the test's process).
+                arguments = update_arguments(server, run)
+                assert_finished(tse_here(*arguments, "--resume"), run / "pages", "tse crawl")
             assert changes(run / "changes.jsonl") == changes(reference / "changes.jsonl"), instant
             pages = {name: data for name, data in tree(run / "pages").items() if name != ".tse-pages.sqlite"}
             expected_pages = tree(reference / "pages")
@@ -221,7 +278,7 @@ def test_resuming_an_update_that_has_finished_or_never_began(tmp_path, serve):
     # The update has finished: resumed with its own output files, by either command, it says so
     # (and when it finished) and does nothing.
     before, hits = snapshot(tmp_path), len(server.hits)
-    at = assert_finished(crawl_site(server, out, 1, "--update", "--resume", *first), out, "tse crawl")
+    at = assert_finished(crawl_here(server, out, 1, "--update", "--resume", *first), out, "tse crawl")
     assert started - 1 <= at <= ended
     scrapy_options = ["-a", "update=yes", "-a", "resume=yes", "-s", f"TSE_WARC={first[1]}"]
     scrapy_options += ["-s", f"TSE_CHANGES={first[3]}"]
@@ -240,7 +297,7 @@ def test_resuming_an_update_that_has_finished_or_never_began(tmp_path, serve):
     assert_valid(tmp_path / "u2.warc.gz")
     # A WARC that exists but that no interrupted update was writing is never appended to.
     before = snapshot(tmp_path)
-    done = crawl_site(server, out, 1, "--update", "--resume", "--warc", first[1])
+    done = crawl_here(server, out, 1, "--update", "--resume", "--warc", first[1])
     assert done.returncode == 2
     assert (
         done.stderr.decode()
@@ -288,8 +345,8 @@ def test_a_state_or_catalog_that_cannot_be_read_is_refused_in_one_line(tmp_path,
     cases += [(empty, ["--warc", tmp_path / "new.warc.gz"])]
     if broken == ".tse-state.sqlite":
         cases += [(out, ["--resume"]), (empty, [])]
-    for directory, options in cases:
-        done = crawl_site(server, directory, 1, *options)
+    for directory, options in cases:  # refused before Scrapy starts: asked in the test's process
+        done = crawl_here(server, directory, 1, *options)
         assert (done.returncode, done.stderr.decode()) == (2, refusal(directory)), (directory, options)
     assert snapshot(tmp_path) == before and len(server.hits) == hits
 
@@ -331,4 +388,4 @@ def test_an_update_whose_results_cannot_be_written_goes_on_with_update_resume_fe
         assert len(server.hits) == hits  # nothing asked for, robots.txt included
         assert [entry["change"] for entry in changes(listed)] == ["unchanged"] * known
         assert not (out / ".tse-state.sqlite").exists()
-        assert_finished(crawl_site(server, out, DEPTH, *options, "--resume"), out, "tse crawl")
+        assert_finished(crawl_here(server, out, DEPTH, *options, "--resume"), out, "tse crawl")
