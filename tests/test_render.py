@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.sitecrawl import interrupted_crawl, query_answers
+from tests.support.cutb_here import query_answers_here, tse_here
+from tests.support.sitecrawl import interrupted_crawl
 from tse_scrapy.crawl.downloader import render
 
 CHROMIUM = shutil.which("chromium")
@@ -162,9 +163,9 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
     assert any(url.endswith("/data/catalog.json") for url in archived), archived
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     queries = ["Zebra Quokka Catalogue", "zebra quokka marsupial"]
-    for query, answer in zip(queries, query_answers(pages, index, queries, "relevance"), strict=True):
+    for query, answer in zip(queries, query_answers_here(pages, index, queries, "relevance"), strict=True):
         assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
 
 
@@ -174,17 +175,18 @@ def test_without_render_the_script_written_page_is_not_found(nginx, tmp_path):
     assert "book.html" not in found
     assert b"Zebra" not in found["catalog.html"]
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     # Neither the script-set title nor the script-written text: only the URL's "catalog" could match.
-    (answer,) = query_answers(pages, index, ["zebra quokka marsupial"], "relevance")
+    (answer,) = query_answers_here(pages, index, ["zebra quokka marsupial"], "relevance")
     assert answer == []
 
 
 def test_render_goes_with_links_html(tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
-    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
-                     "--links", "tse", "--render")  # fmt: skip
+    # A refusal, its message what is checked: in this process (cli.main).
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                      "--links", "tse", "--render")  # fmt: skip
     assert result.returncode == 2
     assert re.search(r"--render goes with --links html", result.stderr.decode())
 
@@ -208,7 +210,7 @@ def test_render_with_resume_and_update(nginx, tmp_path):
     assert "<title>Wombat Edition</title>" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     # An update without --render would save the pages unrendered: refused.
     plain = [arg for arg in args if arg != "--render"]
-    refused = run_tse(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")
+    refused = tse_here(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")  # a refusal: in this process
     assert refused.returncode == 2 and "render" in refused.stderr.decode()
 
 
@@ -249,8 +251,9 @@ def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
 def test_render_without_a_browser_is_one_line(tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
-    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
-                     "--render", "-s", f"TSE_CHROMIUM={tmp_path / 'no-chromium'}")  # fmt: skip
+    # A refusal, its message what is checked: in this process (cli.main).
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                      "--render", "-s", f"TSE_CHROMIUM={tmp_path / 'no-chromium'}")  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [
         f"tse crawl: --render needs Chromium: {tmp_path / 'no-chromium'} not found"
@@ -326,8 +329,8 @@ def test_a_page_that_navigates_is_kept_as_rendered(nginx, tmp_path):
     archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
     assert sorted(url.rsplit("/", 1)[1] for url in archived) == sorted([*expected, "robots.txt"]), archived
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
-    (answer,) = query_answers(pages, index, ["pangolin wombat"], "relevance")
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
+    (answer,) = query_answers_here(pages, index, ["pangolin wombat"], "relevance")
     assert [url.rsplit("/", 1)[1] for _, url in answer] == ["gone.html"], answer
 
 
