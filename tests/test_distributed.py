@@ -20,6 +20,7 @@ import redis
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.cutb_here import tse_here
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
 from tests.support.wait import wait_until, while_running
@@ -264,7 +265,7 @@ def test_a_worker_joins_with_only_the_crawl_name_and_redis(redis_url, site, tmp_
     assert int(re.search(r"'tse/pages_saved': (\d+)", results[1][2]).group(1)) > 0
     check_shared_directory(pagedir, graph, tmp_path, proxy)
     assert client.exists("tse:joined:params")  # --keep
-    status = run_tse("status", "--redis", redis_url, "joined")
+    status = tse_here("status", "--redis", redis_url, "joined")  # what Redis kept, read in this process
     assert status.returncode == 0
     assert f"saved {len(saved_pages(pagedir))}" in status.stdout.decode()
 
@@ -319,7 +320,7 @@ def test_bad_distributed_arguments_are_one_line(redis_url, tmp_path):
         ([*crawl_args(tmp_path), "--redis", redis_url, "--max-pages", "5"], "page limit"),
         ([*crawl_args(tmp_path), "--redis", "redis://127.0.0.1:1/0"], "cannot use Redis"),
     ]:
-        done = run_tse("crawl", *args)
+        done = tse_here("crawl", *args)  # a refusal, its message what is checked: in this process (cli.main)
         assert done.returncode == 2
         assert message in done.stderr.decode() and len(done.stderr.decode().splitlines()) == 1
     assert os.listdir(tmp_path) == []
@@ -412,7 +413,7 @@ def test_the_last_worker_records_the_pages_it_moves_into_freed_doc_ids(redis_url
     ] == [("http://a.test/there.html", 1, 3, 2, True)]
     # The report counts requests: the moved line is not one.
     report = tmp_path / "report.html"
-    made = run_tse("report", record, "--out", report)
+    made = tse_here("report", record, "--out", report)  # the record's reading, in this process
     counts = f"{len(entries) - 1} requests, 2 pages saved, 1 failed, from 1 record file"
     assert made.stderr.decode() == f"tse report: wrote {report}: {counts}\n"
     [listed] = lxml.html.fromstring(report.read_bytes()).xpath('//ul[@id="record-files"]/li')

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, run_tse
+from tests.conftest import ROOT, clean_env
+from tests.support.cutb_here import tse_here
 from tests.support.tlsredis import TlsRedisServer, require_tls_redis
 from tests.support.wait import wait_until
 from tests.test_distributed import (  # noqa: F401 - the site fixture and the workers' helpers
@@ -89,13 +90,14 @@ def test_a_refused_password_or_a_plain_url_to_tls_is_one_line_with_the_password_
     wrong = tls_redis.url("crawler", "not-" + PASSWORD)
     plain = wrong.replace("rediss://", "redis://")
     for url in (wrong, plain):
-        done = run_tse("crawl", "http://a.test/", str(pagedir), "1", "--redis", url, timeout=60)
+        # Refusals, their messages what is checked: in this process (cli.main).
+        done = tse_here("crawl", "http://a.test/", str(pagedir), "1", "--redis", url)
         err = done.stderr.decode()
         assert done.returncode == 2 and len(err.splitlines()) == 1, err
         assert PASSWORD not in err and "crawler:***@127.0.0.1" in err, err
-    status = run_tse("status", "--redis", wrong, "c", timeout=30)
+    status = tse_here("status", "--redis", wrong, "c")
     assert status.returncode == 1 and PASSWORD not in status.stderr.decode() + status.stdout.decode()
-    unset = run_tse("status", "c", env=clean_env(), timeout=30)
+    unset = tse_here("status", "c", env=clean_env())
     assert unset.returncode == 2  # (a bad argument, as tse crawl's)
     assert unset.stderr.decode() == (
         "tse status: the Redis URL is to come from the environment, but TSE_REDIS_URL is not set\n"
@@ -104,13 +106,7 @@ def test_a_refused_password_or_a_plain_url_to_tls_is_one_line_with_the_password_
 
 def test_tse_status_reads_the_url_from_the_environment(tls_redis, tmp_path):
     url = tls_redis.url("crawler", PASSWORD)
-    done = subprocess.run(
-        [str(ROOT / ".venv/bin/tse"), "status", "nothing"],
-        cwd=ROOT,
-        env=clean_env(TSE_REDIS_URL=url),
-        capture_output=True,
-        timeout=30,
-    )
+    done = tse_here("status", "nothing", env=clean_env(TSE_REDIS_URL=url))  # in this process, in that environment
     assert done.returncode == 1
     assert done.stderr.decode() == "tse status: no crawl named nothing in Redis at " + (
         url.replace(PASSWORD, "***") + "\n"

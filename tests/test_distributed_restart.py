@@ -19,6 +19,7 @@ import redis
 import scrapy
 
 from tests.conftest import BIN, clean_env
+from tests.support.cutb_here import tse_here
 from tests.support.pages import saved_pages
 from tests.support.redisgap import RedisGap
 from tests.support.redisserver import RedisServer
@@ -182,7 +183,9 @@ def test_a_name_with_leftover_keys_is_refused_then_free_and_its_finished_kept_cr
     client.lpush("tse:t3:quarantine", "kept for its operator")
     pagedir = tmp_path / "d3b"
     pagedir.mkdir()
-    ((status, _, err),) = finish([tse_worker(redis_url, pagedir, proxy, "--name", "t3")], timeout=60)
+    # The refusals here (exit 2, one line) run in this process (cli.main): their messages are what is checked.
+    refused = tse_here("crawl", *crawl_args(pagedir), "--redis", redis_url, "--name", "t3", "-s", "DOWNLOAD_DELAY=0.1")
+    status, err = refused.returncode, refused.stderr.decode()
     assert status == 2, err[-3000:]
     assert len(err.splitlines()) == 1, err
     assert err.startswith(f"tse crawl: Redis at {redis_url} holds 5 leftover key(s) of a crawl named t3"), err
@@ -200,7 +203,8 @@ def test_a_name_with_leftover_keys_is_refused_then_free_and_its_finished_kept_cr
     again.mkdir()
     saved = len(saved_pages(first))
     for directory in (again, first):
-        ((status, _, err),) = finish([tse_worker(redis_url, directory, proxy, *fast)], timeout=60)
+        refused = tse_here("crawl", *crawl_args(directory), "--redis", redis_url, *fast)
+        status, err = refused.returncode, refused.stderr.decode()
         assert status == 2, err[-3000:]
         assert len(err.splitlines()) == 1, err
         assert err.startswith(f"tse crawl: crawl t3 in Redis at {redis_url} is finished (kept with --keep): "), err
@@ -247,8 +251,9 @@ def test_the_crawl_keeps_its_page_directory_absolute_a_joiner_keeps_its_delay_an
         [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "t11", "-s", "DOWNLOAD_DELAY=0"],
         proxy,
     )
-    wrong = start_in(tmp_path / "other", [*env_args, "--redis", redis_url, "--name", "t11"], proxy)
-    results = finish([first, joiner, wrong])
+    # Refused (exit 2, one line) as it opens: in this process (cli.main), in that folder, while the crawl runs.
+    wrong = tse_here(*env_args[1:], "--redis", redis_url, "--name", "t11", cwd=tmp_path / "other")
+    results = [*finish([first, joiner]), (wrong.returncode, wrong.stdout.decode(), wrong.stderr.decode())]
     assert [status for status, _, _ in results[:2]] == [0, 0], results[1][2][-3000:]
     assert os.listdir(tmp_path / "other" / "d11") == []
     assert saved_pages(tmp_path / "d11")

@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.sitecrawl import interrupted_crawl, query_answers
+from tests.support.cutb_here import query_answers_here, tse_here
+from tests.support.sitecrawl import interrupted_crawl
 from tse_scrapy.crawl.downloader import render
 
 CHROMIUM = shutil.which("chromium")
@@ -136,7 +137,9 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     from tests.support.warcs import read_warc
 
     warc = tmp_path / "render.warc.gz"
-    server, pages, result = crawl(nginx, tmp_path, "--render", "--warc", str(warc))
+    # A browser started anew every 3 page loads (the last -s wins): the crawl's 5 loads cross one recycling,
+    # with one Chromium start fewer than every 2.
+    server, pages, result = crawl(nginx, tmp_path, "--render", "--warc", str(warc), "-s", "TSE_RENDER_RECYCLE=3")
     found = pages_by_url(pages)
     catalog = found["catalog.html"].decode("utf-8-sig")
     assert "<title>Zebra Quokka Catalogue</title>" in catalog, result.stderr.decode()[-3000:]
@@ -151,7 +154,7 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     assert "Traceback" not in result.stderr.decode()
     assert re.search(r"rendered: 4 \(1 cut at the timeout, 1 crashed, 0 failed; ", summary), summary
     assert re.search(r" 2 blocked by robots.txt", summary), summary
-    assert re.search(r"browser started anew [12] times by rule", summary), summary  # every 2 page loads
+    assert re.search(r"browser started anew [12] times by rule", summary), summary  # every 3 page loads
     # robots.txt held for the browser's requests, on both host names: no disallowed URL was asked for.
     accesses = server.accesses()
     targets = [access.target for access in accesses]
@@ -162,9 +165,9 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
     assert any(url.endswith("/data/catalog.json") for url in archived), archived
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     queries = ["Zebra Quokka Catalogue", "zebra quokka marsupial"]
-    for query, answer in zip(queries, query_answers(pages, index, queries, "relevance"), strict=True):
+    for query, answer in zip(queries, query_answers_here(pages, index, queries, "relevance"), strict=True):
         assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
 
 
@@ -174,17 +177,18 @@ def test_without_render_the_script_written_page_is_not_found(nginx, tmp_path):
     assert "book.html" not in found
     assert b"Zebra" not in found["catalog.html"]
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     # Neither the script-set title nor the script-written text: only the URL's "catalog" could match.
-    (answer,) = query_answers(pages, index, ["zebra quokka marsupial"], "relevance")
+    (answer,) = query_answers_here(pages, index, ["zebra quokka marsupial"], "relevance")
     assert answer == []
 
 
 def test_render_goes_with_links_html(tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
-    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
-                     "--links", "tse", "--render")  # fmt: skip
+    # A refusal, its message what is checked: in this process (cli.main).
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                      "--links", "tse", "--render")  # fmt: skip
     assert result.returncode == 2
     assert re.search(r"--render goes with --links html", result.stderr.decode())
 
@@ -208,7 +212,7 @@ def test_render_with_resume_and_update(nginx, tmp_path):
     assert "<title>Wombat Edition</title>" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     # An update without --render would save the pages unrendered: refused.
     plain = [arg for arg in args if arg != "--render"]
-    refused = run_tse(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")
+    refused = tse_here(*plain, "--update", "-s", "DOWNLOAD_DELAY=0")  # a refusal: in this process
     assert refused.returncode == 2 and "render" in refused.stderr.decode()
 
 
@@ -231,26 +235,12 @@ def crawl_through_proxy(nginx, tmp_path, host, depth, *options):
     return proxy, pages, result
 
 
-def test_the_browsers_requests_go_through_the_crawls_proxy(nginx, tmp_path):
-    """A site at a host name only the proxy knows: the page and the JSON its script fetches both come
-    through ``http_proxy`` (nginx, answering absolute-form requests from ROOT/HOST/)."""
-    proxy, pages, result = crawl_through_proxy(nginx, tmp_path, "render.test", 1)
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
-    targets = [access.target for access in proxy.accesses()]
-    assert "http://render.test/data/catalog.json" in targets, targets  # absolute form: through the proxy
-    assert not any(target.startswith("http://render.test/private/") for target in targets), targets
-    # Nothing else reached the proxy: not Chromium's own calls home, nor its favicon request.
-    hosts = {urlsplit(target).hostname for target in targets if "://" in target}
-    assert hosts <= {"render.test", "localhost"} and all("://" in target for target in targets), targets
-    assert not any(target.endswith("/favicon.ico") for target in targets), targets
-
-
 def test_render_without_a_browser_is_one_line(tmp_path):
     pages = tmp_path / "pages"
     pages.mkdir()
-    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
-                     "--render", "-s", f"TSE_CHROMIUM={tmp_path / 'no-chromium'}")  # fmt: skip
+    # A refusal, its message what is checked: in this process (cli.main).
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                      "--render", "-s", f"TSE_CHROMIUM={tmp_path / 'no-chromium'}")  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.decode().splitlines() == [
         f"tse crawl: --render needs Chromium: {tmp_path / 'no-chromium'} not found"
@@ -326,8 +316,8 @@ def test_a_page_that_navigates_is_kept_as_rendered(nginx, tmp_path):
     archived = [r["warc"]["WARC-Target-URI"] for r in read_warc(warc) if r["type"] == "response"]
     assert sorted(url.rsplit("/", 1)[1] for url in archived) == sorted([*expected, "robots.txt"]), archived
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
-    (answer,) = query_answers(pages, index, ["pangolin wombat"], "relevance")
+    assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
+    (answer,) = query_answers_here(pages, index, ["pangolin wombat"], "relevance")
     assert [url.rsplit("/", 1)[1] for _, url in answer] == ["gone.html"], answer
 
 
@@ -364,17 +354,26 @@ def test_a_script_from_another_port_of_the_host_is_loaded(nginx, tmp_path):
     assert [access.target for access in other.accesses()] == ["/robots.txt", "/writer.js"]
 
 
-def test_feature_switches_keep_playwrights(nginx, tmp_path):
-    """Chromium heeds the last --disable-features only: the crawl's and TSE_RENDER_ARGS' are merged with
+def test_the_browsers_requests_go_through_the_crawls_proxy_and_feature_switches_keep_playwrights(nginx, tmp_path):
+    """A site at a host name only the proxy knows: the page and the JSON its script fetches both come
+    through ``http_proxy`` (nginx, answering absolute-form requests from ROOT/HOST/).
+
+    And Chromium heeds the last --disable-features only: the crawl's and TSE_RENDER_ARGS' are merged with
     Playwright's, which keep HTTP pages on HTTP (HttpsUpgrades off).  Without them, this page, at a
     host name that Chromium upgrades (not 127.0.0.1, not .test), would be taken for an https one, and
-    its JSON asked for over https, which the proxy does not answer."""
+    its JSON asked for over https, which the proxy does not answer.  (One crawl for both: a Chromium
+    start and a tse crawl fewer.)"""
     switches = "TSE_RENDER_ARGS=--js-flags=--max-old-space-size=24,--disable-features=Translate"
-    proxy, pages, result = crawl_through_proxy(nginx, tmp_path, "www.example.com", 0, "-s", switches)
+    proxy, pages, result = crawl_through_proxy(nginx, tmp_path, "www.example.com", 1, "-s", switches)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert "Zebra Quokka Catalogue" in pages_by_url(pages)["catalog.html"].decode("utf-8-sig")
     targets = [access.target for access in proxy.accesses()]
-    assert "http://www.example.com/data/catalog.json" in targets, targets
+    assert "http://www.example.com/data/catalog.json" in targets, targets  # absolute form: through the proxy
+    assert not any(target.startswith("http://www.example.com/private/") for target in targets), targets
+    # Nothing else reached the proxy: not Chromium's own calls home, nor its favicon request.
+    hosts = {urlsplit(target).hostname for target in targets if "://" in target}
+    assert hosts <= {"www.example.com", "localhost"} and all("://" in target for target in targets), targets
+    assert not any(target.endswith("/favicon.ico") for target in targets), targets
 
 
 @pytest.mark.parametrize(

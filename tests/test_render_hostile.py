@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from tests.conftest import run_tse
+from tests.support.cutb_here import tse_here
 from tests.test_render import pages_by_url
 
 CHROMIUM = shutil.which("chromium")
@@ -353,8 +354,9 @@ def test_a_document_over_the_size_bound_or_that_cannot_be_parsed_is_kept_as_fetc
 def test_bad_render_settings_are_refused_before_the_crawl(tmp_path, setting, said):
     pages = tmp_path / "pages"
     pages.mkdir()
-    result = run_tse("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
-                     "--render", "-s", setting)  # fmt: skip
+    # A refusal, its message what is checked: in this process (cli.main), not a Python start each.
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "1", "--prefix", "http://127.0.0.1:9/",
+                      "--render", "-s", setting)  # fmt: skip
     lines = result.stderr.decode().splitlines()
     assert result.returncode == 2, lines
     assert len(lines) == 1 and said in lines[0], lines
