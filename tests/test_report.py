@@ -371,12 +371,12 @@ def test_a_file_without_records_is_a_one_line_error(tmp_path, content, message):
 
 
 @pytest.mark.parametrize("content", ["", "\n\n"])
-def test_an_empty_file_merges_as_nothing_but_alone_is_an_error(tmp_path, content):
+def test_an_empty_file_merges_as_nothing_but_alone_is_an_error(tmp_path, crawl_report, content):
     # A distributed worker that never got a page leaves an empty record.
     good = write(tmp_path / "good.jsonl", CRAWL)
     empty = tmp_path / "empty.jsonl"
     empty.write_text(content)
-    alone = write_report([good], tmp_path / "alone.html")
+    _, alone, _ = crawl_report  # CRAWL's report alone (written once for the module)
     merged = write_report([good, empty], tmp_path / "merged.html")
     assert (merged.requests, merged.pages_saved, merged.files) == (alone.requests, alone.pages_saved, 2)
     with pytest.raises(ReportError) as refused:
@@ -548,7 +548,8 @@ wild_records = st.lists(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# (Each example draws a whole report's figures, ~0.5 s of CPU: 6 a run, new ones each run.)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(wild_records)
 def test_any_records_make_a_report(tmp_path, generated):
     (tmp_path / "wild.jsonl").write_text("".join(format_record(record) for record in generated))
@@ -666,12 +667,20 @@ def svg_labels(page, figure_id):
     ]
 
 
-def test_requests_are_those_sent_and_the_pages_refused_before_sending_are_said_apart(tmp_path):
+@pytest.fixture(scope="module")
+def sitemaps_report(tmp_path_factory):
+    """SITEMAPS_CRAWL's report, written once for the tests that only read it: (its directory, the summary,
+    the parsed page)."""
+    directory = tmp_path_factory.mktemp("sitemaps-report")
+    return directory, *report(directory, SITEMAPS_CRAWL)
+
+
+def test_requests_are_those_sent_and_the_pages_refused_before_sending_are_said_apart(tmp_path, sitemaps_report):
     # The crawl's summary line says 7 requests: the two refused pages were never sent.
-    summary, page = report(tmp_path, SITEMAPS_CRAWL)
+    directory, summary, page = sitemaps_report
     assert (summary.requests, summary.not_sent, summary.pages_failed, summary.hosts) == (7, 2, 2, 1)
     assert summary.describe() == (
-        f"wrote {tmp_path / 'report.html'}: 7 requests, 2 pages refused before sending, 3 pages saved, 2 failed, "
+        f"wrote {directory / 'report.html'}: 7 requests, 2 pages refused before sending, 3 pages saved, 2 failed, "
         "from 1 record file"
     )
     totals = {
@@ -693,8 +702,8 @@ def test_requests_are_those_sent_and_the_pages_refused_before_sending_are_said_a
     assert plain.xpath('//td[@data-total="not_sent"]')[0].text == "0"
 
 
-def test_sitemap_fetches_are_shown_as_sitemaps_not_unsaved_pages(tmp_path):
-    _, page = report(tmp_path, SITEMAPS_CRAWL)
+def test_sitemap_fetches_are_shown_as_sitemaps_not_unsaved_pages(sitemaps_report):
+    _, _, page = sitemaps_report
     labels = svg_labels(page, "fig-outcomes")
     # The axis ticks, the axis label, each bar's label, each bar's count, the title.
     bars = labels[labels.index("requests (links, in the ignored rows)") + 1 : -1]
