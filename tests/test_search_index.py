@@ -451,7 +451,8 @@ _TARGETS = ["http://h/a", "http://h/b", "http://h/c", "http://elsewhere/"]
 _ANCHOR = st.text(alphabet="xyz", min_size=1, max_size=3)
 
 
-@settings(max_examples=50)
+# (In-process and cheap, but a small space: three targets, three letters; 25 new examples a run.)
+@settings(max_examples=25)
 @given(
     links=st.lists(
         st.lists(st.tuples(st.sampled_from(_TARGETS), st.lists(_ANCHOR, min_size=1, max_size=40).map(" ".join))),
