@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
 
 from tse_scrapy import cli
 
@@ -19,3 +20,15 @@ def tse_here(*args) -> str:
     assert code == 0, err.getvalue()
     assert out.getvalue() == "", out.getvalue()
     return err.getvalue()
+
+
+def tse_refusal_here(*args) -> subprocess.CompletedProcess:
+    """`tse ARGS` through ``cli.main`` in this process, for a refusal whose message is what a test checks
+    (its exit status, argparse's too, and what it wrote), as ``run_tse`` gives it: stdout and stderr bytes."""
+    err, out = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        try:
+            code = cli.main([str(arg) for arg in args])
+        except SystemExit as exit:  # (argparse's refusals)
+            code = exit.code
+    return subprocess.CompletedProcess(args, code, out.getvalue().encode(), err.getvalue().encode())
