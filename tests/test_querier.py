@@ -413,7 +413,11 @@ def test_swapped_arguments_are_said_in_the_same_line(engine, tmp_path, command, 
     bare = tmp_path / "bare"
     bare.mkdir()
     for pagedir, indexfile in ((index, bare), (bare, pages), (index, tmp_path / "missing")):
-        result = run_tse(command, pagedir, indexfile, input=b"")
+        # (The command's code in this process, but tse serve's: were it to refuse nothing, it would serve.)
+        if command == "serve":
+            result = run_tse(command, pagedir, indexfile, input=b"")
+        else:
+            result = tse_refusal_here(command, pagedir, indexfile)
         assert result.returncode == status
         assert one_line_failure(result) == f"tse {command}: {pagedir} is not a crawler directory (no readable .crawler)"
 
@@ -432,7 +436,9 @@ def test_an_index_is_not_written_over_the_crawls_own_files(engine, tmp_path):
         (pages / ".tse-gone", f"{pages / '.tse-gone'} is one of the crawl {pages}'s own files"),
     ]:
         for update in ([], ["--update"]):
-            refused = run_tse("index", pages, written, *update)
+            # The command for the first; its code in this process for the others (the messages are the point).
+            first = written == pages / "1" and not update
+            refused = (run_tse if first else tse_refusal_here)("index", pages, written, *update)
             assert refused.returncode == 1
             assert one_line_failure(refused) == f"tse index: {said}: write the index elsewhere"
     assert {name: (pages / name).read_bytes() for name in os.listdir(pages)} == before
