@@ -22,9 +22,10 @@ def tse_here(*args) -> str:
     return err.getvalue()
 
 
-def tse_refusal_here(*args) -> subprocess.CompletedProcess:
-    """`tse ARGS` through ``cli.main`` in this process, for a refusal whose message is what a test checks
-    (its exit status, argparse's too, and what it wrote), as ``run_tse`` gives it: stdout and stderr bytes."""
+def tse_result_here(*args) -> subprocess.CompletedProcess:
+    """`tse ARGS` through ``cli.main`` in this process, for a refusal (or an acceptance) whose message is
+    what a test checks (its exit status, argparse's too, and what it wrote), as ``run_tse`` gives it:
+    stdout and stderr bytes."""
     err, out = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
