@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.cutd_tse import tse_here, tse_result_here
 from tests.support.pages import write_pages
 from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, changed_counter_bumped, damaged_fts, write_search_site
@@ -563,7 +563,7 @@ def test_a_url_line_that_is_not_utf8_is_shown_as_the_querier_shows_it(tmp_path):
 def test_a_document_store_that_cannot_be_written_is_one_line(site, tmp_path):
     pages, _ = site
     (tmp_path / ".index.docs.partial").mkdir()  # where the store is written first
-    result = run_tse("index", pages, tmp_path / "index")
+    result = tse_result_here("index", pages, tmp_path / "index")  # (the command's code, in this process)
     lines = result.stderr.decode().splitlines()
     assert result.returncode == 1 and lines == [f"tse index: {tmp_path}/.index.docs.partial: Is a directory"]
     assert not (tmp_path / "index").exists()
