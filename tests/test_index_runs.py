@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.cutd_tse import tse_here, tse_result_here
 from tests.support.pages import write_many_pages, write_pages
 from tests.support.wait import still_running
 from tse_scrapy.index import runs
@@ -278,7 +278,8 @@ def test_a_sidecar_is_not_used_once_its_text_is_rewritten_to_the_same_size(refer
     plain = tmp_path / "plain.index"  # the same text, no sidecar: what the querier must answer
     plain.write_bytes(swapped)
     answer = run_tse("query", pages, indexfile, input=b"kiwi\npear\n").stdout
-    assert answer == run_tse("query", pages, plain, input=b"kiwi\npear\n").stdout
+    oracle = tse_result_here("query", pages, plain, input=b"kiwi\npear\n")  # (the oracle: in this process)
+    assert oracle.returncode == 0 and answer == oracle.stdout, oracle
 
 
 def test_a_copied_index_is_hashed_and_its_sidecar_used(reference, tmp_path):
@@ -322,7 +323,7 @@ def plain_answers(reference, tmp_path_factory):
     write_index_files(pages, directory / "index")
     plain = directory / "plain.index"  # the same text, no sidecar
     plain.write_bytes((directory / "index").read_bytes())
-    expected = run_tse("query", pages, plain, input=DAMAGE_QUERIES)
+    expected = tse_result_here("query", pages, plain, input=DAMAGE_QUERIES)  # (the oracle: in this process)
     assert expected.returncode == 0, expected.stderr
     return plain.read_bytes(), expected.stdout
 
@@ -356,7 +357,7 @@ def test_a_damaged_sidecar_is_not_used(reference, plain_answers, tmp_path, how):
     answer = run_tse("query", pages, indexfile, input=queries)
     assert (answer.returncode, answer.stdout, answer.stderr) == (0, expected_stdout, b"")
     # An update does not take its postings for the old ones: it indexes every page, and writes a whole one.
-    updated = run_tse("index", pages, indexfile, "--update")
+    updated = tse_result_here("index", pages, indexfile, "--update")  # (the command's code, in this process)
     assert updated.returncode == 0 and b"cannot update: no sidecar" in updated.stderr, updated.stderr
     assert IndexReader(indexfile).from_sidecar
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import locale
 import subprocess
+import sys
 
 from tse_scrapy import cli
 
@@ -22,14 +24,28 @@ def tse_here(*args) -> str:
     return err.getvalue()
 
 
-def tse_result_here(*args) -> subprocess.CompletedProcess:
-    """`tse ARGS` through ``cli.main`` in this process, for a refusal (or an acceptance) whose message is
-    what a test checks (its exit status, argparse's too, and what it wrote), as ``run_tse`` gives it:
-    stdout and stderr bytes."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+def tse_result_here(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
+    """`tse ARGS` through ``cli.main`` in this process, for a refusal (or an acceptance, or an oracle's
+    answers) whose message is what a test checks (its exit status, argparse's too, and what it wrote), as
+    ``run_tse`` gives it: stdout and stderr bytes.  *input*: its stdin (the process's text streams, in the
+    locale's encoding, as a started process has them)."""
+    err = io.StringIO()
+    stdout = io.TextIOWrapper(io.BytesIO(), encoding=locale.getencoding(), newline="\n")
+    stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding=locale.getencoding())
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(stdout), _stdin(stdin):
         try:
             code = cli.main([str(arg) for arg in args])
         except SystemExit as exit:  # (argparse's refusals)
             code = exit.code
-    return subprocess.CompletedProcess(args, code, out.getvalue().encode(), err.getvalue().encode())
+        stdout.flush()
+    return subprocess.CompletedProcess(args, code, stdout.buffer.getvalue(), err.getvalue().encode())
+
+
+@contextlib.contextmanager
+def _stdin(stream):
+    saved = sys.stdin
+    sys.stdin = stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
