@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site, run_scrapy, run_tse
+from tests.support.cutd_tse import tse_result_here
 from tests.support.fulldisk import files_of_at_most
 from tests.support.pages import snapshot, write_pages
 from tests.support.sitegen import write_site
@@ -334,13 +335,13 @@ def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cann
     # A malformed line's word shown as the UTF-8 it is (before: 'caf\ufffd\ufffd'), its control characters and
     # bytes that are no UTF-8 percent-encoded.
     old.write_bytes("caf\u00e9 1 1\n".encode() + b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
-    done = run_tse("indextest", old, new, timeout=60)
+    done = run_tse("indextest", old, new, timeout=60)  # the command's own exit and line
     assert (done.returncode, done.stderr.decode()) == (
         1,
         f"tse indextest: {old}:1: not a lowercase word: 'caf\u00e9'\n",
     )
     old.write_bytes(b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
-    done = run_tse("indextest", old, new, timeout=60)
+    done = tse_result_here("indextest", old, new)  # (the message through the command's code, in this process)
     assert (done.returncode, done.stderr.decode()) == (
         1,
         f"tse indextest: {old}:2: not a lowercase word: 'x%1B[2J%E9'\n",
