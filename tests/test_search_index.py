@@ -14,7 +14,7 @@ from unittest import mock
 import apsw
 import pytest
 import Stemmer
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import run_tse
@@ -450,8 +450,9 @@ _TARGETS = ["http://h/a", "http://h/b", "http://h/c", "http://elsewhere/"]
 _ANCHOR = st.text(alphabet="xyz", min_size=1, max_size=3)
 
 
-# (In-process and cheap, but a small space: three targets, three letters; 25 new examples a run.)
-@settings(max_examples=25)
+# (In-process and cheap, but a small space: three targets, three letters; 25 new examples a run.  Its
+# lists are drawn slowly on a loaded machine: a draw stalled 2 s failed the health check, not the test.)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 @given(
     links=st.lists(
         st.lists(st.tuples(st.sampled_from(_TARGETS), st.lists(_ANCHOR, min_size=1, max_size=40).map(" ".join))),
