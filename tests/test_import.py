@@ -27,6 +27,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.conftest import clean_env, run_tse
+from tests.support.cutd_tse import tse_here
 from tests.support.pdfs import pages_pdf, stream
 from tests.support.sitecrawl import query_answers
 from tse_scrapy.webarchive import reader
@@ -121,10 +122,16 @@ def one_line_failure(result: subprocess.CompletedProcess) -> list[str]:
     return [line for line in err.splitlines() if line]
 
 
-def test_a_wget_warc_imports_to_exactly_its_200_html_responses(wget_warc, tmp_path):
+@pytest.fixture(scope="module")
+def wget_imported(wget_warc, tmp_path_factory):
+    """`tse import` of wget_warc, run once for the tests that only read its result and pages."""
+    return imported(tmp_path_factory.mktemp("wget-imported"), wget_warc)
+
+
+def test_a_wget_warc_imports_to_exactly_its_200_html_responses(wget_warc, wget_imported):
     expected = archived_pages(wget_warc)
     assert len(expected) >= 12  # the manual's pages wget reached, none twice
-    result, pages = imported(tmp_path, wget_warc)
+    result, pages = wget_imported
     assert result.returncode == 0, result.stderr.decode()
     assert result.stderr.decode().startswith(f"tse import: {len(expected)} pages saved")
     found = page_files(pages)
@@ -145,11 +152,10 @@ def test_imported_pages_are_found_by_their_titles_and_reported(wget_warc, tmp_pa
     saved = len(archived_pages(wget_warc))
     assert sorted(line["doc"] for line in lines if line["outcome"] == "saved") == list(range(1, saved + 1))
     assert all(line["start"] > 1.5e9 for line in lines)  # the times the archive says
-    report = run_tse("report", record, "--out", tmp_path / "report.html")
-    assert report.returncode == 0, report.stderr.decode()
-    assert str(saved) in report.stderr.decode() and (tmp_path / "report.html").stat().st_size > 1000
+    said = tse_here("report", record, "--out", tmp_path / "report.html")  # (the record's reader: in process)
+    assert str(saved) in said and (tmp_path / "report.html").stat().st_size > 1000
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    tse_here("index", pages, index)  # (set-up: in this process)
     titles = {}
     for url, (_, body) in page_files(pages).items():
         titles[url] = re.search(rb"<title>(.*?)</title>", body, re.S).group(1).decode().strip()
@@ -169,7 +175,7 @@ def test_with_pdf_the_pdf_is_imported_and_its_text_searched(wget_warc, tmp_path)
     assert found[pdf_url][1] == PDF_MANUAL.read_bytes()
     assert found[pdf_url][0] == 0  # no page links to it: an entry point of its own
     index = tmp_path / "index"
-    assert run_tse("index", pages, index).returncode == 0
+    tse_here("index", pages, index)  # (set-up: in this process)
     # Words of the PDF's own text (its colophon), found by tse query in the SPEC index.
     (answer,) = query_answers(pages, index, ["osamu aoki"], "tse")
     assert pdf_url in [url for _, url in answer]
@@ -215,9 +221,8 @@ def test_a_tse_crawl_warc_imports_to_the_crawls_own_pages(served, tmp_path):
     assert list(pages.iterdir()) == []
 
 
-def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, tmp_path):
-    (tmp_path / "gz").mkdir()
-    expected = page_files(imported(tmp_path / "gz", wget_warc)[1])
+def test_plain_warc_and_wacz_import_as_the_gzipped_warc(wget_warc, wget_imported, tmp_path):
+    expected = page_files(wget_imported[1])
     plain = tmp_path / "site.warc"
     plain.write_bytes(gzip.decompress(wget_warc.read_bytes()))  # every member inflated: a plain WARC
     wacz = tmp_path / "site.wacz"
@@ -681,7 +686,7 @@ def test_robots_directives_of_pdfs_and_other_answers_import_as_crawled(robots_si
     answers = {}
     for directory in (crawl, pages):
         index = tmp_path / f"{directory.name}.index"
-        assert run_tse("index", directory, index).returncode == 0
+        tse_here("index", directory, index)  # (set-up: in this process)
         (found,) = query_answers(directory, index, ["zebracorn"], "tse")
         answers[directory.name] = {url.removeprefix(robots_site) for _, url in found}
     assert (

@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site, run_scrapy, run_tse
+from tests.support.cutd_tse import tse_result_here
 from tests.support.fulldisk import files_of_at_most
 from tests.support.pages import snapshot, write_pages
 from tests.support.sitegen import write_site
@@ -252,11 +253,13 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
     # Its own report is replaced (written again from the same record), and one written before the mark.
     report = tmp_path / "report.html"
     write_report([record], report)
-    done = run_tse("report", record, "--out", report, timeout=60)
-    assert done.returncode == 0, done.stderr
+    # (In this process too, as the refusals above: the check of what --out may replace is the command's
+    # code, which a process start adds nothing to.)
+    done = tse_here("report", record, "--out", report)
+    assert done[0] == 0, done
     report.write_bytes(EARLIER_REPORT_HEAD + b"<style></style>\n</head>\n</html>\n")
-    done = run_tse("report", record, "--out", report, timeout=60)
-    assert done.returncode == 0 and looks_like_a_report(report.read_bytes(), True), done.stderr
+    done = tse_here("report", record, "--out", report)
+    assert done[0] == 0 and looks_like_a_report(report.read_bytes(), True), done
 
 
 def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, serve):
@@ -316,9 +319,11 @@ def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cann
         ("1", f"is a page file of the page directory {base}"),
         ("7", f"is a page file of the page directory {base}"),
     ):
-        done = run_tse("indextest", old, base / name, timeout=60)
+        # (In this process: the refusal's message is the command's code; the processes below show the
+        # command's own exit 1 and one line.)
+        done = tse_here("indextest", old, base / name)
         said = f"tse indextest: {base / name} {said}: write the index elsewhere\n"
-        assert (done.returncode, done.stdout, done.stderr.decode()) == (1, b"", said)
+        assert done == (1, b"", said)
     assert snapshot(base) == before
     # NEWINDEX past what may be written (as on a full disk): it is named, not OLDINDEX (before: "old.index:
     # File too large", or on a small tmpfs "old.index: No space left on device").
@@ -330,13 +335,13 @@ def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cann
     # A malformed line's word shown as the UTF-8 it is (before: 'caf\ufffd\ufffd'), its control characters and
     # bytes that are no UTF-8 percent-encoded.
     old.write_bytes("caf\u00e9 1 1\n".encode() + b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
-    done = run_tse("indextest", old, new, timeout=60)
+    done = run_tse("indextest", old, new, timeout=60)  # the command's own exit and line
     assert (done.returncode, done.stderr.decode()) == (
         1,
         f"tse indextest: {old}:1: not a lowercase word: 'caf\u00e9'\n",
     )
     old.write_bytes(b"ok 1 1\nx\x1b[2J\xe9 1 1\n")
-    done = run_tse("indextest", old, new, timeout=60)
+    done = tse_result_here("indextest", old, new)  # (the message through the command's code, in this process)
     assert (done.returncode, done.stderr.decode()) == (
         1,
         f"tse indextest: {old}:2: not a lowercase word: 'x%1B[2J%E9'\n",
