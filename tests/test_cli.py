@@ -5,6 +5,7 @@ import os
 import pytest
 
 from tests.conftest import run_scrapy, run_tse
+from tests.support.cutc_inprocess import scrapy_here, tse_here
 
 
 @pytest.fixture
@@ -50,11 +51,13 @@ def assert_refused(result, server, pagedir):
     assert os.listdir(pagedir) == []
 
 
+# The refusals run in this process (the real commands' code, before Scrapy starts a crawl); the real
+# processes refuse in test_extra_arguments_are_refused and test_a_mistyped_spider_name_is_one_line.
 @pytest.mark.parametrize("case", BAD)
 def test_tse_crawl_refuses(site, case):
     server, pagedir = site
     args = [a for a in (fill(v, server, pagedir) for v in BAD[case]) if a is not None]
-    assert_refused(run_tse("crawl", *args, "--prefix", f"{server.url}/"), server, pagedir)
+    assert_refused(tse_here("crawl", *args, "--prefix", f"{server.url}/"), server, pagedir)
 
 
 @pytest.mark.parametrize("case", BAD)
@@ -67,7 +70,7 @@ def test_scrapy_crawl_refuses(site, case):
         if value is not None
     ]
     options = [x for arg in [*spider_args, f"prefix={server.url}/"] for x in ("-a", arg)]
-    assert_refused(run_scrapy("crawl", "tse", *options), server, pagedir)
+    assert_refused(scrapy_here("crawl", "tse", *options), server, pagedir)
 
 
 def test_extra_arguments_are_refused(site):
@@ -157,7 +160,7 @@ BAD_OPTIONS = {
 def test_tse_crawl_refuses_bad_numbers(site, case):
     server, pagedir = site
     args = ("crawl", f"{server.url}/index.html", pagedir, "1", "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
-    result = run_tse(*args, *BAD_OPTIONS[case], timeout=60)
+    result = tse_here(*args, *BAD_OPTIONS[case])
     assert_refused(result, server, pagedir)
     assert result.returncode == 2
 
@@ -168,7 +171,7 @@ def test_the_page_limit_is_no_spider_argument(site):
     for value in ("-3", "5"):
         options = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
         options = [x for option in [*options, f"max_pages={value}"] for x in ("-a", option)]
-        result = run_scrapy("crawl", "tse", *options, "-s", "DOWNLOAD_DELAY=0", timeout=60)
+        result = scrapy_here("crawl", "tse", *options, "-s", "DOWNLOAD_DELAY=0")
         assert_refused(result, server, pagedir)
         assert result.returncode == 2 and "CLOSESPIDER_PAGECOUNT" in result.stderr.decode()
 
@@ -186,7 +189,7 @@ def test_every_yes_no_spider_argument_is_yes_or_no(site, argument):
     # resume=maybe was taken as no (a fresh crawl, exit 0), where pdf=nope was refused.
     server, pagedir = site
     options = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/", argument]
-    result = run_scrapy("crawl", "tse", *[x for a in options for x in ("-a", a)], "-s", "DOWNLOAD_DELAY=0", timeout=60)
+    result = scrapy_here("crawl", "tse", *[x for a in options for x in ("-a", a)], "-s", "DOWNLOAD_DELAY=0")
     assert_refused(result, server, pagedir)
     name, value = argument.split("=")
     assert result.stderr.decode() == f"scrapy crawl tse: {name} must be yes or no: {value}\n"

@@ -46,15 +46,21 @@ def tse_crawl(server, pagedir, *settings):
     return crawl_settings.tse_crawl(server, pagedir, *_settings(*settings))
 
 
-def scrapy_crawl(server, pagedir, *settings):
-    return crawl_settings.scrapy_crawl(server, pagedir, *_settings(*settings))
+def tse_refused(server, pagedir, *settings):
+    """``tse crawl`` in this process, for its refusal (test_crawl_settings.tse_refused)."""
+    return crawl_settings.tse_refused(server, pagedir, *_settings(*settings))
+
+
+def scrapy_refused(server, pagedir, *settings):
+    """``scrapy crawl tse`` in this process, for its refusal (test_crawl_settings.scrapy_refused)."""
+    return crawl_settings.scrapy_refused(server, pagedir, *_settings(*settings))
 
 
 @pytest.mark.parametrize("program", ["tse crawl", "scrapy crawl tse"])
 @pytest.mark.parametrize(("given", "wanted", "more"), BAD_VALUES)
 def test_a_value_scrapy_cannot_read_is_refused_in_one_line(site, program, given, wanted, more):  # noqa: F811
     server, pagedir = site
-    run = tse_crawl if program == "tse crawl" else scrapy_crawl
+    run = tse_refused if program == "tse crawl" else scrapy_refused
     result = run(server, pagedir, "DOWNLOAD_DELAY=0", *more, given)
     name, value = given.split("=", 1)
     assert result.stderr.decode() == f"{program}: -s {name} must be {wanted}: {value}\n"
@@ -64,10 +70,10 @@ def test_a_value_scrapy_cannot_read_is_refused_in_one_line(site, program, given,
     assert os.listdir(pagedir) == []
 
 
-@pytest.mark.parametrize("given", GOOD_VALUES)
-def test_values_scrapy_reads_are_taken(site, given):  # noqa: F811
+# Each value in one crawl (as test_crawl_settings' readable values): any one refused would refuse the crawl.
+def test_values_scrapy_reads_are_taken(site):  # noqa: F811
     server, pagedir = site
-    result = tse_crawl(server, pagedir, "DOWNLOAD_DELAY=0", "EXTENSIONS=" + PERIODIC_LOG, given)
+    result = tse_crawl(server, pagedir, "DOWNLOAD_DELAY=0", "EXTENSIONS=" + PERIODIC_LOG, *GOOD_VALUES)
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert sorted(os.listdir(pagedir)) == [".crawler", "1", "2"]
 

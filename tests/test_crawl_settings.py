@@ -15,6 +15,7 @@ import scrapy
 from scrapy.settings import Settings, default_settings
 
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
+from tests.support.cutc_inprocess import scrapy_here, tse_here
 from tests.support.sitegen import write_site
 from tse_scrapy import settings as project
 from tse_scrapy.crawlstart import READ_AS_FLOAT, known_setting_names, setting_defaults
@@ -37,6 +38,20 @@ def tse_crawl(server, pagedir, *options):
 def scrapy_crawl(server, pagedir, *options):
     arguments = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
     return run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], *options, timeout=60)
+
+
+# The same commands run in this process, for their refusals: a setting is refused in prepare_crawl,
+# before Scrapy starts a crawl (its reactor chosen, a page asked for), so what the command writes and
+# its exit status are those of the real command, without a process start each.  Each good crawl
+# below is a real process.
+def tse_refused(server, pagedir, *options):
+    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
+    return tse_here("crawl", seed, pagedir, 1, "--prefix", prefix, *options)
+
+
+def scrapy_refused(server, pagedir, *options):
+    arguments = [f"seed={server.url}/index.html", f"pagedir={pagedir}", "depth=1", f"prefix={server.url}/"]
+    return scrapy_here("crawl", "tse", *[x for a in arguments for x in ("-a", a)], *options)
 
 
 BAD_VALUES = {
@@ -66,9 +81,10 @@ def test_a_setting_scrapy_cannot_read_is_refused_in_one_line(site):
     # float: 'abc'"), exit 1, and a crawl state left behind that refused the next good command.
     server, pagedir = site
     commands = {"tse crawl": tse_crawl, "scrapy crawl tse": scrapy_crawl}
+    refusing = {"tse crawl": tse_refused, "scrapy crawl tse": scrapy_refused}
     for number, given in enumerate(BAD_VALUES):
         program = list(commands)[number % 2]
-        result = commands[program](server, pagedir, "-s", given)
+        result = refusing[program](server, pagedir, "-s", given)
         name, value = given.split("=", 1)
         assert result.stderr.decode() == f"{program}: -s {name} must be {BAD_VALUES[given]}: {value}\n", given
         assert result.returncode == 2, given
@@ -100,7 +116,7 @@ MISSPELT = {
 )
 def test_a_misspelt_setting_is_refused_in_one_line(site, program, given):
     server, pagedir = site
-    run = tse_crawl if program == "tse crawl" else scrapy_crawl
+    run = tse_refused if program == "tse crawl" else scrapy_refused
     result = run(server, pagedir, "-s", "DOWNLOAD_DELAY=0", "-s", given)
     name = given.split("=", 1)[0]
     case = " (names are case-sensitive)" if name.upper() == MISSPELT[given] else ""

@@ -262,10 +262,11 @@ def files_of(directory, taken=None) -> dict:
 
 
 @pytest.fixture(scope="module")
-def thirty_crawled(module_server):
-    """A site of 30 pages and its whole crawl, once: (the site's root, the page directory)."""
+def twelve_crawled(module_server):
+    """A site of 12 pages and its whole crawl, once: (the site's root, the page directory).  (Twelve: the
+    Ctrl-C comes after 4 requests, 8 pages are left for the resume; 30 before, as many resumed for nothing.)"""
     with tempfile.TemporaryDirectory() as name:
-        site = generate_site(Path(name) / "site", pages=30, fanout=3, seed=2)
+        site = generate_site(Path(name) / "site", pages=12, fanout=3, seed=2)
         module_server.root = site.root
         out = Path(name) / "out"
         out.mkdir()
@@ -275,9 +276,9 @@ def thirty_crawled(module_server):
 
 
 @pytest.fixture
-def thirty(shared, thirty_crawled, tmp_path):
-    """The module's server serving the 30 pages, and an empty page directory."""
-    shared.root = thirty_crawled[0]
+def twelve(shared, twelve_crawled, tmp_path):
+    """The module's server serving the 12 pages, and an empty page directory."""
+    shared.root = twelve_crawled[0]
     out = tmp_path / "out"
     out.mkdir()
     return shared, out
@@ -293,7 +294,8 @@ def _interrupted(tmp_path, server, out, update: bool, outputs: dict[str, str], c
         args += ("--update",)
     options = tuple(x for name, path in outputs.items() for x in (OUTPUTS[name], path))
     saved = len(server.hits)
-    # (A third of a second between requests: the 30 pages take 10 s, the Ctrl-C comes after 4.)
+    # (A third of a second between requests: the 12 pages take 4 s, the Ctrl-C comes after 4 requests,
+    # looked for every 0.05 s.)
     assert interrupted_crawl((*args, *options), lambda: len(server.hits) - saved, 4, delay=0.3) == 1
     assert (out / ".tse-state.sqlite").is_file()
     return args
@@ -312,13 +314,13 @@ def _interrupted(tmp_path, server, out, update: bool, outputs: dict[str, str], c
     ],
 )
 def test_a_resume_names_the_output_files_its_crawl_began_with(
-    tmp_path, thirty, thirty_crawled, update, began_with, resumed_with
+    tmp_path, twelve, twelve_crawled, update, began_with, resumed_with
 ):
     # Resumed without --warc, it was accepted: the WARC stayed partial, without its CDXJ.
-    server, out = thirty
+    server, out = twelve
     files = {name: str(tmp_path / NAMES[name]) for name in OUTPUTS}
     began = {name: files[name] for name in began_with}
-    args = _interrupted(tmp_path, server, out, update, began, thirty_crawled[1])
+    args = _interrupted(tmp_path, server, out, update, began, twelve_crawled[1])
     _refused_then_resumed(tmp_path, server, out, args, began_with, resumed_with)
 
 
@@ -353,9 +355,9 @@ def _refused_then_resumed(tmp_path, server, out, args, began_with, resumed_with)
     assert (tmp_path / "crawl.cdxj").is_file() == ("warc" in began_with)
 
 
-def test_a_resume_of_a_state_that_kept_no_output_files_is_taken_as_given(tmp_path, thirty):
+def test_a_resume_of_a_state_that_kept_no_output_files_is_taken_as_given(tmp_path, twelve):
     # A crawl state made before the output files were kept: the resume goes on as before.
-    server, out = thirty
+    server, out = twelve
     args = _interrupted(tmp_path, server, out, False, {})
     # As it was written (it began with no output files), it refuses a --warc and goes on without one.
     shutil.copytree(out, tmp_path / "interrupted")

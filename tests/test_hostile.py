@@ -2,6 +2,8 @@
 the test server on one page; the crawl exits 0 and saves the page after it."""
 
 import gzip
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -9,7 +11,7 @@ from tests.conftest import crawl_site
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.crawl.downloader.robots import KEPT_ROBOTS_BYTES, kept_robots
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.crawling.progress import progress_line
 
 PAGE = b"<html><body><p>A page with \xff\xfe invalid UTF-8 and a \0 NUL byte.</p></body></html>\n"
@@ -42,49 +44,18 @@ def failed(server, name, depth=1):
     return progress_line(depth, "Failed", f"{server.url}/{name}")
 
 
-def test_500_then_200_is_saved_once(crawl):
-    pages, _, server, _ = crawl({"/target.html": Rule(status=500, times=1)})
-    assert pages == ["index.html", "target.html", "after.html"]
-    assert [hit.key for hit in server.hits].count("/target.html") == 2
-
-
-def test_timeout(crawl):
-    pages, out, server, _ = crawl({"/target.html": Rule(delay=3)}, "DOWNLOAD_TIMEOUT=1", "RETRY_TIMES=0")
-    assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
-
-
-def test_slow_drip(crawl):
-    pages, out, server, _ = crawl({"/target.html": Rule(drip=0.2)}, "DOWNLOAD_TIMEOUT=1", "RETRY_TIMES=0")
-    assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
-
-
-def test_body_over_the_size_limit(crawl):
-    big = b"<html>" + b"x" * 200_000 + b"</html>"
-    pages, out, server, _ = crawl({"/target.html": Rule(body=big)}, "DOWNLOAD_MAXSIZE=100000")
-    assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
-
-
-def test_gzip_body_is_saved_decoded(crawl):
-    rule = Rule(body=gzip.compress(PAGE), headers={"Content-Encoding": "gzip"})
-    pages, _, _, out = crawl({"/target.html": rule})
-    assert pages == ["index.html", "target.html", "after.html"]
-    assert (out / "2").read_bytes().split(b"\n", 2)[2] == PAGE + b"\n"
-
-
-def test_chunked_body(crawl):
-    pages, _, _, out = crawl({"/target.html": Rule(body=PAGE * 50, chunked=True)})
-    assert pages == ["index.html", "target.html", "after.html"]
-    assert (out / "2").read_bytes().split(b"\n", 2)[2] == PAGE * 50 + b"\n"
-
-
-def test_invalid_utf8_and_nul_bytes_are_saved_unchanged(crawl):
-    pages, _, _, out = crawl({})
-    assert pages == ["index.html", "target.html", "after.html"]
-    assert (out / "2").read_bytes().split(b"\n", 2)[2] == PAGE + b"\n"
-
-
-# Answers that fail their page under the default settings, each on a page of its own in one crawl
-# (as crawl's target.html each, fetched before after.html: the crawl goes on past them).
+# The faults a crawl meets under the default settings, each on a page of its own, in one crawl made once
+# for the module's tests (each reads it): every page is linked from index.html before after.html, so is
+# fetched before it (the crawl goes on past them); what each fault does to its page is the test's.
+SAVED = {
+    "/retried.html": Rule(status=500, times=1),  # 500, then 200: saved once
+    "/gzip.html": Rule(body=gzip.compress(PAGE), headers={"Content-Encoding": "gzip"}),  # saved decoded
+    "/chunked.html": Rule(body=PAGE * 50, chunked=True),
+    # The server closes (cleanly) after two of its chunks: the page is not whole, so not saved as the page
+    # (retried, then failed), whatever DOWNLOAD_FAIL_ON_DATALOSS says (Scrapy's default, True, here).
+    "/cut.html": Rule(body=PAGE * 50, cut_chunks=2),
+}
+# Answers that fail their page under the default settings.
 FAILING = {
     "/reset.html": Rule(reset_after=20),  # the connection reset mid-body
     "/loop.html": Rule(status=302, location="/hop.html"),  # a redirect loop
@@ -95,24 +66,102 @@ FAILING = {
     # page"; `--links tse` saves every 200 answer, as the reference: test_crawl_leftovers_types.
     "/image.html": Rule(body=b"\x89PNG\r\n\x1a\n" + bytes(range(256)), headers={"Content-Type": "image/png"}),
 }
+DEFAULT_TARGETS = ["reset.html", "loop.html", "chain.html", "image.html", "cut.html", *("retried.html", "gzip.html")]
+DEFAULT_TARGETS += ["chunked.html", "target.html"]
 
 
-def test_a_reset_a_redirect_loop_or_chain_out_of_the_prefix_and_an_image_answer_fail_their_page(tmp_path, serve):
-    failing = ["reset.html", "loop.html", "chain.html", "image.html"]
-    site = write_site(tmp_path / "site", {"index.html": ["after.html", *failing], "after.html": []})
-    for name in (*failing, "hop.html", "out.html"):
-        (site.root / name).write_bytes(PAGE)
-    server = serve(site.root)
-    server.rules.update(FAILING)
-    out = tmp_path / "out"
-    out.mkdir()
-    result = crawl_site(server, out, 1, timeout=120)
-    assert result.returncode == 0, result.stderr.decode()[-3000:]
-    assert b"Traceback" not in result.stderr
-    pages = [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)]
-    assert pages == ["index.html", "after.html"]
-    for name in failing:
-        assert failed(server, name) in result.stdout.decode(), name
+def _crawl_once(site_links: dict, rules: dict, *settings):
+    """A crawl of the site of *site_links* (each page PAGE), served with *rules* by a server of its own:
+    (the saved pages' names, stdout, the server, the page directory), for a module fixture."""
+    with tempfile.TemporaryDirectory() as name:
+        site = write_site(Path(name) / "site", site_links)
+        for page in site_links["index.html"]:
+            if page != "after.html":
+                (site.root / page).write_bytes(PAGE)
+        for extra in ("hop.html", "out.html"):
+            (site.root / extra).write_bytes(PAGE)
+        with SiteServer(site.root) as server:
+            server.rules.update(rules)
+            out = Path(name) / "out"
+            out.mkdir()
+            options = [x for setting in settings for x in ("-s", setting)]
+            result = crawl_site(server, out, 1, *options, timeout=120)
+            assert result.returncode == 0, result.stderr.decode()[-3000:]
+            assert b"Traceback" not in result.stderr
+            pages = [url.removeprefix(server.url + "/") for url, _ in saved_pages(out)]
+            yield pages, result.stdout.decode(), server, out
+
+
+@pytest.fixture(scope="module")
+def default_crawl():
+    yield from _crawl_once({"index.html": ["after.html", *DEFAULT_TARGETS], "after.html": []}, {**SAVED, **FAILING})
+
+
+def saved_body(out, pages, name) -> bytes:
+    return (out / str(pages.index(name) + 1)).read_bytes().split(b"\n", 2)[2]
+
+
+SAVED_PAGES = {"index.html", "retried.html", "gzip.html", "chunked.html", "target.html", "after.html"}
+
+
+def test_500_then_200_is_saved_once(default_crawl):
+    pages, _, server, _ = default_crawl
+    assert set(pages) == SAVED_PAGES and len(pages) == len(SAVED_PAGES) and pages[-1] == "after.html"
+    assert [hit.key for hit in server.hits].count("/retried.html") == 2
+
+
+# Answers that fail their page, with a second's patience and no retry: each page of its own, in one crawl.
+PATIENCE = {
+    "/timeout.html": Rule(delay=3),
+    "/drip.html": Rule(drip=0.2),
+    "/big.html": Rule(body=b"<html>" + b"x" * 200_000 + b"</html>"),  # over DOWNLOAD_MAXSIZE
+}
+
+
+@pytest.fixture(scope="module")
+def impatient_crawl():
+    links = {"index.html": ["after.html", "timeout.html", "drip.html", "big.html"], "after.html": []}
+    yield from _crawl_once(links, PATIENCE, "DOWNLOAD_TIMEOUT=1", "RETRY_TIMES=0", "DOWNLOAD_MAXSIZE=100000")
+
+
+def test_timeout(impatient_crawl):
+    pages, out, server, _ = impatient_crawl
+    assert pages == ["index.html", "after.html"] and failed(server, "timeout.html") in out
+
+
+def test_slow_drip(impatient_crawl):
+    pages, out, server, _ = impatient_crawl
+    assert pages == ["index.html", "after.html"] and failed(server, "drip.html") in out
+
+
+def test_body_over_the_size_limit(impatient_crawl):
+    pages, out, server, _ = impatient_crawl
+    assert pages == ["index.html", "after.html"] and failed(server, "big.html") in out
+
+
+def test_gzip_body_is_saved_decoded(default_crawl):
+    pages, _, _, out = default_crawl
+    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
+    assert saved_body(out, pages, "gzip.html") == PAGE + b"\n"
+
+
+def test_chunked_body(default_crawl):
+    pages, _, _, out = default_crawl
+    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
+    assert saved_body(out, pages, "chunked.html") == PAGE * 50 + b"\n"
+
+
+def test_invalid_utf8_and_nul_bytes_are_saved_unchanged(default_crawl):
+    pages, _, _, out = default_crawl
+    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
+    assert saved_body(out, pages, "target.html") == PAGE + b"\n"
+
+
+def test_a_reset_a_redirect_loop_or_chain_out_of_the_prefix_and_an_image_answer_fail_their_page(default_crawl):
+    pages, out, server, _ = default_crawl
+    for name in ["reset.html", "loop.html", "chain.html", "image.html"]:
+        assert name not in pages, name
+        assert failed(server, name) in out, name
     assert not any("elsewhere" in hit.target for hit in server.hits)
 
 
@@ -174,9 +223,9 @@ def test_a_links_control_characters_are_not_printed(tmp_path, serve):
     assert not any(ord(c) < 32 or 0x7F <= ord(c) <= 0x9F for c in result.stdout.decode().replace("\n", ""))
 
 
-def test_missing_robots_txt_means_no_rules(crawl):
-    pages, _, server, _ = crawl({})
-    assert pages == ["index.html", "target.html", "after.html"]
+def test_missing_robots_txt_means_no_rules(default_crawl):
+    pages, _, server, _ = default_crawl
+    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
     assert server.hits[0].key == "/robots.txt"
 
 
@@ -238,11 +287,16 @@ def test_a_base_or_link_of_an_unreadable_host(tmp_path, serve):
     assert "inert.html" not in out and "/t/" not in out, out
 
 
-@pytest.mark.parametrize("fail_on_dataloss", ["True", "False"])
-def test_a_chunked_answer_cut_before_its_last_chunk(crawl, fail_on_dataloss):
-    # The server closes (cleanly) after two of its chunks: the page is not whole, so not saved as the page
-    # (retried, then failed), whatever DOWNLOAD_FAIL_ON_DATALOSS says (off, Scrapy hands the cut body on).
+def test_a_chunked_answer_cut_before_its_last_chunk(default_crawl):
+    # DOWNLOAD_FAIL_ON_DATALOSS=True (Scrapy's default): default_crawl's cut.html.
+    pages, out, server, _ = default_crawl
+    assert "cut.html" not in pages and "after.html" in pages and failed(server, "cut.html") in out
+    assert [hit.key for hit in server.hits].count("/cut.html") == 3  # (RETRY_TIMES: 2)
+
+
+def test_a_chunked_answer_cut_before_its_last_chunk_without_failing_on_data_loss(crawl):
+    # Off, Scrapy hands the cut body on: it is retried, then failed ('data loss'), not saved.
     rule = Rule(body=PAGE * 50, cut_chunks=2)
-    pages, out, server, _ = crawl({"/target.html": rule}, f"DOWNLOAD_FAIL_ON_DATALOSS={fail_on_dataloss}")
+    pages, out, server, _ = crawl({"/target.html": rule}, "DOWNLOAD_FAIL_ON_DATALOSS=False")
     assert pages == ["index.html", "after.html"] and failed(server, "target.html") in out
     assert [hit.key for hit in server.hits].count("/target.html") == 3  # (RETRY_TIMES: 2)

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
+from tests.support.cutc_inprocess import tse_here
 from tests.support.sitegen import generate_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
@@ -130,7 +131,9 @@ def test_a_recorded_crawl_matches_what_it_wrote(demo, tmp_path):
 def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
     record = tmp_path / "crawl.jsonl"
     record.write_text("earlier\n")
-    done = crawl_site(demo, tmp_path, 1, "--record", record)
+    # Refusals before Scrapy starts: run in this process (tests/support/cutc_inprocess.py).
+    fast = ("--prefix", f"{demo.url}/", "-s", "DOWNLOAD_DELAY=0")
+    done = tse_here("crawl", f"{demo.url}/index.html", tmp_path, 1, *fast, "--record", record)
     assert done.returncode == 2
     assert done.stderr.decode() == (
         f"tse crawl: --record: {record} exists: a new crawl writes a new record: give a new file name"
@@ -139,7 +142,7 @@ def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
     assert record.read_text() == "earlier\n"
     assert os.listdir(tmp_path) == ["crawl.jsonl"]
     # --resume is no way out here: no crawl of the directory was writing it.
-    resumed = crawl_site(demo, tmp_path, 1, "--record", record, "--resume")
+    resumed = tse_here("crawl", f"{demo.url}/index.html", tmp_path, 1, *fast, "--record", record, "--resume")
     assert resumed.returncode == 2
     assert resumed.stderr.decode() == (
         f"tse crawl: --record: {record} exists, and no interrupted crawl of {tmp_path} was writing it\n"
@@ -211,7 +214,7 @@ def test_report_refusals_are_one_line(tmp_path):
         ([record, "--out", tmp_path / "no" / "r.html"], 2, "no directory"),  # refused as every --out is
         ([record, update], 1, f"{record} is a crawl's record and {update} an update's: report each alone"),
     ]:
-        done = run_tse("report", *args)
+        done = tse_here("report", *args)  # (refused before a page of the report is made: in this process)
         assert done.returncode == status, done.stderr
         text = done.stderr.decode()
         assert text.startswith("tse report: ") and message in text and text.count("\n") == 1, text

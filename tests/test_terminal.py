@@ -28,6 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.cutc_inprocess import tse_here
 from tests.support.pages import page_count, write_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.crawl.extensions.progress import fit
@@ -397,7 +398,8 @@ def test_index_bar_on_a_terminal(tmp_path, pages, bar):
         assert not any(screen(written)), text  # the bar is cleared at the end
     else:
         assert written == b""
-    result = run_tse("index", directory, tmp_path / "off-terminal")
+    # The same index off a terminal, made in this process (its output not a terminal either): what it writes.
+    result = tse_here("index", directory, tmp_path / "off-terminal")
     assert result.returncode == 0 and result.stdout == result.stderr == b""
     for suffix in ("", ".bin", ".docs"):
         on = (tmp_path / f"on-terminal{suffix}").read_bytes()
