@@ -5,7 +5,7 @@ import os
 import pytest
 
 from tests.conftest import run_scrapy, run_tse
-from tests.support.cutc_inprocess import scrapy_here, tse_here
+from tests.support.inprocess import scrapy_here, tse_here
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
-from tests.support.cutc_sample import sample
 from tests.support.net import free_port
 from tests.support.pages import saved_pages
+from tests.support.sample import seeded_sample
 from tests.support.sitegen import generate_site, model_crawl, shortest_depths, write_site
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.crawling.progress import progress_line
@@ -32,13 +32,13 @@ def paths(server, pages):
 
 # A crawl of the seed only, a crawl cut short by its depth, the whole site. Cut short at depth 1 or at
 # depth 3: the same kind (a level left unfetched, the model's cut at the same place): one of the two each
-# run, drawn (tests/support/cutc_sample.py; TSE_TEST_SEED=all for both).
+# run, drawn (tests/support/sample.py; TSE_TEST_SEED=all for both).
 @pytest.mark.parametrize("order", ["tse", "bfs"])
 @pytest.mark.parametrize("depths", [[0], [1, 3], [10]], ids=["0", "1-or-3", "10"])
 def test_generated_site_matches_model(tmp_path, serve, order, depths):
     site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=7, external=3, dead=2)
     server = serve(site.root)
-    chosen, seed = sample(depths, 1, f"test_generated_site_matches_model[{order}]")
+    chosen, seed = seeded_sample(depths, 1)
     for depth in chosen:
         said = f"depth {depth} ({seed})"
         out = tmp_path / f"out{depth}"

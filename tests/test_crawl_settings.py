@@ -15,7 +15,7 @@ import scrapy
 from scrapy.settings import Settings, default_settings
 
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
-from tests.support.cutc_inprocess import scrapy_here, tse_here
+from tests.support.inprocess import scrapy_here, tse_here
 from tests.support.sitegen import write_site
 from tse_scrapy import settings as project
 from tse_scrapy.crawlstart import READ_AS_FLOAT, known_setting_names, setting_defaults

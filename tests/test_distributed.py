@@ -20,7 +20,7 @@ import redis
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutb_here import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
 from tests.support.wait import wait_until, while_running

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, clean_env
-from tests.support.cutb_here import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.tlsredis import TlsRedisServer, require_tls_redis
 from tests.support.wait import wait_until
 from tests.test_distributed import (  # noqa: F401 - the site fixture and the workers' helpers

@@ -19,7 +19,7 @@ import redis
 import scrapy
 
 from tests.conftest import BIN, clean_env
-from tests.support.cutb_here import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tests.support.redisgap import RedisGap
 from tests.support.redisserver import RedisServer

@@ -27,7 +27,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from tests.conftest import clean_env, run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.inprocess import tse_ok_here
 from tests.support.pdfs import pages_pdf, stream
 from tests.support.sitecrawl import query_answers
 from tse_scrapy.webarchive import reader
@@ -152,10 +152,10 @@ def test_imported_pages_are_found_by_their_titles_and_reported(wget_warc, tmp_pa
     saved = len(archived_pages(wget_warc))
     assert sorted(line["doc"] for line in lines if line["outcome"] == "saved") == list(range(1, saved + 1))
     assert all(line["start"] > 1.5e9 for line in lines)  # the times the archive says
-    said = tse_here("report", record, "--out", tmp_path / "report.html")  # (the record's reader: in process)
+    said = tse_ok_here("report", record, "--out", tmp_path / "report.html")  # (the record's reader: in process)
     assert str(saved) in said and (tmp_path / "report.html").stat().st_size > 1000
     index = tmp_path / "index"
-    tse_here("index", pages, index)  # (set-up: in this process)
+    tse_ok_here("index", pages, index)  # (set-up: in this process)
     titles = {}
     for url, (_, body) in page_files(pages).items():
         titles[url] = re.search(rb"<title>(.*?)</title>", body, re.S).group(1).decode().strip()
@@ -175,7 +175,7 @@ def test_with_pdf_the_pdf_is_imported_and_its_text_searched(wget_warc, tmp_path)
     assert found[pdf_url][1] == PDF_MANUAL.read_bytes()
     assert found[pdf_url][0] == 0  # no page links to it: an entry point of its own
     index = tmp_path / "index"
-    tse_here("index", pages, index)  # (set-up: in this process)
+    tse_ok_here("index", pages, index)  # (set-up: in this process)
     # Words of the PDF's own text (its colophon), found by tse query in the SPEC index.
     (answer,) = query_answers(pages, index, ["osamu aoki"], "tse")
     assert pdf_url in [url for _, url in answer]
@@ -686,7 +686,7 @@ def test_robots_directives_of_pdfs_and_other_answers_import_as_crawled(robots_si
     answers = {}
     for directory in (crawl, pages):
         index = tmp_path / f"{directory.name}.index"
-        tse_here("index", directory, index)  # (set-up: in this process)
+        tse_ok_here("index", directory, index)  # (set-up: in this process)
         (found,) = query_answers(directory, index, ["zebracorn"], "tse")
         answers[directory.name] = {url.removeprefix(robots_site) for _, url in found}
     assert (

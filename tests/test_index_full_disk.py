@@ -10,10 +10,10 @@ import shutil
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.cutd_sample import seeded_sample
-from tests.support.cutd_tse import tse_here
 from tests.support.fulldisk import leave_free, tmpfs
+from tests.support.inprocess import tse_ok_here
 from tests.support.multilingual import write_fixture_directory
+from tests.support.sample import seeded_sample
 from tse_scrapy.index.storage import stamped_digest, text_digest
 
 # The index's files but its stamp, which names the text's inode (another on each disk): it is checked
@@ -40,12 +40,12 @@ def test_a_disk_that_fills_leaves_the_index_whole_as_it_was_or_whole_new(tmp_pat
     pages = write_fixture_directory(tmp_path / "pages")
     old = tmp_path / "old"
     old.mkdir()
-    tse_here("index", pages, old / "index")  # (set-up: in this process)
+    tse_ok_here("index", pages, old / "index")  # (set-up: in this process)
     (pages / "3").write_bytes((pages / "3").read_bytes() + b" <p>orchard</p>")
     arguments = ["--update"] if command == "update" else []
     new = tmp_path / "new"
     shutil.copytree(old, new)
-    tse_here("index", pages, new / "index", *arguments)  # (the expected files: in this process)
+    tse_ok_here("index", pages, new / "index", *arguments)  # (the expected files: in this process)
     before, after = _files(old), _files(new)
     assert before != after
     # From no room at all to room for every new file beside the old ones, and their temporary files.

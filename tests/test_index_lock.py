@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.inprocess import tse_ok_here
 from tests.support.pages import snapshot
 from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
@@ -65,7 +65,7 @@ def assert_whole(pages: Path, indexfile: Path) -> None:
         return {name: state for name, state in snapshot(indexfile.parent).items() if name != lock_path(indexfile).name}
 
     before = files()
-    assert tse_here("index", pages, indexfile, "--update") == ""  # (the command's code, in this process)
+    assert tse_ok_here("index", pages, indexfile, "--update") == ""  # (the command's code, in this process)
     assert files() == before
 
 
@@ -150,7 +150,7 @@ def test_while_tse_index_writes_another_one_is_refused_at_once_and_changes_nothi
         with tse_index_holding_the_lock(pages, indexfile, *flags) as first:
             assert_refused(pages, indexfile, first.pid)
             # Another INDEXFILE is not held: its tse index runs meanwhile.
-            assert tse_here("index", pages, other_index, "--jobs", "1") == "", holder  # (in this process)
+            assert tse_ok_here("index", pages, other_index, "--jobs", "1") == "", holder  # (in this process)
         assert first.communicate(timeout=120) == (b"", b""), holder
         assert first.returncode == 0, holder
         assert lock_path(indexfile).read_bytes() == b"", holder  # emptied, left in place

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_here, tse_result_here
+from tests.support.inprocess import tse_here, tse_ok_here
 from tests.support.pages import write_many_pages, write_pages
 from tests.support.wait import still_running
 from tse_scrapy.index import runs
@@ -209,7 +209,7 @@ def test_a_page_file_that_is_no_file_is_one_line_and_changes_nothing(tmp_path, j
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index", "index.lock", "pages"]
     assert indexfile.read_bytes() == b"pear 1 1\n"
     (pages / ".tse-gone").write_text("12\n")  # listed as gone, it is not read (in this process: the
-    tse_here("index", pages, indexfile, "--jobs", jobs)  # refusal above was the command's own)
+    tse_ok_here("index", pages, indexfile, "--jobs", jobs)  # refusal above was the command's own)
 
 
 def test_an_indexfile_where_no_file_can_be_made_is_named_in_one_line(tmp_path):
@@ -278,7 +278,7 @@ def test_a_sidecar_is_not_used_once_its_text_is_rewritten_to_the_same_size(refer
     plain = tmp_path / "plain.index"  # the same text, no sidecar: what the querier must answer
     plain.write_bytes(swapped)
     answer = run_tse("query", pages, indexfile, input=b"kiwi\npear\n").stdout
-    oracle = tse_result_here("query", pages, plain, input=b"kiwi\npear\n")  # (the oracle: in this process)
+    oracle = tse_here("query", pages, plain, input=b"kiwi\npear\n")  # (the oracle: in this process)
     assert oracle.returncode == 0 and answer == oracle.stdout, oracle
 
 
@@ -323,7 +323,7 @@ def plain_answers(reference, tmp_path_factory):
     write_index_files(pages, directory / "index")
     plain = directory / "plain.index"  # the same text, no sidecar
     plain.write_bytes((directory / "index").read_bytes())
-    expected = tse_result_here("query", pages, plain, input=DAMAGE_QUERIES)  # (the oracle: in this process)
+    expected = tse_here("query", pages, plain, input=DAMAGE_QUERIES)  # (the oracle: in this process)
     assert expected.returncode == 0, expected.stderr
     return plain.read_bytes(), expected.stdout
 
@@ -357,7 +357,7 @@ def test_a_damaged_sidecar_is_not_used(reference, plain_answers, tmp_path, how):
     answer = run_tse("query", pages, indexfile, input=queries)
     assert (answer.returncode, answer.stdout, answer.stderr) == (0, expected_stdout, b"")
     # An update does not take its postings for the old ones: it indexes every page, and writes a whole one.
-    updated = tse_result_here("index", pages, indexfile, "--update")  # (the command's code, in this process)
+    updated = tse_here("index", pages, indexfile, "--update")  # (the command's code, in this process)
     assert updated.returncode == 0 and b"cannot update: no sidecar" in updated.stderr, updated.stderr
     assert IndexReader(indexfile).from_sidecar
 
@@ -667,7 +667,7 @@ def indexed_then_changed(many_pages, tmp_path_factory):
     for name in [".crawler", *map(str, range(1, 1001))]:
         shutil.copy2(many_pages / name, pages / name)
     (directory / "out").mkdir()
-    tse_here("index", pages, directory / "out" / "index", "--jobs", "2")  # (set-up: in this process)
+    tse_ok_here("index", pages, directory / "out" / "index", "--jobs", "2")  # (set-up: in this process)
     for path in pages.iterdir():
         if path.name != ".crawler" and int(path.name) % 3:
             os.utime(path, ns=(0, path.stat().st_mtime_ns + 10**9))

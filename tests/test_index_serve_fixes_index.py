@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_result_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import snapshot, write_many_pages, write_pages
 from tests.support.wait import wait_until, while_running
 
@@ -61,7 +61,7 @@ def test_index_and_indextest_refuse_to_replace_a_file_that_is_not_an_index(tmp_p
     before = snapshot(out)
     # The commands themselves for the first name; their code in this process for the others (the check of
     # what INDEXFILE may replace is the point, and it is the same code).
-    run = run_tse if name == sorted(NOT_INDEXES)[0] else tse_result_here
+    run = run_tse if name == sorted(NOT_INDEXES)[0] else tse_here
     for command, arguments in (("index", [pages, target]), ("indextest", [old, target])):
         result = run(command, *arguments)
         assert (result.returncode, result.stdout, result.stderr) == (1, b"", refusal(command, target))
@@ -96,7 +96,7 @@ def test_index_refuses_another_crawls_own_files_that_are_empty_or_not_there_yet(
             result = (
                 run_tse("index", pages, other / name, timeout=60)
                 if first
-                else tse_result_here("index", pages, other / name, *update)
+                else tse_here("index", pages, other / name, *update)
             )
             expected = f"tse index: {other / name} {said}: write the index elsewhere\n".encode()
             assert (result.returncode, result.stdout, result.stderr) == (1, b"", expected)
@@ -125,7 +125,7 @@ def test_an_index_or_an_empty_file_is_replaced_as_before(tmp_path, pages, name):
     target.write_bytes(INDEXES[name])
     # The commands themselves for the first name; their code in this process for the others (what INDEXFILE
     # may replace is the point, and it is the same code).
-    run = run_tse if name == sorted(INDEXES)[0] else tse_result_here
+    run = run_tse if name == sorted(INDEXES)[0] else tse_here
     result = run("index", pages, target)
     assert (result.returncode, result.stderr) == (0, b"")
     assert target.read_bytes() == PAGES_INDEX

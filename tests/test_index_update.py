@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.inprocess import tse_ok_here
 from tests.support.pages import write_pages
 from tests.support.reference import triples
 from tests.support.serving import tse_serve
@@ -145,7 +145,7 @@ def test_an_update_read_in_ranges_by_workers_equals_a_fresh_index(tmp_path, monk
     # Ranges of 3 docIDs: changed, new, gone and unchanged pages in several ranges, handed out ahead.
     monkeypatch.setattr(update, "RANGE_PAGES", 3)
     pages = make_site(tmp_path / "pages", 20)
-    tse_here("index", pages, tmp_path / "index")  # (set-up: in this process)
+    tse_ok_here("index", pages, tmp_path / "index")  # (set-up: in this process)
     rewrite(pages, 2, body(2) + b"<p>walnut</p>")
     rewrite(pages, 13, body(113, 30))
     new = add(pages, body(300, extra="newcomer"))
@@ -259,7 +259,7 @@ def test_most_pages_changed_give_way_to_a_full_build_and_fewer_do_not(tmp_path):
     # A copy of the pages without their files' times (cp -r) changes every file's key: the update read
     # every page and rewrote every row, slower than a full build (1.4 times its time on 2,256 pages).
     pages = make_site(tmp_path / "pages", update.FULL_BUILD_PAGES)
-    tse_here("index", pages, tmp_path / "index")  # (set-up: in this process)
+    tse_ok_here("index", pages, tmp_path / "index")  # (set-up: in this process)
     copied = tmp_path / "copy"
     shutil.copytree(pages, copied, copy_function=shutil.copyfile)  # (new files: new inodes, new times)
     for suffix in ("", ".bin", ".docs", ".search"):
@@ -363,7 +363,7 @@ def test_bm25_does_not_count_gone_pages(tmp_path):
     # The same pages without 3 and 7, renumbered: the same BM25 scores, URL by URL.
     kept = {new: pagedir.read_page(pages, old) for new, old in enumerate([1, 2, 4, 5, 6, 8, 9, 10], start=1)}
     other = write_pages(tmp_path / "kept", {n: (p.url, p.depth, p.body) for n, p in kept.items()})
-    tse_here("index", other, tmp_path / "kept.index")  # (the oracle: in this process)
+    tse_ok_here("index", other, tmp_path / "kept.index")  # (the oracle: in this process)
     lines = ["orchard", "onlyd or onlyh or apple", "mango"]
     mine = query_rows(pages, indexfile, lines, "--rank", "bm25")
     theirs = query_rows(other, tmp_path / "kept.index", lines, "--rank", "bm25")
@@ -531,18 +531,18 @@ def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_sam
     result = run_tse("index", pages, tmp_path / "index", "--jobs", "1")  # the command, as a process
     assert (result.returncode, result.stdout, result.stderr.decode()) == (0, b"", warning)
     assert (tmp_path / "index").read_bytes() == expected
-    # The rest through the command's code in this process (tse_here: exit 0, nothing on stdout; its stderr).
+    # The rest through the command's code in this process (tse_ok_here: exit 0, nothing on stdout; its stderr).
     for options in [("--jobs", "2"), ("--update",)]:
-        assert tse_here("index", pages, tmp_path / "index", *options) == warning, options
+        assert tse_ok_here("index", pages, tmp_path / "index", *options) == warning, options
         assert (tmp_path / "index").read_bytes() == expected, options
     (pages / "8").unlink()
     (pages / "9").unlink()  # files past the end with gaps between them: counted, not a range of docIDs
-    said = tse_here("index", pages, tmp_path / "index", "--update")
+    said = tse_ok_here("index", pages, tmp_path / "index", "--update")
     assert said == warning.replace("the 4 page files", "the 2 page files")
     (pages / "10").unlink()
-    said = tse_here("index", pages, tmp_path / "index", "--update")  # one page file past the end
+    said = tse_ok_here("index", pages, tmp_path / "index", "--update")  # one page file past the end
     assert said == warning.replace("the 4 page files past it, up to 10, are", "the page file past it, 7, is")
     (pages / "7").unlink()
     for options in [(), ("--update",)]:  # the directory's end: nothing to say
-        assert tse_here("index", pages, tmp_path / "index", *options) == "", options
+        assert tse_ok_here("index", pages, tmp_path / "index", *options) == "", options
         assert (tmp_path / "index").read_bytes() == expected, options

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutd_tse import tse_result_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import snapshot, write_pages
 from tests.support.reference import build_page_directory, triples
 from tse_scrapy.index.docstore import docs_path
@@ -344,16 +344,16 @@ def test_bad_invocations(engine, tmp_path):
     (no_first / "2").write_text("u\n0\nx\n")
     assert "arguments" in one_line_failure(run_tse("index", pages))  # the command's own exit and line
     # The other refusals through the command's code in this process (their messages are the point).
-    assert "unrecognized" in one_line_failure(tse_result_here("query", pages, index, "extra"))
-    assert "arguments" in one_line_failure(tse_result_here("indextest", index))
+    assert "unrecognized" in one_line_failure(tse_here("query", pages, index, "extra"))
+    assert "arguments" in one_line_failure(tse_here("indextest", index))
     for command in ("index", "query"):
-        assert "not a crawler directory" in one_line_failure(tse_result_here(command, bare, index))
-        assert "no readable page 1" in one_line_failure(tse_result_here(command, no_first, index))
-    assert "No such file" in one_line_failure(tse_result_here("query", pages, tmp_path / "missing"))
-    assert "No such file" in one_line_failure(tse_result_here("indextest", tmp_path / "missing", tmp_path / "new"))
-    assert "no directory" in one_line_failure(tse_result_here("index", pages, tmp_path / "nodir" / "index"))
-    assert "is a directory" in one_line_failure(tse_result_here("index", pages, tmp_path))
-    assert "is a directory" in one_line_failure(tse_result_here("indextest", index, tmp_path))
+        assert "not a crawler directory" in one_line_failure(tse_here(command, bare, index))
+        assert "no readable page 1" in one_line_failure(tse_here(command, no_first, index))
+    assert "No such file" in one_line_failure(tse_here("query", pages, tmp_path / "missing"))
+    assert "No such file" in one_line_failure(tse_here("indextest", tmp_path / "missing", tmp_path / "new"))
+    assert "no directory" in one_line_failure(tse_here("index", pages, tmp_path / "nodir" / "index"))
+    assert "is a directory" in one_line_failure(tse_here("index", pages, tmp_path))
+    assert "is a directory" in one_line_failure(tse_here("indextest", index, tmp_path))
 
 
 def test_another_crawls_directory_is_refused_in_every_ranking(engine, tmp_path):
@@ -364,7 +364,7 @@ def test_another_crawls_directory_is_refused_in_every_ranking(engine, tmp_path):
         if rank == "tse":
             result = run_tse("query", other, index, "--rank", rank, input=b"cat\n")
         else:
-            result = tse_result_here("query", other, index, "--rank", rank)
+            result = tse_here("query", other, index, "--rank", rank)
         assert result.returncode == 1
         assert one_line_failure(result) == (
             f"tse query: {other} is not the crawl {index} was written from (its page 1 is"
@@ -417,7 +417,7 @@ def test_swapped_arguments_are_said_in_the_same_line(engine, tmp_path, command, 
         if command == "serve":
             result = run_tse(command, pagedir, indexfile, input=b"")
         else:
-            result = tse_result_here(command, pagedir, indexfile)
+            result = tse_here(command, pagedir, indexfile)
         assert result.returncode == status
         assert one_line_failure(result) == f"tse {command}: {pagedir} is not a crawler directory (no readable .crawler)"
 
@@ -438,7 +438,7 @@ def test_an_index_is_not_written_over_the_crawls_own_files(engine, tmp_path):
         for update in ([], ["--update"]):
             # The command for the first; its code in this process for the others (the messages are the point).
             first = written == pages / "1" and not update
-            refused = (run_tse if first else tse_result_here)("index", pages, written, *update)
+            refused = (run_tse if first else tse_here)("index", pages, written, *update)
             assert refused.returncode == 1
             assert one_line_failure(refused) == f"tse index: {said}: write the index elsewhere"
     assert {name: (pages / name).read_bytes() for name in os.listdir(pages)} == before

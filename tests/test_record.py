@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
-from tests.support.cutc_inprocess import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.sitegen import generate_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.demo import SITE as DEMO_SITE
@@ -131,7 +131,7 @@ def test_a_recorded_crawl_matches_what_it_wrote(demo, tmp_path):
 def test_a_new_crawl_never_overwrites_a_record(demo, tmp_path):
     record = tmp_path / "crawl.jsonl"
     record.write_text("earlier\n")
-    # Refusals before Scrapy starts: run in this process (tests/support/cutc_inprocess.py).
+    # Refusals before Scrapy starts: run in this process (tests/support/inprocess.py).
     fast = ("--prefix", f"{demo.url}/", "-s", "DOWNLOAD_DELAY=0")
     done = tse_here("crawl", f"{demo.url}/index.html", tmp_path, 1, *fast, "--record", record)
     assert done.returncode == 2

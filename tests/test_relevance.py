@@ -18,7 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
-from tests.support.cutd_tse import tse_here
+from tests.support.inprocess import tse_ok_here
 from tests.support.multilingual import FixturePage, fixture_pages, page_named, write_fixture_directory
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import matching
@@ -35,7 +35,7 @@ PAGES = {page.doc_id: page for page in fixture_pages()}
 
 def index_pages(pages, index):
     """*pages* indexed as `tse index` indexes them (in this process: a set-up, ~0.5 s of CPU saved a call)."""
-    tse_here("index", pages, index)
+    tse_ok_here("index", pages, index)
     assert index.with_name(index.name + ".search").is_file()
     return index
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.cutb_here import query_answers_here, tse_here
+from tests.support.inprocess import query_here, tse_here
 from tests.support.sitecrawl import interrupted_crawl
 from tse_scrapy.crawl.downloader import render
 
@@ -167,7 +167,7 @@ def test_render_reads_what_scripts_write_and_follows_their_links(nginx, tmp_path
     index = tmp_path / "index"
     assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     queries = ["Zebra Quokka Catalogue", "zebra quokka marsupial"]
-    for query, answer in zip(queries, query_answers_here(pages, index, queries, "relevance"), strict=True):
+    for query, answer in zip(queries, query_here(pages, index, queries, "relevance"), strict=True):
         assert answer and answer[0][1].endswith("/catalog.html"), (query, answer)
 
 
@@ -179,7 +179,7 @@ def test_without_render_the_script_written_page_is_not_found(nginx, tmp_path):
     index = tmp_path / "index"
     assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
     # Neither the script-set title nor the script-written text: only the URL's "catalog" could match.
-    (answer,) = query_answers_here(pages, index, ["zebra quokka marsupial"], "relevance")
+    (answer,) = query_here(pages, index, ["zebra quokka marsupial"], "relevance")
     assert answer == []
 
 
@@ -317,7 +317,7 @@ def test_a_page_that_navigates_is_kept_as_rendered(nginx, tmp_path):
     assert sorted(url.rsplit("/", 1)[1] for url in archived) == sorted([*expected, "robots.txt"]), archived
     index = tmp_path / "index"
     assert tse_here("index", pages, index).returncode == 0  # the set-up of the query: in this process
-    (answer,) = query_answers_here(pages, index, ["pangolin wombat"], "relevance")
+    (answer,) = query_here(pages, index, ["pangolin wombat"], "relevance")
     assert [url.rsplit("/", 1)[1] for _, url in answer] == ["gone.html"], answer
 
 

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.cutb_here import tse_here
+from tests.support.inprocess import tse_here
 from tests.test_render import pages_by_url
 
 CHROMIUM = shutil.which("chromium")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
-from tests.support.cutd_tse import tse_result_here
+from tests.support.inprocess import tse_here
 from tse_scrapy.report import figures
 from tse_scrapy.report import records as records_module
 from tse_scrapy.report.page import ReportSummary, write_report
@@ -624,7 +624,7 @@ def test_a_record_that_is_no_regular_file_is_refused_in_one_line(tmp_path):
         arguments = ("report", good, record, "--out", tmp_path / "report.html")
         # The command for /dev/zero; its code in this process for the FIFO (the message is the point; were
         # it opened blocking, pytest's timeout would end the wait).
-        refused = run_tse(*arguments, timeout=30) if kind != "a FIFO" else tse_result_here(*arguments)
+        refused = run_tse(*arguments, timeout=30) if kind != "a FIFO" else tse_here(*arguments)
         said = f"tse report: cannot read {record}: not a regular file ({kind})\n"
         assert (refused.returncode, refused.stdout, refused.stderr.decode()) == (2, b"", said)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["fifo", "good.jsonl"]

@@ -1,6 +1,6 @@
 """Crash-safe crawls: killed at random points and resumed, a crawl ends with
 the same page directory as an uninterrupted one.  What ``tse crawl`` refuses (or finds nothing to
-do for) before Scrapy starts is asked in the test's process (``cli.main``: tests/support/cuta_here.py);
+do for) before Scrapy starts is asked in the test's process (``cli.main``: tests/support/inprocess.py);
 the crawls, and the commands a test is about, stay processes."""
 
 import os
@@ -14,9 +14,9 @@ from collections import Counter
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
-from tests.support.cuta_here import tse_here
-from tests.support.cuta_sample import run_seed
+from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages, snapshot, tree
+from tests.support.sample import run_seed
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
 from tests.support.warcs import assert_valid

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
-from tests.support.cutd_tse import tse_here, tse_result_here
+from tests.support.inprocess import tse_here, tse_ok_here
 from tests.support.pages import write_pages
 from tests.support.reference import build_page_directory
 from tests.support.searchsite import MANY, PAGES, changed_counter_bumped, damaged_fts, write_search_site
@@ -163,7 +163,7 @@ def test_a_saved_copy_banner_shows_a_titles_direction_marks_and_a_time_no_date_c
     try:
         title = "\u202eevil.com \u2066x"
         pages = write_pages(root / "pages", {1: ("http://h/a.html", 0, f"<title>{title}</title>a cat".encode())})
-        tse_here("index", pages, root / "index")
+        tse_ok_here("index", pages, root / "index")
         client = TestClient(create_app(QueryEngine(pages, IndexReader(root / "index"))))
         html = client.get("/saved/1").text
         banner = html[html.index('<div class="saved"') :]
@@ -286,7 +286,7 @@ def test_a_pages_direction_controls_reorder_nothing_around_them(tmp_path):
             2: ("http://h/next.html", 0, b"<title>next cat</title><p>cat cat and more"),
         },
     )
-    tse_here("index", pages, tmp_path / "index")
+    tse_ok_here("index", pages, tmp_path / "index")
     client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
     for rank in ("relevance", "tse"):
         page = lxml_html.fromstring(client.get("/search", params={"q": "cat", "rank": rank}).text)
@@ -521,7 +521,7 @@ def test_both_rankings_equal_tse_query(client, site):
 
 def test_both_rankings_equal_tse_query_on_a_reference_crawl(reference_dir, mirror, tmp_path):
     pages = build_page_directory(reference_dir, mirror, "toscrape-2", tmp_path / "toscrape-2")
-    tse_here("index", pages, tmp_path / "index")
+    tse_ok_here("index", pages, tmp_path / "index")
     text = (tmp_path / "index").read_text().splitlines()
     rng = random.Random(2)
     words = [line.split()[0] for line in rng.sample(text, 60)] + ["book", "price", "stock", "the", "zzz"]
@@ -539,7 +539,7 @@ def test_the_document_store_follows_the_page_files(site, tmp_path):
     pages, _ = site
     copy = tmp_path / "pages"
     shutil.copytree(pages, copy)
-    tse_here("index", copy, tmp_path / "index")
+    tse_ok_here("index", copy, tmp_path / "index")
     engine = QueryEngine(copy, IndexReader(tmp_path / "index"))
     assert engine.docs.from_file and engine.document(1).url == "http://h/cats.html"
     # The same page under another URL: the text index is the same, the store is stale.
@@ -552,7 +552,7 @@ def test_the_document_store_follows_the_page_files(site, tmp_path):
 
 def test_a_url_line_that_is_not_utf8_is_shown_as_the_querier_shows_it(tmp_path):
     pages = write_pages(tmp_path / "pages", {1: (b"http://h/caf\xe9.html", 0, b"<title>Caf\xe9</title>coffee")})
-    tse_here("index", pages, tmp_path / "index")
+    tse_ok_here("index", pages, tmp_path / "index")
     client = TestClient(create_app(QueryEngine(pages, IndexReader(tmp_path / "index"))))
     (result,) = api(client, q="coffee")[1]["results"]
     assert result["url"] == "http://h/caf\ufffd.html"
@@ -563,7 +563,7 @@ def test_a_url_line_that_is_not_utf8_is_shown_as_the_querier_shows_it(tmp_path):
 def test_a_document_store_that_cannot_be_written_is_one_line(site, tmp_path):
     pages, _ = site
     (tmp_path / ".index.docs.partial").mkdir()  # where the store is written first
-    result = tse_result_here("index", pages, tmp_path / "index")  # (the command's code, in this process)
+    result = tse_here("index", pages, tmp_path / "index")  # (the command's code, in this process)
     lines = result.stderr.decode().splitlines()
     assert result.returncode == 1 and lines == [f"tse index: {tmp_path}/.index.docs.partial: Is a directory"]
     assert not (tmp_path / "index").exists()
@@ -590,7 +590,7 @@ def _two_languages(root):
             3: ("http://h/en2.html", 0, b"<html lang='en'><title>More</title><body>debian once more</body></html>"),
         },
     )
-    tse_here("index", pages, root / "index")
+    tse_ok_here("index", pages, root / "index")
     return TestClient(create_app(QueryEngine(pages, IndexReader(root / "index"))))
 
 
@@ -676,7 +676,7 @@ def test_a_url_of_megabytes_is_shown_cut_and_not_linked(tmp_path):
         },
     )
     index = tmp_path / "index"
-    tse_here("index", pages, index)
+    tse_ok_here("index", pages, index)
     client = TestClient(create_app(QueryEngine(pages, IndexReader(index))))
     html = client.get("/search", params={"q": "lemurs"}).text
     shown = long_url[:300] + " \u2026"

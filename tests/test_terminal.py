@@ -28,7 +28,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.cutc_inprocess import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import page_count, write_pages
 from tests.support.sitegen import write_site
 from tse_scrapy.crawl.extensions.progress import fit

@@ -1,7 +1,7 @@
 """Keeping a crawl fresh: ``tse crawl --update`` against real sites that change
 between crawls.  The truth is a fresh crawl of the changed site (the live
 pages must be the same) and the changes the test itself made.  What ``tse crawl`` refuses before
-Scrapy starts is asked in the test's process (``cli.main``: tests/support/cuta_here.py)."""
+Scrapy starts is asked in the test's process (``cli.main``: tests/support/inprocess.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import time
 import pytest
 
 from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_scrapy, run_tse, scrapy_crawl_site
-from tests.support.cuta_here import crawl_here
-from tests.support.cuta_sample import run_seed
+from tests.support.inprocess import crawl_here
 from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
+from tests.support.sample import run_seed
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
 from tse_scrapy.devtools.siteserver import Rule, SiteServer

@@ -3,7 +3,7 @@ or a ``.tse-gone`` that this program does not write is refused in one line namin
 row's docID), exit 2, before anything is written or fetched.  (It was a 50-line asyncio traceback
 once the crawl had begun, which left a crawl state that each --resume failed on the same way.)  The
 refusals come before Scrapy starts: ``tse crawl`` is asked in the test's process (``cli.main``,
-tests/support/cuta_here.py); the crawl they refuse to update is a real one."""
+tests/support/inprocess.py); the crawl they refuse to update is a real one."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site
-from tests.support.cuta_here import crawl_here
+from tests.support.inprocess import crawl_here
 from tests.support.pages import snapshot
 from tests.support.sitegen import write_site
 from tse_scrapy.resume.statedb import CrawlStateDB

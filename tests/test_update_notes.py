@@ -2,14 +2,14 @@
 `X-Robots-Tag: noindex` sent now, a canonical `Link:` header, a charset gone from the Content-Type.
 The page is written again with its notes, and the updated index answers as a fresh crawl's does
 (rules/files/pagenotes.py).  Real crawls of real files served on 127.0.0.1; the indexes that show what
-they wrote made and asked in the test's process (``cli.main``: tests/support/cuta_here.py)."""
+they wrote made and asked in the test's process (``cli.main``: tests/support/inprocess.py)."""
 
 from __future__ import annotations
 
 import shutil
 
 from tests.conftest import crawl_site, run_tse
-from tests.support.cuta_here import query_here, tse_here
+from tests.support.inprocess import query_here, tse_here
 from tests.support.pages import page_file_states
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.files.pagenotes import read_page_notes

@@ -11,12 +11,12 @@ those events: before its state exists, once its state is made, as it opens its r
 at its first, second and last pages, and at the steps of its clean-up (an update of a site
 that did not change: at its pages' revisits and what it removes before its changes file, its steps
 before and after being the changed site's).  Each run kills at one instant of each kind and a seeded
-sample of the others (tests/support/cuta_sample.py: every one with TSE_TEST_SEED=all).  (Kills between
+sample of the others (tests/support/sample.py: every one with TSE_TEST_SEED=all).  (Kills between
 two commits of its state, by the number of requests made, are in test_update.py.)  An update run
 to its end, then resumed, says so, and touches nothing.
 
 What ``tse crawl`` says and does before Scrapy starts (a refusal; "nothing to resume") is asked in the
-test's process (``cli.main``, tests/support/cuta_here.py): the same code, without a Python start each.
+test's process (``cli.main``, tests/support/inprocess.py): the same code, without a Python start each.
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_site, run_tse, scrapy_crawl_site
-from tests.support.cuta_here import crawl_here, tse_here
-from tests.support.cuta_sample import seeded_sample
 from tests.support.fulldisk import leave_free, tmpfs
+from tests.support.inprocess import crawl_here, tse_here
 from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
+from tests.support.sample import seeded_sample
 from tests.support.sitegen import generate_site, write_site
 from tests.support.warcs import assert_index_points_at_records, assert_valid
 from tse_scrapy.devtools.siteserver import SiteServer

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tests.conftest import crawl_site
-from tests.support.cuta_here import tse_here
+from tests.support.inprocess import tse_here
 from tests.support.pages import changes, page_file_states
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
@@ -80,7 +80,7 @@ def crawled(tmp_path, served, validators: bool):
 def found(tmp_path, out, *queries: str) -> list[str]:
     """What ``tse query`` answers each of *queries* with (its block, in their order), once ``tse index``
     has indexed *out*: one index and one ``tse query`` for them all, both in the test's process
-    (``cli.main``: tests/support/cuta_here.py), as they read what the update wrote."""
+    (``cli.main``: tests/support/inprocess.py), as they read what the update wrote."""
     indexfile = tmp_path / "out.index"
     assert tse_here("index", out, indexfile).returncode == 0
     answer = tse_here("query", out, indexfile, input="".join(f"{query}\n" for query in queries).encode())

@@ -28,11 +28,11 @@ from scrapy.utils.test import get_crawler
 
 import tse_scrapy.settings as project_settings
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
-from tests.support.cutb_here import tse_here
-from tests.support.cutb_sample import sample
 from tests.support.fulldisk import files_of_at_most
+from tests.support.inprocess import tse_here
 from tests.support.killat import run_tse_until
 from tests.support.pages import saved_pages, snapshot
+from tests.support.sample import seeded_sample
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
 from tests.support.warcs import (
@@ -673,10 +673,10 @@ def test_scan_finds_the_end_of_the_last_whole_exchange(tmp_path, middleware):
     # place a cut can fall), and a seeded sample of the other offsets: every byte inside a gzip member
     # runs the same code (the member does not inflate whole); TSE_TEST_SEED=all tries every offset.
     edges = sorted({size for start in starts for size in (start - 1, start, start + 1) if 0 <= size <= len(data)})
-    seed, others = sample([size for size in range(len(data) + 1) if size not in edges], 150)
+    others, said = seeded_sample([size for size in range(len(data) + 1) if size not in edges], 150)
     for size in sorted({*edges, *others}):
         cut.write_bytes(data[:size])
-        assert scan_warc(cut).end == max(b for b in boundaries if b <= size), (size, f"TSE_TEST_SEED={seed}")
+        assert scan_warc(cut).end == max(b for b in boundaries if b <= size), (size, said)
     cut.write_bytes(data + b"\x1f\x8b\x08garbage")
     assert scan_warc(cut).end == len(data)
     cut.write_bytes(b"")
