@@ -19,9 +19,10 @@ from tests.support.inprocess import crawl_here
 from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
 from tests.support.sample import run_seed
+from tests.support.sitecrawl import validated_two_page_crawl
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
-from tse_scrapy.devtools.siteserver import Rule, SiteServer
+from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.files import pagedir
 
 DEPTH = 3
@@ -315,13 +316,8 @@ def test_an_update_killed_anywhere_resumes_to_the_same_directory(tmp_path, serve
 def validated(tmp_path_factory):
     """A two-page site, served for the module, and its crawl with the catalog (depth 1), made once:
     the tests copy it."""
-    root = tmp_path_factory.mktemp("validated")
-    site = write_site(root / "site", {"index.html": ["a.html"], "a.html": []})
-    out = root / "out"
-    out.mkdir()
-    with SiteServer(site.root) as server:
-        assert crawl_site(server, out, 1, "--validators").returncode == 0
-        yield server, out
+    with validated_two_page_crawl(tmp_path_factory.mktemp("validated")) as made:
+        yield made
 
 
 def test_updates_that_cannot_be_are_refused_in_one_line(tmp_path, validated):

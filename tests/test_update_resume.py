@@ -39,6 +39,7 @@ from tests.support.inprocess import crawl_here, tse_here
 from tests.support.killat import run_tse_until, traced_events
 from tests.support.pages import catalog_rows, changes, page_file_states, snapshot, tree
 from tests.support.sample import seeded_sample
+from tests.support.sitecrawl import validated_two_page_crawl
 from tests.support.sitegen import generate_site, write_site
 from tests.support.warcs import assert_index_points_at_records, assert_valid
 from tse_scrapy.devtools.siteserver import SiteServer
@@ -310,13 +311,8 @@ def test_resuming_an_update_that_has_finished_or_never_began(tmp_path, serve):
 def small_crawl(tmp_path_factory):
     """A two-page site, served for the module, and its crawl with the catalog, made once: the tests
     that ask for it damage a copy."""
-    root = tmp_path_factory.mktemp("small")
-    site = write_site(root / "site", {"index.html": ["a.html"], "a.html": []})
-    out = root / "crawled"
-    out.mkdir()
-    with SiteServer(site.root) as server:
-        assert crawl_site(server, out, 1, "--validators").returncode == 0
-        yield server, out
+    with validated_two_page_crawl(tmp_path_factory.mktemp("small_crawl")) as made:
+        yield made
 
 
 @pytest.mark.parametrize("broken", [".tse-state.sqlite", ".tse-pages.sqlite"])

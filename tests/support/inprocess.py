@@ -12,13 +12,13 @@ import contextlib
 import io
 import locale
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.support.sitecrawl import answers_of, query_lines
 from tse_scrapy import cli
 
 
@@ -98,10 +98,7 @@ def tse_ok_here(*args) -> str:
 def query_here(pages, index, queries: list[str], rank: str) -> list[list[tuple[int, str]]]:
     """``tse query``'s answers (in this process) to each of *queries*, in their order: (docID, URL) each;
     for a test that reads an index, not one about the query command."""
-    result = tse_here("query", pages, index, "--rank", rank, input="".join(q + "\n" for q in queries).encode())
-    assert result.returncode == 0, result.stderr.decode()
-    blocks = result.stdout.decode().split("Query: ")[1:]
-    return [[(int(doc), url) for doc, url in re.findall(r"doc +(\d+): (\S+)", block)] for block in blocks]
+    return answers_of(tse_here("query", pages, index, "--rank", rank, input=query_lines(queries)))
 
 
 def crawl_here(server, out, depth, *options, seed="index.html") -> subprocess.CompletedProcess:

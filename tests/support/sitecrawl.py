@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.support.sitegen import write_site
+from tse_scrapy.devtools.siteserver import SiteServer
 
 
 def crawl_served_site(
@@ -34,10 +37,30 @@ def crawl_served_site(
 
 def query_answers(pages: Path, index: Path, queries: list[str], rank: str) -> list[list[tuple[int, str]]]:
     """``tse query``'s answers to each of *queries* (one line each), in their order: (docID, URL) each."""
-    result = run_tse("query", pages, index, "--rank", rank, input="".join(q + "\n" for q in queries).encode())
+    return answers_of(run_tse("query", pages, index, "--rank", rank, input=query_lines(queries)))
+
+
+def query_lines(queries: list[str]) -> bytes:
+    return "".join(q + "\n" for q in queries).encode()
+
+
+def answers_of(result: subprocess.CompletedProcess) -> list[list[tuple[int, str]]]:
+    """The answers a ``tse query`` that exited 0 printed, a list a query: (docID, URL) each."""
     assert result.returncode == 0, result.stderr.decode()
     blocks = result.stdout.decode().split("Query: ")[1:]
     return [[(int(doc), url) for doc, url in re.findall(r"doc +(\d+): (\S+)", block)] for block in blocks]
+
+
+@contextlib.contextmanager
+def validated_two_page_crawl(root: Path) -> Iterator[tuple[SiteServer, Path]]:
+    """A two-page site (index.html links a.html) written under *root* and served, and its crawl with
+    the catalog (depth 1) in *root*/crawled: (the server, the page directory), while the server runs."""
+    site = write_site(root / "site", {"index.html": ["a.html"], "a.html": []})
+    out = root / "crawled"
+    out.mkdir()
+    with SiteServer(site.root) as server:
+        assert crawl_site(server, out, 1, "--validators").returncode == 0
+        yield server, out
 
 
 def interrupted_crawl(args: tuple, saved: Callable[[], int], count: int, delay: float = 0.3) -> int:
