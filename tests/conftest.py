@@ -22,17 +22,26 @@ BIN = Path(sys.executable).parent
 REFERENCE_HOST = "http://cs50tse.cs.dartmouth.edu"
 
 
-@pytest.fixture(autouse=True)
-def signal_actions_put_back():
-    """Ctrl-C's and SIGTERM's actions as they were before each test.  A test running a command in its
-    own process (``cli.main``) keeps the actions the command leaves at its end (``tse index`` ignores
-    SIGTERM once its index is written): every process the test worker started afterwards inherited
-    SIGTERM ignored, and a site server or crawl the next test stopped with it ran on (a 180 s hang)."""
-    saved = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-    yield
-    for number, action in saved.items():
+# Ctrl-C's and SIGTERM's actions as the test process started with them.
+STARTING_SIGNAL_ACTIONS = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+
+
+def put_signal_actions_back() -> None:
+    for number, action in STARTING_SIGNAL_ACTIONS.items():
         if action is not None and signal.getsignal(number) is not action:
             signal.signal(number, action)
+
+
+@pytest.fixture(autouse=True)
+def signal_actions_put_back():
+    """Ctrl-C's and SIGTERM's actions as the test process started with them, before and after each test.
+    A command run in the test's own process (``cli.main``) keeps the actions it leaves at its end
+    (``tse index`` ignores SIGTERM once its index is written): every process the test worker started
+    afterwards inherited SIGTERM ignored, and a site server or crawl a test stopped with it ran on (a
+    180 s hang).  Before the test too: a module's fixture, made before this one, may have run it."""
+    put_signal_actions_back()
+    yield
+    put_signal_actions_back()
 
 
 def clean_env(**extra) -> dict:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, put_signal_actions_back
 from tests.support.sitecrawl import answers_of, query_lines
 from tse_scrapy import cli
 
@@ -25,8 +25,8 @@ from tse_scrapy import cli
 @contextlib.contextmanager
 def _process_state(env: dict | None, cwd: Path | None) -> Iterator[None]:
     """Within: *env* as the whole environment (if given), *cwd* as the folder; after, the environment,
-    ``sys.path`` and the folder put back (Scrapy's project settings set SCRAPY_SETTINGS_MODULE and add
-    the project to ``sys.path``)."""
+    ``sys.path``, the folder and the signal actions put back (Scrapy's project settings set
+    SCRAPY_SETTINGS_MODULE and add the project to ``sys.path``)."""
     environ, path, folder = dict(os.environ), list(sys.path), os.getcwd()
     try:
         if env is not None:
@@ -39,6 +39,7 @@ def _process_state(env: dict | None, cwd: Path | None) -> Iterator[None]:
         os.environ.update(environ)
         sys.path[:] = path
         os.chdir(folder)
+        put_signal_actions_back()  # (tse index leaves SIGTERM ignored: the processes started later inherit it)
 
 
 def _run(
