@@ -6,7 +6,7 @@ import re
 from collections import deque
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tse_scrapy.rules.files.webarchive import (
@@ -204,10 +204,41 @@ _INERT_PIECES = [
 ]
 
 
+def _known_difference(pieces: list[bytes]) -> bool:
+    """docs/import.md's known differences from the crawl's parser, met by this strategy: a
+    ``<template>`` opened inside ``<time>`` before a ``</time>`` (the scan reads it to its own end tag,
+    as a browser does; libxml2 closes it there), and a ``<script>`` holding ``<!--`` then ``<script``
+    (the scan ends it at its first ``</script>``; HTML's tokenizer and lxml read on)."""
+    in_time = in_template = in_script = escaped = False
+    for piece in pieces:
+        lowered = piece.lower()
+        if in_script:
+            if lowered.startswith(b"</script"):
+                in_script = escaped = False
+            elif b"<!--" in lowered:
+                escaped = True
+            elif escaped and b"<script" in lowered:
+                return True
+        elif lowered == b"<script>":
+            in_script = True
+        elif lowered.startswith(b"<time"):
+            in_time = True
+        elif lowered == b"<template>" and in_time:
+            in_template = True
+        elif lowered == b"</template>":
+            in_template = False
+        elif lowered == b"</time>":
+            if in_template:
+                return True
+            in_time = False
+    return False
+
+
 @given(st.lists(st.sampled_from(_INERT_PIECES) | st.integers(0, 9).map(b"<a href=%d.html>".__mod__), max_size=30))
 def test_page_links_skip_what_the_crawls_html_parser_reads_as_no_markup(pieces):
     """Comments, scripts and the other raw text, templates' content: the links the crawl's lxml
     extractor reads (each once, the page itself left out), an independent reading of the same page."""
+    assume(not _known_difference(pieces))
     body = b"<html><body>" + b"".join(pieces)
     expected = [url for url in dict.fromkeys(extract_links_html(body, PAGE)) if url != PAGE]
     assert page_links(body, PAGE) == expected
