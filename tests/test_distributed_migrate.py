@@ -109,7 +109,7 @@ def test_planted_pickles_in_every_structure_run_nothing_and_are_quarantined(redi
     planted = plant_pickles(server, keys, pwned)
     # One worker meets every planted entry itself: a forged lease that gated the crawl at depth 0 hung a
     # lone worker every time (two finished only when one of them polled while the frontier was empty).
-    results = finish([tse_worker(redis_url, pagedir, proxy, "--name", "p", "-s", "TSE_LEASE_SECONDS=3")], timeout=60)
+    results = finish([tse_worker(redis_url, pagedir, proxy, "--name", "p", "-s", "TSE_LEASE_SECONDS=3")], timeout=120)
     for status, _, err in results:
         assert status == 0, err[-3000:]
         assert "Traceback" not in err and "Unhandled error" not in err, err[-3000:]
