@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import sys
 
+from bench.common import round_order
 from bench.known_item_bench import (
     ALL,
     CLIENTS,
@@ -54,7 +55,7 @@ def run(rounds: int) -> list[str]:
     found: dict[str, list[dict[str, float]]] = {name: [] for name in CONTENDERS}
     lines = []
     for number in range(rounds):
-        for name in list(CONTENDERS) if number % 2 == 0 else list(CONTENDERS)[::-1]:
+        for name in round_order(CONTENDERS, number):
             found[name].append(one_round(CONTENDERS[name], queries))
             values = found[name][-1]
             lines.append(

@@ -113,6 +113,13 @@ def machine() -> str:
     )
 
 
+def round_order(contenders, number: int) -> list:
+    """The contenders (names, or a mapping's keys) in round *number*'s order: reversed every other
+    round, so that neither always runs first while the machine's speed drifts."""
+    names = list(contenders)
+    return names if number % 2 == 0 else names[::-1]
+
+
 def time_queries(querier, queries: list[str]) -> tuple[list[float], int]:
     """Each query's time in ms (sorted) through *querier*, after the first 50 as warm-up
     (they fill its URL cache), and how many documents the answers listed."""

@@ -13,6 +13,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from bench.common import round_order
 from bench.known_item_bench import ALL, KNOWN
 from bench.latency_ab import servers
 from bench.search_bench import HOST, Server, cpu_seconds
@@ -49,7 +50,7 @@ def run(commit: str, rounds: int) -> list[str]:
     found: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     lines = []
     for number in range(rounds):
-        for name in list(contenders) if number % 2 == 0 else list(contenders)[::-1]:
+        for name in round_order(contenders, number):
             server = Server(KNOWN / "pages" / ALL, indexes[name], None, contenders[name])
             try:
                 server.first_answer("/healthz")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 import sys
 
-from bench.common import BIN, WORK, unpack_mirror
+from bench.common import BIN, WORK, round_order, unpack_mirror
 from bench.index_bench import large_directory, measure_cpu, page_directories, tse_from, worktree
 
 
@@ -26,7 +26,7 @@ def run(commit: str, rounds: int) -> list[str]:
     found: dict[str, list[tuple[float, float, float]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):
-        for name in list(contenders) if number % 2 == 0 else list(contenders)[::-1]:
+        for name in round_order(contenders, number):
             wall, peak, cpu = measure_cpu(contenders[name])
             found[name].append((wall, cpu, peak))
             lines.append(f"round {number + 1} {name}: {wall:.1f} s, CPU {cpu:.1f} s, peak {peak:.0f} MB")

@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
-from bench.common import BIN, WORK
+from bench.common import BIN, WORK, round_order
 from bench.index_bench import tse_from, worktree
 from bench.known_item_bench import (
     ALL,
@@ -55,7 +55,7 @@ def run(commit: str, rounds: int) -> list[str]:
     found: dict[str, list[tuple[float, float, float, int, float, float]]] = {name: [] for name in contenders}
     lines = []
     for number in range(rounds):
-        order = list(contenders) if number % 2 == 0 else list(contenders)[::-1]
+        order = round_order(contenders, number)
         for name in order:
             server = Server(KNOWN / "pages" / ALL, indexes[name], None, contenders[name])
             try:

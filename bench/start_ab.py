@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.common import BIN, WORK, unpack_mirror
+from bench.common import BIN, WORK, round_order, unpack_mirror
 from bench.index_bench import large_directory, page_directories, serve_start_up, tse_from, worktree
 
 
@@ -36,7 +36,7 @@ def run(commit: str, starts: int) -> list[str]:
     found: dict[str, list[float]] = {name: [] for name in contenders}
     lines = []
     for number in range(starts):
-        for name in list(contenders) if number % 2 == 0 else list(contenders)[::-1]:
+        for name in round_order(contenders, number):
             _, answered = serve_start_up(directory, written[name], contenders[name])
             found[name].append(answered)
             lines.append(f"start {number + 1} {name}: first answer after {answered:.3f} s")
