@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
-from tests.support.multilingual import write_fixture_directory
+from tests.support.multilingual import indexed_fixture_directory
 from tests.support.serving import QUICK_LOOKS, tse_serve
 from tests.support.wait import wait_until
 from tse_scrapy.search.answercache import ENTRY_OVERHEAD, LARGEST_SHARE, MAX_KEY_BYTES, AnswerCache
@@ -58,11 +58,7 @@ def _answers(base: str, rounds: int) -> list[dict[tuple[str, str], tuple[int, by
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("answercache")
-    pages = write_fixture_directory(root / "pages")
-    indexed = run_tse("index", pages, root / "pages.index")
-    assert indexed.returncode == 0, indexed.stderr.decode()
-    return pages, root / "pages.index"
+    return indexed_fixture_directory(tmp_path_factory.mktemp("answercache"))
 
 
 def test_answers_asked_again_are_the_bytes_a_server_keeping_none_sends(indexed):

@@ -19,7 +19,13 @@ from starlette.testclient import TestClient
 
 from tests.conftest import run_tse
 from tests.support.inprocess import tse_ok_here
-from tests.support.multilingual import FixturePage, fixture_pages, page_named, write_fixture_directory
+from tests.support.multilingual import (
+    FixturePage,
+    fixture_pages,
+    indexed_fixture_directory,
+    page_named,
+    write_fixture_directory,
+)
 from tests.support.pages import write_pages
 from tse_scrapy.fulltext import matching
 from tse_scrapy.index.engine import QueryEngine
@@ -49,9 +55,7 @@ def app_client(pages, index) -> TestClient:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    root = tmp_path_factory.mktemp("multilingual")
-    pages = write_fixture_directory(root / "pages")
-    return pages, index_pages(pages, root / "index")
+    return indexed_fixture_directory(tmp_path_factory.mktemp("multilingual"))
 
 
 @pytest.fixture(scope="module")

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env
 from tests.support.browser import CHROMIUM, FLAGS, NO_CHROMIUM, keep_screenshot
-from tests.support.multilingual import page_named, write_fixture_directory
+from tests.support.multilingual import indexed_fixture_directory, page_named
 from tests.support.serving import tse_serve
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    root = tmp_path_factory.mktemp("multilingual-serve")
-    pages = write_fixture_directory(root / "pages")
-    result = run_tse("index", pages, root / "index")
-    assert result.returncode == 0, result.stderr.decode()
-    with tse_serve([str(BIN / "tse"), "serve", str(pages), str(root / "index")], clean_env(), ROOT) as run:
+    pages, index = indexed_fixture_directory(tmp_path_factory.mktemp("multilingual-serve"))
+    with tse_serve([str(BIN / "tse"), "serve", str(pages), str(index)], clean_env(), ROOT) as run:
         yield run.base
     assert run.process.returncode == 0, run.stderr
 

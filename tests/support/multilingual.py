@@ -70,3 +70,15 @@ def write_fixture_directory(directory: Path) -> Path:
     """The fixture as the page directory a crawl of it would be: ``.crawler``, then ``1, 2, ...``."""
     pages = fixture_pages()
     return write_pages(directory, {page.doc_id: (page.url, 0 if page.doc_id == 1 else 1, page.body) for page in pages})
+
+
+def indexed_fixture_directory(root: Path) -> tuple[Path, Path]:
+    """The fixture's page directory (*root*/pages) and its index (*root*/index, with its search index
+    beside it), built as `tse index` builds it, in this process (a set-up)."""
+    from tests.support.inprocess import tse_ok_here
+
+    pages = write_fixture_directory(root / "pages")
+    index = root / "index"
+    tse_ok_here("index", pages, index)
+    assert index.with_name(index.name + ".search").is_file()
+    return pages, index
