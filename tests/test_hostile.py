@@ -139,22 +139,15 @@ def test_body_over_the_size_limit(impatient_crawl):
     assert pages == ["index.html", "after.html"] and failed(server, "big.html") in out
 
 
-def test_gzip_body_is_saved_decoded(default_crawl):
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [("gzip.html", PAGE), ("chunked.html", PAGE * 50), ("target.html", PAGE)],
+    ids=["gzip-saved-decoded", "chunked", "invalid-utf8-and-nul-bytes-saved-unchanged"],
+)
+def test_a_body_is_saved_as_the_page_is(default_crawl, name, body):
     pages, _, _, out = default_crawl
     assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
-    assert saved_body(out, pages, "gzip.html") == PAGE + b"\n"
-
-
-def test_chunked_body(default_crawl):
-    pages, _, _, out = default_crawl
-    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
-    assert saved_body(out, pages, "chunked.html") == PAGE * 50 + b"\n"
-
-
-def test_invalid_utf8_and_nul_bytes_are_saved_unchanged(default_crawl):
-    pages, _, _, out = default_crawl
-    assert set(pages) == SAVED_PAGES and pages[-1] == "after.html"
-    assert saved_body(out, pages, "target.html") == PAGE + b"\n"
+    assert saved_body(out, pages, name) == body + b"\n"
 
 
 def test_a_reset_a_redirect_loop_or_chain_out_of_the_prefix_and_an_image_answer_fail_their_page(default_crawl):
