@@ -62,10 +62,14 @@ def run_scrapy(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedPr
     return subprocess.run(command, capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
 
 
+def site_crawl_args(server, out, depth, seed="index.html") -> tuple:
+    """``tse crawl``'s arguments for a local test site from its *seed*, without delay."""
+    return ("crawl", f"{server.url}/{seed}", out, depth, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
+
+
 def crawl_site(server, out, depth, *options, seed="index.html", **kwargs) -> subprocess.CompletedProcess:
     """``tse crawl`` of a local test site from its *seed*, without delay."""
-    fast = ("--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
-    return run_tse("crawl", f"{server.url}/{seed}", out, depth, *fast, *options, **kwargs)
+    return run_tse(*site_crawl_args(server, out, depth, seed), *options, **kwargs)
 
 
 def scrapy_crawl_site(server, out, depth, *options, **kwargs) -> subprocess.CompletedProcess:

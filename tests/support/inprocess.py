@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.conftest import ROOT, put_signal_actions_back
+from tests.conftest import ROOT, put_signal_actions_back, site_crawl_args
 from tests.support.sitecrawl import answers_of, query_lines
 from tse_scrapy import cli
 
@@ -105,5 +105,4 @@ def query_here(pages, index, queries: list[str], rank: str) -> list[list[tuple[i
 def crawl_here(server, out, depth, *options, seed="index.html") -> subprocess.CompletedProcess:
     """``crawl_site``'s ``tse crawl`` (a local test site, no delay) in this process: for its refusals and
     its "nothing to resume" only (a crawl itself is Scrapy's, in a process of its own)."""
-    fast = ("--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
-    return tse_here("crawl", f"{server.url}/{seed}", out, depth, *fast, *options)
+    return tse_here(*site_crawl_args(server, out, depth, seed), *options)
