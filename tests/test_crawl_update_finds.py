@@ -6,8 +6,6 @@ crawls of real files served on 127.0.0.1 (docs/updating.md, docs/robustness.md).
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -21,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site
+from tests.support.inprocess import tse_here
 from tests.support.pages import changes, page_file_states, snapshot
 from tests.support.sitecrawl import interrupted_crawl
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until
-from tse_scrapy import cli
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.crawling.crawlargs import ArgumentError, check_same_outputs
 from tse_scrapy.rules.files import pagedir
@@ -50,11 +48,9 @@ def crawled_with_a_redirect(tmp_path):
 def refused_here(*args) -> tuple[int, str]:
     """`tse ARGS` run in this process (its refusals come before Scrapy is imported, or a page fetched):
     its exit status and what it wrote to stderr (nothing to stdout)."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        status = cli.main([str(arg) for arg in args])
-    assert out.getvalue() == ""
-    return status, err.getvalue()
+    done = tse_here(*args)
+    assert done.stdout == b""
+    return done.returncode, done.stderr.decode()
 
 
 def doc_of(out, server) -> dict[str, int]:

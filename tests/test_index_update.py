@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import random
@@ -25,7 +24,6 @@ from tests.support.inprocess import tse_ok_here
 from tests.support.pages import write_pages
 from tests.support.reference import triples
 from tests.support.serving import tse_serve
-from tse_scrapy import cli
 from tse_scrapy.fulltext.store import search_path
 from tse_scrapy.index import update
 from tse_scrapy.index.docstore import docs_path
@@ -92,7 +90,7 @@ def files_of(indexfile: Path) -> dict[str, bytes]:
 def assert_same_as_fresh(pages: Path, updated: Path, fresh: Path) -> None:
     """*updated* is what `tse index` of *pages* writes into *fresh* (the oracle: in this process, no workers;
     the index is the same whatever the workers, test_an_update_read_in_ranges_by_workers_equals_a_fresh_index)."""
-    assert tse("index", pages, fresh, "--jobs", "1") == ""
+    assert tse_ok_here("index", pages, fresh, "--jobs", "1") == ""
     assert updated.read_bytes() == fresh.read_bytes()
     assert sidecar_path(updated).read_bytes() == sidecar_path(fresh).read_bytes()
     assert IndexReader(updated).from_sidecar
@@ -104,7 +102,7 @@ def assert_same_as_fresh(pages: Path, updated: Path, fresh: Path) -> None:
 def site(tmp_path):
     """make_site's pages, indexed (by `tse index` in this process: the tests run the updates they check)."""
     pages = make_site(tmp_path / "pages")
-    assert tse("index", pages, tmp_path / "index", "--jobs", "1") == ""
+    assert tse_ok_here("index", pages, tmp_path / "index", "--jobs", "1") == ""
     return pages, tmp_path / "index"
 
 
@@ -187,7 +185,7 @@ def test_no_change_writes_nothing_and_reads_no_page(site, tmp_path):
         now = os.stat(path)
         assert (now.st_ino, now.st_mtime_ns, now.st_size) == (status.st_ino, status.st_mtime_ns, status.st_size)
     assert b"zebra" not in indexfile.read_bytes()
-    assert tse("index", pages, tmp_path / "fresh", "--jobs", "1") == ""
+    assert tse_ok_here("index", pages, tmp_path / "fresh", "--jobs", "1") == ""
     assert b"zebra 3 1" in (tmp_path / "fresh").read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir() if "fresh" not in p.name) == [
         "index", "index.bin", "index.docs", "index.lock", "index.search", "index.stamp", "pages"
@@ -332,7 +330,7 @@ def gone_site(tmp_path: Path) -> tuple[Path, Path]:
         tmp_path / "pages",
         {n: (f"http://h/p{n}.html", 1, body(n, extra=f"only{'abcdefghij'[n - 1]} " * n)) for n in range(1, 11)},
     )
-    assert tse("index", pages, tmp_path / "index", "--jobs", "1") == ""  # (in this process: set-up)
+    assert tse_ok_here("index", pages, tmp_path / "index", "--jobs", "1") == ""  # (in this process: set-up)
     pagedir.write_gone(pages, [3, 7])
     return pages, tmp_path / "index"
 
@@ -452,14 +450,6 @@ def apply(pages: Path, changes: list[tuple[str, int, int]]) -> None:
     pagedir.write_gone(pages, gone)
 
 
-def tse(*args: object) -> str:
-    """`tse ...` in this process (the same code as the command, without its start-up): its stderr."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        assert cli.main([str(arg) for arg in args]) == 0, err.getvalue()
-    return err.getvalue()
-
-
 # (Six pages, a few kinds of change: 15 new examples a run, each up to six builds in this process.)
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rounds=st.lists(CHANGES, min_size=1, max_size=3))
@@ -467,12 +457,12 @@ def test_any_changes_update_equals_fresh(rounds):
     with tempfile.TemporaryDirectory() as temporary:
         root = Path(temporary)
         pages = make_site(root / "pages", 6)
-        assert tse("index", pages, root / "index", "--jobs", "1") == ""
+        assert tse_ok_here("index", pages, root / "index", "--jobs", "1") == ""
         for number, changes in enumerate(rounds):
             apply(pages, changes)
-            assert tse("index", pages, root / "index", "--update") == ""
+            assert tse_ok_here("index", pages, root / "index", "--update") == ""
             fresh = root / f"fresh{number}"
-            assert tse("index", pages, fresh, "--jobs", "1") == ""
+            assert tse_ok_here("index", pages, fresh, "--jobs", "1") == ""
             assert (root / "index").read_bytes() == fresh.read_bytes()
             assert sidecar_path(root / "index").read_bytes() == sidecar_path(fresh).read_bytes()
             assert tables(root / "index") == tables(fresh)
@@ -526,7 +516,7 @@ def test_a_missing_page_file_with_page_files_after_it_is_one_warning_and_the_sam
         " index stops at"
         f" the first missing page; to remove a page, keep its file and list its docID in {gone})\n"
     )
-    assert tse("index", reference, tmp_path / "reference.index", "--jobs", "1") == ""
+    assert tse_ok_here("index", reference, tmp_path / "reference.index", "--jobs", "1") == ""
     expected = (tmp_path / "reference.index").read_bytes()
     result = run_tse("index", pages, tmp_path / "index", "--jobs", "1")  # the command, as a process
     assert (result.returncode, result.stdout, result.stderr.decode()) == (0, b"", warning)

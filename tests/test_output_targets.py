@@ -8,8 +8,6 @@ A tester's finds: as root, ``--out /dev/null`` replaced the device with a regula
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import stat
@@ -24,7 +22,6 @@ from tests.support.fulldisk import files_of_at_most
 from tests.support.inprocess import tse_here
 from tests.support.pages import snapshot, write_pages
 from tests.support.sitegen import write_site
-from tse_scrapy import cli
 from tse_scrapy.report.page import EARLIER_REPORT_HEAD, REPORT_FILE, looks_like_a_report, write_report
 from tse_scrapy.rules.crawling.changes import CHANGES, CHANGES_FILE, looks_like_changes
 from tse_scrapy.rules.files.indexfile import INDEX_FILE
@@ -183,13 +180,11 @@ def test_a_report_is_told_by_its_head_and_an_earlier_report_by_its_first_lines(t
         assert not looks_like_a_report(other, True), other
 
 
-def tse_ok_here(*args) -> tuple[int, bytes, str]:
+def outcome_here(*args) -> tuple[int, bytes, str]:
     """`tse ARGS` in this process (the command's code without its start-up; what it refuses, it refuses
     before a crawl or a report begins): its exit status, stdout and stderr."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        status = cli.main([str(arg) for arg in args])
-    return status, out.getvalue().encode(), err.getvalue()
+    done = tse_here(*args)
+    return done.returncode, done.stdout, done.stderr.decode()
 
 
 def make_device(path: Path) -> bool:
@@ -234,7 +229,7 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
     if not device:  # (not root: a FIFO, which the write replaced as well)
         os.mkfifo(out)
     what = "a character device" if device else "a FIFO"
-    done = tse_ok_here("report", record, "--out", out)
+    done = outcome_here("report", record, "--out", out)
     # Before: exit 0, "wrote .../fakenull: ...", and a regular file where the device was.
     assert done == (
         2,
@@ -248,17 +243,17 @@ def test_tse_report_says_one_line_exit_2_and_replaces_its_own_report(tmp_path):
         (tmp_path, f"{tmp_path} is a directory"),
         (nowhere, f"cannot write {nowhere}: no directory {nowhere.parent}"),
     ):
-        done = tse_ok_here("report", record, "--out", target)
+        done = outcome_here("report", record, "--out", target)
         assert done == (2, b"", f"tse report: --out {why}\n"), target
     # Its own report is replaced (written again from the same record), and one written before the mark.
     report = tmp_path / "report.html"
     write_report([record], report)
     # (In this process too, as the refusals above: the check of what --out may replace is the command's
     # code, which a process start adds nothing to.)
-    done = tse_ok_here("report", record, "--out", report)
+    done = outcome_here("report", record, "--out", report)
     assert done[0] == 0, done
     report.write_bytes(EARLIER_REPORT_HEAD + b"<style></style>\n</head>\n</html>\n")
-    done = tse_ok_here("report", record, "--out", report)
+    done = outcome_here("report", record, "--out", report)
     assert done[0] == 0 and looks_like_a_report(report.read_bytes(), True), done
 
 
@@ -285,7 +280,7 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
         refused[tmp_path / "fakenull"] = f"{tmp_path / 'fakenull'} is a character device, not a regular file"
     crawl = ("crawl", f"{server.url}/index.html", out, 1, "--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0")
     for path, said in refused.items():
-        status, _, err = tse_ok_here(*crawl, "--update", "--changes", path)
+        status, _, err = outcome_here(*crawl, "--update", "--changes", path)
         assert status == 2 and err.startswith(f"tse crawl: --changes: {said}") and err.count("\n") == 1, err
     arguments = [f"seed={server.url}/index.html", f"pagedir={out}", "depth=1", f"prefix={server.url}/", "update=yes"]
     done = run_scrapy("crawl", "tse", *[x for a in arguments for x in ("-a", a)], "-s", f"TSE_CHANGES={index}")
@@ -294,7 +289,7 @@ def test_changes_replace_only_changes_in_tse_crawl_and_scrapy_crawl(tmp_path, se
     # The log and the record named after another crawl's page file (appended to: a review's find).
     for option, path in (("--log-file", other / "2"), ("--record", other / "12")):
         fresh = ("crawl", f"{server.url}/index.html", tmp_path / "fresh", 1, "--prefix", f"{server.url}/")
-        status, _, err = tse_ok_here(*fresh, "-s", "DOWNLOAD_DELAY=0", option, path)
+        status, _, err = outcome_here(*fresh, "-s", "DOWNLOAD_DELAY=0", option, path)
         assert status == 2 and err == f"tse crawl: {option}: {path} is a file of the page directory {other}\n"
     assert snapshot(tmp_path) == before  # nothing fetched, nothing written
     # An empty file, then last time's changes, are replaced: a nightly --changes today.jsonl.
@@ -321,7 +316,7 @@ def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cann
     ):
         # (In this process: the refusal's message is the command's code; the processes below show the
         # command's own exit 1 and one line.)
-        done = tse_ok_here("indextest", old, base / name)
+        done = outcome_here("indextest", old, base / name)
         said = f"tse indextest: {base / name} {said}: write the index elsewhere\n"
         assert done == (1, b"", said)
     assert snapshot(base) == before

@@ -1,8 +1,6 @@
 """The search index file (fulltext/store.py): the same whatever the workers and ranges, bounded on
 hostile pages, refused when it belongs to another index."""
 
-import contextlib
-import io
 import os
 import shutil
 import threading
@@ -20,11 +18,11 @@ from hypothesis import strategies as st
 from tests.conftest import run_tse
 from tests.support import multilingual
 from tests.support.fulldisk import files_of_at_most
+from tests.support.inprocess import tse_ok_here
 from tests.support.multilingual import write_fixture_directory
 from tests.support.pages import write_pages
 from tests.support.searchrows import opened, search_rows
 from tests.support.searchsite import damaged_fts
-from tse_scrapy import cli
 from tse_scrapy.atomicfile import partial_path
 from tse_scrapy.fulltext import matching, searcher, store
 from tse_scrapy.fulltext.searcher import SearchIndex
@@ -43,16 +41,6 @@ from tse_scrapy.search.app import _results
 QUERIES = ["installation", "debian", "установка", "インストール", "설치", "安装", "debian -linux", '"boot loader"']
 
 
-def tse_here(*args) -> str:
-    """`tse ARGS` in this process (the command's code without its start-up): it must succeed and write
-    nothing to stdout; what it wrote to stderr."""
-    err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        assert cli.main([str(arg) for arg in args]) == 0, err.getvalue()
-    assert out.getvalue() == ""
-    return err.getvalue()
-
-
 def answers(pages, indexfile):
     engine = QueryEngine(pages, IndexReader(indexfile))
     return {query: engine.answer(query, "relevance").ranked for query in QUERIES}
@@ -68,7 +56,7 @@ def fixture_indexed(fixture_pages, tmp_path_factory):
     """The fixture's pages indexed once with `tse index`: the index's directory (read only by the tests:
     ``indexed_copy``)."""
     directory = tmp_path_factory.mktemp("indexed")
-    tse_here("index", fixture_pages, directory / "index")  # (the command's code, in this process)
+    tse_ok_here("index", fixture_pages, directory / "index")  # (the command's code, in this process)
     return directory
 
 
@@ -190,7 +178,7 @@ def test_hostile_pages_are_bounded(tmp_path):
             **{n: (f"http://h/menu{n}.html", 1, f"<title>menu {n}</title>{menu}".encode()) for n in range(4, 104)},
         },
     )
-    tse_here("index", pages, tmp_path / "index")
+    tse_ok_here("index", pages, tmp_path / "index")
     with opened(tmp_path / "index") as db:
         (anchors,) = db.execute("SELECT terms FROM anchors WHERE doc_id = 1").fetchone()
         (links,) = db.execute("SELECT count(*) FROM links").fetchone()
@@ -221,7 +209,7 @@ def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
         2: ("http://h/short.html", 1, b'<html lang="en"><title>short</title><p>filler text</p>'),
     }
     write_pages(tmp_path / "pages", pages)
-    tse_here("index", tmp_path / "pages", tmp_path / "updated")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "updated")
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "updated"))
     assert docs(engine, "filler") == [2, 1] or docs(engine, "filler") == [1, 2]
     assert docs(engine, "filler -aardvark") == [2]
@@ -229,9 +217,9 @@ def test_exclusions_see_past_the_body_and_an_update_keeps_them(tmp_path):
     # The long page changes: the word past its body is another; a short page becomes long.
     write_pages(tmp_path / "pages", {1: ("http://h/long.html", 0, long_page("zebra")), 2: pages[2]})
     write_pages(tmp_path / "pages", {2: ("http://h/short.html", 1, long_page("aardvark", BODY_CHARACTERS * 2))})
-    said = tse_here("index", tmp_path / "pages", tmp_path / "updated", "--update")
+    said = tse_ok_here("index", tmp_path / "pages", tmp_path / "updated", "--update")
     assert "cannot update" not in said, said
-    tse_here("index", tmp_path / "pages", tmp_path / "fresh")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "fresh")
     # The same rows, the vocabulary's too (the words the long page lost, and its first spellings).
     updated, fresh = search_rows(tmp_path / "updated"), search_rows(tmp_path / "fresh")
     assert updated == fresh
@@ -246,7 +234,7 @@ def test_an_excluded_words_other_language_stems_past_the_body_leave_a_page_in(tm
     spanish = next(page for page in multilingual.fixture_pages() if page.name == "es/ch01s01.html")
     pages = {1: ("http://h/long.html", 0, long_page("the aardvark")), 2: (spanish.url, 1, spanish.body)}
     write_pages(tmp_path / "pages", pages)
-    tse_here("index", tmp_path / "pages", tmp_path / "index")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
     assert engine.search_index.page_languages == {1: "en", 2: "es"}
     assert docs(engine, "filler") == [1]
@@ -269,7 +257,7 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
         for number, path in enumerate(chapters, start=1)
     }
     write_pages(tmp_path / "pages", pages)
-    tse_here("index", tmp_path / "pages", tmp_path / "index")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
     assert "workstation" not in engine.document(1).text.lower()
     (shown,) = [result for result in app_results(engine, "workstation") if result[0] == 1]
@@ -289,11 +277,11 @@ def test_a_page_matching_past_the_stored_text_shows_where(tmp_path):
         (shown,) = [result for result in app_results(engine, "workstation") if result[0] == 1]
         assert shown[1].startswith(unmarked) and not shown[2]
         assert all(len(rest) <= searcher.REST_BYTES for rest in engine.search_index.rests([1, 2]).values())
-    tse_here("index", tmp_path / "pages", tmp_path / "index")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
     # An update of a page (the second chapter becomes the third) keeps the rows a build writes.
     write_pages(tmp_path / "pages", {2: (pages[2][0], 0, (MANUAL / "ch03.en.html").read_bytes())})
-    tse_here("index", tmp_path / "pages", tmp_path / "index", "--update")
-    tse_here("index", tmp_path / "pages", tmp_path / "fresh")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index", "--update")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "fresh")
     updated, fresh = search_rows(tmp_path / "index"), search_rows(tmp_path / "fresh")
     assert updated == fresh and len(fresh["rests"]) == 2
 
@@ -382,7 +370,7 @@ def _failed_update(fixture_pages, fixture_indexed, tmp_path, block=None, **optio
     if unblock:
         unblock()
     assert {path.name: path.read_bytes() for path in out.iterdir()} == before  # no partial file left
-    tse_here("index", pages, out / "index", "--update")
+    tse_ok_here("index", pages, out / "index", "--update")
     assert docs(QueryEngine(pages, IndexReader(out / "index")), "orchard") == [3]
     return before
 
@@ -428,7 +416,7 @@ def test_an_update_writes_anew_a_search_index_damaged_where_every_search_reads(
     assert refused.returncode == 1 and refused.stdout == b"", refused
     assert refused.stderr.decode().count("\n") == 1 and "cannot be read" in refused.stderr.decode()
     # Nothing else changed, yet the update does not leave it so: it writes every file anew.
-    said = tse_here("index", fixture_pages, index, "--update")  # (the command's code, in this process)
+    said = tse_ok_here("index", fixture_pages, index, "--update")  # (the command's code, in this process)
     assert "cannot update" in said and "indexing every page" in said
     found = run_tse("query", fixture_pages, index, "--rank", "relevance", input=b"installation\n")
     assert found.returncode == 0 and b"Matches" in found.stdout and found.stderr == b"", found
@@ -492,15 +480,15 @@ def test_links_with_tabs_and_newlines_in_their_urls(tmp_path):
         3: ("http://h/xy.html", 1, b"<title>b</title>another page"),
     }
     write_pages(tmp_path / "pages", pages)
-    tse_here("index", tmp_path / "pages", tmp_path / "index")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
     assert anchor_terms(tmp_path / "index") == {1: "zeppelin", 3: "x"}
     write_pages(
         tmp_path / "pages", {3: ("http://h/xy.html", 1, b'<title>b</title><a href="/target\r\n.html">airship</a>')}
     )
-    said = tse_here("index", tmp_path / "pages", tmp_path / "index", "--update")
+    said = tse_ok_here("index", tmp_path / "pages", tmp_path / "index", "--update")
     assert "cannot update" not in said, said
     assert anchor_terms(tmp_path / "index") == {1: "zeppelin airship", 3: "x"}
-    tse_here("index", tmp_path / "pages", tmp_path / "fresh")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "fresh")
     updated, fresh = search_rows(tmp_path / "index"), search_rows(tmp_path / "fresh")
     assert updated == fresh
 
@@ -966,7 +954,7 @@ def test_the_page_whose_title_was_typed_comes_first(tmp_path):
             f"<title>Chapter {doc_id}</title><p>Section {doc_id}".encode(),
         )
     write_pages(tmp_path / "pages", pages)
-    tse_here("index", tmp_path / "pages", tmp_path / "index")
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
     engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
     for doc_id, (_, title, _) in TYPED_TITLES.items():
         assert docs(engine, title)[0] == doc_id, (title, docs(engine, title))

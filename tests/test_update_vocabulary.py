@@ -5,8 +5,6 @@ page spells it, a page the update did not read among them."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import random
 import tempfile
 from pathlib import Path
@@ -14,9 +12,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.inprocess import tse_ok_here
 from tests.support.pages import write_pages
 from tests.support.searchrows import opened, search_rows
-from tse_scrapy import cli
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.rules.files import pagedir
@@ -40,10 +38,8 @@ def page(seed: int, words: int = 8) -> bytes:
 
 def tse(*args: object) -> None:
     """`tse ...` in this process; it must succeed and say nothing."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        assert cli.main([str(arg) for arg in args]) == 0, err.getvalue()
-    assert err.getvalue() == "", err.getvalue()
+    said = tse_ok_here(*args)
+    assert said == "", said
 
 
 def vocabulary(indexfile: Path) -> list[tuple]:
