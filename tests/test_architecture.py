@@ -16,7 +16,7 @@ PACKAGE = ROOT / "tse_scrapy"
 
 # Each subsystem may import its own modules and those of lower layers only.
 LAYERS = {
-    "base": 0,  # tse_scrapy/__init__, exitcodes, atomicfile, terminal, compiled
+    "base": 0,  # tse_scrapy/__init__, exitcodes, atomicfile, terminal, compiled, processes
     "rules": 1,
     "resume": 2,
     "fulltext": 2,
@@ -30,7 +30,14 @@ LAYERS = {
     "devtools": 5,
     "app": 6,  # cli, crawlstart, settings, spiders/, commands/
 }
-BASE = {"tse_scrapy", "tse_scrapy.exitcodes", "tse_scrapy.atomicfile", "tse_scrapy.terminal", "tse_scrapy.compiled"}
+BASE = {
+    "tse_scrapy",
+    "tse_scrapy.exitcodes",
+    "tse_scrapy.atomicfile",
+    "tse_scrapy.terminal",
+    "tse_scrapy.compiled",
+    "tse_scrapy.processes",
+}
 NOT_PURE = ("scrapy", "twisted", "redis", "scrapy_redis", "sqlite3", "socket")
 
 

@@ -705,9 +705,11 @@ def test_an_update_stopped_is_one_line_and_changes_nothing(indexed_then_changed,
 def test_workers_do_not_outlive_a_killed_indexer(many_pages, tmp_path):
     existing_index(tmp_path / "out")
     with indexing_mid_work(many_pages, tmp_path / "out" / "index") as (process, workers):
-        os.kill(process.pid, signal.SIGKILL)  # no cleanup possible: the workers must see it themselves
+        # One worker held mid-range (as a loaded machine holds it): it would never read on to find its
+        # parent gone.  The kernel kills both with the parent (PR_SET_PDEATHSIG), stopped or not.
+        os.kill(workers[0], signal.SIGSTOP)
+        os.kill(process.pid, signal.SIGKILL)  # no cleanup possible
         process.wait()
-        # A worker finishes the range it is reading (a fraction of a second here), finds no one to send it to.
         deadline = time.monotonic() + 10
         while running := still_running(workers):
             assert time.monotonic() < deadline, f"workers left running: {running}"

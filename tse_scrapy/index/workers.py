@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 import sys
 import threading
@@ -21,6 +22,8 @@ from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any, NoReturn
+
+from ..processes import Prctl, end_with_parent, find_prctl
 
 # Allocations between two collections of a worker's youngest generation (Python's default: 700).
 GC_YOUNGEST = 10_000
@@ -115,13 +118,19 @@ class Workers:
         # Linux: fork, its default up to Python 3.13 (3.14's forkserver would add a server process to
         # stop); a worker starts at once, sharing the modules loaded.  Elsewhere the platform's default.
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
+        # A worker forked from the main thread is killed by the kernel when this process ends, however it
+        # ends: killed, it would read on to its range's end before finding nobody to send it to (the
+        # kernel's signal comes when the forking *thread* ends: from another, the pipe alone tells).
+        forked_here = context.get_start_method() == "fork" and threading.current_thread() is threading.main_thread()
+        parent = (os.getpid(), find_prctl()) if forked_here else None
         try:
             for _ in range(jobs):
                 ours, theirs = context.Pipe()
                 # A forked worker has copies of the parent's ends of the pipes, its own included: it closes
                 # them, so that its pipe ends when the parent does (killed, it leaves no worker behind).
                 parent_ends = [*self._connections, ours] if context.get_start_method() == "fork" else []
-                process = context.Process(target=_work_on_ranges, args=(theirs, parent_ends, work), daemon=True)
+                args = (theirs, parent_ends, work, parent)
+                process = context.Process(target=_work_on_ranges, args=args, daemon=True)
                 # Ctrl-C and SIGTERM held back until the worker is known to stop(); the worker inherits
                 # the mask, and ignores Ctrl-C and takes SIGTERM's default (not the parent's handler)
                 # before unblocking them.
@@ -214,10 +223,17 @@ class _RemoteTraceback(Exception):
         return "\n" + str(self.args[0])
 
 
-def _work_on_ranges(connection: Connection, parent_ends: list[Connection], work: Callable[..., Any]) -> None:
+def _work_on_ranges(
+    connection: Connection,
+    parent_ends: list[Connection],
+    work: Callable[..., Any],
+    parent: tuple[int, Prctl | None] | None = None,
+) -> None:
     """A worker process: work on the ranges it is sent, (start, stop, ...) each, and send back
     (start, what *work* gives, its exception, where it was raised) for each, until the parent
-    stops it or is gone (its pipe ends)."""
+    stops it or is gone (its pipe ends; *parent*: its pid and prctl, to be killed when it ends)."""
+    if parent is not None:
+        end_with_parent(*parent)
     _leave_interrupts_to_parent()
     for parent_end in parent_ends:
         parent_end.close()

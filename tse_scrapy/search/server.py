@@ -13,14 +13,12 @@ holding its port.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import multiprocessing
 import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
 
 import uvicorn
 import uvicorn._subprocess
@@ -30,6 +28,7 @@ from uvicorn.supervisors import Multiprocess
 from uvicorn.supervisors.multiprocess import SIGNALS as SUPERVISOR_SIGNALS
 
 from ..index.engine import QueryEngine
+from ..processes import end_with_parent, find_prctl
 from . import served
 from .answercache import DEFAULT_BYTES
 from .app import (
@@ -48,8 +47,6 @@ from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "on"}
 # Connections the kernel holds for the workers to take (capped by net.core.somaxconn).
 BACKLOG = 2048
-# Linux's prctl option: the signal a process gets when its parent ends (<linux/prctl.h>).
-PR_SET_PDEATHSIG = 1
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -108,7 +105,7 @@ def serve_forever(
             # its server sets its own: until then, Ctrl-C and SIGTERM stop it, as a spawned one.
             os.register_at_fork(after_in_child=_default_signals)
             # Killed with the supervisor, which cannot stop them when it is killed itself (they kept the port).
-            os.register_at_fork(after_in_child=functools.partial(_ends_with, os.getpid(), _prctl()))
+            os.register_at_fork(after_in_child=functools.partial(end_with_parent, os.getpid(), find_prctl()))
             served.said_once = served.SaidOnce()  # what the workers warn of said by one of them
         else:
             config = uvicorn.Config(app, factory=True, workers=workers, **options)
@@ -118,23 +115,6 @@ def serve_forever(
         pass  # uvicorn has shut down cleanly, then raised the signal again
     # uvicorn's supervisor stops every worker when one fails to start.
     return supervisor is None or all(worker.exitcode != STARTUP_FAILURE for worker in supervisor.processes)
-
-
-def _prctl() -> Callable[..., int] | None:
-    """The C library's prctl (found before the fork, not in each worker), None where there is none."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-def _ends_with(supervisor: int, prctl: Callable[..., int] | None) -> None:
-    """In a forked worker, at once: SIGKILL when its parent, *supervisor*, ends; and now when it has
-    ended already (between the fork and here: the worker's parent is then another process)."""
-    if prctl is not None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != supervisor:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _default_signals() -> None:
