@@ -100,6 +100,9 @@ class _Attempt:
     sent_clock: float = field(default_factory=monotonic)
     start: float | None = None
     end: float | None = None
+    # When it left the downloader (its answer in), by both clocks: the moment politeness counts the
+    # delay from, before the middlewares (slower under load) see the answer.
+    left: tuple[float, float] | None = None
     status: int | None = None
     failure: str | None = None
     size: int = 0
@@ -134,6 +137,7 @@ class CrawlRecordMiddleware:
         connect(middleware.spider_error, signal=signals.spider_error)
         connect(middleware.page_done, signal=page_done)
         connect(middleware.request_dropped, signal=signals.request_dropped)
+        connect(middleware.request_left_downloader, signal=signals.request_left_downloader)
         return middleware
 
     # The file
@@ -238,6 +242,11 @@ class CrawlRecordMiddleware:
             self._write(earlier, "redirect" if earlier.redirect else "retried")
         self.sent[request] = _attempt(request)
 
+    def request_left_downloader(self, request: Request, spider: Spider | None = None) -> None:
+        attempt = self.sent.get(request)
+        if attempt is not None and attempt.left is None:
+            attempt.left = (time(), monotonic())
+
     def process_response(self, request: Request, response: Response) -> Response:
         attempt = self.sent.pop(request, None)
         if attempt is None:
@@ -274,8 +283,8 @@ class CrawlRecordMiddleware:
 
     @staticmethod
     def _answered(attempt: _Attempt, latency: float | None) -> None:
-        attempt.end = time()
-        held = monotonic() - attempt.sent_clock
+        attempt.end, clock = attempt.left if attempt.left is not None else (time(), monotonic())
+        held = clock - attempt.sent_clock
         # The download handler times the exchange itself; the rest of the time it was held by politeness.
         attempt.start = attempt.end - min(latency, held) if latency is not None else attempt.sent
 
