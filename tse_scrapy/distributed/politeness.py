@@ -2,15 +2,18 @@
 
 Scrapy's download delay is kept per process, so N workers would hit a host N
 times as often.  Here a request to a host first takes the host's lease, a
-Redis key set only if absent (``SET NX PX``), held while the request is in
-flight (up to the lease time, ``TSE_LEASE_SECONDS``: a worker that dies
-mid-request blocks its host no longer than its pages), and set again for the
-delay when the request ends: two requests to one host, from any workers, are
-never in flight at once and start at least the delay apart, counted from the
-end of the previous one as in a single crawl.  Different hosts proceed in
-parallel.  The lease keys are shared by every crawl on the Redis server, so
-two crawls of one site are polite together too.  A robots.txt Crawl-delay
-longer than the delay is used.
+Redis key set only if absent (``SET NX PX``) to a token of that request's,
+held while the request is in flight (renewed every third of the lease time,
+``TSE_LEASE_SECONDS``, however slow the host: a worker that dies mid-request
+blocks its host no longer than its pages), and set for the delay when the
+request ends, if the key is still its own (or gone): two requests to one
+host, from any workers, are never in flight at once and start at least the
+delay apart, counted from the end of the previous one as in a single crawl.
+A request that never took the lease (refused before it was sent: robots.txt,
+another host) changes nothing.  Different hosts proceed in parallel.  The
+lease keys are shared by every crawl on the Redis server, so two crawls of
+one site are polite together too.  A robots.txt Crawl-delay longer than the
+delay is used.
 
 It sits last before the download handler, and the worker's own delay is
 zero, so the time the lease is taken is the time the request starts.
@@ -19,7 +22,9 @@ zero, so the time the lease is taken is the time the request starts.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import secrets
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +34,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
+from twisted.internet import task
 
 from ..crawl.extensions.politeness import crawl_delay_said, robots_crawl_delay, robots_user_agent
 from .extension import distributed_crawl
@@ -43,6 +49,25 @@ logger = logging.getLogger(__name__)
 
 NO_EXPIRY = -1  # PTTL of a key without one
 HOLD_AT_MOST = 3600.0  # seconds: no Crawl-delay is honoured for longer
+
+# A request's end: the host held for the delay from now, only if the key is still that request's (or
+# gone: held past its lease); another worker's request in flight meanwhile keeps its hold.
+# KEYS[1] the host's key; ARGV: the request's token, the value of the hold after it, its milliseconds.
+_RELEASE = """
+local held = redis.call('GET', KEYS[1])
+if held == ARGV[1] or not held then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+# A request still in flight: its hold renewed, if it is still its own.  ARGV: the token, milliseconds.
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
 
 
 class RedisPolitenessMiddleware:
@@ -72,6 +97,15 @@ class RedisPolitenessMiddleware:
         # the delay holds even when Redis could not be told (an outage).
         self.own_holds: dict[str, float] = {}
         self.outage = outage
+        # The requests of this worker in flight holding their host's key: the key and its token.
+        self.holding: dict[Request, tuple[str, str]] = {}
+        # Each request's token: this worker's name, this middleware's own mark (two crawls may run in
+        # one process) and a number.
+        self._own = f"{self.worker}:{secrets.token_hex(4)}"
+        self._tokens = itertools.count(1)
+        self._release = server.register_script(_RELEASE)
+        self._renew = server.register_script(_RENEW)
+        self._renewal = task.LoopingCall(self.renew)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
@@ -87,7 +121,31 @@ class RedisPolitenessMiddleware:
             settings.getfloat("TSE_LEASE_SECONDS"),
         )
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
+        crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
+
+    def spider_opened(self, spider: Spider) -> None:
+        self._renewal.start(max(self.in_flight / 3, 0.1), now=False)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self._renewal.running:
+            self._renewal.stop()
+
+    def renew(self) -> None:
+        """The holds of the requests in flight renewed for the lease time more than their delay."""
+        for request, (key, token) in list(self.holding.items()):
+            milliseconds = self._in_flight_ms(self.host_delay(request)[1])
+            try:
+                self._renew(keys=[key], args=[token, milliseconds])
+            except redis.RedisError as error:
+                if self.outage is None or not is_outage(error):
+                    raise
+                self.outage.failed(error)  # (its hold lapses: another worker may start; said by the outage)
+                return
+
+    def _in_flight_ms(self, delay: float) -> int:
+        return max(1, int(min(delay + self.in_flight, HOLD_AT_MOST) * 1000))
 
     def host_delay(self, request: Request) -> tuple[str, float]:
         host = urlparse_cached(request).netloc.lower()
@@ -97,14 +155,16 @@ class RedisPolitenessMiddleware:
         host, delay = self.host_delay(request)
         if delay <= 0:
             return None
-        key, milliseconds = politeness_key(host), max(1, int(min(delay + self.in_flight, HOLD_AT_MOST) * 1000))
+        key, milliseconds = politeness_key(host), self._in_flight_ms(delay)
         delay_ms = max(1, int(delay * 1000))
+        token = f"{self._own}:{next(self._tokens)}"
         while True:
             wait = self.own_holds.get(host, 0.0) - monotonic()
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
-                if self.server.set(key, self.worker, px=milliseconds, nx=True):
+                if self.server.set(key, token, px=milliseconds, nx=True):
+                    self.holding[request] = (key, token)
                     return None
                 remaining = self.server.pttl(key)
             except redis.RedisError as error:
@@ -118,7 +178,8 @@ class RedisPolitenessMiddleware:
                 # No worker sets a lease without an expiry, nor for this long: a client of Redis
                 # did; this worker takes the lease rather than wait forever.
                 logger.warning("The politeness lease %s holds for %d ms: taken over", key, remaining)
-                self.server.set(key, self.worker, px=milliseconds)
+                self.server.set(key, token, px=milliseconds)
+                self.holding[request] = (key, token)
                 return None
             if self.stats is not None:
                 self.stats.inc_value("tse/politeness_waits")
@@ -134,15 +195,20 @@ class RedisPolitenessMiddleware:
         self._restart(request)
 
     def _restart(self, request: Request) -> None:
-        self._hold(*self.host_delay(request))
+        held = self.holding.pop(request, None)
+        if held is not None:  # (else never sent: refused by a middleware before this one, or by this one)
+            self._hold(*self.host_delay(request), token=held[1])
 
-    def _hold(self, host: str, delay: float) -> None:
-        """No request to *host*, from any worker, for *delay* seconds from now."""
+    def _hold(self, host: str, delay: float, token: str | None = None) -> None:
+        """No request to *host*, from any worker, for *delay* seconds from now, unless another
+        worker's request holds it now: the key is set only if it is *token*'s, this worker's
+        hold after a request (None: any of them), or gone."""
         if delay <= 0:
             return
         self.own_holds[host] = monotonic() + delay
+        after = f"{self._own}:after"
         try:
-            self.server.set(politeness_key(host), self.worker, px=max(1, int(delay * 1000)))
+            self._release(keys=[politeness_key(host)], args=[token or after, after, max(1, int(delay * 1000))])
         except redis.RedisError as error:
             if self.outage is None or not is_outage(error):
                 raise
