@@ -426,6 +426,9 @@ class RedisTseScheduler(Scheduler):
         if self.redis_failed:
             return
         try:
+            # The worker's mark first (a worker that met the outage at its start has none yet): the
+            # other workers judge the leases it takes by the lease time its mark says (queue.py).
+            self.heartbeat()
             if restarted:
                 held = [*self._held(), *(lease for _, lease in self.recently_finished)]
                 self.stats.inc_value("tse/handed_back_after_restart", len(held))
