@@ -181,7 +181,7 @@ def test_another_index_or_other_gone_pages_drop_every_answer():
 def test_the_bound_holds_and_the_answer_used_longest_ago_goes_first():
     limit = 64 * 1024
     cache = AnswerCache(limit)
-    body = b"x" * (limit // LARGEST_SHARE - ENTRY_OVERHEAD - 200)
+    body = b"x" * (limit // LARGEST_SHARE - ENTRY_OVERHEAD - 1000)  # (its key, headers and objects: the rest)
     keys = [AnswerCache.key(_request("/api/search", b"q=%d" % number)) for number in range(40)]
     for number, key in enumerate(keys):
         cache.keep(key, (INDEX, GONE), _response(body))
@@ -195,3 +195,32 @@ def test_the_bound_holds_and_the_answer_used_longest_ago_goes_first():
     large = AnswerCache.key(_request("/api/search", b"q=large"))
     cache.keep(large, (INDEX, GONE), _response(b"x" * (limit // LARGEST_SHARE)))
     assert cache.answer(large, (INDEX, GONE)) is None
+
+
+@pytest.mark.parametrize("body_bytes", [80, 5000])
+def test_the_memory_answers_take_stays_within_the_bound(body_bytes):
+    # Counted by their bytes alone, 20,000 empty results (the answers of a server asked many different
+    # words no page holds) took 1.8 times the bound: their objects weigh more than their bytes.
+    import gc
+    import tracemalloc
+
+    limit = 1024 * 1024
+    cache = AnswerCache(limit)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for number in range(limit // 100):
+            request = _request("/api/search", b"q=w%d" % number, "en-US,en;q=0.9")
+            response = Response(
+                b"x" * body_bytes, headers={"X-Content-Type-Options": "nosniff"}, media_type="application/json"
+            )
+            response.headers["Vary"] = "Accept-Language"
+            cache.keep(AnswerCache.key(request), (INDEX, GONE), response)
+        del request, response
+        gc.collect()
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert cache.bytes_kept <= limit
+    assert taken <= limit * 1.05, (taken, len(cache))
