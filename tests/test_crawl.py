@@ -1,5 +1,6 @@
 """End-to-end crawls of generated sites served on 127.0.0.1 by a real server."""
 
+import itertools
 import json
 import os
 import re
@@ -32,16 +33,20 @@ def paths(server, pages):
 
 # A crawl of the seed only, a crawl cut short by its depth, the whole site. Cut short at depth 1 or at
 # depth 3: the same kind (a level left unfetched, the model's cut at the same place): one of the two each
-# run, drawn (tests/support/sample.py; TSE_TEST_SEED=all for both).
-@pytest.mark.parametrize("order", ["tse", "bfs"])
-@pytest.mark.parametrize("depths", [[0], [1, 3], [10]], ids=["0", "1-or-3", "10"])
-def test_generated_site_matches_model(tmp_path, serve, order, depths):
+# run, drawn (tests/support/sample.py; TSE_TEST_SEED=all for both).  The seed only, in either order: one
+# page, no link followed, nothing for the order to decide: one of the two orders each run, drawn too.
+@pytest.mark.parametrize(
+    "orders, depths",
+    [(["tse", "bfs"], [0]), (["tse"], [1, 3]), (["bfs"], [1, 3]), (["tse"], [10]), (["bfs"], [10])],
+    ids=["0-tse-or-bfs", "1-or-3-tse", "1-or-3-bfs", "10-tse", "10-bfs"],
+)
+def test_generated_site_matches_model(tmp_path, serve, orders, depths):
     site = generate_site(tmp_path / "site", pages=30, fanout=3, seed=7, external=3, dead=2)
     server = serve(site.root)
-    chosen, seed = seeded_sample(depths, 1)
-    for depth in chosen:
-        said = f"depth {depth} ({seed})"
-        out = tmp_path / f"out{depth}"
+    (chosen_orders, orders_said), (chosen_depths, depths_said) = seeded_sample(orders, 1), seeded_sample(depths, 1)
+    for order, depth in itertools.product(chosen_orders, chosen_depths):
+        said = f"order {order}, depth {depth} (orders {orders_said}; depths {depths_said})"
+        out = tmp_path / f"out-{order}-{depth}"
         server.hits.clear()
         result = crawl(server, out, depth, "--order", order)
         assert result.returncode == 0, (said, result.stderr.decode())
@@ -292,17 +297,21 @@ def test_every_link_is_logged_in_its_place_external_ones_too(tmp_path, serve, op
     assert not any("elsewhere" in hit.key for hit in server.hits)
 
 
-@pytest.mark.parametrize("no_proxy", ["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"])
-def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve, no_proxy):
+# The host alone in no_proxy, or in a list after others (one with a port): the same path (urllib's
+# proxy_bypass, asked once per host), a crawl each; one of the two each run, drawn
+# (tests/support/sample.py; TSE_TEST_SEED=all for both).
+def test_no_proxy_hosts_are_fetched_directly(tmp_path, serve):
     site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
     server = serve(site.root)
     proxy = serve(tmp_path / "empty")  # records every request sent through it
-    env = clean_env(http_proxy=proxy.url, no_proxy=no_proxy)
-    (tmp_path / "out").mkdir()
-    result = crawl_site(server, tmp_path / "out", 1, env=env)
-    assert result.returncode == 0, result.stderr.decode()
-    assert len(saved_pages(tmp_path / "out")) == 3
-    assert proxy.hits == []
+    chosen, said = seeded_sample(["127.0.0.1", "localhost,127.0.0.1:1,127.0.0.1"], 1)
+    for number, no_proxy in enumerate(chosen):
+        env = clean_env(http_proxy=proxy.url, no_proxy=no_proxy)
+        (tmp_path / f"out{number}").mkdir()
+        result = crawl_site(server, tmp_path / f"out{number}", 1, env=env)
+        assert result.returncode == 0, (no_proxy, said, result.stderr.decode())
+        assert len(saved_pages(tmp_path / f"out{number}")) == 3, (no_proxy, said)
+        assert proxy.hits == [], (no_proxy, said)
 
 
 def test_hosts_not_in_no_proxy_go_through_the_proxy(tmp_path, serve):
@@ -367,6 +376,12 @@ def test_the_next_page_is_on_its_way_before_a_page_file_is_written(tmp_path, ser
 NOTHING_SAVED = "the seed URL could not be fetched ({why}): nothing was saved"
 
 
+# The seed redirecting in a loop (through another page) or to itself: the same path (the dupefilter
+# finds the next hop in the redirect chain), a crawl each; one of the two each run, drawn
+# (tests/support/sample.py; TSE_TEST_SEED=all for both).
+REDIRECT_LOOPS = ["the seed redirects in a loop", "the seed redirects to itself"]
+
+
 @pytest.mark.parametrize(
     "case, why",
     [
@@ -375,42 +390,43 @@ NOTHING_SAVED = "the seed URL could not be fetched ({why}): nothing was saved"
         ("robots.txt answers 503", "robots.txt answered HTTP 503"),
         ("robots.txt forbids it", "robots.txt forbids it"),
         # (A tester's find: a loop, or a page redirecting to itself, gave no line.)
-        ("the seed redirects in a loop", "redirect loop"),
-        ("the seed redirects to itself", "redirect loop"),
+        ("the seed redirects in a loop or to itself", "redirect loop"),
         ("the seed is too large", "larger than DOWNLOAD_MAXSIZE"),  # (not "cancelled (too large?)")
     ],
 )
 def test_a_seed_that_cannot_be_fetched_is_said_once_at_the_end(tmp_path, serve, case, why):
     # It was "0 pages saved, 1 failed" and exit 0, with only Scrapy's robots.txt errors to say why.
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    server = serve(site.root)
-    url = server.url
-    if case == "nothing listens":
-        url = f"http://127.0.0.1:{free_port()}"
-    elif case == "the seed is missing":
-        server.rules["/index.html"] = Rule(status=404)
-    elif case == "robots.txt answers 503":
-        server.rules["/robots.txt"] = Rule(status=503)
-    elif case == "the seed redirects in a loop":
-        server.rules["/index.html"] = Rule(status=302, location="/a.html")
-        server.rules["/a.html"] = Rule(status=301, location="/index.html")
-    elif case == "the seed redirects to itself":
-        server.rules["/index.html"] = Rule(status=302, location="/index.html")
-    elif case == "the seed is too large":
-        server.rules["/index.html"] = Rule(body=b"<html>" + b"x" * 200_000 + b"</html>")
-    else:
-        server.rules["/robots.txt"] = Rule(status=200, body=b"User-agent: *\nDisallow: /index.html\n")
-    out = tmp_path / "out"
-    out.mkdir()
-    fast = ("--prefix", f"{url}/", "-s", "DOWNLOAD_DELAY=0", "-s", "RETRY_TIMES=0", "-s", "DOWNLOAD_MAXSIZE=100000")
-    result = run_tse("crawl", f"{url}/index.html", out, 1, *fast, timeout=120)
-    # SPEC 2.4: a failed fetch is no error; stdout is the reference's log.
-    assert result.returncode == 0, result.stderr.decode()
-    assert result.stdout.decode() == f" 0    Failed: {url}/index.html\n"
-    lines = result.stderr.decode().splitlines()
-    assert lines[-1] == "tse crawl: " + NOTHING_SAVED.format(why=why), lines
-    assert sum("seed URL" in line for line in lines) == 1
-    assert sorted(os.listdir(out)) == [".crawler"]
+    cases, said = seeded_sample(REDIRECT_LOOPS, 1) if "redirects" in case else ([case], case)
+    for number, case in enumerate(cases):
+        site = write_site(tmp_path / f"site{number}", {"index.html": ["a.html"], "a.html": []})
+        server = serve(site.root)
+        url = server.url
+        if case == "nothing listens":
+            url = f"http://127.0.0.1:{free_port()}"
+        elif case == "the seed is missing":
+            server.rules["/index.html"] = Rule(status=404)
+        elif case == "robots.txt answers 503":
+            server.rules["/robots.txt"] = Rule(status=503)
+        elif case == "the seed redirects in a loop":
+            server.rules["/index.html"] = Rule(status=302, location="/a.html")
+            server.rules["/a.html"] = Rule(status=301, location="/index.html")
+        elif case == "the seed redirects to itself":
+            server.rules["/index.html"] = Rule(status=302, location="/index.html")
+        elif case == "the seed is too large":
+            server.rules["/index.html"] = Rule(body=b"<html>" + b"x" * 200_000 + b"</html>")
+        else:
+            server.rules["/robots.txt"] = Rule(status=200, body=b"User-agent: *\nDisallow: /index.html\n")
+        out = tmp_path / f"out{number}"
+        out.mkdir()
+        fast = ("--prefix", f"{url}/", "-s", "DOWNLOAD_DELAY=0", "-s", "RETRY_TIMES=0", "-s", "DOWNLOAD_MAXSIZE=100000")
+        result = run_tse("crawl", f"{url}/index.html", out, 1, *fast, timeout=120)
+        # SPEC 2.4: a failed fetch is no error; stdout is the reference's log.
+        assert result.returncode == 0, (case, said, result.stderr.decode())
+        assert result.stdout.decode() == f" 0    Failed: {url}/index.html\n", (case, said)
+        lines = result.stderr.decode().splitlines()
+        assert lines[-1] == "tse crawl: " + NOTHING_SAVED.format(why=why), (case, said, lines)
+        assert sum("seed URL" in line for line in lines) == 1, (case, said)
+        assert sorted(os.listdir(out)) == [".crawler"], (case, said)
 
 
 def test_a_failed_seed_is_said_by_scrapy_crawl_too_and_only_a_seed(tmp_path, serve):

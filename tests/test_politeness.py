@@ -7,9 +7,10 @@ import pytest
 
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
+from tests.support.sample import seeded_sample
 from tests.support.sitegen import write_site
 from tse_scrapy.crawl.extensions.politeness import crawl_delay_said
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
 # Three pages and robots.txt: three gaps of the default delay (1 s) to measure.
 LINKS = {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []}
@@ -20,12 +21,25 @@ def gaps(server):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
-def test_one_second_between_requests_robots_txt_included(tmp_path, serve):
-    server = serve(write_site(tmp_path / "site", LINKS).root)
-    (tmp_path / "out").mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
+# One crawl at the default delay (1 s) for the two tests below, each reading it: every answer takes
+# 0.6 s (the rule, for the second), so a gap from one request's start to the next is at least the
+# pause after the first's end, and the first's "1 s between requests" holds of it as of quick answers.
+@pytest.fixture(scope="module")
+def default_crawl(tmp_path_factory):
+    """(the server, the page directory, the crawl's result) of LINKS, answered 0.6 s late, by default."""
+    root = tmp_path_factory.mktemp("politeness")
+    with SiteServer(write_site(root / "site", LINKS).root) as server:
+        for path in ("/robots.txt", "/index.html", "/a.html", "/b.html"):
+            server.rules[path] = Rule(delay=0.6)
+        (root / "out").mkdir()
+        result = run_tse("crawl", f"{server.url}/index.html", root / "out", 1, "--prefix", f"{server.url}/")
+        yield server, root / "out", result
+
+
+def test_one_second_between_requests_robots_txt_included(default_crawl):
+    server, out, result = default_crawl
     assert result.returncode == 0, result.stderr.decode()
-    assert len(saved_pages(tmp_path / "out")) == 3
+    assert len(saved_pages(out)) == 3
     assert server.hits[0].key == "/robots.txt"
     assert len(server.hits) == 4
     assert min(gaps(server)) >= 1.0, gaps(server)
@@ -44,22 +58,37 @@ def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
     assert min(gaps(server)) >= 1.5, gaps(server)
 
 
-@pytest.mark.parametrize("asked", ["1e9", "3600"])
-def test_a_crawl_delay_past_the_bound_is_capped(tmp_path, serve, asked):
+# Past the bound written as an exponent (the hostile find) or as a plain number of seconds: the same
+# path (read as a float, capped), a crawl of its own each (a robots.txt each); one of the two each run,
+# drawn (tests/support/sample.py; TSE_TEST_SEED=all for both).
+def test_a_crawl_delay_past_the_bound_is_capped(tmp_path, serve):
     # A hostile robots.txt (a review's find): "Crawl-delay: 1e9" stalled its host's crawl for good.
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    (site.root / "robots.txt").write_text(f"User-agent: *\nCrawl-delay: {asked}\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
-    seed, prefix = f"{server.url}/index.html", f"{server.url}/"
-    result = run_tse(
-        "crawl", seed, tmp_path / "out", 1, "--prefix", prefix, "-s", "TSE_MAX_CRAWL_DELAY=1.5", timeout=60
-    )
-    assert result.returncode == 0, result.stderr.decode()
-    assert len(server.hits) == 3 and 1.5 <= min(gaps(server)) < 5, gaps(server)
-    host = prefix.split("/")[2]
-    said = f"robots.txt asks for a Crawl-delay of {float(asked):g} s: 1.5 s honoured for {host} (TSE_MAX_CRAWL_DELAY)"
-    assert said in result.stderr.decode()
+    chosen, seed = seeded_sample(["1e9", "3600"], 1)
+    for asked in chosen:
+        said = f"Crawl-delay: {asked} ({seed})"
+        site = write_site(tmp_path / asked / "site", {"index.html": ["a.html"], "a.html": []})
+        (site.root / "robots.txt").write_text(f"User-agent: *\nCrawl-delay: {asked}\n")
+        server = serve(site.root)
+        (tmp_path / asked / "out").mkdir()
+        seed_url, prefix = f"{server.url}/index.html", f"{server.url}/"
+        result = run_tse(
+            "crawl",
+            seed_url,
+            tmp_path / asked / "out",
+            1,
+            "--prefix",
+            prefix,
+            "-s",
+            "TSE_MAX_CRAWL_DELAY=1.5",
+            timeout=60,
+        )
+        assert result.returncode == 0, (said, result.stderr.decode())
+        assert len(server.hits) == 3 and 1.5 <= min(gaps(server)) < 5, (said, gaps(server))
+        host = prefix.split("/")[2]
+        line = (
+            f"robots.txt asks for a Crawl-delay of {float(asked):g} s: 1.5 s honoured for {host} (TSE_MAX_CRAWL_DELAY)"
+        )
+        assert line in result.stderr.decode(), said
 
 
 @pytest.mark.parametrize(
@@ -71,17 +100,12 @@ def test_crawl_delay_said(delay, at_most, honoured):
     assert found == honoured and line.endswith("honoured for h" if delay <= at_most else "(TSE_MAX_CRAWL_DELAY)")
 
 
-def test_the_delay_counts_from_the_end_of_the_previous_request(tmp_path, serve):
+def test_the_delay_counts_from_the_end_of_the_previous_request(default_crawl):
     # Every answer takes 0.6 s: counted from the start of a request (Scrapy's own clock), the
     # next one would arrive ~0.4 s after the previous answer was sent; counted from its end, 1 s.
-    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
-    server = serve(site.root)
-    for path in ("/robots.txt", "/index.html", "/a.html", "/b.html"):
-        server.rules[path] = Rule(delay=0.6)
-    (tmp_path / "out").mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
+    server, out, result = default_crawl
     assert result.returncode == 0, result.stderr.decode()
-    assert len(saved_pages(tmp_path / "out")) == 3
+    assert len(saved_pages(out)) == 3
     hits = sorted(server.hits, key=lambda hit: hit.time)
     assert [hit.key for hit in hits[:2]] == ["/robots.txt", "/index.html"]
     assert len(hits) == 4 and server.max_active == 1

@@ -11,7 +11,8 @@ import urllib.request
 
 import psutil
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env
+from tests.support.inprocess import tse_here
 from tests.support.pages import write_pages
 from tests.support.searchsite import write_search_site
 from tests.support.serving import QUICK_LOOKS, tse_serve
@@ -103,7 +104,8 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
         held = psutil.Process(run.process.pid).children()[0]
         held.suspend()
         try:
-            result = run_tse("index", pages, index, "--update")
+            # (tse index writes the index anew: in this process (cli.main), the server is what is tested.)
+            result = tse_here("index", pages, index, "--update")
             assert result.returncode == 0, result.stderr
             # (As soon as every process answers from it, not SETTLED later: only a wait for nothing to
             # change needs all of SETTLED.)
@@ -118,7 +120,7 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
             assert "Wombats" in response.read().decode()
         # A full build written anew too (its files replaced again), a page gone from it.
         (pages / "31").unlink()
-        result = run_tse("index", pages, index)
+        result = tse_here("index", pages, index)
         assert result.returncode == 0, result.stderr
         wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES[:1]), 20, "the rebuilt index never answered")
     assert run.process.returncode == 0, run.stderr
@@ -141,7 +143,7 @@ def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
         _changed(pages)
         written = tmp_path / "new" / "index"
         written.parent.mkdir()
-        result = run_tse("index", pages, written)
+        result = tse_here("index", pages, written)  # (in this process: the server is what is tested)
         assert result.returncode == 0, result.stderr
         # The new index and its sidecar in place, its document store and search index not yet: the
         # server answers as before, from whole files (titles from the store, rank=relevance).

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.support.inprocess import tse_here
 from tests.support.net import free_port
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
@@ -30,7 +31,8 @@ def test_a_wrong_password_is_told_from_a_missing_one(tmp_path):
         host = f"127.0.0.1:{server.port}/0"
         said = {}
         for url in (f"redis://{host}", f"redis://:{WRONG}@{host}", f"redis://crawler:{WRONG}@{host}"):
-            done = run_tse("status", "--redis", url, "c", timeout=30)
+            # Refusals, their messages what is checked: in this process (cli.main; tests/support/inprocess.py).
+            done = tse_here("status", "--redis", url, "c", env=clean_env())
             assert done.returncode == 1 and done.stdout == b"", done
             said[url] = done.stderr.decode()
             assert WRONG not in said[url]
@@ -81,7 +83,7 @@ def test_a_watcher_of_a_crawl_that_finishes_says_so_and_exits_0(redis_server, re
     assert lines[0].startswith("crawl w: saved "), lines  # it saw the crawl at work
     if keep:
         assert lines[-1].startswith("crawl w: finished (kept with --keep): saved 7, frontier 0, leased 0, seen "), lines
-        once = run_tse("status", "w", "--redis", redis_url, timeout=30)
+        once = tse_here("status", "w", "--redis", redis_url, env=clean_env())  # what Redis kept, read in this process
         assert (once.returncode, once.stdout.decode()) == (0, lines[-1] + "\n")
     else:
         assert lines[-1].startswith("crawl w: finished (its last worker removed its keys); last seen: saved "), lines
@@ -135,12 +137,13 @@ def test_status_refuses_the_reserved_name_and_any_a_crawl_could_not_have(redis_s
     client.set("tse:other:params", THIS_FORMAT)
     client.sadd("tse:other:seen", "x")
     before = everything(client)
-    crawl = run_tse("crawl", "--redis", redis_url, "--name", "polite", timeout=30)
+    # Refusals, their messages what is checked: in this process (cli.main; tests/support/inprocess.py).
+    crawl = tse_here("crawl", "--redis", redis_url, "--name", "polite", env=clean_env())
     reserved = "crawl name polite is reserved (the politeness leases use it)\n"
     assert (crawl.returncode, crawl.stderr.decode()) == (2, f"tse crawl: {reserved}")
     # Before: "its record is lost, 1 leftover key(s) remain: remove them (redis-cli --scan --pattern
     # 'tse:polite:*', then DEL each)", the leases of every crawl on the server; and for '*', every crawl's keys.
-    said = {name: run_tse("status", "--redis", redis_url, name, timeout=30) for name in ("polite", "*", "o?her")}
+    said = {name: tse_here("status", "--redis", redis_url, name, env=clean_env()) for name in ("polite", "*", "o?her")}
     assert {name: (done.returncode, done.stdout, done.stderr.decode()) for name, done in said.items()} == {
         "polite": (2, b"", f"tse status: {reserved}"),
         "*": (2, b"", "tse status: crawl name must be 1-100 letters, digits, '.', '_' or '-': *\n"),
@@ -168,7 +171,8 @@ def test_status_says_in_one_line_a_record_it_cannot_read_and_writes_nothing(redi
     client.hset("tse:c:pages", "f", 1)
     before = everything(client)
     client.config_resetstat()
-    done = run_tse("status", "--redis", redis_url, "c", timeout=30)
+    # The refusal, its message what is checked: in this process (cli.main; tests/support/inprocess.py).
+    done = tse_here("status", "--redis", redis_url, "c", env=clean_env())
     sent = {name.removeprefix("cmdstat_") for name in client.info("commandstats")}
     # Before: "crawl c: saved 1, frontier 0, leased 0, seen 0, workers 0", exit 0, as if it meant that.
     err = done.stderr.decode()
@@ -181,7 +185,8 @@ def test_status_says_in_one_line_a_record_it_cannot_read_and_writes_nothing(redi
 
 def test_a_joining_worker_refuses_a_record_that_is_no_json_object_in_one_line(redis_url):
     redis.Redis.from_url(redis_url).set("tse:c:params", "[1, 2]")
-    done = run_tse("crawl", "--redis", redis_url, "--name", "c", timeout=30)
+    # The refusal, its message what is checked: in this process (cli.main; tests/support/inprocess.py).
+    done = tse_here("crawl", "--redis", redis_url, "--name", "c", env=clean_env())
     # Before: an AttributeError traceback ('list' object has no attribute 'get').
     assert (done.returncode, done.stderr.decode()) == (
         2,

@@ -6,7 +6,9 @@ files served on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -39,7 +41,8 @@ def word(name: str) -> str:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """The site, served for the whole module, and its first crawls (with and without the catalog),
-    each made once: a test changes the site and the server's rules, and ``crawled`` undoes both."""
+    each made once: a test changes the site and the server's rules, and ``crawled`` undoes both; and
+    ``down()``, within which the server is stopped (the whole site down)."""
     root = tmp_path_factory.mktemp("transient")
     site = write_site(root / "site", LINKS)
     for name in LINKS:
@@ -58,12 +61,25 @@ def served(tmp_path_factory):
                 made[validators] = out
             return made[validators]
 
-        yield site, server, files, first_crawl
+        @contextlib.contextmanager
+        def down():
+            """The server stopped (nothing listens on its port: connection refused), then listening on
+            that port again, as before."""
+            address, handler = server.httpd.server_address, server.httpd.RequestHandlerClass
+            server.stop()
+            try:
+                yield
+            finally:
+                server.httpd = ThreadingHTTPServer(address, handler)  # (the port reused: SO_REUSEADDR)
+                server.httpd.daemon_threads = True
+                server.start()
+
+        yield site, server, files, first_crawl, down
 
 
 def crawled(tmp_path, served, validators: bool):
     """The site as it was first crawled, and a copy of that crawl (*validators*: with its catalog)."""
-    site, server, files, first_crawl = served
+    site, server, files, first_crawl, _ = served
     server.rules.clear()
     for name, data in files.items():  # the same bytes: the same ETag, so a 304 as before
         path = site.root / name
@@ -222,17 +238,13 @@ def test_a_robots_txt_that_cannot_be_read_loses_no_page(tmp_path, served):
     assert f"{server.url}/below/deep.html" in deep
 
 
-def test_a_whole_site_down_loses_no_page(tmp_path):
-    site = write_site(tmp_path / "site", LINKS)
-    out = tmp_path / "out"
-    out.mkdir()
-    with SiteServer(site.root) as server:
-        first = crawl_site(server, out, DEPTH, "--validators")
-        assert first.returncode == 0, first.stderr.decode()[-2000:]
+def test_a_whole_site_down_loses_no_page(tmp_path, served):
+    _, server, out, _ = crawled(tmp_path, served, True)
     before = page_file_states(out)
     # Stopped: nothing listens on its port (connection refused).
     listed = tmp_path / "changes.jsonl"
-    result = crawl_site(server, out, DEPTH, "--update", "--changes", listed, "-s", "RETRY_TIMES=0")
+    with served[-1]():
+        result = crawl_site(server, out, DEPTH, "--update", "--changes", listed, "-s", "RETRY_TIMES=0")
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     assert page_file_states(out) == before
     assert pagedir.gone_docs(out) == set()
