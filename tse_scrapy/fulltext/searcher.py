@@ -399,6 +399,8 @@ class SearchIndex:
             own: dict[str, int] = {}
             most_of: dict[str, int] = {}  # each form: the fewest, of the words it is a form of, of their commonest
             for forms in compiled.word_forms:
+                if not forms:  # (a word quoted alone that no page holds in any form: "debian "xyzzy"")
+                    continue
                 pages = [self.vocabulary.documents(form, table) for form in forms]
                 most = max(pages)
                 for form, held in zip(forms, pages, strict=True):

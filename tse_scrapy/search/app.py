@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import math
 import os
 import re
@@ -25,6 +26,7 @@ from urllib.parse import parse_qsl, urlencode
 import orjson
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -49,6 +51,24 @@ from ..rules.web.savedcopy import with_base
 from ..rules.web.urls import text_as_shown, url_as_shown
 from .answercache import DEFAULT_BYTES, AnswerCache
 from .served import Served, ServedIndex
+
+logger = logging.getLogger(__name__)
+
+
+class DocIdConvertor(Convertor[int]):
+    """A docID in a path (``/doc/{doc_id:docid}``): at most DOCID_DIGITS digits.  Starlette's ``int``
+    took any number of them, and ``int()`` refuses past 4,300: a 500, where no such page is a 404."""
+
+    regex = f"[0-9]{{1,{pagedir.DOCID_DIGITS}}}"
+
+    def convert(self, value: str) -> int:
+        return int(value)
+
+    def to_string(self, value: int) -> str:
+        return str(value)
+
+
+register_url_convertor("docid", DocIdConvertor())
 
 PER_PAGE = 10
 # The results whose snippet is placed by the query's rarer words (searchsnippet.placed_snippet): the
@@ -384,12 +404,14 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes
             saved: datetime | None = datetime.fromtimestamp(mtime, UTC)
         except (ValueError, OverflowError, OSError):  # a time no date can say (a file's, set by hand): none shown
             saved = None
+        # (A URL line that is no UTF-8, in a page file made by hand: its bytes shown as U+FFFD.)
+        url = page.url.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
         context = {
             **common(served, "", served.default_rank),
             "doc_id": doc_id,
-            "url": page.url,
-            "title": served.engine.docs.titles([doc_id]).get(doc_id) or shown_url(page.url),
-            "live": linkable(page.url),
+            "url": url,
+            "title": served.engine.docs.titles([doc_id]).get(doc_id) or shown_url(url),
+            "live": linkable(url),
             "pdf": page.url in served.notes.pdfs,
             "saved": saved.strftime("%Y-%m-%d %H:%M UTC") if saved else "",
             "saved_iso": saved.strftime("%Y-%m-%dT%H:%M:%SZ") if saved else "",
@@ -429,21 +451,30 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes
             return _json({"error": f"no such path: {request.url.path}"}, 404)
         return missing(request, "There is no such page here: search the crawled pages instead.")
 
-    def missing(request: Request, message: str) -> Response:
+    def missing(request: Request, message: str, status: int = 404) -> Response:
         served = index.current()
-        return _page(request, "results.html", {**common(served, "", served.default_rank), "error": message}, 404)
+        return _page(request, "results.html", {**common(served, "", served.default_rank), "error": message}, status)
+
+    async def unreadable(request: Request, error: Exception) -> Response:
+        """A file of the index damaged since it was opened (its checks passed then): the document
+        store's statements fail.  503 and one line, as for a search index that cannot be read."""
+        message = f"the index's document store cannot be read ({error}): run tse index again"
+        logger.warning("%s", message)
+        if request.url.path.startswith("/api/"):
+            return _json({"error": message}, 503)
+        return missing(request, message, 503)
 
     app = Starlette(
         lifespan=lifespan,
-        exception_handlers={404: not_found},
+        exception_handlers={404: not_found, sqlite3.Error: unreadable},
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)] if hosts else [],
         routes=[
             Route("/", home),
             Route("/search", kept(search)),
             Route("/api/search", kept(api_search)),
-            Route("/saved/{doc_id:int}", saved_copy_page),
-            Route("/doc/{doc_id:int}", saved_copy),
-            Route("/doc/{doc_id:int}.pdf", saved_pdf),
+            Route("/saved/{doc_id:docid}", saved_copy_page),
+            Route("/doc/{doc_id:docid}", saved_copy),
+            Route("/doc/{doc_id:docid}.pdf", saved_pdf),
             Route("/healthz", healthz),
         ],
     )

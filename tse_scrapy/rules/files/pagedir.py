@@ -24,11 +24,14 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ...atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
 GONE_NAME = ".tse-gone"
+# The most digits a docID is written with (a page directory of a billion billion pages).
+DOCID_DIGITS = 18
 PathLike = str | os.PathLike
 
 
@@ -124,10 +127,11 @@ def lines_problem(head: bytes) -> str:
 
 
 def read_page(pagedir: PathLike, doc_id: int) -> Page:
-    """Page *doc_id* (OSError when it cannot be read, PageFileError naming it when malformed)."""
+    """Page *doc_id* (OSError when it cannot be read or is no regular file, PageFileError naming it
+    when malformed)."""
     path = page_path(pagedir, doc_id)
     try:
-        return decode_page(path.read_bytes())
+        return decode_page(read_regular_file(path))
     except PageFileError as error:
         raise PageFileError(f"{path}: {error}") from None
 
@@ -153,7 +157,7 @@ def gone_docs(pagedir: PathLike) -> frozenset[int]:
 
     Raises PageFileError when the file is not a list of docIDs."""
     try:
-        data = (Path(pagedir) / GONE_NAME).read_bytes()
+        data = read_regular_file(Path(pagedir) / GONE_NAME)
     except FileNotFoundError:
         return frozenset()
     return parse_gone(data, str(Path(pagedir) / GONE_NAME))
@@ -162,7 +166,8 @@ def gone_docs(pagedir: PathLike) -> frozenset[int]:
 def parse_gone(data: bytes, name: str = GONE_NAME) -> frozenset[int]:
     """The docIDs of a ``.tse-gone`` file's text."""
     lines = data.split()
-    if not all(line.isdigit() and line.isascii() and int(line) > 0 for line in lines):
+    # (At most DOCID_DIGITS digits: int() refuses past 4,300, and no docID is that long.)
+    if not all(line.isdigit() and line.isascii() and len(line) <= DOCID_DIGITS and int(line) > 0 for line in lines):
         raise PageFileError(f"{name}: not a list of docIDs, one a line")
     return frozenset(int(line) for line in lines)
 
@@ -190,12 +195,26 @@ URL_LINE_BYTES = 64 * 1024
 def read_page_url(pagedir: PathLike, doc_id: int) -> str:
     """Line 1 of page *doc_id* (to URL_LINE_BYTES), without reading the rest; raises OSError, also
     for a page that is not a regular file (a FIFO would wait for a writer for ever)."""
-    # Opened without blocking: opening a FIFO for reading waits for a writer.
-    descriptor = os.open(page_path(pagedir, doc_id), os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(descriptor, "rb") as page:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(page_path(pagedir, doc_id)))
+    with _regular_file(page_path(pagedir, doc_id)) as page:
         return page.readline(URL_LINE_BYTES).rstrip(b"\n").decode("utf-8", "replace")
+
+
+def read_regular_file(path: PathLike) -> bytes:
+    """The bytes of *path*; OSError also when it is no regular file: a FIFO waits for a writer for
+    ever (the process that reads it with it), a device such as /dev/zero never ends."""
+    with _regular_file(path) as file:
+        return file.read()
+
+
+def _regular_file(path: PathLike) -> BinaryIO:
+    """*path* open for reading, a regular file (else OSError)."""
+    # Opened without blocking: opening a FIFO for reading waits for a writer.
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    file = open(descriptor, "rb")  # noqa: SIM115 (returned open)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        file.close()
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return file
 
 
 def check_page_files(pagedir: PathLike) -> int:
