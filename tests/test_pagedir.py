@@ -207,3 +207,44 @@ def test_a_page_name_is_exactly_a_doc_ids_decimal_name(name):
 def test_a_page_directorys_own_files_are_its_pages_marker_and_dot_tse_names(name):
     expected = _is_doc_id_name(name) or name == ".crawler" or name.startswith(".tse-")
     assert pagedir.is_page_directory_file(name) is expected
+
+
+@pytest.mark.parametrize(
+    ("data", "gone"),
+    [
+        (b"", frozenset()),
+        (b"3\n1\n", frozenset({1, 3})),
+        (b"2\r\n 2\n\n", frozenset({2})),  # (blank space and repeats: one docID)
+        (b"9" * 18 + b"\n", frozenset({10**18 - 1})),
+        (b"9" * 19 + b"\n", None),  # past DOCID_DIGITS
+        (b"9" * 5000 + b"\n", None),  # past int()'s 4,300 digits: a ValueError, not the one line
+        (b"0\n", None),
+        (b"-1\n", None),
+        (b"\xd9\xa3\n", None),  # (Arabic-Indic three: a digit to str.isdigit, not to a docID)
+        (b"abc\n", None),
+    ],
+)
+def test_a_gone_list_is_docids_one_a_line(data, gone):
+    if gone is None:
+        with pytest.raises(PageFileError, match="not a list of docIDs"):
+            pagedir.parse_gone(data)
+    else:
+        assert pagedir.parse_gone(data) == gone
+
+
+@given(st.lists(st.integers(min_value=1, max_value=10**18 - 1), max_size=20))
+def test_a_gone_list_reads_back_as_written(doc_ids):
+    assert pagedir.parse_gone(pagedir.format_gone(doc_ids)) == frozenset(doc_ids)
+
+
+def test_a_page_or_gone_list_that_is_no_regular_file_is_not_read(tmp_path):
+    os.mkfifo(tmp_path / "1")  # read, it would wait for a writer for ever
+    (tmp_path / "2").symlink_to("/dev/zero")  # read, it would never end
+    os.mkfifo(tmp_path / pagedir.GONE_NAME)
+    for doc_id in (1, 2):
+        with pytest.raises(OSError, match="not a regular file"):
+            pagedir.read_page(tmp_path, doc_id)
+        with pytest.raises(OSError, match="not a regular file"):
+            pagedir.read_page_url(tmp_path, doc_id)
+    with pytest.raises(OSError, match="not a regular file"):
+        pagedir.gone_docs(tmp_path)
