@@ -262,6 +262,8 @@ class UpdateExtension:
         # A page back after being gone is rewritten under its old docID (docs/updating.md), like a
         # new one: its file is the last copy seen, which the crawl that found it gone kept as it was.
         changed = old is None or not old.live or old.url != url or old.depth != depth or old.digest != digest
+        # (Or its file is gone: removed by hand, or no regular file; written again as a fresh crawl would.)
+        changed = changed or not pagedir.page_path(self.directory, doc_id).is_file()
         if not changed and self.is_update and self.recording and kept is None:  # (else recorded as failed)
             self.kept.add(doc_id)
         return changed

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 NOT_MODIFIED = 304
+# What this middleware puts on a request (and a redirect's next hop inherits).
+VALIDATOR_HEADERS = (b"If-None-Match", b"If-Modified-Since")
+CONDITIONAL_META = ("tse_conditional_doc", "tse_revisit_of")
 
 
 class ConditionalRequestMiddleware:
@@ -45,13 +48,21 @@ class ConditionalRequestMiddleware:
     def process_request(self, request: Request) -> None:
         if request.method != "GET" or "tse_replay_doc" in request.meta:
             return
+        # A redirect's next hop is a copy of the request before it, its validators and docID with it:
+        # they are that page's, never this one's (a 304 of the target gave it the source's saved body).
+        for header in VALIDATOR_HEADERS:
+            request.headers.pop(header, None)
+        for key in CONDITIONAL_META:
+            request.meta.pop(key, None)
         page = self.update.known_request(request)
         if page is None or not (page.etag or page.last_modified) or page.url in self.asked_whole:
             return
+        if not pagedir.page_path(self.directory, page.doc_id).is_file():
+            return  # its saved copy gone (removed by hand): asked for whole, saved again
         if page.etag:
-            request.headers.setdefault(b"If-None-Match", page.etag)
+            request.headers[b"If-None-Match"] = page.etag
         if page.last_modified:
-            request.headers.setdefault(b"If-Modified-Since", page.last_modified)
+            request.headers[b"If-Modified-Since"] = page.last_modified
         request.meta["tse_conditional_doc"] = page.doc_id
         if page.fetched:
             request.meta["tse_revisit_of"] = {"uri": page.url, "date": page.fetched}
