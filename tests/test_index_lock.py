@@ -173,8 +173,8 @@ def test_the_lock_held_through_the_module_refuses_every_writer_then_lets_the_nex
             f"another tse index is writing {indexfile} (process {os.getpid()}); try again once it is done"
         )
     assert lock_path(indexfile).read_bytes() == b""
-    for _, arguments in writers(pages, indexfile):
-        result = run_tse(*arguments)
+    for _, arguments in writers(pages, indexfile):  # (the refusals were processes: these in the test's)
+        result = tse_here(*arguments)
         assert (result.returncode, result.stderr) == (0, b"")
     assert_whole(pages, indexfile)
 
@@ -194,7 +194,7 @@ def test_indexes_of_two_indexfiles_do_not_block_each_other(site, tmp_path):
     pages, indexfile = site
     other = tmp_path / "other.index"
     with index_lock(indexfile), index_lock(other.with_name("third.index")):  # two locks at once in one process
-        result = run_tse("index", pages, other)
+        result = tse_here("index", pages, other)  # (in the test's process; the refusal below a process)
         assert (result.returncode, result.stderr) == (0, b"")
         assert run_tse("index", pages, indexfile).stderr == refusal("index", indexfile, os.getpid())
     assert other.read_bytes() == indexfile.read_bytes()
