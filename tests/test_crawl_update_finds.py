@@ -146,12 +146,25 @@ def test_a_redirect_that_fails_for_a_while_is_followed_as_it_was(tmp_path, serve
     assert "0 new, 0 changed, 4 unchanged, 0 gone" in down.stderr.decode(), down.stderr.decode()[-2000:]
 
 
-def test_a_catalog_without_redirects_still_updates(tmp_path, serve):
+@pytest.fixture(scope="module")
+def redirect_crawled(module_server):
+    """LINKS written and crawled with --validators once, on the module's server: (the site's root, its
+    page directory), read only (a test copies the crawl)."""
+    with tempfile.TemporaryDirectory() as name:
+        site, out = crawled_with_a_redirect(Path(name))
+        module_server.root = site.root
+        done = crawl_site(module_server, out, DEPTH, "--validators")
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        yield site.root, out
+
+
+def test_a_catalog_without_redirects_still_updates(tmp_path, shared, redirect_crawled):
     # A catalog written before redirects were kept: its records lack the field; the update reads it,
     # and the catalog it leaves knows the redirect.
-    site, out = crawled_with_a_redirect(tmp_path)
-    server = serve(site.root)
-    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    server = shared
+    server.root, crawled_out = redirect_crawled
+    out = tmp_path / "out"
+    shutil.copytree(crawled_out, out)
     connection = sqlite3.connect(out / ".tse-pages.sqlite")
     with connection:
         for doc_id, record in connection.execute("SELECT doc_id, record FROM pages").fetchall():

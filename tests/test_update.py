@@ -20,9 +20,9 @@ from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
 from tests.support.sample import run_seed
 from tests.support.sitecrawl import validated_two_page_crawl
-from tests.support.sitegen import generate_site, write_site
+from tests.support.sitegen import Site, generate_site, write_site
 from tests.support.wait import wait_until
-from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 from tse_scrapy.rules.files import pagedir
 
 DEPTH = 3
@@ -60,37 +60,52 @@ def mutate(site) -> dict[str, set[str]]:
     return {"changed": changed | {"index.html"}, "deleted": deleted, "added": {"fresh.html"}}
 
 
-@pytest.fixture
-def site_and_crawl(tmp_path, serve, request):
-    """A 40-page site crawled once (with the validators when the test asks for them)."""
-    order, validators = request.param
-    site = generate_site(tmp_path / "site", pages=40, fanout=3, seed=5, external=2, dead=2)
-    server = serve(site.root)
+@pytest.fixture(scope="module")
+def forty_pages(tmp_path_factory):
+    """A 40-page site served for the module and the same site changed (``mutate``), with the first
+    crawls of the one (by order, with the validators or not) and the fresh crawls of the other (by
+    order), each made once: a test updates a copy of a first crawl against the changed site.  (The two
+    tests in tse order each made the very same fresh crawl.)"""
+    root = tmp_path_factory.mktemp("forty")
+    site = generate_site(root / "site", pages=40, fanout=3, seed=5, external=2, dead=2)
+    changed = Site(root / "changed", dict(site.links), set(site.dead))
+    shutil.copytree(site.root, changed.root)  # the same bytes: the same ETags for the pages left alone
+    made = mutate(changed)
+    crawls: dict[object, object] = {}
+    with SiteServer(site.root) as server:
+
+        def crawl(key: object, served, *options: str):
+            """The crawl of *served* (a site's root) with *options*, made once for *key*."""
+            if key not in crawls:
+                server.root = served
+                out = root / f"crawl-{len(crawls)}"
+                out.mkdir()
+                done = crawl_site(server, out, DEPTH, *options)
+                assert done.returncode == 0, done.stderr.decode()[-2000:]
+                crawls[key] = out
+            return crawls[key]
+
+        yield site, changed, made, server, crawl
+
+
+@pytest.mark.parametrize(("order", "validators"), [("tse", True), ("bfs", True), ("tse", False)])
+def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, forty_pages, order, validators):
+    site, changed_site, made, server, crawl = forty_pages
     out = tmp_path / "out"
-    out.mkdir()
-    options = ["--order", order, *(["--validators"] if validators else [])]
-    first = crawl_site(server, out, DEPTH, *options)
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
-    return site, server, out, order, validators
-
-
-@pytest.mark.parametrize("site_and_crawl", [("tse", True), ("bfs", True), ("tse", False)], indirect=True, ids=str)
-def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_crawl):
-    site, server, out, order, validators = site_and_crawl
+    first = crawl((order, validators), site.root, "--order", order, *(["--validators"] if validators else []))
+    shutil.copytree(first, out)  # (the page files' times kept)
     before = page_file_states(out)
     before_live = live_pages(out)
     assert (out / ".tse-pages.sqlite").exists() == validators  # only when asked
     assert not (out / ".tse-gone").exists()
-    made = mutate(site)
+    server.root = changed_site.root  # the site changed: changed, deleted and added pages (made)
     first_hits = len(server.hits)
 
     changes_file = tmp_path / "changes.jsonl"
     result = crawl_site(server, out, DEPTH, "--order", order, "--update", "--changes", changes_file)
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     update_hits = [hit for hit in server.hits[first_hits:] if hit.key != "/robots.txt"]
-    fresh = tmp_path / "fresh"
-    fresh.mkdir()
-    assert crawl_site(server, fresh, DEPTH, "--order", order).returncode == 0
+    fresh = crawl(order, changed_site.root, "--order", order)  # the changed site's fresh crawl in this order
 
     # The live pages are exactly those of a fresh crawl of the site as it is now.
     now_live = live_pages(out)
@@ -151,12 +166,12 @@ def test_an_update_leaves_the_live_pages_of_a_fresh_crawl(tmp_path, site_and_cra
     assert not (out / ".tse-state.sqlite").exists()
 
 
-def test_a_second_update_with_nothing_changed_rewrites_nothing(tmp_path, serve):
-    site = generate_site(tmp_path / "site", pages=25, seed=3)
-    server = serve(site.root)
+def test_a_second_update_with_nothing_changed_rewrites_nothing(tmp_path, forty_pages):
+    # (The module's 40-page site as first crawled, with the validators: a copy of its crawl, updated.)
+    site, _, _, server, crawl = forty_pages
     out = tmp_path / "out"
-    out.mkdir()
-    assert crawl_site(server, out, DEPTH, "--validators").returncode == 0
+    shutil.copytree(crawl(("tse", True), site.root, "--order", "tse", "--validators"), out)
+    server.root = site.root
     before = page_file_states(out)
     first_hits = len(server.hits)
     result = crawl_site(server, out, DEPTH, "--update")

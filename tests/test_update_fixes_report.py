@@ -9,6 +9,7 @@ import json
 import lxml.html
 
 from tests.conftest import crawl_site, run_tse
+from tests.support.inprocess import tse_here
 from tests.support.sitegen import write_site
 
 LINKS = {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
@@ -63,8 +64,9 @@ def test_an_update_record_says_unchanged_and_the_report_counts_them_apart(tmp_pa
         "An update: 1 page saved (new or changed), 3 unchanged,"
     )
 
-    # The first crawl's report is a crawl's, as it was.
-    result = run_tse("report", first_record, "--out", tmp_path / "first.html")
+    # The first crawl's report is a crawl's, as it was (asked in the test's process: the report of the
+    # update above is the real process).
+    result = tse_here("report", first_record, "--out", tmp_path / "first.html")
     assert "4 pages saved, 0 failed" in result.stderr.decode() + result.stdout.decode()
     assert "pages_unchanged" not in totals(tmp_path / "first.html")
 
@@ -89,7 +91,7 @@ def test_a_record_written_before_unchanged_was_an_outcome_reads_its_304s_as_unch
         '{"url":"http://h.test/a","doc":2,"depth":1,"host":"h.test","outcome":"saved","status":200,"failure":null,'
         '"bytes":500,"start":1764522001.0,"end":1764522001.1,"wait":0.9,"worker":null}\n'
     )
-    result = run_tse("report", old, "--out", tmp_path / "old.html")
+    result = tse_here("report", old, "--out", tmp_path / "old.html")  # (in the test's process)
     assert result.returncode == 0, result.stderr.decode()
     assert "an update: 1 page saved, 1 unchanged, 0 failed" in result.stderr.decode() + result.stdout.decode()
     shown = totals(tmp_path / "old.html")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import crawl_site, run_tse
+from tests.conftest import crawl_site
+from tests.support.inprocess import tse_here
 from tests.support.pages import changes, page_file_states
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
@@ -92,10 +93,11 @@ def test_a_page_robots_txt_now_forbids_is_gone_as_in_a_fresh_crawl(tmp_path, ser
     assert {entries[f"{url}/{name}"]["change"] for name in ("index.html", "a.html")} == {"unchanged"}
     assert "0 new, 0 changed, 2 unchanged, 2 gone" in result.stderr.decode()
 
-    # The index and the querier no longer find it.
+    # The index and the querier no longer find it (they show what the update wrote: run in the test's
+    # process, tests/support/inprocess.py).
     indexfile = tmp_path / "out.index"
-    assert run_tse("index", out, indexfile).returncode == 0
-    query = run_tse("query", out, indexfile, input=b"onlyprivateb\nonlya\n")  # (both words in one tse query)
+    assert tse_here("index", out, indexfile).returncode == 0
+    query = tse_here("query", out, indexfile, input=b"onlyprivateb\nonlya\n")  # (both words in one tse query)
     assert query.returncode == 0
     private_b, a = query.stdout.decode().split("Query: ")[1:]
     assert f"{url}/private/b.html" not in private_b and f"{url}/a.html" not in private_b, private_b
