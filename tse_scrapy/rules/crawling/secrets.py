@@ -2,10 +2,11 @@
 
 ``rediss://crawler:s3cret@host:6380/0`` is shown ``rediss://crawler:***@host:6380/0``,
 ``redis://:s3cret@host`` ``redis://:***@host``, and a ``password=`` in the query
-``password=***``.  ``mask_secrets`` does the same inside any text (an error
-message that quotes a URL); ``shown_message`` also percent-encodes the text's
-control characters, so that what an archive, a page or a PDF says, quoted in
-a message, cannot drive the terminal it is printed on.
+``password=***`` (and so a ``token=``, an ``api_key=``: QUERY_SECRET_NAMES).
+``mask_secrets`` does the same inside any text (an error message that quotes a
+URL); ``shown_message`` also percent-encodes the text's control characters, so
+that what an archive, a page or a PDF says, quoted in a message, cannot drive
+the terminal it is printed on.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ MASK = "***"
 _CREDENTIALS = re.compile(
     r"(?P<head>(?<![a-z0-9])[a-z][a-z0-9+.-]{0,63}://[^\s:/@]*:)(?P<password>[^\s/]*)(?P<at>@)", re.IGNORECASE
 )
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:password|pass|pwd)=)(?P<password>[^&#\s]*)", re.IGNORECASE)
+# A query parameter holding a secret, by the names sites and APIs give them (a tester found
+# ``token=`` and ``api_key=`` shown on a results page); a name percent-encoded is decoded by no one here.
+QUERY_SECRET_NAMES = (
+    "password|passwd|pass|pwd|secret|client_secret|token|access_token|refresh_token|id_token|auth_token"
+    "|api_key|apikey|api-key|private_token|x-amz-signature|x-amz-credential|x-amz-security-token"
+)
+_QUERY_PASSWORD = re.compile(rf"(?P<head>[?&](?:{QUERY_SECRET_NAMES})=)(?P<password>[^&#\s]*)", re.IGNORECASE)
 # What ends a URL quoted in a message rather than its query's password, when it comes last, before a space:
 # "...?password=s3cret: connection refused" keeps its ": " (the mask ate it), "('...?password=x'), " its
 # quote, bracket and comma: closing marks and at most one separator; "hunter2!! refused" is masked whole
