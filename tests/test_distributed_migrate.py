@@ -9,7 +9,7 @@ import pickle
 import msgpack
 import redis
 
-from tests.conftest import run_tse
+from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tests.support.planted import Planted
 from tests.test_distributed import (  # noqa: F401 - the site fixture and the workers' helpers
@@ -85,7 +85,7 @@ def test_a_pickled_crawl_is_refused_then_migrated_without_running_any_pickle(red
     server, keys = format_2_crawl(redis_url, pagedir, "old")
     for prefix in (0, 16, 17):
         server.zadd(keys.frontier, {b"\x00" * prefix + pickle.dumps(Planted(pwned)): 5})
-    refused = run_tse("crawl", "--redis", redis_url, "--name", "old", timeout=60)
+    refused = tse_here("crawl", "--redis", redis_url, "--name", "old")  # a refusal before any crawl: in this process
     err = refused.stderr.decode()
     assert refused.returncode == 2 and len(err.splitlines()) == 1, err
     assert "stored requests pickled" in err and "--migrate" in err
@@ -94,7 +94,7 @@ def test_a_pickled_crawl_is_refused_then_migrated_without_running_any_pickle(red
     assert "Crawl old converted to requests stored as data: 2 entries converted, 3 moved to tse:old:quarantine" in err
     assert not pwned.exists()
     check_shared_directory(pagedir, graph, tmp_path, proxy)
-    shown = run_tse("status", "--redis", redis_url, "old", timeout=30).stdout.decode()
+    shown = tse_here("status", "--redis", redis_url, "old").stdout.decode()  # Redis read: in this process
     assert "quarantined 3 (tse:old:quarantine)" in shown, shown
     assert shown.count("quarantined: tse:old:frontier: not a request of an earlier version") == 3, shown
 
@@ -131,7 +131,8 @@ def test_planted_pickles_in_every_structure_run_nothing_and_are_quarantined(redi
     assert len(saved_pages(pagedir)) == len(set(saved_pages(pagedir)))
     # The quarantine is a list too: a record planted there is shown as what it is, never loaded.
     server.lpush(keys.quarantine, pickle.dumps(Planted(pwned)))
-    shown = run_tse("status", "--redis", redis_url, "p", timeout=30)
+    # What Redis holds, read in this process (cli.main): a pickle it loaded would run here, and be seen.
+    shown = tse_here("status", "--redis", redis_url, "p")
     out = shown.stdout.decode()
     assert shown.returncode == 0, shown.stderr.decode()
     assert out.startswith(f"crawl p: over (its keys are removed), quarantined {planted + 1} (tse:p:quarantine)\n")
