@@ -101,17 +101,64 @@ def query_read_only(path: str | os.PathLike, sql: str, parameters: tuple = ()) -
     if not path.is_file():
         raise UnreadableDatabase(f"{path} is not a file")
     try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        if _has_journal(path):
+            _roll_back_journal(path)
         try:
-            return connection.execute(sql, parameters).fetchall()
-        finally:
-            connection.close()
+            return _read(path, sql, parameters)
+        except sqlite3.OperationalError as error:
+            if (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF not in _NEEDS_WRITING:
+                raise
+            # A journal or WAL index a read-only connection cannot use (one left half written, or
+            # another made since): opened for writing once, SQLite recovers it, and the read goes on.
+            _roll_back_journal(path)
+            return _read(path, sql, parameters)
     except sqlite3.OperationalError as error:
         if str(error).startswith("no such table"):
             return None
         raise UnreadableDatabase(f"{path}: {error}") from None
     except sqlite3.DatabaseError as error:
         raise UnreadableDatabase(f"{path}: {error}") from None
+
+
+# The primary result codes of a read-only connection that needs to write to read (a hot journal, a
+# WAL without its index): SQLITE_READONLY, SQLITE_CANTOPEN.
+_NEEDS_WRITING = frozenset({8, 14})
+
+
+def _read(path: Path, sql: str, parameters: tuple) -> list[tuple]:
+    connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        return connection.execute(sql, parameters).fetchall()
+    finally:
+        connection.close()
+
+
+def _has_journal(path: Path) -> bool:
+    """Whether a rollback journal lies beside the database at *path*: one left by a writer killed in
+    its transaction (a crawl killed while it wrote the page catalog) is "hot", and a read-only
+    connection cannot read the database until it is rolled back ("attempt to write a readonly
+    database"), which every later read would say, for good."""
+    try:
+        return Path(f"{path}-journal").stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _roll_back_journal(path: Path) -> None:
+    """Open the database at *path* for writing and read it, once: SQLite rolls back a hot journal
+    (the database as its last commit left it, which any reader would have read) and recovers a WAL's
+    index.  A journal that is not hot (its writer is alive) is left alone.  Nothing else is written; a
+    database that cannot be opened so (a read-only directory) says so in the read that follows."""
+    try:
+        connection = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchall()
+    except sqlite3.Error:
+        pass  # (said by the read that follows, read-only)
+    finally:
+        connection.close()
 
 
 class CrawlStateDB:
@@ -210,13 +257,17 @@ class CrawlStateDB:
     def set_before(self, records: list[dict[str, Any]], meta: dict[str, str]) -> None:
         """Record the pages as they are before the crawl, and *meta*, in one commit."""
         self._begin()
-        self.db.execute("DELETE FROM before")
-        self.db.executemany(
-            "INSERT INTO before VALUES (?, ?, ?)",
-            ((record["doc_id"], record["url"], json.dumps(record)) for record in records),
-        )
-        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
-        self.commit()
+        try:
+            self.db.execute("DELETE FROM before")
+            self.db.executemany(
+                "INSERT INTO before VALUES (?, ?, ?)",
+                ((record["doc_id"], record["url"], json.dumps(record)) for record in records),
+            )
+            self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", meta.items())
+            self.commit()
+        except sqlite3.Error:  # (a full disk) nothing of it is kept: the state stays as it was
+            self._roll_back()
+            raise
 
     def ended(self, reason: str) -> None:
         """The crawl has ended, with *reason*: committed with everything held (``ENDED``)."""
@@ -302,6 +353,15 @@ class CrawlStateDB:
                 os.remove(str(self.path) + suffix)
             except FileNotFoundError:
                 pass
+
+    def _roll_back(self) -> None:
+        """End the open transaction, if SQLite has not ended it already, keeping none of it."""
+        self._open = False
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # (nothing was committed: the state is as it was)
 
     def _begin(self) -> None:
         if not self._open:

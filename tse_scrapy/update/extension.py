@@ -26,7 +26,7 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from ..atomicfile import write_atomically
-from ..exitcodes import FINISHED, WRITE_ERROR
+from ..exitcodes import FINISHED, WRITE_ERROR, StartFailed
 from ..resume.extension import crawl_state
 from ..resume.statedb import (
     CATALOG_UPDATE,
@@ -141,7 +141,13 @@ class UpdateExtension:
                     before = catalog.pages_before_update(self.directory)
                 else:
                     before = catalog.read_catalog(self.directory) or []
-            self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
+            try:
+                self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
+            except sqlite3.Error as error:  # a full disk: the state stays as it was, for --resume
+                self._ready = False
+                raise StartFailed(
+                    f"cannot write the crawl state: {error}: go on with {self._resume_options()}"
+                ) from None
             del before  # (read back from the state next: not held twice)
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
@@ -151,6 +157,14 @@ class UpdateExtension:
         self.first_new_id = max(self.before, default=0) + 1
         state_extension.closing.append(self.finish)
         return self
+
+    def _resume_options(self) -> str:
+        """How the command running the crawl resumes it (as ``crawl.outcome.how_to_go_on`` says, which
+        this layer may not import): ``tse crawl``'s options, or ``scrapy crawl``'s."""
+        scrapy = os.path.basename(sys.argv[0]).startswith("scrapy")
+        if self.is_update:
+            return "-a update=yes -a resume=yes" if scrapy else "--update --resume"
+        return "-a resume=yes" if scrapy else "--resume"
 
     def _pages_read_at_start(self) -> list[KnownPage] | None:
         """The pages ``crawlstart`` read as it checked them (the spider holds them until now, and no
@@ -348,7 +362,12 @@ class UpdateExtension:
         reached = self.state.reached_keys() | set(
             split_list(self.crawler.settings.getdict("TSE_ARGUMENTS").get("seed"))
         )
-        return frozenset(doc for doc in revisited if visits[doc]["url"] not in reached)
+        # A page reached through a redirect (a link to a revisited page that redirects to it now) was
+        # reached as well: the link reached the redirect's first URL (a review's find: a new page so
+        # reached was listed gone, "not reached").
+        return frozenset(
+            doc for doc in revisited if reached.isdisjoint((visits[doc]["url"], *(visits[doc].get("redirects") or ())))
+        )
 
     def _fail(self, message: str, resumable: bool = True) -> None:
         """The crawl has fetched what it had to, and its results cannot be written: its state stays,
