@@ -10,7 +10,7 @@ import redis
 from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
-from twisted.internet import reactor
+from twisted.internet.task import Clock
 
 from tse_scrapy.distributed.keys import politeness_key
 from tse_scrapy.distributed.politeness import RedisPolitenessMiddleware
@@ -86,14 +86,21 @@ def test_a_request_in_flight_holds_its_host_while_its_worker_renews_it(redis_url
 
 
 def test_the_renewal_runs_a_third_of_the_lease_time_apart_while_the_crawl_is_open(redis_url):
-    (a,) = workers(redis_url, 1, in_flight=3.0)
+    clock = Clock()  # (the crawl's reactor in a crawl; none is installed here)
+    a = RedisPolitenessMiddleware(redis.Redis.from_url(redis_url), DELAY, in_flight=3.0, clock=clock)
+    slow = page("slow")
+    assert starts_within(a, slow, 1)
     a.spider_opened(None)
-    try:
-        assert a._renewal.running and a._renewal.interval == pytest.approx(1.0)
-    finally:
-        a.spider_closed(None)
-    assert not a._renewal.running
-    assert not reactor.getDelayedCalls()  # nothing left scheduled
+    assert [call.getTime() for call in clock.getDelayedCalls()] == [pytest.approx(1.0)]
+    server = redis.Redis.from_url(redis_url)
+    for _ in range(3):
+        server.pexpire(KEY, 500)  # (as if 2.8 s had passed)
+        clock.advance(1.0)
+        assert server.pttl(KEY) > 3000  # renewed: the delay and the lease time from now
+    a.spider_closed(None)
+    assert clock.getDelayedCalls() == []
+    a.process_response(slow, Response(slow.url))
+    assert 0 < server.pttl(KEY) <= DELAY * 1000
 
 
 def test_robots_crawl_delay_does_not_cut_another_workers_request_short(redis_url):

@@ -34,9 +34,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.httpobj import urlparse_cached
-from twisted.internet import task
+from twisted.internet.interfaces import IDelayedCall, IReactorTime
 
 from ..crawl.extensions.politeness import crawl_delay_said, robots_crawl_delay, robots_user_agent
+from ..rules.crawling.secrets import mask_secrets
 from .extension import distributed_crawl
 from .keys import politeness_key
 from .outage import RedisOutage
@@ -82,6 +83,7 @@ class RedisPolitenessMiddleware:
         outage: RedisOutage | None = None,
         max_crawl_delay: float = HOLD_AT_MOST,
         in_flight: float = 30.0,
+        clock: IReactorTime | None = None,
     ):
         self.server = server
         # How long a request may hold its host before it ends (then the delay counts from its end):
@@ -105,7 +107,11 @@ class RedisPolitenessMiddleware:
         self._tokens = itertools.count(1)
         self._release = server.register_script(_RELEASE)
         self._renew = server.register_script(_RENEW)
-        self._renewal = task.LoopingCall(self.renew)
+        # The renewals' clock: the reactor once the crawl opens (not touched before: importing it
+        # outside a crawl installs Twisted's default one), or the one given (a test's task.Clock).
+        self.clock = clock
+        self._renewal: IDelayedCall | None = None
+        self._renewing = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
@@ -125,12 +131,30 @@ class RedisPolitenessMiddleware:
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
         return middleware
 
-    def spider_opened(self, spider: Spider) -> None:
-        self._renewal.start(max(self.in_flight / 3, 0.1), now=False)
+    def spider_opened(self, spider: Spider | None) -> None:
+        if self.clock is None:
+            from twisted.internet import reactor
 
-    def spider_closed(self, spider: Spider) -> None:
-        if self._renewal.running:
-            self._renewal.stop()
+            self.clock = reactor  # type: ignore[assignment]
+        self._renewing = True
+        self._renew_later()
+
+    def spider_closed(self, spider: Spider | None) -> None:
+        self._renewing = False
+        if self._renewal is not None and self._renewal.active():
+            self._renewal.cancel()
+
+    def _renew_later(self) -> None:
+        if self._renewing and self.clock is not None:
+            self._renewal = self.clock.callLater(max(self.in_flight / 3, 0.1), self._renew_then_again)
+
+    def _renew_then_again(self) -> None:
+        try:
+            self.renew()
+        except redis.RedisError as error:  # (a refusal: said, the holds then lapse as a dead worker's would)
+            logger.warning("Cannot renew the politeness leases in Redis: %s", mask_secrets(str(error)))
+        finally:
+            self._renew_later()
 
     def renew(self) -> None:
         """The holds of the requests in flight renewed for the lease time more than their delay."""
