@@ -48,7 +48,8 @@ def test_crawl_failure_reasons():
     assert crawl_failure(crawler) == "the crawl was stopped by Ctrl-C (or SIGTERM): go on with --resume"
     assert crawl_failure(crawler, "scrapy crawl tse").endswith(": go on with -a resume=yes")
     stats.set_value("finish_reason", None)  # stopped at once by a second Ctrl-C: the crawl never closed
-    assert crawl_failure(crawler) == "the crawl was stopped at once by a second Ctrl-C: go on with --resume"
+    said = "the crawl was stopped at once (a second Ctrl-C, or one as it started): go on with --resume"
+    assert crawl_failure(crawler) == said
     for setting, go_on in [
         ({"TSE_STATE_ENABLED": False}, "it kept no crawl state (TSE_STATE_ENABLED=False), so it cannot be resumed"),
         ({"JOBDIR": "jobs"}, "run the same command again to go on (its state is in JOBDIR)"),

@@ -81,6 +81,6 @@ class Command(ScrapyCrawlCommand):
         if self.crawler_process.bootstrap_failed:
             self.exitcode = FAILED
         elif crawler.stats.get_value("finish_reason") is not None or crawler.stats.get_value("start_time"):
-            # (A crawl that started and has no finish reason was stopped at once by a second Ctrl-C:
-            # it exited 0, saying nothing.)
+            # (A crawl that started and has no finish reason was stopped at once by a second Ctrl-C, or
+            # by a first as Scrapy started: it exited 0, saying nothing.)
             self.exitcode = report(f"scrapy crawl {args[0]}", crawler)

@@ -56,7 +56,9 @@ def crawl_failure(crawler: Crawler, program: str = "tse crawl") -> str | None:
         return error
     reason = stats.get_value("finish_reason")
     if reason is None:
-        return f"the crawl was stopped at once by a second Ctrl-C: {how_to_go_on(crawler, program)}"
+        # A second Ctrl-C, or a first (or SIGTERM) as Scrapy was starting: the crawl never closed.
+        said = "the crawl was stopped at once (a second Ctrl-C, or one as it started)"
+        return f"{said}: {how_to_go_on(crawler, program)}"
     if reason == SHUTDOWN:
         return f"the crawl was stopped by Ctrl-C (or SIGTERM): {how_to_go_on(crawler, program)}"
     if reason not in SUCCESS_REASONS:
