@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url, shown_message
+from tse_scrapy.rules.crawling.secrets import QUERY_SECRET_NAMES, mask_secrets, mask_url, shown_message
 
 
 @pytest.mark.parametrize(
@@ -48,6 +48,20 @@ from tse_scrapy.rules.crawling.secrets import mask_secrets, mask_url, shown_mess
         ("redis://h/0?password=hunter2!! refused", "redis://h/0?password=*** refused"),  # its own end (a review's)
         ("redis://h/0?password=pass:: down", "redis://h/0?password=***: down"),  # one separator the message's
         ("redis://h/0?password=a&pass=b: down", "redis://h/0?password=***&pass=***: down"),
+        # The names sites and APIs give other secrets in a URL (a review's find: shown on a results page).
+        ("https://h/p?token=abc&page=2", "https://h/p?token=***&page=2"),
+        ("https://h/p?Access_Token=abc#top", "https://h/p?Access_Token=***#top"),
+        ("https://h/p?api_key=k1&apikey=k2&api-key=k3", "https://h/p?api_key=***&apikey=***&api-key=***"),
+        ("https://h/p?passwd=a&secret=b&client_secret=c", "https://h/p?passwd=***&secret=***&client_secret=***"),
+        (
+            "https://b.s3/o?X-Amz-Credential=AK&X-Amz-Signature=f0",
+            "https://b.s3/o?X-Amz-Credential=***&X-Amz-Signature=***",
+        ),
+        # A name with characters percent-encoded, as a server decodes it (a review's find).
+        ("https://h/p?pass%77ord=x&%74oken=y", "https://h/p?pass%77ord=***&%74oken=***"),
+        ("https://h/p?%50ASSWORD=x&api%5Fkey=y", "https://h/p?%50ASSWORD=***&api%5Fkey=***"),
+        # Names that only hold one of them are no secret's.
+        ("https://h/p?tokens=3&mytoken=a&keyword=b&passage=c", "https://h/p?tokens=3&mytoken=a&keyword=b&passage=c"),
     ],
 )
 def test_passwords_are_masked(text, shown):
@@ -119,3 +133,16 @@ def test_masking_takes_linear_time_on_text_of_megabytes():
         "    assert len(shown_message(text)) >= len(text) - 6\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60, cwd=Path(__file__).parent.parent)
+
+
+@given(
+    st.sampled_from(QUERY_SECRET_NAMES.split("|")),
+    st.text(st.characters(blacklist_characters="&# \t\n\r\x0b\x0c", blacklist_categories=("Zs", "Cc")), min_size=1),
+    st.data(),
+)
+def test_a_secrets_value_is_masked_however_its_name_is_spelt(name, value, data):
+    # Each character as it is, in the other case, or percent-encoded (as a server decodes the name).
+    spelt = "".join(
+        data.draw(st.sampled_from([character, character.swapcase(), f"%{ord(character):02X}"])) for character in name
+    )
+    assert mask_url(f"https://h/p?a=1&{spelt}={value}&b=2") == f"https://h/p?a=1&{spelt}=***&b=2"

@@ -24,12 +24,25 @@ _CREDENTIALS = re.compile(
     r"(?P<head>(?<![a-z0-9])[a-z][a-z0-9+.-]{0,63}://[^\s:/@]*:)(?P<password>[^\s/]*)(?P<at>@)", re.IGNORECASE
 )
 # A query parameter holding a secret, by the names sites and APIs give them (a tester found
-# ``token=`` and ``api_key=`` shown on a results page); a name percent-encoded is decoded by no one here.
+# ``token=`` and ``api_key=`` shown on a results page), any of their characters percent-encoded too
+# (``pass%77ord=``: a server decodes the name).
 QUERY_SECRET_NAMES = (
     "password|passwd|pass|pwd|secret|client_secret|token|access_token|refresh_token|id_token|auth_token"
     "|api_key|apikey|api-key|private_token|x-amz-signature|x-amz-credential|x-amz-security-token"
 )
-_QUERY_PASSWORD = re.compile(rf"(?P<head>[?&](?:{QUERY_SECRET_NAMES})=)(?P<password>[^&#\s]*)", re.IGNORECASE)
+
+
+def _spelled_any_way(name: str) -> str:
+    """A regular expression of *name* (matched in any case) with any of its characters percent-encoded."""
+    pieces = []
+    for character in name:
+        encoded = sorted({f"%{ord(form):02x}" for form in (character.lower(), character.upper())})
+        pieces.append(f"(?:{re.escape(character)}|{'|'.join(encoded)})")
+    return "".join(pieces)
+
+
+_SECRET_NAME = "|".join(map(_spelled_any_way, QUERY_SECRET_NAMES.split("|")))
+_QUERY_PASSWORD = re.compile(rf"(?P<head>[?&](?:{_SECRET_NAME})=)(?P<password>[^&#\s]*)", re.IGNORECASE)
 # What ends a URL quoted in a message rather than its query's password, when it comes last, before a space:
 # "...?password=s3cret: connection refused" keeps its ": " (the mask ate it), "('...?password=x'), " its
 # quote, bracket and comma: closing marks and at most one separator; "hunter2!! refused" is masked whole
