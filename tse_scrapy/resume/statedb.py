@@ -101,15 +101,15 @@ def query_read_only(path: str | os.PathLike, sql: str, parameters: tuple = ()) -
     if not path.is_file():
         raise UnreadableDatabase(f"{path} is not a file")
     try:
-        if _has_journal(path):
-            _roll_back_journal(path)
         try:
             return _read(path, sql, parameters)
         except sqlite3.OperationalError as error:
             if (getattr(error, "sqlite_errorcode", 0) or 0) & 0xFF not in _NEEDS_WRITING:
                 raise
-            # A journal or WAL index a read-only connection cannot use (one left half written, or
-            # another made since): opened for writing once, SQLite recovers it, and the read goes on.
+            # A hot journal (a writer killed in its transaction: a crawl killed while it wrote the
+            # page catalog), or a WAL without its index, which a read-only connection cannot use and
+            # every later read would refuse, for good: opened for writing once, SQLite recovers it,
+            # and the read goes on.
             _roll_back_journal(path)
             return _read(path, sql, parameters)
     except sqlite3.OperationalError as error:
@@ -131,17 +131,6 @@ def _read(path: Path, sql: str, parameters: tuple) -> list[tuple]:
         return connection.execute(sql, parameters).fetchall()
     finally:
         connection.close()
-
-
-def _has_journal(path: Path) -> bool:
-    """Whether a rollback journal lies beside the database at *path*: one left by a writer killed in
-    its transaction (a crawl killed while it wrote the page catalog) is "hot", and a read-only
-    connection cannot read the database until it is rolled back ("attempt to write a readonly
-    database"), which every later read would say, for good."""
-    try:
-        return Path(f"{path}-journal").stat().st_size > 0
-    except OSError:
-        return False
 
 
 def _roll_back_journal(path: Path) -> None:
