@@ -996,7 +996,7 @@ def crawl(options: argparse.Namespace) -> int:
     logging.getLogger("scrapy.crawler").addFilter(_show_shutdown)
     crawler = process.create_crawler(TseSpider)
     started = process.crawl(crawler, tse_start=start, **{k: v for k, v in spider_args.items() if v is not None})
-    say_start_failure("tse crawl", started)
+    say_start_failure("tse crawl", started, crawler)
     process.start()
     crawl_over()  # the outcome is the exit status, whatever signal comes now
     if process.bootstrap_failed:

@@ -22,4 +22,9 @@ def first_line(error: BaseException) -> str:
 
 class StartFailed(Exception):
     """A crawl component could not start (Redis went away between a worker's join and its start): its
-    message is the crawl's one line, said by ``crawl.outcome.say_start_failure``, not a traceback."""
+    message is the crawl's one line, said by ``crawl.outcome.say_start_failure``, not a traceback;
+    *resumable*: the line then says how the command goes on with the crawl (``how_to_go_on``)."""
+
+    def __init__(self, message: str, resumable: bool = False) -> None:
+        super().__init__(message)
+        self.resumable = resumable

@@ -75,7 +75,7 @@ class Command(ScrapyCrawlCommand):
         crawler = self._create_crawler(args[0])
         decided = {"tse_start": self.start} if self.start is not None else {}
         started = self.crawler_process.crawl(crawler, **{**opts.spargs, **decided})  # a -a tse_start=... does not count
-        say_start_failure(f"scrapy crawl {args[0]}", started)
+        say_start_failure(f"scrapy crawl {args[0]}", started, crawler)
         self.crawler_process.start()
         interrupts_ignored_from_now()  # the outcome is the exit status, whatever signal comes now
         if self.crawler_process.bootstrap_failed:

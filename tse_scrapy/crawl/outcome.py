@@ -84,14 +84,15 @@ def how_to_go_on(crawler: Crawler, program: str) -> str:
     return "go on with " + ("--update --resume" if update else "--resume")
 
 
-def say_start_failure(program: str, started: object) -> None:
-    """On *started* (what ``crawl`` of a crawler process returns: an asyncio task, or a Deferred) failing
-    with ``StartFailed``, its one line on stderr, the failure taken (asyncio logged a traceback of it)."""
+def say_start_failure(program: str, started: object, crawler: Crawler) -> None:
+    """On *started* (what ``crawl`` of *crawler* returns: an asyncio task, or a Deferred) failing with
+    ``StartFailed``, its one line on stderr (how *program* goes on, for one that can be resumed), the
+    failure taken (asyncio logged a traceback of it)."""
 
     def said(error: BaseException) -> bool:
         if not isinstance(error, StartFailed):
             return False
-        _say_failure(program, str(error))
+        _say_failure(program, f"{error}: {how_to_go_on(crawler, program)}" if error.resumable else str(error))
         return True
 
     def done(task: asyncio.Future) -> None:

@@ -145,9 +145,7 @@ class UpdateExtension:
                 self.state.set_before([page.record() for page in before], {"update_id": uuid.uuid4().hex})
             except sqlite3.Error as error:  # a full disk: the state stays as it was, for --resume
                 self._ready = False
-                raise StartFailed(
-                    f"cannot write the crawl state: {error}: go on with {self._resume_options()}"
-                ) from None
+                raise StartFailed(f"cannot write the crawl state: {error}", resumable=True) from None
             del before  # (read back from the state next: not held twice)
         self.update_id = self.state.meta("update_id")
         self.before = {record["doc_id"]: KnownPage(**record) for record in self.state.before()}
@@ -157,14 +155,6 @@ class UpdateExtension:
         self.first_new_id = max(self.before, default=0) + 1
         state_extension.closing.append(self.finish)
         return self
-
-    def _resume_options(self) -> str:
-        """How the command running the crawl resumes it (as ``crawl.outcome.how_to_go_on`` says, which
-        this layer may not import): ``tse crawl``'s options, or ``scrapy crawl``'s."""
-        scrapy = os.path.basename(sys.argv[0]).startswith("scrapy")
-        if self.is_update:
-            return "-a update=yes -a resume=yes" if scrapy else "--update --resume"
-        return "-a resume=yes" if scrapy else "--resume"
 
     def _pages_read_at_start(self) -> list[KnownPage] | None:
         """The pages ``crawlstart`` read as it checked them (the spider holds them until now, and no
