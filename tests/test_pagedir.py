@@ -248,3 +248,5 @@ def test_a_page_or_gone_list_that_is_no_regular_file_is_not_read(tmp_path):
             pagedir.read_page_url(tmp_path, doc_id)
     with pytest.raises(OSError, match="not a regular file"):
         pagedir.gone_docs(tmp_path)
+    with pytest.raises(OSError, match="not a regular file"):
+        pagedir.check_page_files(tmp_path)  # (an update's check of every page file's first lines)

@@ -225,7 +225,7 @@ def check_page_files(pagedir: PathLike) -> int:
     while True:
         path = page_path(pagedir, doc_id + 1)
         try:
-            page = open(path, "rb")  # noqa: SIM115 (closed below; FileNotFoundError ends the scan)
+            page = _regular_file(path)  # (a FIFO's open waited for a writer for ever; closed below)
         except FileNotFoundError:
             return doc_id
         with page:
