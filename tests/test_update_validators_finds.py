@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_site
+from tests.support.pages import page_file_states
 from tse_scrapy.devtools.siteserver import SiteServer
 from tse_scrapy.rules.files import pagedir
 
 
 def pages_by_url(directory: Path) -> dict[str, bytes]:
-    """The pages of a page directory (not those listed gone), by URL: their bodies."""
+    """The page files of a page directory (not those listed gone), by URL: their bytes."""
     gone = pagedir.gone_docs(directory)
-    doc_ids = [int(name) for name in os.listdir(directory) if pagedir.is_page_name(name)]
-    pages = [pagedir.read_page(directory, doc_id) for doc_id in doc_ids if doc_id not in gone]
-    return {page.url: page.body for page in pages}
+    return {url: data for doc_id, (url, _, _, data) in page_file_states(directory).items() if doc_id not in gone}
 
 
 class LastModifiedOnly(http.server.SimpleHTTPRequestHandler):
