@@ -44,16 +44,6 @@ def write_search_site(root: Path) -> tuple[Path, Path]:
     return pages, root / "index"
 
 
-def changed_counter_bumped(index: Path) -> None:
-    """One more on *index*'s search index's file change counter (bytes 24-27 of its header), as a
-    writer leaves it: a connection open on it reads its pages again, not from its cache."""
-    with open(f"{index}.search", "r+b") as search:
-        search.seek(24)
-        counter = int.from_bytes(search.read(4), "big")
-        search.seek(24)
-        search.write(((counter + 1) % 2**32).to_bytes(4, "big"))
-
-
 def damaged_fts(index: Path) -> None:
     """*index*'s search index with the pages of its body's FTS5 data overwritten by random
     bytes (the file's size and its other pages as they were)."""

@@ -124,8 +124,9 @@ def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> s
 
 def _read_only(path: Path) -> sqlite3.Connection:
     """The store *path* opened read-only (by its file URI: a directory's name need not be UTF-8), for
-    any thread (the server's reads run in threads)."""
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    any thread (the server's reads run in threads); immutable, as the search index is
+    (``fulltext.store.connect``): a store is never written in place."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
 
 
 def page_rows(
