@@ -28,6 +28,7 @@ from tse_scrapy.fulltext import matching, searcher, store
 from tse_scrapy.fulltext.searcher import SearchIndex
 from tse_scrapy.fulltext.store import ANCHOR_TERMS, search_path
 from tse_scrapy.index import indexer
+from tse_scrapy.index.docstore import docs_path
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.index.storage import IndexReader
@@ -135,6 +136,23 @@ def test_a_search_index_without_heads_still_answers_with_snippets(fixture_pages,
     with opened(tmp_path / "index") as db:
         db.execute("DROP TABLE heads")
     assert app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation") == before
+
+
+def test_a_search_takes_no_lock_on_the_files_it_reads(fixture_pages, tmp_path):
+    """tse index changes no file of an index in place (it renames new ones over them): a search opens
+    the search index and the document store immutable, and a lock another program holds on either
+    (an exclusive one: no reader that locks could read) does not stop it."""
+    write_index_files(fixture_pages, tmp_path / "index", jobs=1)
+    expected = app_results(QueryEngine(fixture_pages, IndexReader(tmp_path / "index")), "installation")
+    engine = QueryEngine(fixture_pages, IndexReader(tmp_path / "index"))  # its files opened at its first search
+    holders = [apsw.Connection(str(path)) for path in (search_path(tmp_path / "index"), docs_path(tmp_path / "index"))]
+    try:
+        for holder in holders:
+            holder.execute("BEGIN EXCLUSIVE")
+        assert app_results(engine, "installation") == expected
+    finally:
+        for holder in holders:
+            holder.close()
 
 
 def test_the_search_index_opened_is_the_one_checked(fixture_pages, tmp_path, monkeypatch):
