@@ -577,7 +577,18 @@ def test_a_server_on_loopback_answers_only_loopback_names(site):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 200, host
     for host in ("evil.example:8000", "attacker.test"):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
-    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None and allowed_hosts("::1") is None
+    assert allowed_hosts("0.0.0.0") is None and allowed_hosts("192.168.1.5") is None and allowed_hosts("::") is None
+
+
+def test_a_server_on_ipv6_loopback_answers_only_loopback_names(site):
+    # `tse serve --host ::1` took any Host header: a page elsewhere could read it through a name of its
+    # own resolved to ::1 (DNS rebinding), which a server on 127.0.0.1 refuses.
+    pages, index = site
+    app = create_app(QueryEngine(pages, IndexReader(index)), allowed_hosts("::1"))
+    for host in ("[::1]:8000", "[::1]", "localhost:8000", "LOCALHOST"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 200, host
+    for host in ("evil.example:8000", "[::2]:8000", "::1", "[::1", "attacker.test"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
 
 
 def _two_languages(root):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import logging
 import math
 import os
@@ -186,10 +187,17 @@ class Result(NamedTuple):
 
 
 def allowed_hosts(host: str) -> list[str] | None:
-    """The Host header values a server listening on *host* accepts (None: any).
-
-    IPv4 loopback only: Starlette's check cannot read an IPv6 Host header ("[::1]:8000")."""
-    return [*LOOPBACK_NAMES, host] if host.startswith("127.") else None
+    """The Host header values a server listening on *host* accepts (None: any): on a loopback
+    address, only the loopback names and that address (an IPv6 one as a Host header writes it,
+    "[::1]"), so that a web page elsewhere cannot read the server through a name of its own resolved
+    to the address (DNS rebinding); on any other, the names it is reached by are not known."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if not address.is_loopback:
+        return None
+    return [*LOOPBACK_NAMES, f"[{host}]" if address.version == 6 else host]
 
 
 def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes: int = DEFAULT_BYTES) -> Starlette:
