@@ -174,3 +174,58 @@ def test_a_server_answers_from_its_index_until_the_new_one_is_whole(tmp_path):
     )
     assert sorted(line.split("(")[0] + "(" for line in warnings) == [gone] + [half] * 2, warnings
     assert all(line.endswith("): answering from the index open") for line in warnings), warnings
+
+
+def test_a_server_process_started_again_waits_for_an_index_it_cannot_open(tmp_path):
+    # A worker that dies is started again by the server (uvicorn's supervisor); with the index moved away
+    # meanwhile, the new one failed with a 20-line traceback, and was started again every half second,
+    # for good. It says so once, the other process answering meanwhile, and opens the index once back.
+    pages, index = write_search_site(tmp_path)
+    command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
+    with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as run:
+        before = _api(run.base, "q=cat")
+        assert before["status"] == 200 and before["total"] > 0
+        (tmp_path / "away").mkdir()
+        for suffix in INDEX_FILES:
+            os.replace(f"{index}{suffix}", tmp_path / "away" / f"index{suffix}")
+        first, survivor = psutil.Process(run.process.pid).children()
+        _killed_and_started_again(run, first)
+        assert all(_api(run.base, "q=cat") == before for _ in range(6))  # the other process answers
+        for suffix in INDEX_FILES:
+            os.replace(tmp_path / "away" / f"index{suffix}", f"{index}{suffix}")
+
+        def started_again_answers() -> bool:
+            # (The survivor held up: a new connection is taken by the process started again, or by none.)
+            survivor.suspend()
+            try:
+                return _api(run.base, "q=cat") == before
+            except OSError:
+                return False
+            finally:
+                survivor.resume()
+
+        wait_until(started_again_answers, 20, "the process started again never answered")
+        # Stopped while a process waits for the index: it stops too (it kept the server from stopping).
+        for suffix in INDEX_FILES:
+            os.replace(f"{index}{suffix}", tmp_path / "away" / f"index{suffix}")
+        _killed_and_started_again(run, psutil.Process(run.process.pid).children()[0])
+    assert run.process.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr, run.stderr
+    waiting = (
+        f"tse serve: a server process cannot open {index} ([Errno 2] No such file or directory: '{index}'):"
+        " trying it every second"
+    )
+    opened = f"tse serve: a server process opened {index} again"
+    assert [line for line in run.stderr.splitlines() if "server process" in line] == [waiting, opened, waiting]
+
+
+def _killed_and_started_again(run, worker: psutil.Process) -> None:
+    """*worker* killed, and another started in its place by the server, which has then tried to open
+    the index (its first try is at its start: a second is enough, SETTLED left on a loaded machine)."""
+    worker.kill()
+    wait_until(
+        lambda: len({child.pid for child in psutil.Process(run.process.pid).children()} - {worker.pid}) == 2,
+        20,
+        "no process was started in place of the one killed",
+    )
+    time.sleep(SETTLED)

@@ -16,7 +16,9 @@ import logging
 import math
 import os
 import re
+import signal
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from html import escape
@@ -71,6 +73,8 @@ class DocIdConvertor(Convertor[int]):
 
 register_url_convertor("docid", DocIdConvertor())
 
+# How often a worker started again tries to open an index it cannot (create_app_from_environment).
+REOPEN_SECONDS = 1.0
 PER_PAGE = 10
 # The results whose snippet is placed by the query's rarer words (searchsnippet.placed_snippet): the
 # first ones of a page, those read most.  Placing costs each about a quarter more than a snippet at the
@@ -491,16 +495,58 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes
 
 
 def create_app_from_environment() -> Starlette:
-    """The app of one worker process: the page directory and index its parent checked."""
+    """The app of one worker process: the page directory and index its parent checked.
+
+    A worker started again (uvicorn starts another when one dies) that cannot open the index (moved
+    away meanwhile, say) says so in one line and tries again every REOPEN_SECONDS, the other workers
+    answering meanwhile: it failed with a traceback, started again every half second, for good."""
+    try:
+        engine = _engine_from_environment()
+    except Exception as error:
+        engine = _engine_when_it_opens(error)
+    hosts = os.environ.get(ENVIRONMENT_HOSTS)
+    answer_bytes = int(os.environ.get(ENVIRONMENT_ANSWER_BYTES) or DEFAULT_BYTES)
+    return create_app(engine, hosts.split(",") if hosts else None, answer_bytes)
+
+
+def _engine_when_it_opens(error: Exception) -> QueryEngine:
+    """The engine of ``create_app_from_environment``, opened once it can be (*error*: why not now);
+    meanwhile Ctrl-C or SIGTERM ends the process (uvicorn's handlers only take note of them, for a
+    server that has started)."""
+    path = os.environ[ENVIRONMENT_INDEX]
+    logger.warning("tse serve: a server process cannot open %s (%s): trying it every second", path, error)
+
+    def stop(_number: int, _frame: object) -> None:
+        raise SystemExit(0)
+
+    kept = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            time.sleep(REOPEN_SECONDS)
+            try:
+                engine = _engine_from_environment()
+                break
+            except Exception:
+                continue
+    finally:
+        for number, action in kept.items():
+            signal.signal(number, action)
+    logger.warning("tse serve: a server process opened %s again", path)
+    return engine
+
+
+def _engine_from_environment() -> QueryEngine:
     # Forked by the parent right after it found the store matching the page files: not stat'ed again,
     # unless the index is another by now (a worker started again once tse index wrote it anew).
     index = IndexReader(os.environ[ENVIRONMENT_INDEX])
     checked = os.environ.get(ENVIRONMENT_CHECKED) == " ".join(map(str, index.key))
     engine = QueryEngine(os.environ[ENVIRONMENT_PAGEDIR], index, checked)
-    engine.docs  # noqa: B018 (opened now, before the first request)
-    hosts = os.environ.get(ENVIRONMENT_HOSTS)
-    answer_bytes = int(os.environ.get(ENVIRONMENT_ANSWER_BYTES) or DEFAULT_BYTES)
-    return create_app(engine, hosts.split(",") if hosts else None, answer_bytes)
+    try:
+        engine.docs  # noqa: B018 (opened now, before the first request)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
 
 
 def _results(
