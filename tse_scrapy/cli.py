@@ -358,8 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--answer-cache",
         type=float,
         metavar="MB",
-        help="keep up to MB megabytes of answers in each server process, to send again when the same "
-        "search is asked again (default 16; 0: none kept)",
+        help="keep up to MB megabytes of answers in each server process, and as many shared by the "
+        "processes, to send again when the same search is asked again (default 16; 0: none kept)",
     )
     return parser
 

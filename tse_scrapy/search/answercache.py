@@ -47,7 +47,7 @@ Kept = tuple[bytes, list[tuple[bytes, bytes]], int]  # (body, headers, the bytes
 class KeptResponse(Response):
     """A kept answer sent again: its body and headers as they were (none computed again)."""
 
-    def __init__(self, kept: Kept) -> None:
+    def __init__(self, kept: Kept | tuple[bytes, list[tuple[bytes, bytes]]]) -> None:
         self.status_code = 200
         self.background = None
         self.body, self.raw_headers = kept[0], list(kept[1])
@@ -82,15 +82,23 @@ class AnswerCache:
         self._kept.move_to_end(key)
         return KeptResponse(kept)
 
-    def keep(self, key: Key | None, made_from: tuple[object, object], response: Response) -> Response:
-        """*response*, kept for *key* when it is a whole successful answer within the bound."""
+    def keepable(self, key: Key | None, response: Response) -> tuple[bytes, list[tuple[bytes, bytes]]] | None:
+        """*response*'s body and headers when it is an answer to keep: a whole successful one (not
+        streamed, nothing to run after it), keys not too long, answers kept at all."""
         if key is None or not self.limit_bytes or response.status_code != 200 or response.background is not None:
-            return response
+            return None
         body = getattr(response, "body", None)
         if not isinstance(body, bytes):  # (a streamed answer: none is kept)
+            return None
+        return body, list(response.raw_headers)
+
+    def keep(self, key: Key | None, made_from: tuple[object, object], response: Response) -> Response:
+        """*response*, kept for *key* when it is a whole successful answer within the bound."""
+        keepable = self.keepable(key, response)
+        if key is None or keepable is None:
             return response
         self._drop_unless_made_from(made_from)
-        headers = list(response.raw_headers)
+        body, headers = keepable
         size = _cost(key, body, headers)
         if size * LARGEST_SHARE > self.limit_bytes or key in self._kept:
             return response

@@ -52,8 +52,9 @@ from ..rules.text.pagetext import snippet
 from ..rules.text.pdftext import pdf_as_html
 from ..rules.web.savedcopy import with_base
 from ..rules.web.urls import text_as_shown, url_as_shown
-from .answercache import DEFAULT_BYTES, AnswerCache
+from .answercache import DEFAULT_BYTES, AnswerCache, KeptResponse
 from .served import Served, ServedIndex
+from .sharedanswers import SharedAnswers
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ ENVIRONMENT_INDEX = "TSE_SERVE_INDEX"
 ENVIRONMENT_HOSTS = "TSE_SERVE_HOSTS"
 ENVIRONMENT_CHECKED = "TSE_SERVE_CHECKED"  # the file key of the index whose store the parent found matching the pages
 ENVIRONMENT_ANSWER_BYTES = "TSE_SERVE_ANSWER_BYTES"  # tse serve --answer-cache, in bytes
+ENVIRONMENT_SHARED_ANSWERS = "TSE_SERVE_SHARED_ANSWERS"  # the directory of the answers the workers share
 # A server on loopback answers only requests addressed to loopback: another site's page in
 # the user's browser cannot read it through a name of its own that resolves to 127.0.0.1.
 LOOPBACK_NAMES = ["127.0.0.1", "localhost"]
@@ -204,10 +206,16 @@ def allowed_hosts(host: str) -> list[str] | None:
     return [*LOOPBACK_NAMES, f"[{host}]" if address.version == 6 else host]
 
 
-def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes: int = DEFAULT_BYTES) -> Starlette:
+def create_app(
+    engine: QueryEngine,
+    hosts: list[str] | None = None,
+    answer_bytes: int = DEFAULT_BYTES,
+    shared: SharedAnswers | None = None,
+) -> Starlette:
     """The app over a query engine (its index and page directory, opened once, and again when
     ``tse index`` writes the index anew: ``served.ServedIndex``); with *hosts*, requests whose Host header names
-    another are refused (400); searches asked again answered from up to *answer_bytes* of kept answers."""
+    another are refused (400); searches asked again answered from up to *answer_bytes* of kept answers,
+    and from the answers the server's processes share (*shared*)."""
     index = ServedIndex(engine)
     pdf_reads = PdfReads()  # this worker's: /doc/DOCID of a PDF
     atexit.register(pdf_reads.close)
@@ -221,8 +229,17 @@ def create_app(engine: QueryEngine, hosts: list[str] | None = None, answer_bytes
             made_from, key = (served, served.engine.gone), answers.key(request)
             if (response := answers.answer(key, made_from)) is not None:
                 return response
-            # (The handler takes the same index: nothing runs between, as it awaits nothing before.)
-            return answers.keep(key, made_from, await handler(request))
+            if shared is None or key is None:
+                # (The handler takes the same index: nothing runs between, as it awaits nothing before.)
+                return answers.keep(key, made_from, await handler(request))
+            # Made by another process of the server, from the same files?
+            version = index.version()
+            if (found := shared.answer(key, version)) is not None:
+                return answers.keep(key, made_from, KeptResponse(found))
+            response = await handler(request)
+            if (keepable := answers.keepable(key, response)) is not None:
+                shared.keep(key, version, *keepable)
+            return answers.keep(key, made_from, response)
 
         return answered
 
@@ -506,7 +523,9 @@ def create_app_from_environment() -> Starlette:
         engine = _engine_when_it_opens(error)
     hosts = os.environ.get(ENVIRONMENT_HOSTS)
     answer_bytes = int(os.environ.get(ENVIRONMENT_ANSWER_BYTES) or DEFAULT_BYTES)
-    return create_app(engine, hosts.split(",") if hosts else None, answer_bytes)
+    shared_directory = os.environ.get(ENVIRONMENT_SHARED_ANSWERS)
+    shared = SharedAnswers(Path(shared_directory), answer_bytes) if shared_directory and answer_bytes else None
+    return create_app(engine, hosts.split(",") if hosts else None, answer_bytes, shared)
 
 
 def _engine_when_it_opens(error: Exception) -> QueryEngine:

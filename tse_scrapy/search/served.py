@@ -203,6 +203,7 @@ class ServedIndex:
         self._check_seconds = check_interval() if check_seconds is None else check_seconds
         self._retry_seconds = retry_seconds
         self._watching: asyncio.Task[None] | None = None  # (kept: a task only weakly held may vanish)
+        self._version: tuple[Served, frozenset[int], str] | None = None  # (version(): for that index and gone list)
 
     def current(self) -> Served:
         """The index to answer from: the one open, or one written anew and usable since.  Called in
@@ -210,6 +211,16 @@ class ServedIndex:
         if self._watching is None or self._watching.done():
             self.watch()
         return self._current
+
+    def version(self) -> str:
+        """What the answers from the index answered from now are made from, the same in each process of
+        the server answering from the same files (``sharedanswers``): the keys of the index's files open,
+        and the pages gone."""
+        gone = self._current.engine.gone
+        if self._version is None or self._version[0] is not self._current or self._version[1] is not gone:
+            digest = hashlib.blake2b(" ".join(map(str, sorted(gone))).encode(), digest_size=16).hexdigest()
+            self._version = (self._current, gone, f"{self._open} {digest}")
+        return self._version[2]
 
     def watch(self) -> asyncio.Task[None]:
         """Start looking for a new index (``_watch``) in the running event loop: at the server's start,

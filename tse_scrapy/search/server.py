@@ -37,11 +37,13 @@ from .app import (
     ENVIRONMENT_HOSTS,
     ENVIRONMENT_INDEX,
     ENVIRONMENT_PAGEDIR,
+    ENVIRONMENT_SHARED_ANSWERS,
     allowed_hosts,
     create_app,
 )
 from .balancing import BalancedConfig, BalancedServer, ConnectionShares
 from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
+from .sharedanswers import SharedAnswers
 
 # uvicorn logs only warnings; its HTTP protocol (serve_forever) is httptools with the request head bounded.
 UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "on"}
@@ -79,6 +81,7 @@ def serve_forever(
     process keeping up to *answer_bytes* of answers to send again; False when a worker process could
     not start (its page directory or index changed)."""
     supervisor = None
+    shared = None
     hosts = allowed_hosts(sock.getsockname()[0])
     # uvicorn makes each connection's protocol with this (a module's class and a number: it pickles, for spawn).
     options = {**UVICORN_OPTIONS, "http": functools.partial(BoundedHttpToolsProtocol, head_seconds=head_seconds)}
@@ -93,6 +96,9 @@ def serve_forever(
         os.environ[ENVIRONMENT_HOSTS] = ",".join(hosts or [])
         os.environ[ENVIRONMENT_CHECKED] = " ".join(map(str, engine.index.key))
         os.environ[ENVIRONMENT_ANSWER_BYTES] = str(answer_bytes)
+        # The answers the workers share (sharedanswers.py), removed when the server stops.
+        shared = SharedAnswers.create(answer_bytes) if answer_bytes else None
+        os.environ[ENVIRONMENT_SHARED_ANSWERS] = str(shared.directory) if shared is not None else ""
         app = "tse_scrapy.search.app:create_app_from_environment"
         if sys.platform == "linux":  # fork, as the indexer's workers; elsewhere uvicorn's spawn
             # uvicorn 0.54 starts its workers from this context (a module attribute, pinned version).
@@ -113,6 +119,9 @@ def serve_forever(
         supervisor.run()
     except KeyboardInterrupt:
         pass  # uvicorn has shut down cleanly, then raised the signal again
+    finally:
+        if shared is not None:
+            shared.remove()
     # uvicorn's supervisor stops every worker when one fails to start.
     return supervisor is None or all(worker.exitcode != STARTUP_FAILURE for worker in supervisor.processes)
 
