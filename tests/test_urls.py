@@ -105,6 +105,41 @@ def test_remove_dot_segments(path, expected):
     assert remove_dot_segments(path) == expected
 
 
+def _rfc_remove_dot_segments(path: str) -> str:
+    """RFC 3986 5.2.4 transcribed step by step (its input buffer cut at each step)."""
+    output: list[str] = []
+    while path:
+        if path.startswith("../"):
+            path = path[3:]
+        elif path.startswith("./") or path.startswith("/./"):
+            path = path[2:]
+        elif path == "/.":
+            path = "/"
+        elif path.startswith("/../"):
+            path = path[3:]
+            if output:
+                output.pop()
+        elif path == "/..":
+            path = "/"
+            if output:
+                output.pop()
+        elif path in (".", ".."):
+            path = ""
+        else:
+            end = path.find("/", 1)
+            end = len(path) if end == -1 else end
+            output.append(path[:end])
+            path = path[end:]
+    return "".join(output)
+
+
+@given(st.lists(st.sampled_from(["/", ".", "..", "a", "b.c", "/./", "/../", "./", "../"]), max_size=12).map("".join))
+def test_remove_dot_segments_is_the_rfcs_loop(path):
+    # (Read from a position, not cut at each step: cutting was quadratic, 5 s for an archive's URL of
+    # 400,000 segments; 0.4 s now. Measured, not asserted: bench/RESULTS.md.)
+    assert remove_dot_segments(path) == _rfc_remove_dot_segments(path)
+
+
 url_text = st.one_of(
     st.text(),
     st.builds(

@@ -90,31 +90,36 @@ def is_internal(normalized_url: str | None, prefixes: Iterable[str] = (DEFAULT_P
 
 
 def remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4; ``..`` above the root is dropped."""
+    """RFC 3986 section 5.2.4; ``..`` above the root is dropped.  The RFC's loop, reading *path* from a
+    position instead of cutting its head off at each step: cutting copied the rest of the path each
+    segment, quadratic (400,000 segments took 5 s: an archive's URL, tse import)."""
     output: list[str] = []
-    while path:
-        if path.startswith("../"):
-            path = path[3:]
-        elif path.startswith("./") or path.startswith("/./"):
-            path = path[2:]
-        elif path == "/.":
-            path = "/"
-        elif path.startswith("/../"):
-            path = path[3:]
+    at, size = 0, len(path)
+    while at < size:
+        if path.startswith("../", at):
+            at += 3
+        elif path.startswith("./", at) or path.startswith("/./", at):
+            at += 2
+        elif path.startswith("/../", at):
+            at += 3
             if output:
                 output.pop()
-        elif path == "/..":
-            path = "/"
+        elif at + 2 == size and path.endswith("/."):  # the rest is "/.": it becomes "/"
+            output.append("/")
+            break
+        elif at + 3 == size and path.endswith("/.."):  # the rest is "/..": "/", the last segment dropped
             if output:
                 output.pop()
-        elif path in (".", ".."):
-            path = ""
+            output.append("/")
+            break
+        elif size - at <= 2 and path[at:] in (".", ".."):
+            break
         else:
-            end = path.find("/", 1)
+            end = path.find("/", at + 1)
             if end == -1:
-                end = len(path)
-            output.append(path[:end])
-            path = path[end:]
+                end = size
+            output.append(path[at:end])
+            at = end
     return "".join(output)
 
 
