@@ -171,6 +171,32 @@ def test_scrapy_crawl_with_the_setting(tmp_path, serve):
     assert (tmp_path / "s.cdxj").is_file()
 
 
+def test_headers_that_are_not_ascii_are_written_percent_encoded(tmp_path, serve):
+    # A header holding "; name=value" and bytes past ASCII outside them stopped the crawl with a traceback
+    # (warcio encodes only the "=value" parts, then could not write the rest), and --resume failed the same.
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    utf8 = "é".encode().decode("latin-1")  # (the server writes headers in latin-1: these are UTF-8's bytes)
+    server.rules["/a.html"] = Rule(
+        headers={
+            "Link": f'<{server.url}/canon{utf8}.html>; rel="canonical"',
+            "Set-Cookie": f"name=caf{utf8}; Path=/",
+            "X-Note": f"plain {utf8}",
+        }
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    warc = tmp_path / "crawl.warc.gz"
+    result = crawl_site(server, out, 1, "--warc", warc)
+    assert result.returncode == 0 and b"Traceback" not in result.stderr, result.stderr.decode()
+    assert [url.removeprefix(server.url) for url, _ in saved_pages(out)] == ["/index.html", "/a.html"]
+    (answer,) = [record for record in responses(assert_valid(warc)) if path_of(record) == "/a.html"]
+    headers = answer["http"]
+    assert headers.get_header("Link") == f'<{server.url}/canon%C3%A9.html>; rel="canonical"'
+    assert headers.get_header("Set-Cookie") == "name=caf%C3%A9; Path=/"
+    assert headers.get_header("X-Note") == "plain %C3%A9"
+
+
 # Links a browser and the crawl's parser read as none: in comments, scripts, raw text, templates.
 INERT_LINKS = (
     '<!-- <a href="c.html">commented out</a> --><!--><a href="b.html">after an empty comment</a>'

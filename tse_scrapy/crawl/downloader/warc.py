@@ -6,6 +6,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import threading
 import zlib
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -465,14 +466,24 @@ def _warc_headers(record_type: str, url: str, date: str, digests: dict[str, str]
 
 
 def _header_list(headers: Headers, dropped: set[bytes]) -> list[tuple[str, str]]:
-    # Header bytes are latin-1 on the wire; warcio writes them back as they were
-    # (percent-encoding what is not ASCII).
+    # A WARC's HTTP headers are ASCII: each byte that is not (nor printable), percent-encoded here,
+    # the rest as it was.  warcio would encode such a value itself, but only its ``name=value``
+    # parts, then fail on the rest (``Link: <.../canoné.html>; rel="canonical"``: a traceback and a
+    # crawl that stopped there, resumed or not).
     return [
-        (name.decode("latin-1"), value.decode("latin-1"))
+        (_ascii(name), _ascii(value))
         for name, values in headers.items()
         if name.lower() not in dropped
         for value in values
     ]
+
+
+_NOT_ASCII = re.compile(rb"[^\t\x20-\x7e]")
+
+
+def _ascii(raw: bytes) -> str:
+    """*raw*, a header's bytes as received, with each byte past printable ASCII percent-encoded."""
+    return _NOT_ASCII.sub(lambda byte: b"%%%02X" % byte.group()[0], raw).decode("ascii")
 
 
 def _protocol(protocol: str | None) -> str:
