@@ -341,3 +341,22 @@ def test_indextest_refuses_a_page_directory_file_and_names_newindex_when_it_cann
         1,
         f"tse indextest: {old}:2: not a lowercase word: 'x%1B[2J%E9'\n",
     )
+
+
+def test_no_output_file_is_the_index_a_warc_file_has_beside_it(tmp_path, serve):
+    # crawl.cdxj is written beside --warc crawl.warc.gz at the end, replacing what is there: a --record
+    # (or log, or changes) of that name was lost (a reviewer's find).
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    server = serve(site.root)
+    (tmp_path / "fresh").mkdir()
+    (tmp_path / "out").mkdir()
+    assert crawl_site(server, tmp_path / "out", 1).returncode == 0  # (--changes goes with --update of a crawl)
+    warc, index = tmp_path / "crawl.warc.gz", tmp_path / "crawl.cdxj"
+    before = snapshot(tmp_path)
+    for option in ("--record", "--log-file", "--changes"):
+        crawled = ("out", "--update") if option == "--changes" else ("fresh",)
+        crawl = ("crawl", f"{server.url}/index.html", tmp_path / crawled[0], 1, "--prefix", f"{server.url}/")
+        status, _, err = outcome_here(*crawl, *crawled[1:], "-s", "DOWNLOAD_DELAY=0", "--warc", warc, option, index)
+        assert status == 2, err
+        assert err == f"tse crawl: {option}: {index} is the index --warc {warc} writes beside it (crawl.cdxj)\n"
+    assert snapshot(tmp_path) == before  # nothing fetched, nothing written

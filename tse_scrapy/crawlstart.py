@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from .crawl.warcindex import cdxj_path
 from .resume.pagedirlock import PageDirectoryLock, lock_page_directory
 from .resume.startmode import StartMode, pages_saved, start_mode
 from .resume.statedb import (
@@ -394,6 +395,12 @@ def _check_output_files(
     warc = outputs["--warc"]
     if warc and not str(warc).endswith(".warc.gz"):
         raise ArgumentError(f"--warc: the file name must end in .warc.gz: {warc}")
+    if warc:
+        # The WARC's index, written beside it at the end (crawl.warc.gz -> crawl.cdxj), replaced whole: it
+        # overwrote a --record, --changes or --log-file of its name (a reviewer's find).
+        index = cdxj_path(warc)
+        if (other := seen.get(os.path.realpath(index))) is not None:
+            raise ArgumentError(f"{other}: {outputs[other]} is the index --warc {warc} writes beside it ({index.name})")
     for name, what in (("--warc", "a new WARC file"), ("--record", "a new record")):
         path = outputs[name]
         if path and os.path.exists(path) and not append:
