@@ -372,6 +372,24 @@ def test_another_crawls_directory_is_refused_in_every_ranking(engine, tmp_path):
         )
 
 
+def test_a_page_whose_url_is_longer_than_a_url_line_is_read_is_still_its_crawls(tmp_path):
+    # A URL of 70,000 bytes (an import took one): the page file's URL line is read to 64 KB, and the index
+    # was refused as another crawl's, in a message holding the whole URL twice (1 MB for a URL of 900 KB).
+    long_url = "http://e.com/?q=" + "b" * 70_000
+    pages = write_pages(tmp_path / "pages", {1: ("http://e.com/", 0, b"cat"), 2: (long_url, 1, b"cat dog")})
+    index = tmp_path / "index"
+    assert tse_here("index", pages, index).returncode == 0
+    found = tse_here("query", pages, index, "--rank", "relevance", input=b"dog\n")
+    assert found.returncode == 0 and long_url.encode() in found.stdout, found.stderr
+    # Another crawl's page 2 with such a URL: said, the URLs cut.
+    other_url = long_url.replace("?q=", "?r=")
+    other = write_pages(tmp_path / "other", {1: ("http://e.com/", 0, b"cat"), 2: (other_url, 1, b"cat")})
+    refused = tse_here("query", other, index, "--rank", "relevance", input=b"dog\n")
+    said = one_line_failure(refused)
+    assert refused.returncode == 1 and said.startswith(f"tse query: {other} is not the crawl {index}")
+    assert len(said) < 1_000 and said.count("\u2026") == 2, said
+
+
 def test_the_reference_index_alone_is_queried_with_its_crawls_urls(reference_dir, mirror, tmp_path):
     # No document store beside it (the reference indexer writes none): nothing says which crawl it was
     # written from, so it is queried as the reference querier would, with the page files' URLs.

@@ -83,6 +83,10 @@ class Rows:
     file: tuple[int, int, int, int, bytes] | None
 
 
+# The most of a URL a message about another crawl's directory shows (``other_crawl``).
+SHOWN_URL = 300
+
+
 def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> str | None:
     """Why *directory* is not the crawl the index *indexfile* was written from, when its document store
     says so: the page file of the store's first, middle or last page names another URL, or is missing
@@ -114,12 +118,23 @@ def other_crawl(indexfile: str | os.PathLike, directory: str | os.PathLike) -> s
             )
         except OSError:
             continue
-        if found != url:
+        if found != url and found != _url_line_read(url):
             return (
-                f"{directory} is not the crawl {indexfile} was written from (its page {doc_id} is {found!r},"
-                f" the index's {url!r})"
+                f"{directory} is not the crawl {indexfile} was written from (its page {doc_id} is"
+                f" {_shown_url(found)}, the index's {_shown_url(url)})"
             )
     return None
+
+
+def _url_line_read(url: str) -> str:
+    """What ``pagedir.read_page_url`` reads of a page file whose URL line is *url*: its first
+    URL_LINE_BYTES (a page file made by hand or imported may hold a URL of megabytes)."""
+    return url.encode("utf-8", "replace")[: pagedir.URL_LINE_BYTES].decode("utf-8", "replace")
+
+
+def _shown_url(url: str) -> str:
+    """*url* quoted for a message, cut past SHOWN_URL characters (it may be megabytes long)."""
+    return repr(url) if len(url) <= SHOWN_URL else repr(url[:SHOWN_URL]) + "\u2026"
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
