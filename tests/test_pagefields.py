@@ -317,6 +317,7 @@ def test_a_short_spelling_is_a_word_of_the_page_that_folding_changes(text):
         ("http://h/deu/a.html", None),  # (three letters: "doc", "api", "img" are folders, not languages)
         ("http://h/", None),
         ("not a url", None),
+        ("http://[e.com/da/a.html", None),  # (no parser takes it: a page of an archive held one)
     ],
 )
 def test_a_url_names_a_language(url, language):

@@ -390,6 +390,29 @@ def test_a_page_whose_url_is_longer_than_a_url_line_is_read_is_still_its_crawls(
     assert len(said) < 1_000 and said.count("\u2026") == 2, said
 
 
+def test_a_page_whose_url_no_parser_takes_is_indexed_and_found(tmp_path):
+    # "http://[e.com/a" (an archive's record held one): tse index failed with a traceback (the URL's
+    # language, its links' host: urlsplit raises ValueError). Its relative links lead nowhere; the others count.
+    pages = write_pages(
+        tmp_path / "pages",
+        {
+            1: ("http://e.com/", 0, b"<p>hello world</p>"),
+            2: (
+                "http://[e.com/a",
+                1,
+                b'<title>t</title><p>hi <a href="b.html">bee</a> <a href="http://e.com/">e</a></p>',
+            ),
+            3: ("http://e.com/z", 1, b'<p>Ein langer Text <a href="http://[e.com/a">verweis</a></p>'),
+        },
+    )
+    index = tmp_path / "index"
+    done = tse_here("index", pages, index, "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    for rank, query in (("relevance", b"hi\n"), ("tse", b"bee\n")):
+        found = tse_here("query", pages, index, "--rank", rank, input=query)
+        assert found.returncode == 0 and b"doc   2: http://[e.com/a" in found.stdout, (rank, found.stdout)
+
+
 def test_the_reference_index_alone_is_queried_with_its_crawls_urls(reference_dir, mirror, tmp_path):
     # No document store beside it (the reference indexer writes none): nothing says which crawl it was
     # written from, so it is queried as the reference querier would, with the page files' URLs.

@@ -119,7 +119,11 @@ def url_language(url: str) -> str | None:
     ``index.zh-cn.html``), the one nearest the file; only a language ``analysis`` knows, else None.
     For a page whose text is too short to tell (a table of contents: 11 pages of the known-item bench's
     manuals, ``/da/ch07.html`` among them, had no language, left out of ``lang=da``)."""
-    segments = [unquote(segment) for segment in urlsplit(url).path.split("/") if segment]
+    try:
+        path = urlsplit(url).path
+    except ValueError:  # a URL no parser takes ("http://[e.com/a", a page of an archive): it names none
+        return None
+    segments = [unquote(segment) for segment in path.split("/") if segment]
     named = segments[:-1]
     if segments:  # the last: a folder, or a file (name.LANG.ext: its LANG)
         parts = segments[-1].split(".")
@@ -249,6 +253,8 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
     page links mostly to other sites (they would cost the most and give nothing)."""
     targets: dict[str, str] = {}
     resolve = LinkResolver(page_url)
+    if resolve.origin is None:  # a URL no parser takes: no host, so no link to its own
+        return []
     same_host = resolve.origin + "/"
     for href, label in markuppass.links(text):  # (typed where compiled: markuppass.pyx)
         if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):

@@ -158,14 +158,19 @@ class LinkResolver:
 
     def __init__(self, page_url: str):
         self.page_url = page_url
-        parts = urlsplit(page_url)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
+        try:
+            parts = urlsplit(page_url)
+            self.origin: str | None = f"{parts.scheme}://{parts.netloc}"
+        except ValueError:  # a URL no parser takes ("http://[e.com/a", a page of an archive): nothing is under it
+            self.origin = None
         self.directory = page_url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
 
     def __call__(self, href: str) -> str | None:
         href = href.split("#", 1)[0]
         if href.startswith(("http://", "https://")):
             return href
+        if self.origin is None:
+            return None
         try:
             if href.startswith("/") and not href.startswith("//") and "/." not in href:
                 return self.origin + href
