@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.support.inprocess import tse_here
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.pagedir import Page, PageFileError
 
@@ -80,6 +81,9 @@ def test_decode_rejects_what_is_not_a_page_file(data):
         (b"http://h/\n-1\nb\n", "line 2 is not a depth (a number, digits 0-9 only)"),
         ("http://h/\n\u0661\nb\n".encode(), "line 2 is not a depth (a number, digits 0-9 only)"),  # Arabic-Indic 1
         (b"http://h/\n12", "line 2, the depth, has no line break after it"),
+        (b"http://h/\n" + b"9" * 19 + b"\nb\n", "line 2 is not a depth (a number of at most 18 digits)"),
+        # (int() refuses past 4,300 digits: tse index, query and serve failed with a traceback)
+        (b"http://h/\n" + b"9" * 5000 + b"\nb\n", "line 2 is not a depth (a number of at most 18 digits)"),
     ],
 )
 def test_what_is_not_a_page_file_is_said_by_line(tmp_path, data, reason):
@@ -250,3 +254,23 @@ def test_a_page_or_gone_list_that_is_no_regular_file_is_not_read(tmp_path):
         pagedir.gone_docs(tmp_path)
     with pytest.raises(OSError, match="not a regular file"):
         pagedir.check_page_files(tmp_path)  # (an update's check of every page file's first lines)
+
+
+@pytest.mark.parametrize("name", ["1", ".crawler"])
+def test_a_page_1_or_marker_that_is_a_fifo_is_refused_without_waiting(tmp_path, name):
+    # tse index, query and serve opened them with a plain open(): a FIFO waits for a writer, for good.
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / ".crawler").write_bytes(b"")
+    (pages / "1").write_bytes(b"http://h/\n0\n<p>cat</p>\n")
+    index = tmp_path / "index"
+    assert tse_here("index", pages, index).returncode == 0
+    (pages / name).unlink()
+    os.mkfifo(pages / name)
+    said = "has no readable page 1" if name == "1" else "is not a crawler directory (no readable .crawler)"
+    runs = {"index": (pages, tmp_path / "other.index"), "query": (pages, index), "serve": (pages, index, "--port", "0")}
+    for command, arguments in runs.items():
+        done = tse_here(command, *arguments, input=b"cat\n")
+        status = 2 if command == "serve" else 1  # (serve's usage errors are 2)
+        assert done.returncode == status and done.stderr.decode() == f"tse {command}: {pages} {said}\n", done
+    assert not (tmp_path / "other.index").exists()

@@ -74,7 +74,7 @@ def check_page_directory(directory: str | os.PathLike, indexfile: str | os.PathL
         (pagedir.MARKER, "is not a crawler directory (no readable .crawler)"),
         ("1", "has no readable page 1"),
     ):
-        if not _readable(pagedir.page_path(directory, name)):
+        if not pagedir.is_readable_file(pagedir.page_path(directory, name)):
             if name == pagedir.MARKER and indexfile is not None and _swapped(directory, indexfile):
                 problem += "; the arguments are PAGEDIR INDEXFILE: were they swapped?"
             raise PageDirError(f"{directory} {problem}")
@@ -150,20 +150,12 @@ def unfinished_crawl(directory: str | os.PathLike) -> str | None:
     )
 
 
-def _readable(path: str | os.PathLike) -> bool:
-    try:
-        with open(path, "rb"):
-            return True
-    except OSError:
-        return False
-
-
 def _swapped(directory: str | os.PathLike, indexfile: str | os.PathLike) -> bool:
     """Whether PAGEDIR *directory* is a file and INDEXFILE *indexfile* a crawler directory."""
     return (
         os.path.isfile(directory)
         and os.path.isdir(indexfile)
-        and _readable(pagedir.page_path(indexfile, pagedir.MARKER))
+        and pagedir.is_readable_file(pagedir.page_path(indexfile, pagedir.MARKER))
     )
 
 

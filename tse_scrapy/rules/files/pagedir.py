@@ -30,8 +30,9 @@ from ...atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
 GONE_NAME = ".tse-gone"
-# The most digits a docID is written with (a page directory of a billion billion pages).
+# The most digits a docID is written with (a page directory of a billion billion pages), and a depth.
 DOCID_DIGITS = 18
+DEPTH_DIGITS = 18
 PathLike = str | os.PathLike
 
 
@@ -96,7 +97,7 @@ def decode_page(data: bytes) -> Page:
     what is wrong."""
     url, newline, rest = data.partition(b"\n")
     depth, newline2, body = rest.partition(b"\n")
-    if not (newline and newline2 and depth.isdigit()):
+    if not (newline and newline2 and depth.isdigit() and len(depth) <= DEPTH_DIGITS):
         raise PageFileError(lines_problem(url + newline + depth + newline2))
     if body.endswith(b"\n"):
         body = body[:-1]
@@ -119,6 +120,8 @@ def lines_problem(head: bytes) -> str:
         reason = "line 2 is empty (a page file's depth is its second line)"
     elif not depth.isdigit():  # (bytes: ASCII digits only)
         reason = "line 2 is not a depth (a number, digits 0-9 only)"
+    elif len(depth) > DEPTH_DIGITS:  # (int() refuses past 4,300 digits: a traceback)
+        reason = f"line 2 is not a depth (a number of at most {DEPTH_DIGITS} digits)"
     elif not newline2:
         reason = "line 2, the depth, has no line break after it"
     else:
@@ -204,6 +207,16 @@ def read_regular_file(path: PathLike) -> bytes:
     ever (the process that reads it with it), a device such as /dev/zero never ends."""
     with _regular_file(path) as file:
         return file.read()
+
+
+def is_readable_file(path: PathLike) -> bool:
+    """Whether *path* is a regular file this process may read (opened, not read: a plain open of a
+    FIFO waits for a writer for ever)."""
+    try:
+        with _regular_file(path):
+            return True
+    except OSError:
+        return False
 
 
 def _regular_file(path: PathLike) -> BinaryIO:
