@@ -983,6 +983,7 @@ def crawl(options: argparse.Namespace) -> int:
     from .crawl.outcome import interrupts_ignored_from_now as crawl_over
     from .crawl.outcome import report as crawl_outcome
     from .crawl.outcome import say_start_failure, summary_line
+    from .crawl.progresslog import flush_stdout
     from .crawl.seeds import failed_page_lines
     from .spiders.tse import TseSpider
 
@@ -1006,7 +1007,10 @@ def crawl(options: argparse.Namespace) -> int:
         for line in failed_page_lines(stats):  # (the progress log's Failed lines say no reason)
             sys.stderr.write(f"tse crawl: {shown_message(line)}\n")
         sys.stderr.write(f"tse crawl: {summary_line(stats, update=options.update)}\n")
-    return crawl_outcome("tse crawl", crawler)
+    status = crawl_outcome("tse crawl", crawler)
+    # The progress log's last lines, held in stdout's buffer when it is a pipe: its reader gone
+    # (`| head`), 141 as for tse query, not Python's "Exception ignored" and 120 at exit.
+    return BROKEN_PIPE if not flush_stdout() and status == OK else status
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ BROKEN_PIPE = 141  # the reader of stdout went away (128 + SIGPIPE)
 FINISHED = "finished"
 PAGE_LIMIT = "closespider_pagecount"  # Scrapy's own name for the same stop
 WRITE_ERROR = "tse_write_error"  # a page file or the crawl state could not be written
+STDOUT_CLOSED = "tse_stdout_closed"  # the reader of the progress log went away (exit BROKEN_PIPE)
 SUCCESS_REASONS = (FINISHED, PAGE_LIMIT)
 
 

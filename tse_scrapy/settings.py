@@ -110,6 +110,8 @@ EXTENSIONS = {
     "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state
     "tse_scrapy.crawl.extensions.politeness.Politeness": 500,
     "tse_scrapy.crawl.extensions.progress.CrawlProgress": 600,
+    # A progress log that cannot be written (tse crawl ... | head) stops the crawl, resumable.
+    "tse_scrapy.crawl.extensions.progressoutput.ProgressOutput": 650,
     "tse_scrapy.crawl.extensions.gcthreshold.GcThreshold": 700,
     # A seed that could not be fetched, and why: said in one line at the end (crawl/outcome.py).
     "tse_scrapy.crawl.seeds.SeedFailures": 800,

@@ -10,8 +10,9 @@ from datetime import datetime
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from ..crawl.outcome import interrupts_ignored_from_now, report, say_start_failure
+from ..crawl.progresslog import flush_stdout
 from ..crawlstart import CrawlStart, prepare_crawl
-from ..exitcodes import FAILED, OK, USAGE
+from ..exitcodes import BROKEN_PIPE, FAILED, OK, USAGE
 from ..rules.crawling.crawlargs import ArgumentError
 from ..spiders.tse import TseSpider
 
@@ -84,3 +85,5 @@ class Command(ScrapyCrawlCommand):
             # (A crawl that started and has no finish reason was stopped at once by a second Ctrl-C, or
             # by a first as Scrapy started: it exited 0, saying nothing.)
             self.exitcode = report(f"scrapy crawl {args[0]}", crawler)
+            if not flush_stdout() and self.exitcode == OK:  # (its reader gone: see tse crawl's)
+                self.exitcode = BROKEN_PIPE

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..exitcodes import FAILED, OK, SUCCESS_REASONS, StartFailed
+from ..exitcodes import BROKEN_PIPE, FAILED, OK, STDOUT_CLOSED, SUCCESS_REASONS, StartFailed
 from ..resume.statedb import RESUMABLE
 from ..rules.crawling.crawlargs import is_yes
 from ..rules.crawling.eta import format_clock
@@ -120,7 +120,7 @@ def report(program: str, crawler: Crawler) -> int:
     if failure is None:
         return OK
     _say_failure(program, failure)
-    return FAILED
+    return BROKEN_PIPE if stats.get_value("finish_reason") == STDOUT_CLOSED else FAILED
 
 
 def _say_failure(program: str, failure: str) -> None:

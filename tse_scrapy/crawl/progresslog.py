@@ -12,7 +12,10 @@ never holds: each line is written as it happens.
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
+from collections.abc import Callable
 
 from scrapy import Request
 
@@ -71,7 +74,7 @@ class ProgressHold:
             if drop_awaited:
                 self.awaited.clear()
         if text:
-            sys.stdout.write("".join(text))
+            _write("".join(text))
 
 
 _hold: ProgressHold | None = None  # set while a distributed worker holds the log
@@ -81,6 +84,64 @@ _hold: ProgressHold | None = None  # set while a distributed worker holds the lo
 # Scrapy takes a callback's output a few items ahead of scheduling them, so the
 # spider cannot log them: they are logged with this link, in link order.
 JUDGED_BEFORE = "tse_judged_before"
+
+
+# What the crawl does when stdout cannot be written (``when_stdout_fails``), and whether it could not.
+_when_failed: Callable[[OSError], None] | None = None
+_failed = False
+
+
+def when_stdout_fails(action: Callable[[OSError], None] | None) -> None:
+    """Call *action* with the error, once, when the progress log cannot be written: its reader went
+    away (``tse crawl ... | head``: a BrokenPipeError raised in Scrapy's tasks, which dropped it, and
+    the crawl waited for good, Ctrl-C and SIGTERM ignored), a full disk.  Set for each crawl."""
+    global _when_failed, _failed
+    _when_failed, _failed = action, False
+
+
+def _write(text: str) -> None:
+    global _failed
+    if _failed:
+        return
+    try:
+        sys.stdout.write(text)
+    except OSError as error:
+        _failed = True
+        _write_nowhere()
+        if _when_failed is not None:
+            _when_failed(error)
+
+
+def flush_stdout() -> bool:
+    """The progress log's last lines written (at the crawl's end: a pipe's are held until then); False
+    when they could not be, or a line before them could not (stdout written nowhere from then on)."""
+    global _failed
+    if _failed:
+        return False
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _failed = True
+        _write_nowhere()
+        return False
+    return True
+
+
+def _write_nowhere() -> None:
+    """stdout written to /dev/null from now on: the lines still buffered, and Python's flush at exit,
+    raise nothing more."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # (not a file: a test's captured stream)
+        return
+    nowhere = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(nowhere, descriptor)
+    os.close(nowhere)
+
+
+def is_broken_pipe(error: OSError) -> bool:
+    """Whether *error* says the reader of the output went away."""
+    return isinstance(error, BrokenPipeError) or error.errno == errno.EPIPE
 
 
 def hold_progress() -> ProgressHold:
@@ -102,7 +163,7 @@ def log_progress(depth: int, word: str, url: str) -> None:
     if _hold is not None:
         _hold.line(depth, word, url)
     else:
-        sys.stdout.write(progress_line(depth, word, url))
+        _write(progress_line(depth, word, url))
 
 
 def log_link(request: Request, verdict: str) -> None:
@@ -111,7 +172,7 @@ def log_link(request: Request, verdict: str) -> None:
     if _hold is not None:
         _hold.link(request, verdict)
     else:
-        sys.stdout.write(_link_lines(request, verdict))
+        _write(_link_lines(request, verdict))
 
 
 def _link_lines(request: Request, verdict: str) -> str:
