@@ -46,6 +46,17 @@ NORMALIZE = [
     ("http://h/../../x.html", "http://h/x.html"),
     ("http://h/a/b/..", "http://h/a/"),
     ("http://h/a/./", "http://h/a/"),
+    # ... and those written percent-encoded, as servers and browsers take them (WHATWG URL): a link
+    # /tse/%2e%2e/admin/ was fetched as under /tse/, and robots.txt's /admin/ not applied (a reviewer's find)
+    ("http://h/tse/%2e%2e/admin/secret.html", "http://h/admin/secret.html"),
+    ("http://h/tse/%2E%2e/admin/secret.html", "http://h/admin/secret.html"),
+    ("http://h/tse/.%2e/admin/x.html", "http://h/admin/x.html"),
+    ("http://h/tse/%2E./admin/x.html", "http://h/admin/x.html"),
+    ("http://h/tse/%2e/x.html", "http://h/tse/x.html"),
+    ("http://h/tse/%2e%2e", "http://h/"),
+    ("http://h/tse/%2e%2e%2e/x.html", "http://h/tse/%2e%2e%2e/x.html"),  # (three dots: a name)
+    ("http://h/tse/%2ex.html", "http://h/tse/%2ex.html"),
+    ("http://h/tse/x.html?a=/%2e%2e/", "http://h/tse/x.html?a=/%2e%2e/"),  # (the query is no path)
     # 6. repeated slashes collapse
     ("http://h//a///b.html", "http://h/a/b.html"),
     # 7. query verbatim, fragment dropped
@@ -334,3 +345,13 @@ def test_a_url_as_shown_holds_no_bidirectional_control_and_reads_back(url):
     shown = url_as_shown(url)
     assert not any(c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069" for c in shown)
     assert unquote(shown, errors="surrogatepass") == url
+
+
+_DOTS = {".": [".", "%2e", "%2E"], "..": ["..", "%2e%2e", ".%2E", "%2E.", "%2E%2e"]}
+
+
+@given(st.lists(st.sampled_from(["a", "b.html", ".", ".."]), min_size=1, max_size=8), st.randoms())
+def test_dot_segments_percent_encoded_are_dot_segments(segments, random):
+    written = [random.choice(_DOTS.get(segment, [segment])) for segment in segments]
+    expected = normalize_url("http://h/" + "/".join(segments), False)
+    assert normalize_url("http://h/" + "/".join(written), False) == expected

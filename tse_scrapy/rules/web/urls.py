@@ -75,8 +75,25 @@ def _normalize(url: str, tse_extensions: bool | frozenset[str]) -> str | None:
     path, question, query = tail.partition("?")
     if not path or (tse_extensions and not _extension_ok(path, tse_extensions)):
         return None
+    if "%2" in path:
+        path = _dots_decoded(path)
     path = remove_dot_segments(_REPEATED_SLASHES.sub("/", path))
     return scheme + user + host.lower() + path + question + query
+
+
+_ENCODED_DOT_SEGMENTS = {"%2e": ".", ".%2e": "..", "%2e.": "..", "%2e%2e": ".."}
+
+
+def _dots_decoded(path: str) -> str:
+    """*path* with its dot segments written percent-encoded (``%2e``, ``.%2E``, ``%2e%2e``) written as
+    dots: servers and browsers take them as dot segments (WHATWG URL), and left so, a link
+    ``/tse/%2e%2e/admin/x.html`` was fetched as under the prefix ``/tse/`` and not under robots.txt's
+    ``Disallow: /admin/`` (a reviewer's find)."""
+    segments = path.split("/")
+    for number, segment in enumerate(segments):
+        if len(segment) <= 6 and (dots := _ENCODED_DOT_SEGMENTS.get(segment.lower())) is not None:
+            segments[number] = dots
+    return "/".join(segments)
 
 
 _normalize_cached = lru_cache(maxsize=_CACHED_URLS)(_normalize)
