@@ -56,6 +56,12 @@ def test_own_prefixes(tmp_path):
         (dict(links="regex"), "links must be one of"),
         (dict(prefix="not a url"), "prefix must be"),
         (dict(prefix=","), "prefix is empty"),
+        # No request can be made of these: a traceback, and a page directory left holding a crawl that
+        # could not go on (a reviewer's find).
+        (dict(prefix="http://127.0.0.1:99999/"), "prefix is not a URL a request can be made of \\(Port out of range"),
+        (dict(prefix="http://h:+80/"), "prefix is not a URL a request can be made of \\(Port could not be cast"),
+        (dict(prefix="http://[zz]/"), "prefix is not a URL a request can be made of \\('zz' does not appear"),
+        (dict(seed="http://cs50tse.cs.dartmouth.edu:99999/tse/"), "seed URL is not a URL a request can be made of"),
     ],
 )
 def test_bad_arguments(tmp_path, changes, message):
@@ -73,6 +79,24 @@ def test_bad_page_directories(tmp_path):
     (tmp_path / "d" / ".crawler").mkdir(parents=True)
     with pytest.raises(ArgumentError, match="cannot create"):
         check_crawl_args(SEED, tmp_path / "d", 1)
+
+
+@pytest.mark.parametrize(
+    ("seed", "prefix", "seeds", "prefixes"),
+    [
+        # As the crawl requests them (Scrapy's URLs): a prefix typed with other letters or spaces took no
+        # request, and the crawl saved nothing, exit 0 (a reviewer's find).
+        ("http://h/日本/index.html", "http://h/日本/", "http://h/%E6%97%A5%E6%9C%AC/index.html", "http://h/%E6%97%A5%E6%9C%AC/"),
+        ("http://h/my docs/a.html", "http://h/my docs/", "http://h/my%20docs/a.html", "http://h/my%20docs/"),
+        ("http://Bücher.example/a.html", "http://bücher.example/", "http://xn--bcher-kva.example/a.html",
+         "http://xn--bcher-kva.example/"),
+        ("http://h:/a.html", "http://h:/", "http://h/a.html", "http://h/"),
+        ("http://h/%E6%97%A5/a.html", "http://h/日/", "http://h/%E6%97%A5/a.html", "http://h/%E6%97%A5/"),
+    ],
+)  # fmt: skip
+def test_seeds_and_prefixes_are_taken_as_the_crawl_requests_them(tmp_path, seed, prefix, seeds, prefixes):
+    args = check_crawl_args(seed, tmp_path, 1, prefix=prefix)
+    assert (args.seeds, args.prefixes) == ((seeds,), (prefixes,))
 
 
 def test_several_seeds_are_normalized_once_each(tmp_path):

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from w3lib.url import safe_url_string
+
 from ..files.pagedir import MARKER, holds_pages, read_page_url
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
@@ -129,6 +131,7 @@ def check_crawl_args(
             )
         if normalized is None:
             raise ArgumentError(f"seed URL cannot be normalized: {url}")
+        normalized = as_requested(normalized, "seed URL", url)
         if not is_internal(normalized, prefixes):
             raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {url}")
         if normalized not in seeds:
@@ -309,8 +312,22 @@ def _check_prefixes(prefix: Any) -> tuple[str, ...]:
         normalized = normalize_url(given)
         if normalized is None or not normalized.lower().startswith(("http://", "https://")):
             raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {given}")
-        prefixes.append(normalized)
+        prefixes.append(as_requested(normalized, "prefix", given))
     return tuple(prefixes)
+
+
+def as_requested(url: str, what: str, given: str) -> str:
+    """The normalized *url* as the crawl requests it (a Scrapy request's URL: w3lib's
+    ``safe_url_string`` percent-encodes what is not ASCII and spaces, writes a host in IDNA, drops an
+    empty port), so that a seed or prefix typed so is compared with the URLs requested: a prefix
+    ``http://h/日本/`` took none of them, and the crawl saved nothing, exit 0.  ArgumentError, saying
+    *what* was *given*, for a URL no request can be made of (a port out of range, a host in brackets
+    that is no address: a traceback, and a page directory left holding a crawl that could not go on)."""
+    try:
+        urlsplit(url).port  # noqa: B018 (its checks)
+        return safe_url_string(url)
+    except ValueError as error:
+        raise ArgumentError(f"{what} is not a URL a request can be made of ({error}): {given}") from None
 
 
 def _check_no_credentials(url: str, what: str) -> None:
