@@ -62,6 +62,9 @@ def test_own_prefixes(tmp_path):
         (dict(prefix="http://h:+80/"), "prefix is not a URL a request can be made of \\(Port could not be cast"),
         (dict(prefix="http://[zz]/"), "prefix is not a URL a request can be made of \\('zz' does not appear"),
         (dict(seed="http://cs50tse.cs.dartmouth.edu:99999/tse/"), "seed URL is not a URL a request can be made of"),
+        # A seed the filters keep out: nothing was fetched, said as "redirected out of the prefixes", exit 0.
+        (dict(allow="/c1,/c2"), "seed URL matches no allow pattern \\(/c1, /c2\\)"),
+        (dict(deny="lett?ers"), "seed URL matches the deny pattern lett\\?ers"),
     ],
 )
 def test_bad_arguments(tmp_path, changes, message):

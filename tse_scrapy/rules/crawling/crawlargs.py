@@ -134,6 +134,10 @@ def check_crawl_args(
         normalized = as_requested(normalized, "seed URL", url)
         if not is_internal(normalized, prefixes):
             raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {url}")
+        # (A seed the filters refuse is not fetched: the crawl saved nothing, exit 0, saying the seed
+        # was "redirected out of the prefixes": a reviewer's find.)
+        if (refusal := _filtered_out(normalized, allow, deny)) is not None:
+            raise ArgumentError(f"seed URL {refusal}: {url}")
         if normalized not in seeds:
             seeds.append(normalized)
     if not seeds:
@@ -314,6 +318,16 @@ def _check_prefixes(prefix: Any) -> tuple[str, ...]:
             raise ArgumentError(f"prefix must be an absolute http(s) URL with a path: {given}")
         prefixes.append(as_requested(normalized, "prefix", given))
     return tuple(prefixes)
+
+
+def _filtered_out(url: str, allow: Any, deny: Any) -> str | None:
+    """Why the allow and deny patterns keep *url* (normalized) out of the crawl (as the crawl's
+    ``UrlFilter`` searches them in it), or None."""
+    allowed = split_list(allow)
+    if allowed and not any(re.search(pattern, url) for pattern in allowed):
+        return f"matches no allow pattern ({', '.join(allowed)})"
+    denied = next((pattern for pattern in split_list(deny) if re.search(pattern, url)), None)
+    return None if denied is None else f"matches the deny pattern {denied}"
 
 
 def as_requested(url: str, what: str, given: str) -> str:
