@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from w3lib.encoding import http_content_type_encoding
 
@@ -70,6 +70,8 @@ UNFINISHED_NAME = ".tse-import-unfinished"
 MAX_PAGE_LINKS = MAX_LINKS
 # Damaged payloads said one a line (a hostile archive may hold a million); the rest are counted.
 DAMAGED_SAID = 10
+# Records skipped for their URL (one no URL can be made of, not http(s), ...) said one a line; the rest counted.
+SKIPPED_SAID = 10
 # The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.
 SCANNED_HREF_BYTES = 64 * 1024 * 1024
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
@@ -110,6 +112,8 @@ class ImportSummary:
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
     damaged: int = 0  # payloads not taken (the archive read on): the first DAMAGED_SAID said one a line
+    # Records skipped for their URL: none can be made of it (``http://[e.com/a``), or not http(s) with a host.
+    bad_urls: int = 0
 
     @property
     def failed(self) -> bool:
@@ -138,6 +142,8 @@ class ImportSummary:
             parts.append(f"{self.oversized} over the size bound")
         if self.unnoted:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
+        if self.bad_urls:
+            parts.append(f"{_count(self.bad_urls, 'record')} skipped (no http(s) URL with a host)")
         if self.damaged:
             parts.append(_count(self.damaged, "damaged payload") + " not taken")
         if self.bad:
@@ -342,6 +348,9 @@ class ArchiveImport:
     def _take(self, record: Record) -> None:
         if record.type not in ("response", "revisit") or not record.url:
             return
+        if not _web_url(record.url):
+            self._skip_url(record)
+            return
         if record.status is not None and self._says_gone(record):
             self._gone(url_key(record.url))
         if record.type == "revisit":
@@ -354,6 +363,21 @@ class ArchiveImport:
             and may_be_page(record.header("Content-Type"), self.pdf)
         ):
             self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+
+    def _skip_url(self, record: Record) -> None:
+        """A record whose URL no page can have (``tse index`` and the record read it as a web URL):
+        skipped, said (the first SKIPPED_SAID) and counted when it might have been a page (a crawler's
+        ``dns:`` records, say, are no page: skipped without a word)."""
+        if record.type != "revisit" and not may_be_page(record.header("Content-Type"), self.pdf):
+            return
+        self.summary.bad_urls += 1
+        if self.summary.bad_urls <= SKIPPED_SAID:
+            why = "no URL can be made of it" if _split(record.url) is None else "not an http(s) URL with a host"
+            self.warn(f"{record.archive}: {readable_url(record.url)}: {why}: skipped")
+        if self.summary.bad_urls == SKIPPED_SAID:
+            self.warn(
+                f"more records skipped for their URL are counted, not said one by one (the first {SKIPPED_SAID} are)"
+            )
 
     def _says_gone(self, record: Record) -> bool:
         """Whether the answer says the page of its URL is gone, as ``tse crawl --update`` takes it: a 404
@@ -736,6 +760,22 @@ def _directives(capture: Capture, body: bytes) -> frozenset[str]:
         head = b"" if capture.kind == PDF_KIND else body
         capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN)
     return capture.directives
+
+
+def _split(url: str) -> SplitResult | None:
+    """*url*'s parts, its port read too; None when ``urlsplit`` refuses it (``http://[e.com/a``)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its ValueError (a port that is no number, or out of range)
+    except ValueError:
+        return None
+    return parts
+
+
+def _web_url(url: str) -> bool:
+    """Whether *url* is one a page may have: http(s), with a host, its parts readable."""
+    parts = _split(url)
+    return parts is not None and parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def _host(url: str) -> str:

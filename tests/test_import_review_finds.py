@@ -1,0 +1,49 @@
+"""``tse import`` on a reviewer's finds: records whose URL no page can have, URLs longer than a crawl
+keeps, a full disk while the archives are read, passwords in long URLs and in the record, memory
+bombs in headers and chunked bodies, HEAD responses, revisits of what is no page, WACZ members named
+twice or after a damaged one.  Each archive is a real file written by warcio's WARCWriter (by hand,
+raw, where warcio cannot write the damage); the import runs as a user runs it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.support.inprocess import tse_here, tse_ok_here
+from tests.test_import_hostile_records import HTML, page, page_files, said, write_warc
+
+
+def tse_import_here(tmp_path: Path, *archives: Path, options: tuple = ()) -> tuple[list[str], int, Path]:
+    """``tse import [OPTIONS] ARCHIVE... PAGEDIR`` in this process: its lines on stderr (no traceback, each
+    readable), its exit status, and PAGEDIR."""
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    done = tse_here("import", *options, *archives, pages)
+    return said(done), done.returncode, pages
+
+
+def indexed(tmp_path: Path, pages: Path) -> None:
+    """``tse index`` reads the imported directory without a failure."""
+    tse_ok_here("index", pages, tmp_path / "index")
+
+
+def test_records_whose_url_no_page_can_have_are_skipped_and_said(tmp_path):
+    """A URL urlsplit refuses (``http://[e.com/a``), a port that is no port, no host, not http(s): each
+    record skipped with a line, counted; the import (with --record) and ``tse index`` of it read the
+    rest.  They were imported: ``tse index`` then failed with a traceback, ``--record`` the import itself."""
+    bad = ["http://[e.com/a", "http://e.com:99999999999/b", "http:///c", "ftp://e.com/d"]
+    archive = write_warc(
+        tmp_path / "urls.warc.gz",
+        [("http://e.com/", [HTML], page("good") + b'<a href="/x">x</a>')] + [(url, [HTML], page(url)) for url in bad],
+    )
+    lines, status, pages = tse_import_here(tmp_path, archive, options=("--record", tmp_path / "record.jsonl"))
+    assert lines == [
+        f"tse import: {archive}: http://[e.com/a: no URL can be made of it: skipped",
+        f"tse import: {archive}: http://e.com:99999999999/b: no URL can be made of it: skipped",
+        f"tse import: {archive}: http:///c: not an http(s) URL with a host: skipped",
+        f"tse import: {archive}: ftp://e.com/d: not an http(s) URL with a host: skipped",
+        "tse import: 1 page saved; 5 records read; 4 records skipped (no http(s) URL with a host)",
+    ]
+    assert status == 0
+    assert list(page_files(pages)) == ["http://e.com/"]
+    indexed(tmp_path, pages)
