@@ -7,6 +7,8 @@ raw, where warcio cannot write the damage); the import runs as a user runs it.
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 from tests.support.inprocess import tse_here, tse_ok_here
@@ -47,3 +49,36 @@ def test_records_whose_url_no_page_can_have_are_skipped_and_said(tmp_path):
     assert status == 0
     assert list(page_files(pages)) == ["http://e.com/"]
     indexed(tmp_path, pages)
+
+
+def test_urls_longer_than_a_crawl_keeps_are_skipped_and_no_link(tmp_path):
+    """A record at a URL over 2,083 characters (a crawl's bound) is skipped with a line, counted, and a
+    link that long is not followed; ``tse query`` reads the index.  A URL of 70,000 characters was
+    imported, over what a page file's URL line may hold: ``tse query`` refused the index."""
+    long_link = "http://e.com/" + "a" * 2071  # 2,084 characters
+    longest = "http://e.com/" + "b" * 70_000
+    kept = "http://e.com/" + "c" * 2070  # 2,083 characters: kept, and followed
+    archive = write_warc(
+        tmp_path / "long.warc.gz",
+        [
+            ("http://e.com/", [HTML], page("good") + f'<a href="{long_link}">x</a><a href="{kept}">y</a>'.encode()),
+            (long_link, [HTML], page("long")),
+            (longest, [HTML], page("longest")),
+            (kept, [HTML], page("kept")),
+        ],
+    )
+    record = tmp_path / "record.jsonl"
+    lines, status, pages = tse_import_here(tmp_path, archive, options=("--record", record))
+    assert lines == [
+        f"tse import: {archive}: http://e.com/{'a' * 187}...: a URL of 2,084 characters, over 2,083: skipped",
+        f"tse import: {archive}: http://e.com/{'b' * 187}...: a URL of 70,013 characters, over 2,083: skipped",
+        "tse import: 2 pages saved; 4 records read; 2 records skipped (a URL over 2,083 characters)",
+    ]
+    assert status == 0
+    assert list(page_files(pages)) == ["http://e.com/", kept]
+    first = json.loads(record.read_text().splitlines()[0])
+    assert first["links"] == [kept]
+    indexed(tmp_path, pages)
+    done = tse_here("query", pages, tmp_path / "index", input=b"good\n")
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"http://e.com/" in done.stdout

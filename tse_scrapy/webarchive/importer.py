@@ -70,6 +70,10 @@ UNFINISHED_NAME = ".tse-import-unfinished"
 MAX_PAGE_LINKS = MAX_LINKS
 # Damaged payloads said one a line (a hostile archive may hold a million); the rest are counted.
 DAMAGED_SAID = 10
+# The bound a crawl's URLs are held to, 2,083 characters (Scrapy's URLLENGTH_LIMIT: settings.py,
+# rules/files/webarchive.py): a record at a longer URL is skipped, a longer link not followed.
+# (A page file's URL line holds 64 KB: ``tse query`` and ``tse serve`` refuse an index of longer ones.)
+MAX_URL_CHARACTERS = 2083
 # Records skipped for their URL (one no URL can be made of, not http(s), ...) said one a line; the rest counted.
 SKIPPED_SAID = 10
 # The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.
@@ -114,6 +118,7 @@ class ImportSummary:
     damaged: int = 0  # payloads not taken (the archive read on): the first DAMAGED_SAID said one a line
     # Records skipped for their URL: none can be made of it (``http://[e.com/a``), or not http(s) with a host.
     bad_urls: int = 0
+    long_urls: int = 0  # records skipped: a URL over MAX_URL_CHARACTERS
 
     @property
     def failed(self) -> bool:
@@ -144,6 +149,8 @@ class ImportSummary:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
         if self.bad_urls:
             parts.append(f"{_count(self.bad_urls, 'record')} skipped (no http(s) URL with a host)")
+        if self.long_urls:
+            parts.append(f"{_count(self.long_urls, 'record')} skipped (a URL over {MAX_URL_CHARACTERS:,} characters)")
         if self.damaged:
             parts.append(_count(self.damaged, "damaged payload") + " not taken")
         if self.bad:
@@ -349,7 +356,11 @@ class ArchiveImport:
         if record.type not in ("response", "revisit") or not record.url:
             return
         if not _web_url(record.url):
-            self._skip_url(record)
+            why = "no URL can be made of it" if _split(record.url) is None else "not an http(s) URL with a host"
+            self._skip_url(record, why)
+            return
+        if len(record.url) > MAX_URL_CHARACTERS:
+            self._skip_url(record, f"a URL of {len(record.url):,} characters, over {MAX_URL_CHARACTERS:,}", long=True)
             return
         if record.status is not None and self._says_gone(record):
             self._gone(url_key(record.url))
@@ -364,17 +375,20 @@ class ArchiveImport:
         ):
             self.not_pages.append((record.url, record.status, _unix_time(record.date)))
 
-    def _skip_url(self, record: Record) -> None:
+    def _skip_url(self, record: Record, why: str, *, long: bool = False) -> None:
         """A record whose URL no page can have (``tse index`` and the record read it as a web URL):
         skipped, said (the first SKIPPED_SAID) and counted when it might have been a page (a crawler's
         ``dns:`` records, say, are no page: skipped without a word)."""
         if record.type != "revisit" and not may_be_page(record.header("Content-Type"), self.pdf):
             return
-        self.summary.bad_urls += 1
-        if self.summary.bad_urls <= SKIPPED_SAID:
-            why = "no URL can be made of it" if _split(record.url) is None else "not an http(s) URL with a host"
+        if long:
+            self.summary.long_urls += 1
+        else:
+            self.summary.bad_urls += 1
+        skipped = self.summary.bad_urls + self.summary.long_urls
+        if skipped <= SKIPPED_SAID:
             self.warn(f"{record.archive}: {readable_url(record.url)}: {why}: skipped")
-        if self.summary.bad_urls == SKIPPED_SAID:
+        if skipped == SKIPPED_SAID:
             self.warn(
                 f"more records skipped for their URL are counted, not said one by one (the first {SKIPPED_SAID} are)"
             )
@@ -644,6 +658,8 @@ class ArchiveImport:
                         found = resolved_links(hrefs, capture.url, MAX_PAGE_LINKS)
                     except ValueError:  # a target URI no link can be resolved against
                         found = []
+                    # (A link longer than a crawl keeps is no link it follows.)
+                    found = [link for link in found if len(link) <= MAX_URL_CHARACTERS]
             capture.links = [self.targets.number(link) for link in found]
         return capture.links
 
