@@ -8,9 +8,13 @@ raw, where warcio cannot write the damage); the import runs as a user runs it.
 from __future__ import annotations
 
 import json
-
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
+from tests.conftest import ROOT, clean_env
 from tests.support.inprocess import tse_here, tse_ok_here
 from tests.test_import_hostile_records import HTML, page, page_files, said, write_warc
 
@@ -82,3 +86,32 @@ def test_urls_longer_than_a_crawl_keeps_are_skipped_and_no_link(tmp_path):
     done = tse_here("query", pages, tmp_path / "index", input=b"good\n")
     assert done.returncode == 0, done.stderr.decode()
     assert b"http://e.com/" in done.stdout
+
+
+def test_a_full_disk_while_the_archives_are_read_stops_the_import_blaming_no_archive(tmp_path):
+    """Files bounded to 1 MB (``ulimit -f``): the spool of the pages read cannot hold the second page of
+    800 KB.  One line saying so, exit status 1, nothing in PAGEDIR.  The archive was blamed ("c1.warc.gz:
+    File too large"), and the pages read before were written, with ``.crawler``: as if finished."""
+    big = [(f"http://e.com/{n}", [HTML], page(str(n)) + b"<p>%d</p>" % n * 100_000) for n in range(3)]
+    archive = write_warc(tmp_path / "c1.warc.gz", big)
+    assert archive.stat().st_size < 1 << 20
+    pages = tmp_path / "pages"
+    pages.mkdir()
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tse_scrapy.cli", "import", archive, pages],
+        capture_output=True,
+        env=clean_env(),
+        cwd=ROOT,  # -m: this checkout's tse_scrapy first
+        timeout=120,
+        preexec_fn=bounded,
+    )
+    assert said(done) == [
+        f"tse import: {pages}: File too large, writing the pages read from the archives: "
+        "the import stopped, nothing written"
+    ]
+    assert done.returncode == 1
+    assert os.listdir(pages) == []

@@ -171,6 +171,19 @@ class ImportRefused(Exception):
     """The import cannot start (PAGEDIR not usable); the message is for the user."""
 
 
+class _SpoolFailed(Exception):
+    """The spool could not be written: raised through the reading of an archive, which would take an
+    OSError for the archive's."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+class _SpoolError(OSError):
+    """The spool could not be written: the import stops (``tse import`` says it in one line)."""
+
+
 @dataclass
 class _Revisit:
     """A revisit record whose record was not read yet: resolved once every archive is read."""
@@ -339,15 +352,21 @@ class ArchiveImport:
         self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
 
     def read(self, path: str) -> None:
-        """Read the archive *path*; a bad one is reported (``summary.bad``) and read up to where it is bad."""
+        """Read the archive *path*; a bad one is reported (``summary.bad``) and read up to where it is bad.
+        The spool that cannot be written (a full disk) stops the import: an OSError saying so."""
         try:
-            for record in archive_records(path):
-                self.summary.records += 1
-                self._take(record)
+            try:
+                for record in archive_records(path):
+                    self.summary.records += 1
+                    self._take(record)
+            except _SpoolFailed as failed:  # not the archive's fault: no archive is blamed
+                raise self._spool_error(failed.error) from None
         except BadArchive as error:
             self.summary.bad.append(str(error))
             self.warn(str(error))
         except OSError as error:
+            if isinstance(error, _SpoolError):
+                raise
             message = f"{path}: {error.strerror or error}"
             self.summary.bad.append(message)
             self.warn(message)
@@ -440,8 +459,11 @@ class ArchiveImport:
         kind = page_kind(content_type, payload[:1024], self.pdf)
         if kind is None:
             return
-        offset = self.spool.seek(0, os.SEEK_END)
-        self.spool.write(payload)
+        try:
+            offset = self.spool.seek(0, os.SEEK_END)
+            self.spool.write(payload)
+        except OSError as error:
+            raise _SpoolFailed(error) from None
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
         capture = Capture(
@@ -531,9 +553,25 @@ class ArchiveImport:
         self.gone.discard(number)
         self.redirects.pop(key, None)  # its links land on it again
 
+    def _spool_error(self, error: OSError) -> OSError:
+        """The spool that could not be written (a full disk, ``ulimit -f``), said for the user: the import
+        stops, before anything is put in PAGEDIR."""
+        said = (
+            f"{error.strerror or error}, writing the pages read from the archives: the import stopped, nothing written"
+        )
+        return _SpoolError(error.errno, said, self.directory)
+
+    def close(self) -> None:
+        """Close the spool (a file without a name: gone with it)."""
+        self.spool.close()
+
     def write(self) -> ImportSummary:
         """Write the page files and notes; close the spool."""
         try:
+            try:
+                self.spool.flush()  # (what is left in its buffer: a full disk is said before any page is written)
+            except OSError as error:
+                raise self._spool_error(error) from None
             self._resolve_later()
             self._write_pages()
         finally:
@@ -822,6 +860,10 @@ def import_archives(
     paths = check_archives(paths)  # before anything is written
     check_record(record, paths, directory)
     job = ArchiveImport(directory, pdf=pdf, record=record, warn=warn)
-    for path in paths:
-        job.read(path)
+    try:
+        for path in paths:
+            job.read(path)
+    except BaseException:
+        job.close()
+        raise
     return job.write()
