@@ -29,6 +29,7 @@ from w3lib.encoding import http_content_type_encoding
 
 from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
+from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
 from ..rules.files.outputfile import file_type
@@ -741,7 +742,9 @@ class ArchiveImport:
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
         """The crawl record of the import (``rules/files/crawlrecord.py``): a ``saved`` line a page, at
         the time it was archived, with its links; a ``redirect`` or ``failed`` line for each other
-        answer that might have been a page, at one link deeper than the first page naming it."""
+        answer that might have been a page, at one link deeper than the first page naming it.  Its URLs
+        have their passwords masked (``user:***@``, ``?password=***``), as every message shows them: a
+        record is read, and shown (``tse report``), where an archive's secrets are not to be."""
         lines = []
         deeper: dict[int, int] = {}
         captures = self._pages()
@@ -752,7 +755,7 @@ class ArchiveImport:
                 deeper[target] = min(deeper.get(target, depth + 1), depth + 1)
             lines.append(
                 RequestRecord(
-                    url=capture.url,
+                    url=mask_url(capture.url),
                     outcome="saved",
                     depth=depth,
                     host=urlsplit(capture.url).hostname or "",
@@ -761,7 +764,7 @@ class ArchiveImport:
                     bytes=capture.size,
                     start=capture.date,
                     end=capture.date,
-                    links=tuple(written[target] for target in links[:MAX_LINKS]),
+                    links=tuple(mask_url(written[target]) for target in links[:MAX_LINKS]),
                     more_links=max(0, len(links) - MAX_LINKS),
                 )
             )
@@ -769,7 +772,7 @@ class ArchiveImport:
             number = self.targets.numbers.get(url)
             lines.append(
                 RequestRecord(
-                    url=url,
+                    url=mask_url(url),
                     outcome="redirect" if 300 <= status < 400 else "failed",
                     depth=deeper.get(number, 0) if number is not None else 0,
                     host=urlsplit(url).hostname or "",

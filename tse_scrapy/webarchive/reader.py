@@ -33,6 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from ..exitcodes import first_line
+from ..rules.crawling.secrets import mask_url
 from ..rules.files.webarchive import archived_url
 
 try:  # brotli >= 1.2 (bounded output), as Scrapy requires it; brotlicffi on PyPy
@@ -449,8 +450,9 @@ def readable_excerpt(text: str, size: int = 40) -> str:
 
 
 def readable_url(url: str) -> str:
-    """*url* (or a member's name) from an archive, quoted in a message: its first SHOWN_CHARACTERS."""
-    return readable_excerpt(url, SHOWN_CHARACTERS)
+    """*url* (or a member's name) from an archive, quoted in a message: its passwords masked, then its
+    first SHOWN_CHARACTERS (cut first, a password longer than them lost the ``@`` its mask needs)."""
+    return readable_excerpt(mask_url(url), SHOWN_CHARACTERS)
 
 
 def archive_records(path: str | os.PathLike) -> Iterator[Record]:
