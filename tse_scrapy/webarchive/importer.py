@@ -81,6 +81,10 @@ SKIPPED_SAID = 10
 SCANNED_HREF_BYTES = 64 * 1024 * 1024
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
 ROBOTS_TOKEN = "tse-scrapy"
+# The Link header values naming a canonical URL kept of a record, in bytes, at most (a canonical URL the
+# crawl notes is 8,192 characters at most): a record's headers may hold a MB of Link lines, and every
+# page's were kept (300 such records held 689 MB).
+MAX_LINK_BYTES = 64 * 1024
 
 
 @dataclass
@@ -92,8 +96,8 @@ class Capture:
     offset: int  # where its payload is in the spool
     size: int
     http_charset: str | None
-    robots: list[str]  # X-Robots-Tag values
-    links_header: list[str]  # Link values
+    robots: list[str]  # X-Robots-Tag values, as ``_robots_kept`` keeps them
+    links_header: list[str]  # Link values, as ``_links_kept`` keeps them
     date: float | None  # when it was archived (WARC-Date), Unix time
     # The link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS); None until scanned.
     links: list[int] | None = None
@@ -473,8 +477,8 @@ class ArchiveImport:
             offset=offset,
             size=len(payload),
             http_charset=charset,
-            robots=record.header_values("X-Robots-Tag"),
-            links_header=record.header_values("Link"),
+            robots=_robots_kept(record),
+            links_header=_links_kept(record),
             date=_unix_time(record.date),
         )
         self._keep(key, capture, self.summary.records)
@@ -498,8 +502,8 @@ class ArchiveImport:
             refers_to_date=record.refers_to_date,
             payload_digest=record.payload_digest,
             content_type=record.header("Content-Type"),
-            robots=record.header_values("X-Robots-Tag"),
-            links_header=record.header_values("Link"),
+            robots=_robots_kept(record),
+            links_header=_links_kept(record),
         )
         referred = self._referred(revisit)
         if referred is None:
@@ -803,6 +807,30 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
         if revisit.links_header:
             capture.links_header = revisit.links_header
     return capture
+
+
+def _robots_kept(record: Record) -> list[str]:
+    """A record's X-Robots-Tag values as a page keeps them: the directives they give this program
+    (``noindex``, ``nofollow``), as one value; ``all`` for values that give none (a 304's header still
+    says its page has none now).  The values themselves may be a MB (a hostile archive's)."""
+    values = record.header_values("X-Robots-Tag")
+    if not values:
+        return []
+    return [", ".join(sorted(robots_directives(values, b"", ROBOTS_TOKEN))) or "all"]
+
+
+def _links_kept(record: Record) -> list[str]:
+    """A record's Link values that may name a canonical URL (what a page's notes read of them), to
+    MAX_LINK_BYTES in all: later ones are dropped."""
+    kept = []
+    size = 0
+    for value in record.header_values("Link"):
+        if "canonical" in value.lower():
+            size += len(value)
+            if size > MAX_LINK_BYTES:
+                break
+            kept.append(value)
+    return kept
 
 
 def _href_bytes(hrefs: PageHrefs) -> int:

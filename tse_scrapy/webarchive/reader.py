@@ -58,6 +58,9 @@ _TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the
 # A chunk-size line (with its extensions), and a chunked body's trailer fields, at most.
 _CHUNK_LINE_BYTES = 4096
 _TRAILER_BYTES = 64 * 1024
+# The chunks of one chunked body, at most: 4 million chunks of a byte took 30 s and 379 MB (a piece
+# each); a page under the payload bound in chunks of 128 bytes has fewer.  A body of more is damaged.
+MAX_CHUNKS = 256 * 1024
 # Content codings stacked on one payload, at most (each is a decoder in a chain of generators).
 _MAX_CODINGS = 4
 # The bytes of a payload looked at to tell a coded payload from one an archiver stored decoded.
@@ -163,15 +166,13 @@ class Record:
         """The payload, transfer and content codings undone; None when it is over MAX_PAYLOAD_BYTES.
         Raises BadArchive when the record is cut short or its Content-Length is wrong, BadPayload
         when its chunked body or content coding is damaged or not known."""
-        pieces = []
-        size = 0
+        payload = bytearray()
         block = _BlockBytes(self._record.raw_stream, self._archive_damage)
         try:
             with contextlib.closing(_decoded(block, self.headers)) as decoded:
                 for piece in decoded:
-                    pieces.append(piece)
-                    size += len(piece)
-                    if size > MAX_PAYLOAD_BYTES:
+                    payload += piece
+                    if len(payload) > MAX_PAYLOAD_BYTES:
                         return None  # the rest is read (not decoded) before the next record
         except (_PayloadDamage, zlib.error, brotli.error, zstd.ZstdError) as error:
             # A record cut short, or whose Content-Length is wrong, damages its payload too: said first.
@@ -179,7 +180,7 @@ class Record:
             why = str(error) if isinstance(error, _PayloadDamage) else "a damaged content coding"
             raise BadPayload(f"{self.archive}: the record for {readable_url(self.url)}: {why}, not taken") from None
         self._check_end()  # a payload cut short is never taken
-        return b"".join(pieces)
+        return bytes(payload)
 
     def _archive_damage(self, error: BaseException) -> BadArchive:
         return _said(self.archive, error, self._number, url=self.url)
@@ -281,13 +282,18 @@ def _no_chunk_framing(head: bytes) -> bool:
 
 
 def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
-    """The body of a chunked payload (RFC 9112 7.1), read a piece at a time: a chunk's size, however
-    large, never makes it held whole.  Damaged framing raises _PayloadDamage."""
+    """The body of a chunked payload (RFC 9112 7.1), in pieces of about _CHUNK bytes (small chunks
+    gathered: a piece each held millions of them): a chunk's size, however large, never makes it held
+    whole.  Damaged framing, or more than MAX_CHUNKS chunks, raises _PayloadDamage."""
+    gathered = bytearray()
+    chunks = 0
     while True:
         line = block.readline(_CHUNK_LINE_BYTES + 1)
         if not line:
             # The block ends after a whole chunk, with no last chunk (0): taken, as warcio takes it
             # (and archives are written so: the chunks all there, the last one left out).
+            if gathered:
+                yield bytes(gathered)
             return
         if not line.endswith(b"\n"):
             if len(line) > _CHUNK_LINE_BYTES:
@@ -299,14 +305,22 @@ def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
         left = int(size, 16)
         if not left:
             break
+        chunks += 1
+        if chunks > MAX_CHUNKS:
+            raise _PayloadDamage(f"a damaged chunked body (more than {MAX_CHUNKS:,} chunks)")
         while left:
             data = block.read(min(left, _CHUNK))
             if not data:
                 raise _PayloadDamage("a damaged chunked body (it ends inside a chunk)")
             left -= len(data)
-            yield data
+            gathered += data
+            if len(gathered) >= _CHUNK:
+                yield bytes(gathered)
+                gathered.clear()
         if block.readline(3) not in (b"\r\n", b"\n"):
             raise _PayloadDamage("a damaged chunked body (a chunk longer than its size)")
+    if gathered:
+        yield bytes(gathered)
     trailer = 0  # trailer fields, up to a blank line or the end of the block: not the payload's
     while (line := block.readline(_CHUNK_LINE_BYTES + 1)).strip():
         trailer += len(line)
