@@ -239,3 +239,51 @@ def test_chunked_bodies_of_millions_of_chunks_are_damaged_and_many_small_ones_ga
     assert status == 1
     assert memory < 100 * 1024 * 1024, f"{memory / 1024 / 1024:.0f} MB"
     assert page_files(pages) == {"http://e.com/small": small, "http://e.com/after": page("after")}
+
+
+def exchange(
+    writer: WARCWriter, url: str, method: str, status: str, headers: list, body: bytes, *, request_first: bool
+):
+    """A response to a *method* request of *url* and that request, linked by WARC-Concurrent-To as
+    archivers link them: the request first, the response naming it (wget), or the response first, the
+    request naming it (Heritrix, Browsertrix)."""
+    http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
+    response = writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http)
+    path = url.split("/", 3)[3]
+    asked = StatusAndHeaders(f"{method} /{path} HTTP/1.1", [("Host", "e.com")], is_http_request=True)
+    request = writer.create_warc_record(url, "request", payload=io.BytesIO(b""), http_headers=asked)
+    if request_first:
+        response.rec_headers.add_header("WARC-Concurrent-To", request.rec_headers.get_header("WARC-Record-ID"))
+        writer.write_record(request)
+        writer.write_record(response)
+    else:
+        request.rec_headers.add_header("WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID"))
+        writer.write_record(response)
+        writer.write_record(request)
+
+
+def test_answers_to_head_requests_never_replace_a_page(tmp_path):
+    """A page fetched with GET, then with HEAD (its answer archived with no payload, no Content-Length:
+    only the request says it is a HEAD's): the GET's page stays, whether the HEAD request is written
+    after its answer or before it; and an empty payload whose Content-Length says 48 bytes (the
+    reviewer's HEAD answer, with no request) never replaces a page either.  The empty answers replaced
+    the pages."""
+    archive = tmp_path / "head.warc.gz"
+    with open(archive, "wb") as output:
+        writer = WARCWriter(output, gzip=True)
+        for url in ("http://e.com/a", "http://e.com/b", "http://e.com/c"):
+            exchange(writer, url, "GET", "200 OK", [HTML], page(url), request_first=False)
+        said_length = [HTML, ("Content-Length", "48")]
+        exchange(writer, "http://e.com/a", "HEAD", "200 OK", [HTML], b"", request_first=False)
+        exchange(writer, "http://e.com/b", "HEAD", "200 OK", [HTML], b"", request_first=True)
+        http = StatusAndHeaders("200 OK", said_length, protocol="HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record("http://e.com/c", "response", payload=io.BytesIO(b""), http_headers=http)
+        )
+    lines, status, pages = tse_import_here(tmp_path, archive)
+    assert lines == [
+        "tse import: 3 pages saved; 11 records read; "
+        "3 empty answers skipped (a HEAD request's, or its Content-Length says more)"
+    ]
+    assert status == 0
+    assert page_files(pages) == {url: page(url) for url in ("http://e.com/a", "http://e.com/b", "http://e.com/c")}

@@ -85,6 +85,9 @@ ROBOTS_TOKEN = "tse-scrapy"
 # crawl notes is 8,192 characters at most): a record's headers may hold a MB of Link lines, and every
 # page's were kept (300 such records held 689 MB).
 MAX_LINK_BYTES = 64 * 1024
+# The record IDs of HEAD requests (and of the records they say are their exchange's) kept to tell their
+# answers, which hold no payload, from pages: the last so many (an exchange's records are written together).
+HEAD_IDS_KEPT = 4096
 
 
 @dataclass
@@ -124,6 +127,8 @@ class ImportSummary:
     # Records skipped for their URL: none can be made of it (``http://[e.com/a``), or not http(s) with a host.
     bad_urls: int = 0
     long_urls: int = 0  # records skipped: a URL over MAX_URL_CHARACTERS
+    # Answers to HEAD requests (no payload), and empty payloads whose Content-Length says otherwise: skipped.
+    headless: int = 0
 
     @property
     def failed(self) -> bool:
@@ -154,6 +159,10 @@ class ImportSummary:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
         if self.bad_urls:
             parts.append(f"{_count(self.bad_urls, 'record')} skipped (no http(s) URL with a host)")
+        if self.headless:
+            parts.append(
+                f"{_count(self.headless, 'empty answer')} skipped (a HEAD request's, or its Content-Length says more)"
+            )
         if self.long_urls:
             parts.append(f"{_count(self.long_urls, 'record')} skipped (a URL over {MAX_URL_CHARACTERS:,} characters)")
         if self.damaged:
@@ -187,6 +196,20 @@ class _SpoolFailed(Exception):
 
 class _SpoolError(OSError):
     """The spool could not be written: the import stops (``tse import`` says it in one line)."""
+
+
+@dataclass
+class _Taken:
+    """A response taken as a page, kept in its place only once the next response or revisit is read (or
+    the archive's end): a HEAD request written after it (``WARC-Concurrent-To``) says it has no payload."""
+
+    record_id: str
+    concurrent_to: tuple[str, ...]
+    key: str
+    capture: Capture
+    at: int
+    payload_digest: str
+    date: str
 
 
 @dataclass
@@ -354,6 +377,8 @@ class ArchiveImport:
         self.shared_payloads: dict[int, int] = {}  # offset in the spool -> its holders not scanned yet
         self.scanned: dict[int, PageHrefs] = {}
         self.scanned_bytes = 0
+        self.taken: _Taken | None = None  # the last response taken, not yet in its place
+        self.head_ids: dict[str, None] = {}  # record IDs of the last HEAD requests and of their exchanges
         self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
 
     def read(self, path: str) -> None:
@@ -366,6 +391,8 @@ class ArchiveImport:
                     self._take(record)
             except _SpoolFailed as failed:  # not the archive's fault: no archive is blamed
                 raise self._spool_error(failed.error) from None
+            finally:
+                self._put_taken()
         except BadArchive as error:
             self.summary.bad.append(str(error))
             self.warn(str(error))
@@ -377,8 +404,12 @@ class ArchiveImport:
             self.warn(message)
 
     def _take(self, record: Record) -> None:
+        if record.type == "request":
+            self._request(record)
+            return
         if record.type not in ("response", "revisit") or not record.url:
             return
+        self._put_taken()
         if not _web_url(record.url):
             why = "no URL can be made of it" if _split(record.url) is None else "not an http(s) URL with a host"
             self._skip_url(record, why)
@@ -398,6 +429,36 @@ class ArchiveImport:
             and may_be_page(record.header("Content-Type"), self.pdf)
         ):
             self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+
+    def _request(self, record: Record) -> None:
+        """A HEAD request: its answer (said by their WARC-Concurrent-To, either way) is no page."""
+        if record.method != "HEAD":
+            return
+        exchange = {record.record_id, *record.concurrent_to} - {""}
+        taken = self.taken
+        if taken is not None and (taken.record_id in exchange or exchange & set(taken.concurrent_to)):
+            self.taken = None  # the answer read before it: not put in its place
+            self.summary.headless += 1
+            return
+        for record_id in exchange:
+            self.head_ids[record_id] = None
+        while len(self.head_ids) > HEAD_IDS_KEPT:
+            del self.head_ids[next(iter(self.head_ids))]
+
+    def _to_head(self, record: Record) -> bool:
+        """Whether *record* answers a HEAD request read before it."""
+        return record.record_id in self.head_ids or any(other in self.head_ids for other in record.concurrent_to)
+
+    def _put_taken(self) -> None:
+        """The last response taken put in its place (no HEAD request said it has no payload)."""
+        taken, self.taken = self.taken, None
+        if taken is None:
+            return
+        self._keep(taken.key, taken.capture, taken.at)
+        if taken.payload_digest:
+            self.by_digest[taken.payload_digest] = taken.capture
+        if taken.date:
+            self.by_capture[(taken.key, taken.date)] = taken.capture
 
     def _skip_url(self, record: Record, why: str, *, long: bool = False) -> None:
         """A record whose URL no page can have (``tse index`` and the record read it as a web URL):
@@ -447,6 +508,9 @@ class ArchiveImport:
         content_type = record.header("Content-Type")
         if not may_be_page(content_type, self.pdf):
             return
+        if self._to_head(record):
+            self.summary.headless += 1
+            return
         try:
             payload = record.payload()
         except BadPayload as error:  # the archive is sound around it: its next records are read
@@ -460,6 +524,9 @@ class ArchiveImport:
             self.summary.oversized += 1
             shown = readable_url(record.url)
             self.warn(f"{record.archive}: {shown}: a payload over the size bound, skipped")
+            return
+        if not payload and _said_length(record) > 0:  # (an answer to a HEAD request, or cut short)
+            self.summary.headless += 1
             return
         kind = page_kind(content_type, payload[:1024], self.pdf)
         if kind is None:
@@ -481,11 +548,15 @@ class ArchiveImport:
             links_header=_links_kept(record),
             date=_unix_time(record.date),
         )
-        self._keep(key, capture, self.summary.records)
-        if record.payload_digest:
-            self.by_digest[record.payload_digest] = capture
-        if record.date:
-            self.by_capture[(key, record.date)] = capture
+        self.taken = _Taken(
+            record.record_id,
+            record.concurrent_to,
+            key,
+            capture,
+            self.summary.records,
+            record.payload_digest,
+            record.date,
+        )
 
     def _revisit(self, record: Record) -> None:
         """A revisit record: the page again, its payload that of the record it refers to (by URL and
@@ -807,6 +878,12 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
         if revisit.links_header:
             capture.links_header = revisit.links_header
     return capture
+
+
+def _said_length(record: Record) -> int:
+    """The length a response's Content-Length header gives its body; -1 for none (or no number)."""
+    value = (record.header("Content-Length") or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else -1
 
 
 def _robots_kept(record: Record) -> list[str]:

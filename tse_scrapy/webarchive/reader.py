@@ -152,6 +152,9 @@ class Record:
     _number: int = 0  # its place in the archive, for messages
     # Reads the rest of the record and checks that it ends where its Content-Length says (BadArchive).
     _check_end: Callable[[], None] = lambda: None
+    record_id: str = ""  # WARC-Record-ID
+    concurrent_to: tuple[str, ...] = ()  # its WARC-Concurrent-To values: the records of the same exchange
+    method: str = ""  # a request record's HTTP method (GET, HEAD ...), upper case
 
     def header(self, name: str) -> str | None:
         """The first HTTP header *name* (any case)."""
@@ -654,6 +657,9 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                     status = None
 
             url = archived_url(headers.get_header("WARC-Target-URI"))
+            method = ""
+            if http is not None and record.rec_type == "request":
+                method = str(http.protocol or "").strip().upper()
 
             def check_end(record: Any = record, number: int = count, url: str = url) -> None:
                 """The record read to its end, and that end where its Content-Length says."""
@@ -676,6 +682,11 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                 _record=record,
                 _number=count,
                 _check_end=check_end,
+                record_id=(headers.get_header("WARC-Record-ID") or "").strip(),
+                concurrent_to=tuple(
+                    value.strip() for field, value in headers.headers if field.lower() == "warc-concurrent-to"
+                ),
+                method=method,
             )
             # A record not read by the caller is still checked whole before the next one.
             _read_to_end(record, name)
