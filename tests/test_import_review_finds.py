@@ -7,6 +7,8 @@ raw, where warcio cannot write the damage); the import runs as a user runs it.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import json
 import os
@@ -287,3 +289,55 @@ def test_answers_to_head_requests_never_replace_a_page(tmp_path):
     ]
     assert status == 0
     assert page_files(pages) == {url: page(url) for url in ("http://e.com/a", "http://e.com/b", "http://e.com/c")}
+
+
+def test_revisits_of_what_is_no_page_are_skipped_not_missing(tmp_path):
+    """Revisits of an image (by digest), of robots.txt (a 304, by URL and date), of a PDF imported
+    without --pdf (no type of its own), of a stylesheet read after its revisit, and a 200 revisit whose
+    own type is an image's (its record in no archive): no page, and not missing: skipped, counted apart.
+    They were all "not found", which the docs explain as archives missing (give the earlier archives
+    too).  A page's revisit is resolved, and one of a page in no archive still not found."""
+    archive = tmp_path / "revisits.warc.gz"
+    with open(archive, "wb") as output:
+        writer = WARCWriter(output, gzip=True)
+
+        def response(url: str, content_type: str, body: bytes) -> str:
+            http = StatusAndHeaders("200 OK", [("Content-Type", content_type)], protocol="HTTP/1.1")
+            said = {"WARC-Date": "2026-01-02T00:00:00Z"}
+            done = writer.create_warc_record(
+                url, "response", payload=io.BytesIO(body), http_headers=http, warc_headers_dict=said
+            )
+            writer.write_record(done)
+            return done.rec_headers.get_header("WARC-Payload-Digest")
+
+        def revisit(url: str, digest: str, status: str, headers: list, refers: tuple | None = None) -> None:
+            """A revisit record referring to *refers* (URL and date), or by its payload *digest* alone."""
+            http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
+            done = writer.create_revisit_record(url, digest, *(refers or ("", "")), http_headers=http)
+            if refers is None:
+                done.rec_headers.remove_header("WARC-Refers-To-Target-URI")
+                done.rec_headers.remove_header("WARC-Refers-To-Date")
+            writer.write_record(done)
+
+        image = response("http://e.com/i.png", "image/png", b"\x89PNG\r\n\x1a\n" + bytes(100))
+        revisit("http://e.com/i.png", image, "200 OK", [])
+        response("http://e.com/robots.txt", "text/plain", b"User-agent: *\nDisallow:\n")
+        referred = ("http://e.com/robots.txt", "2026-01-02T00:00:00Z")  # (its digest no record's)
+        revisit("http://e.com/robots.txt", "sha1:" + "D" * 32, "304 Not Modified", [], refers=referred)
+        pdf = response("http://e.com/d.pdf", "application/pdf", b"%PDF-1.4\n%%EOF\n")
+        revisit("http://e.com/d.pdf", pdf, "200 OK", [])
+        css = b"p { color: red }"  # (its record written after its revisit; its digest as WARC writers write it)
+        stylesheet = "sha1:" + base64.b32encode(hashlib.sha1(css).digest()).decode()
+        revisit("http://e.com/s.css", stylesheet, "200 OK", [])
+        revisit("http://e.com/gone.gif", "sha1:" + "B" * 32, "200 OK", [("Content-Type", "image/gif")])
+        home = response("http://e.com/", "text/html", page("home"))
+        revisit("http://e.com/", home, "200 OK", [HTML])
+        revisit("http://e.com/missing", "sha1:" + "C" * 32, "200 OK", [HTML])
+        assert response("http://e.com/s.css", "text/css", css) == stylesheet
+    lines, status, pages = tse_import_here(tmp_path, archive)
+    assert lines == [
+        "tse import: 1 page saved; 12 records read; 1 earlier capture replaced; 1 revisit resolved, 1 not found; "
+        "5 revisits of no page skipped"
+    ]
+    assert status == 0
+    assert page_files(pages) == {"http://e.com/": page("home")}

@@ -117,6 +117,7 @@ class ImportSummary:
     records: int = 0
     revisits: int = 0  # revisit records resolved to the payload of the record they refer to
     unresolved: int = 0  # revisits whose record is in none of the archives
+    revisits_of_no_page: int = 0  # revisits of a record no page was taken of (an image, robots.txt ...)
     resolved_later: int = 0  # revisits resolved to a record read after them (archives not oldest first?)
     gone: int = 0  # pages whose last answer says they are gone, listed in .tse-gone
     oversized: int = 0  # payloads over reader.MAX_PAYLOAD_BYTES, skipped
@@ -146,6 +147,8 @@ class ImportSummary:
             parts.append(_count(self.recaptured, "earlier capture") + " replaced")
         if self.revisits or self.unresolved:
             parts.append(f"{_count(self.revisits, 'revisit')} resolved, {self.unresolved} not found")
+        if self.revisits_of_no_page:
+            parts.append(f"{_count(self.revisits_of_no_page, 'revisit')} of no page skipped")
         if self.resolved_later:
             # The page of a URL is its capture in the last archive given: in the wrong order, an older one.
             points = "points" if self.resolved_later == 1 else "point"
@@ -369,6 +372,11 @@ class ArchiveImport:
         self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
         self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
         self.redirects: dict[str, str] = {}  # URL key -> the URL key its 3xx answer sends to
+        # The hashes of the payload digests and of the (URL key, WARC-Date) of the responses no page was
+        # taken of (an image, a stylesheet, robots.txt, a 404 ...): their revisits are no page either, not
+        # revisits whose record is missing.  (Hashes: a crawl's archive holds millions of them.)
+        self.no_page_digests: set[int] = set()
+        self.no_page_captures: set[int] = set()
         # For the record (--record): the other answers that may have been pages, (URL, status, date).
         self.not_pages: list[tuple[str, int, float | None]] = []
         # The hrefs of each payload more than one page holds (a revisit's), scanned once for them all.
@@ -422,13 +430,16 @@ class ArchiveImport:
         if record.type == "revisit":
             self._revisit(record)
         elif record.status == 200:
-            self._response(record)
+            if not self._response(record):
+                self._no_page(record)
         elif (
             record.status is not None
             and self.record is not None
             and may_be_page(record.header("Content-Type"), self.pdf)
         ):
             self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+        if record.type == "response" and record.status != 200:
+            self._no_page(record)
 
     def _request(self, record: Record) -> None:
         """A HEAD request: its answer (said by their WARC-Concurrent-To, either way) is no page."""
@@ -504,13 +515,29 @@ class ArchiveImport:
             self.gone.add(number)
             self.answered_at[number] = self.summary.records
 
-    def _response(self, record: Record) -> None:
+    def _no_page(self, record: Record) -> None:
+        """*record*, a response, gave no page: a revisit of it is none either."""
+        if record.payload_digest:
+            self.no_page_digests.add(hash(record.payload_digest))
+        if record.date:
+            self.no_page_captures.add(hash((url_key(record.url), record.date)))
+
+    def _of_no_page(self, revisit: _Revisit) -> bool:
+        """Whether *revisit* refers to a response no page was taken of."""
+        if revisit.refers_to_date:
+            key = url_key(revisit.refers_to_url or revisit.url)
+            if hash((key, revisit.refers_to_date)) in self.no_page_captures:
+                return True
+        return bool(revisit.payload_digest) and hash(revisit.payload_digest) in self.no_page_digests
+
+    def _response(self, record: Record) -> bool:
+        """Take a response of status 200 as a page; False when it gives none (for its revisits)."""
         content_type = record.header("Content-Type")
         if not may_be_page(content_type, self.pdf):
-            return
+            return False
         if self._to_head(record):
             self.summary.headless += 1
-            return
+            return False
         try:
             payload = record.payload()
         except BadPayload as error:  # the archive is sound around it: its next records are read
@@ -519,18 +546,18 @@ class ArchiveImport:
                 self.warn(str(error))
             if self.summary.damaged == DAMAGED_SAID:
                 self.warn(f"more damaged payloads are counted, not said one by one (the first {DAMAGED_SAID} are)")
-            return
+            return False
         if payload is None:
             self.summary.oversized += 1
             shown = readable_url(record.url)
             self.warn(f"{record.archive}: {shown}: a payload over the size bound, skipped")
-            return
+            return False
         if not payload and _said_length(record) > 0:  # (an answer to a HEAD request, or cut short)
             self.summary.headless += 1
-            return
+            return False
         kind = page_kind(content_type, payload[:1024], self.pdf)
         if kind is None:
-            return
+            return False
         try:
             offset = self.spool.seek(0, os.SEEK_END)
             self.spool.write(payload)
@@ -557,12 +584,17 @@ class ArchiveImport:
             record.payload_digest,
             record.date,
         )
+        return True
 
     def _revisit(self, record: Record) -> None:
         """A revisit record: the page again, its payload that of the record it refers to (by URL and
         date, else by payload digest: the identical-payload-digest and server-not-modified profiles).
         One whose record is not read yet is resolved at the end, in its place (``_resolve_later``)."""
         if record.status not in (None, 200, 304):  # a revisit of a page that now answers otherwise
+            return
+        content_type = record.header("Content-Type")
+        if record.status == 200 and content_type and not may_be_page(content_type, self.pdf):
+            self.summary.revisits_of_no_page += 1  # (an image's, a stylesheet's ...: its own type says so)
             return
         revisit = _Revisit(
             at=self.summary.records,
@@ -572,11 +604,14 @@ class ArchiveImport:
             refers_to_url=record.refers_to_url,
             refers_to_date=record.refers_to_date,
             payload_digest=record.payload_digest,
-            content_type=record.header("Content-Type"),
+            content_type=content_type,
             robots=_robots_kept(record),
             links_header=_links_kept(record),
         )
         referred = self._referred(revisit)
+        if referred is None and self._of_no_page(revisit):
+            self.summary.revisits_of_no_page += 1
+            return
         if referred is None:
             self.later.append(revisit)
             self.captures.setdefault(self.graph.number(url_key(record.url)), None)  # its docID's place
@@ -599,7 +634,10 @@ class ArchiveImport:
         for revisit in self.later:
             referred = self._referred(revisit)
             if referred is None:
-                self.summary.unresolved += 1
+                if self._of_no_page(revisit):  # (read after it: no page either)
+                    self.summary.revisits_of_no_page += 1
+                else:
+                    self.summary.unresolved += 1
                 continue
             self.summary.revisits += 1
             self.summary.resolved_later += 1
