@@ -15,6 +15,8 @@ import os
 import resource
 import subprocess
 import sys
+import warnings
+import zipfile
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
@@ -341,3 +343,29 @@ def test_revisits_of_what_is_no_page_are_skipped_not_missing(tmp_path):
     ]
     assert status == 0
     assert page_files(pages) == {"http://e.com/": page("home")}
+
+
+def test_wacz_members_are_each_read_once_and_past_a_bad_one(tmp_path):
+    """A WACZ holding archive/x.warc.gz twice (two entries of one name: a WACZ appended to), then a member
+    that is no WARC, then another WARC: each entry read once, in its place, the bad member said in one
+    line and the WARC after it read.  The second x.warc.gz was read twice and the first never, and
+    nothing after the bad member was read."""
+    warcs = {
+        name: write_warc(tmp_path / f"{name}.warc.gz", [(f"http://e.com/{name}", [HTML], page(name))])
+        for name in ("first", "second", "last")
+    }
+    wacz = tmp_path / "site.wacz"
+    with zipfile.ZipFile(wacz, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile's "Duplicate name": what is tested
+        archive.writestr("archive/x.warc.gz", warcs["first"].read_bytes())
+        archive.writestr("archive/x.warc.gz", warcs["second"].read_bytes())
+        archive.writestr("archive/y.warc.gz", b"no WARC at all\n" * 10)
+        archive.writestr("archive/z.warc.gz", warcs["last"].read_bytes())
+    lines, status, pages = tse_import_here(tmp_path, wacz)
+    assert lines == [
+        f"tse import: {wacz}: archive/y.warc.gz: not a WARC file",
+        "tse import: 3 pages saved; 3 records read; 1 archive not read to the end",
+    ]
+    assert status == 1
+    assert page_files(pages) == {f"http://e.com/{name}": page(name) for name in ("first", "second", "last")}
+    assert list(page_files(pages)) == ["http://e.com/first", "http://e.com/second", "http://e.com/last"]

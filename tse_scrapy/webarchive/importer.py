@@ -394,7 +394,7 @@ class ArchiveImport:
         The spool that cannot be written (a full disk) stops the import: an OSError saying so."""
         try:
             try:
-                for record in archive_records(path):
+                for record in archive_records(path, self._bad):
                     self.summary.records += 1
                     self._take(record)
             except _SpoolFailed as failed:  # not the archive's fault: no archive is blamed
@@ -410,6 +410,11 @@ class ArchiveImport:
             message = f"{path}: {error.strerror or error}"
             self.summary.bad.append(message)
             self.warn(message)
+
+    def _bad(self, error: BadArchive) -> None:
+        """A part of an archive (a WACZ's member) that cannot be read on: said, the rest read."""
+        self.summary.bad.append(str(error))
+        self.warn(str(error))
 
     def _take(self, record: Record) -> None:
         if record.type == "request":

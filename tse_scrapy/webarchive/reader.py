@@ -472,9 +472,13 @@ def readable_url(url: str) -> str:
     return readable_excerpt(mask_url(url), SHOWN_CHARACTERS)
 
 
-def archive_records(path: str | os.PathLike) -> Iterator[Record]:
+def archive_records(
+    path: str | os.PathLike, bad_member: Callable[[BadArchive], None] | None = None
+) -> Iterator[Record]:
     """The records of the archive file *path* (WARC, gzipped or not, or WACZ), in order.
-    Raises BadArchive (with the file's name) when it cannot be read on, OSError when it cannot be opened."""
+    Raises BadArchive (with the file's name) when it cannot be read on, OSError when it cannot be opened.
+    A WACZ member that cannot be read on is given to *bad_member*, if given, and the members after it
+    are read (else it is raised)."""
     name = os.fspath(path)
     with ExitStack() as stack:
         file = stack.enter_context(open(name, "rb"))
@@ -486,7 +490,7 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
                 archive = stack.enter_context(zipfile.ZipFile(file))
             except (zipfile.BadZipFile, OSError, ValueError) as error:
                 raise BadArchive(f"{name}: a damaged zip file ({error})") from None
-            yield from _wacz_records(name, archive)
+            yield from _wacz_records(name, archive, bad_member)
         else:
 
             def from_start() -> IO[bytes]:
@@ -496,37 +500,49 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
             yield from _records_of(name, from_start, os.fstat(file.fileno()).st_size)
 
 
-def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
-    members = [info.filename for info in wacz.infolist() if _is_warc_member(info.filename)]
+def _wacz_records(
+    name: str, wacz: zipfile.ZipFile, bad_member: Callable[[BadArchive], None] | None = None
+) -> Iterator[Record]:
+    """The records of the WACZ's WARCs, each member read once by its own zip entry (two entries may
+    bear one name: by name, zipfile opens the last, twice); a member that cannot be read on given to
+    *bad_member*, the next ones read."""
+    members = [info for info in wacz.infolist() if _is_warc_member(info.filename)]
     if not members:
         raise BadArchive(f"{name}: a zip file with no WARC in {WACZ_ARCHIVES}: not a WACZ")
     for member in _wacz_order(wacz, members):
+        shown = f"{name}: {readable_url(member.filename)}"
         with ExitStack() as opened:
 
-            def member_stream(member: str = member) -> IO[bytes]:
+            def member_stream(member: zipfile.ZipInfo = member, shown: str = shown) -> IO[bytes]:
                 try:
                     return opened.enter_context(wacz.open(member))
                 except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
-                    raise BadArchive(f"{name}: {readable_url(member)}: {error}") from None
+                    raise BadArchive(f"{shown}: {error}") from None
 
-            yield from _records_of(f"{name}: {readable_url(member)}", member_stream, wacz.getinfo(member).file_size)
+            try:
+                yield from _records_of(shown, member_stream, member.file_size)
+            except BadArchive as error:
+                if bad_member is None:
+                    raise
+                bad_member(error)
 
 
 def _is_warc_member(member: str) -> bool:
     return member.startswith(WACZ_ARCHIVES) and member.endswith((".warc", ".warc.gz"))
 
 
-def _wacz_order(wacz: zipfile.ZipFile, members: list[str]) -> list[str]:
-    """The WARCs in the order datapackage.json lists its resources, else by name."""
+def _wacz_order(wacz: zipfile.ZipFile, members: list[zipfile.ZipInfo]) -> list[zipfile.ZipInfo]:
+    """The WARCs in the order datapackage.json lists its resources, else by name (entries of one name
+    in their order in the zip file)."""
     try:
         info = wacz.getinfo("datapackage.json")
         if info.file_size > MAX_DATAPACKAGE_BYTES:
             raise ValueError("too large")
         listed = [resource.get("path") for resource in json.loads(wacz.read(info)).get("resources", [])]
     except (KeyError, ValueError, AttributeError, TypeError, RecursionError, zipfile.BadZipFile):
-        return sorted(members)  # RecursionError: arrays nested deeper than json.loads goes
+        return sorted(members, key=lambda member: member.filename)  # RecursionError: arrays nested too deep
     order = {path: index for index, path in enumerate(listed) if isinstance(path, str)}
-    return sorted(members, key=lambda member: (order.get(member, len(order)), member))
+    return sorted(members, key=lambda member: (order.get(member.filename, len(order)), member.filename))
 
 
 class _QuietArchiveIterator(ArchiveIterator):
