@@ -555,7 +555,8 @@ def test_hand_made_damage_is_one_line_and_keeps_the_records_before(tmp_path, bad
 
 def test_odd_but_whole_archives_import(tmp_path):
     """A Location no URL can be made of, a target URI that is no URL, and a zip file's end marker
-    inside a record of a plain WARC: imported, no traceback."""
+    inside a record of a plain WARC: imported, no traceback; the record at no URL skipped, with a line
+    (``tse index`` failed on its page)."""
     zip_tail = io.BytesIO()
     with zipfile.ZipFile(zip_tail, "w") as inner:
         inner.writestr("x.txt", "x")
@@ -571,7 +572,8 @@ def test_odd_but_whole_archives_import(tmp_path):
     result, pages = imported(tmp_path, warc)
     assert "Traceback" not in result.stderr.decode()
     assert result.returncode == 0, result.stderr.decode()
-    assert set(page_files(pages)) == {"http://site.test/a", "http://[oops/", "http://site.test/z"}
+    assert set(page_files(pages)) == {"http://site.test/a", "http://site.test/z"}
+    assert f"{warc}: http://[oops/: no URL can be made of it: skipped" in result.stderr.decode()
 
 
 def word_pdf(word: str) -> bytes:

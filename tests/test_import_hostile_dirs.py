@@ -342,16 +342,17 @@ def test_a_noindex_page_whose_url_no_note_can_hold_is_skipped_and_said(tmp_path)
     result = run_tse("import", archive, pages)
     assert result.returncode == 0
     lines = result.stderr.decode().splitlines()
-    assert len(lines) == 2, lines
-    assert lines[0].startswith("tse import: http://127.0.0.1/long?aaaa") and lines[0].endswith(
-        "...: a URL of 100,022 characters, too long for its note (noindex, its HTTP charset): skipped"
+    # URLs over the 2,083 characters a crawl keeps are skipped before their notes are weighed.
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"tse import: {archive}: http://127.0.0.1/long?aaaa") and lines[0].endswith(
+        "...: a URL of 100,022 characters, over 2,083: skipped"
     )
-    assert (
-        lines[1].startswith("tse import: 4 pages saved")
-        and "; 1 page skipped (a URL too long for its note)" in lines[1]
+    assert lines[1].startswith(f"tse import: {archive}: http://127.0.0.1/plain?bbbb") and lines[1].endswith(
+        "...: a URL of 20,023 characters, over 2,083: skipped"
     )
-    urls = [pagedir.read_page(pages, doc_id).url for doc_id in range(1, 5)]
-    assert urls[:3] == ["http://127.0.0.1/start", "http://127.0.0.1/tab%09here", "http://127.0.0.1/normal"]
+    assert lines[2] == "tse import: 3 pages saved; 5 records read; 2 records skipped (a URL over 2,083 characters)"
+    urls = [pagedir.read_page(pages, doc_id).url for doc_id in range(1, 4)]
+    assert urls == ["http://127.0.0.1/start", "http://127.0.0.1/tab%09here", "http://127.0.0.1/normal"]
     noted = (pages / ".tse-robots" / "import.tsv").read_text().splitlines()
     assert noted == ["http://127.0.0.1/tab%09here\tnoindex", "http://127.0.0.1/normal\tnoindex"]
 

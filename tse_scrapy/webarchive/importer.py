@@ -23,12 +23,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 from w3lib.encoding import http_content_type_encoding
 
 from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
+from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
 from ..rules.files.outputfile import file_type
@@ -70,10 +71,23 @@ UNFINISHED_NAME = ".tse-import-unfinished"
 MAX_PAGE_LINKS = MAX_LINKS
 # Damaged payloads said one a line (a hostile archive may hold a million); the rest are counted.
 DAMAGED_SAID = 10
+# The bound a crawl's URLs are held to, 2,083 characters (Scrapy's URLLENGTH_LIMIT: settings.py,
+# rules/files/webarchive.py): a record at a longer URL is skipped, a longer link not followed.
+# (A page file's URL line holds 64 KB: ``tse query`` and ``tse serve`` refuse an index of longer ones.)
+MAX_URL_CHARACTERS = 2083
+# Records skipped for their URL (one no URL can be made of, not http(s), ...) said one a line; the rest counted.
+SKIPPED_SAID = 10
 # The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.
 SCANNED_HREF_BYTES = 64 * 1024 * 1024
 # The token of robots <meta> directives meant for this program: the first word of the crawl's USER_AGENT.
 ROBOTS_TOKEN = "tse-scrapy"
+# The Link header values naming a canonical URL kept of a record, in bytes, at most (a canonical URL the
+# crawl notes is 8,192 characters at most): a record's headers may hold a MB of Link lines, and every
+# page's were kept (300 such records held 689 MB).
+MAX_LINK_BYTES = 64 * 1024
+# The record IDs of HEAD requests (and of the records they say are their exchange's) kept to tell their
+# answers, which hold no payload, from pages: the last so many (an exchange's records are written together).
+HEAD_IDS_KEPT = 4096
 
 
 @dataclass
@@ -85,8 +99,8 @@ class Capture:
     offset: int  # where its payload is in the spool
     size: int
     http_charset: str | None
-    robots: list[str]  # X-Robots-Tag values
-    links_header: list[str]  # Link values
+    robots: list[str]  # X-Robots-Tag values, as ``_robots_kept`` keeps them
+    links_header: list[str]  # Link values, as ``_links_kept`` keeps them
     date: float | None  # when it was archived (WARC-Date), Unix time
     # The link targets, as numbers of the URLs as written (at most MAX_PAGE_LINKS); None until scanned.
     links: list[int] | None = None
@@ -103,6 +117,7 @@ class ImportSummary:
     records: int = 0
     revisits: int = 0  # revisit records resolved to the payload of the record they refer to
     unresolved: int = 0  # revisits whose record is in none of the archives
+    revisits_of_no_page: int = 0  # revisits of a record no page was taken of (an image, robots.txt ...)
     resolved_later: int = 0  # revisits resolved to a record read after them (archives not oldest first?)
     gone: int = 0  # pages whose last answer says they are gone, listed in .tse-gone
     oversized: int = 0  # payloads over reader.MAX_PAYLOAD_BYTES, skipped
@@ -110,6 +125,11 @@ class ImportSummary:
     recaptured: int = 0  # captures of a URL replaced by a later one
     bad: list[str] = field(default_factory=list)  # one line per archive that could not be read to its end
     damaged: int = 0  # payloads not taken (the archive read on): the first DAMAGED_SAID said one a line
+    # Records skipped for their URL: none can be made of it (``http://[e.com/a``), or not http(s) with a host.
+    bad_urls: int = 0
+    long_urls: int = 0  # records skipped: a URL over MAX_URL_CHARACTERS
+    # Answers to HEAD requests (no payload), and empty payloads whose Content-Length says otherwise: skipped.
+    headless: int = 0
 
     @property
     def failed(self) -> bool:
@@ -127,6 +147,8 @@ class ImportSummary:
             parts.append(_count(self.recaptured, "earlier capture") + " replaced")
         if self.revisits or self.unresolved:
             parts.append(f"{_count(self.revisits, 'revisit')} resolved, {self.unresolved} not found")
+        if self.revisits_of_no_page:
+            parts.append(f"{_count(self.revisits_of_no_page, 'revisit')} of no page skipped")
         if self.resolved_later:
             # The page of a URL is its capture in the last archive given: in the wrong order, an older one.
             points = "points" if self.resolved_later == 1 else "point"
@@ -138,6 +160,14 @@ class ImportSummary:
             parts.append(f"{self.oversized} over the size bound")
         if self.unnoted:
             parts.append(f"{_count(self.unnoted, 'page')} skipped (a URL too long for its note)")
+        if self.bad_urls:
+            parts.append(f"{_count(self.bad_urls, 'record')} skipped (no http(s) URL with a host)")
+        if self.headless:
+            parts.append(
+                f"{_count(self.headless, 'empty answer')} skipped (a HEAD request's, or its Content-Length says more)"
+            )
+        if self.long_urls:
+            parts.append(f"{_count(self.long_urls, 'record')} skipped (a URL over {MAX_URL_CHARACTERS:,} characters)")
         if self.damaged:
             parts.append(_count(self.damaged, "damaged payload") + " not taken")
         if self.bad:
@@ -156,6 +186,33 @@ _NOTE_WORDS = {ROBOTS: "noindex", TYPES: "a PDF", CHARSETS: "its HTTP charset", 
 
 class ImportRefused(Exception):
     """The import cannot start (PAGEDIR not usable); the message is for the user."""
+
+
+class _SpoolFailed(Exception):
+    """The spool could not be written: raised through the reading of an archive, which would take an
+    OSError for the archive's."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+class _SpoolError(OSError):
+    """The spool could not be written: the import stops (``tse import`` says it in one line)."""
+
+
+@dataclass
+class _Taken:
+    """A response taken as a page, kept in its place only once the next response or revisit is read (or
+    the archive's end): a HEAD request written after it (``WARC-Concurrent-To``) says it has no payload."""
+
+    record_id: str
+    concurrent_to: tuple[str, ...]
+    key: str
+    capture: Capture
+    at: int
+    payload_digest: str
+    date: str
 
 
 @dataclass
@@ -315,6 +372,11 @@ class ArchiveImport:
         self.by_digest: dict[str, Capture] = {}  # WARC-Payload-Digest -> a capture with that payload
         self.by_capture: dict[tuple[str, str], Capture] = {}  # (URL key, WARC-Date) -> that capture
         self.redirects: dict[str, str] = {}  # URL key -> the URL key its 3xx answer sends to
+        # The hashes of the payload digests and of the (URL key, WARC-Date) of the responses no page was
+        # taken of (an image, a stylesheet, robots.txt, a 404 ...): their revisits are no page either, not
+        # revisits whose record is missing.  (Hashes: a crawl's archive holds millions of them.)
+        self.no_page_digests: set[int] = set()
+        self.no_page_captures: set[int] = set()
         # For the record (--record): the other answers that may have been pages, (URL, status, date).
         self.not_pages: list[tuple[str, int, float | None]] = []
         # The hrefs of each payload more than one page holds (a revisit's), scanned once for them all.
@@ -323,37 +385,114 @@ class ArchiveImport:
         self.shared_payloads: dict[int, int] = {}  # offset in the spool -> its holders not scanned yet
         self.scanned: dict[int, PageHrefs] = {}
         self.scanned_bytes = 0
+        self.taken: _Taken | None = None  # the last response taken, not yet in its place
+        self.head_ids: dict[str, None] = {}  # record IDs of the last HEAD requests and of their exchanges
         self.spool = tempfile.TemporaryFile(dir=directory, prefix=".tse-import-")  # noqa: SIM115 - closed by write
 
     def read(self, path: str) -> None:
-        """Read the archive *path*; a bad one is reported (``summary.bad``) and read up to where it is bad."""
+        """Read the archive *path*; a bad one is reported (``summary.bad``) and read up to where it is bad.
+        The spool that cannot be written (a full disk) stops the import: an OSError saying so."""
         try:
-            for record in archive_records(path):
-                self.summary.records += 1
-                self._take(record)
+            try:
+                for record in archive_records(path, self._bad):
+                    self.summary.records += 1
+                    self._take(record)
+            except _SpoolFailed as failed:  # not the archive's fault: no archive is blamed
+                raise self._spool_error(failed.error) from None
+            finally:
+                self._put_taken()
         except BadArchive as error:
             self.summary.bad.append(str(error))
             self.warn(str(error))
         except OSError as error:
+            if isinstance(error, _SpoolError):
+                raise
             message = f"{path}: {error.strerror or error}"
             self.summary.bad.append(message)
             self.warn(message)
 
+    def _bad(self, error: BadArchive) -> None:
+        """A part of an archive (a WACZ's member) that cannot be read on: said, the rest read."""
+        self.summary.bad.append(str(error))
+        self.warn(str(error))
+
     def _take(self, record: Record) -> None:
+        if record.type == "request":
+            self._request(record)
+            return
         if record.type not in ("response", "revisit") or not record.url:
+            return
+        self._put_taken()
+        if not _web_url(record.url):
+            why = "no URL can be made of it" if _split(record.url) is None else "not an http(s) URL with a host"
+            self._skip_url(record, why)
+            return
+        if len(record.url) > MAX_URL_CHARACTERS:
+            self._skip_url(record, f"a URL of {len(record.url):,} characters, over {MAX_URL_CHARACTERS:,}", long=True)
             return
         if record.status is not None and self._says_gone(record):
             self._gone(url_key(record.url))
         if record.type == "revisit":
             self._revisit(record)
         elif record.status == 200:
-            self._response(record)
+            if not self._response(record):
+                self._no_page(record)
         elif (
             record.status is not None
             and self.record is not None
             and may_be_page(record.header("Content-Type"), self.pdf)
         ):
             self.not_pages.append((record.url, record.status, _unix_time(record.date)))
+        if record.type == "response" and record.status != 200:
+            self._no_page(record)
+
+    def _request(self, record: Record) -> None:
+        """A HEAD request: its answer (said by their WARC-Concurrent-To, either way) is no page."""
+        if record.method != "HEAD":
+            return
+        exchange = {record.record_id, *record.concurrent_to} - {""}
+        taken = self.taken
+        if taken is not None and (taken.record_id in exchange or exchange & set(taken.concurrent_to)):
+            self.taken = None  # the answer read before it: not put in its place
+            self.summary.headless += 1
+            return
+        for record_id in exchange:
+            self.head_ids[record_id] = None
+        while len(self.head_ids) > HEAD_IDS_KEPT:
+            del self.head_ids[next(iter(self.head_ids))]
+
+    def _to_head(self, record: Record) -> bool:
+        """Whether *record* answers a HEAD request read before it."""
+        return record.record_id in self.head_ids or any(other in self.head_ids for other in record.concurrent_to)
+
+    def _put_taken(self) -> None:
+        """The last response taken put in its place (no HEAD request said it has no payload)."""
+        taken, self.taken = self.taken, None
+        if taken is None:
+            return
+        self._keep(taken.key, taken.capture, taken.at)
+        if taken.payload_digest:
+            self.by_digest[taken.payload_digest] = taken.capture
+        if taken.date:
+            self.by_capture[(taken.key, taken.date)] = taken.capture
+
+    def _skip_url(self, record: Record, why: str, *, long: bool = False) -> None:
+        """A record whose URL no page can have (``tse index`` and the record read it as a web URL):
+        skipped, said (the first SKIPPED_SAID) and counted when it might have been a page (a crawler's
+        ``dns:`` records, say, are no page: skipped without a word)."""
+        if record.type != "revisit" and not may_be_page(record.header("Content-Type"), self.pdf):
+            return
+        if long:
+            self.summary.long_urls += 1
+        else:
+            self.summary.bad_urls += 1
+        skipped = self.summary.bad_urls + self.summary.long_urls
+        if skipped <= SKIPPED_SAID:
+            self.warn(f"{record.archive}: {readable_url(record.url)}: {why}: skipped")
+        if skipped == SKIPPED_SAID:
+            self.warn(
+                f"more records skipped for their URL are counted, not said one by one (the first {SKIPPED_SAID} are)"
+            )
 
     def _says_gone(self, record: Record) -> bool:
         """Whether the answer says the page of its URL is gone, as ``tse crawl --update`` takes it: a 404
@@ -381,10 +520,29 @@ class ArchiveImport:
             self.gone.add(number)
             self.answered_at[number] = self.summary.records
 
-    def _response(self, record: Record) -> None:
+    def _no_page(self, record: Record) -> None:
+        """*record*, a response, gave no page: a revisit of it is none either."""
+        if record.payload_digest:
+            self.no_page_digests.add(hash(record.payload_digest))
+        if record.date:
+            self.no_page_captures.add(hash((url_key(record.url), record.date)))
+
+    def _of_no_page(self, revisit: _Revisit) -> bool:
+        """Whether *revisit* refers to a response no page was taken of."""
+        if revisit.refers_to_date:
+            key = url_key(revisit.refers_to_url or revisit.url)
+            if hash((key, revisit.refers_to_date)) in self.no_page_captures:
+                return True
+        return bool(revisit.payload_digest) and hash(revisit.payload_digest) in self.no_page_digests
+
+    def _response(self, record: Record) -> bool:
+        """Take a response of status 200 as a page; False when it gives none (for its revisits)."""
         content_type = record.header("Content-Type")
         if not may_be_page(content_type, self.pdf):
-            return
+            return False
+        if self._to_head(record):
+            self.summary.headless += 1
+            return False
         try:
             payload = record.payload()
         except BadPayload as error:  # the archive is sound around it: its next records are read
@@ -393,17 +551,23 @@ class ArchiveImport:
                 self.warn(str(error))
             if self.summary.damaged == DAMAGED_SAID:
                 self.warn(f"more damaged payloads are counted, not said one by one (the first {DAMAGED_SAID} are)")
-            return
+            return False
         if payload is None:
             self.summary.oversized += 1
             shown = readable_url(record.url)
             self.warn(f"{record.archive}: {shown}: a payload over the size bound, skipped")
-            return
+            return False
+        if not payload and _said_length(record) > 0:  # (an answer to a HEAD request, or cut short)
+            self.summary.headless += 1
+            return False
         kind = page_kind(content_type, payload[:1024], self.pdf)
         if kind is None:
-            return
-        offset = self.spool.seek(0, os.SEEK_END)
-        self.spool.write(payload)
+            return False
+        try:
+            offset = self.spool.seek(0, os.SEEK_END)
+            self.spool.write(payload)
+        except OSError as error:
+            raise _SpoolFailed(error) from None
         key = url_key(record.url)
         charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
         capture = Capture(
@@ -412,21 +576,30 @@ class ArchiveImport:
             offset=offset,
             size=len(payload),
             http_charset=charset,
-            robots=record.header_values("X-Robots-Tag"),
-            links_header=record.header_values("Link"),
+            robots=_robots_kept(record),
+            links_header=_links_kept(record),
             date=_unix_time(record.date),
         )
-        self._keep(key, capture, self.summary.records)
-        if record.payload_digest:
-            self.by_digest[record.payload_digest] = capture
-        if record.date:
-            self.by_capture[(key, record.date)] = capture
+        self.taken = _Taken(
+            record.record_id,
+            record.concurrent_to,
+            key,
+            capture,
+            self.summary.records,
+            record.payload_digest,
+            record.date,
+        )
+        return True
 
     def _revisit(self, record: Record) -> None:
         """A revisit record: the page again, its payload that of the record it refers to (by URL and
         date, else by payload digest: the identical-payload-digest and server-not-modified profiles).
         One whose record is not read yet is resolved at the end, in its place (``_resolve_later``)."""
         if record.status not in (None, 200, 304):  # a revisit of a page that now answers otherwise
+            return
+        content_type = record.header("Content-Type")
+        if record.status == 200 and content_type and not may_be_page(content_type, self.pdf):
+            self.summary.revisits_of_no_page += 1  # (an image's, a stylesheet's ...: its own type says so)
             return
         revisit = _Revisit(
             at=self.summary.records,
@@ -436,11 +609,14 @@ class ArchiveImport:
             refers_to_url=record.refers_to_url,
             refers_to_date=record.refers_to_date,
             payload_digest=record.payload_digest,
-            content_type=record.header("Content-Type"),
-            robots=record.header_values("X-Robots-Tag"),
-            links_header=record.header_values("Link"),
+            content_type=content_type,
+            robots=_robots_kept(record),
+            links_header=_links_kept(record),
         )
         referred = self._referred(revisit)
+        if referred is None and self._of_no_page(revisit):
+            self.summary.revisits_of_no_page += 1
+            return
         if referred is None:
             self.later.append(revisit)
             self.captures.setdefault(self.graph.number(url_key(record.url)), None)  # its docID's place
@@ -463,7 +639,10 @@ class ArchiveImport:
         for revisit in self.later:
             referred = self._referred(revisit)
             if referred is None:
-                self.summary.unresolved += 1
+                if self._of_no_page(revisit):  # (read after it: no page either)
+                    self.summary.revisits_of_no_page += 1
+                else:
+                    self.summary.unresolved += 1
                 continue
             self.summary.revisits += 1
             self.summary.resolved_later += 1
@@ -493,9 +672,25 @@ class ArchiveImport:
         self.gone.discard(number)
         self.redirects.pop(key, None)  # its links land on it again
 
+    def _spool_error(self, error: OSError) -> OSError:
+        """The spool that could not be written (a full disk, ``ulimit -f``), said for the user: the import
+        stops, before anything is put in PAGEDIR."""
+        said = (
+            f"{error.strerror or error}, writing the pages read from the archives: the import stopped, nothing written"
+        )
+        return _SpoolError(error.errno, said, self.directory)
+
+    def close(self) -> None:
+        """Close the spool (a file without a name: gone with it)."""
+        self.spool.close()
+
     def write(self) -> ImportSummary:
         """Write the page files and notes; close the spool."""
         try:
+            try:
+                self.spool.flush()  # (what is left in its buffer: a full disk is said before any page is written)
+            except OSError as error:
+                raise self._spool_error(error) from None
             self._resolve_later()
             self._write_pages()
         finally:
@@ -620,6 +815,8 @@ class ArchiveImport:
                         found = resolved_links(hrefs, capture.url, MAX_PAGE_LINKS)
                     except ValueError:  # a target URI no link can be resolved against
                         found = []
+                    # (A link longer than a crawl keeps is no link it follows.)
+                    found = [link for link in found if len(link) <= MAX_URL_CHARACTERS]
             capture.links = [self.targets.number(link) for link in found]
         return capture.links
 
@@ -663,7 +860,9 @@ class ArchiveImport:
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
         """The crawl record of the import (``rules/files/crawlrecord.py``): a ``saved`` line a page, at
         the time it was archived, with its links; a ``redirect`` or ``failed`` line for each other
-        answer that might have been a page, at one link deeper than the first page naming it."""
+        answer that might have been a page, at one link deeper than the first page naming it.  Its URLs
+        have their passwords masked (``user:***@``, ``?password=***``), as every message shows them: a
+        record is read, and shown (``tse report``), where an archive's secrets are not to be."""
         lines = []
         deeper: dict[int, int] = {}
         captures = self._pages()
@@ -674,7 +873,7 @@ class ArchiveImport:
                 deeper[target] = min(deeper.get(target, depth + 1), depth + 1)
             lines.append(
                 RequestRecord(
-                    url=capture.url,
+                    url=mask_url(capture.url),
                     outcome="saved",
                     depth=depth,
                     host=urlsplit(capture.url).hostname or "",
@@ -683,7 +882,7 @@ class ArchiveImport:
                     bytes=capture.size,
                     start=capture.date,
                     end=capture.date,
-                    links=tuple(written[target] for target in links[:MAX_LINKS]),
+                    links=tuple(mask_url(written[target]) for target in links[:MAX_LINKS]),
                     more_links=max(0, len(links) - MAX_LINKS),
                 )
             )
@@ -691,7 +890,7 @@ class ArchiveImport:
             number = self.targets.numbers.get(url)
             lines.append(
                 RequestRecord(
-                    url=url,
+                    url=mask_url(url),
                     outcome="redirect" if 300 <= status < 400 else "failed",
                     depth=deeper.get(number, 0) if number is not None else 0,
                     host=urlsplit(url).hostname or "",
@@ -724,6 +923,36 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
     return capture
 
 
+def _said_length(record: Record) -> int:
+    """The length a response's Content-Length header gives its body; -1 for none (or no number)."""
+    value = (record.header("Content-Length") or "").strip()
+    return int(value) if value.isascii() and value.isdigit() else -1
+
+
+def _robots_kept(record: Record) -> list[str]:
+    """A record's X-Robots-Tag values as a page keeps them: the directives they give this program
+    (``noindex``, ``nofollow``), as one value; ``all`` for values that give none (a 304's header still
+    says its page has none now).  The values themselves may be a MB (a hostile archive's)."""
+    values = record.header_values("X-Robots-Tag")
+    if not values:
+        return []
+    return [", ".join(sorted(robots_directives(values, b"", ROBOTS_TOKEN))) or "all"]
+
+
+def _links_kept(record: Record) -> list[str]:
+    """A record's Link values that may name a canonical URL (what a page's notes read of them), to
+    MAX_LINK_BYTES in all: later ones are dropped."""
+    kept = []
+    size = 0
+    for value in record.header_values("Link"):
+        if "canonical" in value.lower():
+            size += len(value)
+            if size > MAX_LINK_BYTES:
+                break
+            kept.append(value)
+    return kept
+
+
 def _href_bytes(hrefs: PageHrefs) -> int:
     """About the memory *hrefs* take: their bytes, and a bytes object's own 33 and a tuple slot's 8."""
     return sum(len(href) + 41 for href in hrefs.hrefs) + len(hrefs.base or b"")
@@ -736,6 +965,22 @@ def _directives(capture: Capture, body: bytes) -> frozenset[str]:
         head = b"" if capture.kind == PDF_KIND else body
         capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN)
     return capture.directives
+
+
+def _split(url: str) -> SplitResult | None:
+    """*url*'s parts, its port read too; None when ``urlsplit`` refuses it (``http://[e.com/a``)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - read for its ValueError (a port that is no number, or out of range)
+    except ValueError:
+        return None
+    return parts
+
+
+def _web_url(url: str) -> bool:
+    """Whether *url* is one a page may have: http(s), with a host, its parts readable."""
+    parts = _split(url)
+    return parts is not None and parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
 
 
 def _host(url: str) -> str:
@@ -766,6 +1011,10 @@ def import_archives(
     paths = check_archives(paths)  # before anything is written
     check_record(record, paths, directory)
     job = ArchiveImport(directory, pdf=pdf, record=record, warn=warn)
-    for path in paths:
-        job.read(path)
+    try:
+        for path in paths:
+            job.read(path)
+    except BaseException:
+        job.close()
+        raise
     return job.write()

@@ -33,6 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from ..exitcodes import first_line
+from ..rules.crawling.secrets import mask_url
 from ..rules.files.webarchive import archived_url
 
 try:  # brotli >= 1.2 (bounded output), as Scrapy requires it; brotlicffi on PyPy
@@ -57,6 +58,9 @@ _TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the
 # A chunk-size line (with its extensions), and a chunked body's trailer fields, at most.
 _CHUNK_LINE_BYTES = 4096
 _TRAILER_BYTES = 64 * 1024
+# The chunks of one chunked body, at most: 4 million chunks of a byte took 30 s and 379 MB (a piece
+# each); a page under the payload bound in chunks of 128 bytes has fewer.  A body of more is damaged.
+MAX_CHUNKS = 256 * 1024
 # Content codings stacked on one payload, at most (each is a decoder in a chain of generators).
 _MAX_CODINGS = 4
 # The bytes of a payload looked at to tell a coded payload from one an archiver stored decoded.
@@ -148,6 +152,9 @@ class Record:
     _number: int = 0  # its place in the archive, for messages
     # Reads the rest of the record and checks that it ends where its Content-Length says (BadArchive).
     _check_end: Callable[[], None] = lambda: None
+    record_id: str = ""  # WARC-Record-ID
+    concurrent_to: tuple[str, ...] = ()  # its WARC-Concurrent-To values: the records of the same exchange
+    method: str = ""  # a request record's HTTP method (GET, HEAD ...), upper case
 
     def header(self, name: str) -> str | None:
         """The first HTTP header *name* (any case)."""
@@ -162,15 +169,13 @@ class Record:
         """The payload, transfer and content codings undone; None when it is over MAX_PAYLOAD_BYTES.
         Raises BadArchive when the record is cut short or its Content-Length is wrong, BadPayload
         when its chunked body or content coding is damaged or not known."""
-        pieces = []
-        size = 0
+        payload = bytearray()
         block = _BlockBytes(self._record.raw_stream, self._archive_damage)
         try:
             with contextlib.closing(_decoded(block, self.headers)) as decoded:
                 for piece in decoded:
-                    pieces.append(piece)
-                    size += len(piece)
-                    if size > MAX_PAYLOAD_BYTES:
+                    payload += piece
+                    if len(payload) > MAX_PAYLOAD_BYTES:
                         return None  # the rest is read (not decoded) before the next record
         except (_PayloadDamage, zlib.error, brotli.error, zstd.ZstdError) as error:
             # A record cut short, or whose Content-Length is wrong, damages its payload too: said first.
@@ -178,7 +183,7 @@ class Record:
             why = str(error) if isinstance(error, _PayloadDamage) else "a damaged content coding"
             raise BadPayload(f"{self.archive}: the record for {readable_url(self.url)}: {why}, not taken") from None
         self._check_end()  # a payload cut short is never taken
-        return b"".join(pieces)
+        return bytes(payload)
 
     def _archive_damage(self, error: BaseException) -> BadArchive:
         return _said(self.archive, error, self._number, url=self.url)
@@ -280,13 +285,18 @@ def _no_chunk_framing(head: bytes) -> bool:
 
 
 def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
-    """The body of a chunked payload (RFC 9112 7.1), read a piece at a time: a chunk's size, however
-    large, never makes it held whole.  Damaged framing raises _PayloadDamage."""
+    """The body of a chunked payload (RFC 9112 7.1), in pieces of about _CHUNK bytes (small chunks
+    gathered: a piece each held millions of them): a chunk's size, however large, never makes it held
+    whole.  Damaged framing, or more than MAX_CHUNKS chunks, raises _PayloadDamage."""
+    gathered = bytearray()
+    chunks = 0
     while True:
         line = block.readline(_CHUNK_LINE_BYTES + 1)
         if not line:
             # The block ends after a whole chunk, with no last chunk (0): taken, as warcio takes it
             # (and archives are written so: the chunks all there, the last one left out).
+            if gathered:
+                yield bytes(gathered)
             return
         if not line.endswith(b"\n"):
             if len(line) > _CHUNK_LINE_BYTES:
@@ -298,14 +308,22 @@ def _dechunked(block: _BlockBytes) -> Iterator[bytes]:
         left = int(size, 16)
         if not left:
             break
+        chunks += 1
+        if chunks > MAX_CHUNKS:
+            raise _PayloadDamage(f"a damaged chunked body (more than {MAX_CHUNKS:,} chunks)")
         while left:
             data = block.read(min(left, _CHUNK))
             if not data:
                 raise _PayloadDamage("a damaged chunked body (it ends inside a chunk)")
             left -= len(data)
-            yield data
+            gathered += data
+            if len(gathered) >= _CHUNK:
+                yield bytes(gathered)
+                gathered.clear()
         if block.readline(3) not in (b"\r\n", b"\n"):
             raise _PayloadDamage("a damaged chunked body (a chunk longer than its size)")
+    if gathered:
+        yield bytes(gathered)
     trailer = 0  # trailer fields, up to a blank line or the end of the block: not the payload's
     while (line := block.readline(_CHUNK_LINE_BYTES + 1)).strip():
         trailer += len(line)
@@ -449,13 +467,18 @@ def readable_excerpt(text: str, size: int = 40) -> str:
 
 
 def readable_url(url: str) -> str:
-    """*url* (or a member's name) from an archive, quoted in a message: its first SHOWN_CHARACTERS."""
-    return readable_excerpt(url, SHOWN_CHARACTERS)
+    """*url* (or a member's name) from an archive, quoted in a message: its passwords masked, then its
+    first SHOWN_CHARACTERS (cut first, a password longer than them lost the ``@`` its mask needs)."""
+    return readable_excerpt(mask_url(url), SHOWN_CHARACTERS)
 
 
-def archive_records(path: str | os.PathLike) -> Iterator[Record]:
+def archive_records(
+    path: str | os.PathLike, bad_member: Callable[[BadArchive], None] | None = None
+) -> Iterator[Record]:
     """The records of the archive file *path* (WARC, gzipped or not, or WACZ), in order.
-    Raises BadArchive (with the file's name) when it cannot be read on, OSError when it cannot be opened."""
+    Raises BadArchive (with the file's name) when it cannot be read on, OSError when it cannot be opened.
+    A WACZ member that cannot be read on is given to *bad_member*, if given, and the members after it
+    are read (else it is raised)."""
     name = os.fspath(path)
     with ExitStack() as stack:
         file = stack.enter_context(open(name, "rb"))
@@ -467,7 +490,7 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
                 archive = stack.enter_context(zipfile.ZipFile(file))
             except (zipfile.BadZipFile, OSError, ValueError) as error:
                 raise BadArchive(f"{name}: a damaged zip file ({error})") from None
-            yield from _wacz_records(name, archive)
+            yield from _wacz_records(name, archive, bad_member)
         else:
 
             def from_start() -> IO[bytes]:
@@ -477,37 +500,49 @@ def archive_records(path: str | os.PathLike) -> Iterator[Record]:
             yield from _records_of(name, from_start, os.fstat(file.fileno()).st_size)
 
 
-def _wacz_records(name: str, wacz: zipfile.ZipFile) -> Iterator[Record]:
-    members = [info.filename for info in wacz.infolist() if _is_warc_member(info.filename)]
+def _wacz_records(
+    name: str, wacz: zipfile.ZipFile, bad_member: Callable[[BadArchive], None] | None = None
+) -> Iterator[Record]:
+    """The records of the WACZ's WARCs, each member read once by its own zip entry (two entries may
+    bear one name: by name, zipfile opens the last, twice); a member that cannot be read on given to
+    *bad_member*, the next ones read."""
+    members = [info for info in wacz.infolist() if _is_warc_member(info.filename)]
     if not members:
         raise BadArchive(f"{name}: a zip file with no WARC in {WACZ_ARCHIVES}: not a WACZ")
     for member in _wacz_order(wacz, members):
+        shown = f"{name}: {readable_url(member.filename)}"
         with ExitStack() as opened:
 
-            def member_stream(member: str = member) -> IO[bytes]:
+            def member_stream(member: zipfile.ZipInfo = member, shown: str = shown) -> IO[bytes]:
                 try:
                     return opened.enter_context(wacz.open(member))
                 except (zipfile.BadZipFile, NotImplementedError, RuntimeError) as error:  # encrypted, unknown method
-                    raise BadArchive(f"{name}: {readable_url(member)}: {error}") from None
+                    raise BadArchive(f"{shown}: {error}") from None
 
-            yield from _records_of(f"{name}: {readable_url(member)}", member_stream, wacz.getinfo(member).file_size)
+            try:
+                yield from _records_of(shown, member_stream, member.file_size)
+            except BadArchive as error:
+                if bad_member is None:
+                    raise
+                bad_member(error)
 
 
 def _is_warc_member(member: str) -> bool:
     return member.startswith(WACZ_ARCHIVES) and member.endswith((".warc", ".warc.gz"))
 
 
-def _wacz_order(wacz: zipfile.ZipFile, members: list[str]) -> list[str]:
-    """The WARCs in the order datapackage.json lists its resources, else by name."""
+def _wacz_order(wacz: zipfile.ZipFile, members: list[zipfile.ZipInfo]) -> list[zipfile.ZipInfo]:
+    """The WARCs in the order datapackage.json lists its resources, else by name (entries of one name
+    in their order in the zip file)."""
     try:
         info = wacz.getinfo("datapackage.json")
         if info.file_size > MAX_DATAPACKAGE_BYTES:
             raise ValueError("too large")
         listed = [resource.get("path") for resource in json.loads(wacz.read(info)).get("resources", [])]
     except (KeyError, ValueError, AttributeError, TypeError, RecursionError, zipfile.BadZipFile):
-        return sorted(members)  # RecursionError: arrays nested deeper than json.loads goes
+        return sorted(members, key=lambda member: member.filename)  # RecursionError: arrays nested too deep
     order = {path: index for index, path in enumerate(listed) if isinstance(path, str)}
-    return sorted(members, key=lambda member: (order.get(member, len(order)), member))
+    return sorted(members, key=lambda member: (order.get(member.filename, len(order)), member.filename))
 
 
 class _QuietArchiveIterator(ArchiveIterator):
@@ -638,6 +673,9 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                     status = None
 
             url = archived_url(headers.get_header("WARC-Target-URI"))
+            method = ""
+            if http is not None and record.rec_type == "request":
+                method = str(http.protocol or "").strip().upper()
 
             def check_end(record: Any = record, number: int = count, url: str = url) -> None:
                 """The record read to its end, and that end where its Content-Length says."""
@@ -660,6 +698,11 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
                 _record=record,
                 _number=count,
                 _check_end=check_end,
+                record_id=(headers.get_header("WARC-Record-ID") or "").strip(),
+                concurrent_to=tuple(
+                    value.strip() for field, value in headers.headers if field.lower() == "warc-concurrent-to"
+                ),
+                method=method,
             )
             # A record not read by the caller is still checked whole before the next one.
             _read_to_end(record, name)
