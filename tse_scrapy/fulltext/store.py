@@ -80,7 +80,7 @@ from typing import NamedTuple
 
 import apsw
 
-from ..atomicfile import partial_path
+from ..atomicfile import create_new, open_partial, partial_path
 from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.analysis import ANALYSIS_VERSION
 from ..rules.text.pagefields import PageFields, PageText
@@ -204,7 +204,7 @@ class SearchIndexWriter:
         self.canonicals = canonicals or {}
         self._prepared = False
         partial = partial_path(self.path)
-        partial.unlink(missing_ok=True)
+        os.close(create_new(partial))  # (a link left at its name unlinked, not written through)
         self.db = connect(partial, writable=True)
         try:
             _fast_writes(self.db)
@@ -308,6 +308,10 @@ class PreparedUpdate:
         self.partial.unlink(missing_ok=True)
 
 
+# The search index is copied for an update this many bytes at a time.
+COPY_BYTES = 1 << 20
+
+
 def prepare_update(
     indexfile: str | os.PathLike,
     old: tuple[int, bytes],
@@ -331,7 +335,9 @@ def prepare_update(
     partial = partial_path(path)
     db: apsw.Connection | None = None
     try:
-        shutil.copyfile(path, partial)
+        # Copied into a file made anew: a link at the partial file's name is not written through.
+        with open(path, "rb") as source, open_partial(path) as copy:
+            shutil.copyfileobj(source, copy, COPY_BYTES)
         db = connect(partial, writable=True)
         _fast_writes(db)
         db.execute("BEGIN")
@@ -423,10 +429,9 @@ def connect(path: Path, *, writable: bool = False) -> apsw.Connection:
     in place (a new one is renamed over it, and this connection keeps reading the file it opened), so
     SQLite need not lock it and look for changes at each statement (a search runs dozens: 6 % of its
     CPU, bench/RESULTS.md)."""
-    if writable:
-        return apsw.Connection(
-            path.resolve().as_uri(), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
-        )
+    if writable:  # (a symbolic link at its name is refused, not written through)
+        flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW
+        return apsw.Connection(path.resolve().as_uri(), flags=flags)
     return apsw.Connection(
         f"{path.resolve().as_uri()}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     )

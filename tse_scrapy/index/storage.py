@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from ..atomicfile import partial_path, write_atomically, write_beside
+from ..atomicfile import open_partial, partial_path, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
 from .pagefiles import FileKey, file_key
 from .runs import number_type
@@ -461,7 +461,7 @@ class IndexFileWriter:
             self._words_file = opened.enter_context(open(self._sections["words"], "wb", buffering=1 << 20))
             self._offsets_file = opened.enter_context(open(self._sections["offsets"], "wb"))
             self._numbers_file = opened.enter_context(open(self._sections["numbers"], "wb", buffering=1 << 20))
-            self._text = opened.enter_context(open(partial_path(self.path), "wb"))
+            self._text = opened.enter_context(open_partial(self.path))
             opened.pop_all()  # kept open: closed by finish or __exit__
 
     def add(self, word: bytes, texts: list[bytes], numbers: list[bytes]) -> None:
@@ -498,7 +498,7 @@ class IndexFileWriter:
         digest = self._digest.digest()
         sidecar = partial_path(sidecar_path(self.path))
         try:
-            with open(sidecar, "wb") as out:
+            with open_partial(sidecar_path(self.path)) as out:
                 fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
                 names = ("words", "offsets", "numbers")
                 _write_sections(out, fields, (_pieces_of(self._sections[name]) for name in names))
