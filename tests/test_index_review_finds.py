@@ -13,11 +13,13 @@ and a time-out).
 from __future__ import annotations
 
 import os
+import resource
 import stat
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_tse
 from tests.support.inprocess import tse_here, tse_ok_here
 from tests.support.pages import snapshot
 from tests.support.searchsite import write_search_site
@@ -27,6 +29,8 @@ from tse_scrapy.rules.files import pagedir
 PRECIOUS = b"precious: not the index's\n"
 # The files of an index beside INDEXFILE, by their suffixes.
 BESIDE = (".bin", ".stamp", ".docs", ".search")
+# What a command that could read without end may take: the reader of /dev/zero stops at it.
+MEMORY_BOUND = 1 << 30
 
 
 @pytest.fixture
@@ -147,3 +151,67 @@ def test_the_crawler_s_page_files_do_not_write_through_a_link_at_their_temporary
     with pytest.raises(IsADirectoryError):
         write_atomically(directory / "2", b"two")
     assert not (directory / "2").exists()
+
+
+# 2. An index that is a device or a FIFO
+
+
+def bounded() -> None:
+    """(In the child, before it runs tse:) its memory bounded."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BOUND, MEMORY_BOUND))
+
+
+@pytest.mark.parametrize("command", ["indextest", "query"])
+def test_an_index_that_is_a_device_is_refused_in_one_line(site, command):
+    pages, built = site
+    arguments = (
+        ["indextest", "/dev/zero", built.parent / "out.idx"]
+        if command == "indextest"
+        else ["query", pages, "/dev/zero"]
+    )
+    done = run_tse(*arguments, input=b"cat\n", timeout=60, preexec_fn=bounded)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        b"",
+        f"tse {command}: /dev/zero: a character device, not a regular file\n".encode(),
+    )
+    assert not os.path.lexists(built.parent / "out.idx")
+
+
+@pytest.mark.parametrize("command", ["indextest", "query"])
+def test_an_index_that_is_a_fifo_is_refused_at_once(site, command):
+    pages, built = site
+    fifo = built.parent / "fifo"
+    os.mkfifo(fifo)
+    arguments = ["indextest", fifo, built.parent / "out.idx"] if command == "indextest" else ["query", pages, fifo]
+    done = run_tse(*arguments, input=b"cat\n", timeout=60, preexec_fn=bounded)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        1,
+        b"",
+        f"tse {command}: {fifo}: a FIFO, not a regular file\n".encode(),
+    )
+
+
+@pytest.mark.parametrize("suffix", [".bin", ".stamp"])
+def test_a_fifo_at_the_sidecar_or_the_stamp_is_no_sidecar_nor_stamp(site, suffix):
+    pages, built = site
+    Path(f"{built}{suffix}").unlink()
+    os.mkfifo(f"{built}{suffix}")
+    done = run_tse("query", pages, built, input=b"dog\n", timeout=60, preexec_fn=bounded)
+    assert done.returncode == 0, done.stderr
+    assert b"doc   2: http://h/dogs.html" in done.stdout
+
+
+def test_a_bad_token_is_shown_cut(site):
+    _, built = site
+    nuls = built.parent / "nuls"
+    nuls.write_bytes(bytes(3_000_000))
+    done = tse_here("indextest", nuls, built.parent / "out.idx")
+    # Its first 40 characters, each percent-encoded, then "…".
+    shown = "%00" * 40 + "…"
+    assert (done.returncode, done.stderr.decode()) == (1, f"tse indextest: {nuls}:1: not a lowercase word: '{shown}'\n")
+    # A token of 40 characters is shown whole, one of 41 cut; a character is not cut within its bytes.
+    for token, said in [("é" * 40, "é" * 40), ("é" * 41, "é" * 40 + "…"), ("a" * 39 + "Ω" * 3, "a" * 39 + "Ω…")]:
+        nuls.write_bytes(f"cat 1 1\n{token} 1 1\n".encode())
+        done = tse_here("indextest", nuls, built.parent / "out.idx")
+        assert done.stderr.decode() == f"tse indextest: {nuls}:2: not a lowercase word: '{said}'\n"
