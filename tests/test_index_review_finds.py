@@ -24,7 +24,9 @@ from tests.support.inprocess import tse_here, tse_ok_here
 from tests.support.pages import snapshot
 from tests.support.searchsite import write_search_site
 from tse_scrapy.atomicfile import partial_path, write_atomically
+from tse_scrapy.index.indexer import write_index_files
 from tse_scrapy.rules.files import pagedir
+from tse_scrapy.rules.files.indexfile import INDEX_FILE
 
 PRECIOUS = b"precious: not the index's\n"
 # The files of an index beside INDEXFILE, by their suffixes.
@@ -215,3 +217,45 @@ def test_a_bad_token_is_shown_cut(site):
         nuls.write_bytes(f"cat 1 1\n{token} 1 1\n".encode())
         done = tse_here("indextest", nuls, built.parent / "out.idx")
         assert done.stderr.decode() == f"tse indextest: {nuls}:2: not a lowercase word: '{said}'\n"
+
+
+# 3. A directory at a name of the index's files
+
+
+@pytest.mark.parametrize("suffix", BESIDE)
+@pytest.mark.parametrize("update", [False, True])
+def test_a_directory_at_a_name_of_the_index_s_files_is_refused_before_anything_is_written(site, suffix, update):
+    pages, built = site
+    page = pages / "3"
+    page.write_bytes(page.read_bytes() + b"<p>zebra</p>")  # (a change for an update to make)
+    Path(f"{built}{suffix}").unlink()
+    os.mkdir(f"{built}{suffix}")
+    files = snapshot(built.parent)
+    done = tse_here("index", pages, built, *(["--update"] if update else []))
+    assert (done.returncode, done.stdout, done.stderr.decode()) == (
+        1,
+        b"",
+        f"tse index: {built}{suffix} is a directory, where a file of the index goes: remove it first\n",
+    )
+    assert snapshot(built.parent) == files
+
+
+def test_the_index_s_files_beside_it_are_its_sidecar_stamp_store_and_search_index():
+    from tse_scrapy.fulltext.store import SEARCH_SUFFIX
+    from tse_scrapy.index.docstore import DOCS_SUFFIX
+    from tse_scrapy.index.storage import SIDECAR_SUFFIX, STAMP_SUFFIX
+
+    assert set(INDEX_FILE.beside) == {SIDECAR_SUFFIX, STAMP_SUFFIX, DOCS_SUFFIX, SEARCH_SUFFIX}
+
+
+def test_a_file_that_cannot_be_put_in_place_is_named_with_its_error(site):
+    # A directory made at the sidecar's name after tse index's check (here: the indexer called as it
+    # calls it, without the check): the error is the rename's, naming the sidecar, not the search
+    # index's closed connection.
+    pages, built = site
+    indexfile = built.parent / "z.idx"
+    os.mkdir(f"{indexfile}.bin")
+    with pytest.raises(IsADirectoryError) as raised:
+        write_index_files(pages, indexfile)
+    assert raised.value.filename == f"{indexfile}.bin"
+    assert not [name for name in os.listdir(built.parent) if name.endswith(".partial")]

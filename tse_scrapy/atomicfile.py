@@ -44,6 +44,15 @@ def open_partial(path: str | os.PathLike, buffering: int = -1) -> BinaryIO:
     return open(create_new(partial_path(path)), "wb", buffering=buffering)
 
 
+def put_in_place(temporary: str | os.PathLike, path: str | os.PathLike) -> None:
+    """*temporary* renamed to *path*; an OSError names *path*, the file that could not be replaced
+    (``os.replace`` names the temporary one, which the user never asked for)."""
+    try:
+        os.replace(temporary, path)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
+
+
 def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> None:
     """Replace *path* with *data* (or its pieces, one after another); an
     interrupted or failed write leaves *path* as it was."""

@@ -80,7 +80,7 @@ from typing import NamedTuple
 
 import apsw
 
-from ..atomicfile import create_new, open_partial, partial_path
+from ..atomicfile import create_new, open_partial, partial_path, put_in_place
 from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.analysis import ANALYSIS_VERSION
 from ..rules.text.pagefields import PageFields, PageText
@@ -203,6 +203,7 @@ class SearchIndexWriter:
         self.path = Path(path)
         self.canonicals = canonicals or {}
         self._prepared = False
+        self._closed = False  # (by ``ready``)
         partial = partial_path(self.path)
         os.close(create_new(partial))  # (a link left at its name unlinked, not written through)
         self.db = connect(partial, writable=True)
@@ -264,8 +265,11 @@ class SearchIndexWriter:
             except BaseException:
                 on_error()
                 stopping.set()
-                # (From any thread.)  A statement at work stops; between two, the next is not begun.
-                self.db.interrupt()
+                # (From any thread.)  A statement at work stops; between two, the next is not begun.  Not
+                # once ``ready`` closed the connection (a file of the index could not be put in place): it
+                # would raise, and hide the error to tell.
+                if not self._closed:
+                    self.db.interrupt()
                 raise
 
     def finish(self, index_size: int, index_digest: bytes) -> None:
@@ -281,9 +285,10 @@ class SearchIndexWriter:
         with self.db:  # a transaction
             _write_meta(self.db, index_size, index_digest)
         self.db.close()
+        self._closed = True
 
     def put_in_place(self) -> None:
-        os.replace(partial_path(self.path), self.path)
+        put_in_place(partial_path(self.path), self.path)
 
     def __enter__(self) -> SearchIndexWriter:
         return self
@@ -302,7 +307,7 @@ class PreparedUpdate:
     path: Path
 
     def put_in_place(self) -> None:
-        os.replace(self.partial, self.path)
+        put_in_place(self.partial, self.path)
 
     def discard(self) -> None:
         self.partial.unlink(missing_ok=True)

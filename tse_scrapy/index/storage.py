@@ -43,7 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from ..atomicfile import open_partial, partial_path, write_atomically, write_beside
+from ..atomicfile import open_partial, partial_path, put_in_place, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
 from ..rules.files.outputfile import REGULAR, file_type
 from ..rules.files.pagedir import _regular_file
@@ -244,7 +244,7 @@ class PreparedIndexFiles:
     def put_in_place(self) -> None:
         """The text, then the sidecar, then the stamp (a reader checks the stamp against both)."""
         for temporary, path in self._files:
-            os.replace(temporary, path)
+            put_in_place(temporary, path)
         self._files = []
 
     def discard(self) -> None:

@@ -105,4 +105,7 @@ INDEX_FILE = OutputKind(
     what="the index",
     not_it="its first line is no 'word docID count ...'",
     recognises=looks_like_an_index,
+    # Its sidecar, stamp, document store and search index (``index.storage``, ``index.docstore``,
+    # ``fulltext.store``, which this package may not import).
+    beside=(".bin", ".stamp", ".docs", ".search"),
 )
