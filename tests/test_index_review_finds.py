@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import stat
 from pathlib import Path
 
@@ -35,10 +36,19 @@ BESIDE = (".bin", ".stamp", ".docs", ".search")
 MEMORY_BOUND = 1 << 30
 
 
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory) -> Path:
+    """The directory of a small page directory and its index, made once (copied by ``site``)."""
+    root = tmp_path_factory.mktemp("built")
+    write_search_site(root)
+    return root
+
+
 @pytest.fixture
-def site(tmp_path) -> tuple[Path, Path]:
+def site(built_site, tmp_path) -> tuple[Path, Path]:
     """A small page directory and its index (``index``), alone in a directory of their own."""
-    return write_search_site(tmp_path)
+    root = shutil.copytree(built_site, tmp_path / "site", symlinks=True)
+    return root / "pages", root / "index"
 
 
 def link(kind: str, target: Path, name: Path) -> None:
