@@ -1,10 +1,17 @@
-"""Writing a file whole or not at all: a temporary ``.NAME.partial`` beside it, renamed into place."""
+"""Writing a file whole or not at all: a temporary ``.NAME.partial`` beside it, renamed into place.
+
+A temporary file is always made anew (``create_new``): whatever is at its name is unlinked first, and the
+new file is created exclusively, without following a symbolic link, so that a symbolic or hard link
+left there (by anyone who can write the directory) is never written through: truncating or filling
+the file it leads to would destroy what is not ours.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if "SC_IOV_MAX" in os.sysconf_names else 1024
 
@@ -18,6 +25,32 @@ def _partial_name(path: str) -> str:
     # Plain strings: a crawl writes a page file for each page.
     head, name = os.path.split(path)
     return os.path.join(head, f".{name}.partial")
+
+
+def create_new(path: str | os.PathLike) -> int:
+    """A descriptor, for writing, of a new empty regular file at *path*: what was at that name (a
+    temporary file an interrupted run left, a symbolic or hard link to another file) is unlinked first,
+    never written through.  Raises OSError when the name cannot be had (a directory there, say, or a
+    link made again in between: the exclusive creation fails rather than follow it)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+
+
+def open_partial(path: str | os.PathLike, buffering: int = -1) -> BinaryIO:
+    """*path*'s temporary file (``partial_path``) made anew (``create_new``), open for writing."""
+    return open(create_new(partial_path(path)), "wb", buffering=buffering)
+
+
+def put_in_place(temporary: str | os.PathLike, path: str | os.PathLike) -> None:
+    """*temporary* renamed to *path*; an OSError names *path*, the file that could not be replaced
+    (``os.replace`` names the temporary one, which the user never asked for)."""
+    try:
+        os.replace(temporary, path)
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, os.fspath(path)) from None
 
 
 def write_atomically(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsync: bool = False) -> None:
@@ -37,7 +70,7 @@ def write_beside(path: str | os.PathLike, data: bytes | Sequence[bytes], *, fsyn
     write leaves no temporary file."""
     temporary = _partial_name(os.fspath(path))
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        descriptor = create_new(temporary)
         try:
             _write_all(descriptor, [data] if isinstance(data, bytes | bytearray | memoryview) else data)
             if fsync:

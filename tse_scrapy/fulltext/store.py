@@ -80,7 +80,7 @@ from typing import NamedTuple
 
 import apsw
 
-from ..atomicfile import partial_path
+from ..atomicfile import create_new, open_partial, partial_path, put_in_place
 from ..rules.queries.searchsnippet import snippet_head
 from ..rules.text.analysis import ANALYSIS_VERSION
 from ..rules.text.pagefields import PageFields, PageText
@@ -203,8 +203,9 @@ class SearchIndexWriter:
         self.path = Path(path)
         self.canonicals = canonicals or {}
         self._prepared = False
+        self._closed = False  # (by ``ready``)
         partial = partial_path(self.path)
-        partial.unlink(missing_ok=True)
+        os.close(create_new(partial))  # (a link left at its name unlinked, not written through)
         self.db = connect(partial, writable=True)
         try:
             _fast_writes(self.db)
@@ -264,8 +265,11 @@ class SearchIndexWriter:
             except BaseException:
                 on_error()
                 stopping.set()
-                # (From any thread.)  A statement at work stops; between two, the next is not begun.
-                self.db.interrupt()
+                # (From any thread.)  A statement at work stops; between two, the next is not begun.  Not
+                # once ``ready`` closed the connection (a file of the index could not be put in place): it
+                # would raise, and hide the error to tell.
+                if not self._closed:
+                    self.db.interrupt()
                 raise
 
     def finish(self, index_size: int, index_digest: bytes) -> None:
@@ -281,9 +285,10 @@ class SearchIndexWriter:
         with self.db:  # a transaction
             _write_meta(self.db, index_size, index_digest)
         self.db.close()
+        self._closed = True
 
     def put_in_place(self) -> None:
-        os.replace(partial_path(self.path), self.path)
+        put_in_place(partial_path(self.path), self.path)
 
     def __enter__(self) -> SearchIndexWriter:
         return self
@@ -302,10 +307,14 @@ class PreparedUpdate:
     path: Path
 
     def put_in_place(self) -> None:
-        os.replace(self.partial, self.path)
+        put_in_place(self.partial, self.path)
 
     def discard(self) -> None:
         self.partial.unlink(missing_ok=True)
+
+
+# The search index is copied for an update this many bytes at a time.
+COPY_BYTES = 1 << 20
 
 
 def prepare_update(
@@ -331,7 +340,9 @@ def prepare_update(
     partial = partial_path(path)
     db: apsw.Connection | None = None
     try:
-        shutil.copyfile(path, partial)
+        # Copied into a file made anew: a link at the partial file's name is not written through.
+        with open(path, "rb") as source, open_partial(path) as copy:
+            shutil.copyfileobj(source, copy, COPY_BYTES)
         db = connect(partial, writable=True)
         _fast_writes(db)
         db.execute("BEGIN")
@@ -423,10 +434,9 @@ def connect(path: Path, *, writable: bool = False) -> apsw.Connection:
     in place (a new one is renamed over it, and this connection keeps reading the file it opened), so
     SQLite need not lock it and look for changes at each statement (a search runs dozens: 6 % of its
     CPU, bench/RESULTS.md)."""
-    if writable:
-        return apsw.Connection(
-            path.resolve().as_uri(), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
-        )
+    if writable:  # (a symbolic link at its name is refused, not written through)
+        flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI | apsw.SQLITE_OPEN_NOFOLLOW
+        return apsw.Connection(path.resolve().as_uri(), flags=flags)
     return apsw.Connection(
         f"{path.resolve().as_uri()}?mode=ro&immutable=1", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     )

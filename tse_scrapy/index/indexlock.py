@@ -13,12 +13,19 @@ process ID and command while it is held, for the message, and is emptied on
 release.  Where it cannot be opened or locked (some NFS set-ups answer
 ENOLCK), the index is written without it.  Readers (``tse query``,
 ``tse serve``) never take it.
+
+The lock file is written (its holder's line, then emptied), so it must be the
+index's own: a symbolic link at its name is not followed, and a file that is
+not a regular one with a single link (a hard link to another file, a FIFO, a
+directory) is refused in one line (``LockFileRefused``), before anything is
+written: writing it would change another file.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -36,6 +43,11 @@ class IndexLocked(Exception):
     """Another process is writing the index; the message (one line) is for the user."""
 
 
+class LockFileRefused(IndexLocked):
+    """The index's lock file is not a file of its own (a link to another file, ...): the index is not
+    written; the message (one line) says what it is."""
+
+
 def lock_path(indexfile: str | os.PathLike) -> Path:
     """The lock file of *indexfile*: ``INDEXFILE.lock``, beside it."""
     return Path(str(indexfile) + LOCK_SUFFIX)
@@ -48,6 +60,10 @@ def index_lock(indexfile: str | os.PathLike, holder: str = "tse index") -> Itera
     whether the lock is held (False: the file system cannot lock, and the index is written without it)."""
     descriptor = _open(lock_path(indexfile))
     if descriptor is not None:
+        problem = _not_its_own(lock_path(indexfile), os.fstat(descriptor))
+        if problem is not None:
+            os.close(descriptor)
+            raise LockFileRefused(problem)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -74,13 +90,38 @@ def index_lock(indexfile: str | os.PathLike, holder: str = "tse index") -> Itera
 
 def _open(path: Path) -> int | None:
     """A descriptor of the lock file (created if need be), read-only when it cannot be written; None
-    when it cannot be opened at all."""
+    when it cannot be opened at all.  A symbolic link there is not followed (LockFileRefused); nor is a
+    FIFO's opening waited on."""
     for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
         try:
-            return os.open(path, flags | os.O_CLOEXEC, 0o666)
+            return os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
         except OSError:
-            continue
+            try:
+                found = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(found.st_mode) or stat.S_ISDIR(found.st_mode):
+                raise LockFileRefused(_not_its_own(path, found) or f"{path} cannot be opened") from None
     return None
+
+
+def _not_its_own(path: Path, status: os.stat_result) -> str | None:
+    """Why the lock file *path*, of *status*, must not be written (a file not the index's own), or None."""
+    if stat.S_ISREG(status.st_mode) and status.st_nlink == 1:
+        return None
+    if stat.S_ISLNK(status.st_mode):
+        what = "a symbolic link"
+    elif stat.S_ISREG(status.st_mode):
+        what = f"a regular file with {status.st_nlink} links (a hard link: another name of a file)"
+    elif stat.S_ISDIR(status.st_mode):
+        what = "a directory"
+    elif stat.S_ISFIFO(status.st_mode):
+        what = "a FIFO"
+    elif stat.S_ISCHR(status.st_mode) or stat.S_ISBLK(status.st_mode):
+        what = "a device"
+    else:
+        what = "not a regular file"
+    return f"the index's lock file {path} is {what}, not written through: remove it, then run again"
 
 
 def _rewrite(descriptor: int, data: bytes) -> None:

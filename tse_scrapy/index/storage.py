@@ -25,6 +25,7 @@ sidecar's sections to temporary files put together at the end.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import mmap
@@ -42,8 +43,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
 
-from ..atomicfile import partial_path, write_atomically, write_beside
+from ..atomicfile import open_partial, partial_path, put_in_place, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
+from ..rules.files.outputfile import REGULAR, file_type
+from ..rules.files.pagedir import _regular_file
 from .pagefiles import FileKey, file_key
 from .runs import number_type
 
@@ -67,8 +70,27 @@ def stamp_path(path: str | os.PathLike) -> Path:
 
 
 def read_index(path: str | os.PathLike) -> Index:
-    """The text index at *path* (IndexFileError names the file and line of a fault)."""
-    return parse_index(Path(path).read_bytes(), str(path))
+    """The text index at *path* (IndexFileError names the file and line of a fault; OSError when it is
+    no regular file, ``open_regular``)."""
+    with open_regular(path) as file:
+        return parse_index(file.read(), str(path))
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """*path* open for reading when it is a regular file, else OSError saying what it is: a device
+    (/dev/zero) would be read without end, a FIFO's opening or reading would wait for ever."""
+    try:
+        return _regular_file(path)
+    except OSError as error:
+        if error.errno != errno.EINVAL:
+            raise
+        try:
+            found = file_type(os.stat(path).st_mode)
+        except OSError:
+            raise error from None
+        if found == REGULAR:  # (another file in its place since)
+            raise
+        raise OSError(errno.EINVAL, f"{found}, not a regular file", os.fspath(path)) from None
 
 
 def write_index(path: str | os.PathLike, index: Index, *, sidecar: bool = True) -> tuple[int, bytes]:
@@ -90,7 +112,7 @@ class IndexReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        with open(self.path, "rb") as file:
+        with open_regular(self.path) as file:
             status = os.fstat(file.fileno())
             self.size = status.st_size
             self.key = file_key(status)  # of the very file read: ``tse serve`` looks for another written in its place
@@ -222,7 +244,7 @@ class PreparedIndexFiles:
     def put_in_place(self) -> None:
         """The text, then the sidecar, then the stamp (a reader checks the stamp against both)."""
         for temporary, path in self._files:
-            os.replace(temporary, path)
+            put_in_place(temporary, path)
         self._files = []
 
     def discard(self) -> None:
@@ -259,9 +281,13 @@ def stamped_sidecar(path: str | os.PathLike) -> FileKey | None:
     return stamp[2] if stamp is not None else None
 
 
+_STAMP_BYTES = 512  # more than a stamp's line ever takes
+
+
 def _stamp(path: str | os.PathLike) -> tuple[FileKey, bytes, FileKey | None] | None:
     try:
-        fields = stamp_path(path).read_bytes().split()
+        with _regular_file(stamp_path(path)) as file:  # (a FIFO or a device there: no stamp)
+            fields = file.read(_STAMP_BYTES).split()
         if len(fields) in (4, 7):
             numbers = tuple(map(int, fields[:3] + fields[4:]))
             return numbers[:3], bytes.fromhex(fields[3].decode("ascii")), numbers[3:] or None
@@ -318,7 +344,7 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
     if sys.byteorder != "little":
         return None
     try:
-        with open(sidecar_path(path), "rb") as file:
+        with _regular_file(sidecar_path(path)) as file:  # (a FIFO or a device there: no sidecar)
             # Mapped, not read: the postings are paged in as queries need them.
             data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
             key = file_key(os.fstat(file.fileno()))
@@ -461,7 +487,7 @@ class IndexFileWriter:
             self._words_file = opened.enter_context(open(self._sections["words"], "wb", buffering=1 << 20))
             self._offsets_file = opened.enter_context(open(self._sections["offsets"], "wb"))
             self._numbers_file = opened.enter_context(open(self._sections["numbers"], "wb", buffering=1 << 20))
-            self._text = opened.enter_context(open(partial_path(self.path), "wb"))
+            self._text = opened.enter_context(open_partial(self.path))
             opened.pop_all()  # kept open: closed by finish or __exit__
 
     def add(self, word: bytes, texts: list[bytes], numbers: list[bytes]) -> None:
@@ -498,7 +524,7 @@ class IndexFileWriter:
         digest = self._digest.digest()
         sidecar = partial_path(sidecar_path(self.path))
         try:
-            with open(sidecar, "wb") as out:
+            with open_partial(sidecar_path(self.path)) as out:
                 fields = (_MAGIC, digest, self._size, self._words, self._words_bytes, self._pairs, self.width)
                 names = ("words", "offsets", "numbers")
                 _write_sections(out, fields, (_pieces_of(self._sections[name]) for name in names))

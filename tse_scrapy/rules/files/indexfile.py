@@ -84,11 +84,19 @@ def looks_like_an_index(start: bytes, whole: bool) -> bool:
 _NOT_SHOWN = re.compile("[%\x00-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\udc80-\udcff]")
 
 
+# The most of a fault's token a message shows: a file of 3 MB of NULs (a device copied, say) is one token.
+SHOWN_CHARACTERS = 40
+
+
 def _show(token: bytes) -> str:
     """*token* quoted as UTF-8 text (``'café'``: decoded as ASCII, its é was two U+FFFD), its control
-    characters and its bytes that are no UTF-8 percent-encoded (``'x%1B[2J'``, ``'caf%E9'``)."""
-    text = token.decode("utf-8", "surrogateescape")
-    return "'" + _NOT_SHOWN.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), text) + "'"
+    characters and its bytes that are no UTF-8 percent-encoded (``'x%1B[2J'``, ``'caf%E9'``); its first
+    SHOWN_CHARACTERS characters only, then "…", when it is longer."""
+    text = token[: 4 * SHOWN_CHARACTERS + 4].decode("utf-8", "surrogateescape")  # (4 bytes the longest character)
+    cut = len(text) > SHOWN_CHARACTERS
+    text = text[:SHOWN_CHARACTERS]
+    shown = _NOT_SHOWN.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), text)
+    return "'" + shown + ("…'" if cut else "'")
 
 
 # tse index's INDEXFILE and tse indextest's NEWINDEX replace only an index (``outputfile``).
@@ -97,4 +105,7 @@ INDEX_FILE = OutputKind(
     what="the index",
     not_it="its first line is no 'word docID count ...'",
     recognises=looks_like_an_index,
+    # Its sidecar, stamp, document store and search index (``index.storage``, ``index.docstore``,
+    # ``fulltext.store``, which this package may not import).
+    beside=(".bin", ".stamp", ".docs", ".search"),
 )

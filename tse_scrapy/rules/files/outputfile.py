@@ -52,6 +52,9 @@ class OutputKind:
     what: str  # "the report": "write the report elsewhere"
     not_it: str  # how a file is seen to be none: "its head does not name tse report"
     recognises: Callable[[bytes, bool], bool]  # (the file's first bytes, whether that is all of it)
+    # The suffixes of the files written beside it under its name (an index's sidecar, ...): none may be a
+    # directory, which the renaming into place at the end could not replace, once others were replaced.
+    beside: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,14 @@ def check_output_file(path: str | os.PathLike, kind: OutputKind) -> None:
     problem = replacement_problem(os.fspath(path), look(path), kind)
     if problem is not None:
         raise OutputFileRefused(problem)
+    for suffix in kind.beside:
+        other = os.fspath(path) + suffix
+        try:
+            is_directory = stat.S_ISDIR(os.lstat(other).st_mode)
+        except OSError:  # (nothing there, or it cannot be looked at: writing it says why)
+            continue
+        if is_directory:
+            raise OutputFileRefused(f"{other} is a directory, where a file of {kind.what} goes: remove it first")
 
 
 def file_type(mode: int) -> str:
