@@ -269,3 +269,19 @@ def test_a_file_that_cannot_be_put_in_place_is_named_with_its_error(site):
         write_index_files(pages, indexfile)
     assert raised.value.filename == f"{indexfile}.bin"
     assert not [name for name in os.listdir(built.parent) if name.endswith(".partial")]
+
+
+@pytest.mark.parametrize("kind", ["symbolic", "hard"])
+@pytest.mark.parametrize("name", [".index.partial", ".index.bin.partial"])
+def test_a_link_at_a_temporary_file_of_an_update_is_not_written_through(site, kind, name):
+    pages, built = site
+    precious = built.parent / "precious.txt"
+    precious.write_bytes(PRECIOUS)
+    page = pages / "3"
+    page.write_bytes(page.read_bytes() + b"<p>zebra</p>")  # (a change for the update to make)
+    link(kind, precious, built.parent / name)
+    tse_ok_here("index", pages, built, "--update")
+    assert_untouched(precious, PRECIOUS)
+    for suffix in ("", *BESIDE):
+        assert stat.S_ISREG(os.lstat(f"{built}{suffix}").st_mode), suffix
+    assert b"zebra 3 1\n" in built.read_bytes()

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..atomicfile import partial_path
+from ..atomicfile import open_partial, partial_path
 from ..fulltext import store as search_store
 from ..rules.files import pagedir
 from ..rules.files.pagenotes import NotedPages, read_page_notes
@@ -301,8 +301,9 @@ def _write_update(
     text_file, sidecar_file = written
     try:
         with (
-            open(text_file, "wb") as out,
-            open(sidecar_file, "wb") as sidecar_out,
+            # (Made anew: a link left at their names is not written through.)
+            open_partial(indexfile) as out,
+            open_partial(sidecar_path(indexfile)) as sidecar_out,
             tempfile.TemporaryFile(dir=text_file.parent) as numbers,  # (the new sidecar's, until it is written)
         ):
             new_size, new_digest = merge(text, sidecar, changes, out, sidecar_out, numbers)
