@@ -478,7 +478,7 @@ def test_an_update_names_the_option_that_differs_in_words(tmp_path, validated):
     before = tree(out)
     for options, differs in (
         (["--sitemaps"], "pdf was given and is now not given"),
-        (["--sitemaps", "--pdf", "--deny", "x"], "deny was (none) and is now x"),
+        (["--sitemaps", "--pdf", "--deny", "qqq"], "deny was (none) and is now qqq"),  # (not the seed's)
         (["--sitemaps", "--pdf", "--deny-ext", "gif"], "deny_ext was not given and is now gif"),
     ):
         result = crawl_here(server, out, 1, "--update", *options)  # refused before Scrapy starts

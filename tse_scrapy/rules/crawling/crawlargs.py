@@ -131,12 +131,14 @@ def check_crawl_args(
             )
         if normalized is None:
             raise ArgumentError(f"seed URL cannot be normalized: {url}")
-        normalized = as_requested(normalized, "seed URL", url)
-        if not is_internal(normalized, prefixes):
+        # (The seed stays as given, normalized: the crawl names it so; its request's URL, what the
+        # prefixes and filters are compared with, is Scrapy's.)
+        requested = as_requested(normalized, "seed URL", url)
+        if not is_internal(requested, prefixes):
             raise ArgumentError(f"seed URL is not internal (prefix {', '.join(prefixes)}): {url}")
         # (A seed the filters refuse is not fetched: the crawl saved nothing, exit 0, saying the seed
         # was "redirected out of the prefixes": a reviewer's find.)
-        if (refusal := _filtered_out(normalized, allow, deny)) is not None:
+        if (refusal := _filtered_out(requested, allow, deny)) is not None:
             raise ArgumentError(f"seed URL {refusal}: {url}")
         if normalized not in seeds:
             seeds.append(normalized)
