@@ -200,3 +200,16 @@ def test_tse_extractor_yields_http_urls_without_fragment(text):
         assert url[:4].lower() == "http"
         assert "#" not in url
         assert not any(c in url for c in " \t\n\r")
+
+
+@pytest.mark.parametrize("extract", [extract_links_html, extract_links_tse])
+@pytest.mark.parametrize(
+    ("encoding", "mark"),
+    [("cp932", b""), ("cp949", b""), ("gb18030", b""), ("cp1251", b""), ("utf-16-le", b""), ("utf-16-le", b"\xff\xfe")],
+)
+def test_links_are_read_in_the_encoding_given(extract, encoding, mark):
+    # The codec the crawl reads the page with (its HTTP charset, as the indexer reads it): the link is
+    # the path the page names, not its bytes read as UTF-8 (U+FFFD) or Latin-1 letters.
+    link = "ссылка/страница.html" if encoding == "cp1251" else "ссылка/日本.html"
+    body = mark + f'<p>x</p><a href="{link}">a</a><a href="/b.html">b</a>'.encode(encoding)
+    assert extract(body, PAGE, encoding) == [f"http://h/dir/{link}", "http://h/b.html"]

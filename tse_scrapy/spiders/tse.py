@@ -28,7 +28,7 @@ from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
-from ..rules.text.encodings import header_charset
+from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -331,7 +331,7 @@ class TseSpider(scrapy.Spider):
         if depth < self.crawl_args.depth and NOFOLLOW not in directives and not pdf:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
-            yield from self._link_requests(response.body, url, depth, found)
+            yield from self._link_requests(response.body, url, depth, found, self._header_charset(response))
             if found is not None:
                 response.meta["tse_links"] = found
         meta = response.meta
@@ -418,10 +418,15 @@ class TseSpider(scrapy.Spider):
         return frozenset()
 
     def _http_charset(self, response: Response) -> str | None:
-        """The charset the page's Content-Type header declares (``--links html`` only: the
+        """The charset the page's Content-Type header declares, noted (``--links html`` only: the
         reference crawl's files stay as the reference's)."""
         if self.crawl_args.links != "html":
             return None
+        return self._header_charset(response)
+
+    @staticmethod
+    def _header_charset(response: Response) -> str | None:
+        """The charset the page's Content-Type header declares: its links are read in it (either scanner)."""
         content_type = response.headers.get(b"Content-Type")
         return header_charset(content_type.decode("latin-1")) if content_type else None
 
@@ -526,14 +531,16 @@ class TseSpider(scrapy.Spider):
         return normalize_url(url, self.tse_extensions)
 
     def _link_requests(
-        self, body: bytes, page_url: str, depth: int, found: list[str] | None
+        self, body: bytes, page_url: str, depth: int, found: list[str] | None, http_charset: str | None = None
     ) -> Iterator[scrapy.Request]:
         """A request for each link of the page, but for the external links that the
         offsite middleware would drop: it judges them here, and they are logged
-        with the next request (``JUDGED_BEFORE``), the page's last with its last link."""
+        with the next request (``JUDGED_BEFORE``), the page's last with its last link.
+        The page is read in the encoding the indexer reads it in (its byte order mark, *http_charset*,
+        its ``<meta>``, detection: ``page_encoding``), so the links followed are those it names."""
         offsite = self._offsite()
         judged: list[tuple[str, str]] = []
-        links = self.extract_links(body, page_url)
+        links = self.extract_links(body, page_url, page_encoding(body, http_charset)[0])
         if self.page_links and len(links) > self.page_links:
             self.logger.warning(
                 "%s holds %d links: its first %d are followed (TSE_PAGE_LINKS)", page_url, len(links), self.page_links

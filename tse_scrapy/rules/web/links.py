@@ -40,8 +40,9 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     Resolved against ``<base href>`` when there is one, fragment cut off;
     ``#...`` links and schemes other than http/https are skipped.  A ``<template>``'s content is inert
     (a fragment of its own, not the page's, as a browser reads it): a ``<base>`` or a link in it is none.
+    *encoding*: the Python codec the page is read with (``page_text``).
     """
-    _, text = html_to_unicode(f"text/html; charset={encoding}" if encoding else None, body)
+    text = page_text(body, encoding)
     # Parse UTF-8 bytes rather than str: lxml refuses str holding an XML
     # encoding declaration, and NUL bytes: each is U+FFFD, as HTML's tokenizer reads
     # it in a tag (an href's "a\0b" is a browser's a%EF%BF%BDb, not "ab": another page).
@@ -87,8 +88,16 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     return links
 
 
-def extract_links_tse(body: bytes, page_url: str) -> list[str]:
-    """The links the reference C scanner finds, in its order (SPEC 1.3)."""
+def extract_links_tse(body: bytes, page_url: str, encoding: str | None = None) -> list[str]:
+    """The links the reference C scanner finds, in its order (SPEC 1.3).
+
+    With *encoding* (the Python codec the page is read with, ``page_text``) the scanner reads the
+    page as UTF-8 and its links are text: a link written in Shift_JIS or UTF-16 is the URL the page
+    names (``/ссылка.html``, percent-encoded as UTF-8 when requested, as a browser asks for its path).
+    Without, its bytes are scanned as they are and each link's bytes are characters (Latin-1).
+    """
+    if encoding is not None:
+        body = page_text(body, encoding).encode("utf-8", "surrogatepass")
     html = body.split(b"\0", 1)[0].translate(None, _C_WHITESPACE)
     lowered = html.lower()
     links = []
@@ -119,7 +128,7 @@ def extract_links_tse(body: bytes, page_url: str) -> list[str]:
         if html[start : start + 1] == b"#":
             continue
         pos = end
-        link = html[start:end].decode("latin-1")
+        link = html[start:end].decode("utf-8" if encoding is not None else "latin-1")
         if _looks_absolute(html, start):
             if link[:4].lower() != "http":
                 pos = tag + 1
@@ -128,6 +137,17 @@ def extract_links_tse(body: bytes, page_url: str) -> list[str]:
         else:
             links.append(_join_to_directory(page_url, link))
     return links
+
+
+def page_text(body: bytes, encoding: str | None) -> str:
+    """*body* as text: decoded with *encoding*, the Python codec the crawl reads the page with (its byte
+    order mark, HTTP charset, ``<meta>`` or detected encoding, as the indexer reads it:
+    ``rules.text.encodings.page_encoding``), its byte order mark left out; without one, as w3lib reads
+    it (a byte order mark, a ``<meta>``, else UTF-8)."""
+    if encoding is None:
+        return html_to_unicode(None, body)[1]
+    text = bytes(body).decode(encoding, "replace")
+    return text[1:] if text.startswith("\ufeff") else text  # (only a byte order mark decodes so)
 
 
 def _clean_href(href: str) -> str:
