@@ -67,3 +67,47 @@ def test_links_of_a_page_in_a_legacy_encoding_are_read_in_its_encoding(tmp_path,
     log = result.stdout.decode()
     for name, (_, _, _, link) in ENCODED_PAGES.items():
         assert f"Fetched: {server.url}{quote('/' + link)}\n" in log, (name, log)
+
+
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def _sitemap_site(root, url):
+    """The seed links a.html; robots.txt names an index of two sitemaps; the first names an orphan
+    page that links back to the seed, the second another orphan."""
+    (root / "p").mkdir(parents=True)
+    (root / "index.html").write_text('<html><body><a href="p/a.html">a</a></body></html>')
+    (root / "p" / "a.html").write_text("<html><body>a, linked by the seed alone</body></html>")
+    (root / "p" / "orphan1.html").write_text('<html><body><a href="/index.html">home</a></body></html>')
+    (root / "p" / "orphan2.html").write_text("<html><body>orphan 2</body></html>")
+    (root / "robots.txt").write_text(f"User-agent: *\nDisallow: /private/\nSitemap: {url}/smindex.xml\n")
+    sitemaps = "".join(f"<sitemap><loc>{url}/{name}</loc></sitemap>" for name in ("sm1.xml", "sm2.xml"))
+    (root / "smindex.xml").write_text(
+        f'<?xml version="1.0"?><sitemapindex xmlns="{SITEMAP_NS}">{sitemaps}</sitemapindex>'
+    )
+    for name, page in (("sm1.xml", "orphan1.html"), ("sm2.xml", "orphan2.html")):
+        entry = f"<url><loc>{url}/p/{page}</loc></url>"
+        (root / name).write_text(f'<?xml version="1.0"?><urlset xmlns="{SITEMAP_NS}">{entry}</urlset>')
+
+
+def test_the_seed_stays_at_depth_0_when_a_sitemaps_page_links_to_it(tmp_path, serve):
+    # Every sitemap was read first, politely (a delay between requests): a page of the first sitemap,
+    # fetched meanwhile, linked the seed, found at depth 1, and the seed's own request (depth 0) came
+    # after it, dropped as a duplicate: a.html, which only the seed links, was never fetched at depth 1.
+    root = tmp_path / "site"
+    root.mkdir()
+    server = serve(root)
+    _sitemap_site(root, server.url)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1, "--sitemaps", "-s", "DOWNLOAD_DELAY=0.2")  # (0 reproduced it too, less surely)
+    assert result.returncode == 0, result.stderr.decode()
+    log = result.stdout.decode()
+    assert f" 0   Fetched: {server.url}/index.html\n" in log, log
+    assert f" 1    Fetched: {server.url}/p/a.html\n" in log, log
+    for orphan in ("orphan1", "orphan2"):  # (the sitemaps' pages, at depth 0 too)
+        assert f" 0   Fetched: {server.url}/p/{orphan}.html\n" in log, log
+    pages = ["/index.html", "/p/a.html", "/p/orphan1.html", "/p/orphan2.html"]
+    assert sorted(hit.target for hit in server.hits) == sorted(
+        ["/robots.txt", "/smindex.xml", "/sm1.xml", "/sm2.xml", *pages]
+    )

@@ -246,12 +246,15 @@ class TseSpider(scrapy.Spider):
             shutil.rmtree(self.crawl_args.pagedir, ignore_errors=True)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        if self.crawl_args.sitemaps and self.seeds:
-            # First: an update's revisits wait for what the sitemaps say changed (the scheduler).
-            async for request in self._sitemap_requests():
-                yield request
+        # The seeds first, seen at depth 0 before the sitemaps are read (politely: seconds, with the
+        # delay): a page of a sitemap fetched meanwhile that links a seed found it at depth 1, and the
+        # seed's own request, after every sitemap's, was dropped as a duplicate, its links never followed
+        # at maxDepth 1.  (An update's revisits wait for what the sitemaps say changed: the scheduler.)
         for seed in self.seeds:
             yield scrapy.Request(seed, callback=self.parse, errback=self.fetch_failed, meta={"depth": 0})
+        if self.crawl_args.sitemaps and self.seeds:
+            async for request in self._sitemap_requests():
+                yield request
         if self.crawler.settings.get("TSE_REDIS_URL") and self.seeds:
             # Every seed is queued now: workers may tell an empty frontier from a crawl not begun.
             from ..distributed.extension import distributed_crawl
