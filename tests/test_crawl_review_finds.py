@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import crawl_site
 from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.files.pagenotes import read_noindex
 
 # The same page in legacy encodings and UTF-16, each declared as sites declare them (the HTTP header
 # alone, or nowhere), each linking to a path in its own script: name -> (encoding, Content-Type, link).
@@ -111,3 +112,35 @@ def test_the_seed_stays_at_depth_0_when_a_sitemaps_page_links_to_it(tmp_path, se
     assert sorted(hit.target for hit in server.hits) == sorted(
         ["/robots.txt", "/smindex.xml", "/sm1.xml", "/sm2.xml", *pages]
     )
+
+
+@pytest.mark.parametrize("depth", [2, 1])
+def test_the_robots_meta_of_a_utf16_page_is_obeyed(tmp_path, serve, depth):
+    # The head of a UTF-16 page was scanned as bytes ("<\0m\0e\0t\0a\0": no <meta>): its links were
+    # followed and it was not noted noindex.  (At maxDepth its links are not read: noted all the same.)
+    site = tmp_path / "site"
+    (site / "p").mkdir(parents=True)
+    (site / "p" / "followed.html").write_text("<html><body>followed</body></html>")
+    server = serve(site)
+    pages = {  # name -> (bytes, Content-Type)
+        "u16-bom.html": (b"\xff\xfe", "utf-16-le", "text/html; charset=utf-16"),
+        "u16be-bom.html": (b"\xfe\xff", "utf-16-be", "text/html; charset=UTF-16BE"),
+        "u16le-header.html": (b"", "utf-16-le", "text/html; charset=UTF-16LE"),
+    }
+    links = "".join(f'<a href="{name}">{name}</a>' for name in pages)
+    (site / "index.html").write_text(f'<html><body>{links}<a href="plain.html">plain</a></body></html>')
+    (site / "plain.html").write_text('<html><body><a href="p/followed.html">followed</a></body></html>')
+    for name, (mark, encoding, content_type) in pages.items():
+        page = (
+            '<html><head><meta name="robots" content="noindex,nofollow"><title>Ελληνικά</title></head>'
+            f'<body><p>Ελληνικά</p><a href="p/never-{name}">never</a></body></html>'
+        )
+        server.rules[f"/{name}"] = Rule(body=mark + page.encode(encoding), headers={"Content-Type": content_type})
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, depth)
+    assert result.returncode == 0, result.stderr.decode()
+    asked = sorted(hit.target for hit in server.hits)
+    followed = ["/p/followed.html"] if depth == 2 else []
+    assert asked == sorted(["/robots.txt", "/index.html", "/plain.html", *followed, *(f"/{n}" for n in pages)])
+    assert read_noindex(out) == {f"{server.url}/{name}" for name in pages}

@@ -325,16 +325,22 @@ class TseSpider(scrapy.Spider):
             return
         if KEPT_AFTER_FAILURE not in response.meta:  # else logged "Failed"
             log_progress(depth, "Fetched", url)
-        directives = self._robots_directives(response, pdf)
+        scanned = depth < self.crawl_args.depth and not pdf
+        # The encoding the page is read in, as the indexer reads it (its byte order mark, its HTTP
+        # charset, its <meta>, detection), for its links; its robots <meta> needs no more than its
+        # HTTP charset (a UTF-16 page's byte order mark is read there): a page not scanned is not read
+        # for it (detection reads 64 KB).
+        encoding = page_encoding(response.body if scanned else b"", self._header_charset(response))[0]
+        directives = self._robots_directives(response, pdf, encoding)
         for directive in directives if stats is not None else ():
             stats.inc_value(f"tse/robots_{directive}")
         if pdf and stats is not None:
             stats.inc_value("tse/pdfs")
         # A PDF's links are not followed: its text is indexed, its links are not read.
-        if depth < self.crawl_args.depth and NOFOLLOW not in directives and not pdf:
+        if scanned and NOFOLLOW not in directives:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
-            yield from self._link_requests(response.body, url, depth, found, self._header_charset(response))
+            yield from self._link_requests(response.body, url, depth, found, encoding)
             if found is not None:
                 response.meta["tse_links"] = found
         meta = response.meta
@@ -387,15 +393,15 @@ class TseSpider(scrapy.Spider):
             return None
         return named_canonical(headers, b"", url)
 
-    def _robots_directives(self, response: Response, pdf: bool = False) -> frozenset[str]:
+    def _robots_directives(self, response: Response, pdf: bool = False, encoding: str | None = None) -> frozenset[str]:
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
         (not a PDF's: it has no head) give them (``--links html`` only, and not with
-        ``--ignore-robots-meta``)."""
+        ``--ignore-robots-meta``); *encoding*: the page's (a UTF-16 page's head is read as text)."""
         token = self._robots_token
         if token is None:
             return frozenset()
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
-        return robots_directives(headers, b"" if pdf else response.body, token)
+        return robots_directives(headers, b"" if pdf else response.body, token, encoding)
 
     @cached_property
     def _robots_token(self) -> str | None:
@@ -534,16 +540,17 @@ class TseSpider(scrapy.Spider):
         return normalize_url(url, self.tse_extensions)
 
     def _link_requests(
-        self, body: bytes, page_url: str, depth: int, found: list[str] | None, http_charset: str | None = None
+        self, body: bytes, page_url: str, depth: int, found: list[str] | None, encoding: str | None = None
     ) -> Iterator[scrapy.Request]:
         """A request for each link of the page, but for the external links that the
         offsite middleware would drop: it judges them here, and they are logged
         with the next request (``JUDGED_BEFORE``), the page's last with its last link.
-        The page is read in the encoding the indexer reads it in (its byte order mark, *http_charset*,
-        its ``<meta>``, detection: ``page_encoding``), so the links followed are those it names."""
+        The page is read in *encoding*, the one the indexer reads it in (its byte order mark, its
+        HTTP charset, its ``<meta>``, detection: ``page_encoding``), so the links followed are those
+        it names."""
         offsite = self._offsite()
         judged: list[tuple[str, str]] = []
-        links = self.extract_links(body, page_url, page_encoding(body, http_charset)[0])
+        links = self.extract_links(body, page_url, encoding)
         if self.page_links and len(links) > self.page_links:
             self.logger.warning(
                 "%s holds %d links: its first %d are followed (TSE_PAGE_LINKS)", page_url, len(links), self.page_links
