@@ -57,6 +57,32 @@ def test_robots_directives(headers, body, expected):
     assert robots_directives(headers, body, "tse") == expected
 
 
+HEAD = '<html><head><meta name="robots" content="noindex,nofollow"><title>x</title></head><body>y</body></html>'
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding"),
+    [
+        (b"\xff\xfe" + HEAD.encode("utf-16-le"), None),  # by its byte order mark
+        (b"\xfe\xff" + HEAD.encode("utf-16-be"), None),
+        (b"\xff\xfe" + HEAD.encode("utf-16-le"), "utf-16-le"),
+        (HEAD.encode("utf-16-le"), "utf-16-le"),  # by the HTTP charset alone (the page's codec)
+        (HEAD.encode("utf-16-be"), "utf-16-be"),
+        (b"\xff\xfe" + HEAD.encode("utf-16-le"), "cp1252"),  # (a byte order mark first, as a browser reads)
+    ],
+)
+def test_a_utf16_pages_robots_meta_is_read(body, encoding):
+    # Its bytes were scanned as they were: "<\0m\0e\0t\0a\0" is no <meta (a reviewer's find).
+    assert robots_directives([], body, "tse", encoding) == BOTH
+
+
+@pytest.mark.parametrize("encoding", [None, "utf-8", "cp932", "utf-16-le"])
+def test_a_head_in_another_encoding_is_read_as_its_bytes(encoding):
+    body = HEAD.replace("<title>x", "<title>日本語").encode("cp932" if encoding == "cp932" else "utf-8")
+    expected = set() if encoding == "utf-16-le" else BOTH  # (those bytes read as UTF-16: no tag at all)
+    assert robots_directives([], body, "tse", encoding) == expected
+
+
 @given(st.lists(st.text(max_size=60), max_size=4), st.binary(max_size=500), st.text(max_size=20))
 def test_any_input_gives_known_directives(headers, body, agent):
     assert robots_directives(headers, body, agent) <= BOTH

@@ -28,7 +28,7 @@ from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
 from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
-from ..rules.text.encodings import header_charset
+from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
 from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
@@ -246,12 +246,15 @@ class TseSpider(scrapy.Spider):
             shutil.rmtree(self.crawl_args.pagedir, ignore_errors=True)
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        if self.crawl_args.sitemaps and self.seeds:
-            # First: an update's revisits wait for what the sitemaps say changed (the scheduler).
-            async for request in self._sitemap_requests():
-                yield request
+        # The seeds first, seen at depth 0 before the sitemaps are read (politely: seconds, with the
+        # delay): a page of a sitemap fetched meanwhile that links a seed found it at depth 1, and the
+        # seed's own request, after every sitemap's, was dropped as a duplicate, its links never followed
+        # at maxDepth 1.  (An update's revisits wait for what the sitemaps say changed: the scheduler.)
         for seed in self.seeds:
             yield scrapy.Request(seed, callback=self.parse, errback=self.fetch_failed, meta={"depth": 0})
+        if self.crawl_args.sitemaps and self.seeds:
+            async for request in self._sitemap_requests():
+                yield request
         if self.crawler.settings.get("TSE_REDIS_URL") and self.seeds:
             # Every seed is queued now: workers may tell an empty frontier from a crawl not begun.
             from ..distributed.extension import distributed_crawl
@@ -322,16 +325,22 @@ class TseSpider(scrapy.Spider):
             return
         if KEPT_AFTER_FAILURE not in response.meta:  # else logged "Failed"
             log_progress(depth, "Fetched", url)
-        directives = self._robots_directives(response, pdf)
+        scanned = depth < self.crawl_args.depth and not pdf
+        # The encoding the page is read in, as the indexer reads it (its byte order mark, its HTTP
+        # charset, its <meta>, detection), for its links; its robots <meta> needs no more than its
+        # HTTP charset (a UTF-16 page's byte order mark is read there): a page not scanned is not read
+        # for it (detection reads 64 KB).
+        encoding = page_encoding(response.body if scanned else b"", self._header_charset(response))[0]
+        directives = self._robots_directives(response, pdf, encoding)
         for directive in directives if stats is not None else ():
             stats.inc_value(f"tse/robots_{directive}")
         if pdf and stats is not None:
             stats.inc_value("tse/pdfs")
         # A PDF's links are not followed: its text is indexed, its links are not read.
-        if depth < self.crawl_args.depth and NOFOLLOW not in directives and not pdf:
+        if scanned and NOFOLLOW not in directives:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
-            yield from self._link_requests(response.body, url, depth, found)
+            yield from self._link_requests(response.body, url, depth, found, encoding)
             if found is not None:
                 response.meta["tse_links"] = found
         meta = response.meta
@@ -384,15 +393,15 @@ class TseSpider(scrapy.Spider):
             return None
         return named_canonical(headers, b"", url)
 
-    def _robots_directives(self, response: Response, pdf: bool = False) -> frozenset[str]:
+    def _robots_directives(self, response: Response, pdf: bool = False, encoding: str | None = None) -> frozenset[str]:
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
         (not a PDF's: it has no head) give them (``--links html`` only, and not with
-        ``--ignore-robots-meta``)."""
+        ``--ignore-robots-meta``); *encoding*: the page's (a UTF-16 page's head is read as text)."""
         token = self._robots_token
         if token is None:
             return frozenset()
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
-        return robots_directives(headers, b"" if pdf else response.body, token)
+        return robots_directives(headers, b"" if pdf else response.body, token, encoding)
 
     @cached_property
     def _robots_token(self) -> str | None:
@@ -418,10 +427,15 @@ class TseSpider(scrapy.Spider):
         return frozenset()
 
     def _http_charset(self, response: Response) -> str | None:
-        """The charset the page's Content-Type header declares (``--links html`` only: the
+        """The charset the page's Content-Type header declares, noted (``--links html`` only: the
         reference crawl's files stay as the reference's)."""
         if self.crawl_args.links != "html":
             return None
+        return self._header_charset(response)
+
+    @staticmethod
+    def _header_charset(response: Response) -> str | None:
+        """The charset the page's Content-Type header declares: its links are read in it (either scanner)."""
         content_type = response.headers.get(b"Content-Type")
         return header_charset(content_type.decode("latin-1")) if content_type else None
 
@@ -526,14 +540,17 @@ class TseSpider(scrapy.Spider):
         return normalize_url(url, self.tse_extensions)
 
     def _link_requests(
-        self, body: bytes, page_url: str, depth: int, found: list[str] | None
+        self, body: bytes, page_url: str, depth: int, found: list[str] | None, encoding: str | None = None
     ) -> Iterator[scrapy.Request]:
         """A request for each link of the page, but for the external links that the
         offsite middleware would drop: it judges them here, and they are logged
-        with the next request (``JUDGED_BEFORE``), the page's last with its last link."""
+        with the next request (``JUDGED_BEFORE``), the page's last with its last link.
+        The page is read in *encoding*, the one the indexer reads it in (its byte order mark, its
+        HTTP charset, its ``<meta>``, detection: ``page_encoding``), so the links followed are those
+        it names."""
         offsite = self._offsite()
         judged: list[tuple[str, str]] = []
-        links = self.extract_links(body, page_url)
+        links = self.extract_links(body, page_url, encoding)
         if self.page_links and len(links) > self.page_links:
             self.logger.warning(
                 "%s holds %d links: its first %d are followed (TSE_PAGE_LINKS)", page_url, len(links), self.page_links

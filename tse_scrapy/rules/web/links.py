@@ -9,6 +9,8 @@ Neither normalizes nor filters by prefix: that is ``urls``' job.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
 import lxml.html
@@ -21,6 +23,7 @@ _FOLLOWED_SCHEMES = {"http", "https"}
 _URL_WHITESPACE = re.compile(r"[\t\n\r]")
 _C_WHITESPACE = b" \t\n\v\f\r"
 _C_SCHEME_END = re.compile(rb"[:/?#]")
+_COLON = ord(":")
 _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
 # libxml2 ends a page's tree where its elements nest 256 deep (unclosed <font>s of legacy pages do; a
 # browser goes on), and every link after that was lost, unsaid.  Such a page is read again as its
@@ -40,8 +43,9 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     Resolved against ``<base href>`` when there is one, fragment cut off;
     ``#...`` links and schemes other than http/https are skipped.  A ``<template>``'s content is inert
     (a fragment of its own, not the page's, as a browser reads it): a ``<base>`` or a link in it is none.
+    *encoding*: the Python codec the page is read with (``page_text``).
     """
-    _, text = html_to_unicode(f"text/html; charset={encoding}" if encoding else None, body)
+    text = page_text(body, encoding)
     # Parse UTF-8 bytes rather than str: lxml refuses str holding an XML
     # encoding declaration, and NUL bytes: each is U+FFFD, as HTML's tokenizer reads
     # it in a tag (an href's "a\0b" is a browser's a%EF%BF%BDb, not "ab": another page).
@@ -87,20 +91,40 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
     return links
 
 
-def extract_links_tse(body: bytes, page_url: str) -> list[str]:
-    """The links the reference C scanner finds, in its order (SPEC 1.3)."""
+def extract_links_tse(body: bytes, page_url: str, encoding: str | None = None) -> list[str]:
+    """The links the reference C scanner finds, in its order (SPEC 1.3).
+
+    With *encoding* (the Python codec the page is read with, ``page_text``) the scanner reads the
+    page as UTF-8 and its links are text: a link written in Shift_JIS or UTF-16 is the URL the page
+    names (``/ссылка.html``, percent-encoded as UTF-8 when requested, as a browser asks for its path).
+    Without, its bytes are scanned as they are and each link's bytes are characters (Latin-1).
+    """
+    if encoding is not None:
+        body = page_text(body, encoding).encode("utf-8", "surrogatepass")
     html = body.split(b"\0", 1)[0].translate(None, _C_WHITESPACE)
     lowered = html.lower()
+    # Every search starts where the last one of its kind started, or further (the tags, and so their
+    # hrefs, come in page order): each keeps what it found while that is still ahead, and no stretch
+    # of the page is searched twice (each link's search to the page's end made it quadratic: 10,000
+    # "<a href=x.html>" took 10 s).
+    next_href = _Ahead(lambda at: lowered.find(b"href=", at))
+    next_tag_end = _Ahead(lambda at: html.find(b">", at))
+    next_end = {
+        delimiter: _Ahead(lambda at, delimiter=delimiter: html.find(delimiter, at)) for delimiter in (b'"', b"'", b">")
+    }
+    next_fragment = _Ahead(lambda at: html.find(b"#", at))
+    next_scheme_end = _Ahead(lambda at: found.start() if (found := _C_SCHEME_END.search(html, at)) else -1)
+    link_codec = "utf-8" if encoding is not None else "latin-1"
     links = []
     pos = 0
     while True:
         tag = lowered.find(b"<a", pos)
         if tag == -1:
             break
-        href = lowered.find(b"href=", tag)
+        href = next_href.at(tag)
         if href == -1:
             break
-        tag_end = html.find(b">", tag)
+        tag_end = next_tag_end.at(tag)
         pos = tag + 1
         if tag_end != -1 and tag_end < href:
             continue
@@ -108,37 +132,62 @@ def extract_links_tse(body: bytes, page_url: str) -> list[str]:
         delimiter = html[start : start + 1]
         if delimiter in (b'"', b"'"):
             start += 1
-            end = html.find(delimiter, start)
         else:
-            end = html.find(b">", start)
+            delimiter = b">"
+        end = next_end[delimiter].at(start)
         if end == -1:
             continue
-        fragment = html.find(b"#", start, end)
-        if fragment != -1:
+        fragment = next_fragment.at(start)
+        if fragment != -1 and fragment < end:
             end = fragment
         if html[start : start + 1] == b"#":
             continue
-        pos = end
-        link = html[start:end].decode("latin-1")
-        if _looks_absolute(html, start):
-            if link[:4].lower() != "http":
-                pos = tag + 1
+        # The C scanner looks for the first of : / ? # in the rest of the *page*,
+        # not of the link: a colon in later text can make a relative link absolute.
+        scheme_end = next_scheme_end.at(start)
+        if scheme_end != -1 and html[scheme_end] == _COLON:
+            # (Its first four bytes tell, before the link is copied: a link refused is met again by
+            # every "<a" before its href.)
+            if html[start : start + 4].lower() != b"http":
                 continue
-            links.append(link)
+            links.append(html[start:end].decode(link_codec))
         else:
-            links.append(_join_to_directory(page_url, link))
+            links.append(_join_to_directory(page_url, html[start:end].decode(link_codec)))
+        pos = end
     return links
+
+
+class _Ahead:
+    """The first match at or after a position (*find*'s, -1 for none), the last one found kept while
+    it is still ahead of the positions asked (searching afresh for one before the last asked)."""
+
+    __slots__ = ("_asked", "_find", "_found")
+
+    def __init__(self, find: Callable[[int], int]):
+        self._find = find
+        self._asked = sys.maxsize  # (none asked yet: the first position is searched from)
+        self._found = -1
+
+    def at(self, position: int) -> int:
+        if position < self._asked or -1 < self._found < position:
+            self._found = self._find(position)
+        self._asked = position
+        return self._found
+
+
+def page_text(body: bytes, encoding: str | None) -> str:
+    """*body* as text: decoded with *encoding*, the Python codec the crawl reads the page with (its byte
+    order mark, HTTP charset, ``<meta>`` or detected encoding, as the indexer reads it:
+    ``rules.text.encodings.page_encoding``), its byte order mark left out; without one, as w3lib reads
+    it (a byte order mark, a ``<meta>``, else UTF-8)."""
+    if encoding is None:
+        return html_to_unicode(None, body)[1]
+    text = bytes(body).decode(encoding, "replace")
+    return text[1:] if text.startswith("\ufeff") else text  # (only a byte order mark decodes so)
 
 
 def _clean_href(href: str) -> str:
     return _URL_WHITESPACE.sub("", href.strip(" \t\n\r\f"))
-
-
-def _looks_absolute(html: bytes, start: int) -> bool:
-    # The C scanner looks for the first of : / ? # in the rest of the *page*,
-    # not of the link: a colon in later text can make a relative link absolute.
-    found = _C_SCHEME_END.search(html, start)
-    return found is not None and found.group() == b":"
 
 
 def _join_to_directory(page_url: str, link: str) -> str:

@@ -16,8 +16,11 @@ scripts, as this crawler reads pages.
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterable
+
+from w3lib.encoding import read_bom
 
 from .headtext import TEXT_ELEMENTS, HiddenSpans
 
@@ -31,12 +34,18 @@ _WITH_VALUE = {"max-snippet", "max-image-preview", "max-video-preview", "unavail
 _META = re.compile(rb"<meta\b[^>]*>", re.I)
 _HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
 _ATTRIBUTE = re.compile(rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
+_UTF16 = {"utf-16", "utf-16-le", "utf-16-be"}  # (codecs.lookup's names)
 _NAMED = re.compile(r"\s*([a-z0-9_.*-]+)\s*:\s*(.*)$", re.I)
 
 
-def robots_directives(header_values: Iterable[str], body: bytes, user_agent: str = "") -> frozenset[str]:
+def robots_directives(
+    header_values: Iterable[str], body: bytes, user_agent: str = "", encoding: str | None = None
+) -> frozenset[str]:
     """``noindex`` and ``nofollow``, those the page's X-Robots-Tag *header_values* and its
-    ``<meta>`` tags give this crawler (*user_agent*: the token its robots.txt rules use)."""
+    ``<meta>`` tags give this crawler (*user_agent*: the token its robots.txt rules use).
+    *encoding*: the Python codec the page is read in (``rules.text.encodings.page_encoding``: its
+    byte order mark, its HTTP charset ...), when known; a UTF-16 page (by it, or by its byte order
+    mark) has its head read as UTF-8 (its bytes hold no ``<meta`` an ASCII pattern finds)."""
     token = user_agent.strip().lower()
     found: set[str] = set()
     for value in header_values:
@@ -46,12 +55,29 @@ def robots_directives(header_values: Iterable[str], body: bytes, user_agent: str
                 continue  # meant for another crawler
             value = named.group(2)
         found |= _parsed(value)
+    body = _as_utf8(body, encoding)
     end = _HEAD_END.search(body, 0, HEAD_BYTES)  # robots <meta> tags belong in the head: the body is not read
     head = bytes(body[: end.start() if end else HEAD_BYTES])
     for name, content in _meta_tags(head, token):
         if name in ("robots", token) and name:
             found |= _parsed(content)
     return frozenset(found)
+
+
+def _as_utf8(body: bytes, encoding: str | None) -> bytes:
+    """*body*'s first HEAD_BYTES characters in UTF-8 when it is UTF-16 (by its byte order mark, first, as a
+    browser reads it, else by *encoding*), its byte order mark left out; else *body* itself (an encoding
+    whose bytes are ASCII's where markup is)."""
+    codec, mark = read_bom(bytes(body[:4]))
+    codec = codec or encoding
+    try:
+        codec = codecs.lookup(codec).name if codec else None
+    except LookupError:
+        return body
+    if codec not in _UTF16:
+        return body
+    text = bytes(body[: 2 * HEAD_BYTES + len(mark or b"")]).decode(codec, "replace")
+    return text.removeprefix("\ufeff").encode("utf-8")
 
 
 def _parsed(value: str) -> set[str]:
