@@ -504,7 +504,9 @@ class RedisCrawl:
         last = self.last_doc_id()
         pipe = self.server.pipeline()
         pipe.zrem(self.keys.free_ids, hole)
-        pipe.decr(self.keys.doc_id)
+        # DECR itself: redis-py's decr() sends DECRBY, which the least-privileged user's ACL
+        # (keys.WORKER_COMMANDS) does not grant: the crawl's last page was not moved (a CI run's find).
+        pipe.execute_command("DECR", self.keys.doc_id)
         pipe.execute()
         if last != hole:
             for fingerprint, doc in self.server.hscan_iter(self.keys.pages):
