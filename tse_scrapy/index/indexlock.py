@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..rules.files.outputfile import file_type
+
 LOCK_SUFFIX = ".lock"
 _HOLDER_BYTES = 200  # more than "PID COMMAND\n" ever takes
 
@@ -107,20 +109,12 @@ def _open(path: Path) -> int | None:
 
 def _not_its_own(path: Path, status: os.stat_result) -> str | None:
     """Why the lock file *path*, of *status*, must not be written (a file not the index's own), or None."""
-    if stat.S_ISREG(status.st_mode) and status.st_nlink == 1:
-        return None
-    if stat.S_ISLNK(status.st_mode):
-        what = "a symbolic link"
-    elif stat.S_ISREG(status.st_mode):
+    if stat.S_ISREG(status.st_mode):
+        if status.st_nlink == 1:
+            return None
         what = f"a regular file with {status.st_nlink} links (a hard link: another name of a file)"
-    elif stat.S_ISDIR(status.st_mode):
-        what = "a directory"
-    elif stat.S_ISFIFO(status.st_mode):
-        what = "a FIFO"
-    elif stat.S_ISCHR(status.st_mode) or stat.S_ISBLK(status.st_mode):
-        what = "a device"
     else:
-        what = "not a regular file"
+        what = file_type(status.st_mode)  # (a symbolic link, a directory, a FIFO, a character device ...)
     return f"the index's lock file {path} is {what}, not written through: remove it, then run again"
 
 

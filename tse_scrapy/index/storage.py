@@ -46,7 +46,7 @@ from typing import BinaryIO
 from ..atomicfile import open_partial, partial_path, put_in_place, write_atomically, write_beside
 from ..rules.files.indexfile import Index, format_index, parse_index
 from ..rules.files.outputfile import REGULAR, file_type
-from ..rules.files.pagedir import _regular_file
+from ..rules.files.pagedir import open_regular_file
 from .pagefiles import FileKey, file_key
 from .runs import number_type
 
@@ -80,7 +80,7 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
     """*path* open for reading when it is a regular file, else OSError saying what it is: a device
     (/dev/zero) would be read without end, a FIFO's opening or reading would wait for ever."""
     try:
-        return _regular_file(path)
+        return open_regular_file(path)
     except OSError as error:
         if error.errno != errno.EINVAL:
             raise
@@ -286,7 +286,7 @@ _STAMP_BYTES = 512  # more than a stamp's line ever takes
 
 def _stamp(path: str | os.PathLike) -> tuple[FileKey, bytes, FileKey | None] | None:
     try:
-        with _regular_file(stamp_path(path)) as file:  # (a FIFO or a device there: no stamp)
+        with open_regular_file(stamp_path(path)) as file:  # (a FIFO or a device there: no stamp)
             fields = file.read(_STAMP_BYTES).split()
         if len(fields) in (4, 7):
             numbers = tuple(map(int, fields[:3] + fields[4:]))
@@ -344,7 +344,7 @@ def read_sidecar(path: str | os.PathLike, size: int, digest: bytes) -> Sidecar |
     if sys.byteorder != "little":
         return None
     try:
-        with _regular_file(sidecar_path(path)) as file:  # (a FIFO or a device there: no sidecar)
+        with open_regular_file(sidecar_path(path)) as file:  # (a FIFO or a device there: no sidecar)
             # Mapped, not read: the postings are paged in as queries need them.
             data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
             key = file_key(os.fstat(file.fileno()))

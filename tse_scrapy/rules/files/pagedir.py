@@ -198,14 +198,14 @@ URL_LINE_BYTES = 64 * 1024
 def read_page_url(pagedir: PathLike, doc_id: int) -> str:
     """Line 1 of page *doc_id* (to URL_LINE_BYTES), without reading the rest; raises OSError, also
     for a page that is not a regular file (a FIFO would wait for a writer for ever)."""
-    with _regular_file(page_path(pagedir, doc_id)) as page:
+    with open_regular_file(page_path(pagedir, doc_id)) as page:
         return page.readline(URL_LINE_BYTES).rstrip(b"\n").decode("utf-8", "replace")
 
 
 def read_regular_file(path: PathLike) -> bytes:
     """The bytes of *path*; OSError also when it is no regular file: a FIFO waits for a writer for
     ever (the process that reads it with it), a device such as /dev/zero never ends."""
-    with _regular_file(path) as file:
+    with open_regular_file(path) as file:
         return file.read()
 
 
@@ -213,13 +213,13 @@ def is_readable_file(path: PathLike) -> bool:
     """Whether *path* is a regular file this process may read (opened, not read: a plain open of a
     FIFO waits for a writer for ever)."""
     try:
-        with _regular_file(path):
+        with open_regular_file(path):
             return True
     except OSError:
         return False
 
 
-def _regular_file(path: PathLike) -> BinaryIO:
+def open_regular_file(path: PathLike) -> BinaryIO:
     """*path* open for reading, a regular file (else OSError)."""
     # Opened without blocking: opening a FIFO for reading waits for a writer.
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -238,7 +238,7 @@ def check_page_files(pagedir: PathLike) -> int:
     while True:
         path = page_path(pagedir, doc_id + 1)
         try:
-            page = _regular_file(path)  # (a FIFO's open waited for a writer for ever; closed below)
+            page = open_regular_file(path)  # (a FIFO's open waited for a writer for ever; closed below)
         except FileNotFoundError:
             return doc_id
         with page:
