@@ -1,6 +1,7 @@
 """Duplicate pages (rules/web/duplicates.py) by table and property: canonical URLs from Link headers and the
 head, content digests, simhashes and their near-duplicate pairs (against brute force), and duplicate
-groups (against a breadth-first search of the same relations)."""
+groups (against a breadth-first search of the same relations), and the results they collapse (against
+the rule's words read one doc at a time)."""
 
 import hashlib
 import random
@@ -21,6 +22,7 @@ from tse_scrapy.rules.web.duplicates import (
     MAX_URL_CHARACTERS,
     agreed_canonical,
     canonical_url,
+    collapse_duplicates,
     content_digest,
     duplicate_groups,
     hamming,
@@ -527,3 +529,51 @@ def test_duplicate_groups_properties(inputs, rng):
         return dict(items)
 
     assert duplicate_groups(shuffled(digests), shuffled(canonicals), shuffled(urls)) == found
+
+
+# Groups {1, 2, 3} (representative 2) and {4, 5} (representative 5); 6 in none.
+GROUPED = {1: 2, 2: 2, 3: 2, 4: 5, 5: 5}
+
+
+@pytest.mark.parametrize(
+    "ranked, expected, aliases",
+    [
+        ([], [], {}),
+        ([(6, 3.0), (7, 1.0)], [(6, 3.0), (7, 1.0)], {}),  # in no group: as ranked
+        ([(1, 3.0), (6, 2.0), (2, 1.0)], [(2, 3.0), (6, 2.0)], {2: [1]}),  # the representative, at its best doc's place
+        ([(3, 3.0), (1, 2.0)], [(3, 3.0)], {3: [1]}),  # the representative not answering: the best doc shown
+        ([(2, 3.0), (3, 2.0), (1, 1.0)], [(2, 3.0)], {2: [3, 1]}),  # the others in the order they rank
+        ([(4, 5.0), (1, 4.0), (5, 3.0), (6, 2.0), (3, 1.0)], [(5, 5.0), (1, 4.0), (6, 2.0)], {5: [4], 1: [3]}),
+        ([(5, 1.0)], [(5, 1.0)], {}),  # a representative alone
+    ],
+)
+def test_collapse_duplicates(ranked, expected, aliases):
+    assert collapse_duplicates(ranked, GROUPED) == (expected, aliases)
+
+
+def collapsed_one_at_a_time(ranked, representatives):
+    """The rule as its docstring says it, a doc at a time: a group's first doc places its result (the
+    representative when it answered, else that doc); every other answering doc is its alias."""
+    answered = {doc for doc, _ in ranked}
+    shown, results, aliases = {}, [], {}
+    for doc, score in ranked:
+        group = representatives.get(doc, doc)
+        if group not in shown:
+            shown[group] = group if group in answered else doc
+            results.append((shown[group], score))
+        if doc != shown[group]:
+            aliases.setdefault(shown[group], []).append(doc)
+    return results, aliases
+
+
+@given(
+    st.lists(st.integers(0, 40), unique=True, max_size=40),
+    st.dictionaries(st.integers(0, 40), st.integers(0, 40), max_size=40),
+    st.lists(st.floats(-10, 10, allow_nan=False), min_size=40, max_size=40),
+)
+def test_collapse_duplicates_as_one_at_a_time(docs, links, scores):
+    # Groups as duplicate_groups makes them: each member (its representative too) named by its group.
+    representatives = {doc: links.get(group, group) for doc, group in links.items()}
+    representatives.update({group: group for group in representatives.values()})
+    ranked = list(zip(docs, scores[: len(docs)], strict=True))
+    assert collapse_duplicates(ranked, representatives) == collapsed_one_at_a_time(ranked, representatives)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Mapping, Set
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
+from operator import itemgetter
 
 import apsw
 
@@ -328,19 +329,23 @@ class SearchIndex:
             self._add_title_and_anchor_scores(apart_scores, compiled, True, weighed)
             scores.update(apart_scores)
         after = ending_runs | after_apart
+        candidates = None  # the first PHRASE_CANDIDATES pages, when worked out
         if compiled.phrase and len(scores) > 1:
-            self._add_phrase_bonus(scores, compiled.phrase, after)
+            candidates = _first(scores, PHRASE_CANDIDATES, after)
+            self._add_phrase_bonus(scores, compiled.phrase, candidates)
         if titles is not None and len(scores) > 1:
-            _add_typed_title_bonus(scores, query, titles, after)
+            # A bonus only raises the scores it is given (none is below 0): the first pages after it are
+            # among the first PHRASE_CANDIDATES before it, not looked for among all again.
+            if candidates is not None and min(scores[doc_id] for doc_id in candidates) < 0:
+                candidates = None
+            _add_typed_title_bonus(scores, query, titles, after, candidates)
         if preferred is not None and language is None and len(scores) > 1:
             for doc_id in self.language_pages.get(preferred, frozenset()) & scores.keys():
                 scores[doc_id] *= 1 + PREFERRED_LANGUAGE_BONUS
         # The pages holding a character only where it ends a run after the others: only where it starts
         # a bigram (or stands alone) can FTS5 weigh it, and the others rank as they would without them.
         # So are those holding a run's pieces apart, after those holding it.
-        ranked = sorted(
-            scores.items(), key=lambda pair: (pair[0] in ending_runs, pair[0] in after_apart, -pair[1], pair[0])
-        )
+        ranked = _ranked(scores, ending_runs, after_apart)
         marks = compiled.marks + compiled.loose_marks if partial else compiled.marks
         apart_marks = compiled.marks + compiled.loose_marks if apart else []
         missing = self._held_by_none(compiled) if partial else ()
@@ -736,11 +741,10 @@ class SearchIndex:
         """The pages of *table* that match *expression*, each with its *bm25*."""
         return self.db.execute(f"SELECT rowid, {bm25} FROM {table} WHERE {table} MATCH ?", (expression,)).fetchall()
 
-    def _add_phrase_bonus(self, scores: dict[int, float], phrase: str, after: Set[int]) -> None:
-        """The bonus of the first PHRASE_CANDIDATES pages (but those ranked *after* the others) that hold *phrase*."""
-        best = set(_first(scores, PHRASE_CANDIDATES, after))
+    def _add_phrase_bonus(self, scores: dict[int, float], phrase: str, candidates: list[int]) -> None:
+        """The bonus of the pages *candidates* (the first PHRASE_CANDIDATES) that hold *phrase*."""
         # The phrase over every page, not restricted by rowid: FTS5 would evaluate it once per rowid.
-        for doc_id in self._matching(phrase) & best:
+        for doc_id in self._matching(phrase).intersection(candidates):
             scores[doc_id] *= 1 + PHRASE_BONUS
 
     def close(self) -> None:
@@ -878,19 +882,46 @@ def _kept_expression_phrases(expression: str) -> tuple[tuple[str, ...], ...] | N
 
 
 def _add_typed_title_bonus(
-    scores: dict[int, float], query: SearchQuery, titles: Callable[[list[int]], dict[int, str]], after: Set[int]
+    scores: dict[int, float],
+    query: SearchQuery,
+    titles: Callable[[list[int]], dict[int, str]],
+    after: Set[int],
+    among: Collection[int] | None = None,
 ) -> None:
-    """The bonus of the first TYPED_TITLE_CANDIDATES pages (but those ranked *after* the others) whose
-    title holds the query's words as typed, the larger one where they are all of it."""
-    for doc_id, title in titles(_first(scores, TYPED_TITLE_CANDIDATES, after)).items():
+    """The bonus of the first TYPED_TITLE_CANDIDATES pages (but those ranked *after* the others; of
+    *among* only, when given) whose title holds the query's words as typed, the larger one where
+    they are all of it."""
+    for doc_id, title in titles(_first(scores, TYPED_TITLE_CANDIDATES, after, among)).items():
         if query.answered_as_typed(title):
             scores[doc_id] *= 1 + (WHOLE_TITLE_BONUS if query.is_whole_title(title) else TYPED_TITLE_BONUS)
 
 
-def _first(scores: dict[int, float], count: int, after: Set[int]) -> list[int]:
-    """The first *count* pages of *scores* as they rank, but those ranked *after* the others."""
-    candidates = [doc_id for doc_id in scores if doc_id not in after] if after else scores
-    return heapq.nsmallest(count, candidates, key=lambda doc_id: (-scores[doc_id], doc_id))
+def _first(scores: dict[int, float], count: int, after: Set[int], among: Collection[int] | None = None) -> list[int]:
+    """The first *count* pages of *scores* as they rank (best score first, then the lowest docID), but
+    those ranked *after* the others; of *among* only, when given."""
+    candidates = scores if among is None else {doc_id: scores[doc_id] for doc_id in among}
+    if after:
+        candidates = {doc_id: score for doc_id, score in candidates.items() if doc_id not in after}
+    if len(candidates) <= count:
+        return sorted(candidates, key=lambda doc_id: (-candidates[doc_id], doc_id))
+    # The count-th best score found in C, then the pages scoring more (fewer than *count*), ordered,
+    # and the lowest docIDs of those scoring it: no key made in Python for each of thousands of pages.
+    least = heapq.nlargest(count, candidates.values())[-1]
+    kept = [(doc_id, score) for doc_id, score in candidates.items() if score >= least]
+    better = sorted((pair for pair in kept if pair[1] > least), key=lambda pair: (-pair[1], pair[0]))
+    tied = sorted(doc_id for doc_id, score in kept if score == least)
+    return [doc_id for doc_id, _ in better] + tied[: count - len(better)]
+
+
+def _ranked(scores: dict[int, float], last: Set[int], later: Set[int]) -> list[tuple[int, float]]:
+    """The pages of *scores* and their scores, best first (the lowest docID first among equal scores),
+    but those of *later* after the others, and those of *last* after them all."""
+    if last or later:
+        return sorted(scores.items(), key=lambda pair: (pair[0] in last, pair[0] in later, -pair[1], pair[0]))
+    # (Most queries.)  Two sorts in C, no key made in Python for each of thousands of pages.
+    ranked = sorted(scores.items())
+    ranked.sort(key=itemgetter(1), reverse=True)  # (stable, reversed too: equal scores stay by docID)
+    return ranked
 
 
 def _add_weighed(scores: dict[int, float], found: list[tuple[int, float | None]], weight: float) -> None:
