@@ -352,6 +352,49 @@ def test_a_long_url_is_cut_in_the_tables(tmp_path):
     assert len(shown) == 300 and shown.endswith("…") and url.startswith(shown[:-1])
 
 
+def test_secrets_in_urls_and_reasons_are_masked(tmp_path):
+    # A report is made to be shared: the passwords of URLs and their query's secrets (by their usual
+    # names) are masked as the terminal and the search page mask them (a reviewer's find: shown whole).
+    lines = [
+        {"url": "http://h/p?token=SECRET123&x=1", "outcome": "saved", "start": 1.0, "end": 3.0, "links": []},
+        {"url": "http://u:PASSWORD9@h/q?api_key=KEY456", "outcome": "saved", "start": 1.0, "end": 2.0,
+         "links": ["http://h/p?token=SECRET123&x=1"]},
+        {"url": "http://h/r", "outcome": "failed", "failure": "redirected to http://v:PW777@g/", "start": 2.0,
+         "end": 2.5},
+    ]  # fmt: skip
+    _, page = report(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
+    html = (tmp_path / "report.html").read_text()
+    for secret in ("SECRET123", "KEY456", "PASSWORD9", "PW777"):
+        assert secret not in html, secret
+    slowest = [row[0] for row in table_rows(page, "slowest")]
+    assert slowest[:2] == ["http://h/p?token=***&x=1", "http://u:***@h/q?api_key=***"]
+    assert [row[0] for row in table_rows(page, "most-linked")] == ["http://h/p?token=***&x=1"]
+
+
+def test_a_record_of_thousands_of_depths_draws_a_bounded_figure(tmp_path):
+    # Each depth drew a bar and its label (10,000 depths: 94 s); the deepest are one bar, the table
+    # still lists them all.
+    lines = [
+        {"url": f"http://h/{depth}", "outcome": "saved", "depth": depth, "start": 1.0, "end": 2.0}
+        for depth in range(500)
+    ]
+    summary, page = report(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
+    assert len(page.xpath('//table[@id="per-depth"]//td[@data-depth]')) == 500
+    (figure,) = page.xpath('//figure[@id="fig-depths"]/svg')
+    labels = [comment.text.strip() for comment in figure.iter(lxml.etree.Comment)]  # (matplotlib's, of its text)
+    # A bar labelled with its count for each depth to 58, and one for the 441 pages deeper.
+    assert labels.count("1") == 59 and labels.count("441") == 1
+    assert f"{summary.requests:,}" == "500"
+
+
+def test_the_summary_line_writes_every_count_alike(tmp_path):
+    lines = [
+        {"url": f"http://h/{n}", "outcome": "failed", "status": 404, "start": 1.0, "end": 2.0} for n in range(1500)
+    ]
+    summary, _ = report(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
+    assert "1,500 requests, 0 pages saved, 1,500 failed" in summary.describe()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

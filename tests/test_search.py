@@ -591,6 +591,17 @@ def test_a_server_on_ipv6_loopback_answers_only_loopback_names(site):
         assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
 
 
+def test_a_server_on_an_ipv4_loopback_address_mapped_into_ipv6_answers_only_loopback_names(site):
+    # `--host ::ffff:127.0.0.1` (which Python's ipaddress does not call loopback) took any Host header.
+    pages, index = site
+    app = create_app(QueryEngine(pages, IndexReader(index)), allowed_hosts("::ffff:127.0.0.1"))
+    for host in ("[::ffff:127.0.0.1]:8000", "127.0.0.1:8000", "localhost"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 200, host
+    for host in ("evil.example:8000", "[::ffff:127.0.0.2]", "attacker.test"):
+        assert TestClient(app).get("/healthz", headers={"host": host}).status_code == 400, host
+    assert allowed_hosts("::ffff:192.168.1.5") is None
+
+
 def _two_languages(root):
     """The app over pages in English and in French, each holding "debian"."""
     pages = write_pages(

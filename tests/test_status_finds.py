@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import msgpack
 import pytest
 import redis
 
@@ -192,3 +193,23 @@ def test_a_joining_worker_refuses_a_record_that_is_no_json_object_in_one_line(re
         2,
         f"tse crawl: cannot read crawl c in Redis at {redis_url}: not a JSON object\n",
     )
+
+
+def test_a_quarantine_record_written_by_another_client_runs_no_terminal_sequence(redis_server, redis_url):
+    # A record planted in the quarantine list (anyone who may write to Redis) was printed raw: an escape
+    # clearing the screen, a terminal's title set, a line of its own ("crawl c: finished ... saved
+    # 999999"), 30 KB of it (a reviewer's find). Its control characters are shown encoded, cut.
+    client = redis_server.client()
+    client.set("tse:c:params", THIS_FORMAT)
+    forged = b"ok\ncrawl c: finished (kept with --keep): saved 999999\x1b[2J\x1b]0;pwned\x07" + b"A" * 30_000
+    client.lpush("tse:c:quarantine", msgpack.packb([1, 1796643330.5, b"tse:c:frontier\x1b[31m", forged, 5, b""]))
+    client.lpush("tse:c:quarantine", msgpack.packb([1, 1796643330.5, b"tse:c:frontier", b"why", "5", b""]))
+    done = tse_here("status", "--redis", redis_url, "c", env=clean_env())
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    lines = out.splitlines()
+    assert lines[0].startswith("crawl c: ") and len(lines) == 3, out
+    assert not any(character in out for character in "\x1b\x07\r"), out
+    assert "quarantined: (a record of" in lines[1]  # a size that is no number: not one of tse's
+    assert lines[2].startswith("  quarantined: tse:c:frontier%1B[31m: ok%0Acrawl c: finished"), lines[2]
+    assert "%1B[2J%1B]0;pwned%07" in lines[2] and len(lines[2]) < 700

@@ -30,7 +30,7 @@ from redis.client import Pipeline
 from redis.retry import Retry
 
 from ..rules.crawling.crawlargs import ArgumentError
-from ..rules.crawling.secrets import mask_secrets
+from ..rules.crawling.secrets import mask_secrets, shown_message
 from ..rules.files.frontierentries import FINGERPRINT_SIZE
 from .keys import CrawlKeys
 
@@ -639,13 +639,17 @@ def _alive(entry: bytes, now: float) -> bool:
     return beat is not None and now - beat["seen"] < beat["lease"]
 
 
+QUARANTINE_SHOWN = 300  # characters of a quarantine record's source and reason `tse status` shows
+
+
 def _quarantined(record: bytes) -> str:
     """One quarantine record, as `tse status` shows it: when, from where, why, how big."""
     try:
         version, when, source, why, size, _ = msgpack.unpackb(record[: 1 << 16], raw=True)
-        if version != 1:
+        if version != 1 or type(size) is not int or type(when) not in (int, float):
             raise ValueError(version)
-        source, why = (part.decode("utf-8", "replace") for part in (source, why))
+        # Written by any client of Redis: control characters shown encoded (no terminal sequence runs), cut.
+        source, why = (shown_message(part.decode("utf-8", "replace"))[:QUARANTINE_SHOWN] for part in (source, why))
         return f"{source}: {why} ({size} bytes, at {int(when)})"
     except Exception:  # a record itself written by a client of Redis: shown as such
         return f"(a record of {len(record)} bytes that is not one of tse's)"

@@ -20,6 +20,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..atomicfile import write_atomically
+from ..rules.crawling.secrets import mask_secrets
 from ..rules.crawling.units import format_size
 from ..rules.files.outputfile import OutputKind, check_output_file
 from . import figures
@@ -82,7 +83,7 @@ class ReportSummary(Totals):
         parts = [
             _count(self.requests, "request"),
             _count(self.pages_saved, "page") + " saved",
-            f"{self.pages_failed} failed",
+            f"{self.pages_failed:,} failed",
             "from " + _count(self.files, "record file"),
         ]
         if self.update:  # its unchanged pages were checked, not saved
@@ -252,8 +253,9 @@ def _duration(seconds: float) -> str:
 
 
 def _shown(text: str | None, limit: int = TEXT_CHARACTERS) -> str:
-    """*text* fit for the page (escaped later by Jinja2): control characters replaced, cut to *limit*."""
-    text = "".join(character if character.isprintable() else "\ufffd" for character in text or "")
+    """*text* fit for the page (escaped later by Jinja2): passwords in URLs masked (a report is made to be
+    shared), control characters replaced, cut to *limit*."""
+    text = "".join(character if character.isprintable() else "\ufffd" for character in mask_secrets(text or ""))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

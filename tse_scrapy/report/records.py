@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 import numpy
 
+from ..rules.crawling.secrets import mask_secrets
 from ..rules.files.crawlrecord import MAX_LINE, RecordError, RequestRecord, parse_record
 from ..rules.files.outputfile import file_type
 
@@ -257,7 +258,7 @@ class Records:
         if elapsed is None:
             return
         self.response_times.append(elapsed)
-        slow = SlowRequest(record.url, elapsed, record.status, record.failure, shown_as)
+        slow = SlowRequest(record.url, elapsed, record.status, record.failure and failure_reason(record), shown_as)
         # Ties go to the earlier request: the later one has the smaller key.
         entry = (elapsed, -self.requests, slow)
         if len(self._slowest) < TOP:
@@ -376,9 +377,10 @@ def request_kind(record: RequestRecord) -> str:
 
 
 def failure_reason(record: RequestRecord) -> str:
-    """Why a failed request failed: its ``failure``, else ``http STATUS``."""
+    """Why a failed request failed: its ``failure`` (a URL's password in it masked: a report is shared),
+    else ``http STATUS``."""
     if record.failure:
-        return record.failure
+        return mask_secrets(record.failure)
     if record.status is not None:
         return f"http {record.status}"
     return "unknown"

@@ -201,9 +201,12 @@ def allowed_hosts(host: str) -> list[str] | None:
         address = ipaddress.ip_address(host)
     except ValueError:
         return None
-    if not address.is_loopback:
+    # (An IPv4 address mapped into IPv6, "::ffff:127.0.0.1", which Python does not call loopback.)
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    if not address.is_loopback and not (mapped is not None and mapped.is_loopback):
         return None
-    return [*LOOPBACK_NAMES, f"[{host}]" if address.version == 6 else host]
+    hosts = [*LOOPBACK_NAMES, f"[{host}]" if address.version == 6 else host]
+    return hosts if mapped is None else [*hosts, str(mapped)]
 
 
 def create_app(

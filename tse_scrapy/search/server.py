@@ -115,7 +115,7 @@ def serve_forever(
             served.said_once = served.SaidOnce()  # what the workers warn of said by one of them
         else:
             config = uvicorn.Config(app, factory=True, workers=workers, **options)
-        supervisor = Multiprocess(config, sockets=[sock])
+        supervisor = Supervisor(config, sockets=[sock])
         supervisor.run()
     except KeyboardInterrupt:
         pass  # uvicorn has shut down cleanly, then raised the signal again
@@ -124,6 +124,25 @@ def serve_forever(
             shared.remove()
     # uvicorn's supervisor stops every worker when one fails to start.
     return supervisor is None or all(worker.exitcode != STARTUP_FAILURE for worker in supervisor.processes)
+
+
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor, stopping on a hang-up (SIGHUP) and Ctrl-\\ (SIGQUIT) as on Ctrl-C, as a server
+    of one process does: uvicorn restarts its workers on the one and ignores the other, so a server whose
+    terminal closed kept running, and its port.  Its workers stay as many as ``--workers`` (uvicorn
+    adds or removes one on SIGTTIN or SIGTTOU: the connections' shares are counted for that many)."""
+
+    def handle_hup(self) -> None:
+        self.should_exit.set()
+
+    def handle_quit(self) -> None:
+        self.should_exit.set()
+
+    def handle_ttin(self) -> None:
+        pass
+
+    def handle_ttou(self) -> None:
+        pass
 
 
 def _default_signals() -> None:
