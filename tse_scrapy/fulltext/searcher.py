@@ -336,7 +336,7 @@ class SearchIndex:
         if titles is not None and len(scores) > 1:
             # A bonus only raises the scores it is given (none is below 0): the first pages after it are
             # among the first PHRASE_CANDIDATES before it, not looked for among all again.
-            if candidates is not None and min(scores[doc_id] for doc_id in candidates) < 0:
+            if candidates and min(scores[doc_id] for doc_id in candidates) < 0:
                 candidates = None
             _add_typed_title_bonus(scores, query, titles, after, candidates)
         if preferred is not None and language is None and len(scores) > 1:
