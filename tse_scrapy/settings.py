@@ -6,6 +6,7 @@ from scrapy.settings.default_settings import DOWNLOADER_MIDDLEWARES_BASE as SCRA
 from scrapy.settings.default_settings import EXTENSIONS_BASE as SCRAPY_EXTENSIONS
 
 from . import __version__
+from .webarchive import MAX_URL_CHARACTERS
 
 BOT_NAME = "tse"
 SPIDER_MODULES = ["tse_scrapy.spiders"]
@@ -85,7 +86,8 @@ SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "scrapy.spidermiddlewares.metacopy.MetaCopyDetectionMiddleware": None,
     # It drops a link longer than 2,083 characters with no word in the progress
-    # log, where the TSE logs Found and a verdict for every link (SPEC 2.3).
+    # log, where the TSE logs Found and a verdict for every link (SPEC 2.3):
+    # TSE_MAX_URL_LENGTH (below) bounds them, said.
     "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware": None,
     # It marks start requests for the queues of Scrapy's scheduler, which
     # TseScheduler replaces; every other output it only passes on.
@@ -135,6 +137,11 @@ TSE_DENY = []  # regular expressions a URL must match none of
 TSE_DENY_EXT = None  # None: the TSE rule (.htm* only); else extensions to refuse
 TSE_PDF = False  # --pdf: PDF documents are fetched (.pdf is added to the TSE rule), saved and indexed
 TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs crawled from depth 0
+# The longest URL crawled, in characters (normalized, as its page file's first line holds it): a link to a
+# longer one is logged Found then IgnDeny and counted with the denied links, a redirect or a seed to one
+# fails ("URL too long").  2,083, Scrapy's URLLENGTH_LIMIT, the bound `tse import` skips records past
+# (webarchive/__init__.py): it may be lowered, not raised (a larger value is taken as 2,083, with a warning).
+TSE_MAX_URL_LENGTH = MAX_URL_CHARACTERS
 # Links followed on a page at most, its first in order, the rest logged once (0: all).  A page of a million
 # links (1.7 MB gzipped) took 80 s of CPU and 500 MB of crawl state; Python's genindex-all holds 17,242.
 TSE_PAGE_LINKS = 50_000

@@ -30,7 +30,7 @@ from ...resume.statedb import RESUMABLE
 from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
 from ...update.extension import UpdateExtension, update_session
 from ..signals import page_done
-from .offsite import SITEMAP_REQUEST
+from .offsite import SITEMAP_REQUEST, URL_TOO_LONG
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,6 +42,9 @@ logger = logging.getLogger(__name__)
 IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filtered", "denied": "tse/denied"}
 
 TOO_LARGE = "larger than DOWNLOAD_MAXSIZE"
+# Reasons (``failure_reason``) that say something of the page itself, not of its site's state for now,
+# besides those update/extension.py knows: an update does not keep a saved copy for them (the spider).
+LASTING_REASONS = frozenset({URL_TOO_LONG})
 # Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
 DATA_LOSS = "data loss"  # an answer cut short (its Content-Length or last chunk never came)
 _REASONS = {
@@ -83,6 +86,8 @@ def failure_reason(error: BaseException) -> str:
             return "offsite"
         if message.startswith("IgnDeny"):
             return "denied"
+        if message.startswith(URL_TOO_LONG):
+            return URL_TOO_LONG
         return "ignored"
     if type(error).__name__ == "DownloadCancelledError" and "larger than download max size" in str(error):
         return TOO_LARGE  # (Scrapy's message for a body past DOWNLOAD_MAXSIZE: said, not guessed)
