@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
-from tests.conftest import crawl_site
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, site_crawl_args
 from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tse_scrapy.devtools.siteserver import Rule
@@ -65,3 +67,49 @@ def test_a_url_over_the_bound_is_not_crawled_and_the_import_of_the_crawl_skips_n
     assert done.returncode == 0, done.stderr.decode()
     assert "skipped" not in done.stderr.decode(), done.stderr.decode()
     assert sorted(url for url, _ in saved_pages(imported)) == sorted(url for url, _ in pages)
+
+
+# Runs a command and says on stdout the most memory it held, in KB: a process started by this small one,
+# not by the test's (a child's peak resident size counts the memory of the process it was forked from).
+_PEAK = (
+    "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)"
+)
+
+
+def _crawl_memory(server, out, *options) -> tuple[int, str, float]:
+    """``tse crawl`` of *server*'s index.html to depth 0 in a process of its own: its exit status, its
+    stderr, and the most memory it held (MB)."""
+    out.mkdir()
+    command = [str(BIN / "tse"), *map(str, site_crawl_args(server, out, 0)), *options]
+    done = subprocess.run([sys.executable, "-c", _PEAK, *command], capture_output=True, env=clean_env(), cwd=ROOT)
+    return done.returncode, done.stderr.decode(), int(done.stdout) / 1024
+
+
+# A response's status line and headers are bounded (TSE_MAX_HEADER_BYTES, 1 MB), as its body is by
+# DOWNLOAD_MAXSIZE: a server sending 60,000 header lines of 10 KB took the crawl to 754 MB.
+def test_a_response_past_the_header_bound_fails_and_its_headers_are_not_held(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("<p>a page</p>")
+    server = serve(root)
+    # The same crawl of a page with its usual headers: the memory a crawl holds here anyway.
+    status, stderr, plain = _crawl_memory(server, tmp_path / "plain")
+    assert status == 0 and "1 page saved" in stderr, stderr
+    server.hits.clear()
+    # 80 MB of header lines of 10 KB each (Twisted's parser refuses a line over 16 KB).
+    server.rules["/index.html"] = Rule(headers={f"X-Pad-{i}": "p" * 10_000 for i in range(8_000)})
+    record = tmp_path / "r.jsonl"
+    status, stderr, held = _crawl_memory(server, tmp_path / "out", "--record", record)
+    assert status == 0, stderr
+    assert held < plain + 40, (held, plain)  # (it held the 80 MB, and Scrapy's copy of them: 139 MB in all)
+    # A download error, said as what it is, and not tried again: the same answer would come.
+    assert "the seed URL could not be fetched (headers larger than TSE_MAX_HEADER_BYTES)" in stderr, stderr
+    assert [hit.key for hit in server.hits] == ["/robots.txt", "/index.html"]
+    (line,) = [line for line in _record(record) if line["url"].endswith("/index.html")]
+    assert (line["outcome"], line["status"], line["failure"]) == (
+        "failed",
+        None,
+        "headers larger than TSE_MAX_HEADER_BYTES",
+    )
+    assert saved_pages(tmp_path / "out") == []

@@ -31,6 +31,15 @@ CONCURRENT_REQUESTS = 1
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 32 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 8 * 1024 * 1024
+# A response's status line and headers, in bytes, at most: past it the download fails ("headers larger
+# than TSE_MAX_HEADER_BYTES"), its connection closed, as a body past DOWNLOAD_MAXSIZE does (a server
+# sending 60,000 header lines of 10 KB took the crawl to 754 MB).  The pages of the reference sites
+# send under 1 KB; large cookies and CSP headers, tens of KB.
+TSE_MAX_HEADER_BYTES = 1024 * 1024
+DOWNLOAD_HANDLERS = {
+    "http": "tse_scrapy.crawl.downloader.handler.BoundedHeadersDownloadHandler",
+    "https": "tse_scrapy.crawl.downloader.handler.BoundedHeadersDownloadHandler",
+}
 # A page's outputs are processed one at a time, in the order the spider
 # yields them: the progress log keeps link order and the page item, yielded
 # last, is saved after all its links are queued.

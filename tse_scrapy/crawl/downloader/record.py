@@ -42,9 +42,10 @@ logger = logging.getLogger(__name__)
 IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filtered", "denied": "tse/denied"}
 
 TOO_LARGE = "larger than DOWNLOAD_MAXSIZE"
+HEADERS_TOO_LARGE = "headers larger than TSE_MAX_HEADER_BYTES"  # (handler.py)
 # Reasons (``failure_reason``) that say something of the page itself, not of its site's state for now,
 # besides those update/extension.py knows: an update does not keep a saved copy for them (the spider).
-LASTING_REASONS = frozenset({URL_TOO_LONG})
+LASTING_REASONS = frozenset({URL_TOO_LONG, HEADERS_TOO_LARGE})
 # Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
 DATA_LOSS = "data loss"  # an answer cut short (its Content-Length or last chunk never came)
 _REASONS = {
@@ -62,6 +63,7 @@ _REASONS = {
     "ResponseFailed": "connection lost",
     "ResponseNeverReceived": "connection lost",
     "UnsupportedURLSchemeError": "unsupported scheme",
+    "HeadersTooLarge": HEADERS_TOO_LARGE,
 }
 
 
