@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
+
+import pytest
 
 from tests.conftest import BIN, ROOT, clean_env, crawl_site, site_crawl_args
 from tests.support.inprocess import tse_here
@@ -113,3 +116,99 @@ def test_a_response_past_the_header_bound_fails_and_its_headers_are_not_held(tmp
         "headers larger than TSE_MAX_HEADER_BYTES",
     )
     assert saved_pages(tmp_path / "out") == []
+
+
+# Each failure said as what it is, in the summary's lines and in the record: a redirect past
+# REDIRECT_MAX_TIMES was said "ignored", one to a port past 65535 "ValueError", one to a PDF in the
+# prefixes (without --pdf) and one to a URL --deny refuses "redirected out of the prefixes".
+def test_redirects_not_followed_are_said_as_what_they_are(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    names = ["loop0.html", "badport.html", "topdf.html", "todenied.html", "tooff.html", "ok.html"]
+    (root / "index.html").write_text("".join(f'<a href="{name}">{name}</a>' for name in names))
+    for name in ("ok.html", "secret.html"):
+        (root / name).write_text("<p>a page</p>")
+    (root / "doc.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+    server = serve(root)
+    for hop in range(4):
+        server.rules[f"/loop{hop}.html"] = Rule(status=302, location=f"/loop{hop + 1}.html")
+    server.rules["/badport.html"] = Rule(status=302, location=f"{server.url.rsplit(':', 1)[0]}:99999/x.html")
+    server.rules["/topdf.html"] = Rule(status=302, location="/doc.pdf")
+    server.rules["/todenied.html"] = Rule(status=301, location="/secret.html")
+    server.rules["/tooff.html"] = Rule(status=302, location="http://localhost:1/off.html")
+    out, record = tmp_path / "out", tmp_path / "r.jsonl"
+    out.mkdir()
+    options = ("-s", "REDIRECT_MAX_TIMES=2", "--deny", "secret", "--record", record)
+    result = crawl_site(server, out, 1, *options)
+    assert result.returncode == 0, result.stderr.decode()
+    base = server.url
+    assert sorted(_failed_lines(result)) == [
+        f"tse crawl: failed: {base}/badport.html (redirected to an invalid URL)",
+        f"tse crawl: failed: {base}/loop0.html (too many redirects: more than 2)",
+        f"tse crawl: failed: {base}/todenied.html (refused by --allow, --deny or --deny-ext)",
+        f"tse crawl: failed: {base}/tooff.html (redirected out of the prefixes)",
+        f"tse crawl: failed: {base}/topdf.html (redirected to a .pdf URL, not a page without --pdf)",
+    ]
+    failed = {line["url"]: (line["status"], line["failure"]) for line in _record(record) if line["outcome"] == "failed"}
+    assert failed == {
+        f"{base}/badport.html": (302, "invalid redirect"),
+        f"{base}/loop2.html": (302, "too many redirects"),
+        f"{base}/secret.html": (None, "denied"),
+        "http://localhost:1/off.html": (None, "offsite"),
+        f"{base}/doc.pdf": (None, "not a page: a .pdf URL, without --pdf"),
+    }
+    asked = {hit.key for hit in server.hits}
+    assert not asked & {"/doc.pdf", "/secret.html", "/loop3.html"}, asked
+    # Only the redirect off the site is counted as a link ignored (as Scrapy counts it): the others were
+    # counted as external links too.
+    assert "5 failed, 1 link ignored (1 external, 0 duplicate, 0 denied)" in result.stderr.decode()
+
+
+# A robots.txt larger than DOWNLOAD_MAXSIZE, as sent or once decompressed, keeps the crawl out of its
+# host (as one that cannot be read), said in one line: each page it refused was said "larger than
+# DOWNLOAD_MAXSIZE", as if the page were, and Scrapy's log said it twice more, naming a page.
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_robots_txt_over_the_size_bound_is_said_once_as_what_it_is(tmp_path, serve, gzipped):
+    root = tmp_path / "site"
+    root.mkdir()
+    for name in "abc":
+        (root / f"{name}.html").write_text("<p>a page</p>")
+    server = serve(root)
+    robots = b"User-agent: *\nDisallow: /private/\n" + b"# a comment\n" * 400
+    headers = {"Content-Encoding": "gzip"} if gzipped else {}
+    server.rules["/robots.txt"] = Rule(body=gzip.compress(robots) if gzipped else robots, headers=headers)
+    out = tmp_path / "out"
+    out.mkdir()
+    seeds = ",".join(f"{server.url}/{name}.html" for name in "abc")
+    result = crawl_site(server, out, 0, "-s", "DOWNLOAD_MAXSIZE=4000", seed=seeds.removeprefix(f"{server.url}/"))
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stderr.decode().splitlines()
+    logged = [line for line in lines if not line.startswith("tse crawl: ")]
+    assert [line.split("] ", 1)[-1] for line in logged] == [
+        f"WARNING: robots.txt of {server.url.removeprefix('http://')} is larger than DOWNLOAD_MAXSIZE (4000 bytes): "
+        "disallow all"
+    ], logged
+    told = ", ".join(f"{server.url}/{name}.html (robots.txt larger than DOWNLOAD_MAXSIZE)" for name in "acb")
+    assert lines[-1] == f"tse crawl: 3 of 3 seed URLs could not be fetched: nothing was saved: {told}"
+    assert [hit.key for hit in server.hits] == ["/robots.txt"]
+
+
+# An update takes a known page that now redirects where no request can go as a lasting failure, as one
+# past REDIRECT_MAX_TIMES was: said "ValueError", it was taken for a failure of a while, its saved copy
+# kept and its links followed as the page's.
+def test_an_update_keeps_no_saved_copy_of_a_page_redirected_to_an_invalid_url(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<a href="a.html">a</a>')
+    (root / "a.html").write_text('<a href="b.html">b</a>')
+    (root / "b.html").write_text("<p>b</p>")
+    server = serve(root)
+    out = tmp_path / "out"
+    out.mkdir()
+    first = crawl_site(server, out, 2, "--validators")
+    assert first.returncode == 0, first.stderr.decode()
+    server.rules["/a.html"] = Rule(status=301, location=f"{server.url.rsplit(':', 1)[0]}:99999/a.html")
+    result = crawl_site(server, out, 2, "--update", "-s", "RETRY_TIMES=0")
+    assert result.returncode == 0, result.stderr.decode()
+    stderr = result.stderr.decode()
+    assert f"tse crawl: failed: {server.url}/a.html (redirected to an invalid URL)\n" in stderr, stderr

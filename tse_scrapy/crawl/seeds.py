@@ -107,12 +107,21 @@ class SeedFailures:
         the reason is its last hop's."""
         if status is not None:
             return f"HTTP {status}"
-        from .downloader.offsite import URL_TOO_LONG, PrefixOffsiteMiddleware
+        from .downloader.offsite import URL_NOT_TAKEN, URL_TOO_LONG, PrefixOffsiteMiddleware
+        from .downloader.redirect import INVALID_REDIRECT, TOO_MANY_REDIRECTS
 
         if reason == URL_TOO_LONG:
             offsite = self.crawler.get_downloader_middleware(PrefixOffsiteMiddleware)
             bound = f"{offsite.max_url_length:,}" if offsite is not None else "TSE_MAX_URL_LENGTH"
             return f"{'redirected to ' if redirected else ''}a URL over {bound} characters"
+        if reason == TOO_MANY_REDIRECTS:
+            return f"too many redirects: more than {self.crawler.settings.getint('REDIRECT_MAX_TIMES')}"
+        if reason == INVALID_REDIRECT:
+            return "redirected to an invalid URL"
+        if reason is not None and reason.startswith(URL_NOT_TAKEN) and redirected:
+            # "not a page: a .pdf URL, without --pdf": "redirected to a .pdf URL, not a page without --pdf"
+            url_kind, _, more = reason.removeprefix("not a page: ").partition(", ")
+            return f"redirected to {url_kind}, not a page" + (f" {more}" if more else "")
         if reason == "robots.txt":
             # Refused by robots.txt: because it forbids the page, or because it could not be
             # read (then the crawler stays out of the server, and that is the reason to give).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -31,6 +32,8 @@ SITEMAP_REQUEST = "tse_sitemap"
 # Why a request that is no found link (a seed, a redirect's next hop) is refused, when its URL is longer
 # than TSE_MAX_URL_LENGTH: the start of its IgnoreRequest's message, the reason record.failure_reason gives.
 URL_TOO_LONG = "URL too long"
+# ... when its URL is in the prefixes but for the TSE extension rule (a redirect to a PDF without --pdf).
+URL_NOT_TAKEN = "not a page: a "
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +91,21 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         raise IgnoreRequest(f"{why}: {request.url[:200]}")
 
     def refusal(self, url: str) -> str | None:
-        """Why *url*, refused, is refused when not for the prefixes or the filters (their IgnoreRequest
-        says "offsite", "IgnDeny"), or None."""
-        normalized = normalize_url(url, self.filter.tse_extensions)
-        if is_internal(normalized, self.prefixes) and len(normalized) > self.max_url_length:
-            return URL_TOO_LONG
-        return None
+        """Why *url*, refused, is refused, or None when it is off the site (Scrapy's "offsite"): too long,
+        refused by the filters (``IgnDeny``), or in the prefixes but no page by the TSE extension rule
+        (a redirect to a PDF without --pdf was said "redirected out of the prefixes")."""
+        extensions = self.filter.tse_extensions
+        normalized = normalize_url(url, extensions)
+        if is_internal(normalized, self.prefixes):
+            return URL_TOO_LONG if len(normalized) > self.max_url_length else "IgnDeny"
+        if extensions is False:
+            return None
+        anything = normalize_url(url, False)
+        if not is_internal(anything, self.prefixes):
+            return None
+        extension = PurePosixPath(urlsplit(anything).path).suffix.lower()[:16]
+        pdf = ", without --pdf" if extension == ".pdf" else ""
+        return f"{URL_NOT_TAKEN}{extension} URL{pdf}" if extension else f"{URL_NOT_TAKEN}URL without .htm*"
 
     def count_ignored(self, verdict: str, links: int = 1) -> None:
         """Count *links* found links ignored with *verdict* (here, or by the spider, which asks ``verdict`` first)."""
