@@ -2,7 +2,8 @@
 
 - ``downloader``: the downloader middlewares, in the order a request meets them: the internal
   prefixes (``offsite``), ``robots``, conditional requests, ``render``, redirects, the proxy,
-  cookies, the crawl record (``record``) and the WARC (``warc``).
+  cookies, the crawl record (``record``) and the WARC (``warc``); the HTTP download handler
+  (``handler``: headers bounded).
 - ``scheduling``: the scheduler and its frontiers, the dupefilter, and requests as data.
 - ``extensions``: politeness, the status line (``progress``), the cycle collector's threshold,
   stats and log formatting.

@@ -81,29 +81,47 @@ class SeedFailures:
             seeds = getattr(spider, "seeds", ())
             self._requested = {safe_url_string(seed): seed for seed in seeds} | {seed: seed for seed in seeds}
         url = self._requested.get(normalized) if request.meta.get("depth", 0) == 0 else None
+        redirected = "redirect_urls" in request.meta
         if url is None:  # a page (a sitemap's URL, at depth 0 too), not a seed
-            self._page_failed(normalized, status, reason, kept)
+            self._page_failed(normalized, status, reason, kept, redirected)
             return
         failures = self.crawler.stats.get_value(SEED_FAILURES) or []
         if all(seed != url for seed, _ in failures):
-            why = self._why(url, status, reason)
+            why = self._why(url, status, reason, redirected)
             # An update keeps a known page that failed for a while: its saved copy, its links followed
             # (the line said only that it could not be fetched, the site down a moment: a helper's find).
             why += ", its saved copy kept" if kept else ""
             self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, why]])
 
-    def _page_failed(self, url: str, status: int | None, reason: str | None, kept: bool) -> None:
+    def _page_failed(self, url: str, status: int | None, reason: str | None, kept: bool, redirected: bool) -> None:
         stats = self.crawler.stats
         said = stats.get_value(FAILED_PAGES) or []
         if len(said) < FAILED_PAGES_SAID:
-            why = self._why(url, status, reason) + (", its saved copy kept" if kept else "")
+            why = self._why(url, status, reason, redirected) + (", its saved copy kept" if kept else "")
             stats.set_value(FAILED_PAGES, [*said, [url, why]])
         else:
             stats.inc_value(FAILED_PAGES_MORE)
 
-    def _why(self, url: str, status: int | None, reason: str | None) -> str:
+    def _why(self, url: str, status: int | None, reason: str | None, redirected: bool = False) -> str:
+        """*reason* (``failure_reason``'s) said as a sentence; *redirected*: the page's URL redirected, and
+        the reason is its last hop's."""
         if status is not None:
             return f"HTTP {status}"
+        from .downloader.offsite import URL_NOT_TAKEN, URL_TOO_LONG, PrefixOffsiteMiddleware
+        from .downloader.redirect import INVALID_REDIRECT, TOO_MANY_REDIRECTS
+
+        if reason == URL_TOO_LONG:
+            offsite = self.crawler.get_downloader_middleware(PrefixOffsiteMiddleware)
+            bound = f"{offsite.max_url_length:,}" if offsite is not None else "TSE_MAX_URL_LENGTH"
+            return f"{'redirected to ' if redirected else ''}a URL over {bound} characters"
+        if reason == TOO_MANY_REDIRECTS:
+            return f"too many redirects: more than {self.crawler.settings.getint('REDIRECT_MAX_TIMES')}"
+        if reason == INVALID_REDIRECT:
+            return "redirected to an invalid URL"
+        if reason is not None and reason.startswith(URL_NOT_TAKEN) and redirected:
+            # "not a page: a .pdf URL, without --pdf": "redirected to a .pdf URL, not a page without --pdf"
+            url_kind, _, more = reason.removeprefix("not a page: ").partition(", ")
+            return f"redirected to {url_kind}, not a page" + (f" {more}" if more else "")
         if reason == "robots.txt":
             # Refused by robots.txt: because it forbids the page, or because it could not be
             # read (then the crawler stays out of the server, and that is the reason to give).

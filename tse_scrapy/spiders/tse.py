@@ -20,7 +20,7 @@ from twisted.python.failure import Failure
 
 from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
-from ..crawl.downloader.record import DATA_LOSS, failure_reason
+from ..crawl.downloader.record import DATA_LOSS, LASTING_REASONS, failure_reason
 from ..crawl.items import PageItem
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
@@ -494,7 +494,7 @@ class TseSpider(scrapy.Spider):
         target = update.known_redirect(request) if update is not None else None
         if target is None:
             return None
-        if not (transient_failure(status, reason) or self._robots_unreachable(request, reason)):
+        if not (_transient(status, reason) or self._robots_unreachable(request, reason)):
             return None
         meta = {name: value for name, value in request.meta.items() if name not in _ATTEMPT_META}
         meta["redirect_times"] = request.meta.get("redirect_times", 0) + 1
@@ -510,7 +510,7 @@ class TseSpider(scrapy.Spider):
         update = self._update()
         if update is None:
             return None
-        why = reason if transient_failure(status, reason) else self._robots_unreachable(request, reason)
+        why = reason if _transient(status, reason) else self._robots_unreachable(request, reason)
         copy = update.saved_copy(request, why) if why else None
         if copy is None:
             return None
@@ -601,6 +601,11 @@ class TseSpider(scrapy.Spider):
             # A link Scrapy cannot even represent (a bad port, host or scheme):
             # an external placeholder keeps it in order in the log.
             return scrapy.Request(UNFETCHABLE_URL, meta=meta)
+
+
+def _transient(status: int | None, reason: str | None) -> bool:
+    """``transient_failure``, but for the reasons the crawl's downloader knows to last (``LASTING_REASONS``)."""
+    return reason not in LASTING_REASONS and transient_failure(status, reason)
 
 
 def _answered_whole(response: Response) -> bool:

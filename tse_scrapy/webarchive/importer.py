@@ -60,6 +60,7 @@ from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
+from . import MAX_URL_CHARACTERS
 from .reader import BadArchive, BadPayload, Record, archive_records, readable_url
 
 NOTES_NAME = "import"
@@ -71,10 +72,8 @@ UNFINISHED_NAME = ".tse-import-unfinished"
 MAX_PAGE_LINKS = MAX_LINKS
 # Damaged payloads said one a line (a hostile archive may hold a million); the rest are counted.
 DAMAGED_SAID = 10
-# The bound a crawl's URLs are held to, 2,083 characters (Scrapy's URLLENGTH_LIMIT: settings.py,
-# rules/files/webarchive.py): a record at a longer URL is skipped, a longer link not followed.
-# (A page file's URL line holds 64 KB: ``tse query`` and ``tse serve`` refuse an index of longer ones.)
-MAX_URL_CHARACTERS = 2083
+# A record at a URL longer than MAX_URL_CHARACTERS (the bound a crawl's URLs are held to: the package's
+# __init__) is skipped, a longer link not followed.
 # Records skipped for their URL (one no URL can be made of, not http(s), ...) said one a line; the rest counted.
 SKIPPED_SAID = 10
 # The hrefs of payloads several pages hold (revisits) kept at once, in bytes, about.

@@ -1,1 +1,2 @@
-"""The crawl's downloader middlewares (``DOWNLOADER_MIDDLEWARES`` in ``settings.py``)."""
+"""The crawl's downloader middlewares (``DOWNLOADER_MIDDLEWARES`` in ``settings.py``), and its HTTP download
+handler (``handler``: ``DOWNLOAD_HANDLERS``)."""

@@ -1,5 +1,6 @@
-"""PrefixOffsiteMiddleware: only URLs under the internal prefixes, and allowed
-by the user's filters (``urlfilter``), are fetched (SPEC 1.2).
+"""PrefixOffsiteMiddleware: only URLs under the internal prefixes, allowed
+by the user's filters (``urlfilter``) and no longer than TSE_MAX_URL_LENGTH, are
+fetched (SPEC 1.2).
 
 A downloader middleware, as Scrapy's own OffsiteMiddleware is since 2.11.2,
 so start requests and redirect targets are checked too.
@@ -7,7 +8,9 @@ so start requests and redirect targets are checked too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -17,6 +20,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.statscollectors import StatsCollector
 
 from ...rules.web.urls import DEFAULT_PREFIX, is_internal, normalize_url
+from ...webarchive import MAX_URL_CHARACTERS
 from ..progresslog import is_found_link, log_link
 from ..urlfilter import UrlFilter
 
@@ -25,6 +29,13 @@ if TYPE_CHECKING:
 
 # The meta key of the requests that fetch sitemaps (--sitemaps, crawl/sitemaps.py).
 SITEMAP_REQUEST = "tse_sitemap"
+# Why a request that is no found link (a seed, a redirect's next hop) is refused, when its URL is longer
+# than TSE_MAX_URL_LENGTH: the start of its IgnoreRequest's message, the reason record.failure_reason gives.
+URL_TOO_LONG = "URL too long"
+# ... when its URL is in the prefixes but for the TSE extension rule (a redirect to a PDF without --pdf).
+URL_NOT_TAKEN = "not a page: a "
+
+logger = logging.getLogger(__name__)
 
 
 class PrefixOffsiteMiddleware(OffsiteMiddleware):
@@ -35,10 +46,12 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         stats: StatsCollector,
         prefixes: Iterable[str] = (DEFAULT_PREFIX,),
         url_filter: UrlFilter | None = None,
+        max_url_length: int = MAX_URL_CHARACTERS,
     ):
         super().__init__(stats)
         self.prefixes = tuple(prefixes)
         self.filter = url_filter or UrlFilter()
+        self.max_url_length = max_url_length
         # robots.txt lives outside any /path/ prefix but must be fetched.
         self.robots_urls = {_robots_url(prefix) for prefix in self.prefixes}
         self.prefix_hosts = {(urlsplit(p).scheme.lower(), urlsplit(p).netloc.lower()) for p in self.prefixes}
@@ -49,6 +62,7 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
             crawler.stats,
             crawler.settings.getlist("TSE_PREFIXES") or [DEFAULT_PREFIX],
             UrlFilter.from_settings(crawler.settings),
+            _max_url_length(crawler.settings.getint("TSE_MAX_URL_LENGTH")),
         )
         middleware.crawler = crawler
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
@@ -63,6 +77,35 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
             log_link(request, verdict)
             self.count_ignored(verdict)
             raise IgnoreRequest(f"{verdict}: {request.url}")
+
+    def process_request(self, request: Request, spider: Spider | None = None) -> None:
+        """Scrapy's check of a request that is no found link (a seed, a redirect's next hop), refused
+        with the reason it is refused for (``refusal``): a redirect to a URL too long was said "offsite",
+        and counted as an external link."""
+        if request.dont_filter or request.meta.get("allow_offsite") or self.should_follow(request, spider):
+            return
+        why = self.refusal(request.url)
+        if why is None:
+            super().process_request(request)  # Scrapy's refusal, off the site: counted, and said "offsite"
+            return
+        raise IgnoreRequest(f"{why}: {request.url[:200]}")
+
+    def refusal(self, url: str) -> str | None:
+        """Why *url*, refused, is refused, or None when it is off the site (Scrapy's "offsite"): too long,
+        refused by the filters (``IgnDeny``), or in the prefixes but no page by the TSE extension rule
+        (a redirect to a PDF without --pdf was said "redirected out of the prefixes")."""
+        extensions = self.filter.tse_extensions
+        normalized = normalize_url(url, extensions)
+        if is_internal(normalized, self.prefixes):
+            return URL_TOO_LONG if len(normalized) > self.max_url_length else "IgnDeny"
+        if extensions is False:
+            return None
+        anything = normalize_url(url, False)
+        if not is_internal(anything, self.prefixes):
+            return None
+        extension = PurePosixPath(urlsplit(anything).path).suffix.lower()[:16]
+        pdf = ", without --pdf" if extension == ".pdf" else ""
+        return f"{URL_NOT_TAKEN}{extension} URL{pdf}" if extension else f"{URL_NOT_TAKEN}URL without .htm*"
 
     def count_ignored(self, verdict: str, links: int = 1) -> None:
         """Count *links* found links ignored with *verdict* (here, or by the spider, which asks ``verdict`` first)."""
@@ -90,9 +133,21 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         normalized = normalize_url(url, self.filter.tse_extensions)
         if not is_internal(normalized, self.prefixes):
             return "IgnExtrn"
-        if not self.filter.allows(normalized):
+        if len(normalized) > self.max_url_length or not self.filter.allows(normalized):
             return "IgnDeny"
         return None
+
+
+def _max_url_length(given: int) -> int:
+    """The longest URL crawled: TSE_MAX_URL_LENGTH, at most MAX_URL_CHARACTERS (`tse import`'s bound)."""
+    if given > MAX_URL_CHARACTERS or given < 1:
+        logger.warning(
+            "TSE_MAX_URL_LENGTH=%d: URLs are crawled to %d characters (it may be lowered, to 1 at least)",
+            given,
+            MAX_URL_CHARACTERS,
+        )
+        return MAX_URL_CHARACTERS
+    return given
 
 
 def _robots_url(prefix: str) -> str:

@@ -30,7 +30,8 @@ from ...resume.statedb import RESUMABLE
 from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
 from ...update.extension import UpdateExtension, update_session
 from ..signals import page_done
-from .offsite import SITEMAP_REQUEST
+from .offsite import SITEMAP_REQUEST, URL_NOT_TAKEN, URL_TOO_LONG
+from .redirect import INVALID_REDIRECT, TOO_MANY_REDIRECTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -42,6 +43,10 @@ logger = logging.getLogger(__name__)
 IGNORED_STATS = {"external": "offsite/filtered", "duplicate": "dupefilter/filtered", "denied": "tse/denied"}
 
 TOO_LARGE = "larger than DOWNLOAD_MAXSIZE"
+HEADERS_TOO_LARGE = "headers larger than TSE_MAX_HEADER_BYTES"  # (handler.py)
+# Reasons (``failure_reason``) that say something of the page itself, not of its site's state for now,
+# besides those update/extension.py knows: an update does not keep a saved copy for them (the spider).
+LASTING_REASONS = frozenset({URL_TOO_LONG, HEADERS_TOO_LARGE, TOO_MANY_REDIRECTS, INVALID_REDIRECT})
 # Short reasons for the exceptions a download fails with (by class name: Scrapy's and Twisted's).
 DATA_LOSS = "data loss"  # an answer cut short (its Content-Length or last chunk never came)
 _REASONS = {
@@ -59,6 +64,7 @@ _REASONS = {
     "ResponseFailed": "connection lost",
     "ResponseNeverReceived": "connection lost",
     "UnsupportedURLSchemeError": "unsupported scheme",
+    "HeadersTooLarge": HEADERS_TOO_LARGE,
 }
 
 
@@ -83,6 +89,11 @@ def failure_reason(error: BaseException) -> str:
             return "offsite"
         if message.startswith("IgnDeny"):
             return "denied"
+        for reason in (URL_TOO_LONG, TOO_MANY_REDIRECTS, INVALID_REDIRECT):
+            if message.startswith(reason):
+                return reason
+        if message.startswith(URL_NOT_TAKEN):  # "not a page: a .pdf URL ...", up to the URL
+            return message.split(": http", 1)[0]
         return "ignored"
     if type(error).__name__ == "DownloadCancelledError" and "larger than download max size" in str(error):
         return TOO_LARGE  # (Scrapy's message for a body past DOWNLOAD_MAXSIZE: said, not guessed)
@@ -340,8 +351,9 @@ class CrawlRecordMiddleware:
             attempt = None
         if attempt is None:  # refused before it was sent (robots.txt, a redirect off the site)
             attempt = _attempt(request)
-        if attempt.failure is None and reason is not None and attempt.status in (None, 200):
-            attempt.failure = reason
+        redirect_failed = attempt.redirect and reason in (TOO_MANY_REDIRECTS, INVALID_REDIRECT)
+        if attempt.failure is None and reason is not None and (attempt.status in (None, 200) or redirect_failed):
+            attempt.failure = reason  # (and a 3xx not followed for that: one to ftp: says its status alone)
         self._write(attempt, "failed")
 
 

@@ -5,6 +5,10 @@ reference crawler sends none.  Scrapy's RedirectMiddleware then logs a
 warning at every start that it found no RefererMiddleware to set the header
 on redirects; there is no header to set.  This subclass looks for one only
 when REFERER_ENABLED; either way it is Scrapy's middleware.
+
+A redirect it cannot follow fails as what it is: past REDIRECT_MAX_TIMES ("too many redirects": Scrapy's
+IgnoreRequest was said "ignored"), or to a URL no request can be made of ("invalid redirect": a port past
+65535 was said "ValueError").
 """
 
 from __future__ import annotations
@@ -12,9 +16,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
+from scrapy.exceptions import IgnoreRequest
 
 if TYPE_CHECKING:
+    from scrapy import Request, Spider
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+# Why a redirect was not followed: the start of its IgnoreRequest's message, the reason record.failure_reason gives.
+TOO_MANY_REDIRECTS = "too many redirects"
+INVALID_REDIRECT = "invalid redirect"
 
 
 class RedirectWithoutRefererMiddleware(RedirectMiddleware):
@@ -28,3 +39,15 @@ class RedirectWithoutRefererMiddleware(RedirectMiddleware):
         middleware = cls(crawler.settings)
         middleware.crawler = crawler
         return middleware
+
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
+        try:
+            return super().process_response(request, response)
+        except (ValueError, UnicodeError) as error:  # its Location names no URL a request can be made of
+            raise IgnoreRequest(f"{INVALID_REDIRECT}: {error}") from None
+        except IgnoreRequest as error:
+            if str(error) == "max redirections reached":  # (Scrapy's words)
+                raise IgnoreRequest(f"{TOO_MANY_REDIRECTS}: more than {self.max_redirect_times}") from None
+            raise

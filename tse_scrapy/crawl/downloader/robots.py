@@ -25,7 +25,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
 from ...update.extension import ROBOTS_FORBIDS
-from .record import decompressed_too_large, failure_reason
+from .record import TOO_LARGE, decompressed_too_large, failure_reason
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -35,9 +35,14 @@ DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 # What is read of each host's robots.txt, its rules and its Sitemap: lines (--sitemaps), to the last
 # whole line: RFC 9309 2.5 asks crawlers to read at least 500 KiB, as Google does.
 KEPT_ROBOTS_BYTES = 512 * 1024
+# Why a host's pages are refused when its robots.txt is larger than DOWNLOAD_MAXSIZE (each was said
+# "larger than DOWNLOAD_MAXSIZE", as if the page were).
+ROBOTS_TOO_LARGE = "robots.txt larger than DOWNLOAD_MAXSIZE"
 
 
 logger = logging.getLogger(__name__)
+# The loggers that say a body is larger than DOWNLOAD_MAXSIZE: the download handler's, the decompression's.
+_SIZE_LOGGERS = ("scrapy.core.downloader.handlers.http11", "scrapy.downloadermiddlewares.httpcompression")
 
 
 def kept_robots(body: bytes) -> bytes:
@@ -57,6 +62,20 @@ class _NoTraceback(logging.Filter):
         return True
 
 
+class _SaidHere(logging.Filter):
+    """A robots.txt larger than DOWNLOAD_MAXSIZE is said in one line (``_robots_error``): not also by
+    the downloader's warning, the decompression's, or Scrapy's error naming the page that asked for it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, dict) and isinstance(args.get("f_exception"), Exception):  # (Scrapy's robots.txt error)
+            return failure_reason(args["f_exception"]) != TOO_LARGE
+        message = record.getMessage()
+        return not (
+            "/robots.txt>" in message and ("larger than download max size" in message or "DOWNLOAD_MAXSIZE" in message)
+        )
+
+
 class RobotsHopRefused(IgnoreRequest):
     """A robots.txt's redirect not followed (``--render``: to a host a page may not make the crawler
     contact): that robots.txt was not read, so the host is "disallow all", as an unreachable one."""
@@ -74,6 +93,10 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
         logger = logging.getLogger(RobotsTxtMiddleware.__module__)
         if not any(isinstance(f, _NoTraceback) for f in logger.filters):
             logger.addFilter(_NoTraceback())
+        for name in (RobotsTxtMiddleware.__module__, *_SIZE_LOGGERS):
+            said = logging.getLogger(name)
+            if not any(isinstance(f, _SaidHere) for f in said.filters):
+                said.addFilter(_SaidHere())
 
     async def robots_txt(self, url: str) -> bytes:
         """The robots.txt of *url*'s host as fetched (fetched now if not yet; b"" when it has none)."""
@@ -107,13 +130,16 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
         if isinstance(exc, IgnoreRequest) and not decompressed_too_large(exc) and not refused_hop:
             super()._robots_error(exc, netloc)
             return
+        reason = failure_reason(exc)
         if refused_hop:  # (Scrapy logs no IgnoreRequest: said here, in one line)
             logger.warning("%s: disallow all", exc)
-        elif isinstance(exc, IgnoreRequest):
-            logger.warning("robots.txt of %s is larger than DOWNLOAD_MAXSIZE once decompressed: disallow all", netloc)
+        elif reason == TOO_LARGE:  # as sent, or once decompressed: said here only (_SaidHere)
+            reason = ROBOTS_TOO_LARGE
+            maxsize = self.crawler.settings.getint("DOWNLOAD_MAXSIZE")
+            logger.warning("robots.txt of %s is larger than DOWNLOAD_MAXSIZE (%d bytes): disallow all", netloc, maxsize)
         self._stats.inc_value(f"robotstxt/exception_count/{type(exc)}")
         self._stats.inc_value("tse/robotstxt_unreachable")
-        self.unreachable[netloc] = failure_reason(exc)
+        self.unreachable[netloc] = reason
         waiting = self._parsers[netloc]
         parser = build_from_crawler(self._parserimpl, self.crawler, DISALLOW_ALL)
         self._parsers[netloc] = parser

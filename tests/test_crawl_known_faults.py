@@ -1,0 +1,214 @@
+"""Known faults of the crawler, mended: each crawled from a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, site_crawl_args
+from tests.support.inprocess import tse_here
+from tests.support.pages import saved_pages
+from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.crawling.progress import progress_line
+
+
+def _record(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _failed_lines(result) -> list[str]:
+    return [line for line in result.stderr.decode().splitlines() if line.startswith("tse crawl: failed: ")]
+
+
+# A URL is crawled to 2,083 characters (TSE_MAX_URL_LENGTH), the bound `tse import` skips records past: the
+# crawl kept no bound (Scrapy's UrlLengthMiddleware is off), and wrote page files and archive records at URLs
+# the import of its own archive skipped.
+URL_BOUND = 2083
+
+
+def test_a_url_over_the_bound_is_not_crawled_and_the_import_of_the_crawl_skips_nothing(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    server = serve(root)
+    base = f"{server.url}/"
+    # Paths that make URLs of exactly the bound, and one character over it.
+    kept = "k.html?q=" + "k" * (URL_BOUND - len(base) - len("k.html?q="))
+    over = "o.html?q=" + "o" * (URL_BOUND + 1 - len(base) - len("o.html?q="))
+    assert (len(base + kept), len(base + over)) == (URL_BOUND, URL_BOUND + 1)
+    (root / "index.html").write_text(f'<a href="{kept}">k</a> <a href="{over}">o</a> <a href="r.html">r</a>')
+    (root / "k.html").write_text("<p>kept</p>")
+    (root / "o.html").write_text("<p>over</p>")
+    (root / "r.html").write_text("<p>r</p>")
+    server.rules["/r.html"] = Rule(status=302, location=f"/{over}&r")
+    out, record, warc = tmp_path / "out", tmp_path / "r.jsonl", tmp_path / "c.warc.gz"
+    out.mkdir()
+    result = crawl_site(server, out, 1, "--record", record, "--warc", warc)
+    assert result.returncode == 0, result.stderr.decode()
+    log = result.stdout.decode()
+    assert progress_line(0, "Found", base + kept) + progress_line(0, "Added", base + kept) in log
+    # The link over it is logged and counted as a denied link is, and never asked for.
+    assert progress_line(0, "Found", base + over) + progress_line(0, "IgnDeny", base + over) in log
+    asked = [hit.target for hit in server.hits]
+    assert f"/{kept}" in asked and not any(target.startswith("/o.html") for target in asked), asked
+    assert "1 failed, 1 link ignored (0 external, 0 duplicate, 1 denied)" in result.stderr.decode()
+    # The redirect to a URL over it fails, said as what it is (it was said "redirected out of the prefixes").
+    assert _failed_lines(result) == [f"tse crawl: failed: {base}r.html (redirected to a URL over 2,083 characters)"]
+    failed = [line for line in _record(record) if line["outcome"] == "failed"]
+    expected = [(f"{base}{over}&r", "URL too long", None)]  # never sent
+    assert [(line["url"], line["failure"], line["start"]) for line in failed] == expected
+    pages = saved_pages(out)
+    assert sorted(url for url, _ in pages) == sorted([base + "index.html", base + kept])
+    assert max(len(url) for url, _ in pages) == URL_BOUND
+    # `tse import` of the crawl's own archive takes every page it saved, and skips no record for its URL.
+    imported = tmp_path / "imported"
+    imported.mkdir()
+    done = tse_here("import", warc, imported)
+    assert done.returncode == 0, done.stderr.decode()
+    assert "skipped" not in done.stderr.decode(), done.stderr.decode()
+    assert sorted(url for url, _ in saved_pages(imported)) == sorted(url for url, _ in pages)
+
+
+# Runs a command and says on stdout the most memory it held, in KB: a process started by this small one,
+# not by the test's (a child's peak resident size counts the memory of the process it was forked from).
+_PEAK = (
+    "import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)"
+)
+
+
+def _crawl_memory(server, out, *options) -> tuple[int, str, float]:
+    """``tse crawl`` of *server*'s index.html to depth 0 in a process of its own: its exit status, its
+    stderr, and the most memory it held (MB)."""
+    out.mkdir()
+    command = [str(BIN / "tse"), *map(str, site_crawl_args(server, out, 0)), *options]
+    done = subprocess.run([sys.executable, "-c", _PEAK, *command], capture_output=True, env=clean_env(), cwd=ROOT)
+    return done.returncode, done.stderr.decode(), int(done.stdout) / 1024
+
+
+# A response's status line and headers are bounded (TSE_MAX_HEADER_BYTES, 1 MB), as its body is by
+# DOWNLOAD_MAXSIZE: a server sending 60,000 header lines of 10 KB took the crawl to 754 MB.
+def test_a_response_past_the_header_bound_fails_and_its_headers_are_not_held(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("<p>a page</p>")
+    server = serve(root)
+    # The same crawl of a page with its usual headers: the memory a crawl holds here anyway.
+    status, stderr, plain = _crawl_memory(server, tmp_path / "plain")
+    assert status == 0 and "1 page saved" in stderr, stderr
+    server.hits.clear()
+    # 80 MB of header lines of 10 KB each (Twisted's parser refuses a line over 16 KB).
+    server.rules["/index.html"] = Rule(headers={f"X-Pad-{i}": "p" * 10_000 for i in range(8_000)})
+    record = tmp_path / "r.jsonl"
+    status, stderr, held = _crawl_memory(server, tmp_path / "out", "--record", record)
+    assert status == 0, stderr
+    assert held < plain + 40, (held, plain)  # (it held the 80 MB, and Scrapy's copy of them: 139 MB in all)
+    # A download error, said as what it is, and not tried again: the same answer would come.
+    assert "the seed URL could not be fetched (headers larger than TSE_MAX_HEADER_BYTES)" in stderr, stderr
+    assert [hit.key for hit in server.hits] == ["/robots.txt", "/index.html"]
+    (line,) = [line for line in _record(record) if line["url"].endswith("/index.html")]
+    assert (line["outcome"], line["status"], line["failure"]) == (
+        "failed",
+        None,
+        "headers larger than TSE_MAX_HEADER_BYTES",
+    )
+    assert saved_pages(tmp_path / "out") == []
+
+
+# Each failure said as what it is, in the summary's lines and in the record: a redirect past
+# REDIRECT_MAX_TIMES was said "ignored", one to a port past 65535 "ValueError", one to a PDF in the
+# prefixes (without --pdf) and one to a URL --deny refuses "redirected out of the prefixes".
+def test_redirects_not_followed_are_said_as_what_they_are(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    names = ["loop0.html", "badport.html", "topdf.html", "todenied.html", "tooff.html", "ok.html"]
+    (root / "index.html").write_text("".join(f'<a href="{name}">{name}</a>' for name in names))
+    for name in ("ok.html", "secret.html"):
+        (root / name).write_text("<p>a page</p>")
+    (root / "doc.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+    server = serve(root)
+    for hop in range(4):
+        server.rules[f"/loop{hop}.html"] = Rule(status=302, location=f"/loop{hop + 1}.html")
+    server.rules["/badport.html"] = Rule(status=302, location=f"{server.url.rsplit(':', 1)[0]}:99999/x.html")
+    server.rules["/topdf.html"] = Rule(status=302, location="/doc.pdf")
+    server.rules["/todenied.html"] = Rule(status=301, location="/secret.html")
+    server.rules["/tooff.html"] = Rule(status=302, location="http://localhost:1/off.html")
+    out, record = tmp_path / "out", tmp_path / "r.jsonl"
+    out.mkdir()
+    options = ("-s", "REDIRECT_MAX_TIMES=2", "--deny", "secret", "--record", record)
+    result = crawl_site(server, out, 1, *options)
+    assert result.returncode == 0, result.stderr.decode()
+    base = server.url
+    assert sorted(_failed_lines(result)) == [
+        f"tse crawl: failed: {base}/badport.html (redirected to an invalid URL)",
+        f"tse crawl: failed: {base}/loop0.html (too many redirects: more than 2)",
+        f"tse crawl: failed: {base}/todenied.html (refused by --allow, --deny or --deny-ext)",
+        f"tse crawl: failed: {base}/tooff.html (redirected out of the prefixes)",
+        f"tse crawl: failed: {base}/topdf.html (redirected to a .pdf URL, not a page without --pdf)",
+    ]
+    failed = {line["url"]: (line["status"], line["failure"]) for line in _record(record) if line["outcome"] == "failed"}
+    assert failed == {
+        f"{base}/badport.html": (302, "invalid redirect"),
+        f"{base}/loop2.html": (302, "too many redirects"),
+        f"{base}/secret.html": (None, "denied"),
+        "http://localhost:1/off.html": (None, "offsite"),
+        f"{base}/doc.pdf": (None, "not a page: a .pdf URL, without --pdf"),
+    }
+    asked = {hit.key for hit in server.hits}
+    assert not asked & {"/doc.pdf", "/secret.html", "/loop3.html"}, asked
+    # Only the redirect off the site is counted as a link ignored (as Scrapy counts it): the others were
+    # counted as external links too.
+    assert "5 failed, 1 link ignored (1 external, 0 duplicate, 0 denied)" in result.stderr.decode()
+
+
+# A robots.txt larger than DOWNLOAD_MAXSIZE, as sent or once decompressed, keeps the crawl out of its
+# host (as one that cannot be read), said in one line: each page it refused was said "larger than
+# DOWNLOAD_MAXSIZE", as if the page were, and Scrapy's log said it twice more, naming a page.
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_a_robots_txt_over_the_size_bound_is_said_once_as_what_it_is(tmp_path, serve, gzipped):
+    root = tmp_path / "site"
+    root.mkdir()
+    for name in "abc":
+        (root / f"{name}.html").write_text("<p>a page</p>")
+    server = serve(root)
+    robots = b"User-agent: *\nDisallow: /private/\n" + b"# a comment\n" * 400
+    headers = {"Content-Encoding": "gzip"} if gzipped else {}
+    server.rules["/robots.txt"] = Rule(body=gzip.compress(robots) if gzipped else robots, headers=headers)
+    out = tmp_path / "out"
+    out.mkdir()
+    seeds = ",".join(f"{server.url}/{name}.html" for name in "abc")
+    result = crawl_site(server, out, 0, "-s", "DOWNLOAD_MAXSIZE=4000", seed=seeds.removeprefix(f"{server.url}/"))
+    assert result.returncode == 0, result.stderr.decode()
+    lines = result.stderr.decode().splitlines()
+    logged = [line for line in lines if not line.startswith("tse crawl: ")]
+    assert [line.split("] ", 1)[-1] for line in logged] == [
+        f"WARNING: robots.txt of {server.url.removeprefix('http://')} is larger than DOWNLOAD_MAXSIZE (4000 bytes): "
+        "disallow all"
+    ], logged
+    told = ", ".join(f"{server.url}/{name}.html (robots.txt larger than DOWNLOAD_MAXSIZE)" for name in "acb")
+    assert lines[-1] == f"tse crawl: 3 of 3 seed URLs could not be fetched: nothing was saved: {told}"
+    assert [hit.key for hit in server.hits] == ["/robots.txt"]
+
+
+# An update takes a known page that now redirects where no request can go as a lasting failure, as one
+# past REDIRECT_MAX_TIMES was: said "ValueError", it was taken for a failure of a while, its saved copy
+# kept and its links followed as the page's.
+def test_an_update_keeps_no_saved_copy_of_a_page_redirected_to_an_invalid_url(tmp_path, serve):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<a href="a.html">a</a>')
+    (root / "a.html").write_text('<a href="b.html">b</a>')
+    (root / "b.html").write_text("<p>b</p>")
+    server = serve(root)
+    out = tmp_path / "out"
+    out.mkdir()
+    first = crawl_site(server, out, 2, "--validators")
+    assert first.returncode == 0, first.stderr.decode()
+    server.rules["/a.html"] = Rule(status=301, location=f"{server.url.rsplit(':', 1)[0]}:99999/a.html")
+    result = crawl_site(server, out, 2, "--update", "-s", "RETRY_TIMES=0")
+    assert result.returncode == 0, result.stderr.decode()
+    stderr = result.stderr.decode()
+    assert f"tse crawl: failed: {server.url}/a.html (redirected to an invalid URL)\n" in stderr, stderr
