@@ -86,7 +86,7 @@ MAX_PAGE = 1_000_000
 PAGE_LINKS = 10  # the pages of results a results page links to by number, around its own
 # A page's URL line is shown cut to this many characters (then " …"), and linked to only up to this
 # many: a page file made by hand may hold a URL of megabytes (a tester's: 5 MB made each results page
-# 15 MB), where a crawl keeps URLs to 2,083 characters (Scrapy's URLLENGTH_LIMIT).
+# 15 MB), where a crawl keeps URLs to 2,083 characters (TSE_MAX_URL_LENGTH).
 SHOWN_URL_CHARACTERS = 300
 LINKED_URL_CHARACTERS = 8192
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
