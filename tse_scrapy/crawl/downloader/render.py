@@ -44,6 +44,7 @@ from scrapy.http import HtmlResponse, Response
 
 from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
+from ...rules.text.encodings import browser_label, header_charset, page_encoding
 from .robots import RobotsHopRefused, TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
 
@@ -675,7 +676,19 @@ class _PageLoad:
             if key.lower() in CODED_BODY_HEADERS:  # Scrapy has undone the codings of the body
                 continue
             headers[key] = ", ".join(value.decode("latin-1") for value in values)
+        content_type = headers.pop(next((key for key in headers if key.lower() == "content-type"), ""), "")
+        headers["Content-Type"] = self._content_type(content_type)
         return headers
+
+    def _content_type(self, content_type: str) -> str:
+        """The page's Content-Type as the browser is given it: with the charset the crawl reads the page in
+        when the header names none (its byte order mark, its <meta>, detection: ``page_encoding``, as the
+        spider reads its links), else a UTF-8 page served as a bare ``text/html`` (python's http.server)
+        would be read in windows-1252 by the browser, its text garbled and its links other URLs."""
+        if header_charset(content_type) is not None:
+            return content_type
+        encoding = page_encoding(self.response.body)[0]
+        return f"{content_type.split(';')[0].strip()}; charset={browser_label(encoding)}"
 
     def finished(self, request: Any) -> None:
         """Archive a request the browser made over the network (``--warc``)."""
