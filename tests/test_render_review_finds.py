@@ -8,11 +8,13 @@ an update's 304 that names another type, and the redirect hops the browser follo
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_tse
+from tests.conftest import ROOT, clean_env, run_tse
 from tests.test_render import pages_by_url
 
 CHROMIUM = shutil.which("chromium")
@@ -51,3 +53,42 @@ def test_a_page_without_a_charset_renders_in_the_encoding_the_crawl_reads_it_in(
     index = rendered_pages["index.html"].decode("utf-8-sig")
     assert "Crème brûlée" in index and "Naïve café señor" in index, index
     assert "Ŝtupo déjà vu" in rendered_pages["caf%C3%A9.html"].decode("utf-8-sig")
+
+
+# A crawl run by this Python in a process of its own, that says its peak memory (ru_maxrss, KB) last on stderr.
+MEASURED = """
+import atexit, resource, sys
+atexit.register(lambda: print("maxrss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr))
+from tse_scrapy.cli import main
+sys.argv[0] = "tse"
+sys.exit(main())
+"""
+HUGE_DOCTYPE = """<!DOCTYPE html><html><head><title>Doctype</title></head><body><p>small body</p><script>
+var doctype = document.implementation.createDocumentType("html", "y".repeat(40 * (1 << 20)), "");
+document.replaceChild(doctype, document.doctype);
+</script></body></html>"""
+
+
+def test_a_huge_doctype_counts_against_the_size_bound_before_it_is_read(serve, tmp_path):
+    """A script makes the doctype's public id 40 MB, the page's element small: the size check measured the
+    root element only, so the whole 40 MB came through Playwright's driver into the crawler (a 300 MB one
+    crashed the driver) before the second check refused it.  Now the doctype counts in the first check:
+    the document is refused unread and the crawler's peak memory stays near a plain crawl's (78 MB seen
+    against 240 to 260 MB before)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(HUGE_DOCTYPE)
+    server = serve(site)
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", MEASURED, "crawl", f"{server.url}/index.html", pages, "0", "--prefix",
+         f"{server.url}/", "--render", *BOUNDS, "-s", "DOWNLOAD_MAXSIZE=4000000"],
+        capture_output=True, env=clean_env(), cwd=ROOT, timeout=HANG,
+    )  # fmt: skip
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert "not kept (the rendered document is over DOWNLOAD_MAXSIZE (4000000 bytes))" in stderr, stderr[-3000:]
+    assert b"small body" in pages_by_url(pages)["index.html"]  # kept as fetched
+    peak_kb = int(stderr.strip().splitlines()[-1].split()[1])
+    assert peak_kb < 150_000, peak_kb

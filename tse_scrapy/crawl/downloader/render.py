@@ -730,13 +730,17 @@ class _NotKept(Exception):
 
 BOM = "\ufeff".encode()
 # Read from the page once it has rendered: the document's length in UTF-16 code units (each at least a
-# byte in UTF-8), and whether it is an XML document the browser could not parse (Chromium shows its
-# error banner, a <parsererror>, in its place).
+# byte in UTF-8), its doctype counted as page.content() serializes it before the root (a script may make
+# its public id 300 MB: read whole, that crashed Playwright's driver; the names and ids, with at most 28
+# characters around them), and whether it is an XML document the browser could not parse (Chromium shows
+# its error banner, a <parsererror>, in its place).
 DOCUMENT_STATE = """() => {
   const root = document.documentElement;
+  const doctype = document.doctype;
   const unparsed =
     document.contentType !== "text/html" && document.getElementsByTagNameNS("*", "parsererror").length > 0;
-  return [root ? root.outerHTML.length : 0, unparsed];
+  const declared = doctype ? 28 + doctype.name.length + doctype.publicId.length + doctype.systemId.length : 0;
+  return [(root ? root.outerHTML.length : 0) + declared, unparsed];
 }"""
 
 
