@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, clean_env, run_tse
+from tests.support.inprocess import tse_here
 from tests.test_render import pages_by_url
 
 CHROMIUM = shutil.which("chromium")
@@ -92,3 +93,29 @@ def test_a_huge_doctype_counts_against_the_size_bound_before_it_is_read(serve, t
     assert b"small body" in pages_by_url(pages)["index.html"]  # kept as fetched
     peak_kb = int(stderr.strip().splitlines()[-1].split()[1])
     assert peak_kb < 150_000, peak_kb
+
+
+def test_a_render_timeout_past_playwrights_timers_is_refused_and_the_most_allowed_renders(serve, tmp_path):
+    """``-s TSE_RENDER_TIMEOUT=3000000`` was accepted, and overflowed Playwright's 32-bit millisecond timers:
+    every page load was cut at 1 ms and saved unrendered (a TimeoutOverflowWarning on stderr).  Now it is
+    refused before the crawl (one line, exit 2); the most allowed, 2147483 s, still renders a page."""
+    pages = tmp_path / "refused"
+    pages.mkdir()
+    result = tse_here("crawl", "http://127.0.0.1:9/index.html", pages, "0", "--prefix", "http://127.0.0.1:9/",
+                      "--render", "-s", "TSE_RENDER_TIMEOUT=3000000")  # fmt: skip
+    lines = result.stderr.decode().splitlines()
+    assert result.returncode == 2, lines
+    assert lines == ["tse crawl: -s TSE_RENDER_TIMEOUT must be at most 2147483 seconds: 3000000"], lines
+    assert list(pages.iterdir()) == []
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        "<html><body><p id=p>static</p><script>document.getElementById('p').textContent = 'scripted wombat'"
+        "</script></body></html>"
+    )
+    server = serve(site)
+    result = crawl(server, tmp_path / "pages", "index.html", 0, "--render", "-s", "TSE_RENDER_TIMEOUT=2147483")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert "TimeoutOverflowWarning" not in stderr and "rendered: 1 (0 cut at the timeout" in stderr, stderr[-3000:]
+    assert b"scripted wombat" in pages_by_url(tmp_path / "pages")["index.html"]
