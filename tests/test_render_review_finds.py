@@ -119,3 +119,24 @@ def test_a_render_timeout_past_playwrights_timers_is_refused_and_the_most_allowe
     assert result.returncode == 0, stderr[-3000:]
     assert "TimeoutOverflowWarning" not in stderr and "rendered: 1 (0 cut at the timeout" in stderr, stderr[-3000:]
     assert b"scripted wombat" in pages_by_url(tmp_path / "pages")["index.html"]
+
+
+def test_a_browser_that_cannot_start_says_so_without_a_deprecation_warning(serve, tmp_path):
+    """A program that answers --version as Chromium but does not start as one: the crawl stops with its
+    warning, its summary and its one-line error, and nothing else (Scrapy's ScrapyDeprecationWarning for
+    ExecutionEngine.close_spider() was two lines more)."""
+    fake = tmp_path / "chromium"
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Chromium 1.0" && exit 0\nexit 1\n')
+    fake.chmod(0o755)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text('<html><body><a href="a.html">a</a></body></html>')
+    (site / "a.html").write_text("<html><body>a</body></html>")
+    server = serve(site)
+    result = crawl(server, tmp_path / "pages", "index.html", 1, "--render", "-s", f"TSE_CHROMIUM={fake}")
+    lines = result.stderr.decode().strip().splitlines()
+    assert result.returncode == 1, lines
+    assert len(lines) == 3, lines
+    assert "WARNING: Cannot start the browser for " in lines[0], lines
+    assert lines[1].startswith("tse crawl: 0 pages saved"), lines
+    assert lines[2].startswith("tse crawl: --render: the browser cannot start: "), lines

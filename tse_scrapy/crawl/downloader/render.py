@@ -41,6 +41,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.defer import deferred_from_coro
 
 from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
@@ -378,7 +379,9 @@ class RenderMiddleware:
         self.crawler.stats.set_value("tse/error", f"--render: the browser cannot start: {_told(error)}")
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            engine.close_spider(engine.spider, "tse_render_browser")
+            # close_spider_async, not close_spider: Scrapy deprecates that, and its warning was a second
+            # line beside the crawl's one-line error.
+            deferred_from_coro(engine.close_spider_async(reason="tse_render_browser"))
 
     async def _drop_browser(self) -> None:
         """Close the browser and Playwright's driver (if they still answer, bounded) so that the next
