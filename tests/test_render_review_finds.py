@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import ROOT, clean_env, run_tse
 from tests.support.inprocess import tse_here
 from tests.test_render import pages_by_url
+from tse_scrapy.devtools.siteserver import Rule
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)")
@@ -118,7 +119,7 @@ def test_a_render_timeout_past_playwrights_timers_is_refused_and_the_most_allowe
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     assert "TimeoutOverflowWarning" not in stderr and "rendered: 1 (0 cut at the timeout" in stderr, stderr[-3000:]
-    assert b"scripted wombat" in pages_by_url(tmp_path / "pages")["index.html"]
+    assert b'<p id="p">scripted wombat</p>' in pages_by_url(tmp_path / "pages")["index.html"]
 
 
 def test_a_browser_that_cannot_start_says_so_without_a_deprecation_warning(serve, tmp_path):
@@ -140,3 +141,31 @@ def test_a_browser_that_cannot_start_says_so_without_a_deprecation_warning(serve
     assert "WARNING: Cannot start the browser for " in lines[0], lines
     assert lines[1].startswith("tse crawl: 0 pages saved"), lines
     assert lines[2].startswith("tse crawl: --render: the browser cannot start: "), lines
+
+
+SCRIPTED = "<html><head><title>{0}</title></head><body><p id=p>as sent</p><script>\ndocument.getElementById('p')" \
+    ".textContent = 'scripted {0}';\n</script></body></html>"  # fmt: skip
+
+
+def test_a_page_without_a_type_that_the_crawl_takes_for_html_is_rendered(serve, tmp_path):
+    """An answer with an empty Content-Type, or application/octet-stream, whose bytes are HTML's: the crawl
+    keeps it as an HTML page (sniffed), but it was never rendered (only a text/html header was), and
+    nothing said so.  Now it is rendered, handed to the browser as text/html; a binary answer is not."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        '<html><body><a href="untyped.html">u</a> <a href="octet">b</a> <a href="blob">x</a></body></html>'
+    )
+    (site / "octet").write_text(SCRIPTED.format("octet"))  # no extension: served as application/octet-stream
+    (site / "blob").write_bytes(b"\x00\x01\x02binary")
+    server = serve(site)
+    server.rules["/untyped.html"] = Rule(body=SCRIPTED.format("untyped").encode(), headers={"Content-Type": ""})
+    result = crawl(server, tmp_path / "pages", "index.html", 1, "--render")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    pages = pages_by_url(tmp_path / "pages")
+    assert sorted(pages) == ["index.html", "octet", "untyped.html"], pages.keys()
+    # (the script's own text holds the words too: the paragraph's is what rendering wrote)
+    assert b'<p id="p">scripted untyped</p>' in pages["untyped.html"], pages["untyped.html"]
+    assert b'<p id="p">scripted octet</p>' in pages["octet"], pages["octet"]
+    assert "rendered: 3 (0 cut at the timeout, 0 crashed, 0 failed" in stderr, stderr[-3000:]

@@ -45,6 +45,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
+from ...rules.files.webarchive import HTML, UNTYPED, crawled_page_kind, media_type
 from ...rules.text.encodings import browser_label, header_charset, page_encoding
 from .robots import RobotsHopRefused, TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+SNIFF_BYTES = 1024  # the first bytes of an untyped answer that tell whether it is HTML (the spider's)
 # What a page needs no fetching of to give its text and links.
 SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
 # Flags the tests and the probe of this machine use: no network of Chromium's own, no GPU.
@@ -227,8 +229,12 @@ class RenderMiddleware:
             return False
         if request.meta.get("dont_obey_robotstxt"):  # robots.txt itself
             return False
-        content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
-        return content_type in HTML_TYPES
+        kind = media_type((response.headers.get(b"Content-Type") or b"").decode("latin-1"))
+        if kind.encode() in HTML_TYPES:
+            return True
+        # An answer with no type, or a binary one, that the crawl takes for HTML as it sniffs it (the
+        # spider's crawled_page_kind): rendered too, given to the browser as text/html (_PageLoad._headers).
+        return kind in UNTYPED and crawled_page_kind(kind, response.body[:SNIFF_BYTES]) == HTML
 
     async def process_request(self, request: Request) -> None:
         """A robots.txt redirected elsewhere (Scrapy follows a robots.txt's redirects): the next hop goes
@@ -688,10 +694,13 @@ class _PageLoad:
         when the header names none (its byte order mark, its <meta>, detection: ``page_encoding``, as the
         spider reads its links), else a UTF-8 page served as a bare ``text/html`` (python's http.server)
         would be read in windows-1252 by the browser, its text garbled and its links other URLs."""
+        kind = media_type(content_type)
+        if kind in UNTYPED:  # sniffed as HTML (RenderMiddleware._renders): Chromium would not render it
+            content_type, kind = "text/html" + content_type[len(content_type.split(";")[0]) :], "text/html"
         if header_charset(content_type) is not None:
             return content_type
         encoding = page_encoding(self.response.body)[0]
-        return f"{content_type.split(';')[0].strip()}; charset={browser_label(encoding)}"
+        return f"{kind}; charset={browser_label(encoding)}"
 
     def finished(self, request: Any) -> None:
         """Archive a request the browser made over the network (``--warc``)."""
