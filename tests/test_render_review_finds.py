@@ -18,6 +18,7 @@ from tests.conftest import ROOT, clean_env, run_tse
 from tests.support.inprocess import tse_here
 from tests.test_render import pages_by_url
 from tse_scrapy.devtools.siteserver import Rule
+from tse_scrapy.rules.files.pagenotes import read_page_notes
 
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (make test installs it)")
@@ -169,3 +170,37 @@ def test_a_page_without_a_type_that_the_crawl_takes_for_html_is_rendered(serve, 
     assert b'<p id="p">scripted untyped</p>' in pages["untyped.html"], pages["untyped.html"]
     assert b'<p id="p">scripted octet</p>' in pages["octet"], pages["octet"]
     assert "rendered: 3 (0 cut at the timeout, 0 crashed, 0 failed" in stderr, stderr[-3000:]
+
+
+def test_an_update_304_naming_another_type_keeps_the_saved_pages_type_and_charset(serve, tmp_path):
+    """An --update's 304 whose headers say ``application/pdf`` (or drop the charset): the saved copy was
+    replayed with the 304's headers, so a saved HTML page became a "PDF" (noted so, read as one by the
+    indexer), and a Latin-1 page lost its charset.  Now the saved copy keeps the type and charset it was
+    saved with."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text('<html><body><a href="page.html">p</a> <a href="latin.html">l</a></body></html>')
+    (site / "page.html").write_text("<html><body><p>plain html aardvark</p></body></html>")
+    (site / "latin.html").write_bytes("<html><body><p>café crème</p></body></html>".encode("latin-1"))
+    server = serve(site)
+    server.rules["/latin.html"] = Rule(headers={"Content-Type": "text/html; charset=iso-8859-1"})
+    pages = tmp_path / "pages"
+    first = crawl(server, pages, "index.html", 1, "--validators")
+    assert first.returncode == 0, first.stderr.decode()[-3000:]
+    page_url, latin_url = f"{server.url}/page.html", f"{server.url}/latin.html"
+    before = read_page_notes(pages)
+    assert before.charset(latin_url) == "cp1252" and page_url not in before.pdfs  # (w3lib's name for it)
+    saved = {path.name: path.read_bytes() for path in pages.iterdir() if path.name.isdigit()}
+    server.rules["/page.html"] = Rule(headers={"Content-Type": "application/pdf"})
+    server.rules["/latin.html"] = Rule(headers={"Content-Type": "text/html"})
+    del server.hits[:]
+    update = run_tse(
+        "crawl", f"{server.url}/index.html", pages, "1", "--prefix", f"{server.url}/", *BOUNDS, "--update",
+        timeout=HANG,
+    )  # fmt: skip
+    assert update.returncode == 0, update.stderr.decode()[-3000:]
+    assert sorted(hit.key for hit in server.hits if hit.status == 304) == ["/index.html", "/latin.html", "/page.html"]
+    after = read_page_notes(pages)
+    assert page_url not in after.pdfs, "the saved HTML page was taken for a PDF"
+    assert after.charset(latin_url) == "cp1252"
+    assert {path.name: path.read_bytes() for path in pages.iterdir() if path.name.isdigit()} == saved
