@@ -204,3 +204,26 @@ def test_an_update_304_naming_another_type_keeps_the_saved_pages_type_and_charse
     assert page_url not in after.pdfs, "the saved HTML page was taken for a PDF"
     assert after.charset(latin_url) == "cp1252"
     assert {path.name: path.read_bytes() for path in pages.iterdir() if path.name.isdigit()} == saved
+
+
+def test_the_redirect_hops_the_browser_follows_are_counted_as_browser_requests(serve, tmp_path):
+    """A script fetches a URL that redirects twice: the browser makes three requests, each one of the page
+    load's TSE_RENDER_MAX_REQUESTS (docs/crawling.md), but the summary's "N browser requests" counted
+    the first only."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(
+        "<html><body><p id=p>waiting</p><script>\nfetch('/first').then(r => r.json()).then(data => "
+        "{ document.getElementById('p').textContent = data.word; });\n</script></body></html>"
+    )
+    (site / "data.json").write_text('{"word": "redirected pangolin"}')
+    server = serve(site)
+    server.rules["/first"] = Rule(location="/second")
+    server.rules["/second"] = Rule(location="/data.json")
+    result = crawl(server, tmp_path / "pages", "index.html", 0, "--render")
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert b'<p id="p">redirected pangolin</p>' in pages_by_url(tmp_path / "pages")["index.html"]
+    browser = [hit.key for hit in server.hits if hit.key in ("/first", "/second", "/data.json")]
+    assert browser == ["/first", "/second", "/data.json"], browser
+    assert "rendered: 1 (0 cut at the timeout, 0 crashed, 0 failed; 3 browser requests," in stderr, stderr[-3000:]

@@ -672,6 +672,9 @@ class _PageLoad:
                         logger.debug("Rendering %s: the redirect to %s not followed", self.response.url, target)
                         await self.devtools.send("Fetch.failRequest", {**paused, "errorReason": "BlockedByClient"})
                         return
+                    # Counted as a request the routes let go is (the summary's "N browser requests"): the
+                    # hop is one, against TSE_RENDER_MAX_REQUESTS too.
+                    stats.inc_value("tse/render_requests")
             await self.devtools.send("Fetch.continueResponse", paused)
         except Exception as error:  # the page went away meanwhile (closed, crashed), or a check failed
             logger.debug("Browser answer %s: %s", event.get("request", {}).get("url"), error)
