@@ -227,3 +227,32 @@ def test_the_redirect_hops_the_browser_follows_are_counted_as_browser_requests(s
     browser = [hit.key for hit in server.hits if hit.key in ("/first", "/second", "/data.json")]
     assert browser == ["/first", "/second", "/data.json"], browser
     assert "rendered: 1 (0 cut at the timeout, 0 crashed, 0 failed; 3 browser requests," in stderr, stderr[-3000:]
+
+
+def test_behind_a_proxy_a_loopback_pages_own_requests_go_direct_as_the_docs_say(serve, tmp_path):
+    """docs/crawling.md said the browser's requests went through the crawl's proxy "loopback hosts
+    included"; Chromium never hands a loopback URL to a PAC script (its implicit bypass comes first, and
+    ``--proxy-bypass-list=<-loopback>`` holds for fixed proxy rules only), so they go direct, and the docs
+    now say so: the page itself through the proxy (fetched by Scrapy), its script's JSON straight to the
+    site.  Should Chromium ever proxy them, this fails, and the docs are to change back."""
+    site = tmp_path / "site"
+    site.mkdir()
+    page = (
+        "<html><body><p id=p>waiting</p><script>\nfetch('/data.json').then(r => r.json()).then(data => "
+        "{ document.getElementById('p').textContent = data.word; });\n</script></body></html>"
+    )
+    (site / "index.html").write_text(page)
+    (site / "data.json").write_text('{"word": "direct okapi"}')
+    origin = serve(site)
+    mirror = tmp_path / "mirror" / f"127.0.0.1:{origin.port}"  # the proxy answers DIR/host/path
+    mirror.mkdir(parents=True)
+    (mirror / "index.html").write_text(page)
+    (mirror / "data.json").write_text('{"word": "proxied okapi"}')
+    proxy = serve(tmp_path / "mirror")
+    result = crawl(origin, tmp_path / "pages", "index.html", 0, "--render", env=clean_env(http_proxy=proxy.url))
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert b'<p id="p">direct okapi</p>' in pages_by_url(tmp_path / "pages")["index.html"]
+    assert [hit.key for hit in proxy.hits if hit.key.endswith(".html")] == [f"127.0.0.1:{origin.port}/index.html"]
+    assert not [hit for hit in proxy.hits if hit.key.endswith("/data.json")]
+    assert [hit.key for hit in origin.hits] == ["/data.json"]
