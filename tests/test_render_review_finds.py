@@ -229,12 +229,14 @@ def test_the_redirect_hops_the_browser_follows_are_counted_as_browser_requests(s
     assert "rendered: 1 (0 cut at the timeout, 0 crashed, 0 failed; 3 browser requests," in stderr, stderr[-3000:]
 
 
-def test_behind_a_proxy_a_loopback_pages_own_requests_go_direct_as_the_docs_say(serve, tmp_path):
-    """docs/crawling.md said the browser's requests went through the crawl's proxy "loopback hosts
-    included"; Chromium never hands a loopback URL to a PAC script (its implicit bypass comes first, and
-    ``--proxy-bypass-list=<-loopback>`` holds for fixed proxy rules only), so they go direct, and the docs
-    now say so: the page itself through the proxy (fetched by Scrapy), its script's JSON straight to the
-    site.  Should Chromium ever proxy them, this fails, and the docs are to change back."""
+@pytest.mark.parametrize("no_proxy", ["", "127.0.0.1"], ids=["proxied", "no_proxy"])
+def test_behind_a_proxy_a_loopback_pages_own_requests_go_through_it(serve, tmp_path, no_proxy):
+    """docs/crawling.md says the browser's requests go through the crawl's proxy, loopback hosts included,
+    as the plain crawl's do; but Chromium never hands a loopback URL to a PAC script (its implicit bypass
+    comes first; ``--proxy-bypass-list=<-loopback>`` holds for fixed proxy rules only), so a page on
+    127.0.0.1 came through the proxy (fetched by Scrapy) while its script's JSON went straight to the
+    site.  Now each page load's context has the proxy as fixed rules, loopback included; with
+    ``no_proxy=127.0.0.1`` neither goes through it."""
     site = tmp_path / "site"
     site.mkdir()
     page = (
@@ -249,10 +251,16 @@ def test_behind_a_proxy_a_loopback_pages_own_requests_go_direct_as_the_docs_say(
     (mirror / "index.html").write_text(page)
     (mirror / "data.json").write_text('{"word": "proxied okapi"}')
     proxy = serve(tmp_path / "mirror")
-    result = crawl(origin, tmp_path / "pages", "index.html", 0, "--render", env=clean_env(http_proxy=proxy.url))
+    env = clean_env(http_proxy=proxy.url, no_proxy=no_proxy)
+    result = crawl(origin, tmp_path / "pages", "index.html", 0, "--render", env=env)
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
-    assert b'<p id="p">direct okapi</p>' in pages_by_url(tmp_path / "pages")["index.html"]
-    assert [hit.key for hit in proxy.hits if hit.key.endswith(".html")] == [f"127.0.0.1:{origin.port}/index.html"]
-    assert not [hit for hit in proxy.hits if hit.key.endswith("/data.json")]
-    assert [hit.key for hit in origin.hits] == ["/data.json"]
+    paths = ["/robots.txt", "/index.html", "/data.json"]
+    site_host = f"127.0.0.1:{origin.port}"
+    if no_proxy:
+        assert b'<p id="p">direct okapi</p>' in pages_by_url(tmp_path / "pages")["index.html"]
+        assert proxy.hits == [] and [hit.key for hit in origin.hits] == paths
+    else:
+        assert b'<p id="p">proxied okapi</p>' in pages_by_url(tmp_path / "pages")["index.html"]
+        assert [hit.key for hit in proxy.hits] == [site_host + path for path in paths], proxy.hits
+        assert origin.hits == []  # nothing went around the proxy

@@ -305,7 +305,12 @@ class RenderMiddleware:
         cut = False
         try:
             context = await self._bounded(
-                browser.new_context(user_agent=self.user_agent, service_workers="block", accept_downloads=False)
+                browser.new_context(
+                    user_agent=self.user_agent,
+                    service_workers="block",
+                    accept_downloads=False,
+                    **_context_proxy(_browser_proxy()),
+                )
             )
             # On the context, not the page: a window a script opens is held to the same rules.
             await self._bounded(context.route("**/*", load.route))
@@ -431,7 +436,9 @@ class RenderMiddleware:
             if proxy is not None and "username" in proxy:
                 options["proxy"] = proxy  # a PAC script cannot carry credentials: Playwright answers the 407s
             else:
-                args += [f"--proxy-pac-url={_proxy_pac(proxy)}", "--proxy-bypass-list=<-loopback>"]
+                # Chromium's own calls; a page load's requests have the proxy of its context (_context_proxy):
+                # a PAC script never sees a loopback URL (nor heeds --proxy-bypass-list).
+                args.append(f"--proxy-pac-url={_proxy_pac(proxy)}")
             disabled = DISABLED_FEATURES if self.local_site else ()
             if not self._features_read and (disabled or _feature_switches(self.extra_args)):
                 self._default_features = await asyncio.wait_for(self._read_default_features(options), LAUNCH_TIMEOUT)
@@ -607,9 +614,12 @@ class _PageLoad:
                     logger.debug("Rendering %s: its navigation to %s not followed", self.response.url, request.url)
                     await route.fulfill(status=204)
                 return
-            scheme = urlsplit(request.url).scheme
-            if scheme not in ("http", "https"):
+            parts = urlsplit(request.url)
+            if parts.scheme not in ("http", "https"):
                 await route.continue_()  # data:, blob: (no network)
+                return
+            if _service_host(parts.hostname or ""):  # Chromium's own hosts (CHROMIUM_SERVICE_HOSTS): never
+                await route.abort("blockedbyclient")
                 return
             if request.resource_type in SKIPPED_RESOURCES:
                 await route.abort("blockedbyclient")
@@ -883,6 +893,28 @@ def _browser_proxy() -> dict[str, str] | None:
     return proxy
 
 
+def _no_proxy_hosts(proxy: dict[str, str] | None) -> list[str]:
+    """The ``no_proxy`` hosts of *proxy*, lowered, without a leading dot (each with its subdomains)."""
+    return [host.strip().lstrip(".").lower() for host in (proxy or {}).get("bypass", "").split(",") if host.strip()]
+
+
+def _service_host(host: str) -> bool:
+    host = host.lower()
+    return any(host == service or host.endswith(f".{service}") for service in CHROMIUM_SERVICE_HOSTS)
+
+
+def _context_proxy(proxy: dict[str, str] | None) -> dict[str, Any]:
+    """A page load's browser context's proxy (``new_context``'s): the crawl's, as fixed rules, for the pages'
+    requests, loopback hosts included (Playwright adds ``<-loopback>`` to the bypass list: Chromium never
+    hands a loopback URL to a PAC script, so with the browser's PAC alone a page on 127.0.0.1 was fetched
+    through the proxy and its scripts' requests were not); the ``no_proxy`` hosts, and their subdomains,
+    direct.  None without a proxy, or for one with credentials (given to the browser at its launch)."""
+    if proxy is None or "username" in proxy:
+        return {}
+    bypass = [entry for host in _no_proxy_hosts(proxy) for entry in (host, f".{host}")]
+    return {"proxy": {"server": proxy["server"], "bypass": ",".join(bypass)}}
+
+
 def _proxy_pac(proxy: dict[str, str] | None) -> str:
     """The browser's proxy configuration, as a PAC script in a data: URL: the crawl's proxy (or none)
     for the pages' requests, the ``no_proxy`` hosts direct, and Chromium's own service hosts sent to a
@@ -892,7 +924,7 @@ def _proxy_pac(proxy: dict[str, str] | None) -> str:
     if proxy is not None:
         parts = urlsplit(proxy["server"])
         route = f"PROXY {parts.hostname}:{parts.port or 80}; DIRECT" if parts.hostname else "DIRECT"
-    bypass = [host.strip().lstrip(".").lower() for host in (proxy or {}).get("bypass", "").split(",") if host.strip()]
+    bypass = _no_proxy_hosts(proxy)
     script = (
         "function FindProxyForURL(url, host) {\n"
         f"  var services = {json.dumps(list(CHROMIUM_SERVICE_HOSTS))};\n"
