@@ -6,7 +6,10 @@ lead somewhere), so a 304 must still give the spider the page's body: it is
 read back from the page file, whose body is the one the validators describe.
 A page noted noindex or naming a canonical URL in its headers is asked for
 whole: a 304 need not repeat the header that said so, and only a whole answer
-tells that it no longer does (such pages are few).
+tells that it no longer does (such pages are few).  The saved copy keeps the
+type and charset it was saved with (its notes): a 304 that names another
+``Content-Type`` (RFC 9110 says it should name none) would otherwise turn a
+saved HTML page into a "PDF", or read it in another encoding.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...rules.files import pagedir
-from ...rules.files.pagenotes import read_canonicals, read_noindex
+from ...rules.files.pagenotes import PDF, TYPES, read_canonicals, read_charsets, read_noindex, read_notes
 from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -37,6 +40,9 @@ class ConditionalRequestMiddleware:
         self.update = update
         self.directory = directory
         self.asked_whole = read_noindex(directory) | read_canonicals(directory).keys()
+        # The saved pages' types and HTTP charsets, as noted when they were saved (before this update).
+        self.types = read_notes(directory, TYPES)
+        self.charsets = read_charsets(directory)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ConditionalRequestMiddleware:
@@ -72,17 +78,26 @@ class ConditionalRequestMiddleware:
         if response.status != NOT_MODIFIED or doc_id is None:
             return response
         try:
-            body = pagedir.read_page(self.directory, doc_id).body
+            page = pagedir.read_page(self.directory, doc_id)
         except (OSError, pagedir.PageFileError):
             return response  # the saved copy is unreadable: a failure, as any other non-200
         request.meta["tse_http_status"] = NOT_MODIFIED
+        headers = response.headers.copy()
+        headers[b"Content-Type"] = self.saved_type(page.url)
         return HtmlResponse(
             url=response.url,
             status=200,
-            headers=response.headers,
-            body=body,
+            headers=headers,
+            body=page.body,
             request=request,
             flags=[*response.flags, "not_modified"],
             ip_address=response.ip_address,
             protocol=response.protocol,
         )
+
+    def saved_type(self, url: str) -> str:
+        """The ``Content-Type`` the page saved for *url* was saved with, as its notes keep it: ``application/pdf``
+        for a PDF, else ``text/html``, with the charset its header declared."""
+        kind = "application/pdf" if self.types.get(url) == PDF else "text/html"
+        charset = self.charsets.get(url)
+        return f"{kind}; charset={charset}" if charset and kind != "application/pdf" else kind

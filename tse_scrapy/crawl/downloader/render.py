@@ -41,9 +41,12 @@ from urllib.parse import unquote, urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.defer import deferred_from_coro
 
 from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
+from ...rules.files.webarchive import HTML, UNTYPED, crawled_page_kind, media_type
+from ...rules.text.encodings import browser_label, header_charset, page_encoding
 from .robots import RobotsHopRefused, TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
 
@@ -53,6 +56,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+SNIFF_BYTES = 1024  # the first bytes of an untyped answer that tell whether it is HTML (the spider's)
 # What a page needs no fetching of to give its text and links.
 SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
 # Flags the tests and the probe of this machine use: no network of Chromium's own, no GPU.
@@ -225,8 +229,12 @@ class RenderMiddleware:
             return False
         if request.meta.get("dont_obey_robotstxt"):  # robots.txt itself
             return False
-        content_type = (response.headers.get(b"Content-Type") or b"").split(b";")[0].strip().lower()
-        return content_type in HTML_TYPES
+        kind = media_type((response.headers.get(b"Content-Type") or b"").decode("latin-1"))
+        if kind.encode() in HTML_TYPES:
+            return True
+        # An answer with no type, or a binary one, that the crawl takes for HTML as it sniffs it (the
+        # spider's crawled_page_kind): rendered too, given to the browser as text/html (_PageLoad._headers).
+        return kind in UNTYPED and crawled_page_kind(kind, response.body[:SNIFF_BYTES]) == HTML
 
     async def process_request(self, request: Request) -> None:
         """A robots.txt redirected elsewhere (Scrapy follows a robots.txt's redirects): the next hop goes
@@ -297,7 +305,12 @@ class RenderMiddleware:
         cut = False
         try:
             context = await self._bounded(
-                browser.new_context(user_agent=self.user_agent, service_workers="block", accept_downloads=False)
+                browser.new_context(
+                    user_agent=self.user_agent,
+                    service_workers="block",
+                    accept_downloads=False,
+                    **_context_proxy(_browser_proxy()),
+                )
             )
             # On the context, not the page: a window a script opens is held to the same rules.
             await self._bounded(context.route("**/*", load.route))
@@ -377,7 +390,9 @@ class RenderMiddleware:
         self.crawler.stats.set_value("tse/error", f"--render: the browser cannot start: {_told(error)}")
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            engine.close_spider(engine.spider, "tse_render_browser")
+            # close_spider_async, not close_spider: Scrapy deprecates that, and its warning was a second
+            # line beside the crawl's one-line error.
+            deferred_from_coro(engine.close_spider_async(reason="tse_render_browser"))
 
     async def _drop_browser(self) -> None:
         """Close the browser and Playwright's driver (if they still answer, bounded) so that the next
@@ -421,7 +436,9 @@ class RenderMiddleware:
             if proxy is not None and "username" in proxy:
                 options["proxy"] = proxy  # a PAC script cannot carry credentials: Playwright answers the 407s
             else:
-                args += [f"--proxy-pac-url={_proxy_pac(proxy)}", "--proxy-bypass-list=<-loopback>"]
+                # Chromium's own calls; a page load's requests have the proxy of its context (_context_proxy):
+                # a PAC script never sees a loopback URL (nor heeds --proxy-bypass-list).
+                args.append(f"--proxy-pac-url={_proxy_pac(proxy)}")
             disabled = DISABLED_FEATURES if self.local_site else ()
             if not self._features_read and (disabled or _feature_switches(self.extra_args)):
                 self._default_features = await asyncio.wait_for(self._read_default_features(options), LAUNCH_TIMEOUT)
@@ -597,9 +614,12 @@ class _PageLoad:
                     logger.debug("Rendering %s: its navigation to %s not followed", self.response.url, request.url)
                     await route.fulfill(status=204)
                 return
-            scheme = urlsplit(request.url).scheme
-            if scheme not in ("http", "https"):
+            parts = urlsplit(request.url)
+            if parts.scheme not in ("http", "https"):
                 await route.continue_()  # data:, blob: (no network)
+                return
+            if _service_host(parts.hostname or ""):  # Chromium's own hosts (CHROMIUM_SERVICE_HOSTS): never
+                await route.abort("blockedbyclient")
                 return
             if request.resource_type in SKIPPED_RESOURCES:
                 await route.abort("blockedbyclient")
@@ -662,6 +682,9 @@ class _PageLoad:
                         logger.debug("Rendering %s: the redirect to %s not followed", self.response.url, target)
                         await self.devtools.send("Fetch.failRequest", {**paused, "errorReason": "BlockedByClient"})
                         return
+                    # Counted as a request the routes let go is (the summary's "N browser requests"): the
+                    # hop is one, against TSE_RENDER_MAX_REQUESTS too.
+                    stats.inc_value("tse/render_requests")
             await self.devtools.send("Fetch.continueResponse", paused)
         except Exception as error:  # the page went away meanwhile (closed, crashed), or a check failed
             logger.debug("Browser answer %s: %s", event.get("request", {}).get("url"), error)
@@ -675,7 +698,22 @@ class _PageLoad:
             if key.lower() in CODED_BODY_HEADERS:  # Scrapy has undone the codings of the body
                 continue
             headers[key] = ", ".join(value.decode("latin-1") for value in values)
+        content_type = headers.pop(next((key for key in headers if key.lower() == "content-type"), ""), "")
+        headers["Content-Type"] = self._content_type(content_type)
         return headers
+
+    def _content_type(self, content_type: str) -> str:
+        """The page's Content-Type as the browser is given it: with the charset the crawl reads the page in
+        when the header names none (its byte order mark, its <meta>, detection: ``page_encoding``, as the
+        spider reads its links), else a UTF-8 page served as a bare ``text/html`` (python's http.server)
+        would be read in windows-1252 by the browser, its text garbled and its links other URLs."""
+        kind = media_type(content_type)
+        if kind in UNTYPED:  # sniffed as HTML (RenderMiddleware._renders): Chromium would not render it
+            content_type, kind = "text/html" + content_type[len(content_type.split(";")[0]) :], "text/html"
+        if header_charset(content_type) is not None:
+            return content_type
+        encoding = page_encoding(self.response.body)[0]
+        return f"{kind}; charset={browser_label(encoding)}"
 
     def finished(self, request: Any) -> None:
         """Archive a request the browser made over the network (``--warc``)."""
@@ -717,13 +755,17 @@ class _NotKept(Exception):
 
 BOM = "\ufeff".encode()
 # Read from the page once it has rendered: the document's length in UTF-16 code units (each at least a
-# byte in UTF-8), and whether it is an XML document the browser could not parse (Chromium shows its
-# error banner, a <parsererror>, in its place).
+# byte in UTF-8), its doctype counted as page.content() serializes it before the root (a script may make
+# its public id 300 MB: read whole, that crashed Playwright's driver; the names and ids, with at most 28
+# characters around them), and whether it is an XML document the browser could not parse (Chromium shows
+# its error banner, a <parsererror>, in its place).
 DOCUMENT_STATE = """() => {
   const root = document.documentElement;
+  const doctype = document.doctype;
   const unparsed =
     document.contentType !== "text/html" && document.getElementsByTagNameNS("*", "parsererror").length > 0;
-  return [root ? root.outerHTML.length : 0, unparsed];
+  const declared = doctype ? 28 + doctype.name.length + doctype.publicId.length + doctype.systemId.length : 0;
+  return [(root ? root.outerHTML.length : 0) + declared, unparsed];
 }"""
 
 
@@ -851,6 +893,28 @@ def _browser_proxy() -> dict[str, str] | None:
     return proxy
 
 
+def _no_proxy_hosts(proxy: dict[str, str] | None) -> list[str]:
+    """The ``no_proxy`` hosts of *proxy*, lowered, without a leading dot (each with its subdomains)."""
+    return [host.strip().lstrip(".").lower() for host in (proxy or {}).get("bypass", "").split(",") if host.strip()]
+
+
+def _service_host(host: str) -> bool:
+    host = host.lower()
+    return any(host == service or host.endswith(f".{service}") for service in CHROMIUM_SERVICE_HOSTS)
+
+
+def _context_proxy(proxy: dict[str, str] | None) -> dict[str, Any]:
+    """A page load's browser context's proxy (``new_context``'s): the crawl's, as fixed rules, for the pages'
+    requests, loopback hosts included (Playwright adds ``<-loopback>`` to the bypass list: Chromium never
+    hands a loopback URL to a PAC script, so with the browser's PAC alone a page on 127.0.0.1 was fetched
+    through the proxy and its scripts' requests were not); the ``no_proxy`` hosts, and their subdomains,
+    direct.  None without a proxy, or for one with credentials (given to the browser at its launch)."""
+    if proxy is None or "username" in proxy:
+        return {}
+    bypass = [entry for host in _no_proxy_hosts(proxy) for entry in (host, f".{host}")]
+    return {"proxy": {"server": proxy["server"], "bypass": ",".join(bypass)}}
+
+
 def _proxy_pac(proxy: dict[str, str] | None) -> str:
     """The browser's proxy configuration, as a PAC script in a data: URL: the crawl's proxy (or none)
     for the pages' requests, the ``no_proxy`` hosts direct, and Chromium's own service hosts sent to a
@@ -860,7 +924,7 @@ def _proxy_pac(proxy: dict[str, str] | None) -> str:
     if proxy is not None:
         parts = urlsplit(proxy["server"])
         route = f"PROXY {parts.hostname}:{parts.port or 80}; DIRECT" if parts.hostname else "DIRECT"
-    bypass = [host.strip().lstrip(".").lower() for host in (proxy or {}).get("bypass", "").split(",") if host.strip()]
+    bypass = _no_proxy_hosts(proxy)
     script = (
         "function FindProxyForURL(url, host) {\n"
         f"  var services = {json.dumps(list(CHROMIUM_SERVICE_HOSTS))};\n"

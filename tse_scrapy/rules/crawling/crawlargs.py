@@ -28,6 +28,9 @@ PAGE_LIMIT_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "TSE_MAX_PAGES")
 # requests a page (none fetched) and 0 for TSE_RENDER_RECYCLE (never) are meaningful.  They were
 # clamped in silence.
 RENDER_COUNTS = {"TSE_RENDER_PAGES": 1, "TSE_RENDER_MAX_REQUESTS": 0, "TSE_RENDER_RECYCLE": 0}
+# The most TSE_RENDER_TIMEOUT may be, in seconds: Playwright's timers (node's) hold 2**31 - 1 ms at most, and
+# one past that became 1 ms (every page load cut at once, saved unrendered, a TimeoutOverflowWarning dumped).
+RENDER_TIMEOUT_MOST = (2**31 - 1) // 1000
 MAX_DEPTH = 10
 _CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
@@ -407,6 +410,9 @@ def check_setting_values(defaults: Mapping[str, Any], setting: Callable[[str], A
         value = setting(name)
         if value is not None and int(value) < lowest:  # int: checked above
             raise ArgumentError(f"-s {name} must be a whole number, at least {lowest}: {value}")
+    timeout = setting("TSE_RENDER_TIMEOUT")
+    if timeout is not None and float(timeout) > RENDER_TIMEOUT_MOST:  # float: checked above
+        raise ArgumentError(f"-s TSE_RENDER_TIMEOUT must be at most {RENDER_TIMEOUT_MOST} seconds: {timeout}")
 
 
 # The settings a crawl's code reads that Scrapy's defaults and tse_scrapy/settings.py do not name: Scrapy's
