@@ -13,6 +13,12 @@ errback name the spider's methods (``CALLBACKS``, ``ERRBACKS``).  Decoding refus
 anything else: another version, a truncated or oversized entry, a field of
 the wrong type, an unknown meta key, a URL that is not http(s), a request
 that would skip the filters (``dont_filter``: the offsite check lets it pass).
+
+A worker decodes with its crawl's maxDepth (``max_depth``): then only a request
+tse itself queues is accepted (``tse_request``): calling back ``parse``
+with ``fetch_failed`` as errback.  Anything else in a crawl's frontier was
+forged (it would hold a page no failure ends): it is quarantined like any
+other bad entry.
 """
 
 from __future__ import annotations
@@ -80,8 +86,9 @@ def encode_entry(fingerprint: bytes, request: RequestData) -> bytes:
     return fingerprint + msgpack.packb(fields, use_bin_type=True, unicode_errors=_UNICODE_ERRORS)
 
 
-def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
-    """The fingerprint and request of *entry*; EntryError if it is not one this version wrote."""
+def decode_entry(entry: bytes, max_depth: int | None = None) -> tuple[bytes, RequestData]:
+    """The fingerprint and request of *entry*; EntryError if it is not one this version wrote
+    (with *max_depth*, the crawl's maxDepth: not one tse queues in that crawl, ``tse_request``)."""
     if not isinstance(entry, bytes):
         raise EntryError(f"an entry is bytes, not {type(entry).__name__}")
     if len(entry) > MAX_ENTRY_BYTES:
@@ -105,7 +112,7 @@ def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
     if len(fields) != _FIELDS:
         raise EntryError(f"entry of {len(fields)} fields, not {_FIELDS}")
     _, url, method, headers, body, meta, priority, dont_filter, callback, errback = fields
-    return entry[:FINGERPRINT_SIZE], RequestData(
+    request = RequestData(
         url=_url(url),
         method=_choice("method", method, METHODS),
         headers=_headers(headers),
@@ -116,6 +123,22 @@ def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
         callback=_name("callback", callback, CALLBACKS),
         errback=_name("errback", errback, ERRBACKS),
     )
+    if max_depth is not None:
+        tse_request(request, max_depth)
+    return entry[:FINGERPRINT_SIZE], request
+
+
+def tse_request(request: RequestData, max_depth: int) -> None:
+    """EntryError unless *request* is one tse queues in a crawl of *max_depth*: the tse spider's
+    requests (seeds, sitemap URLs, links found) call back ``parse`` and ``fetch_failed``.
+    (Its placeholder for a link Scrapy cannot represent is dropped before it is queued.)"""
+    if request.callback not in CALLBACKS or request.errback not in ERRBACKS:
+        raise EntryError(
+            f"callback {request.callback!r} and errback {request.errback!r}: tse queues its requests with"
+            f" {'/'.join(sorted(CALLBACKS))} and {'/'.join(sorted(ERRBACKS))}"
+        )
+    if request.url == _PLACEHOLDER_URL:
+        raise EntryError("the placeholder URL: tse drops it before it is queued")
 
 
 def _url(value: Any) -> str:
