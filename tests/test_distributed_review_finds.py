@@ -78,3 +78,38 @@ def test_an_entry_whose_failure_no_errback_hears_is_quarantined_and_the_crawl_en
     assert sorted(url.rsplit("/", 1)[1] for url, _ in pages) == sorted(["index.html", *PAGES])
     assert len(quarantined) == 4
     assert err.count("is no request (callback") == 4, err[-3000:]
+
+
+def test_entries_tse_never_queues_are_quarantined_unsent(serve, redis_url, tmp_path):
+    """Another method, credentials in headers, a body, a depth past maxDepth: a worker sent them all."""
+
+    def forged(site_url, trap_url):
+        also = {"meta": {"depth": 1}, "callback": "parse", "errback": "fetch_failed"}
+        return [
+            RequestData(f"{trap_url}/post", method="POST", body=b"x" * 32 * 1024, **also),
+            RequestData(f"{trap_url}/delete", method="DELETE", headers=((b"Authorization", b"Bearer forged"),), **also),
+            RequestData(f"{trap_url}/head", method="HEAD", **also),
+            RequestData(f"{trap_url}/cookie", headers=((b"Cookie", b"session=forged"),), **also),
+            RequestData(f"{trap_url}/body", body=b"forged", **also),
+            RequestData(f"{trap_url}/deep", meta={"depth": 1_000_000}, callback="parse", errback="fetch_failed"),
+            RequestData(f"{trap_url}/deeper", meta={"depth": 2}, callback="parse", errback="fetch_failed"),
+        ]
+
+    status, err, pages, quarantined, hits = crawl_with_forged_entries(serve, redis_url, tmp_path, "forged", forged)
+    assert status == 0, err[-3000:]
+    assert hits == []  # not one request reached the trap
+    assert sorted(url.rsplit("/", 1)[1] for url, _ in pages) == sorted(["index.html", *PAGES])
+    assert len(quarantined) == 7, err[-3000:]
+
+
+def test_a_referer_tse_sends_if_asked_is_no_forged_header(serve, redis_url, tmp_path):
+    """-s REFERER_ENABLED=True: Scrapy's RefererMiddleware stores a Referer in each entry tse queues."""
+    site = serve(write_site(tmp_path / "site", {"index.html": PAGES, **{page: [] for page in PAGES}}).root)
+    out = tmp_path / "out"
+    out.mkdir()
+    worker = start_worker(site.url, out, redis_url, "referer", "--prefix", f"{site.url}/", "-s", "REFERER_ENABLED=True")
+    status, err = finish(worker, 30)
+    assert status == 0, err[-3000:]
+    assert len(saved_pages(out)) == 1 + len(PAGES)
+    assert {hit.header("Referer") for hit in site.hits if hit.key.endswith("p0.html")} == {f"{site.url}/index.html"}
+    assert not redis.Redis.from_url(redis_url).exists("tse:referer:quarantine")

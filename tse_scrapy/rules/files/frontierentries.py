@@ -15,10 +15,11 @@ the wrong type, an unknown meta key, a URL that is not http(s), a request
 that would skip the filters (``dont_filter``: the offsite check lets it pass).
 
 A worker decodes with its crawl's maxDepth (``max_depth``): then only a request
-tse itself queues is accepted (``tse_request``): calling back ``parse``
-with ``fetch_failed`` as errback.  Anything else in a crawl's frontier was
-forged (it would hold a page no failure ends): it is quarantined like any
-other bad entry.
+tse itself queues is accepted (``tse_request``): a GET with no body and no
+header but a Referer (-s REFERER_ENABLED=True), calling back ``parse`` with ``fetch_failed`` as errback, at a depth
+no deeper than maxDepth.  Anything else in a crawl's frontier was forged (it
+would make a worker send another method, credentials, a body, or hold a page
+no failure ends): it is quarantined like any other bad entry.
 """
 
 from __future__ import annotations
@@ -130,13 +131,26 @@ def decode_entry(entry: bytes, max_depth: int | None = None) -> tuple[bytes, Req
 
 def tse_request(request: RequestData, max_depth: int) -> None:
     """EntryError unless *request* is one tse queues in a crawl of *max_depth*: the tse spider's
-    requests (seeds, sitemap URLs, links found) call back ``parse`` and ``fetch_failed``.
+    requests (seeds, sitemap URLs, links found) are GETs with no body and no header (but the
+    Referer Scrapy's RefererMiddleware sets if REFERER_ENABLED), calling back
+    ``parse`` and ``fetch_failed``, at depth 0 to maxDepth (a page at maxDepth is not scanned).
     (Its placeholder for a link Scrapy cannot represent is dropped before it is queued.)"""
+    if request.method != "GET":
+        raise EntryError(f"method {request.method}: tse queues only GET requests")
+    names = [name.lower() for name, _ in request.headers]
+    if names not in ([], [b"referer"]) or not all(_HTTP.match(value.decode("latin-1")) for _, value in request.headers):
+        # Scrapy's RefererMiddleware, if -s REFERER_ENABLED=True, sets a Referer: the page's URL.
+        raise EntryError("headers other than a Referer: tse queues none (the downloader adds its own)")
+    if request.body:
+        raise EntryError("a body: tse queues requests with none")
     if request.callback not in CALLBACKS or request.errback not in ERRBACKS:
         raise EntryError(
             f"callback {request.callback!r} and errback {request.errback!r}: tse queues its requests with"
             f" {'/'.join(sorted(CALLBACKS))} and {'/'.join(sorted(ERRBACKS))}"
         )
+    depth = request.meta.get("depth")
+    if depth is None or depth > max_depth:
+        raise EntryError(f"depth {depth!r}: not one of this crawl's (0 to {max_depth})")
     if request.url == _PLACEHOLDER_URL:
         raise EntryError("the placeholder URL: tse drops it before it is queued")
 
