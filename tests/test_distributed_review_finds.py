@@ -2,12 +2,15 @@
 on 127.0.0.1.  Forged frontier entries (any client of the crawl's Redis may write one) are
 quarantined, never fetched, never hold the crawl."""
 
+import os
 import subprocess
+import time
 
 import redis
 
-from tests.conftest import BIN, ROOT, clean_env
+from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import saved_pages
+from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule
@@ -113,3 +116,120 @@ def test_a_referer_tse_sends_if_asked_is_no_forged_header(serve, redis_url, tmp_
     assert len(saved_pages(out)) == 1 + len(PAGES)
     assert {hit.header("Referer") for hit in site.hits if hit.key.endswith("p0.html")} == {f"{site.url}/index.html"}
     assert not redis.Redis.from_url(redis_url).exists("tse:referer:quarantine")
+
+
+# A worker's clean-up made slow where it hurts most: in the middle of moving a page into a docID hole,
+# its docIDs changed in Redis, the page file not moved yet.
+SLOW_MOVE = """
+import os, time
+if os.environ.get("Q_SLOW_MOVE"):
+    from tse_scrapy.rules.files import pagedir
+    real = pagedir.move_page
+    def slow(directory, old, new):
+        print("moving", old, new, flush=True)
+        time.sleep(float(os.environ["Q_SLOW_MOVE"]))
+        real(directory, old, new)
+    pagedir.move_page = slow
+"""
+
+
+def site_with_holes(serve, tmp_path):
+    """A seed, six pages, and three links to missing pages, which fail after the last lease: their
+    docIDs stay free, holes below the last pages' (the clean-up moves pages into them)."""
+    missing = [f"missing{i}.html" for i in range(3)]
+    site = serve(write_site(tmp_path / "site", {"index.html": [*missing, *PAGES], **{p: [] for p in PAGES}}).root)
+    for page in missing:
+        site.rules[f"/{page}"] = Rule(status=404, delay=0.3)
+    out = tmp_path / "out"
+    out.mkdir()
+    return site, out
+
+
+def start_slow_clean_up(site, out, redis_url, name, tmp_path, seconds, *extra):
+    """A worker that crawls *site* into *out*, running, *seconds* into moving its first page in its clean-up."""
+    patch = tmp_path / "patch"
+    patch.mkdir(exist_ok=True)
+    (patch / "sitecustomize.py").write_text(SLOW_MOVE)
+    env = clean_env(Q_SLOW_MOVE=str(seconds), PYTHONPATH=f"{patch}{os.pathsep}{ROOT}")
+    command = [
+        *(str(BIN / "tse"), "crawl", f"{site.url}/index.html", str(out), "1", "--prefix", f"{site.url}/"),
+        *("--no-progress", "--redis", redis_url, "--name", name, "-s", "DOWNLOAD_DELAY=0"),
+        *("-s", "TSE_LEASE_SECONDS=2", "-s", "CONCURRENT_REQUESTS=32", *extra),
+    ]
+    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = ""
+    while line := worker.stdout.readline().decode():  # the progress log, then the move
+        if line.startswith("moving "):
+            return worker
+    worker.kill()
+    raise AssertionError(f"the worker moved no page:\n{worker.communicate(timeout=30)[1].decode()[-3000:]}")
+
+
+def test_a_worker_killed_in_its_clean_up_leaves_it_to_the_next(serve, redis_url, tmp_path):
+    """The finishing mark stayed for ever: no worker could join, the docIDs kept their holes."""
+    site, out = site_with_holes(serve, tmp_path)
+    first = start_slow_clean_up(site, out, redis_url, "killed", tmp_path, 60)
+    try:
+        first.kill()  # kill -9, in the middle of the clean-up
+        first.wait()
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    server = redis.Redis.from_url(redis_url)
+    wait_until(lambda: not server.exists("tse:killed:finishing"), 10, "the dead worker's finishing mark stays")
+    second = subprocess.Popen(
+        [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "killed", "-s", "TSE_LEASE_SECONDS=2"],
+        cwd=ROOT,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    status, err = finish(second, 30)
+    assert status == 0, err[-3000:]
+    pages = saved_pages(out)
+    assert sorted(url.rsplit("/", 1)[1] for url, _ in pages) == sorted(["index.html", *PAGES])
+    assert sorted(name for name in os.listdir(out) if name.isdigit()) == [str(i) for i in range(1, 8)]
+    assert not server.keys("tse:killed:*")
+    index = run_tse("index", out, tmp_path / "index", timeout=120)
+    assert index.returncode == 0, index.stderr.decode()[-2000:]
+
+
+def test_redis_gone_in_the_clean_up_is_waited_out_then_one_line(serve, tmp_path):
+    """It was a 77-line traceback from a signal handler, and exit 0."""
+    site, out = site_with_holes(serve, tmp_path)
+    with RedisServer(tmp_path / "redis") as redis_server:
+        worker = start_slow_clean_up(site, out, redis_server.url, "gone", tmp_path, 1, "--redis-patience", "1")
+        try:
+            redis_server.stop()
+            status, err = finish(worker, 30)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    assert status == 1, err[-3000:]
+    assert "Traceback" not in err and "Unhandled error" not in err, err[-3000:]
+    assert err.count("as this worker finishes the crawl: waiting for it, up to 1 s") == 1, err[-3000:]
+    assert err.splitlines()[-1].startswith(f"tse crawl: cannot reach Redis at {redis_server.url}"), err[-3000:]
+    assert "as this worker finished crawl gone: start a worker again to finish it" in err.splitlines()[-1]
+
+
+def test_redis_back_in_the_clean_up_the_worker_finishes_the_crawl(serve, tmp_path):
+    site, out = site_with_holes(serve, tmp_path)
+    with RedisServer(tmp_path / "redis", appendonly=True) as redis_server:
+        worker = start_slow_clean_up(site, out, redis_server.url, "back", tmp_path, 1, "--redis-patience", "30")
+        try:
+            redis_server.stop()
+            time.sleep(2)
+            redis_server.start()
+            status, err = finish(worker, 60)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+        keys = redis.Redis.from_url(redis_server.url).keys("tse:back:*")
+    assert status == 0, err[-3000:]
+    assert "as this worker finishes the crawl: waiting for it" in err, err[-3000:]
+    assert sorted(name for name in os.listdir(out) if name.isdigit()) == [str(i) for i in range(1, 8)]
+    assert sorted(url.rsplit("/", 1)[1] for url, _ in saved_pages(out)) == sorted(["index.html", *PAGES])
+    assert not keys
