@@ -18,6 +18,7 @@ from tse_scrapy.distributed.store import url_fingerprint
 from tse_scrapy.rules.files.frontierentries import RequestData, encode_entry
 
 PAGES = [f"p{i}.html" for i in range(6)]
+IDLE_WORKERS = 4  # each exited 0 about one time in two: all four of them, one in 16
 
 
 def start_worker(site_url, out, redis_url, name, *extra):
@@ -233,3 +234,43 @@ def test_redis_back_in_the_clean_up_the_worker_finishes_the_crawl(serve, tmp_pat
     assert sorted(name for name in os.listdir(out) if name.isdigit()) == [str(i) for i in range(1, 8)]
     assert sorted(url.rsplit("/", 1)[1] for url, _ in saved_pages(out)) == sorted(["index.html", *PAGES])
     assert not keys
+
+
+def slow_page_leased(client) -> bool:
+    return bool(client.zcard("tse:empty:leases")) and not client.zcard("tse:empty:frontier")
+
+
+def test_idle_workers_whose_redis_restarts_empty_stop_with_one_line(serve, tmp_path):
+    """Redis restarted empty within a moment (redis-py's retries hide the gap), between two looks of
+    idle workers: each took the crawl's keys gone for a crawl over, and exited 0 without a word, when
+    its first look was its scheduler's has_pending_requests (not a settle, which saw the loss)."""
+    site = serve(write_site(tmp_path / "site", {"index.html": ["slow.html"], "slow.html": []}).root)
+    site.rules["/slow.html"] = Rule(delay=20)
+    out = tmp_path / "out"
+    out.mkdir()
+    with RedisServer(tmp_path / "redis") as redis_server:
+        holder = start_worker(site.url, out, redis_server.url, "empty", "--prefix", f"{site.url}/")
+        idle = []
+        try:
+            # The holder leases the slow page; the other workers, with nothing to lease, wait.
+            wait_until(while_running(holder, (out / "1").exists, "saving the seed"), 60, "the seed was never saved")
+            client = redis_server.client()
+            wait_until(lambda: slow_page_leased(client), 30, "the slow page was never leased")
+            idle = [
+                start_worker(site.url, out, redis_server.url, "empty", "--prefix", f"{site.url}/")
+                for _ in range(IDLE_WORKERS)
+            ]
+            wait_until(lambda: client.hlen("tse:empty:workers") == 1 + IDLE_WORKERS, 30, "the workers never joined")
+            time.sleep(0.5)  # idle, asking
+            redis_server.kill()
+            redis_server.start()  # at once, empty (no persistence)
+            ended = [finish(worker, 30) for worker in idle]
+        finally:
+            for worker in (holder, *idle):
+                if worker.poll() is None:
+                    worker.kill()
+                    worker.wait()
+    for status, err in ended:
+        assert status == 1, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]
+        assert err.splitlines()[-1].startswith(f"tse crawl: Redis at {redis_server.url} no longer holds crawl empty")

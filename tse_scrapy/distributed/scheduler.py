@@ -238,8 +238,12 @@ class RedisTseScheduler(Scheduler):
         except redis.RedisError as error:
             self._redis_error(error)
             return True
-        # A crawl whose keys are gone has finished (its last worker removed them).
-        return bool(exists) and (not seeded or bool(frontier) or bool(leased))
+        if not exists:
+            # Its keys gone: finished (its last worker removed them), or lost (Redis restarted
+            # empty, unseen between two looks): _crawl_gone tells which (the server's run_id).
+            self._crawl_gone()
+            return not self.crawl_over  # lost: until the engine stops (exit 1, one line)
+        return not seeded or bool(frontier) or bool(leased)
 
     def enqueue_request(self, request: Request) -> bool:
         if self.outage.down:
