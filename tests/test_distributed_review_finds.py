@@ -3,6 +3,7 @@ on 127.0.0.1.  Forged frontier entries (any client of the crawl's Redis may writ
 quarantined, never fetched, never hold the crawl."""
 
 import os
+import signal
 import subprocess
 import time
 
@@ -274,3 +275,50 @@ def test_idle_workers_whose_redis_restarts_empty_stop_with_one_line(serve, tmp_p
         assert status == 1, err[-3000:]
         assert "Traceback" not in err, err[-3000:]
         assert err.splitlines()[-1].startswith(f"tse crawl: Redis at {redis_server.url} no longer holds crawl empty")
+
+
+def test_a_forged_politeness_lease_is_taken_over(serve, redis_url, tmp_path):
+    """A lease no worker sets (longer than the longest Crawl-delay honoured and a lease time) held the
+    host for up to an hour."""
+    site = serve(write_site(tmp_path / "site", {"index.html": PAGES, **{page: [] for page in PAGES}}).root)
+    redis.Redis.from_url(redis_url).set(f"tse:polite:{site.url.split('//')[1]}", "forged", px=60_000)
+    out = tmp_path / "out"
+    out.mkdir()
+    worker = start_worker(
+        *(site.url, out, redis_url, "takeover", "--prefix", f"{site.url}/"),
+        *("-s", "DOWNLOAD_DELAY=0.05", "-s", "TSE_MAX_CRAWL_DELAY=2"),  # (the later -s wins)
+    )
+    status, err = finish(worker, 30)
+    assert status == 0, err[-3000:]
+    assert "holds for" in err and "taken over" in err, err[-3000:]
+    assert len(saved_pages(out)) == 1 + len(PAGES)
+
+
+def test_a_worker_waiting_for_its_host_stops_at_one_sigterm_and_its_page_is_handed_back(serve, redis_url, tmp_path):
+    """A lease a worker may hold (here, another crawl's on the same host) kept the worker waiting
+    through a SIGTERM: it stopped only when the lease ran out."""
+    site = serve(write_site(tmp_path / "site", {"index.html": PAGES, **{page: [] for page in PAGES}}).root)
+    server = redis.Redis.from_url(redis_url)
+    key = f"tse:polite:{site.url.split('//')[1]}"
+    out = tmp_path / "out"
+    out.mkdir()
+    politeness = ("-s", "DOWNLOAD_DELAY=0.05", "-s", "TSE_MAX_CRAWL_DELAY=60")
+    args = (site.url, out, redis_url, "sigterm", "--prefix", f"{site.url}/", *politeness)
+    server.set(key, "another crawl's request", px=50_000)  # under 60 s and a lease time: waited for
+    worker = start_worker(*args)
+    try:
+        wait_until(lambda: server.zcard("tse:sigterm:leases"), 30, "the seed was never leased")
+        time.sleep(1)  # waiting for the host
+        worker.send_signal(signal.SIGTERM)
+        status, err = finish(worker, 15)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert status != 0 and "Traceback" not in err, err[-3000:]
+    assert not (out / "1").exists() and f"failed: {site.url}/index.html" not in err, err[-3000:]
+    server.delete(key)
+    again = start_worker(*args)
+    status, err = finish(again, 30)
+    assert status == 0, err[-3000:]
+    assert len(saved_pages(out)) == 1 + len(PAGES)
