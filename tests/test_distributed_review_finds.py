@@ -13,6 +13,7 @@ from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.pages import saved_pages
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
+from tests.support.tlsredis import TlsRedisServer, require_tls_redis
 from tests.support.wait import wait_until, while_running
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.distributed.store import url_fingerprint
@@ -322,3 +323,27 @@ def test_a_worker_waiting_for_its_host_stops_at_one_sigterm_and_its_page_is_hand
     status, err = finish(again, 30)
     assert status == 0, err[-3000:]
     assert len(saved_pages(out)) == 1 + len(PAGES)
+
+
+def test_tse_status_with_rediss_to_a_plain_port_says_so_after_one_timeout(redis_url):
+    """It asked four times (41 s) and gave no hint; a worker says it after one timeout (11.7 s)."""
+    plain = redis_url.replace("redis://", "rediss://")
+    started = time.monotonic()
+    done = run_tse("status", "--redis", plain, "anything", timeout=60)
+    took = time.monotonic() - started
+    err = done.stderr.decode()
+    assert done.returncode == 1 and len(err.splitlines()) == 1, err
+    assert err.rstrip().endswith("(no TLS answer: is that port's server plain Redis, redis://?)"), err
+    assert took < 25, f"{took:.1f} s"  # one timeout (10 s), not four
+
+
+def test_tse_status_every_says_a_certificate_it_cannot_verify_in_one_line(tmp_path):
+    """A verification error is a refusal, not an outage: --every asked again for ever."""
+    require_tls_redis()
+    with TlsRedisServer(tmp_path / "tls") as server:
+        server.add_user("crawler", "pw", "~tse:* +@all")
+        no_ca = server.url("crawler", "pw").split("?")[0] + "?ssl_cert_reqs=required"
+        done = run_tse("status", "--every", "1", "--redis", no_ca, "anything", timeout=30)
+    err = done.stderr.decode()
+    assert done.returncode == 1 and len(err.splitlines()) == 1 and not done.stdout, err + done.stdout.decode()
+    assert "its TLS certificate is not verified" in err and "ssl_ca_certs" in err and ":pw@" not in err, err

@@ -20,6 +20,7 @@ import json
 import os
 import secrets
 import socket
+import ssl
 import threading
 import time
 from typing import Any
@@ -254,10 +255,44 @@ _NOT_SERVING = (
 
 
 def is_outage(error: BaseException) -> bool:
-    """True for an error that says Redis is unreachable or not serving now, not that it refused."""
+    """True for an error that says Redis is unreachable or not serving now, not that it refused
+    (a TLS certificate that does not verify is a refusal: asking again changes nothing)."""
     if isinstance(error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError):
         return False
+    if certificate_refused(error) is not None:
+        return False
     return isinstance(error, (redis.ConnectionError, redis.TimeoutError, *_NOT_SERVING))
+
+
+def certificate_refused(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The TLS certificate verification error under *error* (redis-py's ConnectionError), or None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def certificate_line(error: BaseException, shown_url: str) -> str | None:
+    """A TLS certificate *error* refused (``certificate_refused``), in words, or None."""
+    refused = certificate_refused(error)
+    if refused is None:
+        return None
+    reason = _reason(refused.verify_message or refused.reason or str(refused))
+    return (
+        f"Redis at {shown_url}: its TLS certificate is not verified ({reason}): give the CA that signed it"
+        " in the URL (?ssl_ca_certs=FILE)"
+    )
+
+
+def tls_hint(error: BaseException, url: str) -> str:
+    """What to say after a timeout of a rediss:// URL: the port may be plain Redis's (no TLS answer)."""
+    if isinstance(error, redis.TimeoutError) and url.lower().startswith("rediss://"):
+        return " (no TLS answer: is that port's server plain Redis, redis://?)"
+    return ""
 
 
 def outage_line(error: redis.RedisError, shown_url: str) -> str:
@@ -344,10 +379,7 @@ def connect(url: str, check: bool = True) -> CountingRedis:
             server.ping()
             server.set_retry(retry)
     except (ValueError, TypeError, redis.RedisError) as error:  # TypeError: a query option the scheme does not take
-        hint = ""
-        if isinstance(error, redis.TimeoutError) and url.lower().startswith("rediss://"):
-            hint = " (no TLS answer: is that port's server plain Redis, redis://?)"
-        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}{hint}")) from None
+        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}{tls_hint(error, url)}")) from None
     return server
 
 
