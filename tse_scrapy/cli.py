@@ -16,6 +16,8 @@ from .exitcodes import BROKEN_PIPE, FAILED, INTERRUPTED, OK, TERMINATED, USAGE
 from .rules.crawling.secrets import mask_secrets, shown_message
 
 if TYPE_CHECKING:
+    from redis.retry import Retry
+
     from .distributed.store import RedisCrawl
 
 # Each command imports what it needs when it runs: `tse query` starts without
@@ -792,6 +794,8 @@ def status(options: argparse.Namespace) -> int:
 
     try:
         import redis  # noqa: F401 (the extra's: said in one line when missing)
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         from .distributed.store import RedisCrawl, connect, redis_url
     except ImportError as error:
@@ -808,7 +812,12 @@ def status(options: argparse.Namespace) -> int:
     except ArgumentError as error:
         return _one_line("status", str(error), USAGE)
     try:
-        crawl = RedisCrawl(connect(options.redis, check=False), options.name)
+        server = connect(options.redis, check=False)
+        # The first question asked once: a server that does not answer it (a TLS handshake with a plain
+        # port, rediss:// for redis://) is said so after one timeout, not four (41 s), as a worker says it.
+        patient = server.get_retry()
+        server.set_retry(Retry(NoBackoff(), 0))
+        crawl = RedisCrawl(server, options.name)
     except ArgumentError as error:
         return _one_line("status", str(error), USAGE)
     except (TypeError, ValueError) as error:  # a URL option redis-py does not take (?ssl_cert_reqs=bogus)
@@ -816,7 +825,7 @@ def status(options: argparse.Namespace) -> int:
     shown_url = mask_secrets(redis_url(options.redis))
 
     try:
-        return _statuses(options, crawl, shown_url)
+        return _statuses(options, crawl, shown_url, patient)
     except BrokenPipeError:
         # The reader went away (`tse status ... | head -1`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -825,13 +834,14 @@ def status(options: argparse.Namespace) -> int:
         return _one_line("status", f"the Redis URL is not one redis-py reads: {error}", USAGE)
 
 
-def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) -> int:
-    """``tse status``'s lines: once, or every ``--every`` seconds until the crawl is over or interrupted."""
+def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str, patient: Retry | None = None) -> int:
+    """``tse status``'s lines: once, or every ``--every`` seconds until the crawl is over or interrupted.
+    Redis's first answer given, its commands are retried as *patient* says."""
     import time
 
     import redis
 
-    from .distributed.store import is_outage, outage_line
+    from .distributed.store import is_outage, outage_line, redis_url, tls_hint
 
     # The crawl as last seen, and the Redis that held it: a watcher tells a crawl that finished (its
     # last worker removes its keys) from one never there, or lost by a Redis restarted without them.
@@ -854,13 +864,19 @@ def _statuses(options: argparse.Namespace, crawl: RedisCrawl, shown_url: str) ->
                 if not is_outage(error):
                     return _one_line("status", _refusal(error, shown_url))
                 if every is None:  # once: no wait, exit 1
-                    return _one_line("status", outage_line(error, shown_url))
+                    return _one_line(
+                        "status", outage_line(error, shown_url) + tls_hint(error, redis_url(options.redis))
+                    )
+                hint = tls_hint(error, redis_url(options.redis))
                 print(
-                    f"crawl {options.name}: {outage_line(error, shown_url)}; asking again in {every:g} s",
+                    f"crawl {options.name}: {outage_line(error, shown_url)}{hint}; asking again in {every:g} s",
                     flush=True,
                 )
                 time.sleep(every)
                 continue
+            if patient is not None:
+                crawl.server.set_retry(patient)  # answered: from now on, a dropped connection is asked again
+                patient = None
             if problem is not None:
                 return _one_line("status", f"crawl {options.name} in Redis at {shown_url}: {problem}")
             if not shown["exists"] and not shown["quarantined"]:
@@ -914,9 +930,13 @@ def _refusal(error: Exception, shown_url: str) -> str:
     """What Redis refused, in words: a password missing, or wrong, said so (its own "HELLO must be
     called with the client already authenticated ..." or "invalid username-password pair" says it
     less plainly)."""
-    from .distributed.store import login_refusal
+    from .distributed.store import certificate_line, login_refusal
 
-    return login_refusal(error, shown_url) or f"Redis at {shown_url} refused: {error}"
+    return (
+        login_refusal(error, shown_url)
+        or certificate_line(error, shown_url)
+        or f"Redis at {shown_url} refused: {error}"
+    )
 
 
 def _show_shutdown(record: logging.LogRecord) -> bool:

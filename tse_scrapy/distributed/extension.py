@@ -12,6 +12,8 @@ TSE_REDIS_KEEP).
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -178,16 +180,73 @@ class DistributedCrawlExtension:
             return
         if reason not in SUCCESS_REASONS or self.crawler.stats.get_value("tse/error"):
             return
+        # The end, waited out through an outage as any other moment of the crawl (the clean-up is
+        # safe to begin again); else one line, exit 1 (it was a traceback from this signal handler).
+        patience = self.outage.patience
+        waited, pause = 0.0, 0.1
+        while True:
+            try:
+                self._finish_if_over()
+                return
+            except redis.RedisError as error:
+                if is_outage(error) and waited < patience:
+                    if not waited:
+                        logger.warning(
+                            "%s as this worker finishes the crawl: waiting for it, up to %g s (--redis-patience)",
+                            outage_line(error, self.outage.shown_url),
+                            patience,
+                        )
+                    time.sleep(min(pause, patience - waited))
+                    waited, pause = waited + pause, min(2 * pause, 5.0)
+                    continue
+                if is_outage(error):
+                    message = (
+                        f"{outage_line(error, self.outage.shown_url)} for {waited:.0f} s as this worker finished"
+                        f" crawl {self.crawl.name}: start a worker again to finish it"
+                    )
+                else:
+                    message = refused_line(self.crawl, error)
+                logger.error(message)
+                self.crawler.stats.set_value("tse/error", message)
+                return
+
+    def _finish_if_over(self) -> None:
+        """Clean up if the crawl is over and no other worker is at it (or this one was, before an outage)."""
         status = self.crawl.status()
-        if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish():
+        lease_seconds = self.crawler.settings.getfloat("TSE_LEASE_SECONDS")
+        if not status["exists"] or status["frontier"] or status["leased"] or not self.crawl.claim_finish(lease_seconds):
             return  # not over, or another worker is cleaning up (claim_finish: only the crawl joined)
+        # The mark renewed while the clean-up runs: should this worker die in it, the mark
+        # expires and the next worker to find the crawl over takes the clean-up over.
+        done = threading.Event()
+
+        def renew() -> None:
+            while not done.wait(lease_seconds / 3):
+                try:
+                    self.crawl.renew_finish(lease_seconds)
+                except redis.RedisError:
+                    pass  # the clean-up meets the outage too, and waits it out
+
+        renewal = threading.Thread(target=renew, name="tse-finishing", daemon=True)
+        renewal.start()
         try:
             self._clean_up()
         except OSError as error:  # one line, not a traceback in a signal handler
             logger.error("Cannot finish the page directory %s: %s", self.directory, error)
             self.crawler.stats.set_value("tse/error", f"cannot finish the page directory {self.directory}: {error}")
+        finally:
+            done.set()
+            renewal.join()
 
     def _clean_up(self) -> None:
+        unfinished = self.crawl.unfinished_move()
+        if unfinished is not None:
+            # A worker stopped in the middle of moving a page (this clean-up is taken over).
+            last, hole = unfinished
+            if last != hole and pagedir.page_path(self.directory, last).is_file():
+                pagedir.move_page(self.directory, last, hole)
+                self._record_move(last, hole)
+            self.crawl.moved_last_doc()
         moved = self.crawl.quarantine_leftovers()
         if moved:
             logger.warning(
@@ -202,6 +261,8 @@ class DistributedCrawlExtension:
         logger.info("Distributed crawl %s finished: %d pages", self.crawl.name, self.crawl.last_doc_id())
         if not self.crawl.kept():
             self.crawl.remove()
+        else:
+            self.crawl.renew_finish(None)  # kept: the crawl is over for good
 
     def _record_move(self, old: int, new: int) -> None:
         """Page *old* is page *new* now: a line in this worker's crawl record (when it keeps one)."""
@@ -246,11 +307,14 @@ def fill_doc_id_holes(crawl: RedisCrawl, directory: str, moved: Callable[[int, i
                 pagedir.move_page(directory, last, hole)
             except FileNotFoundError:  # removed meanwhile, by hand
                 logger.warning("Page file %d is gone: docID %d stays free", last, hole)
+                crawl.moved_last_doc()
                 continue
+            crawl.moved_last_doc()
             if moved is not None:
                 moved(last, hole)
         else:
             pagedir.remove_page(directory, hole)
+            crawl.moved_last_doc()
 
 
 def lost_line(name: str, shown_url: str, directory: str | None) -> str:

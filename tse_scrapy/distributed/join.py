@@ -146,16 +146,22 @@ def check_not_finished(crawl: RedisCrawl, stored: dict[str, Any], shown_url: str
     cleans it up.)"""
     k = crawl.keys
     pipe = crawl.server.pipeline()
-    pipe.exists(k.finishing)
+    pipe.pttl(k.finishing)
     pipe.exists(k.keep)
     pipe.hlen(k.pages)
     try:
-        finishing, kept, pages = pipe.execute()
+        expires_in, kept, pages = pipe.execute()
     except redis.RedisError:  # a key of the wrong type: the workers name it (store.refused_line)
         return
-    if not finishing:
+    if expires_in == -2:  # no mark
         return
     state = "finished (kept with --keep)" if kept else "finishing (its last worker is removing its keys)"
+    if not kept and expires_in >= 0:
+        # The mark names its worker and expires unless renewed: that worker may have been killed in its clean-up.
+        state = (
+            "finishing (its last worker is removing its keys; if that worker was stopped, its mark"
+            f" goes within {-(-expires_in // 1000)} s, and a worker started then finishes the crawl)"
+        )
     raise ArgumentError(
         f"crawl {crawl.name} in Redis at {shown_url} is {state}: {pages} pages saved in {stored.get('pagedir')}; "
         f"to crawl again, give another --name, or remove its keys (tse:{crawl.name}:*) first"

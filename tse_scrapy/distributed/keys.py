@@ -38,7 +38,8 @@ class CrawlKeys:
         self.params = prefix + "params"  # the crawl's arguments, JSON
         self.seeded = prefix + "seeded"  # set once every seed is queued
         self.keep = prefix + "keep"  # set: keep the keys when the crawl is over
-        self.finishing = prefix + "finishing"  # taken by the one worker that cleans up
+        self.finishing = prefix + "finishing"  # taken by the one worker that cleans up (its name)
+        self.moving = prefix + "moving"  # "LAST HOLE": the clean-up is giving page LAST the docID HOLE
         self.workers = prefix + "workers"  # worker -> its last heartbeat
         self.doc_id = prefix + "doc_id"  # the last docID handed out
         self.reserved = prefix + "reserved"  # URL fingerprint -> docID, page leased or being saved

@@ -112,6 +112,7 @@ class RedisPolitenessMiddleware:
         self.clock = clock
         self._renewal: IDelayedCall | None = None
         self._renewing = False
+        self.crawler: Crawler | None = None  # (from_crawler): a wait ends when its engine closes
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedisPolitenessMiddleware:
@@ -126,6 +127,7 @@ class RedisPolitenessMiddleware:
             distributed.max_crawl_delay,
             settings.getfloat("TSE_LEASE_SECONDS"),
         )
+        middleware.crawler = crawler
         crawler.signals.connect(middleware.robots_parsed, signal=signals.robots_parsed)
         crawler.signals.connect(middleware.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
@@ -183,9 +185,11 @@ class RedisPolitenessMiddleware:
         delay_ms = max(1, int(delay * 1000))
         token = f"{self._own}:{next(self._tokens)}"
         while True:
+            self._unless_closing(request)
             wait = self.own_holds.get(host, 0.0) - monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                await asyncio.sleep(min(wait, 1.0))  # (a second at a time: the engine may close)
+                continue
             try:
                 if self.server.set(key, token, px=milliseconds, nx=True):
                     self.holding[request] = (key, token)
@@ -198,9 +202,9 @@ class RedisPolitenessMiddleware:
                 if not await self.outage.wait_for_redis():
                     raise IgnoreRequest(f"Redis is unreachable: {error}") from None
                 continue
-            if remaining == NO_EXPIRY or remaining > HOLD_AT_MOST * 1000:
+            if remaining == NO_EXPIRY or remaining > self._longest_hold_ms(delay):
                 # No worker sets a lease without an expiry, nor for this long: a client of Redis
-                # did; this worker takes the lease rather than wait forever.
+                # did; this worker takes the lease rather than wait for it (an hour, or for ever).
                 logger.warning("The politeness lease %s holds for %d ms: taken over", key, remaining)
                 self.server.set(key, token, px=milliseconds)
                 self.holding[request] = (key, token)
@@ -209,7 +213,23 @@ class RedisPolitenessMiddleware:
                 self.stats.inc_value("tse/politeness_waits")
             # Held for a request in flight, the key is set for the delay once it ends: asked again
             # within a delay, the wait then ends when that delay does.
-            await asyncio.sleep(min(max(remaining, 1), delay_ms) / 1000)
+            await asyncio.sleep(min(max(remaining, 1), delay_ms, 1000) / 1000)
+
+    def _longest_hold_ms(self, delay: float) -> int:
+        """The longest a worker holds a host: a request in flight, its hold renewed for the lease
+        time more than its delay (at most the longest Crawl-delay honoured, TSE_MAX_CRAWL_DELAY)."""
+        return int(min(max(delay, self.max_crawl_delay) + self.in_flight, HOLD_AT_MOST) * 1000)
+
+    def _unless_closing(self, request: Request) -> None:
+        """Stop waiting for the host when the engine is closing (a SIGTERM, Ctrl-C, an error): the
+        request is dropped unsent, unheard by its errback (which would end its page as failed):
+        its page is still leased, and handed back to the frontier as the worker stops."""
+        engine = getattr(self.crawler, "engine", None)
+        slot = getattr(engine, "_slot", None)
+        if engine is None or (engine.running and (slot is None or slot.closing is None)):
+            return
+        request.errback = None  # (Scrapy logs no IgnoreRequest without an errback)
+        raise IgnoreRequest(f"the worker is stopping: {request.url} not sent")
 
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Response:
         self._restart(request)

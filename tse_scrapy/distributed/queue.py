@@ -337,9 +337,12 @@ class LeasedLevelQueue(PriorityQueue):
         lease_seconds: float = 30.0,
         patience: float = 0.0,
         joined: bytes = b"",
+        max_depth: int | None = None,
     ):
         super().__init__(server, spider, key, serializer)
         self.keys = keys
+        # The crawl's maxDepth: a leased entry must be a request tse queues in it (frontierentries.tse_request).
+        self.max_depth = max_depth
         self.joined = joined  # the crawl's params as joined (store.RedisCrawl.joined)
         self.lease_ms = int(lease_seconds * 1000)
         # A settle's answer is kept as long as the worker may send it again: through an
@@ -404,7 +407,7 @@ class LeasedLevelQueue(PriorityQueue):
         for lease_id, entry, doc_id, saved in zip(*(leased[i::4] for i in range(4)), strict=True):
             lease_id = lease_id.decode()
             try:
-                fingerprint, data = decode_entry(entry)
+                fingerprint, data = decode_entry(entry, self.max_depth)
                 request = request_from_data(data, self.spider)
             except (EntryError, ValueError, TypeError) as error:  # Request() refuses some URLs decoding lets by
                 why = shorten(str(error))  # a forged entry's field may be any size

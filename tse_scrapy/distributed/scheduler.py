@@ -100,6 +100,7 @@ class RedisTseScheduler(Scheduler):
         lease_batch: int = 1,
         reservations: dict[bytes, Reservation] | None = None,
         outage: RedisOutage | None = None,
+        max_depth: int | None = None,
     ):
         outage = outage or RedisOutage(crawl.server, float("inf"), "Redis")
         queue = partial(
@@ -108,6 +109,7 @@ class RedisTseScheduler(Scheduler):
             lease_seconds=lease_seconds,
             patience=outage.patience,
             joined=crawl.joined,
+            max_depth=max_depth,
         )
         super().__init__(
             crawl.server, persist=True, queue_key=crawl.keys.frontier, queue_cls=queue, dupefilter=dupefilter
@@ -160,11 +162,15 @@ class RedisTseScheduler(Scheduler):
             max(1, settings.getint("CONCURRENT_REQUESTS") // 2),
             distributed.reservations,
             distributed.outage,
+            # The crawl's maxDepth (the spider sets it): no request tse queues is deeper.
+            settings.getint("DEPTH_LIMIT"),
         )
         scheduler.crawler = crawler
         crawler.signals.connect(scheduler._item_saved, signal=signals.item_scraped)
         crawler.signals.connect(scheduler._spider_error, signal=signals.spider_error)
         crawler.signals.connect(scheduler._page_done, signal=page_done)
+        # A held page's request dropped (a redirect or retry of it refused before it is fetched): over.
+        crawler.signals.connect(scheduler._page_done, signal=signals.request_dropped)
         return scheduler
 
     def open(self, spider: Spider) -> None:
@@ -232,8 +238,12 @@ class RedisTseScheduler(Scheduler):
         except redis.RedisError as error:
             self._redis_error(error)
             return True
-        # A crawl whose keys are gone has finished (its last worker removed them).
-        return bool(exists) and (not seeded or bool(frontier) or bool(leased))
+        if not exists:
+            # Its keys gone: finished (its last worker removed them), or lost (Redis restarted
+            # empty, unseen between two looks): _crawl_gone tells which (the server's run_id).
+            self._crawl_gone()
+            return not self.crawl_over  # lost: until the engine stops (exit 1, one line)
+        return not seeded or bool(frontier) or bool(leased)
 
     def enqueue_request(self, request: Request) -> bool:
         if self.outage.down:
@@ -364,6 +374,10 @@ class RedisTseScheduler(Scheduler):
         while self.recently_finished and self.recently_finished[0][0] < now - RECENT_SECONDS:
             self.recently_finished.popleft()
         for request in leased:
+            if request.errback is None:
+                # A request that fails with no errback says so to no one: its page would never end
+                # and its lease be renewed for ever (the crawl's checks let none by: frontierentries).
+                request.errback = self._failed_unheard
             reservation = request.meta["tse_reserved"]
             self.reservations[reservation.fingerprint] = reservation
             self.leases.add(request.meta["tse_lease"])
@@ -513,6 +527,10 @@ class RedisTseScheduler(Scheduler):
         self.stats.set_value("tse/error", message)
         if not opening:
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=WRITE_ERROR))
+
+    def _failed_unheard(self, failure: Failure) -> None:
+        """The errback of a leased request that had none: its page is over."""
+        self._over(getattr(failure, "request", None))
 
     def _item_saved(self, item: Any, response: Response, **kwargs: Any) -> None:
         # item.url is normalized; the pipeline reserved its docID and wrote the page file.

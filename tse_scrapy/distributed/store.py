@@ -18,7 +18,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import socket
+import ssl
 import threading
 import time
 from typing import Any
@@ -141,12 +143,24 @@ return {reserve_doc_id(KEYS[2], ARGV[1], KEYS[3], KEYS[4], KEYS[5]), 0}
 # The finishing mark taken only while the crawl's keys are there: a worker that found the crawl over
 # (RedisCrawl.status) while another was cleaning up would otherwise take it again once the other had
 # removed the keys, mark and all, and clean up a crawl whose last docID then reads 0: every page
-# file "past" it removed (seen, rarely, in tests/test_distributed_outage.py).
+# file "past" it removed (seen, rarely, in tests/test_distributed_outage.py).  The mark names its
+# owner and expires unless its owner renews it (ARGV[3] ms): a worker killed while it cleans up
+# (kill -9, out of memory) leaves a mark that goes, and the next worker to find the crawl over takes
+# the clean-up over.  Its owner asking again (after an outage) keeps it.
 _CLAIM_FINISH = """
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
 if ARGV[1] ~= '' and redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
-if redis.call('set', KEYS[2], 1, 'NX') then return 1 end
-return 0
+local holder = redis.call('get', KEYS[2])
+if holder and holder ~= ARGV[2] then return 0 end
+redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
+
+# KEYS: 1 the finishing mark; ARGV: 1 its owner, 2 ms to expire in (0: never, the crawl's keys kept).
+_RENEW_FINISH = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] == '0' then redis.call('set', KEYS[1], ARGV[1]) else redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1
 """
 
 # KEYS: 1 params, 2 the key to write; ARGV: 1 the params joined, 2 the command (SET, HSET), then its
@@ -241,10 +255,44 @@ _NOT_SERVING = (
 
 
 def is_outage(error: BaseException) -> bool:
-    """True for an error that says Redis is unreachable or not serving now, not that it refused."""
+    """True for an error that says Redis is unreachable or not serving now, not that it refused
+    (a TLS certificate that does not verify is a refusal: asking again changes nothing)."""
     if isinstance(error, redis.exceptions.AuthenticationError | redis.exceptions.AuthorizationError):
         return False
+    if certificate_refused(error) is not None:
+        return False
     return isinstance(error, (redis.ConnectionError, redis.TimeoutError, *_NOT_SERVING))
+
+
+def certificate_refused(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The TLS certificate verification error under *error* (redis-py's ConnectionError), or None."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def certificate_line(error: BaseException, shown_url: str) -> str | None:
+    """A TLS certificate *error* refused (``certificate_refused``), in words, or None."""
+    refused = certificate_refused(error)
+    if refused is None:
+        return None
+    reason = _reason(refused.verify_message or refused.reason or str(refused))
+    return (
+        f"Redis at {shown_url}: its TLS certificate is not verified ({reason}): give the CA that signed it"
+        " in the URL (?ssl_ca_certs=FILE)"
+    )
+
+
+def tls_hint(error: BaseException, url: str) -> str:
+    """What to say after a timeout of a rediss:// URL: the port may be plain Redis's (no TLS answer)."""
+    if isinstance(error, redis.TimeoutError) and url.lower().startswith("rediss://"):
+        return " (no TLS answer: is that port's server plain Redis, redis://?)"
+    return ""
 
 
 def outage_line(error: redis.RedisError, shown_url: str) -> str:
@@ -331,10 +379,7 @@ def connect(url: str, check: bool = True) -> CountingRedis:
             server.ping()
             server.set_retry(retry)
     except (ValueError, TypeError, redis.RedisError) as error:  # TypeError: a query option the scheme does not take
-        hint = ""
-        if isinstance(error, redis.TimeoutError) and url.lower().startswith("rediss://"):
-            hint = " (no TLS answer: is that port's server plain Redis, redis://?)"
-        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}{hint}")) from None
+        raise ArgumentError(mask_secrets(f"cannot use Redis at {url}: {error}{tls_hint(error, url)}")) from None
     return server
 
 
@@ -345,11 +390,14 @@ class RedisCrawl:
         self.server = server
         self.name = name
         self.keys = CrawlKeys(name)
+        # What this worker's finishing mark holds (claim_finish): its name, unique to this object.
+        self.finisher = f"{worker_name()}:{secrets.token_hex(4)}"
         # The raw params of the crawl this worker joined (``join``): its scripts write only while
         # Redis holds them.  b"": no check (a tool, a test).
         self.joined = b""
         self._reserve = server.register_script(_RESERVE)
         self._claim_finish = server.register_script(_CLAIM_FINISH)
+        self._renew_finish = server.register_script(_RENEW_FINISH)
         self._guarded_write = server.register_script(_GUARDED_WRITE)
 
     # -- parameters --------------------------------------------------------
@@ -430,7 +478,7 @@ class RedisCrawl:
     def wrong_type_key(self) -> str | None:
         """The first of the crawl's keys that holds the wrong type (a client of Redis wrote it), or None."""
         k = self.keys
-        probes = {"get": (k.params, k.seeded, k.keep, k.finishing, k.doc_id, k.push_id, k.resumed, k.delay)}
+        probes = {"get": (k.params, k.seeded, k.keep, k.finishing, k.doc_id, k.push_id, k.resumed, k.delay, k.moving)}
         probes["hlen"] = (k.workers, k.reserved, k.pages, k.leased)
         probes["zcard"] = (k.free_ids, k.frontier, k.leases, k.lease_scores)
         probes["scard"] = (k.seen,)
@@ -500,20 +548,46 @@ class RedisCrawl:
         return int(self.server.get(self.keys.doc_id) or 0)
 
     def move_last_doc(self, hole: int) -> int:
-        """Give the last docID's page the free docID *hole*; return the old last docID."""
+        """Give the last docID's page the free docID *hole*; return the old last docID.  The move is
+        recorded (``keys.moving``) with the counter's change, in one transaction, until the caller
+        moved the page file and called ``moved_last_doc``: a clean-up cut short finishes it
+        (``unfinished_move``)."""
         last = self.last_doc_id()
         pipe = self.server.pipeline()
         pipe.zrem(self.keys.free_ids, hole)
         # DECR itself: redis-py's decr() sends DECRBY, which the least-privileged user's ACL
         # (keys.WORKER_COMMANDS) does not grant: the crawl's last page was not moved (a CI run's find).
         pipe.execute_command("DECR", self.keys.doc_id)
+        pipe.set(self.keys.moving, f"{last} {hole}")
         pipe.execute()
+        self._give_doc_id(last, hole)
+        return last
+
+    def _give_doc_id(self, last: int, hole: int) -> None:
+        """The saved page of docID *last* has docID *hole* (nothing to do when none has *last* any more)."""
         if last != hole:
             for fingerprint, doc in self.server.hscan_iter(self.keys.pages):
                 if doc == str(last).encode():
                     self.server.hset(self.keys.pages, fingerprint, hole)
                     break
-        return last
+
+    def moved_last_doc(self) -> None:
+        """The page file of the move under way is where it goes (``move_last_doc``)."""
+        self.server.delete(self.keys.moving)
+
+    def unfinished_move(self) -> tuple[int, int] | None:
+        """(last, hole) of a move a clean-up cut short began (its docIDs changed in Redis, maybe not
+        the page's record, maybe not its file), its record made right again; None if none."""
+        value = self.server.get(self.keys.moving)
+        try:
+            last, hole = (int(part) for part in (value or b"").split())
+        except ValueError:
+            if value is not None:
+                self.quarantine(self.keys.moving, "not a move of a page", value)
+                self.server.delete(self.keys.moving)
+            return None
+        self._give_doc_id(last, hole)
+        return last, hole
 
     # -- workers and the end -----------------------------------------------
     def register_worker(self, worker: str, lease_seconds: float) -> None:
@@ -534,10 +608,18 @@ class RedisCrawl:
     def kept(self) -> bool:
         return bool(self.server.exists(self.keys.keep))
 
-    def claim_finish(self) -> bool:
+    def claim_finish(self, seconds: float = 30.0) -> bool:
         """True for exactly one worker of a finished crawl, while its keys are there: the one that
-        cleans up (see _CLAIM_FINISH)."""
-        return bool(self._claim_finish(keys=[self.keys.params, self.keys.finishing], args=[self.joined]))
+        cleans up (see _CLAIM_FINISH), again if it asks again.  The mark (``finisher``) expires in
+        *seconds* unless renewed (``renew_finish``)."""
+        keys = [self.keys.params, self.keys.finishing]
+        return bool(self._claim_finish(keys=keys, args=[self.joined, self.finisher, max(1, int(seconds * 1000))]))
+
+    def renew_finish(self, seconds: float | None) -> bool:
+        """Keep this worker's finishing mark *seconds* more (None: for good, the crawl's keys kept);
+        False if the mark is not this worker's (any more)."""
+        ms = 0 if seconds is None else max(1, int(seconds * 1000))
+        return bool(self._renew_finish(keys=[self.keys.finishing], args=[self.finisher, ms]))
 
     def remove(self) -> int:
         """Remove the crawl's keys, but its quarantine (what no worker could read stays for its operator)."""

@@ -13,6 +13,13 @@ errback name the spider's methods (``CALLBACKS``, ``ERRBACKS``).  Decoding refus
 anything else: another version, a truncated or oversized entry, a field of
 the wrong type, an unknown meta key, a URL that is not http(s), a request
 that would skip the filters (``dont_filter``: the offsite check lets it pass).
+
+A worker decodes with its crawl's maxDepth (``max_depth``): then only a request
+tse itself queues is accepted (``tse_request``): a GET with no body and no
+header but a Referer (-s REFERER_ENABLED=True), calling back ``parse`` with ``fetch_failed`` as errback, at a depth
+no deeper than maxDepth.  Anything else in a crawl's frontier was forged (it
+would make a worker send another method, credentials, a body, or hold a page
+no failure ends): it is quarantined like any other bad entry.
 """
 
 from __future__ import annotations
@@ -80,8 +87,9 @@ def encode_entry(fingerprint: bytes, request: RequestData) -> bytes:
     return fingerprint + msgpack.packb(fields, use_bin_type=True, unicode_errors=_UNICODE_ERRORS)
 
 
-def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
-    """The fingerprint and request of *entry*; EntryError if it is not one this version wrote."""
+def decode_entry(entry: bytes, max_depth: int | None = None) -> tuple[bytes, RequestData]:
+    """The fingerprint and request of *entry*; EntryError if it is not one this version wrote
+    (with *max_depth*, the crawl's maxDepth: not one tse queues in that crawl, ``tse_request``)."""
     if not isinstance(entry, bytes):
         raise EntryError(f"an entry is bytes, not {type(entry).__name__}")
     if len(entry) > MAX_ENTRY_BYTES:
@@ -105,7 +113,7 @@ def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
     if len(fields) != _FIELDS:
         raise EntryError(f"entry of {len(fields)} fields, not {_FIELDS}")
     _, url, method, headers, body, meta, priority, dont_filter, callback, errback = fields
-    return entry[:FINGERPRINT_SIZE], RequestData(
+    request = RequestData(
         url=_url(url),
         method=_choice("method", method, METHODS),
         headers=_headers(headers),
@@ -116,6 +124,35 @@ def decode_entry(entry: bytes) -> tuple[bytes, RequestData]:
         callback=_name("callback", callback, CALLBACKS),
         errback=_name("errback", errback, ERRBACKS),
     )
+    if max_depth is not None:
+        tse_request(request, max_depth)
+    return entry[:FINGERPRINT_SIZE], request
+
+
+def tse_request(request: RequestData, max_depth: int) -> None:
+    """EntryError unless *request* is one tse queues in a crawl of *max_depth*: the tse spider's
+    requests (seeds, sitemap URLs, links found) are GETs with no body and no header (but the
+    Referer Scrapy's RefererMiddleware sets if REFERER_ENABLED), calling back
+    ``parse`` and ``fetch_failed``, at depth 0 to maxDepth (a page at maxDepth is not scanned).
+    (Its placeholder for a link Scrapy cannot represent is dropped before it is queued.)"""
+    if request.method != "GET":
+        raise EntryError(f"method {request.method}: tse queues only GET requests")
+    names = [name.lower() for name, _ in request.headers]
+    if names not in ([], [b"referer"]) or not all(_HTTP.match(value.decode("latin-1")) for _, value in request.headers):
+        # Scrapy's RefererMiddleware, if -s REFERER_ENABLED=True, sets a Referer: the page's URL.
+        raise EntryError("headers other than a Referer: tse queues none (the downloader adds its own)")
+    if request.body:
+        raise EntryError("a body: tse queues requests with none")
+    if request.callback not in CALLBACKS or request.errback not in ERRBACKS:
+        raise EntryError(
+            f"callback {request.callback!r} and errback {request.errback!r}: tse queues its requests with"
+            f" {'/'.join(sorted(CALLBACKS))} and {'/'.join(sorted(ERRBACKS))}"
+        )
+    depth = request.meta.get("depth")
+    if depth is None or depth > max_depth:
+        raise EntryError(f"depth {depth!r}: not one of this crawl's (0 to {max_depth})")
+    if request.url == _PLACEHOLDER_URL:
+        raise EntryError("the placeholder URL: tse drops it before it is queued")
 
 
 def _url(value: Any) -> str:
