@@ -41,10 +41,10 @@ def held_whole(hostile_pages, tmp_path_factory):
 
 
 def test_a_ranges_vocabulary_is_not_held_whole(hostile_pages, tmp_path):
-    # 50,000 words, each with its spelling and page, held to the range's end took about 14 MB (and the
-    # parent as much again); in pieces of 2,000 the pages are read, and their words given to the search
-    # index, in under 8 MB, whatever the words.  (Until the last merge: ``on_end``, where the FTS5
-    # tables' segments are merged by SQLite, whose memory is its own.)
+    # 50,000 words, each with its spelling and page, held to the range's end (and copied to give back)
+    # took 13.9 MB; in pieces of 2,000 the pages are read, and their words given to the search index, in
+    # 3.6 MB, whatever the words.  (Until the last merge: ``on_end``, where the FTS5 tables' segments
+    # are merged by SQLite, whose memory is its own.)
     peaks = []
     tracemalloc.start()
     try:
