@@ -41,7 +41,18 @@ from ..rules.text.words import word_counts
 from .docstore import DocStoreWriter, Rows, docs_path, page_rows
 from .pagecontent import readable
 from .pagefiles import PageScan
-from .runs import FieldsWriter, Run, RunPostings, RunTiers, highest_number, merge_runs, number_width, read_fields
+from .runs import (
+    FieldsWriter,
+    Run,
+    RunPostings,
+    RunTiers,
+    highest_number,
+    merge_runs,
+    number_width,
+    read_fields,
+    read_vocabulary,
+    write_vocabulary,
+)
 from .storage import IndexFileWriter
 from .workers import Workers, interrupts_during_cleanup_ignored, ranges_in_order
 
@@ -59,6 +70,13 @@ MERGE_FAN_IN = 64
 # indexed them.
 # On the 20,000-page bench: 1,862,085 words given back -> 200,298, the writer's inserts 4.1 -> 0.4 s.
 SENT_WORDS = 200_000
+# The vocabulary's words a range holds before they are written to a file of their own, as its postings
+# are (RUN_WORDS): a word and its first spelling and page take about 250 bytes, and pages of random words
+# (hostile, or not words at all) held to the range's end grew a worker, and the parent it gave them to,
+# by as much: 1,000 pages of 10,000 random 9-letter words, 2.4 GB.  500 real pages hold 20,000 to 45,000
+# distinct words, fewer of 5 letters or more, so a real site's range never spills: 100,000 is about 25 MB
+# a process, and at most SENT_WORDS, so that the words a range gives back last can all be remembered.
+VOCABULARY_WORDS = 100_000
 
 
 class PageDirError(ValueError):
@@ -204,6 +222,9 @@ class RangeIndexed:
     ended: bool
     fields: Path | None  # the search index's fields file (runs.FieldsWriter: packed, respellings only), or None
     vocabulary: Spellings  # the pages' words for typo tolerance (PageFields) not given back before: SENT_WORDS
+    # The pieces of the vocabulary written before ``vocabulary`` (runs.write_vocabulary), in the order the
+    # pages were read: a range's words past VOCABULARY_WORDS; to be added before it, in that order.
+    vocabulary_pieces: list[Path] = dataclasses.field(default_factory=list)
     warnings: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)  # PDFs without text: docID, URL, why
 
 
@@ -217,12 +238,13 @@ def index_range(
     run: Path,
     *,
     run_words: int = RUN_WORDS,
+    vocabulary_words: int = VOCABULARY_WORDS,
 ) -> RangeIndexed:
     """Index pages *start* to *stop* - 1 (or to the directory's end) into the run file *run* (and files
-    named after it, a run each *run_words* distinct words), with what the crawl *notes* of them (read
-    once, not once a range); *sent*: the vocabulary's words this process gave back for the ranges before
-    this one of the same index (see SENT_WORDS), which it leaves out of this range's and adds this
-    range's to.
+    named after it, a run each *run_words* distinct words, a piece of the vocabulary each
+    *vocabulary_words* words), with what the crawl *notes* of them (read once, not once a range); *sent*:
+    the vocabulary's words this process gave back for the ranges before this one of the same index (see
+    SENT_WORDS), which it leaves out of this range's and adds this range's last piece to.
 
     A page that is not a page file raises ``pagedir.PageFileError``, naming it."""
     scan = PageScan(directory, gone)
@@ -230,6 +252,7 @@ def index_range(
     runs: list[Run | None] = []
     rows, statuses, warnings = [], [], []
     vocabulary: Spellings = {}
+    pieces: list[Path] = []
     with FieldsWriter(run.with_name(run.name + ".fields")) as fields:
         for found in scan.files(start=start, stop=stop):
             statuses.append((found.doc_id, found.status.st_size, found.status.st_mtime_ns))
@@ -252,6 +275,11 @@ def index_range(
             spelled = dict(page.vocabulary)
             first_met = set(spelled).difference(vocabulary)
             vocabulary.update((word, (spelled[word], found.doc_id)) for word in first_met)
+            if len(vocabulary) >= vocabulary_words:  # written now, as postings are: the writer takes the
+                # pieces in order, keeping a word's first spelling (one met again after is given again)
+                piece = run.with_name(f"{run.name}.vocabulary.{len(pieces)}")
+                pieces.append(write_vocabulary(piece, _not_sent(vocabulary, sent)))
+                vocabulary = {}
             # (The vocabulary's words go back apart, once a range: SENT_WORDS; the page's respellings with it.)
             respelled = tuple(pair for pair in page.vocabulary if pair[0] != pair[1])
             fields.add(
@@ -259,12 +287,19 @@ def index_range(
             )
     spilled = fields.path if fields.pages else None
     runs.append(postings.write(run))
-    fresh = {word: vocabulary[word] for word in set(vocabulary).difference(sent)}
+    fresh = _not_sent(vocabulary, sent)
     if len(sent) + len(fresh) > SENT_WORDS:
         sent.clear()
-    sent.update(fresh)  # last: once the range can no longer fail
+    # Last: once the range can no longer fail.  (Of a range that wrote pieces, the words of its last only:
+    # the others are no longer held, and are given again by a later range that meets them.)
+    sent.update(fresh)
     made = [written for written in runs if written is not None]
-    return RangeIndexed(made, rows, statuses, scan.ended, spilled, fresh, warnings)
+    return RangeIndexed(made, rows, statuses, scan.ended, spilled, fresh, warnings=warnings, vocabulary_pieces=pieces)
+
+
+def _not_sent(vocabulary: Spellings, sent: set[str]) -> Spellings:
+    """The words of *vocabulary* not in *sent*, with their spellings and pages."""
+    return {word: vocabulary[word] for word in set(vocabulary).difference(sent)}
 
 
 def write_index_files(
@@ -274,6 +309,7 @@ def write_index_files(
     jobs: int = 1,
     run_pages: int = RUN_PAGES,
     run_words: int = RUN_WORDS,
+    vocabulary_words: int = VOCABULARY_WORDS,
     fan_in: int = MERGE_FAN_IN,
     on_page: Callable[[int], object] | None = None,
     on_warning: Callable[[int, str, str], object] | None = None,
@@ -301,7 +337,9 @@ def write_index_files(
                 told = f"cannot make its temporary directory in {indexfile.parent} ({error.strerror})"
                 raise OSError(error.errno, told, str(indexfile)) from None
             notes = read_page_notes(directory)  # read here once; forked workers inherit it
-            work = functools.partial(index_range, directory, scan.gone, notes, set(), run_words=run_words)
+            work = functools.partial(
+                index_range, directory, scan.gone, notes, set(), run_words=run_words, vocabulary_words=vocabulary_words
+            )
             workers = Workers(jobs, work)
             with (
                 DocStoreWriter(docs_path(indexfile)) as docs,
@@ -317,6 +355,9 @@ def write_index_files(
                         for doc_id, url, fields in read_fields(indexed.fields):
                             search.add(doc_id, url, unpacked(fields))
                         indexed.fields.unlink()
+                    for piece in indexed.vocabulary_pieces:  # (in the order written, before the last)
+                        search.add_vocabulary(read_vocabulary(piece))
+                        piece.unlink()
                     search.add_vocabulary(indexed.vocabulary)
                     for warning in indexed.warnings if on_warning is not None else ():
                         on_warning(*warning)

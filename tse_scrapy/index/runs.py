@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import heapq
 import os
+import pickle
 import struct
 import sys
 from array import array
@@ -250,3 +251,24 @@ def read_fields(path: Path) -> Iterator[tuple[int, str, bytes]]:
         while header := read(_RECORD.size):
             doc_id, url_size, fields_size = _RECORD.unpack(header)
             yield doc_id, read(url_size).decode("utf-8", "surrogatepass"), read(fields_size)
+
+
+def write_vocabulary(path: Path, spellings: dict[str, tuple[str, int]]) -> Path:
+    """A piece of a range's vocabulary for typo tolerance (word: its spelling and the docID of the page
+    it was met on first) written to *path*, pickled (read back whole: a piece is bounded); *path*."""
+    try:
+        with open(path, "wb", buffering=_BUFFER) as data:
+            pickle.dump(spellings, data, pickle.HIGHEST_PROTOCOL)
+    except OSError as error:  # (a full disk: named, as a run's file is)
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
+    return path
+
+
+def read_vocabulary(path: Path) -> dict[str, tuple[str, int]]:
+    """The piece of vocabulary ``write_vocabulary`` wrote to *path* (by a worker of this indexer)."""
+    with open(path, "rb", buffering=_BUFFER) as data:
+        spellings = pickle.load(data)
+    assert isinstance(spellings, dict)
+    return spellings
