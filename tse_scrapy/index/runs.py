@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import pickle
 import struct
 import sys
 from array import array
@@ -41,6 +40,8 @@ from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
+
+import msgpack
 
 from ..rules.text.wordpass import add_counts
 
@@ -255,10 +256,11 @@ def read_fields(path: Path) -> Iterator[tuple[int, str, bytes]]:
 
 def write_vocabulary(path: Path, spellings: dict[str, tuple[str, int]]) -> Path:
     """A piece of a range's vocabulary for typo tolerance (word: its spelling and the docID of the page
-    it was met on first) written to *path*, pickled (read back whole: a piece is bounded); *path*."""
+    it was met on first) written to *path* as msgpack (read back whole: a piece is bounded; no pickle,
+    which loading runs); *path*."""
     try:
         with open(path, "wb", buffering=_BUFFER) as data:
-            pickle.dump(spellings, data, pickle.HIGHEST_PROTOCOL)
+            data.write(msgpack.packb(spellings, unicode_errors="surrogatepass"))
     except OSError as error:  # (a full disk: named, as a run's file is)
         if error.filename is not None:
             raise
@@ -269,6 +271,5 @@ def write_vocabulary(path: Path, spellings: dict[str, tuple[str, int]]) -> Path:
 def read_vocabulary(path: Path) -> dict[str, tuple[str, int]]:
     """The piece of vocabulary ``write_vocabulary`` wrote to *path* (by a worker of this indexer)."""
     with open(path, "rb", buffering=_BUFFER) as data:
-        spellings = pickle.load(data)
-    assert isinstance(spellings, dict)
-    return spellings
+        found = msgpack.unpackb(data.read(), unicode_errors="surrogatepass", strict_map_key=True)
+    return {word: (spelling, doc_id) for word, (spelling, doc_id) in found.items()}
