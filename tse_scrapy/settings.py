@@ -6,7 +6,7 @@ from scrapy.settings.default_settings import DOWNLOADER_MIDDLEWARES_BASE as SCRA
 from scrapy.settings.default_settings import EXTENSIONS_BASE as SCRAPY_EXTENSIONS
 
 from . import __version__
-from .webarchive import MAX_URL_CHARACTERS
+from .rules.files.pagedir import MAX_URL_CHARACTERS
 
 BOT_NAME = "tse"
 SPIDER_MODULES = ["tse_scrapy.spiders"]
@@ -149,7 +149,7 @@ TSE_SITEMAPS = False  # --sitemaps: the prefixes' sitemaps are read, their URLs 
 # The longest URL crawled, in characters (normalized, as its page file's first line holds it): a link to a
 # longer one is logged Found then IgnDeny and counted with the denied links, a redirect or a seed to one
 # fails ("URL too long").  2,083, Scrapy's URLLENGTH_LIMIT, the bound `tse import` skips records past
-# (webarchive/__init__.py): it may be lowered, not raised (a larger value is taken as 2,083, with a warning).
+# (rules/files/pagedir.py): it may be lowered, not raised (a larger value is taken as 2,083, with a warning).
 TSE_MAX_URL_LENGTH = MAX_URL_CHARACTERS
 # Links followed on a page at most, its first in order, the rest logged once (0: all).  A page of a million
 # links (1.7 MB gzipped) took 80 s of CPU and 500 MB of crawl state; Python's genindex-all holds 17,242.

@@ -33,6 +33,7 @@ from ..rules.crawling.secrets import mask_url
 from ..rules.files import pagedir
 from ..rules.files.crawlrecord import MAX_LINKS, RequestRecord, format_record
 from ..rules.files.outputfile import file_type
+from ..rules.files.pagedir import MAX_URL_CHARACTERS
 from ..rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
@@ -60,7 +61,6 @@ from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
-from . import MAX_URL_CHARACTERS
 from .reader import BadArchive, BadPayload, Record, archive_records, readable_url
 
 NOTES_NAME = "import"

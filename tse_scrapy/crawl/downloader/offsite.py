@@ -19,8 +19,8 @@ from scrapy.downloadermiddlewares.offsite import OffsiteMiddleware
 from scrapy.exceptions import IgnoreRequest
 from scrapy.statscollectors import StatsCollector
 
+from ...rules.files.pagedir import MAX_URL_CHARACTERS
 from ...rules.web.urls import DEFAULT_PREFIX, is_internal, normalize_url
-from ...webarchive import MAX_URL_CHARACTERS
 from ..progresslog import is_found_link, log_link
 from ..urlfilter import UrlFilter
 

@@ -190,6 +190,11 @@ def write_gone(pagedir: PathLike, doc_ids: Iterable[int], *, fsync: bool = False
         path.unlink(missing_ok=True)
 
 
+# The longest URL a page may have, in characters: a crawl follows no link to a longer one, nor a redirect
+# (settings.py: TSE_MAX_URL_LENGTH, which may lower it only), and ``tse import`` skips a record at a longer
+# one.  Scrapy's URLLENGTH_LIMIT, and the longest URL old browsers took; a page file's URL line is read to
+# URL_LINE_BYTES, the frontier's entries keep URLs to 8,192 characters: both hold it.
+MAX_URL_CHARACTERS = 2083
 # The most of a page file's URL line read_page_url reads: a page 1 without a newline (or /dev/zero)
 # was read whole; the crawl keeps URLs to 2,083 characters, a hand-made page may hold a longer one.
 URL_LINE_BYTES = 64 * 1024
