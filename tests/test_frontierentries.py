@@ -136,3 +136,53 @@ def test_a_truncated_entry_is_refused(request_data, cut):
     if cut < len(entry):
         with pytest.raises(EntryError):
             decode_entry(entry[:cut])
+
+
+# What tse itself queues in a crawl of maxDepth 2 (``tse_request``), and what a forged entry asks besides.
+TSE_QUEUES = dict(callback="parse", errback="fetch_failed")
+
+
+@pytest.mark.parametrize(
+    ("request_data", "refused"),
+    [
+        (RequestData("http://a.test/", meta={"depth": 0}, **TSE_QUEUES), None),
+        (RequestData("http://a.test/x", meta={"depth": 2, "tse_found_at": 1}, **TSE_QUEUES), None),
+        (
+            RequestData("http://a.test/", headers=((b"Referer", b"http://a.test/"),), meta={"depth": 1}, **TSE_QUEUES),
+            None,
+        ),
+        (RequestData("http://a.test/", method="POST", meta={"depth": 1}, **TSE_QUEUES), "method POST"),
+        (RequestData("http://a.test/", method="HEAD", meta={"depth": 1}, **TSE_QUEUES), "method HEAD"),
+        (
+            RequestData("http://a.test/", headers=((b"Authorization", b"Bearer x"),), meta={"depth": 1}, **TSE_QUEUES),
+            "headers",
+        ),
+        (
+            RequestData("http://a.test/", headers=((b"Referer", b"javascript:x"),), meta={"depth": 1}, **TSE_QUEUES),
+            "headers",
+        ),
+        (RequestData("http://a.test/", body=b"x", meta={"depth": 1}, **TSE_QUEUES), "a body"),
+        (RequestData("http://a.test/", meta={"depth": 1}, callback="parse"), "errback None"),
+        (RequestData("http://a.test/", meta={"depth": 3}, **TSE_QUEUES), "depth 3"),
+        (RequestData("http://a.test/", **TSE_QUEUES), "depth None"),
+        (RequestData("data:,", meta={"depth": 1}, **TSE_QUEUES), "the placeholder"),
+    ],
+)
+def test_workers_take_only_what_tse_queues(request_data, refused):
+    entry = encode_entry(FINGERPRINT, request_data)
+    assert decode_entry(entry) == (FINGERPRINT, request_data)  # (any version's checks pass)
+    if refused is None:
+        assert decode_entry(entry, 2) == (FINGERPRINT, request_data)
+    else:
+        with pytest.raises(EntryError, match=refused):
+            decode_entry(entry, 2)
+
+
+@given(st.integers(0, 5), st.integers(0, 5))
+def test_a_request_tse_queues_is_taken_to_the_crawls_depth(depth, max_depth):
+    entry = encode_entry(FINGERPRINT, RequestData("http://a.test/", meta={"depth": depth}, **TSE_QUEUES))
+    if depth <= max_depth:
+        assert decode_entry(entry, max_depth)[1].meta["depth"] == depth
+    else:
+        with pytest.raises(EntryError, match=f"depth {depth}"):
+            decode_entry(entry, max_depth)
