@@ -345,13 +345,11 @@ class RenderMiddleware:
                 raise PlaywrightError("the renderer crashed")
             # Bounded: a script that never yields holds the renderer, and every call to it, forever.
             read_by = max(time.monotonic(), deadline) + READ_GRACE
-            size, unparsed = await asyncio.wait_for(page.evaluate(DOCUMENT_STATE), read_by - time.monotonic())
+            read = page.evaluate(DOCUMENT_READ, self.max_size)
+            unparsed, html = await asyncio.wait_for(read, read_by - time.monotonic())
             if unparsed:
                 raise _NotKept("the browser could not parse it")
-            if size > self.max_size:  # a UTF-16 code unit is at least a byte in UTF-8
-                raise _NotKept(f"the rendered document is over DOWNLOAD_MAXSIZE ({self.max_size} bytes)")
-            html = await asyncio.wait_for(page.content(), max(0.1, read_by - time.monotonic()))
-            if len(BOM) + _utf8_length(html) > self.max_size:
+            if html is None or len(BOM) + _utf8_length(html) > self.max_size:
                 raise _NotKept(f"the rendered document is over DOWNLOAD_MAXSIZE ({self.max_size} bytes)")
             await load.archived(max(0.1, read_by - time.monotonic()))
             if cut:
@@ -754,18 +752,23 @@ class _NotKept(Exception):
 
 
 BOM = "\ufeff".encode()
-# Read from the page once it has rendered: the document's length in UTF-16 code units (each at least a
-# byte in UTF-8), its doctype counted as page.content() serializes it before the root (a script may make
-# its public id 300 MB: read whole, that crashed Playwright's driver; the names and ids, with at most 28
-# characters around them), and whether it is an XML document the browser could not parse (Chromium shows
-# its error banner, a <parsererror>, in its place).
-DOCUMENT_STATE = """() => {
+# Read from the page once it has rendered, in one turn of its scripts (a script could not grow the document
+# between a check of its size and its reading, as a timer did between two calls: a 40 MB doctype came
+# through): whether it is an XML document the browser could not parse (Chromium shows its error banner, a
+# <parsererror>, in its place), and the document serialized as Playwright's page.content() does (its
+# doctype, then its root's outerHTML), or null when it is longer than the bound in UTF-16 code units (each
+# at least a byte in UTF-8): its doctype's names and ids measured first (a script may make its public id
+# 300 MB: read whole, that crashed Playwright's driver), then the whole.
+DOCUMENT_READ = """(limit) => {
   const root = document.documentElement;
   const doctype = document.doctype;
   const unparsed =
     document.contentType !== "text/html" && document.getElementsByTagNameNS("*", "parsererror").length > 0;
+  if (unparsed) return [true, null];
   const declared = doctype ? 28 + doctype.name.length + doctype.publicId.length + doctype.systemId.length : 0;
-  return [(root ? root.outerHTML.length : 0) + declared, unparsed];
+  if (declared > limit) return [false, null];
+  const html = (doctype ? new XMLSerializer().serializeToString(doctype) : "") + (root ? root.outerHTML : "");
+  return [false, html.length > limit ? null : html];
 }"""
 
 
