@@ -52,9 +52,35 @@ def clean_env(**extra) -> dict:
     return env
 
 
+_zygotes: list = []  # this test process's (tests/support/zygote.py), started on first use
+
+
+def _zygote():
+    from tests.support.zygote import Zygote
+
+    if not _zygotes or not _zygotes[0].alive():
+        import atexit
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="tse-zygote-"))
+        _zygotes[:] = [Zygote(ROOT, clean_env(), folder)]
+        atexit.register(_zygotes[0].stop)
+        atexit.register(shutil.rmtree, folder, True)
+    return _zygotes[0]
+
+
 def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
+    """``tse ARGS`` as a process of its own (its output captured, as ``subprocess.run``'s): forked from
+    a process that has imported Scrapy (tests/support/zygote.py) where a fork is the same as an exec."""
+    from tests.support.zygote import forkable
+
     command = [str(BIN / "tse"), *map(str, args)]
-    return subprocess.run(command, capture_output=True, env=env or clean_env(), timeout=timeout, cwd=ROOT, **kwargs)
+    env = env or clean_env()
+    if set(kwargs) <= {"input"} and os.environ.get("TSE_TEST_EXEC") != "1":
+        zygote = _zygote()
+        if forkable(env, zygote.env):
+            return zygote.run(command, env, ROOT, kwargs.get("input"), timeout)
+    return subprocess.run(command, capture_output=True, env=env, timeout=timeout, cwd=ROOT, **kwargs)
 
 
 def run_scrapy(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:

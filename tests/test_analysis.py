@@ -13,7 +13,8 @@ import Stemmer
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.text import analysis
+from tse_scrapy.devtools import unicodetables as generator
+from tse_scrapy.rules.text import analysis, unicodetables
 
 # (text, language, the index terms a person would expect), from real pages: the Debian installation
 # guide in each language (installation-guide-amd64), Python's docs, and gettext catalogs (Arabic, Persian).
@@ -439,6 +440,17 @@ def test_the_symbols_spelt_with_letters_are_all_listed():
             expected.add(code)
     listed = {code for code in range(0x80, 0x110000) if analysis._SPELT_SYMBOLS.match(chr(code))}
     assert listed == expected and ord("™") in listed
+
+
+def test_the_unicode_tables_written_out_are_those_the_analyzer_works_out():
+    """unicodetables.py spares every start two scans of Unicode: it must hold what those scans give on
+    this Python (a changed folding rule, another Unicode version: run the generator again)."""
+    assert unicodedata.unidata_version == unicodetables.UNICODE_VERSION
+    assert analysis._mark_ranges() == unicodetables.MARK_RANGES
+    assert analysis._folding_table() == unicodetables.FOLDED
+    assert generator.TABLES.read_text(encoding="ascii") == generator.source()
+    # The analyzer uses them: combining marks join a word, folding drops them and spells letters plainly.
+    assert analysis.words("cafe\u0301 đa") == ["cafe", "da"] and analysis._WORD_RUN.fullmatch("e\u0301\u0951")
 
 
 def test_words_of_each_is_words_of_each_text():

@@ -186,13 +186,21 @@ def test_a_stopped_worker_holding_fewer_is_passed_over(served):
     """The worker holding the fewest connections stopped (or busy with a long search): the first new
     connection waits WAIT_LIMIT for it, the next ones are taken at once by the other worker."""
     run, port = served
-    with ExitStack() as stack:
+    # Three connections shared 1 and 2; a worker the scheduler has not run lately is passed over, as
+    # the test shows, and on a loaded machine may be so at once (seen: all 3 to the other): again.
+    for _ in range(5):
+        stack = ExitStack()
         kept = [
             stack.enter_context(closing(http.client.HTTPConnection("127.0.0.1", port, timeout=10))) for _ in range(3)
         ]
         for connection in kept:
             _answered(connection)
         held = connections_by_worker(run.process.pid, port)
+        if sorted(held.values()) == [1, 2]:
+            break
+        stack.close()
+        _wait_for_no_connections(run.process.pid, port)
+    with stack:
         assert sorted(held.values()) == [1, 2], held
         fewer = min(held, key=held.__getitem__)
         os.kill(fewer, signal.SIGSTOP)

@@ -41,6 +41,8 @@ from typing import NamedTuple, TypeVar
 
 import Stemmer
 
+from . import unicodetables
+
 # Characters segmented into bigrams: scripts written without spaces between words (and Hangul, whose
 # words carry particles).
 _BIGRAM_RANGES = (
@@ -84,7 +86,9 @@ def _mark_ranges() -> str:
 # snippets read it.
 DROPPED_IN_WORDS = "\u00ad\u061c\u200c-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff"
 _DROPPED_IN_WORDS = re.compile(f"[{DROPPED_IN_WORDS}]")
-_MARKS = _mark_ranges() + DROPPED_IN_WORDS
+# (The tables this module works out from ``unicodedata``, written out beforehand: unicodetables.py.)
+_TABLES_CURRENT = unicodedata.unidata_version == unicodetables.UNICODE_VERSION
+_MARKS = (unicodetables.MARK_RANGES if _TABLES_CURRENT else _mark_ranges()) + DROPPED_IN_WORDS
 # The middle dot between two letters is inside a word (UAX #29's MidLetter), dropped too: Catalan's
 # "instal\u00b7laci\u00f3" is one word, found typed with or without its dot, not "instal" (the English
 # stem of "install") and "laci\u00f3"; so are the hyphenation point and the Greek ano teleia (a middle
@@ -172,7 +176,7 @@ def _folding_table() -> dict[int, str | None]:
     return table
 
 
-_FOLDED = _folding_table()
+_FOLDED = dict(unicodetables.FOLDED) if _TABLES_CURRENT else _folding_table()
 
 
 def _character_class(codes: Iterable[int]) -> str:

@@ -1,0 +1,259 @@
+"""``tse`` commands run as processes forked from one that has imported Scrapy already: the suite's
+crawls without their Python start (0.4-1 s of CPU each, most of a small crawl's; the suite is bound by
+its CPU on this 2-core machine).
+
+Each command is still a process of its own, running ``tse``'s real code from ``tse_scrapy.cli.main``
+on its own pipes, in its own folder and environment, with its own exit status (a signal's ``-N``), as
+``subprocess.run`` gives it.  What a fork cannot give as an exec would, the caller runs by exec instead
+(``run_tse``): an environment that Python or a module reads as it starts (``PYTHON*``, the locale,
+``TSE_PURE_PYTHON``), a ``preexec_fn``.
+
+The forking process (the zygote) is one per test process, started on first use: it imports what a
+crawl imports before its reactor (no reactor installed, no thread started), then forks a child for
+each request on its Unix socket and sends the child's exit status back when the child ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+# What a forked command would take from the zygote, not from its own environment, as Python or a
+# module imported in the zygote reads it on start: a command given other values is run by exec.
+READ_ON_START = ("PYTHON", "LANG", "LC_", "TSE_PURE_PYTHON")
+_STATUS = struct.Struct("!ii")  # (pid, wait status) on the request's socket
+
+
+def _read_on_start(env: dict) -> dict:
+    return {name: value for name, value in env.items() if name.startswith(READ_ON_START)}
+
+
+def forkable(env: dict, zygote_env: dict) -> bool:
+    return _read_on_start(env) == _read_on_start(zygote_env)
+
+
+# The zygote's side.
+
+
+def _serve(listener: socket.socket) -> None:
+    # What a crawl imports before its reactor, and the indexer and querier.
+    from scrapy.crawler import AsyncCrawlerProcess  # noqa: F401
+    from scrapy.utils.project import get_project_settings  # noqa: F401
+
+    import tse_scrapy.cli
+    import tse_scrapy.crawlstart
+    import tse_scrapy.index.engine
+    import tse_scrapy.index.indexer
+    import tse_scrapy.index.querier
+    import tse_scrapy.index.update
+    import tse_scrapy.spiders.tse  # noqa: F401
+
+    assert "twisted.internet.reactor" not in sys.modules, "a reactor was installed on import"
+    assert threading.active_count() == 1, "a thread was started on import"
+    waiting: dict[int, socket.socket] = {}
+    woken_r, woken_w = os.pipe()
+    os.set_blocking(woken_w, False)
+    signal.set_wakeup_fd(woken_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(woken_r, selectors.EVENT_READ)
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj is listener:
+                connection, _ = listener.accept()
+                pid = _fork(connection, [selector, listener, *waiting.values()], (woken_r, woken_w))
+                waiting[pid] = connection
+            else:
+                os.read(woken_r, 4096)
+        while waiting:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            connection = waiting.pop(pid, None)
+            if connection is not None:
+                try:
+                    connection.sendall(_STATUS.pack(pid, status))
+                except OSError:
+                    pass
+                connection.close()
+
+
+def _fork(connection: socket.socket, closed: list, pipe: tuple[int, int]) -> int:
+    """A child forked for the request on *connection*, which closes the zygote's own *closed* objects
+    and *pipe* (as objects: none left to close a number the command reuses), then runs it."""
+    message, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
+    request = json.loads(message)
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        connection.sendall(_STATUS.pack(pid, 0))
+        return pid
+    # The child: the command's process.
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for thing in (*closed, connection):
+            thing.close()
+        for fd in pipe:
+            os.close(fd)
+        for number, fd in enumerate(fds):
+            os.dup2(fd, number)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = request["argv"]
+        sys.path[0] = str(Path(request["argv"][0]).parent)  # as the ``tse`` script's own folder
+        from tse_scrapy.cli import main
+
+        code = main()
+    except SystemExit as leaving:
+        code = leaving.code
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    raise SystemExit(code)  # Python's own end: atexit, streams flushed, as when ``tse`` ends
+
+
+def _zygote_main() -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(sys.argv[1])
+    listener.listen(64)
+    # Signal actions as a process started anew has them (the test process may ignore SIGTERM).
+    for number in signal.valid_signals():
+        if number not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+            try:
+                if signal.getsignal(number) == signal.SIG_IGN:
+                    signal.signal(number, signal.SIG_DFL)
+            except (OSError, ValueError):
+                pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    _serve(listener)
+
+
+# The test's side.
+
+
+class Zygote:
+    def __init__(self, root: Path, env: dict, folder: Path) -> None:
+        self.env = dict(env)
+        self.address = str(folder / f"zygote-{os.getpid()}.sock")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from tests.support.zygote import _zygote_main; _zygote_main()", self.address],
+            cwd=root,
+            env={**env, "PYTHONPATH": str(root)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            start_new_session=False,
+        )
+        if self.process.stdout.readline() != b"ready\n":
+            raise RuntimeError("the zygote did not start")
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def run(
+        self, argv: list[str], env: dict, cwd: Path, input: bytes | None, timeout: float | None
+    ) -> subprocess.CompletedProcess:
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        stderr_r, stderr_w = os.pipe()
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(self.address)
+            request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode()
+            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w):
+                os.close(fd)
+        try:
+            pid, _ = _STATUS.unpack(_receive(connection, _STATUS.size))
+            output, errors = _communicate(pid, stdin_w, stdout_r, stderr_r, input or b"", timeout, argv)
+            _, status = _STATUS.unpack(_receive(connection, _STATUS.size))
+        finally:
+            connection.close()
+        return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), output, errors)
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+def _receive(connection: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        piece = connection.recv(size - len(data))
+        if not piece:
+            raise RuntimeError("the zygote ended")
+        data += piece
+    return data
+
+
+def _communicate(
+    pid: int, stdin_w: int, stdout_r: int, stderr_r: int, input: bytes, timeout: float | None, argv: list[str]
+) -> tuple[bytes, bytes]:
+    """The command's stdout and stderr read to their ends, *input* written to its stdin (as
+    ``subprocess.run`` does); past *timeout* the command is killed and TimeoutExpired raised."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {stdout_r: [], stderr_r: []}
+    selector = selectors.DefaultSelector()
+    for fd in chunks:
+        selector.register(fd, selectors.EVENT_READ)
+    if input:
+        os.set_blocking(stdin_w, False)
+        selector.register(stdin_w, selectors.EVENT_WRITE)
+    else:
+        os.close(stdin_w)
+    view = memoryview(input)
+    try:
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                out, err = (b"".join(chunks[fd]) for fd in (stdout_r, stderr_r))
+                raise subprocess.TimeoutExpired(argv, timeout, out, err)
+            for key, _ in selector.select(left):
+                fd = key.fd
+                if fd == stdin_w:
+                    try:
+                        written = os.write(fd, view[:65536])
+                    except BrokenPipeError:
+                        written = len(view)
+                    view = view[written:]
+                    if not view:
+                        selector.unregister(fd)
+                        os.close(fd)
+                else:
+                    data = os.read(fd, 65536)
+                    if data:
+                        chunks[fd].append(data)
+                    else:
+                        selector.unregister(fd)
+    finally:
+        for fd in list(selector.get_map()):
+            selector.unregister(fd)
+            os.close(fd)
+        for fd in (stdout_r, stderr_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    return b"".join(chunks[stdout_r]), b"".join(chunks[stderr_r])
