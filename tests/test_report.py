@@ -6,6 +6,7 @@ The expected numbers are worked out by hand from the lines below, not by the cod
 import itertools
 import json
 import os
+import re
 import shutil
 
 import lxml.html
@@ -385,6 +386,20 @@ def test_a_record_of_thousands_of_depths_draws_a_bounded_figure(tmp_path):
     # A bar labelled with its count for each depth to 58, and one for the 441 pages deeper.
     assert labels.count("1") == 59 and labels.count("441") == 1
     assert f"{summary.requests:,}" == "500"
+
+
+def test_times_no_crawl_took_are_shown_in_few_digits(tmp_path):
+    # A record's end at 1e300 s (the format bounds no time): the period and the wall-clock time were
+    # written in 301 digits.
+    lines = [
+        {"url": "http://h/a", "outcome": "saved", "depth": 0, "start": 1.0, "end": 1e300},
+        {"url": "http://h/b", "outcome": "saved", "depth": 0, "start": 2.0, "end": 2.0},
+    ]
+    _, page = report(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
+    text = page.text_content()
+    assert "1970-01-01 00:00:01 to 1e+300 s after 1970 UTC" in text
+    assert "in 1e+300 s" in text and total_values(page)["wall_seconds"] == "1e+300"
+    assert max(map(len, re.findall(r"\d+", text))) < 20
 
 
 def test_the_summary_line_writes_every_count_alike(tmp_path):

@@ -238,11 +238,17 @@ def _period(records: Records) -> str | None:
 def _utc(time: float) -> str:
     try:
         return datetime.fromtimestamp(time, UTC).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):  # a time past year 9999
-        return f"{time:.0f} s after 1970"
+    except (OverflowError, OSError, ValueError):  # a time past year 9999 (a record's 1e300: not 301 digits)
+        return f"{time:.4g} s after 1970"
+
+
+# Past a million hours (114 years: a record's times, not a crawl's), seconds in few digits, not hundreds.
+_MOST_HOURS_SHOWN = 1_000_000
 
 
 def _duration(seconds: float) -> str:
+    if not seconds < _MOST_HOURS_SHOWN * 3600:
+        return f"{seconds:.4g} s"
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
@@ -267,5 +273,6 @@ def _same_file(path: str | os.PathLike, other: Path) -> bool:
 
 
 _TEMPLATES.filters["shown"] = _shown
+_TEMPLATES.filters["seconds"] = lambda seconds: f"{seconds:.3f}" if seconds < 1e9 else f"{seconds:.4g}"
 _TEMPLATES.filters["url"] = lambda url: _shown(url, URL_CHARACTERS)
 _TEMPLATES.filters["svg"] = Markup  # the figures' SVG is ours: matplotlib escapes the text in it
