@@ -18,7 +18,7 @@ from tests.support.net import free_port
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until
-from tse_scrapy.distributed.store import CRAWL_FORMAT
+from tse_scrapy.distributed.store import CRAWL_FORMAT, RedisCrawl
 
 PASSWORD = "s3cret-pw"
 THIS_FORMAT = json.dumps({"format": CRAWL_FORMAT})  # a crawl's params, as far as status reads them
@@ -213,3 +213,22 @@ def test_a_quarantine_record_written_by_another_client_runs_no_terminal_sequence
     assert "quarantined: (a record of" in lines[1]  # a size that is no number: not one of tse's
     assert lines[2].startswith("  quarantined: tse:c:frontier%1B[31m: ok%0Acrawl c: finished"), lines[2]
     assert "%1B[2J%1B]0;pwned%07" in lines[2] and len(lines[2]) < 700
+
+
+def test_worker_marks_no_worker_wrote_count_no_worker_alive(redis_url):
+    # A mark "seen" in the year 10^300, or with a lease of 10^308 seconds (any client of Redis may write
+    # one), was a worker alive for ever: `tse status` counted it, `--migrate` was refused for good.
+    crawl = RedisCrawl(redis.Redis.from_url(redis_url), "marks")
+    crawl.register_worker("real", 30)
+    now = crawl.now()
+    marks = {
+        "stepped back": {"seen": now + 10, "lease": 30},  # Redis's clock set back 10 s: still alive
+        "seen in 10^308": {"seen": 1e308, "lease": 30},
+        "lease of 10^308 s, two days ago": {"seen": now - 2 * 86_400, "lease": 1e308},
+        "seen never": {"seen": float("-inf"), "lease": 30},
+        "seen NaN": {"seen": float("nan"), "lease": 30},
+        "lease NaN": {"seen": now, "lease": float("nan")},
+        "gone": {"seen": now - 31, "lease": 30},
+    }
+    crawl.server.hset(crawl.keys.workers, mapping={name: json.dumps(mark) for name, mark in marks.items()})
+    assert crawl.status()["workers"] == 2

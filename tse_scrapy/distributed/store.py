@@ -716,9 +716,19 @@ def _heartbeat(entry: bytes) -> dict[str, float] | None:
         return None
 
 
+# The longest lease time a worker's mark counts for, as the lease script reads the marks (queue.py).
+MOST_LEASE_SECONDS = 86_400
+
+
 def _alive(entry: bytes, now: float) -> bool:
+    """Whether *entry* is the mark of a worker seen within its lease time (at most a day) of *now*, on
+    either side (Redis's clock stepped back): a mark "seen" in the year 10^300, or with a lease of
+    10^308 seconds, written by any client of Redis, counted a worker alive for ever (``--migrate`` refused)."""
     beat = _heartbeat(entry)
-    return beat is not None and now - beat["seen"] < beat["lease"]
+    if beat is None:
+        return False
+    lease = min(beat["lease"], MOST_LEASE_SECONDS)
+    return -lease < now - beat["seen"] < lease  # (NaN: False)
 
 
 QUARANTINE_SHOWN = 300  # characters of a quarantine record's source and reason `tse status` shows
