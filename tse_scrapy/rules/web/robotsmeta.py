@@ -7,7 +7,8 @@ in the header, ``<meta name="googlebot">``) counts only when it names this
 one's user-agent token (or ``*``).  Other directives (``index``, ``follow``,
 ``all``, ``noarchive``, ``max-snippet: 0``, ``unavailable_after: ...``) are
 ignored: none says less than the rest.  ``<meta>`` tags are read in the
-head only (up to ``</head>`` or ``<body>``), where they belong, as search
+head only (up to ``</head>`` or ``<body>``, not one written in a comment
+or a script's text), where they belong, as search
 engines read them, and not where the head holds text (``headtext``: a
 commented-out directive, a script's string, the title); inside a
 ``<noscript>`` they count, as HTML parses them there for a reader without
@@ -36,6 +37,9 @@ _HEAD_END = re.compile(rb"</head\s*>|<body\b", re.I)
 _ATTRIBUTE = re.compile(rb"""([a-z-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""", re.I)
 _UTF16 = {"utf-16", "utf-16-le", "utf-16-be"}  # (codecs.lookup's names)
 _NAMED = re.compile(r"\s*([a-z0-9_.*-]+)\s*:\s*(.*)$", re.I)
+# The head's texts (a comment, a script ...) in which a "</head>" or "<body>" ends nothing; a <noscript>'s
+# markup counts, as this crawler reads pages without scripts.
+_HEAD_TEXT = [name for name in TEXT_ELEMENTS if name != "noscript"]
 
 
 def robots_directives(
@@ -56,12 +60,28 @@ def robots_directives(
             value = named.group(2)
         found |= _parsed(value)
     body = _as_utf8(body, encoding)
-    end = _HEAD_END.search(body, 0, HEAD_BYTES)  # robots <meta> tags belong in the head: the body is not read
-    head = bytes(body[: end.start() if end else HEAD_BYTES])
+    head = bytes(body[: _head_end(body)])  # robots <meta> tags belong in the head: the body is not read
     for name, content in _meta_tags(head, token):
         if name in ("robots", token) and name:
             found |= _parsed(content)
     return frozenset(found)
+
+
+def _head_end(body: bytes) -> int:
+    """Where the head of *body* ends: its ``</head>`` or ``<body>``, not one written in a comment or in a
+    script's, style's or title's text (``var s = "<body>"`` in a script before the robots ``<meta>`` ended
+    the head there, and its noindex was never read); else HEAD_BYTES (or the body's end)."""
+    limit = min(len(body), HEAD_BYTES)
+    found = _HEAD_END.search(body, 0, limit)
+    if found is None:
+        return limit
+    # Most heads hold no "<body" in their texts: only the head is lowercased to tell.
+    if not HiddenSpans(bytes(body[: found.start() + 1]).lower(), _HEAD_TEXT).covers(found.start()):
+        return found.start()
+    hidden = HiddenSpans(bytes(body[:limit]).lower(), _HEAD_TEXT)
+    while found is not None and hidden.covers(found.start()):
+        found = _HEAD_END.search(body, found.start() + 1, limit)
+    return limit if found is None else found.start()
 
 
 def _as_utf8(body: bytes, encoding: str | None) -> bytes:
@@ -94,7 +114,7 @@ def _meta_tags(head: bytes, token: str) -> Iterable[tuple[str, str]]:
     lowered = head.lower()
     if not any(word in lowered for word in wanted):  # most heads hold none: no tag is read
         return
-    hidden = HiddenSpans(lowered, [name for name in TEXT_ELEMENTS if name != "noscript"])
+    hidden = HiddenSpans(lowered, _HEAD_TEXT)
     for tag in _META.finditer(head):
         lowered_tag = tag.group().lower()
         if not any(word in lowered_tag for word in wanted) or hidden.covers(tag.start()):
