@@ -69,6 +69,20 @@ def _zygote():
     return _zygotes[0]
 
 
+def popen(command, env=None, cwd=ROOT, stdout=None, stderr=None, **kwargs):
+    """``subprocess.Popen(command, ...)``; a ``tse`` command forked from a process that has imported Scrapy
+    (tests/support/zygote.py) where a fork is the same as an exec: a ``Popen``-like process, its ``pid``
+    a real process's, its streams pipes."""
+    from tests.support.zygote import forkable
+
+    env = env or clean_env()
+    if str(command[0]) == str(BIN / "tse") and not kwargs and os.environ.get("TSE_TEST_EXEC") != "1":
+        zygote = _zygote()
+        if forkable(env, zygote.env):
+            return zygote.start([str(part) for part in command], env, Path(cwd), stdout, stderr, False)
+    return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr, **kwargs)
+
+
 def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
     """``tse ARGS`` as a process of its own (its output captured, as ``subprocess.run``'s): forked from
     a process that has imported Scrapy (tests/support/zygote.py) where a fork is the same as an exec."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen, run_tse, scrapy_crawl_site
 from tests.support.net import free_port
 from tests.support.pages import saved_pages
 from tests.support.sample import seeded_sample
@@ -476,7 +476,7 @@ def test_a_worker_joining_a_crawl_under_way_shows_no_deprecation_warning(tmp_pat
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "1", "--prefix", f"{server.url}/"]
     # A delay the joiner keeps (the crawl's): long enough that the first worker is killed with the
     # seed's links still queued (6 more requests: at least 2.5 s), short enough for the joiner's 6.
-    first = subprocess.Popen(
+    first = popen(
         [*command, *distributed, "-s", "DOWNLOAD_DELAY=0.5"],
         cwd=ROOT,
         env=clean_env(),

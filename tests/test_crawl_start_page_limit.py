@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_scrapy, run_tse
 from tests.support.pages import saved_pages, snapshot
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until, while_running
@@ -33,7 +33,7 @@ def interrupted(tmp_path, serve):
     out.mkdir()
     arguments = ["crawl", f"{server.url}/index.html", str(out), "1", "--prefix", f"{server.url}/"]
     arguments += ["--no-progress", "-s", "DOWNLOAD_DELAY=0"]
-    process = subprocess.Popen(
+    process = popen(
         [str(BIN / "tse"), *arguments], env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:

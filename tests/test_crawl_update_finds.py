@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, crawl_site
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen
 from tests.support.inprocess import tse_here
 from tests.support.pages import changes, page_file_states, snapshot
 from tests.support.sitecrawl import interrupted_crawl
@@ -430,7 +430,7 @@ def test_a_second_ctrl_c_at_any_moment_exits_1(tmp_path, serve, gap, program):
         arguments = [f"seed={server.url}/index.html", f"pagedir={out}", "depth=3", f"prefix={server.url}/"]
         command = [str(BIN / "scrapy"), "crawl", "tse", *(x for a in arguments for x in ("-a", a))]
         command += ["-s", "DOWNLOAD_DELAY=0.05", "-s", "LOG_LEVEL=WARNING"]
-    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         wait_until(lambda: len(server.hits) >= 4, 60, "the crawl did not start")
         process.send_signal(signal.SIGINT)

@@ -19,7 +19,7 @@ import pytest
 import redis
 from warcio.archiveiterator import ArchiveIterator
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_tse
 from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tests.support.sitegen import bfs_depths, generate_multisite
@@ -65,7 +65,7 @@ def no_worker_outlives_its_test():
 
 def start_worker(command, proxy, agent="tse-test"):
     env = clean_env(http_proxy=proxy.url)
-    worker = subprocess.Popen(
+    worker = popen(
         [*command, "-s", f"USER_AGENT={agent}"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     STARTED.append(worker)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import ROOT, clean_env
+from tests.conftest import ROOT, clean_env, popen
 from tests.support.inprocess import tse_here
 from tests.support.tlsredis import TlsRedisServer, require_tls_redis
 from tests.support.wait import wait_until
@@ -59,9 +59,9 @@ def test_two_workers_crawl_over_tls_as_the_least_privileged_user(tls_redis, site
             *("-s", "TSE_REDIS_URL=env", "-s", "TSE_CRAWL_NAME=acl", "-s", "DOWNLOAD_DELAY=0.2"),
         ],
     ]
-    workers = [subprocess.Popen(commands[0], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)]
+    workers = [popen(commands[0], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)]
     wait_until(lambda: (pagedir / "1").exists(), 60, "the first worker never created the crawl", 0.02)
-    workers.append(subprocess.Popen(commands[1], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    workers.append(popen(commands[1], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     for worker in workers:
         assert PASSWORD not in " ".join(worker.args)  # the URL came from the environment
     results = finish(workers, timeout=180)

@@ -6,7 +6,7 @@ import subprocess
 
 import redis
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_tse
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
 from tests.support.wait import wait_until, while_running
@@ -21,7 +21,7 @@ def test_a_worker_that_loses_redis_for_longer_than_its_patience_stops_with_one_e
     out = tmp_path / "out"
     out.mkdir()
     with RedisServer(tmp_path / "redis") as redis_server:
-        worker = subprocess.Popen(
+        worker = popen(
             [
                 *(str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "2"),
                 # 1.5 s: given up at the ask 1.5 s after the outage began (0.1, 0.3, 0.7, 1.5), not at 3.1 s.

@@ -18,7 +18,7 @@ import pytest
 import redis
 import scrapy
 
-from tests.conftest import BIN, clean_env
+from tests.conftest import BIN, clean_env, popen
 from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tests.support.redisgap import RedisGap
@@ -44,7 +44,7 @@ from tse_scrapy.rules.files import pagedir as pagedirs
 
 def start_in(folder, command, proxy):
     """A worker started in *folder* (its relative paths are that folder's)."""
-    worker = subprocess.Popen(
+    worker = popen(
         [*command, "-s", "USER_AGENT=tse-test"],
         cwd=folder,
         env=clean_env(http_proxy=proxy.url),

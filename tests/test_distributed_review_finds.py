@@ -9,7 +9,7 @@ import time
 
 import redis
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_tse
 from tests.support.pages import saved_pages
 from tests.support.redisserver import RedisServer
 from tests.support.sitegen import write_site
@@ -29,7 +29,7 @@ def start_worker(site_url, out, redis_url, name, *extra):
         *("--redis", redis_url, "--name", name, "-s", "DOWNLOAD_DELAY=0", "-s", "TSE_LEASE_SECONDS=3"),
         *extra,
     ]
-    return subprocess.Popen(command, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return popen(command, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def finish(worker, timeout):
@@ -159,7 +159,7 @@ def start_slow_clean_up(site, out, redis_url, name, tmp_path, seconds, *extra):
         *("--no-progress", "--redis", redis_url, "--name", name, "-s", "DOWNLOAD_DELAY=0"),
         *("-s", "TSE_LEASE_SECONDS=2", "-s", "CONCURRENT_REQUESTS=32", *extra),
     ]
-    worker = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    worker = popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     line = ""
     while line := worker.stdout.readline().decode():  # the progress log, then the move
         if line.startswith("moving "):
@@ -181,7 +181,7 @@ def test_a_worker_killed_in_its_clean_up_leaves_it_to_the_next(serve, redis_url,
             first.wait()
     server = redis.Redis.from_url(redis_url)
     wait_until(lambda: not server.exists("tse:killed:finishing"), 10, "the dead worker's finishing mark stays")
-    second = subprocess.Popen(
+    second = popen(
         [str(BIN / "tse"), "crawl", "--redis", redis_url, "--name", "killed", "-s", "TSE_LEASE_SECONDS=2"],
         cwd=ROOT,
         env=clean_env(),

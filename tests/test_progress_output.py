@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, site_crawl_args
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen, site_crawl_args
 from tests.support.pages import saved_pages
 from tests.support.sitegen import generate_site
 
@@ -15,7 +15,7 @@ GO_ON = "go on with --resume"
 
 def _read_one_line_then_close(command: list[str]) -> subprocess.CompletedProcess:
     """*command* run with its stdout read as ``| head -1`` reads it: one line, then the pipe closed."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT)
+    process = popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT)
     assert process.stdout.readline()
     process.stdout.close()
     try:
@@ -59,7 +59,7 @@ def test_a_crawl_whose_reader_went_away_before_its_first_line_stops_too(tmp_path
     out = tmp_path / "out"
     out.mkdir()
     command = [str(BIN / "tse"), *map(str, site_crawl_args(server, out, 2))]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT)
+    process = popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(), cwd=ROOT)
     process.stdout.close()  # (before anything is written)
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=120) == 141, stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 import lxml.html
 import pytest
 
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen, run_tse
 from tests.support.browser import CHROMIUM, FIGURES, NO_CHROMIUM, render_report
 from tests.support.inprocess import tse_here
 from tests.support.sitegen import generate_site
@@ -156,7 +156,7 @@ def test_a_resumed_crawl_appends_to_its_record_and_cuts_a_torn_line(tmp_path, se
     pages.mkdir()
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(pages), "10", "--prefix", f"{server.url}/"]
     command += ["-s", "DOWNLOAD_DELAY=0.01", "--record", str(record)]
-    crawl = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    crawl = popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_until(lambda: len(page_files(pages)) >= 20 or crawl.poll() is not None, 60, "no 20 pages", 0.005)
     crawl.send_signal(signal.SIGKILL)
     crawl.wait(timeout=30)

@@ -51,6 +51,13 @@ BOTH = {NOINDEX, NOFOLLOW}
         # An unclosed comment runs to the end; a <noscript> directive counts (read without scripts).
         ([], b'<!-- <meta name="robots" content="noindex">', set()),
         ([], b'<noscript><meta name="robots" content="noindex"></noscript>', {NOINDEX}),
+        # The head ends at its </head> or <body>, not at one in a comment or a text (a review's find: the
+        # directive after it was never read); a real one ends it, and a tag after it is the body's.
+        ([], b'<head><script>x="<body>"</script><meta name=robots content=noindex></head>', {NOINDEX}),
+        ([], b"<head><!-- </head> --><meta name=robots content=nofollow></head>", {NOFOLLOW}),
+        ([], b"<title></head></title><style><body></style><meta name=robots content=none>", BOTH),
+        ([], b"<head><!-- </head> --></head><meta name=robots content=noindex>", set()),
+        ([], b"<head><script>1</script><body><meta name=robots content=noindex>", set()),
     ],
 )
 def test_robots_directives(headers, body, expected):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import time
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_tse
 from tests.support.redisserver import RedisServer
 
 
@@ -24,7 +24,7 @@ def test_once_it_says_redis_cannot_be_reached_and_exits_1_without_waiting(tmp_pa
 def test_with_every_it_asks_again_until_redis_answers(tmp_path):
     server = RedisServer(tmp_path / "redis")
     command = [str(BIN / "tse"), "status", "--redis", server.url, "deb", "--every", "0.2"]
-    status = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    status = popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         said = [status.stdout.readline().decode() for _ in range(2)]
         assert (

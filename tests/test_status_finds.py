@@ -12,7 +12,7 @@ import msgpack
 import pytest
 import redis
 
-from tests.conftest import BIN, ROOT, clean_env, run_tse
+from tests.conftest import BIN, ROOT, clean_env, popen, run_tse
 from tests.support.inprocess import tse_here
 from tests.support.net import free_port
 from tests.support.redisserver import RedisServer
@@ -52,7 +52,7 @@ def test_a_wrong_password_is_told_from_a_missing_one(tmp_path):
 
 def watch(redis_url: str, name: str) -> subprocess.Popen:
     command = [str(BIN / "tse"), "status", name, "--redis", redis_url, "--every", "0.1"]
-    return subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -64,7 +64,7 @@ def test_a_watcher_of_a_crawl_that_finishes_says_so_and_exits_0(redis_server, re
     pagedir.mkdir()
     crawl = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(pagedir), "1", "--prefix", f"{server.url}/"]
     crawl += ["--redis", redis_url, "--name", "w", "-s", "DOWNLOAD_DELAY=0.5", *(["--keep"] if keep else [])]
-    worker = subprocess.Popen(crawl, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    worker = popen(crawl, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     watcher = None
     try:
         client = redis_server.client()

@@ -14,7 +14,17 @@ import time
 
 import pytest
 
-from tests.conftest import BIN, REFERENCE_HOST, ROOT, clean_env, crawl_site, run_scrapy, run_tse, scrapy_crawl_site
+from tests.conftest import (
+    BIN,
+    REFERENCE_HOST,
+    ROOT,
+    clean_env,
+    crawl_site,
+    popen,
+    run_scrapy,
+    run_tse,
+    scrapy_crawl_site,
+)
 from tests.support.inprocess import crawl_here
 from tests.support.pages import catalog_rows, changes, page_file_states, tree
 from tests.support.reference import build_page_directory
@@ -300,9 +310,7 @@ def test_an_update_killed_anywhere_resumes_to_the_same_directory(tmp_path, serve
     kills = 0
     start = len(server.hits)
     for run, requests in enumerate(sorted(rng.sample(range(2, asked - 2), planned))):
-        process = subprocess.Popen(
-            command + ["--resume"] * bool(run), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL
-        )
+        process = popen(command + ["--resume"] * bool(run), env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL)
         wait_until(
             lambda process=process, requests=requests: (
                 process.poll() is not None or len(server.hits) - start >= requests

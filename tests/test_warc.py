@@ -27,7 +27,7 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.utils.test import get_crawler
 
 import tse_scrapy.settings as project_settings
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, scrapy_crawl_site
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen, run_tse, scrapy_crawl_site
 from tests.support.fulldisk import files_of_at_most
 from tests.support.inprocess import tse_here
 from tests.support.killat import run_tse_until
@@ -240,7 +240,7 @@ def kill_mid_crawl(server, out, warc):
     """Start a crawl with --warc and SIGKILL it once it has saved a few pages."""
     command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10"]
     command += ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0", "--warc", str(warc)]
-    process = subprocess.Popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(while_running(process, lambda: len(page_files(out)) >= 8, "saving 8 pages"), 60, "no pages")
     finally:
@@ -353,9 +353,7 @@ def test_every_page_saved_before_a_kill_has_its_record(tmp_path, serve):
         warc = tmp_path / f"crawl{attempt}.warc.gz"
         command = [str(BIN / "tse"), "crawl", f"{server.url}/index.html", str(out), "10", "--warc", str(warc)]
         command += ["--prefix", f"{server.url}/", "-s", "DOWNLOAD_DELAY=0"]
-        process = subprocess.Popen(
-            command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        process = popen(command, env=clean_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             saved = while_running(process, lambda out=out, pages=pages: len(page_files(out)) >= pages, "the kill")
             wait_until(saved, 60, f"{pages} pages", interval=0.001)

@@ -3,14 +3,16 @@ write and end as the same commands started anew: the suite's other tests rely on
 
 from __future__ import annotations
 
+import signal
 import subprocess
 
 import pytest
 
 from tests import conftest
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse, site_crawl_args
 from tests.support.pages import saved_pages
 from tests.support.sitegen import write_site
+from tests.support.wait import wait_until
 from tse_scrapy.devtools.siteserver import Rule
 
 
@@ -54,3 +56,24 @@ def test_a_forked_crawl_crawls_and_one_past_its_timeout_is_killed(tmp_path, serv
     with pytest.raises(subprocess.TimeoutExpired):
         crawl_site(site, slow, 0, seed="slow.html", timeout=3)
     assert not (slow / "1").exists()
+
+
+def test_a_forked_crawl_watched_as_it_runs_stops_on_ctrl_c_as_one_started_anew(tmp_path, serve, monkeypatch):
+    monkeypatch.delenv("TSE_TEST_EXEC", raising=False)
+    site = serve(write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []}).root)
+    site.rules["/a.html"] = Rule(delay=30)
+    ended = {}
+    for way, start in (("forked", conftest.popen), ("anew", subprocess.Popen)):
+        out = tmp_path / way
+        out.mkdir()
+        command = [str(BIN / "tse"), *map(str, site_crawl_args(site, out, 1))]
+        process = start(command, env=clean_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert process.stdout.readline().startswith(b" 0 ")  # the progress log's first line, read as it comes
+        wait_until(lambda out=out: (out / "1").exists(), 30, "the seed was never saved")
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            process.wait(timeout=0)
+        _, err = process.communicate(timeout=60)
+        ended[way] = (process.returncode, err.decode().splitlines()[-1])
+    assert ended["forked"] == ended["anew"] and ended["forked"][0] != 0, ended

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import BIN, ROOT, clean_env, crawl_site, run_tse
+from tests.conftest import BIN, ROOT, clean_env, crawl_site, popen, run_tse
 from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import SiteServer
 
@@ -68,7 +68,7 @@ def interrupted_crawl(args: tuple, saved: Callable[[], int], count: int, delay: 
     says *count* pages are saved; its exit status.  (0.3 s: the Ctrl-C, looked for every 0.05 s, lands
     long before the next page is asked for, however loaded the machine, and a crawl of the five pages
     the callers interrupt at two no longer takes seconds.)"""
-    process = subprocess.Popen(
+    process = popen(
         [str(BIN / "tse"), *map(str, args), "-s", f"DOWNLOAD_DELAY={delay}"],
         cwd=ROOT,
         env=clean_env(),

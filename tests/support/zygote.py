@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -23,6 +24,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 # What a forked command would take from the zygote, not from its own environment, as Python or a
@@ -168,27 +170,55 @@ class Zygote:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def run(
-        self, argv: list[str], env: dict, cwd: Path, input: bytes | None, timeout: float | None
-    ) -> subprocess.CompletedProcess:
+    def start(self, argv: list[str], env: dict, cwd: Path, stdout, stderr, input_pipe: bool) -> ForkedProcess:
+        """*argv* forked as a process of its own: its stdin a pipe (*input_pipe*) or empty, its stdout and
+        stderr pipes (``subprocess.PIPE``), ``subprocess.DEVNULL`` or this process's own (None)."""
+        own, theirs = [], []  # (fds this process keeps, fds the command gets)
         stdin_r, stdin_w = os.pipe()
-        stdout_r, stdout_w = os.pipe()
-        stderr_r, stderr_w = os.pipe()
+        theirs.append(stdin_r)
+        own.append(stdin_w)
+        kept: list[int | None] = []
+        for stream, standard in ((stdout, 1), (stderr, 2)):
+            if stream == subprocess.PIPE:
+                read_end, write_end = os.pipe()
+                theirs.append(write_end)
+                kept.append(read_end)
+            elif stream == subprocess.DEVNULL:
+                theirs.append(os.open(os.devnull, os.O_WRONLY))
+                kept.append(None)
+            else:
+                theirs.append(os.dup(standard))
+                kept.append(None)
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             connection.connect(self.address)
             request = json.dumps({"argv": argv, "env": env, "cwd": str(cwd)}).encode()
-            socket.send_fds(connection, [request], [stdin_r, stdout_w, stderr_w])
-        finally:
-            for fd in (stdin_r, stdout_w, stderr_w):
-                os.close(fd)
-        try:
+            socket.send_fds(connection, [request], theirs)
             pid, _ = _STATUS.unpack(_receive(connection, _STATUS.size))
-            output, errors = _communicate(pid, stdin_w, stdout_r, stderr_r, input or b"", timeout, argv)
-            _, status = _STATUS.unpack(_receive(connection, _STATUS.size))
-        finally:
+        except BaseException:
             connection.close()
-        return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), output, errors)
+            for fd in (*own, *(fd for fd in kept if fd is not None)):
+                os.close(fd)
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        if not input_pipe:
+            os.close(stdin_w)
+            stdin_w = None
+        return ForkedProcess(argv, pid, connection, stdin_w, *kept)
+
+    def run(
+        self, argv: list[str], env: dict, cwd: Path, input: bytes | None, timeout: float | None
+    ) -> subprocess.CompletedProcess:
+        process = self.start(argv, env, cwd, subprocess.PIPE, subprocess.PIPE, bool(input))
+        try:
+            output, errors = process.communicate(input, timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(argv, process.returncode, output, errors)
 
     def stop(self) -> None:
         self.process.kill()
@@ -205,55 +235,111 @@ def _receive(connection: socket.socket, size: int) -> bytes:
     return data
 
 
-def _communicate(
-    pid: int, stdin_w: int, stdout_r: int, stderr_r: int, input: bytes, timeout: float | None, argv: list[str]
-) -> tuple[bytes, bytes]:
-    """The command's stdout and stderr read to their ends, *input* written to its stdin (as
-    ``subprocess.run`` does); past *timeout* the command is killed and TimeoutExpired raised."""
-    import time
+class ForkedProcess:
+    """A forked command as ``subprocess.Popen`` gives one (``pid``, ``stdout``, ``stderr``, ``poll``,
+    ``wait``, ``communicate``, ``send_signal``, ``terminate``, ``kill``, ``returncode``): its exit status
+    comes from the zygote, which reaps it, on the request's socket."""
 
-    deadline = None if timeout is None else time.monotonic() + timeout
-    chunks: dict[int, list[bytes]] = {stdout_r: [], stderr_r: []}
-    selector = selectors.DefaultSelector()
-    for fd in chunks:
-        selector.register(fd, selectors.EVENT_READ)
-    if input:
-        os.set_blocking(stdin_w, False)
-        selector.register(stdin_w, selectors.EVENT_WRITE)
-    else:
-        os.close(stdin_w)
-    view = memoryview(input)
-    try:
-        while selector.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                os.kill(pid, signal.SIGKILL)
-                out, err = (b"".join(chunks[fd]) for fd in (stdout_r, stderr_r))
-                raise subprocess.TimeoutExpired(argv, timeout, out, err)
-            for key, _ in selector.select(left):
-                fd = key.fd
-                if fd == stdin_w:
-                    try:
-                        written = os.write(fd, view[:65536])
-                    except BrokenPipeError:
-                        written = len(view)
-                    view = view[written:]
-                    if not view:
-                        selector.unregister(fd)
-                        os.close(fd)
-                else:
-                    data = os.read(fd, 65536)
-                    if data:
-                        chunks[fd].append(data)
+    def __init__(
+        self,
+        args: list[str],
+        pid: int,
+        connection: socket.socket,
+        stdin: int | None,
+        stdout: int | None,
+        stderr: int | None,
+    ) -> None:
+        self.args, self.pid, self.returncode = args, pid, None
+        self._connection, self._status = connection, b""
+        self.stdin = None
+        self._stdin = stdin
+        self.stdout = None if stdout is None else open(stdout, "rb", buffering=0)  # noqa: SIM115
+        self.stderr = None if stderr is None else open(stderr, "rb", buffering=0)  # noqa: SIM115
+        self._fds = (stdout, stderr)
+        self._read: dict[int | None, list[bytes]] = {fd: [] for fd in self._fds}
+
+    def _take_status(self, timeout: float | None) -> bool:
+        """Whether the exit status came within *timeout* (None: wait for it)."""
+        while self.returncode is None:
+            ready, _, _ = select.select([self._connection], [], [], timeout)
+            if not ready:
+                return False
+            piece = self._connection.recv(_STATUS.size - len(self._status))
+            if not piece:
+                raise RuntimeError("the zygote ended")
+            self._status += piece
+            if len(self._status) == _STATUS.size:
+                _, status = _STATUS.unpack(self._status)
+                self.returncode = os.waitstatus_to_exitcode(status)
+                self._connection.close()
+        return True
+
+    def poll(self) -> int | None:
+        self._take_status(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._take_status(timeout):
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        return self.returncode
+
+    def send_signal(self, number: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, number)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(
+        self, input: bytes | None = None, timeout: float | None = None
+    ) -> tuple[bytes | None, bytes | None]:
+        """The command's stdout and stderr read to their ends (what was read before a TimeoutExpired
+        kept), *input* written to its stdin, then its exit status awaited: as ``Popen.communicate``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        streams = [stream for stream in (self.stdout, self.stderr) if stream is not None and not stream.closed]
+        selector = selectors.DefaultSelector()
+        for stream in streams:
+            selector.register(stream, selectors.EVENT_READ)
+        view = memoryview(input or b"")
+        if self._stdin is not None:
+            if view:
+                os.set_blocking(self._stdin, False)
+                selector.register(self._stdin, selectors.EVENT_WRITE)
+            else:
+                os.close(self._stdin)
+                self._stdin = None
+        try:
+            while selector.get_map():
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(self.args, timeout, *self._so_far())
+                for key, _ in selector.select(left):
+                    if key.fileobj == self._stdin:
+                        try:
+                            written = os.write(self._stdin, view[:65536])
+                        except BrokenPipeError:
+                            written = len(view)
+                        view = view[written:]
+                        if not view:
+                            selector.unregister(self._stdin)
+                            os.close(self._stdin)
+                            self._stdin = None
                     else:
-                        selector.unregister(fd)
-    finally:
-        for fd in list(selector.get_map()):
-            selector.unregister(fd)
-            os.close(fd)
-        for fd in (stdout_r, stderr_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-    return b"".join(chunks[stdout_r]), b"".join(chunks[stderr_r])
+                        data = os.read(key.fd, 65536)
+                        if data:
+                            self._read[key.fd].append(data)
+                        else:
+                            selector.unregister(key.fileobj)
+                            key.fileobj.close()
+        finally:
+            selector.close()
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._take_status(left):
+            raise subprocess.TimeoutExpired(self.args, timeout, *self._so_far())
+        return self._so_far()
+
+    def _so_far(self) -> tuple[bytes | None, bytes | None]:
+        return tuple(None if fd is None else b"".join(self._read[fd]) for fd in self._fds)
