@@ -24,6 +24,8 @@ from tse_scrapy.rules.web.headtext import TEXT_ELEMENTS, HiddenSpans
         (b"<!--><meta>", TEXT_ELEMENTS, [2], [5]),
         (b"<!---><meta>", TEXT_ELEMENTS, [2], [6]),
         (b"<!-- x --!><meta>", TEXT_ELEMENTS, [5], [11]),
+        (b"<!-- x --> y --!><meta>", TEXT_ELEMENTS, [5], [10, 17]),  # the first close ends it
+        (b"<!-- x --!> y --><meta>", TEXT_ELEMENTS, [5], [11, 17]),
     ],
 )
 def test_hidden_spans(head, elements, hidden_at, shown_at):

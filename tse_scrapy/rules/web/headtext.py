@@ -68,5 +68,10 @@ def _comment_end(lowered: bytes, after: int) -> int:
         return after + 1
     if lowered.startswith(b"->", after):
         return after + 2
-    ends = [found + len(close) for close in (b"-->", b"--!>") if (found := lowered.find(close, after)) >= 0]
-    return min(ends, default=len(lowered))
+    # One search for either close, which stops at the comment's end: two finds, each to the text's end
+    # when a close is missing ("--!>" nearly always), made 6,500 comments in a 64 KB head quadratic (0.14 s).
+    found = _COMMENT_CLOSE.search(lowered, after)
+    return len(lowered) if found is None else found.end()
+
+
+_COMMENT_CLOSE = re.compile(rb"--!?>")
