@@ -394,6 +394,7 @@ def test_times_no_crawl_took_are_shown_in_few_digits(tmp_path):
     lines = [
         {"url": "http://h/a", "outcome": "saved", "depth": 0, "start": 1.0, "end": 1e300},
         {"url": "http://h/b", "outcome": "saved", "depth": 0, "start": 2.0, "end": 2.0},
+        {"url": "http://h/c", "outcome": "saved", "depth": 0, "start": 3.0, "end": -1e300},  # an end before
     ]
     _, page = report(tmp_path, "".join(json.dumps(line) + "\n" for line in lines))
     text = page.text_content()

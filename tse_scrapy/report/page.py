@@ -247,7 +247,7 @@ _MOST_HOURS_SHOWN = 1_000_000
 
 
 def _duration(seconds: float) -> str:
-    if not seconds < _MOST_HOURS_SHOWN * 3600:
+    if not abs(seconds) < _MOST_HOURS_SHOWN * 3600:
         return f"{seconds:.4g} s"
     if seconds < 60:
         return f"{seconds:.1f} s"
@@ -273,6 +273,6 @@ def _same_file(path: str | os.PathLike, other: Path) -> bool:
 
 
 _TEMPLATES.filters["shown"] = _shown
-_TEMPLATES.filters["seconds"] = lambda seconds: f"{seconds:.3f}" if seconds < 1e9 else f"{seconds:.4g}"
+_TEMPLATES.filters["seconds"] = lambda seconds: f"{seconds:.3f}" if abs(seconds) < 1e9 else f"{seconds:.4g}"
 _TEMPLATES.filters["url"] = lambda url: _shown(url, URL_CHARACTERS)
 _TEMPLATES.filters["svg"] = Markup  # the figures' SVG is ours: matplotlib escapes the text in it
