@@ -4,9 +4,10 @@ its CPU on this 2-core machine).
 
 Each command is still a process of its own, running ``tse``'s real code from ``tse_scrapy.cli.main``
 on its own pipes, in its own folder and environment, with its own exit status (a signal's ``-N``), as
-``subprocess.run`` gives it.  What a fork cannot give as an exec would, the caller runs by exec instead
-(``run_tse``): an environment that Python or a module reads as it starts (``PYTHON*``, the locale,
-``TSE_PURE_PYTHON``), a ``preexec_fn``.
+``subprocess.run`` gives it (``run_tse`` in tests/conftest.py), or as a ``Popen`` (``popen``).  What
+a fork cannot give as an exec would, those run by exec instead: an environment that Python or a module
+reads as it starts (``PYTHON*``, the locale, ``TSE_PURE_PYTHON``), a ``preexec_fn`` or another of
+``Popen``'s options; and the tests that stop a command during its start-up call ``subprocess`` itself.
 
 The forking process (the zygote) is one per test process, started on first use: it imports what a
 crawl imports before its reactor (no reactor installed, no thread started), then forks a child for
@@ -123,12 +124,9 @@ def _fork(connection: socket.socket, closed: list, pipe: tuple[int, int]) -> int
         code = main()
     except SystemExit as leaving:
         code = leaving.code
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    raise SystemExit(code)  # Python's own end: atexit, streams flushed, as when ``tse`` ends
+    # Python's own end: atexit, streams flushed, as when ``tse`` ends; an exception not caught (a
+    # traceback, exit 1; Ctrl-C's KeyboardInterrupt, ended by SIGINT) goes up to Python as it would there.
+    raise SystemExit(code)
 
 
 def _zygote_main() -> None:
@@ -162,7 +160,6 @@ class Zygote:
             env={**env, "PYTHONPATH": str(root)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            start_new_session=False,
         )
         if self.process.stdout.readline() != b"ready\n":
             raise RuntimeError("the zygote did not start")
@@ -172,7 +169,7 @@ class Zygote:
 
     def start(self, argv: list[str], env: dict, cwd: Path, stdout, stderr, input_pipe: bool) -> ForkedProcess:
         """*argv* forked as a process of its own: its stdin a pipe (*input_pipe*) or empty, its stdout and
-        stderr pipes (``subprocess.PIPE``), ``subprocess.DEVNULL`` or this process's own (None)."""
+        stderr as ``Popen`` takes them (``PIPE``, ``DEVNULL``, ``STDOUT`` for stderr, a file, None)."""
         own, theirs = [], []  # (fds this process keeps, fds the command gets)
         stdin_r, stdin_w = os.pipe()
         theirs.append(stdin_r)
@@ -183,11 +180,15 @@ class Zygote:
                 read_end, write_end = os.pipe()
                 theirs.append(write_end)
                 kept.append(read_end)
-            elif stream == subprocess.DEVNULL:
-                theirs.append(os.open(os.devnull, os.O_WRONLY))
-                kept.append(None)
             else:
-                theirs.append(os.dup(standard))
+                if stream == subprocess.DEVNULL:
+                    theirs.append(os.open(os.devnull, os.O_WRONLY))
+                elif stream == subprocess.STDOUT:  # stderr to wherever stdout goes
+                    theirs.append(os.dup(theirs[1]))
+                elif stream is None:  # this process's own
+                    theirs.append(os.dup(standard))
+                else:  # a file, or a descriptor
+                    theirs.append(os.dup(stream if isinstance(stream, int) else stream.fileno()))
                 kept.append(None)
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
