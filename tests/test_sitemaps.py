@@ -22,6 +22,7 @@ from tse_scrapy.rules.web.sitemaps import (
     MAX_SITEMAP_BYTES,
     Sitemap,
     SitemapEntry,
+    is_html_page,
     parse_lastmod,
     read_sitemap,
     sitemap_urls_in_robots,
@@ -557,3 +558,34 @@ def test_an_entry_of_many_elements_keeps_its_first_loc_and_lastmod():
         SitemapEntry("http://a.test/x", "2024-01-02T00:00:00Z"),
         SitemapEntry("http://a.test/z", None),  # a <lastmod> holding an element gives none
     )  # a <loc> holding an element gives no URL
+
+
+# A site's "not found" page answered with a 200 where PREFIX/sitemap.xml was looked for (a soft 404): no
+# sitemap there, not a bad one (a review's find: "bad XML", counted cut).
+@pytest.mark.parametrize(
+    ("body", "html"),
+    [
+        (b"<!DOCTYPE html><html><title>Not found</title>", True),
+        (b"\xef\xbb\xbf\n  <!-- generated --> <html lang='en'>", True),
+        (b"<HTML>\n<head>", True),
+        (b"<!doctype HTML>", True),
+        (b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset>', False),
+        (b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">', False),
+        (gzip.compress(b"<html>"), False),  # a gzipped sitemap: read as one
+        (b"<htmlish>", False),
+        (b"<!-- <html> -->", False),
+        (b"", False),
+        (b"<!--a-->" * 40 + b"X", False),  # at once (it was 2^40 steps)
+        (b" " * 5000 + b"<html>", False),  # past the first 4 KB
+    ],
+)
+def test_is_html_page(body, html):
+    assert is_html_page(body) is html
+
+
+@given(st.lists(web_urls, max_size=5), st.sampled_from([NS09, None]), st.booleans())
+def test_no_sitemap_is_taken_for_an_html_page(urls, ns, declared):
+    body = urlset(*urls, ns=ns)
+    if not declared:  # (its XML declaration is optional)
+        body = body.split(b"\n", 1)[1]
+    assert not is_html_page(body) and not is_html_page(gzip.compress(body))

@@ -198,9 +198,14 @@ def test_without_a_sitemap_line_prefix_sitemap_xml_is_read(nginx, tmp_path):
     assert set(saved_urls(pages)) == {f"{base}/index.html", f"{base}/a.html", f"{base}/b.html"}
 
 
-def test_a_missing_prefix_sitemap_xml_is_no_fault(nginx, tmp_path):
+@pytest.mark.parametrize("missing", ["a 404", "a soft 404"])
+def test_a_missing_prefix_sitemap_xml_is_no_fault(nginx, tmp_path, missing):
     _, base = serve_site(nginx, tmp_path, robots_names_sitemaps=False)
-    (tmp_path / "site" / "docs" / "sitemap.xml").unlink()  # looked for, as robots.txt names none
+    sitemap = tmp_path / "site" / "docs" / "sitemap.xml"  # looked for, as robots.txt names none
+    if missing == "a 404":
+        sitemap.unlink()
+    else:  # the site's "not found" page sent with a 200 (it was "bad XML", counted cut: a review's find)
+        sitemap.write_text("<!DOCTYPE html>\n<html><head><title>Page not found</title></head><body>Sorry</body></html>")
     done = crawl(base, tmp_path / "pages")
     stderr = done.stderr.decode()
     assert done.returncode == 0 and "Sitemap " not in stderr and "sitemaps: 0 read, 0 cut" in stderr, stderr[-1500:]

@@ -33,6 +33,7 @@ from ..rules.web.sitemaps import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_DEPTH,
     SitemapEntry,
+    is_html_page,
     read_sitemap,
     sitemap_urls_in_robots,
 )
@@ -150,13 +151,17 @@ class SitemapReader:
                 return None  # cancelled as the crawl stops: not the sitemap's fault
             why = f"not fetched: {type(error).__name__}: {error}"
         else:
-            if response.status == 200:
-                return response.body
-            if response.status in (404, 410) and url in self._guessed:  # none there: no fault of the site
+            # None there, no fault of the site: a 404, or an HTML page sent with a 200 (a soft 404).
+            if url in self._guessed and (
+                response.status in (404, 410) or (response.status == 200 and is_html_page(response.body))
+            ):
                 if not quiet:
                     self.stats.inc_value("tse/sitemaps_missing")
-                    logger.info("No sitemap at %s (http %d)", mask_url(url), response.status)
+                    said = "an HTML page" if response.status == 200 else f"http {response.status}"
+                    logger.info("No sitemap at %s (%s)", mask_url(url), said)
                 return None
+            if response.status == 200:
+                return response.body
             why = f"http {response.status}"
         if not quiet:
             self._cut(url, why)

@@ -123,6 +123,19 @@ class _Cut(Exception):
     """Reading stops: the body is not trusted (too large, bad gzip)."""
 
 
+# An HTML page's start: its byte order mark, white space and comments, then a doctype or an <html> tag.
+# (Possessive: tried again with each comment running on to a later "-->", 40 comments before no tag took
+# 2^40 steps.)
+_HTML_START = re.compile(rb"(?:\xef\xbb\xbf)?(?:\s|<!--.*?-->)*+<(?:!doctype\s+html|html)[\s>]", re.I | re.S)
+
+
+def is_html_page(body: bytes) -> bool:
+    """Whether *body* starts as an HTML page does, which no sitemap does (an XML sitemap starts with its
+    declaration or root element, a gzipped one with gzip's magic): a site's "not found" page answered
+    with a 200 (a soft 404) where a sitemap was looked for.  Only the first 4 KB are read."""
+    return _HTML_START.match(body[:4096]) is not None
+
+
 def sitemap_urls_in_robots(robots_txt: bytes) -> list[str]:
     """The `Sitemap:` lines of a robots.txt (any case, anywhere in the file, not tied to a group), in order,
     duplicates dropped; only absolute http(s) URLs."""
