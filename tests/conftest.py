@@ -78,7 +78,7 @@ def popen(command, env=None, cwd=ROOT, stdout=None, stderr=None, **kwargs):
     env = env or clean_env()
     if str(command[0]) == str(BIN / "tse") and not kwargs and os.environ.get("TSE_TEST_EXEC") != "1":
         zygote = _zygote()
-        if forkable(env, zygote.env):
+        if zygote.ready and forkable(env, zygote.env):
             return zygote.start([str(part) for part in command], env, Path(cwd), stdout, stderr, False)
     return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr, **kwargs)
 
@@ -92,7 +92,7 @@ def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProce
     env = env or clean_env()
     if set(kwargs) <= {"input"} and os.environ.get("TSE_TEST_EXEC") != "1":
         zygote = _zygote()
-        if forkable(env, zygote.env):
+        if zygote.ready and forkable(env, zygote.env):
             return zygote.run(command, env, ROOT, kwargs.get("input"), timeout)
     return subprocess.run(command, capture_output=True, env=env, timeout=timeout, cwd=ROOT, **kwargs)
 

@@ -33,7 +33,8 @@ def test_refusals_help_and_stdin_are_as_started_anew(tmp_path, monkeypatch):
     for args in cases:
         forked, anew = run_tse(*args), started_anew(*args)
         assert (forked.returncode, forked.stdout, forked.stderr) == (anew.returncode, anew.stdout, anew.stderr), args
-    assert conftest._zygotes and conftest._zygotes[0].alive()  # (these were forked)
+    # These were forked: the zygote's imports gave no warning (a command forked would not say it).
+    assert conftest._zygotes and conftest._zygotes[0].ready and conftest._zygotes[0].alive()
     # A query's words read from stdin, the index missing: the same refusal, input or none.
     forked = run_tse("query", tmp_path / "pages", tmp_path / "index", input=b"word\n")
     anew = started_anew("query", tmp_path / "pages", tmp_path / "index", input=b"word\n")

@@ -11,7 +11,9 @@ reads as it starts (``PYTHON*``, the locale, ``TSE_PURE_PYTHON``), a ``preexec_f
 
 The forking process (the zygote) is one per test process, started on first use: it imports what a
 crawl imports before its reactor (no reactor installed, no thread started), then forks a child for
-each request on its Unix socket and sends the child's exit status back when the child ends."""
+each request on its Unix socket and sends the child's exit status back when the child ends.  Should
+those imports give a warning, which a command started anew would say and a forked one not, it forks
+nothing: every command is started anew."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 # What a forked command would take from the zygote, not from its own environment, as Python or a
@@ -45,19 +48,24 @@ def forkable(env: dict, zygote_env: dict) -> bool:
 # The zygote's side.
 
 
+def _imported() -> list[warnings.WarningMessage]:
+    """What a crawl imports before its reactor, and the indexer and querier, imported; the warnings
+    that import gave (a command started anew would say them, a forked one would not)."""
+    with warnings.catch_warnings(record=True) as said:
+        from scrapy.crawler import AsyncCrawlerProcess  # noqa: F401
+        from scrapy.utils.project import get_project_settings  # noqa: F401
+
+        import tse_scrapy.cli
+        import tse_scrapy.crawlstart
+        import tse_scrapy.index.engine
+        import tse_scrapy.index.indexer
+        import tse_scrapy.index.querier
+        import tse_scrapy.index.update
+        import tse_scrapy.spiders.tse  # noqa: F401
+    return said
+
+
 def _serve(listener: socket.socket) -> None:
-    # What a crawl imports before its reactor, and the indexer and querier.
-    from scrapy.crawler import AsyncCrawlerProcess  # noqa: F401
-    from scrapy.utils.project import get_project_settings  # noqa: F401
-
-    import tse_scrapy.cli
-    import tse_scrapy.crawlstart
-    import tse_scrapy.index.engine
-    import tse_scrapy.index.indexer
-    import tse_scrapy.index.querier
-    import tse_scrapy.index.update
-    import tse_scrapy.spiders.tse  # noqa: F401
-
     assert "twisted.internet.reactor" not in sys.modules, "a reactor was installed on import"
     assert threading.active_count() == 1, "a thread was started on import"
     waiting: dict[int, socket.socket] = {}
@@ -142,6 +150,10 @@ def _zygote_main() -> None:
             except (OSError, ValueError):
                 pass
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    if _imported():  # (then every command is started anew: run_tse and popen)
+        sys.stdout.write("warned\n")
+        sys.stdout.flush()
+        return
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     _serve(listener)
@@ -161,11 +173,11 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
         )
-        if self.process.stdout.readline() != b"ready\n":
-            raise RuntimeError("the zygote did not start")
+        # Not ready: its imports gave a warning, which a forked command would not say; none is forked.
+        self.ready = self.process.stdout.readline() == b"ready\n"
 
     def alive(self) -> bool:
-        return self.process.poll() is None
+        return not self.ready or self.process.poll() is None
 
     def start(self, argv: list[str], env: dict, cwd: Path, stdout, stderr, input_pipe: bool) -> ForkedProcess:
         """*argv* forked as a process of its own: its stdin a pipe (*input_pipe*) or empty, its stdout and
