@@ -69,31 +69,34 @@ def _zygote():
     return _zygotes[0]
 
 
+def _forking(env: dict):
+    """This test process's zygote, when a command run with *env* may be forked from it (else None: run
+    it by exec)."""
+    from tests.support.zygote import forkable
+
+    if os.environ.get("TSE_TEST_EXEC") == "1":
+        return None
+    zygote = _zygote()
+    return zygote if zygote.ready and forkable(env, zygote.env) else None
+
+
 def popen(command, env=None, cwd=ROOT, stdout=None, stderr=None, **kwargs):
     """``subprocess.Popen(command, ...)``; a ``tse`` command forked from a process that has imported Scrapy
     (tests/support/zygote.py) where a fork is the same as an exec: a ``Popen``-like process, its ``pid``
     a real process's, its streams pipes."""
-    from tests.support.zygote import forkable
-
     env = env or clean_env()
-    if str(command[0]) == str(BIN / "tse") and not kwargs and os.environ.get("TSE_TEST_EXEC") != "1":
-        zygote = _zygote()
-        if zygote.ready and forkable(env, zygote.env):
-            return zygote.start([str(part) for part in command], env, Path(cwd), stdout, stderr, False)
+    if str(command[0]) == str(BIN / "tse") and not kwargs and (zygote := _forking(env)) is not None:
+        return zygote.start([str(part) for part in command], env, Path(cwd), stdout, stderr, False)
     return subprocess.Popen(command, env=env, cwd=cwd, stdout=stdout, stderr=stderr, **kwargs)
 
 
 def run_tse(*args, env=None, timeout=300, **kwargs) -> subprocess.CompletedProcess:
     """``tse ARGS`` as a process of its own (its output captured, as ``subprocess.run``'s): forked from
     a process that has imported Scrapy (tests/support/zygote.py) where a fork is the same as an exec."""
-    from tests.support.zygote import forkable
-
     command = [str(BIN / "tse"), *map(str, args)]
     env = env or clean_env()
-    if set(kwargs) <= {"input"} and os.environ.get("TSE_TEST_EXEC") != "1":
-        zygote = _zygote()
-        if zygote.ready and forkable(env, zygote.env):
-            return zygote.run(command, env, ROOT, kwargs.get("input"), timeout)
+    if set(kwargs) <= {"input"} and (zygote := _forking(env)) is not None:
+        return zygote.run(command, env, ROOT, kwargs.get("input"), timeout)
     return subprocess.run(command, capture_output=True, env=env, timeout=timeout, cwd=ROOT, **kwargs)
 
 
