@@ -8,9 +8,12 @@ from hypothesis import strategies as st
 from tse_scrapy.rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
+    FOLLOW,
+    FOLLOWED,
     HTML,
     INDEX,
     NO_CHARSET,
+    NOFOLLOW,
     NOINDEX,
     PDF,
     ROBOTS,
@@ -114,6 +117,7 @@ BEFORE = NotedPages(
     noindex=frozenset({"http://a.test/hidden"}),
     pdfs=frozenset({"http://a.test/doc.pdf"}),
     canonicals={"http://a.test/copy": "http://a.test/original"},
+    nofollow=frozenset({"http://a.test/closed"}),
 )
 
 
@@ -142,6 +146,13 @@ BEFORE = NotedPages(
         (("http://a.test/copy", None, False, False, "http://a.test/other"), {CANONICAL}),
         (("http://a.test/copy", None, False, False, None), {CANONICAL}),
         (("http://a.test/plain", "utf-8", True, True, "http://a.test/original"), {CHARSETS, ROBOTS, TYPES, CANONICAL}),
+        # (... and nofollow, when given.)
+        (("http://a.test/closed", None, False, False, None, True), set()),
+        (("http://a.test/closed", None, False, False, None, False), {FOLLOW}),  # nofollow no longer
+        (("http://a.test/closed", None, False, False, None), {FOLLOW}),
+        (("http://a.test/plain", None, False, False, None, True), {FOLLOW}),  # nofollow now
+        (("http://a.test/" + "x" * 8975, None, False, False, None, True), {FOLLOW}),
+        (("http://a.test/" + "x" * 9000, None, False, False, None, True), set()),  # (no line: none)
     ],
 )
 def test_differing_notes(now, differing):
@@ -154,8 +165,8 @@ def test_differing_notes(now, differing):
     [
         ([], set()),
         (["ETag", "Last-Modified", "Date"], set()),
-        (["X-Robots-Tag"], {ROBOTS}),
-        (["x-robots-tag", "X-Robots-Tag"], {ROBOTS}),
+        (["X-Robots-Tag"], {ROBOTS, FOLLOW}),
+        (["x-robots-tag", "X-Robots-Tag"], {ROBOTS, FOLLOW}),
         (["Link"], {CANONICAL}),
         (["Content-Type"], {CHARSETS, TYPES}),
         (["CONTENT-TYPE", "Link", "ETag"], {CHARSETS, TYPES, CANONICAL}),
@@ -166,18 +177,22 @@ def test_notes_said(names, said):
 
 
 @given(
-    pages=st.lists(st.tuples(urls, st.one_of(st.none(), labels), st.booleans(), st.booleans(), st.none()), max_size=8)
+    pages=st.lists(
+        st.tuples(urls, st.one_of(st.none(), labels), st.booleans(), st.booleans(), st.none(), st.booleans()),
+        max_size=8,
+    )
 )
 def test_pages_noted_as_they_are_do_not_differ(pages, tmp_path_factory):
     # Notes written as a crawl writes them (the last of a URL wins), read back: the same pages do not differ.
     directory = tmp_path_factory.mktemp("notes")
-    notes = {kind: PageNotes(directory, kind, "crawl") for kind in (CHARSETS, ROBOTS, TYPES)}
-    for url, charset, noindex, pdf, _ in pages:
+    notes = {kind: PageNotes(directory, kind, "crawl") for kind in (CHARSETS, ROBOTS, TYPES, FOLLOW)}
+    for url, charset, noindex, pdf, _, nofollow in pages:
         if note_line(url, "x") is None:
             continue
         notes[CHARSETS].note(url, noted_value(url, charset) or NO_CHARSET)  # (as the crawl notes one it cannot)
         notes[ROBOTS].note(url, NOINDEX if noindex else INDEX)
         notes[TYPES].note(url, PDF if pdf else HTML)
+        notes[FOLLOW].note(url, NOFOLLOW if nofollow else FOLLOWED)
     for kind in notes.values():
         kind.close()
     before = read_page_notes(directory)

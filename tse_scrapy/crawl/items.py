@@ -34,6 +34,10 @@ class PageItem:
     # Its X-Robots-Tag header or robots <meta> says noindex (--links html): saved, noted beside
     # the page files, and left out by the indexer.
     noindex: bool = False
+    # Its links are not followed (--links html): its X-Robots-Tag header or robots <meta> says nofollow,
+    # or, for an answer that does not say (a 304 without the header, a kept copy, a page read back on
+    # resume), its note does (pagenotes.page_nofollow).  Noted beside the page files; never a PDF's.
+    nofollow: bool = False
     # A PDF document (--links html): noted beside the page files, so the indexer reads its text.
     pdf: bool = False
     # The canonical URL the page names, when not its own (--links html): noted beside the page files.

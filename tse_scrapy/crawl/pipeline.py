@@ -18,10 +18,13 @@ from ..rules.files import pagedir
 from ..rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
+    FOLLOW,
+    FOLLOWED,
     HTML,
     INDEX,
     NO_CANONICAL,
     NO_CHARSET,
+    NOFOLLOW,
     NOINDEX,
     PDF,
     ROBOTS,
@@ -94,7 +97,7 @@ class PageDirPipeline:
         notes_name = (crawler.settings.get("TSE_WORKER") or "crawl").replace(":", "-").replace("/", "-")
         # An update's pages as the notes said before it (what a page may no longer be).
         self.noted_before = read_page_notes(self.directory) if self.update is not None else None
-        kinds = (CHARSETS, ROBOTS, TYPES, CANONICAL)
+        kinds = (CHARSETS, ROBOTS, FOLLOW, TYPES, CANONICAL)
         self.notes = {kind: PageNotes(self.directory, kind, notes_name) for kind in kinds}
 
     def _first_free_id(self) -> int:
@@ -189,13 +192,14 @@ class PageDirPipeline:
 
     def _notes_changed(self, item: PageItem) -> bool:
         """Whether an update's page is no longer what the crawl noted of it, as far as its answer says
-        (noindex, PDF, canonical URL, HTTP charset: ``pagenotes.differing_notes``)."""
+        (noindex, nofollow, PDF, canonical URL, HTTP charset: ``pagenotes.differing_notes``)."""
         before = self.noted_before
         if before is None or not item.said:
             return False
-        return bool(
-            item.said & differing_notes(before, item.url, item.http_charset, item.noindex, item.pdf, item.canonical)
+        differing = differing_notes(
+            before, item.url, item.http_charset, item.noindex, item.pdf, item.canonical, item.nofollow
         )
+        return bool(item.said & differing)
 
     async def write(self, doc_id: int, item: PageItem) -> None:
         """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
@@ -221,6 +225,7 @@ class PageDirPipeline:
                 noted_value(url, item.http_charset) or (NO_CHARSET if before and url in before.charsets else None),
             ),
             (ROBOTS, NOINDEX if item.noindex else INDEX if before and url in before.noindex else None),
+            (FOLLOW, NOFOLLOW if item.nofollow else FOLLOWED if before and url in before.nofollow else None),
             (TYPES, PDF if item.pdf else HTML if before and url in before.pdfs else None),
             (
                 CANONICAL,

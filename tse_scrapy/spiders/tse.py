@@ -26,7 +26,7 @@ from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
 from ..crawlstart import CrawlStart, prepare_crawl
 from ..rules.crawling.crawlargs import ArgumentError, CrawlArgs, check_crawl_args
-from ..rules.files.pagenotes import NOTE_KINDS, ROBOTS, TYPES, notes_said
+from ..rules.files.pagenotes import FOLLOW, NOTE_KINDS, ROBOTS, TYPES, notes_said, page_nofollow, read_nofollow
 from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
 from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
@@ -336,8 +336,11 @@ class TseSpider(scrapy.Spider):
             stats.inc_value(f"tse/robots_{directive}")
         if pdf and stats is not None:
             stats.inc_value("tse/pdfs")
-        # A PDF's links are not followed: its text is indexed, its links are not read.
-        if scanned and NOFOLLOW not in directives:
+        said = self._notes_said(response, NOINDEX in directives, pdf, NOFOLLOW in directives)
+        # A PDF's links are not followed: its text is indexed, its links are not read.  A page read back
+        # from its file (a 304 without X-Robots-Tag, a kept copy, a resume's) is nofollow as noted.
+        nofollow = not pdf and self._nofollow(url, NOFOLLOW in directives, said)
+        if scanned and not nofollow:
             log_progress(depth, "Scanning", url)
             found: list[str] | None = [] if self.recording else None
             yield from self._link_requests(response.body, url, depth, found, encoding)
@@ -357,9 +360,10 @@ class TseSpider(scrapy.Spider):
             token=meta.get("tse_token"),
             http_charset=None if pdf else self._http_charset(response),
             noindex=NOINDEX in directives,
+            nofollow=nofollow,
             pdf=pdf,
             canonical=None if pdf else self._canonical(response, url),
-            said=self._notes_said(response, NOINDEX in directives, pdf),
+            said=said,
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
             redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
         )
@@ -414,17 +418,33 @@ class TseSpider(scrapy.Spider):
         agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
         return re.split(r"[/\s]", agent.strip(), maxsplit=1)[0]
 
-    def _notes_said(self, response: Response, noindex: bool, pdf: bool) -> frozenset[str]:
+    def _notes_said(self, response: Response, noindex: bool, pdf: bool, nofollow: bool = False) -> frozenset[str]:
         """The kinds of note the page's answer speaks to (``PageItem.said``): a 304's, those whose headers
-        it carries, and what the saved body says for certain (its robots <meta> noindex, a PDF's bytes)."""
+        it carries, and what the saved body says for certain (its robots <meta> noindex or nofollow, a
+        PDF's bytes)."""
         if _answered_whole(response):
             return NOTE_KINDS
         meta = response.meta
         if meta.get("tse_http_status") == NOT_MODIFIED and KEPT_AFTER_FAILURE not in meta:
             certain = {ROBOTS} if noindex else set()
+            certain |= {FOLLOW} if nofollow else set()
             certain |= {TYPES} if pdf else set()
             return notes_said(name.decode("latin-1") for name in response.headers) | certain
         return frozenset()
+
+    def _nofollow(self, url: str, answered: bool, said: frozenset[str]) -> bool:
+        """Whether the links of the page at *url* are not followed: as its answer says (*answered*), or,
+        when the answer does not speak to it (*said*), as its ``nofollow`` note says (``--links html``,
+        not with ``--ignore-robots-meta``): the note is read only for such an answer, once."""
+        if answered or FOLLOW in said or self._robots_token is None:
+            return answered
+        return page_nofollow(said, answered, url in self._noted_nofollow)
+
+    @cached_property
+    def _noted_nofollow(self) -> frozenset[str]:
+        """The pages noted nofollow in the page directory (``pagenotes.read_nofollow``), read when first
+        needed: a page read back from its file keeps no header."""
+        return read_nofollow(self.crawl_args.pagedir)
 
     def _http_charset(self, response: Response) -> str | None:
         """The charset the page's Content-Type header declares, noted (``--links html`` only: the

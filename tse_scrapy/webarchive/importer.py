@@ -37,6 +37,7 @@ from ..rules.files.pagedir import MAX_URL_CHARACTERS
 from ..rules.files.pagenotes import (
     CANONICAL,
     CHARSETS,
+    FOLLOW,
     MAX_LINE_BYTES,
     NOINDEX,
     PDF,
@@ -46,6 +47,7 @@ from ..rules.files.pagenotes import (
     PageNotes,
     note_line,
 )
+from ..rules.files.pagenotes import NOFOLLOW as NOFOLLOW_NOTE
 from ..rules.files.webarchive import (
     HTML,
     PageHrefs,
@@ -180,7 +182,13 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-_NOTE_WORDS = {ROBOTS: "noindex", TYPES: "a PDF", CHARSETS: "its HTTP charset", CANONICAL: "its canonical URL"}
+_NOTE_WORDS = {
+    ROBOTS: "noindex",
+    FOLLOW: "nofollow",
+    TYPES: "a PDF",
+    CHARSETS: "its HTTP charset",
+    CANONICAL: "its canonical URL",
+}
 
 
 class ImportRefused(Exception):
@@ -751,7 +759,8 @@ class ArchiveImport:
 
     def _write_files(self, captures: dict[int, Capture], numbers: list[int], depths: list[int]) -> None:
         """The page files, their notes and ``.tse-gone``."""
-        notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in (CHARSETS, ROBOTS, TYPES, CANONICAL)}
+        kinds = (CHARSETS, ROBOTS, FOLLOW, TYPES, CANONICAL)
+        notes = {kind: PageNotes(self.directory, kind, NOTES_NAME) for kind in kinds}
         try:
             for doc_id, (number, depth) in enumerate(zip(numbers, depths, strict=True), start=1):
                 capture = captures[number]
@@ -841,13 +850,17 @@ class ArchiveImport:
         return hrefs
 
     def _notes(self, capture: Capture, body: bytes) -> list[tuple[str, str]]:
-        """The notes of a page, (kind, value), as a crawl notes them."""
+        """The notes of a page, (kind, value), as a crawl notes them (a PDF is never noted nofollow: its
+        links are never followed)."""
         url = capture.url
         notes = []
-        if NOINDEX_DIRECTIVE in _directives(capture, body):
+        directives = _directives(capture, body)
+        if NOINDEX_DIRECTIVE in directives:
             notes.append((ROBOTS, NOINDEX))
         if capture.kind == PDF_KIND:
             return [*notes, (TYPES, PDF)]
+        if NOFOLLOW in directives:
+            notes.append((FOLLOW, NOFOLLOW_NOTE))
         if capture.http_charset:
             notes.append((CHARSETS, capture.http_charset))
         if capture.links_header:

@@ -4,9 +4,9 @@ and turns a 304 Not Modified into the saved copy of the page.
 An update crawls the whole site again (the links of an unchanged page still
 lead somewhere), so a 304 must still give the spider the page's body: it is
 read back from the page file, whose body is the one the validators describe.
-A page noted noindex or naming a canonical URL in its headers is asked for
-whole: a 304 need not repeat the header that said so, and only a whole answer
-tells that it no longer does (such pages are few).  The saved copy keeps the
+A page noted noindex or nofollow, or naming a canonical URL in its headers, is
+asked for whole: a 304 need not repeat the header that said so, and only a whole
+answer tells that it no longer does (such pages are few).  The saved copy keeps the
 type and charset it was saved with (its notes): a 304 that names another
 ``Content-Type`` (RFC 9110 says it should name none) would otherwise turn a
 saved HTML page into a "PDF", or read it in another encoding.
@@ -21,7 +21,15 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import HtmlResponse, Response
 
 from ...rules.files import pagedir
-from ...rules.files.pagenotes import PDF, TYPES, read_canonicals, read_charsets, read_noindex, read_notes
+from ...rules.files.pagenotes import (
+    PDF,
+    TYPES,
+    read_canonicals,
+    read_charsets,
+    read_nofollow,
+    read_noindex,
+    read_notes,
+)
 from ...update.extension import UpdateExtension, update_session
 
 if TYPE_CHECKING:
@@ -39,7 +47,7 @@ class ConditionalRequestMiddleware:
     def __init__(self, update: UpdateExtension, directory: str):
         self.update = update
         self.directory = directory
-        self.asked_whole = read_noindex(directory) | read_canonicals(directory).keys()
+        self.asked_whole = read_noindex(directory) | read_nofollow(directory) | read_canonicals(directory).keys()
         # The saved pages' types and HTTP charsets, as noted when they were saved (before this update).
         self.types = read_notes(directory, TYPES)
         self.charsets = read_charsets(directory)

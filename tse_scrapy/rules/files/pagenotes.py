@@ -8,6 +8,13 @@ A crawl in ``--links html`` mode notes, when a page is saved:
 - ``PAGEDIR/.tse-robots/``: ``noindex`` when its ``X-Robots-Tag`` header or
   ``<meta name="robots">`` says so (``robotsmeta``): the page is saved, but
   the indexer leaves it out;
+- ``PAGEDIR/.tse-follow/``: ``nofollow`` when its ``X-Robots-Tag`` header or
+  ``<meta name="robots">`` says so (``robotsmeta``), for an HTML page: its
+  links are not followed, and a later reading of the page from its file (a
+  304 of an update, a copy kept after a failure, a page read back on resume),
+  which has no header, does not follow them either (``page_nofollow``).  A
+  page not noted so (a page directory made before these notes were kept) is
+  followed;
 - ``PAGEDIR/.tse-types/``: ``pdf`` for a PDF document (``--pdf``): the
   indexer reads its text, not its bytes as HTML;
 - ``PAGEDIR/.tse-canonical/``: the canonical URL its ``Link:`` header names
@@ -15,14 +22,16 @@ A crawl in ``--links html`` mode notes, when a page is saved:
   from the page file by the indexer.
 
 An update notes every page it writes as it is now, where it was noted
-otherwise before: its type (``html``), ``index`` when it is not noindex, its
-canonical URL and its charset (``-`` for none); the last note of a URL wins.  A page whose notes would change
+otherwise before: its type (``html``), ``index`` when it is not noindex,
+``follow`` when it is not nofollow, its canonical URL and its charset (``-``
+for none); the last note of a URL wins.  A page whose notes would change
 while its bytes do not (a server that now sends ``X-Robots-Tag: noindex``) is
 written again with them (``differing_notes``): the indexer reads it anew.  A 304
 speaks only to the notes whose headers it carries (``notes_said``; nginx's
 ``add_header`` adds them to a 304 as to a 200), and to what its body, the saved
-one, says for certain (a robots ``<meta>`` noindex, a PDF's bytes); a copy kept
-after a failure to none.
+one, says for certain (a robots ``<meta>`` noindex or nofollow, a PDF's bytes); a
+copy kept after a failure to none.  (A page noted noindex or nofollow is asked for
+whole by an update, so that only a whole answer can clear its note.)
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
@@ -41,6 +50,7 @@ from typing import BinaryIO
 
 CHARSETS = ".tse-charsets"
 ROBOTS = ".tse-robots"
+FOLLOW = ".tse-follow"
 TYPES = ".tse-types"
 CANONICAL = ".tse-canonical"
 MAX_LINE_BYTES = 9000  # a URL of 8,192 characters and a charset label
@@ -49,14 +59,16 @@ MAX_URL_VALUE_BYTES = 8192
 URL_VALUED = frozenset({CANONICAL})  # kinds whose values are URLs, not short ASCII names
 NOINDEX = "noindex"
 INDEX = "index"  # an update's note that a page is no longer noindex
+NOFOLLOW = "nofollow"
+FOLLOWED = "follow"  # an update's note that a page is no longer nofollow
 PDF = "pdf"
 HTML = "html"
 NO_CANONICAL = "-"
 NO_CHARSET = "-"
 MAX_FILE_BYTES = 256 * 1024 * 1024
-NOTE_KINDS = frozenset({CHARSETS, ROBOTS, TYPES, CANONICAL})
+NOTE_KINDS = frozenset({CHARSETS, ROBOTS, FOLLOW, TYPES, CANONICAL})
 # The header each kind of note is read from.
-_NOTED_FROM = {"x-robots-tag": (ROBOTS,), "link": (CANONICAL,), "content-type": (CHARSETS, TYPES)}
+_NOTED_FROM = {"x-robots-tag": (ROBOTS, FOLLOW), "link": (CANONICAL,), "content-type": (CHARSETS, TYPES)}
 
 
 def note_line(url: str, value: str, url_value: bool = False) -> bytes | None:
@@ -114,6 +126,7 @@ class NotedPages:
     noindex: frozenset[str]  # the URLs never to be an answer
     pdfs: frozenset[str] = frozenset()  # the URLs of PDF documents
     canonicals: dict[str, str] = field(default_factory=dict)  # URL -> the canonical URL it names
+    nofollow: frozenset[str] = frozenset()  # the URLs whose links are not followed (an update's)
 
     def charset(self, url: str) -> str | None:
         return self.charsets.get(url)
@@ -124,15 +137,31 @@ def notes_said(header_names: Iterable[str]) -> frozenset[str]:
     return frozenset(kind for name in header_names for kind in _NOTED_FROM.get(name.lower(), ()))
 
 
+def page_nofollow(said: frozenset[str], answered: bool, noted: bool) -> bool:
+    """Whether the links of a page are not to be followed: *answered*, what its answer says (its
+    X-Robots-Tag header and robots ``<meta>``), when the answer speaks to it (*said*, ``notes_said``: a
+    whole answer, a 304 that carries X-Robots-Tag); else what its answer's body says or *noted* (its
+    ``nofollow`` note): a 304 without the header, a copy kept after a failure, a page read back on
+    resume, whose header only the note kept."""
+    return answered or (FOLLOW not in said and noted)
+
+
 def differing_notes(
-    before: NotedPages, url: str, http_charset: str | None, noindex: bool, pdf: bool, canonical: str | None
+    before: NotedPages,
+    url: str,
+    http_charset: str | None,
+    noindex: bool,
+    pdf: bool,
+    canonical: str | None,
+    nofollow: bool = False,
 ) -> frozenset[str]:
-    """The kinds of note of the page at *url* (its HTTP charset, noindex, PDF, canonical URL) that would
-    not read back as *before* has them, of those that can be noted (a URL too long for a note's line
-    has none: it would differ at every update)."""
+    """The kinds of note of the page at *url* (its HTTP charset, noindex, PDF, canonical URL, nofollow)
+    that would not read back as *before* has them, of those that can be noted (a URL too long for a
+    note's line has none: it would differ at every update)."""
     notable = note_line(url, NOINDEX) is not None
     differing = {
         ROBOTS: notable and noindex != (url in before.noindex),
+        FOLLOW: notable and nofollow != (url in before.nofollow),
         TYPES: notable and pdf != (url in before.pdfs),
         CANONICAL: noted_value(url, canonical, url_value=True) != before.canonicals.get(url),
         CHARSETS: noted_value(url, http_charset) != before.charsets.get(url),
@@ -141,12 +170,14 @@ def differing_notes(
 
 
 def read_page_notes(pagedir: str | os.PathLike) -> NotedPages:
-    """Every note of *pagedir* the indexer uses: charsets, noindex pages, PDFs, canonical URLs."""
+    """Every note of *pagedir*: charsets, noindex pages, PDFs, canonical URLs (the indexer's), nofollow
+    pages (an update's)."""
     return NotedPages(
         read_charsets(pagedir),
         read_noindex(pagedir),
         frozenset(url for url, value in read_notes(pagedir, TYPES).items() if value == PDF),
         read_canonicals(pagedir),
+        read_nofollow(pagedir),
     )
 
 
@@ -163,6 +194,12 @@ def read_canonicals(pagedir: str | os.PathLike) -> dict[str, str]:
 def read_noindex(pagedir: str | os.PathLike) -> frozenset[str]:
     """The URLs of the pages noted ``noindex`` in *pagedir*."""
     return frozenset(url for url, value in read_notes(pagedir, ROBOTS).items() if value == NOINDEX)
+
+
+def read_nofollow(pagedir: str | os.PathLike) -> frozenset[str]:
+    """The URLs of the pages noted ``nofollow`` in *pagedir* (none in a page directory made before they
+    were noted: every page is followed)."""
+    return frozenset(url for url, value in read_notes(pagedir, FOLLOW).items() if value == NOFOLLOW)
 
 
 def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
