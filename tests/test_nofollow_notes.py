@@ -1,9 +1,10 @@
 """A page whose answer says ``X-Robots-Tag: nofollow`` (or ``none``, or ``tse-scrapy: nofollow``) keeps
 its links unfollowed when it is read again from its file, which keeps no header: an update's 304 that
 does not repeat the header (RFC 9110 says it need not), a copy kept after a 503, a resume's page read
-back.  The crawl notes it beside the page files (``PAGEDIR/.tse-follow/``: rules/files/pagenotes.py), and
-an update clears the note when a whole answer no longer says it.  Real crawls of a site served on
-127.0.0.1 by a server that sends the header on its 200s only (as the RFC allows)."""
+back.  The crawl notes it beside the page files (``PAGEDIR/.tse-follow/``: rules/files/pagenotes.py),
+`tse import` notes it as a crawl does, and an update clears the note when a whole answer no longer says
+it.  Real crawls of a site served on 127.0.0.1 by a server that sends the header on its 200s only (as
+the RFC allows)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import crawl_site
+from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.pagenotes import (
@@ -105,12 +107,13 @@ def crawled(site, out, *options, validators: bool = True) -> None:
 
 @pytest.fixture(scope="module")
 def nofollow_crawl(site, tmp_path_factory):
-    """The site crawled once (depth 2) while nf.html said ``X-Robots-Tag: nofollow``: each test updates
-    a copy of it (``crawl_copy``)."""
-    out = tmp_path_factory.mktemp("nofollow") / "out"
+    """The site crawled once (depth 2, its WARC kept) while nf.html said ``X-Robots-Tag: nofollow``: each
+    test updates a copy of it (``crawl_copy``), or imports its WARC."""
+    root = tmp_path_factory.mktemp("nofollow")
+    out = root / "out"
     out.mkdir()
     site.robots = {"/nf.html": "nofollow"}
-    crawled(site, out)
+    crawled(site, out, "--warc", root / "crawl.warc.gz")
     assert live_names(out) == {"index.html", "nf.html"}
     return out
 
@@ -157,6 +160,19 @@ def test_a_page_that_no_longer_says_nofollow_has_its_links_followed_again(site, 
     crawled(site, crawl_copy, "--update", *RETRY)
     assert live_names(crawl_copy) == {"index.html", "nf.html", "behind.html"}
     assert ("/behind.html", 304, True) in site.asked
+
+
+def test_an_imported_nofollow_page_keeps_its_links_unfollowed_by_an_update(site, nofollow_crawl, crawl_copy, tmp_path):
+    # `tse import` notes what the crawl notes: an update of the import keeping nf.html's copy after a 503
+    # follows no link of it.
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    assert tse_here("import", nofollow_crawl.parent / "crawl.warc.gz", pages).returncode == 0
+    assert live_names(pages) == {"index.html", "nf.html"}
+    site.failing = {"/nf.html"}
+    crawled(site, pages, "--update", *RETRY)
+    assert live_names(pages) == {"index.html", "nf.html"}
+    assert "/behind.html" not in {path for path, *_ in site.asked}
 
 
 @pytest.mark.parametrize("header", ["tse-scrapy: nofollow", "none"])
