@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.net import free_port
 from tests.support.searchsite import write_search_site
-from tests.support.serving import QUICK_LOOKS
+from tests.support.serving import QUICK_LOOKS, every_worker_opened
 from tests.support.wait import still_running, wait_until, while_running
 
 psutil = pytest.importorskip("psutil")
@@ -107,6 +107,8 @@ def test_an_index_removed_is_said_once_not_once_a_worker(tmp_path):
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2", "--port", str(port)]
     with serving(command, clean_env(**QUICK_LOOKS)) as run:
         wait_until(lambda: len(psutil.Process(run.pid).children()) == 2, 30, "not two workers")
+        # (Each has opened the index: one still starting would wait for it, and say so otherwise.)
+        wait_until(lambda: every_worker_opened(run.pid, index), 30, "a worker never opened the index")
         for suffix in INDEX_FILES:  # rm INDEXFILE*
             os.unlink(f"{index}{suffix}")
         time.sleep(SETTLED)  # each worker has looked at the files, seen them gone and settled, and tried them

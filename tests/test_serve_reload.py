@@ -1,6 +1,5 @@
 """A running `tse serve` answers from the index `tse index` writes anew, once it is whole."""
 
-import contextlib
 import http.client
 import json
 import os
@@ -15,7 +14,7 @@ from tests.conftest import BIN, ROOT, clean_env
 from tests.support.inprocess import tse_here
 from tests.support.pages import write_pages
 from tests.support.searchsite import write_search_site
-from tests.support.serving import QUICK_LOOKS, tse_serve
+from tests.support.serving import QUICK_LOOKS, every_worker_opened, tse_serve
 from tests.support.wait import wait_until
 
 # Longer than a server process's looks at the files (served.CHECK_SECONDS, 0.25 s with QUICK_LOOKS: the
@@ -77,20 +76,6 @@ def _changed(pages) -> None:
 WOMBAT_PAGES = ["http://h/dogs.html", "http://h/wombat.html"]
 
 
-def _every_process_took_the_store(run, index) -> bool:
-    """Whether each of the server's processes has the document store at *index*.docs open, and none
-    still the one it replaced (a file renamed over is "(deleted)" in /proc): each took the index.
-    (Answers cannot tell: the connections may all go to one process, the other slow to open.)"""
-    for process in psutil.Process(run.process.pid).children():
-        links = set()
-        for descriptor in os.listdir(f"/proc/{process.pid}/fd"):
-            with contextlib.suppress(OSError):
-                links.add(os.readlink(f"/proc/{process.pid}/fd/{descriptor}"))
-        if f"{index}.docs" not in links or f"{index}.docs (deleted)" in links:
-            return False
-    return True
-
-
 def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
     pages, index = write_search_site(tmp_path)
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
@@ -112,7 +97,7 @@ def test_a_running_server_answers_from_the_index_written_anew(tmp_path):
             wait_until(lambda: _every_process_answers(run.base, WOMBAT_PAGES), 20, "the updated index never answered")
         finally:
             held.resume()
-        wait_until(lambda: _every_process_took_the_store(run, index), 20, "a process never took the updated index")
+        wait_until(lambda: every_worker_opened(run.process.pid, index), 20, "a process never took the updated index")
         assert _every_process_answers(run.base, WOMBAT_PAGES, rank="tse")
         with urllib.request.urlopen(f"{run.base}/doc/31", timeout=10) as response:
             assert b"the wombat digs" in response.read()
@@ -183,6 +168,8 @@ def test_a_server_process_started_again_waits_for_an_index_it_cannot_open(tmp_pa
     pages, index = write_search_site(tmp_path)
     command = [str(BIN / "tse"), "serve", str(pages), str(index), "--workers", "2"]
     with tse_serve(command, clean_env(**QUICK_LOOKS), ROOT) as run:
+        # Both processes serving before the index is moved away (one still starting would wait for it).
+        wait_until(lambda: every_worker_opened(run.process.pid, index), 30, "a process never opened the index")
         before = _api(run.base, "q=cat")
         assert before["status"] == 200 and before["total"] > 0
         (tmp_path / "away").mkdir()

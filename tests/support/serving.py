@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import urllib.request
@@ -9,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from tests.support.net import free_port
 from tests.support.wait import wait_until, while_running
@@ -54,3 +58,21 @@ def tse_serve(command: list[str], env: dict, cwd: Path) -> Iterator[ServeRun]:
     finally:
         process.send_signal(signal.SIGINT)
         run.stderr = process.communicate(timeout=30)[1].decode()
+
+
+def every_worker_opened(server_pid: int, index: Path | str) -> bool:
+    """Whether each worker process of the server *server_pid* has the document store at *index*.docs
+    open, and none still one renamed over ("(deleted)" in /proc): each has opened that index.  /healthz
+    answers once one worker serves; on a loaded machine another may not have opened the index yet (a
+    test that then moves the index away leaves it waiting for one: CI's failures of test_serve_reload)."""
+    workers = psutil.Process(server_pid).children()
+    if not workers:
+        return False
+    for worker in workers:
+        links = set()
+        for descriptor in os.listdir(f"/proc/{worker.pid}/fd"):
+            with contextlib.suppress(OSError):
+                links.add(os.readlink(f"/proc/{worker.pid}/fd/{descriptor}"))
+        if f"{index}.docs" not in links or f"{index}.docs (deleted)" in links:
+            return False
+    return True
