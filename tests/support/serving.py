@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 
+from tests.conftest import popen
 from tests.support.net import free_port
 from tests.support.wait import wait_until, while_running
 
@@ -38,11 +39,7 @@ def tse_serve(command: list[str], env: dict, cwd: Path) -> Iterator[ServeRun]:
     """Run *command* (``tse serve PAGEDIR INDEXFILE``) on a free port until /healthz answers;
     stop it with Ctrl-C on leaving."""
     port = free_port()
-    # Started anew, not forked (conftest.popen): a server killed and restarting its own workers once
-    # failed to answer in CI when forked (tests/test_serve_reload.py), not found since; left as it was.
-    process = subprocess.Popen(
-        [*command, "--port", str(port)], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = popen([*command, "--port", str(port)], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     run = ServeRun(f"http://127.0.0.1:{port}", process)
 
     def answers() -> bool:
