@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 import urllib.parse
 import urllib.request
 
@@ -89,3 +90,34 @@ def _page_text(name: str) -> str:
 def test_a_thai_word_on_a_long_run_holding_a_sara_am_is_marked_where_it_stands(server):
     (result,) = [result for result in _results(server, SEAL) if result["url"] == f"{HOST}/seal"]
     assert _marked(result) == [SEAL], result["snippet"]
+
+
+def test_a_snippet_cut_in_thai_text_starts_and_ends_with_a_whole_character(server):
+    results = {result["url"]: result for result in _results(server, CAT) if "/cat" in result["url"]}
+    assert len(results) == len(SHIFTS)
+    cut_inside = []
+    for shift in SHIFTS:
+        result = results[f"{HOST}/cat{shift}"]
+        shown, text = _shown(result), _page_text(f"cat{shift}")
+        assert CAT in _marked(result)
+        start = text.index(shown)
+        end = start + len(shown)
+        # A mark (a Thai vowel above or below, a tone mark) is shown on the letter before it, never alone.
+        if unicodedata.category(text[start])[0] == "M" or (
+            end < len(text) and unicodedata.category(text[end])[0] == "M"
+        ):
+            cut_inside.append((shift, result["snippet"]))
+    assert cut_inside == []
+
+
+def test_a_snippet_cut_in_a_row_of_emoji_keeps_each_emoji_whole(server):
+    results = [result for result in _results(server, "zebra") if result["url"].startswith(f"{HOST}/zebra")]
+    assert len(results) == 4
+    for result in results:
+        shown, text = _shown(result), _page_text(result["url"].rsplit("/", 1)[1])
+        assert _marked(result) == ["zebra"]
+        start = text.index(shown)
+        end = start + len(shown)
+        assert ZWJ not in (text[start], text[start - 1]), result["snippet"]  # not inside a ZWJ sequence
+        assert ZWJ not in (text[end - 1], text[end]), result["snippet"]
+        assert shown.startswith(FAMILY) and shown.endswith(FAMILY), result["snippet"]
