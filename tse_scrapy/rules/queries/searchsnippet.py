@@ -671,7 +671,7 @@ def _cut_before(text: str, at: int) -> int:
     start = at
     while start > 0 and at - start < LATER_WORD and _cuts_a_word(text, start):
         start -= 1
-    return start
+    return grapheme_start(text, start)
 
 
 def _cut_after(text: str, at: int) -> int:
@@ -686,7 +686,7 @@ def _cut_after(text: str, at: int) -> int:
     end = at
     while end < len(text) and end - at < LATER_WORD and _cuts_a_word(text, end):
         end += 1
-    return end
+    return grapheme_start(text, end)
 
 
 def _cuts_a_word(text: str, at: int) -> bool:
@@ -1060,11 +1060,55 @@ def _bounds(text: str, first: int, size: int) -> tuple[int, int]:
     if start > 0:
         space = text.find(" ", start, first)
         start = space + 1 if space != -1 else start
+    start = grapheme_start(text, start)
     end = min(len(text), start + size)
     if end < len(text):
         space = text.rfind(" ", start + size // 2, end)
         end = space if space != -1 else end
+    end = grapheme_start(text, end, start)
     return start, end
+
+
+# How far a cut looks back for the start of the character shown there (its letter, before its marks).
+GRAPHEME_BACK = 32
+_ZWJ = "\u200d"
+_SPACING_MARKS = frozenset("\u0e33\u0eb3")  # Thai and Lao SARA AM: letters in Unicode, marks in a character
+
+
+def grapheme_start(text: str, at: int, floor: int = 0) -> int:
+    """*at*, or where the character a reader sees there starts (a user-perceived character, UAX #29's
+    grapheme cluster, in short) when a cut at *at* would cut it: a letter from its marks (Thai vowel and
+    tone marks, an accent written apart), an emoji from the ZWJ sequence it is in (👨‍👩‍👧) or from its
+    skin tone or tags, a flag's two regional indicators, a Hangul syllable's jamo.  At most
+    GRAPHEME_BACK characters back (a letter under hundreds of marks is cut), never before *floor*."""
+    bound = max(floor, at - GRAPHEME_BACK)
+    while at > bound and _continues(text, at):
+        at -= 1
+    return at
+
+
+def _continues(text: str, at: int) -> bool:
+    """Whether ``text[at]`` continues the character shown before it (``grapheme_start``)."""
+    if not 0 < at < len(text):
+        return False
+    character, before = text[at], text[at - 1]
+    if character == _ZWJ or before == _ZWJ or character in _SPACING_MARKS:
+        return True
+    code = ord(character)
+    if 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:  # skin tones, tags (flags of regions)
+        return True
+    if 0x1F1E6 <= code <= 0x1F1FF:  # a regional indicator: the second of a pair
+        indicators = 0
+        while at - indicators > 0 and 0x1F1E6 <= ord(text[at - indicators - 1]) <= 0x1F1FF:
+            indicators += 1
+        return indicators % 2 == 1
+    if 0x1100 <= code <= 0x11FF or 0xA960 <= code <= 0xA97F or 0xD7B0 <= code <= 0xD7FF:  # Hangul jamo
+        previous = ord(before)
+        if 0x1100 <= code <= 0x115F or 0xA960 <= code <= 0xA97F:  # a leading consonant, after another
+            return 0x1100 <= previous <= 0x115F or 0xA960 <= previous <= 0xA97F
+        # a vowel or a final, after a jamo or a syllable
+        return 0x1100 <= previous <= 0x11FF or 0xA960 <= previous <= 0xA97F or 0xAC00 <= previous <= 0xD7FF
+    return character >= "\u0300" and unicodedata.category(character)[0] == "M"
 
 
 # The text read each side of a snippet's window for the marks in it: a phrase (or a bigram) across

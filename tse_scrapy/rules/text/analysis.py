@@ -30,13 +30,15 @@ original text for highlighting.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import unicodedata
-from collections.abc import Collection, Iterable, Iterator
+from array import array
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from itertools import chain, filterfalse, groupby
+from itertools import accumulate, chain, filterfalse, groupby
 from typing import NamedTuple, TypeVar
 
 import Stemmer
@@ -930,7 +932,20 @@ def _tokens(
             # Normalized, the run may be of another length (half-width katakana with sound marks: ﾃﾞ is
             # デ): each bigram where the characters it was made of stand, when that can be told.
             spans = _normalized_spans(piece, analyzed) if segmented and not plain else None
-            if spans is not None:
+            normalized = getattr(spans, "text", None)  # (a long run's: its kept bigrams found by a search)
+            if normalized is not None and wanted is not None and len(analyzed[-1]) == 2:
+                last = -1 if follows else -2  # the bigram kept last, -1 standing for a word kept before
+                for index in _pairs_at(normalized, pairs, starters):
+                    if index < len(analyzed):  # (not the run's last character: alone, below)
+                        yield (
+                            Token((analyzed[index],), start + spans[index][0], start + spans[index + 1][1]),
+                            (index == last + 1),
+                        )
+                        last = index
+                follows = last == len(analyzed) - 1
+                if starts and analyzed[-1][1:] in starts:  # its last character, alone
+                    yield Token((analyzed[-1][1:],), start + spans[-1][0], start + spans[-1][1]), None
+            elif spans is not None:
                 for index, pair in enumerate(analyzed):
                     if wanted is None or pair in wanted or (starts and pair[:1] in starts):
                         end = start + spans[index + len(pair) - 1][1]
@@ -958,18 +973,38 @@ def _tokens(
 
 
 # Runs of a bigram script at most this long whose normalizing changed their length are read character
-# by character (each prefix normalized again: quadratic); a longer one is one token, marked whole.
+# by character (each prefix normalized again: quadratic).  A longer one is read a character at a time
+# where each character normalized alone gives what it gives in the run (``_CharacterSpans``: Thai's
+# SARA AM), else cut into pieces about this long where nothing before a cut composes with what
+# follows it, each piece's characters placed so when one of them is first asked for
+# (``_LongRunSpans``); its bigrams kept found by a search, as a plain run's.  A hostile page of
+# 500,000 characters of Thai with a SARA AM every 89, each run holding the bigrams looked for, costs a
+# snippet 0.65 s compiled against 0.4-0.5 s when each run was one token.  (It was one token: a Thai
+# run past 64 characters holding a SARA AM, which NFKC spells with two, gave a word of several bigrams
+# typed no mark, nor the window of its snippet: a reviewer's find.)
 SPANNED_RUN = 64
+# Conjoining Hangul jamo, which compose with what is before them (a vowel or a final) though they start alone.
+_JOINING_JAMO = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
 
 
-def _normalized_spans(piece: str, analyzed: list[str]) -> list[tuple[int, int]] | None:
+def _normalized_spans(piece: str, analyzed: list[str]) -> Sequence[tuple[int, int]] | None:
     """Where each character of ``fold(normalize(piece))`` comes from in *piece* (``[start, end)``), when
     they are the characters of *analyzed* (the bigrams *piece* gives, or its one character), else
     None: a character composed of several (ﾃﾞ) spans them, and the characters one is spelled as
     (㌀: アパート) each span it."""
-    if len(piece) > SPANNED_RUN or not analyzed:
+    if not analyzed:
         return None
     characters = len(analyzed) + len(analyzed[0]) - 1
+    if len(piece) > SPANNED_RUN:
+        spans = _CharacterSpans.of(piece) or _LongRunSpans.of(piece)
+        return spans if spans is not None and len(spans) == characters else None
+    spans = _prefix_spans(piece)
+    return spans if spans is not None and len(spans) == characters else None
+
+
+def _prefix_spans(piece: str) -> list[tuple[int, int]] | None:
+    """``_normalized_spans`` of *piece*, its prefixes normalized one after the other (None where a
+    longer one is shorter, or the first character is nothing)."""
     spans: list[tuple[int, int]] = []
     made = 0
     for end in range(1, len(piece) + 1):
@@ -982,7 +1017,136 @@ def _normalized_spans(piece: str, analyzed: list[str]) -> list[tuple[int, int]] 
             spans[-1] = (spans[-1][0], end)
         spans.extend([(end - 1, end)] * (length - made))
         made = length
-    return spans if len(spans) == characters else None
+    return spans
+
+
+def _cuts_cleanly(piece: str, at: int) -> bool:
+    """Whether *piece* normalized is its text before *at* normalized, then its text from *at* normalized
+    (``_starts_cleanly``), no dot before *at* dropped for the letter after it."""
+    return piece[at - 1] not in _INNER_DOTS and _starts_cleanly(piece[at])
+
+
+@lru_cache(maxsize=4096)
+def _starts_cleanly(character: str) -> bool:
+    """Whether *character* starts alone (``_starts_alone``), is no joining jamo nor a dot dropped
+    between letters, and is something normalized."""
+    return (
+        character not in _INNER_DOTS
+        and _starts_alone(character)
+        and not _JOINING_JAMO.match(character)
+        and bool(fold(normalize(character)))
+    )
+
+
+def _split_spans(piece: str) -> list[tuple[int, int]] | None:
+    """``_prefix_spans`` of *piece*, a part normalized as it is a character each, else its halves
+    worked out apart where it is cut cleanly (``_cuts_cleanly``): a normalizing of the few parts
+    around a character normalizing changes, not of each prefix."""
+    if fold(normalize(piece)) == piece:
+        return [(at, at + 1) for at in range(len(piece))]
+    if len(piece) > 8:
+        middle = len(piece) // 2
+        for offset in range(middle - 1):
+            for cut in (middle - offset, middle + offset + 1):
+                if 0 < cut < len(piece) and _cuts_cleanly(piece, cut):
+                    left, right = _split_spans(piece[:cut]), _split_spans(piece[cut:])
+                    if left is None or right is None:
+                        return _prefix_spans(piece)
+                    return left + [(first + cut, last + cut) for first, last in right]
+    return _prefix_spans(piece)
+
+
+@lru_cache(maxsize=4096)
+def _folded_character(character: str) -> str:
+    return fold(normalize(character))
+
+
+class _CharacterSpans(Sequence):
+    """``_normalized_spans`` of a run longer than SPANNED_RUN that normalizes a character at a time (a
+    Thai SARA AM is two characters wherever it stands, a joiner nothing): each character's span read
+    from how many characters those before it make, a character making none joined to the span of the
+    last character made before it (as ``_prefix_spans`` joins it)."""
+
+    __slots__ = ("_made", "text")
+
+    def __init__(self, made: array, text: str):
+        self._made = made  # what piece[:i] makes, for each i
+        self.text = text  # the run normalized
+
+    @classmethod
+    def of(cls, piece: str) -> _CharacterSpans | None:
+        folded = list(map(_folded_character, piece))
+        text = fold(normalize(piece))
+        if not folded[0] or "".join(folded) != text:
+            return None
+        return cls(array("q", accumulate(map(len, folded), initial=0)), text)
+
+    def __len__(self) -> int:
+        return self._made[-1]
+
+    def __getitem__(self, index: int) -> tuple[int, int]:  # type: ignore[override]
+        made = self._made
+        if index < 0:
+            index += made[-1]
+        if not 0 <= index < made[-1]:
+            raise IndexError(index)
+        at = bisect.bisect_right(made, index) - 1  # the character making it
+        end = at + 1
+        if index == made[end] - 1:  # its last: the characters after it making nothing join it
+            while end < len(made) - 1 and made[end + 1] == made[end]:
+                end += 1
+        return at, end
+
+
+class _LongRunSpans(Sequence):
+    """``_normalized_spans`` of a run longer than SPANNED_RUN: its pieces' spans, each worked out
+    (``_prefix_spans``) when one of its characters is first asked for; a snippet asks for a few."""
+
+    __slots__ = ("_cuts", "_made", "_piece", "_spans", "text")
+
+    def __init__(self, piece: str, cuts: list[int], made: list[int], text: str):
+        self._piece, self._cuts, self._made = piece, cuts, made  # (each piece's start, and its characters')
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+        self.text = text  # the run normalized
+
+    @classmethod
+    def of(cls, piece: str) -> _LongRunSpans | None:
+        cuts, made, texts = [0], [0], []
+        while cuts[-1] < len(piece):
+            start = cuts[-1]
+            cut = start + SPANNED_RUN
+            if cut < len(piece):
+                while cut > start + 1 and not _cuts_cleanly(piece, cut):
+                    cut -= 1
+                if cut == start + 1 and not _cuts_cleanly(piece, cut):
+                    return None  # (a run of marks: one token)
+            else:
+                cut = len(piece)
+            texts.append(fold(normalize(piece[start:cut])))
+            made.append(made[-1] + len(texts[-1]))
+            cuts.append(cut)
+        return cls(piece, cuts, made, "".join(texts))
+
+    def __len__(self) -> int:
+        return self._made[-1]
+
+    def __getitem__(self, index: int) -> tuple[int, int]:  # type: ignore[override]
+        if index < 0:
+            index += self._made[-1]
+        if not 0 <= index < self._made[-1]:
+            raise IndexError(index)
+        chunk = bisect.bisect_right(self._made, index) - 1
+        spans = self._spans.get(chunk)
+        if spans is None:
+            start, end = self._cuts[chunk], self._cuts[chunk + 1]
+            found = _split_spans(self._piece[start:end])
+            size = self._made[chunk + 1] - self._made[chunk]
+            if found is None or len(found) != size:  # (not placed: each of its characters spans it)
+                spans = [(start, end)] * size
+            else:
+                spans = [(first + start, last + start) for first, last in found]
+            self._spans[chunk] = spans
+        return spans[index - self._made[chunk]]
 
 
 def _pairs_at(piece: str, pairs: list[str], starters: list[str]) -> list[int]:
