@@ -269,3 +269,25 @@ def test_behind_a_proxy_a_loopback_pages_own_requests_go_through_it(serve, tmp_p
         assert b'<p id="p">proxied okapi</p>' in pages_by_url(tmp_path / "pages")["index.html"]
         assert [hit.key for hit in proxy.hits] == [site_host + path for path in paths], proxy.hits
         assert origin.hits == []  # nothing went around the proxy
+
+
+def test_a_robots_meta_a_script_removes_is_obeyed_as_served(serve, tmp_path):
+    """A page served with ``<meta name="robots" content="noindex, nofollow">`` whose script removes it:
+    the rendered page no longer said it, so the page was noted as an answer and the page behind it saved.
+    Search engines obey the HTML served; so does the crawl now: noted noindex, its link not followed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text('<html><body><a href="hidden.html">hidden</a></body></html>')
+    (site / "hidden.html").write_text(
+        '<html><head><meta name="robots" content="noindex, nofollow">'
+        '<script>document.querySelector("meta[name=robots]").remove()</script></head>'
+        '<body><p>secret words</p><a href="behind.html">behind</a></body></html>'
+    )
+    (site / "behind.html").write_text("<html><body><p>behind the hidden page</p></body></html>")
+    server = serve(site)
+    result = crawl(server, tmp_path / "pages", "index.html", 2, "--render")
+    assert result.returncode == 0, result.stderr.decode()[-3000:]
+    pages = pages_by_url(tmp_path / "pages")
+    assert sorted(pages) == ["hidden.html", "index.html"], pages.keys()
+    assert b"secret words" in pages["hidden.html"] and b'name="robots"' not in pages["hidden.html"]  # rendered
+    assert read_page_notes(tmp_path / "pages").noindex == {f"{server.url}/hidden.html"}

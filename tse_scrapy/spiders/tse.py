@@ -21,6 +21,7 @@ from twisted.python.failure import Failure
 from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
 from ..crawl.downloader.record import DATA_LOSS, LASTING_REASONS, failure_reason
+from ..crawl.downloader.render import SERVED_ROBOTS
 from ..crawl.items import PageItem
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
@@ -401,14 +402,17 @@ class TseSpider(scrapy.Spider):
         """``noindex`` and ``nofollow`` as the page's X-Robots-Tag header and robots ``<meta>``
         (not a PDF's: it has no head) give them (``--links html`` only, and not with
         ``--ignore-robots-meta``); *encoding*: the page's (a UTF-16 page's head is read as text)."""
-        token = self._robots_token
+        token = self.robots_token
         if token is None:
             return frozenset()
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"X-Robots-Tag")]
-        return robots_directives(headers, b"" if pdf else response.body, token, encoding)
+        # A rendered page: its served HTML's robots <meta> too (a script may remove a noindex; search
+        # engines obey one in the HTML served: RenderMiddleware keeps what it said).
+        served = response.meta.get(SERVED_ROBOTS, frozenset()) if "rendered" in response.flags else frozenset()
+        return robots_directives(headers, b"" if pdf else response.body, token, encoding) | served
 
     @cached_property
-    def _robots_token(self) -> str | None:
+    def robots_token(self) -> str | None:
         """This crawler's user-agent token for robots directives; None when they are not obeyed
         (``--links tse``, ``--ignore-robots-meta``).  Worked out once, not for every page."""
         crawler = getattr(self, "crawler", None)
@@ -436,7 +440,7 @@ class TseSpider(scrapy.Spider):
         """Whether the links of the page at *url* are not followed: as its answer says (*answered*), or,
         when the answer does not speak to it (*said*), as its ``nofollow`` note says (``--links html``,
         not with ``--ignore-robots-meta``): the note is read only for such an answer, once."""
-        if answered or FOLLOW in said or self._robots_token is None:
+        if answered or FOLLOW in said or self.robots_token is None:
             return answered
         return page_nofollow(said, answered, url in self._noted_nofollow)
 

@@ -47,8 +47,12 @@ from ...exitcodes import first_line
 from ...rules.crawling.browserhosts import canonical_addresses, ip_literal, may_reach
 from ...rules.files.webarchive import HTML, UNTYPED, crawled_page_kind, media_type
 from ...rules.text.encodings import browser_label, header_charset, page_encoding
+from ...rules.web.robotsmeta import robots_directives
 from .robots import RobotsHopRefused, TseRobotsTxtMiddleware
 from .warc import CODED_BODY_HEADERS, WarcMiddleware
+
+# Request.meta: the robots <meta> directives of a rendered page's served HTML (the spider obeys them too).
+SERVED_ROBOTS = "tse_served_robots"
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -269,6 +273,15 @@ class RenderMiddleware:
         if rendered is None:
             return response
         self.stats.inc_value("tse/rendered")
+        # What the served HTML's robots <meta> said, obeyed with the rendered page's (a script that
+        # removes a noindex does not make the page an answer: search engines obey the HTML served).
+        token = getattr(self.crawler.spider, "robots_token", None)
+        if isinstance(token, str):
+            content_type = response.headers.get(b"Content-Type")
+            charset = header_charset(content_type.decode("latin-1")) if content_type else None
+            served = robots_directives((), response.body, token, page_encoding(response.body, charset)[0])
+            if served:
+                request.meta[SERVED_ROBOTS] = served
         headers = response.headers.copy()
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         # A BOM: the serialized document may still carry the <meta charset> of the bytes it was
