@@ -19,7 +19,8 @@ from starlette.testclient import TestClient
 
 from tests.conftest import BIN, ROOT, clean_env, run_tse
 from tests.support.multilingual import indexed_fixture_directory
-from tests.support.serving import tse_serve
+from tests.support.serving import every_worker_opened, tse_serve
+from tests.support.wait import wait_until
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.search import sharedanswers
@@ -56,6 +57,8 @@ def test_the_processes_of_a_server_send_the_answers_one_of_them_made(indexed):
         expected = {path: _get(connection, path) for path in PATHS}
         connection.close()
     with tse_serve([*command, "--workers", "2"], clean_env(), ROOT) as run:
+        # (Both serving: /healthz answers once one does, and a worker still starting takes no connection.)
+        wait_until(lambda: every_worker_opened(run.process.pid, index), 30, "a worker never opened the index")
         workers = psutil.Process(run.process.pid).children()
         (store,) = [found for root in _roots() for found in root.glob(f"{PREFIX}{run.process.pid}-*")]
         first, second, opened = _one_with_each(run, workers)
