@@ -52,18 +52,20 @@ def answers(out, index) -> list[set[str]]:
 
 
 @pytest.mark.parametrize(
-    ("when", "page"),
+    ("when", "page", "settings"),
     [
-        ("after", "hidden.html"),  # its file in place, and then the kill: was indexed
-        ("after", "nf.html"),  # was followed on resume: behind.html saved
-        ("before", "hidden.html"),  # its notes written, not its file: fetched again, noted again
+        ("after", "hidden.html", ()),  # its file in place, and then the kill: was indexed
+        ("after", "nf.html", ()),  # was followed on resume: behind.html saved
+        ("after", "hidden.html", ("-s", "TSE_FSYNC=True")),  # pages written (and notes synced) by threads
+        ("before", "hidden.html", ()),  # its notes written, not its file: fetched again, noted again
     ],
+    ids=["after-noindex", "after-nofollow", "after-noindex-fsync", "before-noindex"],
 )
-def test_a_crawl_killed_as_a_page_file_is_written_resumes_with_its_notes(tmp_path, serve, when, page):
+def test_a_crawl_killed_as_a_page_file_is_written_resumes_with_its_notes(tmp_path, serve, when, page, settings):
     server = site(tmp_path, serve, {"hidden.html": "noindex", "nf.html": "nofollow"})
     out, index = tmp_path / "out", tmp_path / "index"
     out.mkdir()
-    arguments = [*site_crawl_args(server, out, 3), "--links", "html"]
+    arguments = [*site_crawl_args(server, out, 3), "--links", "html", *settings]
     url = f"{server.url}/{page}"
     killed = run_tse_killed(when, url, arguments)
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
