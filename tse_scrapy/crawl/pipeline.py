@@ -95,8 +95,11 @@ class PageDirPipeline:
         self.warc: WarcMiddleware | None = None
         # One notes file per process: the workers of a distributed crawl share the directory.
         notes_name = (crawler.settings.get("TSE_WORKER") or "crawl").replace(":", "-").replace("/", "-")
-        # An update's pages as the notes said before it (what a page may no longer be).
-        self.noted_before = read_page_notes(self.directory) if self.update is not None else None
+        # The pages as the notes said when this run began (what a page may no longer be): an update's,
+        # and a resumed crawl's, whose page noted just before a kill, its file not yet written, is
+        # fetched again and noted as it is now (the last note of a URL wins).
+        resuming = extension is not None and extension.resuming
+        self.noted_before = read_page_notes(self.directory) if self.update is not None or resuming else None
         kinds = (CHARSETS, ROBOTS, FOLLOW, TYPES, CANONICAL)
         self.notes = {kind: PageNotes(self.directory, kind, notes_name) for kind in kinds}
 
@@ -164,8 +167,11 @@ class PageDirPipeline:
                     item.lastmod,
                     item.redirected_from,
                 )
-                # (A page whose notes change is written again, with them: the indexer reads it anew.)
-                write = write and (changed or self._notes_changed(item))
+                # (A page whose notes change is written again, with them: the indexer reads it anew.  So
+                # is a known page whose write a kill cut short, fetched again under its docID: its notes
+                # were written before its file, which may still be the one from before the update.)
+                interrupted = item.doc_id is not None
+                write = write and (changed or interrupted or self._notes_changed(item))
             if write:
                 if self.state is not None:
                     # Committed before the next page goes: should its request fail at
@@ -202,11 +208,18 @@ class PageDirPipeline:
         return bool(item.said & differing)
 
     async def write(self, doc_id: int, item: PageItem) -> None:
-        """Write page file *doc_id*; on failure, stop the crawl and drop the item."""
+        """Write page file *doc_id* after its notes; on failure, stop the crawl and drop the item.
+
+        The notes go first, handed to the kernel (and fsynced, with ``TSE_FSYNC``, before the page
+        file is): a page file on disk always has its notes, whatever instant a crawl is killed at (a
+        resume reads a page whose file was written back from the file, which keeps no header).  A
+        note of a page whose file is not written (a kill, a failure in between) is of a page fetched
+        again, by a resume, and noted again: the last note of a URL wins."""
         page = pagedir.Page(item.url, item.depth, item.body)
+        noted = self._note(doc_id, item)
         try:
             if self.write_in_threads:
-                await asyncio.to_thread(pagedir.write_page, self.directory, doc_id, page, fsync=self.fsync)
+                await asyncio.to_thread(self._write_page, doc_id, page, noted)
             else:
                 started = time.perf_counter()
                 pagedir.write_page(self.directory, doc_id, page)
@@ -215,10 +228,25 @@ class PageDirPipeline:
             # (Resumable: the pages before it are whole, and a resume writes this one again.)
             self.fail(f"cannot write page file {self.directory}/{doc_id}: {error.strerror}", resumable=True)
             raise DropItem(str(error), log_level=STOPPING) from None
+
+    def _write_page(self, doc_id: int, page: pagedir.Page, noted: list[PageNotes]) -> None:
+        """Write page file *doc_id* (in a thread), its *noted* notes made to last first (``TSE_FSYNC``)."""
+        if self.fsync:
+            for notes in noted:
+                try:
+                    notes.sync()
+                except OSError as error:  # (as a note that cannot be written)
+                    logger.warning("Cannot note page %d in %s: %s", doc_id, notes.path, error)
+        pagedir.write_page(self.directory, doc_id, page, fsync=self.fsync)
+
+    def _note(self, doc_id: int, item: PageItem) -> list[PageNotes]:
+        """Note what page *doc_id* is (written through to the kernel: ``PageNotes.note``); the notes
+        files written to."""
         # An update notes what a page is now even when it is the usual (an HTML page, indexed, no
-        # canonical URL) if it was noted otherwise before: the last note of a URL wins.
+        # canonical URL) if it was noted otherwise before (a resume too): the last note of a URL wins.
         before = self.noted_before
         url = item.url
+        noted = []
         for kind, value in (
             (
                 CHARSETS,
@@ -237,8 +265,10 @@ class PageDirPipeline:
             if value and kind in item.said:  # (a 304's page written again: only what its headers said)
                 try:
                     notes.note(item.url, value)
+                    noted.append(notes)
                 except OSError as error:  # the page is saved: the indexer reads it without the note
                     logger.warning("Cannot note page %d in %s: %s", doc_id, notes.path, error)
+        return noted
 
     def _timed_write(self, seconds: float, size: int) -> None:
         self.write_seconds += seconds

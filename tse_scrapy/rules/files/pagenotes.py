@@ -35,7 +35,10 @@ whole by an update, so that only a whole answer can clear its note.)
 
 One line ``URL<TAB>value`` a page, in a file of its own per process
 (``NAME.tsv``: the workers of a distributed crawl share the page directory),
-appended to on resume.  Readers read every file; a URL noted twice keeps its
+appended to on resume.  A crawl writes a page's notes before its page file,
+each handed to the kernel as it is noted (fsynced before the page file with
+``TSE_FSYNC``): a page file a crawl killed at any instant leaves has its
+notes (``PageDirPipeline.write``).  Readers read every file; a URL noted twice keeps its
 last value.  Lines that are not such a line (a torn last line, a file
 someone else wrote) are skipped, and reading is bounded.
 """
@@ -226,9 +229,11 @@ class PageNotes:
         self.path = Path(pagedir, kind, f"{name}.tsv")
         self.url_valued = kind in URL_VALUED
         self._file: BinaryIO | None = None
+        self._name_synced = False
 
     def note(self, url: str, value: str) -> None:
-        """Note *value* for *url* (raises OSError)."""
+        """Note *value* for *url*, written through to the kernel (a killed process loses none of it; a
+        power cut may, short of ``sync``); raises OSError."""
         line = note_line(url, value, self.url_valued)
         if line is None:
             return
@@ -237,6 +242,22 @@ class PageNotes:
             self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the crawl, closed by close()
         self._file.write(line)
         self._file.flush()
+
+    def sync(self) -> None:
+        """Make the notes written so far survive a power cut (fsync), the file's name too the first time
+        (raises OSError).  Safe from any thread while ``note`` appends."""
+        file = self._file
+        if file is None:
+            return
+        os.fsync(file.fileno())
+        if not self._name_synced:
+            for directory in (self.path.parent, self.path.parent.parent):
+                descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+            self._name_synced = True
 
     def close(self) -> None:
         if self._file is not None:
