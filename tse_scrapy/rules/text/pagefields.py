@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from ..web.duplicates import named_canonical
+from ..web.duplicates import HEAD_BYTES, named_canonical
 from ..web.entities import unescape
 from ..web.urls import LinkResolver, clean_href
 from . import analysis, markuppass, wordpass
@@ -69,6 +69,8 @@ _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 # A language tag as sites name their folders and files: two letters, a region or script after.
 _URL_LANGUAGE = re.compile(r"[a-z]{2}(?:[-_](?:[a-z]{2}|[a-z]{4}))?", re.I)
 _ABSOLUTE_HTTP = ("http://", "https://")
+# Where a head ends, as ``duplicates`` finds it in bytes (ASCII: the same places in the text).
+_HEAD_END = re.compile(r"</head\s*>|<body\b", re.I | re.A)
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,7 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         body_words=_joined(body_words),
         beyond=_joined(terms(beyond_words, language)),
         beyond_words=_joined(beyond_words),
-        canonical=head_canonical(url, body),
+        canonical=head_canonical(url, _read_head(text)),
         characters=_joined(list(dict.fromkeys(title_characters + characters))),
         short_spellings=short_spellings,
     )
@@ -228,6 +230,16 @@ def head_canonical(url: str, body: bytes) -> str:
     links (any extension: a canonical URL that is a page of the index has one the crawl took); ""
     when it names none, an unusable one, or the page itself."""
     return named_canonical((), body, url) or ""
+
+
+def _read_head(text: str) -> bytes:
+    """The head of a page's decoded *text* (to where ``head_canonical`` stops reading) as UTF-8: its
+    ``<link>`` and ``<base>`` read in the page's encoding (``encodings``), as its title and links are.
+    Its raw bytes were read as UTF-8 or windows-1252: a canonical URL with Cyrillic in a windows-1251
+    page named another URL, and a UTF-16 page's was not found at all (a review's find)."""
+    head = text[:HEAD_BYTES]
+    end = _HEAD_END.search(head)
+    return (head[: end.start()] if end is not None else head).encode("utf-8", "surrogatepass")
 
 
 def _beyond_words(rest: str, body_words: list[str]) -> list[str]:

@@ -1,0 +1,95 @@
+"""A review's finds (pages in any encoding, PDFs, duplicates), each on a real site served on 127.0.0.1,
+crawled by ``tse crawl``, indexed by ``tse index`` and asked by ``tse query --rank relevance``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import crawl_site
+from tests.support.inprocess import tse_here, tse_ok_here
+from tests.support.sitecrawl import query_lines
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
+
+
+def _page(title: str, body: str, head: str = "") -> str:
+    return f"<!DOCTYPE html><html><head>{head}<title>{title}</title></head><body><p>{body}</p></body></html>"
+
+
+# name -> (the file's bytes, linked from index.html)
+SITE = {
+    # A UTF-16 page (its byte order mark) naming its original as canonical: its raw bytes hold no
+    # "canonical" an ASCII reader finds.
+    "original16.html": _page("Original", "alphaword bravoword the original text").encode(),
+    "copy16.html": _page(
+        "Copy", "alphaword bravoword a copy for tracking", '<link rel="canonical" href="original16.html">'
+    ).encode("utf-16"),
+    # A windows-1251 page naming its original by a Cyrillic path, which a browser reads in the page's
+    # encoding and asks for as UTF-8 (/%D1%81%D1%82...): read as windows-1252, it named another URL.
+    "статья.html": _page("Статья", "charlieword Москва оригинал").encode(),
+    "копия.html": _page(
+        "Копия",
+        "charlieword Москва копия",
+        '<meta charset="windows-1251"><link rel="canonical" href="статья.html">',
+    ).encode("cp1251"),
+    # The same in Shift_JIS, declared by the HTTP header only (HEADERS).
+    "記事.html": _page("記事", "deltaword 東京 原本").encode(),
+    "写し.html": _page("写し", "deltaword 東京 写し", '<link rel="canonical" href="記事.html">').encode("cp932"),
+}
+HEADERS = {"/%E5%86%99%E3%81%97.html": {"Content-Type": "text/html; charset=Shift_JIS"}}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, Path]:
+    """The site crawled (depth 1) and indexed: (the page directory, the index file)."""
+    root = tmp_path_factory.mktemp("review_i")
+    served = root / "site"
+    served.mkdir()
+    for name, data in SITE.items():
+        (served / name).write_bytes(data)
+    links = "".join(f'<a href="{name}">{name}</a> ' for name in SITE)
+    (served / "index.html").write_text(_page("Index", links), encoding="utf-8")
+    pages, index = root / "pages", root / "index"
+    pages.mkdir()
+    server = SiteServer(served)
+    for path, headers in HEADERS.items():
+        server.rules[path] = Rule(headers=headers)
+    with server:
+        done = crawl_site(server, pages, 1)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+    tse_ok_here("index", pages, index)
+    return pages, index
+
+
+def _results(pages: Path, index: Path, query: str) -> list[tuple[str, list[str]]]:
+    """``tse query --rank relevance``'s results for *query*: (URL, the URLs "also at" under it) each."""
+    done = tse_here("query", pages, index, "--rank", "relevance", input=query_lines([query]))
+    assert done.returncode == 0, done.stderr.decode()
+    results: list[tuple[str, list[str]]] = []
+    for line in done.stdout.decode().splitlines():
+        if found := re.match(r"score +\S+ doc +\d+: (\S+)$", line):
+            results.append((found.group(1), []))
+        elif found := re.match(r" +also at doc +\d+: (\S+)$", line):
+            results[-1][1].append(found.group(1))
+    return results
+
+
+@pytest.mark.parametrize(
+    ("query", "original", "copy"),
+    [
+        ("alphaword", "original16.html", "copy16.html"),
+        ("charlieword", "%D1%81%D1%82%D0%B0%D1%82%D1%8C%D1%8F.html", "%D0%BA%D0%BE%D0%BF%D0%B8%D1%8F.html"),
+        ("deltaword", "%E8%A8%98%E4%BA%8B.html", "%E5%86%99%E3%81%97.html"),
+    ],
+)
+def test_a_canonical_link_is_read_in_the_pages_encoding(site, query, original, copy):
+    """A page in UTF-16, windows-1251 or Shift_JIS whose head names its original as canonical is one
+    result with it ("also at"), as a UTF-8 page is; it was two results (the <link> read from the raw
+    bytes as UTF-8 or windows-1252: none found in UTF-16, another URL named in the others)."""
+    pages, index = site
+    results = _results(pages, index, query)
+    assert [(url.rsplit("/", 1)[1], [alias.rsplit("/", 1)[1] for alias in also]) for url, also in results] == [
+        (original, [copy])
+    ]
