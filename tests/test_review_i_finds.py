@@ -37,17 +37,26 @@ SITE = {
     # The same in Shift_JIS, declared by the HTTP header only (HEADERS).
     "記事.html": _page("記事", "deltaword 東京 原本").encode(),
     "写し.html": _page("写し", "deltaword 東京 写し", '<link rel="canonical" href="記事.html">').encode("cp932"),
+    # A windows-1251 page declared nowhere whose first 64 KB are ASCII but its title's 11 bytes (an
+    # inline script): detection read those only, too few, and the page was windows-1252.
+    "большая.html": _page(
+        "Новосибирск",
+        'Столица России: поисковая система golfword. <a href="ссылка.html">далее</a>',
+        "<script>" + "var data = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];\n" * 1700 + "</script>",
+    ).encode("cp1251"),
 }
+# Linked from a page of SITE only.
+LINKED = {"ссылка.html": _page("Link", "hotelword").encode()}
 HEADERS = {"/%E5%86%99%E3%81%97.html": {"Content-Type": "text/html; charset=Shift_JIS"}}
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> tuple[Path, Path]:
-    """The site crawled (depth 1) and indexed: (the page directory, the index file)."""
+    """The site crawled (depth 2) and indexed: (the page directory, the index file)."""
     root = tmp_path_factory.mktemp("review_i")
     served = root / "site"
     served.mkdir()
-    for name, data in SITE.items():
+    for name, data in {**SITE, **LINKED}.items():
         (served / name).write_bytes(data)
     links = "".join(f'<a href="{name}">{name}</a> ' for name in SITE)
     (served / "index.html").write_text(_page("Index", links), encoding="utf-8")
@@ -57,7 +66,7 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
     for path, headers in HEADERS.items():
         server.rules[path] = Rule(headers=headers)
     with server:
-        done = crawl_site(server, pages, 1)
+        done = crawl_site(server, pages, 2)
         assert done.returncode == 0, done.stderr.decode()[-2000:]
     tse_ok_here("index", pages, index)
     return pages, index
@@ -93,3 +102,15 @@ def test_a_canonical_link_is_read_in_the_pages_encoding(site, query, original, c
     assert [(url.rsplit("/", 1)[1], [alias.rsplit("/", 1)[1] for alias in also]) for url, also in results] == [
         (original, [copy])
     ]
+
+
+def test_a_page_whose_first_64_kb_are_ascii_is_read_by_its_text(site):
+    """An undeclared windows-1251 page whose text follows 64 KB of inline script: its title and words
+    are found, and the link it names in Cyrillic is followed (it was read as windows-1252: "Íîâîñèáèðñê",
+    and the crawl asked for /%C3%B1%C3%B1%C3%BB... , a 404)."""
+    pages, index = site
+    big = "%D0%B1%D0%BE%D0%BB%D1%8C%D1%88%D0%B0%D1%8F.html"
+    assert [url.rsplit("/", 1)[1] for url, _ in _results(pages, index, "новосибирск")] == [big]  # its title
+    assert [url.rsplit("/", 1)[1] for url, _ in _results(pages, index, "столица")] == [big]
+    linked = "%D1%81%D1%81%D1%8B%D0%BB%D0%BA%D0%B0.html"
+    assert [url.rsplit("/", 1)[1] for url, _ in _results(pages, index, "hotelword")] == [linked]
