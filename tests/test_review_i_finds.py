@@ -44,6 +44,17 @@ SITE = {
         'Столица России: поисковая система golfword. <a href="ссылка.html">далее</a>',
         "<script>" + "var data = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];\n" * 1700 + "</script>",
     ).encode("cp1251"),
+    # A page under a <base> in another folder, linking there by relative and Cyrillic hrefs: the anchor
+    # text goes to the pages the crawl fetched (each of a pair scored alike but for it).
+    "anchors.html": _page(
+        "Anchors",
+        '<a href="t.html">limaword</a> <a href="шлюз2.html">mikeword</a>',
+        '<base href="/anchor/sub/">',
+    ).encode(),
+    "anchor/t.html": _page("T", "limaword alpha").encode(),
+    "anchor/sub/t.html": _page("T", "limaword bravo").encode(),
+    "anchor/sub/шлюз2.html": _page("T", "mikeword alpha").encode(),
+    "anchor/sub/other2.html": _page("T", "mikeword bravo").encode(),
 }
 # Linked from a page of SITE only.
 LINKED = {"ссылка.html": _page("Link", "hotelword").encode()}
@@ -57,6 +68,7 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
     served = root / "site"
     served.mkdir()
     for name, data in {**SITE, **LINKED}.items():
+        (served / name).parent.mkdir(parents=True, exist_ok=True)
         (served / name).write_bytes(data)
     links = "".join(f'<a href="{name}">{name}</a> ' for name in SITE)
     (served / "index.html").write_text(_page("Index", links), encoding="utf-8")
@@ -74,14 +86,19 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
 
 def _results(pages: Path, index: Path, query: str) -> list[tuple[str, list[str]]]:
     """``tse query --rank relevance``'s results for *query*: (URL, the URLs "also at" under it) each."""
+    return [(url, also) for url, _, also in _scored(pages, index, query)]
+
+
+def _scored(pages: Path, index: Path, query: str) -> list[tuple[str, float, list[str]]]:
+    """``tse query --rank relevance``'s results for *query*: (URL, score, the URLs "also at" under it) each."""
     done = tse_here("query", pages, index, "--rank", "relevance", input=query_lines([query]))
     assert done.returncode == 0, done.stderr.decode()
-    results: list[tuple[str, list[str]]] = []
+    results: list[tuple[str, float, list[str]]] = []
     for line in done.stdout.decode().splitlines():
-        if found := re.match(r"score +\S+ doc +\d+: (\S+)$", line):
-            results.append((found.group(1), []))
+        if found := re.match(r"score +(\S+) doc +\d+: (\S+)$", line):
+            results.append((found.group(2), float(found.group(1)), []))
         elif found := re.match(r" +also at doc +\d+: (\S+)$", line):
-            results[-1][1].append(found.group(1))
+            results[-1][2].append(found.group(1))
     return results
 
 
@@ -114,3 +131,20 @@ def test_a_page_whose_first_64_kb_are_ascii_is_read_by_its_text(site):
     assert [url.rsplit("/", 1)[1] for url, _ in _results(pages, index, "столица")] == [big]
     linked = "%D1%81%D1%81%D1%8B%D0%BB%D0%BA%D0%B0.html"
     assert [url.rsplit("/", 1)[1] for url, _ in _results(pages, index, "hotelword")] == [linked]
+
+
+@pytest.mark.parametrize(
+    ("query", "linked", "other"),
+    [
+        ("limaword", "anchor/sub/t.html", "anchor/t.html"),  # "t.html" under <base href="/anchor/sub/">
+        ("mikeword", "anchor/sub/%D1%88%D0%BB%D1%8E%D0%B72.html", "anchor/sub/other2.html"),
+    ],
+)
+def test_anchor_text_goes_to_the_page_the_link_names(site, query, linked, other):
+    """The anchor text of a link scores the page the crawl fetched for it, above its twin (the same
+    words but for the anchor text), resolved against the page's <base> and written as the crawl's
+    request: it went to /anchor/t.html, which the page does not link to, and the Cyrillic link's to no
+    page at all (the target kept unencoded)."""
+    pages, index = site
+    scores = {url.split("/", 3)[3]: score for url, score, _ in _scored(pages, index, query)}
+    assert scores[linked] > scores[other]
