@@ -7,7 +7,9 @@
    1,024 bytes (a UTF-16 one means UTF-8, as the HTML standard says: a page
    that could read its own meta tag as ASCII is not UTF-16);
 4. detection: bytes that are valid UTF-8 are UTF-8 (a strict decode, fast);
-   others, with at least 16 bytes past ASCII, are given to charset-normalizer,
+   others, with at least 16 bytes past ASCII in 64 KB (the first 64 KB, else
+   the 64 KB from the first byte past ASCII after them, and so on: a long
+   inline script does not hide the text after it), are given to charset-normalizer,
    whose best answer among the encodings browsers know stands unless it
    reads Latin letters only: then windows-1252, as a browser in a Western
    locale reads them (several Latin code pages fit such bytes equally well,
@@ -54,6 +56,7 @@ Bytes an encoding cannot map become U+FFFD: decoding never raises.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Literal
 
 from w3lib import encoding as _w3lib
@@ -70,6 +73,7 @@ LOGICAL_HEBREW = "iso_8859_8"
 
 Source = Literal["bom", "http", "meta", "detected", "default"]
 _ASCII = bytes(range(128))
+_PAST_ASCII = re.compile(rb"[\x80-\xff]")
 _BROWSER_LABELS = {
     "cp932": "shift_jis",
     "cp949": "euc-kr",
@@ -232,8 +236,8 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
         return "utf-8", "detected", body.decode("utf-8")  # decoded once: most pages are UTF-8
     except UnicodeDecodeError:
         pass
-    sample = body[:DETECT_BYTES]
-    if len(sample.translate(None, _ASCII)) < DETECT_EVIDENCE:
+    sample = _detection_sample(body)
+    if sample is None:
         return FALLBACK, "default", None  # too few bytes past ASCII to tell one encoding from another
     # charset-normalizer's matches, best first; the first a browser knows is taken (limiting its
     # search to those instead makes it rank worse: a short Persian page came out mac-cyrillic).
@@ -249,6 +253,23 @@ def _read(body: bytes, http_charset: str | None) -> tuple[str, Source, str | Non
         return FALLBACK, "detected", None
     detected = _codec(best.encoding)
     return (detected, "detected", None) if detected else (FALLBACK, "default", None)
+
+
+def _detection_sample(body: bytes) -> bytes | None:
+    """The DETECT_BYTES of *body* detection reads: its first, when they hold DETECT_EVIDENCE bytes past
+    ASCII; else those from its first byte past ASCII after them, and so on; None when none do.  A page
+    whose first 64 KB are ASCII but a few bytes (an inline script, a short title) was read as
+    windows-1252 whatever followed: a windows-1251 page's words and links garbled (a review's find).
+    Each window starts past the last: the page is read once."""
+    start = 0
+    while True:
+        sample = body[start : start + DETECT_BYTES]
+        if len(sample.translate(None, _ASCII)) >= DETECT_EVIDENCE:
+            return sample
+        found = _PAST_ASCII.search(body, start + DETECT_BYTES)
+        if found is None:
+            return None
+        start = found.start()
 
 
 def browser_label(encoding: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from ..web.duplicates import named_canonical
+from ..web.duplicates import HEAD_BYTES, base_url, named_canonical
 from ..web.entities import unescape
 from ..web.urls import LinkResolver, clean_href
 from . import analysis, markuppass, wordpass
@@ -69,6 +69,8 @@ _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 # A language tag as sites name their folders and files: two letters, a region or script after.
 _URL_LANGUAGE = re.compile(r"[a-z]{2}(?:[-_](?:[a-z]{2}|[a-z]{4}))?", re.I)
 _ABSOLUTE_HTTP = ("http://", "https://")
+# Where a head ends, as ``duplicates`` finds it in bytes (ASCII: the same places in the text).
+_HEAD_END = re.compile(r"</head\s*>|<body\b", re.I | re.A)
 
 
 @dataclass(frozen=True)
@@ -205,19 +207,20 @@ def page_fields(url: str, body: bytes, http_charset: str | None = None, read: Pa
         for _, content in _elements(read.content or text, _HEADING_START, lambda start: _HEADING_ENDS[start.group(1)])
     )
     terms = analysis.stem
+    head = _read_head(text)
     return PageFields(
         language=language,
         title=_joined(title_terms),
         headings=_joined(terms(analysis.words(headings[:HEADING_CHARACTERS]), language)),
         url=_joined(terms(url_words(url), language)),
         body=_joined(body_terms),
-        links=tuple(anchors(text, url, language)),
+        links=tuple(anchors(text, url, language, base_url(head, url))),
         vocabulary=vocabulary,
         title_words=_joined(title_words),
         body_words=_joined(body_words),
         beyond=_joined(terms(beyond_words, language)),
         beyond_words=_joined(beyond_words),
-        canonical=head_canonical(url, body),
+        canonical=head_canonical(url, head),
         characters=_joined(list(dict.fromkeys(title_characters + characters))),
         short_spellings=short_spellings,
     )
@@ -228,6 +231,16 @@ def head_canonical(url: str, body: bytes) -> str:
     links (any extension: a canonical URL that is a page of the index has one the crawl took); ""
     when it names none, an unusable one, or the page itself."""
     return named_canonical((), body, url) or ""
+
+
+def _read_head(text: str) -> bytes:
+    """The head of a page's decoded *text* (to where ``head_canonical`` and ``base_url`` stop reading)
+    as UTF-8: its ``<link>`` and ``<base>`` read in the page's encoding (``encodings``), as its title and links are.
+    Its raw bytes were read as UTF-8 or windows-1252: a canonical URL with Cyrillic in a windows-1251
+    page named another URL, and a UTF-16 page's was not found at all (a review's find)."""
+    head = text[:HEAD_BYTES]
+    end = _HEAD_END.search(head)
+    return (head[: end.start()] if end is not None else head).encode("utf-8", "surrogatepass")
 
 
 def _beyond_words(rest: str, body_words: list[str]) -> list[str]:
@@ -246,16 +259,25 @@ def url_words(url: str) -> list[str]:
     return analysis.words(unquote(_URL_SCHEME.sub("", url), errors="replace"))
 
 
-def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, str]]:
+def anchors(text: str, page_url: str, language: str | None, base: str | None = None) -> list[tuple[str, str]]:
     """The first MAX_LINKS links of the page (decoded *text*) to its own host with anchor text, a
     target once (its first link): (absolute URL without fragment, the anchor text's terms); not the
     page itself.  Links to other hosts are left out: a crawl's pages are under its prefixes, and a
-    page links mostly to other sites (they would cost the most and give nothing)."""
+    page links mostly to other sites (they would cost the most and give nothing).
+
+    Relative links resolve against *base* (its ``<base href>``: ``duplicates.base_url``) when given,
+    as the crawl resolves them; a target with characters past ASCII is written as the crawl's request
+    for it is (percent-encoded as UTF-8: ``w3lib.url.safe_url_string``), so that it names the page the
+    crawl saved under it.  Both were missed: a site under a ``<base>`` gave its anchor text to pages
+    it does not link to, and a link to ``/статья.html`` gave its anchor text to none (a review's find)."""
     targets: dict[str, str] = {}
-    resolve = LinkResolver(page_url)
-    if resolve.origin is None:  # a URL no parser takes: no host, so no link to its own
+    origin = LinkResolver(page_url).origin
+    if origin is None:  # a URL no parser takes: no host, so no link to its own
         return []
-    same_host = resolve.origin + "/"
+    resolve = LinkResolver(base) if base and base != page_url else LinkResolver(page_url)
+    if resolve.origin is None:
+        return []
+    same_host = origin + "/"
     for href, label in markuppass.links(text):  # (typed where compiled: markuppass.pyx)
         if href.startswith(_ABSOLUTE_HTTP) and not href.startswith(same_host) and _as_written(href):
             continue  # to another host (most links), known without resolving it: see _as_written
@@ -265,6 +287,8 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if not href or href[0] == "#":
             continue
         target = resolve(href)
+        if target is not None and not target.isascii():
+            target = _as_requested(target)
         if target is None or not target.startswith(same_host) or target in targets or target == page_url:
             continue
         if "<" in label or "&" in label:
@@ -281,6 +305,18 @@ def anchors(text: str, page_url: str, language: str | None) -> list[tuple[str, s
         if link_terms:
             found.append((target, link_terms))
     return found
+
+
+def _as_requested(url: str) -> str | None:
+    """*url* as a request for it is written (``safe_url_string``, as Scrapy writes it); None for one
+    that cannot be."""
+    # Imported here: it brings urllib.request, which a querier never needs.
+    from w3lib.url import safe_url_string
+
+    try:
+        return safe_url_string(url)
+    except (ValueError, UnicodeError):
+        return None
 
 
 def _as_written(href: str) -> bool:

@@ -167,6 +167,24 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
             yield _written(base, href) or _UNUSABLE
 
 
+def base_url(body: bytes, page_url: str) -> str:
+    """The URL the links of the page at *page_url* resolve against: the first ``<base href>`` of its head
+    (read as for its canonical URL: outside comments, scripts and the like, written as a request), else
+    *page_url*, as for an unusable one."""
+    head = bytes(body[:HEAD_BYTES])
+    first_end = _HEAD_END.search(head)
+    if first_end is not None:
+        head = head[: first_end.start()]
+    lowered = head.lower()
+    if b"<base" not in lowered:  # most pages have none: a quick look before reading tags
+        return page_url
+    for tag in _tags_named(head, lowered, b"<base", HiddenSpans(lowered)):
+        href = _attributes(tag).get("href")
+        if href is not None:  # the first <base href> is the document's base URL
+            return _written(page_url, clean_href(href)) or page_url
+    return page_url
+
+
 def _tags_holding(head: bytes, lowered: bytes, word: bytes) -> list[tuple[int, bytes]]:
     """(start, tag) of each ``<link ...>`` of *head* with *word* inside it, in order.
 
