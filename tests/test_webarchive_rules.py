@@ -269,6 +269,7 @@ def test_page_links_agree_with_the_crawls_html_parser(links):
         ("application/x-pdf", b"", True, PDF),
         ("application/octet-stream", b"%PDF-1.4\n", True, PDF),
         ("application/octet-stream", b"%PDF-1.4\n", False, None),
+        (None, b"<!DOCTYPE html><title>%PDF-1.7 explained</title>", True, HTML),  # a page about PDFs
         (None, b"<!DOCTYPE html><html>", False, HTML),
         ("", b"\xef\xbb\xbf  <html lang=fr>", False, HTML),
         ("application/octet-stream", b"<!-- built --><!doctype html>", False, HTML),
@@ -405,6 +406,10 @@ def test_link_depths_read_each_page_at_most_once_and_what_they_read_places_every
         ("image/svg+xml", b"<svg xmlns='http://www.w3.org/2000/svg'/>", None),  # an image, though +xml
         ("application/pdf", b"%PDF-1.7", PDF),
         ("application/octet-stream", b"%PDF-1.7", PDF),
+        # An untyped page that opens as HTML, about PDFs (a review's find: it was taken for a PDF).
+        ("application/octet-stream", b"<!DOCTYPE html><title>Every PDF starts with %PDF-1.7</title>", HTML),
+        (None, b"<html><body>%PDF-1.4 magic</body></html>", HTML),
+        (None, b"junk before %PDF-1.4", PDF),  # a PDF readers take, junk first
         ("application/octet-stream", b"<p>An untyped paragraph</p>", HTML),  # sniffed as browsers do
         ("application/octet-stream", b"  <!-- x --> <A HREF=x>", HTML),
         ("application/octet-stream", b"<abbr>x</abbr>", None),  # "<a" not followed by a space or ">"
@@ -419,6 +424,12 @@ def test_link_depths_read_each_page_at_most_once_and_what_they_read_places_every
 )
 def test_crawled_page_kind(content_type, first_bytes, kind):
     assert crawled_page_kind(content_type, first_bytes) == kind
+
+
+@given(st.sampled_from(["application/octet-stream", None]), st.binary(max_size=500), st.binary(max_size=200))
+def test_an_untyped_document_opening_as_html_is_html_whatever_follows(content_type, before, after):
+    # ("%PDF-" further on, in its text, makes it no PDF.)
+    assert crawled_page_kind(content_type, b"<!DOCTYPE html>" + before + b"%PDF-1.7" + after) == HTML
 
 
 @given(st.sampled_from(["image/png", "image/svg+xml", "audio/ogg", "video/mp4", "font/woff2"]), st.binary(max_size=64))

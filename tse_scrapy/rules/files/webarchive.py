@@ -139,9 +139,9 @@ def page_kind(content_type: str | None, first_bytes: bytes, pdf: bool) -> str | 
         return PDF if pdf else None
     if kind not in UNTYPED:
         return None
-    if pdf and looks_like_pdf(first_bytes):
-        return PDF
-    return HTML if looks_like_html(first_bytes) else None
+    if looks_like_html(first_bytes):  # (first: a page about PDFs may name "%PDF-1.7" near its start)
+        return HTML
+    return PDF if pdf and looks_like_pdf(first_bytes) else None
 
 
 def crawled_page_kind(content_type: str | None, first_bytes: bytes) -> str | None:
@@ -152,7 +152,8 @@ def crawled_page_kind(content_type: str | None, first_bytes: bytes) -> str | Non
     a page, which the indexer reads as it reads HTML, and a PDF is one with or without ``--pdf``.
     Media (``image/*``, ``audio/*``, ``video/*``, ``font/*``, ``model/*``, SVG too) never are; any
     other type (``application/octet-stream``, an archive's, ``application/x-httpd-php``) is a page only
-    when its first bytes are HTML's, as an import sniffs them, or, untyped, a PDF's.  An answer with
+    when its first bytes are HTML's, as an import sniffs them, or, untyped and not opening as HTML, a
+    PDF's.  An answer with
     no ``Content-Type`` at all is sniffed as browsers do (the WHATWG's MIME sniffing): HTML, an XML
     document, a PDF, else text when its first bytes hold none that only binary data holds."""
     kind = media_type(content_type)
@@ -160,10 +161,14 @@ def crawled_page_kind(content_type: str | None, first_bytes: bytes) -> str | Non
         return None
     if kind.startswith("text/") or kind in TEXT_TYPES or kind.endswith(("+xml", "+json")):
         return HTML
-    if kind in PDF_TYPES or (kind in UNTYPED and looks_like_pdf(first_bytes)):
+    if kind in PDF_TYPES:
         return PDF
+    # An untyped document that opens as HTML is HTML, whatever it says further on: a page about PDFs
+    # naming "%PDF-1.7" in its first 1,024 bytes was taken for a PDF (and gave no text).
     if looks_like_html(first_bytes):
         return HTML
+    if kind in UNTYPED and looks_like_pdf(first_bytes):
+        return PDF
     if kind == "" and (_without_mark(first_bytes).startswith(b"<?xml") or not _BINARY_BYTE.search(first_bytes)):
         return HTML
     return None
