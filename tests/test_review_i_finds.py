@@ -10,8 +10,10 @@ import pytest
 
 from tests.conftest import crawl_site
 from tests.support.inprocess import tse_here, tse_ok_here
+from tests.support.pdfs import pages_pdf, stream
 from tests.support.sitecrawl import query_lines
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
+from tse_scrapy.rules.files.pagenotes import read_page_notes
 
 
 def _page(title: str, body: str, head: str = "") -> str:
@@ -56,9 +58,15 @@ SITE = {
     "anchor/sub/шлюз2.html": _page("T", "mikeword alpha").encode(),
     "anchor/sub/other2.html": _page("T", "mikeword bravo").encode(),
 }
+# A PDF naming the page it is a copy of in its Link header (its only way to name one), and that page.
+SITE["spec.html"] = _page("Spec", "novemberword oscarword the specification").encode()
+SITE["spec.pdf"] = pages_pdf([4], [stream(b"BT /F1 12 Tf 72 720 Td (novemberword oscarword the specification) Tj ET")])
 # Linked from a page of SITE only.
 LINKED = {"ссылка.html": _page("Link", "hotelword").encode()}
-HEADERS = {"/%E5%86%99%E3%81%97.html": {"Content-Type": "text/html; charset=Shift_JIS"}}
+HEADERS = {
+    "/%E5%86%99%E3%81%97.html": {"Content-Type": "text/html; charset=Shift_JIS"},
+    "/spec.pdf": {"Content-Type": "application/pdf", "Link": '<spec.html>; rel="canonical"'},
+}
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +86,7 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
     for path, headers in HEADERS.items():
         server.rules[path] = Rule(headers=headers)
     with server:
-        done = crawl_site(server, pages, 2)
+        done = crawl_site(server, pages, 2, "--pdf")
         assert done.returncode == 0, done.stderr.decode()[-2000:]
     tse_ok_here("index", pages, index)
     return pages, index
@@ -148,3 +156,36 @@ def test_anchor_text_goes_to_the_page_the_link_names(site, query, linked, other)
     pages, index = site
     scores = {url.split("/", 3)[3]: score for url, score, _ in _scored(pages, index, query)}
     assert scores[linked] > scores[other]
+
+
+def test_a_pdf_naming_its_page_as_canonical_in_its_link_header_is_one_result_with_it(site):
+    """A PDF whose ``Link: <spec.html>; rel="canonical"`` names the page it is a copy of (a PDF has no
+    head: the header is its only way, the one search engines document for it): one result, the PDF
+    "also at" (it was noted nowhere: two results)."""
+    pages, index = site
+    found = [
+        (url.rsplit("/", 1)[1], [also.rsplit("/", 1)[1] for also in at])
+        for url, at in _results(pages, index, "novemberword")
+    ]
+    assert found == [("spec.html", ["spec.pdf"])], found
+
+
+def test_an_import_notes_a_pdfs_canonical_link_header_as_the_crawl_does(tmp_path):
+    """``tse import`` of the crawl's WARC notes the PDF's canonical URL as the crawl did (it noted a
+    PDF's type only: its copy and its page were two results again after an import)."""
+    served = tmp_path / "site"
+    served.mkdir()
+    (served / "index.html").write_text(_page("Index", '<a href="spec.html">s</a> <a href="spec.pdf">p</a>'))
+    for name in ("spec.html", "spec.pdf"):
+        (served / name).write_bytes(SITE[name])
+    crawled, imported, warc = tmp_path / "crawled", tmp_path / "imported", tmp_path / "crawl.warc.gz"
+    crawled.mkdir()
+    server = SiteServer(served)
+    server.rules["/spec.pdf"] = Rule(headers=HEADERS["/spec.pdf"])
+    with server:
+        done = crawl_site(server, crawled, 1, "--pdf", "--warc", warc)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+    imported.mkdir()
+    tse_ok_here("import", "--pdf", warc, imported)
+    expected = {f"{server.url}/spec.pdf": f"{server.url}/spec.html"}
+    assert read_page_notes(crawled).canonicals == read_page_notes(imported).canonicals == expected

@@ -363,7 +363,7 @@ class TseSpider(scrapy.Spider):
             noindex=NOINDEX in directives,
             nofollow=nofollow,
             pdf=pdf,
-            canonical=None if pdf else self._canonical(response, url),
+            canonical=self._canonical(response, url),  # (a PDF's too: its Link header is its only way)
             said=said,
             lastmod=meta.get("tse_lastmod") or self.sitemap_lastmods.get(url),
             redirected_from=redirect_chain(response.request, self.normalize) if "redirect_urls" in meta else (),
@@ -389,8 +389,9 @@ class TseSpider(scrapy.Spider):
 
     def _canonical(self, response: Response, url: str) -> str | None:
         """The canonical URL the page's ``Link:`` headers name, normalized as links are, when it is
-        not the page's own (``--links html`` only).  A ``<link rel="canonical">`` is in the page file:
-        ``tse index`` reads it there, at no cost to the crawl."""
+        not the page's own (``--links html`` only; a PDF's too, which has no head to name one in).  A
+        ``<link rel="canonical">`` is in the page file: ``tse index`` reads it there, at no cost to the
+        crawl."""
         if self.crawl_args.links != "html":
             return None
         headers = [value.decode("latin-1") for value in response.headers.getlist(b"Link")]

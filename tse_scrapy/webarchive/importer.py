@@ -857,16 +857,16 @@ class ArchiveImport:
         directives = _directives(capture, body)
         if NOINDEX_DIRECTIVE in directives:
             notes.append((ROBOTS, NOINDEX))
+        if capture.links_header:  # (a PDF's too: its Link header is its only way to name one)
+            named = named_canonical(capture.links_header, b"", url)
+            if named:
+                notes.append((CANONICAL, named))
         if capture.kind == PDF_KIND:
             return [*notes, (TYPES, PDF)]
         if NOFOLLOW in directives:
             notes.append((FOLLOW, NOFOLLOW_NOTE))
         if capture.http_charset:
             notes.append((CHARSETS, capture.http_charset))
-        if capture.links_header:
-            named = named_canonical(capture.links_header, b"", url)
-            if named:
-                notes.append((CANONICAL, named))
         return notes
 
     def _write_record(self, numbers: list[int], depths: list[int], written: list[str]) -> None:
