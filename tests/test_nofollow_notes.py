@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +21,7 @@ from hypothesis import strategies as st
 from tests.conftest import crawl_site
 from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages
+from tests.support.resumestate import uncommitted
 from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.pagenotes import (
     CANONICAL,
@@ -186,15 +186,7 @@ def test_a_resumed_crawl_reading_a_nofollow_page_back_follows_no_link(site, tmp_
     assert live_names(out) == {"index.html", "nf.html"}
     last = 2
     assert saved_pages(out)[last - 1][0] == f"{site.url}/nf.html"
-    # The state as a kill between the page file's rename and its commit leaves it (tests/test_resume.py).
-    db = sqlite3.connect(jobdir / "tse-state.sqlite")
-    with db:
-        db.execute(
-            "INSERT INTO frontier (request, writing_doc) SELECT request, doc_id FROM pages WHERE doc_id = ?", (last,)
-        )
-        db.execute("DELETE FROM pages WHERE doc_id = ?", (last,))
-        db.execute("UPDATE meta SET value = ? WHERE key = 'next_doc_id'", (str(last),))
-    db.close()
+    uncommitted(jobdir, last)  # (as a kill between the page file's rename and its commit leaves it)
     site.asked.clear()
     crawled(site, out, "-s", f"JOBDIR={jobdir}", validators=False)
     assert live_names(out) == {"index.html", "nf.html"}

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import BIN, ROOT, clean_env, run_scrapy, run_tse
 from tests.support.inprocess import tse_here
 from tests.support.pages import saved_pages, snapshot, tree
+from tests.support.resumestate import uncommitted
 from tests.support.sample import run_seed
 from tests.support.sitegen import generate_site, write_site
 from tests.support.wait import wait_until, while_running
@@ -377,20 +378,10 @@ def test_a_recorded_page_whose_file_is_lost_counts_toward_the_page_limit_once(tm
 
 
 def test_page_written_but_not_recorded_is_read_back_not_written_again(finished_job):
-    import sqlite3
-
     server, out, jobdir = finished_job
     before = tree(out)
     last = max(int(name) for name in before if name.isdigit())
-    # The state as a kill between the page file's rename and its commit leaves it.
-    db = sqlite3.connect(jobdir / "tse-state.sqlite")
-    with db:
-        db.execute(
-            "INSERT INTO frontier (request, writing_doc) SELECT request, doc_id FROM pages WHERE doc_id = ?", (last,)
-        )
-        db.execute("DELETE FROM pages WHERE doc_id = ?", (last,))
-        db.execute("UPDATE meta SET value = ? WHERE key = 'next_doc_id'", (str(last),))
-    db.close()
+    uncommitted(jobdir, last)
     (out / str(last)).touch()
     mtime = (out / str(last)).stat().st_mtime_ns
     server.hits.clear()

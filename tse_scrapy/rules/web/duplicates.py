@@ -135,14 +135,29 @@ def _header_links(value: str) -> Iterator[tuple[str, dict[str, str]]]:
             pos = max(rest.end() if rest else pos, pos + 1)
 
 
-def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
+def _head(body: bytes) -> tuple[bytes, bytes]:
+    """The head of *body* as its ``<link>`` and ``<base>`` tags are read (its first HEAD_BYTES, to the
+    first "<body" or "</head>": one of those inside a script of the head cuts it short, never long),
+    and that head lowercased."""
     head = bytes(body[:HEAD_BYTES])
-    # Only what comes before the first "<body" or "</head>" is read: one of those inside a script
-    # of the head cuts it short, never long.
     first_end = _HEAD_END.search(head)
     if first_end is not None:
         head = head[: first_end.start()]
-    lowered = head.lower()
+    return head, head.lower()
+
+
+def _first_base(head: bytes, lowered: bytes, hidden: HiddenSpans, page_url: str) -> str:
+    """The URL of the first ``<base href>`` of *head*, the document's base URL wherever it stands; else
+    (none, or an unusable one) *page_url*."""
+    for tag in _tags_named(head, lowered, b"<base", hidden):
+        href = _attributes(tag).get("href")
+        if href is not None:
+            return _written(page_url, clean_href(href)) or page_url
+    return page_url
+
+
+def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
+    head, lowered = _head(body)
     if b"canonical" not in lowered:  # most pages name none: a quick look before reading tags
         return
     # Only the tags that can matter are read (a head has dozens of <link>s and scripts): the first
@@ -150,12 +165,7 @@ def _head_canonicals(body: bytes, page_url: str) -> Iterator[str]:
     # and the title, where a "<link" is text.  What is hidden is found only as far as those tags.
     hidden = HiddenSpans(lowered)
     candidates = _tags_holding(head, lowered, b"canonical")
-    base = page_url
-    for tag in _tags_named(head, lowered, b"<base", hidden):
-        href = _attributes(tag).get("href")
-        if href is not None:  # the first <base href> is the document's base URL, wherever it stands
-            base = _written(page_url, clean_href(href)) or page_url  # an unusable one leaves the page's
-            break
+    base = _first_base(head, lowered, hidden, page_url)
     for start, tag in candidates:
         if hidden.covers(start):
             continue
@@ -171,18 +181,10 @@ def base_url(body: bytes, page_url: str) -> str:
     """The URL the links of the page at *page_url* resolve against: the first ``<base href>`` of its head
     (read as for its canonical URL: outside comments, scripts and the like, written as a request), else
     *page_url*, as for an unusable one."""
-    head = bytes(body[:HEAD_BYTES])
-    first_end = _HEAD_END.search(head)
-    if first_end is not None:
-        head = head[: first_end.start()]
-    lowered = head.lower()
+    head, lowered = _head(body)
     if b"<base" not in lowered:  # most pages have none: a quick look before reading tags
         return page_url
-    for tag in _tags_named(head, lowered, b"<base", HiddenSpans(lowered)):
-        href = _attributes(tag).get("href")
-        if href is not None:  # the first <base href> is the document's base URL
-            return _written(page_url, clean_href(href)) or page_url
-    return page_url
+    return _first_base(head, lowered, HiddenSpans(lowered), page_url)
 
 
 def _tags_holding(head: bytes, lowered: bytes, word: bytes) -> list[tuple[int, bytes]]:
