@@ -113,3 +113,43 @@ def test_the_delay_counts_from_the_end_of_the_previous_request(default_crawl):
     # The server notes an answer done once its write returns, which the crawler may have read a
     # moment before (a CI run saw 0.9986 s): 10 ms of slack, against the 0.4 s without the rule.
     assert min(pauses) >= 1.0 - 0.01, pauses
+
+
+def test_a_crawl_delay_bound_below_the_delay_keeps_the_delay(tmp_path, serve):
+    """``TSE_MAX_CRAWL_DELAY`` below ``DOWNLOAD_DELAY``: a host whose robots.txt asks for a Crawl-delay
+    was crawled with the bound's (0: none at all, a review's find), less than a host asking nothing."""
+    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
+    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 2\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    options = ("-s", "DOWNLOAD_DELAY=0.5", "-s", "TSE_MAX_CRAWL_DELAY=0")
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    assert len(server.hits) == 4
+    assert min(gaps(server)) >= 0.5, gaps(server)
+
+
+def test_robots_txt_groups_are_matched_against_the_product_token(tmp_path, serve):
+    """A group named by a word of the User-Agent string that is not its product token (``crawler`` of
+    "tse-scrapy/0.1.0 (Tiny Search Engine crawler; ...)") is another crawler's (RFC 9309 2.2.1): it was
+    taken for this one's, and its "Disallow: /" refused the whole site."""
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    (site.root / "robots.txt").write_text("User-agent: crawler\nDisallow: /\n\nUser-agent: *\nDisallow: /a.html\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    options = ("-s", "DOWNLOAD_DELAY=0")
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    # "*"'s rules are this crawler's: a.html disallowed, the rest crawled (the seed was refused).
+    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(tmp_path / "out")] == ["index.html"]
+
+
+def test_robots_txt_groups_named_by_the_product_token_in_any_case_are_this_crawlers(tmp_path, serve):
+    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
+    (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /\n\nUser-agent: TSE-Scrapy\nAllow: /\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    options = ("-s", "DOWNLOAD_DELAY=0")
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(tmp_path / "out")] == ["index.html", "a.html"]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tests.conftest import run_tse
 from tests.support.sitecrawl import crawl_served_site, query_answers
 from tse_scrapy.rules.files.pagenotes import read_noindex
-from tse_scrapy.rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
+from tse_scrapy.rules.web.robotsmeta import NOFOLLOW, NOINDEX, product_token, robots_directives
 
 BOTH = {NOINDEX, NOFOLLOW}
 
@@ -191,3 +191,22 @@ def test_the_reference_scanner_obeys_no_robots_meta(nginx, tmp_path):
     _, pages, saved = crawl(nginx, tmp_path, "--links", "tse")
     assert set(saved) == set(PAGES)
     assert read_noindex(pages) == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "token"),
+    [
+        ("tse-scrapy/0.1.0 (Tiny Search Engine crawler; 1 request/s, obeys robots.txt)", "tse-scrapy"),
+        ("Mozilla/5.0 (compatible; Googlebot/2.1)", "Mozilla"),
+        ("  mybot", "mybot"),
+        ("mybot 1.0", "mybot"),
+        ("", ""),
+    ],
+)
+def test_product_token(user_agent, token):
+    assert product_token(user_agent) == token
+
+
+@given(st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,20}", fullmatch=True), st.text(max_size=40))
+def test_the_product_token_is_the_first_word_whatever_follows(token, rest):
+    assert product_token(f"{token}/{rest}") == token == product_token(f"{token} {rest}")

@@ -22,6 +22,7 @@ from ..crawl.downloader.conditional import NOT_MODIFIED
 from ..crawl.downloader.offsite import PrefixOffsiteMiddleware
 from ..crawl.downloader.record import DATA_LOSS, LASTING_REASONS, failure_reason
 from ..crawl.downloader.render import SERVED_ROBOTS
+from ..crawl.extensions.politeness import robots_user_agent
 from ..crawl.items import PageItem
 from ..crawl.progresslog import JUDGED_BEFORE, log_progress
 from ..crawl.signals import page_done
@@ -32,7 +33,7 @@ from ..rules.files.webarchive import PDF, crawled_page_kind, media_type
 from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.links import EXTRACTORS
-from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, robots_directives
+from ..rules.web.robotsmeta import NOFOLLOW, NOINDEX, product_token, robots_directives
 from ..rules.web.urls import normalize_url
 from ..update.extension import (
     ROBOTS_FORBIDS,
@@ -420,8 +421,7 @@ class TseSpider(scrapy.Spider):
         settings = crawler.settings if crawler is not None else Settings()
         if self.crawl_args.links != "html" or settings.getbool("TSE_IGNORE_ROBOTS_META"):
             return None
-        agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or ""
-        return re.split(r"[/\s]", agent.strip(), maxsplit=1)[0]
+        return product_token(robots_user_agent(settings))
 
     def _notes_said(self, response: Response, noindex: bool, pdf: bool, nofollow: bool = False) -> frozenset[str]:
         """The kinds of note the page's answer speaks to (``PageItem.said``): a 304's, those whose headers

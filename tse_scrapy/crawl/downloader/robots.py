@@ -25,6 +25,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler
 
 from ...update.extension import ROBOTS_FORBIDS
+from ..extensions.politeness import robots_user_agent
 from .record import TOO_LARGE, decompressed_too_large, failure_reason
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
 
     def __init__(self, crawler: Crawler):
         super().__init__(crawler)
+        # The product token, not the whole User-Agent (Scrapy's attribute, as of Scrapy 2.19; it gives
+        # Protego the whole string when ROBOTSTXT_USER_AGENT is unset).
+        self._robotstxt_useragent = robots_user_agent(crawler.settings)
         self.bodies: dict[str, bytes] = {}  # netloc -> its robots.txt as fetched (a 200's), for Sitemap: lines
         # netloc -> why its robots.txt could not be read ("connection refused", "robots.txt answered HTTP 503"),
         # the reason its pages are refused (said when a seed is: crawl/seeds.py)

@@ -19,6 +19,8 @@ from scrapy.core.downloader import Slot
 from scrapy.exceptions import NotConfigured
 from scrapy.settings import BaseSettings
 
+from ...rules.web.robotsmeta import product_token
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
@@ -26,7 +28,10 @@ logger = logging.getLogger(__name__)
 
 
 def robots_user_agent(settings: BaseSettings) -> str:
-    return settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+    """The name robots.txt's groups are matched against: ``ROBOTSTXT_USER_AGENT``, else the product
+    token of ``USER_AGENT`` (``tse-scrapy``), not the whole string (Protego finds a group's name at any
+    word of it: ``User-agent: crawler`` was taken for this crawler's)."""
+    return settings.get("ROBOTSTXT_USER_AGENT") or product_token(settings.get("USER_AGENT") or "")
 
 
 def robots_crawl_delay(robotparser: Any, user_agent: str) -> float | None:
@@ -87,5 +92,7 @@ class Politeness:
             # At WARNING, shown on tse crawl's quiet terminal (once per host: robots.txt is read once):
             # the crawl of that host is slower than its DOWNLOAD_DELAY says.
             logger.warning("%s", said)
-            slot.delay = delay
-            self.crawler.stats.set_value("tse/crawl_delay", delay)
+            # Never below DOWNLOAD_DELAY (a TSE_MAX_CRAWL_DELAY under it made a host that asked for a
+            # delay crawled without one), as distributed/politeness.py takes the longer too.
+            slot.delay = max(slot.delay, delay)
+            self.crawler.stats.set_value("tse/crawl_delay", slot.delay)

@@ -42,6 +42,14 @@ _NAMED = re.compile(r"\s*([a-z0-9_.*-]+)\s*:\s*(.*)$", re.I)
 _HEAD_TEXT = [name for name in TEXT_ELEMENTS if name != "noscript"]
 
 
+def product_token(user_agent: str) -> str:
+    """The product token of a ``User-Agent`` string (its first word, before a ``/`` or a space:
+    ``tse-scrapy`` of ``tse-scrapy/0.1.0 (Tiny Search Engine crawler; ...)``): the name robots.txt
+    groups (RFC 9309 2.2.1) and robots ``<meta>`` tags are matched against.  Matched against the whole
+    string, a group named ``crawler`` or ``Search`` was taken for this crawler's."""
+    return re.split(r"[/\s]", user_agent.strip(), maxsplit=1)[0]
+
+
 def robots_directives(
     header_values: Iterable[str], body: bytes, user_agent: str = "", encoding: str | None = None
 ) -> frozenset[str]:
