@@ -164,6 +164,32 @@ def test_redirects_not_followed_are_said_as_what_they_are(tmp_path, serve):
     assert "5 failed, 1 link ignored (1 external, 0 duplicate, 0 denied)" in result.stderr.decode()
 
 
+@pytest.mark.parametrize("links", ["html", "tse"])
+def test_a_redirect_whose_location_holds_dot_segments_is_under_robots_txt(tmp_path, serve, links):
+    """An absolute Location with dot segments ("/d/ok/../no.html") was fetched as written, and robots.txt
+    matches the path as requested: a page its "Disallow: /d/no" forbids was fetched and saved (a
+    review's find).  The hop is asked with its dot segments removed, as a link naming it is."""
+    root = tmp_path / "site"
+    (root / "d").mkdir(parents=True)
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /d/no\n")
+    (root / "d" / "index.html").write_text('<a href="r.html">r</a> <a href="yes.html">y</a>')
+    (root / "d" / "no.html").write_text("<p>secret words</p>")
+    (root / "d" / "yes.html").write_text("<p>a page</p>")
+    server = serve(root)
+    server.rules["/d/r.html"] = Rule(status=302, location=f"{server.url}/d/ok/../no.html")
+    server.rules["/d/yes.html"] = Rule(status=302, location=f"{server.url}/d/./ok/%2e%2e/yes2.html")
+    (root / "d" / "yes2.html").write_text("<p>another page</p>")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1, "--links", links, seed="d/index.html")
+    assert result.returncode == 0, result.stderr.decode()
+    asked = [hit.key for hit in server.hits]
+    assert not any("no.html" in key for key in asked), asked
+    assert f"tse crawl: failed: {server.url}/d/r.html (robots.txt forbids it)" in _failed_lines(result)
+    saved = [url.removeprefix(server.url) for url, _ in saved_pages(out)]
+    assert saved == ["/d/index.html", "/d/yes2.html"], saved  # a hop's dot segments removed, fetched
+
+
 # A robots.txt larger than DOWNLOAD_MAXSIZE, as sent or once decompressed, keeps the crawl out of its
 # host (as one that cannot be read), said in one line: each page it refused was said "larger than
 # DOWNLOAD_MAXSIZE", as if the page were, and Scrapy's log said it twice more, naming a page.
