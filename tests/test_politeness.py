@@ -153,3 +153,22 @@ def test_robots_txt_groups_named_by_the_product_token_in_any_case_are_this_crawl
     result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
     assert result.returncode == 0, result.stderr.decode()
     assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(tmp_path / "out")] == ["index.html", "a.html"]
+
+
+def test_a_redirect_to_another_host_is_asked_at_that_hosts_crawl_delay(tmp_path, serve):
+    """A page of host A redirecting to host B (another server, named localhost): B's robots.txt
+    Crawl-delay was set on A's download slot, which the hop had inherited, and B's pages came at A's
+    delay (a review's find).  B's requests now come at least its Crawl-delay apart."""
+    first = write_site(tmp_path / "a", {"index.html": ["go.html"]})
+    second = write_site(tmp_path / "b", {"b.html": ["b1.html", "b2.html"], "b1.html": [], "b2.html": []})
+    (second.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.8\n")
+    a, b = serve(first.root), serve(second.root)
+    other = f"http://localhost:{b.url.rsplit(':', 1)[1]}"
+    a.rules["/go.html"] = Rule(status=302, location=f"{other}/b.html")
+    (tmp_path / "out").mkdir()
+    options = ("-s", "DOWNLOAD_DELAY=0.2")
+    result = run_tse("crawl", f"{a.url}/index.html", tmp_path / "out", 2, "--prefix", f"{a.url}/,{other}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    assert [hit.key for hit in b.hits][:2] == ["/robots.txt", "/b.html"], b.hits
+    assert sorted(hit.key for hit in b.hits[2:]) == ["/b1.html", "/b2.html"], b.hits
+    assert min(gaps(b)[1:]) >= 0.8, gaps(b)  # (its pages: the hop, then its two links)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
+from scrapy.core.downloader import Downloader
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
 
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 # Why a redirect was not followed: the start of its IgnoreRequest's message, the reason record.failure_reason gives.
 TOO_MANY_REDIRECTS = "too many redirects"
 INVALID_REDIRECT = "invalid redirect"
+DOWNLOAD_SLOT = Downloader.DOWNLOAD_SLOT  # (request.meta's key, "download_slot")
 # A path segment "." or "..", written or percent-encoded ("%2e"), before the query: one a hop removes.
 _DOT_SEGMENT = re.compile(r"^[^?#]*/(?:\.|%2e){1,2}(?:[/?#]|$)", re.I)
 
@@ -56,7 +59,14 @@ class RedirectWithoutRefererMiddleware(RedirectMiddleware):
             if str(error) == "max redirections reached":  # (Scrapy's words)
                 raise IgnoreRequest(f"{TOO_MANY_REDIRECTS}: more than {self.max_redirect_times}") from None
             raise
-        if hop is response or not _DOT_SEGMENT.search(hop.url):
+        if hop is response:
+            return hop
+        if urlsplit(hop.url).netloc != urlsplit(request.url).netloc:
+            # Scrapy copies the request's download slot to the hop: a hop to another host was asked in
+            # the first host's slot, with its delay, and that host's Crawl-delay set on the first's slot
+            # (a review's find).  The hop's own host's slot, as for any request to it.
+            hop.meta.pop(DOWNLOAD_SLOT, None)
+        if not _DOT_SEGMENT.search(hop.url):
             return hop
         # An absolute Location's dot segments are kept by urljoin: the hop was fetched as written, and
         # robots.txt (which matches the path as requested) did not forbid "/d/ok/../no.html" under
