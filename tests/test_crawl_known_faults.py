@@ -190,6 +190,30 @@ def test_a_redirect_whose_location_holds_dot_segments_is_under_robots_txt(tmp_pa
     assert saved == ["/d/index.html", "/d/yes2.html"], saved  # a hop's dot segments removed, fetched
 
 
+@pytest.mark.parametrize("links", ["html", "tse"])
+def test_a_robots_txt_redirected_to_another_path_is_read_there(tmp_path, serve, links):
+    """A robots.txt that redirects (RFC 9309: followed, at least five hops, across authorities) to a path
+    other than /robots.txt: the hop was refused as no page under the prefix, the robots.txt left
+    unread, and the whole host crawled, its disallowed pages too (a review's find)."""
+    root = tmp_path / "site"
+    (root / "d").mkdir(parents=True)
+    (root / "rules").mkdir()
+    (root / "rules" / "main.txt").write_text("User-agent: *\nDisallow: /d/no\n")
+    (root / "d" / "index.html").write_text('<a href="no.html">n</a> <a href="yes.html">y</a>')
+    (root / "d" / "no.html").write_text("<p>secret words</p>")
+    (root / "d" / "yes.html").write_text("<p>a page</p>")
+    server = serve(root)
+    server.rules["/robots.txt"] = Rule(status=301, location="/rules/main.txt")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1, "--links", links, "--prefix", f"{server.url}/d/", seed="d/index.html")
+    assert result.returncode == 0, result.stderr.decode()
+    asked = [hit.key for hit in server.hits]
+    assert asked[:2] == ["/robots.txt", "/rules/main.txt"] and "/d/no.html" not in asked, asked
+    assert [url.removeprefix(server.url) for url, _ in saved_pages(out)] == ["/d/index.html", "/d/yes.html"]
+    assert f"tse crawl: failed: {server.url}/d/no.html (robots.txt forbids it)" in _failed_lines(result)
+
+
 # A robots.txt larger than DOWNLOAD_MAXSIZE, as sent or once decompressed, keeps the crawl out of its
 # host (as one that cannot be read), said in one line: each page it refused was said "larger than
 # DOWNLOAD_MAXSIZE", as if the page were, and Scrapy's log said it twice more, naming a page.

@@ -112,9 +112,11 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.stats.inc_value("offsite/filtered" if verdict == "IgnExtrn" else "tse/denied", links)
 
     def should_follow(self, request: Request, spider: Spider) -> bool:
-        if request.meta.get("dont_obey_robotstxt") and urlsplit(request.url).path == "/robots.txt":
+        if request.meta.get("dont_obey_robotstxt") and _robots_txt_or_its_hop(request):
             # robots.txt, which Scrapy asks for only for a request that passed here, or for a request
-            # of the browser rendering a page (--render): it is fetched, whatever its host.
+            # of the browser rendering a page (--render): it is fetched, whatever its host; and the hops
+            # of its redirects, wherever they lead (RFC 9309 2.3.1.2: at least five, across authorities).
+            # A hop refused here left the robots.txt unread, and the whole host was crawled.
             return True
         if request.meta.get(SITEMAP_REQUEST):
             # A sitemap may live outside the prefixes' paths (robots.txt names it): on their hosts only.
@@ -153,3 +155,11 @@ def _max_url_length(given: int) -> int:
 def _robots_url(prefix: str) -> str:
     parts = urlsplit(prefix)
     return f"{parts.scheme}://{parts.netloc}/robots.txt"
+
+
+def _robots_txt_or_its_hop(request: Request) -> bool:
+    """Whether *request* asks for a robots.txt, or for a redirect's hop from one."""
+    if urlsplit(request.url).path == "/robots.txt":
+        return True
+    redirected = request.meta.get("redirect_urls")
+    return bool(redirected) and urlsplit(redirected[0]).path == "/robots.txt"
