@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, closing
@@ -20,7 +21,7 @@ from bench.search_bench import connections_by_worker, process_tree
 from tests.conftest import BIN, ROOT, clean_env
 from tests.support.searchsite import write_search_site
 from tests.support.serving import tse_serve
-from tse_scrapy.search.balancing import WAIT_LIMIT, takes_connection
+from tse_scrapy.search.balancing import WAIT_LIMIT, ConnectionShares, takes_connection
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked and counted in /proc")
 
@@ -221,3 +222,32 @@ def _wait_for_no_connections(server_pid: int, port: int) -> None:
     deadline = time.monotonic() + 10
     while sum(connections_by_worker(server_pid, port).values()) and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+def test_a_worker_killed_holding_the_shares_lock_leaves_it_free():
+    """A worker killed (SIGKILL) while it holds the lock of the connections' shares (in ``claim``, or
+    freeing a dead worker's slot): the lock was a semaphore, held for good, and every other worker froze
+    at its next look at the shares, and at its shutdown (a server Ctrl-C did not stop: seen in a test's
+    leftover).  Real processes, forked as the server forks its workers."""
+    shares = ConnectionShares(2)
+    ready_read, ready_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: takes the lock, says so, and is killed holding it
+        try:
+            shares.lock.__enter__()
+            os.write(ready_write, b"x")
+            os.kill(os.getpid(), signal.SIGKILL)
+        finally:
+            os._exit(1)
+    try:
+        assert os.read(ready_read, 1) == b"x"
+        assert os.waitpid(pid, 0)[1] == signal.SIGKILL  # (killed while it held the lock)
+    finally:
+        os.close(ready_read)
+        os.close(ready_write)
+    claimed: list[int | None] = []
+    # (A thread of its own, not waited for: with the lock held for good, claim never returned.)
+    claiming = threading.Thread(target=lambda: claimed.append(shares.claim()), daemon=True)
+    claiming.start()
+    claiming.join(10)
+    assert claimed and claimed[0] is not None, "claim waited for a lock its dead holder kept"

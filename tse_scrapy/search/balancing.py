@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import multiprocessing
+import fcntl
 import os
 import select
 import socket
+import tempfile
 from collections.abc import Callable
 from multiprocessing.sharedctypes import RawArray
 from pathlib import Path
@@ -51,6 +52,26 @@ def takes_connection(held: int, fewest_elsewhere: int | None, waited: float) -> 
     return fewest_elsewhere is None or held <= fewest_elsewhere or waited >= WAIT_LIMIT
 
 
+class ProcessLock:
+    """A lock between the processes forked after it is made that a process killed while holding it
+    does not keep held: a POSIX record lock (``fcntl.lockf``) on a file of its own, which the kernel
+    releases when its process dies.  (A multiprocessing ``Lock``, a semaphore, stayed held by a worker
+    killed in ``claim`` or ``forget_the_dead``: the others then froze at their next look at the shares,
+    and at their shutdown, so Ctrl-C stopped no server.)  Not a lock between threads: each process
+    takes it from its event loop only."""
+
+    def __init__(self) -> None:
+        self._descriptor, path = tempfile.mkstemp(prefix="tse-serve-lock-")
+        os.unlink(path)  # (unnamed: nothing left to remove; the forked processes share the descriptor)
+
+    def __enter__(self) -> ProcessLock:
+        fcntl.lockf(self._descriptor, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        fcntl.lockf(self._descriptor, fcntl.LOCK_UN)
+
+
 class ConnectionShares:
     """Each worker's count of open connections, in memory shared by the processes forked after it is
     made, and a pipe a worker to wake it.  A worker claims a slot when it starts (a slot whose process
@@ -64,7 +85,7 @@ class ConnectionShares:
         # 1: left a connection waiting WAIT_LIMIT (stopped, or busy with a long search): passed over
         # until it runs again (it clears its own mark).
         self.unresponsive = RawArray(ctypes.c_byte, slots)
-        self.lock = multiprocessing.get_context("fork").Lock()
+        self.lock = ProcessLock()
         self.pipes = [os.pipe() for _ in range(slots)]
         for pipe in self.pipes:
             for end in pipe:
