@@ -21,6 +21,19 @@ def gaps(server):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
+def _crawled(tmp_path, serve, links: dict, robots: str, *options: str):
+    """(the server, the page directory) of a site of *links* whose robots.txt is *robots*, crawled
+    from its index.html at depth 1 with *options*, the crawl's exit 0 checked."""
+    site = write_site(tmp_path / "site", links)
+    (site.root / "robots.txt").write_text(robots)
+    server = serve(site.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = run_tse("crawl", f"{server.url}/index.html", out, 1, "--prefix", f"{server.url}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    return server, out
+
+
 # One crawl at the default delay (1 s) for the two tests below, each reading it: every answer takes
 # 0.6 s (the rule, for the second), so a gap from one request's start to the next is at least the
 # pause after the first's end, and the first's "1 s between requests" holds of it as of quick answers.
@@ -47,13 +60,9 @@ def test_one_second_between_requests_robots_txt_included(default_crawl):
 
 
 def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
     # Longer than the default delay (1 s) by half a second: two gaps of 1.5 s, not of 2.
-    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 1.5\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/")
-    assert result.returncode == 0, result.stderr.decode()
+    links = {"index.html": ["a.html"], "a.html": []}
+    server, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 1.5\n")
     assert len(server.hits) == 3
     assert min(gaps(server)) >= 1.5, gaps(server)
 
@@ -118,13 +127,9 @@ def test_the_delay_counts_from_the_end_of_the_previous_request(default_crawl):
 def test_a_crawl_delay_bound_below_the_delay_keeps_the_delay(tmp_path, serve):
     """``TSE_MAX_CRAWL_DELAY`` below ``DOWNLOAD_DELAY``: a host whose robots.txt asks for a Crawl-delay
     was crawled with the bound's (0: none at all, a review's find), less than a host asking nothing."""
-    site = write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []})
-    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 2\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
+    links = {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []}
     options = ("-s", "DOWNLOAD_DELAY=0.5", "-s", "TSE_MAX_CRAWL_DELAY=0")
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
-    assert result.returncode == 0, result.stderr.decode()
+    server, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 2\n", *options)
     assert len(server.hits) == 4
     assert min(gaps(server)) >= 0.5, gaps(server)
 
@@ -133,26 +138,16 @@ def test_robots_txt_groups_are_matched_against_the_product_token(tmp_path, serve
     """A group named by a word of the User-Agent string that is not its product token (``crawler`` of
     "tse-scrapy/0.1.0 (Tiny Search Engine crawler; ...)") is another crawler's (RFC 9309 2.2.1): it was
     taken for this one's, and its "Disallow: /" refused the whole site."""
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    (site.root / "robots.txt").write_text("User-agent: crawler\nDisallow: /\n\nUser-agent: *\nDisallow: /a.html\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
-    options = ("-s", "DOWNLOAD_DELAY=0")
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
-    assert result.returncode == 0, result.stderr.decode()
+    robots = "User-agent: crawler\nDisallow: /\n\nUser-agent: *\nDisallow: /a.html\n"
+    _, out = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
     # "*"'s rules are this crawler's: a.html disallowed, the rest crawled (the seed was refused).
-    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(tmp_path / "out")] == ["index.html"]
+    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(out)] == ["index.html"]
 
 
 def test_robots_txt_groups_named_by_the_product_token_in_any_case_are_this_crawlers(tmp_path, serve):
-    site = write_site(tmp_path / "site", {"index.html": ["a.html"], "a.html": []})
-    (site.root / "robots.txt").write_text("User-agent: *\nDisallow: /\n\nUser-agent: TSE-Scrapy\nAllow: /\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
-    options = ("-s", "DOWNLOAD_DELAY=0")
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 1, "--prefix", f"{server.url}/", *options)
-    assert result.returncode == 0, result.stderr.decode()
-    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(tmp_path / "out")] == ["index.html", "a.html"]
+    robots = "User-agent: *\nDisallow: /\n\nUser-agent: TSE-Scrapy\nAllow: /\n"
+    _, out = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
+    assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(out)] == ["index.html", "a.html"]
 
 
 def test_a_redirect_to_another_host_is_asked_at_that_hosts_crawl_delay(tmp_path, serve):
