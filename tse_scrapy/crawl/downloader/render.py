@@ -277,9 +277,11 @@ class RenderMiddleware:
         # removes a noindex does not make the page an answer: search engines obey the HTML served).
         token = getattr(self.crawler.spider, "robots_token", None)
         if isinstance(token, str):
+            # (Its byte order mark, read there, else its HTTP charset, is all a UTF-16 head needs: no
+            # detection, which the page's reading runs anyway.)
             content_type = response.headers.get(b"Content-Type")
             charset = header_charset(content_type.decode("latin-1")) if content_type else None
-            served = robots_directives((), response.body, token, page_encoding(response.body, charset)[0])
+            served = robots_directives((), response.body, token, charset)
             if served:
                 request.meta[SERVED_ROBOTS] = served
         headers = response.headers.copy()
