@@ -1,6 +1,7 @@
 """Politeness at default settings, measured on a real server's request log."""
 
 import itertools
+import json
 import math
 
 import pytest
@@ -9,6 +10,7 @@ from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tests.support.sample import seeded_sample
 from tests.support.sitegen import write_site
+from tse_scrapy import settings as project_settings
 from tse_scrapy.crawl.extensions.politeness import crawl_delay_said
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
@@ -65,6 +67,26 @@ def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
     server, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 1.5\n")
     assert len(server.hits) == 3
     assert min(gaps(server)) >= 1.5, gaps(server)
+
+
+def test_a_crawl_delay_outlives_scrapy_dropping_its_idle_slot(tmp_path, serve):
+    # A review's find: Scrapy drops a download slot idle for a minute and makes a new one at
+    # DOWNLOAD_DELAY; robots.txt is read once, so its Crawl-delay was lost for the rest of the crawl
+    # (a multi-host crawl leaves hosts idle that long). The drop is forced once, at the seed's answer
+    # (tests/support/slotgc.py): the chain's next pages must still be a Crawl-delay apart.
+    extensions = {**project_settings.EXTENSIONS, "tests.support.slotgc.DropIdleSlotsOnce": 900}
+    chain = {"index.html": ["a.html"], "a.html": ["b.html"], "b.html": ["c.html"], "c.html": []}
+    options = ("-s", "DOWNLOAD_DELAY=0", "-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", "LOG_LEVEL=INFO")
+    site = write_site(tmp_path / "site", chain)
+    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.5\n")
+    server = serve(site.root)
+    (tmp_path / "out").mkdir()
+    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 3, "--prefix", f"{server.url}/", *options)
+    assert result.returncode == 0, result.stderr.decode()
+    assert "dropped idle download slots: ['127.0.0.1']" in result.stderr.decode()
+    assert [hit.key for hit in server.hits] == ["/robots.txt", "/index.html", "/a.html", "/b.html", "/c.html"]
+    # From a.html on (the new slot's first request has no earlier one to wait for).
+    assert min(gaps(server)[2:]) >= 0.5, gaps(server)
 
 
 # Past the bound written as an exponent (the hostile find) or as a plain number of seconds: the same

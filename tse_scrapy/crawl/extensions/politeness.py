@@ -78,6 +78,15 @@ class Politeness:
         downloader = self.crawler.engine.downloader
         return downloader.slots.get(downloader.get_slot_key(request))
 
+    def _keep_delay(self, request: Request, delay: float) -> None:
+        """Make *delay* the delay of every slot the downloader makes for *request*'s key from now on:
+        Scrapy drops a slot idle for a minute and makes a new one at ``DOWNLOAD_DELAY`` (its
+        ``DOWNLOAD_SLOTS`` settings, ``per_slot_settings``, are what it reads then), and robots.txt,
+        read once, would not raise it again."""
+        downloader = self.crawler.engine.downloader
+        key = downloader.get_slot_key(request)
+        downloader.per_slot_settings[key] = {**downloader.per_slot_settings.get(key, {}), "delay": delay}
+
     def request_left_downloader(self, request: Request, spider: Spider | None = None) -> None:
         slot = self._slot(request)
         if slot is not None and slot.delay:
@@ -95,4 +104,5 @@ class Politeness:
             # Never below DOWNLOAD_DELAY (a TSE_MAX_CRAWL_DELAY under it made a host that asked for a
             # delay crawled without one), as distributed/politeness.py takes the longer too.
             slot.delay = max(slot.delay, delay)
+            self._keep_delay(request, slot.delay)
             self.crawler.stats.set_value("tse/crawl_delay", slot.delay)
