@@ -262,3 +262,50 @@ def test_an_update_keeps_no_saved_copy_of_a_page_redirected_to_an_invalid_url(tm
     assert result.returncode == 0, result.stderr.decode()
     stderr = result.stderr.decode()
     assert f"tse crawl: failed: {server.url}/a.html (redirected to an invalid URL)\n" in stderr, stderr
+
+
+def test_a_redirect_to_a_host_whose_robots_txt_fails_says_that_reason(tmp_path, serve):
+    """A seed, or a page, redirected to a host whose robots.txt answers 503 was said "robots.txt forbids
+    it": the reason was looked up under the first URL's host, whose robots.txt allows all (a review's
+    find).  It is the last hop's host's."""
+    first, other = tmp_path / "first", tmp_path / "other"
+    first.mkdir()
+    other.mkdir()
+    (first / "index.html").write_text('<a href="r.html">r</a>')
+    (other / "p.html").write_text("<p>a page</p>")
+    a, b = serve(first), serve(other)
+    b.rules["/robots.txt"] = Rule(status=503)
+    a.rules["/r.html"] = Rule(status=302, location=f"{b.url}/p.html")
+    a.rules["/seed.html"] = Rule(status=302, location=f"{b.url}/p.html")
+    said = "(robots.txt answered HTTP 503)"
+    for seed, failed in (("index.html", f"tse crawl: failed: {a.url}/r.html {said}"), ("seed.html", None)):
+        out = tmp_path / f"out-{seed}"
+        out.mkdir()
+        result = crawl_site(a, out, 1, "--prefix", f"{a.url}/,{b.url}/", seed=seed)
+        assert result.returncode == 0, result.stderr.decode()
+        if failed:
+            assert _failed_lines(result) == [failed]
+        else:
+            assert f"tse crawl: the seed URL could not be fetched {said}: nothing was saved" in result.stderr.decode()
+    assert "/p.html" not in [hit.key for hit in b.hits]
+
+
+def test_a_robots_txt_cut_short_is_said_with_its_reason(tmp_path, serve):
+    """A robots.txt whose connection is reset: Scrapy's two ERROR lines ended in the exception's text,
+    empty ("... (failed 3 times): " and "Error downloading <GET index.html>: "); a review's find."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text("<p>a page</p>")
+    server = serve(root)
+    server.rules["/robots.txt"] = Rule(reset_after=0)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1)
+    assert result.returncode == 0, result.stderr.decode()
+    errors = [line for line in result.stderr.decode().splitlines() if " ERROR: " in line]
+    host = server.url.removeprefix("http://")
+    assert [line.split(" ERROR: ", 1)[1] for line in errors] == [
+        f"Gave up retrying <GET {server.url}/robots.txt> (failed 3 times): data loss",
+        f"robots.txt of {host} could not be read (data loss): disallow all",
+    ], errors
+    assert saved_pages(out) == [] and [hit.key for hit in server.hits] == ["/robots.txt"] * 3

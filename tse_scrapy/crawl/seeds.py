@@ -83,28 +83,30 @@ class SeedFailures:
         url = self._requested.get(normalized) if request.meta.get("depth", 0) == 0 else None
         redirected = "redirect_urls" in request.meta
         if url is None:  # a page (a sitemap's URL, at depth 0 too), not a seed
-            self._page_failed(normalized, status, reason, kept, redirected)
+            self._page_failed(normalized, status, reason, kept, redirected, request.url)
             return
         failures = self.crawler.stats.get_value(SEED_FAILURES) or []
         if all(seed != url for seed, _ in failures):
-            why = self._why(url, status, reason, redirected)
+            why = self._why(status, reason, redirected, request.url)
             # An update keeps a known page that failed for a while: its saved copy, its links followed
             # (the line said only that it could not be fetched, the site down a moment: a helper's find).
             why += ", its saved copy kept" if kept else ""
             self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, why]])
 
-    def _page_failed(self, url: str, status: int | None, reason: str | None, kept: bool, redirected: bool) -> None:
+    def _page_failed(
+        self, url: str, status: int | None, reason: str | None, kept: bool, redirected: bool, last_hop: str
+    ) -> None:
         stats = self.crawler.stats
         said = stats.get_value(FAILED_PAGES) or []
         if len(said) < FAILED_PAGES_SAID:
-            why = self._why(url, status, reason, redirected) + (", its saved copy kept" if kept else "")
+            why = self._why(status, reason, redirected, last_hop) + (", its saved copy kept" if kept else "")
             stats.set_value(FAILED_PAGES, [*said, [url, why]])
         else:
             stats.inc_value(FAILED_PAGES_MORE)
 
-    def _why(self, url: str, status: int | None, reason: str | None, redirected: bool = False) -> str:
+    def _why(self, status: int | None, reason: str | None, redirected: bool, last_hop: str) -> str:
         """*reason* (``failure_reason``'s) said as a sentence; *redirected*: the page's URL redirected, and
-        the reason is its last hop's."""
+        the reason is its *last_hop*'s (the URL that failed)."""
         if status is not None:
             return f"HTTP {status}"
         from .downloader.offsite import URL_NOT_TAKEN, URL_TOO_LONG, PrefixOffsiteMiddleware
@@ -128,7 +130,8 @@ class SeedFailures:
             from .downloader.robots import TseRobotsTxtMiddleware
 
             robots = self.crawler.get_downloader_middleware(TseRobotsTxtMiddleware)
-            unreachable = robots.unreachable.get(urlsplit(url).netloc) if robots is not None else None
+            # (the robots.txt of the host refused: the last hop's, where a redirect led to another)
+            unreachable = robots.unreachable.get(urlsplit(last_hop).netloc) if robots is not None else None
             return unreachable or "robots.txt forbids it"
         return {
             "offsite": "redirected out of the prefixes",

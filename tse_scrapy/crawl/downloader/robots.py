@@ -44,6 +44,7 @@ ROBOTS_TOO_LARGE = "robots.txt larger than DOWNLOAD_MAXSIZE"
 logger = logging.getLogger(__name__)
 # The loggers that say a body is larger than DOWNLOAD_MAXSIZE: the download handler's, the decompression's.
 _SIZE_LOGGERS = ("scrapy.core.downloader.handlers.http11", "scrapy.downloadermiddlewares.httpcompression")
+RETRY_LOGGER = "scrapy.downloadermiddlewares.retry"
 
 
 def kept_robots(body: bytes) -> bytes:
@@ -56,10 +57,28 @@ def kept_robots(body: bytes) -> bytes:
 
 class _NoTraceback(logging.Filter):
     """An unreachable robots.txt is a fact about the site, not a bug: log it
-    on one line, without the traceback Scrapy attaches."""
+    on one line, without the traceback Scrapy attaches, saying what it is and why (Scrapy's line
+    names the page that asked for it and ends in the exception's text, empty for a connection lost)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.exc_info = record.exc_text = None
+        args = record.args
+        if isinstance(args, dict) and isinstance(args.get("f_exception"), Exception):
+            netloc = urlparse_cached(args["request"]).netloc if isinstance(args.get("request"), Request) else "?"
+            # (f_exception kept: _SaidHere reads it next)
+            record.args = {**args, "netloc": netloc, "reason": failure_reason(args["f_exception"])}
+            record.msg = "robots.txt of %(netloc)s could not be read (%(reason)s): disallow all"
+        return True
+
+
+class _ReasonNamed(logging.Filter):
+    """Scrapy's "Gave up retrying <GET URL> (failed 3 times): REASON" ends in the exception's text,
+    empty for a connection reset or an answer cut short: the reason is then its name (``failure_reason``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, dict) and isinstance(args.get("reason"), BaseException) and not str(args["reason"]).strip():
+            record.args = {**args, "reason": failure_reason(args["reason"])}
         return True
 
 
@@ -101,6 +120,10 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             said = logging.getLogger(name)
             if not any(isinstance(f, _SaidHere) for f in said.filters):
                 said.addFilter(_SaidHere())
+        # (Every page's, here with the robots.txt's: an unreachable robots.txt is first said by it.)
+        retries = logging.getLogger(RETRY_LOGGER)
+        if not any(isinstance(f, _ReasonNamed) for f in retries.filters):
+            retries.addFilter(_ReasonNamed())
 
     async def robots_txt(self, url: str) -> bytes:
         """The robots.txt of *url*'s host as fetched (fetched now if not yet; b"" when it has none)."""
