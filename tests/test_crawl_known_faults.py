@@ -309,3 +309,22 @@ def test_a_robots_txt_cut_short_is_said_with_its_reason(tmp_path, serve):
         f"robots.txt of {host} could not be read (data loss): disallow all",
     ], errors
     assert saved_pages(out) == [] and [hit.key for hit in server.hits] == ["/robots.txt"] * 3
+
+
+def test_a_redirect_to_a_url_not_http_is_said_out_of_the_prefixes(tmp_path, serve):
+    """A redirect to a file:, data: or ftp: URL: Scrapy passes the 3xx on, and the page failed as "HTTP
+    302" (a review's find); it leads out of the prefixes, said and counted so."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "index.html").write_text('<a href="f.html">f</a> <a href="d.html">d</a> <a href="t.html">t</a>')
+    server = serve(root)
+    server.rules["/f.html"] = Rule(status=302, location="file:///etc/passwd")
+    server.rules["/d.html"] = Rule(status=301, location="data:text/html,<p>hi</p>")
+    server.rules["/t.html"] = Rule(status=307, location="ftp://127.0.0.1/t.html")
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 1)
+    assert result.returncode == 0, result.stderr.decode()
+    said = "(redirected out of the prefixes)"
+    assert sorted(_failed_lines(result)) == [f"tse crawl: failed: {server.url}/{name}.html {said}" for name in "dft"]
+    assert "3 failed, 3 links ignored (3 external, 0 duplicate, 0 denied)" in result.stderr.decode()

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from scrapy.core.downloader import Downloader
 from scrapy.downloadermiddlewares.redirect import RedirectMiddleware
 from scrapy.exceptions import IgnoreRequest
+from w3lib.url import safe_url_string
 
 from ...rules.web.urls import normalize_url
 
@@ -60,6 +61,12 @@ class RedirectWithoutRefererMiddleware(RedirectMiddleware):
                 raise IgnoreRequest(f"{TOO_MANY_REDIRECTS}: more than {self.max_redirect_times}") from None
             raise
         if hop is response:
+            if (scheme := self._other_scheme(request, response)) is not None:
+                # Scrapy passes a redirect to a file:, data: or ftp: URL on as the 3xx answer, which then
+                # failed as "HTTP 302": it leads out of the prefixes (all http or https), and is said so,
+                # counted as Scrapy's offsite refusal of a hop to another host is.
+                self.crawler.stats.inc_value("offsite/filtered")
+                raise IgnoreRequest(f"Filtered offsite request to a {scheme}: URL, from {request.url[:200]}")
             return hop
         if urlsplit(hop.url).netloc != urlsplit(request.url).netloc:
             # Scrapy copies the request's download slot to the hop: a hop to another host was asked in
@@ -73,3 +80,20 @@ class RedirectWithoutRefererMiddleware(RedirectMiddleware):
         # "Disallow: /d/no" (a review's find).  Asked as a link naming it is: dot segments removed.
         normalized = normalize_url(hop.url, tse_extensions=False)
         return hop.replace(url=normalized) if normalized else hop
+
+    def _other_scheme(self, request: Request, response: Response) -> str | None:
+        """The scheme of the URL *response* redirects to when Scrapy would follow it but for that scheme
+        (none of http and https), else None."""
+        location = response.headers.get("Location")
+        if location is None or response.status not in {301, 302, 303, 307, 308} or request.meta.get("dont_redirect"):
+            return None
+        if request.meta.get("handle_httpstatus_all") or response.status in (
+            *getattr(self.crawler.spider, "handle_httpstatus_list", ()),
+            *request.meta.get("handle_httpstatus_list", ()),
+        ):
+            return None
+        try:
+            scheme = urlsplit(urljoin(request.url, safe_url_string(location))).scheme.lower()
+        except ValueError:
+            return None
+        return scheme if scheme and scheme not in {"http", "https"} else None
