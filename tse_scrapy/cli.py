@@ -495,7 +495,10 @@ def _one_line_errors(command: str, path: str, status: int = FAILED) -> Iterator[
     except apsw.Error as error:  # the search index beside it (a full disk, say)
         raise _Failed(_one_line(command, f"{path}{SEARCH_SUFFIX}: {error}", status)) from None
     except OSError as error:
-        raise _Failed(_one_line(command, f"{error.filename or path}: {error.strerror}", status)) from None
+        # (A file read by its descriptor names the descriptor's number: an INDEXFILE that is a directory
+        # said "3: Is a directory".  The path named then is the command's.)
+        named = error.filename if isinstance(error.filename, (str, bytes, os.PathLike)) else None
+        raise _Failed(_one_line(command, f"{os.fsdecode(named or path)}: {error.strerror}", status)) from None
 
 
 def index(options: argparse.Namespace) -> int:
