@@ -54,3 +54,15 @@ def test_a_tse_score_past_64_bits_is_answered_by_the_api(pages, tmp_path):
     (first,) = [page.url for page in fixture_pages() if page.doc_id == 1]
     assert answer["results"][0]["url"] == alone["results"][0]["url"] == first
     assert "Traceback" not in server.stderr
+
+
+@pytest.mark.parametrize("command", ["query", "indextest"])
+def test_an_index_holding_a_number_of_5000_digits_is_refused_in_one_line(command, pages, tmp_path):
+    # int() refuses a number past 4,300 digits: the ValueError was a traceback (tse serve's start too).
+    index = tmp_path / "index"
+    index.write_bytes(b"zebra 1 " + b"9" * 5000 + b"\n")
+    arguments = [pages, index] if command == "query" else [index, tmp_path / "new"]
+    done = tse_here(command, *arguments, input=b"zebra\n")
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.decode().startswith(f"tse {command}: {index}:1: a number of more than 18 digits: '9999")
+    assert done.stderr.decode().count("\n") == 1 and done.stdout == b""

@@ -189,7 +189,7 @@ def test_bad_start_is_one_line_and_exit_2(site, tmp_path):
     for port in ("70000", "-5", "http"):
         assert f"a port is a number from 0 to 65535: {port}" in refusal(pages, index, f"--port={port}")
     assert refusal(pages, index, "--workers", "0") == "tse serve: --workers must be from 1 to 64: 0"
-    for seconds in ("0.5", "nan"):
+    for seconds in ("0.5", "nan", "3600.0001"):  # (the last was said "3600", in the range)
         assert refusal(pages, index, f"--head-timeout={seconds}") == (
             f"tse serve: --head-timeout must be from 1 to 3600 seconds: {seconds}"
         )

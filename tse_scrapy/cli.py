@@ -706,10 +706,10 @@ def serve(options: argparse.Namespace) -> int:
         return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
     head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
     if not 1 <= head_seconds <= 3600:  # (nan and inf too)
-        return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds:g}", USAGE)
+        return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds!r}", USAGE)
     answer_megabytes = DEFAULT_BYTES / MEGABYTE if options.answer_cache is None else options.answer_cache
     if not 0 <= answer_megabytes <= MAX_MEGABYTES:  # (nan and inf too)
-        return _one_line("serve", f"--answer-cache must be from 0 to {MAX_MEGABYTES} MB: {answer_megabytes:g}", USAGE)
+        return _one_line("serve", f"--answer-cache must be from 0 to {MAX_MEGABYTES} MB: {answer_megabytes!r}", USAGE)
     try:
         check_interval()
     except ValueError as error:

@@ -11,12 +11,16 @@ from typing import TypeAlias
 from urllib.parse import quote
 
 from .outputfile import OutputKind
+from .pagedir import DOCID_DIGITS
 
 Postings: TypeAlias = dict[int, int]  # docID -> count
 Index: TypeAlias = dict[bytes, Postings]  # word (lowercase ASCII bytes) -> its postings
 
 _WORD = re.compile(rb"[a-z]+")
 _INT = re.compile(rb"[1-9][0-9]*")
+# A docID or count has at most as many digits as a page file's name may (18): a longer one is no index's,
+# and Python's int() refuses one past 4,300 digits, SQLite one past 64 bits, a float one past 308.
+MAX_DIGITS = DOCID_DIGITS
 
 
 class IndexFileError(ValueError):
@@ -48,6 +52,9 @@ def parse_index(data: bytes, name: str = "index") -> Index:
         bad = next((n for n in numbers if not _INT.fullmatch(n)), None)
         if bad is not None:
             raise IndexFileError(f"{name}:{number}: not a positive integer: {_show(bad)}")
+        long = next((n for n in numbers if len(n) > MAX_DIGITS), None)
+        if long is not None:
+            raise IndexFileError(f"{name}:{number}: a number of more than {MAX_DIGITS} digits: {_show(long)}")
         postings = {int(numbers[i]): int(numbers[i + 1]) for i in range(0, len(numbers), 2)}
         if len(postings) * 2 != len(numbers):
             raise IndexFileError(f"{name}:{number}: a docID appears twice for {_show(word)}")
