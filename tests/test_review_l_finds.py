@@ -10,9 +10,20 @@ import sqlite3
 import pytest
 
 from tests.conftest import run_tse
-from tests.support.pages import tree
+from tests.support.l_redisgap import NthRedisGap
+from tests.support.pages import saved_pages, tree
+from tests.support.redisserver import RedisServer
 from tests.support.resumestate import uncommitted
-from tests.support.sitegen import write_site
+from tests.support.sitegen import bfs_depths, write_site
+from tests.support.wait import wait_until
+from tests.test_distributed import (  # noqa: F401 - the site fixture, and the workers' end
+    DEPTH,
+    SEEDS,
+    finish,
+    no_worker_outlives_its_test,
+    site,
+    tse_worker,
+)
 from tse_scrapy.devtools.siteserver import SiteServer
 
 
@@ -25,10 +36,10 @@ def jobdir_crawl(server, out, jobdir):
 def finished_job_once(tmp_path_factory):
     """A four-page site, served for the module, and its finished crawl with a JOBDIR (whose state stays)."""
     root = tmp_path_factory.mktemp("finished_job")
-    site = write_site(
+    written = write_site(
         root / "site", {"index.html": ["a.html", "b.html", "c.html"], "a.html": [], "b.html": [], "c.html": []}
     )
-    with SiteServer(site.root) as server:
+    with SiteServer(written.root) as server:
         out, jobdir = root / "out", root / "job"
         out.mkdir()
         done = jobdir_crawl(server, out, jobdir)
@@ -93,3 +104,33 @@ def test_a_foreign_or_damaged_resume_state_runs_nothing_and_is_refused_in_one_li
     assert stderr.count("\n") == 1 and "Traceback" not in stderr
     assert tree(out) == before
     assert len(server.hits) == hits  # nothing fetched
+
+
+# The first command of each new connection of redis-py's (RESP 3): a worker's join before Scrapy starts
+# opens one, its distributed extension, as Scrapy builds it, the second.
+HELLO = b"$5\r\nHELLO\r\n"
+
+
+def test_redis_gone_as_the_extension_connects_is_one_line(site, tmp_path):  # noqa: F811
+    """Redis cut at the extension's first question (its new connection's HELLO), a moment after the
+    join had its answers: the worker's start was connect's ArgumentError raised in Scrapy's start, a
+    traceback ("Task exception was never retrieved") and exit 1 with no line of tse's.  (That a worker
+    started again crawls it all is test_distributed_start_outage's, a gap a moment later.)"""
+    _, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    server = RedisServer(tmp_path / "redis").start()
+    gap = NthRedisGap(server.port, HELLO, nth=2, away=2.0)
+    try:
+        worker = tse_worker(gap.url, pagedir, proxy, "--name", "ping", delay=0)
+        ((status, _, err),) = finish([worker], timeout=60)
+        assert gap.cut.is_set() and gap.seen == 2
+        assert "Traceback" not in err and "never retrieved" not in err, err[-4000:]
+        assert status == 1, err[-4000:]
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"tse crawl: cannot reach Redis at {gap.url}: "), last  # (how the relay cut it)
+        assert last.endswith(" as this worker started: start it again to go on"), last
+        assert saved_pages(pagedir) == []  # nothing fetched, nothing written
+    finally:
+        gap.close()
+        server.stop()
