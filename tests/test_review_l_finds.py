@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 
 import pytest
+import redis
 
 from tests.conftest import run_tse
 from tests.support.l_redisgap import NthRedisGap
@@ -133,4 +134,32 @@ def test_redis_gone_as_the_extension_connects_is_one_line(site, tmp_path):  # no
         assert saved_pages(pagedir) == []  # nothing fetched, nothing written
     finally:
         gap.close()
+        server.stop()
+
+
+def test_a_forged_worker_mark_with_a_huge_time_is_set_aside_not_a_traceback_at_the_crawls_end(site, tmp_path):  # noqa: F811
+    """A ``workers`` entry whose "seen" is an integer too large for a float (JSON reads it as one) made
+    every status of the crawl an OverflowError: the last worker's end a traceback, its clean-up never
+    run (the crawl's keys left), ``tse status`` a traceback."""
+    graph, proxy = site
+    pagedir = tmp_path / "pages"
+    pagedir.mkdir()
+    server = RedisServer(tmp_path / "redis").start()
+    client = redis.Redis(port=server.port)
+    forged = b'{"seen": 1' + b"0" * 400 + b', "lease": 30}'
+    try:
+        worker = tse_worker(server.url, pagedir, proxy, "--name", "huge", delay=0.05)
+        wait_until(lambda: client.exists("tse:huge:seeded"), 60, "the crawl was never seeded")
+        client.hset("tse:huge:workers", "forged", forged)
+        status = run_tse("status", "--redis", server.url, "huge")
+        assert status.returncode == 0 and status.stderr == b"", status.stderr.decode()[-2000:]
+        assert status.stdout.decode().startswith("crawl huge: saved ")
+        ((code, _, err),) = finish([worker], timeout=120)
+        assert code == 0 and "Traceback" not in err, err[-4000:]
+        assert set(saved_pages(pagedir)) == set(bfs_depths(graph, SEEDS, DEPTH).items())
+        # Cleaned up: only the quarantine is left, holding the forged mark.
+        assert client.keys("tse:huge:*") == [b"tse:huge:quarantine"]
+        (record,) = client.lrange("tse:huge:quarantine", 0, -1)
+        assert forged[:60] in record
+    finally:
         server.stop()
