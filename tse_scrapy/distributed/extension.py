@@ -56,7 +56,11 @@ class DistributedCrawlExtension:
             raise NotConfigured
         self.crawler = crawler
         url = redis_url(settings["TSE_REDIS_URL"])
-        self.crawl = RedisCrawl(connect(url), settings["TSE_CRAWL_NAME"])
+        # Not asked at once (check=False): Redis answered this worker's join a moment ago, before Scrapy
+        # started, and its first question here is the join below, whose outage or refusal is one line.
+        # Asked at once, a Redis gone in between was connect's ArgumentError, raised in Scrapy's start:
+        # a traceback ("Task exception was never retrieved"), exit 1 with no line of tse's.
+        self.crawl = RedisCrawl(connect(url, check=False), settings["TSE_CRAWL_NAME"])
         self.directory = settings.get("TSE_PAGEDIR")
         # The politeness is the crawl's, set by its first worker: a worker joining with a smaller
         # DOWNLOAD_DELAY must not make the crawl less polite.

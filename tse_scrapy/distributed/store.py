@@ -704,15 +704,17 @@ def _is_doc_id(value: bytes) -> bool:
 
 
 def _heartbeat(entry: bytes) -> dict[str, float] | None:
-    """A ``workers`` entry as a worker writes it, or None."""
+    """A ``workers`` entry as a worker writes it, its times as floats, or None.  (An integer too large
+    for a float, ``"seen": 1000...0``, which JSON reads as one, made the end of every worker's crawl
+    and ``tse status`` an OverflowError: a traceback, the crawl never cleaned up.)"""
     if len(entry) > HEARTBEAT_BYTES:
         return None
     try:
         beat = json.loads(entry)
-        return (
-            beat if isinstance(beat, dict) and {type(beat.get(k)) for k in ("seen", "lease")} <= {float, int} else None
-        )
-    except (ValueError, RecursionError):
+        if not isinstance(beat, dict) or not {type(beat.get(k)) for k in ("seen", "lease")} <= {float, int}:
+            return None
+        return {**beat, "seen": float(beat["seen"]), "lease": float(beat["lease"])}
+    except (ValueError, RecursionError, OverflowError):
         return None
 
 

@@ -19,6 +19,7 @@ from .statedb import (
     CATALOG_UPDATE,
     CATALOG_VALIDATORS,
     UnreadableDatabase,
+    check_requests,
     query_read_only,
     state_path,
     stored_arguments,
@@ -76,6 +77,10 @@ def start_mode(
     if update and interrupted != "update":
         raise ArgumentError(f"{args.pagedir} holds an interrupted crawl, not an update: continue it with --resume")
     check_same_crawl(args, stored, "resume")
+    try:
+        check_requests(path)  # a damaged or foreign state: one line now, not a traceback in the scheduler
+    except UnreadableDatabase as error:
+        raise ArgumentError(f"cannot read the crawl state: {error}") from None
     return StartMode.RESUME
 
 

@@ -21,6 +21,7 @@ such a page is fetched again on resume, and its links are then duplicates.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -75,9 +76,97 @@ def state_path(pagedir: str | os.PathLike, jobdir: str | os.PathLike | None = No
 
 
 def stored_arguments(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The arguments a crawl's state was created with, or None without state."""
+    """The arguments a crawl's state was created with, or None without state; UnreadableDatabase
+    when they are not a JSON object (a damaged or foreign state)."""
     value = stored_meta(path, "arguments")
-    return json.loads(value) if value is not None else None
+    return _arguments(path, value) if value is not None else None
+
+
+def _arguments(path: str | os.PathLike, value: Any) -> dict[str, Any]:
+    try:
+        arguments = json.loads(value)
+    except (TypeError, ValueError):
+        arguments = None
+    if type(arguments) is not dict:
+        raise UnreadableDatabase(f"{path}: its crawl's arguments are not what tse records (a damaged state)")
+    return arguments
+
+
+# A request of the state is a pickle this crawl made (``CrawlStateDB.push``), but the file may come
+# from anywhere (a page directory or a JOBDIR copied from someone else, a damaged disk): it is loaded
+# as data only (``_PlainValues``: a pickle that names any global, the only way one runs code, is
+# refused), then checked to be a request dict as Scrapy's ``Request.to_dict`` makes it for a plain
+# ``Request`` (``_check_request``: another ``_class``, or a key another class's constructor takes,
+# would make ``request_from_dict`` import and call what the file names).
+MAX_REQUEST_BYTES = 1 << 20  # a tse request is a few hundred bytes; its URL at most 2,083 characters
+_REQUEST_CLASSES = frozenset({"scrapy.http.request.Request", "scrapy.Request"})
+_REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
+    "url": (str,),
+    "callback": (str, type(None)),
+    "errback": (str, type(None)),
+    "method": (str,),
+    "headers": (dict,),
+    "body": (bytes,),
+    "cookies": (dict, list),
+    "meta": (dict,),
+    "encoding": (str,),
+    "priority": (int,),
+    "dont_filter": (bool,),
+    "flags": (list,),
+    "cb_kwargs": (dict,),
+    "_class": (str,),
+}
+
+
+class _PlainValues(pickle.Unpickler):
+    """An unpickler of plain values: every global and persistent object refused."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}, which could run code")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("it asks for a persistent object")
+
+
+def load_request(blob: Any, where: str) -> dict[str, Any]:
+    """The request dict stored in *blob* (a frontier or pages row, *where*), loaded without running
+    anything it names; UnreadableDatabase (one line) when it is not a request this crawl stored."""
+    if type(blob) is not bytes or len(blob) > MAX_REQUEST_BYTES:
+        raise UnreadableDatabase(f"{where} is not a request tse stored (a damaged state)")
+    try:
+        value = _PlainValues(io.BytesIO(blob)).load()
+    except Exception as error:  # (any: a damaged pickle raises many kinds)
+        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise UnreadableDatabase(f"{where} is not a request tse stored: {reason}") from None
+    _check_request(value, where)
+    return value
+
+
+def check_requests(path: str | os.PathLike) -> None:
+    """Load every request of the state at *path* as a resume will (``load_request``), and its docID
+    counter, read-only: UnreadableDatabase (one line) at the first that is not one this crawl stored,
+    before Scrapy starts."""
+    counter = stored_meta(path, "next_doc_id")
+    if counter is not None and not (type(counter) is str and counter.isascii() and counter.isdecimal()):
+        raise UnreadableDatabase(f"{path}: its next docID is not a number (a damaged state)")
+    rows = query_read_only(path, "SELECT 'frontier row ' || row, request FROM frontier") or []
+    rows += query_read_only(path, "SELECT 'the request of page ' || doc_id, request FROM pages") or []
+    for where, blob in rows:
+        load_request(blob, f"{path}: {where}")
+
+
+def _check_request(value: Any, where: str) -> None:
+    if type(value) is not dict or type(value.get("url")) is not str:
+        raise UnreadableDatabase(f"{where} is not a request tse stored: not a request dict")
+    for key, item in value.items():
+        kinds = _REQUEST_FIELDS.get(key) if type(key) is str else None
+        if kinds is None or type(item) not in kinds:
+            raise UnreadableDatabase(f"{where} is not a request tse stored: its field {str(key)[:40]!r}")
+    if value.get("_class", "scrapy.Request") not in _REQUEST_CLASSES:
+        raise UnreadableDatabase(f"{where} is not a request tse stored: of class {value['_class'][:80]!r}")
+    depth = value.get("meta", {}).get("depth", 0)
+    if type(depth) is not int or depth < 0:
+        raise UnreadableDatabase(f"{where} is not a request tse stored: its depth")
 
 
 class UnreadableDatabase(Exception):
@@ -182,7 +271,7 @@ class CrawlStateDB:
     # -- reading, at start -------------------------------------------------
     def arguments(self) -> dict[str, Any] | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = 'arguments'").fetchone()
-        return json.loads(row[0]) if row else None
+        return _arguments(self.path, row[0]) if row else None
 
     def set_arguments(self, arguments: dict[str, Any], meta: dict[str, str] | None = None) -> None:
         """Record the crawl's arguments (and other *meta* values): from now on, it can be resumed."""
@@ -200,13 +289,13 @@ class CrawlStateDB:
     def frontier(self) -> Iterator[tuple[int, dict[str, Any], int | None]]:
         """(row, request dict, docID being written or None), in push order."""
         for row, blob, writing in self.db.execute("SELECT row, request, writing_doc FROM frontier ORDER BY row"):
-            yield row, pickle.loads(blob), writing
+            yield row, load_request(blob, f"{self.path}: frontier row {row}"), writing
 
     def request(self, row: int) -> dict[str, Any]:
         blob = self._held_rows.get(row)
         if blob is None:
             (blob,) = self.db.execute("SELECT request FROM frontier WHERE row = ?", (row,)).fetchone()
-        return pickle.loads(blob)
+        return load_request(blob, f"{self.path}: frontier row {row}")
 
     def writing_docs(self) -> list[int]:
         """DocIDs of the pages that were being saved when the crawl stopped."""
@@ -214,7 +303,7 @@ class CrawlStateDB:
 
     def pages(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for doc_id, blob in self.db.execute("SELECT doc_id, request FROM pages ORDER BY doc_id"):
-            yield doc_id, pickle.loads(blob)
+            yield doc_id, load_request(blob, f"{self.path}: the request of page {doc_id}")
 
     def saved_count(self) -> int:
         """Pages this crawl has saved (in an update, not the highest docID)."""

@@ -1,0 +1,33 @@
+"""A ``RedisGap`` (tests/support/redisgap.py) that cuts Redis at the *nth* command holding its trigger,
+not the first: a worker asks some things twice (``PING``: its join before Scrapy starts, then its
+distributed extension's new connection), and the instant a test wants can be the second."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.support.redisgap import RedisGap
+
+
+class NthRedisGap(RedisGap):
+    def __init__(self, target_port: int, trigger: bytes, nth: int, away: float = 0.0):
+        self.nth = nth
+        self.seen = 0  # the commands that held the trigger, so far
+        super().__init__(target_port, trigger, away=away)
+
+    def _pump(self, source: socket.socket, target: socket.socket, from_client: bool) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if from_client and not self.cut.is_set() and self.trigger in chunk:
+                    with self._lock:
+                        self.seen += chunk.count(self.trigger)
+                        now = self.seen >= self.nth
+                    if now:
+                        self.cut.set()
+                        self._begin_gap()
+                        return
+                target.sendall(chunk)
+        except OSError:
+            pass
+        for end in (source, target):
+            end.close()
