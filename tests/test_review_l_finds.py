@@ -151,11 +151,15 @@ def test_a_forged_worker_mark_with_a_huge_time_is_set_aside_not_a_traceback_at_t
         worker = tse_worker(server.url, pagedir, proxy, "--name", "huge", delay=0.05)
         wait_until(lambda: client.exists("tse:huge:seeded"), 60, "the crawl was never seeded")
         client.hset("tse:huge:workers", "forged", forged)
+        # And the crawl's politeness forged alike: a worker joining now read it as an OverflowError,
+        # a traceback and exit 1 (it keeps its own settings now).
+        client.set("tse:huge:delay", b'{"delay": 1' + b"0" * 400 + b', "max_crawl_delay": 60}')
+        joining = tse_worker(server.url, pagedir, proxy, "--name", "huge", delay=0.05)
         status = run_tse("status", "--redis", server.url, "huge")
         assert status.returncode == 0 and status.stderr == b"", status.stderr.decode()[-2000:]
         assert status.stdout.decode().startswith("crawl huge: saved ")
-        ((code, _, err),) = finish([worker], timeout=120)
-        assert code == 0 and "Traceback" not in err, err[-4000:]
+        for code, _, err in finish([worker, joining], timeout=120):
+            assert code == 0 and "Traceback" not in err, err[-4000:]
         assert set(saved_pages(pagedir)) == set(bfs_depths(graph, SEEDS, DEPTH).items())
         # Cleaned up: only the quarantine is left, holding the forged mark.
         assert client.keys("tse:huge:*") == [b"tse:huge:quarantine"]
@@ -163,3 +167,41 @@ def test_a_forged_worker_mark_with_a_huge_time_is_set_aside_not_a_traceback_at_t
         assert forged[:60] in record
     finally:
         server.stop()
+
+
+def test_a_jobdir_state_is_resumed_into_its_own_page_directory_only(tmp_path, finished_job_once):
+    """A JOBDIR's state resumed into another page directory (one holding a finished crawl of the same
+    seed): the crawl overwrote that one's pages past the state's docIDs and kept those before them as
+    its own, exit 0.  Refused in one line, nothing fetched or changed."""
+    server, crawled, crawled_job = finished_job_once
+    jobdir, other = tmp_path / "job", tmp_path / "other"
+    shutil.copytree(crawled_job, jobdir)
+    shutil.copytree(crawled, other)
+    (other / "1").write_bytes((other / "1").read_bytes() + b"<p>ANOTHER CRAWL</p>")
+    uncommitted(jobdir, max(int(name) for name in tree(crawled) if name.isdigit()))
+    before, hits = tree(other), len(server.hits)
+    result = jobdir_crawl(server, other, jobdir)
+    assert result.returncode == 2, result.stderr.decode()
+    assert result.stderr.decode() == (
+        f"tse crawl: cannot resume: the crawl state in {jobdir} is of the page directory {crawled}\n"
+    )
+    assert tree(other) == before and len(server.hits) == hits
+
+
+def test_a_jobdir_spider_state_is_never_unpickled(tmp_path, finished_job_once):
+    """Scrapy's SpiderState extension loads ``JOBDIR/spider.state`` with pickle: a JOBDIR from elsewhere
+    ran what it named as the crawl resumed.  tse keeps nothing there: the extension is off."""
+    server, crawled, crawled_job = finished_job_once
+    out, jobdir = tmp_path / "out", tmp_path / "job"
+    shutil.copytree(crawled, out)
+    shutil.copytree(crawled_job, jobdir)
+    last = max(int(name) for name in tree(out) if name.isdigit())
+    uncommitted(jobdir, last)  # a crawl killed before its last page's commit: Scrapy starts to resume it
+    (out / str(last)).unlink()
+    _set(jobdir, "UPDATE meta SET value = ? WHERE key = 'pagedir'", str(out))  # (its crawl's, as if made there)
+    marker = tmp_path / "ran"
+    (jobdir / "spider.state").write_bytes(pickle.dumps(_Planted(marker)))
+    result = jobdir_crawl(server, out, jobdir)
+    assert result.returncode == 0, result.stderr.decode()
+    assert not marker.exists()
+    assert tree(out) == tree(crawled)

@@ -111,11 +111,14 @@ ITEM_PIPELINES = {"tse_scrapy.crawl.pipeline.PageDirPipeline": 300}
 # Scrapy imports every extension it lists, even one disabled: the remote
 # control's module imports aiohttp (0.1 s of start-up), the telnet console's
 # twisted.conch.  Both are off here, so they are not listed at all.
-EXTENSIONS_BASE = {
-    path: order
-    for path, order in SCRAPY_EXTENSIONS.items()
-    if path not in ("scrapy.extensions.remote_control.RemoteControl", "scrapy.extensions.telnet.TelnetConsole")
-}
+_SCRAPY_EXTENSIONS_OFF = (
+    "scrapy.extensions.remote_control.RemoteControl",
+    "scrapy.extensions.telnet.TelnetConsole",
+    # It unpickles JOBDIR/spider.state, which a JOBDIR from elsewhere makes run anything (a review's
+    # find); tse's spider keeps nothing in ``spider.state`` (its crawl state is resume/'s, data only).
+    "scrapy.extensions.spiderstate.SpiderState",
+)
+EXTENSIONS_BASE = {path: order for path, order in SCRAPY_EXTENSIONS.items() if path not in _SCRAPY_EXTENSIONS_OFF}
 EXTENSIONS = {
     "tse_scrapy.resume.extension.CrawlStateExtension": 0,
     "tse_scrapy.update.extension.UpdateExtension": 1,  # needs the crawl state

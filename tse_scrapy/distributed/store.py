@@ -469,7 +469,12 @@ class RedisCrawl:
         try:
             stored = json.loads(raw) if raw else None
             return float(stored["delay"]), float(stored["max_crawl_delay"])
-        except (ValueError, TypeError, KeyError):  # none, or not a worker's: the worker keeps its own
+        except (
+            ValueError,
+            TypeError,
+            KeyError,
+            OverflowError,
+        ):  # none, or not a worker's (an integer of 400 digits): the worker keeps its own
             return None
 
     def mark_seeded(self) -> None:

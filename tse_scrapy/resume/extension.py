@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -20,7 +21,16 @@ from scrapy import Spider, signals
 from scrapy.exceptions import NotConfigured
 
 from ..exitcodes import SUCCESS_REASONS
-from .statedb import CATALOG_UPDATE, CATALOG_VALIDATORS, ENDED, OUTPUTS, CrawlStateDB, output_files, state_path
+from .statedb import (
+    CATALOG_UPDATE,
+    CATALOG_VALIDATORS,
+    ENDED,
+    OUTPUTS,
+    PAGEDIR,
+    CrawlStateDB,
+    output_files,
+    state_path,
+)
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -48,7 +58,11 @@ class CrawlStateExtension:
         self.closing: list[Callable[[str], None]] = []
         if not self.resuming:
             # Its output files too: a resume must go on writing the same ones (crawlstart.py).
-            meta = {"catalog": catalog_mode(settings), OUTPUTS: json.dumps(output_files(settings.get))}
+            meta = {
+                "catalog": catalog_mode(settings),
+                OUTPUTS: json.dumps(output_files(settings.get)),
+                PAGEDIR: os.path.realpath(settings.get("TSE_PAGEDIR")),
+            }
             self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"), meta)
 
     @classmethod
