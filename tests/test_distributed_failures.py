@@ -79,3 +79,12 @@ def test_a_distributed_crawl_into_a_finished_crawl_of_its_seed_names_it(redis_ur
     ]
     one_process = run_tse("crawl", seed, tmp_path, "1", *prefix, "--update", "--redis", redis_url, timeout=60)
     assert one_process.returncode == 2 and "drop --redis" in one_process.stderr.decode()  # as it says
+    # The same pages with a crawl state beside them: a crawl in one process, interrupted or running, was
+    # said to be a finished one to update (a review's find).
+    (tmp_path / ".tse-state.sqlite").touch()
+    done = run_tse("crawl", seed, tmp_path, "1", *prefix, "--redis", redis_url, "--name", "interrupted", timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        f"tse crawl: {tmp_path} holds a crawl in one process, interrupted or still running: continue it with"
+        " --resume (in one process), or crawl into an empty directory"
+    ]

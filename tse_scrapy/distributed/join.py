@@ -13,6 +13,7 @@ from typing import Any
 
 import redis
 
+from ..resume.statedb import state_path
 from ..rules.crawling.crawlargs import (
     ArgumentError,
     CrawlArgs,
@@ -87,6 +88,12 @@ def create_or_join_crawl(
                 f"no crawl named {name} in Redis at {shown_url}: start it with its seed, pagedir and depth"
             )
         checked = check_crawl_args(**given, order="bfs")
+        if state_path(checked.pagedir).exists():
+            # (Its pages were taken for a finished crawl's: "crawl it again with --update", a review's find.)
+            raise ArgumentError(
+                f"{checked.pagedir} holds a crawl in one process, interrupted or still running: continue it "
+                "with --resume (in one process), or crawl into an empty directory"
+            )
         check_no_pages(checked.pagedir, checked.seeds, distributed=True)
         try:
             pagedirs.mark(checked.pagedir)  # before the crawl exists: a worker joining finds it
