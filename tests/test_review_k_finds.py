@@ -1,0 +1,69 @@
+"""What review K found in updates in place, mended: an update in priority order (a revisit policy)
+kept live, for ever, the pages the site no longer links to from its seed that still link to one
+another or to themselves (a page's link to itself, a site's navigation), and saved the pages only
+they link to.  Real crawls of real files served on 127.0.0.1 (docs/updating.md)."""
+
+from __future__ import annotations
+
+from tests.conftest import crawl_site
+from tests.support.pages import changes, page_file_states
+from tse_scrapy.rules.files import pagedir
+
+DEPTH = 3
+PRIORITY = ("--order", "priority", "-s", "TSE_PRIORITIZER=tse_scrapy.update.prioritizer.ChangeRatePrioritizer")
+
+
+def live_pages(directory) -> dict[str, bytes]:
+    """URL -> the page file's bytes (its URL, depth and body) of the live pages of a page directory
+    (not in ``.tse-gone``)."""
+    gone = pagedir.gone_docs(directory)
+    return {url: data for doc, (url, _, _, data) in page_file_states(directory).items() if doc not in gone}
+
+
+def html(*links: str, text: str = "") -> str:
+    return (
+        "<html><body><p>"
+        + text
+        + "</p>"
+        + "".join(f'<a href="{link}">{link}</a> ' for link in links)
+        + "</body></html>\n"
+    )
+
+
+def test_a_priority_update_takes_pages_no_longer_linked_from_the_seed_for_gone(tmp_path, serve):
+    # The seed linked to a page of a cycle (a <-> b) and to a page that links to itself (c); it no
+    # longer links to any of them, and a now links to a page new today (d), which only it links to.
+    # A fresh crawl saves the seed alone: a, b and c were kept "unchanged" (each is linked to by a
+    # page of the crawl: each other, itself) and d saved as "new", live, for ever.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(html("a.html", "c.html", text="home"))
+    (site / "a.html").write_text(html("b.html", text="page a"))
+    (site / "b.html").write_text(html("a.html", text="page b"))
+    (site / "c.html").write_text(html("index.html", "c.html", text="page c"))
+    server = serve(site)
+    updated, fresh = tmp_path / "updated", tmp_path / "fresh"
+    updated.mkdir()
+    fresh.mkdir()
+    first = crawl_site(server, updated, DEPTH, "--validators")
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    assert len(live_pages(updated)) == 4
+    (site / "index.html").write_text(html(text="home, and no link"))
+    (site / "a.html").write_text(html("b.html", "d.html", text="page a"))
+    (site / "d.html").write_text(html(text="page d, new"))
+    listed = tmp_path / "changes.jsonl"
+    done = crawl_site(server, updated, DEPTH, "--update", *PRIORITY, "--changes", listed)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    again = crawl_site(server, fresh, DEPTH)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    seed = f"{server.url}/index.html"
+    saved_seed = f"{seed}\n0\n".encode() + (site / "index.html").read_bytes() + b"\n"
+    assert live_pages(updated) == live_pages(fresh) == {seed: saved_seed}
+    said = {entry["url"].rsplit("/", 1)[1]: (entry["change"], entry.get("reason")) for entry in changes(listed)}
+    assert said == {
+        "index.html": ("changed", None),
+        "a.html": ("gone", "not reached"),
+        "b.html": ("gone", "not reached"),
+        "c.html": ("gone", "not reached"),
+    }
+    assert "1 changed, 0 unchanged, 3 gone" in done.stderr.decode()
