@@ -67,3 +67,31 @@ def test_a_priority_update_takes_pages_no_longer_linked_from_the_seed_for_gone(t
         "c.html": ("gone", "not reached"),
     }
     assert "1 changed, 0 unchanged, 3 gone" in done.stderr.decode()
+
+
+def test_a_priority_update_reaches_a_page_through_a_redirect_to_it_after_its_revisit(tmp_path, serve):
+    # The seed linked to p.html; it now links to old.html, which redirects to p.html.  A fresh crawl
+    # saves p.html through the redirect; an update in priority order had queued p.html at its start
+    # (a revisit), so the redirect's hop to it was a duplicate, and p.html was taken for gone ("not
+    # reached"): its page left out of every index made after.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(html("p.html", text="home"))
+    (site / "p.html").write_text(html(text="page p"))
+    (site / ".redirects").write_text("/old.html 301 /p.html\n")
+    server = serve(site)
+    updated, fresh = tmp_path / "updated", tmp_path / "fresh"
+    updated.mkdir()
+    fresh.mkdir()
+    first = crawl_site(server, updated, DEPTH, "--validators")
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    (site / "index.html").write_text(html("old.html", text="home, moved"))
+    listed = tmp_path / "changes.jsonl"
+    done = crawl_site(server, updated, DEPTH, "--update", *PRIORITY, "--changes", listed)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    again = crawl_site(server, fresh, DEPTH)
+    assert again.returncode == 0, again.stderr.decode()[-2000:]
+    assert sorted(live_pages(fresh)) == [f"{server.url}/index.html", f"{server.url}/p.html"]
+    assert live_pages(updated) == live_pages(fresh)
+    said = {entry["url"].rsplit("/", 1)[1]: (entry["change"], entry["status"]) for entry in changes(listed)}
+    assert said == {"index.html": ("changed", 200), "p.html": ("unchanged", 304)}

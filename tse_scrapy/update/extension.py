@@ -218,7 +218,14 @@ class UpdateExtension:
     def redirects_seen(self, chain: tuple[tuple[str, int | None], ...], target: str, loop: bool = False) -> None:
         """Record the known pages of a redirect *chain* that answered with a redirect, now to *target*:
         gone, with that status (a fresh crawl saves the page they lead to, not them); with *loop*, the
-        chain leads back to one of its pages: gone, a redirect loop (said "not reached", it was none)."""
+        chain leads back to one of its pages: gone, a redirect loop (said "not reached", it was none).
+        An update in priority order records that each URL of the chain leads to *target*
+        (``_unreached``: a link to one of them reaches *target*, though *target* was saved from
+        another request, its own revisit)."""
+        if self.revisiting and self._ready:
+            for url, _ in chain:
+                if url != target:
+                    self.state.add_reached(_LINKED.join((url, target)))
         for url, status in chain:
             page = self.by_url.get(url)
             if page is None or status is None or (url == target and not loop):
@@ -376,10 +383,11 @@ class UpdateExtension:
         from its starts (its seeds, its sitemaps' URLs): a fresh crawl would not save them.
 
         The links found are in the crawl state (``link_scheduled``), each as its page's URL and its
-        target's; they are followed from the starts a page at a time, through the pages saved (a page
-        whose links were not read, past the depth or nofollow, has none), the memory that of the URLs
-        reached.  A link to a URL that redirects to a page saved reaches that page (a review's find: a
-        new page so reached was listed gone, "not reached")."""
+        target's, and each redirect as its URL and the page it led to (``redirects_seen``); they are
+        followed from the starts a URL at a time (a page whose links were not read, past the depth or
+        nofollow, has none), the memory that of the URLs reached.  A link to a URL that redirects to a
+        page saved reaches that page (a review's find: a new page so reached was listed gone, "not
+        reached")."""
         saved = {v["url"]: v["doc_id"] for v in visits.values() if v.get("saved")}
         if not self.revisiting or not saved:
             return frozenset()
@@ -397,8 +405,7 @@ class UpdateExtension:
                 continue
             reached.add(url)
             waiting += redirected.get(url, ())
-            if url in saved:
-                waiting += self._links_from(url)
+            waiting += self._links_from(url)  # (a page's links, or where its redirect led)
         return frozenset(doc for url, doc in saved.items() if url not in reached)
 
     def _links_from(self, url: str) -> list[str]:
