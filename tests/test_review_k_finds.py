@@ -1,12 +1,20 @@
 """What review K found in updates in place, mended: an update in priority order (a revisit policy)
 kept live, for ever, the pages the site no longer links to from its seed that still link to one
 another or to themselves (a page's link to itself, a site's navigation), and saved the pages only
-they link to.  Real crawls of real files served on 127.0.0.1 (docs/updating.md)."""
+they link to, and listed gone a page the site reaches only through a redirect; ``tse index --update``
+stopped, exit 1, on a search index damaged where only the update reads (where a damaged document
+store gives way to a full build).  Real crawls of real files served on 127.0.0.1, real indexes
+(docs/updating.md, docs/indexing.md)."""
 
 from __future__ import annotations
 
+import random
+
+import apsw
+
 from tests.conftest import crawl_site
-from tests.support.pages import changes, page_file_states
+from tests.support.inprocess import query_here, tse_here, tse_ok_here
+from tests.support.pages import changes, page_file_states, write_pages
 from tse_scrapy.rules.files import pagedir
 
 DEPTH = 3
@@ -95,3 +103,40 @@ def test_a_priority_update_reaches_a_page_through_a_redirect_to_it_after_its_rev
     assert live_pages(updated) == live_pages(fresh)
     said = {entry["url"].rsplit("/", 1)[1]: (entry["change"], entry["status"]) for entry in changes(listed)}
     assert said == {"index.html": ("changed", 200), "p.html": ("unchanged", 304)}
+
+
+def test_an_index_update_that_finds_its_search_index_damaged_indexes_every_page(tmp_path):
+    # A page in the middle of the search index's FTS5 data overwritten (a bad disk block): not read
+    # by the check an update makes as it opens the index (its first pages, the FTS5 configuration and
+    # structure), read as the update merges the segments.  It stopped with "tse index: INDEX.search:
+    # database disk image is malformed", exit 1, and again at every --update.
+    rng = random.Random(7)
+    words = [f"w{number}" for number in range(3000)]
+
+    def body() -> bytes:
+        return ("<html><body>" + " ".join(rng.choice(words) for _ in range(300)) + "</body></html>").encode()
+
+    pages = write_pages(tmp_path / "pages", {doc: (f"http://h.test/p{doc}.html", 1, body()) for doc in range(1, 61)})
+    index, fresh = tmp_path / "index", tmp_path / "fresh"
+    tse_ok_here("index", "--jobs", "1", pages, index)
+    search = tmp_path / "index.search"
+    db = apsw.Connection(str(search), flags=apsw.SQLITE_OPEN_READONLY)
+    page_size = next(db.execute("PRAGMA page_size"))[0]
+    leaves = [row[0] for row in db.execute("SELECT pageno FROM dbstat WHERE name = 'fts_data' AND pagetype = 'leaf'")]
+    db.close()
+    assert len(leaves) > 4
+    with open(search, "r+b") as file:
+        file.seek((leaves[len(leaves) // 2] - 1) * page_size)
+        file.write(b"\xff" * page_size)
+    write_pages(pages, {5: ("http://h.test/p5.html", 1, b"<html><body>changed today</body></html>")})
+    done = tse_here("index", "--update", "--jobs", "1", pages, index)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr.decode() == (
+        f"tse index: cannot update: {search} is damaged (database disk image is malformed); indexing every page\n"
+    )
+    tse_ok_here("index", "--jobs", "1", pages, fresh)
+    for suffix in ("", ".docs"):
+        assert (tmp_path / f"index{suffix}").read_bytes() == (tmp_path / f"fresh{suffix}").read_bytes()
+    queries = ["changed", "today", *rng.sample(words, 20)]
+    assert query_here(pages, index, queries, "relevance") == query_here(pages, fresh, queries, "relevance")
+    assert query_here(pages, index, ["changed"], "relevance") == [[(5, "http://h.test/p5.html")]]
