@@ -26,7 +26,6 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from ..atomicfile import write_atomically
-from ..crawl.progresslog import is_found_link
 from ..exitcodes import FINISHED, WRITE_ERROR, StartFailed
 from ..resume.extension import crawl_state
 from ..resume.statedb import (
@@ -315,11 +314,13 @@ class UpdateExtension:
         if not self._ready:
             return
         meta = request.meta
-        if is_found_link(request):
+        if "tse_token" in meta:  # handed out before: a redirect's or a retry's hop, not where a link led
+            return
+        if "tse_found_at" in meta:  # a link found on a page (the spider's ``_link_request``)
             source = meta.get("tse_found_on") or ""
             if not source:
                 return
-        elif meta.get("depth", 0) == 0 and not meta.get("tse_revisit") and "tse_token" not in meta:
+        elif meta.get("depth", 0) == 0 and not meta.get("tse_revisit"):
             source = ""  # a start: a seed or a sitemap's URL (or a redirect of one)
         else:
             return
