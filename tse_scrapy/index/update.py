@@ -19,7 +19,8 @@ file is put in place and put in place last.
 
 An index without a usable store (missing, of an older format, not written
 with this text index), without a matching sidecar or without a matching
-search index is not updated: the caller indexes every page instead.
+search index, or whose store or search index the update finds damaged, is not
+updated: the caller indexes every page instead.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import apsw
 
 from ..atomicfile import open_partial, partial_path
 from ..fulltext import store as search_store
@@ -314,7 +317,12 @@ def _write_update(
     # there changes no file.  It is put in place last: changed before it is, it is not taken as the
     # new index's (its record of the index it belongs with says the old one).
     old = (len(text), digest)  # (worked out by update_index)
-    search = search_store.prepare_update(indexfile, old, (new_size, new_digest), removed, fields, notes.canonicals)
+    try:
+        search = search_store.prepare_update(indexfile, old, (new_size, new_digest), removed, fields, notes.canonicals)
+    except (apsw.CorruptError, apsw.NotADBError) as error:
+        # Damaged past what its check reads (a page of rows the update deletes or reads): a full build
+        # writes it anew, as it does for a damaged store (it stopped the update before, exit 1).
+        return f"{search_store.search_path(indexfile)} is damaged ({error})"
     if isinstance(search, str):
         return search
     index_files: PreparedIndexFiles | None = None

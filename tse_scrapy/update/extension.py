@@ -117,6 +117,10 @@ class UpdateExtension:
         self.changes_path = settings.get("TSE_CHANGES")
         self.fsync = settings.getbool("TSE_FSYNC")
         self.is_update = self.mode == CATALOG_UPDATE
+        # An update in priority order queues every live page at once (the scheduler's ``revisiting``):
+        # which pages it saves are still reachable from the seeds is worked out at the end, from the
+        # links found (``link_scheduled``, ``_unreached``).
+        self.revisiting = self.is_update and settings.get("TSE_ORDER") == "priority"
         self.lastmods: dict[str, str] = {}  # URL -> its sitemap's lastmod, read in this crawl (--sitemaps)
         # For the crawl record (TSE_RECORD): the docIDs an update found as they were, until their line is written.
         self.recording = bool(settings.get("TSE_RECORD"))
@@ -170,6 +174,8 @@ class UpdateExtension:
         extension = cls(crawler)
         crawler.signals.connect(extension.setup, signal=signals.spider_opened)
         crawler.signals.connect(extension.sitemaps_read, signal=sitemaps_read)
+        if extension.revisiting:
+            crawler.signals.connect(extension.link_scheduled, signal=signals.request_scheduled)
         return extension
 
     def sitemaps_read(self, lastmods: dict[str, str]) -> None:
@@ -211,7 +217,14 @@ class UpdateExtension:
     def redirects_seen(self, chain: tuple[tuple[str, int | None], ...], target: str, loop: bool = False) -> None:
         """Record the known pages of a redirect *chain* that answered with a redirect, now to *target*:
         gone, with that status (a fresh crawl saves the page they lead to, not them); with *loop*, the
-        chain leads back to one of its pages: gone, a redirect loop (said "not reached", it was none)."""
+        chain leads back to one of its pages: gone, a redirect loop (said "not reached", it was none).
+        An update in priority order records that each URL of the chain leads to *target*
+        (``_unreached``: a link to one of them reaches *target*, though *target* was saved from
+        another request, its own revisit)."""
+        if self.revisiting and self._ready:
+            for url, _ in chain:
+                if url != target:
+                    self.state.add_reached(_LINKED.join((url, target)))
         for url, status in chain:
             page = self.by_url.get(url)
             if page is None or status is None or (url == target and not loop):
@@ -289,8 +302,30 @@ class UpdateExtension:
             self.state.visit(visit)
 
     def reached(self, key: str) -> None:
-        """A link to *key* was found (revisits that no link reaches are gone at the end)."""
-        self.state.add_reached(key)
+        """A link to *key* was found: recorded with the page it was found on by ``link_scheduled``,
+        which alone tells whether a path leads to it from the seeds (nothing more to keep here)."""
+
+    def link_scheduled(self, request: Request) -> None:
+        """An update in priority order: record where *request* was found, a link of a page (from
+        that page) or a start of the crawl (a seed, a sitemap's URL: from none), in the crawl state,
+        with the pages (``_unreached``: a page saved is reached when a path of links leads to it from
+        a start, not when any page links to it: two pages no longer linked from the site that link
+        to each other, or one that links to itself, were kept live for ever)."""
+        if not self._ready:
+            return
+        meta = request.meta
+        if "tse_token" in meta:  # handed out before: a redirect's or a retry's hop, not where a link led
+            return
+        if "tse_found_at" in meta:  # a link found on a page (the spider's ``_link_request``)
+            source = meta.get("tse_found_on") or ""
+            if not source:
+                return
+        elif meta.get("depth", 0) == 0 and not meta.get("tse_revisit"):
+            source = ""  # a start: a seed or a sitemap's URL (or a redirect of one)
+        else:
+            return
+        target = normalize_url(request.url, self.tse_extensions) or request.url
+        self.state.add_reached(_LINKED.join((source, target)))
 
     def revisits(self) -> list[KnownPage]:
         """The live pages, to be queued at once by an update in priority order."""
@@ -345,19 +380,42 @@ class UpdateExtension:
             sys.stderr.write(f"tse crawl: updated {self.directory}: {line}\n")
 
     def _unreached(self, visits: dict[int, dict[str, Any]]) -> frozenset[int]:
-        """Pages saved by revisiting them directly that no link of this crawl reaches."""
-        revisited = {v["doc_id"] for v in visits.values() if v.get("saved") and v.get("revisit")}
-        if not revisited:
+        """The pages saved by an update in priority order that no path of links of this crawl leads to
+        from its starts (its seeds, its sitemaps' URLs): a fresh crawl would not save them.
+
+        The links found are in the crawl state (``link_scheduled``), each as its page's URL and its
+        target's, and each redirect as its URL and the page it led to (``redirects_seen``); they are
+        followed from the starts a URL at a time (a page whose links were not read, past the depth or
+        nofollow, has none), the memory that of the URLs reached.  A link to a URL that redirects to a
+        page saved reaches that page (a review's find: a new page so reached was listed gone, "not
+        reached")."""
+        saved = {v["url"]: v["doc_id"] for v in visits.values() if v.get("saved")}
+        if not self.revisiting or not saved:
             return frozenset()
-        reached = self.state.reached_keys() | set(
-            split_list(self.crawler.settings.getdict("TSE_ARGUMENTS").get("seed"))
+        redirected: dict[str, list[str]] = {}  # a URL -> the pages saved that its redirect led to
+        for visit in visits.values():
+            for source in (visit.get("redirects") or ()) if visit.get("saved") else ():
+                redirected.setdefault(source, []).append(visit["url"])
+        seeds = split_list(self.crawler.settings.getdict("TSE_ARGUMENTS").get("seed"))
+        starts = [*self._links_from(""), *seeds, *(normalize_url(seed, self.tse_extensions) for seed in seeds)]
+        reached: set[str] = set()
+        waiting = [url for url in starts if url]
+        while waiting:
+            url = waiting.pop()
+            if url in reached:
+                continue
+            reached.add(url)
+            waiting += redirected.get(url, ())
+            waiting += self._links_from(url)  # (a page's links, or where its redirect led)
+        return frozenset(doc for url, doc in saved.items() if url not in reached)
+
+    def _links_from(self, url: str) -> list[str]:
+        """The targets of the links found on the page of *url* (the empty URL: the crawl's starts),
+        as ``link_scheduled`` recorded them: a range of the ``reached`` table's keys, read by its index."""
+        rows = self.state.db.execute(
+            "SELECT key FROM reached WHERE key > ? AND key < ?", (url + _LINKED, url + chr(ord(_LINKED) + 1))
         )
-        # A page reached through a redirect (a link to a revisited page that redirects to it now) was
-        # reached as well: the link reached the redirect's first URL (a review's find: a new page so
-        # reached was listed gone, "not reached").
-        return frozenset(
-            doc for doc in revisited if reached.isdisjoint((visits[doc]["url"], *(visits[doc].get("redirects") or ())))
-        )
+        return [key[len(url) + 1 :] for (key,) in rows]
 
     def _fail(self, message: str, resumable: bool = True) -> None:
         """The crawl has fetched what it had to, and its results cannot be written: its state stays,
@@ -371,6 +429,11 @@ class UpdateExtension:
         self.crawler.stats.set_value("tse/error", message)
         self.crawler.stats.set_value(RESUMABLE, resumable)
         self.crawler.stats.set_value("finish_reason", WRITE_ERROR)
+
+
+# Between a page's URL and a link's in the crawl state's ``reached`` keys (``link_scheduled``): no URL
+# holds a line feed (a start's link: from the empty URL).
+_LINKED = "\n"
 
 
 def update_session(crawler: Crawler) -> UpdateExtension | None:
