@@ -60,6 +60,10 @@ def output_files(setting: Callable[[str], Any]) -> dict[str, str | None]:
     return {name: os.path.realpath(path) if path else None for name, path in given.items()}
 
 
+# Between a page's URL and a link's in the ``reached`` table's keys (``add_link``): no URL holds a line
+# feed (a crawl's start's key: from the empty URL).
+_LINKED = "\n"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS frontier (
@@ -332,8 +336,13 @@ class CrawlStateDB:
         row = self.db.execute("SELECT record FROM visits WHERE doc_id = ?", (doc_id,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def reached_keys(self) -> set[str]:
-        return {key for (key,) in self.db.execute("SELECT key FROM reached")}
+    def links_from(self, source: str) -> list[str]:
+        """The targets of the links recorded from *source* (``add_link``): a range of the ``reached``
+        table's keys, read by its index."""
+        rows = self.db.execute(
+            "SELECT key FROM reached WHERE key > ? AND key < ?", (source + _LINKED, source + chr(ord(_LINKED) + 1))
+        )
+        return [key[len(source) + 1 :] for (key,) in rows]
 
     # -- writing, during the crawl -----------------------------------------
     def set_before(self, records: list[dict[str, Any]], meta: dict[str, str]) -> None:
@@ -362,9 +371,11 @@ class CrawlStateDB:
         self._begin()
         self.db.execute("INSERT OR REPLACE INTO visits VALUES (?, ?)", (record["doc_id"], json.dumps(record)))
 
-    def add_reached(self, key: str) -> None:
+    def add_link(self, source: str, target: str) -> None:
+        """Record a link from the page of *source* (the empty URL: the crawl's starts) to *target*
+        (an update in priority order's, update/extension.py); committed with the next commit."""
         self._begin()
-        self.db.execute("INSERT OR IGNORE INTO reached VALUES (?)", (key,))
+        self.db.execute("INSERT OR IGNORE INTO reached VALUES (?)", (source + _LINKED + target,))
 
     def push(self, request_dict: dict[str, Any]) -> int:
         """Add a request to the frontier (held until the next ``writing`` or ``finished``); its row."""

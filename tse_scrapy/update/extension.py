@@ -224,7 +224,7 @@ class UpdateExtension:
         if self.revisiting and self._ready:
             for url, _ in chain:
                 if url != target:
-                    self.state.add_reached(_LINKED.join((url, target)))
+                    self.state.add_link(url, target)
         for url, status in chain:
             page = self.by_url.get(url)
             if page is None or status is None or (url == target and not loop):
@@ -301,10 +301,6 @@ class UpdateExtension:
                 visit["reason"] = ROBOTS_TXT
             self.state.visit(visit)
 
-    def reached(self, key: str) -> None:
-        """A link to *key* was found: recorded with the page it was found on by ``link_scheduled``,
-        which alone tells whether a path leads to it from the seeds (nothing more to keep here)."""
-
     def link_scheduled(self, request: Request) -> None:
         """An update in priority order: record where *request* was found, a link of a page (from
         that page) or a start of the crawl (a seed, a sitemap's URL: from none), in the crawl state,
@@ -325,7 +321,7 @@ class UpdateExtension:
         else:
             return
         target = normalize_url(request.url, self.tse_extensions) or request.url
-        self.state.add_reached(_LINKED.join((source, target)))
+        self.state.add_link(source, target)
 
     def revisits(self) -> list[KnownPage]:
         """The live pages, to be queued at once by an update in priority order."""
@@ -397,7 +393,7 @@ class UpdateExtension:
             for source in (visit.get("redirects") or ()) if visit.get("saved") else ():
                 redirected.setdefault(source, []).append(visit["url"])
         seeds = split_list(self.crawler.settings.getdict("TSE_ARGUMENTS").get("seed"))
-        starts = [*self._links_from(""), *seeds, *(normalize_url(seed, self.tse_extensions) for seed in seeds)]
+        starts = [*self.state.links_from(""), *seeds, *(normalize_url(seed, self.tse_extensions) for seed in seeds)]
         reached: set[str] = set()
         waiting = [url for url in starts if url]
         while waiting:
@@ -406,16 +402,8 @@ class UpdateExtension:
                 continue
             reached.add(url)
             waiting += redirected.get(url, ())
-            waiting += self._links_from(url)  # (a page's links, or where its redirect led)
+            waiting += self.state.links_from(url)  # (a page's links, or where its redirect led)
         return frozenset(doc for url, doc in saved.items() if url not in reached)
-
-    def _links_from(self, url: str) -> list[str]:
-        """The targets of the links found on the page of *url* (the empty URL: the crawl's starts),
-        as ``link_scheduled`` recorded them: a range of the ``reached`` table's keys, read by its index."""
-        rows = self.state.db.execute(
-            "SELECT key FROM reached WHERE key > ? AND key < ?", (url + _LINKED, url + chr(ord(_LINKED) + 1))
-        )
-        return [key[len(url) + 1 :] for (key,) in rows]
 
     def _fail(self, message: str, resumable: bool = True) -> None:
         """The crawl has fetched what it had to, and its results cannot be written: its state stays,
@@ -429,11 +417,6 @@ class UpdateExtension:
         self.crawler.stats.set_value("tse/error", message)
         self.crawler.stats.set_value(RESUMABLE, resumable)
         self.crawler.stats.set_value("finish_reason", WRITE_ERROR)
-
-
-# Between a page's URL and a link's in the crawl state's ``reached`` keys (``link_scheduled``): no URL
-# holds a line feed (a start's link: from the empty URL).
-_LINKED = "\n"
 
 
 def update_session(crawler: Crawler) -> UpdateExtension | None:

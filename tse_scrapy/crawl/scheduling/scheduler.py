@@ -223,8 +223,6 @@ class TseScheduler(BaseScheduler):
         replaces = request.meta.get("tse_token") in self.in_flight
         if is_found_link(request):
             self.frontier.found(request)
-            if self.revisiting:
-                self.update.reached(self.df.request_key(request))
         if not request.dont_filter and self.df.request_seen(request):
             self.df.log(request, self.spider)
             if replaces and self.update is not None:
