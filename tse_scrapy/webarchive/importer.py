@@ -233,7 +233,8 @@ class _Revisit:
     refers_to_url: str
     refers_to_date: str
     payload_digest: str
-    content_type: str | None
+    typed: bool  # it has a Content-Type
+    http_charset: str | None  # the charset its Content-Type declares (the value itself may be a MB)
     robots: list[str]
     links_header: list[str]
 
@@ -513,9 +514,12 @@ class ArchiveImport:
             return False
         key = url_key(record.url)
         try:  # (a Location no URL can be made of says nothing)
-            target = url_key(urljoin(record.url, location.strip()))
+            target = urljoin(record.url, location.strip())
         except ValueError:
             return False
+        # A redirect to a URL longer than a crawl keeps lands on no page: the URL is not kept (a hostile
+        # archive's Locations of a MB each, kept for every redirect, were the import's memory).
+        target = url_key(target) if len(target) <= MAX_URL_CHARACTERS else ""
         self.redirects[key] = target
         return target != key
 
@@ -608,15 +612,19 @@ class ArchiveImport:
         if record.status == 200 and content_type and not may_be_page(content_type, self.pdf):
             self.summary.revisits_of_no_page += 1  # (an image's, a stylesheet's ...: its own type says so)
             return
+        # A WARC-Refers-To-Target-URI longer than a page's URL can be refers to no page: the revisit is
+        # resolved by its payload digest alone (the URI, a MB in a hostile archive, is not kept).
+        by_url = len(record.refers_to_url) <= MAX_URL_CHARACTERS
         revisit = _Revisit(
             at=self.summary.records,
             url=record.url,
             status=record.status,
             date=record.date,
-            refers_to_url=record.refers_to_url,
-            refers_to_date=record.refers_to_date,
+            refers_to_url=record.refers_to_url if by_url else "",
+            refers_to_date=record.refers_to_date if by_url else "",
             payload_digest=record.payload_digest,
-            content_type=content_type,
+            typed=bool(content_type),
+            http_charset=(http_content_type_encoding(content_type) or None) if content_type else None,
             robots=_robots_kept(record),
             links_header=_links_kept(record),
         )
@@ -918,15 +926,13 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
     """The page a revisit gives: the payload it refers to, under the revisit's URL."""
     capture = dataclasses.replace(referred, url=revisit.url, date=_unix_time(revisit.date), links=None)
     if revisit.status == 200:  # its own headers (identical payload, this answer's headers)
-        content_type = revisit.content_type
-        charset = http_content_type_encoding(content_type) if content_type else None
-        capture.http_charset = charset or None
+        capture.http_charset = revisit.http_charset
         capture.robots = revisit.robots
         capture.links_header = revisit.links_header
         capture.directives = None
     elif revisit.status == 304:  # those of its headers it carries (as the crawl reads a 304: pagenotes)
-        if revisit.content_type:
-            capture.http_charset = http_content_type_encoding(revisit.content_type) or None
+        if revisit.typed:
+            capture.http_charset = revisit.http_charset
         if revisit.robots:
             capture.robots = revisit.robots
             capture.directives = None
