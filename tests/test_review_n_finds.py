@@ -8,8 +8,14 @@ or not at all, by the import.
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
+import pytest
+
+from tests.conftest import crawl_site
+from tests.support.inprocess import query_here, tse_ok_here
 from tests.test_import_hostile_records import said, tse_import
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
 # Under the 300 MB of address space test_import_hostile_records gives an import: a value of this size
 # kept for each of the records below needs more than that.
@@ -56,3 +62,63 @@ def test_warc_fields_of_a_megabyte_are_not_kept_for_every_record(tmp_path):
     ], lines
     assert (pages / "1").read_bytes().startswith(b"http://h.example/first.html\n0\n")
     assert (pages / str(1 + 2 * RECORDS)).is_file() and not (pages / str(2 + 2 * RECORDS)).exists()
+
+
+# A site whose pages' HTTP Content-Type is what a crawl and an import may read differently.
+_UTF16 = "<html><head><meta name=robots content=noindex><title>Hidden</title></head><body><p>{}</p></body></html>"
+_SITE = {
+    # A UTF-16 page (no byte order mark: its HTTP charset says so) that says noindex in its <meta>.
+    "/u16.html": ("text/html; charset=utf-16le", _UTF16.format("hiddenword").encode("utf-16-le")),
+    # A charset browsers know and w3lib does not.
+    "/mac.html": (
+        "text/html; charset=x-mac-cyrillic",
+        "<html><body><p>Привет</p></body></html>".encode("mac_cyrillic"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def crawled_and_imported(tmp_path_factory):
+    """The site crawled with --warc (by a real crawl of a real server), and its archive imported."""
+    root = tmp_path_factory.mktemp("site")
+    links = "".join(f'<a href="{name[1:]}">{name}</a>' for name in [*_SITE, "/two.html"])
+    (root / "index.html").write_text(f"<html><head><title>Home</title></head><body>{links}</body></html>")
+    server = SiteServer(root).start()
+    try:
+        for name, (content_type, body) in _SITE.items():
+            server.rules[name] = Rule(status=200, body=body, headers={"Content-Type": content_type})
+        # Two Content-Type headers: Scrapy reads the last, as browsers do.
+        server.rules["/two.html"] = Rule(
+            status=200,
+            body="<html><body><p>Café crème</p></body></html>".encode(),
+            headers={"Content-Type": "text/html; charset=iso-8859-1", "content-type": "text/html; charset=utf-8"},
+        )
+        crawl, warc = tmp_path_factory.mktemp("crawl"), tmp_path_factory.mktemp("warc") / "crawl.warc.gz"
+        done = crawl_site(server, crawl, 1, "--warc", warc)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+    finally:
+        server.stop()
+    imported = tmp_path_factory.mktemp("imported")
+    tse_ok_here("import", warc, imported)
+    indexes = {}
+    for name, pages in (("crawl", crawl), ("import", imported)):
+        indexes[name] = tmp_path_factory.mktemp("index") / f"{name}.index"
+        tse_ok_here("index", pages, indexes[name])
+    return {"crawl": crawl, "import": imported}, indexes
+
+
+def _notes(pages: Path, kind: str) -> dict[str, str]:
+    """A page directory's notes of one kind (``.tse-robots`` ...): URL -> value, whoever wrote them."""
+    lines = [line for path in sorted((pages / kind).glob("*")) for line in path.read_text().splitlines()]
+    return dict(line.split("\t", 1) for line in lines)
+
+
+def test_a_utf16_pages_robots_meta_noindex_imports_as_crawled(crawled_and_imported):
+    # The crawl read the UTF-16 page's <meta> in its HTTP charset; the import read its bytes as ASCII
+    # (no "<meta" there) and the page, noindex on its site, was searched in the imported directory.
+    pages, indexes = crawled_and_imported
+    noted = {name: _notes(directory, ".tse-robots") for name, directory in pages.items()}
+    assert [url.rsplit("/", 1)[1] for url in noted["crawl"]] == ["u16.html"]  # (the oracle: the crawl)
+    assert noted["import"] == noted["crawl"]
+    for name in pages:
+        assert query_here(pages[name], indexes[name], ["hiddenword"], "relevance") == [[]], name

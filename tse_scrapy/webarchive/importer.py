@@ -60,6 +60,7 @@ from ..rules.files.webarchive import (
     url_key,
 )
 from ..rules.files.webarchive import PDF as PDF_KIND
+from ..rules.text.encodings import page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
@@ -933,6 +934,7 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
     elif revisit.status == 304:  # those of its headers it carries (as the crawl reads a 304: pagenotes)
         if revisit.typed:
             capture.http_charset = revisit.http_charset
+            capture.directives = None  # (its robots <meta> is read in that charset)
         if revisit.robots:
             capture.robots = revisit.robots
             capture.directives = None
@@ -981,7 +983,10 @@ def _directives(capture: Capture, body: bytes) -> frozenset[str]:
     (its bytes are no head to read a <meta> in), an HTML page's header and robots <meta>."""
     if capture.directives is None:
         head = b"" if capture.kind == PDF_KIND else body
-        capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN)
+        # Read in its HTTP charset, as the crawl reads a page's robots <meta>: a UTF-16 page's (its
+        # bytes hold no "<meta" an ASCII pattern finds; its byte order mark is read there).
+        encoding = page_encoding(b"", capture.http_charset)[0]
+        capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN, encoding)
     return capture.directives
 
 
