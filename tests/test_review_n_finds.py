@@ -122,3 +122,18 @@ def test_a_utf16_pages_robots_meta_noindex_imports_as_crawled(crawled_and_import
     assert noted["import"] == noted["crawl"]
     for name in pages:
         assert query_here(pages[name], indexes[name], ["hiddenword"], "relevance") == [[]], name
+
+
+def test_http_charsets_import_as_crawled(crawled_and_imported):
+    # The crawl notes a charset label browsers know and w3lib does not (x-mac-cyrillic), and of two
+    # Content-Type headers the last (Scrapy's reading, as a browser's); the import noted none for the
+    # first and the first header's (cp1252) for the second: both pages read wrong, not found.
+    pages, indexes = crawled_and_imported
+    noted = {name: _notes(directory, ".tse-charsets") for name, directory in pages.items()}
+    by_name = {url.rsplit("/", 1)[1]: charset for url, charset in noted["crawl"].items()}
+    assert by_name["mac.html"] == "x-mac-cyrillic" and by_name["two.html"] == "utf-8"  # (the oracle: the crawl)
+    assert noted["import"] == noted["crawl"]
+    for name in pages:
+        found = query_here(pages[name], indexes[name], ["привет", "café"], "relevance")
+        names = [[url.rsplit("/", 1)[1] for _, url in answers] for answers in found]
+        assert names == [["mac.html"], ["two.html"]], name

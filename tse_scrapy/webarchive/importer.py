@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from w3lib.encoding import http_content_type_encoding
-
 from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
 from ..rules.crawling.secrets import mask_url
@@ -60,7 +58,7 @@ from ..rules.files.webarchive import (
     url_key,
 )
 from ..rules.files.webarchive import PDF as PDF_KIND
-from ..rules.text.encodings import page_encoding
+from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
@@ -581,7 +579,7 @@ class ArchiveImport:
         except OSError as error:
             raise _SpoolFailed(error) from None
         key = url_key(record.url)
-        charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
+        charset = header_charset(content_type) if content_type and kind == HTML else None
         capture = Capture(
             url=record.url,
             kind=kind,
@@ -625,7 +623,7 @@ class ArchiveImport:
             refers_to_date=record.refers_to_date if by_url else "",
             payload_digest=record.payload_digest,
             typed=bool(content_type),
-            http_charset=(http_content_type_encoding(content_type) or None) if content_type else None,
+            http_charset=(header_charset(content_type) or None) if content_type else None,
             robots=_robots_kept(record),
             links_header=_links_kept(record),
         )

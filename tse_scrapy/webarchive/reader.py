@@ -162,9 +162,10 @@ class Record:
     method: str = ""  # a request record's HTTP method (GET, HEAD ...), upper case
 
     def header(self, name: str) -> str | None:
-        """The first HTTP header *name* (any case)."""
+        """The HTTP header *name* (any case), the last of several, as a crawl reads it (Scrapy's
+        ``Headers`` give the last value: a page's type and charset, a redirect's Location)."""
         name = name.lower()
-        return next((value for key, value in self.headers if key.lower() == name), None)
+        return next((value for key, value in reversed(self.headers) if key.lower() == name), None)
 
     def header_values(self, name: str) -> list[str]:
         name = name.lower()
