@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import SplitResult, urljoin, urlsplit
 
-from w3lib.encoding import http_content_type_encoding
-
 from ..atomicfile import write_atomically
 from ..rules.crawling.changes import GONE_STATUSES
 from ..rules.crawling.secrets import mask_url
@@ -60,6 +58,7 @@ from ..rules.files.webarchive import (
     url_key,
 )
 from ..rules.files.webarchive import PDF as PDF_KIND
+from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
 from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
@@ -233,7 +232,8 @@ class _Revisit:
     refers_to_url: str
     refers_to_date: str
     payload_digest: str
-    content_type: str | None
+    typed: bool  # it has a Content-Type
+    http_charset: str | None  # the charset its Content-Type declares (the value itself may be a MB)
     robots: list[str]
     links_header: list[str]
 
@@ -513,9 +513,12 @@ class ArchiveImport:
             return False
         key = url_key(record.url)
         try:  # (a Location no URL can be made of says nothing)
-            target = url_key(urljoin(record.url, location.strip()))
+            target = urljoin(record.url, location.strip())
         except ValueError:
             return False
+        # A redirect to a URL longer than a crawl keeps lands on no page: the URL is not kept (a hostile
+        # archive's Locations of a MB each, kept for every redirect, were the import's memory).
+        target = url_key(target) if len(target) <= MAX_URL_CHARACTERS else ""
         self.redirects[key] = target
         return target != key
 
@@ -576,7 +579,7 @@ class ArchiveImport:
         except OSError as error:
             raise _SpoolFailed(error) from None
         key = url_key(record.url)
-        charset = http_content_type_encoding(content_type) if content_type and kind == HTML else None
+        charset = header_charset(content_type) if content_type and kind == HTML else None
         capture = Capture(
             url=record.url,
             kind=kind,
@@ -608,15 +611,19 @@ class ArchiveImport:
         if record.status == 200 and content_type and not may_be_page(content_type, self.pdf):
             self.summary.revisits_of_no_page += 1  # (an image's, a stylesheet's ...: its own type says so)
             return
+        # A WARC-Refers-To-Target-URI longer than a page's URL can be refers to no page: the revisit is
+        # resolved by its payload digest alone (the URI, a MB in a hostile archive, is not kept).
+        by_url = len(record.refers_to_url) <= MAX_URL_CHARACTERS
         revisit = _Revisit(
             at=self.summary.records,
             url=record.url,
             status=record.status,
             date=record.date,
-            refers_to_url=record.refers_to_url,
-            refers_to_date=record.refers_to_date,
+            refers_to_url=record.refers_to_url if by_url else "",
+            refers_to_date=record.refers_to_date if by_url else "",
             payload_digest=record.payload_digest,
-            content_type=content_type,
+            typed=bool(content_type),
+            http_charset=(header_charset(content_type) or None) if content_type else None,
             robots=_robots_kept(record),
             links_header=_links_kept(record),
         )
@@ -918,15 +925,14 @@ def _revisited(referred: Capture, revisit: _Revisit) -> Capture:
     """The page a revisit gives: the payload it refers to, under the revisit's URL."""
     capture = dataclasses.replace(referred, url=revisit.url, date=_unix_time(revisit.date), links=None)
     if revisit.status == 200:  # its own headers (identical payload, this answer's headers)
-        content_type = revisit.content_type
-        charset = http_content_type_encoding(content_type) if content_type else None
-        capture.http_charset = charset or None
+        capture.http_charset = revisit.http_charset
         capture.robots = revisit.robots
         capture.links_header = revisit.links_header
         capture.directives = None
     elif revisit.status == 304:  # those of its headers it carries (as the crawl reads a 304: pagenotes)
-        if revisit.content_type:
-            capture.http_charset = http_content_type_encoding(revisit.content_type) or None
+        if revisit.typed:
+            capture.http_charset = revisit.http_charset
+            capture.directives = None  # (its robots <meta> is read in that charset)
         if revisit.robots:
             capture.robots = revisit.robots
             capture.directives = None
@@ -975,7 +981,10 @@ def _directives(capture: Capture, body: bytes) -> frozenset[str]:
     (its bytes are no head to read a <meta> in), an HTML page's header and robots <meta>."""
     if capture.directives is None:
         head = b"" if capture.kind == PDF_KIND else body
-        capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN)
+        # Read in its HTTP charset, as the crawl reads a page's robots <meta>: a UTF-16 page's (its
+        # bytes hold no "<meta" an ASCII pattern finds; its byte order mark is read there).
+        encoding = page_encoding(b"", capture.http_charset)[0]
+        capture.directives = robots_directives(capture.robots, head, ROBOTS_TOKEN, encoding)
     return capture.directives
 
 

@@ -54,6 +54,11 @@ MAX_DATAPACKAGE_BYTES = 16 * 1024 * 1024
 _CHUNK = 1 << 20
 # A record's WARC and HTTP header lines together (warcio keeps them whole), at most.
 MAX_HEADER_BYTES = 1024 * 1024
+# A WARC field the import keeps for each record (its WARC-Date, WARC-Refers-To-Date, WARC-Payload-Digest,
+# WARC-Record-ID, WARC-Concurrent-To), at most: a longer value is none.  The longest real one, a SHA-512
+# digest in base 32, has 111 characters; a hostile archive's 1 MB values, gzipped to a KB each, were kept
+# for every page, revisit or HEAD request (400 of them held 390 MB).
+MAX_FIELD_CHARACTERS = 256
 _TAIL_BYTES = 4096  # read past the last record: blank lines and padding, or the start of a record cut short
 # A chunk-size line (with its extensions), and a chunked body's trailer fields, at most.
 _CHUNK_LINE_BYTES = 4096
@@ -157,9 +162,10 @@ class Record:
     method: str = ""  # a request record's HTTP method (GET, HEAD ...), upper case
 
     def header(self, name: str) -> str | None:
-        """The first HTTP header *name* (any case)."""
+        """The HTTP header *name* (any case), the last of several, as a crawl reads it (Scrapy's
+        ``Headers`` give the last value: a page's type and charset, a redirect's Location)."""
         name = name.lower()
-        return next((value for key, value in self.headers if key.lower() == name), None)
+        return next((value for key, value in reversed(self.headers) if key.lower() == name), None)
 
     def header_values(self, name: str) -> list[str]:
         name = name.lower()
@@ -688,19 +694,21 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
             yield Record(
                 type=record.rec_type or "",
                 url=url,
-                date=headers.get_header("WARC-Date") or "",
+                date=_field(headers.get_header("WARC-Date")),
                 status=status,
                 headers=list(http.headers) if http is not None else [],
-                payload_digest=headers.get_header("WARC-Payload-Digest") or "",
+                payload_digest=_field(headers.get_header("WARC-Payload-Digest")),
                 refers_to_url=archived_url(headers.get_header("WARC-Refers-To-Target-URI")),
-                refers_to_date=headers.get_header("WARC-Refers-To-Date") or "",
+                refers_to_date=_field(headers.get_header("WARC-Refers-To-Date")),
                 archive=name,
                 _record=record,
                 _number=count,
                 _check_end=check_end,
-                record_id=(headers.get_header("WARC-Record-ID") or "").strip(),
+                record_id=_field(headers.get_header("WARC-Record-ID")).strip(),
                 concurrent_to=tuple(
-                    value.strip() for field, value in headers.headers if field.lower() == "warc-concurrent-to"
+                    _field(value).strip()
+                    for field, value in headers.headers
+                    if field.lower() == "warc-concurrent-to" and _field(value).strip()
                 ),
                 method=method,
             )
@@ -720,6 +728,11 @@ def _warc_records(name: str, stream: IO[bytes], skip: int = 0, size: int | None 
         raise _said(name, error, count, at_start=count == 0 and not skip) from None
     except _ARCHIVE_ERRORS as error:
         raise _said(name, error, count, at_start=count == 0 and not skip) from None
+
+
+def _field(value: str | None) -> str:
+    """A WARC field's value as the import keeps it: "" for none, or for one over MAX_FIELD_CHARACTERS."""
+    return value if value is not None and len(value) <= MAX_FIELD_CHARACTERS else ""
 
 
 # What reading an archive raises where it is damaged or cut: warcio's own errors, its reader's
