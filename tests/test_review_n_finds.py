@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import crawl_site
 from tests.support.inprocess import query_here, tse_ok_here
+from tests.support.pages import saved_pages
 from tests.test_import_hostile_records import said, tse_import
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
 
@@ -65,7 +66,11 @@ def test_warc_fields_of_a_megabyte_are_not_kept_for_every_record(tmp_path):
 
 
 # A site whose pages' HTTP Content-Type is what a crawl and an import may read differently.
-_UTF16 = "<html><head><meta name=robots content=noindex><title>Hidden</title></head><body><p>{}</p></body></html>"
+# (Its link to deep.html: a UTF-16 page's links were lost by the import's scan, which reads bytes.)
+_UTF16 = (
+    "<html><head><meta name=robots content=noindex><title>Hidden</title></head>"
+    "<body><p>{}</p><a href=deep.html>deep</a></body></html>"
+)
 _SITE = {
     # A UTF-16 page (no byte order mark: its HTTP charset says so) that says noindex in its <meta>.
     "/u16.html": ("text/html; charset=utf-16le", _UTF16.format("hiddenword").encode("utf-16-le")),
@@ -83,6 +88,7 @@ def crawled_and_imported(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
     links = "".join(f'<a href="{name[1:]}">{name}</a>' for name in [*_SITE, "/two.html"])
     (root / "index.html").write_text(f"<html><head><title>Home</title></head><body>{links}</body></html>")
+    (root / "deep.html").write_text("<html><head><title>Deep</title></head><body><p>deepword</p></body></html>")
     server = SiteServer(root).start()
     try:
         for name, (content_type, body) in _SITE.items():
@@ -94,7 +100,7 @@ def crawled_and_imported(tmp_path_factory):
             headers={"Content-Type": "text/html; charset=iso-8859-1", "content-type": "text/html; charset=utf-8"},
         )
         crawl, warc = tmp_path_factory.mktemp("crawl"), tmp_path_factory.mktemp("warc") / "crawl.warc.gz"
-        done = crawl_site(server, crawl, 1, "--warc", warc)
+        done = crawl_site(server, crawl, 2, "--warc", warc)
         assert done.returncode == 0, done.stderr.decode()[-2000:]
     finally:
         server.stop()
@@ -137,3 +143,12 @@ def test_http_charsets_import_as_crawled(crawled_and_imported):
         found = query_here(pages[name], indexes[name], ["привет", "café"], "relevance")
         names = [[url.rsplit("/", 1)[1] for _, url in answers] for answers in found]
         assert names == [["mac.html"], ["two.html"]], name
+
+
+def test_a_utf16_pages_links_import_as_crawled(crawled_and_imported):
+    # The import scanned a UTF-16 page's bytes for "<a", which they do not hold: deep.html, linked from
+    # it alone, was found by no link (depth 0 where the crawl saved it at 2).
+    pages, _ = crawled_and_imported
+    found = {name: sorted(saved_pages(directory)) for name, directory in pages.items()}
+    assert ("deep.html", 2) in [(url.rsplit("/", 1)[1], depth) for url, depth in found["crawl"]]  # (the oracle)
+    assert found["import"] == found["crawl"]

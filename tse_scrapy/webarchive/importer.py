@@ -60,7 +60,7 @@ from ..rules.files.webarchive import (
 from ..rules.files.webarchive import PDF as PDF_KIND
 from ..rules.text.encodings import header_charset, page_encoding
 from ..rules.web.duplicates import named_canonical
-from ..rules.web.robotsmeta import NOFOLLOW, robots_directives
+from ..rules.web.robotsmeta import NOFOLLOW, robots_directives, utf16_as_utf8
 from ..rules.web.robotsmeta import NOINDEX as NOINDEX_DIRECTIVE
 from .reader import BadArchive, BadPayload, Record, archive_records, readable_url
 
@@ -825,7 +825,10 @@ class ArchiveImport:
             if capture.kind == HTML:
                 body = self._body(capture)
                 if NOFOLLOW not in _directives(capture, body):
-                    hrefs = self._shared_hrefs(capture.offset, body)
+                    # A UTF-16 page's links read as the crawl reads them, in its encoding (its bytes
+                    # hold no "<a" the scan finds: its links were lost, a review's find).
+                    scanned = utf16_as_utf8(body, page_encoding(b"", capture.http_charset)[0])
+                    hrefs = self._shared_hrefs(capture.offset, scanned)
                     try:
                         found = resolved_links(hrefs, capture.url, MAX_PAGE_LINKS)
                     except ValueError:  # a target URI no link can be resolved against

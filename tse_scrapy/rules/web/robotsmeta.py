@@ -67,7 +67,7 @@ def robots_directives(
                 continue  # meant for another crawler
             value = named.group(2)
         found |= _parsed(value)
-    body = _as_utf8(body, encoding)
+    body = utf16_as_utf8(body, encoding, HEAD_BYTES)
     head = bytes(body[: _head_end(body)])  # robots <meta> tags belong in the head: the body is not read
     for name, content in _meta_tags(head, token):
         if name in ("robots", token) and name:
@@ -92,10 +92,11 @@ def _head_end(body: bytes) -> int:
     return limit if found is None else found.start()
 
 
-def _as_utf8(body: bytes, encoding: str | None) -> bytes:
-    """*body*'s first HEAD_BYTES characters in UTF-8 when it is UTF-16 (by its byte order mark, first, as a
-    browser reads it, else by *encoding*), its byte order mark left out; else *body* itself (an encoding
-    whose bytes are ASCII's where markup is)."""
+def utf16_as_utf8(body: bytes, encoding: str | None, characters: int | None = None) -> bytes:
+    """*body* in UTF-8 when it is UTF-16 (by its byte order mark, first, as a browser reads it, else by
+    *encoding*, a Python codec), its byte order mark left out, its first *characters* only (None: all);
+    else *body* itself: an encoding whose bytes are ASCII's where markup is, which a scan of its bytes
+    reads as it is (a UTF-16 page's bytes hold no ``<meta`` or ``<a`` an ASCII pattern finds)."""
     codec, mark = read_bom(bytes(body[:4]))
     codec = codec or encoding
     try:
@@ -104,8 +105,8 @@ def _as_utf8(body: bytes, encoding: str | None) -> bytes:
         return body
     if codec not in _UTF16:
         return body
-    text = bytes(body[: 2 * HEAD_BYTES + len(mark or b"")]).decode(codec, "replace")
-    return text.removeprefix("\ufeff").encode("utf-8")
+    kept = body if characters is None else body[: 2 * characters + len(mark or b"")]
+    return bytes(kept).decode(codec, "replace").removeprefix("\ufeff").encode("utf-8")
 
 
 def _parsed(value: str) -> set[str]:
