@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from tests.conftest import run_tse
 from tests.support.sitecrawl import crawl_served_site, query_answers
 from tse_scrapy.rules.files.pagenotes import read_noindex
-from tse_scrapy.rules.web.robotsmeta import NOFOLLOW, NOINDEX, product_token, robots_directives
+from tse_scrapy.rules.web.robotsmeta import NOFOLLOW, NOINDEX, product_token, robots_directives, utf16_as_utf8
 
 BOTH = {NOINDEX, NOFOLLOW}
 
@@ -210,3 +210,28 @@ def test_product_token(user_agent, token):
 @given(st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,20}", fullmatch=True), st.text(max_size=40))
 def test_the_product_token_is_the_first_word_whatever_follows(token, rest):
     assert product_token(f"{token}/{rest}") == token == product_token(f"{token} {rest}")
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "characters", "expected"),
+    [
+        ("<a href=é>".encode("utf-16"), None, None, "<a href=é>".encode()),  # by its byte order mark
+        ("<a>".encode("utf-16-be"), "utf-16be", None, b"<a>"),  # by its encoding, no mark
+        (b"\xfe\xff" + "<a>".encode("utf-16-be"), "utf-16le", None, b"<a>"),  # the mark first, as a browser
+        ("<a><b>".encode("utf-16-le"), "utf-16le", 3, b"<a>"),  # its first characters only
+        ("<a>".encode("cp1251"), "cp1251", None, "<a>".encode("cp1251")),  # ASCII where markup is: as it is
+        (b"<a>", "no-such-codec", None, b"<a>"),
+        ("\ufeff<a>".encode("utf-16-le"), "utf-16le", None, b"<a>"),  # U+FEFF first is a byte order mark
+    ],
+)
+def test_utf16_as_utf8(body, encoding, characters, expected):
+    assert utf16_as_utf8(body, encoding, characters) == expected
+
+
+@given(st.text(), st.sampled_from(["utf-16", "utf-16-le", "utf-16-be"]))
+def test_utf16_as_utf8_reads_any_text_as_its_utf8(text, codec):
+    # With a byte order mark ("utf-16" writes one) or told the encoding (none written): the text's UTF-8.
+    told = None if codec == "utf-16" else codec
+    # (A U+FEFF first, with no mark written, is one: its bytes are a byte order mark, as a browser reads them.)
+    expected = text[1:] if told and text.startswith("\ufeff") else text
+    assert utf16_as_utf8(text.encode(codec), told) == expected.encode("utf-8")
