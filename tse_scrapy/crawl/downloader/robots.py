@@ -44,7 +44,7 @@ ROBOTS_TOO_LARGE = "robots.txt larger than DOWNLOAD_MAXSIZE"
 logger = logging.getLogger(__name__)
 # The loggers that say a body is larger than DOWNLOAD_MAXSIZE: the download handler's, the decompression's.
 _SIZE_LOGGERS = ("scrapy.core.downloader.handlers.http11", "scrapy.downloadermiddlewares.httpcompression")
-RETRY_LOGGER = "scrapy.downloadermiddlewares.retry"
+_RETRY_LOGGER = "scrapy.downloadermiddlewares.retry"
 
 
 def kept_robots(body: bytes) -> bytes:
@@ -121,7 +121,7 @@ class TseRobotsTxtMiddleware(RobotsTxtMiddleware):
             if not any(isinstance(f, _SaidHere) for f in said.filters):
                 said.addFilter(_SaidHere())
         # (Every page's, here with the robots.txt's: an unreachable robots.txt is first said by it.)
-        retries = logging.getLogger(RETRY_LOGGER)
+        retries = logging.getLogger(_RETRY_LOGGER)
         if not any(isinstance(f, _ReasonNamed) for f in retries.filters):
             retries.addFilter(_ReasonNamed())
 
