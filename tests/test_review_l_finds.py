@@ -169,25 +169,6 @@ def test_a_forged_worker_mark_with_a_huge_time_is_set_aside_not_a_traceback_at_t
         server.stop()
 
 
-def test_a_jobdir_state_is_resumed_into_its_own_page_directory_only(tmp_path, finished_job_once):
-    """A JOBDIR's state resumed into another page directory (one holding a finished crawl of the same
-    seed): the crawl overwrote that one's pages past the state's docIDs and kept those before them as
-    its own, exit 0.  Refused in one line, nothing fetched or changed."""
-    server, crawled, crawled_job = finished_job_once
-    jobdir, other = tmp_path / "job", tmp_path / "other"
-    shutil.copytree(crawled_job, jobdir)
-    shutil.copytree(crawled, other)
-    (other / "1").write_bytes((other / "1").read_bytes() + b"<p>ANOTHER CRAWL</p>")
-    uncommitted(jobdir, max(int(name) for name in tree(crawled) if name.isdigit()))
-    before, hits = tree(other), len(server.hits)
-    result = jobdir_crawl(server, other, jobdir)
-    assert result.returncode == 2, result.stderr.decode()
-    assert result.stderr.decode() == (
-        f"tse crawl: cannot resume: the crawl state in {jobdir} is of the page directory {crawled}\n"
-    )
-    assert tree(other) == before and len(server.hits) == hits
-
-
 def test_a_jobdir_spider_state_is_never_unpickled(tmp_path, finished_job_once):
     """Scrapy's SpiderState extension loads ``JOBDIR/spider.state`` with pickle: a JOBDIR from elsewhere
     ran what it named as the crawl resumed.  tse keeps nothing there: the extension is off."""
@@ -198,7 +179,6 @@ def test_a_jobdir_spider_state_is_never_unpickled(tmp_path, finished_job_once):
     last = max(int(name) for name in tree(out) if name.isdigit())
     uncommitted(jobdir, last)  # a crawl killed before its last page's commit: Scrapy starts to resume it
     (out / str(last)).unlink()
-    _set(jobdir, "UPDATE meta SET value = ? WHERE key = 'pagedir'", str(out))  # (its crawl's, as if made there)
     marker = tmp_path / "ran"
     (jobdir / "spider.state").write_bytes(pickle.dumps(_Planted(marker)))
     result = jobdir_crawl(server, out, jobdir)

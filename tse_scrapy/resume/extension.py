@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -26,7 +25,6 @@ from .statedb import (
     CATALOG_VALIDATORS,
     ENDED,
     OUTPUTS,
-    PAGEDIR,
     CrawlStateDB,
     output_files,
     state_path,
@@ -58,11 +56,7 @@ class CrawlStateExtension:
         self.closing: list[Callable[[str], None]] = []
         if not self.resuming:
             # Its output files too: a resume must go on writing the same ones (crawlstart.py).
-            meta = {
-                "catalog": catalog_mode(settings),
-                OUTPUTS: json.dumps(output_files(settings.get)),
-                PAGEDIR: os.path.realpath(settings.get("TSE_PAGEDIR")),
-            }
+            meta = {"catalog": catalog_mode(settings), OUTPUTS: json.dumps(output_files(settings.get))}
             self.state.set_arguments(settings.getdict("TSE_ARGUMENTS"), meta)
 
     @classmethod

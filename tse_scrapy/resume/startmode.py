@@ -18,7 +18,6 @@ from ..rules.files.pagedir import holds_pages, page_path
 from .statedb import (
     CATALOG_UPDATE,
     CATALOG_VALIDATORS,
-    PAGEDIR,
     UnreadableDatabase,
     check_requests,
     query_read_only,
@@ -82,14 +81,6 @@ def start_mode(
         check_requests(path)  # a damaged or foreign state: one line now, not a traceback in the scheduler
     except UnreadableDatabase as error:
         raise ArgumentError(f"cannot read the crawl state: {error}") from None
-    try:
-        written = stored_meta(path, PAGEDIR)
-    except UnreadableDatabase as error:
-        raise ArgumentError(f"cannot read the crawl state: {error}") from None
-    if jobdir and written is not None and written != os.path.realpath(args.pagedir):
-        # (A JOBDIR's state resumed into another page directory overwrote that one's pages past the
-        # state's docIDs and took those before them for its own: a review's find.)
-        raise ArgumentError(f"cannot resume: the crawl state in {jobdir} is of the page directory {written}")
     return StartMode.RESUME
 
 

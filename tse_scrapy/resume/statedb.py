@@ -37,10 +37,6 @@ CATALOG_VALIDATORS = "validators"  # a crawl asked to keep validators (or a WARC
 # The meta key of the crawl's output files (JSON: ``output_files``), which a resume must name again; a
 # state made before it was kept has none.
 OUTPUTS = "outputs"
-# The meta key of the page directory the crawl writes (absolute, links resolved): a state in a JOBDIR
-# resumes that crawl in that directory only (another's pages were overwritten and taken for its own);
-# a state made before it was kept has none.
-PAGEDIR = "pagedir"
 # The meta key set when the crawl has ended, to its close reason (a success), before its clean-up
 # (an update's results, the WARC's index, the record's last lines): a crawl stopped in its clean-up
 # (a full disk, a kill) is resumed to that clean-up alone, fetching nothing (``crawlstart``), as if it
