@@ -417,10 +417,10 @@ def test_bounds_cut_the_text_and_say_so(extractor):
 
 def test_out_of_memory_is_bounded_and_the_caller_goes_on():
     with PdfExtractor(memory=64 * 1024 * 1024, timeout=20) as small:
-        start = time.monotonic()
         bombed = small.extract(bomb_pdf())
+        # Stopped by its memory bound, not by the timeout (TIMED_OUT): a time bound here failed on a
+        # loaded machine (10.1 s against 10), and the warning says which bound stopped it.
         assert bombed.warning in (OUT_OF_MEMORY, CRASHED) and bombed.text == ""
-        assert time.monotonic() - start < 10
         # A new child, as bounded, reads the next PDF.
         assert small.extract(system_pdf(SHARED_MIME_INFO)).title == "Shared MIME-info Database"
 
