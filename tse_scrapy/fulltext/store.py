@@ -66,6 +66,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
+import operator
 import os
 import pickle
 import shutil
@@ -103,9 +105,9 @@ FIELDS = ("title", "headings", "url", "body")
 # The anchor terms gathered for a page: from its first linking pages, at most this many terms
 # (a link in every page's menu must not make one page's anchors the size of the site).
 ANCHOR_TERMS = 2_000
-# A page's anchor texts are joined every this many while they are gathered: one string object, not
-# one an anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -43 MB).
-ANCHORS_JOINED = 64
+# The anchor texts held while they are gathered, in characters, at most: then written to a temporary
+# table, each page's as one piece, and joined page by page at the end (``_gather_anchors``).
+ANCHORS_HELD = 8_000_000
 
 # The vocabulary's words as pages are added: a word -> (its spelling, the docID of the page it was met
 # on first).
@@ -229,7 +231,8 @@ class SearchIndexWriter:
         """Gather the anchors, group the duplicates, merge (the FTS5 tables but those *merged*
         already) and count, and write it all to the partial file: what can fail (a full disk) done
         before the SPEC index is put in place."""
-        _index_anchors(self.db, _gather_anchors(self.db, None))
+        _gather_anchors(self.db, None)
+        _index_anchors(self.db)
         _group_duplicates(self.db)
         _merge_segments(self.db, tuple(table for table in FTS_TABLES if table not in merged))
         _count_terms(self.db)
@@ -362,11 +365,11 @@ def prepare_update(
             targets.add(url)
             _first_spellings(doc_id, page, spellings)
         _update_vocabulary(db, removed, spellings)
-        gathered = _gather_anchors(db, targets)
+        _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
             if url in targets:
                 _delete_anchors(db, doc_id)
-        _index_anchors(db, gathered)
+        _index_anchors(db)
         _group_duplicates(db)
         _write_meta(db, *new)
         _merge_segments(db)
@@ -559,22 +562,42 @@ def _all_links(db: apsw.Connection) -> Iterator[tuple[int, list[tuple[str, str]]
         yield source, _decode_links(blob)
 
 
-def _gather_anchors(db: apsw.Connection, targets: set[str] | None) -> dict[int, str]:
-    """The anchor terms of the pages at *targets* (None: every page) from the links of the pages."""
+def _gather_anchors(db: apsw.Connection, targets: set[str] | None) -> None:
+    """The anchor terms of the pages at *targets* (None: every page) from the links of the pages, put
+    in ``temp.anchor_pieces`` for ``_index_anchors``, ANCHORS_HELD characters at a time (a review's
+    find: every page's anchors were held at once until the last link was read, about 40 KB of peak a
+    much-linked page, 4 GB at 100,000; held now besides: a count and the docIDs of each URL)."""
     pages_at: dict[str, list[int]] = {}
     for doc_id, url in db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id"):
         if targets is None or url in targets:
             pages_at.setdefault(url, []).append(doc_id)
-    return gather_anchors(pages_at, _all_links(db))
+    db.execute("DROP TABLE IF EXISTS temp.anchor_pieces")
+    db.execute("CREATE TEMP TABLE anchor_pieces (doc_id INTEGER, piece INTEGER, terms TEXT)")
+    held: dict[int, list[str]] = {}
+    size = pieces = 0
+    for doc_id, terms in anchor_pieces(pages_at, _all_links(db)):
+        held.setdefault(doc_id, []).append(terms)
+        size += len(terms) + 1
+        if size > ANCHORS_HELD:
+            _write_anchor_pieces(db, held, pieces)
+            size, pieces = 0, pieces + 1
+    _write_anchor_pieces(db, held, pieces)
 
 
-def gather_anchors(
+def _write_anchor_pieces(db: apsw.Connection, held: dict[int, list[str]], piece: int) -> None:
+    """Each page's anchor texts *held* (emptied) as its *piece*-th piece."""
+    rows = ((doc_id, piece, " ".join(parts)) for doc_id, parts in held.items())
+    db.executemany("INSERT INTO temp.anchor_pieces VALUES (?, ?, ?)", rows)
+    held.clear()
+
+
+def anchor_pieces(
     pages_at: dict[str, list[int]], links: Iterable[tuple[int, list[tuple[str, str]]]]
-) -> dict[int, str]:
+) -> Iterator[tuple[int, str]]:
     """The anchor terms of the pages at the URLs of *pages_at* (URL: its docIDs), from *links* (each
-    source page's (target URL, anchor terms), in docID order): in that order and then in page order,
-    at most ANCHOR_TERMS a URL, none from a page to itself."""
-    gathered: dict[int, list[str]] = {}
+    source page's (target URL, anchor terms), in docID order), as (docID, terms) pieces in the order a
+    page's are joined: in that order and then in page order, at most ANCHOR_TERMS a URL, none from a
+    page to itself."""
     sizes: dict[str, int] = {}
     for source, page_links in links:
         for target, terms in page_links:
@@ -587,17 +610,18 @@ def gather_anchors(
             sizes[target] = sizes.get(target, 0) + count
             for doc_id in doc_ids:
                 if doc_id != source:
-                    parts = gathered.setdefault(doc_id, [])
-                    parts.append(terms)
-                    if len(parts) >= ANCHORS_JOINED:
-                        parts[:] = [" ".join(parts)]
-    return {doc_id: " ".join(terms) for doc_id, terms in sorted(gathered.items())}
+                    yield doc_id, terms
 
 
-def _index_anchors(db: apsw.Connection, anchors: dict[int, str]) -> None:
-    for doc_id, terms in sorted(anchors.items()):
+def _index_anchors(db: apsw.Connection) -> None:
+    """Each page's anchor pieces (``_gather_anchors``) joined, a page at a time in docID order, into
+    the anchors tables."""
+    rows = db.execute("SELECT doc_id, terms FROM temp.anchor_pieces ORDER BY doc_id, piece")
+    for doc_id, pieces in itertools.groupby(rows, key=operator.itemgetter(0)):
+        terms = " ".join(piece for _, piece in pieces)
         db.execute("INSERT INTO anchors VALUES (?, ?)", (doc_id, terms))
         db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
+    db.execute("DROP TABLE temp.anchor_pieces")
 
 
 def _delete_anchors(db: apsw.Connection, doc_id: int) -> None:
