@@ -1042,8 +1042,7 @@ def test_anchors_are_gathered_in_bounded_memory(tmp_path):
         tracemalloc.start()
         try:
             with mock.patch.object(store, "ANCHORS_HELD", 100_000):  # (its bound, 8 MB, made small)
-                store._gather_anchors(db, None)
-                store._index_anchors(db)
+                store._index_anchors(db, store._gather_anchors(db, None))
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

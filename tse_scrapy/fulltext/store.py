@@ -108,6 +108,9 @@ ANCHOR_TERMS = 2_000
 # The anchor texts held while they are gathered, in characters, at most: then written to a temporary
 # table, each page's as one piece, and joined page by page at the end (``_gather_anchors``).
 ANCHORS_HELD = 8_000_000
+# A page's anchor texts are joined every this many while they are held: one string object, not one an
+# anchor text (the 20,000-page bench: 1,674 pages linked to, 900,000 links; peak -43 MB).
+ANCHORS_JOINED = 64
 
 # The vocabulary's words as pages are added: a word -> (its spelling, the docID of the page it was met
 # on first).
@@ -231,8 +234,7 @@ class SearchIndexWriter:
         """Gather the anchors, group the duplicates, merge (the FTS5 tables but those *merged*
         already) and count, and write it all to the partial file: what can fail (a full disk) done
         before the SPEC index is put in place."""
-        _gather_anchors(self.db, None)
-        _index_anchors(self.db)
+        _index_anchors(self.db, _gather_anchors(self.db, None))
         _group_duplicates(self.db)
         _merge_segments(self.db, tuple(table for table in FTS_TABLES if table not in merged))
         _count_terms(self.db)
@@ -365,11 +367,11 @@ def prepare_update(
             targets.add(url)
             _first_spellings(doc_id, page, spellings)
         _update_vocabulary(db, removed, spellings)
-        _gather_anchors(db, targets)
+        gathered = _gather_anchors(db, targets)
         for doc_id, url in list(db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id")):
             if url in targets:
                 _delete_anchors(db, doc_id)
-        _index_anchors(db)
+        _index_anchors(db, gathered)
         _group_duplicates(db)
         _write_meta(db, *new)
         _merge_segments(db)
@@ -562,33 +564,49 @@ def _all_links(db: apsw.Connection) -> Iterator[tuple[int, list[tuple[str, str]]
         yield source, _decode_links(blob)
 
 
-def _gather_anchors(db: apsw.Connection, targets: set[str] | None) -> None:
-    """The anchor terms of the pages at *targets* (None: every page) from the links of the pages, put
-    in ``temp.anchor_pieces`` for ``_index_anchors``, ANCHORS_HELD characters at a time (a review's
-    find: every page's anchors were held at once until the last link was read, about 40 KB of peak a
-    much-linked page, 4 GB at 100,000; held now besides: a count and the docIDs of each URL)."""
+def _gather_anchors(db: apsw.Connection, targets: set[str] | None) -> Iterator[tuple[int, str]]:
+    """The anchor terms of the pages at *targets* (None: every page) from the links of the pages, a
+    page's at a time in docID order, read once every link is: ANCHORS_HELD characters of them held,
+    the rest in ``temp.anchor_pieces`` (a review's find: every page's anchors were held at once, about
+    40 KB of peak a much-linked page, 4 GB at 100,000; held now besides: a count and the docIDs of
+    each URL)."""
     pages_at: dict[str, list[int]] = {}
     for doc_id, url in db.execute("SELECT doc_id, url FROM pages ORDER BY doc_id"):
         if targets is None or url in targets:
             pages_at.setdefault(url, []).append(doc_id)
-    db.execute("DROP TABLE IF EXISTS temp.anchor_pieces")
-    db.execute("CREATE TEMP TABLE anchor_pieces (doc_id INTEGER, piece INTEGER, terms TEXT)")
     held: dict[int, list[str]] = {}
     size = pieces = 0
     for doc_id, terms in anchor_pieces(pages_at, _all_links(db)):
-        held.setdefault(doc_id, []).append(terms)
+        parts = held.setdefault(doc_id, [])
+        parts.append(terms)
+        if len(parts) >= ANCHORS_JOINED:
+            parts[:] = [" ".join(parts)]
         size += len(terms) + 1
         if size > ANCHORS_HELD:
             _write_anchor_pieces(db, held, pieces)
             size, pieces = 0, pieces + 1
+    if not pieces:  # (all held: no temporary table, as on the 20,000-page bench)
+        return ((doc_id, " ".join(held.pop(doc_id))) for doc_id in sorted(held))
     _write_anchor_pieces(db, held, pieces)
+    return _written_anchors(db)
 
 
 def _write_anchor_pieces(db: apsw.Connection, held: dict[int, list[str]], piece: int) -> None:
     """Each page's anchor texts *held* (emptied) as its *piece*-th piece."""
+    if piece == 0:
+        db.execute("DROP TABLE IF EXISTS temp.anchor_pieces")
+        db.execute("CREATE TEMP TABLE anchor_pieces (doc_id INTEGER, piece INTEGER, terms TEXT)")
     rows = ((doc_id, piece, " ".join(parts)) for doc_id, parts in held.items())
     db.executemany("INSERT INTO temp.anchor_pieces VALUES (?, ?, ?)", rows)
     held.clear()
+
+
+def _written_anchors(db: apsw.Connection) -> Iterator[tuple[int, str]]:
+    """Each page's anchor pieces (``_write_anchor_pieces``) joined, in docID order; then dropped."""
+    rows = db.execute("SELECT doc_id, terms FROM temp.anchor_pieces ORDER BY doc_id, piece")
+    for doc_id, pieces in itertools.groupby(rows, key=operator.itemgetter(0)):
+        yield doc_id, " ".join(piece for _, piece in pieces)
+    db.execute("DROP TABLE temp.anchor_pieces")
 
 
 def anchor_pieces(
@@ -613,15 +631,10 @@ def anchor_pieces(
                     yield doc_id, terms
 
 
-def _index_anchors(db: apsw.Connection) -> None:
-    """Each page's anchor pieces (``_gather_anchors``) joined, a page at a time in docID order, into
-    the anchors tables."""
-    rows = db.execute("SELECT doc_id, terms FROM temp.anchor_pieces ORDER BY doc_id, piece")
-    for doc_id, pieces in itertools.groupby(rows, key=operator.itemgetter(0)):
-        terms = " ".join(piece for _, piece in pieces)
+def _index_anchors(db: apsw.Connection, anchors: Iterable[tuple[int, str]]) -> None:
+    for doc_id, terms in anchors:
         db.execute("INSERT INTO anchors VALUES (?, ?)", (doc_id, terms))
         db.execute("INSERT INTO anchors_fts(rowid, anchors) VALUES (?, ?)", (doc_id, terms))
-    db.execute("DROP TABLE temp.anchor_pieces")
 
 
 def _delete_anchors(db: apsw.Connection, doc_id: int) -> None:
