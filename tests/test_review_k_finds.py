@@ -38,6 +38,17 @@ def html(*links: str, text: str = "") -> str:
     )
 
 
+def _crawled_first(server, tmp_path):
+    """(the page directory *server*'s site was crawled into, with validators, and an empty one for the
+    fresh crawl the update is compared with)."""
+    updated, fresh = tmp_path / "updated", tmp_path / "fresh"
+    updated.mkdir()
+    fresh.mkdir()
+    first = crawl_site(server, updated, DEPTH, "--validators")
+    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    return updated, fresh
+
+
 def test_a_priority_update_takes_pages_no_longer_linked_from_the_seed_for_gone(tmp_path, serve):
     # The seed linked to a page of a cycle (a <-> b) and to a page that links to itself (c); it no
     # longer links to any of them, and a now links to a page new today (d), which only it links to.
@@ -50,11 +61,7 @@ def test_a_priority_update_takes_pages_no_longer_linked_from_the_seed_for_gone(t
     (site / "b.html").write_text(html("a.html", text="page b"))
     (site / "c.html").write_text(html("index.html", "c.html", text="page c"))
     server = serve(site)
-    updated, fresh = tmp_path / "updated", tmp_path / "fresh"
-    updated.mkdir()
-    fresh.mkdir()
-    first = crawl_site(server, updated, DEPTH, "--validators")
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    updated, fresh = _crawled_first(server, tmp_path)
     assert len(live_pages(updated)) == 4
     (site / "index.html").write_text(html(text="home, and no link"))
     (site / "a.html").write_text(html("b.html", "d.html", text="page a"))
@@ -88,11 +95,7 @@ def test_a_priority_update_reaches_a_page_through_a_redirect_to_it_after_its_rev
     (site / "p.html").write_text(html(text="page p"))
     (site / ".redirects").write_text("/old.html 301 /p.html\n")
     server = serve(site)
-    updated, fresh = tmp_path / "updated", tmp_path / "fresh"
-    updated.mkdir()
-    fresh.mkdir()
-    first = crawl_site(server, updated, DEPTH, "--validators")
-    assert first.returncode == 0, first.stderr.decode()[-2000:]
+    updated, fresh = _crawled_first(server, tmp_path)
     (site / "index.html").write_text(html("old.html", text="home, moved"))
     listed = tmp_path / "changes.jsonl"
     done = crawl_site(server, updated, DEPTH, "--update", *PRIORITY, "--changes", listed)

@@ -4,8 +4,6 @@ distributed extension's new connection), and the instant a test wants can be the
 
 from __future__ import annotations
 
-import socket
-
 from tests.support.redisgap import RedisGap
 
 
@@ -15,19 +13,7 @@ class NthRedisGap(RedisGap):
         self.seen = 0  # the commands that held the trigger, so far
         super().__init__(target_port, trigger, away=away)
 
-    def _pump(self, source: socket.socket, target: socket.socket, from_client: bool) -> None:
-        try:
-            while chunk := source.recv(65536):
-                if from_client and not self.cut.is_set() and self.trigger in chunk:
-                    with self._lock:
-                        self.seen += chunk.count(self.trigger)
-                        now = self.seen >= self.nth
-                    if now:
-                        self.cut.set()
-                        self._begin_gap()
-                        return
-                target.sendall(chunk)
-        except OSError:
-            pass
-        for end in (source, target):
-            end.close()
+    def _triggered(self, chunk: bytes) -> bool:
+        with self._lock:
+            self.seen += chunk.count(self.trigger)
+            return self.seen >= self.nth

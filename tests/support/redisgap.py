@@ -67,7 +67,7 @@ class RedisGap:
     def _pump(self, source: socket.socket, target: socket.socket, from_client: bool) -> None:
         try:
             while chunk := source.recv(65536):
-                if from_client and not self.cut.is_set() and self.trigger in chunk:
+                if from_client and not self.cut.is_set() and self.trigger in chunk and self._triggered(chunk):
                     self.cut.set()
                     if self.refusal is not None:
                         source.sendall(self.refusal + b"\r\n")  # (one command in the chunk: as asked)
@@ -79,6 +79,10 @@ class RedisGap:
             pass
         for end in (source, target):
             end.close()
+
+    def _triggered(self, chunk: bytes) -> bool:
+        """Whether *chunk*, a client's that holds the trigger, begins the gap (a subclass may wait for a later one)."""
+        return True
 
     def _begin_gap(self) -> None:
         self.refusing = True
