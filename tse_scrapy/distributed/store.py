@@ -469,13 +469,8 @@ class RedisCrawl:
         try:
             stored = json.loads(raw) if raw else None
             return float(stored["delay"]), float(stored["max_crawl_delay"])
-        except (
-            ValueError,
-            TypeError,
-            KeyError,
-            OverflowError,
-        ):  # none, or not a worker's (an integer of 400 digits): the worker keeps its own
-            return None
+        except (ValueError, TypeError, KeyError, OverflowError):
+            return None  # none, or not a worker's (a forged one: an integer of 400 digits): it keeps its own
 
     def mark_seeded(self) -> None:
         self.guarded_write("SET", self.keys.seeded, 1)
