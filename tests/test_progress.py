@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tse_scrapy.rules.crawling.progress import progress_line
+from tse_scrapy.rules.crawling.progress import found_link, progress_line
 
 L = "http://cs50tse.cs.dartmouth.edu/tse/letters/"
 
@@ -45,7 +45,14 @@ def test_is_found_link(meta, found):
 
     from tse_scrapy.crawl.progresslog import is_found_link
 
+    assert found_link(meta) is found
     assert is_found_link(scrapy.Request("http://a.test/", meta=meta)) is found
+
+
+@given(st.sets(st.sampled_from(["tse_found_at", "tse_token", "tse_lease", "depth", "tse_revisit"])))
+def test_a_found_link_is_one_not_yet_handed_out(keys):
+    # (The update extension tells a page's links by it, as the scheduler and the progress log do.)
+    assert found_link(dict.fromkeys(keys, 0)) is ("tse_found_at" in keys and not keys & {"tse_token", "tse_lease"})
 
 
 @pytest.mark.parametrize(

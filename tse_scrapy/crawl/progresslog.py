@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from scrapy import Request
 
-from ..rules.crawling.progress import progress_line
+from ..rules.crawling.progress import found_link, progress_line
 
 
 class _AwaitedLink:
@@ -205,5 +205,4 @@ def is_found_link(request: Request) -> bool:
     """True for a request made from a link found while scanning a page, before
     it is handed out (a redirect or retry of it carries the scheduler's token,
     or the distributed scheduler's lease)."""
-    meta = request.meta
-    return "tse_found_at" in meta and "tse_token" not in meta and "tse_lease" not in meta
+    return found_link(request.meta)

@@ -39,6 +39,7 @@ from ..resume.statedb import (
 )
 from ..rules.crawling.changes import CHANGES, UNCHANGED
 from ..rules.crawling.crawlargs import extension_rule, split_list
+from ..rules.crawling.progress import found_link
 from ..rules.files import pagedir
 from ..rules.web.urls import normalize_url
 from . import catalog
@@ -310,16 +311,14 @@ class UpdateExtension:
         if not self._ready:
             return
         meta = request.meta
-        if "tse_token" in meta:  # handed out before: a redirect's or a retry's hop, not where a link led
-            return
-        if "tse_found_at" in meta:  # a link found on a page (the spider's ``_link_request``)
+        if found_link(meta):  # a link found on a page (the spider's ``_link_request``)
             source = meta.get("tse_found_on") or ""
             if not source:
                 return
-        elif meta.get("depth", 0) == 0 and not meta.get("tse_revisit"):
-            source = ""  # a start: a seed or a sitemap's URL (or a redirect of one)
+        elif "tse_token" not in meta and meta.get("depth", 0) == 0 and not meta.get("tse_revisit"):
+            source = ""  # a start: a seed or a sitemap's URL, not yet handed out
         else:
-            return
+            return  # (a redirect's or a retry's hop, handed out before: not where a link led; a revisit)
         target = normalize_url(request.url, self.tse_extensions) or request.url
         self.state.add_link(source, target)
 

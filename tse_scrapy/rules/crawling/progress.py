@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 # Control characters (C0, DEL, C1): a link's URL is printed as found, and one holding ESC or CSI could
@@ -21,3 +23,10 @@ def shown_url(url: str) -> str:
     if _CONTROLS.search(url) is None:
         return url
     return _CONTROLS.sub(lambda found: quote(found.group(), safe="", errors="surrogateescape"), url)
+
+
+def found_link(meta: Mapping[str, Any]) -> bool:
+    """Whether a request's *meta* is a link's found while scanning a page, before it is handed out (a
+    redirect or a retry of it carries the scheduler's token, ``tse_token``, or the distributed
+    scheduler's lease, ``tse_lease``)."""
+    return "tse_found_at" in meta and "tse_token" not in meta and "tse_lease" not in meta
