@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from ..rules.files.legacyentries import REQUEST_CLASSES, PlainValues
+
 STATE_NAME = ".tse-state.sqlite"
 # The ``catalog`` meta value: what a crawl keeps beyond SPEC 2 (update/).
 CATALOG_UPDATE = "update"  # an update of a finished crawl
@@ -98,12 +100,11 @@ def _arguments(path: str | os.PathLike, value: Any) -> dict[str, Any]:
 
 # A request of the state is a pickle this crawl made (``CrawlStateDB.push``), but the file may come
 # from anywhere (a page directory or a JOBDIR copied from someone else, a damaged disk): it is loaded
-# as data only (``_PlainValues``: a pickle that names any global, the only way one runs code, is
-# refused), then checked to be a request dict as Scrapy's ``Request.to_dict`` makes it for a plain
+# as data only (``legacyentries.PlainValues``: a pickle that names any global, the only way one runs
+# code, is refused), then checked to be a request dict as Scrapy's ``Request.to_dict`` makes it for a plain
 # ``Request`` (``_check_request``: another ``_class``, or a key another class's constructor takes,
 # would make ``request_from_dict`` import and call what the file names).
 MAX_REQUEST_BYTES = 1 << 20  # a tse request is a few hundred bytes; its URL at most 2,083 characters
-_REQUEST_CLASSES = frozenset({"scrapy.http.request.Request", "scrapy.Request"})
 _REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
     "url": (str,),
     "callback": (str, type(None)),
@@ -122,23 +123,13 @@ _REQUEST_FIELDS: dict[str, tuple[type, ...]] = {
 }
 
 
-class _PlainValues(pickle.Unpickler):
-    """An unpickler of plain values: every global and persistent object refused."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"it names {module}.{name}, which could run code")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise pickle.UnpicklingError("it asks for a persistent object")
-
-
 def load_request(blob: Any, where: str) -> dict[str, Any]:
     """The request dict stored in *blob* (a frontier or pages row, *where*), loaded without running
     anything it names; UnreadableDatabase (one line) when it is not a request this crawl stored."""
     if type(blob) is not bytes or len(blob) > MAX_REQUEST_BYTES:
         raise UnreadableDatabase(f"{where} is not a request tse stored (a damaged state)")
     try:
-        value = _PlainValues(io.BytesIO(blob)).load()
+        value = PlainValues(io.BytesIO(blob)).load()
     except Exception as error:  # (any: a damaged pickle raises many kinds)
         reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise UnreadableDatabase(f"{where} is not a request tse stored: {reason}") from None
@@ -166,7 +157,7 @@ def _check_request(value: Any, where: str) -> None:
         kinds = _REQUEST_FIELDS.get(key) if type(key) is str else None
         if kinds is None or type(item) not in kinds:
             raise UnreadableDatabase(f"{where} is not a request tse stored: its field {str(key)[:40]!r}")
-    if value.get("_class", "scrapy.Request") not in _REQUEST_CLASSES:
+    if value.get("_class", "scrapy.Request") not in REQUEST_CLASSES:
         raise UnreadableDatabase(f"{where} is not a request tse stored: of class {value['_class'][:80]!r}")
     depth = value.get("meta", {}).get("depth", 0)
     if type(depth) is not int or depth < 0:

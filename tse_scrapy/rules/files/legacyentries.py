@@ -192,11 +192,12 @@ def _into(stack: list[int], floor: int, items: list[int], name: str, pos: int) -
     stack[-1] = max(stack[-1], 1 + max(items, default=0))
 
 
-class _PlainValues(pickle.Unpickler):
-    """An unpickler that refuses every global and persistent object (step 3)."""
+class PlainValues(pickle.Unpickler):
+    """An unpickler that refuses every global and persistent object (step 3; a crawl state's requests,
+    ``resume.statedb.load_request``, are loaded by it alone)."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError("globals are refused")
+        raise pickle.UnpicklingError(f"it names {module}.{name}, which could run code: globals are refused")
 
     def persistent_load(self, pid: Any) -> Any:
         raise pickle.UnpicklingError("persistent objects are refused")
@@ -204,7 +205,7 @@ class _PlainValues(pickle.Unpickler):
 
 def _load(data: bytes) -> Any:
     try:
-        return _PlainValues(io.BytesIO(data), buffers=None).load()
+        return PlainValues(io.BytesIO(data), buffers=None).load()
     except Exception as error:
         raise LegacyEntryError(f"cannot be loaded ({type(error).__name__}: {_one_line(str(error))})") from None
 
