@@ -23,17 +23,17 @@ def gaps(server):
     return [later - earlier for earlier, later in itertools.pairwise(times)]
 
 
-def _crawled(tmp_path, serve, links: dict, robots: str, *options: str):
-    """(the server, the page directory) of a site of *links* whose robots.txt is *robots*, crawled
-    from its index.html at depth 1 with *options*, the crawl's exit 0 checked."""
+def _crawled(tmp_path, serve, links: dict, robots: str, *options: str, depth: int = 1):
+    """(the server, the page directory, the crawl's stderr) of a site of *links* whose robots.txt is
+    *robots*, crawled from its index.html at *depth* with *options*, the crawl's exit 0 checked."""
     site = write_site(tmp_path / "site", links)
     (site.root / "robots.txt").write_text(robots)
     server = serve(site.root)
     out = tmp_path / "out"
     out.mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", out, 1, "--prefix", f"{server.url}/", *options)
+    result = run_tse("crawl", f"{server.url}/index.html", out, depth, "--prefix", f"{server.url}/", *options)
     assert result.returncode == 0, result.stderr.decode()
-    return server, out
+    return server, out, result.stderr.decode()
 
 
 # One crawl at the default delay (1 s) for the two tests below, each reading it: every answer takes
@@ -64,7 +64,7 @@ def test_one_second_between_requests_robots_txt_included(default_crawl):
 def test_robots_crawl_delay_longer_than_the_delay_is_honoured(tmp_path, serve):
     # Longer than the default delay (1 s) by half a second: two gaps of 1.5 s, not of 2.
     links = {"index.html": ["a.html"], "a.html": []}
-    server, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 1.5\n")
+    server, _, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 1.5\n")
     assert len(server.hits) == 3
     assert min(gaps(server)) >= 1.5, gaps(server)
 
@@ -77,13 +77,8 @@ def test_a_crawl_delay_outlives_scrapy_dropping_its_idle_slot(tmp_path, serve):
     extensions = {**project_settings.EXTENSIONS, "tests.support.slotgc.DropIdleSlotsOnce": 900}
     chain = {"index.html": ["a.html"], "a.html": ["b.html"], "b.html": ["c.html"], "c.html": []}
     options = ("-s", "DOWNLOAD_DELAY=0", "-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", "LOG_LEVEL=INFO")
-    site = write_site(tmp_path / "site", chain)
-    (site.root / "robots.txt").write_text("User-agent: *\nCrawl-delay: 0.5\n")
-    server = serve(site.root)
-    (tmp_path / "out").mkdir()
-    result = run_tse("crawl", f"{server.url}/index.html", tmp_path / "out", 3, "--prefix", f"{server.url}/", *options)
-    assert result.returncode == 0, result.stderr.decode()
-    assert "dropped idle download slots: ['127.0.0.1']" in result.stderr.decode()
+    server, _, said = _crawled(tmp_path, serve, chain, "User-agent: *\nCrawl-delay: 0.5\n", *options, depth=3)
+    assert "dropped idle download slots: ['127.0.0.1']" in said
     assert [hit.key for hit in server.hits] == ["/robots.txt", "/index.html", "/a.html", "/b.html", "/c.html"]
     # From a.html on (the new slot's first request has no earlier one to wait for).
     assert min(gaps(server)[2:]) >= 0.5, gaps(server)
@@ -151,7 +146,7 @@ def test_a_crawl_delay_bound_below_the_delay_keeps_the_delay(tmp_path, serve):
     was crawled with the bound's (0: none at all, a review's find), less than a host asking nothing."""
     links = {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []}
     options = ("-s", "DOWNLOAD_DELAY=0.5", "-s", "TSE_MAX_CRAWL_DELAY=0")
-    server, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 2\n", *options)
+    server, _, _ = _crawled(tmp_path, serve, links, "User-agent: *\nCrawl-delay: 2\n", *options)
     assert len(server.hits) == 4
     assert min(gaps(server)) >= 0.5, gaps(server)
 
@@ -161,14 +156,14 @@ def test_robots_txt_groups_are_matched_against_the_product_token(tmp_path, serve
     "tse-scrapy/0.1.0 (Tiny Search Engine crawler; ...)") is another crawler's (RFC 9309 2.2.1): it was
     taken for this one's, and its "Disallow: /" refused the whole site."""
     robots = "User-agent: crawler\nDisallow: /\n\nUser-agent: *\nDisallow: /a.html\n"
-    _, out = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
+    _, out, _ = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
     # "*"'s rules are this crawler's: a.html disallowed, the rest crawled (the seed was refused).
     assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(out)] == ["index.html"]
 
 
 def test_robots_txt_groups_named_by_the_product_token_in_any_case_are_this_crawlers(tmp_path, serve):
     robots = "User-agent: *\nDisallow: /\n\nUser-agent: TSE-Scrapy\nAllow: /\n"
-    _, out = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
+    _, out, _ = _crawled(tmp_path, serve, {"index.html": ["a.html"], "a.html": []}, robots, "-s", "DOWNLOAD_DELAY=0")
     assert [url.rsplit("/", 1)[1] for url, _ in saved_pages(out)] == ["index.html", "a.html"]
 
 
