@@ -163,7 +163,11 @@ def killed_mid_work(pages: Path, indexfile: Path) -> None:
     before = set(runs_directories(indexfile.parent))
 
     def its_run() -> bool:
-        return any(path.parent.name not in before for path in indexfile.parent.glob(f".{indexfile.name}.*.runs/run-*"))
+        try:
+            runs = list(indexfile.parent.glob(f".{indexfile.name}.*.runs/run-*"))
+        except FileNotFoundError:  # (the killed one's directory, removed by this one as the glob read it)
+            return False
+        return any(path.parent.name not in before for path in runs)
 
     process = subprocess.Popen(
         [str(BIN / "tse"), "index", str(pages), str(indexfile), "--jobs", "2"],
