@@ -62,7 +62,9 @@ def test_a_forked_crawl_crawls_and_one_past_its_timeout_is_killed(tmp_path, serv
 def test_a_forked_crawl_watched_as_it_runs_stops_on_ctrl_c_as_one_started_anew(tmp_path, serve, monkeypatch):
     monkeypatch.delenv("TSE_TEST_EXEC", raising=False)
     site = serve(write_site(tmp_path / "site", {"index.html": ["a.html", "b.html"], "a.html": [], "b.html": []}).root)
-    site.rules["/a.html"] = Rule(delay=30)
+    # a.html answers 3 s late: the crawl is under way when Ctrl-C comes, and its graceful stop, which
+    # waits for the download under way, short (it was 30 s: a minute of the suite).
+    site.rules["/a.html"] = Rule(delay=3)
     ended = {}
     for way, start in (("forked", conftest.popen), ("anew", subprocess.Popen)):
         out = tmp_path / way

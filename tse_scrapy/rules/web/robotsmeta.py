@@ -94,9 +94,10 @@ def _head_end(body: bytes) -> int:
 
 def utf16_as_utf8(body: bytes, encoding: str | None, characters: int | None = None) -> bytes:
     """*body* in UTF-8 when it is UTF-16 (by its byte order mark, first, as a browser reads it, else by
-    *encoding*, a Python codec; a UTF-32 mark is UTF-32's, as ``page_encoding`` reads it), its byte order mark left out, its first *characters* only (None: all);
-    else *body* itself: an encoding whose bytes are ASCII's where markup is, which a scan of its bytes
-    reads as it is (a UTF-16 page's bytes hold no ``<meta`` or ``<a`` an ASCII pattern finds)."""
+    *encoding*, a Python codec; a UTF-32 mark is UTF-32's, as ``page_encoding`` reads it), its byte
+    order mark left out, its first *characters* only (None: all); else *body* itself: an encoding whose
+    bytes are ASCII's where markup is, which a scan of its bytes reads as it is (a UTF-16 page's bytes
+    hold no ``<meta`` or ``<a`` an ASCII pattern finds)."""
     codec, mark = read_bom(bytes(body[:4]))
     codec = codec or encoding
     try:
