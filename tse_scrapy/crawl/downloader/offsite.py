@@ -52,8 +52,6 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.prefixes = tuple(prefixes)
         self.filter = url_filter or UrlFilter()
         self.max_url_length = max_url_length
-        # robots.txt lives outside any /path/ prefix but must be fetched.
-        self.robots_urls = {_robots_url(prefix) for prefix in self.prefixes}
         self.prefix_hosts = {(urlsplit(p).scheme.lower(), urlsplit(p).netloc.lower()) for p in self.prefixes}
 
     @classmethod
@@ -129,9 +127,9 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         return (parts.scheme.lower(), parts.netloc.lower()) in self.prefix_hosts
 
     def verdict(self, url: str) -> str | None:
-        """None for a URL to fetch, else the progress word for ignoring it."""
-        if url in self.robots_urls:
-            return None
+        """None for a URL to fetch, else the progress word for ignoring it.  A robots.txt is judged as
+        any URL (its own fetch passes ``should_follow``): a link or a redirect to ``/robots.txt`` was let
+        through, out of the prefixes and past the TSE extension rule, and saved as a page."""
         normalized = normalize_url(url, self.filter.tse_extensions)
         if not is_internal(normalized, self.prefixes):
             return "IgnExtrn"
@@ -150,11 +148,6 @@ def _max_url_length(given: int) -> int:
         )
         return MAX_URL_CHARACTERS
     return given
-
-
-def _robots_url(prefix: str) -> str:
-    parts = urlsplit(prefix)
-    return f"{parts.scheme}://{parts.netloc}/robots.txt"
 
 
 def _robots_txt_or_its_hop(request: Request) -> bool:

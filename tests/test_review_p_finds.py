@@ -1,0 +1,52 @@
+"""revP's finds in what a crawl reads beyond links and what it keeps of it, each confirmed on the code
+before its mend: a redirect answered to a retried request (a 503, then a 302) left the prefixes, fetched
+and saved; a link or a redirect to ``/robots.txt`` saved robots.txt as a page, out of the prefixes (and
+with ``--links tse``, against the reference); a page whose links hold one of 70,000 characters, or a
+megabyte of CJK ones, had a crawl record line that ``parse_record`` (and so ``tse report``) refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_tse
+from tests.support.pages import saved_pages
+from tse_scrapy.devtools.siteserver import SiteServer
+
+
+def _site(root: Path, pages: dict[str, str | bytes]) -> Path:
+    for name, body in pages.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body if isinstance(body, bytes) else body.encode())
+    return root
+
+
+def _crawl(server: SiteServer, out: Path, seed: str, *options: str, depth: int = 1):
+    out.mkdir()
+    prefix = f"{server.url}/tse/"
+    return run_tse("crawl", prefix + seed, out, depth, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", *options)
+
+
+@pytest.mark.parametrize("links", ["html", "tse"])
+def test_a_link_or_a_redirect_to_robots_txt_is_no_page(serve, tmp_path, links):
+    # robots.txt's URL was let through the prefix test (for its own fetch, which passes on its own): a
+    # link to it was "Added" and saved as a page, a redirect to it too, with either scanner.
+    root = _site(
+        tmp_path / "site",
+        {
+            "robots.txt": "User-agent: *\nDisallow: /private/\n",
+            "tse/index.html": '<html><body><a href="/robots.txt">r</a><a href="moved.html">m</a></body></html>',
+            ".redirects": "/tse/moved.html 302 /robots.txt\n",
+        },
+    )
+    server = serve(root)
+    result = _crawl(server, tmp_path / "out", "index.html", "--links", links)
+    assert result.returncode == 0, result.stderr
+    assert saved_pages(tmp_path / "out") == [(f"{server.url}/tse/index.html", 0)]
+    progress = result.stdout.decode()
+    assert f" 0  IgnExtrn: {server.url}/robots.txt\n" in progress
+    assert f" 1     Failed: {server.url}/tse/moved.html\n" in progress
+    assert [hit.key for hit in server.hits].count("/robots.txt") == 1  # for its rules, once
