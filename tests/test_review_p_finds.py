@@ -13,7 +13,24 @@ import pytest
 
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
-from tse_scrapy.devtools.siteserver import SiteServer
+from tse_scrapy.devtools.siteserver import Rule, SiteServer
+
+
+class _BusyThenMoved(SiteServer):
+    """A site whose *moved* paths answer 503 the first time they are asked, and 302 to their target after."""
+
+    def __init__(self, root: Path, moved: dict[str, str]):
+        super().__init__(root)
+        self.moved = moved
+        self.answered: set[str] = set()
+
+    def take_rule(self, key: str) -> Rule | None:
+        if key not in self.moved:
+            return super().take_rule(key)
+        if key not in self.answered:
+            self.answered.add(key)
+            return Rule(status=503)
+        return Rule(status=302, location=self.moved[key])
 
 
 def _site(root: Path, pages: dict[str, str | bytes]) -> Path:
@@ -28,6 +45,29 @@ def _crawl(server: SiteServer, out: Path, seed: str, *options: str, depth: int =
     out.mkdir()
     prefix = f"{server.url}/tse/"
     return run_tse("crawl", prefix + seed, out, depth, "--prefix", prefix, "-s", "DOWNLOAD_DELAY=0", *options)
+
+
+def test_a_redirect_answered_to_a_retry_does_not_leave_the_prefixes(tmp_path):
+    # Scrapy's retry of the 503 has dont_filter, which the redirect's hop inherits: the offsite check let
+    # it pass, and /other/x.html, out of the prefix /tse/, was fetched and saved as page 2.
+    root = _site(
+        tmp_path / "site",
+        {
+            "tse/index.html": '<html><body><a href="busy.html">busy</a></body></html>',
+            "other/x.html": "<html><body>out of the prefix</body></html>",
+        },
+    )
+    server = _BusyThenMoved(root, {"/tse/busy.html": "/other/x.html"}).start()
+    try:
+        result = _crawl(server, tmp_path / "out", "index.html")
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    assert saved_pages(tmp_path / "out") == [(f"{server.url}/tse/index.html", 0)]
+    assert [hit.key for hit in server.hits].count("/tse/busy.html") == 2  # the 503, then the 302
+    assert "/other/x.html" not in [hit.key for hit in server.hits]
+    assert f" 1     Failed: {server.url}/tse/busy.html\n" in result.stdout.decode()
+    assert f"failed: {server.url}/tse/busy.html (redirected out of the prefixes)" in result.stderr.decode()
 
 
 @pytest.mark.parametrize("links", ["html", "tse"])

@@ -79,12 +79,16 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         """Scrapy's check of a request that is no found link (a seed, a redirect's next hop), refused
         with the reason it is refused for (``refusal``): a redirect to a URL too long was said "offsite",
-        and counted as an external link."""
-        if request.dont_filter or request.meta.get("allow_offsite") or self.should_follow(request, spider):
+        and counted as an external link.  Every request is judged, ``dont_filter`` or not: a retry has it
+        (Scrapy's RetryMiddleware), and the hop of a redirect answered to a retry inherits it, so that a
+        page answering 503, then 302 to another host or out of the prefixes, was fetched and saved there
+        (a review's find).  tse makes no request that must skip this check."""
+        if request.meta.get("allow_offsite") or self.should_follow(request, spider):
             return
         why = self.refusal(request.url)
         if why is None:
-            super().process_request(request)  # Scrapy's refusal, off the site: counted, and said "offsite"
+            # Scrapy's refusal, off the site: counted, and said "offsite" (its check lets dont_filter pass).
+            super().process_request(request.replace(dont_filter=False) if request.dont_filter else request)
             return
         raise IgnoreRequest(f"{why}: {request.url[:200]}")
 
