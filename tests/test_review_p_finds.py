@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import run_tse
 from tests.support.pages import saved_pages
 from tse_scrapy.devtools.siteserver import Rule, SiteServer
+from tse_scrapy.rules.files.crawlrecord import MAX_LINE, parse_record
 
 
 class _BusyThenMoved(SiteServer):
@@ -90,3 +91,30 @@ def test_a_link_or_a_redirect_to_robots_txt_is_no_page(serve, tmp_path, links):
     assert f" 0  IgnExtrn: {server.url}/robots.txt\n" in progress
     assert f" 1     Failed: {server.url}/tse/moved.html\n" in progress
     assert [hit.key for hit in server.hits].count("/robots.txt") == 1  # for its rules, once
+
+
+def test_every_line_of_a_crawl_record_reads_back_whatever_links_a_page_holds(serve, tmp_path):
+    # index.html links a URL of 70,000 characters, cjk.html 700 of 2,000 CJK characters each (1.4 million
+    # characters, 8.4 MB as JSON writes them, \\uXXXX): each page's saved line was refused by
+    # parse_record, and tse report skipped it (1 page saved of 3, "1 bad line skipped").
+    long_link = "/tse/" + "a" * 70_000 + ".html"
+    cjk_links = "".join(f'<a href="/tse/{chr(0x4E00 + n) * 2000}.html">c</a>' for n in range(700))
+    root = _site(
+        tmp_path / "site",
+        {
+            "tse/index.html": f'<html><body><a href="{long_link}">l</a><a href="cjk.html">c</a></body></html>',
+            "tse/cjk.html": f'<html><body>{cjk_links}<a href="index.html">i</a></body></html>',
+        },
+    )
+    server = serve(root)
+    record = tmp_path / "record.jsonl"
+    result = _crawl(server, tmp_path / "out", "index.html", "--record", str(record), depth=2)
+    assert result.returncode == 0, result.stderr
+    lines = record.read_bytes().splitlines()
+    assert all(len(line) <= MAX_LINE for line in lines)
+    saved = {r.url: r for r in map(parse_record, lines) if r.outcome == "saved"}
+    index, cjk = saved[f"{server.url}/tse/index.html"], saved[f"{server.url}/tse/cjk.html"]
+    assert (index.doc, cjk.doc) == (1, 2)
+    assert index.links == (f"{server.url}/tse/cjk.html",) and index.more_links == 1  # the long one, not listed
+    assert 0 < len(cjk.links) < 700 and len(cjk.links) + cjk.more_links == 701
+    assert cjk.links[0] == f"{server.url}/tse/{chr(0x4E00) * 2000}.html"
