@@ -52,8 +52,6 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         self.prefixes = tuple(prefixes)
         self.filter = url_filter or UrlFilter()
         self.max_url_length = max_url_length
-        # robots.txt lives outside any /path/ prefix but must be fetched.
-        self.robots_urls = {_robots_url(prefix) for prefix in self.prefixes}
         self.prefix_hosts = {(urlsplit(p).scheme.lower(), urlsplit(p).netloc.lower()) for p in self.prefixes}
 
     @classmethod
@@ -81,12 +79,16 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
     def process_request(self, request: Request, spider: Spider | None = None) -> None:
         """Scrapy's check of a request that is no found link (a seed, a redirect's next hop), refused
         with the reason it is refused for (``refusal``): a redirect to a URL too long was said "offsite",
-        and counted as an external link."""
-        if request.dont_filter or request.meta.get("allow_offsite") or self.should_follow(request, spider):
+        and counted as an external link.  Every request is judged, ``dont_filter`` or not: a retry has it
+        (Scrapy's RetryMiddleware), and the hop of a redirect answered to a retry inherits it, so that a
+        page answering 503, then 302 to another host or out of the prefixes, was fetched and saved there
+        (a review's find).  tse makes no request that must skip this check."""
+        if request.meta.get("allow_offsite") or self.should_follow(request, spider):
             return
         why = self.refusal(request.url)
         if why is None:
-            super().process_request(request)  # Scrapy's refusal, off the site: counted, and said "offsite"
+            # Scrapy's refusal, off the site: counted, and said "offsite" (its check lets dont_filter pass).
+            super().process_request(request.replace(dont_filter=False) if request.dont_filter else request)
             return
         raise IgnoreRequest(f"{why}: {request.url[:200]}")
 
@@ -129,9 +131,9 @@ class PrefixOffsiteMiddleware(OffsiteMiddleware):
         return (parts.scheme.lower(), parts.netloc.lower()) in self.prefix_hosts
 
     def verdict(self, url: str) -> str | None:
-        """None for a URL to fetch, else the progress word for ignoring it."""
-        if url in self.robots_urls:
-            return None
+        """None for a URL to fetch, else the progress word for ignoring it.  A robots.txt is judged as
+        any URL (its own fetch passes ``should_follow``): a link or a redirect to ``/robots.txt`` was let
+        through, out of the prefixes and past the TSE extension rule, and saved as a page."""
         normalized = normalize_url(url, self.filter.tse_extensions)
         if not is_internal(normalized, self.prefixes):
             return "IgnExtrn"
@@ -150,11 +152,6 @@ def _max_url_length(given: int) -> int:
         )
         return MAX_URL_CHARACTERS
     return given
-
-
-def _robots_url(prefix: str) -> str:
-    parts = urlsplit(prefix)
-    return f"{parts.scheme}://{parts.netloc}/robots.txt"
 
 
 def _robots_txt_or_its_hop(request: Request) -> bool:

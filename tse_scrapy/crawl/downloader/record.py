@@ -11,6 +11,7 @@ torn line, which a resumed crawl cuts before it appends.
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 from dataclasses import dataclass, field, replace
@@ -27,7 +28,14 @@ from twisted.python.failure import Failure
 
 from ...exitcodes import WRITE_ERROR
 from ...resume.statedb import RESUMABLE
-from ...rules.files.crawlrecord import IGNORED_KINDS, MAX_LINKS, MAX_LINKS_TEXT, RequestRecord, format_record
+from ...rules.files.crawlrecord import (
+    IGNORED_KINDS,
+    MAX_LINKS,
+    MAX_LINKS_TEXT,
+    MAX_URL,
+    RequestRecord,
+    format_record,
+)
 from ...update.extension import UpdateExtension, update_session
 from ..signals import page_done
 from .offsite import SITEMAP_REQUEST, URL_NOT_TAKEN, URL_TOO_LONG
@@ -371,11 +379,18 @@ def _page_key(request: Request | None) -> Any:
 
 
 def _bounded(links: Any) -> tuple[tuple[str, ...], int]:
-    """The links a line lists (at most MAX_LINKS, MAX_LINKS_TEXT characters), and how many more there were."""
+    """The links a line lists (at most MAX_LINKS, MAX_LINKS_TEXT bytes as the line writes them, none longer
+    than MAX_URL characters), and how many more there were.  Measured as written, escaped: a link of 70,000
+    characters, or 1.4 million characters of CJK links (6 bytes each, ``\\u65e5``), made a line that
+    ``parse_record`` refuses, and ``tse report`` skipped the saved page's line (a review's find)."""
     kept, size = [], 0
     for link in links:
-        size += len(link)
-        if len(kept) == MAX_LINKS or size > MAX_LINKS_TEXT:
+        if len(kept) == MAX_LINKS:
+            break
+        if len(link) > MAX_URL:
+            continue  # never crawled (TSE_MAX_URL_LENGTH) and never read back: counted in more_links
+        size += len(json.dumps(link)) - 2  # (its quotes left out, as before)
+        if size > MAX_LINKS_TEXT:
             break
         kept.append(link)
     return tuple(kept), len(links) - len(kept)

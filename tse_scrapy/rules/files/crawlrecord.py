@@ -29,7 +29,8 @@ line: join on it, since ``url`` is the page file's, normalized).
 ``start`` and ``end`` are Unix times of the exchange (``start`` is null for a
 request refused before it was sent), ``wait`` the seconds the politeness
 delay held it back.  A scanned page's line lists the links found on it
-(``links``, the first MAX_LINKS; ``more_links`` counts the rest) and counts
+(``links``, the first MAX_LINKS, MAX_LINKS_TEXT bytes as written at most, none longer than MAX_URL
+characters; ``more_links`` counts the rest) and counts
 the links ignored since the line before (``ignored``, by ``IGNORED_KINDS``).
 Every line of an update (``tse crawl --update``) says ``"update": true``.
 Optional keys are left out when empty.
