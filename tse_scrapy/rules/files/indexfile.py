@@ -74,11 +74,16 @@ def looks_like_an_index(start: bytes, whole: bool) -> bool:
     line, newline, _ = text.partition(b"\n")
     fields = line.split()
     complete = bool(newline) or whole
-    if not complete:
+    if not complete and len(fields) > 1:
         fields = fields[:-1]  # (cut where the read stopped)
     words, numbers = fields[:1], fields[1:]
-    if not words or not _WORD.fullmatch(words[0]) or not numbers:
+    if not words or not _WORD.fullmatch(words[0]):
         return False
+    if not numbers:
+        # Cut where the read stopped, the line may still go on with its pairs: a page's word of more
+        # letters than the read (a 70,000-letter run, first in sorted order) made tse index refuse the
+        # index it wrote itself.
+        return not complete
     if not all(_INT.fullmatch(number) for number in numbers):
         return False
     return not (complete and len(numbers) % 2)

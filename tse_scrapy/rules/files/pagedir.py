@@ -55,9 +55,22 @@ def page_path(pagedir: PathLike, doc_id: int | str) -> Path:
 
 def mark(pagedir: PathLike) -> None:
     """Create the empty ``.crawler`` marker, or empty it; one that is there and empty is left
-    untouched, its time included (raises OSError on failure)."""
-    descriptor = os.open(Path(pagedir) / MARKER, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    untouched, its time included (raises OSError on failure).
+
+    Never through a symbolic link, nor on what is no regular file: a ``.crawler`` linked to a file elsewhere
+    (a directory others may write to, an archive unpacked) emptied that file, a user's own."""
+    path = Path(pagedir) / MARKER
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO: no wait)
     try:
+        descriptor = os.open(path, flags, 0o666)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            linked = "it is a symbolic link (the file it names is left as it is)"
+            raise OSError(errno.ELOOP, linked, str(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         if os.fstat(descriptor).st_size:
             os.ftruncate(descriptor, 0)
     finally:
