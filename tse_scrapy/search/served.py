@@ -138,6 +138,11 @@ class GoneList:
         engine.docs.count(self.lengths)
 
 
+def _without_pages(lengths: dict[int, int], gone: frozenset[int]) -> dict[int, int]:
+    """The document lengths *lengths* without the pages *gone*."""
+    return {doc_id: length for doc_id, length in lengths.items() if doc_id not in gone}
+
+
 @dataclass(frozen=True)
 class Served:
     """An index opened, and what the app reads of it and of its pages once."""
@@ -200,6 +205,14 @@ class ServedIndex:
         # the list then held taken out: kept once a list changes, to take others out).
         self._gone_key = UNKNOWN
         self._stored_lengths: dict[int, int] | None = None
+        stored = engine.stored_docs()
+        if stored is not None and engine.gone & stored.lengths.keys():
+            # A process the server started in place of one that died opens the store its parent found
+            # matching the pages at the start, not checked again: the pages a list written since holds
+            # are taken out of it here, as its siblings took them when the list came (their /doc/N
+            # answered 404 and this one's 200, its BM25 counting them).
+            self._stored_lengths = dict(stored.lengths)
+            GoneList(engine.gone, _without_pages(stored.lengths, engine.gone)).given_to(engine)
         self._check_seconds = check_interval() if check_seconds is None else check_seconds
         self._retry_seconds = retry_seconds
         self._watching: asyncio.Task[None] | None = None  # (kept: a task only weakly held may vanish)
@@ -312,9 +325,8 @@ class ServedIndex:
             return renewed
         if self._stored_lengths is None:  # the store's lengths as opened, before any list changed them
             self._stored_lengths = dict(engine.docs.lengths)
-        lengths = {doc_id: length for doc_id, length in self._stored_lengths.items() if doc_id not in gone}
         # Counted as DocStore counts them: the same BM25 scores as a store built without them.
-        return GoneList(gone, lengths)
+        return GoneList(gone, _without_pages(self._stored_lengths, gone))
 
     def _opened(self) -> tuple[Served | None, str]:
         """The index at the path opened anew when it is as usable as the one open, else None and why."""
