@@ -16,6 +16,7 @@ from tests.support.sitegen import write_site
 from tse_scrapy.devtools.siteserver import Rule
 from tse_scrapy.rules.crawling.progress import progress_line
 from tse_scrapy.rules.web.links import extract_links_html, extract_links_tse
+from tse_scrapy.rules.web.sitemaps import sitemap_key
 from tse_scrapy.rules.web.urls import LinkResolver, backslashes_as_slashes
 
 
@@ -160,3 +161,56 @@ def test_a_crawl_asks_for_a_backslashed_link_as_a_browser_does(tmp_path, serve):
     assert progress_line(0, "Added", f"{tse}/dir/c.html") in log
     assert progress_line(0, "IgnExtrn", "http://127.0.0.2:18701/tse/b.html") in log
     assert all(hit.status == 200 for hit in server.hits if hit.key != "/robots.txt"), server.hits
+
+
+# 3. A sitemap file is read once, however an index names it: its seen-set keyed on the raw URL read
+# "index.xml" and "index.xml#again" each (an index could have one 50 MB sitemap parsed 1,000 times).
+SITEMAP_KEYS = [
+    ("http://h/pages.xml", "http://h/pages.xml"),
+    ("http://h/pages.xml#again", "http://h/pages.xml"),
+    ("HTTP://H/pages.xml", "http://h/pages.xml"),
+    ("http://h//pages.xml", "http://h/pages.xml"),
+    ("http://h/d/../pages.xml#x", "http://h/pages.xml"),
+    ("http://h/pages.xml?page=2#x", "http://h/pages.xml?page=2"),
+    ("http://h/Pages.xml", "http://h/Pages.xml"),  # a path keeps its case
+    ("http://h/sitemap.php", "http://h/sitemap.php"),  # any extension
+    ("http://h#x", "http://h"),  # no path: not normalized, its fragment dropped all the same
+]
+
+
+@pytest.mark.parametrize("url, key", SITEMAP_KEYS)
+def test_a_sitemap_is_known_by_its_url_normalized(url, key):
+    assert sitemap_key(url) == key
+
+
+@given(st.text(alphabet=st.sampled_from("ab/.#?:H"), max_size=20))
+def test_a_sitemap_url_with_a_fragment_is_the_file_without_it(path):
+    url = "http://h/" + path
+    key = sitemap_key(url)
+    assert "#" not in key and sitemap_key(key) == key
+    assert sitemap_key(url + "#again") == sitemap_key(url.split("#", 1)[0]) == key
+
+
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+def test_a_sitemap_named_many_ways_is_read_once(tmp_path, serve):
+    site = write_site(tmp_path / "site" / "tse", {"index.html": [], "only.html": []})
+    root = site.root.parent
+    server = serve(root)
+    url = server.url
+    (root / "robots.txt").write_text(f"User-agent: *\nAllow: /\n\nSitemap: {url}/index.xml\n")
+    names = [f"{url}/pages.xml", f"{url}/pages.xml#again", f"HTTP://127.0.0.1:{server.port}//pages.xml"]
+    names += [f"{url}/index.xml#again", f"{url}/tse/../pages.xml"]
+    locs = "".join(f"<sitemap><loc>{name}</loc></sitemap>" for name in names)
+    (root / "index.xml").write_text(f'<sitemapindex xmlns="{SITEMAP_NS}">{locs}</sitemapindex>')
+    page = f"<url><loc>{url}/tse/only.html</loc></url>"
+    (root / "pages.xml").write_text(f'<urlset xmlns="{SITEMAP_NS}">{page}</urlset>')
+    out = tmp_path / "out"
+    out.mkdir()
+    result = crawl_site(server, out, 0, "--sitemaps", seed="tse/index.html")
+    assert result.returncode == 0, result.stderr.decode()
+    assert saved_pages(out) == [(f"{url}/tse/index.html", 0), (f"{url}/tse/only.html", 0)]
+    asked = [hit.key for hit in server.hits]
+    # Before: index.xml was asked twice, and pages.xml again under several of its other names.
+    assert [key for key in asked if key.endswith(".xml")] == ["/index.xml", "/pages.xml"], asked
