@@ -3,8 +3,9 @@
 For each prefix's host, the ``Sitemap:`` lines of its robots.txt, else
 ``PREFIX/sitemap.xml``; a sitemap index leads to its sitemaps, at most
 ``MAX_SITEMAP_DEPTH`` levels down and ``MAX_SITEMAP_FILES`` files in all, each
-fetched once.  Sitemaps are fetched by the engine itself, as Scrapy's
-robots.txt middleware fetches robots.txt: through the downloader middlewares
+fetched once (named another way, with a fragment say, it is the same file: ``sitemap_key``).
+Sitemaps are fetched by the engine itself, as Scrapy's robots.txt middleware
+fetches robots.txt: through the downloader middlewares
 (robots.txt rules, politeness, the WARC), never through the scheduler, the
 spider or the page directory.  What a sitemap file holds is read by the pure
 ``rules/web/sitemaps.py`` (in a thread), bounded (50,000 URLs, 50 MB uncompressed
@@ -35,6 +36,7 @@ from ..rules.web.sitemaps import (
     SitemapEntry,
     is_html_page,
     read_sitemap,
+    sitemap_key,
     sitemap_urls_in_robots,
 )
 from .downloader.offsite import SITEMAP_REQUEST, PrefixOffsiteMiddleware
@@ -77,9 +79,12 @@ class SitemapReader:
         offsite = self._offsite()
         while queue:
             url, level = queue.popleft()
-            if url in seen:
+            # One file, however it is named: "index.xml#again", "HTTP://HOST//index.xml" and "index.xml"
+            # were each fetched and read (an index naming one 50 MB sitemap 1,000 times, read 1,000 times).
+            key = sitemap_key(url)
+            if key in seen:
                 continue
-            seen.add(url)
+            seen.add(key)
             if len(seen) > MAX_SITEMAP_FILES:
                 self._cut(url, f"more than {MAX_SITEMAP_FILES} sitemap files")
                 return

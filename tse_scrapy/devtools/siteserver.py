@@ -6,7 +6,7 @@ absolute-URI request ``GET http://host/path`` answers ``DIR/host/path``
 leaving this machine).  A directory answers its ``index.html``; a directory
 asked for without its slash answers 301 to the slashed URL.  Per-path rules
 inject statuses, redirects, delays, connection resets, slow drips and chunked
-bodies (a ``.redirects`` file in DIR, lines of
+bodies, for a number of answers and then another rule's (a ``.redirects`` file in DIR, lines of
 ``PATH STATUS LOCATION``, adds redirect rules); every request is recorded with
 the time it arrived, its headers and the status answered.
 
@@ -60,6 +60,7 @@ class Rule:
     drip: float | None = None  # send the body a byte at a time, this many seconds apart
     chunked: bool = False  # send the body with Transfer-Encoding: chunked
     cut_chunks: int | None = None  # chunked: send this many chunks of the body, then close (no last chunk)
+    then: Rule | None = None  # once *times* is spent, this rule answers instead (a 503 once, then a 302)
 
 
 @dataclass
@@ -135,9 +136,11 @@ class SiteServer:
             rule = self.rules.get(key)
             if rule is None:
                 return None
-            if rule.times is not None:
-                if rule.times <= 0:
+            while rule.times is not None and rule.times <= 0:
+                if rule.then is None:
                     return None
+                rule = self.rules[key] = rule.then
+            if rule.times is not None:
                 rule.times -= 1
             return rule
 

@@ -8,7 +8,8 @@ when REFERER_ENABLED; either way it is Scrapy's middleware.
 
 A redirect it cannot follow fails as what it is: past REDIRECT_MAX_TIMES ("too many redirects": Scrapy's
 IgnoreRequest was said "ignored"), or to a URL no request can be made of ("invalid redirect": a port past
-65535 was said "ValueError").
+65535 was said "ValueError").  A hop is de-duplicated as a link is, a retried page's too: Scrapy's retry
+sets ``dont_filter``, which Scrapy's redirect hands on to the hop.
 """
 
 from __future__ import annotations
@@ -68,6 +69,12 @@ class RedirectWithoutRefererMiddleware(RedirectMiddleware):
                 self.crawler.stats.inc_value("offsite/filtered")
                 raise IgnoreRequest(f"Filtered offsite request to a {scheme}: URL, from {request.url[:200]}")
             return hop
+        # Scrapy gives the hop the request's dont_filter, and Scrapy's retry sets it on the request it
+        # retries: a retried page's hop passed the dupefilter, so a redirect to a page seen saved it
+        # again, counted by the page limit, and a loop went on to REDIRECT_MAX_TIMES (a review's find).
+        # A hop is a URL like a link's: seen once.  (robots.txt's and the sitemaps' fetches never pass
+        # the scheduler: the engine follows their hops itself.)
+        hop.dont_filter = False
         if urlsplit(hop.url).netloc != urlsplit(request.url).netloc:
             # Scrapy copies the request's download slot to the hop: a hop to another host was asked in
             # the first host's slot, with its delay, and that host's Crawl-delay set on the first's slot

@@ -17,6 +17,8 @@ import lxml.html
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
+from .urls import backslashes_as_slashes
+
 _FOLLOWED_SCHEMES = {"http", "https"}
 # HTML strips leading/trailing ASCII whitespace from URLs and drops tabs and
 # newlines inside them (WHATWG URL parsing).
@@ -40,7 +42,8 @@ _ANCHORS_ALONE = re.compile(
 def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) -> list[str]:
     """The href of every ``<a>`` and ``<area>``, in document order, made absolute.
 
-    Resolved against ``<base href>`` when there is one, fragment cut off;
+    Resolved against ``<base href>`` when there is one, a ``\\`` before the query read as ``/`` (WHATWG URL),
+    fragment cut off;
     ``#...`` links and schemes other than http/https are skipped.  A ``<template>``'s content is inert
     (a fragment of its own, not the page's, as a browser reads it): a ``<base>`` or a link in it is none.
     *encoding*: the Python codec the page is read with (``page_text``).
@@ -66,7 +69,7 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
         href = element.get("href")
         if href is not None:
             try:
-                base = urljoin(page_url, _clean_href(href))
+                base = urljoin(page_url, backslashes_as_slashes(_clean_href(href), page_url))
                 urlsplit(base)
             except ValueError:  # a host Python cannot read ("http://[x/"): no base, as a browser takes it
                 base = page_url
@@ -79,6 +82,7 @@ def extract_links_html(body: bytes, page_url: str, encoding: str | None = None) 
         href = _clean_href(href)
         if href.startswith("#"):
             continue
+        href = backslashes_as_slashes(href, base)  # ("\\" is "/" in an http(s) URL, as a browser reads it)
         try:
             url = urljoin(base, href)
             scheme = urlsplit(url).scheme

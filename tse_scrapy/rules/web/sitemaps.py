@@ -64,6 +64,8 @@ from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 
+from .urls import normalize_url
+
 MAX_SITEMAP_URLS = 50_000  # sitemaps.org: per file
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024  # sitemaps.org: 50 MB uncompressed per file
 MAX_SITEMAP_DEPTH = 3  # index -> index -> ... nesting bound (robots/seed level is 0)
@@ -134,6 +136,13 @@ def is_html_page(body: bytes) -> bool:
     declaration or root element, a gzipped one with gzip's magic): a site's "not found" page answered
     with a 200 (a soft 404) where a sitemap was looked for.  Only the first 4 KB are read."""
     return _HTML_START.match(body[:4096]) is not None
+
+
+def sitemap_key(url: str) -> str:
+    """The file a sitemap's *url* names, one key for each way of writing it: normalized as the crawl
+    normalizes a URL (fragment dropped, scheme and host in lower case, dot segments removed, repeated
+    slashes collapsed), whatever its extension."""
+    return normalize_url(url, tse_extensions=False) or url.split("#", 1)[0]
 
 
 def sitemap_urls_in_robots(robots_txt: bytes) -> list[str]:

@@ -169,6 +169,27 @@ def clean_href(href: str) -> str:
     return href
 
 
+# WHATWG URL: the special schemes, in whose URLs a backslash before the query is a "/"; a scheme is a letter,
+# then letters, digits, "+", "-" or ".", then ":".
+_SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*(?=:)")
+
+
+def backslashes_as_slashes(href: str, base_url: str) -> str:
+    """*href* with each ``\\`` before its query or fragment written ``/``, when it is a URL of a special
+    scheme (http, https ...: its own scheme, else *base_url*'s, the URL it resolves against), as a
+    browser reads it (WHATWG URL); urljoin keeps it, and Scrapy makes it a ``/`` only once the link
+    is resolved: ``\\tse\\b.html`` on ``/tse/a.html`` was asked as ``/tse/tse/b.html``, not ``/tse/b.html``,
+    and ``/\\otherhost\\x.html`` as a path of this host, not another host's page."""
+    if "\\" not in href:
+        return href
+    scheme = _SCHEME.match(href) or _SCHEME.match(base_url)
+    if scheme is None or scheme.group().lower() not in _SPECIAL_SCHEMES:
+        return href
+    end = _first_of(href, "?#")
+    return href[:end].replace("\\", "/") + href[end:]
+
+
 class LinkResolver:
     """Links made absolute against a page's URL: the usual forms (absolute, from the root, a plain
     relative path) with string operations, the others with urljoin."""
@@ -183,7 +204,7 @@ class LinkResolver:
         self.directory = page_url.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0] + "/"
 
     def __call__(self, href: str) -> str | None:
-        href = href.split("#", 1)[0]
+        href = backslashes_as_slashes(href.split("#", 1)[0], self.page_url)  # (as the crawl's links resolve)
         if href.startswith(("http://", "https://")):
             return href
         if self.origin is None:
