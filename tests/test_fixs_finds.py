@@ -1,0 +1,63 @@
+"""A reviewer's finds in argument checking, note files and logs (fixS), each mended and checked here."""
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.support.inprocess import scrapy_here, tse_here
+from tse_scrapy.rules.crawling.crawlargs import MAX_DEPTH, ArgumentError, _check_depth, check_crawl_args
+
+SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
+# Nothing listens there: a crawl from it fails at once, and its arguments are checked first.
+CLOSED = "http://127.0.0.1:9/"
+
+
+# 1. maxDepth is read as the reference's C reads it (sscanf "%d"): one sign at most, then ASCII digits.
+@pytest.mark.parametrize(
+    "depth, message",
+    [
+        ("+-2", "maxDepth must be an integer: +-2"),  # int() of it was a traceback
+        ("-+1", "maxDepth must be an integer: -+1"),
+        ("--1", "maxDepth must be an integer: --1"),
+        ("\uff12", "maxDepth must be an integer: \uff12"),  # full-width: crawled to depth 2
+        ("1\u0663", "maxDepth must be an integer: 1\u0663"),  # an Arabic-Indic digit
+        ("\u30002", "maxDepth must be an integer: \u30002"),  # an ideographic space: no space of C's
+        ("1" * 5000, "maxDepth must be in [0, 10]: 1111"),  # int() refuses 4,300 digits: a traceback
+        ("-1", "maxDepth must be in [0, 10]: -1"),
+    ],
+)
+def test_bad_depths_are_refused_in_one_line(tmp_path, depth, message):
+    with pytest.raises(ArgumentError) as refused:
+        check_crawl_args(SEED, tmp_path, depth)
+    assert str(refused.value).startswith(message)
+
+
+@pytest.mark.parametrize("depth, read", [("+2", 2), ("-0", 0), (" 3\t", 3), ("010", 10), ("0000", 0), (7, 7)])
+def test_depths_c_reads_are_taken(tmp_path, depth, read):
+    assert check_crawl_args(SEED, tmp_path, depth).depth == read
+
+
+@given(st.one_of(st.text(max_size=12), st.from_regex(r"\s?[+-]{0,2}[0-9\uff10-\uff19]{1,4}\s?", fullmatch=True)))
+def test_a_depth_is_taken_only_as_c_reads_it(text):
+    core = text.strip(" \t\n\v\f\r")  # (what C's isspace skips)
+    unsigned = core[1:] if core and core[0] in "+-" else core
+    c_reads = unsigned != "" and all(c in "0123456789" for c in unsigned)
+    try:
+        depth = _check_depth(text)
+    except ArgumentError:
+        assert not c_reads or not 0 <= int(core) <= MAX_DEPTH
+    else:
+        assert c_reads and depth == int(core) and 0 <= depth <= MAX_DEPTH
+
+
+def test_tse_crawl_and_scrapy_crawl_refuse_mixed_signs_in_one_line(tmp_path):
+    crawled = tse_here("crawl", CLOSED, tmp_path, "+-2", "--prefix", CLOSED)
+    assert (crawled.returncode, crawled.stderr.decode()) == (2, "tse crawl: maxDepth must be an integer: +-2\n")
+    scrapy = scrapy_here(
+        "crawl", "tse", "-a", f"seed={CLOSED}", "-a", f"pagedir={tmp_path}", "-a", "depth=-+1", "-a", f"prefix={CLOSED}"
+    )
+    assert scrapy.returncode == 2
+    assert scrapy.stderr.decode().splitlines()[-1] == "scrapy crawl tse: maxDepth must be an integer: -+1"
+    assert os.listdir(tmp_path) == []
