@@ -61,3 +61,25 @@ def test_tse_crawl_and_scrapy_crawl_refuse_mixed_signs_in_one_line(tmp_path):
     assert scrapy.returncode == 2
     assert scrapy.stderr.decode().splitlines()[-1] == "scrapy crawl tse: maxDepth must be an integer: -+1"
     assert os.listdir(tmp_path) == []
+
+
+# 2. A PAGEDIR/.crawler that is a symbolic link is refused by the argument check, before anything is written.
+def test_a_linked_crawler_marker_is_refused_before_the_crawl_state_is_made(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".crawler").symlink_to(victim)
+    crawled = tse_here("crawl", CLOSED, out, 0, "--prefix", CLOSED)
+    assert crawled.returncode == 2
+    assert crawled.stderr.decode() == (
+        f"tse crawl: cannot create {out}/.crawler: it is a symbolic link (the file it names is left as it is)\n"
+    )
+    assert os.listdir(out) == [".crawler"]  # no .tse-state.sqlite: not "an interrupted crawl" next time
+    assert victim.read_text() == "precious\n"
+    with pytest.raises(ArgumentError, match="symbolic link"):
+        check_crawl_args(SEED, out, 1)
+    (out / ".crawler").unlink()
+    (out / ".crawler").symlink_to(tmp_path / "nowhere")  # dangling: refused the same
+    with pytest.raises(ArgumentError, match="symbolic link"):
+        check_crawl_args(SEED, out, 1)

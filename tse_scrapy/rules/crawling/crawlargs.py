@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from w3lib.url import safe_url_string
 
-from ..files.pagedir import MARKER, holds_pages, read_page_url
+from ..files.pagedir import MARKER, SYMBOLIC_LINK_REFUSED, holds_pages, read_page_url
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 from .secrets import mask_url
@@ -581,5 +581,9 @@ def _check_pagedir(pagedir: str) -> None:
     if not os.access(pagedir, os.W_OK | os.X_OK):
         raise ArgumentError(f"pageDirectory is not writable: {pagedir}")
     marker = os.path.join(pagedir, MARKER)
+    # (A link is refused here, before the crawl's state is made: ``pagedir.mark`` refuses it too, but
+    # later, and the directory was left holding an "interrupted crawl".  isfile follows links.)
+    if os.path.islink(marker):
+        raise ArgumentError(f"cannot create {marker}: {SYMBOLIC_LINK_REFUSED}")
     if os.path.lexists(marker) and not os.path.isfile(marker):
         raise ArgumentError(f"cannot create {marker}: not a regular file")

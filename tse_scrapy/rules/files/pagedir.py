@@ -29,6 +29,8 @@ from typing import BinaryIO
 from ...atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
+# Why a file a crawl writes in a page directory is not written (``mark``): what it names stays.
+SYMBOLIC_LINK_REFUSED = "it is a symbolic link (the file it names is left as it is)"
 GONE_NAME = ".tse-gone"
 # The most digits a docID is written with (a page directory of a billion billion pages), and a depth.
 DOCID_DIGITS = 18
@@ -65,8 +67,7 @@ def mark(pagedir: PathLike) -> None:
         descriptor = os.open(path, flags, 0o666)
     except OSError as error:
         if error.errno == errno.ELOOP:
-            linked = "it is a symbolic link (the file it names is left as it is)"
-            raise OSError(errno.ELOOP, linked, str(path)) from None
+            raise OSError(errno.ELOOP, SYMBOLIC_LINK_REFUSED, str(path)) from None
         raise
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
