@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from tests.support.inprocess import scrapy_here, tse_here
 from tse_scrapy.rules.crawling.crawlargs import MAX_DEPTH, ArgumentError, _check_depth, check_crawl_args
+from tse_scrapy.rules.files.pagenotes import ROBOTS, PageNotes, read_noindex
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
 # Nothing listens there: a crawl from it fails at once, and its arguments are checked first.
@@ -83,3 +84,37 @@ def test_a_linked_crawler_marker_is_refused_before_the_crawl_state_is_made(tmp_p
     (out / ".crawler").symlink_to(tmp_path / "nowhere")  # dangling: refused the same
     with pytest.raises(ArgumentError, match="symbolic link"):
         check_crawl_args(SEED, out, 1)
+
+
+# 3. Note files are never written through a symbolic link.
+def test_a_note_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious\n")
+    (tmp_path / ROBOTS).mkdir()
+    (tmp_path / ROBOTS / "crawl.tsv").symlink_to(victim)
+    notes = PageNotes(tmp_path, ROBOTS, "crawl")
+    with pytest.raises(OSError) as refused:
+        notes.note("http://h/a.html", "noindex")
+    assert str(refused.value) == (
+        f"[Errno 40] it is a symbolic link (the file it names is left as it is): '{tmp_path}/{ROBOTS}/crawl.tsv'"
+    )
+    notes.close()
+    assert victim.read_bytes() == b"precious\n"  # "http://h/a.html\tnoindex" was appended to it
+
+
+def test_a_notes_directory_that_is_a_link_is_refused_and_a_plain_one_written(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    (pages / ROBOTS).symlink_to(elsewhere)
+    with pytest.raises(OSError, match="symbolic link"):
+        PageNotes(pages, ROBOTS, "crawl").note("http://h/a.html", "noindex")
+    assert os.listdir(elsewhere) == []  # crawl.tsv was made there
+    (pages / ROBOTS).unlink()
+    notes = PageNotes(pages, ROBOTS, "crawl")
+    notes.note("http://h/a.html", "noindex")
+    notes.note("http://h/b.html", "noindex")
+    notes.close()
+    assert read_noindex(pages) == {"http://h/a.html", "http://h/b.html"}
+    assert not (pages / ROBOTS / "crawl.tsv").is_symlink()
