@@ -5,8 +5,11 @@ import os
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scrapy.utils.test import get_crawler
 
+from tests.conftest import run_tse
 from tests.support.inprocess import scrapy_here, tse_here
+from tse_scrapy.crawl.extensions.stats import TseStatsCollector
 from tse_scrapy.rules.crawling.crawlargs import MAX_DEPTH, ArgumentError, _check_depth, check_crawl_args
 from tse_scrapy.rules.files.pagenotes import ROBOTS, PageNotes, read_noindex
 
@@ -118,3 +121,26 @@ def test_a_notes_directory_that_is_a_link_is_refused_and_a_plain_one_written(tmp
     notes.close()
     assert read_noindex(pages) == {"http://h/a.html", "http://h/b.html"}
     assert not (pages / ROBOTS / "crawl.tsv").is_symlink()
+
+
+# 4. A seed's secret query token is masked in the stats Scrapy dumps at the crawl's end (-v).
+def test_the_stats_dump_masks_a_failed_seeds_token(tmp_path):
+    crawled = run_tse(
+        "crawl", f"{CLOSED}?token=SECRET1", tmp_path, 0, "--prefix", CLOSED, "-v", "-s", "DOWNLOAD_DELAY=0"
+    )
+    stderr = crawled.stderr.decode()
+    assert crawled.returncode == 0
+    assert "'tse/seed_failures': [['http://127.0.0.1:9/?token=***', 'connection refused']]" in stderr
+    assert "SECRET1" not in stderr
+
+
+def test_every_stat_quoting_a_secret_is_masked_in_the_dump():
+    stats = TseStatsCollector(
+        get_crawler(settings_dict={"STATS_CLASS": "tse_scrapy.crawl.extensions.stats.TseStatsCollector"})
+    )
+    stats.set_value("tse/error", "cannot fetch http://alice:hunter2@h/?api_key=K3Y&x=1: refused")
+    stats.set_value("tse/failed_pages", [["http://h/a.html?access_token=T0K", "HTTP 404"]])
+    dumped = str(stats)
+    assert "hunter2" not in dumped and "K3Y" not in dumped and "T0K" not in dumped
+    assert "http://alice:***@h/?api_key=***&x=1: refused" in dumped
+    assert stats.get_value("tse/error") == "cannot fetch http://alice:hunter2@h/?api_key=K3Y&x=1: refused"  # kept
