@@ -1,6 +1,7 @@
 """A reviewer's finds in argument checking, note files and logs (fixS), each mended and checked here."""
 
 import os
+import threading
 
 import pytest
 from hypothesis import given
@@ -121,6 +122,20 @@ def test_a_notes_directory_that_is_a_link_is_refused_and_a_plain_one_written(tmp
     notes.close()
     assert read_noindex(pages) == {"http://h/a.html", "http://h/b.html"}
     assert not (pages / ROBOTS / "crawl.tsv").is_symlink()
+
+
+def test_a_notes_file_that_is_a_fifo_is_skipped_not_waited_on(tmp_path):
+    (tmp_path / ROBOTS).mkdir()
+    (tmp_path / ROBOTS / "a.tsv").write_bytes(b"http://h/a.html\tnoindex\n")
+    os.mkfifo(tmp_path / ROBOTS / "b.tsv")  # (tse index waited for a writer for ever)
+    os.symlink("/dev/zero", tmp_path / ROBOTS / "c.tsv")  # (read to 256 MiB)
+    done = []
+    reader = threading.Thread(target=lambda: done.append(read_noindex(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    if reader.is_alive():  # (let the reader go: open the FIFO's other end)
+        os.close(os.open(tmp_path / ROBOTS / "b.tsv", os.O_WRONLY | os.O_NONBLOCK))
+    assert done == [{"http://h/a.html"}]
 
 
 # 4. A seed's secret query token is masked in the stats Scrapy dumps at the crawl's end (-v).

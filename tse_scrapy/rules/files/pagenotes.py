@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .pagedir import SYMBOLIC_LINK_REFUSED, open_own_file
+from .pagedir import SYMBOLIC_LINK_REFUSED, open_own_file, open_regular_file
 
 CHARSETS = ".tse-charsets"
 ROBOTS = ".tse-robots"
@@ -218,7 +218,8 @@ def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
         return found
     for name in names:
         try:
-            with open(directory / name, "rb") as notes:
+            # (A regular file only, its opening not waited on: a FIFO there held tse index for ever.)
+            with open_regular_file(directory / name) as notes:
                 found.update(parse_note_lines(notes.read(MAX_FILE_BYTES), kind in URL_VALUED))
         except OSError:
             continue
