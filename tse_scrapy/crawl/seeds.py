@@ -4,8 +4,9 @@ A crawl whose seed fails saves nothing and exits 0 (SPEC 2.4: a failed fetch
 is not an error), with only Scrapy's log of a robots.txt that could not be
 read to tell why.  ``SeedFailures`` hears each failed page (``page_done``)
 and keeps a seed's reason in the stats (``tse/seed_failures``: [URL, reason]
-pairs); ``seed_failure_line`` turns them into the line ``outcome.report``
-writes on stderr.  Every other failed page is kept the same way
+pairs, the URL's secrets masked: Scrapy dumps the stats in its log);
+``seed_failure_line`` turns them into the line ``outcome.report`` writes on
+stderr.  Every other failed page is kept the same way
 (``tse/failed_pages``: the first FAILED_PAGES_SAID; ``tse/failed_pages_more``
 counts the rest), which ``failed_page_lines`` says, a line each, and ``tse
 crawl`` writes before its summary: the progress log's ``Failed`` line says no
@@ -46,6 +47,9 @@ class SeedFailures:
     def __init__(self, crawler: Crawler):
         self.crawler = crawler
         self._requested: dict[str, str] | None = None  # each seed as Scrapy requests it -> the seed
+        # The seeds that failed, as given: the stats hold them masked (Scrapy dumps the stats in the log,
+        # and a seed's ?token=SECRET was shown there with -v), where two may read the same.
+        self._failed_seeds: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SeedFailures:
@@ -85,13 +89,14 @@ class SeedFailures:
         if url is None:  # a page (a sitemap's URL, at depth 0 too), not a seed
             self._page_failed(normalized, status, reason, kept, redirected, request.url)
             return
-        failures = self.crawler.stats.get_value(SEED_FAILURES) or []
-        if all(seed != url for seed, _ in failures):
+        if url not in self._failed_seeds:
+            self._failed_seeds.add(url)
+            failures = self.crawler.stats.get_value(SEED_FAILURES) or []
             why = self._why(status, reason, redirected, request.url)
             # An update keeps a known page that failed for a while: its saved copy, its links followed
             # (the line said only that it could not be fetched, the site down a moment: a helper's find).
             why += ", its saved copy kept" if kept else ""
-            self.crawler.stats.set_value(SEED_FAILURES, [*failures, [url, why]])
+            self.crawler.stats.set_value(SEED_FAILURES, [*failures, [mask_url(url), why]])
 
     def _page_failed(
         self, url: str, status: int | None, reason: str | None, kept: bool, redirected: bool, last_hop: str
@@ -100,7 +105,7 @@ class SeedFailures:
         said = stats.get_value(FAILED_PAGES) or []
         if len(said) < FAILED_PAGES_SAID:
             why = self._why(status, reason, redirected, last_hop) + (", its saved copy kept" if kept else "")
-            stats.set_value(FAILED_PAGES, [*said, [url, why]])
+            stats.set_value(FAILED_PAGES, [*said, [mask_url(url), why]])
         else:
             stats.inc_value(FAILED_PAGES_MORE)
 

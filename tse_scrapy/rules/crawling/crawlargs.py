@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from w3lib.url import safe_url_string
 
-from ..files.pagedir import MARKER, holds_pages, read_page_url
+from ..files.pagedir import MARKER, SYMBOLIC_LINK_REFUSED, holds_pages, read_page_url
 from ..web.links import EXTRACTORS
 from ..web.urls import DEFAULT_PREFIX, TSE_AND_PDF, is_internal, normalize_url
 from .secrets import mask_url
@@ -554,14 +554,23 @@ UNTYPED_SETTING_KINDS: dict[str, tuple[Callable[[Any], Any], str]] = {
 _LOG_LEVELS = ("CRITICAL", "FATAL", "ERROR", "WARNING", "WARN", "INFO", "DEBUG", "NOTSET")
 
 
+# An integer as the reference's C reads maxDepth (``sscanf("%d")``): one sign at most, then ASCII digits.
+# (``str.isdigit`` takes full-width digits and "²"; a sign stripped before it let "+-2" through to int: a traceback.)
+_DEPTH = re.compile(r"([+-]?)([0-9]+)")
+# What C's ``isspace`` skips before a number (``str.strip`` would strip Unicode spaces too).
+_C_SPACES = " \t\n\v\f\r"
+
+
 def _check_depth(depth: Any) -> int:
-    text = str(depth).strip()
-    if not text.lstrip("+-").isdigit():
+    """maxDepth as an int in [0, MAX_DEPTH], or ArgumentError."""
+    found = _DEPTH.fullmatch(str(depth).strip(_C_SPACES))
+    if found is None:
         raise ArgumentError(f"maxDepth must be an integer: {depth}")
-    value = int(text)
-    if not 0 <= value <= MAX_DEPTH:
+    sign, digits = found[1], found[2].lstrip("0") or "0"
+    # (Past two digits it is out of range: int() of thousands of digits is refused with a ValueError.)
+    if len(digits) > 2 or not 0 <= int(sign + digits) <= MAX_DEPTH:
         raise ArgumentError(f"maxDepth must be in [0, {MAX_DEPTH}]: {depth}")
-    return value
+    return int(sign + digits)
 
 
 def _check_pagedir(pagedir: str) -> None:
@@ -572,5 +581,9 @@ def _check_pagedir(pagedir: str) -> None:
     if not os.access(pagedir, os.W_OK | os.X_OK):
         raise ArgumentError(f"pageDirectory is not writable: {pagedir}")
     marker = os.path.join(pagedir, MARKER)
+    # (A link is refused here, before the crawl's state is made: ``pagedir.mark`` refuses it too, but
+    # later, and the directory was left holding an "interrupted crawl".  isfile follows links.)
+    if os.path.islink(marker):
+        raise ArgumentError(f"cannot create {marker}: {SYMBOLIC_LINK_REFUSED}")
     if os.path.lexists(marker) and not os.path.isfile(marker):
         raise ArgumentError(f"cannot create {marker}: not a regular file")

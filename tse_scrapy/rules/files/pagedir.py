@@ -29,6 +29,8 @@ from typing import BinaryIO
 from ...atomicfile import partial_path, write_atomically
 
 MARKER = ".crawler"
+# Why a file a crawl writes in a page directory is not written (``open_own_file``): what it names stays.
+SYMBOLIC_LINK_REFUSED = "it is a symbolic link (the file it names is left as it is)"
 GONE_NAME = ".tse-gone"
 # The most digits a docID is written with (a page directory of a billion billion pages), and a depth.
 DOCID_DIGITS = 18
@@ -59,22 +61,31 @@ def mark(pagedir: PathLike) -> None:
 
     Never through a symbolic link, nor on what is no regular file: a ``.crawler`` linked to a file elsewhere
     (a directory others may write to, an archive unpacked) emptied that file, a user's own."""
-    path = Path(pagedir) / MARKER
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO: no wait)
+    descriptor = open_own_file(Path(pagedir) / MARKER, os.O_WRONLY | os.O_CREAT)
     try:
-        descriptor = os.open(path, flags, 0o666)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            linked = "it is a symbolic link (the file it names is left as it is)"
-            raise OSError(errno.ELOOP, linked, str(path)) from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
         if os.fstat(descriptor).st_size:
             os.ftruncate(descriptor, 0)
     finally:
         os.close(descriptor)
+
+
+def open_own_file(path: PathLike, flags: int, *, dir_fd: int | None = None) -> int:
+    """A descriptor of *path* opened with *flags* (``os.O_WRONLY | os.O_CREAT`` ...; relative to the
+    directory *dir_fd* if given), never through a symbolic link nor on what is no regular file: for a
+    file a crawl writes in a page directory, whose link to a file elsewhere (a directory others may write
+    to, an archive unpacked) had that file written.  OSError, one line: ELOOP for a link
+    (SYMBOLIC_LINK_REFUSED), EINVAL for a directory, a FIFO (not waited on) or a device."""
+    flags |= os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK  # (O_NONBLOCK: a FIFO's opening is not waited on)
+    try:
+        descriptor = os.open(path, flags, 0o666, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, SYMBOLIC_LINK_REFUSED, str(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
+    return descriptor
 
 
 def holds_pages(pagedir: PathLike) -> bool:

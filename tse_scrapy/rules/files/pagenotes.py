@@ -45,11 +45,14 @@ someone else wrote) are skipped, and reading is bounded.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
+
+from .pagedir import SYMBOLIC_LINK_REFUSED, open_own_file, open_regular_file
 
 CHARSETS = ".tse-charsets"
 ROBOTS = ".tse-robots"
@@ -215,7 +218,8 @@ def read_notes(pagedir: str | os.PathLike, kind: str) -> dict[str, str]:
         return found
     for name in names:
         try:
-            with open(directory / name, "rb") as notes:
+            # (A regular file only, its opening not waited on: a FIFO there held tse index for ever.)
+            with open_regular_file(directory / name) as notes:
                 found.update(parse_note_lines(notes.read(MAX_FILE_BYTES), kind in URL_VALUED))
         except OSError:
             continue
@@ -238,10 +242,30 @@ class PageNotes:
         if line is None:
             return
         if self._file is None:
-            self.path.parent.mkdir(exist_ok=True)
-            self._file = open(self.path, "ab")  # noqa: SIM115 - kept open for the crawl, closed by close()
+            self._file = self._open()
         self._file.write(line)
         self._file.flush()
+
+    def _open(self) -> BinaryIO:
+        """The notes file open for appending (created with its directory if need be), neither of them
+        through a symbolic link: a ``NAME.tsv`` linked to a file elsewhere had crawl lines appended to
+        it, a ``KIND`` directory linked elsewhere had the notes written there.  OSError, one line
+        (``open_own_file``'s)."""
+        directory = self.path.parent
+        directory.mkdir(exist_ok=True)
+        try:
+            folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            if directory.is_symlink():  # (ENOTDIR or ELOOP, as the kernel says it)
+                raise OSError(errno.ELOOP, SYMBOLIC_LINK_REFUSED, str(directory)) from None
+            raise
+        try:
+            descriptor = open_own_file(self.path.name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, dir_fd=folder)
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, str(self.path)) from None  # (named in full)
+        finally:
+            os.close(folder)
+        return open(descriptor, "ab")  # kept open for the crawl, closed by close()
 
     def sync(self) -> None:
         """Make the notes written so far survive a power cut (fsync), the file's name too the first time
