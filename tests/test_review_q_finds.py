@@ -57,7 +57,7 @@ def test_tse_crawl_never_empties_the_file_a_crawler_marker_links_to(tmp_path, se
     (out / ".crawler").symlink_to(victim)  # (a directory others may write to, an archive unpacked)
     result = crawl_site(server, out, 1)
     assert victim.read_text() == "precious\n"  # it was emptied, and the crawl went on
-    assert result.returncode == 1
+    assert result.returncode == 2  # (refused with the arguments, before anything is written)
     assert result.stderr.decode().splitlines()[-1] == (
         f"tse crawl: cannot create {out}/.crawler: it is a symbolic link (the file it names is left as it is)"
     )
