@@ -8,10 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.utils.test import get_crawler
 
-from tests.conftest import run_tse
+from tests.conftest import crawl_site, run_tse
 from tests.support.inprocess import scrapy_here, tse_here
+from tests.support.sitegen import write_site
 from tse_scrapy.crawl.extensions.stats import TseStatsCollector
 from tse_scrapy.rules.crawling.crawlargs import MAX_DEPTH, ArgumentError, _check_depth, check_crawl_args
+from tse_scrapy.rules.crawling.progress import progress_line
+from tse_scrapy.rules.files import pagedir
 from tse_scrapy.rules.files.pagenotes import ROBOTS, PageNotes, read_noindex
 
 SEED = "http://cs50tse.cs.dartmouth.edu/tse/letters/index.html"
@@ -159,3 +162,22 @@ def test_every_stat_quoting_a_secret_is_masked_in_the_dump():
     assert "hunter2" not in dumped and "K3Y" not in dumped and "T0K" not in dumped
     assert "http://alice:***@h/?api_key=***&x=1: refused" in dumped
     assert stats.get_value("tse/error") == "cannot fetch http://alice:hunter2@h/?api_key=K3Y&x=1: refused"  # kept
+
+
+def test_the_progress_log_masks_the_secrets_of_the_urls_it_shows(tmp_path, serve):
+    # The progress log on stdout showed every URL whole (`Fetched: ...?token=SECRET2`), where the
+    # terminal's status line, a report and the stats dump mask them (a scrapyd job's log is served).
+    server = serve(write_site(tmp_path / "site", {"index.html": ["a.html?token=SECRET2", "b.html"]}).root)
+    (tmp_path / "site" / "a.html").write_text("<html><body><p>a</p></body></html>\n")
+    (tmp_path / "site" / "b.html").write_text("<html><body><p>b</p></body></html>\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    crawled = crawl_site(server, out, 1)
+    assert crawled.returncode == 0, crawled.stderr.decode()
+    log = crawled.stdout.decode()
+    assert "SECRET2" not in log
+    for depth, word in ((0, "Found"), (0, "Added"), (1, "Fetched")):
+        assert progress_line(depth, word, f"{server.url}/a.html?token=***") in log
+    assert progress_line(1, "Fetched", f"{server.url}/b.html") in log  # a URL with none: the reference's line
+    # The page file keeps its URL whole: it is the page's (SPEC 2.2).
+    assert f"{server.url}/a.html?token=SECRET2" in {page.url for _, page in pagedir.read_pages(out)}

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from scrapy import Request
 
 from ..rules.crawling.progress import found_link, progress_line
+from ..rules.crawling.secrets import mask_url
 
 
 class _AwaitedLink:
@@ -40,7 +41,7 @@ class ProgressHold:
         self.awaited: dict[Request, _AwaitedLink] = {}  # (by identity) the links whose verdict is to come
 
     def line(self, depth: int, word: str, url: str) -> None:
-        self.entries.append(progress_line(depth, word, url))
+        self.entries.append(_line(depth, word, url))
 
     def link(self, request: Request, verdict: str) -> None:
         awaited = self.awaited.pop(request, None)
@@ -159,11 +160,18 @@ def release_progress() -> None:
     _hold = None
 
 
+def _line(depth: int, word: str, url: str) -> str:
+    """The progress line of *url*, its password and query secrets masked (``token=***``): the log is
+    output a user may share (a scrapyd job's log is served over HTTP), as the terminal's status line,
+    a report and the stats Scrapy dumps mask them; a URL holding none is the reference's line."""
+    return progress_line(depth, word, mask_url(url))
+
+
 def log_progress(depth: int, word: str, url: str) -> None:
     if _hold is not None:
         _hold.line(depth, word, url)
     else:
-        _write(progress_line(depth, word, url))
+        _write(_line(depth, word, url))
 
 
 def log_link(request: Request, verdict: str) -> None:
@@ -188,7 +196,7 @@ def _judged_before(request: Request) -> str:
 
 def _verdict_lines(depth: int, url: str, verdict: str) -> str:
     """``Found`` and the verdict of one link."""
-    return progress_line(depth, "Found", url) + progress_line(depth, verdict, url)
+    return _line(depth, "Found", url) + _line(depth, verdict, url)
 
 
 def await_verdict(request: Request) -> None:
