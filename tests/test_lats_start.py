@@ -1,6 +1,5 @@
-"""`tse serve`'s start: its workers opening the index one after the other (the first alone), the
-index's checks done in a child while the server imports its modules, and what an API answer does not
-need left unimported.  Real processes, forked as the server forks them."""
+"""`tse serve`'s start: its workers opening the index one after the other (the first alone), and what
+an API answer does not need left unimported.  Real processes, forked as the server forks its workers."""
 
 from __future__ import annotations
 
@@ -14,10 +13,9 @@ import time
 import pytest
 
 from tests.conftest import BIN, ROOT, clean_env
-from tse_scrapy.processes import ForkedCall
 from tse_scrapy.search.balancing import START_ALONE_SECONDS, ConnectionShares
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the workers and the checks are forked")
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked")
 
 _TIME = struct.Struct("!d")
 
@@ -80,25 +78,6 @@ def test_the_other_workers_start_when_the_first_ends_before_it_listens():
         os.waitpid(first, 0)
         os.close(read)
         os.close(write)
-
-
-def test_a_forked_call_gives_its_result_and_none_when_it_fails_or_is_stuck():
-    parent = os.getpid()
-    assert ForkedCall(lambda: ("done in", os.getpid() != parent, os.getppid() == parent)).result() == (
-        "done in",
-        True,
-        True,
-    )
-    assert ForkedCall(lambda: 1 / 0).result() is None  # (and nothing said)
-    stuck = ForkedCall(lambda: time.sleep(30))
-    began = time.monotonic()
-    assert stuck.result(timeout=0.2) is None
-    assert time.monotonic() - began < 10  # (killed, not waited for)
-    cancelled = ForkedCall(lambda: time.sleep(30))
-    pid = cancelled._pid
-    cancelled.cancel()
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # (ended and waited for: no zombie left)
 
 
 def test_the_server_imports_no_templates_before_a_page_asks_for_them():

@@ -687,99 +687,66 @@ def query(options: argparse.Namespace) -> int:
     return OK
 
 
-def _stored_and_searchable(pagedir: str, indexfile: str) -> tuple[tuple[int, int, int] | None, str | None] | None:
-    """What ``tse serve`` checks of an index before it answers, done in a child meanwhile (``serve``): the
-    key of the index file read and, when its document store was written with it and these page files,
-    why its search index cannot be used (None: it can), found as each of the server's processes opens it;
-    None when the store does not match (the server then reads the pages itself, and says why)."""
-    from .index.engine import QueryEngine
-    from .index.storage import IndexReader
-
-    engine = QueryEngine(pagedir, IndexReader(indexfile))
-    if engine.stored_docs() is None:
-        return None
-    problem = engine.search_index
-    return engine.index.key, problem if isinstance(problem, str) else None
-
-
 def serve(options: argparse.Namespace) -> int:
     from .index.docstore import other_crawl
     from .index.engine import QueryEngine
+    from .index.indexer import check_page_directory
     from .index.storage import IndexReader
-    from .processes import ForkedCall
 
-    # The document store checked against the page files (stat'ing each: 50 ms for 20,000) and the search
-    # index opened, in a child, on another core, while this process imports the server's modules and checks
-    # its options; taken only for the very index file this process opens (else it checks them itself).
-    checks = ForkedCall(lambda: _stored_and_searchable(options.pagedir, options.indexfile))
     try:
-        from .index.indexer import check_page_directory
-
-        try:
-            from .search.answercache import DEFAULT_BYTES, MAX_MEGABYTES, MEGABYTE
-            from .search.protocol import REQUEST_HEAD_SECONDS
-            from .search.served import check_interval
-            from .search.server import listen, serve_forever
-        except ImportError as error:
-            return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
-        _index_warnings_said_by("serve")
-        # Everything is checked and loaded before the server answers anything.
-        if options.workers is not None and not 1 <= options.workers <= 64:
-            return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
-        head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
-        if not 1 <= head_seconds <= 3600:  # (nan and inf too)
-            return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds!r}", USAGE)
-        answer_megabytes = DEFAULT_BYTES / MEGABYTE if options.answer_cache is None else options.answer_cache
-        if not 0 <= answer_megabytes <= MAX_MEGABYTES:  # (nan and inf too)
-            return _one_line(
-                "serve", f"--answer-cache must be from 0 to {MAX_MEGABYTES} MB: {answer_megabytes!r}", USAGE
-            )
-        try:
-            check_interval()
-        except ValueError as error:
-            return _one_line("serve", str(error), USAGE)
+        from .search.answercache import DEFAULT_BYTES, MAX_MEGABYTES, MEGABYTE
+        from .search.protocol import REQUEST_HEAD_SECONDS
+        from .search.served import check_interval
+        from .search.server import listen, serve_forever
+    except ImportError as error:
+        return _one_line("serve", f"needs the search extra (pip install tse-scrapy[search]): {error}", USAGE)
+    _index_warnings_said_by("serve")
+    # Everything is checked and loaded before the server answers anything.
+    if options.workers is not None and not 1 <= options.workers <= 64:
+        return _one_line("serve", f"--workers must be from 1 to 64: {options.workers}", USAGE)
+    head_seconds = REQUEST_HEAD_SECONDS if options.head_timeout is None else options.head_timeout
+    if not 1 <= head_seconds <= 3600:  # (nan and inf too)
+        return _one_line("serve", f"--head-timeout must be from 1 to 3600 seconds: {head_seconds!r}", USAGE)
+    answer_megabytes = DEFAULT_BYTES / MEGABYTE if options.answer_cache is None else options.answer_cache
+    if not 0 <= answer_megabytes <= MAX_MEGABYTES:  # (nan and inf too)
+        return _one_line("serve", f"--answer-cache must be from 0 to {MAX_MEGABYTES} MB: {answer_megabytes!r}", USAGE)
+    try:
+        check_interval()
+    except ValueError as error:
+        return _one_line("serve", str(error), USAGE)
+    with _one_line_errors("serve", options.indexfile, USAGE):
+        check_page_directory(options.pagedir, options.indexfile)
+        if problem := other_crawl(options.indexfile, options.pagedir):
+            return _one_line("serve", problem, USAGE)
+        engine = QueryEngine(options.pagedir, IndexReader(options.indexfile))
+    try:
+        sock = listen(options.host, options.port)
+    except OSError as error:
+        return _one_line("serve", f"cannot listen on {options.host}:{options.port}: {error.strerror}", USAGE)
+    # The document store opened, or built from the pages (a while without one), once the port is the
+    # server's: a port taken is said at once.
+    try:
         with _one_line_errors("serve", options.indexfile, USAGE):
-            check_page_directory(options.pagedir, options.indexfile)
-            if problem := other_crawl(options.indexfile, options.pagedir):
-                return _one_line("serve", problem, USAGE)
-            index = IndexReader(options.indexfile)
-            checked = checks.result()
-            # The child's checks, of this very index file: the store is opened without stat'ing the pages
-            # again (as each worker opens it), and the search index is not opened here.
-            pages_checked = isinstance(checked, tuple) and checked[0] == index.key
-            search_problem = checked[1] if isinstance(checked, tuple) and pages_checked else None
-            engine = QueryEngine(options.pagedir, index, pages_checked)
-        try:
-            sock = listen(options.host, options.port)
-        except OSError as error:
-            return _one_line("serve", f"cannot listen on {options.host}:{options.port}: {error.strerror}", USAGE)
-        # The document store opened, or built from the pages (a while without one), once the port is the
-        # server's: a port taken is said at once.
-        try:
-            with _one_line_errors("serve", options.indexfile, USAGE):
-                engine.docs  # noqa: B018
-        except BaseException:
-            sock.close()
-            raise
-        host, port = sock.getsockname()[:2]
-        host = f"[{host}]" if ":" in host else host
-        # Each worker opens the index and its document store itself: without a store to open, one process.
-        workers = options.workers or min(len(os.sched_getaffinity(0)), 4)
-        if workers > 1 and not engine.docs.from_file:
-            sys.stderr.write(f"tse serve: one process, not {workers}: run tse index to store titles and snippets\n")
-            workers = 1
-        # Opened as each worker opens it (by the child, where it checked the store): what would make every
-        # search rank=tse, said once.
-        if isinstance(problem := search_problem if pages_checked else engine.search_index, str):
-            sys.stderr.write(
-                f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
-            )
-        sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
-        if not serve_forever(engine, sock, workers, head_seconds, int(answer_megabytes * MEGABYTE)):
-            return _one_line("serve", "a worker process could not start (see above)")
-        return OK
-    finally:
-        checks.cancel()
+            engine.docs  # noqa: B018
+    except BaseException:
+        sock.close()
+        raise
+    host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if ":" in host else host
+    # Each worker opens the index and its document store itself: without a store to open, one process.
+    workers = options.workers or min(len(os.sched_getaffinity(0)), 4)
+    if workers > 1 and not engine.docs.from_file:
+        sys.stderr.write(f"tse serve: one process, not {workers}: run tse index to store titles and snippets\n")
+        workers = 1
+    # Opened here as each worker opens it: what would make every search rank=tse, said once.
+    if isinstance(problem := engine.search_index, str):
+        sys.stderr.write(
+            f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
+        )
+    sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
+    if not serve_forever(engine, sock, workers, head_seconds, int(answer_megabytes * MEGABYTE)):
+        return _one_line("serve", "a worker process could not start (see above)")
+    return OK
 
 
 def report(options: argparse.Namespace) -> int:
