@@ -757,7 +757,8 @@ def _serve(options: argparse.Namespace) -> int:
             f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
         )
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
-    gc.freeze()
+    if workers > 1:  # (one process built its store from the pages: its garbage is left to be collected)
+        gc.freeze()
     gc.enable()
     if not serve_forever(engine, sock, workers, head_seconds, int(answer_megabytes * MEGABYTE)):
         return _one_line("serve", "a worker process could not start (see above)")

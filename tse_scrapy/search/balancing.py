@@ -203,6 +203,8 @@ class BalancedServer(uvicorn.Server):
         shares = getattr(self.config, "shares", None)
         if not isinstance(shares, ConnectionShares) or not sockets or len(sockets) != 1:
             await super().startup(sockets=sockets)
+            if isinstance(shares, ConnectionShares):
+                shares.said_listening()
             return
         await super().startup(sockets=[])  # everything but the listening: done below
         acceptor = self._acceptor = _Acceptor(asyncio.get_running_loop(), sockets[0], shares, self._protocol)
