@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import logging
 import os
@@ -688,6 +689,18 @@ def query(options: argparse.Namespace) -> int:
 
 
 def serve(options: argparse.Namespace) -> int:
+    # Python's collector of cyclic garbage left off while the server imports its modules and opens the
+    # index (its collections were 5 % of that), and what they made frozen before the workers are forked
+    # (``serve_forever``): the workers' collections then neither walk it nor copy its pages.  The Python
+    # docs' way for a server that forks (``gc.freeze``).
+    gc.disable()
+    try:
+        return _serve(options)
+    finally:
+        gc.enable()
+
+
+def _serve(options: argparse.Namespace) -> int:
     from .index.docstore import other_crawl
     from .index.engine import QueryEngine
     from .index.indexer import check_page_directory
@@ -744,6 +757,9 @@ def serve(options: argparse.Namespace) -> int:
             f"tse serve: the search index cannot be used, so results use rank=tse: {shown_message(problem)}\n"
         )
     sys.stderr.write(f"tse serve: searching {options.pagedir} on http://{host}:{port}/ (Ctrl-C to stop)\n")
+    if workers > 1:  # (one process built its store from the pages: its garbage is left to be collected)
+        gc.freeze()
+    gc.enable()
     if not serve_forever(engine, sock, workers, head_seconds, int(answer_megabytes * MEGABYTE)):
         return _one_line("serve", "a worker process could not start (see above)")
     return OK

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import ipaddress
 import json
 import logging
@@ -24,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode
 
 import orjson
@@ -36,7 +37,6 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 
 from ..fulltext.matching import distinct_groups
 from ..index.engine import RANKINGS, Answer, QueryEngine
@@ -56,6 +56,9 @@ from ..rules.web.urls import text_as_shown, url_as_shown
 from .answercache import DEFAULT_BYTES, AnswerCache, KeptResponse
 from .served import Served, ServedIndex
 from .sharedanswers import SharedAnswers
+
+if TYPE_CHECKING:
+    from starlette.templating import Jinja2Templates
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +93,6 @@ PAGE_LINKS = 10  # the pages of results a results page links to by number, aroun
 # 15 MB), where a crawl keeps URLs to 2,083 characters (TSE_MAX_URL_LENGTH).
 SHOWN_URL_CHARACTERS = 300
 LINKED_URL_CHARACTERS = 8192
-TEMPLATES = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
-# The characters that change the direction of the text after them (an override, an embedding, an
-# isolate, a mark): typed in a query, they are shown by their code points where the query is not in
-# an element of its own (the page's title, an error's message), not let reverse what follows.
-TEMPLATES.env.filters["bidi_shown"] = text_as_shown
 
 
 def shown_url(url: str) -> str:
@@ -113,7 +111,6 @@ def linkable(url: str) -> bool:
     )
 
 
-TEMPLATES.env.filters["shown_url"] = shown_url
 # Control characters other than whitespace (a NUL typed in a query, one in a URL) are parse errors in
 # HTML, which browsers drop or show as they like: every value a page shows has them as U+FFFD.
 _HTML_CONTROLS = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f]")
@@ -125,7 +122,6 @@ def _without_controls(value: object) -> object:
     return value
 
 
-TEMPLATES.env.finalize = _without_controls
 # The language menu's names of the languages the analysis knows without a stemmer (those with one are
 # named by their stemmer's name: ``analysis.STEMMERS``); another code is shown as it is.
 _LANGUAGE_NAMES = {
@@ -142,7 +138,23 @@ def language_label(code: str) -> str:
     return f"{name} ({code})" if name else code
 
 
-TEMPLATES.env.filters["language_label"] = language_label
+@functools.cache
+def _templates() -> Jinja2Templates:
+    """The pages' templates, made for the first page a process sends: jinja2's import (10 ms of each
+    server's start) is no part of an API answer's."""
+    from starlette.templating import Jinja2Templates
+
+    templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent / "templates"))
+    # The characters that change the direction of the text after them (an override, an embedding, an
+    # isolate, a mark): typed in a query, they are shown by their code points where the query is not in
+    # an element of its own (the page's title, an error's message), not let reverse what follows.
+    templates.env.filters["bidi_shown"] = text_as_shown
+    templates.env.filters["shown_url"] = shown_url
+    templates.env.finalize = _without_controls
+    templates.env.filters["language_label"] = language_label
+    return templates
+
+
 # The app's own pages: inline style only, forms to the app only.
 PAGE_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -783,7 +795,7 @@ def _page(
     request: Request, template: str, context: dict[str, Any], status: int = 200, policy: str = PAGE_POLICY
 ) -> Response:
     headers = {**SAFE_HEADERS, "Content-Security-Policy": policy}
-    return TEMPLATES.TemplateResponse(request, template, context, status_code=status, headers=headers)
+    return _templates().TemplateResponse(request, template, context, status_code=status, headers=headers)
 
 
 def _by_reader(response: Response) -> Response:

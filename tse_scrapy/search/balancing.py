@@ -24,14 +24,16 @@ protocol uvicorn would have made for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import fcntl
 import os
 import select
 import socket
 import tempfile
+import time
 from collections.abc import Callable
-from multiprocessing.sharedctypes import RawArray
+from multiprocessing.sharedctypes import RawArray, RawValue
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,10 @@ WAIT_LIMIT = 0.02
 RESOURCES_PAUSE = 0.1
 # Slots for workers uvicorn adds (SIGTTIN) or starts before stopping the old ones (SIGHUP).
 SPARE_SLOTS = 8
+# How long the other workers wait for the first to listen before they start anyway (``ConnectionShares.
+# wait_turn``), and how often each looks whether that first one is still running.
+START_ALONE_SECONDS = 5.0
+START_LOOK_SECONDS = 0.05
 
 
 def takes_connection(held: int, fewest_elsewhere: int | None, waited: float) -> bool:
@@ -87,9 +93,34 @@ class ConnectionShares:
         self.unresponsive = RawArray(ctypes.c_byte, slots)
         self.lock = ProcessLock()
         self.pipes = [os.pipe() for _ in range(slots)]
-        for pipe in self.pipes:
+        # The worker starting first, and whether a worker listens yet (a byte down the pipe when one does).
+        self.first_starting = RawValue(ctypes.c_int, 0)
+        self.listening = RawValue(ctypes.c_byte, 0)
+        self.listening_pipe = os.pipe()
+        for pipe in (*self.pipes, self.listening_pipe):
             for end in pipe:
                 os.set_blocking(end, False)
+
+    def wait_turn(self) -> None:
+        """Called by each worker before it starts (opens the index): the first goes at once, the others
+        once a worker listens (or the first is gone, or START_ALONE_SECONDS passed).  All starting at once,
+        each took a share of the cores, and the first answer waited for the first of them to open the
+        index on half the machine; the others' start comes after the answer's."""
+        with self.lock:
+            first = self.first_starting.value
+            if first == 0 or (not self.listening.value and not _alive(first)):
+                self.first_starting.value = os.getpid()
+                return
+        deadline = time.monotonic() + START_ALONE_SECONDS
+        while not self.listening.value and time.monotonic() < deadline and _alive(first):
+            select.select([self.listening_pipe[0]], [], [], START_LOOK_SECONDS)
+
+    def said_listening(self) -> None:
+        """A worker listens: the workers waiting for their turn (``wait_turn``) start."""
+        if not self.listening.value:
+            self.listening.value = 1
+            with contextlib.suppress(BlockingIOError):  # (full: woken already)
+                os.write(self.listening_pipe[1], b"\0")
 
     def claim(self) -> int | None:
         """This process's slot, or None when every slot is another live worker's."""
@@ -172,12 +203,21 @@ class BalancedServer(uvicorn.Server):
         shares = getattr(self.config, "shares", None)
         if not isinstance(shares, ConnectionShares) or not sockets or len(sockets) != 1:
             await super().startup(sockets=sockets)
+            if isinstance(shares, ConnectionShares):
+                shares.said_listening()
             return
         await super().startup(sockets=[])  # everything but the listening: done below
         acceptor = self._acceptor = _Acceptor(asyncio.get_running_loop(), sockets[0], shares, self._protocol)
         # uvicorn's protocols add and discard themselves here: each change is counted at once.
         self.server_state.connections = _CountedConnections(acceptor.added, acceptor.changed)
         acceptor.start(self.server_state.connections)
+        shares.said_listening()
+
+    def run(self, sockets: list[socket.socket] | None = None) -> None:
+        shares = getattr(self.config, "shares", None)
+        if isinstance(shares, ConnectionShares):
+            shares.wait_turn()
+        super().run(sockets=sockets)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         if self._acceptor is not None:

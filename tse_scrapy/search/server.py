@@ -4,7 +4,9 @@ With several workers, uvicorn's own supervisor runs one process each (each
 opens the index), all accepting on the same socket: a search uses one core,
 so this is how a server uses the machine's cores.  The workers are forked,
 not spawned: they start with every module imported (about 0.2 s sooner), and
-open the index themselves (an SQLite connection must not cross a fork).  On
+open the index themselves (an SQLite connection must not cross a fork), one
+after the other: the first alone, the others once it listens (the first answer
+waits for one worker's start on the whole machine, not for two sharing it).  On
 Linux they share the connections evenly (``balancing``), and end with the
 process that started them, however it ends (``kill -9`` included: the kernel
 kills them, ``PR_SET_PDEATHSIG``), so a server killed leaves no worker
@@ -13,6 +15,7 @@ holding its port.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing
 import os
@@ -22,6 +25,9 @@ import sys
 
 import uvicorn
 import uvicorn._subprocess
+import uvicorn.lifespan.on
+import uvicorn.loops.auto
+import uvicorn.protocols.websockets.auto
 import uvicorn.supervisors.multiprocess
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
@@ -44,6 +50,11 @@ from .app import (
 from .balancing import BalancedConfig, BalancedServer, ConnectionShares
 from .protocol import REQUEST_HEAD_SECONDS, BoundedHttpToolsProtocol
 from .sharedanswers import SharedAnswers
+
+# What each worker's uvicorn imports as it starts (its lifespan, event loop and websocket protocol, above,
+# and uvloop), imported once before the workers are forked, not by each after.
+with contextlib.suppress(ImportError):
+    import uvloop  # noqa: F401
 
 # uvicorn logs only warnings; its HTTP protocol (serve_forever) is httptools with the request head bounded.
 UVICORN_OPTIONS = {"log_level": "warning", "access_log": False, "lifespan": "on"}
