@@ -922,19 +922,24 @@ def _folded_words(
     """The words of *folded* (normalized and folded text) that give a term of *wanted* (unstemmed or
     stemmed in one of *languages*) with their terms, each with whether it follows the one before
     with no other word between."""
-    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-    # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
-    # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
-    stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
-    # The words giving a wanted term, by their places in *distinct*: found by set operations and
-    # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
-    hits = {distinct.index(word) for word in wanted.intersection(distinct)}
-    for stems in stemmed:
-        for stem in wanted.intersection(stems):  # each word of that stem
-            at = stems.index(stem)
-            while at != -1:
-                hits.add(at)
-                at = _index(stems, stem, at + 1)
+    stemming = analysis.stemming_languages(languages)
+    kept = _text_words(folded, stemming)
+    if kept is not None:
+        distinct, stemmed, hits = kept.distinct, kept.stems(stemming), kept.hits(wanted, stemming)
+    else:
+        distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+        # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
+        # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
+        stemmed = [analysis.stem(distinct, language) for language in stemming]
+        # The words giving a wanted term, by their places in *distinct*: found by set operations and
+        # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
+        hits = {distinct.index(word) for word in wanted.intersection(distinct)}
+        for stems in stemmed:
+            for stem in wanted.intersection(stems):  # each word of that stem
+                at = stems.index(stem)
+                while at != -1:
+                    hits.add(at)
+                    at = _index(stems, stem, at + 1)
     if not hits:
         return
     giving = {
@@ -950,6 +955,76 @@ def _folded_words(
             last_end >= 0 and not analysis.has_word_between(folded, last_end, start),
         )
         last_end = end
+
+
+# The words of the long texts _folded_words reads more than once, and their stems, kept: a page's text
+# past its first read (cut where the first read ends and at the stored text's end) is read again by
+# every search whose marks its page holds only there, and its words and their stems are the same
+# whatever the query (cutting and stemming them were most of that read).  Kept for texts longer than a
+# first read once read twice (the texts read once, by their hashes: READ_SEEN_KEPT), to WORDS_KEPT
+# characters of text: then they are forgotten, and kept again.
+WORDS_KEPT = 8_000_000
+READ_SEEN_KEPT = 20_000
+
+
+class _TextWords:
+    """A text's distinct words (``analysis.word_runs_of``, in their first places' order), their stems
+    in each language, and which of them give each term."""
+
+    __slots__ = ("distinct", "giving", "stemmed")
+
+    def __init__(self, distinct: list[str], stemming: tuple[str, ...]):
+        self.distinct = distinct
+        self.stemmed: dict[tuple[str, ...], list[list[str]]] = {}
+        self.giving: dict[tuple[str, ...], dict[str, list[int]]] = {}
+        self.stems(stemming)
+
+    def stems(self, stemming: tuple[str, ...]) -> list[list[str]]:
+        found = self.stemmed.get(stemming)
+        if found is None:
+            found = self.stemmed[stemming] = [analysis.stem(self.distinct, language) for language in stemming]
+        return found
+
+    def hits(self, wanted: set[str], stemming: tuple[str, ...]) -> set[int]:
+        """The places in ``distinct`` of the words giving a term of *wanted*, as the word or a stem."""
+        giving = self.giving.get(stemming)
+        if giving is None:
+            giving = self.giving[stemming] = {}
+            for terms in (self.distinct, *self.stems(stemming)):
+                for index, term in enumerate(terms):
+                    giving.setdefault(term, []).append(index)
+        found: set[int] = set()
+        for term in wanted:
+            if term in giving:
+                found.update(giving[term])
+        return found
+
+
+_kept_words: dict[str, _TextWords] = {}
+_kept_words_size = 0
+_read_seen: set[int] = set()
+
+
+def _text_words(folded: str, stemming: tuple[str, ...]) -> _TextWords | None:
+    """*folded*'s ``_TextWords`` when it is long and was read before (kept: WORDS_KEPT), else None."""
+    global _kept_words_size
+    if len(folded) <= FIRST_READ:
+        return None
+    kept = _kept_words.get(folded)
+    if kept is not None:
+        return kept
+    seen = hash(folded)
+    if seen not in _read_seen:  # (read once: most texts cut at a search's own places are)
+        if len(_read_seen) >= READ_SEEN_KEPT:
+            _read_seen.clear()
+        _read_seen.add(seen)
+        return None
+    if _kept_words_size + len(folded) > WORDS_KEPT:
+        _kept_words.clear()
+        _kept_words_size = 0
+    kept = _kept_words[folded] = _TextWords(list(dict.fromkeys(analysis.word_runs_of(folded))), stemming)
+    _kept_words_size += len(folded)
+    return kept
 
 
 def _index(items: Sequence[str], item: str, start: int) -> int:
