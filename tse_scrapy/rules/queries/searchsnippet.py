@@ -843,18 +843,14 @@ def _head_marks(
         return _word_marks(head, places, window, length)
     marks = prepared.sequences
     numbers = {term: set(words) for term, (words, _) in places.items()}
-
-    def giving(terms: Collection[str]) -> set[int]:
-        return set().union(*(numbers[term] for term in terms if term in numbers))
-
     # A mark of L words ends at word n where words n-L+1 ... n each give a term of their position.
     ends: list[tuple[Sequence[Collection[str]], set[int]]] = []  # each mark and the words it ends at
     for sequence in marks:
-        last_words = giving(sequence[-1]) if sequence else set()
+        last_words = _words_giving(numbers, sequence[-1]) if sequence else set()
         for back in range(1, len(sequence)):
             if not last_words:
                 break
-            last_words &= {number + back for number in giving(sequence[-1 - back])}
+            last_words &= {number + back for number in _words_giving(numbers, sequence[-1 - back])}
         if last_words:
             ends.append((sequence, last_words))
     if not ends:
@@ -886,6 +882,16 @@ def _head_marks(
         if reach is None or number == first_end or spans[number][0] <= reach
     ]
     return found_marks, reach is not None and length > reach
+
+
+def _words_giving(numbers: dict[str, set[int]], terms: Collection[str]) -> set[int]:
+    """The words (by number) giving one of *terms*, from each term's words (*numbers*)."""
+    found: set[int] = set()
+    for term in terms:
+        words = numbers.get(term)
+        if words is not None:
+            found |= words
+    return found
 
 
 def _word_marks(
