@@ -834,21 +834,11 @@ class KeptField:
                 )
             return found
 
-        bm25, average = fts5bm25.bm25, self.average
-        if not only_in or stems_language is None:  # (most searches: every page scored alike)
-            phrases, phrase_idfs, firsts = every
-            for doc_id in scores:
-                tokens = rows.get(doc_id)
-                if tokens and not firsts.isdisjoint(tokens):
-                    score = bm25(tokens, phrases, phrase_idfs, average)
-                    if score is not None:
-                        scores[doc_id] -= weight * score
-            return True
         for doc_id in scores:
             tokens = rows.get(doc_id)
             phrases, phrase_idfs, firsts = scored(doc_id)
             held_any = tokens and not firsts.isdisjoint(tokens)
-            score = bm25(tokens, phrases, phrase_idfs, average) if held_any else None
+            score = fts5bm25.bm25(tokens, phrases, phrase_idfs, self.average) if held_any else None
             if score is not None:
                 scores[doc_id] -= weight * score
         return True

@@ -899,7 +899,9 @@ def _word_marks(
 ) -> tuple[list[tuple[int, int]], bool] | None:
     """``_head_marks`` where each mark is one word (most queries): every word giving a wanted term
     is a mark, the first of them the first mark."""
-    words = set(chain.from_iterable(numbers for numbers, _ in places.values()))
+    words: set[int] = set()
+    for numbers, _ in places.values():
+        words.update(numbers)
     if not words:
         return [], False
     spans = head.spans(words)
@@ -910,16 +912,24 @@ def _word_marks(
     if window is None:
         return [first, *spans.values()], False
     reach = first[0] + window
-    return [first, *(span for span in spans.values() if span[0] <= reach)], length > reach
+    found = [first]
+    for span in spans.values():
+        if span[0] <= reach:
+            found.append(span)
+    return found, length > reach
 
 
 def _in_order(spans: dict[int, tuple[int, int]], size: int) -> bool:
     """Whether the words of *spans* (by number) are in the first read of *size* characters, in order
     (else a damaged head)."""
-    ordered = [spans[number] for number in sorted(spans)]
-    return all(0 <= start < end <= size for start, end in ordered) and all(
-        before[0] < after[0] for before, after in pairwise(ordered)
-    )
+    # (Loops, not all() of generators: a snippet asks it once or twice, and a generator costs a scope.)
+    last = -1
+    for number in sorted(spans):
+        start, end = spans[number]
+        if not (0 <= start < end <= size) or start <= last:
+            return False
+        last = start
+    return True
 
 
 def _folded_words(
