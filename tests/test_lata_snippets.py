@@ -1,12 +1,20 @@
 """A long text a snippet reads again (a page's text past its first read, by every search its page answers
-there) has its words cut and stemmed once, and gives the marks it gave when read the first time."""
+there) has its words cut and stemmed once, and gives the marks it gave when read the first time; a page's
+rest (its text past what the document store keeps) is read from the search index once."""
+
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.inprocess import tse_ok_here
+from tests.support.pages import write_pages
+from tse_scrapy.index.engine import QueryEngine
+from tse_scrapy.index.storage import IndexReader
 from tse_scrapy.rules.queries import searchsnippet
 from tse_scrapy.rules.text import analysis
+from tse_scrapy.search.app import _results
 
 WORDS = [
     "Installation",
@@ -65,3 +73,36 @@ def test_a_long_text_read_again_gives_the_same_marks_without_cutting_its_words_a
     searchsnippet._read_seen.clear()
     assert other_again == searchsnippet.marked_ranges(text, other, languages)
     assert not cut
+
+
+class _NoRestsRead:
+    """A search index's connection that refuses to read its rests again."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, sql, *arguments):
+        assert "FROM rests" not in sql, "a rest read again"
+        return self.db.execute(sql, *arguments)
+
+
+def test_a_pages_rest_read_again_is_the_one_read_before(tmp_path):
+    # The Debian Reference's first two chapters: text past what the document store keeps (their rests).
+    manual = Path("/usr/share/debian-reference")  # debian-reference-en (make test installs it)
+    pages = {
+        number: (f"https://www.debian.org/doc/manuals/debian-reference/{path.name}", 0, path.read_bytes())
+        for number, path in enumerate([manual / "ch01.en.html", manual / "ch02.en.html"], start=1)
+    }
+    write_pages(tmp_path / "pages", pages)
+    tse_ok_here("index", tmp_path / "pages", tmp_path / "index")
+    engine = QueryEngine(tmp_path / "pages", IndexReader(tmp_path / "index"))
+    index = engine.search_index
+    read = index.rests([1, 2])
+    assert sorted(read) == [1, 2] and all(read.values())
+    index.db = _NoRestsRead(index.db)
+    assert index.rests([2, 1]) == read
+    assert index.rests([2]) == {2: read[2]}
+    (shown,) = [
+        result for result in _results(engine, engine.answer("workstation", "relevance"), 1, 10) if result.doc_id == 1
+    ]
+    assert {shown.snippet[start:end].lower() for start, end in shown.highlights} == {"workstation"}
