@@ -109,7 +109,7 @@ class Head:
             if not first < last <= end or (last - first) % 2:
                 return None
             found[term] = (numbers[at + first : at + last : 2], numbers[at + first + 1 : at + last : 2])
-        if found and max(max(words) for words, _ in found.values()) >= self.words:
+        if found and max([max(words) for words, _ in found.values()]) >= self.words:
             return None
         return found
 
@@ -860,15 +860,13 @@ def _head_marks(
         return None
     # The first mark the word-by-word reading finds: at the first word ending one, the first of the
     # marks ending there in the order that reading tries them (the word's terms' order, then the marks').
-    first_end = min(min(found) for _, found in ends)
+    first_end = min([min(found) for _, found in ends])
     terms = sorted(
         (ranks[list(words).index(first_end)], term)
         for term, (words, ranks) in places.items()
         if first_end in numbers[term]
     )
-    first_size = next(
-        len(sequence) for _, term in terms for sequence, found in ends if term in sequence[-1] and first_end in found
-    )
+    first_size = _first_size(terms, ends, first_end)
     first = (spans[first_end - first_size + 1][0], spans[first_end][1])
     # Reading word by word stops at the first word giving a wanted term past the window: the marks
     # ending there or later are not found (those ending at the first word always are), and the text
@@ -882,6 +880,18 @@ def _head_marks(
         if reach is None or number == first_end or spans[number][0] <= reach
     ]
     return found_marks, reach is not None and length > reach
+
+
+def _first_size(
+    terms: list[tuple[int, str]], ends: list[tuple[Sequence[Collection[str]], set[int]]], first_end: int
+) -> int:
+    """The length of the first mark ending at word *first_end* (``_head_marks``): of the first of *terms*
+    (ranked) ending one of *ends* there."""
+    for _, term in terms:
+        for sequence, found in ends:
+            if term in sequence[-1] and first_end in found:
+                return len(sequence)
+    raise StopIteration  # (as next() of no mark: there is always one)
 
 
 def _words_giving(numbers: dict[str, set[int]], terms: Collection[str]) -> set[int]:
