@@ -87,6 +87,11 @@ EXPRESSION_KEPT_CHARACTERS = 1_000  # ... of at most this many characters (a que
 HEADS_KEPT_BYTES = 16_000_000
 # A page's rest (store.py) read to at most this many bytes: REST_CHARACTERS of four bytes each.
 REST_BYTES = 4 * REST_CHARACTERS
+# The rests a process keeps once read (``SearchIndex.rests``), to this many characters in all: a page's
+# rest is read again by every search its page answers past the text results show, and inflating and
+# decoding it again (up to REST_CHARACTERS), then hashing the new string to find what later_snippet
+# kept of it (searchsnippet's _later_texts, keyed by the text), cost each time.
+RESTS_KEPT_CHARACTERS = 8_000_000
 # Looking a page up in a form's list (FTS5 seeks it: about 13 us) costs about what reading this many
 # rows of a list whole does: fewer pages than the lists' rows / this / the forms are looked up one by one.
 ROWID_LOOKUP_ROWS = 40
@@ -163,6 +168,8 @@ class SearchIndex:
         self._has_beyond = db.execute("SELECT 1 FROM beyond_fts LIMIT 1").fetchone() is not None
         self._heads: dict[int, Head] = {}  # the snippet heads read (``snippet_heads``)
         self._heads_kept = 0  # their bytes as stored
+        self._rests: dict[int, str] = {}  # the rests read (``rests``)
+        self._rests_kept = 0  # their characters
         # Each page in a group of duplicates -> the page that stands for the group (store.py).
         self.representatives: dict[int, int] = dict(db.execute("SELECT doc_id, representative FROM groups"))
         # The titles' and anchor texts' scores worked out from their words (see KeptField).
@@ -455,15 +462,25 @@ class SearchIndex:
         """The text past the stored text of each of the pages *doc_ids* that has one (``store.py``'s
         rests), for the snippets of pages that match only there; bounded (REST_BYTES), a damaged
         one left out."""
-        found: dict[int, str] = {}
+        kept = self._rests
+        found = {doc_id: kept[doc_id] for doc_id in doc_ids if doc_id in kept}
+        missing = [doc_id for doc_id in doc_ids if doc_id not in found]
+        if not missing:
+            return found
         try:
-            marks = ",".join("?" * len(doc_ids))
-            for doc_id, blob in self.db.execute(f"SELECT doc_id, rest FROM rests WHERE doc_id IN ({marks})", doc_ids):
+            marks = ",".join("?" * len(missing))
+            for doc_id, blob in self.db.execute(f"SELECT doc_id, rest FROM rests WHERE doc_id IN ({marks})", missing):
                 inflate = zlib.decompressobj()
                 try:
-                    found[doc_id] = inflate.decompress(blob, REST_BYTES).decode("utf-8", "replace")
+                    rest = found[doc_id] = inflate.decompress(blob, REST_BYTES).decode("utf-8", "replace")
                 except (TypeError, zlib.error):
                     continue
+                if self._rests_kept + len(rest) > RESTS_KEPT_CHARACTERS:
+                    kept.clear()
+                    self._rests_kept = 0
+                if len(rest) <= RESTS_KEPT_CHARACTERS:
+                    kept[doc_id] = rest
+                    self._rests_kept += len(rest)
         except apsw.Error:  # a file altered since it was written: the table is gone
             return {}
         return found

@@ -109,7 +109,7 @@ class Head:
             if not first < last <= end or (last - first) % 2:
                 return None
             found[term] = (numbers[at + first : at + last : 2], numbers[at + first + 1 : at + last : 2])
-        if found and max(max(words) for words, _ in found.values()) >= self.words:
+        if found and max([max(words) for words, _ in found.values()]) >= self.words:
             return None
         return found
 
@@ -843,18 +843,14 @@ def _head_marks(
         return _word_marks(head, places, window, length)
     marks = prepared.sequences
     numbers = {term: set(words) for term, (words, _) in places.items()}
-
-    def giving(terms: Collection[str]) -> set[int]:
-        return set().union(*(numbers[term] for term in terms if term in numbers))
-
     # A mark of L words ends at word n where words n-L+1 ... n each give a term of their position.
     ends: list[tuple[Sequence[Collection[str]], set[int]]] = []  # each mark and the words it ends at
     for sequence in marks:
-        last_words = giving(sequence[-1]) if sequence else set()
+        last_words = _words_giving(numbers, sequence[-1]) if sequence else set()
         for back in range(1, len(sequence)):
             if not last_words:
                 break
-            last_words &= {number + back for number in giving(sequence[-1 - back])}
+            last_words &= {number + back for number in _words_giving(numbers, sequence[-1 - back])}
         if last_words:
             ends.append((sequence, last_words))
     if not ends:
@@ -864,15 +860,13 @@ def _head_marks(
         return None
     # The first mark the word-by-word reading finds: at the first word ending one, the first of the
     # marks ending there in the order that reading tries them (the word's terms' order, then the marks').
-    first_end = min(min(found) for _, found in ends)
+    first_end = min([min(found) for _, found in ends])
     terms = sorted(
         (ranks[list(words).index(first_end)], term)
         for term, (words, ranks) in places.items()
         if first_end in numbers[term]
     )
-    first_size = next(
-        len(sequence) for _, term in terms for sequence, found in ends if term in sequence[-1] and first_end in found
-    )
+    first_size = _first_size(terms, ends, first_end)
     first = (spans[first_end - first_size + 1][0], spans[first_end][1])
     # Reading word by word stops at the first word giving a wanted term past the window: the marks
     # ending there or later are not found (those ending at the first word always are), and the text
@@ -888,12 +882,36 @@ def _head_marks(
     return found_marks, reach is not None and length > reach
 
 
+def _first_size(
+    terms: list[tuple[int, str]], ends: list[tuple[Sequence[Collection[str]], set[int]]], first_end: int
+) -> int:
+    """The length of the first mark ending at word *first_end* (``_head_marks``): of the first of *terms*
+    (ranked) ending one of *ends* there."""
+    for _, term in terms:
+        for sequence, found in ends:
+            if term in sequence[-1] and first_end in found:
+                return len(sequence)
+    raise StopIteration  # (as next() of no mark: there is always one)
+
+
+def _words_giving(numbers: dict[str, set[int]], terms: Collection[str]) -> set[int]:
+    """The words (by number) giving one of *terms*, from each term's words (*numbers*)."""
+    found: set[int] = set()
+    for term in terms:
+        words = numbers.get(term)
+        if words is not None:
+            found |= words
+    return found
+
+
 def _word_marks(
     head: Head, places: dict[str, tuple[Sequence[int], Sequence[int]]], window: int | None, length: int
 ) -> tuple[list[tuple[int, int]], bool] | None:
     """``_head_marks`` where each mark is one word (most queries): every word giving a wanted term
     is a mark, the first of them the first mark."""
-    words = set(chain.from_iterable(numbers for numbers, _ in places.values()))
+    words: set[int] = set()
+    for numbers, _ in places.values():
+        words.update(numbers)
     if not words:
         return [], False
     spans = head.spans(words)
@@ -904,16 +922,24 @@ def _word_marks(
     if window is None:
         return [first, *spans.values()], False
     reach = first[0] + window
-    return [first, *(span for span in spans.values() if span[0] <= reach)], length > reach
+    found = [first]
+    for span in spans.values():
+        if span[0] <= reach:
+            found.append(span)
+    return found, length > reach
 
 
 def _in_order(spans: dict[int, tuple[int, int]], size: int) -> bool:
     """Whether the words of *spans* (by number) are in the first read of *size* characters, in order
     (else a damaged head)."""
-    ordered = [spans[number] for number in sorted(spans)]
-    return all(0 <= start < end <= size for start, end in ordered) and all(
-        before[0] < after[0] for before, after in pairwise(ordered)
-    )
+    # (Loops, not all() of generators: a snippet asks it once or twice, and a generator costs a scope.)
+    last = -1
+    for number in sorted(spans):
+        start, end = spans[number]
+        if not (0 <= start < end <= size) or start <= last:
+            return False
+        last = start
+    return True
 
 
 def _folded_words(
@@ -922,19 +948,24 @@ def _folded_words(
     """The words of *folded* (normalized and folded text) that give a term of *wanted* (unstemmed or
     stemmed in one of *languages*) with their terms, each with whether it follows the one before
     with no other word between."""
-    distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
-    # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
-    # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
-    stemmed = [analysis.stem(distinct, language) for language in analysis.stemming_languages(languages)]
-    # The words giving a wanted term, by their places in *distinct*: found by set operations and
-    # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
-    hits = {distinct.index(word) for word in wanted.intersection(distinct)}
-    for stems in stemmed:
-        for stem in wanted.intersection(stems):  # each word of that stem
-            at = stems.index(stem)
-            while at != -1:
-                hits.add(at)
-                at = _index(stems, stem, at + 1)
+    stemming = analysis.stemming_languages(languages)
+    kept = _text_words(folded, stemming)
+    if kept is not None:
+        distinct, stemmed, hits = kept.distinct, kept.stems(stemming), kept.hits(wanted, stemming)
+    else:
+        distinct = list(dict.fromkeys(analysis.word_runs_of(folded)))
+        # Each distinct word stemmed once a language (a language without a stemmer leaves it as it
+        # is); only the words giving a wanted term, as the word or a stem, are kept with their terms.
+        stemmed = [analysis.stem(distinct, language) for language in stemming]
+        # The words giving a wanted term, by their places in *distinct*: found by set operations and
+        # searches in C, not by a test a word (a page's first read holds about 150 distinct words).
+        hits = {distinct.index(word) for word in wanted.intersection(distinct)}
+        for stems in stemmed:
+            for stem in wanted.intersection(stems):  # each word of that stem
+                at = stems.index(stem)
+                while at != -1:
+                    hits.add(at)
+                    at = _index(stems, stem, at + 1)
     if not hits:
         return
     giving = {
@@ -950,6 +981,76 @@ def _folded_words(
             last_end >= 0 and not analysis.has_word_between(folded, last_end, start),
         )
         last_end = end
+
+
+# The words of the long texts _folded_words reads more than once, and their stems, kept: a page's text
+# past its first read (cut where the first read ends and at the stored text's end) is read again by
+# every search whose marks its page holds only there, and its words and their stems are the same
+# whatever the query (cutting and stemming them were most of that read).  Kept for texts longer than a
+# first read once read twice (the texts read once, by their hashes: READ_SEEN_KEPT), to WORDS_KEPT
+# characters of text: then they are forgotten, and kept again.
+WORDS_KEPT = 8_000_000
+READ_SEEN_KEPT = 20_000
+
+
+class _TextWords:
+    """A text's distinct words (``analysis.word_runs_of``, in their first places' order), their stems
+    in each language, and which of them give each term."""
+
+    __slots__ = ("distinct", "giving", "stemmed")
+
+    def __init__(self, distinct: list[str], stemming: tuple[str, ...]):
+        self.distinct = distinct
+        self.stemmed: dict[tuple[str, ...], list[list[str]]] = {}
+        self.giving: dict[tuple[str, ...], dict[str, list[int]]] = {}
+        self.stems(stemming)
+
+    def stems(self, stemming: tuple[str, ...]) -> list[list[str]]:
+        found = self.stemmed.get(stemming)
+        if found is None:
+            found = self.stemmed[stemming] = [analysis.stem(self.distinct, language) for language in stemming]
+        return found
+
+    def hits(self, wanted: set[str], stemming: tuple[str, ...]) -> set[int]:
+        """The places in ``distinct`` of the words giving a term of *wanted*, as the word or a stem."""
+        giving = self.giving.get(stemming)
+        if giving is None:
+            giving = self.giving[stemming] = {}
+            for terms in (self.distinct, *self.stems(stemming)):
+                for index, term in enumerate(terms):
+                    giving.setdefault(term, []).append(index)
+        found: set[int] = set()
+        for term in wanted:
+            if term in giving:
+                found.update(giving[term])
+        return found
+
+
+_kept_words: dict[str, _TextWords] = {}
+_kept_words_size = 0
+_read_seen: set[int] = set()
+
+
+def _text_words(folded: str, stemming: tuple[str, ...]) -> _TextWords | None:
+    """*folded*'s ``_TextWords`` when it is long and was read before (kept: WORDS_KEPT), else None."""
+    global _kept_words_size
+    if len(folded) <= FIRST_READ:
+        return None
+    kept = _kept_words.get(folded)
+    if kept is not None:
+        return kept
+    seen = hash(folded)
+    if seen not in _read_seen:  # (read once: most texts cut at a search's own places are)
+        if len(_read_seen) >= READ_SEEN_KEPT:
+            _read_seen.clear()
+        _read_seen.add(seen)
+        return None
+    if _kept_words_size + len(folded) > WORDS_KEPT:
+        _kept_words.clear()
+        _kept_words_size = 0
+    kept = _kept_words[folded] = _TextWords(list(dict.fromkeys(analysis.word_runs_of(folded))), stemming)
+    _kept_words_size += len(folded)
+    return kept
 
 
 def _index(items: Sequence[str], item: str, start: int) -> int:
