@@ -2,11 +2,11 @@
 first page of results (snippets, highlights) for the known-item bench's titles, as `tse serve`'s
 /api/search makes them, each title once after the WARM_UP first (as bench.latency_ab's warm-up).
 
-`.venv/bin/python -m bench.lata_cpu time [RUNS]`: the CPU a title (median of RUNS passes, each in a
+`.venv/bin/python -m bench.title_cpu time [RUNS]`: the CPU a title (median of RUNS passes, each in a
 fresh engine), split into the answer and the results.
-`.venv/bin/python -m bench.lata_cpu dump FILE`: each title's API JSON, one a line, to compare two
+`.venv/bin/python -m bench.title_cpu dump FILE`: each title's API JSON, one a line, to compare two
 checkouts' answers byte for byte (`cmp`).
-`.venv/bin/python -m bench.lata_cpu profile FILE`: cProfile of one pass to FILE."""
+`.venv/bin/python -m bench.title_cpu profile FILE`: cProfile of one pass to FILE."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from tse_scrapy.search.app import PER_PAGE, _results
 
 def titles() -> list[str]:
     """The known-item titles of the all-sites index (kept beside it once read: reading them takes seconds)."""
-    kept = KNOWN / "lata-titles.json"
+    kept = KNOWN / "title-cpu-titles.json"
     if kept.is_file() and kept.stat().st_mtime >= (KNOWN / "pages" / ALL / "1").stat().st_mtime:
         return json.loads(kept.read_text())
     items, _, _ = known_items(KNOWN / "pages" / ALL, lambda _: ("", ""))

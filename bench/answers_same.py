@@ -3,7 +3,7 @@ checkout's code and from another commit's (issue 27: a change to the search's sp
 result): each title as /api/search?q=TITLE&rank=relevance (the latency bench's request: the first page
 of results), and with per_page=100, sent to a server keeping no answers (`--answer-cache 0`, one
 worker), both servers serving the same index.
-`.venv/bin/python -m bench.lata_same COMMIT`: prints how many answers differ (0 expected)."""
+`.venv/bin/python -m bench.answers_same COMMIT`: prints how many answers differ (0 expected)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sys
 from bench.common import BIN, WORK
 from bench.index_bench import tse_from, worktree
 from bench.known_item_bench import ALL, KNOWN, api_path, build, index_path, sites
-from bench.lata_cpu import titles
 from bench.search_bench import Server, get
+from bench.title_cpu import titles
 
 
 def answers(tse: list[str], paths: list[str]) -> list[bytes]:
