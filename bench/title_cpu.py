@@ -22,8 +22,7 @@ import orjson
 from bench.known_item_bench import ALL, KNOWN, WARM_UP, index_path, known_items
 from tse_scrapy.index.engine import QueryEngine
 from tse_scrapy.index.storage import IndexReader
-from tse_scrapy.rules.crawling.secrets import mask_url
-from tse_scrapy.search.app import PER_PAGE, _results
+from tse_scrapy.search.app import PER_PAGE, _results, _suggestion, result_content
 
 
 def titles() -> list[str]:
@@ -51,23 +50,8 @@ def content(engine: QueryEngine, line: str) -> bytes:
         return orjson.dumps({"error": answer.error if answer else None})
     results = _results(engine, answer, 1, PER_PAGE)
     found = {"query": line, "rank": "relevance", "total": len(answer.ranked), "page": 1, "per_page": PER_PAGE}
-    found.update(lang=None, partial=answer.partial, missing=list(answer.missing), suggestion=None)
-    if answer.corrections and answer.search_query is not None:
-        found["suggestion"] = answer.search_query.typed(answer.corrections)
-    found["results"] = [
-        {
-            "docid": result.doc_id,
-            "url": mask_url(result.url),
-            "score": result.score,
-            "title": result.title,
-            "snippet": result.snippet,
-            "highlights": result.highlights,
-            "lang": result.lang,
-            "also": [mask_url(url) for url in result.also],
-            "pdf": result.pdf,
-        }
-        for result in results
-    ]
+    found.update(lang=None, partial=answer.partial, missing=list(answer.missing), suggestion=_suggestion(answer))
+    found["results"] = [result_content(result, "relevance") for result in results]
     return orjson.dumps(found)
 
 

@@ -362,22 +362,7 @@ def create_app(
             content.update(
                 lang=language, partial=answer.partial, missing=list(answer.missing), suggestion=_suggestion(answer)
             )
-        content["results"] = [
-            {
-                "docid": result.doc_id,
-                "url": mask_url(result.url),
-                "score": result.score,
-                "title": result.title,
-                "snippet": result.snippet,
-                "highlights": result.highlights,
-                **(
-                    {"lang": result.lang, "also": [mask_url(url) for url in result.also], "pdf": result.pdf}
-                    if ranking == "relevance"
-                    else {}
-                ),
-            }
-            for result in results
-        ]
+        content["results"] = [result_content(result, ranking) for result in results]
         return _by_reader(_json(content))
 
     def saved_page(engine: QueryEngine, doc_id: int) -> pagedir.Page | None:
@@ -684,6 +669,22 @@ def _with_note(html: bytes, note: str) -> bytes:
     """A PDF's page (``pdf_as_html``) with *note*, tse's and said so, after its text."""
     shown = f"<hr><p><em>tse: {escape(note, quote=False)}</em></p>\n".encode()
     return html.replace(b"</body>", shown + b"</body>", 1)
+
+
+def result_content(result: Result, ranking: str) -> dict[str, Any]:
+    """A result as ``/api/search``'s JSON gives it (its URL's password masked; ``lang``, ``also`` and
+    ``pdf`` with rank=relevance only)."""
+    content: dict[str, Any] = {
+        "docid": result.doc_id,
+        "url": mask_url(result.url),
+        "score": result.score,
+        "title": result.title,
+        "snippet": result.snippet,
+        "highlights": result.highlights,
+    }
+    if ranking == "relevance":
+        content.update(lang=result.lang, also=[mask_url(url) for url in result.also], pdf=result.pdf)
+    return content
 
 
 def _suggestion(answer: Answer) -> str | None:
